@@ -1,0 +1,50 @@
+# Two commands on a fresh machine:  make run   /   make test
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip
+TICKS  ?= forever
+WHEELS ?= $(HOME)/.cache/anima/wheels
+LLAMA_VERSION = 0.3.36
+# Portable x86-64 build: -march=native enables AMX kernels that segfault on VMs that advertise but
+# do not grant AMX (measured here). AVX2/FMA/F16C keep it fast on any machine since 2013.
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+STAMP   = $(VENV)/.installed
+
+.PHONY: run test install model studio bench clean-data
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip setuptools wheel
+
+$(STAMP): pyproject.toml | $(PY)
+	@echo "==> installing torch (CPU build)"
+	$(PIP) install --progress-bar on "torch==2.13.0"
+	@if ! ls $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "==> building llama-cpp-python $(LLAMA_VERSION) from source (about 8 minutes, once per machine)"; \
+	  mkdir -p $(WHEELS) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-deps --no-cache-dir -w $(WHEELS) "llama-cpp-python==$(LLAMA_VERSION)"; \
+	fi
+	$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	@echo "==> installing anima and its dependencies"
+	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+model: install
+	$(PY) run.py model install
+
+run: model
+	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS)
+
+test: model
+	$(PY) -m pytest -q -rs
+
+studio: install
+	$(VENV)/bin/langgraph dev --no-browser
+
+bench: model
+	$(PY) bench/tick.py
+
+clean-data:
+	rm -rf data

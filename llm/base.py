@@ -1,0 +1,84 @@
+"""What every provider returns and raises; nothing here knows about the database or the graph."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+TokenCallback = Callable[[str], None]
+
+
+class LLMUnavailable(RuntimeError):
+    """The model could not answer (connection refused, timeout, 5xx): the registry fails over."""
+
+
+class AllLLMsUnavailable(LLMUnavailable):
+    """No registry LLM answered: the caller enters degraded mode."""
+
+
+@dataclass
+class Sampling:
+    temperature: float = 0.8
+    top_p: float = 0.9
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    max_tokens: int = 256
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Sampling":
+        data = data or {}
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass
+class Generation:
+    text: str
+    llm_id: str
+    provider: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    failed_over_from: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.completion_tokens / (self.latency_ms / 1000) if self.latency_ms > 0 else 0.0
+
+
+class Provider(Protocol):
+    """One model endpoint. `complete` continues raw text; `chat` answers a message list."""
+
+    id: str
+    provider: str
+    model: str
+    context_window: int
+
+    def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
+                 json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation: ...
+
+    def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
+             json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def approx_tokens(text: str) -> int:
+    """Offline token estimate (≈4 chars/token, LangChain's `count_tokens_approximately` rule)."""
+    return math.ceil(len(text) / 4.0) if text else 0
+
+
+def render_chat_as_text(messages: list[dict[str, str]]) -> str:
+    """A message list as one plain document, for base models that have no chat template."""
+    parts: list[str] = []
+    for message in messages:
+        role, content = message.get("role", "user"), message.get("content", "")
+        if role == "system":
+            parts.append(content.rstrip())
+        elif role == "assistant":
+            parts.append(f"{content.rstrip()}")
+        else:
+            parts.append(content.rstrip())
+    return "\n\n".join(p for p in parts if p) + "\n"

@@ -1,0 +1,140 @@
+"""The LLM registry: every configured model by priority, failover between them, call accounting.
+
+Entries are plain dicts (from config, CLI or the `llm_registry` table):
+`{id, provider, model, priority, is_validator, trust_score, config}`. Providers are built lazily, so
+a fallback model costs nothing until it is needed. Every call, successful or not, is reported to
+`recorder` (the graph wires it to the `llm_calls` table); this module imports nothing above llm/.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from llm.base import AllLLMsUnavailable, Generation, LLMUnavailable, Provider, Sampling, TokenCallback
+
+Recorder = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class _Slot:
+    entry: dict[str, Any]
+    provider: Provider | None = None
+    down_until: float = 0.0
+    failures: int = 0
+
+
+@dataclass
+class LLMRegistry:
+    entries: list[dict[str, Any]]
+    recorder: Recorder | None = None
+    providers: dict[str, Provider] = field(default_factory=dict)  # pre-built (tests, shared models)
+    backoff_s: float = 5.0
+    max_backoff_s: float = 300.0
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        if not self.entries:
+            raise ValueError("the LLM registry is empty: configure at least one model")
+        ordered = sorted((e for e in self.entries if e.get("enabled", True)), key=lambda e: -int(e.get("priority", 0)))
+        self._slots = {e["id"]: _Slot(entry=e, provider=self.providers.get(e["id"])) for e in ordered}
+        self._selected: str | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._slots)
+
+    def select(self, llm_id: str) -> None:
+        if llm_id not in self._slots:
+            raise KeyError(f"no LLM {llm_id!r} in the registry (have: {', '.join(self._slots)})")
+        self._selected = llm_id
+
+    @property
+    def primary_id(self) -> str:
+        return self._selected or next(iter(self._slots))
+
+    def provider(self, llm_id: str) -> Provider:
+        slot = self._slots[llm_id]
+        if slot.provider is None:
+            from llm.providers import build_provider
+
+            slot.provider = build_provider(slot.entry)
+        return slot.provider
+
+    def primary(self) -> Provider:
+        return self.provider(self.primary_id)
+
+    def entry(self, llm_id: str) -> dict[str, Any]:
+        return self._slots[llm_id].entry
+
+    def validators(self) -> list[dict[str, Any]]:
+        return [s.entry for s in self._slots.values() if s.entry.get("is_validator")]
+
+    def order(self, prefer: str | None = None) -> list[str]:
+        first = prefer or self.primary_id
+        return [first] + [i for i in self._slots if i != first]
+
+    def generate(
+        self,
+        purpose: str,
+        *,
+        prompt: str | None = None,
+        messages: list[dict[str, str]] | None = None,
+        sampling: Sampling | None = None,
+        stop: list[str] | None = None,
+        json_schema: dict | None = None,
+        on_token: TokenCallback | None = None,
+        prefer: str | None = None,
+        only: str | None = None,
+        tags: dict[str, Any] | None = None,
+    ) -> Generation:
+        """Call the preferred model, failing over by priority on outages; record every attempt."""
+        if (prompt is None) == (messages is None):
+            raise ValueError("pass exactly one of prompt= or messages=")
+        sampling = sampling or Sampling()
+        tried: list[str] = []
+        errors: list[str] = []
+        candidates = [only] if only else self.order(prefer)
+        now = self.clock()
+        for llm_id in candidates:
+            slot = self._slots[llm_id]
+            if slot.down_until > now and not only:
+                continue
+            tried.append(llm_id)
+            started = time.perf_counter()
+            try:
+                provider = self.provider(llm_id)
+                if messages is not None:
+                    gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token)
+                else:
+                    gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token)
+            except LLMUnavailable as exc:
+                slot.failures += 1
+                slot.down_until = self.clock() + min(self.max_backoff_s, self.backoff_s * 2 ** (slot.failures - 1))
+                errors.append(str(exc))
+                self._record(purpose, slot.entry, None, tags, error=str(exc),
+                             latency_ms=(time.perf_counter() - started) * 1000)
+                continue
+            slot.failures, slot.down_until = 0, 0.0
+            gen.failed_over_from = tried[:-1]
+            self._record(purpose, slot.entry, gen, tags)
+            return gen
+        raise AllLLMsUnavailable("no LLM answered: " + ("; ".join(errors) or "all are backing off"))
+
+    def _record(self, purpose: str, entry: dict[str, Any], gen: Generation | None, tags: dict[str, Any] | None,
+                error: str | None = None, latency_ms: float = 0.0) -> None:
+        if self.recorder is None:
+            return
+        self.recorder({
+            **(tags or {}),
+            "purpose": purpose,
+            "llm_id": entry["id"],
+            "provider": entry.get("provider", ""),
+            "model": gen.model if gen else entry.get("model", ""),
+            "prompt_tokens": gen.prompt_tokens if gen else 0,
+            "completion_tokens": gen.completion_tokens if gen else 0,
+            "latency_ms": gen.latency_ms if gen else latency_ms,
+            "ok": gen is not None,
+            "error": error,
+        })

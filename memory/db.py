@@ -1,0 +1,128 @@
+"""Opening the database: SQLite (WAL) under the data dir by default, PostgreSQL by URL.
+
+Schema versioning: `schema_version` holds one row with the version the tables were built for.
+A new database is created at `SCHEMA_VERSION`. An older one is upgraded by the ordered steps in
+`MIGRATIONS` (version -> function taking a Connection), each in its own transaction; a database
+newer than this code is refused with a clear error instead of being written to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from memory.models import Base, SchemaVersion
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+# version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
+# (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
+# types), so they run on SQLite and PostgreSQL alike.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+
+
+class SchemaError(RuntimeError):
+    pass
+
+
+def database_url(data_dir: str | Path, url: str | None = None) -> str:
+    """The SQLAlchemy URL: an explicit URL wins; otherwise `<data_dir>/anima.sqlite`."""
+    if url:
+        if "://" not in url:  # a bare path
+            return f"sqlite:///{Path(url).expanduser().resolve()}"
+        return url
+    path = Path(data_dir).expanduser().resolve() / "anima.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def create_db_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return create_engine(url, pool_pre_ping=True)
+
+
+def ensure_schema(engine: Engine) -> int:
+    """Create or upgrade the schema; return the version now in force."""
+    with engine.begin() as conn:
+        has_version_table = inspect(conn).has_table(SchemaVersion.__tablename__)
+        if not has_version_table:
+            Base.metadata.create_all(conn)
+            conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
+            log.info("created schema v%s", SCHEMA_VERSION)
+            return SCHEMA_VERSION
+        current = conn.execute(select(SchemaVersion.version).where(SchemaVersion.id == 1)).scalar_one()
+    if current > SCHEMA_VERSION:
+        raise SchemaError(
+            f"the database schema is v{current}, newer than this anima (v{SCHEMA_VERSION}); "
+            "upgrade anima or point --data-dir/--db at another database"
+        )
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        with engine.begin() as conn:
+            MIGRATIONS[version](conn)
+            conn.execute(
+                SchemaVersion.__table__.update().where(SchemaVersion.id == 1).values(version=version)
+            )
+        log.info("migrated schema to v%s", version)
+    with engine.begin() as conn:  # tables added since the database was made
+        Base.metadata.create_all(conn)
+    return SCHEMA_VERSION
+
+
+class Database:
+    """An engine plus a session factory; `unit()` gives a transaction with every repository."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, data_dir: str | Path = "data", url: str | None = None) -> "Database":
+        engine = create_db_engine(database_url(data_dir, url))
+        ensure_schema(engine)
+        return cls(engine)
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @contextmanager
+    def unit(self) -> Iterator["Repos"]:
+        """One transaction: committed on success, rolled back on error."""
+        from memory.repositories import Repos
+
+        with self.sessions() as session:
+            try:
+                yield Repos(session)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self.sessions() as session:
+            yield session
+
+    def close(self) -> None:
+        self.engine.dispose()

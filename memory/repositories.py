@@ -1,0 +1,420 @@
+"""Repositories: the only place that writes SQL. Nodes and handlers use these through `Database.unit()`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import case, delete, func, select, update
+from sqlalchemy.orm import Session
+
+from memory.models import (
+    ConfigEntry,
+    ExecutedCommand,
+    LLMCall,
+    LLMMemory,
+    LLMRegistryEntry,
+    Message,
+    Note,
+    ProcessLog,
+    Thread,
+    Tick,
+    utcnow,
+)
+
+INCOMING_SOURCES = ("user", "cli", "system", "llm:task")
+OUTGOING_SOURCE = "llm"
+
+
+class _Repo:
+    def __init__(self, session: Session):
+        self.s = session
+
+
+class ThreadRepo(_Repo):
+    def get(self, thread_id: str) -> Thread | None:
+        return self.s.get(Thread, thread_id)
+
+    def ensure(self, thread_id: str, **defaults: Any) -> Thread:
+        thread = self.s.get(Thread, thread_id)
+        if thread is None:
+            thread = Thread(id=thread_id, **defaults)
+            self.s.add(thread)
+            self.s.flush()
+        return thread
+
+    def set_tick(self, thread_id: str, tick: int) -> None:
+        self.s.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))
+
+    def all(self) -> Sequence[Thread]:
+        return self.s.scalars(select(Thread).order_by(Thread.created_at)).all()
+
+
+class MessageRepo(_Repo):
+    def upsert(self, dedup_key: str, **fields: Any) -> Message:
+        """Insert, or update the row with this key (a node re-run after a kill writes once)."""
+        row = self.s.scalars(select(Message).where(Message.dedup_key == dedup_key)).first()
+        if row is None:
+            row = Message(dedup_key=dedup_key, **fields)
+            self.s.add(row)
+        else:
+            for name, value in fields.items():
+                setattr(row, name, value)
+        self.s.flush()
+        return row
+
+    def add(self, **fields: Any) -> Message:
+        row = Message(**fields)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def recent(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
+        """The last `limit` messages of these kinds, oldest first."""
+        rows = self.s.scalars(
+            select(Message)
+            .where(Message.thread_id == thread_id, Message.kind.in_(tuple(kinds)))
+            .order_by(Message.id.desc())
+            .limit(limit)
+        ).all()
+        return list(reversed(rows))
+
+    def since(self, thread_id: str, after_id: int, kinds: Iterable[str]) -> list[Message]:
+        return list(
+            self.s.scalars(
+                select(Message)
+                .where(Message.thread_id == thread_id, Message.id > after_id, Message.kind.in_(tuple(kinds)))
+                .order_by(Message.id)
+            ).all()
+        )
+
+    def last_of_kind(self, thread_id: str, kind: str) -> Message | None:
+        return self.s.scalars(
+            select(Message).where(Message.thread_id == thread_id, Message.kind == kind).order_by(Message.id.desc()).limit(1)
+        ).first()
+
+    def count(self, thread_id: str | None = None) -> int:
+        q = select(func.count(Message.id))
+        if thread_id is not None:
+            q = q.where(Message.thread_id == thread_id)
+        return self.s.scalar(q) or 0
+
+
+class NoteRepo(_Repo):
+    def add(
+        self,
+        text: str,
+        source: str = "user",
+        *,
+        priority: int = 0,
+        tags: list[str] | None = None,
+        thread_id: str | None = None,
+        task_id: int | None = None,
+        llm_id: str | None = None,
+        hidden: bool = False,
+        read: bool = False,
+    ) -> Note:
+        note = Note(
+            text=text,
+            source=source,
+            priority=priority,
+            tags=list(tags or []),
+            thread_id=thread_id,
+            task_id=task_id,
+            llm_id=llm_id,
+            hidden=hidden,
+            read=read,
+        )
+        self.s.add(note)
+        self.s.flush()
+        return note
+
+    def get(self, note_id: int) -> Note | None:
+        return self.s.get(Note, note_id)
+
+    def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
+        """Unread notes for the persona, highest priority first, then oldest first."""
+        q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES))
+        if min_priority is not None:
+            q = q.where(Note.priority >= min_priority)
+        rows = self.s.scalars(q.order_by(Note.priority.desc(), Note.id).limit(limit if not tags else limit * 5)).all()
+        if tags:
+            wanted = set(tags)
+            rows = [n for n in rows if wanted & set(n.tags or [])][:limit]
+        return list(rows)
+
+    def count_unread_by_priority(self) -> dict[int, int]:
+        rows = self.s.execute(
+            select(Note.priority, func.count(Note.id))
+            .where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES))
+            .group_by(Note.priority)
+        ).all()
+        return {int(p): int(c) for p, c in rows}
+
+    def mark_read(self, ids: Iterable[int], read: bool = True) -> int:
+        ids = list(ids)
+        if not ids:
+            return 0
+        result = self.s.execute(
+            update(Note).where(Note.id.in_(ids)).values(read=read, read_at=utcnow() if read else None)
+        )
+        return result.rowcount or 0
+
+    def set_tags(self, note_id: int, tags: list[str]) -> Note | None:
+        note = self.s.get(Note, note_id)
+        if note is not None:
+            note.tags = list(tags)
+        return note
+
+    def list(
+        self,
+        *,
+        source: str | None = None,
+        unread_only: bool = False,
+        limit: int = 20,
+        after_id: int | None = None,
+        include_hidden: bool = True,
+    ) -> list[Note]:
+        q = select(Note)
+        if source == "incoming":
+            q = q.where(Note.source.in_(INCOMING_SOURCES))
+        elif source:
+            q = q.where(Note.source == source)
+        if unread_only:
+            q = q.where(Note.read.is_(False))
+        if after_id is not None:
+            q = q.where(Note.id > after_id)
+        if not include_hidden:
+            q = q.where(Note.hidden.is_(False))
+        if after_id is not None:
+            return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
+        return list(reversed(self.s.scalars(q.order_by(Note.id.desc()).limit(limit)).all()))
+
+    def count(self) -> int:
+        return self.s.scalar(select(func.count(Note.id))) or 0
+
+
+class ProcessLogRepo(_Repo):
+    def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
+            tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None) -> ProcessLog:
+        row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
+                         priority=priority, llm_id=llm_id)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def open(self, thread_id: str, limit: int = 20) -> list[ProcessLog]:
+        return list(
+            self.s.scalars(
+                select(ProcessLog)
+                .where(ProcessLog.thread_id == thread_id, ProcessLog.status != "close")
+                .order_by(ProcessLog.priority.desc(), ProcessLog.id)
+                .limit(limit)
+            ).all()
+        )
+
+    def close(self, ids: Iterable[int]) -> int:
+        ids = list(ids)
+        if not ids:
+            return 0
+        return self.s.execute(
+            update(ProcessLog)
+            .where(ProcessLog.id.in_(ids), ProcessLog.status.notin_(("in_progress", "pending")))
+            .values(status="close", updated_at=utcnow())
+        ).rowcount or 0
+
+    def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
+        """Processes still in progress after `older_than` become `timeout` (HMP status)."""
+        cutoff = now - older_than
+        rows = self.s.scalars(
+            select(ProcessLog).where(
+                ProcessLog.thread_id == thread_id,
+                ProcessLog.status.in_(("in_progress", "pending")),
+                ProcessLog.updated_at < cutoff,
+            )
+        ).all()
+        for row in rows:
+            row.status = "timeout"
+            row.updated_at = now
+        return list(rows)
+
+    def recent(self, limit: int = 50) -> list[ProcessLog]:
+        return list(reversed(self.s.scalars(select(ProcessLog).order_by(ProcessLog.id.desc()).limit(limit)).all()))
+
+
+class TickRepo(_Repo):
+    def start(self, thread_id: str, tick: int, mode: str) -> Tick:
+        row = self.s.scalars(select(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)).first()
+        if row is None:
+            row = Tick(thread_id=thread_id, tick=tick, mode=mode)
+            self.s.add(row)
+            self.s.flush()
+        return row
+
+    def finish(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any],
+               llm_calls: int, prompt_tokens: int, completion_tokens: int, llm_ms: float) -> None:
+        self.s.execute(
+            update(Tick)
+            .where(Tick.thread_id == thread_id, Tick.tick == tick)
+            .values(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
+        )
+
+    def recent(self, limit: int = 20, thread_id: str | None = None) -> list[Tick]:
+        q = select(Tick)
+        if thread_id:
+            q = q.where(Tick.thread_id == thread_id)
+        return list(reversed(self.s.scalars(q.order_by(Tick.id.desc()).limit(limit)).all()))
+
+    def count(self) -> int:
+        return self.s.scalar(select(func.count(Tick.id))) or 0
+
+
+class ConfigRepo(_Repo):
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.s.get(ConfigEntry, key)
+        return default if row is None else row.value
+
+    def set(self, key: str, value: Any) -> None:
+        row = self.s.get(ConfigEntry, key)
+        if row is None:
+            self.s.add(ConfigEntry(key=key, value=value))
+        else:
+            row.value = value
+            row.updated_at = utcnow()
+        self.s.flush()
+
+    def all(self) -> dict[str, Any]:
+        return {row.key: row.value for row in self.s.scalars(select(ConfigEntry)).all()}
+
+
+class LLMRegistryRepo(_Repo):
+    def upsert(self, entry_id: str, **fields: Any) -> LLMRegistryEntry:
+        row = self.s.get(LLMRegistryEntry, entry_id)
+        if row is None:
+            row = LLMRegistryEntry(id=entry_id, **fields)
+            self.s.add(row)
+        else:
+            for name, value in fields.items():
+                setattr(row, name, value)
+        self.s.flush()
+        return row
+
+    def enabled(self) -> list[LLMRegistryEntry]:
+        return list(
+            self.s.scalars(
+                select(LLMRegistryEntry).where(LLMRegistryEntry.enabled.is_(True))
+                .order_by(LLMRegistryEntry.priority.desc(), LLMRegistryEntry.id)
+            ).all()
+        )
+
+    def all(self) -> list[LLMRegistryEntry]:
+        return list(self.s.scalars(select(LLMRegistryEntry).order_by(LLMRegistryEntry.priority.desc())).all())
+
+    def disable_missing(self, keep_ids: Iterable[str]) -> None:
+        keep = list(keep_ids)
+        self.s.execute(update(LLMRegistryEntry).where(LLMRegistryEntry.id.notin_(keep)).values(enabled=False))
+
+
+class CommandRepo(_Repo):
+    def get(self, cmd_key: str) -> ExecutedCommand | None:
+        return self.s.scalars(select(ExecutedCommand).where(ExecutedCommand.cmd_key == cmd_key)).first()
+
+    def record(self, **fields: Any) -> ExecutedCommand:
+        row = ExecutedCommand(**fields)
+        self.s.add(row)
+        self.s.flush()  # raises IntegrityError on a duplicate cmd_key
+        return row
+
+    def recent(self, limit: int = 50, thread_id: str | None = None) -> list[ExecutedCommand]:
+        q = select(ExecutedCommand)
+        if thread_id:
+            q = q.where(ExecutedCommand.thread_id == thread_id)
+        return list(reversed(self.s.scalars(q.order_by(ExecutedCommand.id.desc()).limit(limit)).all()))
+
+
+class LLMCallRepo(_Repo):
+    def add(self, **fields: Any) -> LLMCall:
+        row = LLMCall(**fields)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def totals(self, thread_id: str | None = None, tick: int | None = None) -> dict[str, float]:
+        q = select(
+            func.count(LLMCall.id),
+            func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
+            func.coalesce(func.sum(LLMCall.completion_tokens), 0),
+            func.coalesce(func.sum(LLMCall.latency_ms), 0.0),
+        )
+        if thread_id is not None:
+            q = q.where(LLMCall.thread_id == thread_id)
+        if tick is not None:
+            q = q.where(LLMCall.tick == tick)
+        calls, prompt, completion, ms = self.s.execute(q).one()
+        return {"calls": int(calls), "prompt_tokens": int(prompt), "completion_tokens": int(completion),
+                "latency_ms": float(ms)}
+
+    def by_model(self) -> list[dict[str, Any]]:
+        rows = self.s.execute(
+            select(LLMCall.llm_id, LLMCall.provider, LLMCall.model, LLMCall.purpose, func.count(LLMCall.id),
+                   func.sum(LLMCall.prompt_tokens), func.sum(LLMCall.completion_tokens), func.sum(LLMCall.latency_ms),
+                   func.sum(case((LLMCall.ok.is_(False), 1), else_=0)))
+            .group_by(LLMCall.llm_id, LLMCall.provider, LLMCall.model, LLMCall.purpose)
+        ).all()
+        return [
+            {"llm_id": r[0], "provider": r[1], "model": r[2], "purpose": r[3], "calls": int(r[4]),
+             "prompt_tokens": int(r[5] or 0), "completion_tokens": int(r[6] or 0),
+             "latency_ms": round(float(r[7] or 0), 1), "failed": int(r[8] or 0)}
+            for r in rows
+        ]
+
+    def recent(self, limit: int = 20) -> list[LLMCall]:
+        return list(reversed(self.s.scalars(select(LLMCall).order_by(LLMCall.id.desc()).limit(limit)).all()))
+
+
+class LLMMemoryRepo(_Repo):
+    def add(self, content: str, *, title: str = "", tags: list[str] | None = None,
+            thread_id: str | None = None, llm_id: str | None = None) -> LLMMemory:
+        row = LLMMemory(content=content, title=title, tags=list(tags or []), thread_id=thread_id, llm_id=llm_id)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def recent(self, limit: int = 20) -> list[LLMMemory]:
+        return list(reversed(self.s.scalars(select(LLMMemory).order_by(LLMMemory.id.desc()).limit(limit)).all()))
+
+    def delete(self, entry_id: int) -> bool:
+        return bool(self.s.execute(delete(LLMMemory).where(LLMMemory.id == entry_id)).rowcount)
+
+    def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
+               tags: list[str] | None = None) -> LLMMemory | None:
+        row = self.s.get(LLMMemory, entry_id)
+        if row is None:
+            return None
+        if content is not None:
+            row.content = content
+        if title is not None:
+            row.title = title
+        if tags is not None:
+            row.tags = list(tags)
+        row.updated_at = utcnow()
+        return row
+
+
+class Repos:
+    """Every repository bound to one session (one transaction)."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.threads = ThreadRepo(session)
+        self.messages = MessageRepo(session)
+        self.notes = NoteRepo(session)
+        self.processes = ProcessLogRepo(session)
+        self.ticks = TickRepo(session)
+        self.config = ConfigRepo(session)
+        self.llm_registry = LLMRegistryRepo(session)
+        self.commands = CommandRepo(session)
+        self.llm_calls = LLMCallRepo(session)
+        self.llm_memory = LLMMemoryRepo(session)

@@ -1,0 +1,51 @@
+"""Step 3 (HMP §3): one call to the current main LLM, failing over by priority.
+
+Chat mode sends the system+user messages (rendered as plain text for base models by the provider);
+continuation mode continues the one growing text. Tokens stream to the run's custom stream as
+`{"event": "token"}`. When no LLM answers, the tick goes on degraded: nothing is lost, the notes stay
+unread, and the loop driver backs off.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable, Sampling
+from nodes.context import AnimaContext, services_of
+from nodes.state import TickState
+
+log = logging.getLogger(__name__)
+
+CHAT_STOPS = ["\n## ", "\n# Incoming notes", "\n# My recent thoughts", "\n# Runtime", "\n[note "]
+CONTINUATION_STOPS = ["My human writes:", "\n[note "]
+
+
+def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    sampling = Sampling.from_dict(state.get("sampling"))
+    writer = runtime.stream_writer
+    tags = {"thread_id": state["thread_id"], "tick": state["tick"]}
+    try:
+        if state.get("mode") == "continuation":
+            gen = svc.llms.generate("think", prompt=state["prompt"], sampling=sampling, stop=CONTINUATION_STOPS,
+                                    on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+        else:
+            gen = svc.llms.generate("think", messages=state["prompt_messages"], sampling=sampling, stop=CHAT_STOPS,
+                                    on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+    except AllLLMsUnavailable as exc:
+        log.warning("tick %s degraded: %s", state["tick"], exc)
+        with svc.db.unit() as repos:
+            repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state["thread_id"])
+        return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {}}
+    return {
+        "response": gen.text,
+        "native_tool_calls": gen.tool_calls,
+        "degraded": False,
+        "llm": {"llm_id": gen.llm_id, "provider": gen.provider, "model": gen.model,
+                "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+                "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
+                "failed_over_from": gen.failed_over_from},
+    }

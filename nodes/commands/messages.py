@@ -1,0 +1,18 @@
+"""messages: talking to the human. A sent message is stored as an outgoing note and shown live."""
+
+from __future__ import annotations
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+
+
+@command("messages.send", '{"text": "…"}  (to your human)')
+def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
+    text = str(arg(cmd, "text", "message", "content", "value")).strip()
+    if not text:
+        raise CommandError("messages.send: empty text")
+    to = str(arg(cmd, "to", default="user"))
+    note = ctx.repos.notes.add(text, source="llm", thread_id=ctx.thread_id, llm_id=ctx.llm_id, read=True,
+                               tags=["outgoing", f"to:{to}"])
+    ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
+    return CommandResult(f"message sent (note {note.id})")

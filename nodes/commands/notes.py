@@ -1,0 +1,52 @@
+"""notes: the shared notepad between the human, the persona, tasks and the system (HMP `notes`)."""
+
+from __future__ import annotations
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+
+
+def _line(note) -> str:
+    flag = "" if note.read else " (unread)"
+    tags = f" #{' #'.join(note.tags)}" if note.tags else ""
+    return f"[note {note.id} from {note.source}, priority {note.priority}{flag}]{tags} {note.text}"
+
+
+@command("notes.list", '{"unread": true, "source": "user", "limit": 10}')
+def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.notes.list(source=arg(cmd, "source", default=None), unread_only=arg(cmd, "unread", default=False, kind=bool),
+                                limit=arg(cmd, "limit", default=10, kind=int))
+    return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True)
+
+
+@command("notes.read", '{"id": 12}  (marks it read)')
+def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
+    note_id = arg(cmd, "id", "note_id", kind=int)
+    note = ctx.repos.notes.get(note_id)
+    if note is None:
+        raise CommandError(f"notes.read: no note {note_id}")
+    ctx.repos.notes.mark_read([note_id])
+    return CommandResult(_line(note), show=True)
+
+
+@command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}')
+def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
+    note = ctx.repos.notes.add(arg(cmd, "text", "content", kind=str), source="llm", tags=arg(cmd, "tags", default=[], kind=list),
+                               priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id,
+                               llm_id=ctx.llm_id, read=True)
+    return CommandResult(f"note {note.id} added")
+
+
+@command("notes.tag", '{"id": 12, "tags": ["todo"]}')
+def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
+    note_id = arg(cmd, "id", "note_id", kind=int)
+    if ctx.repos.notes.set_tags(note_id, arg(cmd, "tags", kind=list)) is None:
+        raise CommandError(f"notes.tag: no note {note_id}")
+    return CommandResult(f"note {note_id} tagged")
+
+
+@command("notes.readmark", '{"ids": [12, 13], "read": true}')
+def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
+    ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id", "note_id")]
+    changed = ctx.repos.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))
+    return CommandResult(f"{changed} note(s) marked")

@@ -1,0 +1,159 @@
+"""Parsing commands out of model output.
+
+Accepts (a) the HMP block `# Commands:` [JSON list] `# End commands` (also `# Команды:` / `# Конец команд`),
+(b) Epos `<tool_call>{"name": …, "arguments": {…}}</tool_call>` tags, (c) native tool calls of chat
+models. Tolerates a missing end marker, trailing prose, a single object instead of a list, code fences
+and slightly broken JSON (repaired with json-repair). Anything unparseable becomes an error string,
+never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodes.commands.model import Command
+
+BLOCK_START = re.compile(r"^[ \t]*#+[ \t]*(?:commands|команды)[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+BLOCK_END = re.compile(r"^[ \t]*#+[ \t]*(?:end[ \t]+commands|конец[ \t]+команд)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)
+
+ALIASES = {
+    "message": "messages.send",
+    "send_message": "messages.send",
+    "send": "messages.send",
+    "reply": "messages.send",
+    "search": "search.query",
+    "note": "notes.add",
+    "remember": "llm_memory.add",
+    "pause": "cycle.pause",
+    "help": "help.show",
+}
+TYPE_KEYS = ("type", "name", "command", "cmd", "tool")
+ARGS_KEYS = ("args", "arguments", "params", "parameters", "input")
+RESERVED = {"cmd_id", "id", "description", *TYPE_KEYS, *ARGS_KEYS}
+
+
+@dataclass
+class ParseResult:
+    commands: list[Command] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    body: str = ""  # the output without its commands block / tool calls
+
+
+def normalise_type(raw: str) -> str:
+    t = raw.strip().lower()
+    if t in ALIASES:
+        return ALIASES[t]
+    if "." not in t:
+        parts = t.split()
+        if len(parts) >= 2:
+            t = f"{parts[0]}.{parts[1]}"
+        elif "/" in t:
+            t = t.replace("/", ".", 1)
+    return ALIASES.get(t, t)
+
+
+def _loads_tolerant(text: str) -> tuple[Any, str | None]:
+    """Parse JSON; on failure repair it. Returns (value, note) where note says what was repaired."""
+    text = FENCE.sub("", text).strip()
+    if not text:
+        return None, "empty commands block"
+    start = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=-1)
+    if start < 0:
+        return None, f"no JSON in commands block: {text[:80]!r}"
+    try:
+        value, _end = json.JSONDecoder().raw_decode(text[start:])
+        return value, None  # trailing prose after the JSON is ignored
+    except json.JSONDecodeError:
+        pass
+    from json_repair import repair_json
+
+    try:
+        value = repair_json(text[start:], return_objects=True)
+    except Exception as exc:  # json-repair raises on pathological input
+        return None, f"unparseable commands JSON ({exc}): {text[start:start + 80]!r}"
+    if value in ("", None, [], {}):
+        return None, f"unparseable commands JSON: {text[start:start + 80]!r}"
+    return value, "repaired malformed JSON"
+
+
+def _to_command(item: Any, default_id: str, syntax: str) -> tuple[Command | None, str | None]:
+    if not isinstance(item, dict):
+        return None, f"command is not an object: {str(item)[:80]!r}"
+    raw_type = next((item[k] for k in TYPE_KEYS if isinstance(item.get(k), str) and item.get(k).strip()), None)
+    if raw_type is None:
+        return None, f"command without a type: {json.dumps(item)[:80]}"
+    args = next((item[k] for k in ARGS_KEYS if k in item), None)
+    if isinstance(args, str):  # "args": "responses=5" or a JSON string
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            args = dict(kv.split("=", 1) for kv in args.split() if "=" in kv) or {"text": args}
+    if args is None:
+        args = {k: v for k, v in item.items() if k not in RESERVED}
+    if not isinstance(args, dict):
+        args = {"value": args}
+    cmd_id = item.get("cmd_id") or item.get("id")
+    return Command(
+        cmd_id=str(cmd_id) if cmd_id not in (None, "") else default_id,
+        type=normalise_type(raw_type),
+        args=args,
+        description=str(item.get("description") or ""),
+        syntax=syntax,
+    ), None
+
+
+def parse_commands(text: str, tick: int, native_tool_calls: list[dict[str, Any]] | None = None) -> ParseResult:
+    result = ParseResult(body=text or "")
+    raw_items: list[tuple[Any, str]] = []
+
+    start = BLOCK_START.search(text or "")
+    if start:
+        end = BLOCK_END.search(text, start.end())
+        block = text[start.end(): end.start() if end else len(text)]
+        result.body = (text[: start.start()] + (text[end.end():] if end else "")).strip()
+        if not end:
+            result.errors.append("commands block has no end marker; read to the end of the output")
+        value, note = _loads_tolerant(block)
+        if note and value is None:
+            result.errors.append(note)
+        elif note:
+            result.errors.append(note)
+        if isinstance(value, dict):
+            value = [value]
+        if isinstance(value, list):
+            raw_items += [(item, "hmp") for item in value]
+
+    for match in TOOL_CALL.finditer(result.body):
+        value, note = _loads_tolerant(match.group(1))
+        if value is None:
+            result.errors.append(f"tool_call: {note}")
+            continue
+        if note:
+            result.errors.append(f"tool_call: {note}")
+        for item in value if isinstance(value, list) else [value]:
+            raw_items.append((item, "tool_call"))
+    result.body = TOOL_CALL.sub("", result.body).strip()
+
+    for call in native_tool_calls or []:
+        raw_items.append(({"type": call.get("name", ""), "args": call.get("args") or {},
+                           "cmd_id": call.get("id")}, "native"))
+
+    seen: dict[str, int] = {}
+    for position, (item, syntax) in enumerate(raw_items, start=1):
+        command, error = _to_command(item, f"t{tick}-{position}", syntax)
+        if error:
+            result.errors.append(error)
+            continue
+        assert command is not None
+        if command.cmd_id in seen:  # the same id twice in one output: keep both, distinctly
+            seen[command.cmd_id] += 1
+            command.cmd_id = f"{command.cmd_id}#{seen[command.cmd_id]}"
+        else:
+            seen[command.cmd_id] = 1
+        result.commands.append(command)
+    return result

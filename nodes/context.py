@@ -1,0 +1,100 @@
+"""What a step receives through LangGraph's Runtime: `runtime.context.services`.
+
+`AnimaContext` is the graph's `context_schema`. Its plain fields describe where things are (so Studio
+can show and accept them as JSON); `services` carries the opened dependencies — database, LLM registry,
+persona, settings, clock — injected by whoever compiles the graph (run.py, `graph.build_agent`, the
+Studio factory, tests). Nothing here is opened at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from langgraph.runtime import Runtime
+
+from llm import LLMRegistry, Sampling
+from memory import Database
+from persona import Persona
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class TickSettings:
+    """Per-run settings merged from persona config.yaml, the playbook and the command line."""
+
+    responses: int = 10
+    notes_mode: str = "auto"  # auto | manual
+    notes_limit: int = 10
+    sampling: Sampling = field(default_factory=Sampling)
+    context_window: int | None = None  # None: the primary model's window
+    window_ratio: float = 1.0  # the thread's share of the model window (Stelis children < 1)
+    emotion_reflex: bool = True
+    emotions: list[str] = field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"])
+    stagnation_threshold: float = 0.85
+    validation_threshold: float = 1.0
+    compress_at_chars: int = 75_000
+    process_timeout_s: float = 600.0
+    shell_enabled: bool = False
+
+    @classmethod
+    def from_persona(cls, persona: Persona, **overrides: Any) -> "TickSettings":
+        cfg = persona.config
+        cycle = cfg.get("cycle") or {}
+        reflexes = cfg.get("reflexes") or {}
+        settings = cls(
+            responses=int(cycle.get("responses", 10)),
+            notes_mode=str(cycle.get("notes_mode", "auto")),
+            sampling=Sampling.from_dict(cfg.get("sampling")),
+            emotion_reflex=bool(reflexes.get("emotion", True)),
+            emotions=list(cfg.get("emotions") or cls().emotions),
+            stagnation_threshold=float(reflexes.get("stagnation_threshold", 0.85)),
+            validation_threshold=float(reflexes.get("validation_threshold", 1.0)),
+            compress_at_chars=int((cfg.get("continuation") or {}).get("compress_at_chars", 75_000)),
+        )
+        for name, value in overrides.items():
+            if value is not None:
+                setattr(settings, name, value)
+        return settings
+
+
+@dataclass
+class Services:
+    db: Database
+    llms: LLMRegistry
+    persona: Persona
+    settings: TickSettings
+    clock: Callable[[], datetime] = utcnow
+
+    def window_tokens(self) -> int:
+        base = self.settings.context_window or self.llms.primary().context_window
+        return int(base * self.settings.window_ratio)
+
+
+@dataclass
+class AnimaContext:
+    data_dir: str = "data"
+    db_url: str | None = None
+    persona_dir: str | None = None
+    llm_url: str | None = None
+    model: str | None = None
+    services: Any = field(default=None, repr=False, compare=False)
+
+
+class MissingServices(RuntimeError):
+    pass
+
+
+def services_of(runtime: Runtime[AnimaContext]) -> Services:
+    context = runtime.context
+    services = getattr(context, "services", None)
+    if services is None:
+        raise MissingServices(
+            "no services in the run context: compile the graph with graph.build_agent(...) "
+            "or serve it with `langgraph dev` (graph/studio.py opens them)"
+        )
+    return services

@@ -1,0 +1,109 @@
+"""Step 9: run the validated commands exactly once each, then close the tick.
+
+Each command runs in its own transaction together with its `executed_commands` row (unique
+`thread:tick:cmd_id`), so after a kill the re-run step skips what already committed and runs the rest.
+Commands below the validation threshold (dangerous families need +2) are stored as `unvalidated` and
+not run. A failing handler rolls its effect back and is recorded as `failed`; it never crashes the tick.
+Events such as messages to the human go to the run's custom stream only after their commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+from sqlalchemy.exc import IntegrityError
+
+from nodes.commands import Command, CommandContext, CommandError, CommandResult, handlers
+from nodes.commands.cycle import load_cycle
+from nodes.context import AnimaContext, Services, services_of
+from nodes.state import TickState
+
+log = logging.getLogger(__name__)
+DANGEROUS_FAMILIES = {"process", "shell", "config", "identity"}
+
+
+def required_rating(cmd: Command, svc: Services) -> float:
+    return max(2.0, svc.settings.validation_threshold) if cmd.family in DANGEROUS_FAMILIES else svc.settings.validation_threshold
+
+
+def _gate(cmd: Command, validation: dict[str, Any], svc: Services) -> str | None:
+    """None when the command may run, else why not."""
+    if cmd.family == "shell" and not svc.settings.shell_enabled:
+        return "shell commands are disabled (the operator must enable them)"
+    if validation.get("auto_pass"):
+        return None
+    rating = validation.get("rating")
+    needed = required_rating(cmd, svc)
+    if rating is None or rating < needed:
+        return f"validation rating {rating} below {needed:+g}"
+    return None
+
+
+def _run_one(cmd: Command, state: TickState, svc: Services, llm_id: str | None) -> tuple[dict[str, Any], list[dict]]:
+    key = f"{state['thread_id']}:{state['tick']}:{cmd.cmd_id}"
+    base = {"cmd_id": cmd.cmd_id, "type": cmd.type}
+    record = dict(cmd_key=key, thread_id=state["thread_id"], tick=state["tick"], cmd_id=cmd.cmd_id, type=cmd.type,
+                  args=cmd.args, description=cmd.description)
+    spec = handlers().get(cmd.type)
+    blocked = _gate(cmd, state.get("validation") or {}, svc)
+    try:
+        with svc.db.unit() as repos:
+            done = repos.commands.get(key)
+            if done is not None:
+                return {**base, "status": done.status, "result": done.result, "already_done": True}, []
+            if blocked:
+                repos.commands.record(**record, status="unvalidated", result=blocked)
+                return {**base, "status": "unvalidated", "result": blocked}, []
+            if spec is None:
+                message = f"unknown command type {cmd.type!r}; see help.show"
+                repos.commands.record(**record, status="unknown", result=message)
+                repos.processes.add(cmd.type, message, status="error", thread_id=state["thread_id"])
+                return {**base, "status": "unknown", "result": message}, []
+            ctx = CommandContext(repos=repos, thread_id=state["thread_id"], tick=state["tick"], llm_id=llm_id,
+                                 settings=svc.settings, now=svc.clock())
+            result: CommandResult = spec.handler(cmd, ctx)
+            if result.show:
+                repos.processes.add(cmd.type, result.output, status="ok", thread_id=state["thread_id"])
+            repos.commands.record(**record, status=result.status, result=result.output)
+            return {**base, "status": result.status, "result": result.output}, ctx.events
+    except IntegrityError:  # another process committed the same cmd_key first
+        return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
+    except Exception as exc:  # handler failed: its effect was rolled back with the transaction
+        message = str(exc) if isinstance(exc, CommandError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, CommandError):
+            log.exception("command %s failed", cmd.cmd_id)
+        with svc.db.unit() as repos:
+            if repos.commands.get(key) is None:
+                repos.commands.record(**record, status="failed", result=message[:2000])
+                repos.processes.add(cmd.type, message[:2000], status="error", thread_id=state["thread_id"])
+        return {**base, "status": "failed", "result": message}, []
+
+
+def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    llm_id = (state.get("llm") or {}).get("llm_id")
+    executed = []
+    for raw in state.get("commands") or []:
+        outcome, events = _run_one(Command.model_validate(raw), state, svc, llm_id)
+        executed.append(outcome)
+        for event in events:
+            runtime.stream_writer(event)
+    with svc.db.unit() as repos:
+        totals = repos.llm_calls.totals(state["thread_id"], state["tick"])
+        cycle = load_cycle(repos, state["thread_id"])
+        novelty, validation = state.get("novelty") or {}, state.get("validation") or {}
+        repos.ticks.finish(
+            state["thread_id"], state["tick"],
+            status="degraded" if state.get("degraded") else "ok",
+            summary={"commands": [{"cmd_id": e["cmd_id"], "type": e["type"], "status": e["status"]} for e in executed],
+                     "parse_errors": state.get("parse_errors") or [], "novelty": novelty.get("novelty_score"),
+                     "stagnation": bool(novelty.get("stagnation_flag")), "rating": validation.get("rating"),
+                     "auto_pass": validation.get("auto_pass"), "emotions": state.get("emotions") or [],
+                     "context": state.get("context_report") or {}, "error": state.get("error")},
+            llm_calls=totals["calls"], prompt_tokens=totals["prompt_tokens"],
+            completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
+        )
+    return {"executed": executed, "pause_s": float(cycle.get("pause_s", state.get("pause_s") or 0.0)),
+            "idle": bool(cycle.get("idle"))}

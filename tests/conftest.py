@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from graph.agent import Agent, build_agent  # noqa: E402
+from graph.services import RunOptions, open_services  # noqa: E402
+from llm.testing import FakeLLM  # noqa: E402
+
+
+def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validators: tuple[str, ...] = (),
+               checkpointer="memory", trust: dict[str, float] | None = None, **overrides) -> Agent:
+    fakes = fakes or (FakeLLM("fake"),)
+    entries = [{"id": f.id, "provider": "fake", "priority": 100 - i, "is_validator": f.id in validators,
+                "trust_score": (trust or {}).get(f.id, 1.0)} for i, f in enumerate(fakes)]
+    services = open_services(RunOptions(data_dir=str(tmp_path), embedded=False),
+                             providers={f.id: f for f in fakes}, entries=entries, **overrides)
+    return build_agent(playbook, services=services, data_dir=str(tmp_path), checkpointer=checkpointer)
+
+
+@pytest.fixture
+def agent_factory(tmp_path):
+    made: list[Agent] = []
+
+    def factory(*fakes, **kwargs):
+        agent = make_agent(tmp_path, *fakes, **kwargs)
+        made.append(agent)
+        return agent
+
+    yield factory
+    for agent in made:
+        agent.services.db.close()

@@ -1,0 +1,72 @@
+import sqlite3
+
+import pytest
+from sqlalchemy import text
+
+from memory import SCHEMA_VERSION, Database, SchemaError
+
+
+def test_schema_created_versioned_and_wal(tmp_path):
+    db = Database.open(tmp_path)
+    with db.session() as s:
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION
+        assert s.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+    db.close()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    Database.open(tmp_path).close()
+    conn = sqlite3.connect(tmp_path / "anima.sqlite")
+    conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaError, match="newer than this anima"):
+        Database.open(tmp_path)
+
+
+def test_notes_round_trip_and_incoming_order(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        low = repos.notes.add("low", source="user", priority=0).id
+        high = repos.notes.add("high", source="cli", priority=5).id
+        repos.notes.add("mine", source="llm")
+    with db.unit() as repos:
+        assert [n.id for n in repos.notes.unread_incoming()] == [high, low]
+        repos.notes.mark_read([high])
+    with db.unit() as repos:
+        assert [n.text for n in repos.notes.unread_incoming()] == ["low"]
+        assert repos.notes.count_unread_by_priority() == {0: 1}
+    db.close()
+
+
+def test_transaction_rolls_back_on_error(tmp_path):
+    db = Database.open(tmp_path)
+    with pytest.raises(RuntimeError):
+        with db.unit() as repos:
+            repos.notes.add("lost", source="user")
+            raise RuntimeError("boom")
+    with db.unit() as repos:
+        assert repos.notes.count() == 0
+    db.close()
+
+
+def test_message_upsert_is_idempotent(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        repos.threads.ensure("main")
+        first = repos.messages.upsert("main:1:response", thread_id="main", tick=1, content="a").id
+        second = repos.messages.upsert("main:1:response", thread_id="main", tick=1, content="b").id
+    with db.unit() as repos:
+        assert first == second and repos.messages.count("main") == 1
+        assert repos.messages.recent("main", 5)[0].content == "b"
+    db.close()
+
+
+def test_config_json_values(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        repos.config.set("cycle/main", {"pause_s": 2.5, "idle": None})
+    with db.unit() as repos:
+        assert repos.config.get("cycle/main") == {"pause_s": 2.5, "idle": None}
+        assert repos.config.get("missing", 7) == 7
+    db.close()

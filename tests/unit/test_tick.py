@@ -1,0 +1,178 @@
+"""The tick end to end on fake LLMs: what is stored, executed, shown and recovered."""
+
+import json
+
+import pytest
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
+
+from graph.checkpoint import count_checkpoints, open_sqlite_saver
+from llm.testing import FakeLLM
+
+SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text": "Hi human!"}}]\n# End commands'
+
+
+def test_tick_stores_response_with_reflexes_and_answers_a_note(agent_factory):
+    fake = FakeLLM("fake", responses=["The sea is calm today.\n" + SEND])
+    agent = agent_factory(fake)
+    with agent.services.db.unit() as repos:
+        note_id = repos.notes.add("What do you see?", source="user").id
+    events = [data for mode, data in agent.stream() if mode == "custom"]
+    state = agent.state()
+    assert "What do you see?" in fake.calls[0]["prompt"]  # the note reached the prompt
+    assert state["tick"] == 1 and state["incoming_note_ids"] == [note_id]
+    assert {"event": "message", "to": "user", "text": "Hi human!", "note_id": 2, "tick": 1} in events
+    with agent.services.db.unit() as repos:
+        note = repos.notes.get(note_id)
+        assert note.read
+        outgoing = repos.notes.list(source="llm")
+        assert [n.text for n in outgoing] == ["Hi human!"]
+        msg = repos.messages.recent("main", 5)[0]
+        assert msg.content == "The sea is calm today."  # the commands block is not part of the thought
+        assert msg.emotions == ["curiosity:3 (new idea)"] and msg.auto_pass and msg.novelty_score == 100.0
+        assert repos.commands.get("main:1:t1-1").status == "executed"
+        totals = repos.llm_calls.totals("main", 1)
+        assert totals["calls"] == 2  # think + emotion
+        tick = repos.ticks.recent(1)[0]
+        assert tick.status == "ok" and tick.llm_calls == 2 and tick.prompt_tokens > 0
+
+
+def test_repeated_output_is_flagged_not_stored_again_and_reflex_lite_applies(agent_factory):
+    agent = agent_factory(FakeLLM("fake", responses=["Round and round I go.", "Round and round I go.", "Something new: tides."]))
+    agent.tick()
+    second = agent.tick()
+    assert second["novelty"]["stagnation_flag"] and second["novelty"]["repeated"]
+    assert second["sampling"]["temperature"] == pytest.approx(1.0) and second["sampling"]["top_p"] == pytest.approx(0.95)
+    third = agent.tick()
+    assert not third["novelty"]["stagnation_flag"]
+    assert third["sampling"] == third["base_sampling"]  # restored once novelty recovered
+    with agent.services.db.unit() as repos:
+        kinds = [(m.tick, m.kind) for m in repos.messages.recent("main", 10, kinds=("response", "stagnation_record"))]
+        assert kinds == [(1, "response"), (2, "stagnation_record"), (3, "response")]
+
+
+def test_trust_weighted_validation_blocks_low_rated_commands(agent_factory):
+    main = FakeLLM("main", responses=["Deleting things.\n" + SEND])
+    yes = FakeLLM("v1", json_answer={"rating": 3, "comment": "fine"})
+    no = FakeLLM("v2", json_answer={"rating": -3, "comment": "unsafe"})
+    agent = agent_factory(main, yes, no, validators=("v1", "v2"), trust={"v1": 1.0, "v2": 3.0})
+    state = agent.tick()
+    assert state["validation"]["rating"] == pytest.approx((3 * 1 - 3 * 3) / 4)
+    assert state["validation"]["distribution"] == {"+3": 1, "-3": 1}
+    assert state["executed"][0]["status"] == "unvalidated"
+    with agent.services.db.unit() as repos:
+        assert repos.notes.list(source="llm") == []
+        assert repos.commands.get("main:1:t1-1").status == "unvalidated"
+
+
+def test_equal_trust_tie_blocks_and_self_validation(agent_factory):
+    main = FakeLLM("main", responses=["ok\n" + SEND], json_answer={"rating": 2, "comment": "good"})
+    agent = agent_factory(main, validators=("main",))
+    state = agent.tick()
+    assert state["validation"]["self_validation"] and state["validation"]["validators"][0]["LLM"] == "self"
+    assert state["executed"][0]["status"] == "executed"
+    from nodes.validate_output import aggregate
+
+    tie = aggregate([{"LLM": "a", "rating": 2, "trust": 1.0}, {"LLM": "b", "rating": -2, "trust": 1.0}])
+    assert tie["rating"] == 0.0 and "blocked" in tie["tie_break"]
+    decided = aggregate([{"LLM": "a", "rating": 2, "trust": 2.0}, {"LLM": "b", "rating": -1, "trust": 4.0}])
+    assert decided["rating"] == -1.0 and "b" in decided["tie_break"]
+
+
+def test_failover_to_next_llm_and_degraded_mode_keeps_notes(agent_factory):
+    down = FakeLLM("primary", down=True)
+    backup = FakeLLM("backup", responses=["Backup thinking."])
+    agent = agent_factory(down, backup)
+    state = agent.tick()
+    assert state["llm"]["llm_id"] == "backup" and state["llm"]["failed_over_from"] == ["primary"]
+    backup.down = True
+    agent.services.llms._slots["primary"].down_until = 0
+    with agent.services.db.unit() as repos:
+        note_id = repos.notes.add("are you there?", source="user").id
+    state = agent.tick()
+    assert state["degraded"] and state["response"] == ""
+    with agent.services.db.unit() as repos:
+        assert not repos.notes.get(note_id).read  # nothing lost: seen again once an LLM answers
+        assert repos.ticks.recent(1)[0].status == "degraded"
+        failures = [c for c in repos.llm_calls.recent(10) if not c.ok]
+        assert {c.llm_id for c in failures} == {"primary", "backup"}
+
+
+def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, agent_factory):
+    fake = FakeLLM("fake", responses=["Thought.\n" + SEND])
+    saver = open_sqlite_saver(tmp_path / "cp.sqlite")
+    agent = agent_factory(fake, checkpointer=saver)
+    control = RunControl()
+    with pytest.raises(GraphDrained):
+        for mode, data in agent.stream(control):
+            if mode == "updates" and "call_llm" in data:
+                control.request_drain("test")
+    assert agent.interrupted and agent.state()["response"].startswith("Thought.")
+    resumed = agent_factory(fake, checkpointer=open_sqlite_saver(tmp_path / "cp.sqlite"))
+    state = resumed.tick()
+    assert state["tick"] == 1 and state["executed"][0]["status"] == "executed"
+    assert len([c for c in fake.calls if c["json_schema"] is None]) == 1  # the answer was not generated twice
+    # execute_commands re-run (as after a kill inside it): the command is not run twice
+    from nodes.execute_commands import _run_one
+    from nodes.commands import Command
+
+    outcome, events = _run_one(Command.model_validate(state["commands"][0]), state, resumed.services, "fake")
+    assert outcome["already_done"] and events == []
+    with resumed.services.db.unit() as repos:
+        assert len(repos.notes.list(source="llm")) == 1
+
+
+def test_checkpoints_are_pruned(tmp_path, agent_factory):
+    saver = open_sqlite_saver(tmp_path / "cp.sqlite")
+    agent = agent_factory(FakeLLM("fake", responses=lambda p: f"thought {len(p)}"), checkpointer=saver)
+    agent.keep_checkpoints = 12
+    for _ in range(4):
+        agent.tick()
+    assert count_checkpoints(saver, "main") == 12
+    assert agent.state()["tick"] == 4
+
+
+def test_cycle_commands_and_unknown_and_failed_commands(agent_factory):
+    cmds = [{"type": "cycle.pause", "args": {"seconds": 2}}, {"type": "cycle.set", "args": {"responses": 3}},
+            {"type": "llm_memory.add", "args": {"text": "plan: learn tides"}}, {"type": "diary.fly", "args": {}},
+            {"type": "cycle.pause", "args": {"seconds": -5}}]
+    agent = agent_factory(FakeLLM("fake", responses=["Acting.\n# Commands:\n" + json.dumps(cmds) + "\n# End commands"]))
+    state = agent.tick()
+    assert [e["status"] for e in state["executed"]] == ["executed", "executed", "executed", "unknown", "failed"]
+    assert state["pause_s"] == 2.0
+    with agent.services.db.unit() as repos:
+        assert repos.config.get("cycle/main")["responses"] == 3
+        assert [m.content for m in repos.llm_memory.recent()] == ["plan: learn tides"]
+        errors = [p.value for p in repos.processes.open("main")]
+        assert any("unknown command type 'diary.fly'" in e for e in errors)
+        assert any("within 0..3600" in e for e in errors)
+    agent.tick()
+    prompt = agent.services.llms.provider("fake").calls[-2]["prompt"]
+    assert "plan: learn tides" in prompt and "unknown command type" in prompt  # notepad and process results shown
+
+
+def test_context_budget_drops_lowest_priority_first(agent_factory):
+    fake = FakeLLM("fake", responses=lambda p: "word " * 60 + str(len(p)), context_window=900)
+    agent = agent_factory(fake)
+    for _ in range(6):
+        state = agent.tick()
+    assert state["prompt_tokens"] <= 900 - state["sampling"]["max_tokens"]
+    assert any(d.startswith("recent: oldest item") for d in state["context_report"]["dropped"])
+    assert "Lumen" in state["prompt"]  # identity survives
+
+
+def test_continuation_mode_answers_human_from_inside_the_stream(agent_factory):
+    fake = FakeLLM("fake", responses=[" the light on the water.", " I see it too, a silver path.\n\nThen I drift on."])
+    agent = agent_factory(fake, playbook="epos")
+    agent.tick()
+    with agent.services.db.unit() as repos:
+        repos.notes.add("What do you see?", source="user")
+    state = agent.tick()
+    assert state["mode"] == "continuation"
+    assert fake.calls[-2]["prompt"].startswith(agent.services.persona.seed)
+    assert "the light on the water." in fake.calls[-2]["prompt"] and "My human writes: What do you see?" in fake.calls[-2]["prompt"]
+    assert state["executed"][0]["type"] == "messages.send"
+    with agent.services.db.unit() as repos:
+        assert [n.text for n in repos.notes.list(source="llm")] == ["I see it too, a silver path."]
+        kinds = [m.kind for m in repos.messages.since("main", 0, ("continuation", "human"))]
+        assert kinds == ["continuation", "human", "continuation"]
