@@ -27,7 +27,12 @@ def parse_emotions(text: str) -> list[tuple[str, int, str]]:
     """(emotion, strength 1..5, reason) from JSON or from loose `joy:4 (why)` text."""
     found: list[tuple[str, int, str]] = []
     try:
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:  # cut off at max_tokens: keep the complete items
+            from json_repair import repair_json
+
+            data = repair_json(text or "", return_objects=True)
         items = data.get("emotions", []) if isinstance(data, dict) else data
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict):
@@ -64,7 +69,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
     prompt = EMOTION_PROMPT.format(vocabulary=json.dumps(vocabulary, ensure_ascii=False),
                                    response=response[-MAX_RESPONSE_CHARS:])
     try:
-        gen = svc.llms.generate("emotion", prompt=prompt, sampling=Sampling(temperature=0.2, top_p=0.9, max_tokens=96),
+        gen = svc.llms.generate("emotion", prompt=prompt, sampling=Sampling(temperature=0.2, top_p=0.9, max_tokens=128),
                                 json_schema=EMOTION_SCHEMA, prefer=(state.get("llm") or {}).get("llm_id"),
                                 tags={"thread_id": state["thread_id"], "tick": state["tick"]})
     except AllLLMsUnavailable as exc:

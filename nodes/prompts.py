@@ -39,13 +39,13 @@ EMOTION_SCHEMA = {
         "emotions": {
             "type": "array",
             "minItems": 1,
-            "maxItems": 3,
+            "maxItems": 2,
             "items": {
                 "type": "object",
                 "properties": {
                     "emotion": {"type": "string", "maxLength": 16},
                     "strength": {"enum": [1, 2, 3, 4, 5]},
-                    "reason": {"type": "string", "maxLength": 60},
+                    "reason": {"type": "string", "maxLength": 40},
                 },
                 "required": ["emotion", "strength", "reason"],
             },
