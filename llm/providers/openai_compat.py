@@ -9,6 +9,7 @@ plain-text completion.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -95,7 +96,11 @@ class OpenAICompatible:
                 params["response_format"] = {"type": "json_schema",
                                              "json_schema": {"name": "answer", "schema": json_schema}}
             else:
-                extra_body["json_schema"] = json_schema  # llama.cpp server's grammar-from-schema
+                # llama.cpp's C++ server takes `json_schema`, llama-cpp-python's server a GBNF `grammar`
+                from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+                extra_body["json_schema"] = json_schema
+                extra_body["grammar"] = json_schema_to_gbnf(json.dumps(json_schema))
         params["extra_body"] = extra_body
         return params
 
@@ -104,6 +109,19 @@ class OpenAICompatible:
         client = self._completions_client()
         params = self._params(sampling, stop, json_schema, chat=False)
         started = time.perf_counter()
+        try:
+            return self._complete(client, prompt, params, on_token, started)
+        except Exception as exc:
+            import openai
+
+            if json_schema is None or not isinstance(exc, openai.BadRequestError):
+                raise
+        # a server that rejects the structured-output extras: ask again without them, parse leniently
+        params["extra_body"] = {"max_tokens": sampling.max_tokens}
+        return self._complete(client, prompt, params, on_token, started)
+
+    def _complete(self, client, prompt: str, params: dict[str, Any], on_token: TokenCallback | None,
+                  started: float) -> Generation:
         try:
             if on_token is None:
                 result = client.generate([prompt], **params)
