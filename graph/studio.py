@@ -2,7 +2,7 @@
 (the API server brings its own).
 
 The server builds the run context from the JSON a client sends (all fields optional: data_dir, db_url,
-persona_dir, llm_url, model). `StudioContext` opens the matching services on first use and reuses them
+persona_dir, llm_url, model). `StudioContext` opens the matching services on first use (from the first step) and reuses them
 for later runs with the same settings — this process-wide pool is created on the first request, never
 at import time, and exists only in the server process.
 """
@@ -26,11 +26,10 @@ _pool_lock = threading.Lock()
 
 @dataclass
 class StudioContext(AnimaContext):
-    def __post_init__(self) -> None:
-        if self.services is not None:
-            return
+    def resolve_services(self):
+        # Runs inside a step (a worker thread), never on the server's event loop: opening is blocking I/O.
         options = RunOptions(
-            data_dir=self.data_dir or os.environ.get("ANIMA_DATA_DIR", "data"),
+            data_dir=self.data_dir or os.environ.get("ANIMA_DATA_DIR") or "data",
             db_url=self.db_url or os.environ.get("ANIMA_DB_URL"),
             persona_dir=self.persona_dir or os.environ.get("ANIMA_PERSONA_DIR"),
             llm_url=self.llm_url or os.environ.get("ANIMA_LLM_URL"),
@@ -40,7 +39,7 @@ class StudioContext(AnimaContext):
         with _pool_lock:
             if key not in _pool:
                 _pool[key] = open_services(options)
-            self.services = _pool[key]
+            return _pool[key]
 
 
 class StudioGraph(CompiledStateGraph):

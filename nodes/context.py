@@ -77,12 +77,16 @@ class Services:
 
 @dataclass
 class AnimaContext:
-    data_dir: str = "data"
+    data_dir: str | None = None
     db_url: str | None = None
     persona_dir: str | None = None
     llm_url: str | None = None
     model: str | None = None
     services: Any = field(default=None, repr=False, compare=False)
+
+    def resolve_services(self) -> "Services | None":
+        """Hook for contexts that open their services on first use (the Studio server's); called from a step."""
+        return None
 
 
 class MissingServices(RuntimeError):
@@ -92,6 +96,8 @@ class MissingServices(RuntimeError):
 def services_of(runtime: Runtime[AnimaContext]) -> Services:
     context = runtime.context
     services = getattr(context, "services", None)
+    if services is None and context is not None:
+        services = context.services = context.resolve_services()
     if services is None:
         raise MissingServices(
             "no services in the run context: compile the graph with graph.build_agent(...) "
