@@ -46,3 +46,39 @@ def llama_cpp_server(model_path: Path, port: int | None = None):
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=30)
+
+
+@contextmanager
+def postgres_server():
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl; as root, via the postgres user)."""
+    import pwd
+    import shutil
+    import tempfile
+
+    base_dir = Path(tempfile.mkdtemp(prefix="anima-pg-"))  # not under pytest's 0700 tmp: postgres must reach it
+
+    bindir = Path("/usr/lib/postgresql")
+    initdb = shutil.which("initdb") or next(iter(sorted(bindir.glob("*/bin/initdb"))), None)
+    if initdb is None:
+        raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql)")
+    pg_ctl = str(Path(initdb).with_name("pg_ctl"))
+    data = base_dir / "pgdata"
+    data.mkdir(parents=True)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        os.chown(base_dir, user.pw_uid, user.pw_gid)
+        os.chown(data, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run([*prefix, str(initdb), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-w", "-t", "60", "-l", str(data / "log"),
+                    "-o", f"-p {port} -h 127.0.0.1 -k {data}", "start"], check=True, capture_output=True, timeout=120)
+    try:
+        subprocess.run([*prefix, "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c",
+                        "CREATE DATABASE anima"], check=True, capture_output=True, timeout=60)
+        yield f"postgresql://postgres@127.0.0.1:{port}/anima"
+    finally:
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(base_dir, ignore_errors=True)
