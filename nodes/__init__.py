@@ -6,6 +6,7 @@ from typing import Callable
 
 from nodes.call_llm import call_llm
 from nodes.check_stagnation import check_stagnation
+from nodes.compress_context import compress_context
 from nodes.context import AnimaContext, Services, TickSettings
 from nodes.evaluate_emotion import evaluate_emotion
 from nodes.execute_commands import execute_commands
@@ -18,6 +19,7 @@ from nodes.write_memory import write_memory
 
 STEPS: dict[str, Callable] = {
     "update_process_log": update_process_log,
+    "compress_context": compress_context,
     "prepare_context": prepare_context,
     "call_llm": call_llm,
     "extract_commands": extract_commands,

@@ -72,3 +72,13 @@ VALIDATION_SCHEMA = {
     },
     "required": ["rating", "comment"],
 }
+
+COMPRESSION_PROMPT = """Below is part {part} of {parts} of a continuous stream of thought by {name}.
+Distil it into its core insights and its open questions, in the first person, keeping names, facts,
+promises and anything the human said. Write plain prose, then a list headed "Open questions:".
+
+Text:
+\"\"\"{text}\"\"\"
+
+Distillation:
+"""

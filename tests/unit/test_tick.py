@@ -176,3 +176,28 @@ def test_continuation_mode_answers_human_from_inside_the_stream(agent_factory):
         assert [n.text for n in repos.notes.list(source="llm")] == ["I see it too, a silver path."]
         kinds = [m.kind for m in repos.messages.since("main", 0, ("continuation", "human"))]
         assert kinds == ["continuation", "human", "continuation"]
+
+
+def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_factory):
+    def respond(prompt: str) -> str:
+        if "Distil it" in prompt:
+            part = prompt.split("Below is part ")[1].split(" ")[0]
+            return f"SUMMARY(part {part}, {len(prompt)} chars)"
+        return " " + " ".join(f"wave{len(prompt)}-{i}" for i in range(120)) + "."
+
+    fake = FakeLLM("fake", responses=respond, context_window=700)
+    agent = agent_factory(fake, playbook="epos", compress_at_chars=3000)
+    reports = [agent.tick()["context_report"] for _ in range(4)]
+    compressed = next(r["compressed"] for r in reports if r.get("compressed"))
+    assert compressed and compressed["pre_chars"] > 3000 and compressed["calls"] > 2  # chunks, then their summaries
+    with agent.services.db.unit() as repos:
+        row = repos.messages.last_of_kind("main", "compression")
+        assert row.content.startswith("SUMMARY(part 1")
+        originals = repos.messages.since("main", 0, ("continuation",))
+        assert set(row.meta["source_ids"]) <= {m.id for m in originals} and len(row.meta["source_ids"]) == 2
+    last_distill = max(i for i, c in enumerate(fake.calls) if "Distil it" in c["prompt"])
+    think_prompt = next(c["prompt"] for c in fake.calls[last_distill + 1:] if c["json_schema"] is None)
+    assert think_prompt.startswith("SUMMARY(part 1")  # summary first …
+    assert think_prompt.rstrip().endswith("</tool_call>.)")  # … tool definitions last, nearest the generation
+    distill_prompts = [c["prompt"] for c in fake.calls if "Distil it" in c["prompt"]]
+    assert all(len(p) < 4 * 700 for p in distill_prompts)  # every summariser call fits its window
