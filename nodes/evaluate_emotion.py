@@ -54,7 +54,7 @@ def _dedupe(items: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
     best: dict[str, tuple[str, int, str]] = {}
     for item in items:
         name = item[0].split()[0][:16] if item[0].split() else ""
-        if name and (name not in best or item[1] > best[name][1]):
+        if len(name) >= 3 and name.isalpha() and (name not in best or item[1] > best[name][1]):
             best[name] = (name, item[1], item[2])
     return list(best.values())
 

@@ -67,3 +67,13 @@ def test_command_without_type_is_an_error():
     assert result.commands == []
     assert any("without a type" in e for e in result.errors)
     assert any("not an object" in e for e in result.errors)
+
+
+def test_emotion_parsing_json_loose_and_truncated():
+    from nodes.evaluate_emotion import parse_emotions
+
+    assert parse_emotions('{"emotions": [{"emotion": "Joy", "strength": 4, "reason": "sun"}]}') == [("joy", 4, "sun")]
+    assert parse_emotions('emotions: ["curiosity:3 (a new idea)", "i:1", "calm:2"]') == [("curiosity", 3, "a new idea"), ("calm", 2, "")]
+    cut = '{"emotions": [{"emotion": "awe", "reason": "x", "strength": 5}, {"emotion": "calm", "reason": "I wond'
+    assert parse_emotions(cut) == [("awe", 5, "x")]
+    assert parse_emotions("nothing here") == []
