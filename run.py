@@ -60,6 +60,7 @@ class LiveView:
         self.tick = 0
         self.tokens = 0
         self.started = time.perf_counter()
+        self._llm: dict = {}
 
     def __enter__(self):
         self.status.__enter__()
@@ -93,7 +94,7 @@ class LiveView:
                 self._summary(update)
 
     def _summary(self, update: dict) -> None:
-        llm = getattr(self, "_llm", {}) or {}
+        llm = self._llm
         parts = [f"tick {self.tick}", f"{time.perf_counter() - self.started:.1f}s"]
         if llm:
             parts.append(f"{llm.get('tokens_per_s', 0):.0f} tok/s ({llm.get('completion_tokens', 0)} tok, {llm.get('llm_id')})")

@@ -51,8 +51,9 @@ def sync_registry(db: Database, entries: list[dict[str, Any]]) -> list[dict[str,
     """Record the configured models in `llm_registry`; trust scores learnt earlier are kept."""
     merged = []
     with db.unit() as repos:
+        known = {e.id: e for e in repos.llm_registry.all()}
         for entry in entries:
-            existing = {e.id: e for e in repos.llm_registry.all()}.get(entry["id"])
+            existing = known.get(entry["id"])
             trust = existing.trust_score if existing is not None else float(entry.get("trust_score", 1.0))
             repos.llm_registry.upsert(entry["id"], provider=entry.get("provider", "llamacpp"),
                                       model=entry.get("model", ""), priority=int(entry.get("priority", 0)),

@@ -14,7 +14,6 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from nodes.commands import parse_commands
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState
 
@@ -60,7 +59,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
     response = state.get("response") or ""
     if state.get("degraded") or not response.strip():
         return {"novelty": {"skipped": "no output"}}
-    body = parse_commands(response, state["tick"]).body or response
+    body = state.get("thought") or response
     with svc.db.unit() as repos:
         recent = repos.messages.recent(state["thread_id"], svc.settings.responses,
                                        kinds=("response", "continuation"))

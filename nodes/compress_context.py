@@ -47,29 +47,34 @@ def split_to_fit(text: str, max_tokens: int, count) -> list[str]:
 
 
 def distill(text: str, svc: Services, tags: dict[str, Any]) -> tuple[str, int]:
-    """Hierarchical distillation of all of `text`; returns (summary, LLM calls made)."""
+    """Hierarchical distillation of all of `text`; returns (summary, LLM calls made).
+
+    Each level summarises pieces that fit the summariser's window; the next level summarises the
+    joined summaries, until one call covers everything. If a level stops shrinking (a model that does
+    not summarise), the joined summaries of that level are kept rather than looping forever.
+    """
     provider = svc.llms.primary()
     count = provider.count_tokens
-    overhead = count(COMPRESSION_PROMPT.format(part=1, parts=1, name=svc.persona.display_name, text=""))
-    room = max(256, provider.context_window - SUMMARY_TOKENS - overhead - 32)
-    calls, level = 0, text
+    name = svc.persona.display_name
+    summary_tokens = max(32, min(SUMMARY_TOKENS, provider.context_window // 4))
+    overhead = count(COMPRESSION_PROMPT.format(part=1, parts=1, name=name, text=""))
+    room = max(32, provider.context_window - summary_tokens - overhead - 32)
+    sampling = Sampling(temperature=0.3, max_tokens=summary_tokens)
+    calls, level, previous_pieces = 0, text, None
     while True:
         pieces = split_to_fit(level, room, count)
+        if previous_pieces is not None and len(pieces) >= previous_pieces:
+            log.warning("distillation stopped shrinking at %s pieces; keeping this level's summaries", len(pieces))
+            return level, calls
         summaries = []
         for index, piece in enumerate(pieces, start=1):
-            prompt = COMPRESSION_PROMPT.format(part=index, parts=len(pieces), name=svc.persona.display_name, text=piece)
-            gen = svc.llms.generate("compress", prompt=prompt, sampling=Sampling(temperature=0.3, max_tokens=SUMMARY_TOKENS),
-                                    tags=tags)
-            summaries.append(gen.text.strip())
+            prompt = COMPRESSION_PROMPT.format(part=index, parts=len(pieces), name=name, text=piece)
+            summaries.append(svc.llms.generate("compress", prompt=prompt, sampling=sampling, tags=tags).text.strip())
             calls += 1
         level = "\n\n".join(s for s in summaries if s)
-        if len(pieces) == 1 or count(level) <= room:
-            if len(pieces) > 1:  # one last pass so the result is a single distillation
-                prompt = COMPRESSION_PROMPT.format(part=1, parts=1, name=svc.persona.display_name, text=level)
-                level = svc.llms.generate("compress", prompt=prompt, sampling=Sampling(temperature=0.3,
-                                          max_tokens=SUMMARY_TOKENS), tags=tags).text.strip()
-                calls += 1
+        if len(pieces) == 1:
             return level, calls
+        previous_pieces = len(pieces)
 
 
 def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:

@@ -29,5 +29,5 @@ def extract_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
             commands.append({"cmd_id": f"t{state['tick']}-reply", "type": "messages.send", "args": {"text": reply},
                              "description": "answer from inside the stream", "syntax": "continuation"})
     match = CONFIDENCE.search(text)
-    return {"commands": commands, "parse_errors": parsed.errors,
+    return {"thought": parsed.body, "commands": commands, "parse_errors": parsed.errors,
             "confidence": float(match.group(1)) if match else None}

@@ -147,9 +147,12 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         if state.get("mode") == "continuation":
             parts, turns = _continuation_text(svc, repos, state, notes)
             fixed = count("".join(turns))
+            sizes = [count(p) for p in parts]
+            total = sum(sizes) + fixed
             drops: list[str] = []
-            while len(parts) > 1 and sum(count(p) for p in parts) + fixed > budget:
-                drops.append(f"continuation: oldest chunk ({count(parts[1])} tokens)")
+            while len(parts) > 1 and total > budget:
+                drops.append(f"continuation: oldest chunk ({sizes[1]} tokens)")
+                total -= sizes.pop(1)
                 parts.pop(1)
             prompt = "".join(parts) + "".join(turns)
             if count(prompt) > budget:  # even the base alone is too long: keep its end

@@ -29,6 +29,7 @@ class TickState(TypedDict, total=False):
     native_tool_calls: list[dict[str, Any]]
     degraded: bool
     # extract_commands
+    thought: str  # the response without its commands block / tool calls
     commands: list[dict[str, Any]]
     parse_errors: list[str]
     confidence: float | None

@@ -34,6 +34,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
         "base_sampling": state.get("base_sampling") or _sampling_dict(svc),
         # per-tick fields start empty, so a reader never mistakes last tick's values for this one's
         "response": "",
+        "thought": "",
         "commands": [],
         "parse_errors": [],
         "native_tool_calls": [],

@@ -10,7 +10,6 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from nodes.commands import parse_commands
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, tick_key
 
@@ -29,7 +28,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
                                               "not stored again; reflex-lite triggered]")
     else:
         kind = "continuation" if continuation else "response"
-        content = response if continuation else (parse_commands(response, state["tick"]).body or response)
+        content = response if continuation else (state.get("thought") or response)
     llm = state.get("llm") or {}
     with svc.db.unit() as repos:
         for position, turn in enumerate(state.get("human_turns") or []):

@@ -201,3 +201,12 @@ def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_f
     assert think_prompt.rstrip().endswith("</tool_call>.)")  # … tool definitions last, nearest the generation
     distill_prompts = [c["prompt"] for c in fake.calls if "Distil it" in c["prompt"]]
     assert all(len(p) < 4 * 700 for p in distill_prompts)  # every summariser call fits its window
+
+
+def test_distillation_terminates_when_summaries_do_not_shrink(agent_factory):
+    from nodes.compress_context import distill
+
+    fake = FakeLLM("fake", responses=lambda p: "x " * 400, context_window=600)  # never shorter than its input
+    agent = agent_factory(fake)
+    summary, calls = distill("word " * 4000, agent.services, {})
+    assert summary and 1 < calls < 100
