@@ -1,18 +1,22 @@
 """The programmatic API: `build_agent(...)` → an `Agent` whose `tick()` runs one checkpointed tick.
 
     from graph import build_agent
-    agent = build_agent("playbooks/repl.yaml", data_dir="data")
+    agent = build_agent("repl", data_dir="data")
     final_state = agent.tick()
     for mode, data in agent.stream(): ...   # ("updates", {node: update}) and ("custom", {"event": …})
 
-One invoke per tick on a persistent thread id. Checkpoints are written after every step
+    research = build_agent("deep_work", data_dir="data")
+    research.run(inputs={"question": "…"}); research.outputs()   # {"answer": …, "findings": […]}
+
+One invoke per tick on a persistent thread id (one per run for one-shot playbooks). Checkpoints are written after every step
 (`durability="sync"`): a killed or interrupted tick resumes at the step that was running, so a model
 answer is never generated twice and commands (exactly-once by cmd_id) never run twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +27,24 @@ from langgraph.runtime import RunControl
 
 from graph.checkpoint import DEFAULT_KEEP, open_sqlite_saver, prune_checkpoints
 from graph.compiler import build_graph
-from graph.playbook import Playbook, load_playbook, shipped_playbooks_dir
+from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import RunOptions, checkpoint_path, open_services
 from nodes import AnimaContext, Services
+from nodes.stelis import StelisResult, recover_orphans
 
 DURABILITY = "sync"
+RECURSION_LIMIT = 200
 
 
 class Agent:
+    """A compiled playbook bound to services, a checkpointer and a thread.
+
+    Loop playbooks (repl, epos) run one tick per `tick()` on the checkpoint thread `thread_id`.
+    One-shot playbooks (deep_work, novel) run once per `run(inputs)`, each run on its own checkpoint
+    thread; a run left unfinished by a kill or Ctrl-C is resumed by the next `run` with the same inputs.
+    Both write to the database thread `thread_id`.
+    """
+
     def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver,
                  thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP):
         self.playbook = playbook
@@ -40,31 +54,87 @@ class Agent:
         self.keep_checkpoints = keep_checkpoints
         self.graph: CompiledStateGraph = build_graph(playbook).compile(checkpointer=checkpointer)
         self.context = AnimaContext(services=services)
+        self.run_id: str | None = None
+        self.recovered: list[StelisResult] = []
+        if not playbook.loop:
+            self.run_id = self._pending_run()[0]
+
+    @property
+    def checkpoint_thread(self) -> str:
+        if self.playbook.loop or self.run_id is None:
+            return self.thread_id
+        return f"{self.thread_id}:{self.playbook.name}:{self.run_id}"
 
     @property
     def config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": self.thread_id}, "recursion_limit": 100}
+        return {"configurable": {"thread_id": self.checkpoint_thread}, "recursion_limit": RECURSION_LIMIT}
 
     def state(self) -> dict[str, Any]:
         return dict(self.graph.get_state(self.config).values)
 
     @property
     def interrupted(self) -> bool:
-        """True when the last tick stopped between steps (Ctrl-C or a kill) and will resume."""
+        """True when the last tick or run stopped between steps (Ctrl-C or a kill) and will resume."""
+        if not self.playbook.loop and self.run_id is None:
+            return False
         return bool(self.graph.get_state(self.config).next)
 
-    def stream(self, control: RunControl | None = None) -> Iterator[tuple[str, Any]]:
-        """Run one tick (or finish an interrupted one), yielding (mode, data) as steps complete."""
-        payload = None if self.interrupted else {"thread_id": self.thread_id}
-        yield from self.graph.stream(payload, self.config, context=self.context, stream_mode=["updates", "custom"],
-                                     durability=DURABILITY, control=control)
-        if hasattr(self.checkpointer, "conn"):
-            prune_checkpoints(self.checkpointer, self.thread_id, self.keep_checkpoints)
+    def _run_key(self) -> str:
+        return f"run/{self.thread_id}/{self.playbook.name}"
 
-    def tick(self, control: RunControl | None = None) -> dict[str, Any]:
-        for _ in self.stream(control):
+    def _pending_run(self) -> tuple[str | None, dict[str, Any] | None]:
+        with self.services.db.unit() as repos:
+            last = repos.config.get(self._run_key()) or {}
+        run_id = last.get("run_id")
+        if run_id and last.get("status") == "running":
+            return run_id, last.get("inputs") or {}
+        return None, None
+
+    def _start_payload(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
+        base = {"thread_id": self.thread_id, "root_thread": self.thread_id}
+        if self.playbook.loop:
+            if self.interrupted:
+                return None
+            return {**base, "vars": coerce_inputs(self.playbook, inputs or {})} if inputs or not self.state() else base
+        values = coerce_inputs(self.playbook, inputs or {})
+        pending, pending_inputs = self._pending_run()
+        if pending and (inputs is None or pending_inputs == values):
+            self.run_id = pending
+            if self.interrupted:
+                return None
+        self.run_id = uuid.uuid4().hex[:12]
+        with self.services.db.unit() as repos:
+            repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "running", "inputs": values})
+        return {**base, "run_id": self.run_id, "vars": values}
+
+    def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> Iterator[tuple[str, Any]]:
+        """Run one tick (loop playbooks) or one run (one-shot), or finish an interrupted one, yielding
+        (mode, data) as steps complete, including those inside Stelis threads and subplaybooks."""
+        payload = self._start_payload(inputs)
+        for namespace, mode, data in self.graph.stream(payload, self.config, context=self.context,
+                                                       stream_mode=["updates", "custom"], subgraphs=True,
+                                                       durability=DURABILITY, control=control):
+            if mode == "custom" and isinstance(data, dict) and namespace:
+                data = {**data, "namespace": list(namespace)}
+            if mode == "updates" and namespace:
+                continue  # steps inside subgraphs report through their custom events
+            yield mode, data
+        if not self.playbook.loop:
+            with self.services.db.unit() as repos:
+                repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "done"})
+        if hasattr(self.checkpointer, "conn"):
+            prune_checkpoints(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
+
+    def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+        for _ in self.stream(control, inputs):
             pass
         return self.state()
+
+    run = tick
+
+    def outputs(self) -> dict[str, Any]:
+        variables = self.state().get("vars") or {}
+        return {name: variables.get(name) for name in self.playbook.outputs}
 
     def close(self) -> None:
         conn = getattr(self.checkpointer, "conn", None)
@@ -74,15 +144,14 @@ class Agent:
 
 
 def resolve_playbook(playbook: str | Path) -> Path:
-    path = Path(playbook)
-    if not path.exists() and not path.suffix:
-        path = shipped_playbooks_dir() / f"{playbook}.yaml"
-    return path
+    return resolve_playbook_path(playbook)
 
 
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
-                services: Services | None = None, **options: Any) -> Agent:
-    """Open services from `options` (see `RunOptions`) unless given, and compile the playbook."""
+                services: Services | None = None, on_recover: Callable[[str], None] | None = None,
+                **options: Any) -> Agent:
+    """Open services from `options` (see `RunOptions`) unless given, compile the playbook, and abort
+    Stelis threads a dead process left running (each gets a chronicle and stays anchored)."""
     run_options = RunOptions(**{k: v for k, v in options.items() if k in RunOptions.__dataclass_fields__})
     overrides = {k: v for k, v in options.items() if k not in RunOptions.__dataclass_fields__}
     services = services or open_services(run_options, **overrides)
@@ -92,4 +161,6 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", check
         saver = InMemorySaver()
     else:
         saver = checkpointer  # type: ignore[assignment]
-    return Agent(load_playbook(resolve_playbook(playbook)), services, saver, thread_id=thread_id)
+    agent = Agent(load_playbook(resolve_playbook(playbook)), services, saver, thread_id=thread_id)
+    agent.recovered = recover_orphans(services, notify=on_recover)
+    return agent

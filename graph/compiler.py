@@ -1,4 +1,11 @@
-"""Playbook → uncompiled LangGraph `StateGraph` builder. Compile it at the edge with a checkpointer."""
+"""Playbook → uncompiled LangGraph `StateGraph` builder. Compile it at the edge with a checkpointer.
+
+Each scope (the top level, each Stelis region) becomes one graph. A region is compiled by its own
+builder and added to its parent as the `stelis_start` node, a closure over the compiled child graph, so
+LangGraph (and Studio's drawing, with xray) sees it as a subgraph. The region's `stelis_end` is the
+child's last node; its `next`/`conditional_next` become the edges out of the parent's node.
+A `subplaybook` is compiled from the callee playbook the same way.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,26 @@ from typing import Any, Callable
 
 from langgraph.graph import END as LG_END
 from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
-from graph.playbook import END, ConditionalNext, Playbook
+from graph.checks import compute_scopes
+from graph.playbook import (
+    END,
+    ConditionalNext,
+    LLMNode,
+    Playbook,
+    SetNode,
+    StelisStartNode,
+    SubplaybookNode,
+    coerce_inputs,
+)
 from nodes import STEPS, AnimaContext, TickState
+from nodes.ask_llm import ask_llm
+from nodes.assign_vars import assign_vars
+from nodes.call_subplaybook import call_subplaybook
+from nodes.stelis_region import end_stelis, enter_stelis
+from nodes.variables import lookup
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
@@ -19,13 +43,6 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-def _lookup(state: dict, dotted: str) -> Any:
-    value: Any = state
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
-    return value
-
-
 def _coerce(raw: str, like: Any) -> Any:
     if isinstance(like, bool):
         return raw.lower() in ("true", "1", "yes")
@@ -33,38 +50,93 @@ def _coerce(raw: str, like: Any) -> Any:
         try:
             return type(like)(raw)
         except ValueError:
-            return raw
+            try:
+                return float(raw)
+            except ValueError:
+                return raw
+    if like is None and raw.lower() in ("null", "none"):
+        return None
     return raw
 
 
 def make_router(cond: ConditionalNext) -> Callable[[dict], str]:
     def route(state: dict) -> str:
-        value = _lookup(state, cond.field)
+        value = lookup(state, cond.field)
         for case, target in cond.cases.items():
             expected = [_coerce(v.strip(), value) for v in case.split(",")] if cond.operator == "in" else _coerce(case, value)
-            if _OPS[cond.operator](value, expected):
-                return target
+            try:
+                if _OPS[cond.operator](value, expected):
+                    return target
+            except TypeError:  # e.g. comparing text with a number: not a match
+                continue
         return cond.default or END
 
     return route
 
 
+def _bind(func: Callable, **bound: Any) -> Callable:
+    step = functools.partial(func, **bound)
+    functools.update_wrapper(step, func)
+    return step
+
+
+def _stelis_node(node: StelisStartNode, child: CompiledStateGraph, playbook: str) -> Callable:
+    def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
+        return enter_stelis(state, runtime, node, child, playbook)
+
+    return run_stelis_thread
+
+
+def _subplaybook_node(node: SubplaybookNode, callee: CompiledStateGraph, callee_pb: Playbook) -> Callable:
+    def prepare(given: dict[str, Any]) -> dict[str, Any]:
+        return coerce_inputs(callee_pb, given)
+
+    def run_subplaybook(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
+        return call_subplaybook(state, runtime, node, callee, prepare, callee_pb.outputs)
+
+    return run_subplaybook
+
+
+def _add_edges(builder: StateGraph, source: str, node: Any) -> None:
+    if node.next:
+        builder.add_edge(source, LG_END if node.next == END else node.next)
+    elif node.conditional_next:
+        cond = node.conditional_next
+        targets = {t for t in [*cond.cases.values(), cond.default or END]}
+        builder.add_conditional_edges(source, make_router(cond), {t: (LG_END if t == END else t) for t in targets})
+
+
 def build_graph(playbook: Playbook, steps: dict[str, Callable] | None = None,
                 context_schema: type = AnimaContext) -> StateGraph:
-    steps = steps or STEPS
+    scopes, _, _ = compute_scopes(playbook)
+    return _build_scope(playbook, scopes, None, steps or STEPS, context_schema)
+
+
+def _build_scope(pb: Playbook, scopes: dict, key: str | None, steps: dict[str, Callable], context_schema: type) -> StateGraph:
+    scope = scopes[key]
+    by_id = {n.id: n for n in pb.nodes}
     builder = StateGraph(TickState, context_schema=context_schema)
-    for node in playbook.nodes:
-        params = {**playbook.settings, "playbook": playbook.name, **node.params}
-        step = functools.partial(steps[node.type], params=params)
-        functools.update_wrapper(step, steps[node.type])
-        builder.add_node(node.id, step)
-    builder.add_edge(START, playbook.start)
-    for node in playbook.nodes:
-        if node.next:
-            builder.add_edge(node.id, LG_END if node.next == END else node.next)
-        elif node.conditional_next:
-            cond = node.conditional_next
-            targets = {t for t in [*cond.cases.values(), cond.default or END]}
-            builder.add_conditional_edges(node.id, make_router(cond),
-                                          {t: (LG_END if t == END else t) for t in targets})
+    for node_id in scope.members:
+        node = by_id[node_id]
+        if isinstance(node, StelisStartNode):
+            child = _build_scope(pb, scopes, node.id, steps, context_schema).compile(name=f"stelis:{node.id}")
+            builder.add_node(node_id, _stelis_node(node, child, pb.name))
+        elif isinstance(node, SubplaybookNode):
+            callee_pb = pb.subplaybooks[node.id]
+            callee = build_graph(callee_pb, steps, context_schema).compile(name=f"playbook:{callee_pb.name}")
+            builder.add_node(node_id, _subplaybook_node(node, callee, callee_pb))
+        elif isinstance(node, LLMNode):
+            builder.add_node(node_id, _bind(ask_llm, node=node, playbook=pb.name))
+        elif isinstance(node, SetNode):
+            builder.add_node(node_id, _bind(assign_vars, node=node))
+        else:
+            params = {**pb.settings, "playbook": pb.name, **node.params}
+            builder.add_node(node_id, _bind(steps[node.type], params=params))
+    if scope.end is not None:
+        builder.add_node(scope.end, _bind(end_stelis, node=by_id[scope.end]))
+        builder.add_edge(scope.end, LG_END)
+    builder.add_edge(START, scope.entry)
+    for node_id in scope.members:
+        node = by_id[node_id]
+        _add_edges(builder, node_id, by_id[scopes[node_id].end] if isinstance(node, StelisStartNode) else node)
     return builder

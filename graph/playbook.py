@@ -1,50 +1,138 @@
 """Playbooks: YAML → validated pydantic model, with errors that name the file, the line and the field.
 
-    repl.yaml:14 nodes[3].next: unknown node 'finsh'
+    deep_work.yaml:14 nodes[3].conditional_next.cases.done: unknown node 'finish'
 
 The YAML is composed once to remember the line of every field; pydantic errors and the graph checks
-(unknown step types, dangling targets, unreachable nodes) are reported against those lines.
+(graph/checks.py: unknown steps, dangling targets, unreachable nodes, Stelis regions, templates,
+subplaybooks) are reported against those lines.
+
+Node types: the built-in tick steps (nodes.STEPS, options under `params`), `llm`, `set`,
+`subplaybook`, `stelis_start` and `stelis_end`. Variables (inputs, `llm` outputs, `set` assignments)
+live in the state's `vars`; templates and expressions see them by name.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 END = "END"
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SPECIAL_TYPES = ("llm", "set", "subplaybook", "stelis_start", "stelis_end")
 
 
 class ConditionalNext(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    field: str = Field(description="dot path into the state, e.g. novelty.stagnation_flag")
+    field: str = Field(description="dot path: a state field (novelty.stagnation_flag) or a variable (plan.done)")
     operator: Literal["eq", "ne", "gt", "gte", "lt", "lte", "in"] = "eq"
-    cases: dict[str, str] = Field(description="value -> node id")
-    default: str | None = None
+    cases: dict[str, str] = Field(description="value -> node id; for `in`, the value is a comma-separated list")
+    default: str | None = Field(default=None, description="node id when no case matches (END if omitted)")
 
 
-class PlaybookNode(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Node(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
     id: str = Field(min_length=1)
-    type: str = Field(min_length=1, description="a built-in step (see nodes.STEPS)")
+    description: str = ""
     next: str | None = None
     conditional_next: ConditionalNext | None = None
+
+    def targets(self) -> list[str]:
+        if self.next is not None:
+            return [self.next]
+        if self.conditional_next is not None:
+            return [*self.conditional_next.cases.values(), self.conditional_next.default or END]
+        return []
+
+
+class StepNode(_Node):
+    type: str = Field(min_length=1, description="a built-in tick step (see nodes.STEPS)")
     params: dict[str, Any] = Field(default_factory=dict, description="options passed to the step")
+
+
+class LLMNode(_Node):
+    type: Literal["llm"]
+    prompt: str = Field(min_length=1, description="Jinja template over the variables; {{ history }} is the thread's history, fitted to its window")
+    output: str = Field(pattern=IDENTIFIER, description="variable that receives the answer")
+    system: str | None = Field(default=None, description="optional system message template (chat models)")
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema", description="JSON Schema for a structured answer")
+    purpose: str = "step"
+    max_tokens: int = Field(default=256, ge=1, le=32768)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    record: bool = Field(default=True, description="write the answer to the thread's message log")
+
+
+class SetNode(_Node):
+    type: Literal["set"]
+    assign: dict[str, Any] = Field(min_length=1, description="name -> expression (strings) or literal; evaluated in order")
+
+
+class SubplaybookNode(_Node):
+    type: Literal["subplaybook"]
+    playbook: str = Field(min_length=1, description="file path (relative to this playbook) or shipped name")
+    inputs: dict[str, Any] = Field(default_factory=dict, description="callee input -> expression (strings) or literal")
+    outputs: dict[str, str] | None = Field(default=None, description="caller variable -> callee output; default: all, same names")
+
+
+class StelisStartNode(_Node):
+    type: Literal["stelis_start"]
+    label: str = Field(min_length=1, description="template, e.g. 'task {{ i + 1 }}'")
+    window_ratio: float = Field(default=0.8, gt=0, le=1, description="the child's share of its parent's window")
+    max_depth: int = Field(default=3, ge=1, le=10)
+    chronicle_prompt: str | None = Field(default=None, description="what the chronicle must cover (default: everything)")
+    result: str = Field(default="stelis", pattern=IDENTIFIER, description="variable receiving {thread_id, status, chronicle, …}")
+    outputs: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(default_factory=list,
+                                                                     description="child variables copied back to the parent")
+
+
+class StelisEndNode(_Node):
+    type: Literal["stelis_end"]
+    generate_chronicle: bool = True
+
+
+def _node_kind(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in SPECIAL_TYPES else "step"
+
+
+PlaybookNode = Annotated[
+    Union[
+        Annotated[LLMNode, Tag("llm")],
+        Annotated[SetNode, Tag("set")],
+        Annotated[SubplaybookNode, Tag("subplaybook")],
+        Annotated[StelisStartNode, Tag("stelis_start")],
+        Annotated[StelisEndNode, Tag("stelis_end")],
+        Annotated[StepNode, Tag("step")],
+    ],
+    Discriminator(_node_kind),
+]
+
+
+class InputSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["string", "integer", "number", "boolean", "array", "object"] = "string"
+    required: bool = False
+    default: Any = None
+    description: str = ""
 
 
 class Playbook(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
     description: str = ""
-    settings: dict[str, Any] = Field(default_factory=dict, description="defaults for every node's params (e.g. mode)")
+    loop: bool = Field(default=False, description="true: the driver runs it once per tick until stopped (repl, epos)")
+    settings: dict[str, Any] = Field(default_factory=dict, description="defaults for every step's params (e.g. mode)")
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    outputs: list[str] = Field(default_factory=list, description="variables copied back to the caller / printed by the CLI")
     start: str
     nodes: list[PlaybookNode] = Field(min_length=1)
     source: str | None = Field(default=None, exclude=True)
+    subplaybooks: dict[str, "Playbook"] = Field(default_factory=dict, exclude=True)
 
-    def node(self, node_id: str) -> PlaybookNode:
+    def node(self, node_id: str) -> Any:
         return next(n for n in self.nodes if n.id == node_id)
 
 
@@ -52,6 +140,10 @@ class PlaybookError(ValueError):
     def __init__(self, issues: list[str]):
         self.issues = issues
         super().__init__("\n".join(issues))
+
+
+class InputError(ValueError):
+    pass
 
 
 def _line_map(node: yaml.Node, path: tuple = ()) -> dict[tuple, int]:
@@ -66,7 +158,7 @@ def _line_map(node: yaml.Node, path: tuple = ()) -> dict[tuple, int]:
     return lines
 
 
-def _format_path(path: tuple) -> str:
+def format_path(path: tuple) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -79,50 +171,17 @@ def _line_for(lines: dict[tuple, int], path: tuple) -> int:
     return lines.get(path, 1)
 
 
-def _graph_issues(pb: Playbook, steps: set[str]) -> list[tuple[tuple, str]]:
-    issues: list[tuple[tuple, str]] = []
-    ids = [n.id for n in pb.nodes]
-    known = set(ids) | {END}
-    for index, node in enumerate(pb.nodes):
-        if ids.count(node.id) > 1 and ids.index(node.id) != index:
-            issues.append((("nodes", index, "id"), f"duplicate node id {node.id!r}"))
-        if node.type not in steps:
-            issues.append((("nodes", index, "type"), f"unknown step type {node.type!r} (known: {', '.join(sorted(steps))})"))
-        if node.next is None and node.conditional_next is None:
-            issues.append((("nodes", index), f"node {node.id!r} has neither next nor conditional_next (use next: END)"))
-        if node.next is not None and node.conditional_next is not None:
-            issues.append((("nodes", index, "conditional_next"), "give either next or conditional_next, not both"))
-        if node.next is not None and node.next not in known:
-            issues.append((("nodes", index, "next"), f"unknown node {node.next!r}"))
-        if node.conditional_next:
-            for value, target in node.conditional_next.cases.items():
-                if target not in known:
-                    issues.append((("nodes", index, "conditional_next", "cases", value), f"unknown node {target!r}"))
-            default = node.conditional_next.default
-            if default is not None and default not in known:
-                issues.append((("nodes", index, "conditional_next", "default"), f"unknown node {default!r}"))
-    if pb.start not in set(ids):
-        issues.append((("start",), f"unknown node {pb.start!r}"))
-        return issues
-    reachable, frontier = set(), [pb.start]
-    by_id = {n.id: n for n in pb.nodes}
-    while frontier:
-        current = frontier.pop()
-        if current in reachable or current not in by_id:
-            continue
-        reachable.add(current)
-        node = by_id[current]
-        targets = [node.next] if node.next else []
-        if node.conditional_next:
-            targets += list(node.conditional_next.cases.values()) + [node.conditional_next.default]
-        frontier += [t for t in targets if t and t != END]
-    for index, node in enumerate(pb.nodes):
-        if node.id not in reachable:
-            issues.append((("nodes", index, "id"), f"node {node.id!r} is unreachable from start {pb.start!r}"))
-    return issues
+def _error_path(loc: tuple) -> tuple:
+    path = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+    if len(path) > 2 and path[0] == "nodes" and isinstance(path[1], int) and path[2] in (*SPECIAL_TYPES, "step"):
+        path = path[:2] + path[3:]  # drop the union tag pydantic inserts
+    return path
 
 
-def parse_playbook(text: str, source: str = "<playbook>", steps: set[str] | None = None) -> Playbook:
+def parse_playbook(text: str, source: str = "<playbook>", steps: set[str] | None = None,
+                   _stack: tuple[str, ...] = ()) -> Playbook:
+    from graph.checks import check_playbook
+
     name = Path(source).name
     try:
         tree = yaml.compose(text)
@@ -140,29 +199,81 @@ def parse_playbook(text: str, source: str = "<playbook>", steps: set[str] | None
     except ValidationError as exc:
         issues = []
         for err in exc.errors():
-            path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            issues.append(f"{name}:{_line_for(lines, path)} {_format_path(path)}: {err['msg']}")
-        raise PlaybookError(issues) from None
+            path = _error_path(err["loc"])
+            issues.append(f"{name}:{_line_for(lines, path)} {format_path(path)}: {err['msg']}")
+        raise PlaybookError(list(dict.fromkeys(issues))) from None
     if steps is None:
         from nodes import STEPS
 
         steps = set(STEPS)
-    problems = _graph_issues(pb, steps)
-    if problems:
-        raise PlaybookError([f"{name}:{_line_for(lines, p)} {_format_path(p)}: {m}" for p, m in problems])
     pb.source = source
+    problems = check_playbook(pb, steps, _stack + (str(Path(source).resolve()),))
+    if problems:
+        raise PlaybookError([f"{name}:{_line_for(lines, p)} {format_path(p)}: {m}" for p, m in problems])
     return pb
 
 
-def load_playbook(path: str | Path) -> Playbook:
+def load_playbook(path: str | Path, _stack: tuple[str, ...] = ()) -> Playbook:
     path = Path(path)
     if not path.exists():
         raise PlaybookError([f"{path}: no such playbook file"])
-    return parse_playbook(path.read_text(encoding="utf-8"), str(path))
+    return parse_playbook(path.read_text(encoding="utf-8"), str(path), _stack=_stack)
 
 
-def playbook_json_schema() -> str:
-    return json.dumps(Playbook.model_json_schema(), indent=2)
+def resolve_playbook_path(reference: str | Path, relative_to: str | Path | None = None) -> Path:
+    """A file path as given, relative to the calling playbook, or a shipped playbook's name."""
+    path = Path(reference)
+    candidates = [path]
+    if relative_to is not None and not path.is_absolute():
+        candidates.insert(0, Path(relative_to).parent / path)
+    if not path.suffix:
+        candidates.append(shipped_playbooks_dir() / f"{reference}.yaml")
+    return next((c for c in candidates if c.exists()), candidates[-1])
+
+
+def coerce_inputs(pb: Playbook, given: dict[str, Any]) -> dict[str, Any]:
+    """Inputs checked against the playbook's declaration: strings from the command line are converted."""
+    unknown = sorted(set(given) - set(pb.inputs))
+    if unknown:
+        raise InputError(f"playbook {pb.name!r} has no input {', '.join(map(repr, unknown))} "
+                         f"(inputs: {', '.join(pb.inputs) or 'none'})")
+    values: dict[str, Any] = {}
+    for key, spec in pb.inputs.items():
+        if key not in given:
+            if spec.required:
+                raise InputError(f"playbook {pb.name!r} needs input {key!r} ({spec.type}): pass --input {key}=…")
+            values[key] = spec.default
+            continue
+        values[key] = _coerce_input(pb.name, key, spec, given[key])
+    return values
+
+
+def _coerce_input(playbook: str, key: str, spec: InputSpec, value: Any) -> Any:
+    try:
+        if isinstance(value, str) and spec.type != "string":
+            if spec.type == "boolean":
+                if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(value)
+                return value.strip().lower() in ("true", "1", "yes")
+            value = json.loads(value) if spec.type in ("array", "object") else float(value) if spec.type == "number" else int(value)
+        expected = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}[spec.type]
+        if not isinstance(value, expected) or (spec.type in ("integer", "number") and isinstance(value, bool)):
+            raise TypeError(type(value).__name__)
+        return value
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"playbook {playbook!r}: input {key!r} must be {spec.type}, got {value!r}") from exc
+
+
+def playbook_json_schema(steps: list[str] | None = None) -> str:
+    schema = Playbook.model_json_schema(by_alias=True)
+    if steps is None:
+        from nodes import STEPS
+
+        steps = sorted(STEPS)
+    step_def = schema.get("$defs", {}).get("StepNode")
+    if step_def:  # editors can complete the built-in step names
+        step_def["properties"]["type"] = {"enum": steps, "title": "Type", "description": "a built-in tick step"}
+    return json.dumps(schema, indent=2)
 
 
 def shipped_playbooks_dir() -> Path:

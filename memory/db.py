@@ -13,19 +13,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.models import Base, SchemaVersion
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
 # types), so they run on SQLite and PostgreSQL alike.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+def _v2_stelis_columns(conn: Connection) -> None:
+    for column in ("origin VARCHAR(20) DEFAULT 'root'", "owner VARCHAR(200)", "error TEXT"):
+        conn.execute(text(f"ALTER TABLE threads ADD COLUMN {column}"))
+    conn.execute(text("UPDATE threads SET origin = 'playbook' WHERE parent_id IS NOT NULL"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns}
 
 
 class SchemaError(RuntimeError):

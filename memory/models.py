@@ -57,6 +57,10 @@ class Thread(Base):
     chronicle: Mapped[Optional[str]] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    # v2: Stelis bookkeeping
+    origin: Mapped[str] = mapped_column(String(20), default="root")  # root | playbook | command
+    owner: Mapped[Optional[str]] = mapped_column(String(200))  # host:pid:start of the process running it
+    error: Mapped[Optional[str]] = mapped_column(Text)  # why it was aborted
 
 
 class Message(Base):
@@ -67,7 +71,8 @@ class Message(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id"))
     tick: Mapped[int] = mapped_column(Integer, default=0)
-    # response | stagnation_record | continuation | compression | stelis_anchor | human
+    # response | stagnation_record | continuation | compression | human | step (an `llm` node's output)
+    # | stelis_anchor (points at a child thread through meta.child; rendered at read time, never indexed)
     kind: Mapped[str] = mapped_column(String(32), default="response")
     role: Mapped[str] = mapped_column(String(16), default="assistant")
     content: Mapped[str] = mapped_column(Text, default="")

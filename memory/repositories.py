@@ -25,6 +25,14 @@ from memory.models import (
 
 INCOMING_SOURCES = ("user", "cli", "system", "llm:task")
 OUTGOING_SOURCE = "llm"
+# What a thread's history shows, oldest first. Anchors stand for whole child threads.
+TIMELINE_KINDS = ("response", "stagnation_record", "step", "stelis_anchor")
+# Rendered at read time from another row: never embedded or indexed for retrieval.
+NON_INDEXED_KINDS = ("stelis_anchor",)
+
+
+def anchor_key(child_id: str) -> str:
+    return f"stelis_anchor:{child_id}"
 
 
 class _Repo:
@@ -49,6 +57,48 @@ class ThreadRepo(_Repo):
 
     def all(self) -> Sequence[Thread]:
         return self.s.scalars(select(Thread).order_by(Thread.created_at)).all()
+
+    def lineage(self, thread_id: str) -> list[Thread]:
+        """The thread and its ancestors, root first."""
+        chain: list[Thread] = []
+        current = self.s.get(Thread, thread_id)
+        while current is not None and len(chain) < 64:
+            chain.append(current)
+            current = self.s.get(Thread, current.parent_id) if current.parent_id else None
+        return list(reversed(chain))
+
+    def ratio_product(self, thread_id: str) -> float:
+        """Π window_ratio of the child threads from the root down to this one (1.0 for a root)."""
+        product = 1.0
+        for thread in self.lineage(thread_id):
+            if thread.parent_id is not None:
+                product *= thread.window_ratio or 1.0
+        return product
+
+    def create_child(self, thread_id: str, parent: Thread, *, label: str, window_ratio: float, origin: str,
+                     owner: str, chronicle_prompt: str | None = None, playbook: str = "") -> Thread:
+        child = Thread(id=thread_id, parent_id=parent.id, label=label, playbook=playbook, persona=parent.persona,
+                       depth=parent.depth + 1, window_ratio=window_ratio, status="running", origin=origin,
+                       owner=owner, chronicle_prompt=chronicle_prompt)
+        self.s.add(child)
+        self.s.flush()
+        return child
+
+    def finish(self, thread_id: str, *, status: str, chronicle: str | None, now: datetime,
+               error: str | None = None) -> Thread | None:
+        thread = self.s.get(Thread, thread_id)
+        if thread is not None:
+            thread.status, thread.chronicle, thread.completed_at, thread.error = status, chronicle, now, error
+            self.s.flush()
+        return thread
+
+    def running_children(self) -> list[Thread]:
+        """Every child thread still marked running, deepest first."""
+        rows = self.s.scalars(select(Thread).where(Thread.status == "running", Thread.parent_id.is_not(None))).all()
+        return sorted(rows, key=lambda t: -t.depth)
+
+    def children(self, thread_id: str) -> list[Thread]:
+        return list(self.s.scalars(select(Thread).where(Thread.parent_id == thread_id).order_by(Thread.created_at)).all())
 
 
 class MessageRepo(_Repo):
@@ -99,6 +149,28 @@ class MessageRepo(_Repo):
         if thread_id is not None:
             q = q.where(Message.thread_id == thread_id)
         return self.s.scalar(q) or 0
+
+    def log(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
+            last: int | None = None) -> list[Message]:
+        """A thread's messages oldest first: all of them, or those up to `upto_id`, or the `last` N."""
+        q = select(Message).where(Message.thread_id == thread_id)
+        if upto_id is not None:
+            q = q.where(Message.id <= upto_id)
+        if kinds is not None:
+            q = q.where(Message.kind.in_(tuple(kinds)))
+        if last is not None:
+            return list(reversed(self.s.scalars(q.order_by(Message.id.desc()).limit(last)).all()))
+        return list(self.s.scalars(q.order_by(Message.id)).all())
+
+    def anchor_for(self, child_id: str) -> Message | None:
+        return self.s.scalars(select(Message).where(Message.dedup_key == anchor_key(child_id))).first()
+
+    def indexable(self, thread_id: str | None = None, after_id: int = 0) -> list[Message]:
+        """Messages that may be embedded or indexed for retrieval (never Stelis anchors)."""
+        q = select(Message).where(Message.id > after_id, Message.kind.not_in(NON_INDEXED_KINDS))
+        if thread_id is not None:
+            q = q.where(Message.thread_id == thread_id)
+        return list(self.s.scalars(q.order_by(Message.id)).all())
 
 
 class NoteRepo(_Repo):
@@ -238,6 +310,9 @@ class ProcessLogRepo(_Repo):
             row.status = "timeout"
             row.updated_at = now
         return list(rows)
+
+    def of_thread(self, thread_id: str) -> list[ProcessLog]:
+        return list(self.s.scalars(select(ProcessLog).where(ProcessLog.thread_id == thread_id).order_by(ProcessLog.id)).all())
 
     def recent(self, limit: int = 50) -> list[ProcessLog]:
         return list(reversed(self.s.scalars(select(ProcessLog).order_by(ProcessLog.id.desc()).limit(limit)).all()))

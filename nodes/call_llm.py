@@ -26,6 +26,9 @@ CONTINUATION_STOPS = ["My human writes:", "\n[note "]
 def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     svc = services_of(runtime)
     sampling = Sampling.from_dict(state.get("sampling"))
+    budget_max = (state.get("context_report") or {}).get("max_tokens")
+    if budget_max:  # a Stelis child's window may be smaller than the configured answer length
+        sampling.max_tokens = min(sampling.max_tokens, int(budget_max))
     writer = runtime.stream_writer
     tags = {"thread_id": state["thread_id"], "tick": state["tick"]}
     try:

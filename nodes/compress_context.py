@@ -14,67 +14,21 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from llm import AllLLMsUnavailable, Sampling
+from llm import AllLLMsUnavailable
 from nodes.context import AnimaContext, Services, services_of
 from nodes.prompts import COMPRESSION_PROMPT
+from nodes.summarise import summarise
 from nodes.state import TickState, tick_key
 
 log = logging.getLogger(__name__)
 SUMMARY_TOKENS = 400
 
 
-def split_to_fit(text: str, max_tokens: int, count) -> list[str]:
-    """Split at paragraph, then line, then hard boundaries so each piece counts ≤ max_tokens."""
-    if count(text) <= max_tokens:
-        return [text]
-    for sep in ("\n\n", "\n", ". "):
-        parts = text.split(sep)
-        if len(parts) > 1:
-            pieces, current = [], ""
-            for part in parts:
-                candidate = f"{current}{sep}{part}" if current else part
-                if count(candidate) <= max_tokens:
-                    current = candidate
-                    continue
-                if current:
-                    pieces.append(current)
-                current = part
-            if current:
-                pieces.append(current)
-            return [p for piece in pieces for p in split_to_fit(piece, max_tokens, count)]
-    half = len(text) // 2
-    return split_to_fit(text[:half], max_tokens, count) + split_to_fit(text[half:], max_tokens, count)
-
-
 def distill(text: str, svc: Services, tags: dict[str, Any]) -> tuple[str, int]:
-    """Hierarchical distillation of all of `text`; returns (summary, LLM calls made).
-
-    Each level summarises pieces that fit the summariser's window; the next level summarises the
-    joined summaries, until one call covers everything. If a level stops shrinking (a model that does
-    not summarise), the joined summaries of that level are kept rather than looping forever.
-    """
-    provider = svc.llms.primary()
-    count = provider.count_tokens
-    name = svc.persona.display_name
-    summary_tokens = max(32, min(SUMMARY_TOKENS, provider.context_window // 4))
-    overhead = count(COMPRESSION_PROMPT.format(part=1, parts=1, name=name, text=""))
-    room = max(32, provider.context_window - summary_tokens - overhead - 32)
-    sampling = Sampling(temperature=0.3, max_tokens=summary_tokens)
-    calls, level, previous_pieces = 0, text, None
-    while True:
-        pieces = split_to_fit(level, room, count)
-        if previous_pieces is not None and len(pieces) >= previous_pieces:
-            log.warning("distillation stopped shrinking at %s pieces; keeping this level's summaries", len(pieces))
-            return level, calls
-        summaries = []
-        for index, piece in enumerate(pieces, start=1):
-            prompt = COMPRESSION_PROMPT.format(part=index, parts=len(pieces), name=name, text=piece)
-            summaries.append(svc.llms.generate("compress", prompt=prompt, sampling=sampling, tags=tags).text.strip())
-            calls += 1
-        level = "\n\n".join(s for s in summaries if s)
-        if len(pieces) == 1:
-            return level, calls
-        previous_pieces = len(pieces)
+    """All of `text` distilled hierarchically; returns (summary, LLM calls made)."""
+    result = summarise(text, svc.llms, COMPRESSION_PROMPT, purpose="compress", max_tokens=SUMMARY_TOKENS,
+                       tags=tags, name=svc.persona.display_name)
+    return result.text, result.calls
 
 
 def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:

@@ -70,9 +70,10 @@ class Services:
     settings: TickSettings
     clock: Callable[[], datetime] = utcnow
 
-    def window_tokens(self) -> int:
+    def window_tokens(self, thread_ratio: float = 1.0) -> int:
+        """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""
         base = self.settings.context_window or self.llms.primary().context_window
-        return int(base * self.settings.window_ratio)
+        return int(base * self.settings.window_ratio * thread_ratio)
 
 
 @dataclass
@@ -91,6 +92,10 @@ class AnimaContext:
 
 class MissingServices(RuntimeError):
     pass
+
+
+class ContextBudgetError(RuntimeError):
+    """The parts of a prompt that cannot be dropped do not fit the thread's window."""
 
 
 def services_of(runtime: Runtime[AnimaContext]) -> Services:

@@ -62,10 +62,11 @@ def _run_one(cmd: Command, state: TickState, svc: Services, llm_id: str | None) 
                 repos.processes.add(cmd.type, message, status="error", thread_id=state["thread_id"])
                 return {**base, "status": "unknown", "result": message}, []
             ctx = CommandContext(repos=repos, thread_id=state["thread_id"], tick=state["tick"], llm_id=llm_id,
-                                 settings=svc.settings, now=svc.clock())
+                                 settings=svc.settings, now=svc.clock(), services=svc,
+                                 root_thread=state.get("root_thread") or state["thread_id"])
             result: CommandResult = spec.handler(cmd, ctx)
             if result.show:
-                repos.processes.add(cmd.type, result.output, status="ok", thread_id=state["thread_id"])
+                repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or state["thread_id"])
             repos.commands.record(**record, status=result.status, result=result.output)
             return {**base, "status": result.status, "result": result.output}, ctx.events
     except IntegrityError:  # another process committed the same cmd_key first

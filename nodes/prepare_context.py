@@ -18,9 +18,11 @@ from langgraph.runtime import Runtime
 from memory import Repos
 from nodes.commands.cycle import load_cycle
 from nodes.commands.help import command_guide
-from nodes.context import AnimaContext, Services, services_of
+from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
+from nodes.history import render_timeline
 from nodes.prompts import CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, THOUGHT_HEADER
 from nodes.state import TickState
+from nodes.stelis import thread_window
 
 log = logging.getLogger(__name__)
 SAFETY_TOKENS = 16
@@ -35,6 +37,7 @@ class Block:
     system: bool = False
     trim_oldest: bool = False  # drop items one by one (oldest first) before dropping the block
     tokens: list[int] = field(default_factory=list)
+    keys: list[Any] = field(default_factory=list)  # optional ids parallel to items (which notes were shown)
 
     def render(self) -> str:
         if not self.items:
@@ -61,27 +64,17 @@ def fit_blocks(blocks: list[Block], budget: int, count: Callable[[str], int]) ->
         if victim.trim_oldest and len(victim.items) > 1:
             victim.items.pop(0)
             removed = victim.tokens.pop(0)
+            if victim.keys:
+                victim.keys.pop(0)
             drops.append(f"{victim.name}: oldest item ({removed} tokens)")
         else:
             drops.append(f"{victim.name}: whole block ({sum(victim.tokens)} tokens)")
-            victim.items, victim.tokens = [], []
+            victim.items, victim.tokens, victim.keys = [], [], []
     return blocks, drops
 
 
 def _note_line(note) -> str:
     return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
-
-
-def _response_line(message) -> str:
-    extras = []
-    if message.emotions:
-        extras.append("emotions " + ", ".join(str(e).split(" (")[0] for e in message.emotions))
-    if message.novelty_score is not None:
-        extras.append(f"novelty {message.novelty_score:.0f}")
-    if message.stagnation_flag:
-        extras.append("STAGNANT: " + (message.stagnation_reason or ""))
-    tail = f"  ({'; '.join(extras)})" if extras else ""
-    return f"[tick {message.tick}] {message.content.strip()}{tail}"
 
 
 def _incoming(repos: Repos, svc: Services, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
@@ -96,14 +89,14 @@ def _incoming(repos: Repos, svc: Services, cycle: dict[str, Any]) -> tuple[list[
 
 
 def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], note_lines: list[str],
-                 processes: list[Any]) -> list[Block]:
+                 note_keys: list[int], processes: list[Any]) -> list[Block]:
     persona, tick = svc.persona, state["tick"]
     guide = COMMANDS_GUIDE.format(tick=tick, commands=command_guide())
     if persona.file("TOOLS.md"):
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
     principles = (persona.ethics or {}).get("principles") or []
     responses_k = int(cycle.get("responses", svc.settings.responses))
-    recent = repos.messages.recent(state["thread_id"], responses_k, kinds=("response", "stagnation_record")) if responses_k else []
+    history = render_timeline(repos, state["thread_id"], last=responses_k) if responses_k else []
     now = svc.clock()
     return [
         Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True),
@@ -113,10 +106,10 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
         Block("memory", "Core memory", [persona.file("USER.md").strip()] if persona.file("USER.md") else [], 120),
         Block("processes", "Open processes (results of my commands)",
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True),
-        Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True),
+        Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True, keys=note_keys),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.get('mode', 'chat')}; "
                                      f"thread {state['thread_id']}"], 150),
-        Block("recent", "My recent thoughts", [_response_line(m) for m in recent], 100, trim_oldest=True),
+        Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad (llm_memory)",
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
               trim_oldest=True),
@@ -139,8 +132,10 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
     svc = services_of(runtime)
     count = svc.llms.primary().count_tokens
     max_tokens = int((state.get("sampling") or {}).get("max_tokens", svc.settings.sampling.max_tokens))
-    budget = svc.window_tokens() - max_tokens - SAFETY_TOKENS
     with svc.db.unit() as repos:
+        window = thread_window(svc, repos, state["thread_id"])
+        max_tokens = max(16, min(max_tokens, window // 2))
+        budget = window - max_tokens - SAFETY_TOKENS
         cycle = load_cycle(repos, state["thread_id"])
         notes, note_lines = _incoming(repos, svc, cycle)
         processes = repos.processes.open(state["thread_id"])
@@ -154,18 +149,28 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
                 drops.append(f"continuation: oldest chunk ({sizes[1]} tokens)")
                 total -= sizes.pop(1)
                 parts.pop(1)
+            if fixed > budget:
+                raise ContextBudgetError(f"the human turns alone need {fixed} tokens; the thread's budget is {budget}")
             prompt = "".join(parts) + "".join(turns)
             if count(prompt) > budget:  # even the base alone is too long: keep its end
                 drops.append("continuation: base cut at the front")
-                while count(prompt) > budget and len(prompt) > 1:
-                    prompt = prompt[len(prompt) // 8:]
+                base = "".join(parts)
+                while count(base + "".join(turns)) > budget and base:
+                    base = base[max(1, len(base) // 8):]
+                prompt = base + "".join(turns)
             messages: list[dict[str, str]] = []
+            shown_notes = notes
         else:
             turns = []
-            blocks = _chat_blocks(svc, repos, state, cycle, note_lines, processes)
+            note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
+            blocks = _chat_blocks(svc, repos, state, cycle, note_lines, note_keys, processes)
             header = THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state["tick"])
             fixed_text = CHAT_INSTRUCTION + "\n\n" + header
-            blocks, drops = fit_blocks(blocks, budget - count(fixed_text), count)
+            if count(fixed_text) + 8 > budget:
+                raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
+            blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
+            kept = set(next(b.keys for b in blocks if b.name == "notes"))
+            shown_notes = [n for n in notes if n.id in kept]
             system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
             user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
             messages = [{"role": "system", "content": system},
@@ -174,13 +179,13 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
     for drop in drops:
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report = dict(state.get("context_report") or {})
-    report.update({"budget_tokens": budget, "dropped": drops, "notes": [n.id for n in notes],
-                   "processes": [p.id for p in processes]})
+    report.update({"window_tokens": window, "budget_tokens": budget, "max_tokens": max_tokens, "dropped": drops,
+                   "notes": [n.id for n in shown_notes], "processes": [p.id for p in processes]})
     return {
         "prompt": prompt,
         "prompt_messages": messages,
         "prompt_tokens": count(prompt),
-        "incoming_note_ids": [n.id for n in notes],
+        "incoming_note_ids": [n.id for n in shown_notes],
         "human_turns": turns,
         "shown_process_ids": [p.id for p in processes],
         "context_report": report,

@@ -6,15 +6,22 @@ commands, reflex results, sampling parameters and mode flags.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
 
+def merge_vars(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
+    return {**(current or {}), **(update or {})}
+
+
 class TickState(TypedDict, total=False):
-    thread_id: str
+    thread_id: str  # the database thread this graph writes to (a Stelis child has its own)
+    root_thread: str  # the thread the run started on (command-opened children run inside it)
+    run_id: str  # one-shot playbooks: distinguishes runs on the same thread
     tick: int
     mode: str  # chat | continuation
+    vars: Annotated[dict[str, Any], merge_vars]  # playbook variables: inputs, llm outputs, set assignments
     # prepare_context
     prompt: str
     prompt_messages: list[dict[str, str]]

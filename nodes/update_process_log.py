@@ -9,18 +9,24 @@ from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState
+from nodes.stelis import active_thread
 
 
 def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     svc = services_of(runtime)
     params = params or {}
-    thread_id = state.get("thread_id") or runtime.execution_info.thread_id or "main"
+    root = state.get("root_thread") or state.get("thread_id") or runtime.execution_info.thread_id or "main"
     tick = int(state.get("tick", 0)) + 1
     mode = params.get("mode") or state.get("mode") or "chat"
     now = svc.clock()
     with svc.db.unit() as repos:
-        repos.threads.ensure(thread_id, label=params.get("label", ""), playbook=params.get("playbook", ""),
-                             persona=svc.persona.name, window_ratio=svc.settings.window_ratio)
+        repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
+                             persona=svc.persona.name, origin="root")
+        current = repos.threads.get(state.get("thread_id") or root)
+        if current is not None and current.origin == "playbook":
+            thread_id = current.id  # a tick inside a playbook's Stelis region stays in that child
+        else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
+            thread_id = active_thread(repos, root)
         repos.threads.set_tick(thread_id, tick)
         repos.ticks.start(thread_id, tick, mode)
         closed = repos.processes.close(state.get("shown_process_ids") or [])
@@ -28,6 +34,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
     sampling = state.get("sampling") or _sampling_dict(svc)
     return {
         "thread_id": thread_id,
+        "root_thread": state.get("root_thread") or root,
         "tick": tick,
         "mode": mode,
         "sampling": sampling,

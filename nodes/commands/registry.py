@@ -19,6 +19,8 @@ class CommandContext:
     settings: Any
     now: datetime
     events: list[dict[str, Any]] = field(default_factory=list)  # shown live after commit
+    services: Any = None  # nodes.context.Services, for handlers that call a model (stelis.end)
+    root_thread: str | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -29,6 +31,7 @@ class CommandResult:
     output: str = "ok"
     status: str = "executed"  # executed | failed
     show: bool = False  # also put the output in process_log, for the next tick's context
+    thread_id: str | None = None  # the thread whose process_log shows it (default: the command's own)
 
 
 class CommandError(ValueError):
@@ -58,7 +61,7 @@ def command(type_: str, usage: str, *, dangerous: bool = False) -> Callable[[Han
 
 
 def handlers() -> dict[str, CommandSpec]:
-    from nodes.commands import cycle, help, llm_memory, messages, notes  # noqa: F401  (registers handlers)
+    from nodes.commands import cycle, help, llm_memory, messages, notes, stelis  # noqa: F401  (registers handlers)
 
     return _HANDLERS
 

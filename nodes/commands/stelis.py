@@ -1,0 +1,75 @@
+"""stelis: the persona opens and closes a child thread itself, from the REPL.
+
+`stelis.start` opens a child of the current thread (anchor in the parent, window × window_ratio) and
+makes it the thread the next ticks run in; `stelis.end` writes the chronicle, marks it completed and
+returns to the parent, whose context then shows the anchor with the chronicle and the last messages.
+"""
+
+from __future__ import annotations
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.history import render_anchor
+from nodes.stelis import (
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_WINDOW_RATIO,
+    StelisRefused,
+    child_thread_id,
+    finish_thread,
+    open_thread,
+    set_active_thread,
+    write_chronicle,
+)
+
+
+def _max_depth(ctx: CommandContext) -> int:
+    persona = getattr(ctx.services, "persona", None)
+    config = (getattr(persona, "config", None) or {}).get("stelis") or {}
+    return int(config.get("max_depth", DEFAULT_MAX_DEPTH))
+
+
+@command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)')
+def start(cmd: Command, ctx: CommandContext) -> CommandResult:
+    label = str(arg(cmd, "label", "name", "title", "text")).strip()[:200]
+    ratio = arg(cmd, "window_ratio", "ratio", default=DEFAULT_WINDOW_RATIO, kind=float)
+    root = ctx.root_thread or ctx.thread_id
+    child_id = child_thread_id(ctx.thread_id, label, f"t{ctx.tick}-{cmd.cmd_id}")
+    try:
+        child, window, existed = open_thread(ctx.services, ctx.repos, parent_id=ctx.thread_id, child_id=child_id,
+                                             label=label, window_ratio=ratio, max_depth=_max_depth(ctx),
+                                             origin="command", tick=ctx.tick,
+                                             chronicle_prompt=arg(cmd, "chronicle_prompt", default=None))
+    except StelisRefused as exc:
+        raise CommandError(str(exc)) from exc
+    set_active_thread(ctx.repos, root, child.id)
+    ctx.emit({"event": "stelis_enter", "thread_id": child.id, "label": label, "depth": child.depth,
+              "window_tokens": window, "origin": "command"})
+    return CommandResult(f'entered Stelis thread "{label}" ({child.id}), depth {child.depth}, window {window} tokens. '
+                         "Work here; finish with stelis.end — the parent thread will see its chronicle.",
+                         show=True, thread_id=child.id)
+
+
+@command("stelis.end", '{}  (close the current Stelis thread: chronicle, then back to the parent)')
+def end(cmd: Command, ctx: CommandContext) -> CommandResult:
+    thread = ctx.repos.threads.get(ctx.thread_id)
+    if thread is None or thread.parent_id is None or thread.origin != "command":
+        raise CommandError("stelis.end: the current thread is not a Stelis thread opened with stelis.start")
+    if thread.status != "running":
+        return CommandResult(f"Stelis thread {thread.id} already {thread.status}")
+    chronicle = write_chronicle(ctx.services, thread.id)  # reads the log in its own session; no write lock held
+    result = finish_thread(ctx.services, ctx.repos, thread.id, status="completed", chronicle=chronicle)
+    set_active_thread(ctx.repos, ctx.root_thread or thread.parent_id, thread.parent_id)
+    ctx.emit({"event": "stelis_leave", "thread_id": thread.id, "label": thread.label, "status": "completed",
+              "chronicle_chars": len(chronicle), "origin": "command"})
+    return CommandResult(f'left Stelis thread "{thread.label}" ({thread.id}); chronicle of {len(chronicle)} characters '
+                         f"written. Back in {thread.parent_id}.", show=True, thread_id=thread.parent_id)
+
+
+@command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)')
+def show(cmd: Command, ctx: CommandContext) -> CommandResult:
+    thread_id = str(arg(cmd, "id", "thread"))
+    anchor = ctx.repos.messages.anchor_for(thread_id)
+    if anchor is None:
+        raise CommandError(f"stelis.show: no Stelis thread {thread_id!r}")
+    lineage = {t.id for t in ctx.repos.threads.lineage(ctx.thread_id)}
+    return CommandResult(render_anchor(ctx.repos, anchor, ctx.thread_id, lineage), show=True)

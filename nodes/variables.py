@@ -1,0 +1,30 @@
+"""What templates and expressions see: the playbook variables by name, plus `state`, `vars`, `persona`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodes.state import TickState
+
+RESERVED_NAMES = {"state", "vars", "persona", "history"}
+
+
+def namespace(state: TickState, persona_name: str = "") -> dict[str, Any]:
+    variables = dict(state.get("vars") or {})
+    return {"state": {k: v for k, v in state.items() if k != "vars"}, "vars": variables, "persona": persona_name,
+            **variables}
+
+
+def lookup(state: dict[str, Any], dotted: str) -> Any:
+    """A dot path into the state (`novelty.stagnation_flag`) or, when its first part is not a state
+    field, into the variables (`plan.done`); list items by number (`tasks.0`)."""
+    parts = dotted.split(".")
+    value: Any = state if parts[0] in TickState.__annotations__ else (state.get("vars") or {})
+    for part in parts:
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit():
+            value = value[int(part)] if int(part) < len(value) else None
+        else:
+            value = getattr(value, part, None)
+    return value
