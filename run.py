@@ -60,6 +60,7 @@ class LiveView:
         self.tick = 0
         self.tokens = 0
         self.started = time.perf_counter()
+        self.where = "starting"
         self._llm: dict = {}
 
     def __enter__(self):
@@ -71,17 +72,34 @@ class LiveView:
 
     def __call__(self, mode: str, data: Any) -> None:
         if mode == "custom":
-            if data.get("event") == "token":
+            event = data.get("event")
+            indent = "  " * len(data.get("namespace") or [])
+            if event == "token":
                 self.tokens += 1
-                self.status.update(f"tick {self.tick} · call_llm · {self.tokens} chunks")
-            elif data.get("event") == "message":
+                self.status.update(f"{self.where} · {self.tokens} chunks")
+            elif event == "message":
                 console.print(f"[bold green]{escape(self.name)} → you:[/] {escape(data['text'])}")
+            elif event == "step":
+                self.tokens, self.where = 0, f"{data['node']} ({data['thread_id']})"
+                dropped = f" · dropped {'; '.join(data['dropped'])}" if data.get("dropped") else ""
+                console.print(f"[dim]{indent}▸ {escape(data['node'])} · prompt {data['prompt_tokens']} tokens{escape(dropped)}[/]")
+            elif event == "stelis_enter":
+                console.print(f"[magenta]{indent}⤷ Stelis thread {escape(data['label'])!r} ({escape(data['thread_id'])}) · "
+                              f"depth {data['depth']} · window {data['window_tokens']} tokens"
+                              f"{' · resumed' if data.get('resumed') else ''}[/]")
+            elif event == "stelis_leave":
+                why = f" · {escape(str(data['error']))}" if data.get("error") else ""
+                console.print(f"[magenta]{indent}⤶ {escape(data['label'])!r} {data['status']} · chronicle "
+                              f"{data['chronicle_chars']} chars{why}[/]")
+            elif event == "stelis_refused":
+                console.print(f"[yellow]{indent}✗ {escape(data['error'])}[/]")
             return
         for node, update in data.items():
             update = update or {}
             if node == "update_process_log":
                 self.tick, self.tokens, self.started = update.get("tick", self.tick), 0, time.perf_counter()
-            self.status.update(f"tick {self.tick} · {node} done")
+            self.where = f"tick {self.tick} · {node}"
+            self.status.update(f"{self.where} done")
             if node == "call_llm" and self.show_thoughts:
                 llm = update.get("llm") or {}
                 if update.get("degraded"):
@@ -109,11 +127,13 @@ class LiveView:
 @app.callback(invoke_without_command=True)
 def main(
     ctx: typer.Context,
-    playbook: str = typer.Option("playbooks/repl.yaml", "--playbook", "-p", help="Playbook file or shipped name (repl, epos)."),
+    playbook: str = typer.Option("playbooks/repl.yaml", "--playbook", "-p",
+                                 help="Playbook file or shipped name (repl, epos, deep_work, novel)."),
+    inputs: list[str] = typer.Option([], "--input", "-i", help="Playbook input as name=value (repeatable)."),
     persona: Optional[str] = typer.Option(None, "--persona", help="Persona directory (default: persona/default)."),
     data_dir: str = DataDir,
     db: Optional[str] = DbUrl,
-    ticks: str = typer.Option("forever", "--ticks", help="Number of ticks, or 'forever' (Ctrl-C stops cleanly)."),
+    ticks: str = typer.Option("forever", "--ticks", help="Loop playbooks: number of ticks, or 'forever' (Ctrl-C stops cleanly)."),
     llm_url: Optional[str] = typer.Option(None, "--llm-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name on that server."),
     llm_api: str = typer.Option("chat", "--llm-api", help="chat or completions (base models, continuation)."),
@@ -128,20 +148,35 @@ def main(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
     from graph.loop import Stopper, run_loop
-    from graph.playbook import PlaybookError
+    from graph.playbook import InputError, PlaybookError
 
     if ticks != "forever" and not ticks.isdigit():
         err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
         raise typer.Exit(2)
     if not llm_url or not no_fallback:
         _install_model_with_progress()
+    given = {}
+    for item in inputs:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            err.print(f"--input takes name=value, not {item!r}")
+            raise typer.Exit(2)
+        given[name.strip()] = value
     try:
         agent = build_agent(playbook, thread_id=thread, data_dir=data_dir, db_url=db, persona_dir=persona,
                             llm_url=llm_url, model=model, llm_api=llm_api, context_window=context_window,
-                            embedded=not (llm_url and no_fallback))
+                            embedded=not (llm_url and no_fallback),
+                            on_recover=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
+        if not agent.playbook.loop:
+            from graph.playbook import coerce_inputs
+
+            coerce_inputs(agent.playbook, given)
     except PlaybookError as exc:
         err.print(f"[red]invalid playbook[/]\n{escape(str(exc))}")
         raise typer.Exit(1)
+    except InputError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2)
     stopper = Stopper()
 
     def on_sigint(_sig, _frame):
@@ -157,6 +192,9 @@ def main(
     err.print(f"[bold]{escape(agent.services.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
               f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(agent.services.llms.ids)} · "
               f"data {escape(agent.services.db.url)}")
+    if not agent.playbook.loop:
+        _run_once(agent, given, stopper)
+        return
     try:
         with LiveView(agent.services.persona.display_name) as view:
             result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view)
@@ -164,6 +202,29 @@ def main(
         agent.close()
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run; "
               f"state saved — run again to continue.")
+
+
+def _run_once(agent, given: dict[str, str], stopper) -> None:
+    """A one-shot playbook (deep_work, novel): run it (or resume its interrupted run) and print its outputs."""
+    from langgraph.errors import GraphDrained
+
+    if agent.interrupted:
+        err.print(f"resuming the interrupted {agent.playbook.name} run {agent.run_id}")
+    try:
+        with LiveView(agent.services.persona.display_name) as view:
+            for mode, data in agent.stream(stopper.control, inputs=given or None):
+                view(mode, data)
+    except GraphDrained:
+        err.print("interrupted: state saved — run the same command again to resume.")
+        return
+    except Exception as exc:  # noqa: BLE001 - a failed step: say what and how to resume, no traceback
+        err.print(f"[red]{agent.playbook.name} stopped: {type(exc).__name__}: {escape(str(exc))}[/]\n"
+                  "Its progress is saved — run the same command again to resume from the failed step.")
+        raise typer.Exit(1)
+    finally:
+        outputs = agent.outputs() if agent.run_id else {}
+        agent.close()
+    print(json.dumps(outputs, indent=2, ensure_ascii=False, default=str))
 
 
 @app.command()
@@ -201,8 +262,10 @@ def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = 
                  "started_at": _iso(t.started_at), "finished_at": _iso(t.finished_at), "summary": t.summary}
                 for t in repos.ticks.recent(limit)]},
             "threads": [{"id": t.id, "parent_id": t.parent_id, "label": t.label, "status": t.status, "tick": t.tick,
-                         "depth": t.depth, "window_ratio": t.window_ratio, "playbook": t.playbook,
-                         "created_at": _iso(t.created_at)} for t in repos.threads.all()],
+                         "depth": t.depth, "window_ratio": t.window_ratio, "origin": t.origin, "playbook": t.playbook,
+                         "messages": repos.messages.count(t.id), "chronicle": t.chronicle, "error": t.error,
+                         "created_at": _iso(t.created_at), "completed_at": _iso(t.completed_at)}
+                        for t in repos.threads.all()],
             "notes": {
                 "incoming": [{"id": n.id, "source": n.source, "text": n.text, "priority": n.priority, "read": n.read,
                               "created_at": _iso(n.created_at)} for n in repos.notes.list(source="incoming", limit=limit)],
@@ -231,6 +294,11 @@ def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = 
     console.print(f"[bold]{report['database']}[/]: {report['ticks']['count']} ticks, "
                   f"{report['llm']['totals']['calls']} LLM calls, "
                   f"{report['llm']['totals']['prompt_tokens']}+{report['llm']['totals']['completion_tokens']} tokens")
+    for t in report["threads"]:
+        if t["parent_id"]:
+            console.print(f"[magenta]{'  ' * t['depth']}⤷ {escape(t['label'])}[/] ({escape(t['id'])}) {t['status']} · "
+                          f"{t['messages']} messages · ratio {t['window_ratio']:g}"
+                          + (f" · {escape(t['error'])}" if t["error"] else ""))
     for r in report["responses"]:
         console.print(f"[cyan]tick {r['tick']}[/] novelty {r['novelty_score']} {r['emotions']} "
                       f"{'STAGNANT ' if r['stagnation_flag'] else ''}{escape(r['content'][:200])}")
@@ -273,13 +341,13 @@ def playbook_schema() -> None:
 
 
 @playbook_app.command("draw")
-def playbook_draw(file: Path) -> None:
-    """Print the compiled graph as Mermaid."""
+def playbook_draw(file: str = typer.Argument(..., help="Playbook file or shipped name.")) -> None:
+    """Print the compiled graph as Mermaid (Stelis regions and subplaybooks as subgraphs)."""
     from graph.compiler import build_graph
-    from graph.playbook import PlaybookError, load_playbook
+    from graph.playbook import PlaybookError, load_playbook, resolve_playbook_path
 
     try:
-        print(build_graph(load_playbook(file)).compile().get_graph().draw_mermaid())
+        print(build_graph(load_playbook(resolve_playbook_path(file))).compile().get_graph(xray=True).draw_mermaid())
     except PlaybookError as exc:
         err.print(str(exc))
         raise typer.Exit(1)

@@ -19,6 +19,7 @@ from graph.compiler import build_graph
 from graph.playbook import load_playbook, shipped_playbooks_dir
 from graph.services import RunOptions, open_services
 from nodes import AnimaContext
+from nodes.stelis import recover_orphans
 
 _pool: dict[tuple, object] = {}
 _pool_lock = threading.Lock()
@@ -38,7 +39,9 @@ class StudioContext(AnimaContext):
         key = (options.data_dir, options.db_url, options.persona_dir, options.llm_url, options.model)
         with _pool_lock:
             if key not in _pool:
-                _pool[key] = open_services(options)
+                services = open_services(options)
+                recover_orphans(services)  # Stelis threads a dead server left running
+                _pool[key] = services
             return _pool[key]
 
 
@@ -65,3 +68,5 @@ def _make(name: str):
 
 make_repl_graph = _make("repl")
 make_epos_graph = _make("epos")
+make_deep_work_graph = _make("deep_work")
+make_novel_graph = _make("novel")
