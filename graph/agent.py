@@ -96,9 +96,9 @@ class Agent:
             if self.interrupted:
                 return None
             return {**base, "vars": coerce_inputs(self.playbook, inputs or {})} if inputs or not self.state() else base
-        values = coerce_inputs(self.playbook, inputs or {})
         pending, pending_inputs = self._pending_run()
-        if pending and (inputs is None or pending_inputs == values):
+        values = coerce_inputs(self.playbook, inputs or {}) if inputs is not None or not pending else pending_inputs
+        if pending and pending_inputs == values:
             self.run_id = pending
             if self.interrupted:
                 return None

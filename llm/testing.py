@@ -12,7 +12,8 @@ class FakeLLM:
     provider = "fake"
 
     def __init__(self, id: str = "fake", responses: list[str] | Callable[[str], str] | None = None,
-                 json_answer: dict[str, Any] | None = None, context_window: int = 8192, down: bool = False):
+                 json_answer: dict[str, Any] | Callable[[str], dict[str, Any]] | None = None,
+                 context_window: int = 8192, down: bool = False):
         self.id = id
         self.model = f"fake-{id}"
         self.context_window = context_window
@@ -36,7 +37,8 @@ class FakeLLM:
             raise LLMUnavailable(f"{self.id}: connection refused")
         self.calls.append({"prompt": prompt, "sampling": sampling, "json_schema": json_schema, "stop": stop})
         if json_schema is not None:
-            text = json.dumps(self.json_answer if self.json_answer is not None else
+            answer = self.json_answer(prompt) if callable(self.json_answer) else self.json_answer
+            text = json.dumps(answer if answer is not None else
                               {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "new idea"}]})
         else:
             text = self._next(prompt)

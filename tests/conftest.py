@@ -16,13 +16,16 @@ from llm.testing import FakeLLM  # noqa: E402
 
 
 def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validators: tuple[str, ...] = (),
-               checkpointer="memory", trust: dict[str, float] | None = None, **overrides) -> Agent:
+               checkpointer="memory", trust: dict[str, float] | None = None, thread_id: str = "main",
+               **overrides) -> Agent:
     fakes = fakes or (FakeLLM("fake"),)
     entries = [{"id": f.id, "provider": "fake", "priority": 100 - i, "is_validator": f.id in validators,
                 "trust_score": (trust or {}).get(f.id, 1.0)} for i, f in enumerate(fakes)]
-    services = open_services(RunOptions(data_dir=str(tmp_path), embedded=False),
+    options = RunOptions(data_dir=str(tmp_path), embedded=False, context_window=overrides.pop("context_window", None))
+    services = open_services(options,
                              providers={f.id: f for f in fakes}, entries=entries, **overrides)
-    return build_agent(playbook, services=services, data_dir=str(tmp_path), checkpointer=checkpointer)
+    return build_agent(playbook, services=services, data_dir=str(tmp_path), checkpointer=checkpointer,
+                       thread_id=thread_id)
 
 
 @pytest.fixture
