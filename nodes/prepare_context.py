@@ -140,17 +140,23 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         notes, note_lines = _incoming(repos, svc, cycle)
         processes = repos.processes.open(state["thread_id"])
         if state.get("mode") == "continuation":
-            parts, turns = _continuation_text(svc, repos, state, notes)
-            fixed = count("".join(turns))
+            parts, all_turns = _continuation_text(svc, repos, state, notes)
+            drops: list[str] = []
+            shown_notes, turns, fixed = [], [], 0
+            for note, turn in zip(notes, all_turns):  # human turns take at most half the budget
+                size = count(turn)
+                if fixed + size <= budget // 2:
+                    shown_notes.append(note)
+                    turns.append(turn)
+                    fixed += size
+                else:
+                    drops.append(f"note {note.id}: waits for a later tick ({size} tokens)")
             sizes = [count(p) for p in parts]
             total = sum(sizes) + fixed
-            drops: list[str] = []
             while len(parts) > 1 and total > budget:
                 drops.append(f"continuation: oldest chunk ({sizes[1]} tokens)")
                 total -= sizes.pop(1)
                 parts.pop(1)
-            if fixed > budget:
-                raise ContextBudgetError(f"the human turns alone need {fixed} tokens; the thread's budget is {budget}")
             prompt = "".join(parts) + "".join(turns)
             if count(prompt) > budget:  # even the base alone is too long: keep its end
                 drops.append("continuation: base cut at the front")
@@ -159,7 +165,6 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
                     base = base[max(1, len(base) // 8):]
                 prompt = base + "".join(turns)
             messages: list[dict[str, str]] = []
-            shown_notes = notes
         else:
             turns = []
             note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []

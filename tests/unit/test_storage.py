@@ -70,3 +70,23 @@ def test_config_json_values(tmp_path):
         assert repos.config.get("cycle/main") == {"pause_s": 2.5, "idle": None}
         assert repos.config.get("missing", 7) == 7
     db.close()
+
+
+def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
+    Database.open(tmp_path).close()
+    conn = sqlite3.connect(tmp_path / "anima.sqlite")
+    for column in ("origin", "owner", "error"):  # make it look like a v1 database
+        conn.execute(f"ALTER TABLE threads DROP COLUMN {column}")
+    conn.execute("INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "
+                 "created_at) VALUES ('main', NULL, '', '', '', 0, 1.0, 'running', 3, '2026-01-01'), "
+                 "('main/x', 'main', 'x', '', '', 1, 0.8, 'completed', 0, '2026-01-01')")
+    conn.execute("UPDATE schema_version SET version = 1")
+    conn.commit()
+    conn.close()
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        assert repos.threads.get("main").tick == 3 and repos.threads.get("main").origin == "root"
+        assert repos.threads.get("main/x").origin == "playbook" and repos.threads.ratio_product("main/x") == 0.8
+    with db.session() as s:
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 2
+    db.close()

@@ -1,0 +1,106 @@
+"""Property: context preparation never exceeds a thread's window = model window × Π window_ratio of its
+Stelis lineage, whatever the nesting and the message sizes (hypothesis)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graph.services import RunOptions, open_services
+from llm.testing import FakeLLM
+from nodes.ask_llm import fit_prompt
+from nodes.context import AnimaContext, ContextBudgetError
+from nodes.prepare_context import prepare_context
+from nodes.stelis import MIN_CHILD_WINDOW, StelisRefused, open_thread, thread_window
+
+sizes = st.integers(min_value=0, max_value=30_000)  # characters (≈ 4 per token)
+thread_spec = st.fixed_dictionaries({
+    "ratio": st.floats(min_value=0.2, max_value=1.0),
+    "messages": st.lists(sizes, max_size=6),
+    "notes": st.lists(sizes, max_size=3),
+})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window=st.integers(min_value=1_500, max_value=200_000), lineage=st.lists(thread_spec, min_size=1, max_size=5),
+       max_tokens=st.integers(min_value=16, max_value=4_096), mode=st.sampled_from(["chat", "continuation"]))
+def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_tokens, mode):
+    fake = FakeLLM("fake", context_window=window)
+    svc = open_services(RunOptions(db_url="sqlite://", embedded=False), providers={"fake": fake},
+                        entries=[{"id": "fake", "provider": "fake", "priority": 100}])
+    try:
+        thread_id, product = "main", 1.0
+        with svc.db.unit() as repos:
+            repos.threads.ensure("main", origin="root")
+            for depth, spec in enumerate(lineage):
+                if depth:  # lineage[0] describes the root thread; the rest are nested Stelis children
+                    try:
+                        child, _, _ = open_thread(svc, repos, parent_id=thread_id, child_id=f"{thread_id}/{depth}",
+                                                  label=f"level {depth}", window_ratio=spec["ratio"], max_depth=10,
+                                                  origin="command")
+                    except StelisRefused:
+                        assert int(window * product * spec["ratio"]) < MIN_CHILD_WINDOW
+                        break
+                    thread_id, product = child.id, product * spec["ratio"]
+                kind = "continuation" if mode == "continuation" else "response"
+                for n, size in enumerate(spec["messages"]):
+                    repos.messages.add(thread_id=thread_id, tick=n, kind=kind, content="w" * size)
+                for size in spec["notes"]:
+                    repos.notes.add("n" * size, source="user")
+            expected_window = int(window * product)
+            assert thread_window(svc, repos, thread_id) == expected_window
+        state = {"thread_id": thread_id, "tick": 1, "mode": mode, "sampling": {"max_tokens": max_tokens}}
+        runtime = SimpleNamespace(context=AnimaContext(services=svc))
+        try:
+            out = prepare_context(state, runtime)
+        except ContextBudgetError:
+            assert expected_window < 200  # only a window too small for the instruction itself
+            return
+        answer = out["context_report"]["max_tokens"]
+        assert out["prompt_tokens"] + answer <= expected_window
+        if out["prompt_messages"]:
+            assert sum(fake.count_tokens(m["content"]) for m in out["prompt_messages"]) + answer <= expected_window
+        shown = set(out["incoming_note_ids"])
+        rendered = out["prompt"]
+        with svc.db.unit() as repos:  # a note counted as shown is really in the prompt (it will be marked read)
+            assert all(repos.notes.get(i).text in rendered for i in shown)
+    finally:
+        svc.db.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(history=st.lists(st.integers(min_value=0, max_value=20_000), max_size=12),
+       long_var=st.integers(min_value=0, max_value=60_000), budget=st.integers(min_value=50, max_value=20_000))
+def test_llm_node_prompt_fits_its_budget_or_says_why(history, long_var, budget):
+    count = FakeLLM("fake").count_tokens
+    items = [f"item{i} " + "h" * size for i, size in enumerate(history)]
+    scope = {"topic": "tides", "notes": "x" * long_var}
+    try:
+        prompt, _, drops = fit_prompt("{{ history }}\nTopic: {{ topic }}\nNotes: {{ notes }}\nAnswer:", None,
+                                      scope, items, budget, count)
+    except ContextBudgetError as exc:
+        assert "budget" in str(exc)
+        assert count("\nTopic: tides\nNotes: \nAnswer:") + 40 > budget  # only when the template alone cannot fit
+        return
+    assert count(prompt) <= budget
+    kept = [item for item in items if item in prompt]
+    assert kept == items[len(items) - len(kept):]  # history loses its oldest items first, never cuts one
+    if long_var and "x" * long_var not in prompt:
+        assert any(d.startswith("variable notes") for d in drops) and "tokens left out to fit the window" in prompt
+
+
+def test_window_shrinks_multiplicatively_down_the_lineage(agent_factory):
+    agent = agent_factory(FakeLLM("fake", context_window=100_000))
+    svc = agent.services
+    with svc.db.unit() as repos:
+        a, wa, _ = open_thread(svc, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8, max_depth=3,
+                               origin="command")
+        b, wb, _ = open_thread(svc, repos, parent_id=a.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
+                               origin="command")
+        assert (thread_window(svc, repos, "main"), wa, wb) == (100_000, 80_000, 64_000)
+        with pytest.raises(StelisRefused, match="over max_depth 2"):
+            open_thread(svc, repos, parent_id=b.id, child_id="main/a/b/c", label="c", window_ratio=0.8, max_depth=2,
+                        origin="command")
