@@ -53,10 +53,11 @@ def _install_model_with_progress() -> None:
 class LiveView:
     """Status line (tick · node · tokens) while a tick runs; a summary, the thought and messages after."""
 
-    def __init__(self, persona_name: str, show_thoughts: bool = True):
+    def __init__(self, persona_name: str, show_thoughts: bool = True, out: Console | None = None):
         self.name = persona_name
         self.show_thoughts = show_thoughts
-        self.status = console.status("starting…")
+        self.out = out or console
+        self.status = self.out.status("starting…")
         self.tick = 0
         self.tokens = 0
         self.started = time.perf_counter()
@@ -78,21 +79,21 @@ class LiveView:
                 self.tokens += 1
                 self.status.update(f"{self.where} · {self.tokens} chunks")
             elif event == "message":
-                console.print(f"[bold green]{escape(self.name)} → you:[/] {escape(data['text'])}")
+                self.out.print(f"[bold green]{escape(self.name)} → you:[/] {escape(data['text'])}")
             elif event == "step":
                 self.tokens, self.where = 0, f"{data['node']} ({data['thread_id']})"
                 dropped = f" · dropped {'; '.join(data['dropped'])}" if data.get("dropped") else ""
-                console.print(f"[dim]{indent}▸ {escape(data['node'])} · prompt {data['prompt_tokens']} tokens{escape(dropped)}[/]")
+                self.out.print(f"[dim]{indent}▸ {escape(data['node'])} · prompt {data['prompt_tokens']} tokens{escape(dropped)}[/]")
             elif event == "stelis_enter":
-                console.print(f"[magenta]{indent}⤷ Stelis thread {escape(data['label'])!r} ({escape(data['thread_id'])}) · "
+                self.out.print(f"[magenta]{indent}⤷ Stelis thread {escape(data['label'])!r} ({escape(data['thread_id'])}) · "
                               f"depth {data['depth']} · window {data['window_tokens']} tokens"
                               f"{' · resumed' if data.get('resumed') else ''}[/]")
             elif event == "stelis_leave":
                 why = f" · {escape(str(data['error']))}" if data.get("error") else ""
-                console.print(f"[magenta]{indent}⤶ {escape(data['label'])!r} {data['status']} · chronicle "
+                self.out.print(f"[magenta]{indent}⤶ {escape(data['label'])!r} {data['status']} · chronicle "
                               f"{data['chronicle_chars']} chars{why}[/]")
             elif event == "stelis_refused":
-                console.print(f"[yellow]{indent}✗ {escape(data['error'])}[/]")
+                self.out.print(f"[yellow]{indent}✗ {escape(data['error'])}[/]")
             return
         for node, update in data.items():
             update = update or {}
@@ -103,10 +104,10 @@ class LiveView:
             if node == "call_llm" and self.show_thoughts:
                 llm = update.get("llm") or {}
                 if update.get("degraded"):
-                    console.print(f"[red]tick {self.tick}: no LLM answered — degraded mode, retrying with backoff[/]")
+                    self.out.print(f"[red]tick {self.tick}: no LLM answered — degraded mode, retrying with backoff[/]")
                 elif llm:
                     text = (update.get("response") or "").strip().replace("\n", " ")
-                    console.print(f"[dim]{escape(text[:400])}{'…' if len(text) > 400 else ''}[/]")
+                    self.out.print(f"[dim]{escape(text[:400])}{'…' if len(text) > 400 else ''}[/]")
                     self._llm = llm
             if node == "execute_commands":
                 self._summary(update)
@@ -121,7 +122,7 @@ class LiveView:
             parts.append("commands " + ", ".join(statuses))
         if update.get("idle"):
             parts.append("IDLE")
-        console.print("[cyan]" + escape(" │ ".join(parts)) + "[/]")
+        self.out.print("[cyan]" + escape(" │ ".join(parts)) + "[/]")
 
 
 @app.callback(invoke_without_command=True)
@@ -211,7 +212,7 @@ def _run_once(agent, given: dict[str, str], stopper) -> None:
     if agent.interrupted:
         err.print(f"resuming the interrupted {agent.playbook.name} run {agent.run_id}")
     try:
-        with LiveView(agent.services.persona.display_name) as view:
+        with LiveView(agent.services.persona.display_name, out=err) as view:  # stdout: the outputs as JSON
             for mode, data in agent.stream(stopper.control, inputs=given or None):
                 view(mode, data)
     except GraphDrained:
