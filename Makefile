@@ -45,6 +45,7 @@ studio: install
 
 bench: model
 	$(PY) bench/tick.py
+	$(PY) bench/stelis.py
 
 clean-data:
 	rm -rf data
