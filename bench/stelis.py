@@ -1,7 +1,7 @@
 """Stelis benchmark (JSON): how much of the parent's context a deep_work run consumes with Stelis threads
 versus the same work done inline, and what entering/leaving a thread costs.
 
-    python bench/stelis.py [--tasks 2] [--questions 3] [--no-embedded] [--overhead-runs 40]
+    python bench/stelis.py [--tasks 3] [--questions 3] [--no-embedded] [--overhead-runs 40]
 
 - `embedded`: deep_work on the embedded model, Stelis vs inline (the same playbook with its
   stelis_start/stelis_end nodes turned into plain `set` nodes). Parent context = the parent thread's
@@ -89,10 +89,11 @@ def compare(result_stelis: dict, result_inline: dict) -> dict:
             "parent_tokens_saved": b - a, "parent_tokens_ratio": round(a / b, 3) if b else None}
 
 
-def embedded(tasks: int, questions: int, inline_path: Path) -> dict:
-    inputs = {"question": "Why is the sea salty, and why are some lakes salty too?", "max_tasks": tasks,
-              "max_questions": questions}
-    progress(f"embedded deep_work with Stelis threads ({tasks} sub-tasks × {questions} questions)…")
+def embedded(tasks: int | None, questions: int | None, inline_path: Path) -> dict:
+    """deep_work with the playbook's own defaults (3 sub-tasks × 3 questions) unless told otherwise."""
+    inputs = {"question": "Why is the sea salty, and why are some lakes salty too?"}
+    inputs.update({k: v for k, v in (("max_tasks", tasks), ("max_questions", questions)) if v is not None})
+    progress(f"embedded deep_work with Stelis threads ({inputs})…")
     with_stelis, t1 = run_deep_work("deep_work", inputs)
     progress("embedded deep_work inline…")
     inline, t2 = run_deep_work(inline_path, inputs)
@@ -127,7 +128,7 @@ def scaling(tasks: int, inline_path: Path, lengths: list[int]) -> list[dict]:
                 results.append(parent_cost(agent))
                 agent.close()
         row = compare(*results)
-        rows.append({"child_messages_per_task": questions + 2, **{k: row[k] for k in ("parent_tokens_saved", "parent_tokens_ratio")},
+        rows.append({"child_messages_per_task": 2 * questions + 2, **{k: row[k] for k in ("parent_tokens_saved", "parent_tokens_ratio")},
                      "stelis_parent_tokens": row["stelis"]["parent_history_tokens"],
                      "inline_parent_tokens": row["inline"]["parent_history_tokens"]})
     return rows
@@ -188,8 +189,8 @@ def overhead(runs: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", type=int, default=2)
-    parser.add_argument("--questions", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=None, help="sub-tasks (default: the playbook's, 3)")
+    parser.add_argument("--questions", type=int, default=None, help="questions per sub-task (default: the playbook's, 3)")
     parser.add_argument("--no-embedded", action="store_true")
     parser.add_argument("--overhead-runs", type=int, default=40)
     args = parser.parse_args()
@@ -197,7 +198,7 @@ def main() -> None:
         inline_path = inline_variant(shipped_playbooks_dir() / "deep_work.yaml", Path(tmp) / "deep_work_inline.yaml")
         report = {"benchmark": "stelis",
                   "overhead": overhead(args.overhead_runs),
-                  "scaling_fake_llm": scaling(3, inline_path, [1, 3, 6, 12])}
+                  "scaling_fake_llm": scaling(3, inline_path, [1, 2, 3, 6])}
         if not args.no_embedded:
             report["embedded_deep_work"] = embedded(args.tasks, args.questions, inline_path)
     print(json.dumps(report, indent=2))

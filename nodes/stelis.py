@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 DEFAULT_WINDOW_RATIO = 0.8
 DEFAULT_MAX_DEPTH = 3
 MIN_CHILD_WINDOW = 1024  # tokens; a smaller window cannot hold a useful prompt
-CHRONICLE_TOKENS = 768
+CHRONICLE_TOKENS = 768  # at most per summariser call…
+CHRONICLE_SHARE = 0.5  # …and at most half the log it records: an anchor must cost the parent less than the log
 
 
 class StelisRefused(RuntimeError):
@@ -177,9 +178,10 @@ def write_chronicle(svc: Services, thread_id: str, *, use_llm: bool = True) -> s
         return "(The thread ended before it wrote anything.)"
     if not use_llm:
         return CHRONICLE_FALLBACK.format(reason="the run was interrupted", count=count, thread_id=thread_id)
+    budget = max(64, min(CHRONICLE_TOKENS, int(svc.llms.primary().count_tokens(text) * CHRONICLE_SHARE)))
     try:
         result = summarise(text, svc.llms, CHRONICLE_PROMPT, merge_prompt=CHRONICLE_MERGE_PROMPT, purpose="chronicle",
-                           max_tokens=CHRONICLE_TOKENS, tags={"thread_id": thread_id, "tick": thread.tick},
+                           max_tokens=budget, tags={"thread_id": thread_id, "tick": thread.tick},
                            name=svc.persona.display_name, label=thread.label,
                            instruction=thread.chronicle_prompt or CHRONICLE_INSTRUCTION)
     except AllLLMsUnavailable as exc:

@@ -30,7 +30,7 @@ def test_deep_work_on_the_embedded_model(tmp_path):
         assert (child.depth, child.window_ratio, child.status, child.origin) == (1, 0.8, "completed", "playbook")
         assert child.chronicle and child.chronicle.strip() == out["findings"][0]["chronicle"].strip()
         child_steps = [m.meta["node"] for m in repos.messages.log(child.id)]
-        assert child_steps == ["ask_questions", "examine", "conclude"]
+        assert child_steps == ["ask_questions", "examine", "check", "conclude"]
         assert all(m.meta["window"] == int(WINDOW * 0.8) and m.meta["prompt_tokens"] + 220 <= m.meta["window"]
                    for m in repos.messages.log(child.id))
         assert [m.kind for m in repos.messages.log("main")] == ["step", "stelis_anchor", "step"]

@@ -37,7 +37,7 @@ def scripted(prefix: str = "", fail_on: str | None = None, on_call=None):
         if fail_on and fail_on in prompt:
             raise ValueError("the tool broke")
         for marker, name in (("Merge them", "merged-chronicle"), ("full log of a Stelis thread", "chronicle"),
-                             ("Question ", "examine"), ("State your conclusion", "conclude"),
+                             ("Check your answer", "check"), ("Question ", "examine"), ("State your conclusion", "conclude"),
                              ("Above are your sub-task threads", "synthesize")):
             if marker in prompt:
                 return f"<{prefix}{name} {counter['n']}>"
@@ -61,8 +61,8 @@ def test_deep_work_children_are_isolated_budgeted_and_chronicled(agent_factory):
         for child in children:
             assert (child.depth, child.window_ratio, child.status, child.origin) == (1, 0.8, "completed", "playbook")
             assert child.completed_at is not None and child.chronicle.startswith("<chronicle")
-            assert kinds_and_nodes(repos, child.id) == [("step", "ask_questions"), ("step", "examine"),
-                                                        ("step", "examine"), ("step", "conclude")]
+            assert kinds_and_nodes(repos, child.id) == [("step", "ask_questions"), ("step", "examine"), ("step", "check"),
+                                                        ("step", "examine"), ("step", "check"), ("step", "conclude")]
             assert all(m.meta["window"] == int(8192 * 0.8) for m in repos.messages.log(child.id))
         # the parent's own log: the plan, one anchor per sub-task, the answer — nothing from inside
         assert kinds_and_nodes(repos, "main") == [("step", "plan"), ("stelis_anchor", None), ("stelis_anchor", None),
@@ -70,8 +70,8 @@ def test_deep_work_children_are_isolated_budgeted_and_chronicled(agent_factory):
         first_child_log = [m.content for m in repos.messages.log(children[0].id)]
     synth_prompt = next(c["prompt"] for c in fake.calls if "Above are your sub-task threads" in c["prompt"])
     assert all(c.chronicle in synth_prompt for c in children)
-    assert all(text in synth_prompt for text in first_child_log[1:])  # the last 3 messages, in full
-    assert first_child_log[0] not in synth_prompt  # …but not the rest of the child's log
+    assert all(text in synth_prompt for text in first_child_log[-3:])  # the last 3 messages, in full
+    assert not any(text in synth_prompt for text in first_child_log[:-3])  # …but not the rest of the child's log
     chronicle_prompt = next(c["prompt"] for c in fake.calls if "full log of a Stelis thread" in c["prompt"])
     assert all(text in chronicle_prompt for text in first_child_log)  # the chronicle read everything
     assert out["answer"].startswith("<synthesize") and [f["status"] for f in out["findings"]] == ["completed"] * 2
@@ -90,7 +90,7 @@ def test_exception_inside_a_child_aborts_it_and_the_parent_carries_on(agent_fact
         failed = repos.threads.children("main")[0]
         assert failed.status == "aborted" and "ValueError: the tool broke" in failed.error
         assert failed.chronicle.startswith("<chronicle")  # whatever it did is still chronicled
-        assert kinds_and_nodes(repos, failed.id) == [("step", "ask_questions"), ("step", "examine")]
+        assert kinds_and_nodes(repos, failed.id) == [("step", "ask_questions"), ("step", "examine"), ("step", "check")]
         parent_view = "\n".join(render_timeline(repos, "main"))
     assert "— aborted]" in parent_view and "Aborted because: ValueError: the tool broke" in parent_view
 
