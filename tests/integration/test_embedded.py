@@ -95,3 +95,21 @@ def test_ctrl_c_finishes_the_step_saves_and_exits_zero(tmp_path):
     out, _ = proc.communicate(timeout=240)
     assert proc.returncode == 0, out
     assert "state saved" in out
+
+
+def test_epos_continuation_ticks_on_the_embedded_model(tmp_path):
+    agent = build_agent("epos", data_dir=str(tmp_path), embedded_context_window=4096)
+    agent.services.settings.sampling.max_tokens = 48
+    with agent.services.db.unit() as repos:
+        note_id = repos.notes.add("Lumen, what colour is the sea today?", source="user").id
+    first = agent.tick()
+    assert first["mode"] == "continuation" and first["prompt"].startswith(agent.services.persona.seed[:40])
+    assert "what colour is the sea today?" in first["prompt"] and first["prompt"].rstrip().endswith("answers:")
+    second = agent.tick()
+    with agent.services.db.unit() as repos:
+        chunks = repos.messages.recent("main", 10, kinds=("continuation", "human"))
+        assert repos.notes.get(note_id).read
+        assert [t.status for t in repos.ticks.recent(10)] == ["ok", "ok"]
+    assert any(m.kind == "continuation" and m.content.strip() for m in chunks)
+    assert all(m.content in second["prompt"] for m in chunks)  # the growing text carries every chunk
+    agent.close()
