@@ -7,7 +7,7 @@ versus the same work done inline, and what entering/leaving a thread costs.
   stelis_start/stelis_end nodes turned into plain `set` nodes). Parent context = the parent thread's
   history as the model would see it after the run (`{{ history }}`), in the model's tokens.
 - `scaling`: the same comparison on an instant fake LLM while the sub-task logs grow, to show the trend
-  without model noise (every answer ~150 tokens, every chronicle ~300).
+  without model noise (every answer ~150 tokens; chronicles as long as their token cap allows).
 - `overhead`: a one-node region run as a Stelis thread vs inline, SQLite checkpoints, median ms per run
   (without and with a chronicle call to an instant fake model).
 """
@@ -114,12 +114,12 @@ def scaling(tasks: int, inline_path: Path, lengths: list[int]) -> list[dict]:
             return {"tasks": [f"sub-task {k}" for k in range(tasks)]}
 
         def answer(prompt: str) -> str:
-            size = 1200 if "full log of a Stelis thread" in prompt or "Merge them" in prompt else 600
+            size = 4000 if "full log of a Stelis thread" in prompt or "Merge them" in prompt else 600
             return ("finding " * (size // 8))[:size]
 
         results = []
         for playbook in ("deep_work", inline_path):
-            fake = FakeLLM("fake", responses=answer, json_answer=plans, context_window=100_000)
+            fake = FakeLLM("fake", responses=answer, json_answer=plans, context_window=100_000, honor_max_tokens=True)
             with tempfile.TemporaryDirectory() as tmp:
                 svc = open_services(RunOptions(data_dir=tmp, embedded=False), providers={"fake": fake},
                                     entries=[{"id": "fake", "provider": "fake", "priority": 1}])

@@ -13,13 +13,14 @@ class FakeLLM:
 
     def __init__(self, id: str = "fake", responses: list[str] | Callable[[str], str] | None = None,
                  json_answer: dict[str, Any] | Callable[[str], dict[str, Any]] | None = None,
-                 context_window: int = 8192, down: bool = False):
+                 context_window: int = 8192, down: bool = False, honor_max_tokens: bool = False):
         self.id = id
         self.model = f"fake-{id}"
         self.context_window = context_window
         self.responses = responses if responses is not None else ["I am thinking."]
         self.json_answer = json_answer
         self.down = down
+        self.honor_max_tokens = honor_max_tokens  # cut answers at sampling.max_tokens, as a real model stops
         self.calls: list[dict[str, Any]] = []
 
     def count_tokens(self, text: str) -> int:
@@ -42,6 +43,8 @@ class FakeLLM:
                               {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "new idea"}]})
         else:
             text = self._next(prompt)
+            if self.honor_max_tokens:
+                text = text[: sampling.max_tokens * 4]
         if on_token:
             on_token(text)
         return Generation(text=text, llm_id=self.id, provider=self.provider, model=self.model,

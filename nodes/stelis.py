@@ -23,9 +23,9 @@ from typing import Any, Callable
 from llm import AllLLMsUnavailable
 from memory import Repos
 from memory.models import Thread
-from memory.repositories import anchor_key
+from memory.repositories import TIMELINE_KINDS, anchor_key
 from nodes.context import Services
-from nodes.history import render_item
+from nodes.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
 from nodes.summarise import summarise
 
@@ -35,7 +35,9 @@ DEFAULT_WINDOW_RATIO = 0.8
 DEFAULT_MAX_DEPTH = 3
 MIN_CHILD_WINDOW = 1024  # tokens; a smaller window cannot hold a useful prompt
 CHRONICLE_TOKENS = 768  # at most per summariser call…
-CHRONICLE_SHARE = 0.5  # …and at most half the log it records: an anchor must cost the parent less than the log
+# …and at most half of the part of the log the anchor does not already show in full (its last messages),
+# so that an anchor costs the parent less than the log it stands for. The chronicle still reads everything.
+CHRONICLE_SHARE = 0.5
 
 
 class StelisRefused(RuntimeError):
@@ -172,13 +174,16 @@ def write_chronicle(svc: Services, thread_id: str, *, use_llm: bool = True) -> s
         thread = repos.threads.get(thread_id)
         text = chronicle_source(repos, thread_id)
         count = repos.messages.count(thread_id)
+        shown = "\n\n".join(m.content for m in repos.messages.log(thread_id, kinds=TIMELINE_KINDS,
+                                                                     last=ANCHOR_LAST_MESSAGES))
     if thread is None:
         return ""
     if not text.strip():
         return "(The thread ended before it wrote anything.)"
     if not use_llm:
         return CHRONICLE_FALLBACK.format(reason="the run was interrupted", count=count, thread_id=thread_id)
-    budget = max(64, min(CHRONICLE_TOKENS, int(svc.llms.primary().count_tokens(text) * CHRONICLE_SHARE)))
+    tokens = svc.llms.primary().count_tokens
+    budget = max(64, min(CHRONICLE_TOKENS, int((tokens(text) - tokens(shown)) * CHRONICLE_SHARE)))
     try:
         result = summarise(text, svc.llms, CHRONICLE_PROMPT, merge_prompt=CHRONICLE_MERGE_PROMPT, purpose="chronicle",
                            max_tokens=budget, tags={"thread_id": thread_id, "tick": thread.tick},

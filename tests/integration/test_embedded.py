@@ -1,7 +1,6 @@
 """Real parts: the embedded Gemma 3 270M (llama.cpp in process), SQLite, SqliteSaver, the CLI."""
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
