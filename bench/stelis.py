@@ -53,6 +53,13 @@ def inline_variant(source: Path, target: Path) -> Path:
     return target
 
 
+def render_timeline_own(repos, thread_id: str) -> list[str]:
+    """A child's own messages as they would appear in the parent's history had the work been inline."""
+    from nodes.history import render_message
+
+    return [render_message(m) for m in repos.messages.log(thread_id, kinds=("step", "response"))]
+
+
 def parent_cost(agent) -> dict:
     svc = agent.services
     count = svc.llms.primary().count_tokens
@@ -63,7 +70,12 @@ def parent_cost(agent) -> dict:
         children = repos.threads.children(agent.thread_id)
         child_messages = sum(repos.messages.count(c.id) for c in children)
         calls = repos.llm_calls.totals()
+        # same run, same text: what each anchor costs the parent vs the child's log it stands for
+        anchor_tokens = sum(count(h) for h in history if h.startswith("[Stelis thread"))
+        log_tokens = sum(count("\n\n".join(render_timeline_own(repos, c.id))) for c in children)
     return {"parent_history_tokens": count("\n\n".join(history)), "parent_messages": len(history),
+            "anchor_tokens": anchor_tokens, "child_log_tokens": log_tokens,
+            "anchor_to_log_ratio": round(anchor_tokens / log_tokens, 3) if log_tokens else None,
             "synthesize_prompt_tokens": synth.meta.get("prompt_tokens") if synth else None,
             "child_threads": len(children), "child_messages": child_messages,
             "llm_calls": calls["calls"], "prompt_tokens": calls["prompt_tokens"],
