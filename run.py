@@ -148,7 +148,7 @@ def main(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
     from graph.loop import Stopper, run_loop
-    from graph.playbook import InputError, PlaybookError
+    from graph.playbook import InputError, PlaybookError, coerce_inputs
 
     if ticks != "forever" and not ticks.isdigit():
         err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
@@ -167,10 +167,7 @@ def main(
                             llm_url=llm_url, model=model, llm_api=llm_api, context_window=context_window,
                             embedded=not (llm_url and no_fallback),
                             on_recover=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
-        if not agent.playbook.loop:
-            from graph.playbook import coerce_inputs
-
-            coerce_inputs(agent.playbook, given)
+        coerce_inputs(agent.playbook, given)  # unknown, missing or mistyped inputs: say so before running
     except PlaybookError as exc:
         err.print(f"[red]invalid playbook[/]\n{escape(str(exc))}")
         raise typer.Exit(1)
@@ -197,7 +194,8 @@ def main(
         return
     try:
         with LiveView(agent.services.persona.display_name) as view:
-            result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view)
+            result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view,
+                              inputs=given or None)
     finally:
         agent.close()
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run; "

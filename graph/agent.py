@@ -93,9 +93,12 @@ class Agent:
     def _start_payload(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
         base = {"thread_id": self.thread_id, "root_thread": self.thread_id}
         if self.playbook.loop:
-            if self.interrupted:
+            snapshot = self.graph.get_state(self.config)  # one read per tick: resume, or first tick?
+            if snapshot.next:
                 return None
-            return {**base, "vars": coerce_inputs(self.playbook, inputs or {})} if inputs or not self.state() else base
+            if inputs is not None or not snapshot.values:
+                return {**base, "vars": coerce_inputs(self.playbook, inputs or {})}
+            return base
         pending, pending_inputs = self._pending_run()
         values = coerce_inputs(self.playbook, inputs or {}) if inputs is not None or not pending else pending_inputs
         if pending and pending_inputs == values:
@@ -143,10 +146,6 @@ class Agent:
         self.services.db.close()
 
 
-def resolve_playbook(playbook: str | Path) -> Path:
-    return resolve_playbook_path(playbook)
-
-
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
                 **options: Any) -> Agent:
@@ -161,6 +160,6 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", check
         saver = InMemorySaver()
     else:
         saver = checkpointer  # type: ignore[assignment]
-    agent = Agent(load_playbook(resolve_playbook(playbook)), services, saver, thread_id=thread_id)
+    agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, saver, thread_id=thread_id)
     agent.recovered = recover_orphans(services, notify=on_recover)
     return agent

@@ -64,7 +64,9 @@ def idle_should_wake(agent: Agent, now: datetime) -> bool:
 
 
 def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
-             on_stream: Callable[[str, Any], None] | None = None, idle_poll_s: float = 1.0) -> LoopResult:
+             on_stream: Callable[[str, Any], None] | None = None, idle_poll_s: float = 1.0,
+             inputs: dict[str, Any] | None = None) -> LoopResult:
+    """Tick until `ticks` ran or a stop is requested; `inputs` (the playbook's) go in with the first tick."""
     stopper = stopper or Stopper()
     result = LoopResult()
     degraded_streak = 0
@@ -76,7 +78,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
             stopper.sleep(idle_poll_s)
             continue
         try:
-            for mode, data in agent.stream(stopper.control):
+            for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None):
                 if on_stream:
                     on_stream(mode, data)
         except GraphDrained:

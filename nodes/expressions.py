@@ -36,20 +36,31 @@ def syntax_error(source: str, kind: str = "template") -> str | None:
     return None
 
 
-def referenced_names(template: str) -> set[str]:
-    return set(meta.find_undeclared_variables(_env().parse(template)))
+@functools.lru_cache(maxsize=512)
+def _compiled_template(source: str):
+    return _env().from_string(source)
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled_expression(source: str):
+    return _env().compile_expression(source, undefined_to_none=False)
+
+
+@functools.lru_cache(maxsize=512)
+def referenced_names(template: str) -> frozenset[str]:
+    return frozenset(meta.find_undeclared_variables(_env().parse(template)))
 
 
 def render(template: str, namespace: dict[str, Any]) -> str:
     try:
-        return _env().from_string(template).render(namespace)
+        return _compiled_template(template).render(namespace)
     except (UndefinedError, SecurityError, TypeError, ValueError, ArithmeticError, LookupError) as exc:
         raise ExpressionError(str(exc)) from exc
 
 
 def evaluate(expression: str, namespace: dict[str, Any]) -> Any:
     try:
-        value = _env().compile_expression(expression, undefined_to_none=False)(**namespace)
+        value = _compiled_expression(expression)(**namespace)
     except (UndefinedError, SecurityError, TypeError, ValueError, ArithmeticError, LookupError,
             TemplateSyntaxError) as exc:
         raise ExpressionError(str(exc)) from exc
