@@ -43,7 +43,8 @@ EMOTION_SCHEMA = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "emotion": {"type": "string", "maxLength": 16},
+                    # one lowercase word: a free string let the 270M model write phrases that parse as nothing
+                    "emotion": {"type": "string", "pattern": "^[a-z]{3,16}$"},
                     "strength": {"enum": [1, 2, 3, 4, 5]},
                     "reason": {"type": "string", "maxLength": 40},
                 },
