@@ -20,7 +20,7 @@ from memory.models import Base, SchemaVersion
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -31,7 +31,11 @@ def _v2_stelis_columns(conn: Connection) -> None:
     conn.execute(text("UPDATE threads SET origin = 'playbook' WHERE parent_id IS NOT NULL"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns}
+def _v3_memory_tiers(conn: Connection) -> None:
+    Base.metadata.create_all(conn)  # v3 only adds tables (memory catalogue, journal and the tiers)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers}
 
 
 class SchemaError(RuntimeError):

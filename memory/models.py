@@ -228,3 +228,253 @@ class LLMMemory(Base):
     llm_id: Mapped[Optional[str]] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# ---- v3: memory tiers (DESIGN §5) -------------------------------------------------------------------------
+
+
+class MemoryItem(Base):
+    """The retrieval catalogue: one row per retrievable thing of any tier, the unit BM25 and Chroma index.
+
+    `tier` + `ref` point at the row it stands for (a diary entry, a message, a KB chunk, …). `episode` and
+    `seq` place it in a sequence (a conversation, a document) so retrieval can use its neighbours;
+    `context_before`/`context_after` are the neighbouring texts, indexed lexically at half weight.
+    """
+
+    __tablename__ = "memory_items"
+    __table_args__ = (
+        UniqueConstraint("tier", "ref", name="uq_memory_items_tier_ref"),
+        Index("ix_memory_items_episode_seq", "episode", "seq"),
+        Index("ix_memory_items_status_tier", "status", "tier"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tier: Mapped[str] = mapped_column(String(32))
+    ref: Mapped[str] = mapped_column(String(200))
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    author: Mapped[str] = mapped_column(String(200), default="")
+    episode: Mapped[Optional[str]] = mapped_column(String(200))
+    seq: Mapped[Optional[int]] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(300), default="")
+    text: Mapped[str] = mapped_column(Text)
+    context_before: Mapped[str] = mapped_column(Text, default="")
+    context_after: Mapped[str] = mapped_column(Text, default="")
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    emotions: Mapped[list[Any]] = mapped_column(default=list)
+    importance: Mapped[float] = mapped_column(Float, default=0.5)  # 0..1
+    emotion_score: Mapped[float] = mapped_column(Float, default=0.0)  # 0..1, strongest emotion / 5
+    novelty: Mapped[Optional[float]] = mapped_column(Float)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived | deleted
+    chunks: Mapped[int] = mapped_column(Integer, default=0)  # vectors in the index besides the whole-item one
+    access_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_accessed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class MemoryJournal(Base):
+    """Outbox of catalogue changes, written in the same transaction; the indexes replay it (crash-safe sync)."""
+
+    __tablename__ = "memory_journal"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    item_id: Mapped[int] = mapped_column(Integer, index=True)
+    op: Mapped[str] = mapped_column(String(8))  # upsert | delete
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MemoryBlock(Base):
+    """Core memory and notepad (Nexus Ark): always-injected text the persona edits itself, with a size limit."""
+
+    __tablename__ = "memory_blocks"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)  # core | notepad
+    content: Mapped[str] = mapped_column(Text, default="")
+    char_limit: Mapped[int] = mapped_column(Integer, default=2000)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class _Lifecycle:
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DiaryEntry(_Lifecycle, Base):
+    """HMP `diary_entries`: the cognitive diary, written only by explicit commands."""
+
+    __tablename__ = "diary_entries"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    text: Mapped[str] = mapped_column(Text)
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    emotions: Mapped[list[Any]] = mapped_column(default=list)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    tick: Mapped[Optional[int]] = mapped_column(Integer)
+
+
+class Concept(_Lifecycle, Base):
+    """HMP `concepts`: nodes of the semantic graph."""
+
+    __tablename__ = "concepts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+
+
+class ConceptLink(_Lifecycle, Base):
+    """HMP `links`: typed, weighted edges between concepts."""
+
+    __tablename__ = "links"
+    __table_args__ = (UniqueConstraint("source_id", "target_id", "relation", name="uq_links_edge"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("concepts.id", ondelete="CASCADE"), index=True)
+    target_id: Mapped[int] = mapped_column(ForeignKey("concepts.id", ondelete="CASCADE"), index=True)
+    relation: Mapped[str] = mapped_column(String(100), default="related_to")
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+
+
+class Abstract(_Lifecycle, Base):
+    """HMP `abstracts`: periodic thematic digests with the ids of what they were made from."""
+
+    __tablename__ = "abstracts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    title: Mapped[str] = mapped_column(String(300))
+    summary: Mapped[str] = mapped_column(Text)
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    sources: Mapped[list[Any]] = mapped_column(default=list)  # ["message:12", "diary:3", …]
+    trigger: Mapped[str] = mapped_column(String(40), default="manual")  # every_n | goal_closed | mode_change | manual
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+
+
+class Goal(_Lifecycle, Base):
+    """HMP goals: the why. Nexus Ark's horizons: short goals (3 injected) and long ones (2 injected)."""
+
+    __tablename__ = "goals"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    title: Mapped[str] = mapped_column(String(300))
+    description: Mapped[str] = mapped_column(Text, default="")
+    horizon: Mapped[str] = mapped_column(String(8), default="short")  # short | long
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | paused | completed | failed
+    priority: Mapped[int] = mapped_column(Integer, default=1)
+    constraints: Mapped[list[Any]] = mapped_column(default=list)
+    success_criteria: Mapped[list[Any]] = mapped_column(default=list)
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    progress_notes: Mapped[list[Any]] = mapped_column(default=list)
+    reason: Mapped[Optional[str]] = mapped_column(Text)  # why it failed / was paused
+    completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class GoalLink(Base):
+    __tablename__ = "goal_links"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    parent_goal_id: Mapped[int] = mapped_column(ForeignKey("goals.id", ondelete="CASCADE"), index=True)
+    child_goal_id: Mapped[int] = mapped_column(ForeignKey("goals.id", ondelete="CASCADE"), index=True)
+    relation_type: Mapped[str] = mapped_column(String(32), default="subgoal")
+
+
+class Task(_Lifecycle, Base):
+    """HMP tasks: the what and how, optionally serving a goal."""
+
+    __tablename__ = "tasks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    goal_id: Mapped[Optional[int]] = mapped_column(ForeignKey("goals.id", ondelete="SET NULL"), index=True)
+    title: Mapped[str] = mapped_column(String(300))
+    description: Mapped[str] = mapped_column(Text, default="")
+    priority: Mapped[int] = mapped_column(Integer, default=1)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="open")  # open | in_progress | done | failed | cancelled
+    kind: Mapped[str] = mapped_column(String(32), default="task")  # task | fact-check
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class Episode(Base):
+    """Nexus Ark episodic memory: one summary per day, rolled up per week and per month."""
+
+    __tablename__ = "episodes"
+    __table_args__ = (UniqueConstraint("period", "start", name="uq_episodes_period_start"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    period: Mapped[str] = mapped_column(String(8))  # day | week | month
+    start: Mapped[str] = mapped_column(String(10))  # YYYY-MM-DD, the first day covered
+    summary: Mapped[str] = mapped_column(Text)
+    key_events: Mapped[list[Any]] = mapped_column(default=list)
+    emotional_tone: Mapped[str] = mapped_column(String(32), default="neutral")
+    sources: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Entity(_Lifecycle, Base):
+    """Nexus Ark entity memory: one record per person/thing, merged over time."""
+
+    __tablename__ = "entities"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(200), unique=True)  # normalised name
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(32), default="thing")  # person | place | thing | concept
+    description: Mapped[str] = mapped_column(Text, default="")
+    aliases: Mapped[list[Any]] = mapped_column(default=list)
+    facts: Mapped[list[Any]] = mapped_column(default=list)
+
+
+class Insight(Base):
+    """Nexus Ark dream diary: insight, strategy and a log entry per dream."""
+
+    __tablename__ = "insights"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    level: Mapped[int] = mapped_column(Integer, default=1)  # 1 daily | 2 weekly | 3 monthly
+    trigger_topic: Mapped[str] = mapped_column(Text, default="")
+    insight: Mapped[str] = mapped_column(Text)
+    strategy: Mapped[str] = mapped_column(Text, default="")
+    log_entry: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UnverifiedFact(Base):
+    """HMP `UnverifiedFacts`: claims below the confidence threshold, each with a fact-check task."""
+
+    __tablename__ = "unverified_facts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    claim: Mapped[str] = mapped_column(Text)
+    context: Mapped[str] = mapped_column(Text, default="")
+    confidence: Mapped[float] = mapped_column(Float, default=0.5)
+    sources: Mapped[list[Any]] = mapped_column(default=list)
+    why_unverified: Mapped[str] = mapped_column(Text, default="")
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16), default="open")  # open | verified | refuted
+    message_id: Mapped[Optional[int]] = mapped_column(Integer)
+    task_id: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EmotionLogEntry(Base):
+    """Nexus Ark emotion log: the user's (and the persona's) emotions over time."""
+
+    __tablename__ = "emotion_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    subject: Mapped[str] = mapped_column(String(16), default="user")  # user | persona
+    emotion: Mapped[str] = mapped_column(String(40))
+    strength: Mapped[int] = mapped_column(Integer, default=3)
+    snippet: Mapped[str] = mapped_column(Text, default="")
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class KBDocument(Base):
+    """A knowledge-base document; its chunks are memory items of tier `kb` (ref `doc:chunk`)."""
+
+    __tablename__ = "kb_documents"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    path: Mapped[str] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(String(300))
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    chunks: Mapped[int] = mapped_column(Integer, default=0)
+    chars: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

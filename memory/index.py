@@ -1,0 +1,496 @@
+"""The memory index: Chroma for vectors, an in-process BM25, and hybrid retrieval over both.
+
+Sync. Every change to `memory_items` is journalled in its own transaction (MemoryItemRepo); `sync()` replays
+the journal into Chroma (its position is kept in the collection's metadata, so a crash between the SQL commit
+and the Chroma write is repaired by the next sync) and into the in-process BM25 and catalogue (built from SQL
+on first use). Writers call `sync()` after committing; `search()` calls it first, so writes from other
+processes (`run.py kb add`, `run.py say`) are seen too.
+
+Vectors. An item has a whole-item vector (`<id>:0`, the text prefixed with its author) and, when it has
+several sentences, one vector per sentence (`<id>:1…`): a long message is found by its best sentence.
+
+Retrieval (measured in bench/locomo.py):
+  dense(item)  = 0.6 · best vector similarity + 0.4 · whole-item similarity
+  BM25(item)   over the item's date, author and text, plus its neighbours' text at half weight
+  both are z-normalised over the whole corpus (BM25 exactly; dense from a fixed random sample of items),
+  fused = 0.3·z(BM25) + 0.7·z(dense) + author match + recency + importance,
+  then each item takes 0.4 × the mean fused score of its neighbours in the same episode,
+  then MMR (λ 0.7; 0.3 in meditation mode) picks the k results.
+When the query names exactly one known author ("what did Caroline…"), the dense query is rewritten in that
+author's first person ("Caroline: what did I…") and that author's items get a boost: memories are stored as
+"<author>: <text>", so this aligns the query with how the answer was said.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from memory.db import Database
+from memory.embeddings import Embedder
+from memory.lexical import BM25Index
+from memory.models import MemoryItem
+from memory.text import chunks, tokenize, with_author
+
+log = logging.getLogger(__name__)
+
+COLLECTION_PREFIX = "anima-memory"
+
+
+@dataclass
+class RetrievalConfig:
+    dense_weight: float = 0.7
+    best_vector_weight: float = 0.6
+    author_boost: float = 1.0
+    neighbour_weight: float = 0.4
+    recency_weight: float = 0.1
+    recency_half_life_days: float = 30.0
+    importance_weight: float = 0.2
+    mmr_lambda: float = 0.7
+    meditation_lambda: float = 0.3
+    candidates: int = 100
+    sample_size: int = 2048
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "RetrievalConfig":
+        known = cls.__dataclass_fields__
+        return cls(**{k: type(getattr(cls(), k))(v) for k, v in (data or {}).items() if k in known})
+
+
+@dataclass
+class Query:
+    text: str
+    k: int = 5
+    tiers: list[str] | None = None
+    tags: list[str] | None = None
+    tags_mode: str = "or"  # or | and
+    emotions: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    mode: str = "standard"  # standard | concentration | meditation
+    include_archived: bool = False
+    exclude: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Hit:
+    item: MemoryItem
+    score: float
+    parts: dict[str, float]
+
+
+@dataclass
+class _Meta:
+    tier: str
+    status: str
+    created: float  # unix seconds
+    author: str
+    episode: str | None
+    seq: int | None
+    importance: float
+    tags: frozenset[str]
+    emotions: frozenset[str]
+
+
+def _ts(value: datetime | None) -> float:
+    if value is None:
+        return 0.0
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def _date_words(value: datetime | None) -> str:
+    return f"{value.day} {value:%B %Y}" if value is not None else ""
+
+
+def _lexical_tokens(item: MemoryItem) -> tuple[list[str], list[str]]:
+    own = tokenize(f"{_date_words(item.created_at)} {item.author} {item.title} {item.text}")
+    context = tokenize(f"{item.context_before}\n{item.context_after}")
+    return own, context
+
+
+def _meta(item: MemoryItem) -> _Meta:
+    return _Meta(item.tier, item.status, _ts(item.created_at), item.author or "", item.episode, item.seq,
+                 float(item.importance if item.importance is not None else 0.5),
+                 frozenset(str(t).lower() for t in item.tags or []),
+                 frozenset(str(e).split(":")[0].strip().lower() for e in item.emotions or []))
+
+
+def first_person(text: str, author: str) -> str:
+    """`text` as `author` would have said it: "What did Caroline research?" -> "Caroline: What did I research?"."""
+    name = re.escape(author)
+    text = re.sub(rf"\b{name}['’]s\b", "my", text, flags=re.IGNORECASE)
+    text = re.sub(rf"\b{name}\b", "I", text, flags=re.IGNORECASE)
+    return f"{author}: {text}"
+
+
+def _z(values: np.ndarray, mean: float, std: float) -> np.ndarray:
+    return (values - mean) / std if std > 1e-9 else values - mean
+
+
+class MemoryIndex:
+    def __init__(self, db: Database, embedder: Embedder, *, chroma_path: str | Path | None = None,
+                 chroma_url: str | None = None, config: RetrievalConfig | None = None,
+                 clock=lambda: datetime.now(timezone.utc)):
+        self.db, self.embedder, self.config, self.clock = db, embedder, config or RetrievalConfig(), clock
+        self.chroma_path, self.chroma_url = chroma_path, chroma_url
+        self._lock = threading.RLock()
+        self._collection = None
+        self._bm25: BM25Index | None = None
+        self._meta: dict[int, _Meta] = {}
+        self._positions: dict[tuple[str, int], int] = {}
+        self._authors: Counter[str] = Counter()
+        self._applied = 0  # journal position of the in-process parts
+        self._vectors: dict[int, np.ndarray] = {}  # item id -> its vectors as float16 (row 0 = whole item)
+        self._sample: list[int] = []  # items whose dense scores estimate the corpus mean/std for a query
+        self._sample_matrix: tuple[np.ndarray, np.ndarray] | None = None
+        self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
+        self.stats = {"embedded_vectors": 0, "synced_items": 0}
+
+    # ---- Chroma ------------------------------------------------------------------------------------------
+
+    @property
+    def collection(self):
+        if self._collection is None:
+            import chromadb
+
+            settings = chromadb.Settings(anonymized_telemetry=False)
+            if self.chroma_url:
+                from urllib.parse import urlparse
+
+                url = urlparse(self.chroma_url)
+                client = chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000,
+                                             ssl=url.scheme == "https", settings=settings)
+            else:
+                path = Path(self.chroma_path or "data/chroma").expanduser()
+                path.mkdir(parents=True, exist_ok=True)
+                client = chromadb.PersistentClient(path=str(path), settings=settings)
+            name = re.sub(r"[^a-zA-Z0-9._-]", "-", f"{COLLECTION_PREFIX}-{self.embedder.name}")[:60].strip("-._")
+            self._collection = client.get_or_create_collection(
+                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                metadata={"journal": 0, "embedder": self.embedder.name})
+        return self._collection
+
+    def _record_count(self) -> int:
+        if self._records is None:
+            self._records = self.collection.count()
+        return self._records
+
+    def _chroma_position(self) -> int:
+        return int((self.collection.metadata or {}).get("journal", 0))
+
+    def _vector_records(self, items: list[MemoryItem]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+        ids, texts, metas = [], [], []
+        for item in items:
+            whole = with_author(item.author, f"{item.title}\n{item.text}".strip() if item.title else item.text)
+            parts = [whole] + [with_author(item.author, c) for c in chunks(item.text)]
+            for n, text in enumerate(parts):
+                ids.append(f"{item.id}:{n}")
+                texts.append(text)
+                metas.append({"item_id": item.id, "tier": item.tier, "status": item.status,
+                              "created": _ts(item.created_at), "part": n})
+        return ids, texts, metas
+
+    def _write_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool) -> None:
+        collection = self.collection
+        touched = [i.id for i in items] + removed
+        for start in range(0, len(touched), 500):
+            collection.delete(where={"item_id": {"$in": touched[start:start + 500]}})
+        batch = 256
+        total = len(items)
+        started = time.monotonic()
+        for start in range(0, total, batch):
+            ids, texts, metas = self._vector_records(items[start:start + batch])
+            vectors = self.embedder.embed(texts)
+            collection.add(ids=ids, embeddings=vectors, metadatas=metas)
+            self.stats["embedded_vectors"] += len(ids)
+            self._remember_vectors(ids, vectors)
+            if progress and total > batch:
+                done = min(total, start + batch)
+                log.info("indexed %d/%d memories (%.0f/s)", done, total, done / max(1e-6, time.monotonic() - started))
+
+    # ---- sync --------------------------------------------------------------------------------------------
+
+    def _load_local(self) -> None:
+        """Build the BM25 index and the catalogue from SQL (first use in this process)."""
+        bm25 = BM25Index()
+        with self.db.unit() as repos:
+            head = repos.items.journal_head()
+            after = 0
+            while True:
+                rows = repos.items.indexed(after_id=after)
+                if not rows:
+                    break
+                for item in rows:
+                    self._index_local(bm25, item)
+                after = rows[-1].id
+        self._bm25, self._applied = bm25, head
+
+    def _index_local(self, bm25: BM25Index, item: MemoryItem) -> None:
+        old = self._meta.pop(item.id, None)
+        if old is not None:
+            self._authors[old.author] -= 1
+            if old.episode is not None and old.seq is not None:
+                self._positions.pop((old.episode, old.seq), None)
+        if item.status == "deleted":
+            bm25.remove(item.id)
+            self._vectors.pop(item.id, None)
+            return
+        own, context = _lexical_tokens(item)
+        bm25.upsert(item.id, own, context)
+        meta = _meta(item)
+        self._meta[item.id] = meta
+        self._authors[meta.author] += 1
+        if meta.episode is not None and meta.seq is not None:
+            self._positions[(meta.episode, meta.seq)] = item.id
+
+    def sync(self, progress: bool = False) -> int:
+        """Bring Chroma and the in-process indexes up to the journal; returns the number of items written."""
+        with self._lock:
+            if self._bm25 is None:
+                self._load_local()
+            with self.db.unit() as repos:
+                head = repos.items.journal_head()
+                chroma_at = self._chroma_position()
+                if chroma_at == 0 and head and self.collection.count() == 0:
+                    changed = [i.id for i in repos.items.indexed(limit=10**9)]
+                else:
+                    changed = repos.items.changed_since(min(chroma_at, self._applied), head) if head > min(chroma_at, self._applied) else []
+                if not changed:
+                    return 0
+                rows = repos.items.many(changed)
+                local_changes = repos.items.changed_since(self._applied, head) if head > self._applied else []
+                for item_id in local_changes:
+                    item = rows.get(item_id)
+                    if item is not None:
+                        self._index_local(self._bm25, item)
+                self._applied = head
+                if head > chroma_at:
+                    live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
+                    removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
+                    self._write_vectors(live, removed, progress)
+                    self.collection.modify(metadata={"journal": head, "embedder": self.embedder.name})
+                    self._records = None
+                self.stats["synced_items"] += len(changed)
+                return len(changed)
+
+    # ---- dense helpers -----------------------------------------------------------------------------------
+
+    def _remember_vectors(self, ids: list[str], vectors) -> None:
+        grouped: dict[int, dict[int, np.ndarray]] = {}
+        for record_id, vector in zip(ids, vectors):
+            item, part = record_id.split(":")
+            grouped.setdefault(int(item), {})[int(part)] = np.asarray(vector, dtype=np.float32)
+        for item_id, parts in grouped.items():
+            if 0 in parts:
+                self._vectors[item_id] = np.vstack([parts[n] for n in sorted(parts)]).astype(np.float16)
+                if item_id not in self._sample:
+                    self._offer_sample(item_id)
+
+    def _offer_sample(self, item_id: int) -> None:
+        """Reservoir sampling over the items seen, so the sample stays uniform as memory grows."""
+        size = self.config.sample_size
+        if len(self._sample) < size:
+            self._sample.append(item_id)
+        else:
+            slot = random.randrange(max(size, len(self._meta)))
+            if slot >= size:
+                return
+            self._sample[slot] = item_id
+        self._sample_matrix = None
+
+    def _sample_scores(self, qv: np.ndarray) -> np.ndarray:
+        """Dense scores of the sampled items for this query: their mean/std z-normalise dense scores."""
+        if len(self._sample) < min(self.config.sample_size, len(self._meta)):
+            pool = [i for i in self._meta if i not in set(self._sample)]
+            for item_id in random.Random(7).sample(pool, min(self.config.sample_size - len(self._sample), len(pool))):
+                self._offer_sample(item_id)
+        if self._sample_matrix is None:
+            vectors = self._vectors_of([i for i in self._sample if i in self._meta])
+            rows = list(vectors.values())
+            if not rows:
+                return np.zeros(1)
+            starts = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]].astype(np.int64)
+            self._sample_matrix = (np.vstack(rows).astype(np.float32), starts)
+        matrix, starts = self._sample_matrix
+        sims = matrix @ qv
+        w = self.config.best_vector_weight
+        return w * np.maximum.reduceat(sims, starts) + (1 - w) * sims[starts]
+
+    def _vectors_of(self, item_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Every stored vector of these items (row 0 = the whole item), from memory or else from Chroma."""
+        wanted = list(item_ids)
+        missing = [i for i in wanted if i not in self._vectors]
+        for start in range(0, len(missing), 500):
+            got = self.collection.get(where={"item_id": {"$in": missing[start:start + 500]}},
+                                      include=["embeddings", "metadatas"])
+            self._remember_vectors([f"{m['item_id']}:{m['part']}" for m in got["metadatas"]], got["embeddings"])
+        return {i: self._vectors[i] for i in wanted if i in self._vectors}
+
+    def _dense_score(self, sims: np.ndarray) -> float:
+        w = self.config.best_vector_weight
+        return float(w * sims.max() + (1 - w) * sims[0])
+
+    # ---- search ------------------------------------------------------------------------------------------
+
+    def known_authors(self) -> list[str]:
+        with self._lock:
+            if self._bm25 is None:
+                self._load_local()
+            return [a for a, n in self._authors.items() if a and n > 0]
+
+    def _allowed(self, meta: _Meta | None, q: Query) -> bool:
+        if meta is None or meta.status == "deleted" or (meta.status == "archived" and not q.include_archived):
+            return False
+        if q.tiers and meta.tier not in q.tiers:
+            return False
+        if q.since and meta.created < _ts(q.since):
+            return False
+        if q.until and meta.created > _ts(q.until):
+            return False
+        return True
+
+    def _matches_focus(self, meta: _Meta, q: Query) -> bool:
+        """Concentration: tags and/or emotions (`tags_mode` and|or)."""
+        checks = []
+        if q.tags:
+            wanted = {t.lower() for t in q.tags}
+            checks.append(wanted <= meta.tags if q.tags_mode == "and" else bool(wanted & meta.tags))
+        if q.emotions:
+            wanted = {e.lower() for e in q.emotions}
+            checks.append(wanted <= meta.emotions if q.tags_mode == "and" else bool(wanted & meta.emotions))
+        if not checks:
+            return True
+        return all(checks) if q.tags_mode == "and" else any(checks)
+
+    def search(self, query: Query | str, **kwargs: Any) -> list[Hit]:
+        q = query if isinstance(query, Query) else Query(text=query, **kwargs)
+        self.sync()
+        with self._lock:
+            return self._search(q)
+
+    def _search(self, q: Query) -> list[Hit]:
+        cfg = self.config
+        if not self._meta or not q.text.strip():
+            return []
+        # who the query is about
+        mentioned = [a for a in self._authors if a and self._authors[a] > 0
+                     and re.search(rf"\b{re.escape(a)}\b", q.text, re.IGNORECASE)]
+        author = mentioned[0] if len(mentioned) == 1 and len([a for a in self._authors if a]) > 1 else None
+        dense_text = first_person(q.text, author) if author else q.text
+
+        # BM25 over every live item: exact corpus statistics
+        item_ids, bm25 = self._bm25.scores(tokenize(q.text))
+        b_mean, b_std = (float(bm25.mean()), float(bm25.std())) if len(bm25) else (0.0, 0.0)
+        bm25_of = dict(zip(item_ids.tolist(), bm25.tolist()))
+        pool = cfg.candidates * (3 if q.mode == "meditation" else 1)
+        order = np.argsort(-bm25)
+        lexical: list[int] = []
+        for index in order[: pool * 4]:
+            if bm25[index] <= 0 or len(lexical) >= pool:
+                break
+            item_id = int(item_ids[index])
+            if self._allowed(self._meta.get(item_id), q):
+                lexical.append(item_id)
+
+        # dense candidates from Chroma
+        qv = self.embedder.embed([dense_text])[0]
+        where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
+        if q.tiers:
+            where.append({"tier": {"$in": list(q.tiers)}})
+        if q.since:
+            where.append({"created": {"$gte": _ts(q.since)}})
+        if q.until:
+            where.append({"created": {"$lte": _ts(q.until)}})
+        n_results = max(1, min(pool * 2, self._record_count()))
+        got = self.collection.query(query_embeddings=[qv], n_results=n_results,
+                                    where=(where[0] if len(where) == 1 else {"$and": where}) if where else None,
+                                    include=["metadatas", "distances"])
+        partial: dict[int, dict[int, float]] = {}
+        for meta, distance in zip(got["metadatas"][0], got["distances"][0]):
+            partial.setdefault(int(meta["item_id"]), {})[int(meta["part"])] = 1.0 - float(distance)
+        dense_items = [i for i in partial if self._allowed(self._meta.get(i), q)]
+
+        candidates = list(dict.fromkeys(lexical + dense_items))
+        neighbours = {c: [n for n in self._neighbours(c) if self._allowed(self._meta.get(n), q)] for c in candidates}
+        scored = set(candidates) | {n for ns in neighbours.values() for n in ns}
+        vectors = self._vectors_of(scored)
+        dense_of = {i: self._dense_score(v.astype(np.float32) @ qv) for i, v in vectors.items()}
+        sample_scores = self._sample_scores(qv)
+        d_mean, d_std = float(sample_scores.mean()), float(sample_scores.std())
+
+        now = _ts(self.clock())
+        base: dict[int, float] = {}
+        parts: dict[int, dict[str, float]] = {}
+        for item_id in scored:
+            meta = self._meta[item_id]
+            zb = float(_z(np.float64(bm25_of.get(item_id, 0.0)), b_mean, b_std))
+            zd = float(_z(np.float64(dense_of.get(item_id, d_mean)), d_mean, d_std))
+            age_days = max(0.0, (now - meta.created) / 86400)
+            p = {"bm25": zb, "dense": zd,
+                 "author": cfg.author_boost if author and meta.author == author else 0.0,
+                 "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
+                 "importance": cfg.importance_weight * (meta.importance - 0.5) * 2}
+            base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + p["author"] + p["recency"] + p["importance"]
+            parts[item_id] = p
+        final: dict[int, float] = {}
+        for item_id in candidates:
+            around = [base[n] for n in neighbours[item_id] if n in base]
+            bonus = cfg.neighbour_weight * sum(around) / 2 if around else 0.0
+            parts[item_id]["neighbours"] = bonus
+            final[item_id] = base[item_id] + bonus
+        ranked = [i for i in sorted(final, key=final.get, reverse=True)
+                  if i not in q.exclude and (q.mode != "concentration" or self._matches_focus(self._meta[i], q))
+                  and (q.mode == "concentration" or not (q.tags or q.emotions) or self._matches_focus(self._meta[i], q))]
+        lam = cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
+        chosen = self._mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam)
+        with self.db.unit() as repos:
+            rows = repos.items.many(chosen)
+            repos.session.expunge_all()
+        return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
+                for i in chosen if i in rows]
+
+    def _neighbours(self, item_id: int) -> list[int]:
+        meta = self._meta.get(item_id)
+        if meta is None or meta.episode is None or meta.seq is None:
+            return []
+        found = []
+        for seq in (meta.seq - 1, meta.seq + 1):
+            other = self._positions.get((meta.episode, seq))
+            if other is not None:
+                found.append(other)
+        return found
+
+    @staticmethod
+    def _mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float) -> list[int]:
+        """Maximal marginal relevance over min-max-scaled scores and whole-item cosine similarity."""
+        if lam >= 1 or len(pool) <= 1:
+            return pool[:k]
+        values = np.array([score[i] for i in pool])
+        relevance = (values - values.min()) / (values.max() - values.min() + 1e-9)
+        dim = next(iter(vectors.values())).shape[1] if vectors else 1
+        matrix = np.vstack([vectors[i][0].astype(np.float32) if i in vectors else np.zeros(dim, dtype=np.float32) for i in pool])
+        similarity = matrix @ matrix.T
+        chosen: list[int] = []
+        left = list(range(len(pool)))
+        while left and len(chosen) < k:
+            if chosen:
+                redundancy = similarity[np.ix_(left, chosen)].max(axis=1)
+            else:
+                redundancy = np.zeros(len(left))
+            best = left[int(np.argmax(lam * relevance[left] - (1 - lam) * redundancy))]
+            chosen.append(best)
+            left.remove(best)
+        return [pool[i] for i in chosen]

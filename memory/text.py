@@ -1,0 +1,95 @@
+"""Text processing for retrieval: tokens for BM25 and the chunks that get their own vectors.
+
+Tokens: lower-cased words without stop words, Snowball-stemmed (English for Latin script, Russian for
+Cyrillic); runs of CJK characters become overlapping character bigrams, since they have no spaces.
+Chunks: sentences of at least three words (shorter ones join their neighbour), at most `max_chunks`
+per item, so a long message is found by its best sentence instead of its average.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+STOP_WORDS = frozenset("""
+a an the and or but if of at by for with about against between into through during before after above below to
+from up down in out on off over under again further then once here there when where why how all any both each
+few more most other some such no nor not only own same so than too very s t can will just don should now i me my
+myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it its
+itself they them their theirs themselves what which who whom this that these those am is are was were be been
+being have has had having do does did doing would could ought also let shall may might must
+и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот от меня
+еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь опять уж вам ведь там
+потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам чтоб без будто чего раз тоже себе
+под будет ж тогда кто этот того потому этого какой совсем ним здесь этом один почти мой тем чтобы нее сейчас были
+куда зачем всех никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них какая
+много разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда конечно
+всю между
+""".split())
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+@lru_cache(maxsize=4)
+def _stemmer(language: str):
+    import Stemmer  # PyStemmer: C Snowball stemmers
+
+    return Stemmer.Stemmer(language)
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 tokens of a text (see the module doc)."""
+    tokens: list[str] = []
+    latin: list[str] = []
+    cyrillic: list[str] = []
+    for run in _CJK.findall(text):
+        tokens.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+    for word in _WORD.findall(_CJK.sub(" ", text.lower())):
+        word = re.split(r"['’]", word, maxsplit=1)[0]  # caroline's -> caroline, don't -> don
+        if not word or word in STOP_WORDS:
+            continue
+        (cyrillic if _CYRILLIC.search(word) else latin).append(word)
+    if latin:
+        tokens.extend(_stemmer("english").stemWords(latin))
+    if cyrillic:
+        tokens.extend(_stemmer("russian").stemWords(cyrillic))
+    return tokens
+
+
+def sentences(text: str, min_words: int = 3) -> list[str]:
+    """Sentences of `text`; one shorter than `min_words` joins the next (or the previous, at the end)."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]
+    merged: list[str] = []
+    carry = ""
+    for part in parts:
+        part = f"{carry} {part}".strip() if carry else part
+        if len(part.split()) < min_words and len(_CJK.sub("", part)) == len(part):
+            carry = part
+            continue
+        merged.append(part)
+        carry = ""
+    if carry:
+        if merged:
+            merged[-1] = f"{merged[-1]} {carry}"
+        else:
+            merged.append(carry)
+    return merged
+
+
+def chunks(text: str, max_chunks: int = 12, max_chars: int = 600) -> list[str]:
+    """The pieces of a text that get their own vector: its sentences, grouped so there are at most
+    `max_chunks`, each cut at `max_chars`. A text of one sentence has no chunks (its whole vector serves)."""
+    parts = sentences(text)
+    if len(parts) <= 1:
+        return []
+    if len(parts) > max_chunks:
+        size = -(-len(parts) // max_chunks)
+        parts = [" ".join(parts[i:i + size]) for i in range(0, len(parts), size)]
+    return [p[:max_chars] for p in parts]
+
+
+def with_author(author: str, text: str) -> str:
+    return f"{author}: {text}" if author else text
