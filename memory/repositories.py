@@ -496,6 +496,21 @@ class Repos:
         self.llm_calls = LLMCallRepo(session)
         self.llm_memory = LLMMemoryRepo(session)
         self.items = MemoryItemRepo(session)
+        from memory import tiers
+
+        self.blocks = tiers.BlockRepo(session, self.items)
+        self.diary = tiers.DiaryRepo(session, self.items)
+        self.concepts = tiers.ConceptRepo(session, self.items)
+        self.links = tiers.LinkRepo(session, self.items)
+        self.abstracts = tiers.AbstractRepo(session, self.items)
+        self.goals = tiers.GoalRepo(session, self.items)
+        self.tasks = tiers.TaskRepo(session, self.items)
+        self.episodes = tiers.EpisodeRepo(session, self.items)
+        self.entities = tiers.EntityRepo(session, self.items)
+        self.insights = tiers.InsightRepo(session, self.items)
+        self.facts = tiers.UnverifiedFactRepo(session, self.items)
+        self.emotion_log = tiers.EmotionLogRepo(session, self.items)
+        self.kb = tiers.KnowledgeBaseRepo(session, self.items)
 
 
 class MemoryItemRepo(_Repo):
