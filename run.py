@@ -140,6 +140,11 @@ def main(
     context_window: Optional[int] = typer.Option(None, "--context-window", help="Model context window in tokens."),
     thread: str = typer.Option("main", "--thread", help="Thread id (resume by using the same one)."),
     no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
+    embed_url: Optional[str] = typer.Option(None, "--embed-url", envvar="ANIMA_EMBED_URL",
+                                            help="OpenAI-compatible /v1 server for embeddings (default: embedded MiniLM)."),
+    embed_model: Optional[str] = typer.Option(None, "--embed-model", envvar="ANIMA_EMBED_MODEL"),
+    chroma_url: Optional[str] = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
+                                             help="Chroma server, e.g. http://127.0.0.1:8000 (default: embedded, in the data dir)."),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Run a playbook: the persona's REPL loop (Ctrl-C finishes the current step, saves and exits)."""
@@ -165,7 +170,8 @@ def main(
     try:
         agent = build_agent(playbook, thread_id=thread, data_dir=data_dir, db_url=db, persona_dir=persona,
                             llm_url=llm_url, model=model, llm_api=llm_api, context_window=context_window,
-                            embedded=not (llm_url and no_fallback),
+                            embedded=not (llm_url and no_fallback), embed_url=embed_url, embed_model=embed_model,
+                            chroma_url=chroma_url,
                             on_recover=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
         coerce_inputs(agent.playbook, given)  # unknown, missing or mistyped inputs: say so before running
     except PlaybookError as exc:

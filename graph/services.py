@@ -28,6 +28,9 @@ class RunOptions:
     embedded_context_window: int = 8192
     embedded: bool = True  # keep the embedded model in the registry (primary, or fallback behind a server)
     cache_dir: str | None = None
+    embed_url: str | None = None  # OpenAI-compatible /v1 for embeddings (default: embedded all-MiniLM-L6-v2)
+    embed_model: str | None = None
+    chroma_url: str | None = None  # a Chroma server (default: PersistentClient under <data_dir>/chroma)
 
 
 def registry_entries(options: RunOptions, persona_config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,13 +81,26 @@ def call_recorder(db: Database):
 
 
 def open_services(options: RunOptions, *, providers: dict[str, Provider] | None = None,
-                  entries: list[dict[str, Any]] | None = None, clock=utcnow, **setting_overrides: Any) -> Services:
+                  entries: list[dict[str, Any]] | None = None, clock=utcnow, embedder: Any = None,
+                  **setting_overrides: Any) -> Services:
     db = Database.open(options.data_dir, options.db_url)
     persona = load_persona(options.persona_dir)
     entries = sync_registry(db, entries if entries is not None else registry_entries(options, persona.config))
     llms = LLMRegistry(entries, recorder=call_recorder(db), providers=dict(providers or {}))
     settings = TickSettings.from_persona(persona, context_window=options.context_window, **setting_overrides)
-    return Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock)
+    return Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock,
+                    memory=open_memory_index(db, options, persona.config, clock, embedder))
+
+
+def open_memory_index(db: Database, options: RunOptions, persona_config: dict[str, Any], clock=utcnow, embedder=None):
+    """The hybrid retrieval index; nothing is loaded until the first write or search."""
+    from memory.embeddings import open_embedder
+    from memory.index import MemoryIndex, RetrievalConfig
+
+    retrieval = (persona_config.get("memory") or {}).get("retrieval")
+    return MemoryIndex(db, embedder or open_embedder(options.embed_url, options.embed_model, options.api_key_env),
+                       chroma_path=Path(options.data_dir).expanduser() / "chroma", chroma_url=options.chroma_url,
+                       config=RetrievalConfig.from_dict(retrieval), clock=clock)
 
 
 def checkpoint_path(data_dir: str | Path) -> Path:

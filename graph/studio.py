@@ -35,6 +35,9 @@ class StudioContext(AnimaContext):
             persona_dir=self.persona_dir or os.environ.get("ANIMA_PERSONA_DIR"),
             llm_url=self.llm_url or os.environ.get("ANIMA_LLM_URL"),
             model=self.model or os.environ.get("ANIMA_MODEL"),
+            embed_url=os.environ.get("ANIMA_EMBED_URL"),
+            embed_model=os.environ.get("ANIMA_EMBED_MODEL"),
+            chroma_url=os.environ.get("ANIMA_CHROMA_URL"),
         )
         key = (options.data_dir, options.db_url, options.persona_dir, options.llm_url, options.model)
         with _pool_lock:

@@ -69,6 +69,17 @@ class Services:
     persona: Persona
     settings: TickSettings
     clock: Callable[[], datetime] = utcnow
+    memory: Any = None  # memory.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
+
+    def sync_memory(self) -> None:
+        """Index what the last transaction wrote; a failure is logged and repaired by the next sync."""
+        if self.memory is not None:
+            try:
+                self.memory.sync()
+            except Exception:
+                import logging
+
+                logging.getLogger(__name__).exception("memory index sync failed; it is retried on the next sync")
 
     def window_tokens(self, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""

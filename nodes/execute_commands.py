@@ -72,8 +72,9 @@ def _run_one(cmd: Command, state: TickState, svc: Services, llm_id: str | None) 
     except IntegrityError:  # another process committed the same cmd_key first
         return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
     except Exception as exc:  # handler failed: its effect was rolled back with the transaction
-        message = str(exc) if isinstance(exc, CommandError) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, CommandError):
+        expected = isinstance(exc, (CommandError, LookupError, ValueError))  # bad arguments, unknown ids, limits
+        message = str(exc).strip("'\"") if expected else f"{type(exc).__name__}: {exc}"
+        if not expected:
             log.exception("command %s failed", cmd.cmd_id)
         with svc.db.unit() as repos:
             if repos.commands.get(key) is None:
@@ -91,6 +92,8 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
         executed.append(outcome)
         for event in events:
             runtime.stream_writer(event)
+    if executed:
+        svc.sync_memory()
     with svc.db.unit() as repos:
         totals = repos.llm_calls.totals(state["thread_id"], state["tick"])
         cycle = load_cycle(repos, state["thread_id"])

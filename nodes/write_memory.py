@@ -10,8 +10,20 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from memory.store import record_turn
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, tick_key
+
+
+def emotion_strengths(emotions: list[str]) -> list[tuple[str, int]]:
+    """["joy:4 (reason)", …] -> [("joy", 4), …]"""
+    found = []
+    for text in emotions or []:
+        name, _, rest = str(text).partition(":")
+        digits = "".join(ch for ch in rest[:3] if ch.isdigit())
+        if name.strip():
+            found.append((name.strip().lower(), int(digits) if digits else 3))
+    return found
 
 
 def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -30,10 +42,20 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         kind = "continuation" if continuation else "response"
         content = response if continuation else (state.get("thought") or response)
     llm = state.get("llm") or {}
+    thread_id = state["thread_id"]
+    emotions = emotion_strengths(state.get("emotions") or [])
+    strongest = max((s for _, s in emotions), default=0)
+    user_name = str(svc.persona.config.get("user_name") or "User")
     with svc.db.unit() as repos:
         for position, turn in enumerate(state.get("human_turns") or []):
-            repos.messages.upsert(f"{key}:human:{position}", thread_id=state["thread_id"], tick=state["tick"],
+            repos.messages.upsert(f"{key}:human:{position}", thread_id=thread_id, tick=state["tick"],
                                   kind="human", role="user", content=turn)
+        # what the human said this tick becomes a conversation memory before the persona's own turn
+        for note_id in state.get("incoming_note_ids") or []:
+            note = repos.notes.get(note_id)
+            if note is not None and note.source in ("user", "cli"):
+                record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
+                            thread_id=thread_id, tags=note.tags or [], created_at=note.created_at)
         row = repos.messages.upsert(
             f"{key}:response",
             thread_id=state["thread_id"], tick=state["tick"], kind=kind, role="assistant", content=content,
@@ -53,5 +75,15 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             meta={"commands": [c["cmd_id"] for c in state.get("commands") or []],
                   "parse_errors": state.get("parse_errors") or [], "raw_chars": len(response)},
         )
+        if kind != "stagnation_record":  # a repeat is not remembered twice
+            record_turn(repos, ref=f"msg:{row.id}", text=content, author=svc.persona.display_name, episode=thread_id,
+                        thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
+                        importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
+                        novelty=novelty.get("novelty_score"))
+        for name, strength in emotions:
+            repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,
+                                  tick=state["tick"])
         repos.notes.mark_read(state.get("incoming_note_ids") or [])
-        return {"response_id": row.id}
+        response_id = row.id
+    svc.sync_memory()
+    return {"response_id": response_id}

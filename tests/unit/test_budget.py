@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from graph.services import RunOptions, open_services
 from llm.testing import FakeLLM
+from memory.testing import HashEmbedder
 from nodes.ask_llm import fit_prompt
 from nodes.context import AnimaContext, ContextBudgetError
 from nodes.prepare_context import prepare_context
@@ -29,8 +30,9 @@ thread_spec = st.fixed_dictionaries({
        max_tokens=st.integers(min_value=16, max_value=4_096), mode=st.sampled_from(["chat", "continuation"]))
 def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_tokens, mode):
     fake = FakeLLM("fake", context_window=window)
-    svc = open_services(RunOptions(db_url="sqlite://", embedded=False), providers={"fake": fake},
+    svc = open_services(RunOptions(db_url="sqlite://", embedded=False), providers={"fake": fake}, embedder=HashEmbedder(),
                         entries=[{"id": "fake", "provider": "fake", "priority": 100}])
+    svc.memory = None  # recall under the budget is covered in test_memory; here a Chroma per example costs too much
     try:
         thread_id, product = "main", 1.0
         with svc.db.unit() as repos:

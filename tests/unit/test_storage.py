@@ -1,7 +1,7 @@
 import sqlite3
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from memory import SCHEMA_VERSION, Database, SchemaError
 
@@ -88,5 +88,6 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
         assert repos.threads.get("main").tick == 3 and repos.threads.get("main").origin == "root"
         assert repos.threads.get("main/x").origin == "playbook" and repos.threads.ratio_product("main/x") == 0.8
     with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 2
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 3
+        assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities"} <= set(inspect(s.bind).get_table_names())
     db.close()

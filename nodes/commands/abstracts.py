@@ -1,0 +1,47 @@
+"""abstracts (HMP): thematic digests with the ids of their sources."""
+
+from __future__ import annotations
+
+from memory.abstracts import request_abstract
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandResult, arg, command
+
+
+def abstract_line(a) -> str:
+    tags = f" #{' #'.join(a.tags)}" if a.tags else ""
+    return f"[abstract {a.id} {a.created_at:%Y-%m-%d} {a.title}]{tags} {a.summary} (sources: {', '.join(a.sources) or '—'})"
+
+
+@command("abstracts.list", '{"tags": ["sea"], "days": 7, "limit": 5}')
+def list_abstracts(cmd: Command, ctx: CommandContext) -> CommandResult:
+    from datetime import timedelta
+
+    days = arg(cmd, "days", default=None, kind=int)
+    rows = ctx.repos.abstracts.list(tags=arg(cmd, "tags", default=None, kind=list), limit=arg(cmd, "limit", default=5, kind=int),
+                                    since=ctx.now - timedelta(days=days) if days else None)
+    return CommandResult("\n".join(abstract_line(a) for a in rows) or "no abstracts", show=True)
+
+
+@command("abstracts.read", '{"id": 2}')
+def read_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
+    return CommandResult(abstract_line(ctx.repos.abstracts.get(arg(cmd, "id", kind=int))), show=True)
+
+
+@command("abstracts.add", '{"title": "…", "summary": "…", "tags": […], "sources": ["message:12"]}  '
+                          "(or {} to ask for one to be made from my recent thoughts)")
+def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
+    if "summary" not in cmd.args and "text" not in cmd.args:
+        request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "requested", "asked by the persona")
+        return CommandResult("an abstract of my recent thoughts will be made after this tick")
+    row = ctx.repos.abstracts.add(str(arg(cmd, "title", default="untitled")), str(arg(cmd, "summary", "text")),
+                                  tags=arg(cmd, "tags", default=[], kind=list), sources=arg(cmd, "sources", default=[], kind=list),
+                                  trigger="manual", thread_id=ctx.thread_id)
+    return CommandResult(f"abstract {row.id} added")
+
+
+@command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}')
+def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
+    abstract_id = arg(cmd, "id", kind=int)
+    ctx.repos.abstracts.extend(abstract_id, str(arg(cmd, "text", "summary")), arg(cmd, "sources", default=[], kind=list))
+    ctx.repos.processes.add("abstracts.update", f"abstract {abstract_id} extended", thread_id=ctx.thread_id)
+    return CommandResult(f"abstract {abstract_id} extended")

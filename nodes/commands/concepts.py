@@ -1,0 +1,107 @@
+"""concepts & links: the semantic graph (HMP `concepts`, `links`)."""
+
+from __future__ import annotations
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandResult, arg, command
+
+
+def concept_line(c) -> str:
+    flags = " pinned" if c.pinned else ""
+    return f"[concept {c.id} {c.name}{flags} weight {c.weight:g}] {c.description}"
+
+
+def link_line(link, names: dict[int, str]) -> str:
+    return (f"[link {link.id}] {names.get(link.source_id, link.source_id)} —{link.relation}→ "
+            f"{names.get(link.target_id, link.target_id)} (weight {link.weight:g})")
+
+
+@command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}')
+def add_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    c = ctx.repos.concepts.add(str(arg(cmd, "name")), str(arg(cmd, "description", "text", default="")),
+                               tags=arg(cmd, "tags", default=[], kind=list), weight=arg(cmd, "weight", default=1.0, kind=float))
+    return CommandResult(f"concept {c.id} {c.name!r} added")
+
+
+@command("concepts.list", '{"limit": 30, "archived": false}')
+def list_concepts(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.concepts.list(limit=arg(cmd, "limit", default=30, kind=int),
+                                   include_archived=arg(cmd, "archived", default=False, kind=bool))
+    return CommandResult("\n".join(concept_line(c) for c in rows) or "no concepts", show=True)
+
+
+@command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)')
+def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    links = ctx.repos.links.list(c.id)
+    names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
+    return CommandResult("\n".join([concept_line(c), *[link_line(link, names) for link in links]]), show=True)
+
+
+@command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}')
+def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    ctx.repos.concepts.update(c.id, name=cmd.args.get("new_name"), description=arg(cmd, "description", default=None),
+                              tags=arg(cmd, "tags", default=None, kind=list), weight=arg(cmd, "weight", default=None, kind=float))
+    return CommandResult(f"concept {c.id} updated")
+
+
+@command("concepts.delete", '{"id": 2}  (and its links)')
+def delete_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    ctx.repos.concepts.delete(c.id)
+    return CommandResult(f"concept {c.id} deleted")
+
+
+@command("concepts.pin", '{"id": 2}')
+def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    ctx.repos.concepts.update(c.id, pinned=True)
+    return CommandResult(f"concept {c.id} pinned")
+
+
+@command("concepts.unpin", '{"id": 2}')
+def unpin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    ctx.repos.concepts.update(c.id, pinned=False)
+    return CommandResult(f"concept {c.id} unpinned")
+
+
+@command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}')
+def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
+    source = ctx.repos.concepts.resolve(arg(cmd, "source", "source_id"))
+    target = ctx.repos.concepts.resolve(arg(cmd, "target", "target_id"))
+    link = ctx.repos.links.add(source.id, target.id, str(arg(cmd, "relation", default="related_to")),
+                               weight=arg(cmd, "weight", default=1.0, kind=float), tags=arg(cmd, "tags", default=[], kind=list))
+    return CommandResult(f"link {link.id} added: {source.name} —{link.relation}→ {target.name}")
+
+
+@command("links.list", '{"concept": "tide"}')
+def list_links(cmd: Command, ctx: CommandContext) -> CommandResult:
+    ref = arg(cmd, "concept", "concept_id", default=None)
+    concept_id = ctx.repos.concepts.resolve(ref).id if ref is not None else None
+    names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
+    rows = ctx.repos.links.list(concept_id)
+    return CommandResult("\n".join(link_line(link, names) for link in rows) or "no links", show=True)
+
+
+@command("links.read", '{"id": 4}')
+def read_link(cmd: Command, ctx: CommandContext) -> CommandResult:
+    link = ctx.repos.links.get(arg(cmd, "id", kind=int))
+    names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
+    return CommandResult(link_line(link, names), show=True)
+
+
+@command("links.update", '{"id": 4, "relation": "part_of", "weight": 2}')
+def update_link(cmd: Command, ctx: CommandContext) -> CommandResult:
+    link_id = arg(cmd, "id", kind=int)
+    ctx.repos.links.update(link_id, relation=arg(cmd, "relation", default=None), weight=arg(cmd, "weight", default=None, kind=float),
+                           tags=arg(cmd, "tags", default=None, kind=list))
+    return CommandResult(f"link {link_id} updated")
+
+
+@command("links.delete", '{"id": 4}')
+def delete_link(cmd: Command, ctx: CommandContext) -> CommandResult:
+    link_id = arg(cmd, "id", kind=int)
+    ctx.repos.links.delete(link_id)
+    return CommandResult(f"link {link_id} deleted")

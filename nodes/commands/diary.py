@@ -1,0 +1,80 @@
+"""diary: the cognitive diary (HMP `diary_entries`), written only by explicit commands."""
+
+from __future__ import annotations
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+
+MAX_ENTRY_CHARS = 4000
+
+
+def diary_line(entry) -> str:
+    flags = "".join([" pinned" if entry.pinned else "", " archived" if entry.status == "archived" else ""])
+    tags = f" #{' #'.join(entry.tags)}" if entry.tags else ""
+    return f"[diary {entry.id} {entry.created_at:%Y-%m-%d}{flags}]{tags} {entry.text}"
+
+
+def _text(cmd: Command) -> str:
+    text = str(arg(cmd, "text", "content"))
+    if len(text) > MAX_ENTRY_CHARS:
+        raise CommandError(f"{cmd.type}: {len(text)} chars, over the {MAX_ENTRY_CHARS}-char limit")
+    return text
+
+
+@command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}')
+def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    entry = ctx.repos.diary.add(_text(cmd), tags=arg(cmd, "tags", default=[], kind=list),
+                                emotions=arg(cmd, "emotions", default=[], kind=list),
+                                priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id, tick=ctx.tick)
+    return CommandResult(f"diary {entry.id} added")
+
+
+@command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}')
+def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
+                                include_archived=arg(cmd, "archived", default=False, kind=bool),
+                                pinned_only=arg(cmd, "pinned", default=False, kind=bool))
+    return CommandResult("\n".join(diary_line(r) for r in rows) or "the diary is empty", show=True)
+
+
+@command("diary.read", '{"id": 3}  (shown in the next tick\'s context)')
+def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    entry = ctx.repos.diary.get(arg(cmd, "id", kind=int))
+    ctx.repos.items.touch([i.id for i in [ctx.repos.items.find("diary", entry.id)] if i], ctx.now)
+    return CommandResult(diary_line(entry), show=True)
+
+
+@command("diary.search", '{"query": "the sea", "k": 5, "archived": false}')
+def search_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
+    from nodes.commands.memory import run_search
+
+    return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
+                      tiers=["diary"], include_archived=arg(cmd, "archived", default=False, kind=bool))
+
+
+@command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}')
+def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    entry_id = arg(cmd, "id", kind=int)
+    text = _text(cmd) if "text" in cmd.args or "content" in cmd.args else None
+    ctx.repos.diary.update(entry_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
+                           priority=arg(cmd, "priority", default=None, kind=int))
+    return CommandResult(f"diary {entry_id} updated")
+
+
+@command("diary.delete", '{"id": 3}')
+def delete_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    entry_id = arg(cmd, "id", kind=int)
+    ctx.repos.diary.delete(entry_id)
+    return CommandResult(f"diary {entry_id} deleted")
+
+
+@command("diary.pin", '{"id": 3}')
+def pin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), True)
+    return CommandResult(f"diary {cmd.args.get('id')} pinned")
+
+
+@command("diary.unpin", '{"id": 3}')
+def unpin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), False)
+    return CommandResult(f"diary {cmd.args.get('id')} unpinned")

@@ -1,0 +1,129 @@
+"""goals & tasks (HMP): goals say why (status active|paused|completed|failed, sub-goals); tasks say what."""
+
+from __future__ import annotations
+
+from memory.abstracts import request_abstract
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandResult, arg, command
+
+
+def goal_line(g) -> str:
+    return f"[goal {g.id} {g.horizon} {g.status} priority {g.priority}] {g.title}" + (f" — {g.description}" if g.description else "")
+
+
+def task_line(t) -> str:
+    flags = " pinned" if t.pinned else ""
+    goal = f" goal {t.goal_id}" if t.goal_id else ""
+    return f"[task {t.id} {t.status}{flags} priority {t.priority}{goal}] {t.title}"
+
+
+def _closed(ctx: CommandContext, what: str) -> None:
+    """Closing a goal or task triggers an abstract (built by the manage_memory step, see memory/abstracts.py)."""
+    request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "goal_closed", what)
+
+
+@command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
+                      '"constraints": […], "success_criteria": […]}')
+def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
+    g = ctx.repos.goals.add(str(arg(cmd, "title", "goal", "text")), description=str(arg(cmd, "description", default="")),
+                            horizon=str(arg(cmd, "horizon", default="short")), priority=arg(cmd, "priority", default=1, kind=int),
+                            constraints=arg(cmd, "constraints", default=[], kind=list),
+                            success_criteria=arg(cmd, "success_criteria", default=[], kind=list),
+                            tags=arg(cmd, "tags", default=[], kind=list), parent_id=arg(cmd, "parent", "parent_id", default=None, kind=int))
+    return CommandResult(f"goal {g.id} added")
+
+
+@command("goals.list", '{"status": "active", "horizon": "short"}')
+def list_goals(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.goals.list(status=arg(cmd, "status", default=None), horizon=arg(cmd, "horizon", default=None))
+    return CommandResult("\n".join(goal_line(g) for g in rows) or "no goals", show=True)
+
+
+@command("goals.read", '{"id": 1}  (with sub-goals, tasks and progress)')
+def read_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
+    g = ctx.repos.goals.get(arg(cmd, "id", kind=int))
+    lines = [goal_line(g)]
+    if g.constraints:
+        lines.append("constraints: " + "; ".join(map(str, g.constraints)))
+    if g.success_criteria:
+        lines.append("success criteria: " + "; ".join(map(str, g.success_criteria)))
+    lines += [f"  sub-goal: {goal_line(s)}" for s in ctx.repos.goals.subgoals(g.id)]
+    lines += [f"  {task_line(t)}" for t in ctx.repos.tasks.list(goal_id=g.id)]
+    lines += [f"  progress: {n}" for n in g.progress_notes or []]
+    p = ctx.repos.goals.progress(g.id)
+    lines.append(f"tasks done: {p['done']}/{p['tasks']} ({p['completion_rate']}%)")
+    return CommandResult("\n".join(lines), show=True)
+
+
+@command("goals.update", '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}')
+def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
+    goal_id = arg(cmd, "id", kind=int)
+    status = arg(cmd, "status", default=None)
+    g = ctx.repos.goals.update(goal_id, status=status, reason=arg(cmd, "reason", default=None),
+                               progress=arg(cmd, "progress", default=None), priority=arg(cmd, "priority", default=None, kind=int),
+                               title=arg(cmd, "title", default=None), description=arg(cmd, "description", default=None),
+                               horizon=arg(cmd, "horizon", default=None))
+    if status == "failed":
+        ctx.repos.processes.add("goals.failed", f"goal {g.id} failed: {g.reason or 'no reason given'}", status="warning",
+                                thread_id=ctx.thread_id)
+    if status in ("completed", "failed"):
+        _closed(ctx, f"goal {g.id}")
+    return CommandResult(f"goal {goal_id} updated")
+
+
+@command("goals.delete", '{"id": 1}')
+def delete_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
+    goal_id = arg(cmd, "id", kind=int)
+    ctx.repos.goals.delete(goal_id)
+    return CommandResult(f"goal {goal_id} deleted")
+
+
+@command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}')
+def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    t = ctx.repos.tasks.add(str(arg(cmd, "title", "task", "text")), goal_id=arg(cmd, "goal_id", "goal", default=None, kind=int),
+                            description=str(arg(cmd, "description", default="")), priority=arg(cmd, "priority", default=1, kind=int),
+                            pinned=arg(cmd, "pinned", default=False, kind=bool), tags=arg(cmd, "tags", default=[], kind=list))
+    return CommandResult(f"task {t.id} added")
+
+
+@command("tasks.list", '{"status": "open", "goal_id": 1}')
+def list_tasks(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.tasks.list(status=arg(cmd, "status", default=None), goal_id=arg(cmd, "goal_id", default=None, kind=int))
+    return CommandResult("\n".join(task_line(t) for t in rows) or "no tasks", show=True)
+
+
+@command("tasks.read", '{"id": 4}')
+def read_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    t = ctx.repos.tasks.get(arg(cmd, "id", kind=int))
+    return CommandResult(task_line(t) + (f"\n{t.description}" if t.description else ""), show=True)
+
+
+@command("tasks.update", '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}')
+def update_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    task_id = arg(cmd, "id", kind=int)
+    status = arg(cmd, "status", default=None)
+    ctx.repos.tasks.update(task_id, status=status, priority=arg(cmd, "priority", default=None, kind=int),
+                           title=arg(cmd, "title", default=None), description=arg(cmd, "description", default=None),
+                           goal_id=arg(cmd, "goal_id", default=None, kind=int))
+    if status in ("done", "failed", "cancelled"):
+        _closed(ctx, f"task {task_id}")
+    return CommandResult(f"task {task_id} updated")
+
+
+@command("tasks.delete", '{"id": 4}')
+def delete_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    task_id = arg(cmd, "id", kind=int)
+    ctx.repos.tasks.delete(task_id)
+    return CommandResult(f"task {task_id} deleted")
+
+
+@command("tasks.pin", '{"id": 4}')
+def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=True)
+    return CommandResult(f"task {cmd.args.get('id')} pinned")
+
+
+@command("tasks.unpin", '{"id": 4}')
+def unpin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=False)
+    return CommandResult(f"task {cmd.args.get('id')} unpinned")

@@ -1,0 +1,73 @@
+"""memory.search / search.query / kb.search: hybrid retrieval over every tier; memory.archive / restore."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+
+
+def hit_line(hit) -> str:
+    item = hit.item
+    title = f" {item.title}" if item.title else ""
+    who = f"{item.author}: " if item.author else ""
+    return f"[{item.tier} {item.ref}{title} · {item.created_at:%Y-%m-%d}] {who}{item.text}"
+
+
+def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] | None = None, days: int | None = None,
+               tags: list[str] | None = None, include_archived: bool = False) -> CommandResult:
+    from memory.index import Query
+
+    index = getattr(ctx.services, "memory", None)
+    if index is None:
+        raise CommandError("memory search is not available in this run (no memory index)")
+    hits = index.search(Query(text=text, k=max(1, min(k, 20)), tiers=tiers, tags=tags, include_archived=include_archived,
+                              since=ctx.now - timedelta(days=days) if days else None))
+    ctx.repos.items.touch([h.item.id for h in hits], ctx.now)
+    return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True)
+
+
+@command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}')
+def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
+    return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
+                      tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
+                      tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool))
+
+
+@command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)')
+def search_query(cmd: Command, ctx: CommandContext) -> CommandResult:
+    return search_memory(cmd, ctx)
+
+
+@command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)')
+def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
+    return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int), tiers=["kb"])
+
+
+@command("memory.archive", '{"tier": "diary", "ref": "3"}')
+def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
+    tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
+    if not ctx.repos.items.set_status_of(tier, ref, "archived"):
+        raise CommandError(f"memory.archive: no active {tier} {ref}")
+    _mirror_status(ctx, tier, ref, "archived")
+    ctx.repos.processes.add("memory.archive", f"{tier} {ref} archived on request", thread_id=ctx.thread_id)
+    return CommandResult(f"{tier} {ref} archived")
+
+
+@command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory back)')
+def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
+    tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
+    if not ctx.repos.items.set_status_of(tier, ref, "active"):
+        raise CommandError(f"memory.restore: no archived {tier} {ref}")
+    _mirror_status(ctx, tier, ref, "active")
+    ctx.repos.processes.add("memory.restore", f"{tier} {ref} restored", thread_id=ctx.thread_id)
+    return CommandResult(f"{tier} {ref} restored")
+
+
+def _mirror_status(ctx: CommandContext, tier: str, ref: str, status: str) -> None:
+    """Tiers with their own status column follow the catalogue."""
+    if tier == "diary" and ref.isdigit():
+        ctx.repos.diary.get(int(ref)).status = status
+    elif tier == "concept" and ref.isdigit():
+        ctx.repos.concepts.get(int(ref)).status = status
