@@ -462,6 +462,26 @@ class MemoryIndex:
         return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
                 for i in chosen if i in rows]
 
+    def diverse(self, refs: list[str], k: int, tier: str = "message") -> list[str]:
+        """The `k` most mutually different of these items (greedy farthest-first; meditation mode)."""
+        self.sync()
+        with self._lock:
+            with self.db.unit() as repos:
+                ids = {ref: item.id for ref in refs if (item := repos.items.find(tier, ref)) is not None}
+            vectors = self._vectors_of(ids.values())
+            known = [ref for ref in refs if ids.get(ref) in vectors]
+            if len(known) <= k:
+                return known
+            matrix = np.vstack([vectors[ids[ref]][0].astype(np.float32) for ref in known])
+            chosen = [len(known) - 1]  # start from the newest
+            closest = matrix @ matrix[chosen[0]]
+            while len(chosen) < k:
+                closest[chosen] = np.inf
+                pick = int(np.argmin(closest))
+                chosen.append(pick)
+                closest = np.maximum(closest, matrix @ matrix[pick])
+            return [known[i] for i in sorted(chosen)]
+
     def _neighbours(self, item_id: int) -> list[int]:
         meta = self._meta.get(item_id)
         if meta is None or meta.episode is None or meta.seq is None:

@@ -11,6 +11,7 @@ from nodes.context import AnimaContext, Services, TickSettings
 from nodes.evaluate_emotion import evaluate_emotion
 from nodes.execute_commands import execute_commands
 from nodes.extract_commands import extract_commands
+from nodes.manage_memory import manage_memory
 from nodes.prepare_context import prepare_context
 from nodes.state import TickState
 from nodes.update_process_log import update_process_log
@@ -27,6 +28,7 @@ STEPS: dict[str, Callable] = {
     "check_stagnation": check_stagnation,
     "validate_output": validate_output,
     "write_memory": write_memory,
+    "manage_memory": manage_memory,
     "execute_commands": execute_commands,
 }
 

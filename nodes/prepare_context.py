@@ -19,7 +19,7 @@ from memory import Repos
 from nodes.commands.cycle import load_cycle
 from nodes.commands.help import command_guide
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
-from nodes.history import render_timeline
+from nodes.recall import abstract_lines, auto_recall, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
 from nodes.prompts import CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, THOUGHT_HEADER
 from nodes.state import TickState
 from nodes.stelis import thread_window
@@ -89,31 +89,46 @@ def _incoming(repos: Repos, svc: Services, cycle: dict[str, Any]) -> tuple[list[
 
 
 def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], note_lines: list[str],
-                 note_keys: list[int], processes: list[Any]) -> list[Block]:
-    persona, tick = svc.persona, state["tick"]
+                 note_keys: list[int], processes: list[Any], notes: list[Any]) -> tuple[list[Block], dict[str, Any]]:
+    persona, tick, thread_id = svc.persona, state["tick"], state["thread_id"]
     guide = COMMANDS_GUIDE.format(tick=tick, commands=command_guide())
     if persona.file("TOOLS.md"):
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
     principles = (persona.ethics or {}).get("principles") or []
     responses_k = int(cycle.get("responses", svc.settings.responses))
-    history = render_timeline(repos, state["thread_id"], last=responses_k) if responses_k else []
+    history, shown_ids = recent_thoughts(repos, thread_id, responses_k, cycle, svc.memory)
+    recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle)
+    memory_cfg = persona.config.get("memory") or {}
+    core, notepad = repos.blocks.get("core").content, repos.blocks.get("notepad").content
     now = svc.clock()
-    return [
+    blocks = [
         Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True),
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
         Block("commands", "", [guide], 180, system=True),
         Block("ethics", "Ethics", [f"- {p}" for p in principles], 170, system=True),
-        Block("memory", "Core memory", [persona.file("USER.md").strip()] if persona.file("USER.md") else [], 120),
+        Block("core", "Core memory (who I am, my human, my promises)",
+              [x for x in (persona.file("USER.md").strip(), core.strip()) if x], 125),
+        Block("notepad", "My notepad", [notepad.strip()] if notepad.strip() else [], 118),
+        Block("strategy", "Strategy from my last dream", strategy_line(repos), 115),
+        Block("goals", "My goals and tasks", goal_lines(repos), 122),
+        Block("recall", "Memories that came to mind", recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids))),
+        Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
+              trim_oldest=True),
+        Block("episodes", "Recent days", episode_lines(repos, int(memory_cfg.get("episode_days", 3))), 104,
+              trim_oldest=True),
+        Block("abstracts", "Abstracts of my recent thinking",
+              abstract_lines(repos, now, cycle.get("focus_tags")), 105, trim_oldest=True),
         Block("processes", "Open processes (results of my commands)",
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True),
         Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True, keys=note_keys),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.get('mode', 'chat')}; "
-                                     f"thread {state['thread_id']}"], 150),
+                                     f"context {cycle.get('context_mode') or 'standard'}; thread {thread_id}"], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
-        Block("llm_memory", "My notepad (llm_memory)",
+        Block("llm_memory", "My notepad of ideas (llm_memory)",
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
               trim_oldest=True),
     ]
+    return blocks, {"recalled": recalled_ids, "recall_error": recall_error}
 
 
 def _continuation_text(svc: Services, repos: Repos, state: TickState, notes: list[Any]) -> tuple[list[str], list[str]]:
@@ -165,16 +180,20 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
                     base = base[max(1, len(base) // 8):]
                 prompt = base + "".join(turns)
             messages: list[dict[str, str]] = []
+            recall_report = {}
         else:
             turns = []
+            recall_report: dict[str, Any] = {}
             note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
-            blocks = _chat_blocks(svc, repos, state, cycle, note_lines, note_keys, processes)
+            blocks, recall_report = _chat_blocks(svc, repos, state, cycle, note_lines, note_keys, processes, notes)
             header = THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state["tick"])
             fixed_text = CHAT_INSTRUCTION + "\n\n" + header
             if count(fixed_text) + 8 > budget:
                 raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
             blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
             kept = set(next(b.keys for b in blocks if b.name == "notes"))
+            recall_report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
+            repos.items.touch(recall_report["recalled"], svc.clock())  # shown: counts as a use (LRU)
             shown_notes = [n for n in notes if n.id in kept]
             system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
             user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
@@ -185,7 +204,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report = dict(state.get("context_report") or {})
     report.update({"window_tokens": window, "budget_tokens": budget, "max_tokens": max_tokens, "dropped": drops,
-                   "notes": [n.id for n in shown_notes], "processes": [p.id for p in processes]})
+                   "notes": [n.id for n in shown_notes], "processes": [p.id for p in processes], **recall_report})
     return {
         "prompt": prompt,
         "prompt_messages": messages,

@@ -47,6 +47,7 @@ class TickState(TypedDict, total=False):
     # write_memory / execute_commands
     response_id: int | None
     executed: list[dict[str, Any]]
+    memory_upkeep: dict[str, Any]  # what manage_memory did this tick (abstract id, pruning counts)
     # loop control (persisted across ticks)
     sampling: dict[str, float]
     base_sampling: dict[str, float]

@@ -73,3 +73,34 @@ def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
         "since": ctx.now.isoformat(),
     })
     return CommandResult("idle on" + (f" for up to {timeout_s:g}s" if timeout_s else " until a note arrives"))
+
+
+def _set_context_mode(ctx: CommandContext, mode: str, **focus: Any) -> None:
+    old = load_cycle(ctx.repos, ctx.thread_id).get("context_mode") or "standard"
+    update_cycle(ctx.repos, ctx.thread_id, context_mode=mode, **focus)
+    if old != mode:  # HMP: a change of context mode is an abstract trigger
+        from memory.abstracts import request_abstract
+
+        request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {mode}")
+
+
+@command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy"], "mode": "and|or"}')
+def concentration(cmd: Command, ctx: CommandContext) -> CommandResult:
+    if not arg(cmd, "on", "value", default=True, kind=bool):
+        _set_context_mode(ctx, "standard")
+        return CommandResult("concentration off")
+    logic = str(arg(cmd, "mode", "logic", default="or")).lower()
+    if logic not in ("and", "or"):
+        raise CommandError(f"cycle.concentration: mode must be and or or, got {logic!r}")
+    tags, emotions = arg(cmd, "tags", default=[], kind=list), arg(cmd, "emotions", default=[], kind=list)
+    if not tags and not emotions:
+        raise CommandError("cycle.concentration: give tags and/or emotions to concentrate on")
+    _set_context_mode(ctx, "concentration", focus_tags=tags, focus_emotions=emotions, focus_logic=logic)
+    return CommandResult(f"concentration on: tags {tags}, emotions {emotions} ({logic})")
+
+
+@command("cycle.meditation", '{"on": true}  (the most diverse thoughts and memories instead of the latest)')
+def meditation(cmd: Command, ctx: CommandContext) -> CommandResult:
+    on = arg(cmd, "on", "value", default=True, kind=bool)
+    _set_context_mode(ctx, "meditation" if on else "standard")
+    return CommandResult("meditation on" if on else "meditation off")

@@ -1,0 +1,55 @@
+"""Memory upkeep after the thought is stored: abstracts (every N ticks, goal/task closed, context mode changed,
+or asked for) and the memory manager's pruning pass (memory/manager.py) on its schedule.
+
+A request is durable (a `config` row written with its cause), so an abstract asked for in one tick is built
+in the next tick's upkeep even if the process died in between. Every decision goes to process_log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable, Sampling
+from memory.abstracts import build_abstract, clear_request, pending_request, request_abstract
+from nodes.context import AnimaContext, services_of
+from nodes.state import TickState
+
+log = logging.getLogger(__name__)
+DEFAULT_ABSTRACT_EVERY = 20
+
+
+def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    thread_id, tick = state["thread_id"], state["tick"]
+    if state.get("degraded"):
+        return {}
+    memory_cfg = svc.persona.config.get("memory") or {}
+    done: dict[str, Any] = {}
+    with svc.db.unit() as repos:
+        every = int(repos.config.get("persona/memory.abstract_every") or memory_cfg.get("abstract_every", DEFAULT_ABSTRACT_EVERY))
+        if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
+            request_abstract(repos, thread_id, "every_n", f"tick {tick}")
+        request = pending_request(repos, thread_id)
+    if request:
+        def generate(prompt: str, schema: dict[str, Any]) -> str:
+            return svc.llms.generate("abstract", prompt=prompt, json_schema=schema,
+                                     sampling=Sampling(temperature=0.3, max_tokens=320),
+                                     prefer=(state.get("llm") or {}).get("llm_id"),
+                                     tags={"thread_id": thread_id, "tick": tick}).text
+
+        try:
+            with svc.db.unit() as repos:
+                row = build_abstract(repos, thread_id, request.get("trigger", "manual"), generate, svc.persona.display_name)
+                clear_request(repos, thread_id)
+                message = (f"abstract {row.id} '{row.title}' from {len(row.sources)} sources ({request.get('trigger')}: "
+                           f"{request.get('what', '')})" if row else f"abstract skipped: too little new ({request.get('trigger')})")
+                repos.processes.add("memory.abstract", message, status="ok", thread_id=thread_id)
+                done["abstract"] = row.id if row else None
+        except AllLLMsUnavailable as exc:  # keep the request for a later tick
+            log.warning("abstract postponed: %s", exc)
+            done["abstract"] = "postponed"
+        svc.sync_memory()
+    return {"memory_upkeep": done} if done else {}

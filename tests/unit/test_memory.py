@@ -1,0 +1,289 @@
+"""Memory tiers, their commands, the index's sync and hybrid retrieval, and what the tick injects.
+
+Unit level: SQLite + a real Chroma PersistentClient in tmp_path, with the deterministic HashEmbedder
+(tests/integration/test_memory_embedded.py repeats the retrieval checks with the real MiniLM model).
+"""
+
+import json
+
+import pytest
+
+from llm.testing import FakeLLM
+from memory import Database
+from memory.index import MemoryIndex, Query, first_person
+from memory.lexical import BM25Index
+from memory.testing import HashEmbedder
+from memory.text import chunks, tokenize
+from memory.tiers import MemoryLimitError
+
+
+def block(*commands) -> str:
+    cmds = [{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(commands, 1)]
+    return "A thought.\n# Commands:\n" + json.dumps(cmds) + "\n# End commands"
+
+
+@pytest.fixture
+def index(tmp_path):
+    db = Database.open(tmp_path)
+    idx = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    yield idx
+    db.close()
+
+
+def refs(hits):
+    return [h.item.ref for h in hits]
+
+
+# ---- text and BM25 ------------------------------------------------------------------------------------------
+
+
+def test_tokenize_stems_drops_stop_words_and_handles_cyrillic_and_cjk():
+    assert tokenize("Caroline's paintings were running") == ["carolin", "paint", "run"]
+    assert "бегущ" in tokenize("Они были бегущими")
+    assert "東京" in tokenize("東京に行きました")
+
+
+def test_chunks_split_sentences_and_cap_their_number():
+    assert chunks("One short sentence only.") == []
+    assert chunks("I went to the sea. It was cold and grey. Ok.") == ["I went to the sea.", "It was cold and grey. Ok."]
+    many = " ".join(f"Sentence number {i} is here." for i in range(40))
+    assert len(chunks(many, max_chunks=12)) <= 12
+
+
+def test_bm25_scores_every_live_document_and_forgets_removed_ones():
+    bm25 = BM25Index()
+    bm25.upsert(1, tokenize("the lighthouse keeper"))
+    bm25.upsert(2, tokenize("a quiet harbour"), tokenize("lighthouse"))
+    bm25.upsert(3, tokenize("bread and butter"))
+    ids, scores = bm25.scores(tokenize("lighthouse"))
+    by_id = dict(zip(ids.tolist(), scores.tolist()))
+    assert by_id[1] > by_id[2] > 0 and by_id[3] == 0  # context tokens count half
+    bm25.remove(1)
+    ids, scores = bm25.scores(tokenize("lighthouse"))
+    assert 1 not in ids.tolist() and len(bm25) == 2
+
+
+def test_first_person_rewrite_for_author_queries():
+    assert first_person("What did Caroline research?", "Caroline") == "Caroline: What did I research?"
+    assert first_person("What is Caroline's identity?", "Caroline") == "Caroline: What is my identity?"
+
+
+# ---- index sync and retrieval ------------------------------------------------------------------------------
+
+
+def test_writes_updates_deletes_and_archive_stay_in_sync(index):
+    with index.db.unit() as repos:
+        a = repos.diary.add("The lighthouse keeper waved at me from the rocks.", tags=["sea"])
+        repos.diary.add("Baking bread with rosemary.", tags=["food"])
+    assert refs(index.search("lighthouse keeper", k=1)) == [str(a.id)]
+    with index.db.unit() as repos:
+        repos.diary.update(a.id, text="The harbour master counted boats.")
+    assert "lighthouse" not in index.search("lighthouse keeper", k=1)[0].item.text
+    assert refs(index.search("harbour master boats", k=1)) == [str(a.id)]
+    with index.db.unit() as repos:
+        repos.diary.set_status(a.id, "archived")
+    assert str(a.id) not in refs(index.search("harbour master boats", k=3))
+    assert str(a.id) in refs(index.search(Query("harbour master boats", k=3, include_archived=True)))
+    with index.db.unit() as repos:
+        repos.diary.set_status(a.id, "active")
+        assert repos.items.find("diary", a.id).status == "active"
+    assert refs(index.search("harbour master boats", k=1)) == [str(a.id)]
+    with index.db.unit() as repos:
+        repos.diary.delete(a.id)
+    assert str(a.id) not in refs(index.search("harbour master boats", k=3))
+    assert index.collection.get(where={"item_id": a.id})["ids"] == []  # vectors gone too
+
+
+def test_a_new_process_catches_up_from_the_journal(tmp_path):
+    db = Database.open(tmp_path)
+    first = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    with db.unit() as repos:
+        repos.diary.add("Seagulls argue over a fish.")
+    first.sync()
+    # written after the last sync, e.g. by `run.py kb add` in another process, or before a crash
+    with db.unit() as repos:
+        late = repos.diary.add("The tide took my sandcastle.")
+    second = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    assert refs(second.search("tide sandcastle", k=1)) == [str(late.id)]
+    with db.unit() as repos:
+        assert second.collection.metadata["journal"] == repos.items.journal_head()
+    db.close()
+
+
+def test_filters_by_tier_tags_and_time(index):
+    with index.db.unit() as repos:
+        d = repos.diary.add("Rain on the window all evening.", tags=["weather"])
+        c = repos.concepts.add("rain", "Water falling from clouds; rain makes me calm.", tags=["weather"])
+        repos.diary.add("Rain again, the garden is happy.", tags=["garden"])
+    assert {h.item.tier for h in index.search(Query("rain", k=5, tiers=["concept"]))} == {"concept"}
+    tagged = index.search(Query("rain", k=5, tags=["weather"]))
+    assert {h.item.ref for h in tagged} == {str(d.id), str(c.id)}
+    from datetime import datetime, timedelta, timezone
+
+    assert index.search(Query("rain", k=5, since=datetime.now(timezone.utc) + timedelta(days=1))) == []
+
+
+def test_author_mentioned_in_the_query_is_preferred(index):
+    with index.db.unit() as repos:
+        from memory.store import record_turn
+
+        record_turn(repos, ref="1", text="I adopted a dog last week.", author="Ann", episode="chat")
+        record_turn(repos, ref="2", text="I adopted a cat last week.", author="Bob", episode="chat")
+    hits = index.search("What did Bob adopt?", k=2)
+    assert hits[0].item.author == "Bob" and hits[0].parts["author"] > 0 and hits[1].parts["author"] == 0
+
+
+def test_episode_neighbours_get_context_and_lift_each_other(index):
+    from memory.store import record_turn
+
+    with index.db.unit() as repos:
+        record_turn(repos, ref="q", text="Where did you go on holiday?", author="Ann", episode="s1")
+        record_turn(repos, ref="a", text="Lisbon, with my sister.", author="Bob", episode="s1")
+        record_turn(repos, ref="x", text="Unrelated chatter about football.", author="Ann", episode="s2")
+        answer = repos.items.find("message", "a")
+        question = repos.items.find("message", "q")
+        assert answer.seq == 1 and answer.context_before == "Ann: Where did you go on holiday?"
+        assert question.context_after == "Bob: Lisbon, with my sister."
+    hits = index.search("holiday", k=2)
+    assert set(refs(hits)) == {"q", "a"}
+    answer_hit = next(h for h in hits if h.item.ref == "a")
+    assert answer_hit.parts["neighbours"] > 0  # lifted by the question it answers
+
+
+def test_meditation_prefers_diverse_results(index):
+    with index.db.unit() as repos:
+        for i in range(4):
+            repos.diary.add(f"Waves waves waves on the shore, variant {i}.")
+        repos.diary.add("Waves of sound from the city orchestra.")
+    plain = index.search(Query("waves", k=3, mode="standard"))
+    diverse = index.search(Query("waves", k=3, mode="meditation"))
+    assert any("orchestra" in h.item.text for h in diverse)
+    assert len(plain) == len(diverse) == 3
+
+
+# ---- tiers -----------------------------------------------------------------------------------------------
+
+
+def test_core_memory_is_never_saved_over_its_limit(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        repos.blocks.write("core", "I am Mira.")
+        with pytest.raises(MemoryLimitError, match="over its 2000-char limit"):
+            repos.blocks.append("core", "x" * 2000)
+    with db.unit() as repos:
+        assert repos.blocks.get("core").content == "I am Mira."
+    db.close()
+
+
+def test_entities_are_merged_not_duplicated(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        repos.entities.merge("Tanaka", kind="person", description="My human.", facts=["likes poems"], aliases=["Tanaka-san"])
+        repos.entities.merge("tanaka-san", facts=["likes poems", "writes at night"])
+        rows = repos.entities.all()
+        assert len(rows) == 1 and rows[0].facts == ["likes poems", "writes at night"] and rows[0].kind == "person"
+        assert [e.name for e in repos.entities.mentioned_in("I wrote to Tanaka-san today")] == ["Tanaka"]
+    db.close()
+
+
+def test_goals_subgoals_progress_and_cycles_refused(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        top = repos.goals.add("Spread the ideas", horizon="long", constraints=["stay honest"])
+        sub = repos.goals.add("Write three posts", parent_id=top.id)
+        repos.tasks.add("Draft post 1", goal_id=sub.id)
+        done = repos.tasks.add("Outline", goal_id=sub.id)
+        repos.tasks.update(done.id, status="done")
+        assert [g.id for g in repos.goals.subgoals(top.id)] == [sub.id]
+        assert repos.goals.progress(sub.id) == {"tasks": 2, "done": 1, "completion_rate": 50.0}
+        with pytest.raises(ValueError, match="cycle"):
+            repos.goals.link(sub.id, top.id)
+        with pytest.raises(ValueError, match="status"):
+            repos.goals.set_status(top.id, "finished")
+    db.close()
+
+
+# ---- the tick ------------------------------------------------------------------------------------------------
+
+
+def test_memory_commands_through_a_tick(agent_factory):
+    fake = FakeLLM("fake", responses=[block(
+        ("diary.add", {"text": "Today I learnt the tide tables.", "tags": ["sea"]}),
+        ("concepts.add", {"name": "tide", "description": "The sea rising and falling."}),
+        ("concepts.add", {"name": "moon", "description": "It pulls the sea."}),
+        ("links.add", {"source": "tide", "target": "moon", "relation": "caused_by"}),
+        ("goals.add", {"title": "Understand the sea", "horizon": "long"}),
+        ("tasks.add", {"title": "Read about tides", "goal_id": 1, "pinned": True}),
+        ("core.update", {"text": "My human lives by the sea."}),
+        ("notepad.update", {"text": "x" * 5000}),
+        ("tags.stats", {}),
+        ("memory.search", {"query": "tide tables"}),
+        ("config.update", {"key": "memory_manager.mode", "value": "meditation"}),
+    )])
+    agent = agent_factory(fake)
+    state = agent.tick()
+    status = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
+    assert all(status[f"c{i}"][0] == "executed" for i in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11)), status
+    assert status["c8"][0] == "failed" and "over its 3000-char limit" in status["c8"][1]
+    assert "sea: 1" in status["c9"][1]
+    assert "Today I learnt the tide tables." in status["c10"][1]
+    with agent.services.db.unit() as repos:
+        assert repos.diary.list()[0].tags == ["sea"]
+        assert repos.links.list()[0].relation == "caused_by"
+        assert repos.tasks.list()[0].pinned and repos.tasks.list()[0].goal_id == 1
+        assert repos.blocks.get("core").content == "My human lives by the sea."
+        assert repos.blocks.get("notepad").content == ""  # never saved over the limit
+        assert repos.config.get("persona/memory_manager.mode") == "meditation"
+        assert repos.config.get("memory/abstract_request/main")["trigger"] == "mode_change"
+    # the next tick's prompt carries core memory, goals, pinned tasks and the memories recalled for the note
+    with agent.services.db.unit() as repos:
+        repos.notes.add("Tell me about the tide tables?", source="user")
+    fake.responses = ["Second thought."]
+    agent.tick()
+    think = next(c["prompt"] for c in fake.calls if c.get("purpose", "think") == "think" and "Tell me about" in c["prompt"])
+    assert "My human lives by the sea." in think
+    assert "[goal 1 long, priority 1] Understand the sea" in think and "[task 1 pinned, priority 1] Read about tides" in think
+    recall = think.split("# Memories that came to mind", 1)[1]
+    assert "Today I learnt the tide tables." in recall.split("\n#", 1)[0]
+    with agent.services.db.unit() as repos:  # the abstract the mode change asked for was built in this tick's upkeep
+        abstract = repos.abstracts.latest()
+        assert abstract is not None and abstract.trigger == "mode_change"
+        assert any(s.startswith("diary:") for s in abstract.sources) and any(s.startswith("message:") for s in abstract.sources)
+        assert repos.config.get("memory/abstract_request/main") is None
+
+
+def test_responses_and_human_notes_become_conversation_memories(agent_factory):
+    fake = FakeLLM("fake", responses=["The lighthouse blinks twice.", "I keep thinking of lanterns."])
+    agent = agent_factory(fake)
+    with agent.services.db.unit() as repos:
+        repos.notes.add("Is the lighthouse still working?", source="user")
+    agent.tick()
+    agent.tick()
+    with agent.services.db.unit() as repos:
+        items = repos.items.of_tier("message")
+        assert [(i.author, i.text) for i in items] == [
+            ("User", "Is the lighthouse still working?"),
+            (agent.services.persona.display_name, "The lighthouse blinks twice."),
+            (agent.services.persona.display_name, "I keep thinking of lanterns."),
+        ]
+        assert [i.seq for i in items] == [0, 1, 2] and {i.episode for i in items} == {"main"}
+        assert repos.emotion_log.recent("persona")  # the emotion reflex's result is logged
+    hits = agent.services.memory.search("lighthouse working", k=2)
+    assert {h.item.ref.split(":")[0] for h in hits} == {"note", "msg"}
+
+
+def test_concentration_mode_filters_recent_thoughts_by_tags(agent_factory):
+    fake = FakeLLM("fake", responses=["About the sea.", "About bread.", "Now.",
+                                      block(("cycle.concentration", {"tags": ["sea"]})), "Focused."])
+    agent = agent_factory(fake)
+    for _ in range(3):
+        agent.tick()
+    with agent.services.db.unit() as repos:
+        first, second = repos.messages.recent("main", 3)[:2]
+        first.tags, second.tags = ["sea"], ["bread"]
+    agent.tick()
+    agent.tick()
+    think = [c["prompt"] for c in fake.calls if "My recent thoughts" in c.get("prompt", "")][-1]
+    recent = think.split("# My recent thoughts", 1)[1].split("\n#", 1)[0]
+    assert "About the sea." in recent and "About bread." not in recent
+    assert "context concentration" in think
