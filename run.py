@@ -26,7 +26,9 @@ from rich.markup import escape
 app = typer.Typer(add_completion=False, no_args_is_help=False, help="anima: a persona that thinks, talks and remembers.")
 playbook_app = typer.Typer(help="Check, draw and describe playbooks.")
 model_app = typer.Typer(help="The embedded model.")
+kb_app = typer.Typer(help="The knowledge base: documents the persona can search (txt, md, pdf).")
 app.add_typer(playbook_app, name="playbook")
+app.add_typer(kb_app, name="kb")
 app.add_typer(model_app, name="model")
 console = Console(stderr=False)
 err = Console(stderr=True)
@@ -355,6 +357,84 @@ def playbook_draw(file: str = typer.Argument(..., help="Playbook file or shipped
     except PlaybookError as exc:
         err.print(str(exc))
         raise typer.Exit(1)
+
+
+def _memory_services(data_dir: str, db: str | None, embed_url: str | None, embed_model: str | None, chroma_url: str | None):
+    from graph.services import RunOptions, open_memory_index
+    from memory import Database
+    from persona import load_persona
+
+    options = RunOptions(data_dir=data_dir, db_url=db, embed_url=embed_url, embed_model=embed_model, chroma_url=chroma_url)
+    database = Database.open(data_dir, db)
+    return database, open_memory_index(database, options, load_persona(None).config)
+
+
+EmbedUrl = typer.Option(None, "--embed-url", envvar="ANIMA_EMBED_URL", help="OpenAI-compatible /v1 server for embeddings.")
+EmbedModel = typer.Option(None, "--embed-model", envvar="ANIMA_EMBED_MODEL")
+ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL", help="Chroma server (default: embedded).")
+
+
+@kb_app.command("add")
+def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files."), data_dir: str = DataDir,
+           db: Optional[str] = DbUrl, embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
+           chroma_url: Optional[str] = ChromaUrl) -> None:
+    """Chunk and index documents; already-ingested content is skipped. Exit 1 if any file failed."""
+    from memory.knowledge import KnowledgeError, ingest
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    database, index = _memory_services(data_dir, db, embed_url, embed_model, chroma_url)
+    failed = 0
+    for number, path in enumerate(files, 1):
+        try:
+            with database.unit() as repos:
+                result = ingest(repos, path)
+        except KnowledgeError as exc:
+            err.print(f"[red]{escape(str(exc))}[/]")
+            failed += 1
+            continue
+        note = f"skipped: {result.skipped}" if result.skipped else f"document {result.doc_id}, {result.chunks} chunks"
+        err.print(f"[{number}/{len(files)}] {escape(result.path)}: {escape(note)}")
+    err.print("indexing (embedding the new chunks)…")
+    written = index.sync(progress=True)
+    err.print(f"indexed {written} item(s)")
+    database.close()
+    raise typer.Exit(1 if failed else 0)
+
+
+@kb_app.command("list")
+def kb_list(data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+    from memory import Database
+
+    database = Database.open(data_dir, db)
+    with database.unit() as repos:
+        for doc in repos.kb.list():
+            console.print(f"{doc.id}\t{doc.chunks} chunks\t{doc.chars} chars\t{escape(doc.path)}")
+    database.close()
+
+
+@kb_app.command("search")
+def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"), data_dir: str = DataDir,
+              db: Optional[str] = DbUrl, embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
+              chroma_url: Optional[str] = ChromaUrl) -> None:
+    """Search the knowledge base the way the persona does (kb.search)."""
+    from memory.index import Query
+
+    database, index = _memory_services(data_dir, db, embed_url, embed_model, chroma_url)
+    for hit in index.search(Query(text=query, k=k, tiers=["kb"])):
+        console.print(f"[bold]{hit.score:+.2f}[/] {escape(hit.item.title)} #{escape(hit.item.ref)}: {escape(hit.item.text[:300])}")
+    database.close()
+
+
+@kb_app.command("remove")
+def kb_remove(doc_id: int = typer.Argument(...), data_dir: str = DataDir, db: Optional[str] = DbUrl,
+              embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
+              chroma_url: Optional[str] = ChromaUrl) -> None:
+    database, index = _memory_services(data_dir, db, embed_url, embed_model, chroma_url)
+    with database.unit() as repos:
+        doc = repos.kb.remove(doc_id)
+    index.sync()
+    err.print(f"removed document {doc_id} ({escape(doc.path)})")
+    database.close()
 
 
 if __name__ == "__main__":
