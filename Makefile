@@ -46,6 +46,8 @@ studio: install
 bench: model
 	$(PY) bench/tick.py
 	$(PY) bench/stelis.py
+	$(PY) bench/locomo.py
+	$(PY) bench/retrieval_scale.py
 
 clean-data:
 	rm -rf data

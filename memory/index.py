@@ -101,6 +101,7 @@ class _Meta:
     importance: float
     tags: frozenset[str]
     emotions: frozenset[str]
+    parts: int  # vectors stored for it: the whole item plus one per chunk (ids <id>:0 … <id>:parts-1)
 
 
 def _ts(value: datetime | None) -> float:
@@ -125,7 +126,8 @@ def _meta(item: MemoryItem) -> _Meta:
     return _Meta(item.tier, item.status, _ts(item.created_at), item.author or "", item.episode, item.seq,
                  float(item.importance if item.importance is not None else 0.5),
                  frozenset(str(t).lower() for t in item.tags or []),
-                 frozenset(str(e).split(":")[0].strip().lower() for e in item.emotions or []))
+                 frozenset(str(e).split(":")[0].strip().lower() for e in item.emotions or []),
+                 1 + len(chunks(item.text)))
 
 
 def first_person(text: str, author: str) -> str:
@@ -155,14 +157,17 @@ class MemoryIndex:
         self._applied = 0  # journal position of the in-process parts
         self._vectors: dict[int, np.ndarray] = {}  # item id -> its vectors as float16 (row 0 = whole item)
         self._sample: list[int] = []  # items whose dense scores estimate the corpus mean/std for a query
-        self._sample_matrix: tuple[np.ndarray, np.ndarray] | None = None
+        self._sample_matrix: tuple[np.ndarray, np.ndarray] | None = None  # the sample's vectors, stacked once
         self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
-        self.stats = {"embedded_vectors": 0, "synced_items": 0}
 
     # ---- Chroma ------------------------------------------------------------------------------------------
 
     @property
     def collection(self):
+        with self._lock:
+            return self._open_collection()
+
+    def _open_collection(self):
         if self._collection is None:
             import chromadb
 
@@ -215,7 +220,6 @@ class MemoryIndex:
             ids, texts, metas = self._vector_records(items[start:start + batch])
             vectors = self.embedder.embed(texts)
             collection.add(ids=ids, embeddings=vectors, metadatas=metas)
-            self.stats["embedded_vectors"] += len(ids)
             self._remember_vectors(ids, vectors)
             if progress and total > batch:
                 done = min(total, start + batch)
@@ -237,6 +241,31 @@ class MemoryIndex:
                     self._index_local(bm25, item)
                 after = rows[-1].id
         self._bm25, self._applied = bm25, head
+        if self._meta:
+            self._open_collection()  # opened here, not from two threads at once
+            threading.Thread(target=self._warm_vectors, name="memory-warmup", daemon=True).start()
+
+    def _warm_vectors(self) -> None:
+        """Load every stored vector into the in-process cache in the background, so a restarted persona's
+        searches do not each fetch their candidates' vectors from Chroma (~20-50 ms a query until warm)."""
+        try:
+            collection, started = self.collection, time.monotonic()
+            found: dict[int, dict[int, np.ndarray]] = {}
+            offset, page = 0, 5000
+            while True:
+                got = collection.get(limit=page, offset=offset, include=["embeddings", "metadatas"])
+                for meta, vector in zip(got["metadatas"], got["embeddings"]):
+                    found.setdefault(int(meta["item_id"]), {})[int(meta["part"])] = np.asarray(vector, dtype=np.float16)
+                if len(got["ids"]) < page:
+                    break
+                offset += page
+            with self._lock:
+                for item_id, parts in found.items():
+                    if item_id not in self._vectors and item_id in self._meta and len(parts) == self._meta[item_id].parts:
+                        self._vectors[item_id] = np.vstack([parts[n] for n in range(len(parts))])
+            log.info("memory vectors warmed: %d items in %.1fs", len(found), time.monotonic() - started)
+        except Exception:  # the cache is only an accelerator; misses are fetched on demand
+            log.debug("vector warm-up stopped", exc_info=True)
 
     def _index_local(self, bm25: BM25Index, item: MemoryItem) -> None:
         old = self._meta.pop(item.id, None)
@@ -247,6 +276,9 @@ class MemoryIndex:
         if item.status == "deleted":
             bm25.remove(item.id)
             self._vectors.pop(item.id, None)
+            if item.id in self._sample:
+                self._sample.remove(item.id)
+                self._sample_matrix = None
             return
         own, context = _lexical_tokens(item)
         bm25.upsert(item.id, own, context)
@@ -264,13 +296,15 @@ class MemoryIndex:
             with self.db.unit() as repos:
                 head = repos.items.journal_head()
                 chroma_at = self._chroma_position()
-                if chroma_at == 0 and head and self.collection.count() == 0:
-                    changed = [i.id for i in repos.items.indexed(limit=10**9)]
+                since = min(chroma_at, self._applied)
+                if chroma_at == 0 and head and self.collection.count() == 0:  # new collection: backfill
+                    rows = {item.id: item for item in repos.items.indexed(limit=None)}
+                    changed = list(rows)
                 else:
-                    changed = repos.items.changed_since(min(chroma_at, self._applied), head) if head > min(chroma_at, self._applied) else []
+                    changed = repos.items.changed_since(since, head) if head > since else []
+                    rows = repos.items.many(changed)
                 if not changed:
                     return 0
-                rows = repos.items.many(changed)
                 local_changes = repos.items.changed_since(self._applied, head) if head > self._applied else []
                 for item_id in local_changes:
                     item = rows.get(item_id)
@@ -283,7 +317,6 @@ class MemoryIndex:
                     self._write_vectors(live, removed, progress)
                     self.collection.modify(metadata={"journal": head, "embedder": self.embedder.name})
                     self._records = None
-                self.stats["synced_items"] += len(changed)
                 return len(changed)
 
     # ---- dense helpers -----------------------------------------------------------------------------------
@@ -296,7 +329,9 @@ class MemoryIndex:
         for item_id, parts in grouped.items():
             if 0 in parts:
                 self._vectors[item_id] = np.vstack([parts[n] for n in sorted(parts)]).astype(np.float16)
-                if item_id not in self._sample:
+                if item_id in self._sample:
+                    self._sample_matrix = None  # re-embedded: its scores change
+                else:
                     self._offer_sample(item_id)
 
     def _offer_sample(self, item_id: int) -> None:
@@ -314,42 +349,41 @@ class MemoryIndex:
     def _sample_scores(self, qv: np.ndarray) -> np.ndarray:
         """Dense scores of the sampled items for this query: their mean/std z-normalise dense scores."""
         if len(self._sample) < min(self.config.sample_size, len(self._meta)):
-            pool = [i for i in self._meta if i not in set(self._sample)]
+            sampled = set(self._sample)
+            pool = [i for i in self._meta if i not in sampled]
             for item_id in random.Random(7).sample(pool, min(self.config.sample_size - len(self._sample), len(pool))):
                 self._offer_sample(item_id)
         if self._sample_matrix is None:
             vectors = self._vectors_of([i for i in self._sample if i in self._meta])
-            rows = list(vectors.values())
-            if not rows:
+            if not vectors:
                 return np.zeros(1)
-            starts = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]].astype(np.int64)
-            self._sample_matrix = (np.vstack(rows).astype(np.float32), starts)
-        matrix, starts = self._sample_matrix
-        sims = matrix @ qv
-        w = self.config.best_vector_weight
-        return w * np.maximum.reduceat(sims, starts) + (1 - w) * sims[starts]
+            self._sample_matrix = self._stack(list(vectors.values()))
+        return self._dense_scores(self._sample_matrix, qv)
 
     def _vectors_of(self, item_ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Every stored vector of these items (row 0 = the whole item), from memory or else from Chroma."""
         wanted = list(item_ids)
-        missing = [i for i in wanted if i not in self._vectors]
-        for start in range(0, len(missing), 500):
-            got = self.collection.get(where={"item_id": {"$in": missing[start:start + 500]}},
-                                      include=["embeddings", "metadatas"])
-            self._remember_vectors([f"{m['item_id']}:{m['part']}" for m in got["metadatas"]], got["embeddings"])
+        missing = [f"{i}:{n}" for i in wanted if i not in self._vectors and i in self._meta
+                   for n in range(self._meta[i].parts)]
+        for start in range(0, len(missing), 2000):  # by id: 2.5× faster than a metadata filter (measured)
+            got = self.collection.get(ids=missing[start:start + 2000], include=["embeddings"])
+            self._remember_vectors(got["ids"], got["embeddings"])
         return {i: self._vectors[i] for i in wanted if i in self._vectors}
 
-    def _dense_score(self, sims: np.ndarray) -> float:
+    @staticmethod
+    def _stack(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Items' vectors as one float32 matrix, with the row where each item starts."""
+        starts = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]].astype(np.int64)
+        return np.vstack(rows).astype(np.float32), starts
+
+    def _dense_scores(self, stacked: tuple[np.ndarray, np.ndarray], qv: np.ndarray) -> np.ndarray:
+        """Per item: w · its best vector's similarity + (1 − w) · its whole-item vector's similarity."""
+        matrix, starts = stacked
+        sims = matrix @ qv
         w = self.config.best_vector_weight
-        return float(w * sims.max() + (1 - w) * sims[0])
+        return w * np.maximum.reduceat(sims, starts) + (1 - w) * sims[starts]
 
     # ---- search ------------------------------------------------------------------------------------------
-
-    def known_authors(self) -> list[str]:
-        with self._lock:
-            if self._bm25 is None:
-                self._load_local()
-            return [a for a, n in self._authors.items() if a and n > 0]
 
     def _allowed(self, meta: _Meta | None, q: Query) -> bool:
         if meta is None or meta.status == "deleted" or (meta.status == "archived" and not q.include_archived):
@@ -427,7 +461,7 @@ class MemoryIndex:
         neighbours = {c: [n for n in self._neighbours(c) if self._allowed(self._meta.get(n), q)] for c in candidates}
         scored = set(candidates) | {n for ns in neighbours.values() for n in ns}
         vectors = self._vectors_of(scored)
-        dense_of = {i: self._dense_score(v.astype(np.float32) @ qv) for i, v in vectors.items()}
+        dense_of = dict(zip(vectors, self._dense_scores(self._stack(list(vectors.values())), qv).tolist())) if vectors else {}
         sample_scores = self._sample_scores(qv)
         d_mean, d_std = float(sample_scores.mean()), float(sample_scores.std())
 

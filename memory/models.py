@@ -265,7 +265,6 @@ class MemoryItem(Base):
     novelty: Mapped[Optional[float]] = mapped_column(Float)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived | deleted
-    chunks: Mapped[int] = mapped_column(Integer, default=0)  # vectors in the index besides the whole-item one
     access_count: Mapped[int] = mapped_column(Integer, default=0)
     last_accessed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import case, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from memory import tiers
 from memory.models import (
     ConfigEntry,
     ExecutedCommand,
@@ -496,8 +497,6 @@ class Repos:
         self.llm_calls = LLMCallRepo(session)
         self.llm_memory = LLMMemoryRepo(session)
         self.items = MemoryItemRepo(session)
-        from memory import tiers
-
         self.blocks = tiers.BlockRepo(session, self.items)
         self.diary = tiers.DiaryRepo(session, self.items)
         self.concepts = tiers.ConceptRepo(session, self.items)
@@ -606,10 +605,16 @@ class MemoryItemRepo(_Repo):
             self.s.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
                            .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
 
-    def indexed(self, after_id: int = 0, limit: int = 5000) -> list[MemoryItem]:
+    def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
         """Items that belong in the indexes (not deleted), by id, for building them from scratch."""
-        return list(self.s.scalars(select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.status != "deleted")
-                                   .order_by(MemoryItem.id).limit(limit)).all())
+        q = select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.status != "deleted").order_by(MemoryItem.id)
+        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+
+    def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
+        refs = list(refs)
+        if not refs:
+            return set()
+        return set(self.s.scalars(select(MemoryItem.id).where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).all())
 
     def journal_head(self) -> int:
         return self.s.scalar(select(func.max(MemoryJournal.id))) or 0
@@ -617,14 +622,6 @@ class MemoryItemRepo(_Repo):
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
         return list(self.s.scalars(select(MemoryJournal.item_id).where(MemoryJournal.id > journal_id,
                                                                        MemoryJournal.id <= upto).distinct()).all())
-
-    def count(self, tier: str | None = None, status: str | None = "active") -> int:
-        q = select(func.count(MemoryItem.id))
-        if tier:
-            q = q.where(MemoryItem.tier == tier)
-        if status:
-            q = q.where(MemoryItem.status == status)
-        return self.s.scalar(q) or 0
 
     def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
         q = select(MemoryItem).where(MemoryItem.tier == tier)

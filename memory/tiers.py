@@ -66,9 +66,6 @@ class BlockRepo(_TierRepo):
             self.s.flush()
         return block
 
-    def set_limit(self, name: str, limit: int) -> None:
-        self.get(name).char_limit = int(limit)
-
     def write(self, name: str, content: str) -> MemoryBlock:
         block = self.get(name)
         if len(content) > block.char_limit:
@@ -517,10 +514,15 @@ class EmotionLogRepo(_TierRepo):
         self.s.flush()
         return row
 
-    def recent(self, subject: str | None = None, limit: int = 20) -> list[EmotionLogEntry]:
+    def recent(self, subject: str | None = None, limit: int = 20, *, thread_id: str | None = None,
+               tick: int | None = None) -> list[EmotionLogEntry]:
         q = select(EmotionLogEntry)
         if subject:
             q = q.where(EmotionLogEntry.subject == subject)
+        if thread_id is not None:
+            q = q.where(EmotionLogEntry.thread_id == thread_id)
+        if tick is not None:
+            q = q.where(EmotionLogEntry.tick == tick)
         return list(reversed(self.s.scalars(q.order_by(EmotionLogEntry.id.desc()).limit(limit)).all()))
 
 

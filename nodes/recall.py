@@ -86,16 +86,15 @@ def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_messa
         return [], [], None
     mode = context_mode(cycle)
     k = int(repos.config.get("persona/memory.recall_k") or (svc.persona.config.get("memory") or {}).get("recall_k", 5))
-    exclude_refs = {f"msg:{i}" for i in shown_message_ids}
+    shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids])  # already in the prompt
     try:
-        hits = svc.memory.search(Query(text=text, k=k + len(exclude_refs), mode=mode,
+        hits = svc.memory.search(Query(text=text, k=k, mode=mode, exclude=shown,
                                        tags=cycle.get("focus_tags") if mode == "concentration" else None,
                                        emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
                                        tags_mode=str(cycle.get("focus_logic") or "or")))
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
         log.exception("auto_recall failed")
         return [], [], f"{type(exc).__name__}: {exc}"
-    hits = [h for h in hits if not (h.item.tier == "message" and h.item.ref in exclude_refs)][:k]
     lines = []
     for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
         item = hit.item

@@ -80,7 +80,8 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
                         novelty=novelty.get("novelty_score"))
-        for name, strength in emotions:
+        logged = repos.emotion_log.recent("persona", thread_id=thread_id, tick=state["tick"])  # a re-run after a kill
+        for name, strength in emotions if not logged else []:
             repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,
                                   tick=state["tick"])
         repos.notes.mark_read(state.get("incoming_note_ids") or [])

@@ -54,17 +54,11 @@ def delete_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @command("concepts.pin", '{"id": 2}')
+@command("concepts.unpin", '{"id": 2}')
 def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
-    ctx.repos.concepts.update(c.id, pinned=True)
-    return CommandResult(f"concept {c.id} pinned")
-
-
-@command("concepts.unpin", '{"id": 2}')
-def unpin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
-    ctx.repos.concepts.update(c.id, pinned=False)
-    return CommandResult(f"concept {c.id} unpinned")
+    ctx.repos.concepts.update(c.id, pinned=cmd.type.endswith(".pin"))
+    return CommandResult(f"concept {c.id} {'pinned' if c.pinned else 'unpinned'}")
 
 
 @command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}')

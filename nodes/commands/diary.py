@@ -69,12 +69,7 @@ def delete_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @command("diary.pin", '{"id": 3}')
-def pin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), True)
-    return CommandResult(f"diary {cmd.args.get('id')} pinned")
-
-
 @command("diary.unpin", '{"id": 3}')
-def unpin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), False)
-    return CommandResult(f"diary {cmd.args.get('id')} unpinned")
+def pin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    entry = ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), cmd.type.endswith(".pin"))
+    return CommandResult(f"diary {entry.id} {'pinned' if entry.pinned else 'unpinned'}")

@@ -118,12 +118,7 @@ def delete_task(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @command("tasks.pin", '{"id": 4}')
-def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=True)
-    return CommandResult(f"task {cmd.args.get('id')} pinned")
-
-
 @command("tasks.unpin", '{"id": 4}')
-def unpin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=False)
-    return CommandResult(f"task {cmd.args.get('id')} unpinned")
+def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    task = ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=cmd.type.endswith(".pin"))
+    return CommandResult(f"task {task.id} {'pinned' if task.pinned else 'unpinned'}")

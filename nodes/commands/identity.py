@@ -34,16 +34,12 @@ def read_identity(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{identity}\n\n{_show(ctx, 'core')}".strip(), show=True)
 
 
-@command("identity.update", '{"text": "…"}  (appends to core memory; {"old": "…", "new": "…"} replaces)')
-def update_identity(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return _edit(cmd, ctx, "core")
-
-
 @command("core.read", "{}")
 def read_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_show(ctx, "core"), show=True)
 
 
+@command("identity.update", '{"text": "…"}  (appends to core memory; {"old": "…", "new": "…"} replaces)')
 @command("core.update", '{"text": "…", "mode": "append|rewrite"}  or  {"old": "…", "new": "…"}')
 def update_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "core")

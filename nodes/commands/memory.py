@@ -46,28 +46,15 @@ def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @command("memory.archive", '{"tier": "diary", "ref": "3"}')
-def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
-    tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
-    if not ctx.repos.items.set_status_of(tier, ref, "archived"):
-        raise CommandError(f"memory.archive: no active {tier} {ref}")
-    _mirror_status(ctx, tier, ref, "archived")
-    ctx.repos.processes.add("memory.archive", f"{tier} {ref} archived on request", thread_id=ctx.thread_id)
-    return CommandResult(f"{tier} {ref} archived")
-
-
 @command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory back)')
-def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
+def archive_or_restore(cmd: Command, ctx: CommandContext) -> CommandResult:
     tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
-    if not ctx.repos.items.set_status_of(tier, ref, "active"):
-        raise CommandError(f"memory.restore: no archived {tier} {ref}")
-    _mirror_status(ctx, tier, ref, "active")
-    ctx.repos.processes.add("memory.restore", f"{tier} {ref} restored", thread_id=ctx.thread_id)
-    return CommandResult(f"{tier} {ref} restored")
-
-
-def _mirror_status(ctx: CommandContext, tier: str, ref: str, status: str) -> None:
-    """Tiers with their own status column follow the catalogue."""
-    if tier == "diary" and ref.isdigit():
+    status, done = ("archived", "archived") if cmd.type == "memory.archive" else ("active", "restored")
+    if not ctx.repos.items.set_status_of(tier, ref, status):
+        raise CommandError(f"{cmd.type}: no {tier} {ref} to change (already {status}, or unknown)")
+    if tier == "diary" and ref.isdigit():  # tiers with their own status column follow the catalogue
         ctx.repos.diary.get(int(ref)).status = status
     elif tier == "concept" and ref.isdigit():
         ctx.repos.concepts.get(int(ref)).status = status
+    ctx.repos.processes.add(cmd.type, f"{tier} {ref} {done} on request", thread_id=ctx.thread_id)
+    return CommandResult(f"{tier} {ref} {done}")

@@ -287,3 +287,28 @@ def test_concentration_mode_filters_recent_thoughts_by_tags(agent_factory):
     recent = think.split("# My recent thoughts", 1)[1].split("\n#", 1)[0]
     assert "About the sea." in recent and "About bread." not in recent
     assert "context concentration" in think
+
+
+def test_pin_archive_and_restore_commands(agent_factory):
+    fake = FakeLLM("fake", responses=[block(
+        ("diary.add", {"text": "Storm over the bay."}),
+        ("diary.pin", {"id": 1}),
+        ("tasks.add", {"title": "Check the boat"}),
+        ("tasks.pin", {"id": 1}),
+        ("memory.archive", {"tier": "diary", "ref": "1"}),
+    ), block(("diary.unpin", {"id": 1}), ("memory.restore", {"tier": "diary", "ref": "1"}),
+             ("memory.restore", {"tier": "diary", "ref": "1"}))])
+    agent = agent_factory(fake)
+    agent.tick()
+    with agent.services.db.unit() as repos:
+        entry = repos.diary.get(1)
+        assert entry.pinned and entry.status == "archived" and repos.tasks.get(1).pinned
+        assert repos.items.find("diary", 1).status == "archived"
+    assert "diary" not in {h.item.tier for h in agent.services.memory.search("storm bay", k=3)}
+    state = agent.tick()
+    assert [e["status"] for e in state["executed"]] == ["executed", "executed", "failed"]
+    assert "already active, or unknown" in state["executed"][2]["result"]
+    with agent.services.db.unit() as repos:
+        entry = repos.diary.get(1)
+        assert not entry.pinned and entry.status == "active"
+    assert agent.services.memory.search("storm over the bay", k=1)[0].item.text == "Storm over the bay."
