@@ -143,6 +143,8 @@ class Agent:
         conn = getattr(self.checkpointer, "conn", None)
         if conn is not None:
             conn.close()
+        if self.services.memory is not None:
+            self.services.memory.close()
         self.services.db.close()
 
 

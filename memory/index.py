@@ -23,6 +23,7 @@ author's first person ("Caroline: what did I…") and that author's items get a 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import random
@@ -159,6 +160,8 @@ class MemoryIndex:
         self._sample: list[int] = []  # items whose dense scores estimate the corpus mean/std for a query
         self._sample_matrix: tuple[np.ndarray, np.ndarray] | None = None  # the sample's vectors, stacked once
         self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
+        self._warmup: threading.Thread | None = None
+        self._stop_warmup = threading.Event()
 
     # ---- Chroma ------------------------------------------------------------------------------------------
 
@@ -243,7 +246,20 @@ class MemoryIndex:
         self._bm25, self._applied = bm25, head
         if self._meta:
             self._open_collection()  # opened here, not from two threads at once
-            threading.Thread(target=self._warm_vectors, name="memory-warmup", daemon=True).start()
+            self._stop_warmup = threading.Event()
+            self._warmup = threading.Thread(target=self._warm_vectors, name="memory-warmup", daemon=True)
+            # a daemon thread still inside Chroma's native code when the interpreter finalises crashes it
+            # (measured: SIGSEGV when `kb add` exited mid-warm-up), so exit stops it between two pages first
+            atexit.register(self.close)
+            self._warmup.start()
+
+    def close(self) -> None:
+        """Stop the background vector warm-up (called at exit; safe to call more than once)."""
+        if self._warmup is not None:
+            self._stop_warmup.set()
+            self._warmup.join(timeout=60)
+            self._warmup = None
+            atexit.unregister(self.close)
 
     def _warm_vectors(self) -> None:
         """Load every stored vector into the in-process cache in the background, so a restarted persona's
@@ -252,7 +268,7 @@ class MemoryIndex:
             collection, started = self.collection, time.monotonic()
             found: dict[int, dict[int, np.ndarray]] = {}
             offset, page = 0, 5000
-            while True:
+            while not self._stop_warmup.is_set():
                 got = collection.get(limit=page, offset=offset, include=["embeddings", "metadatas"])
                 for meta, vector in zip(got["metadatas"], got["embeddings"]):
                     found.setdefault(int(meta["item_id"]), {})[int(meta["part"])] = np.asarray(vector, dtype=np.float16)
@@ -266,6 +282,8 @@ class MemoryIndex:
             log.info("memory vectors warmed: %d items in %.1fs", len(found), time.monotonic() - started)
         except Exception:  # the cache is only an accelerator; misses are fetched on demand
             log.debug("vector warm-up stopped", exc_info=True)
+        finally:
+            atexit.unregister(self.close)  # done: nothing to stop at exit, and the index can be collected
 
     def _index_local(self, bm25: BM25Index, item: MemoryItem) -> None:
         old = self._meta.pop(item.id, None)

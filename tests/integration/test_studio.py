@@ -46,7 +46,7 @@ def test_studio_serves_playbooks_and_runs_a_tick(studio):
     assert {"plan", "collect", "synthesize", "investigate:ask_questions", "investigate:examine", "investigate:close"} <= deep_nodes
     drawing = client.assistants.get_graph(assistants["repl"])
     assert {n["id"] for n in drawing["nodes"]} >= {"update_process_log", "call_llm", "validate_output", "execute_commands"}
-    assert {"source": "write_memory", "target": "execute_commands"}.items() <= {
+    assert {"source": "write_memory", "target": "manage_memory"}.items() <= {
         k: v for e in drawing["edges"] if e["source"] == "write_memory" for k, v in e.items()}.items()
     thread = client.threads.create()
     client.runs.wait(thread["thread_id"], assistants["repl"], input={})
