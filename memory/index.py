@@ -157,7 +157,8 @@ class MemoryIndex:
         self._authors: Counter[str] = Counter()
         self._applied = 0  # journal position of the in-process parts
         self._vectors: dict[int, np.ndarray] = {}  # item id -> its vectors as float16 (row 0 = whole item)
-        self._sample: list[int] = []  # items whose dense scores estimate the corpus mean/std for a query
+        self._sample_ids: set[int] = set()  # items whose dense scores estimate the corpus mean/std for a query
+        self._sample_drawn_at = 0  # live items when the sample was drawn
         self._sample_matrix: tuple[np.ndarray, np.ndarray] | None = None  # the sample's vectors, stacked once
         self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
         self._warmup: threading.Thread | None = None
@@ -294,8 +295,7 @@ class MemoryIndex:
         if item.status == "deleted":
             bm25.remove(item.id)
             self._vectors.pop(item.id, None)
-            if item.id in self._sample:
-                self._sample.remove(item.id)
+            if item.id in self._sample_ids:
                 self._sample_matrix = None
             return
         own, context = _lexical_tokens(item)
@@ -347,35 +347,19 @@ class MemoryIndex:
         for item_id, parts in grouped.items():
             if 0 in parts:
                 self._vectors[item_id] = np.vstack([parts[n] for n in sorted(parts)]).astype(np.float16)
-                if item_id in self._sample:
+                if item_id in self._sample_ids:
                     self._sample_matrix = None  # re-embedded: its scores change
-                else:
-                    self._offer_sample(item_id)
-
-    def _offer_sample(self, item_id: int) -> None:
-        """Reservoir sampling over the items seen, so the sample stays uniform as memory grows."""
-        size = self.config.sample_size
-        if len(self._sample) < size:
-            self._sample.append(item_id)
-        else:
-            slot = random.randrange(max(size, len(self._meta)))
-            if slot >= size:
-                return
-            self._sample[slot] = item_id
-        self._sample_matrix = None
 
     def _sample_scores(self, qv: np.ndarray) -> np.ndarray:
-        """Dense scores of the sampled items for this query: their mean/std z-normalise dense scores."""
-        if len(self._sample) < min(self.config.sample_size, len(self._meta)):
-            sampled = set(self._sample)
-            pool = [i for i in self._meta if i not in sampled]
-            for item_id in random.Random(7).sample(pool, min(self.config.sample_size - len(self._sample), len(pool))):
-                self._offer_sample(item_id)
-        if self._sample_matrix is None:
-            vectors = self._vectors_of([i for i in self._sample if i in self._meta])
+        """Dense scores of a uniform random sample of the live items for this query; their mean and std
+        z-normalise dense scores. The sample is drawn again once the corpus has changed by a tenth."""
+        live = len(self._meta)
+        if self._sample_matrix is None or abs(live - self._sample_drawn_at) > 0.1 * max(1, self._sample_drawn_at):
+            self._sample_ids = set(random.Random(live).sample(list(self._meta), min(self.config.sample_size, live)))
+            vectors = self._vectors_of(self._sample_ids)
             if not vectors:
                 return np.zeros(1)
-            self._sample_matrix = self._stack(list(vectors.values()))
+            self._sample_matrix, self._sample_drawn_at = self._stack(list(vectors.values())), live
         return self._dense_scores(self._sample_matrix, qv)
 
     def _vectors_of(self, item_ids: Iterable[int]) -> dict[int, np.ndarray]:
@@ -444,18 +428,10 @@ class MemoryIndex:
         dense_text = first_person(q.text, author) if author else q.text
 
         # BM25 over every live item: exact corpus statistics
-        item_ids, bm25 = self._bm25.scores(tokenize(q.text))
-        b_mean, b_std = (float(bm25.mean()), float(bm25.std())) if len(bm25) else (0.0, 0.0)
-        bm25_of = dict(zip(item_ids.tolist(), bm25.tolist()))
+        bm25 = self._bm25.scores(tokenize(q.text))
+        b_mean, b_std = bm25.mean_std()
         pool = cfg.candidates * (3 if q.mode == "meditation" else 1)
-        order = np.argsort(-bm25)
-        lexical: list[int] = []
-        for index in order[: pool * 4]:
-            if bm25[index] <= 0 or len(lexical) >= pool:
-                break
-            item_id = int(item_ids[index])
-            if self._allowed(self._meta.get(item_id), q):
-                lexical.append(item_id)
+        lexical = [i for i in bm25.top(pool * 4) if self._allowed(self._meta.get(i), q)][:pool]
 
         # dense candidates from Chroma
         qv = self.embedder.embed([dense_text])[0]
@@ -469,11 +445,9 @@ class MemoryIndex:
         n_results = max(1, min(pool * 2, self._record_count()))
         got = self.collection.query(query_embeddings=[qv], n_results=n_results,
                                     where=(where[0] if len(where) == 1 else {"$and": where}) if where else None,
-                                    include=["metadatas", "distances"])
-        partial: dict[int, dict[int, float]] = {}
-        for meta, distance in zip(got["metadatas"][0], got["distances"][0]):
-            partial.setdefault(int(meta["item_id"]), {})[int(meta["part"])] = 1.0 - float(distance)
-        dense_items = [i for i in partial if self._allowed(self._meta.get(i), q)]
+                                    include=["distances"])  # ids say item and part; metadata costs 4× (measured)
+        dense_items = list(dict.fromkeys(int(record.split(":")[0]) for record in got["ids"][0]))
+        dense_items = [i for i in dense_items if self._allowed(self._meta.get(i), q)]
 
         candidates = list(dict.fromkeys(lexical + dense_items))
         neighbours = {c: [n for n in self._neighbours(c) if self._allowed(self._meta.get(n), q)] for c in candidates}
@@ -488,7 +462,7 @@ class MemoryIndex:
         parts: dict[int, dict[str, float]] = {}
         for item_id in scored:
             meta = self._meta[item_id]
-            zb = float(_z(np.float64(bm25_of.get(item_id, 0.0)), b_mean, b_std))
+            zb = float(_z(np.float64(bm25.of(item_id)), b_mean, b_std))
             zd = float(_z(np.float64(dense_of.get(item_id, d_mean)), d_mean, d_std))
             age_days = max(0.0, (now - meta.created) / 86400)
             p = {"bm25": zb, "dense": zd,

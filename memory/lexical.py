@@ -102,8 +102,8 @@ class BM25Index:
                             np.asarray(self.item_of_doc, dtype=np.int64))
         return self._arrays
 
-    def scores(self, query_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(item ids, BM25 scores) for every live document; documents sharing no term score 0."""
+    def scores(self, query_tokens: list[str]) -> "Scores":
+        """BM25 scores of every document for a query; documents sharing no term (and dead ones) score 0."""
         lengths, alive, items = self._doc_arrays()
         total = np.zeros(len(lengths), dtype=np.float32)
         if self.live_count:
@@ -121,4 +121,29 @@ class BM25Index:
                 idf = math.log(1 + (self.live_count - df + 0.5) / (df + 0.5))
                 docs, weights = docs[live], weights[live]
                 total[docs] += idf * weights * (self.k1 + 1) / (weights + norm[docs])
-        return items[alive], total[alive]
+        return Scores(total, alive, items, self.doc_of_item)
+
+
+@dataclass
+class Scores:
+    values: np.ndarray  # per internal document
+    alive: np.ndarray
+    items: np.ndarray  # item id per internal document
+    doc_of_item: dict[int, int]
+
+    def of(self, item_id: int) -> float:
+        doc = self.doc_of_item.get(item_id)
+        return float(self.values[doc]) if doc is not None else 0.0
+
+    def mean_std(self) -> tuple[float, float]:
+        """Over every live document (zeros included): the corpus statistics z-normalisation needs."""
+        live = self.values[self.alive]
+        return (float(live.mean()), float(live.std())) if len(live) else (0.0, 0.0)
+
+    def top(self, n: int) -> list[int]:
+        """Item ids of the `n` best-scoring documents with a score above 0, best first."""
+        hits = np.flatnonzero(self.values > 0)
+        if len(hits) > n:
+            hits = hits[np.argpartition(-self.values[hits], n)[:n]]
+        hits = hits[np.argsort(-self.values[hits])]
+        return self.items[hits].tolist()

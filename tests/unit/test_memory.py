@@ -55,12 +55,14 @@ def test_bm25_scores_every_live_document_and_forgets_removed_ones():
     bm25.upsert(1, tokenize("the lighthouse keeper"))
     bm25.upsert(2, tokenize("a quiet harbour"), tokenize("lighthouse"))
     bm25.upsert(3, tokenize("bread and butter"))
-    ids, scores = bm25.scores(tokenize("lighthouse"))
-    by_id = dict(zip(ids.tolist(), scores.tolist()))
-    assert by_id[1] > by_id[2] > 0 and by_id[3] == 0  # context tokens count half
+    scores = bm25.scores(tokenize("lighthouse"))
+    assert scores.of(1) > scores.of(2) > 0 and scores.of(3) == 0  # context tokens count half
+    assert scores.top(5) == [1, 2]
     bm25.remove(1)
-    ids, scores = bm25.scores(tokenize("lighthouse"))
-    assert 1 not in ids.tolist() and len(bm25) == 2
+    scores = bm25.scores(tokenize("lighthouse"))
+    assert scores.top(5) == [2] and scores.of(1) == 0 and len(bm25) == 2
+    mean, std = scores.mean_std()
+    assert mean == pytest.approx(scores.of(2) / 2)  # over the two live documents, the zero included
 
 
 def test_first_person_rewrite_for_author_queries():
