@@ -20,7 +20,7 @@ from memory.models import Base, SchemaVersion
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -35,7 +35,21 @@ def _v3_memory_tiers(conn: Connection) -> None:
     Base.metadata.create_all(conn)  # v3 only adds tables (memory catalogue, journal and the tiers)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers}
+def _v4_llm_memory_status(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE llm_memory ADD COLUMN status VARCHAR(16) DEFAULT 'active'"))
+    conn.execute(text("UPDATE llm_memory SET status = 'active'"))
+    from memory.models import LLMMemory
+    from memory.repositories import Repos
+
+    session = Session(bind=conn)  # the entries join the retrieval catalogue, in this migration's transaction
+    repos = Repos(session)
+    for row in session.scalars(select(LLMMemory)).all():
+        repos.llm_memory._index(row)
+    session.flush()
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
+                                                       4: _v4_llm_memory_status}
 
 
 class SchemaError(RuntimeError):

@@ -82,6 +82,7 @@ class Query:
     mode: str = "standard"  # standard | concentration | meditation
     include_archived: bool = False
     exclude: set[int] = field(default_factory=set)
+    mmr_lambda: float | None = None  # overrides the configured λ (the memory manager's diversity_boost)
 
 
 @dataclass
@@ -480,13 +481,35 @@ class MemoryIndex:
         ranked = [i for i in sorted(final, key=final.get, reverse=True)
                   if i not in q.exclude and (q.mode != "concentration" or self._matches_focus(self._meta[i], q))
                   and (q.mode == "concentration" or not (q.tags or q.emotions) or self._matches_focus(self._meta[i], q))]
-        lam = cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
+        lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
         chosen = self._mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam)
         with self.db.unit() as repos:
             rows = repos.items.many(chosen)
             repos.session.expunge_all()
         return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
                 for i in chosen if i in rows]
+
+    def closest_older(self, item_ids: list[int], n_results: int = 12) -> dict[int, tuple[float, int | None]]:
+        """For each item: the highest cosine similarity between its whole-item vector and any vector of an
+        older (smaller id) active item, with that item's id: how much of it memory already holds."""
+        with self._lock:
+            vectors = self._vectors_of(item_ids)
+            ids = [i for i in item_ids if i in vectors]
+            found: dict[int, tuple[float, int | None]] = {}
+            n = max(1, min(n_results, self._record_count()))
+            for start in range(0, len(ids), 100):
+                batch = ids[start:start + 100]
+                got = self.collection.query(query_embeddings=[vectors[i][0].astype(np.float32) for i in batch],
+                                            n_results=n, include=["distances"])
+                for item_id, records, distances in zip(batch, got["ids"], got["distances"]):
+                    best: tuple[float, int | None] = (0.0, None)
+                    for record, distance in zip(records, distances):
+                        other = int(record.split(":")[0])
+                        meta = self._meta.get(other)
+                        if other < item_id and meta is not None and meta.status == "active" and 1 - distance > best[0]:
+                            best = (float(1 - distance), other)
+                    found[item_id] = best
+            return found
 
     def diverse(self, refs: list[str], k: int, tier: str = "message") -> list[str]:
         """The `k` most mutually different of these items (greedy farthest-first; meditation mode)."""

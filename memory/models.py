@@ -226,6 +226,7 @@ class LLMMemory(Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     thread_id: Mapped[Optional[str]] = mapped_column(String(128))
     llm_id: Mapped[Optional[str]] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived (v4)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -14,7 +14,6 @@ from memory.models import (
     ConfigEntry,
     ExecutedCommand,
     LLMCall,
-    LLMMemory,
     LLMRegistryEntry,
     MemoryItem,
     MemoryJournal,
@@ -452,35 +451,6 @@ class LLMCallRepo(_Repo):
         return list(reversed(self.s.scalars(select(LLMCall).order_by(LLMCall.id.desc()).limit(limit)).all()))
 
 
-class LLMMemoryRepo(_Repo):
-    def add(self, content: str, *, title: str = "", tags: list[str] | None = None,
-            thread_id: str | None = None, llm_id: str | None = None) -> LLMMemory:
-        row = LLMMemory(content=content, title=title, tags=list(tags or []), thread_id=thread_id, llm_id=llm_id)
-        self.s.add(row)
-        self.s.flush()
-        return row
-
-    def recent(self, limit: int = 20) -> list[LLMMemory]:
-        return list(reversed(self.s.scalars(select(LLMMemory).order_by(LLMMemory.id.desc()).limit(limit)).all()))
-
-    def delete(self, entry_id: int) -> bool:
-        return bool(self.s.execute(delete(LLMMemory).where(LLMMemory.id == entry_id)).rowcount)
-
-    def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
-               tags: list[str] | None = None) -> LLMMemory | None:
-        row = self.s.get(LLMMemory, entry_id)
-        if row is None:
-            return None
-        if content is not None:
-            row.content = content
-        if title is not None:
-            row.title = title
-        if tags is not None:
-            row.tags = list(tags)
-        row.updated_at = utcnow()
-        return row
-
-
 class Repos:
     """Every repository bound to one session (one transaction)."""
 
@@ -495,8 +465,8 @@ class Repos:
         self.llm_registry = LLMRegistryRepo(session)
         self.commands = CommandRepo(session)
         self.llm_calls = LLMCallRepo(session)
-        self.llm_memory = LLMMemoryRepo(session)
         self.items = MemoryItemRepo(session)
+        self.llm_memory = tiers.LLMMemoryRepo(session, self.items)
         self.blocks = tiers.BlockRepo(session, self.items)
         self.diary = tiers.DiaryRepo(session, self.items)
         self.concepts = tiers.ConceptRepo(session, self.items)
@@ -592,6 +562,10 @@ class MemoryItemRepo(_Repo):
     def set_status_of(self, tier: str, ref: str | int, status: str) -> bool:
         item = self.find(tier, ref)
         return bool(item) and self.set_status([item.id], status) > 0
+
+    def archived(self, limit: int = 10) -> list[MemoryItem]:
+        return list(self.s.scalars(select(MemoryItem).where(MemoryItem.status == "archived")
+                                   .order_by(MemoryItem.updated_at.desc(), MemoryItem.id.desc()).limit(limit)).all())
 
     def many(self, item_ids: Iterable[int]) -> dict[int, MemoryItem]:
         ids = list(item_ids)

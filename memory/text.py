@@ -93,3 +93,19 @@ def chunks(text: str, max_chunks: int = 12, max_chars: int = 600) -> list[str]:
 
 def with_author(author: str, text: str) -> str:
     return f"{author}: {text}" if author else text
+
+
+def emotion_strengths(emotions: list[str]) -> list[tuple[str, int]]:
+    """["joy:4 (reason)", …] -> [("joy", 4), …]"""
+    found = []
+    for text in emotions or []:
+        name, _, rest = str(text).partition(":")
+        digits = "".join(ch for ch in rest[:3] if ch.isdigit())
+        if name.strip():
+            found.append((name.strip().lower(), int(digits) if digits else 3))
+    return found
+
+
+def emotion_score(emotions: list[str]) -> float:
+    """0..1: the strongest emotion's strength / 5 (an emotion without a strength counts 3)."""
+    return max((s for _, s in emotion_strengths(emotions)), default=0) / 5

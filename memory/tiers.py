@@ -24,11 +24,14 @@ from memory.models import (
     GoalLink,
     Insight,
     KBDocument,
+    LLMMemory,
     MemoryBlock,
     Task,
     UnverifiedFact,
     utcnow,
 )
+
+from memory.text import emotion_score, emotion_strengths
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}
 GOAL_STATUSES = ("active", "paused", "completed", "failed")
@@ -86,9 +89,60 @@ class BlockRepo(_TierRepo):
         return self.write(name, current.replace(old, new, 1))
 
 
+class LLMMemoryRepo(_TierRepo):
+    """HMP `llm_memory`: the model's own notepad of ideas; the active entries are searchable like any memory."""
+
+    def _index(self, row: LLMMemory) -> None:
+        self.items.put("llm_memory", row.id, row.content, title=row.title, tags=row.tags, thread_id=row.thread_id,
+                       importance=0.6, created_at=row.created_at)
+        if row.status != "active":
+            self.items.set_status_of("llm_memory", row.id, row.status)
+
+    def add(self, content: str, *, title: str = "", tags: Iterable[str] = (), thread_id: str | None = None,
+            llm_id: str | None = None) -> LLMMemory:
+        row = LLMMemory(content=content, title=title, tags=list(tags), thread_id=thread_id, llm_id=llm_id,
+                        status="active")
+        self.s.add(row)
+        self.s.flush()
+        self._index(row)
+        return row
+
+    def get(self, entry_id: int) -> LLMMemory:
+        return self._get(LLMMemory, entry_id)
+
+    def recent(self, limit: int = 20, include_archived: bool = False) -> list[LLMMemory]:
+        q = select(LLMMemory)
+        if not include_archived:
+            q = q.where(LLMMemory.status == "active")
+        return list(reversed(self.s.scalars(q.order_by(LLMMemory.id.desc()).limit(limit)).all()))
+
+    def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
+               tags: list[str] | None = None) -> LLMMemory:
+        row = self.get(entry_id)
+        if content is not None:
+            row.content = content
+        if title is not None:
+            row.title = title
+        if tags is not None:
+            row.tags = list(tags)
+        row.updated_at = utcnow()
+        self._index(row)
+        return row
+
+    def delete(self, entry_id: int) -> bool:
+        row = self.s.get(LLMMemory, int(entry_id))
+        if row is None:
+            return False
+        self.s.delete(row)
+        self.items.remove("llm_memory", entry_id)
+        return True
+
+
 class DiaryRepo(_TierRepo):
     def _index(self, entry: DiaryEntry) -> None:
-        self.items.put("diary", entry.id, entry.text, tags=entry.tags, emotions=entry.emotions,
+        self.items.put("diary", entry.id, entry.text, tags=entry.tags,
+                       emotions=[name for name, _ in emotion_strengths(entry.emotions)],
+                       emotion_score=emotion_score(entry.emotions),
                        importance=min(1.0, 0.5 + 0.1 * entry.priority), pinned=entry.pinned,
                        thread_id=entry.thread_id, created_at=entry.created_at)
         if entry.status == "archived":
@@ -135,12 +189,6 @@ class DiaryRepo(_TierRepo):
         entry = self.get(entry_id)
         entry.pinned = pinned
         self._index(entry)
-        return entry
-
-    def set_status(self, entry_id: int, status: str) -> DiaryEntry:
-        entry = self.get(entry_id)
-        entry.status, entry.updated_at = status, utcnow()
-        self.items.set_status_of("diary", entry.id, status)
         return entry
 
     def delete(self, entry_id: int) -> None:

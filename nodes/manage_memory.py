@@ -14,6 +14,8 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from memory.abstracts import build_abstract, clear_request, pending_request, request_abstract
+from memory.manager import ManagerConfig, run_pass
+from memory.settings import persona_setting
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState
 
@@ -25,11 +27,10 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict
     svc = services_of(runtime)
     thread_id, tick = state["thread_id"], state["tick"]
     if state.get("degraded"):
-        return {}
-    memory_cfg = svc.persona.config.get("memory") or {}
+        return {"memory_upkeep": {}}
     done: dict[str, Any] = {}
     with svc.db.unit() as repos:
-        every = int(repos.config.get("persona/memory.abstract_every") or memory_cfg.get("abstract_every", DEFAULT_ABSTRACT_EVERY))
+        every = int(persona_setting(repos, svc.persona.config, "memory.abstract_every", DEFAULT_ABSTRACT_EVERY))
         if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
             request_abstract(repos, thread_id, "every_n", f"tick {tick}")
         request = pending_request(repos, thread_id)
@@ -52,4 +53,28 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict
             log.warning("abstract postponed: %s", exc)
             done["abstract"] = "postponed"
         svc.sync_memory()
-    return {"memory_upkeep": done} if done else {}
+    done.update(prune_memory(svc, thread_id, tick))
+    return {"memory_upkeep": done}  # also clears the last tick's report
+
+
+def prune_memory(svc, thread_id: str, tick: int) -> dict[str, Any]:
+    """The memory manager's pass, every `memory_manager.every` ticks of a root thread (memory is the persona's,
+    not a Stelis child's)."""
+    with svc.db.unit() as repos:
+        thread = repos.threads.get(thread_id)
+        if thread is not None and thread.parent_id is not None:
+            return {}
+        try:
+            config = ManagerConfig.load(repos, svc.persona.config)
+        except (TypeError, ValueError) as exc:
+            repos.processes.add("memory.manager", f"not run: bad memory_manager settings: {exc}", status="error",
+                                thread_id=thread_id)
+            return {"manager": f"error: {exc}"}
+    if config.every <= 0 or tick <= 0 or tick % config.every:
+        return {}
+    svc.sync_memory()
+    with svc.db.unit() as repos:
+        report = run_pass(repos, svc.memory, config, thread_id=thread_id)
+    svc.sync_memory()
+    return {"manager": {"assessed": report.assessed, "archived": len(report.archived),
+                        "kept": len(report.decisions) - len(report.archived)}}

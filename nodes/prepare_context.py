@@ -16,10 +16,10 @@ from typing import Any, Callable
 from langgraph.runtime import Runtime
 
 from memory import Repos
-from nodes.commands.cycle import load_cycle
+from memory.settings import persona_setting
 from nodes.commands.help import command_guide
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
-from nodes.recall import abstract_lines, auto_recall, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
+from nodes.recall import abstract_lines, auto_recall, context_cycle, context_mode, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
 from nodes.prompts import CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, THOUGHT_HEADER
 from nodes.state import TickState
 from nodes.stelis import thread_window
@@ -98,7 +98,6 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
     responses_k = int(cycle.get("responses", svc.settings.responses))
     history, shown_ids = recent_thoughts(repos, thread_id, responses_k, cycle, svc.memory)
     recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle)
-    memory_cfg = persona.config.get("memory") or {}
     core, notepad = repos.blocks.get("core").content, repos.blocks.get("notepad").content
     now = svc.clock()
     blocks = [
@@ -114,7 +113,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
         Block("recall", "Memories that came to mind", recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids))),
         Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
               trim_oldest=True),
-        Block("episodes", "Recent days", episode_lines(repos, int(memory_cfg.get("episode_days", 3))), 104,
+        Block("episodes", "Recent days", episode_lines(repos, int(persona_setting(repos, persona.config, "memory.episode_days", 3))), 104,
               trim_oldest=True),
         Block("abstracts", "Abstracts of my recent thinking",
               abstract_lines(repos, now, cycle.get("focus_tags")), 105, trim_oldest=True),
@@ -122,7 +121,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True),
         Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True, keys=note_keys),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.get('mode', 'chat')}; "
-                                     f"context {cycle.get('context_mode') or 'standard'}; thread {thread_id}"], 150),
+                                     f"context {context_mode(cycle)}; thread {thread_id}"], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
@@ -151,7 +150,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         window = thread_window(svc, repos, state["thread_id"])
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
-        cycle = load_cycle(repos, state["thread_id"])
+        cycle = context_cycle(repos, svc.persona.config, state["thread_id"])
         notes, note_lines = _incoming(repos, svc, cycle)
         processes = repos.processes.open(state["thread_id"])
         if state.get("mode") == "continuation":

@@ -14,6 +14,8 @@ from typing import Any
 
 from memory import Repos
 from memory.models import Message
+from memory.settings import persona_setting
+from nodes.commands.cycle import load_cycle
 from nodes.history import render_item, lineage_ids, timeline
 
 log = logging.getLogger(__name__)
@@ -23,6 +25,17 @@ FOCUS_CHARS = 400
 
 def context_mode(cycle: dict[str, Any]) -> str:
     return str(cycle.get("context_mode") or "standard")
+
+
+def context_cycle(repos: Repos, persona_config: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    """The thread's cycle settings. Without a context mode of its own (cycle.concentration / cycle.meditation),
+    a `memory_manager.mode` of concentration or meditation sets it; `diversity_boost` shapes meditation."""
+    cycle = load_cycle(repos, thread_id)
+    manager_mode = persona_setting(repos, persona_config, "memory_manager.mode", "standard")
+    if not cycle.get("context_mode") and manager_mode in ("concentration", "meditation"):
+        cycle["context_mode"] = manager_mode
+    cycle.setdefault("diversity_boost", persona_setting(repos, persona_config, "memory_manager.diversity_boost", None))
+    return cycle
 
 
 def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None) -> tuple[list[str], list[int]]:
@@ -85,10 +98,12 @@ def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_messa
     if not text:
         return [], [], None
     mode = context_mode(cycle)
-    k = int(repos.config.get("persona/memory.recall_k") or (svc.persona.config.get("memory") or {}).get("recall_k", 5))
+    k = int(persona_setting(repos, svc.persona.config, "memory.recall_k", 5))
     shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids])  # already in the prompt
     try:
-        hits = svc.memory.search(Query(text=text, k=k, mode=mode, exclude=shown,
+        diversity = cycle.get("diversity_boost")
+        lam = max(0.05, min(0.95, 1 - float(diversity))) if mode == "meditation" and diversity is not None else None
+        hits = svc.memory.search(Query(text=text, k=k, mode=mode, exclude=shown, mmr_lambda=lam,
                                        tags=cycle.get("focus_tags") if mode == "concentration" else None,
                                        emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
                                        tags_mode=str(cycle.get("focus_logic") or "or")))

@@ -11,19 +11,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from memory.store import record_turn
+from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, tick_key
-
-
-def emotion_strengths(emotions: list[str]) -> list[tuple[str, int]]:
-    """["joy:4 (reason)", …] -> [("joy", 4), …]"""
-    found = []
-    for text in emotions or []:
-        name, _, rest = str(text).partition(":")
-        digits = "".join(ch for ch in rest[:3] if ch.isdigit())
-        if name.strip():
-            found.append((name.strip().lower(), int(digits) if digits else 3))
-    return found
 
 
 def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -79,7 +69,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             record_turn(repos, ref=f"msg:{row.id}", text=content, author=svc.persona.display_name, episode=thread_id,
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
-                        novelty=novelty.get("novelty_score"))
+                        novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
         logged = repos.emotion_log.recent("persona", thread_id=thread_id, tick=state["tick"])  # a re-run after a kill
         for name, strength in emotions if not logged else []:
             repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,

@@ -30,9 +30,20 @@ def list_concepts(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(concept_line(c) for c in rows) or "no concepts", show=True)
 
 
+def _in_use(ctx: CommandContext, concept):
+    """Using a concept brings it back if the memory manager archived it (HMP: restored on access)."""
+    from memory.manager import set_memory_status
+
+    if concept.status == "archived" and set_memory_status(ctx.repos, "concept", concept.id, "active"):
+        ctx.repos.processes.add("memory.restore", f"concept {concept.id} '{concept.name}' restored on use",
+                                status="close", thread_id=ctx.thread_id)
+    ctx.repos.items.touch(ctx.repos.items.ids_of("concept", [str(concept.id)]), ctx.now)
+    return concept
+
+
 @command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)')
 def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    c = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "id", "name")))
     links = ctx.repos.links.list(c.id)
     names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
     return CommandResult("\n".join([concept_line(c), *[link_line(link, names) for link in links]]), show=True)
@@ -63,8 +74,8 @@ def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}')
 def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
-    source = ctx.repos.concepts.resolve(arg(cmd, "source", "source_id"))
-    target = ctx.repos.concepts.resolve(arg(cmd, "target", "target_id"))
+    source = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "source", "source_id")))
+    target = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "target", "target_id")))
     link = ctx.repos.links.add(source.id, target.id, str(arg(cmd, "relation", default="related_to")),
                                weight=arg(cmd, "weight", default=1.0, kind=float), tags=arg(cmd, "tags", default=[], kind=list))
     return CommandResult(f"link {link.id} added: {source.name} —{link.relation}→ {target.name}")

@@ -39,8 +39,12 @@ def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @command("diary.read", '{"id": 3}  (shown in the next tick\'s context)')
 def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
+    from memory.manager import set_memory_status
+
     entry = ctx.repos.diary.get(arg(cmd, "id", kind=int))
-    ctx.repos.items.touch([i.id for i in [ctx.repos.items.find("diary", entry.id)] if i], ctx.now)
+    if entry.status == "archived":  # reading an archived entry brings it back
+        set_memory_status(ctx.repos, "diary", entry.id, "active")
+    ctx.repos.items.touch(ctx.repos.items.ids_of("diary", [str(entry.id)]), ctx.now)
     return CommandResult(diary_line(entry), show=True)
 
 

@@ -48,13 +48,18 @@ def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
 @command("memory.archive", '{"tier": "diary", "ref": "3"}')
 @command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory back)')
 def archive_or_restore(cmd: Command, ctx: CommandContext) -> CommandResult:
+    from memory.manager import set_memory_status
+
     tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
     status, done = ("archived", "archived") if cmd.type == "memory.archive" else ("active", "restored")
-    if not ctx.repos.items.set_status_of(tier, ref, status):
+    if not set_memory_status(ctx.repos, tier, ref, status):
         raise CommandError(f"{cmd.type}: no {tier} {ref} to change (already {status}, or unknown)")
-    if tier == "diary" and ref.isdigit():  # tiers with their own status column follow the catalogue
-        ctx.repos.diary.get(int(ref)).status = status
-    elif tier == "concept" and ref.isdigit():
-        ctx.repos.concepts.get(int(ref)).status = status
     ctx.repos.processes.add(cmd.type, f"{tier} {ref} {done} on request", thread_id=ctx.thread_id)
     return CommandResult(f"{tier} {ref} {done}")
+
+
+@command("memory.archived", '{"limit": 10}  (what the memory manager or I archived, newest first)')
+def list_archived(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.items.archived(limit=arg(cmd, "limit", default=10, kind=int))
+    lines = [f"[{i.tier} {i.ref} · archived {i.updated_at:%Y-%m-%d}] {i.text[:160]}" for i in rows]
+    return CommandResult("\n".join(lines) or "nothing is archived", show=True)

@@ -12,6 +12,7 @@ from llm.testing import FakeLLM
 from memory import Database
 from memory.index import MemoryIndex, Query, first_person
 from memory.lexical import BM25Index
+from memory.manager import set_memory_status
 from memory.testing import HashEmbedder
 from memory.text import chunks, tokenize
 from memory.tiers import MemoryLimitError
@@ -83,11 +84,11 @@ def test_writes_updates_deletes_and_archive_stay_in_sync(index):
     assert "lighthouse" not in index.search("lighthouse keeper", k=1)[0].item.text
     assert refs(index.search("harbour master boats", k=1)) == [str(a.id)]
     with index.db.unit() as repos:
-        repos.diary.set_status(a.id, "archived")
+        set_memory_status(repos, "diary", a.id, "archived")
     assert str(a.id) not in refs(index.search("harbour master boats", k=3))
     assert str(a.id) in refs(index.search(Query("harbour master boats", k=3, include_archived=True)))
     with index.db.unit() as repos:
-        repos.diary.set_status(a.id, "active")
+        set_memory_status(repos, "diary", a.id, "active")
         assert repos.items.find("diary", a.id).status == "active"
     assert refs(index.search("harbour master boats", k=1)) == [str(a.id)]
     with index.db.unit() as repos:

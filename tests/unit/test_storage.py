@@ -77,6 +77,9 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     conn = sqlite3.connect(tmp_path / "anima.sqlite")
     for column in ("origin", "owner", "error"):  # make it look like a v1 database
         conn.execute(f"ALTER TABLE threads DROP COLUMN {column}")
+    conn.execute("ALTER TABLE llm_memory DROP COLUMN status")
+    conn.execute("INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
+                 "VALUES ('', 'an idea from v1', '[]', '2026-01-01', '2026-01-01')")
     conn.execute("INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "
                  "created_at) VALUES ('main', NULL, '', '', '', 0, 1.0, 'running', 3, '2026-01-01'), "
                  "('main/x', 'main', 'x', '', '', 1, 0.8, 'completed', 0, '2026-01-01')")
@@ -87,7 +90,9 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     with db.unit() as repos:
         assert repos.threads.get("main").tick == 3 and repos.threads.get("main").origin == "root"
         assert repos.threads.get("main/x").origin == "playbook" and repos.threads.ratio_product("main/x") == 0.8
+        assert [(m.content, m.status) for m in repos.llm_memory.recent()] == [("an idea from v1", "active")]
+        assert repos.items.find("llm_memory", repos.llm_memory.recent()[0].id).text == "an idea from v1"  # now searchable
     with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 3
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 4
         assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities"} <= set(inspect(s.bind).get_table_names())
     db.close()

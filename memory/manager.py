@@ -1,0 +1,252 @@
+"""The memory manager (HMP "Memory Manager"): keeps retrieval lean without losing anything.
+
+A pass runs every `every` ticks from the manage_memory step and applies three policies:
+
+- **novelty**: the persona's own thoughts, diary entries and llm_memory entries that add little are archived.
+  novelty = min(the novelty-score the tick gave it, 1 − similarity to the closest older live memory)
+  × information (distinct content words / 6, at most 1). Archived when below the effective threshold.
+- **LRU**: beyond `lru_limit` active entries of a tier in `lru_tiers`, the least recently used are archived
+  (last use = last recalled, read or searched, else written).
+- **emotion-weighted retention**: an entry's emotion score lowers its novelty bar by up to `emotion_weight`
+  and lengthens its LRU life by up to `emotion_weight` of the tier's time span.
+
+Modes: `standard`; `concentration` (goal-aware: memories sharing words or tags with an active goal are kept
+more readily, by `goal_focus`, others less); `meditation` (goals ignored; redundancy is pruned harder, by
+`diversity_boost`, so the diverse remain); `aggressive_pruning` (bar ×1.5, LRU limit ½, emotion weight ½);
+`lenient_pruning` (bar ×½, LRU limit ×2, emotion weight ×1.5).
+
+Never archived: the human's own words, knowledge-base chunks, abstracts, episodes, entities, insights,
+pinned entries and the newest `grace_items` memories. Archived entries stay in SQL, leave retrieval, and
+come back with memory.restore. Every decision is written to process_log (`memory.manager`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from memory.models import Concept, DiaryEntry, LLMMemory, MemoryItem
+from memory.repositories import Repos
+from memory.settings import persona_setting
+from memory.text import tokenize
+
+MODES = ("standard", "concentration", "meditation", "aggressive_pruning", "lenient_pruning")
+NOVELTY_TIERS = ("message", "diary", "llm_memory")
+STATUS_TABLES = {"diary": DiaryEntry, "concept": Concept, "llm_memory": LLMMemory}  # tiers with their own status
+INFORMATIVE_WORDS = 6
+CURSOR_KEY = "memory/manager_cursor"
+
+
+@dataclass
+class ManagerConfig:
+    mode: str = "standard"
+    novelty_threshold: float = 0.35
+    lru_limit: int = 500
+    emotion_weight: float = 0.6
+    goal_focus: float = 0.7
+    diversity_boost: float = 0.8
+    log_decisions: bool = True
+    every: int = 10  # ticks between passes; 0 = never
+    lru_tiers: list[str] = field(default_factory=lambda: ["llm_memory", "diary", "concept"])
+    grace_items: int = 20
+    max_per_pass: int = 200
+
+    @classmethod
+    def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "ManagerConfig":
+        """The `memory_manager` block of the persona's config.yaml, overridden by the persona's own changes."""
+        values = {f.name: persona_setting(repos, persona_config, f"memory_manager.{f.name}", getattr(cls(), f.name))
+                  for f in fields(cls)}
+        config = cls(**values)
+        if config.mode not in MODES:
+            raise ValueError(f"memory_manager.mode must be one of {', '.join(MODES)}, got {config.mode!r}")
+        return config
+
+    def effective(self) -> "ManagerConfig":
+        """The parameters after the mode has shaped them."""
+        c = ManagerConfig(**asdict(self))
+        if c.mode == "aggressive_pruning":
+            c.novelty_threshold, c.lru_limit, c.emotion_weight = min(0.9, c.novelty_threshold * 1.5), max(1, c.lru_limit // 2), c.emotion_weight / 2
+        elif c.mode == "lenient_pruning":
+            c.novelty_threshold, c.lru_limit, c.emotion_weight = c.novelty_threshold / 2, c.lru_limit * 2, min(1.0, c.emotion_weight * 1.5)
+        elif c.mode == "meditation":
+            c.novelty_threshold, c.goal_focus = min(0.9, c.novelty_threshold * (1 + 0.5 * c.diversity_boost)), 0.0
+        elif c.mode != "concentration":
+            c.goal_focus = 0.0
+        return c
+
+
+@dataclass
+class Decision:
+    item_id: int
+    tier: str
+    ref: str
+    action: str  # archived | kept
+    policy: str  # novelty | lru
+    reason: str
+
+
+@dataclass
+class PassReport:
+    assessed: int = 0
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def archived(self) -> list[Decision]:
+        return [d for d in self.decisions if d.action == "archived"]
+
+    def summary(self) -> str:
+        kept = len(self.decisions) - len(self.archived)
+        by_policy: dict[str, int] = {}
+        for d in self.archived:
+            by_policy[d.policy] = by_policy.get(d.policy, 0) + 1
+        parts = ", ".join(f"{n} by {p}" for p, n in sorted(by_policy.items())) or "none"
+        return (f"assessed {self.assessed}; archived {len(self.archived)} ({parts}); kept {kept} by emotion or goal"
+                + ("; restore with memory.restore {tier, ref}" if self.archived else ""))
+
+
+def set_memory_status(repos: Repos, tier: str, ref: str | int, status: str) -> bool:
+    """Archive or restore one memory: its catalogue row and, for tiers with their own status, its row there."""
+    changed = repos.items.set_status_of(tier, ref, status)
+    model = STATUS_TABLES.get(tier)
+    if model is not None and str(ref).isdigit():
+        row = repos.session.get(model, int(ref))
+        if row is not None and row.status != status:
+            row.status, changed = status, True
+    return changed
+
+
+def information(text: str) -> float:
+    return min(1.0, len(set(tokenize(text))) / INFORMATIVE_WORDS)
+
+
+def _goal_words(repos: Repos) -> tuple[set[str], set[str]]:
+    goals = repos.goals.list(status="active", limit=20)
+    words = set(tokenize(" ".join(f"{g.title} {g.description or ''}" for g in goals)))
+    tags = {str(t).lower() for g in goals for t in g.tags or []}
+    return words, tags
+
+
+def _goal_related(item: MemoryItem, goal_words: set[str], goal_tags: set[str]) -> bool:
+    if goal_tags & {str(t).lower() for t in item.tags or []}:
+        return True
+    return len(goal_words & set(tokenize(item.text))) >= 2
+
+
+def _candidates(repos: Repos, after_id: int, upto_id: int) -> list[MemoryItem]:
+    q = select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id, MemoryItem.tier.in_(NOVELTY_TIERS),
+                                 MemoryItem.status == "active").order_by(MemoryItem.id)
+    rows = repos.session.scalars(q).all()
+    # of conversation memories only the persona's own turns (msg:); what the human said is never pruned
+    return [r for r in rows if r.tier != "message" or r.ref.startswith("msg:")]
+
+
+def assess(repos: Repos, index, *, upto_id: int, limit: int) -> list[MemoryItem]:
+    """Give the novelty of items not yet assessed (id order, up to `upto_id`); the cursor moves past them."""
+    cursor = int(repos.config.get(CURSOR_KEY) or 0)
+    batch = _candidates(repos, cursor, upto_id)[:limit]
+    if not batch:
+        repos.config.set(CURSOR_KEY, max(cursor, upto_id))
+        return []
+    closest = index.closest_older([i.id for i in batch]) if index is not None else {}
+    for item in batch:
+        similarity, other = closest.get(item.id, (0.0, None))
+        stored = item.novelty if item.novelty is not None else 1.0
+        item.novelty = round(max(0.0, min(stored, 1.0 - similarity)) * information(item.text), 4)
+        item.meta = {**(item.meta or {}), "similar_to": other, "similarity": round(similarity, 4)}
+    repos.config.set(CURSOR_KEY, batch[-1].id if len(batch) == limit else max(cursor, upto_id))
+    return batch
+
+
+def novelty_bar(item: MemoryItem, cfg: ManagerConfig, related: bool) -> float:
+    bar = cfg.novelty_threshold * (1 - cfg.emotion_weight * min(1.0, item.emotion_score or 0.0))
+    if cfg.goal_focus:
+        bar *= (1 - cfg.goal_focus) if related else (1 + 0.5 * cfg.goal_focus)
+    return min(0.95, bar)
+
+
+def _label(repos: Repos, item_id: int | None) -> str:
+    other = repos.session.get(MemoryItem, item_id) if item_id else None
+    return f"{other.tier} {other.ref}" if other is not None else "nothing"
+
+
+def prune_by_novelty(repos: Repos, cfg: ManagerConfig, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
+    cursor = int(repos.config.get(CURSOR_KEY) or 0)
+    ceiling = min(0.95, cfg.novelty_threshold * (1 + 0.5 * cfg.goal_focus))  # no item's bar is higher
+    rows = repos.session.scalars(
+        select(MemoryItem).where(MemoryItem.id <= cursor, MemoryItem.tier.in_(NOVELTY_TIERS), MemoryItem.status == "active",
+                                 MemoryItem.pinned.is_(False), MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling)
+        .order_by(MemoryItem.novelty, MemoryItem.id)).all()
+    base = cfg.novelty_threshold
+    for item in rows:
+        if len(report.archived) >= cfg.max_per_pass:
+            break
+        if item.tier == "message" and not item.ref.startswith("msg:"):
+            continue
+        related = _goal_related(item, *goal) if cfg.goal_focus else False
+        bar = novelty_bar(item, cfg, related)
+        similar = (item.meta or {}).get("similar_to")
+        why = (f"novelty {item.novelty:.2f} (closest: {_label(repos, similar)}, similarity "
+               f"{(item.meta or {}).get('similarity', 0):.2f}; information {information(item.text):.2f})")
+        if item.novelty < bar:
+            set_memory_status(repos, item.tier, item.ref, "archived")
+            report.decisions.append(Decision(item.id, item.tier, item.ref, "archived", "novelty", f"{why} < bar {bar:.2f}"))
+        elif item.novelty < base and (item.meta or {}).get("kept_at_bar") != round(bar, 4):
+            cause = "goal-related" if related and cfg.goal_focus else f"emotion {item.emotion_score:.2f}"
+            item.meta = {**(item.meta or {}), "kept_at_bar": round(bar, 4)}  # logged once per bar, not every pass
+            report.decisions.append(Decision(item.id, item.tier, item.ref, "kept", "novelty",
+                                             f"{why} under the threshold {base:.2f}, but {cause} lowers its bar to {bar:.2f}"))
+
+
+def _timestamp(value: datetime | None) -> float:
+    return value.timestamp() if value is not None else 0.0
+
+
+def prune_by_lru(repos: Repos, cfg: ManagerConfig, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
+    for tier in cfg.lru_tiers:
+        count = repos.session.scalar(select(func.count()).select_from(MemoryItem).where(
+            MemoryItem.tier == tier, MemoryItem.status == "active", MemoryItem.pinned.is_(False))) or 0
+        excess = min(count - cfg.lru_limit, cfg.max_per_pass - len(report.archived))
+        if excess <= 0:
+            continue
+        rows = repos.session.scalars(select(MemoryItem).where(
+            MemoryItem.tier == tier, MemoryItem.status == "active", MemoryItem.pinned.is_(False))).all()
+        last_use = {r.id: max(_timestamp(r.last_accessed_at), _timestamp(r.updated_at), _timestamp(r.created_at)) for r in rows}
+        span = max(last_use.values()) - min(last_use.values()) or 1.0
+        life: dict[int, float] = {}
+        for r in rows:
+            bonus = cfg.emotion_weight * min(1.0, r.emotion_score or 0.0) + 0.5 * (r.importance - 0.5)
+            if cfg.goal_focus and _goal_related(r, *goal):
+                bonus += cfg.goal_focus
+            life[r.id] = last_use[r.id] + bonus * span
+        by_id = {r.id: r for r in rows}
+        for item_id in sorted(life, key=life.get)[:excess]:
+            item = by_id[item_id]
+            used = datetime.fromtimestamp(last_use[item_id]).strftime("%Y-%m-%d %H:%M")
+            set_memory_status(repos, item.tier, item.ref, "archived")
+            report.decisions.append(Decision(item.id, tier, item.ref, "archived", "lru",
+                                             f"{count} active {tier} entries > limit {cfg.lru_limit}; last used {used}, "
+                                             f"used {item.access_count} times"))
+
+
+def run_pass(repos: Repos, index, cfg: ManagerConfig, *, thread_id: str | None = None) -> PassReport:
+    """One pass of every policy under `cfg` (as shaped by its mode), logged to process_log."""
+    effective = cfg.effective()
+    report = PassReport()
+    newest = repos.session.scalar(select(func.max(MemoryItem.id))) or 0
+    report.assessed = len(assess(repos, index, upto_id=newest - effective.grace_items, limit=effective.max_per_pass * 5))
+    goal = _goal_words(repos) if effective.goal_focus else (set(), set())
+    prune_by_novelty(repos, effective, report, goal)
+    prune_by_lru(repos, effective, report, goal)
+    if effective.log_decisions:
+        for d in report.decisions:
+            repos.processes.add("memory.manager", f"{d.action} {d.tier} {d.ref} ({d.policy}): {d.reason}",
+                                status="close", thread_id=thread_id, tags=["memory", d.policy, d.action])
+    settings = (f"mode {effective.mode}: novelty bar {effective.novelty_threshold:.2f}, LRU limit {effective.lru_limit}, "
+                f"emotion weight {effective.emotion_weight:.2f}, goal focus {effective.goal_focus:.2f}")
+    if report.decisions or report.assessed:
+        repos.processes.add("memory.manager", f"{report.summary()} [{settings}]", status="ok" if report.archived else "close",
+                            thread_id=thread_id, tags=["memory"])
+    return report
