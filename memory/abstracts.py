@@ -8,16 +8,15 @@ Each abstract stores the ids of its sources (`message:12`, `diary:3`, `concept:5
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-import json_repair
 from sqlalchemy import select
 
 from memory.models import Abstract, Concept, DiaryEntry, Message
 from memory.prompts import ABSTRACT_PROMPT, ABSTRACT_SCHEMA
 from memory.repositories import Repos
+from memory.text import json_object
 
 Generate = Callable[[str, dict[str, Any]], str]  # (prompt, json schema) -> model text
 MAX_ITEM_CHARS = 600
@@ -76,12 +75,7 @@ def build_abstract(repos: Repos, thread_id: str, trigger: str, generate: Generat
         return None
     items = "\n".join(f"- ({sid}) {text[:MAX_ITEM_CHARS]}" for sid, text in sources)
     raw = generate(ABSTRACT_PROMPT.format(name=persona_name, count=len(sources), items=items), ABSTRACT_SCHEMA)
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = json_repair.loads(raw) or {}
-    if not isinstance(data, dict):
-        data = {}
+    data = json_object(raw)
     summary = str(data.get("summary") or "").strip()
     if not summary:  # the model gave nothing usable: keep the sources' own words rather than nothing
         summary = " / ".join(text[:160] for _, text in sources[-5:])

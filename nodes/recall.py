@@ -9,7 +9,7 @@ Nothing here may break a tick: a failing search is logged and the block stays em
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from memory import Repos
@@ -138,7 +138,15 @@ def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> 
 
 
 def episode_lines(repos: Repos, days: int) -> list[str]:
-    return [f"[{e.start}] {e.summary}" for e in repos.episodes.recent("day", days)]
+    """The last month and week summaries that end before the first day shown, then the last `days` days."""
+    from memory.episodes import Period
+
+    shown = repos.episodes.recent("day", days)
+    first_day = shown[0].start if shown else "9999"
+    lines = [f"[{period} of {e.start}] {e.summary}" for period in ("month", "week")
+             for e in repos.episodes.recent(period, 1)
+             if Period(period, date.fromisoformat(e.start)).end.isoformat() <= first_day]
+    return lines + [f"[{e.start}] {e.summary}" for e in shown]
 
 
 def entity_lines(repos: Repos, texts: list[str], limit: int = 3) -> list[str]:

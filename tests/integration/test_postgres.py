@@ -50,3 +50,37 @@ def test_ticks_with_commands_on_postgres(tmp_path, pg_url):
         assert [t.status for t in repos.ticks.recent(5, "pg-thread")] == ["ok", "ok"]
         assert repos.llm_calls.by_model()[0]["calls"] >= 2
     agent.close()
+
+
+def test_memory_tiers_search_and_manager_on_postgres(tmp_path, pg_url):
+    from memory.index import Query
+    from memory.manager import ManagerConfig, run_pass
+    from memory.store import record_turn
+    from memory.testing import HashEmbedder
+
+    fake = FakeLLM("fake", responses=['Noted.\n# Commands:\n[{"type": "diary.add", "args": {"text": "The heron fishes at '
+                                      'the old pier every morning", "tags": ["birds"], "emotions": ["joy:4"]}}]\n# End commands'])
+    services = open_services(RunOptions(data_dir=str(tmp_path), db_url=pg_url, embedded=False),
+                             providers={"fake": fake}, entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+                             embedder=HashEmbedder())
+    agent = build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-memory")
+    agent.tick()
+    with services.db.unit() as repos:
+        repos.llm_memory.add("plan: photograph the heron at dawn")
+        goal = repos.goals.add("Learn the birds of the harbour")
+        repos.goals.add("Photograph the heron", parent_id=goal.id)
+        repos.entities.merge("Heron", kind="animal", facts=["fishes at the pier"])
+        repos.episodes.upsert("day", "2026-11-20", "We watched birds at the pier.")
+        for n in range(3):
+            record_turn(repos, ref=f"msg:{900 + n}", text="The heron fishes at the old pier every morning", author="Lumen",
+                        episode="pg-memory", thread_id="pg-memory")
+    services.sync_memory()
+    hits = services.memory.search(Query(text="heron pier", k=10))
+    assert {"diary", "llm_memory", "entity", "episode", "message"} <= {h.item.tier for h in hits}
+    with services.db.unit() as repos:
+        report = run_pass(repos, services.memory, ManagerConfig(grace_items=0))
+        assert repos.goals.subgoals(goal.id)[0].title == "Photograph the heron"
+    assert {"msg:900", "msg:901", "msg:902"} <= {d.ref for d in report.archived}  # copies of the diary entry
+    services.sync_memory()
+    assert not {"msg:900", "msg:901", "msg:902"} & {h.item.ref for h in services.memory.search(Query(text="heron pier", k=10))}
+    agent.close()

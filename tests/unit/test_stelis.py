@@ -281,6 +281,14 @@ def test_stelis_commands_move_the_repl_into_a_child_and_back(agent_factory):
         assert child.status == "completed" and child.origin == "command"
         assert [m.content for m in repos.messages.log(child_id, kinds=("response",))] == [
             "Inside: the moon pulls the sea.", "Done with tides."]
+        anchor = repos.messages.anchor_for(child_id)
+        remembered = repos.items.indexed()
+    # the child's own thoughts are memories; the anchor (and its rendered chronicle) never is
+    assert anchor is not None and f"msg:{anchor.id}" not in {i.ref for i in remembered}
+    assert "Inside: the moon pulls the sea." in {i.text for i in remembered}
+    assert not any("<chronicle" in i.text or "Stelis thread" in i.text for i in remembered)
+    hits = agent.services.memory.search("chronicle Stelis thread tides", k=20)
+    assert hits and not any("<chronicle" in h.item.text for h in hits)
 
 
 def test_stelis_start_refused_beyond_max_depth(agent_factory):

@@ -201,6 +201,7 @@ def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_f
     assert think_prompt.rstrip().endswith("</tool_call>.)")  # … tool definitions last, nearest the generation
     distill_prompts = [c["prompt"] for c in fake.calls if "Distil it" in c["prompt"]]
     assert all(len(p) < 4 * 700 for p in distill_prompts)  # every summariser call fits its window
+    assert all("core insights" in p and '"Open questions:"' in p for p in distill_prompts)  # what the distillation keeps
 
 
 def test_distillation_terminates_when_summaries_do_not_shrink(agent_factory):
