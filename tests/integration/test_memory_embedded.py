@@ -60,3 +60,28 @@ def test_kb_add_cli_ingests_and_the_persona_search_finds_it(tmp_path):
     hit = index.search(Query("When did the light stop needing keepers?", k=1, tiers=["kb"]))[0]
     assert "1989" in hit.item.text and hit.item.title == "lighthouses"
     db.close()
+
+
+def test_memory_manager_with_real_embeddings_archives_repetition_not_related_facts(tmp_path, embedder):
+    from memory.manager import ManagerConfig, run_pass
+
+    db = Database.open(tmp_path)
+    thoughts = ["The lighthouse keeper rows out at dawn to check the nets.",
+                "I should learn more about tides.",
+                "At dawn the keeper of the lighthouse rows out to look at the nets.",  # a paraphrase of the first
+                "Tides are caused by the gravity of the moon and the sun.",  # same topic as the second, but new
+                "Bread rises slowly in a cold kitchen."]
+    with db.unit() as repos:
+        for n, text in enumerate(thoughts, 1):
+            record_turn(repos, ref=f"msg:{n}", text=text, author="Lumen", episode="main")
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
+    index.sync()
+    with db.unit() as repos:
+        report = run_pass(repos, index, ManagerConfig(grace_items=0))
+        novelty = {i.ref: i.novelty for i in repos.items.of_tier("message", status=None)}
+    assert [d.ref for d in report.archived] == ["msg:3"]
+    assert novelty["msg:3"] < 0.35 < novelty["msg:4"]
+    index.sync()
+    assert "msg:3" not in {h.item.ref for h in index.search("keeper rows out to the nets at dawn", k=5)}
+    index.close()
+    db.close()
