@@ -48,6 +48,7 @@ bench: model
 	$(PY) bench/stelis.py
 	$(PY) bench/locomo.py
 	$(PY) bench/retrieval_scale.py
+	$(PY) bench/memory_manager.py
 
 clean-data:
 	rm -rf data

@@ -489,26 +489,26 @@ class MemoryIndex:
         return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
                 for i in chosen if i in rows]
 
-    def closest_older(self, item_ids: list[int], n_results: int = 12) -> dict[int, tuple[float, int | None]]:
-        """For each item: the highest cosine similarity between its whole-item vector and any vector of an
-        older (smaller id) active item, with that item's id: how much of it memory already holds."""
+    def closest_older(self, item_ids: list[int], n_results: int = 16, per_item: int = 5) -> dict[int, list[tuple[float, int]]]:
+        """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
+        (highest cosine similarity of any of their vectors, their id), best first."""
         with self._lock:
             vectors = self._vectors_of(item_ids)
             ids = [i for i in item_ids if i in vectors]
-            found: dict[int, tuple[float, int | None]] = {}
+            found: dict[int, list[tuple[float, int]]] = {}
             n = max(1, min(n_results, self._record_count()))
             for start in range(0, len(ids), 100):
                 batch = ids[start:start + 100]
                 got = self.collection.query(query_embeddings=[vectors[i][0].astype(np.float32) for i in batch],
                                             n_results=n, include=["distances"])
                 for item_id, records, distances in zip(batch, got["ids"], got["distances"]):
-                    best: tuple[float, int | None] = (0.0, None)
+                    best: dict[int, float] = {}
                     for record, distance in zip(records, distances):
                         other = int(record.split(":")[0])
                         meta = self._meta.get(other)
-                        if other < item_id and meta is not None and meta.status == "active" and 1 - distance > best[0]:
-                            best = (float(1 - distance), other)
-                    found[item_id] = best
+                        if other < item_id and meta is not None and meta.status == "active":
+                            best[other] = max(best.get(other, -1.0), float(1 - distance))
+                    found[item_id] = sorted(((sim, other) for other, sim in best.items()), reverse=True)[:per_item]
             return found
 
     def diverse(self, refs: list[str], k: int, tier: str = "message") -> list[str]:

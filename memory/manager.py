@@ -3,11 +3,13 @@
 A pass runs every `every` ticks from the manage_memory step and applies three policies:
 
 - **novelty**: the persona's own thoughts, diary entries and llm_memory entries that add little are archived.
-  novelty = min(the novelty-score the tick gave it, 1 − redundancy, information), where information is
-  distinct content words / 3 (at most 1: "Yes." and "ok, thanks" say nothing on their own) and redundancy rescales the cosine similarity to the closest older live memory from
-  [similarity_floor, 1] to [0, 1]. With all-MiniLM-L6-v2 on the indexed text (author prefix included),
-  paraphrases score about 0.85–0.97, different things said about one topic up to about 0.83 and unrelated
-  texts under 0.4 (measured), so with the floor at 0.6 only near-copies count as repetition.
+  novelty = min(the novelty-score the tick gave it, 1 − redundancy, information). Information is distinct
+  content words / 3, at most 1 ("Yes." or "ok, thanks" say nothing on their own). Redundancy is the highest,
+  over the closest older live memories, of min(lexical containment, rescaled similarity): a repetition says
+  the same thing (similar meaning) in mostly the same words (its content words contained in the other's).
+  Rescaling maps cosine similarity from [similarity_floor, 1] to [0, 1]: with all-MiniLM-L6-v2 on the
+  indexed text (author prefix included), paraphrases score about 0.85–0.97, different things said about one
+  topic up to about 0.87 and unrelated texts under 0.4 (measured; bench/memory_manager.py).
   Archived when below the effective threshold.
 - **LRU**: beyond `lru_limit` active entries of a tier in `lru_tiers`, the least recently used are archived
   (last use = last recalled, read or searched, else written).
@@ -30,7 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from memory.models import Concept, DiaryEntry, LLMMemory, MemoryItem
 from memory.repositories import Repos
@@ -140,28 +142,41 @@ def _goal_related(item: MemoryItem, goal_words: set[str], goal_tags: set[str]) -
     return len(goal_words & set(tokenize(item.text))) >= 2
 
 
-def _candidates(repos: Repos, after_id: int, upto_id: int) -> list[MemoryItem]:
-    q = select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id, MemoryItem.tier.in_(NOVELTY_TIERS),
-                                 MemoryItem.status == "active").order_by(MemoryItem.id)
-    rows = repos.session.scalars(q).all()
-    # of conversation memories only the persona's own turns (msg:); what the human said is never pruned
-    return [r for r in rows if r.tier != "message" or r.ref.startswith("msg:")]
+def _own_words():
+    """Of conversation memories only the persona's own turns (msg:); what the human said is never pruned."""
+    return or_(MemoryItem.tier != "message", MemoryItem.ref.like("msg:%"))
+
+
+def _candidates(repos: Repos, after_id: int, upto_id: int, limit: int) -> list[MemoryItem]:
+    return list(repos.session.scalars(
+        select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id, MemoryItem.tier.in_(NOVELTY_TIERS),
+                                 MemoryItem.status == "active", _own_words())
+        .order_by(MemoryItem.id).limit(limit)).all())
 
 
 def assess(repos: Repos, index, *, upto_id: int, limit: int, floor: float = 0.6) -> list[MemoryItem]:
     """Give the novelty of items not yet assessed (id order, up to `upto_id`); the cursor moves past them."""
     cursor = int(repos.config.get(CURSOR_KEY) or 0)
-    batch = _candidates(repos, cursor, upto_id)[:limit]
+    batch = _candidates(repos, cursor, upto_id, limit)
     if not batch:
         repos.config.set(CURSOR_KEY, max(cursor, upto_id))
         return []
     closest = index.closest_older([i.id for i in batch]) if index is not None else {}
+    others = repos.items.many({other for pairs in closest.values() for _, other in pairs})
     for item in batch:
-        similarity, other = closest.get(item.id, (0.0, None))
+        words = set(tokenize(item.text))
+        redundancy, similar, similarity = 0.0, None, 0.0
+        for sim, other in closest.get(item.id, []):
+            if other not in others or not words:
+                continue
+            contained = len(words & set(tokenize(others[other].text))) / len(words)
+            repeated = min(contained, max(0.0, sim - floor) / (1.0 - floor) if floor < 1 else 0.0)
+            if similar is None or repeated > redundancy:
+                redundancy, similar, similarity = repeated, other, sim
         stored = item.novelty if item.novelty is not None else 1.0
-        redundancy = max(0.0, similarity - floor) / (1.0 - floor) if floor < 1 else 0.0
         item.novelty = round(max(0.0, min(stored, 1.0 - redundancy, information(item.text))), 4)
-        item.meta = {**(item.meta or {}), "similar_to": other, "similarity": round(similarity, 4)}
+        item.meta = {**(item.meta or {}), "similar_to": similar, "similarity": round(similarity, 4),
+                     "redundancy": round(redundancy, 4)}
     repos.config.set(CURSOR_KEY, batch[-1].id if len(batch) == limit else max(cursor, upto_id))
     return batch
 
@@ -183,19 +198,19 @@ def prune_by_novelty(repos: Repos, cfg: ManagerConfig, report: PassReport, goal:
     ceiling = min(0.95, cfg.novelty_threshold * (1 + 0.5 * cfg.goal_focus))  # no item's bar is higher
     rows = repos.session.scalars(
         select(MemoryItem).where(MemoryItem.id <= cursor, MemoryItem.tier.in_(NOVELTY_TIERS), MemoryItem.status == "active",
-                                 MemoryItem.pinned.is_(False), MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling)
+                                 MemoryItem.pinned.is_(False), MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling,
+                                 _own_words())
         .order_by(MemoryItem.novelty, MemoryItem.id)).all()
     base = cfg.novelty_threshold
     for item in rows:
         if len(report.archived) >= cfg.max_per_pass:
             break
-        if item.tier == "message" and not item.ref.startswith("msg:"):
-            continue
         related = _goal_related(item, *goal) if cfg.goal_focus else False
         bar = novelty_bar(item, cfg, related)
         similar = (item.meta or {}).get("similar_to")
         why = (f"novelty {item.novelty:.2f} (closest: {_label(repos, similar)}, similarity "
-               f"{(item.meta or {}).get('similarity', 0):.2f}; information {information(item.text):.2f})")
+               f"{(item.meta or {}).get('similarity', 0):.2f}, redundancy {(item.meta or {}).get('redundancy', 0):.2f}; "
+               f"information {information(item.text):.2f})")
         if item.novelty < bar:
             set_memory_status(repos, item.tier, item.ref, "archived")
             report.decisions.append(Decision(item.id, item.tier, item.ref, "archived", "novelty", f"{why} < bar {bar:.2f}"))
