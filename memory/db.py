@@ -36,6 +36,7 @@ def _v3_memory_tiers(conn: Connection) -> None:
 
 
 def _v4_llm_memory_status(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE unverified_facts ADD COLUMN resolution TEXT"))
     conn.execute(text("ALTER TABLE llm_memory ADD COLUMN status VARCHAR(16) DEFAULT 'active'"))
     conn.execute(text("UPDATE llm_memory SET status = 'active'"))
     from memory.models import LLMMemory

@@ -447,7 +447,8 @@ class UnverifiedFact(Base):
     sources: Mapped[list[Any]] = mapped_column(default=list)
     why_unverified: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=0)
-    status: Mapped[str] = mapped_column(String(16), default="open")  # open | verified | refuted
+    status: Mapped[str] = mapped_column(String(16), default="open")  # open | pending (fact-check task) | verified | rejected
+    resolution: Mapped[Optional[str]] = mapped_column(Text)
     message_id: Mapped[Optional[int]] = mapped_column(Integer)
     task_id: Mapped[Optional[int]] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

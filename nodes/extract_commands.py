@@ -1,4 +1,5 @@
-"""Step 4 (HMP §4): commands from the output in any of the three syntaxes, plus the Confidence figure.
+"""Step 4 (HMP §4): commands from the output in any of the three syntaxes, plus the model's own reliability
+marks (confidence tags, the UnverifiedFacts block, the Confidence line: nodes/self_assessment.py).
 
 In continuation mode an answer to a human turn is itself the reply: when the human wrote this tick and
 the model sent no explicit message, the first paragraph of the continuation becomes `messages.send`.
@@ -6,16 +7,14 @@ the model sent no explicit message, the first paragraph of the continuation beco
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from nodes.commands import parse_commands
 from nodes.context import AnimaContext
+from nodes.self_assessment import parse_self_assessment
 from nodes.state import TickState
-
-CONFIDENCE = re.compile(r"^\s*confidence\s*[:=]\s*([01](?:\.\d+)?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 def extract_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -28,6 +27,6 @@ def extract_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
         if reply:
             commands.append({"cmd_id": f"t{state['tick']}-reply", "type": "messages.send", "args": {"text": reply},
                              "description": "answer from inside the stream", "syntax": "continuation"})
-    match = CONFIDENCE.search(text)
-    return {"thought": parsed.body, "commands": commands, "parse_errors": parsed.errors,
-            "confidence": float(match.group(1)) if match else None}
+    assessment = parse_self_assessment(parsed.body)
+    return {"thought": assessment.body, "commands": commands, "parse_errors": parsed.errors + assessment.errors,
+            "confidence": assessment.confidence, "unverified_facts": assessment.facts}

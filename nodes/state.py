@@ -40,6 +40,7 @@ class TickState(TypedDict, total=False):
     commands: list[dict[str, Any]]
     parse_errors: list[str]
     confidence: float | None
+    unverified_facts: list[dict[str, Any]]
     # reflexes
     emotions: list[str]
     novelty: dict[str, Any]

@@ -10,6 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from memory.settings import persona_setting
 from memory.store import record_turn
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
@@ -59,12 +60,17 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             auto_pass=bool(validation.get("auto_pass")),
             self_validation=bool(validation.get("self_validation")),
             confidence=state.get("confidence"),
+            unverified_facts_json=list(state.get("unverified_facts") or []),
             stagnation_flag=bool(novelty.get("stagnation_flag")),
             stagnation_reason=novelty.get("stagnation_reason"),
             triggered_actions=list(novelty.get("triggered_actions") or []),
             meta={"commands": [c["cmd_id"] for c in state.get("commands") or []],
                   "parse_errors": state.get("parse_errors") or [], "raw_chars": len(response)},
         )
+        facts = state.get("unverified_facts") or []
+        if facts:
+            threshold = float(persona_setting(repos, svc.persona.config, "reflexes.factcheck_threshold", 0.7))
+            repos.facts.register(row.id, facts, threshold)
         if kind != "stagnation_record":  # a repeat is not remembered twice
             record_turn(repos, ref=f"msg:{row.id}", text=content, author=svc.persona.display_name, episode=thread_id,
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],

@@ -62,7 +62,8 @@ def command(type_: str, usage: str, *, dangerous: bool = False) -> Callable[[Han
 
 def handlers() -> dict[str, CommandSpec]:
     from nodes.commands import (  # noqa: F401  (registers handlers)
-        abstracts, concepts, config, cycle, diary, goals, help, identity, llm_memory, memory, messages, notes, stelis, tags,
+        abstracts, concepts, config, cycle, diary, facts, goals, help, identity, llm_memory, memory, messages, notes, stelis,
+        tags,
     )
 
     return _HANDLERS

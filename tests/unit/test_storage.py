@@ -78,6 +78,7 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     for column in ("origin", "owner", "error"):  # make it look like a v1 database
         conn.execute(f"ALTER TABLE threads DROP COLUMN {column}")
     conn.execute("ALTER TABLE llm_memory DROP COLUMN status")
+    conn.execute("ALTER TABLE unverified_facts DROP COLUMN resolution")
     conn.execute("INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
                  "VALUES ('', 'an idea from v1', '[]', '2026-01-01', '2026-01-01')")
     conn.execute("INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "

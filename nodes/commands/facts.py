@@ -1,0 +1,27 @@
+"""facts (HMP UnverifiedFacts): the claims I marked as unsure, and their fact-checks."""
+
+from __future__ import annotations
+
+from nodes.commands.model import Command
+from nodes.commands.registry import CommandContext, CommandResult, arg, command
+
+
+def fact_line(f) -> str:
+    task = f" task {f.task_id}" if f.task_id else ""
+    resolution = f" — {f.resolution}" if f.resolution else ""
+    return f"[fact {f.id} {f.status} confidence {f.confidence:.2f}{task}] {f.claim}{resolution}"
+
+
+@command("facts.list", '{"status": "pending", "limit": 10}  (open | pending | verified | rejected)')
+def list_facts(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.repos.facts.list(status=arg(cmd, "status", default=None), limit=arg(cmd, "limit", default=10, kind=int))
+    return CommandResult("\n".join(fact_line(f) for f in rows) or "no unverified facts", show=True)
+
+
+@command("facts.verify", '{"id": 3, "resolution": "confirmed by the tide tables"}')
+@command("facts.reject", '{"id": 3, "resolution": "the source said otherwise"}')
+def resolve_fact(cmd: Command, ctx: CommandContext) -> CommandResult:
+    status = "verified" if cmd.type == "facts.verify" else "rejected"
+    fact = ctx.repos.facts.resolve(arg(cmd, "id", kind=int), status, str(arg(cmd, "resolution", "reason", default="")))
+    ctx.repos.processes.add(cmd.type, f"fact {fact.id} {status}: {fact.claim[:120]}", status="close", thread_id=ctx.thread_id)
+    return CommandResult(fact_line(fact))
