@@ -68,8 +68,10 @@ class LLMRegistry:
     def entry(self, llm_id: str) -> dict[str, Any]:
         return self._slots[llm_id].entry
 
-    def validators(self) -> list[dict[str, Any]]:
-        return [s.entry for s in self._slots.values() if s.entry.get("is_validator")]
+    def validators(self, min_trust: float = 0.0) -> list[dict[str, Any]]:
+        """Validator entries whose trust has not drifted below `min_trust`."""
+        return [s.entry for s in self._slots.values()
+                if s.entry.get("is_validator") and float(s.entry.get("trust_score", 1.0)) >= min_trust]
 
     def order(self, prefer: str | None = None) -> list[str]:
         first = prefer or self.primary_id

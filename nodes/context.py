@@ -37,6 +37,10 @@ class TickSettings:
     emotions: list[str] = field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"])
     stagnation_threshold: float = 0.85
     validation_threshold: float = 1.0
+    command_thresholds: dict[str, float] = field(default_factory=dict)  # command type or family -> minimum rating
+    trust_drift: float = 0.05  # a validator far from the consensus loses this much trust
+    trust_recovery: float = 0.01  # one that agrees regains this much (up to 1)
+    min_trust: float = 0.3  # below it a validator is excluded
     compress_at_chars: int = 75_000
     process_timeout_s: float = 600.0
     shell_enabled: bool = False
@@ -54,6 +58,10 @@ class TickSettings:
             emotions=list(cfg.get("emotions") or cls().emotions),
             stagnation_threshold=float(reflexes.get("stagnation_threshold", 0.85)),
             validation_threshold=float(reflexes.get("validation_threshold", 1.0)),
+            command_thresholds={str(k): float(v) for k, v in (reflexes.get("command_thresholds") or {}).items()},
+            trust_drift=float(reflexes.get("trust_drift", 0.05)),
+            trust_recovery=float(reflexes.get("trust_recovery", 0.01)),
+            min_trust=float(reflexes.get("min_trust", 0.3)),
             compress_at_chars=int((cfg.get("continuation") or {}).get("compress_at_chars", 75_000)),
         )
         for name, value in overrides.items():

@@ -25,6 +25,12 @@ DANGEROUS_FAMILIES = {"process", "shell", "config", "identity"}
 
 
 def required_rating(cmd: Command, svc: Services) -> float:
+    """The configured threshold of the command's type, else of its family (reflexes.command_thresholds), else +2
+    for dangerous families, else the general validation threshold."""
+    configured = svc.settings.command_thresholds
+    for key in (cmd.type, cmd.family):
+        if key in configured:
+            return configured[key]
     return max(2.0, svc.settings.validation_threshold) if cmd.family in DANGEROUS_FAMILIES else svc.settings.validation_threshold
 
 

@@ -63,10 +63,15 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: di
     svc = services_of(runtime)
     response = (state.get("response") or "").strip()
     threshold = svc.settings.validation_threshold
-    validators = svc.llms.validators()
-    if not validators:
+    configured = svc.llms.validators()
+    validators = svc.llms.validators(min_trust=svc.settings.min_trust)
+    if not configured:
         return {"validation": {"auto_pass": True, "self_validation": False, "rating": 0.0, "distribution": {},
                                "validators": [], "passed": True, "threshold": threshold}}
+    if not validators:  # distrust must not turn validation off
+        return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
+                               "validators": [], "distribution": {}, "threshold": threshold,
+                               "skipped": f"every validator's trust is below {svc.settings.min_trust}: commands blocked"}}
     if state.get("degraded") or not response:
         return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
                                "validators": [], "distribution": {}, "threshold": threshold, "skipped": "no output"}}
@@ -82,15 +87,40 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: di
             gen = svc.llms.generate("validate", prompt=prompt, sampling=Sampling(temperature=0.1, max_tokens=60),
                                     json_schema=VALIDATION_SCHEMA, only=entry["id"], tags=tags)
         except LLMUnavailable as exc:
-            return {"LLM": name, "rating": None, "comment": f"unavailable: {exc}"[:100], "trust": 0.0}
+            return {"LLM": name, "id": entry["id"], "rating": None, "comment": f"unavailable: {exc}"[:100], "trust": 0.0}
         parsed = parse_rating(gen.text)
         if parsed is None:
-            return {"LLM": name, "rating": None, "comment": f"unparseable: {gen.text[:60]!r}", "trust": 0.0}
-        return {"LLM": name, "rating": parsed[0], "comment": parsed[1] or ("self-eval" if self_validation else ""),
+            return {"LLM": name, "id": entry["id"], "rating": None, "comment": f"unparseable: {gen.text[:60]!r}", "trust": 0.0}
+        return {"LLM": name, "id": entry["id"], "rating": parsed[0], "comment": parsed[1] or ("self-eval" if self_validation else ""),
                 "trust": float(entry.get("trust_score", 1.0))}
 
     with ThreadPoolExecutor(max_workers=min(4, len(validators))) as pool:
         votes = list(pool.map(ask, validators))
     result = aggregate(votes)
+    if not self_validation:
+        drift_trust(svc, votes, result["rating"], state["thread_id"])
     return {"validation": {**result, "auto_pass": False, "self_validation": self_validation, "validators": votes,
                            "passed": result["rating"] >= threshold, "threshold": threshold}}
+
+
+def drift_trust(svc, votes: list[dict[str, Any]], rating: float, thread_id: str) -> None:
+    """A validator whose vote is 2 or more from the consensus loses `trust_drift`; one closer regains
+    `trust_recovery` (up to 1; a trust configured above 1 is kept). Below `min_trust` it is excluded from validation (logged). Needs two votes."""
+    counted = [v for v in votes if v.get("rating") is not None]
+    if len(counted) < 2:
+        return
+    settings = svc.settings
+    with svc.db.unit() as repos:
+        for vote in counted:
+            entry = svc.llms.entry(vote["id"])
+            before = float(entry.get("trust_score", 1.0))
+            disagrees = abs(vote["rating"] - rating) >= 2
+            after = round(max(0.0, before - settings.trust_drift) if disagrees
+                          else max(before, min(1.0, before + settings.trust_recovery)), 4)
+            entry["trust_score"] = after
+            vote["trust_after"] = after
+            repos.llm_registry.upsert(vote["id"], trust_score=after)
+            if before >= settings.min_trust > after:
+                repos.processes.add("validation.trust", f"validator {vote['id']} excluded: trust {after:.2f} fell below "
+                                    f"{settings.min_trust} (voted {vote['rating']:+d} against a consensus of {rating:+.2f})",
+                                    status="warning", thread_id=thread_id)
