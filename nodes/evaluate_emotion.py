@@ -63,7 +63,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
     svc = services_of(runtime)
     response = (state.get("response") or "").strip()
     if state.get("degraded") or not response or not svc.settings.emotion_reflex:
-        return {"emotions": []}
+        return {"emotions": [], "emotion_eval": {}}
     with svc.db.unit() as repos:
         vocabulary = list(repos.config.get("emotions") or svc.settings.emotions)
     prompt = EMOTION_PROMPT.format(vocabulary=json.dumps(vocabulary, ensure_ascii=False),
@@ -74,11 +74,16 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
                                 tags={"thread_id": state["thread_id"], "tick": state["tick"]})
     except AllLLMsUnavailable as exc:
         log.warning("emotion reflex skipped: %s", exc)
-        return {"emotions": []}
+        return {"emotions": [], "emotion_eval": {}}
     emotions = parse_emotions(gen.text)
     new = [name for name, _, _ in emotions if name not in vocabulary]
     if new:
         with svc.db.unit() as repos:
             repos.config.set("emotions", vocabulary + new)
+            repos.processes.add("emotions.vocabulary", f"new emotion(s) added to my vocabulary: {', '.join(new)}",
+                                status="close", thread_id=state["thread_id"])
         log.info("emotion vocabulary extended with %s", new)
-    return {"emotions": [f"{n}:{s} ({r})" if r else f"{n}:{s}" for n, s, r in emotions]}
+    author = (state.get("llm") or {}).get("llm_id")
+    return {"emotions": [f"{n}:{s} ({r})" if r else f"{n}:{s}" for n, s, r in emotions],
+            # HMP: the LLM that wrote the output rates it; a fallback's rating is marked
+            "emotion_eval": {"llm_id": gen.llm_id, "llm_mismatch": bool(author) and gen.llm_id != author}}

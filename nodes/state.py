@@ -43,6 +43,7 @@ class TickState(TypedDict, total=False):
     unverified_facts: list[dict[str, Any]]
     # reflexes
     emotions: list[str]
+    emotion_eval: dict[str, Any]  # {llm_id, llm_mismatch}
     novelty: dict[str, Any]
     validation: dict[str, Any]
     # write_memory / execute_commands

@@ -65,6 +65,8 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             stagnation_reason=novelty.get("stagnation_reason"),
             triggered_actions=list(novelty.get("triggered_actions") or []),
             meta={"commands": [c["cmd_id"] for c in state.get("commands") or []],
+                  "dynamics": novelty.get("dynamics"),
+                  "llm_mismatch": bool((state.get("emotion_eval") or {}).get("llm_mismatch")),
                   "parse_errors": state.get("parse_errors") or [], "raw_chars": len(response)},
         )
         facts = state.get("unverified_facts") or []
