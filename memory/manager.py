@@ -64,7 +64,8 @@ class ManagerConfig:
     @classmethod
     def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "ManagerConfig":
         """The `memory_manager` block of the persona's config.yaml, overridden by the persona's own changes."""
-        values = {f.name: persona_setting(repos, persona_config, f"memory_manager.{f.name}", getattr(cls(), f.name))
+        defaults = cls()
+        values = {f.name: persona_setting(repos, persona_config, f"memory_manager.{f.name}", getattr(defaults, f.name))
                   for f in fields(cls)}
         config = cls(**values)
         if config.mode not in MODES:

@@ -554,8 +554,9 @@ class UnverifiedFactRepo(_TierRepo):
     def register(self, message_id: int, facts: list[dict[str, Any]], threshold: float = 0.7) -> list[UnverifiedFact]:
         """The facts of one output (idempotent per message). Below `threshold` a fact is `pending` with a
         fact-check task: its own when its priority is 2 or more, else one task shared by the message's others."""
-        if self.of_message(message_id):
-            return self.of_message(message_id)
+        existing = self.of_message(message_id)
+        if existing:
+            return existing
         rows, shared = [], None
         for fact in facts:
             row = self.add(fact["claim"], confidence=float(fact.get("confidence", 0.5)), context=fact.get("context", ""),

@@ -51,8 +51,11 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict
             log.warning("abstract postponed: %s", exc)
             done["abstract"] = "postponed"
         svc.sync_memory()
-    done.update(write_episode(svc, thread_id, _generator(svc, state, "episode", 360)))
-    done.update(prune_memory(svc, thread_id, tick))
+    with svc.db.unit() as repos:
+        child = _is_child(repos, thread_id)
+    if not child:  # memory is the persona's: Stelis children leave episodes and pruning to their root
+        done.update(write_episode(svc, thread_id, _generator(svc, state, "episode", 360)))
+        done.update(prune_memory(svc, thread_id, tick))
     return {"memory_upkeep": done}  # also clears the last tick's report
 
 
@@ -72,10 +75,8 @@ def _is_child(repos, thread_id: str) -> bool:
 
 def write_episode(svc, thread_id: str, generate) -> dict[str, Any]:
     """The oldest missing day/week/month summary (memory/episodes.py), one per tick, looked for until none is
-    missing on this local day. Memory is the persona's: Stelis children leave it to their root."""
+    missing on this local day."""
     with svc.db.unit() as repos:
-        if _is_child(repos, thread_id):
-            return {}
         try:
             zone = persona_zone(svc.persona.config)
         except ValueError as exc:
@@ -105,20 +106,18 @@ def write_episode(svc, thread_id: str, generate) -> dict[str, Any]:
 
 
 def prune_memory(svc, thread_id: str, tick: int) -> dict[str, Any]:
-    """The memory manager's pass, every `memory_manager.every` ticks of a root thread (memory is the persona's,
-    not a Stelis child's)."""
+    """The memory manager's pass, every `memory_manager.every` ticks; the settings are read only when it is due."""
     with svc.db.unit() as repos:
-        if _is_child(repos, thread_id):
-            return {}
         try:
+            every = int(persona_setting(repos, svc.persona.config, "memory_manager.every", ManagerConfig.every))
+            if every <= 0 or tick <= 0 or tick % every:
+                return {}
             config = ManagerConfig.load(repos, svc.persona.config)
         except (TypeError, ValueError) as exc:
             repos.processes.add("memory.manager", f"not run: bad memory_manager settings: {exc}", status="error",
                                 thread_id=thread_id)
             return {"manager": f"error: {exc}"}
-    if config.every <= 0 or tick <= 0 or tick % config.every:
-        return {}
-    svc.sync_memory()
+    svc.sync_memory()  # the pass compares against the index: it must hold everything written so far
     with svc.db.unit() as repos:
         report = run_pass(repos, svc.memory, config, thread_id=thread_id)
     svc.sync_memory()

@@ -13,6 +13,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from memory import Repos
+from memory.episodes import Period
 from memory.models import Message
 from memory.settings import persona_setting
 from nodes.commands.cycle import load_cycle
@@ -139,8 +140,6 @@ def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> 
 
 def episode_lines(repos: Repos, days: int) -> list[str]:
     """The last month and week summaries that end before the first day shown, then the last `days` days."""
-    from memory.episodes import Period
-
     shown = repos.episodes.recent("day", days)
     first_day = shown[0].start if shown else "9999"
     lines = [f"[{period} of {e.start}] {e.summary}" for period in ("month", "week")

@@ -41,3 +41,16 @@ def agent_factory(tmp_path):
     yield factory
     for agent in made:
         agent.services.db.close()
+
+
+@pytest.fixture
+def index(tmp_path):
+    """A memory index on SQLite + a real Chroma PersistentClient, with the deterministic HashEmbedder."""
+    from memory import Database
+    from memory.index import MemoryIndex
+
+    db = Database.open(tmp_path)
+    idx = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    yield idx
+    idx.close()
+    db.close()

@@ -23,14 +23,6 @@ def block(*commands) -> str:
     return "A thought.\n# Commands:\n" + json.dumps(cmds) + "\n# End commands"
 
 
-@pytest.fixture
-def index(tmp_path):
-    db = Database.open(tmp_path)
-    idx = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
-    yield idx
-    db.close()
-
-
 def refs(hits):
     return [h.item.ref for h in hits]
 

@@ -8,24 +8,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from llm.testing import FakeLLM
-from memory import Database
-from memory.index import MemoryIndex, Query
+from memory.index import Query
 from memory.manager import ManagerConfig, run_pass, set_memory_status
 from memory.models import ProcessLog
 from memory.store import record_turn
-from memory.testing import HashEmbedder
 from sqlalchemy import select
 
 THOUGHT = "The lighthouse keeper rows out at dawn to check the nets and the buoys"
-
-
-@pytest.fixture
-def index(tmp_path):
-    db = Database.open(tmp_path)
-    idx = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
-    yield idx
-    idx.close()
-    db.close()
 
 
 def thought(repos, n: int, text: str, **kwargs):
