@@ -116,6 +116,8 @@ def main() -> None:
     parser.add_argument("--copy-every", type=int, default=10)
     parser.add_argument("--mode", default="standard")
     args = parser.parse_args()
+    if not args.data.exists():
+        parser.error(f"no such file: {args.data}")
     print(json.dumps(run(args.data, args.conversations, args.copy_every, args.mode), indent=2, ensure_ascii=False))
 
 
