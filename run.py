@@ -284,9 +284,20 @@ def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = 
                  "stagnation_flag": m.stagnation_flag, "stagnation_reason": m.stagnation_reason,
                  "triggered_actions": m.triggered_actions, "rating": m.rating, "distribution": m.distribution,
                  "validators": m.validators, "auto_pass": m.auto_pass, "self_validation": m.self_validation,
-                 "confidence": m.confidence}
+                 "confidence": m.confidence, "reflection": m.reflection, "new_ideas": m.new_ideas,
+                 "refined_ideas": m.refined_ideas, "discarded_ideas": m.discarded_ideas, "tags": m.tags,
+                 "emotion_source": (m.meta or {}).get("emotion_source")}
                 for thread in repos.threads.all()
                 for m in repos.messages.recent(thread.id, limit, kinds=("response", "continuation", "stagnation_record"))],
+            "anti_stagnation": [
+                {"thread": r.thread_id, "tick": r.tick, "message_id": r.message_id, "novelty_score": r.novelty_score,
+                 "ngram_similarity": r.ngram_similarity, "semantic_similarity": r.semantic_similarity,
+                 "llm_novelty": r.llm_novelty, "method": r.method, "new_ideas": r.new_ideas,
+                 "refined_ideas": r.refined_ideas, "discarded_ideas": r.discarded_ideas,
+                 "stagnation_flag": r.stagnation_flag, "reason": r.reason, "streak": r.streak, "diagnosis": r.diagnosis,
+                 "mechanisms": r.mechanisms, "triggered_actions": r.triggered_actions, "sampling": r.sampling,
+                 "novelty_after": r.novelty_after, "created_at": _iso(r.created_at)}
+                for r in repos.stagnation.recent(limit)],
             "commands": [{"cmd_id": c.cmd_id, "tick": c.tick, "type": c.type, "status": c.status, "result": c.result}
                          for c in repos.commands.recent(limit)],
             "llm": {"totals": repos.llm_calls.totals(), "by_model": repos.llm_calls.by_model()},

@@ -20,7 +20,7 @@ from memory.models import Base, SchemaVersion
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -49,8 +49,14 @@ def _v4_llm_memory_status(conn: Connection) -> None:
     session.flush()
 
 
+def _v5_anti_stagnation_metrics(conn: Connection) -> None:
+    from memory.models import AntiStagnationMetric
+
+    AntiStagnationMetric.__table__.create(conn, checkfirst=True)  # v3 created every table then known
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
-                                                       4: _v4_llm_memory_status}
+                                                       4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics}
 
 
 class SchemaError(RuntimeError):

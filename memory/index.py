@@ -30,7 +30,7 @@ import random
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -164,6 +164,23 @@ class MemoryIndex:
         self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
         self._warmup: threading.Thread | None = None
         self._stop_warmup = threading.Event()
+        self._text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
+
+    def embed_texts(self, texts: list[str], cache_size: int = 512) -> np.ndarray:
+        """Normalised vectors of whole texts, remembering the last `cache_size` (the reflexes embed the same
+        recent outputs tick after tick)."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._text_vectors]
+        fresh = self.embedder.embed(missing) if missing else []
+        with self._lock:
+            for text, vector in zip(missing, fresh):
+                self._text_vectors[text] = np.asarray(vector, dtype=np.float32)
+            vectors = [self._text_vectors[t] for t in texts]
+            for text in texts:
+                self._text_vectors.move_to_end(text)
+            while len(self._text_vectors) > cache_size:
+                self._text_vectors.popitem(last=False)
+        return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
     # ---- Chroma ------------------------------------------------------------------------------------------
 

@@ -468,6 +468,38 @@ class EmotionLogEntry(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class AntiStagnationMetric(Base):
+    """HMP `anti_stagnation_metrics`: one row per tick's novelty check, with what the reflex did about it.
+
+    `novelty_after` is the next output's novelty score, filled in once it is known, so every reflex-lite or
+    escalation can be judged by its before/after.
+    """
+
+    __tablename__ = "anti_stagnation_metrics"
+    __table_args__ = (Index("ix_anti_stagnation_thread_tick", "thread_id", "tick"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(128))
+    tick: Mapped[int] = mapped_column(Integer)
+    message_id: Mapped[Optional[int]] = mapped_column(Integer)
+    novelty_score: Mapped[Optional[float]] = mapped_column(Float)
+    ngram_similarity: Mapped[Optional[float]] = mapped_column(Float)
+    semantic_similarity: Mapped[Optional[float]] = mapped_column(Float)  # cosine of the sentence embeddings
+    llm_novelty: Mapped[Optional[float]] = mapped_column(Float)  # the LLM comparison's score, when one was made
+    method: Mapped[str] = mapped_column(String(16), default="cheap")  # cheap | llm
+    new_ideas: Mapped[int] = mapped_column(Integer, default=0)
+    refined_ideas: Mapped[int] = mapped_column(Integer, default=0)
+    discarded_ideas: Mapped[int] = mapped_column(Integer, default=0)
+    stagnation_flag: Mapped[bool] = mapped_column(Boolean, default=False)
+    reason: Mapped[Optional[str]] = mapped_column(Text)
+    streak: Mapped[int] = mapped_column(Integer, default=0)  # consecutive stagnant outputs, this one included
+    diagnosis: Mapped[Optional[str]] = mapped_column(String(32))
+    mechanisms: Mapped[list[Any]] = mapped_column(default=list)  # escalation mechanisms applied, cheapest first
+    triggered_actions: Mapped[list[Any]] = mapped_column(default=list)
+    sampling: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    novelty_after: Mapped[Optional[float]] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class KBDocument(Base):
     """A knowledge-base document; its chunks are memory items of tier `kb` (ref `doc:chunk`)."""
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from memory import tiers
 from memory.models import (
+    AntiStagnationMetric,
     ConfigEntry,
     ExecutedCommand,
     LLMCall,
@@ -206,6 +207,10 @@ class NoteRepo(_Repo):
 
     def get(self, note_id: int) -> Note | None:
         return self.s.get(Note, note_id)
+
+    def latest_incoming_at(self) -> datetime | None:
+        """When the last note for the persona (from the human, a task, the system) arrived."""
+        return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(INCOMING_SOURCES)))
 
     def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
         """Unread notes for the persona, highest priority first, then oldest first."""
@@ -480,6 +485,36 @@ class Repos:
         self.facts = tiers.UnverifiedFactRepo(session, self.items)
         self.emotion_log = tiers.EmotionLogRepo(session, self.items)
         self.kb = tiers.KnowledgeBaseRepo(session, self.items)
+        self.stagnation = AntiStagnationRepo(session)
+
+
+class AntiStagnationRepo(_Repo):
+    def add(self, **fields: Any) -> AntiStagnationMetric:
+        """One tick's row; a re-run of the same tick (after a kill) replaces its row instead of adding one."""
+        row = self.s.scalars(select(AntiStagnationMetric).where(
+            AntiStagnationMetric.thread_id == fields["thread_id"], AntiStagnationMetric.tick == fields["tick"])).first()
+        if row is None:
+            row = AntiStagnationMetric(**fields)
+            self.s.add(row)
+        else:
+            for name, value in fields.items():
+                setattr(row, name, value)
+        self.s.flush()
+        return row
+
+    def record_after(self, thread_id: str, tick: int, novelty_score: float | None) -> None:
+        """The previous tick's row learns how novel the output after its reflex was."""
+        row = self.s.scalars(select(AntiStagnationMetric).where(
+            AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick < tick)
+            .order_by(AntiStagnationMetric.tick.desc()).limit(1)).first()
+        if row is not None and row.novelty_after is None and (row.triggered_actions or row.mechanisms):
+            row.novelty_after = novelty_score
+
+    def recent(self, limit: int = 20, thread_id: str | None = None) -> list[AntiStagnationMetric]:
+        q = select(AntiStagnationMetric)
+        if thread_id is not None:
+            q = q.where(AntiStagnationMetric.thread_id == thread_id)
+        return list(reversed(self.s.scalars(q.order_by(AntiStagnationMetric.id.desc()).limit(limit)).all()))
 
 
 class MemoryItemRepo(_Repo):
@@ -596,6 +631,13 @@ class MemoryItemRepo(_Repo):
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
         return list(self.s.scalars(select(MemoryJournal.item_id).where(MemoryJournal.id > journal_id,
                                                                        MemoryJournal.id <= upto).distinct()).all())
+
+    def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
+        """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""
+        q = select(MemoryItem).where(MemoryItem.tier.in_(list(tiers)), MemoryItem.status == "active")
+        if exclude_thread is not None:
+            q = q.where((MemoryItem.thread_id.is_(None)) | (MemoryItem.thread_id != exclude_thread))
+        return list(self.s.scalars(q.order_by(func.random()).limit(limit)).all())
 
     def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
         q = select(MemoryItem).where(MemoryItem.tier == tier)

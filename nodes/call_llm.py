@@ -31,12 +31,13 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         sampling.max_tokens = min(sampling.max_tokens, int(budget_max))
     writer = runtime.stream_writer
     tags = {"thread_id": state["thread_id"], "tick": state["tick"]}
+    prefer = (state.get("stagnation") or {}).get("llm")  # the anti-stagnation "switch LLM" mechanism
     try:
         if state.get("mode") == "continuation":
-            gen = svc.llms.generate("think", prompt=state["prompt"], sampling=sampling, stop=CONTINUATION_STOPS,
+            gen = svc.llms.generate("think", prompt=state["prompt"], sampling=sampling, stop=CONTINUATION_STOPS, prefer=prefer,
                                     on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
         else:
-            gen = svc.llms.generate("think", messages=state["prompt_messages"], sampling=sampling, stop=CHAT_STOPS,
+            gen = svc.llms.generate("think", messages=state["prompt_messages"], sampling=sampling, stop=CHAT_STOPS, prefer=prefer,
                                     on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
     except AllLLMsUnavailable as exc:
         log.warning("tick %s degraded: %s", state["tick"], exc)

@@ -1,10 +1,11 @@
-"""Step 6 (HMP §6): novelty of the new output against the last K, from cheap text signals.
+"""Step 6 (HMP §6, "Anti-Stagnation Reflex"): is the new output new, and what to do if it is not.
 
-Similarity = max over recent outputs of the mean of character-3-gram Jaccard and word-bigram overlap;
-novelty_score = 100 × (1 − similarity). At or above the threshold the output is stagnant: flag + reason,
-and reflex-lite raises temperature (+0.2, ≤ 1.5), top_p (+0.05, ≤ 0.95) and the penalties; sampling
-returns to the persona's base once novelty recovers. An identical output is not stored again
-(write_memory keeps only a short record).
+The signals come from nodes/novelty.py (n-grams, embeddings, and in the uncertain band the LLM comparison
+the evaluation step asked for). A stagnant output gets a flag and a reason; an identical one is not stored
+again (write_memory keeps a short record). Reflex-lite: temperature +0.2 (≤ 1.5), top_p +0.05 (≤ 0.95),
+presence/frequency penalties +0.2, and once those are at their limits the HMP rephrased request. If the
+next output is stagnant too, nodes/escalation.py diagnoses and applies the break-out mechanisms. When
+novelty recovers, sampling and every mechanism are restored.
 
 Emotional dynamics (HMP §5) come from the emotions × novelty: productive excitement (new ideas, positive
 emotions), panicked novelty (new ideas under anxiety), burnout (low novelty, fading emotions), else steady.
@@ -13,21 +14,24 @@ Anxiety above 3 on `ANXIETY_TICKS` consecutive outputs also triggers reflex-lite
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from llm import AllLLMsUnavailable, Sampling
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
+from nodes.escalation import Escalation
+from nodes.evaluate_emotion import ANXIOUS, anxious
+from nodes.novelty import RECENT_KINDS, evaluate, json_object_lenient, measure, parse_comparison, reflection_of
+from nodes.prompts import CHAT_INSTRUCTION, REPHRASE_PROMPT, REPHRASE_SCHEMA
 from nodes.state import TickState
 
-WORD = re.compile(r"\w+", re.UNICODE)
 POSITIVE = {"joy", "curiosity", "excitement", "enthusiasm", "inspiration", "delight", "interest", "hope", "surprise",
             "tenderness", "wonder", "pride", "gratitude", "love", "amusement"}
-ANXIOUS = {"anxiety", "fear", "panic", "worry", "stress", "alarm", "dread", "nervousness"}
 FADING = {"boredom", "sadness", "fatigue", "apathy", "tiredness", "emptiness", "melancholy", "indifference"}
 ANXIETY_TICKS = 3
+MAX_TEMPERATURE, MAX_TOP_P = 1.5, 0.95
 
 
 def emotional_dynamics(emotions: list[tuple[str, int]], novelty_score: float) -> str:
@@ -41,36 +45,6 @@ def emotional_dynamics(emotions: list[tuple[str, int]], novelty_score: float) ->
     return "steady"
 
 
-def anxious(emotions: list[tuple[str, int]]) -> bool:
-    return any(name in ANXIOUS and strength > 3 for name, strength in emotions)
-
-
-def normalise(text: str) -> str:
-    return " ".join(WORD.findall(text.lower()))
-
-
-def _shingles(text: str, n: int = 3) -> set[str]:
-    return {text[i:i + n] for i in range(max(1, len(text) - n + 1))} if text else set()
-
-
-def _bigrams(text: str) -> set[tuple[str, str]]:
-    words = text.split()
-    return set(zip(words, words[1:])) if len(words) > 1 else {(w, "") for w in words}
-
-
-def _jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
-
-
-def similarity(a: str, b: str) -> float:
-    na, nb = normalise(a), normalise(b)
-    if not na or not nb:
-        return 0.0
-    if na == nb:
-        return 1.0
-    return (_jaccard(_shingles(na), _shingles(nb)) + _jaccard(_bigrams(na), _bigrams(nb))) / 2
-
-
 def reflex_lite(sampling: dict[str, float]) -> dict[str, float]:
     return {**sampling,
             "temperature": round(min(1.5, sampling.get("temperature", 0.8) + 0.2), 3),
@@ -79,40 +53,114 @@ def reflex_lite(sampling: dict[str, float]) -> dict[str, float]:
             "frequency_penalty": round(min(1.0, sampling.get("frequency_penalty", 0.0) + 0.2), 3)}
 
 
+def rephrase(svc, state: TickState, instruction: str) -> str | None:
+    """HMP reflex-lite's rephrased request, once sampling cannot be raised further; None if no LLM answers."""
+    try:
+        gen = svc.llms.generate("rephrase", prompt=REPHRASE_PROMPT.format(instruction=instruction),
+                                sampling=Sampling(temperature=0.9, top_p=0.95, max_tokens=120),
+                                json_schema=REPHRASE_SCHEMA, prefer=(state.get("llm") or {}).get("llm_id"),
+                                tags={"thread_id": state["thread_id"], "tick": state["tick"]})
+    except AllLLMsUnavailable:
+        return None
+    text = " ".join(str(json_object_lenient(gen.text).get("request") or "").split())
+    return text[:400] if len(text) >= 12 else None
+
+
+def _decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
+    """(stagnant, final similarity, method): cheap bands decide alone; in the uncertain band the LLM's
+    comparison, when there is one, is averaged in."""
+    value, comparison = float(signals.get("similarity") or 0.0), signals.get("comparison")
+    if signals.get("band") == "stagnant":
+        return True, value, "cheap"
+    if signals.get("band") != "uncertain":
+        return False, value, "cheap"
+    if comparison:
+        llm_similarity = 1 - comparison["novelty_score"] / 100
+        if comparison["assessment"] == "identical":
+            llm_similarity = max(llm_similarity, 0.95)
+        value = (value + llm_similarity) / 2
+    return value >= settings.stagnation_soft_threshold, value, "llm" if comparison else "cheap"
+
+
+def _reason(signals: dict[str, Any], method: str, repeated: bool) -> str:
+    tick = signals.get("similar_to_tick")
+    if repeated:
+        return f"identical to tick {tick}"
+    if method == "llm":
+        return f"the LLM comparison found little new against tick {tick} (novelty {signals['comparison']['novelty_score']:g})"
+    if signals["ngram"] >= signals["similarity"]:
+        return f"repeats tick {tick} (word overlap {signals['ngram']:.2f})"
+    return f"says again what tick {tick} said (meaning similarity {signals.get('semantic') or 0:.2f})"
+
+
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     svc = services_of(runtime)
+    settings = svc.settings
     response = state.get("response") or ""
     if state.get("degraded") or not response.strip():
         return {"novelty": {"skipped": "no output"}}
     body = state.get("thought") or response
+    signals = dict(state.get("novelty_signals") or {})
     with svc.db.unit() as repos:
-        recent = repos.messages.recent(state["thread_id"], svc.settings.responses,
-                                       kinds=("response", "continuation"))
-        scored = [(similarity(body, m.content), m) for m in recent]
+        recent = repos.messages.recent(state["thread_id"], settings.responses, kinds=RECENT_KINDS)
+        if not signals:  # a playbook without evaluate_emotion
+            signals = measure(body, recent, svc.memory, stagnant_at=settings.stagnation_threshold,
+                              novel_below=settings.novel_below)
+        previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
         previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
-    best, match = max(scored, key=lambda pair: pair[0], default=(0.0, None))
-    threshold = svc.settings.stagnation_threshold
-    flag = best >= threshold
-    repeated = best >= 0.999
-    sampling = dict(state.get("sampling") or {})
-    base = dict(state.get("base_sampling") or sampling)
-    actions: list[str] = []
+    if (signals["band"] == "uncertain" and "comparison" not in signals and settings.compare_with_llm
+            and previous_text is not None):
+        try:
+            _, answer = evaluate(svc.llms, body, vocabulary=None, previous=previous_text,
+                                 prefer=(state.get("llm") or {}).get("llm_id"),
+                                 tags={"thread_id": state["thread_id"], "tick": state["tick"]})
+            signals["comparison"] = parse_comparison(answer.get("comparison"))
+        except AllLLMsUnavailable:
+            signals["comparison"] = None
+    flag, value, method = _decide(signals, settings)
+    novelty_score = round(100 * (1 - value), 1)
+    comparison = signals.get("comparison")
+    repeated = flag and (signals["ngram"] >= 0.95 or bool(comparison and comparison["assessment"] == "identical"
+                                                          and signals["ngram"] >= settings.stagnation_soft_threshold))
     emotions = emotion_strengths(state.get("emotions") or [])
     anxiety_streak = len(previous) == ANXIETY_TICKS - 1 and all(anxious(e) for e in previous + [emotions])
-    if flag or anxiety_streak:
+    sampling = dict(state.get("sampling") or {})
+    base = dict(state.get("base_sampling") or sampling)
+    episode = dict(state.get("stagnation") or {})
+    actions: list[str] = []
+    if flag:
+        episode["streak"] = int(episode.get("streak", 0)) + 1
+        capped = sampling.get("temperature", 0.8) >= MAX_TEMPERATURE and sampling.get("top_p", 0.9) >= MAX_TOP_P
         sampling = reflex_lite(sampling)
-        actions.append("reflex_lite" if flag else "reflex_lite:anxiety")
-    elif sampling != base:
-        sampling = base
-        actions.append("sampling_restored")
-    reason = None
-    if flag and match is not None:
-        reason = ("identical to" if repeated else "repeats") + f" tick {match.tick} (similarity {best:.2f})"
+        actions.append("reflex_lite")
+        if capped and (instruction := rephrase(svc, state, episode.get("instruction") or CHAT_INSTRUCTION)):
+            episode["instruction"] = instruction
+            actions.append("rephrase")
+        if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
+            with svc.db.unit() as repos:
+                episode = Escalation(svc, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
+            actions += [f"escalate:{m}" for m in episode["mechanisms"]]
+    elif anxiety_streak:
+        sampling = reflex_lite(sampling)
+        actions.append("reflex_lite:anxiety")
+    else:
+        if sampling != base:
+            sampling = base
+            actions.append("sampling_restored")
+        if episode:
+            actions.append("stagnation_ended")
+            episode = {}
     return {
-        "novelty": {"novelty_score": round(100 * (1 - best), 1), "max_similarity": round(best, 3),
-                    "compared_with": len(recent), "similar_to_tick": match.tick if match is not None else None,
-                    "stagnation_flag": flag, "stagnation_reason": reason, "repeated": repeated,
-                    "triggered_actions": actions,
-                    "dynamics": emotional_dynamics(emotions, 100 * (1 - best)), "anxiety_streak": anxiety_streak},
+        "novelty": {"novelty_score": novelty_score, "max_similarity": round(value, 3), "method": method,
+                    "ngram_similarity": signals["ngram"], "semantic_similarity": signals.get("semantic"),
+                    "llm_novelty": comparison["novelty_score"] if comparison else None,
+                    "comparison": comparison, "reflection": reflection_of(comparison),
+                    "tags": (comparison or {}).get("tags") or [],
+                    "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
+                    "stagnation_flag": flag, "stagnation_reason": _reason(signals, method, repeated) if flag else None,
+                    "repeated": repeated, "triggered_actions": actions, "streak": episode.get("streak", 0),
+                    "diagnosis": episode.get("diagnosis"), "mechanisms": episode.get("mechanisms") or [],
+                    "dynamics": emotional_dynamics(emotions, novelty_score), "anxiety_streak": anxiety_streak},
         "sampling": sampling,
+        "stagnation": episode,
     }

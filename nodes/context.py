@@ -35,7 +35,12 @@ class TickSettings:
     window_ratio: float = 1.0  # the thread's share of the model window (Stelis children < 1)
     emotion_reflex: bool = True
     emotions: list[str] = field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"])
-    stagnation_threshold: float = 0.85
+    stagnation_threshold: float = 0.85  # similarity at or above: stagnant, decided without an LLM
+    stagnation_soft_threshold: float = 0.62  # between novel_below and the threshold: the flag point
+    novel_below: float = 0.5  # similarity below: new, decided without an LLM
+    compare_with_llm: bool = True  # ask the HMP §6 comparison when the cheap signals are uncertain
+    emotion_every: int = 2  # a fresh emotional rating at least every N outputs (1 = every output)
+    stagnation_pause_s: float = 60.0  # the "radical pause" mechanism
     validation_threshold: float = 1.0
     command_thresholds: dict[str, float] = field(default_factory=dict)  # command type or family -> minimum rating
     trust_drift: float = 0.05  # a validator far from the consensus loses this much trust
@@ -57,6 +62,11 @@ class TickSettings:
             emotion_reflex=bool(reflexes.get("emotion", True)),
             emotions=list(cfg.get("emotions") or cls().emotions),
             stagnation_threshold=float(reflexes.get("stagnation_threshold", 0.85)),
+            stagnation_soft_threshold=float(reflexes.get("stagnation_soft_threshold", 0.62)),
+            novel_below=float(reflexes.get("novel_below", 0.5)),
+            compare_with_llm=bool(reflexes.get("compare_with_llm", True)),
+            emotion_every=max(1, int(reflexes.get("emotion_every", 2))),
+            stagnation_pause_s=float(reflexes.get("stagnation_pause_s", 60.0)),
             validation_threshold=float(reflexes.get("validation_threshold", 1.0)),
             command_thresholds={str(k): float(v) for k, v in (reflexes.get("command_thresholds") or {}).items()},
             trust_drift=float(reflexes.get("trust_drift", 0.05)),

@@ -115,5 +115,7 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
             llm_calls=totals["calls"], prompt_tokens=totals["prompt_tokens"],
             completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
         )
-    return {"executed": executed, "pause_s": float(cycle.get("pause_s", state.get("pause_s") or 0.0)),
+    pause_s = max(float(cycle.get("pause_s") or 0.0),
+                  float((state.get("stagnation") or {}).get("pause_s") or 0.0))  # the anti-stagnation pause
+    return {"executed": executed, "pause_s": pause_s,
             "idle": bool(cycle.get("idle"))}

@@ -29,4 +29,5 @@ def extract_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
                              "description": "answer from inside the stream", "syntax": "continuation"})
     assessment = parse_self_assessment(parsed.body)
     return {"thought": assessment.body, "commands": commands, "parse_errors": parsed.errors + assessment.errors,
-            "confidence": assessment.confidence, "unverified_facts": assessment.facts}
+            "confidence": assessment.confidence, "unverified_facts": assessment.facts,
+            "self_emotions": assessment.emotions}

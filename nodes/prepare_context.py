@@ -20,7 +20,8 @@ from memory.settings import persona_setting
 from nodes.commands.help import command_guide
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
 from nodes.recall import abstract_lines, auto_recall, context_cycle, context_mode, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
-from nodes.prompts import CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, THOUGHT_HEADER
+from nodes.prompts import (CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, STIMULUS_TITLE,
+                           THOUGHT_HEADER)
 from nodes.state import TickState
 from nodes.stelis import thread_window
 
@@ -151,6 +152,9 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
         cycle = context_cycle(repos, svc.persona.config, state["thread_id"])
+        episode = state.get("stagnation") or {}
+        if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
+            cycle["context_mode"] = episode["context_mode"]
         notes, note_lines = _incoming(repos, svc, cycle)
         processes = repos.processes.open(state["thread_id"])
         if state.get("mode") == "continuation":
@@ -171,7 +175,8 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
                 drops.append(f"continuation: oldest chunk ({sizes[1]} tokens)")
                 total -= sizes.pop(1)
                 parts.pop(1)
-            prompt = "".join(parts) + "".join(turns)
+            stimulus = ("\n\n(" + " ".join(episode["stimulus"]) + ")\n") if episode.get("stimulus") else ""
+            prompt = "".join(parts) + "".join(turns) + stimulus
             if count(prompt) > budget:  # even the base alone is too long: keep its end
                 drops.append("continuation: base cut at the front")
                 base = "".join(parts)
@@ -185,8 +190,9 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
             recall_report: dict[str, Any] = {}
             note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
             blocks, recall_report = _chat_blocks(svc, repos, state, cycle, note_lines, note_keys, processes, notes)
+            blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160))
             header = THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state["tick"])
-            fixed_text = CHAT_INSTRUCTION + "\n\n" + header
+            fixed_text = (episode.get("instruction") or CHAT_INSTRUCTION) + "\n\n" + header
             if count(fixed_text) + 8 > budget:
                 raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
             blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)

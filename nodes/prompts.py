@@ -8,6 +8,7 @@ End your thought with a commands block when you want to act, exactly like this:
 # End commands
 Mark a claim you are not sure of as [confidence=0.6]the claim[/confidence]; you may end with
 UnverifiedFacts: [{{"claim": "…", "confidence": 0.5, "why_unverified": "…"}}] and a line Confidence: 0.8.
+Rate your own thought on a last line, emotion:strength 1-5 (reason), e.g. Emotions: curiosity:4 (a new idea), calm:2
 Available commands:
 {commands}"""
 
@@ -25,15 +26,66 @@ CONTINUATION_TOOLS = (
     '<tool_call>{"name": "message", "arguments": {"text": "…"}}</tool_call>.)\n'
 )
 
-EMOTION_PROMPT = """Determine the emotional state of the new response from its context.
+# The shared evaluation call (HMP §5 emotions and §6 comparison in one JSON answer); each part is optional.
+EMOTION_PART = """Determine the emotional state of the new response from its context.
 Use this list of emotions as a guide: {vocabulary}. If you detect an emotion not in the list, add it.
 Give each emotion a strength from 1 to 5 and a short reason. Leave out emotions of zero or negligible strength.
+"""
 
+COMPARISON_PART = """Compare two responses: the previous one and the new one. Assess whether the new one contains new
+thoughts or commands, which old ideas it refined, which it discarded, and give it meaning tags.
+assessment: "identical" or "not identical"; novelty_score: 0 (nothing new) to 100 (entirely new);
+new_ideas, refined_ideas, discarded_ideas: lists of short phrases; tags: a list of one-word tags.
+
+Previous response:
+\"\"\"{previous}\"\"\"
+"""
+
+EVALUATION_TAIL = """
 New response:
 \"\"\"{response}\"\"\"
 
-Emotions as JSON:
+Answer as JSON:
 """
+
+COMPARISON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "assessment": {"enum": ["identical", "not identical"]},
+        "novelty_score": {"type": "integer", "minimum": 0, "maximum": 100},
+        "new_ideas": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 60}},
+        "refined_ideas": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 60}},
+        "discarded_ideas": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 60}},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "pattern": "^[a-z]{3,16}$"}},
+    },
+    "required": ["assessment", "novelty_score", "new_ideas", "refined_ideas", "discarded_ideas", "tags"],
+}
+
+# Reflex-lite once sampling is at its limits (HMP "Переформулировка запроса").
+REPHRASE_PROMPT = """Rephrase the following request so that it keeps its meaning but adds novelty and unexpected
+associations. Avoid repeating it literally. Return only the new version of the request.
+
+Request: {instruction}
+
+Answer as JSON with the new version as "request":
+"""
+
+REPHRASE_SCHEMA = {
+    "type": "object",
+    "properties": {"request": {"type": "string", "minLength": 12, "maxLength": 300}},
+    "required": ["request"],
+}
+
+# Escalation mechanisms: what the next prompt shows.
+META_ANALYSIS_INSTRUCTION = (
+    "I notice I have been repeating myself. First ask: why am I circling? What pushed me into this loop, and "
+    "which different approach should I take? Then think one thought I have not had before."
+)
+STIMULUS_TITLE = "Something new to think about (my last thoughts repeated each other)"
+FLASHBACK_LINE = "A distant memory ({tier}, {when}): {text}"
+KB_LINE = "From my knowledge base ({title}): {text}"
+ASK_HUMAN_TEXT = ("I notice my thoughts keep circling around the same point ({topic}). "
+                  "Could you give me a new question, a fact or a different angle?")
 
 EMOTION_SCHEMA = {
     "type": "object",

@@ -4,7 +4,9 @@ An output may carry:
 - `[confidence=0.6]claim[/confidence]` tags around statements it is unsure of;
 - an `UnverifiedFacts: [{"claim": …, "context": …, "confidence": …, "sources": […], "why_unverified": …,
   "priority": …}, …]` block;
-- a `Confidence: 0.8` line (the whole message).
+- a `Confidence: 0.8` line (the whole message);
+- an `Emotions: curiosity:4 (a new idea), joy:2` line: the model's own emotional rating of this output,
+  which spares the evaluation call (HMP §5: the LLM that wrote the output rates it).
 
 All are parsed leniently: a malformed block is repaired as far as possible and the problem reported, never
 raised. The thought that is stored and compared keeps the tagged words but not the markup or the blocks.
@@ -20,6 +22,7 @@ from typing import Any
 TAG = re.compile(r"\[confidence\s*[=:]\s*([0-9]*\.?[0-9]+%?)\s*\](.*?)\[/confidence\]", re.IGNORECASE | re.DOTALL)
 BLOCK = re.compile(r"unverified[_ ]?facts\s*:\s*", re.IGNORECASE)
 OVERALL = re.compile(r"^[ \t#*]*confidence\s*[:=]\s*([0-9]*\.?[0-9]+%?)[ \t]*,?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+EMOTIONS = re.compile(r"^[ \t#*]*emotions\s*:[ \t]*(.+)$", re.IGNORECASE | re.MULTILINE)
 MAX_CLAIM_CHARS = 500
 
 
@@ -29,6 +32,7 @@ class SelfAssessment:
     confidence: float | None = None
     facts: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    emotions: list[str] = field(default_factory=list)  # "name:strength (reason)" from an Emotions: line
 
 
 def _fraction(raw: Any) -> float | None:
@@ -100,5 +104,16 @@ def parse_self_assessment(text: str) -> SelfAssessment:
     body = text
     if span is not None:
         body = body[:span[0]] + body[span[1]:]
+    emotions: list[str] = []
+    emotion_match = EMOTIONS.search(body)
+    if emotion_match:
+        from nodes.evaluate_emotion import parse_emotions
+
+        rated = parse_emotions(emotion_match.group(1))
+        emotions = [f"{n}:{s} ({r})" if r else f"{n}:{s}" for n, s, r in rated]
+        if not emotions:
+            errors.append(f"Emotions: no 'emotion:1-5' pair in {emotion_match.group(1)[:80]!r}")
+        body = body[:emotion_match.start()] + body[emotion_match.end():]
     body = OVERALL.sub("", TAG.sub(lambda m: m.group(2), body))
-    return SelfAssessment(body=re.sub(r"\n{3,}", "\n\n", body).strip(), confidence=overall, facts=facts, errors=errors)
+    return SelfAssessment(body=re.sub(r"\n{3,}", "\n\n", body).strip(), confidence=overall, facts=facts,
+                          errors=errors, emotions=emotions)

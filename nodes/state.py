@@ -41,9 +41,11 @@ class TickState(TypedDict, total=False):
     parse_errors: list[str]
     confidence: float | None
     unverified_facts: list[dict[str, Any]]
+    self_emotions: list[str]  # the model's own `Emotions:` line, if it wrote one
     # reflexes
     emotions: list[str]
-    emotion_eval: dict[str, Any]  # {llm_id, llm_mismatch}
+    emotion_eval: dict[str, Any]  # {source: self|llm|carried, llm_id, llm_mismatch, carried_from}
+    novelty_signals: dict[str, Any]  # cheap signals (n-gram, embedding) and the LLM comparison, if one was made
     novelty: dict[str, Any]
     validation: dict[str, Any]
     # write_memory / execute_commands
@@ -53,6 +55,7 @@ class TickState(TypedDict, total=False):
     # loop control (persisted across ticks)
     sampling: dict[str, float]
     base_sampling: dict[str, float]
+    stagnation: dict[str, Any]  # the anti-stagnation episode in progress: streak, diagnosis, mechanisms, stimulus
     pause_s: float
     idle: bool
     error: str | None

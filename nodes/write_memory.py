@@ -28,7 +28,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     key = tick_key(state)
     if novelty.get("repeated"):
         kind, content = "stagnation_record", (f"[output identical to tick {novelty.get('similar_to_tick')} "
-                                              "not stored again; reflex-lite triggered]")
+                                              f"not stored again; {', '.join(novelty.get('triggered_actions') or [])}]")
     else:
         kind = "continuation" if continuation else "response"
         content = response if continuation else (state.get("thought") or response)
@@ -52,6 +52,10 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             thread_id=state["thread_id"], tick=state["tick"], kind=kind, role="assistant", content=content,
             llm_id=llm.get("llm_id"),
             novelty_score=novelty.get("novelty_score"),
+            reflection=novelty.get("reflection"),
+            new_ideas=list((novelty.get("comparison") or {}).get("new_ideas") or []),
+            refined_ideas=list((novelty.get("comparison") or {}).get("refined_ideas") or []),
+            discarded_ideas=list((novelty.get("comparison") or {}).get("discarded_ideas") or []),
             tags=list(novelty.get("tags") or []),
             emotions=list(state.get("emotions") or []),
             rating=validation.get("rating"),
@@ -67,8 +71,12 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             meta={"commands": [c["cmd_id"] for c in state.get("commands") or []],
                   "dynamics": novelty.get("dynamics"),
                   "llm_mismatch": bool((state.get("emotion_eval") or {}).get("llm_mismatch")),
+                  "emotion_source": (state.get("emotion_eval") or {}).get("source"),
+                  "emotions_carried_from": (state.get("emotion_eval") or {}).get("carried_from"),
                   "parse_errors": state.get("parse_errors") or [], "raw_chars": len(response)},
         )
+        if "novelty_score" in novelty:
+            _record_metrics(repos, state, novelty, row.id)
         facts = state.get("unverified_facts") or []
         if facts:
             threshold = float(persona_setting(repos, svc.persona.config, "reflexes.factcheck_threshold", 0.7))
@@ -79,10 +87,28 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
                         novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
         logged = repos.emotion_log.recent("persona", thread_id=thread_id, tick=state["tick"])  # a re-run after a kill
-        for name, strength in emotions if not logged else []:
+        fresh = (state.get("emotion_eval") or {}).get("source") != "carried"  # an inherited rating is no new feeling
+        for name, strength in emotions if fresh and not logged else []:
             repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,
                                   tick=state["tick"])
         repos.notes.mark_read(state.get("incoming_note_ids") or [])
         response_id = row.id
     svc.sync_memory()
     return {"response_id": response_id}
+
+
+def _record_metrics(repos, state: TickState, novelty: dict[str, Any], message_id: int) -> None:
+    """The tick's anti_stagnation_metrics row; the previous reflex learns its 'after'."""
+    comparison = novelty.get("comparison") or {}
+    repos.stagnation.record_after(state["thread_id"], state["tick"], novelty.get("novelty_score"))
+    repos.stagnation.add(
+        thread_id=state["thread_id"], tick=state["tick"], message_id=message_id,
+        novelty_score=novelty.get("novelty_score"), ngram_similarity=novelty.get("ngram_similarity"),
+        semantic_similarity=novelty.get("semantic_similarity"), llm_novelty=novelty.get("llm_novelty"),
+        method=novelty.get("method") or "cheap", new_ideas=len(comparison.get("new_ideas") or []),
+        refined_ideas=len(comparison.get("refined_ideas") or []),
+        discarded_ideas=len(comparison.get("discarded_ideas") or []),
+        stagnation_flag=bool(novelty.get("stagnation_flag")), reason=novelty.get("stagnation_reason"),
+        streak=int(novelty.get("streak") or 0), diagnosis=novelty.get("diagnosis"),
+        mechanisms=list(novelty.get("mechanisms") or []), triggered_actions=list(novelty.get("triggered_actions") or []),
+        sampling=dict(state.get("sampling") or {}))

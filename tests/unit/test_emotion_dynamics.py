@@ -51,7 +51,7 @@ def test_a_fallback_rating_is_marked_llm_mismatch_and_new_emotions_extend_the_vo
     main.complete = complete
     agent = agent_factory(main, backup)
     state = agent.tick()
-    assert state["emotion_eval"] == {"llm_id": "backup", "llm_mismatch": True}
+    assert state["emotion_eval"] == {"source": "llm", "llm_id": "backup", "llm_mismatch": True}
     assert state["emotions"] == ["wistfulness:3 (r)"]
     with agent.services.db.unit() as repos:
         row = repos.session.get(Message, state["response_id"])

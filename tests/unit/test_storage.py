@@ -79,6 +79,7 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
         conn.execute(f"ALTER TABLE threads DROP COLUMN {column}")
     conn.execute("ALTER TABLE llm_memory DROP COLUMN status")
     conn.execute("ALTER TABLE unverified_facts DROP COLUMN resolution")
+    conn.execute("DROP TABLE anti_stagnation_metrics")  # v5
     conn.execute("INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
                  "VALUES ('', 'an idea from v1', '[]', '2026-01-01', '2026-01-01')")
     conn.execute("INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "
@@ -94,6 +95,7 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
         assert [(m.content, m.status) for m in repos.llm_memory.recent()] == [("an idea from v1", "active")]
         assert repos.items.find("llm_memory", repos.llm_memory.recent()[0].id).text == "an idea from v1"  # now searchable
     with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 4
-        assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities"} <= set(inspect(s.bind).get_table_names())
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 5
+        assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities",
+                "anti_stagnation_metrics"} <= set(inspect(s.bind).get_table_names())
     db.close()

@@ -147,7 +147,7 @@ def test_cycle_commands_and_unknown_and_failed_commands(agent_factory):
         assert any("unknown command type 'diary.fly'" in e for e in errors)
         assert any("within 0..3600" in e for e in errors)
     agent.tick()
-    prompt = agent.services.llms.provider("fake").calls[-2]["prompt"]
+    prompt = [c for c in agent.services.llms.provider("fake").calls if c["json_schema"] is None][-1]["prompt"]
     assert "plan: learn tides" in prompt and "unknown command type" in prompt  # notepad and process results shown
 
 
