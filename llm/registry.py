@@ -99,10 +99,11 @@ class LLMRegistry:
         errors: list[str] = []
         candidates = [only] if only else self.order(prefer)
         now = self.clock()
-        for llm_id in candidates:
+        ready = [i for i in candidates if only or self._slots[i].down_until <= now]
+        if not ready:  # every model is backing off: probe the one due first, so an outage ends by itself
+            ready = [min(candidates, key=lambda i: self._slots[i].down_until)]
+        for llm_id in ready:
             slot = self._slots[llm_id]
-            if slot.down_until > now and not only:
-                continue
             tried.append(llm_id)
             started = time.perf_counter()
             try:
@@ -122,7 +123,7 @@ class LLMRegistry:
             gen.failed_over_from = tried[:-1]
             self._record(purpose, slot.entry, gen, tags)
             return gen
-        raise AllLLMsUnavailable("no LLM answered: " + ("; ".join(errors) or "all are backing off"))
+        raise AllLLMsUnavailable("no LLM answered: " + "; ".join(errors))
 
     def _record(self, purpose: str, entry: dict[str, Any], gen: Generation | None, tags: dict[str, Any] | None,
                 error: str | None = None, latency_ms: float = 0.0) -> None:

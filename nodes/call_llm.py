@@ -44,6 +44,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         with svc.db.unit() as repos:
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state["thread_id"])
         return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {}}
+    _record_failover(svc, state, gen.llm_id, gen.failed_over_from)
     return {
         "response": gen.text,
         "native_tool_calls": gen.tool_calls,
@@ -53,3 +54,16 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
                 "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
                 "failed_over_from": gen.failed_over_from},
     }
+
+
+def _record_failover(svc, state: TickState, llm_id: str, failed: list[str]) -> None:
+    """Failover and recovery go to the process log (the persona sees them; `inspect` shows them)."""
+    with svc.db.unit() as repos:
+        outages = [p for p in repos.processes.open(state["thread_id"]) if p.name == "llm.outage"]
+        if outages:
+            repos.processes.close([p.id for p in outages])
+            repos.processes.add("llm.recovered", f"{llm_id} answers again after {len(outages)} degraded tick(s)",
+                                status="close", thread_id=state["thread_id"])
+        if failed:
+            repos.processes.add("llm.failover", f"{', '.join(failed)} did not answer; {llm_id} took over",
+                                status="close", thread_id=state["thread_id"])

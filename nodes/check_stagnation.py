@@ -133,8 +133,8 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
         capped = sampling.get("temperature", 0.8) >= MAX_TEMPERATURE and sampling.get("top_p", 0.9) >= MAX_TOP_P
         sampling = reflex_lite(sampling)
         actions.append("reflex_lite")
-        if capped and (instruction := rephrase(svc, state, episode.get("instruction") or CHAT_INSTRUCTION)):
-            episode["instruction"] = instruction
+        if capped and (instruction := rephrase(svc, state, episode.get("rephrased") or CHAT_INSTRUCTION)):
+            episode["rephrased"] = instruction
             actions.append("rephrase")
         if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
             with svc.db.unit() as repos:

@@ -3,8 +3,8 @@
 Diagnose the source, then apply the matching mechanisms cheapest first; each further stagnant tick adds
 the next one (a combination). Their effects live in the tick state's `stagnation` episode, so they survive
 a restart and end together when novelty recovers:
-- `stimulus` lines shown in the next prompt (flashback, knowledge base), `instruction` replacing the
-  thinking instruction (meta-analysis, or reflex-lite's rephrased request);
+- `stimulus` lines shown in the next prompt (flashback, knowledge base), `instruction` put before the
+  thinking instruction (meta-analysis; reflex-lite's rephrased request is `rephrased`);
 - `context_mode` overriding the thread's (change of context), `llm` preferred by call_llm (switch LLM),
   `pause_s` taken by execute_commands (radical pause); ask-the-human sends one message per episode.
 """

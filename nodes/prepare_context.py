@@ -192,7 +192,10 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
             blocks, recall_report = _chat_blocks(svc, repos, state, cycle, note_lines, note_keys, processes, notes)
             blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160))
             header = THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state["tick"])
-            fixed_text = (episode.get("instruction") or CHAT_INSTRUCTION) + "\n\n" + header
+            instruction = episode.get("rephrased") or CHAT_INSTRUCTION  # reflex-lite's rephrased request
+            if episode.get("instruction"):  # the meta-analysis mechanism
+                instruction = episode["instruction"] + "\n" + instruction
+            fixed_text = instruction + "\n\n" + header
             if count(fixed_text) + 8 > budget:
                 raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
             blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
