@@ -59,10 +59,16 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
 def _record_failover(svc, state: TickState, llm_id: str, failed: list[str]) -> None:
     """Failover and recovery go to the process log (the persona sees them; `inspect` shows them)."""
     with svc.db.unit() as repos:
-        outages = [p for p in repos.processes.open(state["thread_id"]) if p.name == "llm.outage"]
-        if outages:
-            repos.processes.close([p.id for p in outages])
-            repos.processes.add("llm.recovered", f"{llm_id} answers again after {len(outages)} degraded tick(s)",
+        degraded = 0
+        for tick in reversed(repos.ticks.recent(50, thread_id=state["thread_id"])):
+            if tick.tick == state["tick"]:
+                continue
+            if tick.status != "degraded":
+                break
+            degraded += 1
+        if degraded:
+            repos.processes.close([p.id for p in repos.processes.open(state["thread_id"]) if p.name == "llm.outage"])
+            repos.processes.add("llm.recovered", f"{llm_id} answers again after {degraded} degraded tick(s)",
                                 status="close", thread_id=state["thread_id"])
         if failed:
             repos.processes.add("llm.failover", f"{', '.join(failed)} did not answer; {llm_id} took over",

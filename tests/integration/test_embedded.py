@@ -27,7 +27,8 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
     with agent.services.db.unit() as repos:
         ticks = repos.ticks.recent(10)
         assert [(t.tick, t.status) for t in ticks] == [(1, "ok"), (2, "ok"), (3, "ok")]
-        assert all(t.llm_calls >= 2 and t.completion_tokens > 0 for t in ticks)
+        assert all(t.llm_calls >= 1 and t.completion_tokens > 0 for t in ticks)
+        assert ticks[0].llm_calls >= 2  # a note arrived: the output's emotions are rated afresh
         messages = repos.messages.recent("main", 10, kinds=("response", "stagnation_record"))
         assert len(messages) == 3 and all(m.llm_id == "embedded" for m in messages)
         assert all(m.auto_pass for m in messages)  # no validators configured
@@ -36,7 +37,8 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
         assert all(m.emotions and ":" in m.emotions[0] for m in messages if m.kind == "response")
         assert repos.notes.get(note_id).read
         calls = repos.llm_calls.by_model()
-        assert {c["provider"] for c in calls} == {"llamacpp"} and {c["purpose"] for c in calls} == {"think", "emotion"}
+        assert {c["provider"] for c in calls} == {"llamacpp"}
+        assert {"think", "emotion"} <= {c["purpose"] for c in calls} <= {"think", "emotion", "evaluate", "rephrase"}
     agent.close()
 
 
