@@ -49,6 +49,7 @@ bench: model
 	$(PY) bench/locomo.py
 	$(PY) bench/retrieval_scale.py
 	$(PY) bench/memory_manager.py
+	$(PY) bench/reflexes.py
 
 clean-data:
 	rm -rf data

@@ -67,19 +67,25 @@ def rephrase(svc, state: TickState, instruction: str) -> str | None:
 
 
 def _decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
-    """(stagnant, final similarity, method): cheap bands decide alone; in the uncertain band the LLM's
-    comparison, when there is one, is averaged in."""
+    """(stagnant, similarity reported, method). The cheap bands decide alone; in the uncertain band the cheap
+    similarity flags from `stagnation_soft_threshold`, and the LLM comparison, when there is one, may clear that
+    flag (it found new ideas and novelty ≥ 50) but never raise one: a false alarm perturbs genuinely new
+    thinking, and a small model's comparison is noisy (bench/reflexes.py: the 270M model's comparisons alone
+    raised 3 false alarms on 36 sequences). The reported similarity averages both."""
     value, comparison = float(signals.get("similarity") or 0.0), signals.get("comparison")
     if signals.get("band") == "stagnant":
         return True, value, "cheap"
     if signals.get("band") != "uncertain":
         return False, value, "cheap"
-    if comparison:
-        llm_similarity = 1 - comparison["novelty_score"] / 100
-        if comparison["assessment"] == "identical":
-            llm_similarity = max(llm_similarity, 0.95)
-        value = (value + llm_similarity) / 2
-    return value >= settings.stagnation_soft_threshold, value, "llm" if comparison else "cheap"
+    flag = value >= settings.stagnation_soft_threshold
+    if not comparison:
+        return flag, value, "cheap"
+    llm_similarity = 1 - comparison["novelty_score"] / 100
+    if comparison["assessment"] == "identical":
+        llm_similarity = max(llm_similarity, 0.95)
+    cleared = (comparison["assessment"] != "identical" and comparison["novelty_score"] >= 50
+               and bool(comparison["new_ideas"]))
+    return flag and not cleared, (value + llm_similarity) / 2, "llm"
 
 
 def _reason(signals: dict[str, Any], method: str, repeated: bool) -> str:
