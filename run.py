@@ -30,6 +30,8 @@ kb_app = typer.Typer(help="The knowledge base: documents the persona can search 
 app.add_typer(playbook_app, name="playbook")
 app.add_typer(kb_app, name="kb")
 app.add_typer(model_app, name="model")
+persona_app = typer.Typer(help="Persona directories: scaffold one, show the prompt it assembles.")
+app.add_typer(persona_app, name="persona")
 console = Console(stderr=False)
 err = Console(stderr=True)
 
@@ -410,6 +412,69 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
     err.print(f"indexed {written} item(s)")
     database.close()
     raise typer.Exit(1 if failed else 0)
+
+
+@persona_app.command("new")
+def persona_new(name: str = typer.Argument(..., help="The persona's name."),
+                directory: Optional[Path] = typer.Option(None, "--dir", help="Where to create it (default personas/NAME).")) -> None:
+    """Scaffold a persona from the default one, renamed; edit its files, then run with --persona DIR."""
+    import re
+    import shutil
+
+    from persona import default_persona_dir, load_persona
+
+    if not re.fullmatch(r"[\w][\w .-]{0,63}", name):
+        err.print(f"[red]persona new: {name!r} is not a usable name (letters, digits, space, . _ -; at most 64)[/]")
+        raise typer.Exit(1)
+    target = directory or Path("personas") / name.lower().replace(" ", "-")
+    if target.exists():
+        err.print(f"[red]persona new: {target} already exists; nothing was changed[/]", soft_wrap=True)
+        raise typer.Exit(1)
+    shutil.copytree(default_persona_dir(), target)
+    for path in target.rglob("*"):
+        if path.is_file() and path.suffix in (".md", ".yaml", ".txt"):
+            path.write_text(path.read_text(encoding="utf-8").replace("Lumen", name), encoding="utf-8")
+    persona = load_persona(target)
+    console.print(f"created {target} ({len(persona.files)} bootstrap files, {len(persona.skills)} skills)", soft_wrap=True)
+    console.print(f"edit its files, then: python run.py --persona {target}", soft_wrap=True)
+
+
+@persona_app.command("show")
+def persona_show(persona_dir: Optional[str] = typer.Option(None, "--persona", help="Persona directory (default persona/default)."),
+                 layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
+                 data_dir: str = DataDir, db: Optional[str] = DbUrl,
+                 thread: str = typer.Option("main", "--thread")) -> None:
+    """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
+    from langgraph.runtime import Runtime
+
+    from graph.services import RunOptions, open_services
+    from nodes.context import AnimaContext
+    from nodes.prepare_context import prepare_context
+
+    _install_model_with_progress()
+    services = open_services(RunOptions(data_dir=data_dir, db_url=db, persona_dir=persona_dir))
+    try:
+        with services.db.unit() as repos:
+            row = repos.threads.get(thread)
+            tick = (row.tick if row is not None else 0) + 1
+        result = prepare_context({"thread_id": thread, "tick": tick, "mode": "chat"},
+                                 Runtime(context=AnimaContext(services=services)))
+    finally:
+        services.db.close()
+    report = result["context_report"]
+    if layers:
+        for layer in report.get("layers", []):
+            where = "system" if layer["system"] else "user"
+            console.print(f"{layer['layer']:<12} {where:<6} {layer['items']:>3} item(s) {layer['tokens']:>6} tokens")
+        console.print(f"{'total':<12} {'':<6} {'':>11} {result['prompt_tokens']:>6} tokens of a {report['budget_tokens']}-token budget")
+        for drop in report.get("dropped", []):
+            console.print(f"[yellow]dropped: {escape(drop)}[/]")
+        for note in services.persona.truncated:
+            console.print(f"[yellow]left out: {escape(note)}[/]")
+        return
+    for message in result["prompt_messages"]:
+        console.print(f"[bold]── {message['role']} ──[/]")
+        console.print(escape(message["content"]))
 
 
 @kb_app.command("list")

@@ -42,7 +42,7 @@ class StudioContext(AnimaContext):
         key = (options.data_dir, options.db_url, options.persona_dir, options.llm_url, options.model)
         with _pool_lock:
             if key not in _pool:
-                services = open_services(options)
+                services = open_services(options, channel="studio")
                 recover_orphans(services)  # Stelis threads a dead server left running
                 _pool[key] = services
             return _pool[key]

@@ -49,6 +49,7 @@ class TickSettings:
     compress_at_chars: int = 75_000
     process_timeout_s: float = 600.0
     shell_enabled: bool = False
+    channel: str = "terminal"  # where the human reads the persona (the prompt's channel hint)
 
     @classmethod
     def from_persona(cls, persona: Persona, **overrides: Any) -> "TickSettings":

@@ -17,16 +17,18 @@ from langgraph.runtime import Runtime
 
 from memory import Repos
 from memory.settings import persona_setting
+from persona import refresh_persona, skills_block
 from nodes.commands.help import command_guide
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
 from nodes.recall import abstract_lines, auto_recall, context_cycle, context_mode, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
-from nodes.prompts import (CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, STIMULUS_TITLE,
+from nodes.prompts import (CHANNEL_HINT, CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, STIMULUS_TITLE,
                            THOUGHT_HEADER)
 from nodes.state import TickState
 from nodes.stelis import thread_window
 
 log = logging.getLogger(__name__)
 SAFETY_TOKENS = 16
+BOOTSTRAP_LAYER = ("AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md")  # claw0 layer 6: the remaining bootstrap files
 
 
 @dataclass
@@ -101,13 +103,16 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
     recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle)
     core, notepad = repos.blocks.get("core").content, repos.blocks.get("notepad").content
     now = svc.clock()
+    bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
     blocks = [
         Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True),
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
         Block("commands", "", [guide], 180, system=True),
+        Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True),
         Block("ethics", "Ethics", [f"- {p}" for p in principles], 170, system=True),
+        Block("bootstrap", "", bootstrap, 160, system=True),
         Block("core", "Core memory (who I am, my human, my promises)",
-              [x for x in (persona.file("USER.md").strip(), core.strip()) if x], 125),
+              [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
         Block("notepad", "My notepad", [notepad.strip()] if notepad.strip() else [], 118),
         Block("strategy", "Strategy from my last dream", strategy_line(repos), 115),
         Block("goals", "My goals and tasks", goal_lines(repos), 122),
@@ -122,7 +127,8 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True),
         Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True, keys=note_keys),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.get('mode', 'chat')}; "
-                                     f"context {context_mode(cycle)}; thread {thread_id}"], 150),
+                                     f"context {context_mode(cycle)}; thread {thread_id}",
+                                     CHANNEL_HINT.get(svc.settings.channel, CHANNEL_HINT["terminal"])], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
@@ -143,8 +149,17 @@ def _continuation_text(svc: Services, repos: Repos, state: TickState, notes: lis
     return [base, *chunks], turns
 
 
+def _refresh_persona(svc: Services) -> None:
+    """An edited persona file shapes the very next prompt; a broken edit keeps the last good persona."""
+    try:
+        svc.persona = refresh_persona(svc.persona)
+    except Exception as exc:  # PersonaError or an unreadable file
+        log.error("persona files not reloaded (the last good version stays in use): %s", exc)
+
+
 def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     svc = services_of(runtime)
+    _refresh_persona(svc)
     count = svc.llms.primary().count_tokens
     max_tokens = int((state.get("sampling") or {}).get("max_tokens", svc.settings.sampling.max_tokens))
     with svc.db.unit() as repos:
@@ -205,6 +220,10 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
             shown_notes = [n for n in notes if n.id in kept]
             system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
             user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
+            layers = [{"layer": b.name, "items": len(b.items), "tokens": sum(b.tokens), "system": b.system}
+                      for b in blocks if b.items] + [{"layer": "instruction", "items": 1, "tokens": count(fixed_text),
+                                                       "system": False}]
+            recall_report["layers"] = layers
             messages = [{"role": "system", "content": system},
                         {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
             prompt = f"{system}\n\n{messages[1]['content']}"

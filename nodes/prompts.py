@@ -12,6 +12,12 @@ Rate your own thought on a last line, emotion:strength 1-5 (reason), e.g. Emotio
 Available commands:
 {commands}"""
 
+# claw0 layer 8: where my words go
+CHANNEL_HINT = {
+    "terminal": "My human reads my messages.send in their terminal and writes to me with `run.py say`.",
+    "studio": "I am running in LangGraph Studio; my human watches each step and my messages.send.",
+}
+
 THOUGHT_HEADER = "## {name}'s thought (tick {tick})\n"
 
 CHAT_INSTRUCTION = (

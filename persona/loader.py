@@ -1,7 +1,8 @@
-"""Loading a persona directory: bootstrap files with size caps, config.yaml, ethics.yaml, seed.txt.
+"""Loading a persona directory: bootstrap files with size caps, skills, config.yaml, ethics.yaml, seed.txt.
 
 Caps (DESIGN.md §3.1): each file ≤ 20,000 chars, cut at a line end and marked; ≤ 150,000 in total,
-files past the total are dropped and listed in `Persona.truncated`.
+files past the total are dropped and listed in `Persona.truncated`; skills: see persona/skills.py.
+`refresh_persona` reloads a persona whose files changed on disk (the next tick's prompt uses the edit).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from persona.skills import Skill, SkillError, load_skills
 
 FILE_CAP = 20_000
 TOTAL_CAP = 150_000
@@ -47,6 +50,8 @@ class Persona:
     config: dict[str, Any] = field(default_factory=dict)
     ethics: dict[str, Any] = field(default_factory=dict)
     truncated: list[str] = field(default_factory=list)
+    skills: list[Skill] = field(default_factory=list)
+    signature: tuple = ()  # (path, mtime, size) of every file read: a changed file means a reload
 
     def file(self, name: str) -> str:
         return self.files.get(name, "")
@@ -68,6 +73,37 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise PersonaError(f"{path}:1: expected a mapping at the top level, got {type(data).__name__}")
     return data
+
+
+def skill_directories(root: Path, config: dict[str, Any]) -> list[Path]:
+    """The shipped skills, then the persona's own, then config `skills_dirs` (relative to the persona)."""
+    dirs = [default_persona_dir() / "skills"]
+    if root.resolve() != default_persona_dir().resolve():
+        dirs.append(root / "skills")
+    dirs += [(root / d) for d in config.get("skills_dirs") or []]
+    return dirs
+
+
+def _signature(root: Path, config: dict[str, Any]) -> tuple:
+    paths = [root / n for n in (*BOOTSTRAP_ORDER, "seed.txt", "config.yaml", "ethics.yaml")]
+    for directory in skill_directories(root, config):
+        paths += sorted(directory.glob("*/SKILL.md")) if directory.is_dir() else []
+    stats = []
+    for path in paths:
+        try:
+            st = path.stat()
+            stats.append((str(path), st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            stats.append((str(path), None, None))
+    return tuple(stats)
+
+
+def refresh_persona(persona: Persona) -> Persona:
+    """The same persona if nothing changed on disk, else a reloaded one. A broken edit keeps the old one
+    (the error is raised to the caller, who logs it) — nothing is lost."""
+    if _signature(persona.directory, persona.config) == persona.signature:
+        return persona
+    return load_persona(persona.directory)
 
 
 def load_persona(directory: str | Path | None = None) -> Persona:
@@ -93,4 +129,10 @@ def load_persona(directory: str | Path | None = None) -> Persona:
         persona.seed, _ = cap_text(seed_path.read_text(encoding="utf-8"))
     persona.config = _read_yaml(root / "config.yaml")
     persona.ethics = _read_yaml(root / "ethics.yaml")
+    try:
+        persona.skills, left_out = load_skills(skill_directories(root, persona.config))
+    except SkillError as exc:
+        raise PersonaError(str(exc)) from exc
+    persona.truncated += left_out
+    persona.signature = _signature(root, persona.config)
     return persona

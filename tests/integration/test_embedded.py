@@ -119,3 +119,15 @@ def test_epos_continuation_ticks_on_the_embedded_model(tmp_path):
     earlier = [m for m in chunks if m.tick == 1]
     assert earlier and all(m.content in second["prompt"] for m in earlier)  # the growing text carries every chunk
     agent.close()
+
+
+def test_persona_show_prints_the_layers_with_their_sizes(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "run.py"), "persona", "show", "--layers", "--data-dir", str(tmp_path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    names = [line.split()[0] for line in run.stdout.splitlines() if line.strip()]
+    assert names[:6] == ["identity", "soul", "commands", "skills", "ethics", "bootstrap"] and names[-1] == "total"
+    assert "tokens of a" in run.stdout.splitlines()[-1]
+    full = subprocess.run([sys.executable, str(ROOT / "run.py"), "persona", "show", "--data-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "── system ──" in full.stdout and "### Skill: journaling" in full.stdout and "I am Lumen" in full.stdout
