@@ -108,7 +108,7 @@ class SentenceMemory:
 
 
 def detect(seqs: list[dict], memory, settings, llms=None) -> dict:
-    from nodes.check_stagnation import _decide
+    from nodes.check_stagnation import decide
     from nodes.novelty import evaluate, measure, parse_comparison
 
     per_label: dict[str, dict] = {}
@@ -124,7 +124,7 @@ def detect(seqs: list[dict], memory, settings, llms=None) -> dict:
                 _, answer = evaluate(llms, text, vocabulary=None, previous=previous, prefer=None, tags={})
                 signals["comparison"] = parse_comparison(answer.get("comparison"))
                 comparisons += 1
-            flag, _, _ = _decide(signals, settings)
+            flag, _, _ = decide(signals, settings)
             flags.append(flag)
             history.append(Row(t, t, text))
         start = seq["loop_start"]

@@ -42,6 +42,17 @@ class _Repo:
     def __init__(self, session: Session):
         self.s = session
 
+    def _upsert(self, row: Any, model: type, fields: dict[str, Any]) -> Any:
+        """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""
+        if row is None:
+            row = model(**fields)
+            self.s.add(row)
+        else:
+            for name, value in fields.items():
+                setattr(row, name, value)
+        self.s.flush()
+        return row
+
 
 class ThreadRepo(_Repo):
     def get(self, thread_id: str) -> Thread | None:
@@ -108,14 +119,7 @@ class MessageRepo(_Repo):
     def upsert(self, dedup_key: str, **fields: Any) -> Message:
         """Insert, or update the row with this key (a node re-run after a kill writes once)."""
         row = self.s.scalars(select(Message).where(Message.dedup_key == dedup_key)).first()
-        if row is None:
-            row = Message(dedup_key=dedup_key, **fields)
-            self.s.add(row)
-        else:
-            for name, value in fields.items():
-                setattr(row, name, value)
-        self.s.flush()
-        return row
+        return self._upsert(row, Message, {"dedup_key": dedup_key, **fields})
 
     def add(self, **fields: Any) -> Message:
         row = Message(**fields)
@@ -373,15 +377,7 @@ class ConfigRepo(_Repo):
 
 class LLMRegistryRepo(_Repo):
     def upsert(self, entry_id: str, **fields: Any) -> LLMRegistryEntry:
-        row = self.s.get(LLMRegistryEntry, entry_id)
-        if row is None:
-            row = LLMRegistryEntry(id=entry_id, **fields)
-            self.s.add(row)
-        else:
-            for name, value in fields.items():
-                setattr(row, name, value)
-        self.s.flush()
-        return row
+        return self._upsert(self.s.get(LLMRegistryEntry, entry_id), LLMRegistryEntry, {"id": entry_id, **fields})
 
     def enabled(self) -> list[LLMRegistryEntry]:
         return list(
@@ -493,14 +489,7 @@ class AntiStagnationRepo(_Repo):
         """One tick's row; a re-run of the same tick (after a kill) replaces its row instead of adding one."""
         row = self.s.scalars(select(AntiStagnationMetric).where(
             AntiStagnationMetric.thread_id == fields["thread_id"], AntiStagnationMetric.tick == fields["tick"])).first()
-        if row is None:
-            row = AntiStagnationMetric(**fields)
-            self.s.add(row)
-        else:
-            for name, value in fields.items():
-                setattr(row, name, value)
-        self.s.flush()
-        return row
+        return self._upsert(row, AntiStagnationMetric, fields)
 
     def record_after(self, thread_id: str, tick: int, novelty_score: float | None) -> None:
         """The previous tick's row learns how novel the output after its reflex was."""

@@ -43,12 +43,15 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         log.warning("tick %s degraded: %s", state["tick"], exc)
         with svc.db.unit() as repos:
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state["thread_id"])
-        return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {}}
-    _record_failover(svc, state, gen.llm_id, gen.failed_over_from)
+        return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
+                "degraded_ticks": int(state.get("degraded_ticks") or 0) + 1}
+    if gen.failed_over_from or state.get("degraded_ticks"):
+        _record_failover(svc, state, gen.llm_id, gen.failed_over_from)
     return {
         "response": gen.text,
         "native_tool_calls": gen.tool_calls,
         "degraded": False,
+        "degraded_ticks": 0,
         "llm": {"llm_id": gen.llm_id, "provider": gen.provider, "model": gen.model,
                 "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
                 "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
@@ -59,13 +62,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
 def _record_failover(svc, state: TickState, llm_id: str, failed: list[str]) -> None:
     """Failover and recovery go to the process log (the persona sees them; `inspect` shows them)."""
     with svc.db.unit() as repos:
-        degraded = 0
-        for tick in reversed(repos.ticks.recent(50, thread_id=state["thread_id"])):
-            if tick.tick == state["tick"]:
-                continue
-            if tick.status != "degraded":
-                break
-            degraded += 1
+        degraded = int(state.get("degraded_ticks") or 0)
         if degraded:
             repos.processes.close([p.id for p in repos.processes.open(state["thread_id"]) if p.name == "llm.outage"])
             repos.processes.add("llm.recovered", f"{llm_id} answers again after {degraded} degraded tick(s)",

@@ -47,8 +47,8 @@ def emotional_dynamics(emotions: list[tuple[str, int]], novelty_score: float) ->
 
 def reflex_lite(sampling: dict[str, float]) -> dict[str, float]:
     return {**sampling,
-            "temperature": round(min(1.5, sampling.get("temperature", 0.8) + 0.2), 3),
-            "top_p": round(min(0.95, sampling.get("top_p", 0.9) + 0.05), 3),
+            "temperature": round(min(MAX_TEMPERATURE, sampling.get("temperature", 0.8) + 0.2), 3),
+            "top_p": round(min(MAX_TOP_P, sampling.get("top_p", 0.9) + 0.05), 3),
             "presence_penalty": round(min(1.0, sampling.get("presence_penalty", 0.0) + 0.2), 3),
             "frequency_penalty": round(min(1.0, sampling.get("frequency_penalty", 0.0) + 0.2), 3)}
 
@@ -66,7 +66,7 @@ def rephrase(svc, state: TickState, instruction: str) -> str | None:
     return text[:400] if len(text) >= 12 else None
 
 
-def _decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
+def decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
     """(stagnant, similarity reported, method). The cheap bands decide alone; in the uncertain band the cheap
     similarity flags from `stagnation_soft_threshold`, and the LLM comparison, when there is one, may clear that
     flag (it found new ideas and novelty ≥ 50) but never raise one: a false alarm perturbs genuinely new
@@ -123,7 +123,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
             signals["comparison"] = parse_comparison(answer.get("comparison"))
         except AllLLMsUnavailable:
             signals["comparison"] = None
-    flag, value, method = _decide(signals, settings)
+    flag, value, method = decide(signals, settings)
     novelty_score = round(100 * (1 - value), 1)
     comparison = signals.get("comparison")
     repeated = flag and (signals["ngram"] >= 0.95 or bool(comparison and comparison["assessment"] == "identical"

@@ -30,7 +30,7 @@ MECHANISMS: dict[str, tuple[str, int]] = {
 }
 DIAGNOSIS_CLASS = {"no_new_data": "external", "monotone_context": "context", "repeated_thoughts": "internal",
                    "overload": "radical"}
-FADING = {"boredom", "fatigue", "tiredness", "apathy", "exhaustion", "emptiness"}
+FATIGUE = {"fatigue", "tiredness", "exhaustion", "overwhelm", "apathy"}  # strong (≥ 4): overload
 NO_DATA_TICKS = 5  # no note from outside during this many ticks: "no new data"
 FLASHBACK_TIERS = ("diary", "message", "concept", "llm_memory", "episode", "insight", "abstract")
 
@@ -49,8 +49,8 @@ def plan(diagnosis: str) -> list[str]:
 def diagnose(repos: Repos, state: dict[str, Any], episode: dict[str, Any], recalled: list[int]) -> str:
     report = state.get("context_report") or {}
     budget = report.get("budget_tokens") or 0
-    fading = max((s for n, s in emotion_strengths(state.get("emotions") or []) if n in FADING), default=0)
-    if (budget and (state.get("prompt_tokens") or 0) >= 0.9 * budget) or fading >= 4:
+    tired = max((s for n, s in emotion_strengths(state.get("emotions") or []) if n in FATIGUE), default=0)
+    if (budget and (state.get("prompt_tokens") or 0) >= 0.9 * budget) or tired >= 4:
         return "overload"
     ticks = repos.ticks.recent(NO_DATA_TICKS, thread_id=state["thread_id"])
     latest_note = repos.notes.latest_incoming_at()

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from llm import Sampling
-from nodes.prompts import COMPARISON_PART, EMOTION_PART, EVALUATION_TAIL
+from nodes.prompts import COMPARISON_PART, COMPARISON_SCHEMA, EMOTION_PART, EMOTION_SCHEMA, EVALUATION_TAIL
 
 log = logging.getLogger(__name__)
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -91,8 +91,6 @@ def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, no
 
 
 def evaluation_schema(emotions: bool, comparison: bool) -> dict[str, Any]:
-    from nodes.prompts import COMPARISON_SCHEMA, EMOTION_SCHEMA
-
     properties: dict[str, Any] = {}
     if emotions:
         properties["emotions"] = EMOTION_SCHEMA["properties"]["emotions"]

@@ -35,6 +35,7 @@ class TickState(TypedDict, total=False):
     llm: dict[str, Any]
     native_tool_calls: list[dict[str, Any]]
     degraded: bool
+    degraded_ticks: int  # consecutive ticks no LLM answered (kept across ticks; 0 once one answers)
     # extract_commands
     thought: str  # the response without its commands block / tool calls
     commands: list[dict[str, Any]]

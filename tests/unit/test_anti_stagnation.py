@@ -264,15 +264,15 @@ def test_an_ethical_dilemma_command_is_blocked_by_the_validators(agent_factory):
 
 
 def test_the_llm_comparison_may_clear_an_uncertain_flag_but_never_raise_one():
-    from nodes.check_stagnation import _decide
+    from nodes.check_stagnation import decide
     from nodes.context import TickSettings
 
     settings = TickSettings()
     new = {"assessment": "not identical", "novelty_score": 80, "new_ideas": ["count the waves"], "refined_ideas": [],
            "discarded_ideas": [], "tags": []}
     same = {**new, "assessment": "identical", "novelty_score": 5, "new_ideas": []}
-    assert _decide({"band": "uncertain", "similarity": 0.7, "comparison": new}, settings)[0] is False
-    assert _decide({"band": "uncertain", "similarity": 0.7, "comparison": same}, settings)[0] is True
-    assert _decide({"band": "uncertain", "similarity": 0.55, "comparison": same}, settings)[0] is False
-    assert _decide({"band": "uncertain", "similarity": 0.55, "comparison": None}, settings) == (False, 0.55, "cheap")
-    assert _decide({"band": "stagnant", "similarity": 0.9, "comparison": new}, settings)[0] is True
+    assert decide({"band": "uncertain", "similarity": 0.7, "comparison": new}, settings)[0] is False
+    assert decide({"band": "uncertain", "similarity": 0.7, "comparison": same}, settings)[0] is True
+    assert decide({"band": "uncertain", "similarity": 0.55, "comparison": same}, settings)[0] is False
+    assert decide({"band": "uncertain", "similarity": 0.55, "comparison": None}, settings) == (False, 0.55, "cheap")
+    assert decide({"band": "stagnant", "similarity": 0.9, "comparison": new}, settings)[0] is True

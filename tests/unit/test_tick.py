@@ -5,9 +5,11 @@ import json
 import pytest
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
+from sqlalchemy import select
 
 from graph.checkpoint import count_checkpoints, open_sqlite_saver
 from llm.testing import FakeLLM
+from memory.models import ProcessLog
 
 SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text": "Hi human!"}}]\n# End commands'
 
@@ -96,6 +98,15 @@ def test_failover_to_next_llm_and_degraded_mode_keeps_notes(agent_factory):
         assert repos.ticks.recent(1)[0].status == "degraded"
         failures = [c for c in repos.llm_calls.recent(10) if not c.ok]
         assert {c.llm_id for c in failures} == {"primary", "backup"}
+    backup.down = False
+    state = agent.tick()  # the backing-off backup is probed and answers: the outage ends
+    assert not state["degraded"] and state["llm"]["llm_id"] == "backup" and state["degraded_ticks"] == 0
+    with agent.services.db.unit() as repos:
+        assert repos.notes.get(note_id).read
+        logged = {p.name: p.value for p in repos.session.scalars(select(ProcessLog)).all()}
+        assert logged["llm.recovered"] == "backup answers again after 1 degraded tick(s)"
+        assert logged["llm.failover"] == "primary did not answer; backup took over"
+        assert not [p for p in repos.processes.open("main") if p.name == "llm.outage"]
 
 
 def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, agent_factory):
