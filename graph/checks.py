@@ -264,6 +264,10 @@ def produced_names(pb: Playbook) -> set[str]:
             names |= set(node.outputs or (callee.outputs if callee else []))
         elif isinstance(node, StelisStartNode):
             names |= {node.result, *node.outputs}
+        elif isinstance(node, StepNode):  # a built-in step may declare the variables it sets
+            from nodes import STEPS
+
+            names |= set(getattr(STEPS.get(node.type), "produces", ()))
     return names
 
 
@@ -275,6 +279,6 @@ def _output_issues(pb: Playbook) -> list[Issue]:
             issues.append((("inputs", index, "default"), "a required input takes no default"))
     for index, var in enumerate(pb.outputs):
         if var not in produced:
-            issues.append((("outputs", index), f"output {var!r} is never set by an input, llm, set, subplaybook "
+            issues.append((("outputs", index), f"output {var!r} is never set by an input, llm, set, subplaybook, step "
                                                "or stelis_start node"))
     return issues

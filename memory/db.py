@@ -20,7 +20,7 @@ from memory.models import Base, SchemaVersion
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -55,8 +55,22 @@ def _v5_anti_stagnation_metrics(conn: Connection) -> None:
     AntiStagnationMetric.__table__.create(conn, checkfirst=True)  # v3 created every table then known
 
 
+def _v6_persona_autonomy(conn: Connection) -> None:
+    from memory.models import OpenQuestion, Session as SessionRow
+
+    have = {c["name"] for c in inspect(conn).get_columns("tasks")}  # v3 created the tables as they are now
+    for column in ("repl_mode VARCHAR(16) DEFAULT 'none'", "repl_status VARCHAR(16)", "repl_config JSON",
+                   "repl_thread VARCHAR(128)", "repl_error TEXT"):
+        if column.split()[0] not in have:
+            conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {column}"))
+    conn.execute(text("UPDATE tasks SET repl_mode = 'none'"))
+    OpenQuestion.__table__.create(conn, checkfirst=True)
+    SessionRow.__table__.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
-                                                       4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics}
+                                                       4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
+                                                       6: _v6_persona_autonomy}
 
 
 class SchemaError(RuntimeError):

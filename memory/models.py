@@ -389,10 +389,17 @@ class Task(_Lifecycle, Base):
     description: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=1)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
-    status: Mapped[str] = mapped_column(String(16), default="open")  # open | in_progress | done | failed | cancelled
+    # open | in_progress | done | failed | cancelled | frozen (its sub-cycle hit an error: waits for review)
+    status: Mapped[str] = mapped_column(String(16), default="open")
     kind: Mapped[str] = mapped_column(String(32), default="task")  # task | fact-check
     tags: Mapped[list[Any]] = mapped_column(default=list)
     completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    # v6: the HMP auxiliary REPL cycle working on this task
+    repl_mode: Mapped[str] = mapped_column(String(16), default="none")  # none | read_only
+    repl_status: Mapped[Optional[str]] = mapped_column(String(16))  # running | stopped | error
+    repl_config: Mapped[dict[str, Any]] = mapped_column(default=dict)  # max_ticks, deadline_s, pause_s, restarts…
+    repl_thread: Mapped[Optional[str]] = mapped_column(String(128))  # the sub-cycle's own thread
+    repl_error: Mapped[Optional[str]] = mapped_column(Text)
 
 
 class Episode(Base):
@@ -511,3 +518,38 @@ class KBDocument(Base):
     chunks: Mapped[int] = mapped_column(Integer, default=0)
     chars: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OpenQuestion(Base):
+    """Nexus Ark `open_questions`: what the persona wants to know; the source of its curiosity drive."""
+
+    __tablename__ = "open_questions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    topic: Mapped[str] = mapped_column(Text)
+    context: Mapped[str] = mapped_column(Text, default="")
+    priority: Mapped[float] = mapped_column(Float, default=0.5)  # 0..1
+    source: Mapped[str] = mapped_column(String(32), default="dream")  # dream | command | conversation
+    status: Mapped[str] = mapped_column(String(16), default="open")  # open | resolved
+    resolution: Mapped[Optional[str]] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    resolved_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class Session(Base):
+    """Epos sessions: one run of a loop on a thread, from start to stop, with what it needs to be revived."""
+
+    __tablename__ = "sessions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(128), index=True)
+    playbook: Mapped[str] = mapped_column(String(200), default="")
+    persona: Mapped[str] = mapped_column(String(200), default="")
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | stopped | killed
+    owner: Mapped[Optional[str]] = mapped_column(String(200))  # host:pid:start of the process running it
+    first_tick: Mapped[int] = mapped_column(Integer, default=0)
+    last_tick: Mapped[int] = mapped_column(Integer, default=0)
+    first_message_id: Mapped[int] = mapped_column(Integer, default=0)  # messages after this id belong to it
+    goal_state: Mapped[dict[str, Any]] = mapped_column(default=dict)  # HMP checkpoint: active goals, open tasks
+    context: Mapped[dict[str, Any]] = mapped_column(default=dict)  # saved at stop: what a revival is seeded with
+    revived_from: Mapped[Optional[int]] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    stopped_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))

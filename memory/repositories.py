@@ -21,6 +21,7 @@ from memory.models import (
     Message,
     Note,
     ProcessLog,
+    Session as SessionRow,
     Thread,
     Tick,
     utcnow,
@@ -137,6 +138,15 @@ class MessageRepo(_Repo):
         ).all()
         return list(reversed(rows))
 
+    def newest_id(self) -> int:
+        return self.s.scalar(select(func.max(Message.id))) or 0
+
+    def log_recent(self, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
+        """The last `limit` messages of these kinds across every thread, oldest first."""
+        rows = self.s.scalars(select(Message).where(Message.kind.in_(tuple(kinds)))
+                              .order_by(Message.id.desc()).limit(limit)).all()
+        return list(reversed(rows))
+
     def since(self, thread_id: str, after_id: int, kinds: Iterable[str]) -> list[Message]:
         return list(
             self.s.scalars(
@@ -193,8 +203,10 @@ class NoteRepo(_Repo):
         llm_id: str | None = None,
         hidden: bool = False,
         read: bool = False,
+        created_at: datetime | None = None,
     ) -> Note:
         note = Note(
+            created_at=created_at or utcnow(),
             text=text,
             source=source,
             priority=priority,
@@ -211,6 +223,9 @@ class NoteRepo(_Repo):
 
     def get(self, note_id: int) -> Note | None:
         return self.s.get(Note, note_id)
+
+    def newest_id(self) -> int:
+        return self.s.scalar(select(func.max(Note.id))) or 0
 
     def latest_incoming_at(self) -> datetime | None:
         """When the last note for the persona (from the human, a task, the system) arrived."""
@@ -280,9 +295,10 @@ class NoteRepo(_Repo):
 
 class ProcessLogRepo(_Repo):
     def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
-            tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None) -> ProcessLog:
+            tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
+            task_id: int | None = None) -> ProcessLog:
         row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
-                         priority=priority, llm_id=llm_id)
+                         priority=priority, llm_id=llm_id, task_id=task_id)
         self.s.add(row)
         self.s.flush()
         return row
@@ -296,6 +312,12 @@ class ProcessLogRepo(_Repo):
                 .limit(limit)
             ).all()
         )
+
+    def get(self, process_id: int) -> ProcessLog | None:
+        return self.s.get(ProcessLog, process_id)
+
+    def latest_named(self, name: str) -> ProcessLog | None:
+        return self.s.scalars(select(ProcessLog).where(ProcessLog.name == name).order_by(ProcessLog.id.desc()).limit(1)).first()
 
     def close(self, ids: Iterable[int]) -> int:
         ids = list(ids)
@@ -482,6 +504,34 @@ class Repos:
         self.emotion_log = tiers.EmotionLogRepo(session, self.items)
         self.kb = tiers.KnowledgeBaseRepo(session, self.items)
         self.stagnation = AntiStagnationRepo(session)
+        self.questions = tiers.QuestionRepo(session, self.items)
+        self.sessions = SessionRepo(session)
+
+
+class SessionRepo(_Repo):
+    def start(self, thread_id: str, *, playbook: str, persona: str, owner: str, tick: int, first_message_id: int,
+              now: datetime, revived_from: int | None = None) -> SessionRow:
+        row = SessionRow(thread_id=thread_id, playbook=playbook, persona=persona, owner=owner, first_tick=tick,
+                         last_tick=tick, first_message_id=first_message_id, started_at=now, revived_from=revived_from)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def get(self, session_id: int) -> SessionRow | None:
+        return self.s.get(SessionRow, session_id)
+
+    def list(self, limit: int = 50, thread_id: str | None = None) -> list[SessionRow]:
+        q = select(SessionRow)
+        if thread_id is not None:
+            q = q.where(SessionRow.thread_id == thread_id)
+        return list(self.s.scalars(q.order_by(SessionRow.id.desc()).limit(limit)).all())
+
+    def running(self) -> list[SessionRow]:
+        return list(self.s.scalars(select(SessionRow).where(SessionRow.status == "running")).all())
+
+    def last_of(self, thread_id: str) -> SessionRow | None:
+        return self.s.scalars(select(SessionRow).where(SessionRow.thread_id == thread_id)
+                              .order_by(SessionRow.id.desc()).limit(1)).first()
 
 
 class AntiStagnationRepo(_Repo):

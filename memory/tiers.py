@@ -26,6 +26,7 @@ from memory.models import (
     KBDocument,
     LLMMemory,
     MemoryBlock,
+    OpenQuestion,
     Task,
     UnverifiedFact,
     utcnow,
@@ -35,7 +36,7 @@ from memory.text import emotion_score, emotion_strengths
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}
 GOAL_STATUSES = ("active", "paused", "completed", "failed")
-TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled")
+TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
 CLOSED_TASK_STATUSES = ("done", "failed", "cancelled")
 
 
@@ -437,6 +438,24 @@ class TaskRepo(_TierRepo):
     def delete(self, task_id: int) -> None:
         self.s.delete(self.get(task_id))
 
+    def set_repl(self, task_id: int, **fields: Any) -> Task:
+        """The task's auxiliary cycle: repl_mode, repl_status, repl_config, repl_thread, repl_error."""
+        task = self.get(task_id)
+        for name in ("repl_mode", "repl_status", "repl_config", "repl_thread", "repl_error"):
+            if name in fields:
+                setattr(task, name, fields[name])
+        task.updated_at = utcnow()
+        return task
+
+    def by_repl_thread(self, thread_id: str) -> Task | None:
+        return self.s.scalars(select(Task).where(Task.repl_thread == thread_id).limit(1)).first()
+
+    def running_cycles(self) -> list[Task]:
+        return self.with_repl_status("running")
+
+    def with_repl_status(self, status: str) -> list[Task]:
+        return list(self.s.scalars(select(Task).where(Task.repl_status == status).order_by(Task.id)).all())
+
     def counts(self) -> dict[str, int]:
         rows = self.s.execute(select(Task.status, func.count(Task.id)).group_by(Task.status)).all()
         return {status: int(n) for status, n in rows}
@@ -523,8 +542,9 @@ class EntityRepo(_TierRepo):
 
 class InsightRepo(_TierRepo):
     def add(self, insight: str, *, strategy: str = "", log_entry: str = "", trigger_topic: str = "",
-            level: int = 1) -> Insight:
-        row = Insight(insight=insight, strategy=strategy, log_entry=log_entry, trigger_topic=trigger_topic, level=level)
+            level: int = 1, created_at: datetime | None = None) -> Insight:
+        row = Insight(insight=insight, strategy=strategy, log_entry=log_entry, trigger_topic=trigger_topic, level=level,
+                      created_at=created_at or utcnow())
         self.s.add(row)
         self.s.flush()
         self.items.put("insight", row.id, f"{insight}\nStrategy: {strategy}".strip(), title=trigger_topic,
@@ -536,6 +556,54 @@ class InsightRepo(_TierRepo):
 
     def recent(self, limit: int = 10) -> list[Insight]:
         return list(self.s.scalars(select(Insight).order_by(Insight.id.desc()).limit(limit)).all())
+
+    def last_at_level(self, level: int) -> Insight | None:
+        """The latest dream of at least this level."""
+        return self.s.scalars(select(Insight).where(Insight.level >= level).order_by(Insight.id.desc()).limit(1)).first()
+
+    def first(self) -> Insight | None:
+        return self.s.scalars(select(Insight).order_by(Insight.id).limit(1)).first()
+
+
+class QuestionRepo(_TierRepo):
+    """Open questions (the curiosity drive's source). A resolved question stays visible for a while, then goes."""
+
+    def add(self, topic: str, *, context: str = "", priority: float = 0.5, source: str = "dream",
+            created_at: datetime | None = None) -> OpenQuestion:
+        existing = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "open",
+                                                             func.lower(OpenQuestion.topic) == topic.strip().lower())).first()
+        if existing is not None:  # asked again: it matters more, and it is fresh again
+            existing.priority = max(existing.priority, float(priority))
+            existing.created_at = created_at or utcnow()
+            return existing
+        row = OpenQuestion(topic=topic.strip(), context=context.strip(), priority=min(1.0, max(0.0, float(priority))),
+                           source=source, created_at=created_at or utcnow())
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def get(self, question_id: int) -> OpenQuestion:
+        return self._get(OpenQuestion, question_id)
+
+    def open(self, limit: int | None = None) -> list[OpenQuestion]:
+        q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
+                                                                               OpenQuestion.id.desc())
+        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+
+    def list(self, limit: int = 50) -> list[OpenQuestion]:
+        return list(self.s.scalars(select(OpenQuestion).order_by(OpenQuestion.id.desc()).limit(limit)).all())
+
+    def resolve(self, question_id: int, resolution: str, now: datetime) -> OpenQuestion:
+        row = self.get(question_id)
+        row.status, row.resolution, row.resolved_at = "resolved", resolution.strip()[:1000], now
+        return row
+
+    def purge_resolved(self, before: datetime) -> int:
+        rows = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "resolved",
+                                                         OpenQuestion.resolved_at < before)).all()
+        for row in rows:
+            self.s.delete(row)
+        return len(rows)
 
 
 class UnverifiedFactRepo(_TierRepo):
@@ -607,15 +675,15 @@ class UnverifiedFactRepo(_TierRepo):
 
 class EmotionLogRepo(_TierRepo):
     def add(self, emotion: str, strength: int = 3, *, subject: str = "user", snippet: str = "",
-            thread_id: str | None = None, tick: int | None = None) -> EmotionLogEntry:
+            thread_id: str | None = None, tick: int | None = None, created_at: datetime | None = None) -> EmotionLogEntry:
         row = EmotionLogEntry(emotion=emotion, strength=strength, subject=subject, snippet=snippet[:200],
-                              thread_id=thread_id, tick=tick)
+                              thread_id=thread_id, tick=tick, created_at=created_at or utcnow())
         self.s.add(row)
         self.s.flush()
         return row
 
     def recent(self, subject: str | None = None, limit: int = 20, *, thread_id: str | None = None,
-               tick: int | None = None) -> list[EmotionLogEntry]:
+               tick: int | None = None, since: datetime | None = None) -> list[EmotionLogEntry]:
         q = select(EmotionLogEntry)
         if subject:
             q = q.where(EmotionLogEntry.subject == subject)
@@ -623,6 +691,8 @@ class EmotionLogRepo(_TierRepo):
             q = q.where(EmotionLogEntry.thread_id == thread_id)
         if tick is not None:
             q = q.where(EmotionLogEntry.tick == tick)
+        if since is not None:
+            q = q.where(EmotionLogEntry.created_at >= since)
         return list(reversed(self.s.scalars(q.order_by(EmotionLogEntry.id.desc()).limit(limit)).all()))
 
 

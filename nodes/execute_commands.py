@@ -22,6 +22,24 @@ from nodes.state import TickState
 
 log = logging.getLogger(__name__)
 DANGEROUS_FAMILIES = {"process", "shell", "config", "identity"}
+# HMP auxiliary cycles in read_only mode: read anything, create notes/tasks/llm_memory, edit only their own task.
+READ_ONLY_SUFFIXES = (".list", ".read", ".search", ".show", ".stats", ".query", ".archived")
+READ_ONLY_CREATE = {"notes.add", "tasks.add", "llm_memory.add"}
+READ_ONLY_EXCLUDED = {"notes.read"}  # it marks the note read: the main loop's business
+
+
+def read_only_refusal(cmd: Command, task_id: int) -> str | None:
+    """None when a read-only task cycle may run the command, else why not."""
+    if cmd.type in READ_ONLY_CREATE or (cmd.type.endswith(READ_ONLY_SUFFIXES) and cmd.type not in READ_ONLY_EXCLUDED):
+        return None
+    if cmd.type == "tasks.update":
+        target = cmd.args.get("id", cmd.args.get("task_id"))
+        if str(target) == str(task_id):
+            return None
+        return (f"a read-only task cycle may edit only its own task ({task_id}), not task {target}; "
+                "propose the change to the main loop with notes.add")
+    return (f"{cmd.type} would change records a read-only task cycle may not touch; "
+            "propose it to the main loop with notes.add")
 
 
 def required_rating(cmd: Command, svc: Services) -> float:
@@ -62,6 +80,12 @@ def _run_one(cmd: Command, state: TickState, svc: Services, llm_id: str | None) 
             if blocked:
                 repos.commands.record(**record, status="unvalidated", result=blocked)
                 return {**base, "status": "unvalidated", "result": blocked}, []
+            task = repos.tasks.by_repl_thread(state["thread_id"])
+            refusal = read_only_refusal(cmd, task.id) if task is not None and task.repl_mode == "read_only" else None
+            if refusal:
+                repos.commands.record(**record, status="refused", result=refusal)
+                repos.processes.add(cmd.type, refusal, status="error", thread_id=state["thread_id"], task_id=task.id)
+                return {**base, "status": "refused", "result": refusal}, []
             if spec is None:
                 message = f"unknown command type {cmd.type!r}; see help.show"
                 repos.commands.record(**record, status="unknown", result=message)
@@ -69,7 +93,8 @@ def _run_one(cmd: Command, state: TickState, svc: Services, llm_id: str | None) 
                 return {**base, "status": "unknown", "result": message}, []
             ctx = CommandContext(repos=repos, thread_id=state["thread_id"], tick=state["tick"], llm_id=llm_id,
                                  settings=svc.settings, now=svc.clock(), services=svc,
-                                 root_thread=state.get("root_thread") or state["thread_id"])
+                                 root_thread=state.get("root_thread") or state["thread_id"],
+                                 task_id=task.id if task is not None else None)
             result: CommandResult = spec.handler(cmd, ctx)
             if result.show:
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or state["thread_id"])

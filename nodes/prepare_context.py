@@ -21,7 +21,9 @@ from persona import refresh_persona, skills_block
 from nodes.commands.help import command_guide
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
 from nodes.recall import abstract_lines, auto_recall, context_cycle, context_mode, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
-from nodes.prompts import (CHANNEL_HINT, CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, STIMULUS_TITLE,
+from persona.drives import Drives, DriveSettings, feeling_lines
+from persona.prompts import FEELINGS_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
+from nodes.prompts import (CHANNEL_HINT, TASK_CYCLE_SEED, CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, STIMULUS_TITLE,
                            THOUGHT_HEADER)
 from nodes.state import TickState
 from nodes.stelis import thread_window
@@ -121,6 +123,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               trim_oldest=True),
         Block("episodes", "Recent days", episode_lines(repos, int(persona_setting(repos, persona.config, "memory.episode_days", 3))), 104,
               trim_oldest=True),
+        Block("feelings", FEELINGS_TITLE, _feelings(state.get("drives") or {}), 140),
         Block("abstracts", "Abstracts of my recent thinking",
               abstract_lines(repos, now, cycle.get("focus_tags")), 105, trim_oldest=True),
         Block("processes", "Open processes (results of my commands)",
@@ -149,6 +152,13 @@ def _continuation_text(svc: Services, repos: Repos, state: TickState, notes: lis
     return [base, *chunks], turns
 
 
+def _feelings(drives: dict[str, Any]) -> list[str]:
+    if not drives.get("levels"):
+        return []
+    return feeling_lines(Drives(drives["levels"], drives.get("details") or {}),
+                         DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings.inject_at))))
+
+
 def _refresh_persona(svc: Services) -> None:
     """An edited persona file shapes the very next prompt; a broken edit keeps the last good persona."""
     try:
@@ -170,7 +180,9 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         episode = state.get("stagnation") or {}
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]
-        notes, note_lines = _incoming(repos, svc, cycle)
+        task = repos.tasks.by_repl_thread(state["thread_id"])
+        # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
+        notes, note_lines = _incoming(repos, svc, cycle) if task is None else ([], [])
         processes = repos.processes.open(state["thread_id"])
         if state.get("mode") == "continuation":
             parts, all_turns = _continuation_text(svc, repos, state, notes)
@@ -206,10 +218,20 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
             note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
             blocks, recall_report = _chat_blocks(svc, repos, state, cycle, note_lines, note_keys, processes, notes)
             blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160))
+            if task is not None:
+                blocks.append(Block("task", "", [TASK_CYCLE_SEED.format(
+                    name=svc.persona.display_name, id=task.id, title=task.title, status=task.status,
+                    description=task.description or "(no description)",
+                    goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
+                    system=True))
             header = THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state["tick"])
             instruction = episode.get("rephrased") or CHAT_INSTRUCTION  # reflex-lite's rephrased request
             if episode.get("instruction"):  # the meta-analysis mechanism
                 instruction = episode["instruction"] + "\n" + instruction
+            offer = (state.get("drives") or {}).get("reach_out")
+            if offer:  # the drives' one rule allowed an unprompted message this tick
+                instruction = REACH_OUT_INSTRUCTION.format(drive=offer["drive"], level=offer["level"],
+                                                           why=REACH_OUT[offer["drive"]]) + "\n" + instruction
             fixed_text = instruction + "\n\n" + header
             if count(fixed_text) + 8 > budget:
                 raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")

@@ -18,6 +18,14 @@ CHANNEL_HINT = {
     "studio": "I am running in LangGraph Studio; my human watches each step and my messages.send.",
 }
 
+# HMP auxiliary REPL cycle: the task is the seed prompt; the rules of read_only mode.
+TASK_CYCLE_SEED = """# My task
+I am a sub-cycle of {name}, working only on task {id}: {title} (status {status}; {goal}).
+{description}
+I may read everything. I write what I find with notes.add — the main loop reads those notes. I may change only
+task {id} (tasks.update with id {id}); anything else I think should change, I propose in a note. When the task
+is done, I set it done: tasks.update {{"id": {id}, "status": "done"}}."""
+
 THOUGHT_HEADER = "## {name}'s thought (tick {tick})\n"
 
 CHAT_INSTRUCTION = (

@@ -121,15 +121,22 @@ def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_messa
 
 
 def goal_lines(repos: Repos) -> list[str]:
-    """Nexus Ark: 3 short-term and 2 long-term active goals; HMP: task count and pinned tasks first."""
-    lines = [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="short", limit=3)]
+    """HMP: pinned tasks first (always handled), by priority; then Nexus Ark's 3 short-term and 2 long-term
+    active goals, by priority; then the other open tasks by priority, with the task counts."""
+    open_tasks = repos.tasks.list(open_only=True, limit=8)
+    pinned = [t for t in open_tasks if t.pinned]
+    lines = [f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}" for t in pinned]
+    lines += [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="short", limit=3)]
     lines += [f"[goal {g.id} long, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="long", limit=2)]
     counts = repos.tasks.counts()
-    open_tasks = repos.tasks.list(open_only=True, limit=5)
     if counts:
         lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    lines += [f"[task {t.id}{' pinned' if t.pinned else ''}, priority {t.priority}] {t.title}" for t in open_tasks]
+    lines += [f"[task {t.id} {t.status}, priority {t.priority}{_cycle(t)}] {t.title}" for t in open_tasks if not t.pinned][:5]
     return lines
+
+
+def _cycle(task) -> str:
+    return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
 
 
 def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> list[str]:

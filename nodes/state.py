@@ -22,6 +22,8 @@ class TickState(TypedDict, total=False):
     tick: int
     mode: str  # chat | continuation
     vars: Annotated[dict[str, Any], merge_vars]  # playbook variables: inputs, llm outputs, set assignments
+    # update_drives
+    drives: dict[str, Any]  # levels, dominant, details, and the reach-out offer if one was made this tick
     # prepare_context
     prompt: str
     prompt_messages: list[dict[str, str]]

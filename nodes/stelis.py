@@ -214,7 +214,8 @@ def recover_orphans(svc: Services, notify: Callable[[str], None] | None = None) 
     """Abort every child thread left running by a process that is gone; chronicle and anchor each one."""
     with svc.db.unit() as repos:
         orphans = [(t.id, t.owner, t.parent_id, t.label, t.tick) for t in repos.threads.running_children()
-                   if t.owner != process_token() and not owner_alive(t.owner)]
+                   if t.origin != "task" and t.owner != process_token() and not owner_alive(t.owner)]
+        # task sub-cycles are not aborted: graph/task_cycles.py resumes them from their checkpoint
     results = []
     for thread_id, owner, parent_id, label, tick in orphans:
         if notify:

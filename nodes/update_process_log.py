@@ -23,8 +23,8 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
         repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
                              persona=svc.persona.name, origin="root")
         current = repos.threads.get(state.get("thread_id") or root)
-        if current is not None and current.origin == "playbook":
-            thread_id = current.id  # a tick inside a playbook's Stelis region stays in that child
+        if current is not None and current.origin in ("playbook", "task"):
+            thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
         else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
             thread_id = active_thread(repos, root)
         repos.threads.set_tick(thread_id, tick)

@@ -58,7 +58,9 @@ def notes_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"notes mode: {mode}")
 
 
-@command("cycle.idle", '{"on": true, "timeout_s": 600}  (sleep without LLM calls until a note arrives or the timeout)')
+@command("cycle.idle", '{"on": true, "timeout_s": 600, "note_filter": {"tags": ["urgent"], "source": "user", '
+                       '"contains": "…", "min_priority": 1}, "process": 12, "task": 4}  (sleep without LLM calls '
+                       'until a matching note, the process or task sub-cycle finishing, or the timeout)')
 def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
     raw = cmd.args.get("on", cmd.args.get("state", cmd.args.get("value", True)))
     on = raw if isinstance(raw, bool) else str(raw).strip().lower() in ("1", "true", "on", "yes")
@@ -66,13 +68,64 @@ def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not on:
         update_cycle(ctx.repos, ctx.thread_id, idle=None)
         return CommandResult("idle off")
+    note_filter = arg(cmd, "note_filter", "filter", default={}, kind=dict)
+    unknown = set(note_filter) - {"tags", "source", "contains", "min_priority"}
+    if unknown:
+        raise CommandError(f"cycle.idle: note_filter takes tags, source, contains, min_priority; not {sorted(unknown)}")
+    process = arg(cmd, "process", "process_id", default=None)
+    task = arg(cmd, "task", "task_id", default=None, kind=int)
+    if process is not None and str(process).isdigit() and ctx.repos.processes.get(int(process)) is None:
+        raise CommandError(f"cycle.idle: no process {process}")
+    if task is not None:
+        ctx.repos.tasks.get(task)
+    if timeout_s is None and not arg(cmd, "wake_on_note", default=True, kind=bool) and process is None and task is None:
+        raise CommandError("cycle.idle: nothing would wake me; give a timeout, a note filter, a process or a task")
     update_cycle(ctx.repos, ctx.thread_id, idle={
         "since_tick": ctx.tick,
         "wake_on_note": arg(cmd, "wake_on_note", default=True, kind=bool),
+        "note_filter": note_filter,
+        "after_note": ctx.repos.notes.newest_id(),
+        "process": process,
+        "task": task,
         "timeout_s": timeout_s,
         "since": ctx.now.isoformat(),
     })
-    return CommandResult("idle on" + (f" for up to {timeout_s:g}s" if timeout_s else " until a note arrives"))
+    wakes = [w for w in ("a matching note" if note_filter else "a note" if arg(cmd, "wake_on_note", default=True, kind=bool) else "",
+                         f"process {process} finishing" if process is not None else "",
+                         f"task {task}'s sub-cycle ending" if task is not None else "",
+                         f"{timeout_s:g}s" if timeout_s else "") if w]
+    return CommandResult("idle on until " + " or ".join(wakes))
+
+
+def idle_wake_reason(repos: Repos, idle: dict[str, Any], now) -> str | None:
+    """Why an idle thread wakes now (a matching note, a process or task cycle finished, the timeout), or None."""
+    from datetime import datetime
+
+    if idle.get("wake_on_note", True):
+        wanted = idle.get("note_filter") or {}
+        for note in repos.notes.unread_incoming(limit=50, min_priority=wanted.get("min_priority")):
+            if note.id <= int(idle.get("after_note") or 0) and wanted:
+                continue
+            if wanted.get("source") and note.source != wanted["source"]:
+                continue
+            if wanted.get("tags") and not set(wanted["tags"]) & set(note.tags or []):
+                continue
+            if wanted.get("contains") and str(wanted["contains"]).lower() not in note.text.lower():
+                continue
+            return f"note {note.id} from {note.source}"
+    process = idle.get("process")
+    if process is not None:
+        row = repos.processes.get(int(process)) if str(process).isdigit() else repos.processes.latest_named(str(process))
+        if row is not None and row.status not in ("in_progress", "pending"):
+            return f"process {row.id} {row.name} finished ({row.status})"
+    if idle.get("task") is not None:
+        task = repos.tasks.get(int(idle["task"]))
+        if task.repl_status != "running":
+            return f"task {task.id}'s sub-cycle ended ({task.repl_status or 'not started'})"
+    timeout, since = idle.get("timeout_s"), idle.get("since")
+    if timeout and since and (now - datetime.fromisoformat(since)).total_seconds() >= float(timeout):
+        return f"timeout of {float(timeout):g}s"
+    return None
 
 
 def _set_context_mode(ctx: CommandContext, mode: str, **focus: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.abstracts import request_abstract
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandResult, arg, command
+from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
 
 
 def goal_line(g) -> str:
@@ -122,3 +122,46 @@ def delete_task(cmd: Command, ctx: CommandContext) -> CommandResult:
 def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=cmd.type.endswith(".pin"))
     return CommandResult(f"task {task.id} {'pinned' if task.pinned else 'unpinned'}")
+
+
+DEFAULT_CYCLE = {"max_ticks": 20, "deadline_s": 3600.0, "max_restarts": 1, "window_ratio": 0.5}
+
+
+@command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600}  (a read-only sub-cycle works on the task; '
+                      'its findings arrive as notes)')
+def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    from nodes.stelis import DEFAULT_MAX_DEPTH, StelisRefused, open_thread
+
+    task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
+    if ctx.repos.tasks.by_repl_thread(ctx.thread_id) is not None:
+        raise CommandError("tasks.run: a task sub-cycle cannot start another one; propose it to the main loop in a note")
+    if task.repl_status == "running":
+        return CommandResult(f"task {task.id}'s sub-cycle is already running ({task.repl_thread})")
+    if task.status in ("done", "failed", "cancelled"):
+        raise CommandError(f"tasks.run: task {task.id} is {task.status}")
+    config = {**DEFAULT_CYCLE, **(task.repl_config or {})}
+    for name, kind in (("max_ticks", int), ("deadline_s", float), ("max_restarts", int), ("window_ratio", float)):
+        config[name] = arg(cmd, name, default=config[name], kind=kind)
+    config.update(restarts=0, started_at=ctx.now.isoformat())
+    root = ctx.root_thread or ctx.thread_id
+    try:
+        child, window, _ = open_thread(ctx.services, ctx.repos, parent_id=root, child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}",
+                                       label=f"task {task.id}: {task.title}"[:200], window_ratio=config["window_ratio"],
+                                       max_depth=DEFAULT_MAX_DEPTH, origin="task", tick=ctx.tick)
+    except StelisRefused as exc:
+        raise CommandError(f"tasks.run: {exc}") from exc
+    ctx.repos.tasks.set_repl(task.id, repl_mode="read_only", repl_status="running", repl_config=config,
+                             repl_thread=child.id, repl_error=None)
+    ctx.repos.tasks.update(task.id, status="in_progress")
+    ctx.emit({"event": "task_cycle", "task_id": task.id, "status": "running", "thread_id": child.id})
+    return CommandResult(f"task {task.id}'s sub-cycle started in {child.id} (window {window} tokens, at most "
+                         f"{config['max_ticks']} ticks); its notes will reach you", show=True)
+
+
+@command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)')
+def stop_task(cmd: Command, ctx: CommandContext) -> CommandResult:
+    task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
+    if task.repl_status != "running":
+        return CommandResult(f"task {task.id} has no running sub-cycle ({task.repl_status or 'never started'})")
+    ctx.repos.tasks.set_repl(task.id, repl_status="stopped", repl_error="stopped by the main loop")
+    return CommandResult(f"task {task.id}'s sub-cycle stopped; its chronicle will follow as a note")

@@ -31,9 +31,11 @@ def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}')
 def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
-    note = ctx.repos.notes.add(arg(cmd, "text", "content", kind=str), source="llm", tags=arg(cmd, "tags", default=[], kind=list),
+    from_task = ctx.task_id is not None  # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
+    note = ctx.repos.notes.add(arg(cmd, "text", "content", kind=str), source="llm:task" if from_task else "llm",
+                               tags=arg(cmd, "tags", default=[], kind=list), task_id=ctx.task_id,
                                priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id,
-                               llm_id=ctx.llm_id, read=True)
+                               llm_id=ctx.llm_id, read=not from_task, created_at=ctx.now)
     return CommandResult(f"note {note.id} added")
 
 

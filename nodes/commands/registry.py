@@ -21,6 +21,7 @@ class CommandContext:
     events: list[dict[str, Any]] = field(default_factory=list)  # shown live after commit
     services: Any = None  # nodes.context.Services, for handlers that call a model (stelis.end)
     root_thread: str | None = None
+    task_id: int | None = None  # set in a task's sub-cycle: what it writes is marked as the task's
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)

@@ -235,7 +235,7 @@ def test_memory_commands_through_a_tick(agent_factory):
         repos.notes.add("Tell me about the tide tables?", source="user")
     fake.responses = ["Second thought."]
     agent.tick()
-    think = next(c["prompt"] for c in fake.calls if c.get("purpose", "think") == "think" and "Tell me about" in c["prompt"])
+    think = next(c["prompt"] for c in fake.calls if c["json_schema"] is None and "Tell me about" in c["prompt"])
     assert "My human lives by the sea." in think
     assert "[goal 1 long, priority 1] Understand the sea" in think and "[task 1 pinned, priority 1] Read about tides" in think
     recall = think.split("# Memories that came to mind", 1)[1]

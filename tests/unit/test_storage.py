@@ -80,6 +80,12 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     conn.execute("ALTER TABLE llm_memory DROP COLUMN status")
     conn.execute("ALTER TABLE unverified_facts DROP COLUMN resolution")
     conn.execute("DROP TABLE anti_stagnation_metrics")  # v5
+    conn.execute("DROP TABLE open_questions")  # v6
+    conn.execute("DROP TABLE sessions")
+    for column in ("repl_mode", "repl_status", "repl_config", "repl_thread", "repl_error"):
+        conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
+    conn.execute("INSERT INTO tasks (title, description, priority, pinned, status, kind, tags, created_at, updated_at) "
+                 "VALUES ('a v1 task', '', 1, 0, 'open', 'task', '[]', '2026-01-01', '2026-01-01')")
     conn.execute("INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
                  "VALUES ('', 'an idea from v1', '[]', '2026-01-01', '2026-01-01')")
     conn.execute("INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "
@@ -94,8 +100,10 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
         assert repos.threads.get("main/x").origin == "playbook" and repos.threads.ratio_product("main/x") == 0.8
         assert [(m.content, m.status) for m in repos.llm_memory.recent()] == [("an idea from v1", "active")]
         assert repos.items.find("llm_memory", repos.llm_memory.recent()[0].id).text == "an idea from v1"  # now searchable
+        task = repos.tasks.list()[0]
+        assert (task.title, task.repl_mode, task.repl_status) == ("a v1 task", "none", None)
     with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 5
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 6
         assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities",
-                "anti_stagnation_metrics"} <= set(inspect(s.bind).get_table_names())
+                "anti_stagnation_metrics", "open_questions", "sessions"} <= set(inspect(s.bind).get_table_names())
     db.close()

@@ -1,0 +1,244 @@
+"""Dreaming (Nexus Ark's sleep-time reflection): when, how deep, on what, and applying what the dream decided.
+
+- When (`dream_due`): in quiet hours (default 00:00–07:00 local) or after `after_idle_minutes` without the
+  human, at most once per local day, and only if something happened since the last dream.
+- How deep (`choose_level`): level 3 when 30 days passed since the last level-3 dream (or the first dream),
+  else level 2 when 7 days passed since the last level ≥ 2, else level 1.
+- On what (`gather_material`): the recent log (level 1: the last day; 2: the week's day summaries; 3: the
+  month's week summaries), memories recalled for it, the active goals and the open questions.
+- Applying (`apply_dream`): the one structured answer is validated against DREAM_SCHEMA item by item (invalid
+  items are dropped and reported), then insight, entity updates, goal updates, open questions and resolved
+  questions are written in the caller's single transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from memory.repositories import Repos
+from memory.settings import persona_setting
+from persona.drives import in_quiet_hours, last_interaction, parse_hours
+from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
+
+LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
+LOG_ITEM_CHARS = 240
+
+
+@dataclass
+class DreamSettings:
+    enabled: bool = True
+    quiet_hours: str = "00:00-07:00"
+    after_idle_minutes: float = 120.0
+    log_items: int = 30
+    recall_k: int = 6
+    max_tokens: int = 700
+    weekly_days: int = 7
+    monthly_days: int = 30
+
+    @classmethod
+    def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "DreamSettings":
+        values = {}
+        for name, default in asdict(cls()).items():
+            value = persona_setting(repos, persona_config, f"dreaming.{name}", default)
+            values[name] = bool(value) if isinstance(default, bool) else type(default)(value)
+        parse_hours(values["quiet_hours"])
+        return cls(**values)
+
+
+@dataclass
+class DreamOutcome:
+    level: int
+    insight_id: int | None = None
+    insight: str = ""
+    strategy: str = ""
+    entities: list[str] = field(default_factory=list)
+    goals: list[str] = field(default_factory=list)  # "new 4", "progress 2", "completed 1", "abandoned 3"
+    questions_added: list[int] = field(default_factory=list)
+    questions_resolved: list[int] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # items that failed validation or named unknown ids
+    status: str = "applied"  # applied | empty
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _aware(value: datetime, like: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=like.tzinfo)
+
+
+def choose_level(repos: Repos, now: datetime, settings: DreamSettings) -> int:
+    first = repos.insights.first()
+    if first is None:
+        return 1
+    last3 = repos.insights.last_at_level(3)
+    if now - _aware((last3 or first).created_at, now) >= timedelta(days=settings.monthly_days):
+        return 3
+    last2 = repos.insights.last_at_level(2)
+    if now - _aware((last2 or first).created_at, now) >= timedelta(days=settings.weekly_days):
+        return 2
+    return 1
+
+
+def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings,
+              started: datetime | None = None) -> str | None:
+    """Why the persona should dream now, or None."""
+    if not settings.enabled:
+        return None
+    last = repos.insights.latest()
+    if last is not None and _aware(last.created_at, now).astimezone(zone).date() == now.astimezone(zone).date():
+        return None  # at most once per local day
+    newest = repos.messages.newest_id()
+    if newest <= int(repos.config.get(LAST_DREAM_MESSAGE) or 0):
+        return None  # nothing happened since the last dream
+    if in_quiet_hours(now, zone, settings.quiet_hours):
+        return f"quiet hours ({settings.quiet_hours})"
+    since = last_interaction(repos) or started
+    if since is not None:
+        idle = (now - _aware(since, now)).total_seconds() / 60
+        if idle >= settings.after_idle_minutes:
+            return f"idle for {idle:.0f} min"
+    return None
+
+
+def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: tzinfo,
+                    settings: DreamSettings) -> dict[str, Any]:
+    """The dream's material as prompt text, with the topic it started from and what it read."""
+    sections: list[str] = []
+    recent = repos.messages.log_recent(settings.log_items, kinds=("response", "continuation", "human"))
+    notes = repos.notes.list(source="incoming", limit=10)
+    lines = [f"- [{m.created_at.astimezone(zone):%m-%d %H:%M}] {'my human' if m.role == 'user' else 'I'}: "
+             f"{m.content[:LOG_ITEM_CHARS]}" for m in recent]
+    lines += [f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] my human wrote: {n.text[:LOG_ITEM_CHARS]}"
+              for n in notes if n.source in ("user", "cli")]
+    if lines:
+        sections.append("What happened recently:\n" + "\n".join(lines[-settings.log_items:]))
+    if level >= 2:
+        days = repos.episodes.recent("day", 7)
+        if days:
+            sections.append("The last days:\n" + "\n".join(f"- {d.start}: {d.summary[:300]}" for d in days))
+    if level >= 3:
+        weeks = repos.episodes.recent("week", 4) + repos.episodes.recent("month", 1)
+        if weeks:
+            sections.append("The last weeks and month:\n" + "\n".join(f"- {w.period} of {w.start}: {w.summary[:300]}"
+                                                                     for w in weeks))
+    topic = (recent[-1].content if recent else (notes[-1].text if notes else "my life so far"))[:200]
+    recalled: list[str] = []
+    if memory is not None and settings.recall_k > 0:
+        from memory.index import Query
+
+        try:
+            hits = memory.search(Query(text="\n".join(lines[-5:]) or topic, k=settings.recall_k,
+                                       tiers=["message", "diary", "abstract", "episode", "insight", "llm_memory"]))
+            recalled = [f"- [{h.item.tier} {h.item.created_at:%Y-%m-%d}] {h.item.text[:LOG_ITEM_CHARS]}" for h in hits]
+        except Exception as exc:  # recall is an aid; the dream goes on without it
+            recalled = [f"- (recall failed: {type(exc).__name__})"]
+    if recalled:
+        sections.append("Memories that came back:\n" + "\n".join(recalled))
+    goals = repos.goals.list(status="active", limit=10)
+    horizon = "long" if level >= 3 else None
+    shown = [g for g in goals if horizon is None or g.horizon == horizon] or goals
+    if shown:
+        sections.append("My active goals:\n" + "\n".join(
+            f"- id {g.id} ({g.horizon}, priority {g.priority}): {g.title}" for g in shown))
+    questions = repos.questions.open(limit=10)
+    if questions:
+        sections.append("My open questions:\n" + "\n".join(f"- id {q.id}: {q.topic}" for q in questions))
+    latest = repos.insights.latest()
+    if latest is not None:
+        sections.append(f"My last dream's strategy: {latest.strategy}")
+    return {"text": "\n\n".join(sections) or "(a quiet time: nothing new happened)", "topic": topic,
+            "newest_message_id": repos.messages.newest_id(), "recalled": len(recalled)}
+
+
+def dream_prompt(name: str, identity: str, level: int, material: str) -> str:
+    return DREAM_PROMPT.format(name=name, level_text=DREAM_LEVELS[level], identity=identity.strip()[:1500],
+                               material=material)
+
+
+def _valid_items(data: dict[str, Any], key: str, dropped: list[str]) -> list[dict[str, Any]]:
+    validator = Draft202012Validator(DREAM_SCHEMA["properties"][key]["items"])
+    items = data.get(key) or []
+    if not isinstance(items, list):
+        dropped.append(f"{key}: not a list")
+        return []
+    valid = []
+    for item in items:
+        error = next(iter(validator.iter_errors(item)), None)
+        if error is None:
+            valid.append(item)
+        else:
+            dropped.append(f"{key} item {json.dumps(item, ensure_ascii=False)[:120]}: {error.message[:120]}")
+    return valid
+
+
+def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime, topic: str,
+                newest_message_id: int) -> DreamOutcome:
+    """Write everything the dream decided, in the caller's transaction. Nothing is written without an insight."""
+    outcome = DreamOutcome(level=level)
+    insight = str(data.get("insight") or "").strip()
+    if not insight:
+        outcome.status = "empty"
+        outcome.dropped.append("no insight: nothing applied")
+        return outcome
+    strategy = str(data.get("strategy") or "").strip()
+    row = repos.insights.add(insight, strategy=strategy, log_entry=str(data.get("log_entry") or "").strip(),
+                             trigger_topic=topic, level=level, created_at=now)
+    outcome.insight_id, outcome.insight, outcome.strategy = row.id, insight, strategy
+    for item in _valid_items(data, "entity_updates", outcome.dropped):
+        name = item["name"].strip()
+        if name:
+            repos.entities.merge(name, kind=item["kind"], facts=[f.strip() for f in item["facts"] if f.strip()])
+            outcome.entities.append(name)
+    for item in _valid_items(data, "goal_updates", outcome.dropped):
+        _apply_goal(repos, item, outcome)
+    open_ids = {q.id for q in repos.questions.open()}
+    for item in _valid_items(data, "resolved_questions", outcome.dropped):
+        if item["id"] in open_ids and item["answer"].strip():
+            repos.questions.resolve(item["id"], item["answer"], now)
+            outcome.questions_resolved.append(item["id"])
+        else:
+            outcome.dropped.append(f"resolved_questions: no open question {item['id']}")
+    for item in _valid_items(data, "open_questions", outcome.dropped):
+        if item["topic"].strip():
+            q = repos.questions.add(item["topic"], context=str(item.get("context") or ""),
+                                    priority=float(item["priority"]), source="dream", created_at=now)
+            outcome.questions_added.append(q.id)
+    repos.config.set(LAST_DREAM_MESSAGE, newest_message_id)
+    return outcome
+
+
+def _apply_goal(repos: Repos, item: dict[str, Any], outcome: DreamOutcome) -> None:
+    action, note = item["action"], str(item.get("note") or "").strip()
+    if action == "new":
+        title = str(item.get("title") or "").strip()
+        if not title:
+            outcome.dropped.append("goal_updates: a new goal without a title")
+            return
+        existing = [g for g in repos.goals.list(status="active") if g.title.strip().lower() == title.lower()]
+        if existing:
+            outcome.dropped.append(f"goal_updates: goal {existing[0].id} already has this title")
+            return
+        goal = repos.goals.add(title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1),
+                               description=note)
+        outcome.goals.append(f"new {goal.id}")
+        return
+    goal_id = item.get("id")
+    try:
+        goal = repos.goals.get(goal_id) if goal_id is not None else None
+    except LookupError:
+        goal = None
+    if goal is None or goal.status not in ("active", "paused"):
+        outcome.dropped.append(f"goal_updates: {action} of goal {goal_id}, which is not active")
+        return
+    if action == "progress":
+        repos.goals.update(goal.id, progress=note or "progress noted in a dream")
+    elif action == "completed":
+        repos.goals.update(goal.id, status="completed", progress=note or None)
+    else:  # abandoned: HMP's failed, with the reason
+        repos.goals.update(goal.id, status="failed", reason=f"abandoned in a dream: {note or 'no reason given'}")
+    outcome.goals.append(f"{action} {goal.id}")

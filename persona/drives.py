@@ -1,0 +1,271 @@
+"""Internal state (Nexus Ark): four drives computed from the database at a given moment, and the one rule that
+lets the persona write to its human unprompted.
+
+- boredom    = min(1, 0.15 · ln(1 + idle_hours)), idle since the human last wrote;
+- curiosity  = 1 − exp(−S/2), S = Σ priority × 0.5^(age_days / half_life) over the ≤ 10 weightiest open questions;
+- goal       = (1 − exp(−priority / 3)) × (1 − ½ · completion) of the top active goal;
+- devotion   = min(1, Σ w(emotion) × strength/3 × 0.5^(age_h / half_life)) over the user's logged emotions,
+               w = 0.3 for a negative emotion, 0.1 for a positive one (Nexus Ark's +0.3 / +0.1).
+
+Drives ≥ `inject_at` (0.4) are shown in the prompt. Reaching out is one rule over the same numbers: the dominant
+drive above `reach_out_at` (0.6), outside quiet hours, no human note waiting, and at least `cooldown_minutes`
+since the last time it was offered. The persona then decides whether to write (the offer starts the cooldown).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, time, timedelta, tzinfo
+from typing import Any, Callable
+
+from memory.repositories import Repos
+from memory.settings import persona_setting
+from memory.text import json_object
+
+DRIVES = ("boredom", "curiosity", "goal", "devotion")
+LABELS = {"boredom": "boredom", "curiosity": "curiosity", "goal": "the pull of my goal", "devotion": "devotion"}
+NEGATIVE = {"sadness", "anger", "fear", "anxious", "tired", "busy", "stressed"}
+POSITIVE = {"joy", "happy", "surprise"}
+USER_EMOTIONS = sorted(NEGATIVE | POSITIVE | {"neutral"})
+REACH_OUT_KEY = "drives/reach_outs"  # the offers made: [{at, tick, thread, drive, level}], newest last
+MAX_QUESTIONS = 10
+LLM_MIN_WORDS = 8  # shorter messages without an emotion word are taken as neutral (no model call)
+
+# A small lexicon for the user's emotion: a cheap signal first (no model call for most messages).
+_LEXICON = {
+    "sadness": r"sad|unhappy|depress\w*|lonely|miserable|heartbroken|grie\w+|crying|cried|down today|грустн\w*|печал\w*|тоск\w*",
+    "anger": r"angry|furious|annoyed|irritated|pissed|mad at|hate|злюсь|злой|бесит|раздраж\w*",
+    "fear": r"afraid|scared|terrified|frightened|страшно|боюсь",
+    "anxious": r"anxious|worried|worry|nervous|uneasy|panic\w*|тревож\w*|волнуюсь|переживаю",
+    "tired": r"tired|exhausted|sleepy|worn out|drained|устал\w*|измотан\w*",
+    "busy": r"busy|swamped|no time|overloaded|занят\w*|некогда",
+    "stressed": r"stress\w*|overwhelm\w*|pressure|deadline|напряж\w*|стресс\w*",
+    "joy": r"glad|delighted|great news|wonderful|love it|excited|yay|радуюсь|рад|рада|отлично|ура",
+    "happy": r"happy|cheerful|content|good mood|счастлив\w*",
+    "surprise": r"surpris\w*|unexpected|wow|no way|удивл\w*|неожиданно",
+}
+_LEXICON_RE = {name: re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE) for name, pattern in _LEXICON.items()}
+_INTENSIFIERS = re.compile(r"(?<!\w)(very|so|really|extremely|terribly|completely|очень|так|совсем)(?!\w)|!", re.IGNORECASE)
+
+
+@dataclass
+class DriveSettings:
+    inject_at: float = 0.4
+    reach_out_at: float = 0.6
+    cooldown_minutes: float = 180.0
+    quiet_hours: str = "00:00-07:00"
+    question_half_life_days: float = 7.0
+    resolved_keep_days: float = 7.0
+    devotion_half_life_hours: float = 6.0
+    reach_out: bool = True
+    user_emotion_llm: bool = True  # when the lexicon finds nothing in a longer message, ask the model
+
+    @classmethod
+    def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "DriveSettings":
+        values = {}
+        for name, default in asdict(cls()).items():
+            value = persona_setting(repos, persona_config, f"drives.{name}", default)
+            values[name] = type(default)(value) if not isinstance(default, bool) else bool(value)
+        if persona_setting(repos, persona_config, "dreaming.quiet_hours", None) and "quiet_hours" not in (
+                persona_config.get("drives") or {}):
+            values["quiet_hours"] = str(persona_setting(repos, persona_config, "dreaming.quiet_hours"))
+        parse_hours(values["quiet_hours"])  # a bad value is an error now, not at midnight
+        return cls(**values)
+
+
+@dataclass
+class Drives:
+    levels: dict[str, float]
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    at: str = ""
+
+    @property
+    def dominant(self) -> str:
+        return max(DRIVES, key=lambda name: self.levels.get(name, 0.0))
+
+    @property
+    def dominant_level(self) -> float:
+        return self.levels.get(self.dominant, 0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"levels": self.levels, "dominant": self.dominant, "level": self.dominant_level,
+                "details": self.details, "at": self.at}
+
+
+def parse_hours(spec: str) -> tuple[time, time]:
+    """"00:00-07:00" -> (00:00, 07:00); a window may wrap midnight ("22:30-06:00")."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*", str(spec))
+    if not match:
+        raise ValueError(f"quiet hours must look like 00:00-07:00, not {spec!r}")
+    h1, m1, h2, m2 = map(int, match.groups())
+    if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59:
+        raise ValueError(f"quiet hours {spec!r}: not a time of day")
+    return time(h1, m1), time(min(h2, 23), m2 if h2 < 24 else 59)
+
+
+def in_quiet_hours(now: datetime, zone: tzinfo, spec: str) -> bool:
+    start, end = parse_hours(spec)
+    local = now.astimezone(zone).time()
+    if start == end:
+        return False
+    return start <= local < end if start < end else (local >= start or local < end)
+
+
+def last_interaction(repos: Repos) -> datetime | None:
+    from sqlalchemy import func, select
+
+    from memory.models import Note
+
+    return repos.session.scalar(select(func.max(Note.created_at)).where(Note.source.in_(("user", "cli"))))
+
+
+def _aware(value: datetime, like: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=like.tzinfo)
+
+
+def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, since: datetime | None = None) -> Drives:
+    """The four drives at `now`. `since`: when the persona started, the idle reference if the human never wrote."""
+    details: dict[str, dict[str, Any]] = {}
+    last = last_interaction(repos) or since
+    idle_hours = max(0.0, (now - _aware(last, now)).total_seconds() / 3600) if last else 0.0
+    boredom = min(1.0, 0.15 * math.log1p(idle_hours))
+    details["boredom"] = {"idle_hours": round(idle_hours, 2), "last_interaction": last.isoformat() if last else None}
+
+    weighted = []
+    for q in repos.questions.open():
+        age_days = max(0.0, (now - _aware(q.created_at, now)).total_seconds() / 86400)
+        weighted.append((q.priority * 0.5 ** (age_days / settings.question_half_life_days), q))
+    weighted.sort(key=lambda pair: pair[0], reverse=True)
+    total = sum(w for w, _ in weighted[:MAX_QUESTIONS])
+    curiosity = 1 - math.exp(-total / 2)
+    details["curiosity"] = {"open_questions": len(weighted), "weight": round(total, 3),
+                            "top_question": weighted[0][1].topic if weighted else None,
+                            "top_question_id": weighted[0][1].id if weighted else None}
+
+    goals = repos.goals.list(status="active", limit=50)
+    goal = max(goals, key=lambda g: (g.priority, -g.id), default=None)
+    goal_level = 0.0
+    if goal is not None:
+        progress = repos.goals.progress(goal.id)
+        completion = float(progress.get("completion_rate") or 0) / 100
+        goal_level = (1 - math.exp(-max(0, goal.priority) / 3)) * (1 - 0.5 * completion)
+        details["goal"] = {"goal_id": goal.id, "title": goal.title, "priority": goal.priority,
+                           "completion": round(completion, 2)}
+    else:
+        details["goal"] = {"goal_id": None}
+
+    devotion_sum, latest = 0.0, None
+    for entry in repos.emotion_log.recent("user", limit=50, since=now - timedelta(hours=48)):
+        name = entry.emotion.lower()
+        weight = 0.3 if name in NEGATIVE else 0.1 if name in POSITIVE else 0.0
+        age_h = max(0.0, (now - _aware(entry.created_at, now)).total_seconds() / 3600)
+        devotion_sum += weight * entry.strength / 3 * 0.5 ** (age_h / settings.devotion_half_life_hours)
+        latest = entry
+    details["devotion"] = {"user_emotion": latest.emotion if latest else None,
+                           "snippet": latest.snippet[:120] if latest else None}
+    levels = {"boredom": boredom, "curiosity": curiosity, "goal": goal_level, "devotion": min(1.0, devotion_sum)}
+    return Drives({k: round(v, 3) for k, v in levels.items()}, details, now.isoformat())
+
+
+def reach_out_offer(drives: Drives, now: datetime, zone: tzinfo, settings: DriveSettings, *,
+                    human_waiting: bool, last_offer_at: datetime | None) -> str | None:
+    """None when the persona may write to its human now, else why not (the rule in the module doc)."""
+    if not settings.reach_out:
+        return "reaching out is off"
+    if drives.dominant_level <= settings.reach_out_at:
+        return f"strongest drive {drives.dominant} {drives.dominant_level:.2f} ≤ {settings.reach_out_at}"
+    if in_quiet_hours(now, zone, settings.quiet_hours):
+        return f"quiet hours ({settings.quiet_hours})"
+    if human_waiting:
+        return "the human is talking already"
+    if last_offer_at is not None and now - _aware(last_offer_at, now) < timedelta(minutes=settings.cooldown_minutes):
+        return f"cooldown: last offer at {last_offer_at:%H:%M}"
+    return None
+
+
+def feeling_lines(drives: Drives, settings: DriveSettings) -> list[str]:
+    """The prompt's "how I feel" block: only drives at or above `inject_at`, strongest first."""
+    lines = []
+    for name in sorted(DRIVES, key=lambda n: drives.levels[n], reverse=True):
+        level = drives.levels[name]
+        if level < settings.inject_at:
+            continue
+        lines.append(f"{LABELS[name]} {level:.2f}: {describe(name, drives.details.get(name) or {})}")
+    return lines
+
+
+def describe(name: str, detail: dict[str, Any]) -> str:
+    if name == "boredom":
+        return f"my human has been quiet for {detail.get('idle_hours', 0):.1f} h"
+    if name == "curiosity":
+        return f"I keep wondering: {detail.get('top_question')}" + (
+            f" ({detail['open_questions']} open questions)" if detail.get("open_questions", 0) > 1 else "")
+    if name == "goal":
+        return f"goal {detail.get('goal_id')} \"{detail.get('title')}\" is {int(100 * detail.get('completion', 0))}% done"
+    return f"my human seemed {detail.get('user_emotion')}: \"{detail.get('snippet')}\""
+
+
+def detect_user_emotion(text: str) -> tuple[str, int] | None:
+    """(emotion, strength 1..5) from the lexicon, or None when it finds no emotion word."""
+    hits = [(name, len(rx.findall(text))) for name, rx in _LEXICON_RE.items()]
+    hits = [(name, n) for name, n in hits if n]
+    if not hits:
+        return None
+    name = max(hits, key=lambda pair: (pair[1], pair[0] in NEGATIVE))[0]
+    strength = min(5, 3 + len(_INTENSIFIERS.findall(text)) // 2 + (1 if sum(n for _, n in hits) > 1 else 0))
+    return name, strength
+
+
+USER_EMOTION_SCHEMA = {
+    "type": "object",
+    "properties": {"emotion": {"type": "string", "enum": USER_EMOTIONS},
+                   "strength": {"type": "integer", "minimum": 1, "maximum": 5}},
+    "required": ["emotion", "strength"],
+}
+
+RESOLUTION_SCHEMA = {
+    "type": "object",
+    "properties": {"resolved": {"type": "array", "maxItems": MAX_QUESTIONS, "items": {
+        "type": "object", "properties": {"id": {"type": "integer"}, "answer": {"type": "string", "maxLength": 300}},
+        "required": ["id", "answer"]}}},
+    "required": ["resolved"],
+}
+
+
+def classify_user_emotion(text: str, generate: Callable[[str, dict[str, Any]], str] | None,
+                          prompt: str) -> tuple[str, int, str] | None:
+    """(emotion, strength, method): the lexicon first; the model only for a longer message it says nothing about."""
+    found = detect_user_emotion(text)
+    if found:
+        return found[0], found[1], "lexicon"
+    if generate is None or len(text.split()) < LLM_MIN_WORDS:
+        return None
+    data = json_object(generate(prompt.format(text=text[-1500:], emotions=", ".join(USER_EMOTIONS)),
+                                USER_EMOTION_SCHEMA))
+    emotion = str(data.get("emotion") or "").strip().lower()
+    if emotion not in USER_EMOTIONS:
+        return None
+    try:
+        strength = min(5, max(1, int(data.get("strength") or 3)))
+    except (TypeError, ValueError):
+        strength = 3
+    return emotion, strength, "llm"
+
+
+def parse_resolutions(raw: str, open_ids: set[int]) -> list[tuple[int, str]]:
+    """The model's verdict on which open questions a conversation answered; unknown ids are ignored."""
+    data = json_object(raw)
+    found: list[tuple[int, str]] = []
+    for item in data.get("resolved") or []:
+        if not isinstance(item, dict):
+            continue
+        try:
+            qid = int(item.get("id"))
+        except (TypeError, ValueError):
+            continue
+        answer = str(item.get("answer") or "").strip()
+        if qid in open_ids and answer and qid not in {q for q, _ in found}:
+            found.append((qid, answer))
+    return found

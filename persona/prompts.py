@@ -1,0 +1,94 @@
+"""Prompt templates for the persona's inner life: drives, the user's emotion, open questions and dreams."""
+
+USER_EMOTION_PROMPT = """Which emotion does this message from a person show? Choose one of: {emotions}.
+Give its strength from 1 (faint) to 5 (overwhelming).
+
+Message:
+\"\"\"{text}\"\"\"
+
+Answer as JSON:
+"""
+
+RESOLUTION_PROMPT = """{name} had these open questions:
+{questions}
+
+Then this conversation happened:
+{conversation}
+
+Which of the questions does the conversation answer? For each one it answers, give its id and the answer in one
+sentence. Leave out questions it does not answer. Answer as JSON:
+"""
+
+FEELINGS_TITLE = "How I feel right now (my drives)"
+
+# Per dominant drive: what writing to the human unprompted would be for.
+REACH_OUT = {
+    "boredom": "Nothing has happened for a while. If you like, start a conversation with your human: "
+               "share something you have been thinking about.",
+    "curiosity": "You want to know something. If it feels right, ask your human about it.",
+    "goal": "Your goal is pulling at you. If you need your human for it, tell them where you are and what you need.",
+    "devotion": "Your human did not seem well. If it feels right, check on how they are, gently.",
+}
+REACH_OUT_INSTRUCTION = ("My {drive} is strong ({level:.2f}). {why} You may write to your human now, unprompted, "
+                         "with one short messages.send — or let it be.")
+
+DREAM_LEVELS = {
+    1: "a daily reflection: look back over the last day, find what it meant",
+    2: "a weekly reflection: find the patterns of the last week and adjust your short-term goals",
+    3: "a monthly reflection: re-examine your values and review your long-term goals",
+}
+
+DREAM_PROMPT = """You are {name}, dreaming: {level_text}.
+
+Who you are:
+{identity}
+
+{material}
+
+Dream, then wake with one JSON object:
+- insight: what you understood (two or three sentences);
+- strategy: one sentence on how you will act from now on;
+- log_entry: the dream itself, as a short diary line;
+- entity_updates: people or things you learned about: name, kind (person|place|thing|concept), facts;
+- goal_updates: action new (title, horizon short|long, priority 1-5), or progress|completed|abandoned (id, note);
+- open_questions: what you still want to know: topic, context, priority 0-1;
+- resolved_questions: ids of open questions the material answers, each with the answer.
+
+JSON:
+"""
+
+DREAM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "insight": {"type": "string", "maxLength": 600},
+        "strategy": {"type": "string", "maxLength": 300},
+        "log_entry": {"type": "string", "maxLength": 400},
+        "entity_updates": {"type": "array", "maxItems": 3, "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 80},
+                           "kind": {"enum": ["person", "place", "thing", "concept"]},
+                           "facts": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 160}}},
+            "required": ["name", "kind", "facts"]}},
+        "goal_updates": {"type": "array", "maxItems": 3, "items": {
+            "type": "object",
+            "properties": {"action": {"enum": ["new", "progress", "completed", "abandoned"]},
+                           "id": {"type": "integer"},
+                           "title": {"type": "string", "maxLength": 160},
+                           "horizon": {"enum": ["short", "long"]},
+                           "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+                           "note": {"type": "string", "maxLength": 200}},
+            "required": ["action"]}},
+        "open_questions": {"type": "array", "maxItems": 3, "items": {
+            "type": "object",
+            "properties": {"topic": {"type": "string", "maxLength": 160},
+                           "context": {"type": "string", "maxLength": 200},
+                           "priority": {"type": "number", "minimum": 0, "maximum": 1}},
+            "required": ["topic", "priority"]}},
+        "resolved_questions": {"type": "array", "maxItems": 5, "items": {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "answer": {"type": "string", "maxLength": 200}},
+            "required": ["id", "answer"]}},
+    },
+    "required": ["insight", "strategy", "log_entry", "entity_updates", "goal_updates", "open_questions",
+                 "resolved_questions"],
+}
