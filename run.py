@@ -32,6 +32,8 @@ app.add_typer(kb_app, name="kb")
 app.add_typer(model_app, name="model")
 persona_app = typer.Typer(help="Persona directories: scaffold one, show the prompt it assembles.")
 app.add_typer(persona_app, name="persona")
+sessions_app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one, or revive it in a new thread.")
+app.add_typer(sessions_app, name="sessions")
 console = Console(stderr=False)
 err = Console(stderr=True)
 
@@ -97,7 +99,15 @@ class LiveView:
                               f"{data['chronicle_chars']} chars{why}[/]")
             elif event == "stelis_refused":
                 self.out.print(f"[yellow]{indent}✗ {escape(data['error'])}[/]")
+            elif event == "dream":
+                self._dream(data)
+            elif event == "task_cycle":
+                why = f" ({escape(str(data['reason']))})" if data.get("reason") else ""
+                self.out.print(f"[magenta]task {data['task_id']} sub-cycle: {data['status']}{why}[/]")
             return
+        if "update_drives" in data and (data["update_drives"] or {}).get("drives", {}).get("reach_out"):
+            offer = data["update_drives"]["drives"]["reach_out"]
+            self.out.print(f"[yellow]{escape(self.name)} feels {offer['drive']} ({offer['level']:.2f}) and may write to you[/]")
         for node, update in data.items():
             update = update or {}
             if node == "update_process_log":
@@ -114,6 +124,22 @@ class LiveView:
                     self._llm = llm
             if node == "execute_commands":
                 self._summary(update)
+
+    def _dream(self, data: dict) -> None:
+        phase = data.get("phase")
+        if phase == "gathered":
+            self.status.update(f"dreaming (level {data['level']}) · {data.get('material_chars', 0)} chars of material")
+            self.out.print(f"[blue]☾ {escape(self.name)} falls asleep: level-{data['level']} dream "
+                           f"({escape(str(data.get('reason') or 'on demand'))})[/]")
+        elif phase == "applied" and data.get("insight"):
+            changes = ", ".join(filter(None, [
+                f"goals {', '.join(data['goals'])}" if data.get("goals") else "",
+                f"{len(data.get('questions_added') or [])} new question(s)" if data.get("questions_added") else "",
+                f"entities {', '.join(data['entities'])}" if data.get("entities") else ""]))
+            self.out.print(f"[blue]☀ insight: {escape(data['insight'][:300])}\n  strategy: {escape(data['strategy'][:200])}"
+                           f"{'  · ' + escape(changes) if changes else ''}[/]")
+        elif phase in ("applied", "postponed"):
+            self.out.print(f"[yellow]dream: {escape(str(data.get('status')))} {escape(str(data.get('error') or data.get('dropped') or ''))}[/]")
 
     def _summary(self, update: dict) -> None:
         llm = self._llm
@@ -154,6 +180,15 @@ def main(
     """Run a playbook: the persona's REPL loop (Ctrl-C finishes the current step, saves and exits)."""
     if ctx.invoked_subcommand is not None:
         return
+    _run(playbook=playbook, inputs=inputs, persona=persona, data_dir=data_dir, db=db, ticks=ticks, llm_url=llm_url,
+         model=model, llm_api=llm_api, context_window=context_window, thread=thread, no_fallback=no_fallback,
+         embed_url=embed_url, embed_model=embed_model, chroma_url=chroma_url, verbose=verbose)
+
+
+def _run(*, playbook: str, inputs: list[str], persona: str | None, data_dir: str, db: str | None, ticks: str,
+         llm_url: str | None, model: str | None, llm_api: str = "chat", context_window: int | None = None,
+         thread: str = "main", no_fallback: bool = False, embed_url: str | None = None, embed_model: str | None = None,
+         chroma_url: str | None = None, verbose: bool = False) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
     from graph.loop import Stopper, run_loop
@@ -205,11 +240,12 @@ def main(
     try:
         with LiveView(agent.services.persona.display_name) as view:
             result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view,
-                              inputs=given or None)
+                              inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
     finally:
         agent.close()
-    err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run; "
-              f"state saved — run again to continue.")
+    dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
+    err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "
+              f"session saved — run again to continue (or: run.py sessions list).")
 
 
 def _run_once(agent, given: dict[str, str], stopper) -> None:
@@ -233,6 +269,98 @@ def _run_once(agent, given: dict[str, str], stopper) -> None:
         outputs = agent.outputs() if agent.run_id else {}
         agent.close()
     print(json.dumps(outputs, indent=2, ensure_ascii=False, default=str))
+
+
+@app.command()
+def dream(level: int = typer.Option(0, "--level", min=0, max=3, help="1 daily, 2 weekly, 3 monthly; 0: by the calendar."),
+          persona: Optional[str] = typer.Option(None, "--persona", help="Persona directory (default: persona/default)."),
+          data_dir: str = DataDir, db: Optional[str] = DbUrl, thread: str = typer.Option("main", "--thread"),
+          llm_url: Optional[str] = typer.Option(None, "--llm-url"), model: Optional[str] = typer.Option(None, "--model"),
+          no_fallback: bool = typer.Option(False, "--no-fallback"), verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Dream now (playbooks/dream.yaml): reflect, and apply the insight, strategy, goal and entity updates and open questions."""
+    _run(playbook="dream", inputs=[f"level={level}", "reason=on demand"], persona=persona, data_dir=data_dir, db=db,
+         ticks="1", llm_url=llm_url, model=model, thread=thread, no_fallback=no_fallback, verbose=verbose)
+
+
+@sessions_app.command("list")
+def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
+    from memory import Database
+
+    database = Database.open(data_dir, db)
+    with database.unit() as repos:
+        rows = [_session_row(s) for s in repos.sessions.list(limit)]
+    database.close()
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        console.print("no sessions yet")
+    for r in rows:
+        revived = f" · revived from {r['revived_from']}" if r["revived_from"] else ""
+        console.print(f"[bold]{r['id']}[/]\t{escape(r['thread_id'])}\t{r['playbook']}\t{r['status']}\tticks "
+                      f"{r['first_tick'] + 1}–{r['last_tick']}\t{r['started_at'][:16]} → {(r['stopped_at'] or '…')[:16]}"
+                      f"{revived}", soft_wrap=True)
+
+
+def _session_row(s) -> dict[str, Any]:
+    return {"id": s.id, "thread_id": s.thread_id, "playbook": s.playbook, "persona": s.persona, "status": s.status,
+            "first_tick": s.first_tick, "last_tick": s.last_tick, "started_at": _iso(s.started_at),
+            "stopped_at": _iso(s.stopped_at), "revived_from": s.revived_from,
+            "goals": len((s.goal_state or {}).get("goals", [])), "open_tasks": len((s.goal_state or {}).get("tasks", []))}
+
+
+@sessions_app.command("export")
+def sessions_export(session_id: int = typer.Argument(...), out: Path = typer.Option(Path("."), "--out", help="Directory for the two files."),
+                    data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+    """Write session-ID.json (everything) and session-ID.md (the transcript)."""
+    from graph.sessions import export_session
+    from memory import Database
+
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            data, markdown = export_session(repos, session_id)
+    except LookupError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"session-{session_id}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / f"session-{session_id}.md").write_text(markdown, encoding="utf-8")
+    console.print(f"{out / f'session-{session_id}.json'}\n{out / f'session-{session_id}.md'}", soft_wrap=True)
+
+
+@sessions_app.command("revive")
+def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Option("forever", "--ticks"),
+                    run: bool = typer.Option(True, "--run/--no-run", help="Start the loop on the new thread."),
+                    persona: Optional[str] = typer.Option(None, "--persona"), data_dir: str = DataDir,
+                    db: Optional[str] = DbUrl, llm_url: Optional[str] = typer.Option(None, "--llm-url"),
+                    model: Optional[str] = typer.Option(None, "--model"),
+                    no_fallback: bool = typer.Option(False, "--no-fallback")) -> None:
+    """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
+    from graph.sessions import revive_session
+    from memory import Database
+    from nodes.context import utcnow
+
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            thread_id = revive_session(repos, session_id, utcnow())
+            playbook = repos.sessions.get(session_id).playbook or "repl"
+    except (LookupError, ValueError) as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    console.print(f"session {session_id} revived as thread {thread_id}", soft_wrap=True)
+    if not run:
+        console.print(f"continue it with: python run.py --playbook {playbook} --thread {thread_id}", soft_wrap=True)
+        return
+    _run(playbook=playbook, inputs=[], persona=persona, data_dir=data_dir, db=db, ticks=ticks, llm_url=llm_url,
+         model=model, thread=thread_id, no_fallback=no_fallback)
 
 
 @app.command()
@@ -305,6 +433,7 @@ def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = 
             "llm": {"totals": repos.llm_calls.totals(), "by_model": repos.llm_calls.by_model()},
             "llm_memory": [{"id": m.id, "title": m.title, "content": m.content} for m in repos.llm_memory.recent(limit)],
             "config": repos.config.all(),
+            **_autonomy_report(repos, limit),
         }
     database.close()
     if as_json:
@@ -323,6 +452,53 @@ def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = 
                       f"{'STAGNANT ' if r['stagnation_flag'] else ''}{escape(r['content'][:200])}")
     for n in report["notes"]["outgoing"]:
         console.print(f"[green]→ you:[/] {escape(n['text'])}")
+
+
+def _autonomy_report(repos, limit: int) -> dict[str, Any]:
+    """Drives, open questions, dreams, goals, tasks (with their sub-cycles) and sessions, for inspect."""
+    from memory.episodes import persona_zone
+    from nodes.commands.cycle import load_cycle
+    from nodes.context import utcnow
+    from persona import load_persona
+    from persona.drives import REACH_OUT_KEY, DriveSettings, compute_drives
+
+    config = load_persona(None).config
+    now = utcnow()
+    try:
+        settings = DriveSettings.load(repos, config)
+        drives: dict[str, Any] = compute_drives(repos, now, settings).as_dict()
+        drives["zone"] = str(persona_zone(config))
+    except (TypeError, ValueError) as exc:
+        drives = {"error": str(exc)}
+    offers = []
+    for offer in repos.config.get(REACH_OUT_KEY) or []:
+        sent = [c for c in repos.commands.recent(200, thread_id=offer.get("thread"))
+                if c.tick == offer.get("tick") and c.type == "messages.send" and c.status == "executed"]
+        offers.append({**offer, "sent": bool(sent)})
+    drives["reach_outs"] = offers[-limit:]
+    drives["user_emotions"] = [{"emotion": e.emotion, "strength": e.strength, "snippet": e.snippet,
+                                "at": _iso(e.created_at)} for e in repos.emotion_log.recent("user", limit)]
+    return {
+        "drives": drives,
+        "open_questions": [{"id": q.id, "topic": q.topic, "context": q.context, "priority": q.priority,
+                            "source": q.source, "status": q.status, "resolution": q.resolution,
+                            "created_at": _iso(q.created_at), "resolved_at": _iso(q.resolved_at)}
+                           for q in repos.questions.list(limit * 3)],
+        "dreams": [{"id": i.id, "level": i.level, "insight": i.insight, "strategy": i.strategy,
+                    "log_entry": i.log_entry, "trigger_topic": i.trigger_topic, "created_at": _iso(i.created_at)}
+                   for i in repos.insights.recent(limit)],
+        "goals": [{"id": g.id, "title": g.title, "horizon": g.horizon, "status": g.status, "priority": g.priority,
+                   "progress_notes": g.progress_notes, "reason": g.reason, **repos.goals.progress(g.id)}
+                  for g in repos.goals.list(limit=limit * 5)],
+        "tasks": [{"id": t.id, "title": t.title, "status": t.status, "priority": t.priority, "pinned": t.pinned,
+                   "goal_id": t.goal_id, "repl_mode": t.repl_mode, "repl_status": t.repl_status,
+                   "repl_thread": t.repl_thread, "repl_config": t.repl_config, "repl_error": t.repl_error}
+                  for t in repos.tasks.list(limit=limit * 5)],
+        "task_notes": [{"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": _iso(n.created_at)}
+                       for n in repos.notes.list(source="llm:task", limit=limit)],
+        "sessions": [_session_row(s) for s in repos.sessions.list(limit)],
+        "idle": {t.id: load_cycle(repos, t.id).get("idle") for t in repos.threads.all() if load_cycle(repos, t.id).get("idle")},
+    }
 
 
 @model_app.command("install")
