@@ -136,7 +136,9 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
                      "parse_errors": state.get("parse_errors") or [], "novelty": novelty.get("novelty_score"),
                      "stagnation": bool(novelty.get("stagnation_flag")), "rating": validation.get("rating"),
                      "auto_pass": validation.get("auto_pass"), "emotions": state.get("emotions") or [],
-                     "context": state.get("context_report") or {}, "error": state.get("error")},
+                     "context": state.get("context_report") or {}, "error": state.get("error"),
+                     "drives": {k: (state.get("drives") or {}).get(k) for k in ("levels", "dominant", "reach_out")}
+                     if (state.get("drives") or {}).get("levels") else None},
             llm_calls=totals["calls"], prompt_tokens=totals["prompt_tokens"],
             completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
         )

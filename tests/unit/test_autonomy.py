@@ -403,3 +403,77 @@ def test_idle_wakes_on_a_matching_note_a_finished_process_or_the_timeout_and_cal
     assert not idle_should_wake(main, clock())
     clock.advance(seconds=2)
     assert idle_should_wake(main, clock())
+
+
+# -- an hour of simulated time ------------------------------------------------------------------------
+
+def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
+    """30 ticks of 2 fake minutes from 23:20: a strong curiosity lets the persona write once (then the cooldown
+    and, after midnight, the quiet hours hold it back); the human answers; at 00:00 it dreams once; the
+    strategy reaches the next prompts; the run stops, resumes in a new process-like agent, and inspect shows it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, make_agent
+
+    clock = Clock(datetime(2026, 11, 20, 23, 20, tzinfo=UTC))
+    ask = '# Commands:\n[{"cmd_id": "ask", "type": "messages.send", "args": {"text": "Why do tides rise twice a day?"}}]\n# End commands'
+    state = {"thinks": 0}
+
+    def think(prompt: str) -> str:
+        state["thinks"] += 1
+        clock.advance(minutes=2)
+        if state["thinks"] == 5:  # the human answers during the 5th tick
+            with agent.services.db.unit() as repos:
+                repos.notes.add("Because of the moon and the sun, dear.", source="user", created_at=clock())
+        if "You may write to your human now" in prompt:
+            return "I must ask.\n" + ask
+        return f"Thought {state['thinks']} about the sea at {clock():%H:%M}."
+
+    dream = {**DREAM, "goal_updates": [{"action": "new", "title": "Learn the moon's phases", "horizon": "short",
+                                        "priority": 4}], "resolved_questions": []}
+    fake = FakeLLM("fake", responses=think, json_answer=lambda p: dream if "dreaming" in p else {"emotions": [
+        {"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
+    agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", stagnation_pause_s=0.0)
+    agent.services.persona.config["timezone"] = "UTC"
+    with agent.services.db.unit() as repos:
+        for topic, priority in (("Why do tides rise twice a day?", 0.9), ("What lives in the tide pools?", 0.8),
+                                ("Where does the foam come from?", 0.7)):
+            repos.questions.add(topic, priority=priority, created_at=clock())
+    result = run_loop(agent, ticks=30, stopper=Stopper(), idle_poll_s=0)
+    assert result.ticks_run == 30 and clock() == datetime(2026, 11, 21, 0, 20, tzinfo=UTC)
+    assert len(result.dreams) == 1 and result.dreams[0]["status"] == "applied"
+    with agent.services.db.unit() as repos:
+        ticks = sorted(repos.ticks.recent(40, thread_id="main"), key=lambda t: t.tick)
+        offers = [t.tick for t in ticks if t.summary["drives"]["reach_out"]]
+        assert offers == [1]  # curiosity 0.70 > 0.6 at 23:20; then the cooldown, then the quiet hours
+        assert ticks[0].summary["drives"]["dominant"] == "curiosity"
+        sent = [n.text for n in repos.notes.list(source="llm")]  # (anti-stagnation may ask for help too)
+        assert sent.count("Why do tides rise twice a day?") == 1
+        assert repos.insights.latest().created_at.replace(tzinfo=UTC).hour == 0  # dreamt at the first check after midnight
+        assert [g.title for g in repos.goals.list()] == ["Learn the moon's phases"]
+        session = repos.sessions.list()[0]
+        assert session.status == "stopped" and session.last_tick == 30
+        assert session.goal_state["goals"][0]["title"] == "Learn the moon's phases"
+    prompts = [c["prompt"] for c in think_calls(fake)]
+    dreamt_at = next(i for i, p in enumerate(prompts) if "Strategy from my last dream" in p)
+    assert all(DREAM["strategy"] in p for p in prompts[dreamt_at:]) and dreamt_at >= 19
+    assert "[goal 1 short, priority 4] Learn the moon's phases" in prompts[-1]
+    assert "the pull of my goal 0.74" in prompts[-1]  # goal drive (priority 4) ≥ 0.4 is injected
+    agent.close()
+
+    resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", stagnation_pause_s=0.0)
+    resumed.services.persona.config["timezone"] = "UTC"
+    run_loop(resumed, ticks=2, stopper=Stopper(), idle_poll_s=0)
+    assert resumed.state()["tick"] == 32
+    assert len([c for c in fake.calls if c["json_schema"] and "dreaming" in c["prompt"]]) == 1  # no second dream today
+    resumed.close()
+    report = json.loads(subprocess.run([sys.executable, str(ROOT / "run.py"), "inspect", "--json", "--data-dir",
+                                        str(tmp_path)], capture_output=True, text=True, check=True, cwd=ROOT).stdout)
+    assert [s["status"] for s in report["sessions"]] == ["stopped", "stopped"]
+    assert report["sessions"][0]["first_tick"] == 30 and report["sessions"][1]["last_tick"] == 30
+    assert report["dreams"][0]["strategy"] == DREAM["strategy"] and report["dreams"][0]["level"] == 1
+    assert report["drives"]["reach_outs"][0]["sent"] is True and report["drives"]["reach_outs"][0]["drive"] == "curiosity"
+    assert set(report["drives"]["levels"]) == {"boredom", "curiosity", "goal", "devotion"}
+    assert {q["topic"] for q in report["open_questions"]} >= {"What does Anna fear about the sea?"}
+    assert report["goals"][0]["title"] == "Learn the moon's phases"
