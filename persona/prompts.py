@@ -60,8 +60,8 @@ JSON:
 DREAM_SCHEMA = {
     "type": "object",
     "properties": {
-        "insight": {"type": "string", "maxLength": 600},
-        "strategy": {"type": "string", "maxLength": 300},
+        "insight": {"type": "string", "minLength": 10, "maxLength": 600},
+        "strategy": {"type": "string", "minLength": 10, "maxLength": 300},
         "log_entry": {"type": "string", "maxLength": 400},
         "entity_updates": {"type": "array", "maxItems": 3, "items": {
             "type": "object",
