@@ -50,6 +50,7 @@ bench: model
 	$(PY) bench/retrieval_scale.py
 	$(PY) bench/memory_manager.py
 	$(PY) bench/reflexes.py
+	$(PY) bench/persona.py
 
 clean-data:
 	rm -rf data

@@ -20,12 +20,12 @@ from memory.text import json_object
 from nodes.context import AnimaContext, services_of
 from nodes.manage_memory import write_episode
 from nodes.state import TickState
-from persona.dreaming import DreamSettings, apply_dream as apply_dream_output, choose_level, dream_prompt, gather_material
+from persona.dreaming import LAST_ATTEMPT, DreamSettings, apply_dream as apply_dream_output, choose_level, dream_prompt, gather_material
 from persona.prompts import DREAM_SCHEMA
 
 log = logging.getLogger(__name__)
 MAX_EPISODES_PER_DREAM = 6
-APPLIED_KEY = "dreams/last_applied"  # the start time of the last dream whose output was applied
+APPLIED_KEY = "dreams/last_applied"  # {run, outcome} of the last dream run whose answer was applied
 
 
 def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -38,6 +38,7 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         requested = int(variables.get("level") or 0)
         level = requested if requested in (1, 2, 3) else choose_level(repos, now, settings)
         material = gather_material(repos, svc.memory, level, now, zone, settings)
+        repos.config.set(LAST_ATTEMPT, now.isoformat())
     runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
                            "material_chars": len(material["text"])})
     return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
@@ -53,7 +54,7 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
                           level, material["text"])
     try:
         gen = svc.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
-                                sampling=Sampling(temperature=0.7, top_p=0.95, max_tokens=max_tokens),
+                                sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
                                 tags={"thread_id": state.get("thread_id"), "tick": state.get("tick", 0)})
     except AllLLMsUnavailable as exc:
         log.warning("dream postponed: %s", exc)
@@ -70,16 +71,18 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
         runtime.stream_writer({"event": "dream", "phase": "postponed", "level": level, "error": result["error"]})
         return {"vars": {"dream": result}}
     data = json_object(variables["dream_raw"])
+    run = state.get("run_id") or variables.get("dream_started")
     with svc.db.unit() as repos:
-        if repos.config.get(APPLIED_KEY) == variables.get("dream_started"):
-            outcome = None  # this step already committed before a kill: do not dream twice
+        done = repos.config.get(APPLIED_KEY) or {}
+        if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
+            result = dict(done.get("outcome") or {})
         else:
             outcome = apply_dream_output(repos, data, level=level, now=datetime.fromisoformat(variables["dream_started"]),
                                          topic=material["topic"], newest_message_id=int(material["newest_message_id"]))
-            repos.config.set(APPLIED_KEY, variables.get("dream_started"))
-            repos.processes.add("dream", _describe(outcome.as_dict()), status="close" if outcome.status == "applied"
+            result = outcome.as_dict()
+            repos.config.set(APPLIED_KEY, {"run": run, "outcome": result})
+            repos.processes.add("dream", _describe(result), status="close" if outcome.status == "applied"
                                 else "warning", thread_id=state.get("thread_id"))
-    result = outcome.as_dict() if outcome is not None else {"status": "applied", "level": level, "resumed": True}
     result["llm_id"] = variables.get("dream_llm")
     svc.sync_memory()
     runtime.stream_writer({"event": "dream", "phase": "applied", **result})

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -26,6 +27,7 @@ from persona.drives import in_quiet_hours, last_interaction, parse_hours
 from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 
 LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
+LAST_ATTEMPT = "dreams/last_attempt"  # when the persona last began a dream (applied or not)
 LOG_ITEM_CHARS = 240
 
 
@@ -89,9 +91,13 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
     """Why the persona should dream now, or None."""
     if not settings.enabled:
         return None
+    today = now.astimezone(zone).date()
     last = repos.insights.latest()
-    if last is not None and _aware(last.created_at, now).astimezone(zone).date() == now.astimezone(zone).date():
-        return None  # at most once per local day
+    if last is not None and _aware(last.created_at, now).astimezone(zone).date() == today:
+        return None  # at most once per local day…
+    attempt = repos.config.get(LAST_ATTEMPT)
+    if attempt and _aware(datetime.fromisoformat(attempt), now).astimezone(zone).date() == today:
+        return None  # …even when that dream applied nothing (a rejected dream is not retried until tomorrow)
     newest = repos.messages.newest_id()
     if newest <= int(repos.config.get(LAST_DREAM_MESSAGE) or 0):
         return None  # nothing happened since the last dream
@@ -176,16 +182,26 @@ def _valid_items(data: dict[str, Any], key: str, dropped: list[str]) -> list[dic
     return valid
 
 
+def is_prose(text: str, min_words: int = 3) -> bool:
+    """Words, mostly letters, no markup: what may go into every later prompt as the strategy."""
+    words = re.findall(r"[^\W\d_]{2,}", text)
+    visible = [ch for ch in text if not ch.isspace()]
+    letters = sum(ch.isalpha() for ch in visible) / max(1, len(visible))
+    return len(words) >= min_words and letters >= 0.7 and not re.search(r"</?[a-z][^>]*>|[{}$#]{2,}", text)
+
+
 def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime, topic: str,
                 newest_message_id: int) -> DreamOutcome:
-    """Write everything the dream decided, in the caller's transaction. Nothing is written without an insight."""
+    """Write everything the dream decided, in the caller's transaction. Nothing is written without an insight
+    and a strategy in plain words (a small model's dream can be markup or digits: it must not reach the prompt)."""
     outcome = DreamOutcome(level=level)
     insight = str(data.get("insight") or "").strip()
-    if not insight:
-        outcome.status = "empty"
-        outcome.dropped.append("no insight: nothing applied")
-        return outcome
     strategy = str(data.get("strategy") or "").strip()
+    if not insight or not is_prose(insight) or (strategy and not is_prose(strategy)):
+        outcome.status = "empty"
+        what = "no insight" if not insight else "the insight or strategy is not prose"
+        outcome.dropped.append(f"{what}: nothing applied ({(insight or strategy)[:80]!r})")
+        return outcome
     row = repos.insights.add(insight, strategy=strategy, log_entry=str(data.get("log_entry") or "").strip(),
                              trigger_topic=topic, level=level, created_at=now)
     outcome.insight_id, outcome.insight, outcome.strategy = row.id, insight, strategy

