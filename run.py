@@ -245,7 +245,7 @@ def _run(*, playbook: str, inputs: list[str], persona: str | None, data_dir: str
         agent.close()
     dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "
-              f"session saved — run again to continue (or: run.py sessions list).")
+              f"state saved, session closed — run again to continue (or: run.py sessions list).")
 
 
 def _run_once(agent, given: dict[str, str], stopper) -> None:
