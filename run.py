@@ -497,7 +497,7 @@ def _autonomy_report(repos, limit: int) -> dict[str, Any]:
         "task_notes": [{"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": _iso(n.created_at)}
                        for n in repos.notes.list(source="llm:task", limit=limit)],
         "sessions": [_session_row(s) for s in repos.sessions.list(limit)],
-        "idle": {t.id: load_cycle(repos, t.id).get("idle") for t in repos.threads.all() if load_cycle(repos, t.id).get("idle")},
+        "idle": {t.id: idle for t in repos.threads.all() if (idle := load_cycle(repos, t.id).get("idle"))},
     }
 
 

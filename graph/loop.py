@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from langgraph.errors import GraphDrained
@@ -23,6 +23,7 @@ from persona.dreaming import DreamSettings, dream_due
 
 log = logging.getLogger(__name__)
 MAX_DEGRADED_BACKOFF_S = 60.0
+DREAM_CHECK_EVERY = timedelta(minutes=1)
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Autonomy:
         self.dream_agent: Agent | None = None
         self.dream_block: str | None = None  # a broken dreaming setting: reported once, not every tick
         self.dream_failed_on = None  # the date a dream raised: not retried before the next day
+        self.dream_checked = None  # when maybe_dream last looked
         self.started = agent.services.clock()
 
     def start(self) -> None:
@@ -87,12 +89,10 @@ class Autonomy:
         with svc.db.unit() as repos:
             self.session_id, told = open_session(repos, self.agent.thread_id, playbook=self.agent.playbook.name,
                                                  persona=svc.persona.name, now=svc.clock())
-        for text in told + [t for t in self._resumed()]:
+        for text in told:
             if self.notify:
                 self.notify(text)
-
-    def _resumed(self) -> list[str]:
-        return [f"task {task_id}'s sub-cycle resumed" for task_id in self.tasks.resume_interrupted()]
+        self.tasks.resume_interrupted(self.notify)
 
     def after_tick(self, control: RunControl) -> None:
         with self.agent.services.db.unit() as repos:
@@ -108,6 +108,9 @@ class Autonomy:
         """Run the dream playbook when it is due (persona/dreaming.py); returns its result, or None."""
         svc = self.agent.services
         now = svc.clock()
+        if self.dream_checked is not None and now - self.dream_checked < DREAM_CHECK_EVERY:
+            return None  # the loop also spins while idle: the settings and queries need not run every poll
+        self.dream_checked = now
         with svc.db.unit() as repos:
             thread = repos.threads.get(self.agent.thread_id)
             if thread is not None and thread.parent_id is not None:

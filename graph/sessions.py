@@ -108,9 +108,7 @@ def export_session(repos: Repos, session_id: int) -> tuple[dict[str, Any], str]:
     messages = [m for m in repos.messages.log(row.thread_id)
                 if m.id > row.first_message_id and (upto is None or m.id <= upto)]
     until = row.stopped_at
-    notes = [n for n in repos.notes.list(limit=10_000)
-             if n.created_at >= row.started_at.replace(tzinfo=n.created_at.tzinfo)
-             and (until is None or n.created_at <= until.replace(tzinfo=n.created_at.tzinfo))]
+    notes = repos.notes.between(row.started_at, until)
     data = {
         "session": {"id": row.id, "thread_id": row.thread_id, "playbook": row.playbook, "persona": row.persona,
                     "status": row.status, "started_at": row.started_at.isoformat(),

@@ -28,7 +28,7 @@ come back with memory.restore. Every decision is written to process_log (`memory
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -36,7 +36,7 @@ from sqlalchemy import func, or_, select
 
 from memory.models import Concept, DiaryEntry, LLMMemory, MemoryItem
 from memory.repositories import Repos
-from memory.settings import persona_setting
+from memory.settings import section_settings
 from memory.text import tokenize
 
 MODES = ("standard", "concentration", "meditation", "aggressive_pruning", "lenient_pruning")
@@ -64,10 +64,7 @@ class ManagerConfig:
     @classmethod
     def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "ManagerConfig":
         """The `memory_manager` block of the persona's config.yaml, overridden by the persona's own changes."""
-        defaults = cls()
-        values = {f.name: persona_setting(repos, persona_config, f"memory_manager.{f.name}", getattr(defaults, f.name))
-                  for f in fields(cls)}
-        config = cls(**values)
+        config = cls(**section_settings(repos, persona_config, "memory_manager", cls()))
         if config.mode not in MODES:
             raise ValueError(f"memory_manager.mode must be one of {', '.join(MODES)}, got {config.mode!r}")
         return config

@@ -28,6 +28,7 @@ from memory.models import (
 )
 
 INCOMING_SOURCES = ("user", "cli", "system", "llm:task")
+HUMAN_SOURCES = ("user", "cli")
 OUTGOING_SOURCE = "llm"
 # What a thread's history shows, oldest first. Anchors stand for whole child threads.
 TIMELINE_KINDS = ("response", "stagnation_record", "step", "stelis_anchor")
@@ -226,6 +227,23 @@ class NoteRepo(_Repo):
 
     def newest_id(self) -> int:
         return self.s.scalar(select(func.max(Note.id))) or 0
+
+    def latest_human_at(self) -> datetime | None:
+        """When the human last wrote (the drives' and dreams' idle time counts from it)."""
+        return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(HUMAN_SOURCES)))
+
+    def human_after(self, note_id: int, *, read: bool | None = None, limit: int = 10) -> list[Note]:
+        """The human's notes after `note_id`, oldest first."""
+        q = select(Note).where(Note.id > note_id, Note.source.in_(HUMAN_SOURCES))
+        if read is not None:
+            q = q.where(Note.read.is_(read))
+        return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
+
+    def between(self, start: datetime, end: datetime | None = None) -> list[Note]:
+        q = select(Note).where(Note.created_at >= start)
+        if end is not None:
+            q = q.where(Note.created_at <= end)
+        return list(self.s.scalars(q.order_by(Note.id)).all())
 
     def latest_incoming_at(self) -> datetime | None:
         """When the last note for the persona (from the human, a task, the system) arrived."""

@@ -18,7 +18,6 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from memory.episodes import persona_zone
-from memory.models import Note
 from persona.drives import (
     REACH_OUT_KEY,
     RESOLUTION_SCHEMA,
@@ -28,6 +27,7 @@ from persona.drives import (
     parse_resolutions,
     reach_out_offer,
 )
+from persona.dreaming import DreamSettings
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState
@@ -39,15 +39,6 @@ MAX_NOTES_PER_TICK = 5
 MAX_OFFERS_KEPT = 20
 
 
-def _human_notes_after(repos, note_id: int, *, read: bool | None = None, limit: int = MAX_NOTES_PER_TICK) -> list[Note]:
-    from sqlalchemy import select
-
-    q = select(Note).where(Note.id > note_id, Note.source.in_(("user", "cli")))
-    if read is not None:
-        q = q.where(Note.read.is_(read))
-    return list(repos.session.scalars(q.order_by(Note.id).limit(limit)).all())
-
-
 def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     svc = services_of(runtime)
     thread_id, tick = state["thread_id"], state["tick"]
@@ -57,6 +48,7 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
             return {"drives": {}}
         try:
             settings = DriveSettings.load(repos, svc.persona.config)
+            quiet_hours = DreamSettings.load(repos, svc.persona.config).quiet_hours  # one setting for both
             zone = persona_zone(svc.persona.config)
         except (TypeError, ValueError) as exc:
             repos.processes.add("drives", f"drives off: bad settings: {exc}", status="error", thread_id=thread_id)
@@ -73,7 +65,8 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
         offers = list(repos.config.get(REACH_OUT_KEY) or [])
         last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
         waiting = bool(repos.notes.unread_incoming(limit=1))
-        why_not = reach_out_offer(drives, now, zone, settings, human_waiting=waiting, last_offer_at=last_offer)
+        why_not = reach_out_offer(drives, now, zone, settings, quiet_hours=quiet_hours, human_waiting=waiting,
+                                  last_offer_at=last_offer)
         offer = None
         if why_not is None:
             offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
@@ -98,7 +91,7 @@ def _generator(svc, state: TickState):
 def _log_user_emotions(svc, settings: DriveSettings, generate, thread_id: str, tick: int) -> None:
     with svc.db.unit() as repos:
         pointer = int(repos.config.get(EMOTION_POINTER) or 0)
-        notes = [(n.id, n.text, n.created_at) for n in _human_notes_after(repos, pointer)]
+        notes = [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, limit=MAX_NOTES_PER_TICK)]
     for note_id, text, created_at in notes:
         try:
             found = classify_user_emotion(text, generate if settings.user_emotion_llm else None, USER_EMOTION_PROMPT)
@@ -116,7 +109,7 @@ def _judge_resolutions(svc, generate, thread_id: str) -> list[int]:
     """After a conversation (human notes the persona has read and answered), ask which open questions it settled."""
     with svc.db.unit() as repos:
         pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
-        notes = _human_notes_after(repos, pointer, read=True, limit=10)
+        notes = repos.notes.human_after(pointer, read=True, limit=10)
         if not notes:
             return []
         questions = repos.questions.open(limit=10)

@@ -22,8 +22,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from memory.repositories import Repos
-from memory.settings import persona_setting
-from persona.drives import in_quiet_hours, last_interaction, parse_hours
+from memory.settings import section_settings
+from persona.drives import in_quiet_hours, parse_hours
 from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 
 LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
@@ -44,12 +44,9 @@ class DreamSettings:
 
     @classmethod
     def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "DreamSettings":
-        values = {}
-        for name, default in asdict(cls()).items():
-            value = persona_setting(repos, persona_config, f"dreaming.{name}", default)
-            values[name] = bool(value) if isinstance(default, bool) else type(default)(value)
-        parse_hours(values["quiet_hours"])
-        return cls(**values)
+        settings = cls(**section_settings(repos, persona_config, "dreaming", cls()))
+        parse_hours(settings.quiet_hours)  # a bad value is an error now, not at midnight
+        return settings
 
 
 @dataclass
@@ -103,7 +100,7 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
         return None  # nothing happened since the last dream
     if in_quiet_hours(now, zone, settings.quiet_hours):
         return f"quiet hours ({settings.quiet_hours})"
-    since = last_interaction(repos) or started
+    since = repos.notes.latest_human_at() or started
     if since is not None:
         idle = (now - _aware(since, now)).total_seconds() / 60
         if idle >= settings.after_idle_minutes:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, tzinfo
 from typing import Any, Callable
 
 from memory.repositories import Repos
-from memory.settings import persona_setting
+from memory.settings import section_settings
 from memory.text import json_object
 
 DRIVES = ("boredom", "curiosity", "goal", "devotion")
@@ -55,7 +55,6 @@ class DriveSettings:
     inject_at: float = 0.4
     reach_out_at: float = 0.6
     cooldown_minutes: float = 180.0
-    quiet_hours: str = "00:00-07:00"
     question_half_life_days: float = 7.0
     resolved_keep_days: float = 7.0
     devotion_half_life_hours: float = 6.0
@@ -64,15 +63,7 @@ class DriveSettings:
 
     @classmethod
     def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "DriveSettings":
-        values = {}
-        for name, default in asdict(cls()).items():
-            value = persona_setting(repos, persona_config, f"drives.{name}", default)
-            values[name] = type(default)(value) if not isinstance(default, bool) else bool(value)
-        if persona_setting(repos, persona_config, "dreaming.quiet_hours", None) and "quiet_hours" not in (
-                persona_config.get("drives") or {}):
-            values["quiet_hours"] = str(persona_setting(repos, persona_config, "dreaming.quiet_hours"))
-        parse_hours(values["quiet_hours"])  # a bad value is an error now, not at midnight
-        return cls(**values)
+        return cls(**section_settings(repos, persona_config, "drives", cls()))
 
 
 @dataclass
@@ -113,14 +104,6 @@ def in_quiet_hours(now: datetime, zone: tzinfo, spec: str) -> bool:
     return start <= local < end if start < end else (local >= start or local < end)
 
 
-def last_interaction(repos: Repos) -> datetime | None:
-    from sqlalchemy import func, select
-
-    from memory.models import Note
-
-    return repos.session.scalar(select(func.max(Note.created_at)).where(Note.source.in_(("user", "cli"))))
-
-
 def _aware(value: datetime, like: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=like.tzinfo)
 
@@ -128,7 +111,7 @@ def _aware(value: datetime, like: datetime) -> datetime:
 def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, since: datetime | None = None) -> Drives:
     """The four drives at `now`. `since`: when the persona started, the idle reference if the human never wrote."""
     details: dict[str, dict[str, Any]] = {}
-    last = last_interaction(repos) or since
+    last = repos.notes.latest_human_at() or since
     idle_hours = max(0.0, (now - _aware(last, now)).total_seconds() / 3600) if last else 0.0
     boredom = min(1.0, 0.15 * math.log1p(idle_hours))
     details["boredom"] = {"idle_hours": round(idle_hours, 2), "last_interaction": last.isoformat() if last else None}
@@ -169,15 +152,15 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
     return Drives({k: round(v, 3) for k, v in levels.items()}, details, now.isoformat())
 
 
-def reach_out_offer(drives: Drives, now: datetime, zone: tzinfo, settings: DriveSettings, *,
+def reach_out_offer(drives: Drives, now: datetime, zone: tzinfo, settings: DriveSettings, *, quiet_hours: str,
                     human_waiting: bool, last_offer_at: datetime | None) -> str | None:
     """None when the persona may write to its human now, else why not (the rule in the module doc)."""
     if not settings.reach_out:
         return "reaching out is off"
     if drives.dominant_level <= settings.reach_out_at:
         return f"strongest drive {drives.dominant} {drives.dominant_level:.2f} ≤ {settings.reach_out_at}"
-    if in_quiet_hours(now, zone, settings.quiet_hours):
-        return f"quiet hours ({settings.quiet_hours})"
+    if in_quiet_hours(now, zone, quiet_hours):
+        return f"quiet hours ({quiet_hours})"
     if human_waiting:
         return "the human is talking already"
     if last_offer_at is not None and now - _aware(last_offer_at, now) < timedelta(minutes=settings.cooldown_minutes):

@@ -77,14 +77,14 @@ def test_quiet_hours_and_the_reach_out_rule():
     weak = Drives({"boredom": 0.5, "curiosity": 0.3, "goal": 0.2, "devotion": 0.0})
     noon = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     settings = DriveSettings()
-    assert reach_out_offer(strong, noon, UTC, settings, human_waiting=False, last_offer_at=None) is None
-    assert "≤ 0.6" in reach_out_offer(weak, noon, UTC, settings, human_waiting=False, last_offer_at=None)
-    assert "quiet hours" in reach_out_offer(strong, noon.replace(hour=2), UTC, settings, human_waiting=False,
+    assert reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None) is None
+    assert "≤ 0.6" in reach_out_offer(weak, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None)
+    assert "quiet hours" in reach_out_offer(strong, noon.replace(hour=2), UTC, settings, quiet_hours="00:00-07:00", human_waiting=False,
                                             last_offer_at=None)
-    assert "talking" in reach_out_offer(strong, noon, UTC, settings, human_waiting=True, last_offer_at=None)
-    assert "cooldown" in reach_out_offer(strong, noon, UTC, settings, human_waiting=False,
+    assert "talking" in reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=True, last_offer_at=None)
+    assert "cooldown" in reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False,
                                          last_offer_at=noon - timedelta(minutes=179))
-    assert reach_out_offer(strong, noon, UTC, settings, human_waiting=False,
+    assert reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False,
                            last_offer_at=noon - timedelta(minutes=181)) is None
 
 
