@@ -116,7 +116,9 @@ def main() -> None:
         "calls_per_tick": round(sum(v["calls"] for v in calls.values()) / max(1, result.ticks_run), 2),
         "think_calls": think["calls"], "autonomy_calls": extra,
         "drives": trajectory, "reach_out_offers": offers, "user_emotions": user_emotions,
-        "dreams_in_run": len(result.dreams), "dream": dream,
+        "dreams_in_run": len(result.dreams),
+        "dream_outcomes": [{"status": d.get("status"), "dropped": (d.get("dropped") or [])[:2]} for d in result.dreams],
+        "dream": dream,
         "resumed": {"ticks": again.ticks_run, "tick_after_resume": again.last_state.get("tick"),
                     "strategy_in_prompt": strategy_in_prompt, "sessions": sessions},
     }, indent=2, ensure_ascii=False))
