@@ -32,13 +32,23 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     writer = runtime.stream_writer
     tags = {"thread_id": state["thread_id"], "tick": state["tick"]}
     prefer = (state.get("stagnation") or {}).get("llm")  # the anti-stagnation "switch LLM" mechanism
-    try:
+    def generate():
         if state.get("mode") == "continuation":
-            gen = svc.llms.generate("think", prompt=state["prompt"], sampling=sampling, stop=CONTINUATION_STOPS, prefer=prefer,
-                                    on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
-        else:
-            gen = svc.llms.generate("think", messages=state["prompt_messages"], sampling=sampling, stop=CHAT_STOPS, prefer=prefer,
-                                    on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+            return svc.llms.generate("think", prompt=state["prompt"], sampling=sampling, stop=CONTINUATION_STOPS, prefer=prefer,
+                                     on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+        return svc.llms.generate("think", messages=state["prompt_messages"], sampling=sampling, stop=CHAT_STOPS, prefer=prefer,
+                                 on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+
+    try:
+        gen = generate()
+        if not gen.text.strip() and not gen.tool_calls:
+            # A sampled model sometimes stops at once; one more draw is cheaper than a wasted tick.
+            log.info("tick %s: empty thought from %s, drawing again", state["tick"], gen.llm_id)
+            first = gen
+            gen = generate()
+            gen.prompt_tokens += first.prompt_tokens
+            gen.completion_tokens += first.completion_tokens
+            gen.latency_ms += first.latency_ms
     except AllLLMsUnavailable as exc:
         log.warning("tick %s degraded: %s", state["tick"], exc)
         with svc.db.unit() as repos:

@@ -27,7 +27,8 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
     with agent.services.db.unit() as repos:
         ticks = repos.ticks.recent(10)
         assert [(t.tick, t.status) for t in ticks] == [(1, "ok"), (2, "ok"), (3, "ok")]
-        assert all(t.llm_calls >= 1 and t.completion_tokens > 0 for t in ticks)
+        assert all(t.llm_calls >= 1 and t.completion_tokens > 0 for t in ticks), \
+            [(t.tick, t.llm_calls, t.completion_tokens) for t in ticks]  # an empty draw is drawn again once
         assert ticks[0].llm_calls >= 2  # a note arrived: the output's emotions are rated afresh
         messages = repos.messages.recent("main", 10, kinds=("response", "stagnation_record"))
         assert len(messages) == 3 and all(m.llm_id == "embedded" for m in messages)

@@ -39,6 +39,21 @@ def test_tick_stores_response_with_reflexes_and_answers_a_note(agent_factory):
         assert tick.status == "ok" and tick.llm_calls == 2 and tick.prompt_tokens > 0
 
 
+def test_an_empty_thought_is_drawn_again_once(agent_factory):
+    fake = FakeLLM("fake", responses=["  \n", "A second draw has words."])
+    agent = agent_factory(fake)
+    agent.tick()
+    think_calls = [c for c in fake.calls if c["json_schema"] is None]
+    assert len(think_calls) == 2 and think_calls[0]["prompt"] == think_calls[1]["prompt"]
+    with agent.services.db.unit() as repos:
+        assert repos.messages.recent("main", 5)[0].content == "A second draw has words."
+        assert repos.llm_calls.totals("main", 1)["calls"] == 3  # two draws + the emotion rating
+    fake.responses = ["", ""]  # two empty draws in a row: the tick still ends, no third draw
+    fake.calls.clear()
+    state = agent.tick()
+    assert state["tick"] == 2 and len([c for c in fake.calls if c["json_schema"] is None]) == 2
+
+
 def test_repeated_output_is_flagged_not_stored_again_and_reflex_lite_applies(agent_factory):
     agent = agent_factory(FakeLLM("fake", responses=["Round and round I go.", "Round and round I go.", "Something new: tides."]))
     agent.tick()
