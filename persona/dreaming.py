@@ -29,6 +29,7 @@ from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
 LAST_ATTEMPT = "dreams/last_attempt"  # when the persona last began a dream (applied or not)
 LOG_ITEM_CHARS = 240
+_IDEOGRAPHS = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 @dataclass
@@ -180,11 +181,14 @@ def _valid_items(data: dict[str, Any], key: str, dropped: list[str]) -> list[dic
 
 
 def is_prose(text: str, min_words: int = 3) -> bool:
-    """Words, mostly letters, no markup: what may go into every later prompt as the strategy."""
-    words = re.findall(r"[^\W\d_]{2,}", text)
+    """Words, mostly letters, no markup, not one word over and over: what may go into every later prompt."""
+    ideographs = len(_IDEOGRAPHS.findall(text))  # kana/CJK have no spaces: two characters count as a word
+    words = re.findall(r"[^\W\d_]+", _IDEOGRAPHS.sub(" ", text.lower())) + ["文"] * (ideographs // 2)
     visible = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in visible) / max(1, len(visible))
-    return len(words) >= min_words and letters >= 0.7 and not re.search(r"</?[a-z][^>]*>|[{}$#]{2,}", text)
+    varied = ideographs or len(words) < 8 or len(set(words)) / len(words) >= 0.3
+    return (len(words) >= min_words and letters >= 0.7 and varied
+            and not re.search(r"</?[a-z][^>]*>|[{}$#]{2,}|(.)\1{5,}", text))
 
 
 def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime, topic: str,
@@ -194,7 +198,7 @@ def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime
     outcome = DreamOutcome(level=level)
     insight = str(data.get("insight") or "").strip()
     strategy = str(data.get("strategy") or "").strip()
-    if not insight or not is_prose(insight) or (strategy and not is_prose(strategy)):
+    if not insight or not is_prose(insight, min_words=5) or (strategy and not is_prose(strategy)):
         outcome.status = "empty"
         what = "no insight" if not insight else "the insight or strategy is not prose"
         outcome.dropped.append(f"{what}: nothing applied ({(insight or strategy)[:80]!r})")

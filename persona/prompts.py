@@ -45,7 +45,7 @@ Who you are:
 
 {material}
 
-Dream, then wake with one JSON object:
+Dream, then wake with one JSON object, written in the first person and in plain words:
 - insight: what you understood (two or three sentences);
 - strategy: one sentence on how you will act from now on;
 - log_entry: the dream itself, as a short diary line;
@@ -57,12 +57,25 @@ Dream, then wake with one JSON object:
 JSON:
 """
 
+# Letters of the scripts a persona may write in (Latin, Greek, Cyrillic, kana, CJK, Hangul) and plain
+# punctuation — no digits, quotes, brackets or markup. Under a grammar, a small model fills a free string with
+# numbers and tags; held to this, the embedded 270M model writes sentences (bench/persona.py counts how often).
+PROSE_LETTERS = "A-Za-zÀ-ÖØ-öø-ɏͰ-ϿЀ-ӿ぀-ヿ㐀-䶿一-鿿가-힯"
+PROSE_PUNCTUATION = ",.;:!?'()、。，！？・"  # no "-": runs of dashes are the next thing it fills a string with
+
+
+def prose_pattern(max_words: int) -> str:
+    """Words joined by one space and at most two punctuation marks: no runs of spaces, dots or commas."""
+    word, marks = f"[{PROSE_LETTERS}]+", f"[{PROSE_PUNCTUATION}]"
+    return f"^{word}({marks}{{0,2}} {word}|{marks}{{1,2}}{word}){{0,{max_words - 1}}}{marks}{{0,2}}$"
+
+
 DREAM_SCHEMA = {
     "type": "object",
     "properties": {
-        "insight": {"type": "string", "minLength": 10, "maxLength": 600},
-        "strategy": {"type": "string", "minLength": 10, "maxLength": 300},
-        "log_entry": {"type": "string", "maxLength": 400},
+        "insight": {"type": "string", "minLength": 10, "maxLength": 400, "pattern": prose_pattern(70)},
+        "strategy": {"type": "string", "minLength": 10, "maxLength": 240, "pattern": prose_pattern(40)},
+        "log_entry": {"type": "string", "maxLength": 240, "pattern": prose_pattern(40)},
         "entity_updates": {"type": "array", "maxItems": 3, "items": {
             "type": "object",
             "properties": {"name": {"type": "string", "maxLength": 80},

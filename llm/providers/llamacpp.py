@@ -80,7 +80,9 @@ class EmbeddedLlamaCpp:
         if key not in self._grammars:
             from llama_cpp import LlamaGrammar
 
-            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            # the key is sorted; the grammar keeps the schema's own property order (the answer's first field
+            # is the one the prompt asks for first)
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return self._grammars[key]
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,

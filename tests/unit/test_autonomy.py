@@ -237,6 +237,24 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     assert not is_prose(">\n, and:\n\n<h3>the:t,</h3>\n\n#\n$new_key_value_pair.json\n{")
     assert not is_prose("> 273068492125042312435512051205125212052\n.\n\n<h2>.</h2>")
     assert is_prose("Ask one concrete question about the sea each day.")
+    # and what it wrote under the prose grammar before the gate learnt about repetition and dash runs
+    assert not is_prose("sTrteq y ings ight ight ight ight ight ight ight ight ight ight ight ight ight")
+    assert not is_prose("You can have the... ------------------ --------------------")
+    assert not is_prose("id ings ings", min_words=5)
+    assert is_prose("Я думаю о море и о моём человеке.", min_words=5)
+    assert is_prose("夢の中で海を見た。私は静かに考えた。", min_words=5)
+
+
+def test_the_dream_grammar_holds_free_text_to_plain_words():
+    import re
+
+    from persona.prompts import DREAM_SCHEMA
+
+    pattern = DREAM_SCHEMA["properties"]["strategy"]["pattern"]
+    for text in ("I will ask my human one question a day.", "Я буду спрашивать чаще.", "毎日ひとつ質問をする。"):
+        assert re.match(pattern, text), text
+    for text in ("I slept 8 hours.", "<b>bold</b> move", "Ask {x} now please", "Go ----------- on", "So...... on", "Wide    gaps here"):
+        assert not re.match(pattern, text), text
 
 
 def test_dream_levels_and_when_a_dream_is_due(agent_factory):
