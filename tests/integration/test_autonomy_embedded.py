@@ -21,6 +21,7 @@ from graph.task_cycles import TaskCycles
 from nodes.commands import Command
 from nodes.commands.cycle import update_cycle
 from nodes.execute_commands import _run_one
+from persona.dreaming import is_prose
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,20 +60,27 @@ def test_a_dream_on_the_embedded_model_is_applied_and_its_strategy_is_in_the_nex
 
     result = Autonomy(agent).maybe_dream(Stopper().control)  # 01:00 is in the quiet hours: due
     assert result is not None and result["level"] == 1 and result["llm_id"] == "embedded"
+    assert Autonomy(agent).maybe_dream(Stopper().control) is None  # one automatic attempt a day, applied or not
+    # Under the prose grammar the 270M model's dream passes the gate about 5 times in 6 (bench/persona.py);
+    # a rejected one is kept out of every prompt, and `run.py dream` may try again the same night.
+    for _ in range(3):
+        if result["status"] == "applied":
+            break
+        assert result["status"] == "empty" and "nothing applied" in result["dropped"][0]
+        with agent.services.db.unit() as repos:
+            assert repos.insights.latest() is None
+        result = dream_on_demand(agent)
+    assert result["status"] == "applied", result
     with agent.services.db.unit() as repos:
-        dream_calls = [c for c in repos.llm_calls.recent(20) if c.purpose == "dream"]
-        assert len(dream_calls) == 1 and dream_calls[0].ok and dream_calls[0].completion_tokens > 0
+        dream_calls = [c for c in repos.llm_calls.recent(40) if c.purpose == "dream"]
+        assert dream_calls and all(c.ok and c.completion_tokens > 0 for c in dream_calls)
         insight = repos.insights.latest()
-        logged = [p.value for p in repos.processes.recent(20) if p.name == "dream"]
-    if result["status"] == "applied":
-        assert len(insight.insight) >= 10 and len(insight.strategy) >= 10
-        state = agent.tick()
-        assert f"# Strategy from my last dream\n{insight.strategy}" in state["prompt"]
-    else:  # the 270M model often dreams markup or digits: the prose gate keeps it out of every later prompt
-        assert result["status"] == "empty" and insight is None and "not prose" in result["dropped"][0]
-        assert logged and "nothing applied" in logged[-1]
-        assert "Strategy from my last dream" not in agent.tick()["prompt"]
-    assert Autonomy(agent).maybe_dream(Stopper().control) is None  # one attempt a day, applied or not
+        logged = [p.value for p in repos.processes.recent(40) if p.name == "dream"]
+    assert insight.id == result["insight_id"] and insight.level == 1
+    assert is_prose(insight.insight, min_words=5) and is_prose(insight.strategy)
+    assert logged and logged[-1].startswith("dream level 1: ")
+    state = agent.tick()
+    assert f"# Strategy from my last dream\n{insight.strategy}" in state["prompt"]
     agent.close()
 
 
