@@ -4,9 +4,11 @@ A fake clock starts at 23:20 UTC and advances `--minutes-per-tick` after every t
 three open questions (curiosity ≈ 0.70) and one goal; the human writes once (at tick 5, a sad message). The
 run crosses midnight, so it dreams (quiet hours). Reported: LLM calls and tokens by purpose (what drives and
 dreaming add to thinking), the drives over time, the reach-out offers and whether the persona wrote, the
-dream, and the wall time. Then the run stops and resumes, as after a restart.
+dream, and the wall time. Then the run stops and resumes, as after a restart. Last, `--dream-trials` more
+dreams on the same material (as `run.py dream` would) measure how often the model's dream passes the prose
+gate and is applied: the figure that decides whether a small model's dreams reach the prompt.
 
-    python bench/persona.py [--ticks 30] [--minutes-per-tick 2] [--max-tokens 48]
+    python bench/persona.py [--ticks 30] [--minutes-per-tick 2] [--max-tokens 48] [--dream-trials 6]
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=30)
     parser.add_argument("--minutes-per-tick", type=float, default=2.0)
     parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--dream-trials", type=int, default=6)
     args = parser.parse_args()
     progress("assembling the embedded model (once)…")
     assemble_model()
@@ -106,6 +109,7 @@ def main() -> None:
     with resumed.services.db.unit() as repos:
         sessions = [{"id": s.id, "status": s.status, "ticks": [s.first_tick + 1, s.last_tick]} for s in repos.sessions.list()]
         strategy_in_prompt = bool(insight and insight.strategy and insight.strategy in (again.last_state.get("prompt") or ""))
+    trials = dream_trials(resumed, args.dream_trials)
     resumed.close()
     think = calls.get("think", {"calls": 0})
     extra = {p: v["calls"] for p, v in calls.items() if p in ("drives", "dream", "episode", "chronicle")}
@@ -121,7 +125,30 @@ def main() -> None:
         "dream": dream,
         "resumed": {"ticks": again.ticks_run, "tick_after_resume": again.last_state.get("tick"),
                     "strategy_in_prompt": strategy_in_prompt, "sessions": sessions},
+        "dream_trials": trials,
     }, indent=2, ensure_ascii=False))
+
+
+def dream_trials(agent, n: int) -> dict:
+    """n level-1 dreams in a row on the run's material: how many are applied, how long each takes."""
+    from graph.agent import Agent
+    from graph.playbook import load_playbook, resolve_playbook_path
+
+    outcomes = []
+    for i in range(n):
+        progress(f"dream trial {i + 1}/{n}...")
+        dreamer = Agent(load_playbook(resolve_playbook_path("dream")), agent.services, agent.checkpointer,
+                        thread_id=f"dream-trial-{i}")
+        started = time.perf_counter()
+        dreamer.run(inputs={"level": 1, "reason": "trial"})
+        result = dreamer.outputs().get("dream") or {}
+        applied = result.get("status") == "applied"
+        outcomes.append({"status": result.get("status"), "s": round(time.perf_counter() - started, 1),
+                         "strategy": (result.get("strategy") or "")[:160] if applied else None,
+                         "rejected": None if applied else (result.get("dropped") or [None])[0]})
+    applied = sum(o["status"] == "applied" for o in outcomes)
+    return {"n": n, "applied": applied, "pass_rate": round(applied / n, 2) if n else None,
+            "mean_s": round(sum(o["s"] for o in outcomes) / n, 1) if n else None, "outcomes": outcomes}
 
 
 if __name__ == "__main__":
