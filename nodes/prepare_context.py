@@ -23,7 +23,8 @@ from nodes.context import AnimaContext, ContextBudgetError, Services, services_o
 from nodes.recall import abstract_lines, auto_recall, context_cycle, context_mode, entity_lines, episode_lines, goal_lines, recent_thoughts, strategy_line
 from persona.drives import Drives, DriveSettings, feeling_lines
 from persona.prompts import FEELINGS_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
-from nodes.prompts import (CHANNEL_HINT, TASK_CYCLE_SEED, CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, CONTINUATION_TOOLS, STIMULUS_TITLE,
+from nodes.prompts import (CHANNEL_HINT, TASK_CYCLE_SEED, CHAT_INSTRUCTION, COMMANDS_GUIDE, CONTINUATION_FEELINGS,
+                           CONTINUATION_HUMAN_TURN, CONTINUATION_REACH_OUT, CONTINUATION_TOOLS, STIMULUS_TITLE,
                            THOUGHT_HEADER)
 from nodes.state import TickState
 from nodes.stelis import thread_window
@@ -152,6 +153,17 @@ def _continuation_text(svc: Services, repos: Repos, state: TickState, notes: lis
     return [base, *chunks], turns
 
 
+def _continuation_inner_state(name: str, drives: dict[str, Any]) -> str:
+    """The drives at or above their threshold, and the reach-out offer, as a passing thought in the stream.
+    Not shown while the human's turn is open: then the next words are the answer."""
+    feelings = _feelings(drives)
+    text = CONTINUATION_FEELINGS.format(name=name, feelings="; ".join(feelings)) if feelings else ""
+    offer = drives.get("reach_out")
+    if offer:
+        text += CONTINUATION_REACH_OUT.format(name=name, drive=offer["drive"])
+    return text
+
+
 def _feelings(drives: dict[str, Any]) -> list[str]:
     if not drives.get("levels"):
         return []
@@ -203,7 +215,11 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
                 total -= sizes.pop(1)
                 parts.pop(1)
             stimulus = ("\n\n(" + " ".join(episode["stimulus"]) + ")\n") if episode.get("stimulus") else ""
-            prompt = "".join(parts) + "".join(turns) + stimulus
+            inner = _continuation_inner_state(svc.persona.display_name, state.get("drives") or {}) if not turns else ""
+            if inner and count(inner) + sum(sizes) + fixed > budget:
+                drops.append("feelings: no room in the budget")
+                inner = ""
+            prompt = "".join(parts) + "".join(turns) + inner + stimulus
             if count(prompt) > budget:  # even the base alone is too long: keep its end
                 drops.append("continuation: base cut at the front")
                 base = "".join(parts)

@@ -40,6 +40,11 @@ CONTINUATION_TOOLS = (
     '<tool_call>{"name": "message", "arguments": {"text": "…"}}</tool_call>.)\n'
 )
 
+# Continuation mode has no blocks: the inner state enters the stream as a passing thought, like a stimulus.
+CONTINUATION_FEELINGS = "\n\n({name} feels it: {feelings}.)\n"
+CONTINUATION_REACH_OUT = ("\n(The {drive} is strong. {name} could write to their human now, unprompted, with "
+                          '<tool_call>{{"name": "message", "arguments": {{"text": "…"}}}}</tool_call> — or let it be.)\n')
+
 # The shared evaluation call (HMP §5 emotions and §6 comparison in one JSON answer); each part is optional.
 EMOTION_PART = """Determine the emotional state of the new response from its context.
 Use this list of emotions as a guide: {vocabulary}. If you detect an emotion not in the list, add it.

@@ -124,6 +124,38 @@ def test_a_sad_message_raises_devotion_and_a_strong_drive_lets_the_persona_write
     assert "You may write to your human now" not in think_calls(fake)[-1]["prompt"]
 
 
+
+def test_in_continuation_mode_the_drives_enter_the_stream_as_a_passing_thought(agent_factory):
+    clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
+    call = '<tool_call>{"name": "message", "arguments": {"text": "Are you all right?"}}</tool_call>'
+    fake = FakeLLM("fake", responses=lambda prompt: (" I write to them. " + call)
+                   if "could write to their human now" in prompt else " I hear you, and I stay.")
+    agent = utc_agent(agent_factory, fake, playbook="epos", clock=clock)
+    name = agent.services.persona.display_name
+    with agent.services.db.unit() as repos:
+        repos.notes.add("I feel so sad and lonely, everything went wrong today!", source="user", created_at=clock())
+    agent.tick()  # the human's turn is open: the next words are the answer, no passing thought before them
+    first = think_calls(fake)[-1]["prompt"]
+    assert agent.state()["drives"]["levels"]["devotion"] >= 0.4
+    assert first.rstrip().endswith(f"{name} answers:") and "feels it:" not in first
+    with agent.services.db.unit() as repos:
+        repos.emotion_log.add("anxious", 4, subject="user", snippet="and I'm worried", created_at=clock())
+    clock.advance(minutes=5)
+    agent.tick()  # devotion dominant above 0.6: shown in the stream, with the one offer to write
+    state, second = agent.state(), think_calls(fake)[-1]["prompt"]
+    assert state["drives"]["reach_out"]["drive"] == "devotion"
+    assert f"({name} feels it: devotion " in second and "my human seemed" in second
+    assert f"The devotion is strong. {name} could write to their human now" in second
+    assert state["executed"][0]["type"] == "messages.send"
+    with agent.services.db.unit() as repos:
+        assert [n.text for n in repos.notes.list(source="llm")] == ["I hear you, and I stay.", "Are you all right?"]
+        chunks = [m.content for m in repos.messages.since("main", 0, ("continuation",))]
+        assert not any("feels it:" in c for c in chunks)  # the passing thought is not written into the text
+    clock.advance(minutes=5)
+    agent.tick()  # cooldown: feelings still shown, no offer
+    third = think_calls(fake)[-1]["prompt"]
+    assert "feels it: devotion" in third and "could write to their human now" not in third
+
 def test_open_questions_are_resolved_by_the_llm_after_a_conversation_and_removed_later(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     fake = FakeLLM("fake", responses=["Your favourite book is Moby Dick, then."],
