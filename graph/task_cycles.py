@@ -8,7 +8,9 @@ read-only command policy (nodes/execute_commands.py). What ends a cycle, and wha
 - `tasks.stop` → stopped, chronicle as a note;
 - timeout (more than `max_ticks` ticks or `deadline_s` seconds) → restarted in a fresh thread up to
   `max_restarts` times (HMP: timeout → restart), then stopped with repl_error "timeout";
-- an exception in its tick (error) → repl_status error, the task frozen for review, a system note;
+- an exception in its tick (error) → retried `retries` times with a growing delay (`backoff_s` ×
+  `backoff_factor`^n, HMP's backoff strategy), then repl_status error, the task frozen for review, a note;
+- `pause_s` → at least that long between two of its ticks (its own schedule; the main loop does not wait);
 - the process dies (crash) → at the next start the cycle resumes from its checkpoint, and a note says so.
 """
 
@@ -68,7 +70,7 @@ class TaskCycles:
         with self.services.db.unit() as repos:
             running = [(t.id, t.repl_thread) for t in repos.tasks.running_cycles()]
         for task_id, thread_id in running:
-            outcome = self._finish_if_over(task_id)
+            outcome = self._finish_if_over(task_id) or self._waiting(task_id)
             if outcome is None:
                 try:
                     for mode, data in self._agent(thread_id).stream(control):
@@ -78,12 +80,53 @@ class TaskCycles:
                     raise
                 except Exception as exc:  # noqa: BLE001 - an error freezes the task, never the persona
                     log.exception("task %s sub-cycle failed", task_id)
-                    outcome = self._error(task_id, f"{type(exc).__name__}: {exc}")
+                    outcome = self._failed(task_id, f"{type(exc).__name__}: {exc}")
                 else:
+                    self._schedule(task_id)
                     outcome = self._finish_if_over(task_id) or {"task_id": task_id, "status": "running"}
             report.append(outcome)
         report += self._reap_stopped()
         return report
+
+    def _waiting(self, task_id: int) -> dict | None:
+        """The cycle's own schedule (pause_s, or a backoff after an error): not yet → it sits this step out."""
+        with self.services.db.unit() as repos:
+            next_at = (repos.tasks.get(task_id).repl_config or {}).get("next_at")
+        if next_at and self.services.clock() < datetime.fromisoformat(next_at):
+            return {"task_id": task_id, "status": "waiting", "until": next_at}
+        return None
+
+    def _schedule(self, task_id: int) -> None:
+        """After a good tick: the error count starts over, and the next tick waits `pause_s`."""
+        with self.services.db.unit() as repos:
+            task = repos.tasks.get(task_id)
+            config = dict(task.repl_config or {})
+            pause = float(config.get("pause_s") or 0)
+            if not pause and not config.get("errors") and not config.get("next_at"):
+                return
+            config.update(errors=0, next_at=(self.services.clock() + timedelta(seconds=pause)).isoformat() if pause else None)
+            repos.tasks.set_repl(task_id, repl_config=config)
+
+    def _failed(self, task_id: int, error: str) -> dict:
+        """An error in a tick: retried after a growing delay while `retries` allow, then the task is frozen."""
+        with self.services.db.unit() as repos:
+            task = repos.tasks.get(task_id)
+            config = dict(task.repl_config or {})
+            errors = int(config.get("errors") or 0) + 1
+            if errors > int(config.get("retries") or 0):
+                retry = None
+            else:
+                delay = float(config.get("backoff_s") or 30) * float(config.get("backoff_factor") or 2) ** (errors - 1)
+                retry = self.services.clock() + timedelta(seconds=delay)
+                config.update(errors=errors, next_at=retry.isoformat())
+                repos.tasks.set_repl(task_id, repl_config=config, repl_error=error[:2000])
+                thread = repos.threads.get(task.repl_thread)
+                repos.processes.add("tasks.cycle", f"task {task_id}'s sub-cycle failed ({error[:300]}); retry {errors} of "
+                                    f"{config.get('retries')} in {delay:.0f} s", status="warning",
+                                    thread_id=thread.parent_id if thread is not None else None, task_id=task_id)
+        if retry is None:
+            return self._error(task_id, error)
+        return {"task_id": task_id, "status": "waiting", "until": retry.isoformat(), "reason": f"error, retry {errors}"}
 
     def _finish_if_over(self, task_id: int) -> dict | None:
         """Close the cycle if its task is closed or it ran out of ticks/time; None while it should go on."""

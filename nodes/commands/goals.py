@@ -124,11 +124,15 @@ def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"task {task.id} {'pinned' if task.pinned else 'unpinned'}")
 
 
-DEFAULT_CYCLE = {"max_ticks": 20, "deadline_s": 3600.0, "max_restarts": 1, "window_ratio": 0.5}
+# HMP tasks.repl_config: limits, its own pause between ticks, and the backoff on repeated errors
+DEFAULT_CYCLE = {"max_ticks": 20, "deadline_s": 3600.0, "max_restarts": 1, "window_ratio": 0.5, "pause_s": 0.0,
+                 "retries": 0, "backoff_s": 30.0, "backoff_factor": 2.0}
+CYCLE_KINDS = {"max_ticks": int, "deadline_s": float, "max_restarts": int, "window_ratio": float, "pause_s": float,
+               "retries": int, "backoff_s": float, "backoff_factor": float}
 
 
-@command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600}  (a read-only sub-cycle works on the task; '
-                      'its findings arrive as notes)')
+@command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600, "pause_s": 0, "retries": 0}  (a read-only '
+                      'sub-cycle works on the task; its findings arrive as notes)')
 def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     from nodes.stelis import DEFAULT_MAX_DEPTH, StelisRefused, open_thread
 
@@ -140,9 +144,11 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     if task.status in ("done", "failed", "cancelled"):
         raise CommandError(f"tasks.run: task {task.id} is {task.status}")
     config = {**DEFAULT_CYCLE, **(task.repl_config or {})}
-    for name, kind in (("max_ticks", int), ("deadline_s", float), ("max_restarts", int), ("window_ratio", float)):
+    for name, kind in CYCLE_KINDS.items():
         config[name] = arg(cmd, name, default=config[name], kind=kind)
-    config.update(restarts=0, started_at=ctx.now.isoformat())
+        if config[name] < 0 or (name == "backoff_factor" and config[name] < 1):
+            raise CommandError(f"tasks.run: {name} must be {'≥ 1' if name == 'backoff_factor' else '≥ 0'}, not {config[name]}")
+    config.update(restarts=0, errors=0, next_at=None, started_at=ctx.now.isoformat())
     root = ctx.root_thread or ctx.thread_id
     try:
         child, window, _ = open_thread(ctx.services, ctx.repos, parent_id=root, child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}",

@@ -401,6 +401,68 @@ def test_a_failing_sub_cycle_freezes_its_task_and_a_timeout_restarts_it_once(age
         assert any("sub-cycle error" in n.text for n in repos.notes.list(source="system"))
 
 
+def test_a_sub_cycle_keeps_its_own_pause_and_backs_off_on_repeated_errors(agent_factory):
+    clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
+    fake = FakeLLM("fake", responses=lambda p: "thinking.\n" + commands(("tasks.run", {
+        "id": 1, "max_ticks": 10, "pause_s": 60, "retries": 2, "backoff_s": 10, "backoff_factor": 2}))
+        if "tick 1)" in p and "I am a sub-cycle of" not in p else "thinking.")
+    main = utc_agent(agent_factory, fake, clock=clock)
+    with main.services.db.unit() as repos:
+        repos.tasks.add("A task on its own schedule")
+    from graph.task_cycles import TaskCycles
+
+    main.tick()
+    cycles = TaskCycles(main)
+
+    def cycle_ticks() -> int:
+        return sum("I am a sub-cycle of" in c["prompt"] for c in think_calls(fake))
+
+    def config() -> dict:
+        with main.services.db.unit() as repos:
+            return repos.tasks.get(1).repl_config
+
+    assert cycles.step()[0]["status"] == "running" and cycle_ticks() == 1
+    assert config()["next_at"] == (clock() + timedelta(seconds=60)).isoformat()
+    assert cycles.step()[0]["status"] == "waiting" and cycle_ticks() == 1  # its pause: no tick, no LLM call
+    clock.advance(seconds=61)
+    with main.services.db.unit() as repos:
+        agent = cycles._agent(repos.tasks.get(1).repl_thread)
+    graph, agent.graph = agent.graph, None  # its next ticks raise
+    first = cycles.step()[0]
+    assert first["status"] == "waiting" and first["reason"] == "error, retry 1"
+    assert config()["errors"] == 1 and config()["next_at"] == (clock() + timedelta(seconds=10)).isoformat()
+    assert cycles.step()[0]["status"] == "waiting"  # backing off
+    clock.advance(seconds=11)
+    agent.graph = graph  # the trouble passed: a good tick resets the count
+    assert cycles.step()[0]["status"] == "running" and config()["errors"] == 0 and cycle_ticks() == 2
+    agent.graph = None
+    for wait, expected in ((61, "error, retry 1"), (10, "error, retry 2")):
+        clock.advance(seconds=wait)
+        assert cycles.step()[0]["reason"] == expected
+    assert config()["next_at"] == (clock() + timedelta(seconds=20)).isoformat()  # 10 s × 2
+    clock.advance(seconds=20)
+    assert cycles.step()[0]["status"] == "error"  # retries used up: frozen for review
+    with main.services.db.unit() as repos:
+        task = repos.tasks.get(1)
+        assert (task.repl_status, task.status) == ("error", "frozen") and "AttributeError" in task.repl_error
+        warnings = [p.value for p in repos.processes.recent(30) if p.name == "tasks.cycle" and p.status == "warning"]
+        assert sum("retry" in w for w in warnings) == 3 and any("retry 2 of 2 in 20 s" in w for w in warnings)
+
+
+def test_tasks_run_rejects_a_bad_schedule(agent_factory):
+    fake = FakeLLM("fake", responses=["thinking.\n" + commands(("tasks.run", {"id": 1, "backoff_factor": 0.5}),
+                                                               ("tasks.run", {"id": 1, "pause_s": "soon"}))])
+    main = agent_factory(fake)
+    with main.services.db.unit() as repos:
+        repos.tasks.add("A task")
+    main.tick()
+    with main.services.db.unit() as repos:
+        results = [c.result for c in repos.commands.recent(10) if c.type == "tasks.run"]
+        assert repos.tasks.get(1).repl_status is None
+    assert any("backoff_factor must be ≥ 1, not 0.5" in r for r in results)
+    assert any("argument 'pause_s' must be float, got 'soon'" in r for r in results), results
+
+
 # -- sessions and idle --------------------------------------------------------------------------------
 
 def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factory, tmp_path):
