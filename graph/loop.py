@@ -101,7 +101,8 @@ class Autonomy:
 
     def step_tasks(self, control: RunControl) -> None:
         for outcome in self.tasks.step(control, self.on_stream):
-            if outcome.get("status") != "running" and self.on_stream:
+            quiet = outcome.get("status") == "running" or (outcome.get("status") == "waiting" and not outcome.get("reason"))
+            if not quiet and self.on_stream:  # ended, stopped, restarted or backing off after an error
                 self.on_stream("custom", {"event": "task_cycle", **outcome})
 
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
