@@ -198,10 +198,12 @@ def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime
     outcome = DreamOutcome(level=level)
     insight = str(data.get("insight") or "").strip()
     strategy = str(data.get("strategy") or "").strip()
-    if not insight or not is_prose(insight, min_words=5) or (strategy and not is_prose(strategy)):
+    bad = ("insight", insight) if not insight or not is_prose(insight, min_words=5) else \
+        ("strategy", strategy) if strategy and not is_prose(strategy) else None
+    if bad:
         outcome.status = "empty"
-        what = "no insight" if not insight else "the insight or strategy is not prose"
-        outcome.dropped.append(f"{what}: nothing applied ({(insight or strategy)[:80]!r})")
+        what = "no insight" if not insight else f"the {bad[0]} is not prose"
+        outcome.dropped.append(f"{what}: nothing applied ({bad[1][:80]!r})")
         return outcome
     row = repos.insights.add(insight, strategy=strategy, log_entry=str(data.get("log_entry") or "").strip(),
                              trigger_topic=topic, level=level, created_at=now)

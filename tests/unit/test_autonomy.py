@@ -261,6 +261,11 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     main.tick()
     dreamer.run(inputs={"level": 2, "reason": "test"})
     assert dreamer.outputs()["dream"]["status"] == "empty"
+    assert dreamer.outputs()["dream"]["dropped"] == ["no insight: nothing applied ('')"]
+    fake.json_answer = lambda prompt: {"insight": "I understood that the tides follow the moon.",
+                                       "strategy": "ight ight ight ight ight ight ight ight ight ight"}
+    dreamer.run(inputs={"level": 1, "reason": "again"})
+    assert dreamer.outputs()["dream"]["dropped"][0].startswith("the strategy is not prose: nothing applied ('ight ight")
     with main.services.db.unit() as repos:
         assert repos.insights.latest() is None and repos.goals.list() == []
     from persona.dreaming import is_prose
