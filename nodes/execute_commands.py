@@ -104,7 +104,7 @@ def _run_one(cmd: Command, state: TickState, svc: Services, llm_id: str | None) 
         return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
     except Exception as exc:  # handler failed: its effect was rolled back with the transaction
         expected = isinstance(exc, (CommandError, LookupError, ValueError))  # bad arguments, unknown ids, limits
-        message = (exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)) if expected \
+        message = (str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) if expected \
             else f"{type(exc).__name__}: {exc}"  # str(KeyError) is the repr: quoted
         if not expected:
             log.exception("command %s failed", cmd.cmd_id)

@@ -73,9 +73,9 @@ def prose_pattern(max_words: int) -> str:
 DREAM_SCHEMA = {
     "type": "object",
     "properties": {
-        "insight": {"type": "string", "minLength": 10, "maxLength": 400, "pattern": prose_pattern(70)},
-        "strategy": {"type": "string", "minLength": 10, "maxLength": 240, "pattern": prose_pattern(40)},
-        "log_entry": {"type": "string", "maxLength": 240, "pattern": prose_pattern(40)},
+        "insight": {"type": "string", "minLength": 10, "maxLength": 600, "pattern": prose_pattern(70)},
+        "strategy": {"type": "string", "minLength": 10, "maxLength": 300, "pattern": prose_pattern(40)},
+        "log_entry": {"type": "string", "maxLength": 400, "pattern": prose_pattern(40)},
         "entity_updates": {"type": "array", "maxItems": 3, "items": {
             "type": "object",
             "properties": {"name": {"type": "string", "maxLength": 80},
