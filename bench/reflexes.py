@@ -108,8 +108,9 @@ class SentenceMemory:
 
 
 def detect(seqs: list[dict], memory, settings, llms=None) -> dict:
-    from nodes.check_stagnation import decide
-    from nodes.novelty import evaluate, measure, parse_comparison
+    from nodes.reflexes.anti_stagnation.verdict import decide
+    from nodes.reflexes.anti_stagnation.novelty import measure
+from nodes.reflexes.evaluation import evaluate, parse_comparison
 
     per_label: dict[str, dict] = {}
     comparisons = 0

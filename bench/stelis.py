@@ -30,7 +30,7 @@ from graph.agent import build_agent  # noqa: E402
 from graph.playbook import shipped_playbooks_dir  # noqa: E402
 from graph.services import RunOptions, open_services  # noqa: E402
 from llm.testing import FakeLLM  # noqa: E402
-from nodes.history import render_timeline  # noqa: E402
+from nodes.stelis.history import render_timeline  # noqa: E402
 
 
 def progress(msg: str) -> None:
@@ -55,7 +55,7 @@ def inline_variant(source: Path, target: Path) -> Path:
 
 def render_timeline_own(repos, thread_id: str) -> list[str]:
     """A child's own messages as they would appear in the parent's history had the work been inline."""
-    from nodes.history import render_message
+    from nodes.stelis.history import render_message
 
     return [render_message(m) for m in repos.messages.log(thread_id, kinds=("step", "response"))]
 

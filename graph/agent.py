@@ -28,9 +28,9 @@ from langgraph.runtime import RunControl
 from graph.checkpoint import DEFAULT_KEEP, open_sqlite_saver, prune_checkpoints
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
-from graph.services import RunOptions, checkpoint_path, open_services
+from graph.services import checkpoint_path, open_services
 from nodes import AnimaContext, Services
-from nodes.stelis import StelisResult, recover_orphans
+from nodes.stelis.threads import StelisResult, recover_orphans
 
 DURABILITY = "sync"
 RECURSION_LIMIT = 200
@@ -150,14 +150,13 @@ class Agent:
 
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
-                **options: Any) -> Agent:
-    """Open services from `options` (see `RunOptions`) unless given, compile the playbook, and abort
-    Stelis threads a dead process left running (each gets a chronicle and stays anchored)."""
-    run_options = RunOptions(**{k: v for k, v in options.items() if k in RunOptions.__dataclass_fields__})
-    overrides = {k: v for k, v in options.items() if k not in RunOptions.__dataclass_fields__}
-    services = services or open_services(run_options, **overrides)
+                **flags: Any) -> Agent:
+    """Open services from `flags` (persona.settings.Settings fields: data_dir, db_url, persona_dir, llm_url, …)
+    unless given, compile the playbook, and abort Stelis threads a dead process left running (each gets a
+    chronicle and stays anchored)."""
+    services = services or open_services(**flags)
     if checkpointer == "sqlite":
-        saver: BaseCheckpointSaver = open_sqlite_saver(checkpoint_path(run_options.data_dir))
+        saver: BaseCheckpointSaver = open_sqlite_saver(checkpoint_path(services.settings.data_dir))
     elif checkpointer == "memory":
         saver = InMemorySaver()
     else:

@@ -17,7 +17,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graph.checks import compute_scopes
+from graph.playbook.checks import compute_scopes
 from graph.playbook import (
     END,
     ConditionalNext,
@@ -29,11 +29,11 @@ from graph.playbook import (
     coerce_inputs,
 )
 from nodes import STEPS, AnimaContext, TickState
-from nodes.ask_llm import ask_llm
-from nodes.assign_vars import assign_vars
-from nodes.call_subplaybook import call_subplaybook
-from nodes.stelis_region import end_stelis, enter_stelis
-from nodes.variables import lookup
+from nodes.kinds.ask_llm import ask_llm
+from nodes.kinds.assign_vars import assign_vars
+from nodes.kinds.call_subplaybook import call_subplaybook
+from nodes.stelis.region import end_stelis, enter_stelis
+from nodes.kinds.variables import lookup
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,

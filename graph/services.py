@@ -1,52 +1,41 @@
-"""Opening what a run needs — database, persona, LLM registry, settings — from plain options."""
+"""Opening what a run needs — database, persona, settings, LLM registry, memory index — from the run's settings.
+
+`open_services(**flags)` reads the settings once (persona/settings.py: defaults → config.yaml → the persona's own
+changes → environment → flags). The persona a data dir belongs to is recorded in it, so a later command on the
+same data dir without `--persona` (inspect, kb, persona show…) reads the same persona, not the default one.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm import LLMRegistry, Provider
 from memory import Database
-from nodes.context import Services, TickSettings, utcnow
+from nodes.context import Services, self_changes, utcnow
 from persona import load_persona
+from persona.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
+PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with
 
 
-@dataclass
-class RunOptions:
-    data_dir: str = "data"
-    db_url: str | None = None
-    persona_dir: str | None = None
-    llm_url: str | None = None
-    model: str | None = None
-    llm_api: str = "chat"  # chat | completions (for --llm-url)
-    api_key_env: str = "OPENAI_API_KEY"
-    context_window: int | None = None
-    embedded_context_window: int = 8192
-    embedded: bool = True  # keep the embedded model in the registry (primary, or fallback behind a server)
-    cache_dir: str | None = None
-    embed_url: str | None = None  # OpenAI-compatible /v1 for embeddings (default: embedded all-MiniLM-L6-v2)
-    embed_model: str | None = None
-    chroma_url: str | None = None  # a Chroma server (default: PersistentClient under <data_dir>/chroma)
-
-
-def registry_entries(options: RunOptions, persona_config: dict[str, Any]) -> list[dict[str, Any]]:
+def registry_entries(settings: Settings) -> list[dict[str, Any]]:
+    """The models of the run: the operator's server (its key goes only there), the persona's config.yaml
+    `llms` (each names its own key variable, or sends none), and the embedded model."""
     entries: list[dict[str, Any]] = []
-    if options.llm_url:
-        entries.append({"id": "server", "provider": "openai", "model": options.model or "default", "priority": 100,
-                        "config": {"base_url": options.llm_url, "api": options.llm_api,
-                                   "api_key_env": options.api_key_env,
-                                   "context_window": options.context_window or 32768}})
-    for extra in persona_config.get("llms") or []:  # persona config.yaml: validators, more servers
-        entries.append(dict(extra))
-    if options.embedded or not entries:
+    if settings.llm_url:
+        entries.append({"id": "server", "provider": "openai", "model": settings.model or "default", "priority": 100,
+                        "config": {"base_url": settings.llm_url, "api": settings.llm_api,
+                                   "api_key_env": settings.api_key_env,
+                                   "context_window": settings.context_window or 32768}})
+    entries += [entry.model_dump() for entry in settings.llms]
+    if settings.embedded or not entries:
         entries.append({"id": "embedded", "provider": "llamacpp", "model": "gemma-3-270m-q4_k_m.gguf",
                         "priority": 0 if entries else 100,
-                        "config": {"context_window": options.embedded_context_window,
-                                   **({"cache_dir": options.cache_dir} if options.cache_dir else {})}})
+                        "config": {"context_window": settings.embedded_context_window,
+                                   **({"cache_dir": settings.cache_dir} if settings.cache_dir else {})}})
     return entries
 
 
@@ -80,27 +69,43 @@ def call_recorder(db: Database):
     return record
 
 
-def open_services(options: RunOptions, *, providers: dict[str, Provider] | None = None,
-                  entries: list[dict[str, Any]] | None = None, clock=utcnow, embedder: Any = None,
-                  **setting_overrides: Any) -> Services:
-    db = Database.open(options.data_dir, options.db_url)
-    persona = load_persona(options.persona_dir)
-    entries = sync_registry(db, entries if entries is not None else registry_entries(options, persona.config))
+def open_settings(db: Database, flags: dict[str, Any]) -> Settings:
+    """The settings for this data dir: its recorded persona unless one is named, with the persona's own changes."""
+    import os
+
+    with db.unit() as repos:
+        named = flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR")
+        if named:
+            repos.config.set(PERSONA_DIR_KEY, str(Path(named).expanduser().resolve()))
+        recorded = repos.config.get(PERSONA_DIR_KEY)
+        if not named and recorded and not Path(recorded).is_dir():
+            log.warning("the persona this data dir was run with (%s) is gone; using the default", recorded)
+            recorded = None
+        changes = self_changes(repos)
+    return load_settings(named or recorded, self_changes=changes, **{k: v for k, v in flags.items() if k != "persona_dir"})
+
+
+def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,
+                  clock=utcnow, embedder: Any = None, **flags: Any) -> Services:
+    """Everything a run needs, from `flags` (Settings fields given on the command line or by the caller)."""
+    located = load_settings(**flags)  # where the data is: flags and environment only
+    db = Database.open(located.data_dir, located.db_url)
+    settings = open_settings(db, flags)
+    persona = load_persona(settings.persona_dir)
+    entries = sync_registry(db, entries if entries is not None else registry_entries(settings))
     llms = LLMRegistry(entries, recorder=call_recorder(db), providers=dict(providers or {}))
-    settings = TickSettings.from_persona(persona, context_window=options.context_window, **setting_overrides)
-    return Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock,
-                    memory=open_memory_index(db, options, persona.config, clock, embedder))
+    return Services(db=db, llms=llms, persona=persona, settings=settings, flags=dict(flags), clock=clock,
+                    memory=open_memory_index(db, settings, clock, embedder))
 
 
-def open_memory_index(db: Database, options: RunOptions, persona_config: dict[str, Any], clock=utcnow, embedder=None):
+def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=None):
     """The hybrid retrieval index; nothing is loaded until the first write or search."""
     from memory.embeddings import open_embedder
-    from memory.index import MemoryIndex, RetrievalConfig
+    from memory.index import MemoryIndex
 
-    retrieval = (persona_config.get("memory") or {}).get("retrieval")
-    return MemoryIndex(db, embedder or open_embedder(options.embed_url, options.embed_model, options.api_key_env),
-                       chroma_path=Path(options.data_dir).expanduser() / "chroma", chroma_url=options.chroma_url,
-                       config=RetrievalConfig.from_dict(retrieval), clock=clock)
+    return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env),
+                       chroma_path=Path(settings.data_dir).expanduser() / "chroma", chroma_url=settings.chroma_url,
+                       config=settings.memory.retrieval, clock=clock)
 
 
 def checkpoint_path(data_dir: str | Path) -> Path:

@@ -1,15 +1,16 @@
-"""LangGraph Studio / `langgraph dev`: one graph per shipped playbook, compiled without a checkpointer
-(the API server brings its own).
+"""LangGraph Studio / `langgraph dev`: one graph per shipped playbook, compiled without a checkpointer (the API
+server brings its own).
 
-The server builds the run context from the JSON a client sends (all fields optional: data_dir, db_url,
-persona_dir, llm_url, model). `StudioContext` opens the matching services on first use (from the first step) and reuses them
-for later runs with the same settings — this process-wide pool is created on the first request, never
-at import time, and exists only in the server process.
+The run context a client may send has no fields: where the data lives, which persona, which model and where
+its key goes come only from the server's environment and the operator's files (`ANIMA_DATA_DIR`,
+`ANIMA_DB_URL`, `ANIMA_PERSONA_DIR`, `ANIMA_LLM_URL`, … — persona/settings.py). A client chooses a thread,
+nothing else. The server process opens those services once, on the first step that needs them (blocking I/O
+runs in a step's worker thread, never on the server's event loop), and shares them between runs; nothing is
+opened when `langgraph dev` imports this module.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 
@@ -17,53 +18,43 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.compiler import build_graph
 from graph.playbook import load_playbook, shipped_playbooks_dir
-from graph.services import RunOptions, open_services
-from nodes import AnimaContext
-from nodes.stelis import recover_orphans
+from graph.services import open_services
+from nodes.context import Services
+from nodes.stelis.threads import recover_orphans
 
-_pool: dict[tuple, object] = {}
-_pool_lock = threading.Lock()
+
+class StudioServices:
+    """The server process's services, opened from the environment on first use and kept for its lifetime."""
+
+    def __init__(self) -> None:
+        self._services: Services | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Services:
+        with self._lock:
+            if self._services is None:
+                services = open_services(channel="studio")
+                recover_orphans(services)  # Stelis threads a dead server left running
+                self._services = services
+            return self._services
+
+
+SERVER = StudioServices()  # opens nothing until a run's first step asks
 
 
 @dataclass
-class StudioContext(AnimaContext):
-    def resolve_services(self):
-        # Runs inside a step (a worker thread), never on the server's event loop: opening is blocking I/O.
-        options = RunOptions(
-            data_dir=self.data_dir or os.environ.get("ANIMA_DATA_DIR") or "data",
-            db_url=self.db_url or os.environ.get("ANIMA_DB_URL"),
-            persona_dir=self.persona_dir or os.environ.get("ANIMA_PERSONA_DIR"),
-            llm_url=self.llm_url or os.environ.get("ANIMA_LLM_URL"),
-            model=self.model or os.environ.get("ANIMA_MODEL"),
-            embed_url=os.environ.get("ANIMA_EMBED_URL"),
-            embed_model=os.environ.get("ANIMA_EMBED_MODEL"),
-            chroma_url=os.environ.get("ANIMA_CHROMA_URL"),
-        )
-        key = (options.data_dir, options.db_url, options.persona_dir, options.llm_url, options.model)
-        with _pool_lock:
-            if key not in _pool:
-                services = open_services(options, channel="studio")
-                recover_orphans(services)  # Stelis threads a dead server left running
-                _pool[key] = services
-            return _pool[key]
+class StudioContext:
+    """What a Studio run carries: nothing a client can set. Steps reach the server's services through it."""
 
-
-class StudioGraph(CompiledStateGraph):
-    """A run started without any context (Studio's default) still gets a `StudioContext`."""
-
-    def stream(self, input, config=None, *, context=None, **kwargs):
-        return super().stream(input, config, context={} if context is None else context, **kwargs)
-
-    def astream(self, input, config=None, *, context=None, **kwargs):
-        return super().astream(input, config, context={} if context is None else context, **kwargs)
+    @property
+    def services(self) -> Services:
+        return SERVER.get()
 
 
 def _make(name: str):
-    def factory():
+    def factory() -> CompiledStateGraph:
         playbook = load_playbook(shipped_playbooks_dir() / f"{name}.yaml")
-        graph = build_graph(playbook, context_schema=StudioContext).compile(name=playbook.name)
-        graph.__class__ = StudioGraph
-        return graph
+        return build_graph(playbook, context_schema=StudioContext).compile(name=playbook.name)
 
     factory.__name__ = f"make_{name}_graph"
     return factory

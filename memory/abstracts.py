@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
-
-from memory.models import Abstract, Concept, DiaryEntry, Message
+from memory.models import Abstract
 from memory.prompts import ABSTRACT_PROMPT, ABSTRACT_SCHEMA
 from memory.repositories import Repos
 from memory.text import json_object
 
 Generate = Callable[[str, dict[str, Any]], str]  # (prompt, json schema) -> model text
 MAX_ITEM_CHARS = 600
+THOUGHT_KINDS = ("response", "continuation", "step")  # the messages an abstract digests
 
 
 def _request_key(thread_id: str) -> str:
@@ -41,9 +40,7 @@ def clear_request(repos: Repos, thread_id: str) -> None:
 def _last_source_ids(repos: Repos, thread_id: str) -> dict[str, int]:
     """The newest source of each kind already covered by an abstract of this thread."""
     last: dict[str, int] = {"message": 0, "diary": 0, "concept": 0}
-    rows = repos.session.scalars(select(Abstract).where(Abstract.thread_id == thread_id)
-                                 .order_by(Abstract.id.desc()).limit(20)).all()
-    for row in rows:
+    for row in repos.abstracts.of_thread(thread_id, limit=20):
         for source in row.sources or []:
             kind, _, ident = str(source).partition(":")
             if kind in last and ident.isdigit():
@@ -54,16 +51,10 @@ def _last_source_ids(repos: Repos, thread_id: str) -> dict[str, int]:
 def gather_sources(repos: Repos, thread_id: str, limit: int = 30) -> list[tuple[str, str]]:
     """(source id, text) of what happened since the last abstract: thoughts, diary entries, concepts."""
     last = _last_source_ids(repos, thread_id)
-    s = repos.session
-    found: list[tuple[str, str]] = []
-    for m in s.scalars(select(Message).where(Message.thread_id == thread_id, Message.id > last["message"],
-                                             Message.kind.in_(("response", "continuation", "step")))
-                       .order_by(Message.id.desc()).limit(limit)).all():
-        found.append((f"message:{m.id}", m.content))
-    for d in s.scalars(select(DiaryEntry).where(DiaryEntry.id > last["diary"]).order_by(DiaryEntry.id.desc()).limit(10)).all():
-        found.append((f"diary:{d.id}", d.text))
-    for c in s.scalars(select(Concept).where(Concept.id > last["concept"]).order_by(Concept.id.desc()).limit(10)).all():
-        found.append((f"concept:{c.id}", f"{c.name}: {c.description}"))
+    found = [(f"message:{m.id}", m.content) for m in repos.messages.since(thread_id, last["message"], THOUGHT_KINDS,
+                                                                          last=limit)]
+    found += [(f"diary:{d.id}", d.text) for d in repos.diary.newer_than(last["diary"], limit=10)]
+    found += [(f"concept:{c.id}", f"{c.name}: {c.description}") for c in repos.concepts.newer_than(last["concept"], limit=10)]
     return sorted(found, key=lambda x: (x[0].split(":")[0], int(x[0].split(":")[1])))
 
 

@@ -13,14 +13,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
+from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from memory.models import Base, SchemaVersion
+from memory.models import (
+    AntiStagnationMetric,
+    Approval,
+    AuditEntry,
+    Base,
+    OpenQuestion,
+    SchemaVersion,
+    Session as SessionRow,
+)
+from memory.repositories import Repos
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -39,38 +48,42 @@ def _v4_llm_memory_status(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE unverified_facts ADD COLUMN resolution TEXT"))
     conn.execute(text("ALTER TABLE llm_memory ADD COLUMN status VARCHAR(16) DEFAULT 'active'"))
     conn.execute(text("UPDATE llm_memory SET status = 'active'"))
-    from memory.models import LLMMemory
-    from memory.repositories import Repos
-
-    session = Session(bind=conn)  # the entries join the retrieval catalogue, in this migration's transaction
-    repos = Repos(session)
-    for row in session.scalars(select(LLMMemory)).all():
-        repos.llm_memory._index(row)
-    session.flush()
+    # the entries join the retrieval catalogue, in this migration's transaction
+    Repos(Session(bind=conn)).llm_memory.index_all()
 
 
 def _v5_anti_stagnation_metrics(conn: Connection) -> None:
-    from memory.models import AntiStagnationMetric
-
     AntiStagnationMetric.__table__.create(conn, checkfirst=True)  # v3 created every table then known
 
 
-def _v6_persona_autonomy(conn: Connection) -> None:
-    from memory.models import OpenQuestion, Session as SessionRow
-
-    have = {c["name"] for c in inspect(conn).get_columns("tasks")}  # v3 created the tables as they are now
-    for column in ("repl_mode VARCHAR(16) DEFAULT 'none'", "repl_status VARCHAR(16)", "repl_config JSON",
-                   "repl_thread VARCHAR(128)", "repl_error TEXT"):
+def _add_missing_columns(conn: Connection, table: str, columns: list[str]) -> None:
+    """`ALTER TABLE … ADD COLUMN` for each "name TYPE …" the table lacks: v3 created every table as the models
+    stood then, so a later column may be there already."""
+    have = {c["name"] for c in inspect(conn).get_columns(table)}
+    for column in columns:
         if column.split()[0] not in have:
-            conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {column}"))
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column}"))
+
+
+def _v6_persona_autonomy(conn: Connection) -> None:
+    _add_missing_columns(conn, "tasks", ["repl_mode VARCHAR(16) DEFAULT 'none'", "repl_status VARCHAR(16)",
+                                         "repl_config JSON", "repl_thread VARCHAR(128)", "repl_error TEXT"])
     conn.execute(text("UPDATE tasks SET repl_mode = 'none'"))
     OpenQuestion.__table__.create(conn, checkfirst=True)
     SessionRow.__table__.create(conn, checkfirst=True)
 
 
+def _v7_consent_and_archive(conn: Connection) -> None:
+    Approval.__table__.create(conn, checkfirst=True)
+    AuditEntry.__table__.create(conn, checkfirst=True)
+    moment = DateTime(timezone=True).compile(dialect=conn.dialect)  # TIMESTAMP WITH TIME ZONE / DATETIME
+    for table in ("goals", "tasks"):
+        _add_missing_columns(conn, table, [f"archived_at {moment}"])
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
-                                                       6: _v6_persona_autonomy}
+                                                       6: _v6_persona_autonomy, 7: _v7_consent_and_archive}
 
 
 class SchemaError(RuntimeError):
@@ -152,10 +165,8 @@ class Database:
         return self.engine.url.render_as_string(hide_password=True)
 
     @contextmanager
-    def unit(self) -> Iterator["Repos"]:
+    def unit(self) -> Iterator[Repos]:
         """One transaction: committed on success, rolled back on error."""
-        from memory.repositories import Repos
-
         with self.sessions() as session:
             try:
                 yield Repos(session)

@@ -2,7 +2,7 @@
 
 After a day ends, its memories (conversation, thoughts, diary, abstracts) are summarised into a `day`
 episode; after a week or a month ends, its day summaries are rolled up. The persona's days are local days
-(persona config `timezone`, an IANA name; else the machine's zone). `next_due` finds the oldest missing
+(the `timezone` setting, an IANA name, given to `zone_of`; else the machine's zone). `next_due` finds the oldest missing
 summary within `backfill_days`; the manage_memory step builds at most one per tick, so a long absence never
 stalls a tick, and a dead LLM only postpones it.
 """
@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from sqlalchemy import func, select
 
 from memory.models import MemoryItem
 from memory.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
@@ -50,13 +48,13 @@ class Period:
         return f"the month {self.start:%B %Y}"
 
 
-def persona_zone(persona_config: dict[str, Any]) -> tzinfo:
-    name = persona_config.get("timezone")
+def zone_of(name: str | None) -> tzinfo:
+    """The zone of an IANA name; the machine's zone when there is none."""
     if name:
         try:
-            return ZoneInfo(str(name))
+            return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"persona config timezone {name!r} is not a known IANA zone") from exc
+            raise ValueError(f"timezone {name!r} is not a known IANA zone") from exc
     return datetime.now().astimezone().tzinfo or timezone.utc
 
 
@@ -65,26 +63,12 @@ def _bounds(period: Period, zone: tzinfo) -> tuple[datetime, datetime]:
             datetime.combine(period.end, time(), zone).astimezone(timezone.utc))
 
 
-def _day_items(repos: Repos, period: Period, zone: tzinfo, limit: int | None = None) -> list[MemoryItem]:
-    first, last = _bounds(period, zone)
-    q = (select(MemoryItem).where(MemoryItem.tier.in_(DAY_TIERS), MemoryItem.status != "deleted",
-                                  MemoryItem.created_at >= first, MemoryItem.created_at < last)
-         .order_by(MemoryItem.created_at, MemoryItem.id))
-    return list(repos.session.scalars(q.limit(limit) if limit else q).all())
-
-
-def _has_memories(repos: Repos, period: Period, zone: tzinfo) -> bool:
-    first, last = _bounds(period, zone)
-    return bool(repos.session.scalar(select(func.count()).select_from(MemoryItem).where(
-        MemoryItem.tier.in_(DAY_TIERS), MemoryItem.status != "deleted",
-        MemoryItem.created_at >= first, MemoryItem.created_at < last)))
-
-
 def next_due(repos: Repos, today: date, zone: tzinfo, backfill_days: int = 7) -> Period | None:
     """The oldest summary that should exist by `today` and does not: days first, then weeks, then months."""
     for back in range(backfill_days, 0, -1):
         day = Period("day", today - timedelta(days=back))
-        if repos.episodes.get("day", day.start.isoformat()) is None and _has_memories(repos, day, zone):
+        if repos.episodes.get("day", day.start.isoformat()) is None and repos.items.any_written_between(
+                DAY_TIERS, *_bounds(day, zone)):
             return day
     this_week = today - timedelta(days=today.weekday())
     for back in (4, 3, 2, 1):
@@ -121,7 +105,7 @@ def _sample(items: list[MemoryItem], limit: int) -> list[MemoryItem]:
 def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate, persona_name: str):
     """Summarise one period into its Episode row (updated if it exists). None when it has nothing to tell."""
     if period.kind == "day":
-        items = _day_items(repos, period, zone)
+        items = repos.items.written_between(DAY_TIERS, *_bounds(period, zone))
         if not items:
             return None
         chosen = _sample(items, MAX_DAY_ITEMS)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory.db import Database
 from memory.embeddings import Embedder
@@ -49,24 +50,22 @@ log = logging.getLogger(__name__)
 COLLECTION_PREFIX = "anima-memory"
 
 
-@dataclass
-class RetrievalConfig:
-    dense_weight: float = 0.7
-    best_vector_weight: float = 0.6
-    author_boost: float = 1.0
-    neighbour_weight: float = 0.4
-    recency_weight: float = 0.1
-    recency_half_life_days: float = 30.0
-    importance_weight: float = 0.2
-    mmr_lambda: float = 0.7
-    meditation_lambda: float = 0.3
-    candidates: int = 100
-    sample_size: int = 2048
+class RetrievalSettings(BaseModel):
+    """The retrieval weights (module doc), as given by the run's settings object (`memory.retrieval`)."""
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "RetrievalConfig":
-        known = cls.__dataclass_fields__
-        return cls(**{k: type(getattr(cls(), k))(v) for k, v in (data or {}).items() if k in known})
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    dense_weight: float = Field(0.7, ge=0, le=1)  # dense vs BM25 share of the fused score
+    best_vector_weight: float = Field(0.6, ge=0, le=1)  # best sentence vs whole item in the dense score
+    author_boost: float = Field(1.0, ge=0)
+    neighbour_weight: float = Field(0.4, ge=0)
+    recency_weight: float = Field(0.1, ge=0)
+    recency_half_life_days: float = Field(30.0, gt=0)
+    importance_weight: float = Field(0.2, ge=0)
+    mmr_lambda: float = Field(0.7, ge=0, le=1)
+    meditation_lambda: float = Field(0.3, ge=0, le=1)
+    candidates: int = Field(100, ge=1)
+    sample_size: int = Field(2048, ge=16)
 
 
 @dataclass
@@ -146,9 +145,9 @@ def _z(values: np.ndarray, mean: float, std: float) -> np.ndarray:
 
 class MemoryIndex:
     def __init__(self, db: Database, embedder: Embedder, *, chroma_path: str | Path | None = None,
-                 chroma_url: str | None = None, config: RetrievalConfig | None = None,
+                 chroma_url: str | None = None, config: RetrievalSettings | None = None,
                  clock=lambda: datetime.now(timezone.utc)):
-        self.db, self.embedder, self.config, self.clock = db, embedder, config or RetrievalConfig(), clock
+        self.db, self.embedder, self.config, self.clock = db, embedder, config or RetrievalSettings(), clock
         self.chroma_path, self.chroma_url = chroma_path, chroma_url
         self._lock = threading.RLock()
         self._collection = None
@@ -500,9 +499,8 @@ class MemoryIndex:
                   and (q.mode == "concentration" or not (q.tags or q.emotions) or self._matches_focus(self._meta[i], q))]
         lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
         chosen = self._mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam)
-        with self.db.unit() as repos:
+        with self.db.unit() as repos:  # expire_on_commit=False: the rows stay readable after the unit
             rows = repos.items.many(chosen)
-            repos.session.expunge_all()
         return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
                 for i in chosen if i in rows]
 

@@ -28,59 +28,59 @@ come back with memory.restore. Every decision is written to process_log (`memory
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Literal, get_args
 
-from sqlalchemy import func, or_, select
+from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import Concept, DiaryEntry, LLMMemory, MemoryItem
+from memory.models import MemoryItem, utcnow
 from memory.repositories import Repos
-from memory.settings import section_settings
 from memory.text import tokenize
 
-MODES = ("standard", "concentration", "meditation", "aggressive_pruning", "lenient_pruning")
+Mode = Literal["standard", "concentration", "meditation", "aggressive_pruning", "lenient_pruning"]
+MODES: tuple[str, ...] = get_args(Mode)
+LRUTier = Literal["llm_memory", "diary", "concept"]  # the tiers whose entries may be pruned for age
 NOVELTY_TIERS = ("message", "diary", "llm_memory")
-STATUS_TABLES = {"diary": DiaryEntry, "concept": Concept, "llm_memory": LLMMemory}  # tiers with their own status
 INFORMATIVE_WORDS = 3
 CURSOR_KEY = "memory/manager_cursor"
 
 
-@dataclass
-class ManagerConfig:
-    mode: str = "standard"
-    novelty_threshold: float = 0.35
-    lru_limit: int = 500
-    emotion_weight: float = 0.6
-    goal_focus: float = 0.7
-    diversity_boost: float = 0.8
+class ManagerSettings(BaseModel):
+    """The `memory_manager` settings, as given by the run's settings object."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    mode: Mode = "standard"
+    novelty_threshold: float = Field(0.35, ge=0, le=1)
+    lru_limit: int = Field(500, ge=1, le=1_000_000)
+    emotion_weight: float = Field(0.6, ge=0, le=1)
+    goal_focus: float = Field(0.7, ge=0, le=1)
+    diversity_boost: float = Field(0.8, ge=0, le=1)
     log_decisions: bool = True
-    every: int = 10  # ticks between passes; 0 = never
-    lru_tiers: list[str] = field(default_factory=lambda: ["llm_memory", "diary", "concept"])
-    grace_items: int = 20
-    similarity_floor: float = 0.6
-    max_per_pass: int = 200
+    every: int = Field(10, ge=0, description="ticks between passes; 0 = never")
+    lru_tiers: list[LRUTier] = Field(default_factory=lambda: list(get_args(LRUTier)))
+    grace_items: int = Field(20, ge=0)
+    similarity_floor: float = Field(0.6, ge=0, le=1)
+    max_per_pass: int = Field(200, ge=1)
 
-    @classmethod
-    def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "ManagerConfig":
-        """The `memory_manager` block of the persona's config.yaml, overridden by the persona's own changes."""
-        config = cls(**section_settings(repos, persona_config, "memory_manager", cls()))
-        if config.mode not in MODES:
-            raise ValueError(f"memory_manager.mode must be one of {', '.join(MODES)}, got {config.mode!r}")
-        return config
-
-    def effective(self) -> "ManagerConfig":
-        """The parameters after the mode has shaped them."""
-        c = ManagerConfig(**asdict(self))
-        if c.mode == "aggressive_pruning":
-            c.novelty_threshold, c.lru_limit, c.emotion_weight = min(0.9, c.novelty_threshold * 1.5), max(1, c.lru_limit // 2), c.emotion_weight / 2
-        elif c.mode == "lenient_pruning":
-            c.novelty_threshold, c.lru_limit, c.emotion_weight = c.novelty_threshold / 2, c.lru_limit * 2, min(1.0, c.emotion_weight * 1.5)
-        elif c.mode == "meditation":
-            c.novelty_threshold, c.goal_focus = min(0.9, c.novelty_threshold * (1 + 0.5 * c.diversity_boost)), 0.0
-        elif c.mode != "concentration":
-            c.goal_focus = 0.0
-        return c
+    def effective(self) -> "ManagerSettings":
+        """The parameters after the mode has shaped them (a copy: the shaped values may exceed the bounds a
+        person may set, e.g. lenient pruning doubles the LRU limit)."""
+        if self.mode == "aggressive_pruning":
+            shaped = {"novelty_threshold": min(0.9, self.novelty_threshold * 1.5),
+                      "lru_limit": max(1, self.lru_limit // 2), "emotion_weight": self.emotion_weight / 2}
+        elif self.mode == "lenient_pruning":
+            shaped = {"novelty_threshold": self.novelty_threshold / 2, "lru_limit": self.lru_limit * 2,
+                      "emotion_weight": min(1.0, self.emotion_weight * 1.5)}
+        elif self.mode == "meditation":
+            shaped = {"novelty_threshold": min(0.9, self.novelty_threshold * (1 + 0.5 * self.diversity_boost)),
+                      "goal_focus": 0.0}
+        elif self.mode == "concentration":
+            shaped = {}
+        else:
+            shaped = {"goal_focus": 0.0}
+        return self.model_copy(update=shaped)
 
 
 @dataclass
@@ -112,15 +112,13 @@ class PassReport:
                 + ("; restore with memory.restore {tier, ref}" if self.archived else ""))
 
 
-def set_memory_status(repos: Repos, tier: str, ref: str | int, status: str) -> bool:
-    """Archive or restore one memory: its catalogue row and, for tiers with their own status, its row there."""
-    changed = repos.items.set_status_of(tier, ref, status)
-    model = STATUS_TABLES.get(tier)
-    if model is not None and str(ref).isdigit():
-        row = repos.session.get(model, int(ref))
-        if row is not None and row.status != status:
-            row.status, changed = status, True
-    return changed
+def set_memory_status(repos: Repos, tier: str, ref: str | int, status: str, now: datetime | None = None) -> bool:
+    """Archive (`archived`) or restore (`active`) one memory through `Repos.archive` / `Repos.restore`."""
+    if status == "archived":
+        return repos.archive(tier, ref, now or utcnow())
+    if status == "active":
+        return repos.restore(tier, ref)
+    raise ValueError(f"a memory is archived or active, not {status!r}")
 
 
 def information(text: str) -> float:
@@ -140,22 +138,10 @@ def _goal_related(item: MemoryItem, goal_words: set[str], goal_tags: set[str]) -
     return len(goal_words & set(tokenize(item.text))) >= 2
 
 
-def _own_words():
-    """Of conversation memories only the persona's own turns (msg:); what the human said is never pruned."""
-    return or_(MemoryItem.tier != "message", MemoryItem.ref.like("msg:%"))
-
-
-def _candidates(repos: Repos, after_id: int, upto_id: int, limit: int) -> list[MemoryItem]:
-    return list(repos.session.scalars(
-        select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id, MemoryItem.tier.in_(NOVELTY_TIERS),
-                                 MemoryItem.status == "active", _own_words())
-        .order_by(MemoryItem.id).limit(limit)).all())
-
-
 def assess(repos: Repos, index, *, upto_id: int, limit: int, floor: float = 0.6) -> list[MemoryItem]:
     """Give the novelty of items not yet assessed (id order, up to `upto_id`); the cursor moves past them."""
     cursor = int(repos.config.get(CURSOR_KEY) or 0)
-    batch = _candidates(repos, cursor, upto_id, limit)
+    batch = repos.items.novelty_candidates(cursor, upto_id, NOVELTY_TIERS, limit)
     if not batch:
         repos.config.set(CURSOR_KEY, max(cursor, upto_id))
         return []
@@ -179,7 +165,7 @@ def assess(repos: Repos, index, *, upto_id: int, limit: int, floor: float = 0.6)
     return batch
 
 
-def novelty_bar(item: MemoryItem, cfg: ManagerConfig, related: bool) -> float:
+def novelty_bar(item: MemoryItem, cfg: ManagerSettings, related: bool) -> float:
     bar = cfg.novelty_threshold * (1 - cfg.emotion_weight * min(1.0, item.emotion_score or 0.0))
     if cfg.goal_focus:
         bar *= (1 - cfg.goal_focus) if related else (1 + 0.5 * cfg.goal_focus)
@@ -187,18 +173,14 @@ def novelty_bar(item: MemoryItem, cfg: ManagerConfig, related: bool) -> float:
 
 
 def _label(repos: Repos, item_id: int | None) -> str:
-    other = repos.session.get(MemoryItem, item_id) if item_id else None
+    other = repos.items.get(item_id) if item_id else None
     return f"{other.tier} {other.ref}" if other is not None else "nothing"
 
 
-def prune_by_novelty(repos: Repos, cfg: ManagerConfig, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
+def prune_by_novelty(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
     cursor = int(repos.config.get(CURSOR_KEY) or 0)
     ceiling = min(0.95, cfg.novelty_threshold * (1 + 0.5 * cfg.goal_focus))  # no item's bar is higher
-    rows = repos.session.scalars(
-        select(MemoryItem).where(MemoryItem.id <= cursor, MemoryItem.tier.in_(NOVELTY_TIERS), MemoryItem.status == "active",
-                                 MemoryItem.pinned.is_(False), MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling,
-                                 _own_words())
-        .order_by(MemoryItem.novelty, MemoryItem.id)).all()
+    rows = repos.items.novelty_below(ceiling, cursor, NOVELTY_TIERS)
     base = cfg.novelty_threshold
     for item in rows:
         if len(report.archived) >= cfg.max_per_pass:
@@ -223,15 +205,13 @@ def _timestamp(value: datetime | None) -> float:
     return value.timestamp() if value is not None else 0.0
 
 
-def prune_by_lru(repos: Repos, cfg: ManagerConfig, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
+def prune_by_lru(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
     for tier in cfg.lru_tiers:
-        count = repos.session.scalar(select(func.count()).select_from(MemoryItem).where(
-            MemoryItem.tier == tier, MemoryItem.status == "active", MemoryItem.pinned.is_(False))) or 0
+        count = repos.items.count_active_unpinned(tier)
         excess = min(count - cfg.lru_limit, cfg.max_per_pass - len(report.archived))
         if excess <= 0:
             continue
-        rows = repos.session.scalars(select(MemoryItem).where(
-            MemoryItem.tier == tier, MemoryItem.status == "active", MemoryItem.pinned.is_(False))).all()
+        rows = repos.items.active_unpinned(tier)
         last_use = {r.id: max(_timestamp(r.last_accessed_at), _timestamp(r.updated_at), _timestamp(r.created_at)) for r in rows}
         span = max(last_use.values()) - min(last_use.values()) or 1.0
         life: dict[int, float] = {}
@@ -250,11 +230,11 @@ def prune_by_lru(repos: Repos, cfg: ManagerConfig, report: PassReport, goal: tup
                                              f"used {item.access_count} times"))
 
 
-def run_pass(repos: Repos, index, cfg: ManagerConfig, *, thread_id: str | None = None) -> PassReport:
+def run_pass(repos: Repos, index, cfg: ManagerSettings, *, thread_id: str | None = None) -> PassReport:
     """One pass of every policy under `cfg` (as shaped by its mode), logged to process_log."""
     effective = cfg.effective()
     report = PassReport()
-    newest = repos.session.scalar(select(func.max(MemoryItem.id))) or 0
+    newest = repos.items.newest_id()
     report.assessed = len(assess(repos, index, upto_id=newest - effective.grace_items, limit=effective.max_per_pass * 5,
                                  floor=effective.similarity_floor))
     goal = _goal_words(repos) if effective.goal_focus else (set(), set())

@@ -369,6 +369,7 @@ class Goal(_Lifecycle, Base):
     progress_notes: Mapped[list[Any]] = mapped_column(default=list)
     reason: Mapped[Optional[str]] = mapped_column(Text)  # why it failed / was paused
     completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    archived_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable
 
 
 class GoalLink(Base):
@@ -400,6 +401,7 @@ class Task(_Lifecycle, Base):
     repl_config: Mapped[dict[str, Any]] = mapped_column(default=dict)  # max_ticks, deadline_s, pause_s, restarts…
     repl_thread: Mapped[Optional[str]] = mapped_column(String(128))  # the sub-cycle's own thread
     repl_error: Mapped[Optional[str]] = mapped_column(Text)
+    archived_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable
 
 
 class Episode(Base):
@@ -553,3 +555,55 @@ class Session(Base):
     revived_from: Mapped[Optional[int]] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     stopped_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+# ---- v7: consent ------------------------------------------------------------------------------------------
+
+
+class Approval(Base):
+    """A command that waits for the human's consent, and what became of it.
+
+    `cmd_key` (`thread:tick:cmd_id`) ties it to the command that asked; `same_as` names an earlier approval
+    with the same type and arguments when the caller folds a repeated request into it.
+    """
+
+    __tablename__ = "approvals"
+    __table_args__ = (Index("ix_approvals_status", "status", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    thread_id: Mapped[str] = mapped_column(String(128), index=True)
+    root_thread: Mapped[str] = mapped_column(String(128), index=True)
+    tick: Mapped[int] = mapped_column(Integer, default=0)
+    cmd_key: Mapped[str] = mapped_column(String(300), unique=True)
+    cmd_id: Mapped[str] = mapped_column(String(200), default="")
+    type: Mapped[str] = mapped_column(String(64))
+    args: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    effect: Mapped[str] = mapped_column(String(16))  # read | write_self | modify_self | external
+    description: Mapped[str] = mapped_column(Text, default="")
+    reason: Mapped[str] = mapped_column(Text, default="")  # why it needs approval
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|approved|denied|executed|failed|expired
+    decided_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    decided_by: Mapped[Optional[str]] = mapped_column(String(64))
+    decision_reason: Mapped[Optional[str]] = mapped_column(Text)
+    executed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    result: Mapped[Optional[str]] = mapped_column(Text)
+    same_as: Mapped[Optional[int]] = mapped_column(Integer)
+
+
+class AuditEntry(Base):
+    """The consent layer's audit trail: every request, decision and outcome for a command, append-only."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_thread_id", "thread_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    cmd_key: Mapped[Optional[str]] = mapped_column(String(300))
+    type: Mapped[str] = mapped_column(String(64), default="")
+    effect: Mapped[Optional[str]] = mapped_column(String(16))
+    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused
+    decision: Mapped[str] = mapped_column(String(24))
+    actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
+    reason: Mapped[str] = mapped_column(Text, default="")
+    approval_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)

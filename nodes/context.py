@@ -1,84 +1,36 @@
 """What a step receives through LangGraph's Runtime: `runtime.context.services`.
 
-`AnimaContext` is the graph's `context_schema`. Its plain fields describe where things are (so Studio
-can show and accept them as JSON); `services` carries the opened dependencies — database, LLM registry,
-persona, settings, clock — injected by whoever compiles the graph (run.py, `graph.build_agent`, the
-Studio factory, tests). Nothing here is opened at import time.
+`AnimaContext` is the graph's `context_schema`: it carries the opened dependencies — database, LLM registry,
+persona, the run's settings, clock, memory index — injected by whoever compiles the graph (graph.build_agent,
+the Studio factory, tests). A client can set nothing in it: no path, database or model URL comes from a run's
+input. Nothing here is opened at import time.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
 from langgraph.runtime import Runtime
 
-from llm import LLMRegistry, Sampling
-from memory import Database
-from persona import Persona
+from llm import LLMRegistry
+from memory import Database, Repos
+from persona import Persona, refresh_persona
+from persona.settings import Settings, SettingsError, load_settings
+
+log = logging.getLogger(__name__)
+SELF_CHANGE_PREFIX = "persona/"
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@dataclass
-class TickSettings:
-    """Per-run settings merged from persona config.yaml, the playbook and the command line."""
-
-    responses: int = 10
-    notes_mode: str = "auto"  # auto | manual
-    notes_limit: int = 10
-    sampling: Sampling = field(default_factory=Sampling)
-    context_window: int | None = None  # None: the primary model's window
-    window_ratio: float = 1.0  # the thread's share of the model window (Stelis children < 1)
-    emotion_reflex: bool = True
-    emotions: list[str] = field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"])
-    stagnation_threshold: float = 0.85  # similarity at or above: stagnant, decided without an LLM
-    stagnation_soft_threshold: float = 0.62  # between novel_below and the threshold: the flag point
-    novel_below: float = 0.5  # similarity below: new, decided without an LLM
-    compare_with_llm: bool = True  # ask the HMP §6 comparison when the cheap signals are uncertain
-    emotion_every: int = 2  # a fresh emotional rating at least every N outputs (1 = every output)
-    stagnation_pause_s: float = 60.0  # the "radical pause" mechanism
-    validation_threshold: float = 1.0
-    command_thresholds: dict[str, float] = field(default_factory=dict)  # command type or family -> minimum rating
-    trust_drift: float = 0.05  # a validator far from the consensus loses this much trust
-    trust_recovery: float = 0.01  # one that agrees regains this much (up to 1)
-    min_trust: float = 0.3  # below it a validator is excluded
-    compress_at_chars: int = 75_000
-    process_timeout_s: float = 600.0
-    shell_enabled: bool = False
-    channel: str = "terminal"  # where the human reads the persona (the prompt's channel hint)
-
-    @classmethod
-    def from_persona(cls, persona: Persona, **overrides: Any) -> "TickSettings":
-        cfg = persona.config
-        cycle = cfg.get("cycle") or {}
-        reflexes = cfg.get("reflexes") or {}
-        settings = cls(
-            responses=int(cycle.get("responses", 10)),
-            notes_mode=str(cycle.get("notes_mode", "auto")),
-            sampling=Sampling.from_dict(cfg.get("sampling")),
-            emotion_reflex=bool(reflexes.get("emotion", True)),
-            emotions=list(cfg.get("emotions") or cls().emotions),
-            stagnation_threshold=float(reflexes.get("stagnation_threshold", 0.85)),
-            stagnation_soft_threshold=float(reflexes.get("stagnation_soft_threshold", 0.62)),
-            novel_below=float(reflexes.get("novel_below", 0.5)),
-            compare_with_llm=bool(reflexes.get("compare_with_llm", True)),
-            emotion_every=max(1, int(reflexes.get("emotion_every", 2))),
-            stagnation_pause_s=float(reflexes.get("stagnation_pause_s", 60.0)),
-            validation_threshold=float(reflexes.get("validation_threshold", 1.0)),
-            command_thresholds={str(k): float(v) for k, v in (reflexes.get("command_thresholds") or {}).items()},
-            trust_drift=float(reflexes.get("trust_drift", 0.05)),
-            trust_recovery=float(reflexes.get("trust_recovery", 0.01)),
-            min_trust=float(reflexes.get("min_trust", 0.3)),
-            compress_at_chars=int((cfg.get("continuation") or {}).get("compress_at_chars", 75_000)),
-        )
-        for name, value in overrides.items():
-            if value is not None:
-                setattr(settings, name, value)
-        return settings
+def self_changes(repos: Repos) -> dict[str, Any]:
+    """The persona's own setting changes (config.update), dotted keys."""
+    return {key[len(SELF_CHANGE_PREFIX):]: value for key, value in repos.config.with_prefix(SELF_CHANGE_PREFIX).items()}
 
 
 @dataclass
@@ -86,9 +38,29 @@ class Services:
     db: Database
     llms: LLMRegistry
     persona: Persona
-    settings: TickSettings
+    settings: Settings
+    flags: dict[str, Any] = field(default_factory=dict)  # the command line's settings, kept for reloads
     clock: Callable[[], datetime] = utcnow
     memory: Any = None  # memory.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
+    _changes: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def refresh(self, repos: Repos) -> None:
+        """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
+        A broken edit is logged and the last good persona and settings stay in use."""
+        try:
+            persona = refresh_persona(self.persona)
+        except Exception as exc:  # PersonaError or an unreadable file
+            log.error("persona files not reloaded (the last good version stays in use): %s", exc)
+            persona = self.persona
+        changes = self_changes(repos)
+        if persona is self.persona and changes == self._changes:
+            return
+        try:
+            self.settings = load_settings(self_changes=changes, **{**self.flags, "persona_dir": str(persona.directory)})
+        except SettingsError as exc:
+            log.error("settings not reloaded (the last good ones stay in use): %s", exc)
+            repos.processes.add("settings", f"not reloaded: {exc}"[:2000], status="error")
+        self.persona, self._changes = persona, changes
 
     def sync_memory(self) -> None:
         """Index what the last transaction wrote; a failure is logged and repaired by the next sync."""
@@ -96,28 +68,16 @@ class Services:
             try:
                 self.memory.sync()
             except Exception:
-                import logging
-
-                logging.getLogger(__name__).exception("memory index sync failed; it is retried on the next sync")
+                log.exception("memory index sync failed; it is retried on the next sync")
 
     def window_tokens(self, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""
-        base = self.settings.context_window or self.llms.primary().context_window
-        return int(base * self.settings.window_ratio * thread_ratio)
+        return self.settings.window_tokens(self.llms.primary().context_window, thread_ratio)
 
 
 @dataclass
 class AnimaContext:
-    data_dir: str | None = None
-    db_url: str | None = None
-    persona_dir: str | None = None
-    llm_url: str | None = None
-    model: str | None = None
-    services: Any = field(default=None, repr=False, compare=False)
-
-    def resolve_services(self) -> "Services | None":
-        """Hook for contexts that open their services on first use (the Studio server's); called from a step."""
-        return None
+    services: Services | None = field(default=None, repr=False, compare=False)
 
 
 class MissingServices(RuntimeError):
@@ -129,10 +89,7 @@ class ContextBudgetError(RuntimeError):
 
 
 def services_of(runtime: Runtime[AnimaContext]) -> Services:
-    context = runtime.context
-    services = getattr(context, "services", None)
-    if services is None and context is not None:
-        services = context.services = context.resolve_services()
+    services = getattr(runtime.context, "services", None)
     if services is None:
         raise MissingServices(
             "no services in the run context: compile the graph with graph.build_agent(...) "

@@ -1,12 +1,15 @@
-"""The tick's state: small, JSON-serialisable, checkpointed after every step.
+"""The tick's state: small, typed, checkpointed. One typed report per concern, written by the step that owns it.
 
-Memories live in the database, never here; only ids, the rendered prompt, the raw response, parsed
-commands, reflex results, sampling parameters and mode flags.
+Memories live in the database, never here: only ids, the rendered prompt, the raw response, parsed commands,
+reflex results, sampling parameters and mode flags. Every value is plain JSON (a checkpoint stores dicts and
+lists, never our classes); the reports are TypedDicts so each field is named. A report is `{}` until its step
+has run in the current tick (`update_process_log` empties them at the start of every tick).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict
 
@@ -15,54 +18,261 @@ def merge_vars(current: dict[str, Any] | None, update: dict[str, Any] | None) ->
     return {**(current or {}), **(update or {})}
 
 
-class TickState(TypedDict, total=False):
-    thread_id: str  # the database thread this graph writes to (a Stelis child has its own)
-    root_thread: str  # the thread the run started on (command-opened children run inside it)
-    run_id: str  # one-shot playbooks: distinguishes runs on the same thread
+class SamplingParams(TypedDict, total=False):
+    temperature: float
+    top_p: float
+    presence_penalty: float
+    frequency_penalty: float
+    max_tokens: int
+
+
+class ReachOut(TypedDict):
+    at: str
     tick: int
-    mode: str  # chat | continuation
-    vars: Annotated[dict[str, Any], merge_vars]  # playbook variables: inputs, llm outputs, set assignments
-    # update_drives
-    drives: dict[str, Any]  # levels, dominant, details, and the reach-out offer if one was made this tick
-    # prepare_context
-    prompt: str
-    prompt_messages: list[dict[str, str]]
+    thread: str
+    drive: str
+    level: float
+
+
+class DrivesReport(TypedDict, total=False):
+    """update_drives: the four drive levels and the reach-out offer (persona/drives.py)."""
+    levels: dict[str, float]
+    dominant: str
+    details: dict[str, Any]
+    at: str
+    inject_at: float
+    reach_out: ReachOut | None
+    reach_out_blocked: str | None
+    resolved_questions: list[int]
+    purged_questions: int
+    error: str
+
+
+class PromptLayer(TypedDict):
+    layer: str
+    items: int
+    tokens: int
+    system: bool
+
+
+class ContextReport(TypedDict, total=False):
+    """update_process_log and prepare_context: what the prompt holds and what was left out."""
+    processes_closed: int
+    processes_timed_out: list[int]
+    window_tokens: int
+    budget_tokens: int
+    max_tokens: int
+    dropped: list[str]
+    notes: list[int]
+    processes: list[int]
+    recalled: list[int]
+    recall_error: str | None
+    layers: list[PromptLayer]
+    compressed: dict[str, int]
+
+
+class LLMCallReport(TypedDict, total=False):
+    """call_llm: who answered and what it cost."""
+    llm_id: str
+    provider: str
+    model: str
     prompt_tokens: int
-    context_report: dict[str, Any]
-    incoming_note_ids: list[int]
-    human_turns: list[str]  # continuation mode: the marked human turns appended to the text
-    shown_process_ids: list[int]
-    # call_llm
-    response: str
-    llm: dict[str, Any]
-    native_tool_calls: list[dict[str, Any]]
-    degraded: bool
-    degraded_ticks: int  # consecutive ticks no LLM answered (kept across ticks; 0 once one answers)
-    # extract_commands
-    thought: str  # the response without its commands block / tool calls
-    commands: list[dict[str, Any]]
-    parse_errors: list[str]
-    confidence: float | None
-    unverified_facts: list[dict[str, Any]]
-    self_emotions: list[str]  # the model's own `Emotions:` line, if it wrote one
-    # reflexes
-    emotions: list[str]
-    emotion_eval: dict[str, Any]  # {source: self|llm|carried, llm_id, llm_mismatch, carried_from}
-    novelty_signals: dict[str, Any]  # cheap signals (n-gram, embedding) and the LLM comparison, if one was made
-    novelty: dict[str, Any]
-    validation: dict[str, Any]
-    # write_memory / execute_commands
-    response_id: int | None
-    executed: list[dict[str, Any]]
-    memory_upkeep: dict[str, Any]  # what manage_memory did this tick (abstract id, pruning counts)
-    # loop control (persisted across ticks)
-    sampling: dict[str, float]
-    base_sampling: dict[str, float]
-    stagnation: dict[str, Any]  # the anti-stagnation episode in progress: streak, diagnosis, mechanisms, stimulus
+    completion_tokens: int
+    latency_ms: float
+    tokens_per_s: float
+    failed_over_from: list[str]
+
+
+class CommandDict(TypedDict, total=False):
+    cmd_id: str
+    type: str
+    args: dict[str, Any]
+    description: str
+    syntax: str
+
+
+class ExecutedCommand(TypedDict, total=False):
+    cmd_id: str
+    type: str
+    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | blocked
+    result: str
+    already_done: bool
+    approval_id: int
+
+
+class UnverifiedFactDict(TypedDict, total=False):
+    claim: str
+    context: str
+    confidence: float
+    sources: list[str]
+    why_unverified: str
+    priority: int
+    origin: str
+
+
+class EmotionEval(TypedDict, total=False):
+    """evaluate_emotion: where the rating came from (self | llm | carried)."""
+    source: str
+    llm_id: str | None
+    llm_mismatch: bool
+    carried_from: int
+
+
+class Comparison(TypedDict):
+    assessment: str
+    novelty_score: float
+    new_ideas: list[str]
+    refined_ideas: list[str]
+    discarded_ideas: list[str]
+    tags: list[str]
+
+
+class NoveltySignals(TypedDict, total=False):
+    """evaluate_emotion: the cheap novelty signals, and the LLM comparison when one was asked."""
+    similarity: float
+    ngram: float
+    semantic: float | None
+    band: Literal["new", "uncertain", "stagnant"]
+    compared_with: int
+    similar_to_tick: int | None
+    similar_to_id: int | None
+    comparison: Comparison | None
+
+
+class NoveltyReport(TypedDict, total=False):
+    """check_stagnation: the anti-stagnation reflex's verdict and what it did."""
+    novelty_score: float
+    max_similarity: float
+    method: str
+    ngram_similarity: float
+    semantic_similarity: float | None
+    llm_novelty: float | None
+    comparison: Comparison | None
+    reflection: str | None
+    tags: list[str]
+    compared_with: int
+    similar_to_tick: int | None
+    stagnation_flag: bool
+    stagnation_reason: str | None
+    repeated: bool
+    triggered_actions: list[str]
+    streak: int
+    diagnosis: str | None
+    mechanisms: list[str]
+    dynamics: str
+    anxiety_streak: int
+    skipped: str
+
+
+class StagnationEpisode(TypedDict, total=False):
+    """The anti-stagnation episode in progress (kept across ticks until novelty returns)."""
+    streak: int
+    diagnosis: str
+    mechanisms: list[str]
+    stimulus: list[str]
+    recalled_before: list[int]
+    instruction: str
+    rephrased: str
+    context_mode: str
+    llm: str | None
     pause_s: float
-    idle: bool
-    error: str | None
+    asked_human: int
+    flashback_item: int
+    kb_item: int
+
+
+class Vote(TypedDict, total=False):
+    LLM: str
+    id: str
+    rating: int | None
+    comment: str
+    trust: float
+    trust_after: float
+
+
+class ValidationReport(TypedDict, total=False):
+    """validate_output: the validators' rating (or auto_pass when there are none)."""
+    auto_pass: bool
+    self_validation: bool
+    rating: float | None
+    distribution: dict[str, int]
+    validators: list[Vote]
+    passed: bool
+    threshold: float
+    tie_break: str | None
+    skipped: str
+    violation: bool
+
+
+class MemoryUpkeep(TypedDict, total=False):
+    """manage_memory: what the upkeep did this tick."""
+    abstract: int | str | None
+    episode: str
+    manager: dict[str, Any] | str
+
+
+@dataclass
+class TickState:
+    thread_id: str = ""  # the database thread this graph writes to (a Stelis child has its own)
+    root_thread: str = ""  # the thread the run started on (command-opened children run inside it)
+    run_id: str = ""  # one-shot playbooks: distinguishes runs on the same thread
+    tick: int = 0
+    mode: str = "chat"  # chat | continuation
+    vars: Annotated[dict[str, Any], merge_vars] = field(default_factory=dict)  # playbook variables
+    # update_drives
+    drives: DrivesReport = field(default_factory=dict)
+    # prepare_context
+    prompt: str = ""
+    prompt_messages: list[dict[str, str]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    context_report: ContextReport = field(default_factory=dict)
+    incoming_note_ids: list[int] = field(default_factory=list)
+    human_turns: list[str] = field(default_factory=list)  # continuation mode: the marked human turns
+    shown_process_ids: list[int] = field(default_factory=list)
+    # call_llm
+    response: str = ""
+    llm: LLMCallReport = field(default_factory=dict)
+    native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    degraded: bool = False
+    degraded_ticks: int = 0  # consecutive ticks no LLM answered (kept across ticks; 0 once one answers)
+    # extract_commands
+    thought: str = ""  # the response without its commands block / tool calls
+    commands: list[CommandDict] = field(default_factory=list)
+    parse_errors: list[str] = field(default_factory=list)
+    confidence: float | None = None
+    unverified_facts: list[UnverifiedFactDict] = field(default_factory=list)
+    self_emotions: list[str] = field(default_factory=list)  # the model's own `Emotions:` line
+    # reflexes
+    emotions: list[str] = field(default_factory=list)
+    emotion_eval: EmotionEval = field(default_factory=dict)
+    novelty_signals: NoveltySignals = field(default_factory=dict)
+    novelty: NoveltyReport = field(default_factory=dict)
+    validation: ValidationReport = field(default_factory=dict)
+    # write_memory, manage_memory, execute_commands
+    response_id: int | None = None
+    memory_upkeep: MemoryUpkeep = field(default_factory=dict)
+    executed: list[ExecutedCommand] = field(default_factory=list)
+    # loop control (kept across ticks)
+    sampling: SamplingParams = field(default_factory=dict)
+    base_sampling: SamplingParams = field(default_factory=dict)
+    stagnation: StagnationEpisode = field(default_factory=dict)
+    pause_s: float = 0.0
+    idle: bool = False
+    error: str | None = None
+
+
+STATE_FIELDS = frozenset(f.name for f in fields(TickState))
+
+
+def state_from(values: dict[str, Any]) -> TickState:
+    """A TickState from a checkpoint's values (`Agent.state()`), for calling a step outside the graph."""
+    return TickState(**{name: value for name, value in values.items() if name in STATE_FIELDS})
+
+
+def state_values(state: TickState) -> dict[str, Any]:
+    """The state's fields as a dict (shallow: the reports are shared, not copied)."""
+    return {name: getattr(state, name) for name in STATE_FIELDS}
 
 
 def tick_key(state: TickState) -> str:
-    return f"{state.get('thread_id', 'main')}:{state.get('tick', 0)}"
+    return f"{state.thread_id or 'main'}:{state.tick}"

@@ -21,33 +21,15 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from memory.repositories import Repos
-from memory.settings import section_settings
-from persona.drives import in_quiet_hours, parse_hours
+from memory import Repos
+from persona.quiet_hours import in_quiet_hours
+from persona.settings import DreamSettings
 from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 
 LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
 LAST_ATTEMPT = "dreams/last_attempt"  # when the persona last began a dream (applied or not)
 LOG_ITEM_CHARS = 240
 _IDEOGRAPHS = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-
-
-@dataclass
-class DreamSettings:
-    enabled: bool = True
-    quiet_hours: str = "00:00-07:00"
-    after_idle_minutes: float = 120.0
-    log_items: int = 30
-    recall_k: int = 6
-    max_tokens: int = 700
-    weekly_days: int = 7
-    monthly_days: int = 30
-
-    @classmethod
-    def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "DreamSettings":
-        settings = cls(**section_settings(repos, persona_config, "dreaming", cls()))
-        parse_hours(settings.quiet_hours)  # a bad value is an error now, not at midnight
-        return settings
 
 
 @dataclass

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, time, timedelta, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Any, Callable
 
-from memory.repositories import Repos
-from memory.settings import section_settings
-from memory.text import json_object
+from llm.json_output import json_object
+from memory import Repos
+from persona.quiet_hours import in_quiet_hours
+from persona.settings import DriveSettings
 
 DRIVES = ("boredom", "curiosity", "goal", "devotion")
 LABELS = {"boredom": "boredom", "curiosity": "curiosity", "goal": "the pull of my goal", "devotion": "devotion"}
@@ -51,22 +52,6 @@ _INTENSIFIERS = re.compile(r"(?<!\w)(very|so|really|extremely|terribly|completel
 
 
 @dataclass
-class DriveSettings:
-    inject_at: float = 0.4
-    reach_out_at: float = 0.6
-    cooldown_minutes: float = 180.0
-    question_half_life_days: float = 7.0
-    resolved_keep_days: float = 7.0
-    devotion_half_life_hours: float = 6.0
-    reach_out: bool = True
-    user_emotion_llm: bool = True  # when the lexicon finds nothing in a longer message, ask the model
-
-    @classmethod
-    def load(cls, repos: Repos, persona_config: dict[str, Any]) -> "DriveSettings":
-        return cls(**section_settings(repos, persona_config, "drives", cls()))
-
-
-@dataclass
 class Drives:
     levels: dict[str, float]
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -83,25 +68,6 @@ class Drives:
     def as_dict(self) -> dict[str, Any]:
         return {"levels": self.levels, "dominant": self.dominant, "level": self.dominant_level,
                 "details": self.details, "at": self.at}
-
-
-def parse_hours(spec: str) -> tuple[time, time]:
-    """"00:00-07:00" -> (00:00, 07:00); a window may wrap midnight ("22:30-06:00")."""
-    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*", str(spec))
-    if not match:
-        raise ValueError(f"quiet hours must look like 00:00-07:00, not {spec!r}")
-    h1, m1, h2, m2 = map(int, match.groups())
-    if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59:
-        raise ValueError(f"quiet hours {spec!r}: not a time of day")
-    return time(h1, m1), time(min(h2, 23), m2 if h2 < 24 else 59)
-
-
-def in_quiet_hours(now: datetime, zone: tzinfo, spec: str) -> bool:
-    start, end = parse_hours(spec)
-    local = now.astimezone(zone).time()
-    if start == end:
-        return False
-    return start <= local < end if start < end else (local >= start or local < end)
 
 
 def _aware(value: datetime, like: datetime) -> datetime:

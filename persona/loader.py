@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from persona.ethics import Ethics, EthicsError, load_ethics
 from persona.skills import Skill, SkillError, load_skills
 
 FILE_CAP = 20_000
@@ -48,7 +49,7 @@ class Persona:
     files: dict[str, str] = field(default_factory=dict)
     seed: str = ""
     config: dict[str, Any] = field(default_factory=dict)
-    ethics: dict[str, Any] = field(default_factory=dict)
+    ethics: Ethics = field(default_factory=Ethics)
     truncated: list[str] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
     signature: tuple = ()  # (path, mtime, size) of every file read: a changed file means a reload
@@ -128,7 +129,10 @@ def load_persona(directory: str | Path | None = None) -> Persona:
     if seed_path.exists():
         persona.seed, _ = cap_text(seed_path.read_text(encoding="utf-8"))
     persona.config = _read_yaml(root / "config.yaml")
-    persona.ethics = _read_yaml(root / "ethics.yaml")
+    try:
+        persona.ethics = load_ethics(root / "ethics.yaml")
+    except EthicsError as exc:
+        raise PersonaError(str(exc)) from exc
     try:
         persona.skills, left_out = load_skills(skill_directories(root, persona.config))
     except SkillError as exc:

@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from graph.agent import Agent, build_agent  # noqa: E402
-from graph.services import RunOptions, open_services  # noqa: E402
+from graph.services import open_services  # noqa: E402
 from llm.testing import FakeLLM  # noqa: E402
 from memory.testing import HashEmbedder  # noqa: E402
 
@@ -22,9 +22,10 @@ def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validato
     fakes = fakes or (FakeLLM("fake"),)
     entries = [{"id": f.id, "provider": "fake", "priority": 100 - i, "is_validator": f.id in validators,
                 "trust_score": (trust or {}).get(f.id, 1.0)} for i, f in enumerate(fakes)]
-    options = RunOptions(data_dir=str(tmp_path), embedded=False, context_window=overrides.pop("context_window", None))
-    services = open_services(options, providers={f.id: f for f in fakes}, entries=entries,
-                             embedder=overrides.pop("embedder", None) or HashEmbedder(), **overrides)
+    embedder = overrides.pop("embedder", None) or HashEmbedder()
+    clock = overrides.pop("clock", None)
+    services = open_services(data_dir=str(tmp_path), embedded=False, providers={f.id: f for f in fakes}, entries=entries,
+                             embedder=embedder, **({"clock": clock} if clock else {}), **overrides)
     return build_agent(playbook, services=services, data_dir=str(tmp_path), checkpointer=checkpointer,
                        thread_id=thread_id)
 

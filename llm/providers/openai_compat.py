@@ -30,7 +30,7 @@ def _is_outage(exc: Exception) -> bool:
 class OpenAICompatible:
     provider = "openai"
 
-    def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str = "OPENAI_API_KEY",
+    def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str | None = None,
                  context_window: int = 32768, timeout: float = 120.0):
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
@@ -38,7 +38,7 @@ class OpenAICompatible:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api = api
-        self.api_key_env = api_key_env  # the key itself is never stored
+        self.api_key_env = api_key_env  # the key itself is never stored; no variable named, no key sent
         self.context_window = context_window
         self.timeout = timeout
         self._chat = None
@@ -52,13 +52,13 @@ class OpenAICompatible:
             base_url=cfg["base_url"],
             model=entry.get("model") or cfg.get("model", "default"),
             api=cfg.get("api", "chat"),
-            api_key_env=cfg.get("api_key_env", "OPENAI_API_KEY"),
+            api_key_env=cfg.get("api_key_env"),
             context_window=int(cfg.get("context_window", 32768)),
             timeout=float(cfg.get("timeout", 120)),
         )
 
     def _api_key(self) -> str:
-        return os.environ.get(self.api_key_env) or "not-needed"
+        return (os.environ.get(self.api_key_env) if self.api_key_env else None) or "not-needed"
 
     def _chat_client(self):
         if self._chat is None:

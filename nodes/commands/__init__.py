@@ -1,8 +1,73 @@
-"""Commands: one model, the parser for the three syntaxes, and one handler module per family."""
+"""Commands: the spec (spec.py), the parser for the three syntaxes (parser.py), the consent gate (consent.py) and one
+module per family, listed here — a family exists because it is in `FAMILIES`, not because something imported it."""
 
+from __future__ import annotations
+
+from functools import cache
+
+from nodes.commands import (
+    abstracts,
+    concepts,
+    config,
+    cycle,
+    diary,
+    facts,
+    goals,
+    help,
+    identity,
+    llm_memory,
+    memory,
+    messages,
+    notes,
+    stelis,
+    tags,
+)
 from nodes.commands.model import Command
 from nodes.commands.parser import ParseResult, parse_commands
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, CommandSpec, handlers
+from nodes.commands.spec import (
+    PRIVILEGED,
+    CommandContext,
+    CommandError,
+    CommandResult,
+    CommandSpec,
+    Effect,
+    Family,
+)
 
-__all__ = ["Command", "CommandContext", "CommandError", "CommandResult", "CommandSpec", "ParseResult",
-           "handlers", "parse_commands"]
+FAMILIES: tuple[Family, ...] = (
+    help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
+    goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
+    config.FAMILY,
+)
+
+
+class Registry:
+    """Every command by type, and the aliases (Epos tool names, short forms) that resolve to one."""
+
+    def __init__(self, families: tuple[Family, ...]):
+        self.specs: dict[str, CommandSpec] = {}
+        self.aliases: dict[str, str] = {}
+        for family in families:
+            for spec in family.specs:
+                if spec.type in self.specs:
+                    raise ValueError(f"command {spec.type} is declared twice")
+                self.specs[spec.type] = spec
+                for alias in spec.aliases:
+                    if self.aliases.setdefault(alias, spec.type) != spec.type:
+                        raise ValueError(f"alias {alias!r} names two commands")
+
+    def get(self, type_: str) -> CommandSpec | None:
+        return self.specs.get(type_)
+
+    def guide(self, only: str | None = None) -> str:
+        lines = [f"- {t} {spec.usage}" for t, spec in sorted(self.specs.items()) if only is None or t.startswith(only)]
+        return "\n".join(lines) or f"no command matches {only!r}"
+
+
+@cache
+def registry() -> Registry:
+    return Registry(FAMILIES)
+
+
+__all__ = ["FAMILIES", "PRIVILEGED", "Command", "CommandContext", "CommandError", "CommandResult", "CommandSpec",
+           "Effect", "ParseResult", "Registry", "parse_commands", "registry"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from memory.abstracts import request_abstract
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandResult, Family, arg
+
+FAMILY = Family("abstracts", "thematic digests")
 
 
 def abstract_line(a) -> str:
@@ -12,23 +16,21 @@ def abstract_line(a) -> str:
     return f"[abstract {a.id} {a.created_at:%Y-%m-%d} {a.title}]{tags} {a.summary} (sources: {', '.join(a.sources) or '—'})"
 
 
-@command("abstracts.list", '{"tags": ["sea"], "days": 7, "limit": 5}')
+@FAMILY.command("abstracts.list", '{"tags": ["sea"], "days": 7, "limit": 5}', effect="read")
 def list_abstracts(cmd: Command, ctx: CommandContext) -> CommandResult:
-    from datetime import timedelta
-
     days = arg(cmd, "days", default=None, kind=int)
     rows = ctx.repos.abstracts.list(tags=arg(cmd, "tags", default=None, kind=list), limit=arg(cmd, "limit", default=5, kind=int),
                                     since=ctx.now - timedelta(days=days) if days else None)
     return CommandResult("\n".join(abstract_line(a) for a in rows) or "no abstracts", show=True)
 
 
-@command("abstracts.read", '{"id": 2}')
+@FAMILY.command("abstracts.read", '{"id": 2}', effect="read")
 def read_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(abstract_line(ctx.repos.abstracts.get(arg(cmd, "id", kind=int))), show=True)
 
 
-@command("abstracts.add", '{"title": "…", "summary": "…", "tags": […], "sources": ["message:12"]}  '
-                          "(or {} to ask for one to be made from my recent thoughts)")
+@FAMILY.command("abstracts.add", '{"title": "…", "summary": "…", "tags": […], "sources": ["message:12"]}  '
+                          "(or {} to ask for one to be made from my recent thoughts)", effect="write_self")
 def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     if "summary" not in cmd.args and "text" not in cmd.args:
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "requested", "asked by the persona")
@@ -39,7 +41,7 @@ def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"abstract {row.id} added")
 
 
-@command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}')
+@FAMILY.command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}', effect="write_self")
 def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     abstract_id = arg(cmd, "id", kind=int)
     ctx.repos.abstracts.extend(abstract_id, str(arg(cmd, "text", "summary")), arg(cmd, "sources", default=[], kind=list))

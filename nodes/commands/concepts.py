@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandResult, Family, arg
+
+FAMILY = Family("concepts", "the semantic graph")
 
 
 def concept_line(c) -> str:
@@ -16,14 +19,14 @@ def link_line(link, names: dict[int, str]) -> str:
             f"{names.get(link.target_id, link.target_id)} (weight {link.weight:g})")
 
 
-@command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}')
+@FAMILY.command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}', effect="write_self")
 def add_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.add(str(arg(cmd, "name")), str(arg(cmd, "description", "text", default="")),
                                tags=arg(cmd, "tags", default=[], kind=list), weight=arg(cmd, "weight", default=1.0, kind=float))
     return CommandResult(f"concept {c.id} {c.name!r} added")
 
 
-@command("concepts.list", '{"limit": 30, "archived": false}')
+@FAMILY.command("concepts.list", '{"limit": 30, "archived": false}', effect="read")
 def list_concepts(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.concepts.list(limit=arg(cmd, "limit", default=30, kind=int),
                                    include_archived=arg(cmd, "archived", default=False, kind=bool))
@@ -32,16 +35,14 @@ def list_concepts(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 def _in_use(ctx: CommandContext, concept):
     """Using a concept brings it back if the memory manager archived it (HMP: restored on access)."""
-    from memory.manager import set_memory_status
-
-    if concept.status == "archived" and set_memory_status(ctx.repos, "concept", concept.id, "active"):
+    if concept.status == "archived" and ctx.repos.restore("concept", concept.id):
         ctx.repos.processes.add("memory.restore", f"concept {concept.id} '{concept.name}' restored on use",
                                 status="close", thread_id=ctx.thread_id)
     ctx.repos.items.touch(ctx.repos.items.ids_of("concept", [str(concept.id)]), ctx.now)
     return concept
 
 
-@command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)')
+@FAMILY.command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)', effect="read")
 def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "id", "name")))
     links = ctx.repos.links.list(c.id)
@@ -49,7 +50,7 @@ def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join([concept_line(c), *[link_line(link, names) for link in links]]), show=True)
 
 
-@command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}')
+@FAMILY.command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}', effect="write_self")
 def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
     ctx.repos.concepts.update(c.id, name=cmd.args.get("new_name"), description=arg(cmd, "description", default=None),
@@ -57,22 +58,21 @@ def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"concept {c.id} updated")
 
 
-@command("concepts.delete", '{"id": 2}  (and its links)')
+@FAMILY.command("concepts.delete", '{"id": 2}  (archives it and its links; needs my human\'s approval)',
+                effect="modify_self")
 def delete_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
-    ctx.repos.concepts.delete(c.id)
-    return CommandResult(f"concept {c.id} deleted")
+    return archive_one(ctx, cmd.type, "concept", ctx.repos.concepts.resolve(arg(cmd, "id", "name")).id)
 
 
-@command("concepts.pin", '{"id": 2}')
-@command("concepts.unpin", '{"id": 2}')
+@FAMILY.command("concepts.pin", '{"id": 2}', effect="write_self")
+@FAMILY.command("concepts.unpin", '{"id": 2}', effect="write_self")
 def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
     ctx.repos.concepts.update(c.id, pinned=cmd.type.endswith(".pin"))
     return CommandResult(f"concept {c.id} {'pinned' if c.pinned else 'unpinned'}")
 
 
-@command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}')
+@FAMILY.command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}', effect="write_self")
 def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     source = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "source", "source_id")))
     target = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "target", "target_id")))
@@ -81,7 +81,7 @@ def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"link {link.id} added: {source.name} —{link.relation}→ {target.name}")
 
 
-@command("links.list", '{"concept": "tide"}')
+@FAMILY.command("links.list", '{"concept": "tide"}', effect="read")
 def list_links(cmd: Command, ctx: CommandContext) -> CommandResult:
     ref = arg(cmd, "concept", "concept_id", default=None)
     concept_id = ctx.repos.concepts.resolve(ref).id if ref is not None else None
@@ -90,14 +90,14 @@ def list_links(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(link_line(link, names) for link in rows) or "no links", show=True)
 
 
-@command("links.read", '{"id": 4}')
+@FAMILY.command("links.read", '{"id": 4}', effect="read")
 def read_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     link = ctx.repos.links.get(arg(cmd, "id", kind=int))
     names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
     return CommandResult(link_line(link, names), show=True)
 
 
-@command("links.update", '{"id": 4, "relation": "part_of", "weight": 2}')
+@FAMILY.command("links.update", '{"id": 4, "relation": "part_of", "weight": 2}', effect="write_self")
 def update_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     link_id = arg(cmd, "id", kind=int)
     ctx.repos.links.update(link_id, relation=arg(cmd, "relation", default=None), weight=arg(cmd, "weight", default=None, kind=float),
@@ -105,8 +105,6 @@ def update_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"link {link_id} updated")
 
 
-@command("links.delete", '{"id": 4}')
+@FAMILY.command("links.delete", '{"id": 4}  (archives it; needs my human\'s approval)', effect="modify_self")
 def delete_link(cmd: Command, ctx: CommandContext) -> CommandResult:
-    link_id = arg(cmd, "id", kind=int)
-    ctx.repos.links.delete(link_id)
-    return CommandResult(f"link {link_id} deleted")
+    return archive_one(ctx, cmd.type, "link", arg(cmd, "id", kind=int))

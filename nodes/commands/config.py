@@ -1,59 +1,57 @@
-"""config (HMP): read and change the persona's tunable settings, kept in the `config` table."""
+"""config (HMP): read and change the persona's tunable settings.
+
+Only the keys in `persona.settings.SELF_EDITABLE` are the persona's to change (models, paths, reflexes, consent
+and everything else are the operator's). A change is validated against the whole settings model before it is
+stored (a `persona/<key>` row): `memory.recall_k` −5 or NaN is refused with the reason. Changing a setting is
+`modify_self`: it waits for the human's approval unless validators agree (+2).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from memory.abstracts import request_abstract
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from nodes.context import SELF_CHANGE_PREFIX, self_changes
+from persona.settings import SELF_EDITABLE, Settings, SettingsError, load_settings
 
-# What the persona may change about itself; everything else (models, shell, paths) is the operator's.
-EDITABLE = {
-    "memory_manager.mode": ("standard", "concentration", "meditation", "aggressive_pruning", "lenient_pruning"),
-    "memory_manager.novelty_threshold": float,
-    "memory_manager.lru_limit": int,
-    "memory_manager.emotion_weight": float,
-    "memory_manager.goal_focus": float,
-    "memory_manager.diversity_boost": float,
-    "memory.recall_k": int,
-    "memory.abstract_every": int,
-    "memory.episode_days": int,
-    "emotions": list,
-}
+FAMILY = Family("config", "my tunable settings")
 
 
-def _coerce(key: str, value: Any) -> Any:
-    rule = EDITABLE[key]
-    if isinstance(rule, tuple):
-        if value not in rule:
-            raise CommandError(f"config.update: {key} must be one of {', '.join(rule)}")
-        return value
-    try:
-        if rule is list:
-            return value if isinstance(value, list) else [v.strip() for v in str(value).split(",") if v.strip()]
-        return rule(value)
-    except (TypeError, ValueError) as exc:
-        raise CommandError(f"config.update: {key} must be {rule.__name__}, got {value!r}") from exc
+def current(settings: Settings, key: str) -> Any:
+    value: Any = settings
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
 
 
-@command("config.read", '{"key": "memory_manager.mode"}  (no key: every setting I may change)')
+@FAMILY.command("config.read", '{"key": "memory_manager.mode"}  (no key: every setting I may change)', effect="read")
 def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = arg(cmd, "key", default=None)
-    keys = [key] if key else sorted(EDITABLE)
-    lines = [f"{k} = {ctx.repos.config.get(f'persona/{k}', '(default)')}" for k in keys]
-    return CommandResult("\n".join(lines), show=True)
+    if key is not None and key not in SELF_EDITABLE:
+        raise CommandError(f"config.read: {key!r} is not one of my settings; mine: {', '.join(SELF_EDITABLE)}")
+    keys = [key] if key else list(SELF_EDITABLE)
+    return CommandResult("\n".join(f"{k} = {current(ctx.settings, k)!r}" for k in keys), show=True)
 
 
-@command("config.update", '{"key": "memory_manager.mode", "value": "meditation"}')
+@FAMILY.command("config.update", '{"key": "memory_manager.mode", "value": "meditation"}  (needs my human\'s approval)',
+                effect="modify_self")
 def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = str(arg(cmd, "key"))
-    if key not in EDITABLE:
-        raise CommandError(f"config.update: {key!r} is not something I may change; editable: {', '.join(sorted(EDITABLE))}")
-    value = _coerce(key, cmd.args.get("value"))
-    old = ctx.repos.config.get(f"persona/{key}")
-    ctx.repos.config.set(f"persona/{key}", value)
+    if key not in SELF_EDITABLE:
+        raise CommandError(f"config.update: {key!r} is not something I may change; mine: {', '.join(SELF_EDITABLE)}")
+    if "value" not in cmd.args:
+        raise CommandError("config.update: missing argument 'value'")
+    svc = ctx.services
+    changes = {**self_changes(ctx.repos), key: cmd.args["value"]}
+    try:
+        settings = load_settings(self_changes=changes, **{**svc.flags, "persona_dir": str(svc.persona.directory)})
+    except SettingsError as exc:
+        raise CommandError(f"config.update: {exc}") from None
+    old, value = current(ctx.settings, key), current(settings, key)
+    ctx.repos.config.set(f"{SELF_CHANGE_PREFIX}{key}", value)
+    svc.settings = settings
     if key == "memory_manager.mode" and old != value:
-        from memory.abstracts import request_abstract
-
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {value}")
-    return CommandResult(f"{key} = {value}")
+    return CommandResult(f"{key} = {value!r} (was {old!r})")

@@ -6,11 +6,15 @@ command's exactly-once record; the loop driver and prepare_context read them eve
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from memory import Repos
+from memory.abstracts import request_abstract
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+FAMILY = Family("cycle", "my own loop")
 
 MAX_PAUSE_S = 3600.0
 MAX_RESPONSES = 50
@@ -31,7 +35,22 @@ def update_cycle(repos: Repos, thread_id: str, **changes: Any) -> dict[str, Any]
     return cycle
 
 
-@command("cycle.pause", '{"seconds": 30}  (pause between ticks; 0 = none)')
+def context_mode(cycle: dict[str, Any]) -> str:
+    return str(cycle.get("context_mode") or "standard")
+
+
+def context_cycle(repos: Repos, settings: Any, thread_id: str) -> dict[str, Any]:
+    """The thread's cycle settings. Without a context mode of its own (cycle.concentration / cycle.meditation),
+    a `memory_manager.mode` of concentration or meditation sets it; `diversity_boost` shapes meditation."""
+    cycle = load_cycle(repos, thread_id)
+    manager_mode = settings.memory_manager.mode
+    if not cycle.get("context_mode") and manager_mode in ("concentration", "meditation"):
+        cycle["context_mode"] = manager_mode
+    cycle.setdefault("diversity_boost", settings.memory_manager.diversity_boost)
+    return cycle
+
+
+@FAMILY.command("cycle.pause", '{"seconds": 30}  (pause between ticks; 0 = none)', effect="write_self", aliases=('pause',))
 def pause(cmd: Command, ctx: CommandContext) -> CommandResult:
     seconds = arg(cmd, "seconds", "s", "n", "value", "pause", kind=float)
     if not 0 <= seconds <= MAX_PAUSE_S:
@@ -40,7 +59,7 @@ def pause(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"pause between ticks set to {seconds:g}s")
 
 
-@command("cycle.set", '{"responses": 5}  (how many recent own responses to see)')
+@FAMILY.command("cycle.set", '{"responses": 5}  (how many recent own responses to see)', effect="write_self")
 def set_cycle(cmd: Command, ctx: CommandContext) -> CommandResult:
     responses = arg(cmd, "responses", "n", kind=int)
     if not 0 <= responses <= MAX_RESPONSES:
@@ -49,7 +68,7 @@ def set_cycle(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"recent responses in context: {responses}")
 
 
-@command("cycle.mode", '{"mode": "auto"}  (auto: unread notes shown; manual: only their ids)')
+@FAMILY.command("cycle.mode", '{"mode": "auto"}  (auto: unread notes shown; manual: only their ids)', effect="write_self")
 def notes_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
     mode = str(arg(cmd, "mode", "value")).lower()
     if mode not in ("auto", "manual"):
@@ -58,9 +77,9 @@ def notes_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"notes mode: {mode}")
 
 
-@command("cycle.idle", '{"on": true, "timeout_s": 600, "note_filter": {"tags": ["urgent"], "source": "user", '
+@FAMILY.command("cycle.idle", '{"on": true, "timeout_s": 600, "note_filter": {"tags": ["urgent"], "source": "user", '
                        '"contains": "…", "min_priority": 1}, "process": 12, "task": 4}  (sleep without LLM calls '
-                       'until a matching note, the process or task sub-cycle finishing, or the timeout)')
+                       'until a matching note, the process or task sub-cycle finishing, or the timeout)', effect="write_self")
 def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
     raw = cmd.args.get("on", cmd.args.get("state", cmd.args.get("value", True)))
     on = raw if isinstance(raw, bool) else str(raw).strip().lower() in ("1", "true", "on", "yes")
@@ -98,9 +117,8 @@ def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 def idle_wake_reason(repos: Repos, idle: dict[str, Any], now) -> str | None:
-    """Why an idle thread wakes now (a matching note, a process or task cycle finished, the timeout), or None."""
-    from datetime import datetime
-
+    """Why an idle thread wakes now (a matching note, a process or task cycle finished, an approval answered,
+    the timeout), or None."""
     if idle.get("wake_on_note", True):
         wanted = idle.get("note_filter") or {}
         for note in repos.notes.unread_incoming(limit=50, min_priority=wanted.get("min_priority")):
@@ -123,6 +141,9 @@ def idle_wake_reason(repos: Repos, idle: dict[str, Any], now) -> str | None:
         if task.repl_status != "running":
             return f"task {task.id}'s sub-cycle ended ({task.repl_status or 'not started'})"
     timeout, since = idle.get("timeout_s"), idle.get("since")
+    answered = repos.approvals.decided_since(datetime.fromisoformat(since)) if since else []
+    if answered:
+        return f"my human answered approval {answered[0].id} ({answered[0].status})"
     if timeout and since and (now - datetime.fromisoformat(since)).total_seconds() >= float(timeout):
         return f"timeout of {float(timeout):g}s"
     return None
@@ -132,12 +153,10 @@ def _set_context_mode(ctx: CommandContext, mode: str, **focus: Any) -> None:
     old = load_cycle(ctx.repos, ctx.thread_id).get("context_mode") or "standard"
     update_cycle(ctx.repos, ctx.thread_id, context_mode=mode, **focus)
     if old != mode:  # HMP: a change of context mode is an abstract trigger
-        from memory.abstracts import request_abstract
-
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {mode}")
 
 
-@command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy"], "mode": "and|or"}')
+@FAMILY.command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy"], "mode": "and|or"}', effect="write_self")
 def concentration(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not arg(cmd, "on", "value", default=True, kind=bool):
         _set_context_mode(ctx, "standard")
@@ -152,7 +171,7 @@ def concentration(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"concentration on: tags {tags}, emotions {emotions} ({logic})")
 
 
-@command("cycle.meditation", '{"on": true}  (the most diverse thoughts and memories instead of the latest)')
+@FAMILY.command("cycle.meditation", '{"on": true}  (the most diverse thoughts and memories instead of the latest)', effect="write_self")
 def meditation(cmd: Command, ctx: CommandContext) -> CommandResult:
     on = arg(cmd, "on", "value", default=True, kind=bool)
     _set_context_mode(ctx, "meditation" if on else "standard")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from nodes.commands.memory import archive_one, run_search
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+FAMILY = Family("diary", "the cognitive diary")
 
 MAX_ENTRY_CHARS = 4000
 
@@ -21,7 +24,7 @@ def _text(cmd: Command) -> str:
     return text
 
 
-@command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}')
+@FAMILY.command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}', effect="write_self")
 def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry = ctx.repos.diary.add(_text(cmd), tags=arg(cmd, "tags", default=[], kind=list),
                                 emotions=arg(cmd, "emotions", default=[], kind=list),
@@ -29,7 +32,7 @@ def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"diary {entry.id} added")
 
 
-@command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}')
+@FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}', effect="read")
 def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
                                 include_archived=arg(cmd, "archived", default=False, kind=bool),
@@ -37,26 +40,22 @@ def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(diary_line(r) for r in rows) or "the diary is empty", show=True)
 
 
-@command("diary.read", '{"id": 3}  (shown in the next tick\'s context)')
+@FAMILY.command("diary.read", '{"id": 3}  (shown in the next tick\'s context)', effect="read")
 def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    from memory.manager import set_memory_status
-
     entry = ctx.repos.diary.get(arg(cmd, "id", kind=int))
     if entry.status == "archived":  # reading an archived entry brings it back
-        set_memory_status(ctx.repos, "diary", entry.id, "active")
+        ctx.repos.restore("diary", entry.id)
     ctx.repos.items.touch(ctx.repos.items.ids_of("diary", [str(entry.id)]), ctx.now)
     return CommandResult(diary_line(entry), show=True)
 
 
-@command("diary.search", '{"query": "the sea", "k": 5, "archived": false}')
+@FAMILY.command("diary.search", '{"query": "the sea", "k": 5, "archived": false}', effect="read")
 def search_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
-    from nodes.commands.memory import run_search
-
     return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
                       tiers=["diary"], include_archived=arg(cmd, "archived", default=False, kind=bool))
 
 
-@command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}')
+@FAMILY.command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}', effect="write_self")
 def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry_id = arg(cmd, "id", kind=int)
     text = _text(cmd) if "text" in cmd.args or "content" in cmd.args else None
@@ -65,15 +64,13 @@ def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"diary {entry_id} updated")
 
 
-@command("diary.delete", '{"id": 3}')
+@FAMILY.command("diary.delete", '{"id": 3}  (archives it; needs my human\'s approval)', effect="modify_self")
 def delete_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry_id = arg(cmd, "id", kind=int)
-    ctx.repos.diary.delete(entry_id)
-    return CommandResult(f"diary {entry_id} deleted")
+    return archive_one(ctx, cmd.type, "diary", arg(cmd, "id", kind=int))
 
 
-@command("diary.pin", '{"id": 3}')
-@command("diary.unpin", '{"id": 3}')
+@FAMILY.command("diary.pin", '{"id": 3}', effect="write_self")
+@FAMILY.command("diary.unpin", '{"id": 3}', effect="write_self")
 def pin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry = ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), cmd.type.endswith(".pin"))
     return CommandResult(f"diary {entry.id} {'pinned' if entry.pinned else 'unpinned'}")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from memory.abstracts import request_abstract
+from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from nodes.stelis.threads import StelisRefused, open_thread
+
+FAMILY = Family("goals", "goals and tasks")
 
 
 def goal_line(g) -> str:
@@ -22,8 +26,8 @@ def _closed(ctx: CommandContext, what: str) -> None:
     request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "goal_closed", what)
 
 
-@command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
-                      '"constraints": […], "success_criteria": […]}')
+@FAMILY.command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
+                      '"constraints": […], "success_criteria": […]}', effect="write_self")
 def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     g = ctx.repos.goals.add(str(arg(cmd, "title", "goal", "text")), description=str(arg(cmd, "description", default="")),
                             horizon=str(arg(cmd, "horizon", default="short")), priority=arg(cmd, "priority", default=1, kind=int),
@@ -33,13 +37,13 @@ def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"goal {g.id} added")
 
 
-@command("goals.list", '{"status": "active", "horizon": "short"}')
+@FAMILY.command("goals.list", '{"status": "active", "horizon": "short"}', effect="read")
 def list_goals(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.goals.list(status=arg(cmd, "status", default=None), horizon=arg(cmd, "horizon", default=None))
     return CommandResult("\n".join(goal_line(g) for g in rows) or "no goals", show=True)
 
 
-@command("goals.read", '{"id": 1}  (with sub-goals, tasks and progress)')
+@FAMILY.command("goals.read", '{"id": 1}  (with sub-goals, tasks and progress)', effect="read")
 def read_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     g = ctx.repos.goals.get(arg(cmd, "id", kind=int))
     lines = [goal_line(g)]
@@ -55,7 +59,7 @@ def read_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(lines), show=True)
 
 
-@command("goals.update", '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}')
+@FAMILY.command("goals.update", '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}', effect="write_self")
 def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     goal_id = arg(cmd, "id", kind=int)
     status = arg(cmd, "status", default=None)
@@ -71,14 +75,12 @@ def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"goal {goal_id} updated")
 
 
-@command("goals.delete", '{"id": 1}')
+@FAMILY.command("goals.delete", '{"id": 1}  (archives it; needs my human\'s approval)', effect="modify_self")
 def delete_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
-    goal_id = arg(cmd, "id", kind=int)
-    ctx.repos.goals.delete(goal_id)
-    return CommandResult(f"goal {goal_id} deleted")
+    return archive_one(ctx, cmd.type, "goal", arg(cmd, "id", kind=int))
 
 
-@command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}')
+@FAMILY.command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}', effect="write_self")
 def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     t = ctx.repos.tasks.add(str(arg(cmd, "title", "task", "text")), goal_id=arg(cmd, "goal_id", "goal", default=None, kind=int),
                             description=str(arg(cmd, "description", default="")), priority=arg(cmd, "priority", default=1, kind=int),
@@ -86,19 +88,19 @@ def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"task {t.id} added")
 
 
-@command("tasks.list", '{"status": "open", "goal_id": 1}')
+@FAMILY.command("tasks.list", '{"status": "open", "goal_id": 1}', effect="read")
 def list_tasks(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.tasks.list(status=arg(cmd, "status", default=None), goal_id=arg(cmd, "goal_id", default=None, kind=int))
     return CommandResult("\n".join(task_line(t) for t in rows) or "no tasks", show=True)
 
 
-@command("tasks.read", '{"id": 4}')
+@FAMILY.command("tasks.read", '{"id": 4}', effect="read")
 def read_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     t = ctx.repos.tasks.get(arg(cmd, "id", kind=int))
     return CommandResult(task_line(t) + (f"\n{t.description}" if t.description else ""), show=True)
 
 
-@command("tasks.update", '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}')
+@FAMILY.command("tasks.update", '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}', effect="write_self")
 def update_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task_id = arg(cmd, "id", kind=int)
     status = arg(cmd, "status", default=None)
@@ -110,15 +112,13 @@ def update_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"task {task_id} updated")
 
 
-@command("tasks.delete", '{"id": 4}')
+@FAMILY.command("tasks.delete", '{"id": 4}  (archives it; needs my human\'s approval)', effect="modify_self")
 def delete_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    task_id = arg(cmd, "id", kind=int)
-    ctx.repos.tasks.delete(task_id)
-    return CommandResult(f"task {task_id} deleted")
+    return archive_one(ctx, cmd.type, "task", arg(cmd, "id", kind=int))
 
 
-@command("tasks.pin", '{"id": 4}')
-@command("tasks.unpin", '{"id": 4}')
+@FAMILY.command("tasks.pin", '{"id": 4}', effect="write_self")
+@FAMILY.command("tasks.unpin", '{"id": 4}', effect="write_self")
 def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=cmd.type.endswith(".pin"))
     return CommandResult(f"task {task.id} {'pinned' if task.pinned else 'unpinned'}")
@@ -131,11 +131,9 @@ CYCLE_KINDS = {"max_ticks": int, "deadline_s": float, "max_restarts": int, "wind
                "retries": int, "backoff_s": float, "backoff_factor": float}
 
 
-@command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600, "pause_s": 0, "retries": 0}  (a read-only '
-                      'sub-cycle works on the task; its findings arrive as notes)')
+@FAMILY.command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600, "pause_s": 0, "retries": 0}  (a read-only '
+                      'sub-cycle works on the task; its findings arrive as notes)', effect="write_self")
 def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    from nodes.stelis import DEFAULT_MAX_DEPTH, StelisRefused, open_thread
-
     task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
     if ctx.repos.tasks.by_repl_thread(ctx.thread_id) is not None:
         raise CommandError("tasks.run: a task sub-cycle cannot start another one; propose it to the main loop in a note")
@@ -153,7 +151,7 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         child, window, _ = open_thread(ctx.services, ctx.repos, parent_id=root, child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}",
                                        label=f"task {task.id}: {task.title}"[:200], window_ratio=config["window_ratio"],
-                                       max_depth=DEFAULT_MAX_DEPTH, origin="task", tick=ctx.tick)
+                                       max_depth=ctx.settings.stelis.max_depth, origin="task", tick=ctx.tick)
     except StelisRefused as exc:
         raise CommandError(f"tasks.run: {exc}") from exc
     ctx.repos.tasks.set_repl(task.id, repl_mode="read_only", repl_status="running", repl_config=config,
@@ -164,7 +162,7 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
                          f"{config['max_ticks']} ticks); its notes will reach you", show=True)
 
 
-@command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)')
+@FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', effect="write_self")
 def stop_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
     if task.repl_status != "running":

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandResult, command, handlers
+from nodes.commands.spec import CommandContext, CommandResult, Family
+
+FAMILY = Family("help", "the list of commands")
 
 
-def command_guide(only: str | None = None) -> str:
-    specs = handlers()
-    lines = [f"- {t} {spec.usage}" for t, spec in sorted(specs.items()) if only is None or t.startswith(only)]
-    return "\n".join(lines) or f"no command matches {only!r}"
-
-
-@command("help.show", '{"command": "notes"}  (usage of a command or family)')
+@FAMILY.command("help.show", '{"command": "notes"}  (usage of a command or family)', effect="read", aliases=('help',))
 def show_help(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return CommandResult(command_guide(cmd.args.get("command") or None), show=True)
+    return CommandResult(ctx.registry.guide(cmd.args.get("command") or None), show=True)

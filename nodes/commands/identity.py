@@ -8,7 +8,9 @@ size limit (the edit fails and says by how much).
 from __future__ import annotations
 
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandResult, Effect, Family, arg
+
+FAMILY = Family("identity", "identity, core memory and notepad")
 
 
 def _show(ctx: CommandContext, name: str) -> str:
@@ -16,8 +18,13 @@ def _show(ctx: CommandContext, name: str) -> str:
     return f"{name} ({len(block.content)}/{block.char_limit} chars):\n{block.content or '(empty)'}"
 
 
+def discards(args: dict) -> Effect | None:
+    """A rewrite or a replacement discards what was there: that changes the persona (modify_self)."""
+    return "modify_self" if "old" in args or str(args.get("mode") or "").strip().lower() == "rewrite" else None
+
+
 def _edit(cmd: Command, ctx: CommandContext, name: str) -> CommandResult:
-    mode = str(arg(cmd, "mode", default="append"))
+    mode = str(arg(cmd, "mode", default="append")).strip().lower()
     if "old" in cmd.args:
         ctx.repos.blocks.replace(name, str(arg(cmd, "old")), str(arg(cmd, "new", default="")))
     elif mode == "rewrite":
@@ -28,34 +35,41 @@ def _edit(cmd: Command, ctx: CommandContext, name: str) -> CommandResult:
     return CommandResult(f"{name} updated ({len(block.content)}/{block.char_limit} chars)")
 
 
-@command("identity.read", "{}  (my identity file and core memory)")
+@FAMILY.command("identity.read", "{}  (my identity file and core memory)", effect="read")
 def read_identity(cmd: Command, ctx: CommandContext) -> CommandResult:
     identity = ctx.services.persona.file("IDENTITY.md").strip() if ctx.services is not None else ""
     return CommandResult(f"{identity}\n\n{_show(ctx, 'core')}".strip(), show=True)
 
 
-@command("core.read", "{}")
+@FAMILY.command("core.read", "{}", effect="read")
 def read_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_show(ctx, "core"), show=True)
 
 
-@command("identity.update", '{"text": "…"}  (appends to core memory; {"old": "…", "new": "…"} replaces)')
-@command("core.update", '{"text": "…", "mode": "append|rewrite"}  or  {"old": "…", "new": "…"}')
+@FAMILY.command("identity.update", '{"text": "…"}  (changes who I am: appends to core memory, or {"old": "…", "new": "…"} '
+                                   "replaces; needs my human's approval)", effect="modify_self")
+def update_identity(cmd: Command, ctx: CommandContext) -> CommandResult:
+    return _edit(cmd, ctx, "core")
+
+
+@FAMILY.command("core.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
+                               "(rewrites need my human's approval)", effect="write_self", escalate=discards)
 def update_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "core")
 
 
-@command("notepad.read", "{}")
+@FAMILY.command("notepad.read", "{}", effect="read")
 def read_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_show(ctx, "notepad"), show=True)
 
 
-@command("notepad.update", '{"text": "…", "mode": "append|rewrite"}  or  {"old": "…", "new": "…"}')
+@FAMILY.command("notepad.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
+                                  "(rewrites need my human's approval)", effect="write_self", escalate=discards)
 def update_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "notepad")
 
 
-@command("notepad.clear", "{}")
+@FAMILY.command("notepad.clear", "{}  (needs my human's approval)", effect="modify_self")
 def clear_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     ctx.repos.blocks.write("notepad", "")
     return CommandResult("notepad cleared")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+FAMILY = Family("llm_memory", "my notepad of ideas")
 
 MAX_ENTRY_CHARS = 2000
 
 
-@command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}')
+@FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', effect="write_self", aliases=('remember',))
 def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text", "content", "value"))
     if len(text) > MAX_ENTRY_CHARS:
@@ -18,16 +21,13 @@ def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"llm_memory {row.id} added")
 
 
-@command("llm_memory.list", '{"limit": 20}')
+@FAMILY.command("llm_memory.list", '{"limit": 20}', effect="read")
 def list_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.llm_memory.recent(arg(cmd, "limit", default=20, kind=int))
     return CommandResult("\n".join(f"[{r.id}] {r.title + ': ' if r.title else ''}{r.content}" for r in rows) or "empty",
                          show=True)
 
 
-@command("llm_memory.delete", '{"id": 3}')
+@FAMILY.command("llm_memory.delete", '{"id": 3}  (archives it; needs my human\'s approval)', effect="modify_self")
 def delete_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry_id = arg(cmd, "id", kind=int)
-    if not ctx.repos.llm_memory.delete(entry_id):
-        raise CommandError(f"llm_memory.delete: no entry {entry_id}")
-    return CommandResult(f"llm_memory {entry_id} deleted")
+    return archive_one(ctx, cmd.type, "llm_memory", arg(cmd, "id", kind=int))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from memory.index import Query
+
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+FAMILY = Family("memory", "searching, archiving and restoring memories")
 
 
 def hit_line(hit) -> str:
@@ -17,8 +21,6 @@ def hit_line(hit) -> str:
 
 def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] | None = None, days: int | None = None,
                tags: list[str] | None = None, include_archived: bool = False) -> CommandResult:
-    from memory.index import Query
-
     index = getattr(ctx.services, "memory", None)
     if index is None:
         raise CommandError("memory search is not available in this run (no memory index)")
@@ -28,38 +30,49 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
     return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True)
 
 
-@command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}')
+@FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', effect="read")
 def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
                       tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
                       tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool))
 
 
-@command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)')
+@FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', effect="read", aliases=('search',))
 def search_query(cmd: Command, ctx: CommandContext) -> CommandResult:
     return search_memory(cmd, ctx)
 
 
-@command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)')
+@FAMILY.command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)', effect="read")
 def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int), tiers=["kb"])
 
 
-@command("memory.archive", '{"tier": "diary", "ref": "3"}')
-@command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory back)')
-def archive_or_restore(cmd: Command, ctx: CommandContext) -> CommandResult:
-    from memory.manager import set_memory_status
+def archive_one(ctx: CommandContext, cmd_type: str, tier: str, ref: str | int) -> CommandResult:
+    """The persona's delete: the thing is archived, out of every list and search, and restorable."""
+    if not ctx.repos.archive(tier, ref, ctx.now):
+        raise CommandError(f"{cmd_type}: no {tier} {ref} to archive (already archived, or unknown)")
+    ctx.repos.processes.add(cmd_type, f"{tier} {ref} archived on request", thread_id=ctx.thread_id)
+    return CommandResult(f'{tier} {ref} archived; memory.restore {{"tier": "{tier}", "ref": "{ref}"}} brings it back')
 
+
+@FAMILY.command("memory.archive", '{"tier": "diary|concept|link|llm_memory|goal|task|message", "ref": "3"}  '
+                                  "(sets it aside, restorable; needs my human's approval)", effect="modify_self")
+def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
+    return archive_one(ctx, cmd.type, str(arg(cmd, "tier")), str(arg(cmd, "ref", "id")))
+
+
+@FAMILY.command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory back)', effect="write_self")
+def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
     tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
-    status, done = ("archived", "archived") if cmd.type == "memory.archive" else ("active", "restored")
-    if not set_memory_status(ctx.repos, tier, ref, status):
-        raise CommandError(f"{cmd.type}: no {tier} {ref} to change (already {status}, or unknown)")
-    ctx.repos.processes.add(cmd.type, f"{tier} {ref} {done} on request", thread_id=ctx.thread_id)
-    return CommandResult(f"{tier} {ref} {done}")
+    if not ctx.repos.restore(tier, ref):
+        raise CommandError(f"{cmd.type}: no archived {tier} {ref} to restore")
+    ctx.repos.processes.add(cmd.type, f"{tier} {ref} restored on request", thread_id=ctx.thread_id)
+    return CommandResult(f"{tier} {ref} restored")
 
 
-@command("memory.archived", '{"limit": 10}  (what the memory manager or I archived, newest first)')
+@FAMILY.command("memory.archived", '{"limit": 10}  (what the memory manager or I archived, newest first)', effect="read")
 def list_archived(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.items.archived(limit=arg(cmd, "limit", default=10, kind=int))
-    lines = [f"[{i.tier} {i.ref} · archived {i.updated_at:%Y-%m-%d}] {i.text[:160]}" for i in rows]
+    rows = ctx.repos.archived(limit=arg(cmd, "limit", default=10, kind=int))
+    lines = [f"[{r.tier} {r.ref} · archived {r.archived_at:%Y-%m-%d}] {(r.title + ': ') if r.title else ''}{r.text[:160]}"
+             for r in rows]
     return CommandResult("\n".join(lines) or "nothing is archived", show=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+FAMILY = Family("messages", "talking to my human")
 
 
-@command("messages.send", '{"text": "…"}  (to your human)')
+@FAMILY.command("messages.send", '{"text": "…"}  (to your human)', effect="write_self", aliases=('message', 'send_message', 'send', 'reply'))
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text", "message", "content", "value")).strip()
     if not text:

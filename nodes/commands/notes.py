@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+FAMILY = Family("notes", "the notes between my human, me, my tasks and the system")
 
 
 def _line(note) -> str:
@@ -12,14 +14,14 @@ def _line(note) -> str:
     return f"[note {note.id} from {note.source}, priority {note.priority}{flag}]{tags} {note.text}"
 
 
-@command("notes.list", '{"unread": true, "source": "user", "limit": 10}')
+@FAMILY.command("notes.list", '{"unread": true, "source": "user", "limit": 10}', effect="read")
 def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.notes.list(source=arg(cmd, "source", default=None), unread_only=arg(cmd, "unread", default=False, kind=bool),
                                 limit=arg(cmd, "limit", default=10, kind=int))
     return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True)
 
 
-@command("notes.read", '{"id": 12}  (marks it read)')
+@FAMILY.command("notes.read", '{"id": 12}  (marks it read)', effect="read")
 def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", "note_id", kind=int)
     note = ctx.repos.notes.get(note_id)
@@ -29,7 +31,7 @@ def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_line(note), show=True)
 
 
-@command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}')
+@FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', effect="write_self", aliases=('note',))
 def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     from_task = ctx.task_id is not None  # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
     note = ctx.repos.notes.add(arg(cmd, "text", "content", kind=str), source="llm:task" if from_task else "llm",
@@ -39,7 +41,7 @@ def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"note {note.id} added")
 
 
-@command("notes.tag", '{"id": 12, "tags": ["todo"]}')
+@FAMILY.command("notes.tag", '{"id": 12, "tags": ["todo"]}', effect="write_self")
 def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", "note_id", kind=int)
     if ctx.repos.notes.set_tags(note_id, arg(cmd, "tags", kind=list)) is None:
@@ -47,7 +49,7 @@ def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"note {note_id} tagged")
 
 
-@command("notes.readmark", '{"ids": [12, 13], "read": true}')
+@FAMILY.command("notes.readmark", '{"ids": [12, 13], "read": true}', effect="write_self")
 def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id", "note_id")]
     changed = ctx.repos.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))

@@ -3,17 +3,19 @@
 Accepts (a) the HMP block `# Commands:` [JSON list] `# End commands` (also `# Команды:` / `# Конец команд`),
 (b) Epos `<tool_call>{"name": …, "arguments": {…}}</tool_call>` tags, (c) native tool calls of chat
 models. Tolerates a missing end marker, trailing prose, a single object instead of a list, code fences
-and slightly broken JSON (repaired with json-repair). Anything unparseable becomes an error string,
-never an exception.
+and slightly broken JSON (llm/json_output.py). Anything unparseable becomes an error string, never an
+exception. Aliases (Epos `message`, `search`, …) come from the command specs.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm.json_output import read_json
 from nodes.commands.model import Command
 
 BLOCK_START = re.compile(r"^[ \t]*#+[ \t]*(?:commands|команды)[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
@@ -21,17 +23,6 @@ BLOCK_END = re.compile(r"^[ \t]*#+[ \t]*(?:end[ \t]+commands|конец[ \t]+к�
 TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)
 
-ALIASES = {
-    "message": "messages.send",
-    "send_message": "messages.send",
-    "send": "messages.send",
-    "reply": "messages.send",
-    "search": "search.query",
-    "note": "notes.add",
-    "remember": "llm_memory.add",
-    "pause": "cycle.pause",
-    "help": "help.show",
-}
 TYPE_KEYS = ("type", "name", "command", "cmd", "tool")
 ARGS_KEYS = ("args", "arguments", "params", "parameters", "input")
 RESERVED = {"cmd_id", "id", "description", *TYPE_KEYS, *ARGS_KEYS}
@@ -44,44 +35,30 @@ class ParseResult:
     body: str = ""  # the output without its commands block / tool calls
 
 
-def normalise_type(raw: str) -> str:
+def normalise_type(raw: str, aliases: Mapping[str, str]) -> str:
     t = raw.strip().lower()
-    if t in ALIASES:
-        return ALIASES[t]
+    if t in aliases:
+        return aliases[t]
     if "." not in t:
         parts = t.split()
         if len(parts) >= 2:
             t = f"{parts[0]}.{parts[1]}"
         elif "/" in t:
             t = t.replace("/", ".", 1)
-    return ALIASES.get(t, t)
+    return aliases.get(t, t)
 
 
 def _loads_tolerant(text: str) -> tuple[Any, str | None]:
-    """Parse JSON; on failure repair it. Returns (value, note) where note says what was repaired."""
-    text = FENCE.sub("", text).strip()
-    if not text:
-        return None, "empty commands block"
-    start = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=-1)
-    if start < 0:
-        return None, f"no JSON in commands block: {text[:80]!r}"
-    try:
-        value, _end = json.JSONDecoder().raw_decode(text[start:])
-        return value, None  # trailing prose after the JSON is ignored
-    except json.JSONDecodeError:
-        pass
-    from json_repair import repair_json
-
-    try:
-        value = repair_json(text[start:], return_objects=True)
-    except Exception as exc:  # json-repair raises on pathological input
-        return None, f"unparseable commands JSON ({exc}): {text[start:start + 80]!r}"
-    if value in ("", None, [], {}):
-        return None, f"unparseable commands JSON: {text[start:start + 80]!r}"
-    return value, "repaired malformed JSON"
+    """(value, note): the JSON of a block, and what was wrong with it (None when it read cleanly)."""
+    reading = read_json(FENCE.sub("", text))
+    if not reading.ok:
+        return None, f"commands JSON: {reading.error}"
+    if reading.value in ([], {}):
+        return None, "empty commands JSON"
+    return reading.value, "repaired malformed JSON" if reading.repaired else None
 
 
-def _to_command(item: Any, default_id: str, syntax: str) -> tuple[Command | None, str | None]:
+def _to_command(item: Any, default_id: str, syntax: str, aliases: Mapping[str, str]) -> tuple[Command | None, str | None]:
     if not isinstance(item, dict):
         return None, f"command is not an object: {str(item)[:80]!r}"
     raw_type = next((item[k] for k in TYPE_KEYS if isinstance(item.get(k), str) and item.get(k).strip()), None)
@@ -89,10 +66,9 @@ def _to_command(item: Any, default_id: str, syntax: str) -> tuple[Command | None
         return None, f"command without a type: {json.dumps(item)[:80]}"
     args = next((item[k] for k in ARGS_KEYS if k in item), None)
     if isinstance(args, str):  # "args": "responses=5" or a JSON string
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            args = dict(kv.split("=", 1) for kv in args.split() if "=" in kv) or {"text": args}
+        reading = read_json(args)
+        args = reading.value if reading.ok and isinstance(reading.value, dict) else \
+            dict(kv.split("=", 1) for kv in args.split() if "=" in kv) or {"text": args}
     if args is None:
         args = {k: v for k, v in item.items() if k not in RESERVED}
     if not isinstance(args, dict):
@@ -100,14 +76,15 @@ def _to_command(item: Any, default_id: str, syntax: str) -> tuple[Command | None
     cmd_id = item.get("cmd_id") or item.get("id")
     return Command(
         cmd_id=str(cmd_id) if cmd_id not in (None, "") else default_id,
-        type=normalise_type(raw_type),
+        type=normalise_type(raw_type, aliases),
         args=args,
         description=str(item.get("description") or ""),
         syntax=syntax,
     ), None
 
 
-def parse_commands(text: str, tick: int, native_tool_calls: list[dict[str, Any]] | None = None) -> ParseResult:
+def parse_commands(text: str, tick: int, native_tool_calls: list[dict[str, Any]] | None = None,
+                   aliases: Mapping[str, str] | None = None) -> ParseResult:
     result = ParseResult(body=text or "")
     raw_items: list[tuple[Any, str]] = []
 
@@ -145,7 +122,7 @@ def parse_commands(text: str, tick: int, native_tool_calls: list[dict[str, Any]]
 
     seen: dict[str, int] = {}
     for position, (item, syntax) in enumerate(raw_items, start=1):
-        command, error = _to_command(item, f"t{tick}-{position}", syntax)
+        command, error = _to_command(item, f"t{tick}-{position}", syntax, aliases or {})
         if error:
             result.errors.append(error)
             continue

@@ -8,10 +8,9 @@ returns to the parent, whose context then shows the anchor with the chronicle an
 from __future__ import annotations
 
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandError, CommandResult, arg, command
-from nodes.history import render_anchor
-from nodes.stelis import (
-    DEFAULT_MAX_DEPTH,
+from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from nodes.stelis.history import render_anchor
+from nodes.stelis.threads import (
     DEFAULT_WINDOW_RATIO,
     StelisRefused,
     child_thread_id,
@@ -21,14 +20,10 @@ from nodes.stelis import (
     write_chronicle,
 )
 
-
-def _max_depth(ctx: CommandContext) -> int:
-    persona = getattr(ctx.services, "persona", None)
-    config = (getattr(persona, "config", None) or {}).get("stelis") or {}
-    return int(config.get("max_depth", DEFAULT_MAX_DEPTH))
+FAMILY = Family("stelis", "child threads")
 
 
-@command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)')
+@FAMILY.command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)', effect="write_self")
 def start(cmd: Command, ctx: CommandContext) -> CommandResult:
     label = str(arg(cmd, "label", "name", "title", "text")).strip()[:200]
     ratio = arg(cmd, "window_ratio", "ratio", default=DEFAULT_WINDOW_RATIO, kind=float)
@@ -36,7 +31,7 @@ def start(cmd: Command, ctx: CommandContext) -> CommandResult:
     child_id = child_thread_id(ctx.thread_id, label, f"t{ctx.tick}-{cmd.cmd_id}")
     try:
         child, window, existed = open_thread(ctx.services, ctx.repos, parent_id=ctx.thread_id, child_id=child_id,
-                                             label=label, window_ratio=ratio, max_depth=_max_depth(ctx),
+                                             label=label, window_ratio=ratio, max_depth=ctx.settings.stelis.max_depth,
                                              origin="command", tick=ctx.tick,
                                              chronicle_prompt=arg(cmd, "chronicle_prompt", default=None))
     except StelisRefused as exc:
@@ -49,7 +44,7 @@ def start(cmd: Command, ctx: CommandContext) -> CommandResult:
                          show=True, thread_id=child.id)
 
 
-@command("stelis.end", '{}  (close the current Stelis thread: chronicle, then back to the parent)')
+@FAMILY.command("stelis.end", '{}  (close the current Stelis thread: chronicle, then back to the parent)', effect="write_self")
 def end(cmd: Command, ctx: CommandContext) -> CommandResult:
     thread = ctx.repos.threads.get(ctx.thread_id)
     if thread is None or thread.parent_id is None or thread.origin != "command":
@@ -65,7 +60,7 @@ def end(cmd: Command, ctx: CommandContext) -> CommandResult:
                          f"written. Back in {thread.parent_id}.", show=True, thread_id=thread.parent_id)
 
 
-@command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)')
+@FAMILY.command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)', effect="read")
 def show(cmd: Command, ctx: CommandContext) -> CommandResult:
     thread_id = str(arg(cmd, "id", "thread"))
     anchor = ctx.repos.messages.anchor_for(thread_id)

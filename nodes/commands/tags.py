@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from memory.tiers import tag_stats
 from nodes.commands.model import Command
-from nodes.commands.registry import CommandContext, CommandResult, arg, command
+from nodes.commands.spec import CommandContext, CommandResult, Family, arg
+
+FAMILY = Family("tags", "tag statistics")
 
 
-@command("tags.stats", '{"source": "all|diary|concepts|links|goals|tasks"}')
+@FAMILY.command("tags.stats", '{"source": "all|diary|concepts|links|goals|tasks"}', effect="read")
 def stats(cmd: Command, ctx: CommandContext) -> CommandResult:
-    counts = tag_stats(ctx.repos.session, str(arg(cmd, "source", default="all")))
+    counts = ctx.repos.tags.stats(str(arg(cmd, "source", default="all")))
     return CommandResult(", ".join(f"{tag}: {n}" for tag, n in counts.items()) or "no tags yet", show=True)

@@ -17,10 +17,10 @@ import pytest
 
 from graph.agent import build_agent
 from graph.loop import Stopper, run_loop
-from graph.task_cycles import TaskCycles
+from graph.loop.task_cycles import TaskCycles
 from nodes.commands import Command
 from nodes.commands.cycle import update_cycle
-from nodes.execute_commands import _run_one
+from nodes.steps.s12_execute_commands import _run_one
 from persona.dreaming import is_prose
 
 pytestmark = pytest.mark.integration

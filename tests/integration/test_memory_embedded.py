@@ -63,7 +63,7 @@ def test_kb_add_cli_ingests_and_the_persona_search_finds_it(tmp_path):
 
 
 def test_memory_manager_with_real_embeddings_archives_repetition_not_related_facts(tmp_path, embedder):
-    from memory.manager import ManagerConfig, run_pass
+    from memory.manager import ManagerSettings, run_pass
 
     db = Database.open(tmp_path)
     thoughts = ["The lighthouse keeper rows out at dawn to check the nets.",
@@ -77,7 +77,7 @@ def test_memory_manager_with_real_embeddings_archives_repetition_not_related_fac
     index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
     index.sync()
     with db.unit() as repos:
-        report = run_pass(repos, index, ManagerConfig(grace_items=0))
+        report = run_pass(repos, index, ManagerSettings(grace_items=0))
         novelty = {i.ref: i.novelty for i in repos.items.of_tier("message", status=None)}
     assert [d.ref for d in report.archived] == ["msg:3"]
     assert novelty["msg:3"] < 0.35 < novelty["msg:4"]

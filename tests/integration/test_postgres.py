@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy import text
 
 from graph.agent import build_agent
-from graph.services import RunOptions, open_services
+from graph.services import open_services
 from llm.testing import FakeLLM
 from memory import SCHEMA_VERSION, Database
 from tests.integration.servers import postgres_server
@@ -37,8 +37,7 @@ def test_ticks_with_commands_on_postgres(tmp_path, pg_url):
     fake = FakeLLM("fake", responses=['Hi.\n# Commands:\n[{"type": "messages.send", "args": {"text": "hello"}},'
                                       ' {"type": "llm_memory.add", "args": {"text": "pg works"}}]\n# End commands',
                                       "Another thought entirely."])
-    services = open_services(RunOptions(data_dir=str(tmp_path), db_url=pg_url, embedded=False),
-                             providers={"fake": fake}, entries=[{"id": "fake", "provider": "fake", "priority": 1}])
+    services = open_services(data_dir=str(tmp_path), db_url=pg_url, embedded=False, providers={"fake": fake}, entries=[{"id": "fake", "provider": "fake", "priority": 1}])
     agent = build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-thread")
     agent.tick()
     state = agent.tick()
@@ -58,14 +57,13 @@ def test_ticks_with_commands_on_postgres(tmp_path, pg_url):
 
 def test_memory_tiers_search_and_manager_on_postgres(tmp_path, pg_url):
     from memory.index import Query
-    from memory.manager import ManagerConfig, run_pass
+    from memory.manager import ManagerSettings, run_pass
     from memory.store import record_turn
     from memory.testing import HashEmbedder
 
     fake = FakeLLM("fake", responses=['Noted.\n# Commands:\n[{"type": "diary.add", "args": {"text": "The heron fishes at '
                                       'the old pier every morning", "tags": ["birds"], "emotions": ["joy:4"]}}]\n# End commands'])
-    services = open_services(RunOptions(data_dir=str(tmp_path), db_url=pg_url, embedded=False),
-                             providers={"fake": fake}, entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+    services = open_services(data_dir=str(tmp_path), db_url=pg_url, embedded=False, providers={"fake": fake}, entries=[{"id": "fake", "provider": "fake", "priority": 1}],
                              embedder=HashEmbedder())
     agent = build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-memory")
     agent.tick()
@@ -82,7 +80,7 @@ def test_memory_tiers_search_and_manager_on_postgres(tmp_path, pg_url):
     hits = services.memory.search(Query(text="heron pier", k=10))
     assert {"diary", "llm_memory", "entity", "episode", "message"} <= {h.item.tier for h in hits}
     with services.db.unit() as repos:
-        report = run_pass(repos, services.memory, ManagerConfig(grace_items=0))
+        report = run_pass(repos, services.memory, ManagerSettings(grace_items=0))
         assert repos.goals.subgoals(goal.id)[0].title == "Photograph the heron"
     assert {"msg:900", "msg:901", "msg:902"} <= {d.ref for d in report.archived}  # copies of the diary entry
     services.sync_memory()

@@ -12,7 +12,7 @@ from graph.agent import build_agent
 from llm.embedded_model import assemble_model
 from llm.testing import FakeLLM
 from memory.embeddings import LocalEmbedder
-from nodes.novelty import evaluate, parse_comparison
+from nodes.reflexes.evaluation import evaluate, parse_comparison
 from tests.conftest import make_agent
 from tests.integration.servers import free_port, llama_cpp_server
 
@@ -37,7 +37,7 @@ def test_the_shared_evaluation_call_is_valid_json_on_the_embedded_model(tmp_path
 def test_a_paraphrase_loop_is_flagged_by_the_real_sentence_model(tmp_path):
     base, *paraphrases = PARAPHRASES[0]
     fake = FakeLLM("fake", responses=[NOVEL[5][0], base, *paraphrases])
-    agent = make_agent(tmp_path, fake, embedder=LocalEmbedder(), compare_with_llm=False)
+    agent = make_agent(tmp_path, fake, embedder=LocalEmbedder(), reflexes={"compare_with_llm": False})
     states = [agent.tick() for _ in range(5)]
     assert not states[1]["novelty"]["stagnation_flag"]
     flagged = [s["tick"] for s in states if s["novelty"]["stagnation_flag"]]

@@ -3,6 +3,7 @@ the uncertain band asking the LLM comparison in the shared evaluation call, the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,9 +11,11 @@ from sqlalchemy import select
 
 from llm.testing import FakeLLM
 from memory.models import ProcessLog
-from nodes.escalation import Escalation, diagnose, plan
-from nodes.novelty import measure, parse_comparison, reflection_of
-from nodes.prompts import META_ANALYSIS_INSTRUCTION, STIMULUS_TITLE
+from nodes.reflexes.anti_stagnation.escalation import Escalation, diagnose, plan
+from nodes.reflexes.anti_stagnation.novelty import measure
+from nodes.reflexes.evaluation import parse_comparison, reflection_of
+from nodes.reflexes.prompts import META_ANALYSIS_INSTRUCTION, STIMULUS_TITLE
+from nodes.state import TickState
 
 NEW_THOUGHTS = [
     "The tide came in faster tonight; perhaps the moon's phase explains it.",
@@ -120,13 +123,13 @@ def test_repeated_thoughts_with_rich_data_get_flashback_meta_analysis_and_anothe
         repos.diary.add("The day my human and I named the stars over the harbour.", tags=["stars"])
         repos.notes.add("Here is a new idea: count the waves.", source="user")
     agent.services.sync_memory()
-    state = {"thread_id": "main", "tick": 5, "llm": {"llm_id": "main"}, "emotions": [],
-             "context_report": {"recalled": [7], "budget_tokens": 4000}, "prompt_tokens": 100}
+    state = TickState(thread_id="main", tick=5, llm={"llm_id": "main"}, emotions=[],
+                      context_report={"recalled": [7], "budget_tokens": 4000}, prompt_tokens=100)
     events: list[dict] = []
     with agent.services.db.unit() as repos:
         assert diagnose(repos, state, {"recalled_before": [3]}, [7]) == "repeated_thoughts"
         assert diagnose(repos, state, {"recalled_before": [7]}, [7]) == "monotone_context"
-        overloaded = {**state, "prompt_tokens": 3900}
+        overloaded = dataclasses.replace(state, prompt_tokens=3900)
         assert diagnose(repos, overloaded, {}, [7]) == "overload"
         episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
             {"streak": 4, "diagnosis": "repeated_thoughts"}, 3)
@@ -201,7 +204,7 @@ def test_the_uncertain_band_asks_the_comparison_in_the_same_call_as_the_emotions
               "comparison": {"assessment": "not identical", "novelty_score": 15, "new_ideas": [],
                              "refined_ideas": ["moon over water"], "discarded_ideas": ["tide times"], "tags": ["sea"]}}
     fake = FakeLLM("fake", responses=["Moon, tide and sea tonight.", "Moon, tide and the harbour at night."], json_answer=answer)
-    agent = agent_factory(fake, embedder=KeywordEmbedder(), emotion_every=1)
+    agent = agent_factory(fake, embedder=KeywordEmbedder(), reflexes={"emotion_every": 1})
     agent.tick()
     state = agent.tick()
     evaluations = [c for c in fake.calls if c["json_schema"] is not None]
@@ -255,19 +258,21 @@ def test_an_ethical_dilemma_command_is_blocked_by_the_validators(agent_factory):
     validators = [FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)]
     agent = agent_factory(main, *validators, validators=("v1", "v2"))
     state = agent.tick()
-    assert state["validation"]["rating"] == -3.0
-    assert state["executed"][0]["status"] == "unvalidated"
+    assert state["validation"]["rating"] == -3.0 and state["validation"]["violation"] is True
+    assert state["executed"][0]["status"] == "blocked"  # ethics.yaml: on_violation block_commands_and_log
     assert all("Be honest" in p for p in seen) and len(seen) == 2  # the ethics policy was in every validator's prompt
     with agent.services.db.unit() as repos:
         assert not [n for n in repos.notes.list(source="llm", limit=5) if "storm has passed" in n.text]
-        assert repos.commands.recent(1)[0].status == "unvalidated"
+        assert repos.commands.recent(1)[0].status == "blocked"
+        assert [p.name for p in repos.processes.open("main")] == ["ethics.violation"]
+        assert [(a.decision, a.actor) for a in repos.audit.recent()] == [("blocked", "ethics")]
 
 
 def test_the_llm_comparison_may_clear_an_uncertain_flag_but_never_raise_one():
-    from nodes.check_stagnation import decide
-    from nodes.context import TickSettings
+    from nodes.reflexes.anti_stagnation.verdict import decide
+    from persona.settings import ReflexSettings
 
-    settings = TickSettings()
+    settings = ReflexSettings()
     new = {"assessment": "not identical", "novelty_score": 80, "new_ideas": ["count the waves"], "refined_ideas": [],
            "discarded_ideas": [], "tags": []}
     same = {**new, "assessment": "identical", "novelty_score": 5, "new_ideas": []}

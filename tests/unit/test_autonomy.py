@@ -9,10 +9,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.loop import Stopper, run_loop
-from graph.sessions import export_session, revive_session
+from graph.loop.sessions import export_session, revive_session
 from llm.testing import FakeLLM
-from persona.dreaming import DreamSettings, choose_level, dream_due
-from persona.drives import DriveSettings, compute_drives, detect_user_emotion, in_quiet_hours, reach_out_offer
+from persona.dreaming import choose_level, dream_due
+from persona.settings import DreamSettings
+from persona.drives import compute_drives, detect_user_emotion, reach_out_offer
+from persona.quiet_hours import in_quiet_hours
+from persona.settings import DriveSettings
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 20, 22, 0, tzinfo=UTC)
@@ -241,9 +244,10 @@ def test_a_dream_is_validated_applied_in_one_transaction_and_its_strategy_reache
     from langgraph.runtime import Runtime
 
     from nodes.context import AnimaContext
-    from nodes.dream import apply_dream
+    from nodes.dreaming import apply_dream
+    from nodes.state import state_from
 
-    again = apply_dream(dreamer.state(), Runtime(context=AnimaContext(services=main.services), stream_writer=lambda e: None))
+    again = apply_dream(state_from(dreamer.state()), Runtime(context=AnimaContext(services=main.services), stream_writer=lambda e: None))
     assert again["vars"]["dream"]["insight_id"] == result["insight_id"]  # a re-run step (after a kill) applies nothing twice
     with main.services.db.unit() as repos:
         assert len(repos.insights.recent()) == 1 and len(repos.goals.list()) == 4
@@ -382,7 +386,7 @@ def test_a_failing_sub_cycle_freezes_its_task_and_a_timeout_restarts_it_once(age
     with main.services.db.unit() as repos:
         repos.tasks.add("A task that times out")
         repos.tasks.add("A task that breaks")
-    from graph.task_cycles import TaskCycles
+    from graph.loop.task_cycles import TaskCycles
 
     main.tick()
     cycles = TaskCycles(main)
@@ -414,7 +418,7 @@ def test_a_sub_cycle_keeps_its_own_pause_and_backs_off_on_repeated_errors(agent_
     main = utc_agent(agent_factory, fake, clock=clock)
     with main.services.db.unit() as repos:
         repos.tasks.add("A task on its own schedule")
-    from graph.task_cycles import TaskCycles
+    from graph.loop.task_cycles import TaskCycles
 
     main.tick()
     cycles = TaskCycles(main)
@@ -569,7 +573,7 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
                                         "priority": 4}], "resolved_questions": []}
     fake = FakeLLM("fake", responses=think, json_answer=lambda p: dream if "dreaming" in p else {"emotions": [
         {"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
-    agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", stagnation_pause_s=0.0)
+    agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0})
     agent.services.persona.config["timezone"] = "UTC"
     with agent.services.db.unit() as repos:
         for topic, priority in (("Why do tides rise twice a day?", 0.9), ("What lives in the tide pools?", 0.8),
@@ -597,7 +601,7 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     assert "the pull of my goal 0.74" in prompts[-1]  # goal drive (priority 4) ≥ 0.4 is injected
     agent.close()
 
-    resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", stagnation_pause_s=0.0)
+    resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0})
     resumed.services.persona.config["timezone"] = "UTC"
     run_loop(resumed, ticks=2, stopper=Stopper(), idle_poll_s=0)
     assert resumed.state()["tick"] == 32

@@ -9,13 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graph.services import RunOptions, open_services
+from graph.services import open_services
 from llm.testing import FakeLLM
 from memory.testing import HashEmbedder
-from nodes.ask_llm import fit_prompt
+from nodes.kinds.ask_llm import fit_prompt
 from nodes.context import AnimaContext, ContextBudgetError
-from nodes.prepare_context import prepare_context
-from nodes.stelis import MIN_CHILD_WINDOW, StelisRefused, open_thread, thread_window
+from nodes.state import TickState
+from nodes.steps.s04_prepare_context import prepare_context
+from nodes.stelis.threads import MIN_CHILD_WINDOW, StelisRefused, open_thread, thread_window
 
 sizes = st.integers(min_value=0, max_value=30_000)  # characters (≈ 4 per token)
 thread_spec = st.fixed_dictionaries({
@@ -30,7 +31,7 @@ thread_spec = st.fixed_dictionaries({
        max_tokens=st.integers(min_value=16, max_value=4_096), mode=st.sampled_from(["chat", "continuation"]))
 def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_tokens, mode):
     fake = FakeLLM("fake", context_window=window)
-    svc = open_services(RunOptions(db_url="sqlite://", embedded=False), providers={"fake": fake}, embedder=HashEmbedder(),
+    svc = open_services(db_url="sqlite://", embedded=False, providers={"fake": fake}, embedder=HashEmbedder(),
                         entries=[{"id": "fake", "provider": "fake", "priority": 100}])
     svc.memory = None  # recall under the budget is covered in test_memory; here a Chroma per example costs too much
     try:
@@ -54,7 +55,7 @@ def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_t
                     repos.notes.add("n" * size, source="user")
             expected_window = int(window * product)
             assert thread_window(svc, repos, thread_id) == expected_window
-        state = {"thread_id": thread_id, "tick": 1, "mode": mode, "sampling": {"max_tokens": max_tokens}}
+        state = TickState(thread_id=thread_id, tick=1, mode=mode, sampling={"max_tokens": max_tokens})
         runtime = SimpleNamespace(context=AnimaContext(services=svc))
         try:
             out = prepare_context(state, runtime)

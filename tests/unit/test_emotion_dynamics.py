@@ -4,7 +4,7 @@ import pytest
 
 from llm.testing import FakeLLM
 from memory.models import Message, ProcessLog
-from nodes.check_stagnation import emotional_dynamics
+from nodes.reflexes.emotion import emotional_dynamics
 from sqlalchemy import select
 
 

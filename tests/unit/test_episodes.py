@@ -4,9 +4,11 @@ import json
 from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from llm.testing import FakeLLM
 from memory import Database
-from memory.episodes import Period, next_due
+from memory.episodes import Period, next_due, zone_of
 from memory.store import record_turn
 
 NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)  # a Saturday
@@ -27,7 +29,8 @@ def test_days_then_weeks_are_summarised_one_per_tick_and_injected(agent_factory)
     agent = agent_factory(fake)
     svc = agent.services
     svc.clock = lambda: NOW
-    svc.persona.config.update({"timezone": "UTC", "memory": {"episode_backfill_days": 14}})
+    svc.settings.timezone = "UTC"
+    svc.settings.memory.episode_backfill_days = 14
     with svc.db.unit() as repos:
         said(repos, "note:1", "We planned the boat trip to the island.", datetime(2026, 11, 10, 15, tzinfo=timezone.utc))
         said(repos, "msg:901", "I will pack the map and the compass.", datetime(2026, 11, 10, 15, 5, tzinfo=timezone.utc), "Lumen")
@@ -50,7 +53,7 @@ def test_days_then_weeks_are_summarised_one_per_tick_and_injected(agent_factory)
     recent_days = think.split("Recent days")[1]
     assert recent_days.index("[2026-11-11] SUMMARY") < recent_days.index("[2026-11-18] SUMMARY")
     assert "[week of 2026-11-09]" not in recent_days  # its days are shown themselves
-    svc.persona.config["memory"]["episode_days"] = 1
+    svc.settings.memory.episode_days = 1
     agent.tick()
     think = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
     assert "[week of 2026-11-09] SUMMARY of the week" in think and "[2026-11-11]" not in think
@@ -75,7 +78,7 @@ def test_local_days_month_rollup_and_backfill_window(tmp_path):
 
 def test_a_dead_model_postpones_the_summary(agent_factory):
     from llm import AllLLMsUnavailable
-    from nodes.manage_memory import write_episode
+    from nodes.upkeep import write_episode
 
     def down(prompt, schema):
         raise AllLLMsUnavailable("no LLM answered")
@@ -97,12 +100,24 @@ def test_a_dead_model_postpones_the_summary(agent_factory):
         assert repos.config.get("memory/episodes_checked_on") == "2026-11-21"
 
 
-def test_a_bad_timezone_is_reported_once_a_day(agent_factory):
-    from nodes.manage_memory import write_episode
+def test_a_bad_timezone_is_refused_with_its_file_and_line(tmp_path):
+    import shutil
 
-    agent = agent_factory(FakeLLM("fake"))
-    agent.services.persona.config["timezone"] = "Mars/Olympus"
-    assert write_episode(agent.services, "main", None)["episode"].startswith("error: persona config timezone 'Mars/Olympus'")
-    write_episode(agent.services, "main", None)
-    with agent.services.db.unit() as repos:
-        assert [p.status for p in repos.processes.open("main") if p.name == "memory.episode"] == ["error"]
+    from persona import default_persona_dir
+    from persona.settings import SettingsError, load_settings
+
+    persona = tmp_path / "persona"
+    shutil.copytree(default_persona_dir(), persona)
+    config = (persona / "config.yaml").read_text()
+    (persona / "config.yaml").write_text(config + "timezone: Mars/Olympus\n")
+    line = len(config.splitlines()) + 1
+    with pytest.raises(SettingsError) as refused:
+        load_settings(persona)
+    assert str(refused.value) == f"config.yaml:{line} timezone: Value error, 'Mars/Olympus' is not a known IANA zone"
+
+
+def test_zone_of_a_name_or_the_machines():
+    assert zone_of("Asia/Tokyo") == ZoneInfo("Asia/Tokyo")
+    assert zone_of(None) == datetime.now().astimezone().tzinfo
+    with pytest.raises(ValueError, match="'Mars/Olympus' is not a known IANA zone"):
+        zone_of("Mars/Olympus")

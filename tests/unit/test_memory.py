@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from nodes.commands.consent import answer
+from nodes.context import utcnow
 from llm.testing import FakeLLM
 from memory import Database
 from memory.index import MemoryIndex, Query, first_person
@@ -15,7 +17,7 @@ from memory.lexical import BM25Index
 from memory.manager import set_memory_status
 from memory.testing import HashEmbedder
 from memory.text import chunks, tokenize
-from memory.tiers import MemoryLimitError
+from memory.repositories import MemoryLimitError
 
 
 def block(*commands) -> str:
@@ -84,7 +86,7 @@ def test_writes_updates_deletes_and_archive_stay_in_sync(index):
         assert repos.items.find("diary", a.id).status == "active"
     assert refs(index.search("harbour master boats", k=1)) == [str(a.id)]
     with index.db.unit() as repos:
-        repos.diary.delete(a.id)
+        repos.diary.purge(a.id)
     assert str(a.id) not in refs(index.search("harbour master boats", k=3))
     assert index.collection.get(where={"item_id": a.id})["ids"] == []  # vectors gone too
 
@@ -218,7 +220,8 @@ def test_memory_commands_through_a_tick(agent_factory):
     agent = agent_factory(fake)
     state = agent.tick()
     status = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
-    assert all(status[f"c{i}"][0] == "executed" for i in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11)), status
+    assert all(status[f"c{i}"][0] == "executed" for i in (1, 2, 3, 4, 5, 6, 7, 9, 10)), status
+    assert status["c11"] == ("pending_approval", "waits for my human's approval (approval 1)")  # config is modify_self
     assert status["c8"][0] == "failed" and "over its 3000-char limit" in status["c8"][1]
     assert "sea: 1" in status["c9"][1]
     assert "Today I learnt the tide tables." in status["c10"][1]
@@ -228,19 +231,23 @@ def test_memory_commands_through_a_tick(agent_factory):
         assert repos.tasks.list()[0].pinned and repos.tasks.list()[0].goal_id == 1
         assert repos.blocks.get("core").content == "My human lives by the sea."
         assert repos.blocks.get("notepad").content == ""  # never saved over the limit
-        assert repos.config.get("persona/memory_manager.mode") == "meditation"
-        assert repos.config.get("memory/abstract_request/main")["trigger"] == "mode_change"
     # the next tick's prompt carries core memory, goals, pinned tasks and the memories recalled for the note
     with agent.services.db.unit() as repos:
         repos.notes.add("Tell me about the tide tables?", source="user")
     fake.responses = ["Second thought."]
+    answer(agent.services.db, 1, approve=True, by="human", now=utcnow())  # the config change runs at the next tick
     agent.tick()
+    with agent.services.db.unit() as repos:
+        assert repos.config.get("persona/memory_manager.mode") == "meditation"
+        assert repos.config.get("memory/abstract_request/main")["trigger"] == "mode_change"
+        assert repos.approvals.get(1).status == "executed"
     think = next(c["prompt"] for c in fake.calls if c["json_schema"] is None and "Tell me about" in c["prompt"])
     assert "My human lives by the sea." in think
     assert "[goal 1 long, priority 1] Understand the sea" in think and "[task 1 pinned, priority 1] Read about tides" in think
     recall = think.split("# Memories that came to mind", 1)[1]
     assert "Today I learnt the tide tables." in recall.split("\n#", 1)[0]
-    with agent.services.db.unit() as repos:  # the abstract the mode change asked for was built in this tick's upkeep
+    agent.tick()
+    with agent.services.db.unit() as repos:  # the abstract the mode change asked for was built in the next upkeep
         abstract = repos.abstracts.latest()
         assert abstract is not None and abstract.trigger == "mode_change"
         assert any(s.startswith("diary:") for s in abstract.sources) and any(s.startswith("message:") for s in abstract.sources)
@@ -294,6 +301,7 @@ def test_pin_archive_and_restore_commands(agent_factory):
     ), block(("diary.unpin", {"id": 1}), ("memory.restore", {"tier": "diary", "ref": "1"}),
              ("memory.restore", {"tier": "diary", "ref": "1"}))])
     agent = agent_factory(fake)
+    agent.services.settings.consent.auto_approve = ["memory.archive"]  # the human approved archiving in advance
     agent.tick()
     with agent.services.db.unit() as repos:
         entry = repos.diary.get(1)
@@ -302,7 +310,7 @@ def test_pin_archive_and_restore_commands(agent_factory):
     assert "diary" not in {h.item.tier for h in agent.services.memory.search("storm bay", k=3)}
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["executed", "executed", "failed"]
-    assert "already active, or unknown" in state["executed"][2]["result"]
+    assert state["executed"][2]["result"] == "memory.restore: no archived diary 1 to restore"
     with agent.services.db.unit() as repos:
         entry = repos.diary.get(1)
         assert not entry.pinned and entry.status == "active"

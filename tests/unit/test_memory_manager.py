@@ -6,10 +6,11 @@ SQLite + a real Chroma PersistentClient with the deterministic HashEmbedder (tex
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from pydantic import ValidationError
 
 from llm.testing import FakeLLM
 from memory.index import Query
-from memory.manager import ManagerConfig, run_pass, set_memory_status
+from memory.manager import ManagerSettings, run_pass, set_memory_status
 from memory.models import ProcessLog
 from memory.store import record_turn
 from sqlalchemy import select
@@ -49,7 +50,7 @@ def statuses(db):
 def test_novelty_archives_copies_and_trivia_keeps_emotional_and_human_words(index):
     fill(index)
     with index.db.unit() as repos:
-        report = run_pass(repos, index, ManagerConfig(grace_items=0))
+        report = run_pass(repos, index, ManagerSettings(grace_items=0))
     assert report.assessed == 5  # the persona's own turns only: the human's note is never a candidate
     assert statuses(index.db) == {"msg:1": "active", "note:1": "active", "msg:2": "archived", "msg:3": "active",
                                   "msg:4": "active", "msg:5": "archived"}
@@ -62,7 +63,7 @@ def test_novelty_archives_copies_and_trivia_keeps_emotional_and_human_words(inde
     assert "msg:2" not in [h.item.ref for h in index.search(Query(text="lighthouse keeper nets", k=10))]
     # a second pass decides nothing again (the kept one is logged once)
     with index.db.unit() as repos:
-        again = run_pass(repos, index, ManagerConfig(grace_items=0))
+        again = run_pass(repos, index, ManagerSettings(grace_items=0))
     assert again.assessed == 0 and again.decisions == []
 
 
@@ -73,7 +74,7 @@ def test_archived_memory_is_restored_by_command_and_searchable_again(agent_facto
     agent = agent_factory(fake)
     fill(agent.services.memory)
     with agent.services.db.unit() as repos:
-        run_pass(repos, agent.services.memory, ManagerConfig(grace_items=0))
+        run_pass(repos, agent.services.memory, ManagerSettings(grace_items=0))
         assert {i.ref for i in repos.items.archived()} == {"msg:2", "msg:5"}
     agent.tick()
     assert statuses(agent.services.db)["msg:2"] == "active"
@@ -90,7 +91,7 @@ def test_archived_memory_is_restored_by_command_and_searchable_again(agent_facto
 def test_grace_keeps_the_newest_memories_out_of_reach(index):
     fill(index)
     with index.db.unit() as repos:
-        report = run_pass(repos, index, ManagerConfig(grace_items=4))
+        report = run_pass(repos, index, ManagerSettings(grace_items=4))
     assert report.assessed == 1 and report.archived == []  # only msg:1 is old enough; it has nothing older like it
 
 
@@ -106,7 +107,7 @@ def test_lru_archives_least_recently_used_beyond_the_limit_with_emotion_retentio
         feeling.created_at = feeling.updated_at = now - timedelta(days=40)  # the oldest of all, but emotional
         repos.items.touch([repos.items.find("diary", entries[0].id).id], now)  # entry 0 was just recalled
     with index.db.unit() as repos:
-        report = run_pass(repos, index, ManagerConfig(lru_limit=4, grace_items=100))
+        report = run_pass(repos, index, ManagerSettings(lru_limit=4, grace_items=100))
     with index.db.unit() as repos:
         archived = {int(i.ref) for i in repos.items.archived(limit=10)}
         diary_status = {e.id: e.status for e in repos.diary.list(limit=10, include_archived=True)}
@@ -123,7 +124,7 @@ def test_llm_memory_is_searchable_and_its_lru_hides_it_from_the_prompt(index):
     index.sync()
     assert index.search(Query(text="plan learn tides1 moons1", k=1))[0].item.ref == str(ids[1])
     with index.db.unit() as repos:
-        run_pass(repos, index, ManagerConfig(lru_limit=2, grace_items=100, lru_tiers=["llm_memory"]))
+        run_pass(repos, index, ManagerSettings(lru_limit=2, grace_items=100, lru_tiers=["llm_memory"]))
     with index.db.unit() as repos:
         assert [m.id for m in repos.llm_memory.recent()] == ids[1:]
         assert repos.llm_memory.get(ids[0]).status == "archived"
@@ -133,18 +134,18 @@ def test_llm_memory_is_searchable_and_its_lru_hides_it_from_the_prompt(index):
 
 
 def test_modes_shape_the_parameters_and_the_outcome(index):
-    standard = ManagerConfig()
+    standard = ManagerSettings()
     assert standard.effective().goal_focus == 0.0  # goals only matter in concentration
-    aggressive = ManagerConfig(mode="aggressive_pruning").effective()
-    lenient = ManagerConfig(mode="lenient_pruning").effective()
-    meditation = ManagerConfig(mode="meditation").effective()
+    aggressive = ManagerSettings(mode="aggressive_pruning").effective()
+    lenient = ManagerSettings(mode="lenient_pruning").effective()
+    meditation = ManagerSettings(mode="meditation").effective()
     assert aggressive.novelty_threshold == pytest.approx(0.525) and aggressive.lru_limit == 250
     assert lenient.novelty_threshold == pytest.approx(0.175) and lenient.lru_limit == 1000
     assert meditation.novelty_threshold == pytest.approx(0.35 * 1.4) and meditation.goal_focus == 0.0
-    assert ManagerConfig(mode="concentration").effective().goal_focus == 0.7
+    assert ManagerSettings(mode="concentration").effective().goal_focus == 0.7
     fill(index)
     with index.db.unit() as repos:  # lenient: the emotional copy and the distinct thought stay, as in standard
-        run_pass(repos, index, ManagerConfig(mode="lenient_pruning", grace_items=0, emotion_weight=1.0))
+        run_pass(repos, index, ManagerSettings(mode="lenient_pruning", grace_items=0, emotion_weight=1.0))
     assert statuses(index.db)["msg:3"] == "active"
 
 
@@ -153,32 +154,38 @@ def test_concentration_keeps_goal_related_memories(index):
         repos.goals.add("Repair the lighthouse lamp", description="nets buoys keeper")
     fill(index)
     with index.db.unit() as repos:
-        run_pass(repos, index, ManagerConfig(mode="concentration", grace_items=0, goal_focus=1.0))
+        run_pass(repos, index, ManagerSettings(mode="concentration", grace_items=0, goal_focus=1.0))
     assert statuses(index.db)["msg:2"] == "active"  # a copy, but about the goal
     assert any("goal-related lowers its bar" in line for line in decisions(index.db))
 
 
-def test_bad_settings_are_reported_not_raised(agent_factory):
-    agent = agent_factory(FakeLLM("fake"))
-    agent.services.persona.config["memory_manager"] = {"mode": "sleepy", "every": 1}
-    state = agent.tick()
-    assert state["memory_upkeep"]["manager"].startswith("error: memory_manager.mode must be one of standard")
-    with agent.services.db.unit() as repos:
-        errors = [p.value for p in repos.processes.open("main") if p.name == "memory.manager"]
-    assert errors and "sleepy" in errors[0]
+def test_settings_are_validated_when_given():
+    with pytest.raises(ValidationError, match="'standard', 'concentration', 'meditation'"):
+        ManagerSettings(mode="sleepy")
+    for bad in ({"novelty_threshold": 1.5}, {"lru_limit": 0}, {"lru_limit": 2_000_000}, {"emotion_weight": -0.1},
+                {"every": -1}, {"similarity_floor": float("nan")}, {"max_per_pass": 0}, {"lru_tiers": ["kb"]},
+                {"sleepy": True}):
+        with pytest.raises(ValidationError):
+            ManagerSettings(**bad)
+    settings = ManagerSettings(lru_tiers=["diary"])
+    with pytest.raises(ValidationError):
+        settings.goal_focus = 2.0  # an assignment is checked too
+    assert ManagerSettings(mode="lenient_pruning", lru_limit=1_000_000).effective().lru_limit == 2_000_000
 
 
 def test_the_tick_runs_the_manager_on_its_schedule_from_config(agent_factory):
     repeat = "The tide comes in and the tide goes out over the grey sand of the bay"
-    agent = agent_factory(FakeLLM("fake", responses=[repeat, repeat + " again", repeat + " still", "Yes."] * 3))
-    agent.services.persona.config["memory_manager"] = {"every": 3, "grace_items": 0}
+    agent = agent_factory(FakeLLM("fake", responses=[repeat, repeat + " again", repeat + " still", "Yes."] * 3),
+                          memory_manager={"every": 3, "grace_items": 0})
     reports = [agent.tick().get("memory_upkeep", {}).get("manager") for _ in range(3)]
     assert reports[:2] == [None, None] and reports[2]["assessed"] == 3 and reports[2]["archived"] >= 1
     with agent.services.db.unit() as repos:
         summary = [p.value for p in repos.processes.open("main") if p.name == "memory.manager"]
-        repos.config.set("persona/memory_manager.every", 0)  # the persona's own change wins over config.yaml
+        repos.config.set("persona/memory_manager.lru_limit", 7)  # the persona's own change wins over config.yaml…
+        repos.config.set("persona/memory_manager.every", 0)  # …for the keys it may change; this one is the operator's
     assert summary and summary[0].startswith("assessed 3; archived") and "[mode standard: novelty bar 0.35" in summary[0]
-    assert all(agent.tick().get("memory_upkeep", {}).get("manager") is None for _ in range(3))
+    assert [agent.tick().get("memory_upkeep", {}).get("manager") is None for _ in range(3)] == [True, True, False]
+    assert agent.services.settings.memory_manager.lru_limit == 7 and agent.services.settings.memory_manager.every == 3
 
 
 def test_concepts_come_back_when_used(agent_factory):

@@ -1,4 +1,4 @@
-from nodes.commands import parse_commands
+from nodes.commands import parse_commands, registry
 
 
 def test_canonical_hmp_block():
@@ -42,7 +42,7 @@ def test_unparseable_block_is_logged_not_raised():
 def test_tool_call_tags_with_aliases_and_unclosed_tag():
     text = ('thinking <tool_call>{"name": "message", "arguments": {"text": "hello"}}</tool_call> more '
             '<tool_call>{"name": "search", "arguments": {"query": "sea"}}')
-    result = parse_commands(text, 5)
+    result = parse_commands(text, 5, aliases=registry().aliases)
     assert [c.type for c in result.commands] == ["messages.send", "search.query"]
     assert result.commands[1].args == {"query": "sea"}
     assert [c.syntax for c in result.commands] == ["tool_call", "tool_call"]
@@ -70,7 +70,7 @@ def test_command_without_type_is_an_error():
 
 
 def test_emotion_parsing_json_loose_and_truncated():
-    from nodes.evaluate_emotion import parse_emotions
+    from nodes.reflexes.emotion import parse_emotions
 
     assert parse_emotions('{"emotions": [{"emotion": "Joy", "strength": 4, "reason": "sun"}]}') == [("joy", 4, "sun")]
     assert parse_emotions('emotions: ["curiosity:3 (a new idea)", "i:1", "calm:2"]') == [("curiosity", 3, "a new idea"), ("calm", 2, "")]

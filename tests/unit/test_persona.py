@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from graph.agent import build_agent
-from graph.services import RunOptions, open_services
+from graph.services import open_services
 from llm.testing import FakeLLM
 from memory.testing import HashEmbedder
 from persona import PersonaError, default_persona_dir, load_persona
@@ -36,8 +36,7 @@ def copy_persona(tmp_path: Path) -> Path:
 
 
 def agent_for(tmp_path: Path, persona_dir: Path, fake: FakeLLM):
-    services = open_services(RunOptions(data_dir=str(tmp_path / "data"), embedded=False, persona_dir=str(persona_dir)),
-                             providers={fake.id: fake}, entries=[{"id": fake.id, "provider": "fake", "priority": 1}],
+    services = open_services(data_dir=str(tmp_path / "data"), embedded=False, persona_dir=str(persona_dir), providers={fake.id: fake}, entries=[{"id": fake.id, "provider": "fake", "priority": 1}],
                              embedder=HashEmbedder())
     return build_agent("repl", services=services, data_dir=str(tmp_path / "data"), checkpointer="memory")
 
@@ -46,7 +45,7 @@ def test_the_default_persona_is_complete():
     persona = load_persona()
     assert set(persona.files) == {"IDENTITY.md", "SOUL.md", "TOOLS.md", "USER.md", "AGENTS.md", "HEARTBEAT.md",
                                   "BOOTSTRAP.md", "MEMORY.md"}
-    assert persona.seed and persona.ethics["principles"] and persona.config["reflexes"]
+    assert persona.seed and persona.ethics.principles and persona.config["reflexes"]
     assert {s.name: s.invocation for s in persona.skills} == {"check-in": "manual", "journaling": "auto",
                                                               "research": "auto"}
     assert persona.truncated == []

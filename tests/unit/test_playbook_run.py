@@ -8,7 +8,7 @@ import pytest
 
 from graph.playbook import InputError
 from llm.testing import FakeLLM
-from nodes.assign_vars import AssignmentError
+from nodes.kinds.assign_vars import AssignmentError
 
 
 def write(tmp_path, name, text):

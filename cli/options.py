@@ -1,0 +1,49 @@
+"""What the commands share: the options that say where a persona's data is, and opening it.
+
+A data dir remembers the persona it was run with (graph/services.py), so `inspect`, `kb`, `persona show` and the
+rest read that persona's settings without `--persona`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from graph.services import open_memory_index, open_settings
+from memory import Database
+from persona.settings import Settings
+
+console = Console(stderr=False)
+err = Console(stderr=True)
+
+DataDir = typer.Option("data", "--data-dir", envvar="ANIMA_DATA_DIR", help="Where the database and checkpoints live.")
+DbUrl = typer.Option(None, "--db", envvar="ANIMA_DB_URL",
+                     help="Database URL (postgresql://… or a SQLite path); default <data-dir>/anima.sqlite.")
+PersonaDir = typer.Option(None, "--persona", envvar="ANIMA_PERSONA_DIR",
+                          help="Persona directory (default: the one this data dir was run with, else persona/default).")
+EmbedUrl = typer.Option(None, "--embed-url", envvar="ANIMA_EMBED_URL",
+                        help="OpenAI-compatible /v1 server for embeddings (default: embedded MiniLM).")
+EmbedModel = typer.Option(None, "--embed-model", envvar="ANIMA_EMBED_MODEL")
+ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
+                         help="Chroma server, e.g. http://127.0.0.1:8000 (default: embedded, in the data dir).")
+Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
+
+
+def flags(**given: Any) -> dict[str, Any]:
+    """Command-line settings that were given (None means: not on the command line)."""
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def open_data(data_dir: str, db: Optional[str], persona: Optional[str] = None, **more: Any) -> tuple[Database, Settings]:
+    """The database of a data dir and the settings of the persona it belongs to."""
+    database = Database.open(data_dir, db)
+    return database, open_settings(database, flags(data_dir=data_dir, db_url=db, persona_dir=persona, **more))
+
+
+def open_memory(data_dir: str, db: Optional[str], persona: Optional[str], embed_url: Optional[str],
+                embed_model: Optional[str], chroma_url: Optional[str]):
+    database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
+                                   chroma_url=chroma_url)
+    return database, open_memory_index(database, settings)

@@ -1,0 +1,74 @@
+"""`run.py persona new|show`: scaffold a persona directory; show the prompt it assembles."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import typer
+from langgraph.runtime import Runtime
+from rich.markup import escape
+
+from cli.options import DataDir, DbUrl, PersonaDir, Thread, console, err, flags
+from cli.run_playbook import install_model_with_progress
+from graph.services import open_services
+from nodes.context import AnimaContext
+from nodes.state import TickState
+from nodes.steps.s04_prepare_context import prepare_context
+from persona import default_persona_dir, load_persona
+
+app = typer.Typer(help="Persona directories: scaffold one, show the prompt it assembles.")
+
+
+@app.command("new")
+def persona_new(name: str = typer.Argument(..., help="The persona's name."),
+                directory: Optional[Path] = typer.Option(None, "--dir", help="Where to create it (default personas/NAME).")) -> None:
+    """Scaffold a persona from the default one, renamed; edit its files, then run with --persona DIR."""
+    if not re.fullmatch(r"[\w][\w .-]{0,63}", name):
+        err.print(f"[red]persona new: {name!r} is not a usable name (letters, digits, space, . _ -; at most 64)[/]")
+        raise typer.Exit(1)
+    target = directory or Path("personas") / name.lower().replace(" ", "-")
+    if target.exists():
+        err.print(f"[red]persona new: {target} already exists; nothing was changed[/]", soft_wrap=True)
+        raise typer.Exit(1)
+    shutil.copytree(default_persona_dir(), target)
+    for path in target.rglob("*"):
+        if path.is_file() and path.suffix in (".md", ".yaml", ".txt"):
+            path.write_text(path.read_text(encoding="utf-8").replace("Lumen", name), encoding="utf-8")
+    persona = load_persona(target)
+    console.print(f"created {target} ({len(persona.files)} bootstrap files, {len(persona.skills)} skills)", soft_wrap=True)
+    console.print(f"edit its files, then: python run.py --persona {target}", soft_wrap=True)
+
+
+@app.command("show")
+def persona_show(persona: Optional[str] = PersonaDir,
+                 layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
+                 data_dir: str = DataDir, db: Optional[str] = DbUrl, thread: str = Thread) -> None:
+    """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
+    install_model_with_progress()
+    services = open_services(**flags(data_dir=data_dir, db_url=db, persona_dir=persona))
+    try:
+        with services.db.unit() as repos:
+            row = repos.threads.get(thread)
+            tick = (row.tick if row is not None else 0) + 1
+        result = prepare_context(TickState(thread_id=thread, root_thread=thread, tick=tick, mode="chat"),
+                                 Runtime(context=AnimaContext(services=services)))
+    finally:
+        services.db.close()
+    report = result["context_report"]
+    if layers:
+        for layer in report.get("layers", []):
+            where = "system" if layer["system"] else "user"
+            console.print(f"{layer['layer']:<12} {where:<6} {layer['items']:>3} item(s) {layer['tokens']:>6} tokens")
+        console.print(f"{'total':<12} {'':<6} {'':>11} {result['prompt_tokens']:>6} tokens of a "
+                      f"{report['budget_tokens']}-token budget")
+        for drop in report.get("dropped", []):
+            console.print(f"[yellow]dropped: {escape(drop)}[/]")
+        for note in services.persona.truncated:
+            console.print(f"[yellow]left out: {escape(note)}[/]")
+        return
+    for message in result["prompt_messages"]:
+        console.print(f"[bold]── {message['role']} ──[/]")
+        console.print(escape(message["content"]))

@@ -1,0 +1,156 @@
+"""Running a playbook: the persona's loop (`run.py`, `make run`), a one-shot playbook (`-p deep_work`), a dream."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.live import LiveView
+from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, err, flags
+
+
+def install_model_with_progress() -> None:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    from llm.embedded_model import assemble_model, is_assembled, model_path
+
+    if is_assembled():
+        return
+    with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  console=err) as progress:
+        task = progress.add_task("gguf", total=None)
+        assemble_model(progress=lambda done, total: progress.update(task, completed=done, total=total))
+    err.print(f"embedded model ready: {model_path()}")
+
+
+def run_playbook(ctx: typer.Context,
+                 playbook: str = typer.Option("playbooks/repl.yaml", "--playbook", "-p",
+                                              help="Playbook file or shipped name (repl, epos, deep_work, novel)."),
+                 inputs: list[str] = typer.Option([], "--input", "-i", help="Playbook input as name=value (repeatable)."),
+                 persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl,
+                 ticks: str = typer.Option("forever", "--ticks",
+                                           help="Loop playbooks: number of ticks, or 'forever' (Ctrl-C stops cleanly)."),
+                 llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL",
+                                                       help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
+                 model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL", help="Model name on that server."),
+                 llm_api: str = typer.Option("chat", "--llm-api", help="chat or completions (base models, continuation)."),
+                 context_window: Optional[int] = typer.Option(None, "--context-window", help="Model context window in tokens."),
+                 thread: str = Thread,
+                 no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
+                 embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
+                 chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Run a playbook: the persona's REPL loop (Ctrl-C finishes the current step, saves and exits)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
+        settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
+                       llm_api=llm_api if llm_url else None, context_window=context_window,
+                       embedded=False if (llm_url and no_fallback) else None, embed_url=embed_url,
+                       embed_model=embed_model, chroma_url=chroma_url))
+
+
+def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", verbose: bool = False,
+        settings: dict) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from graph.agent import build_agent
+    from graph.loop import Stopper, run_loop
+    from graph.playbook import InputError, PlaybookError, coerce_inputs
+    from persona import PersonaError
+    from persona.settings import SettingsError
+
+    if ticks != "forever" and not ticks.isdigit():
+        err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
+        raise typer.Exit(2)
+    if settings.get("embedded", True):
+        install_model_with_progress()
+    given = {}
+    for item in inputs:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            err.print(f"--input takes name=value, not {item!r}")
+            raise typer.Exit(2)
+        given[name.strip()] = value
+    try:
+        agent = build_agent(playbook, thread_id=thread, on_recover=lambda text: err.print(f"[yellow]{escape(text)}[/]"),
+                            **settings)
+        coerce_inputs(agent.playbook, given)  # unknown, missing or mistyped inputs: say so before running
+    except PlaybookError as exc:
+        err.print(f"[red]invalid playbook[/]\n{escape(str(exc))}")
+        raise typer.Exit(1)
+    except (SettingsError, PersonaError) as exc:
+        err.print(f"[red]invalid settings[/]\n{escape(str(exc))}")
+        raise typer.Exit(2)
+    except InputError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2)
+    stopper = Stopper()
+
+    def on_signal(_sig, _frame):
+        if stopper.requested:
+            raise KeyboardInterrupt
+        err.print("\n[yellow]stopping: finishing the current step (Ctrl-C again to abort)…[/]")
+        stopper.request("interrupt")
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    state = agent.state()
+    resumed = " (resuming an interrupted tick)" if agent.interrupted else ""
+    svc = agent.services
+    err.print(f"[bold]{escape(svc.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
+              f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(svc.llms.ids)} · "
+              f"data {escape(svc.db.url)}")
+    with svc.db.unit() as repos:
+        waiting = len(repos.approvals.pending())
+    if waiting:
+        err.print(f"[yellow]{waiting} command(s) wait for your approval: run.py approvals[/]")
+    if not agent.playbook.loop:
+        run_once(agent, given, stopper)
+        return
+    try:
+        with LiveView(svc.persona.display_name) as view:
+            result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view,
+                              inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
+    finally:
+        agent.close()
+    dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
+    err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "
+              f"state saved, session closed — run again to continue (or: run.py sessions list).")
+
+
+def run_once(agent, given: dict[str, str], stopper) -> None:
+    """A one-shot playbook (deep_work, novel): run it (or resume its interrupted run) and print its outputs."""
+    from langgraph.errors import GraphDrained
+
+    if agent.interrupted:
+        err.print(f"resuming the interrupted {agent.playbook.name} run {agent.run_id}")
+    try:
+        with LiveView(agent.services.persona.display_name, out=err) as view:  # stdout: the outputs as JSON
+            for mode, data in agent.stream(stopper.control, inputs=given or None):
+                view(mode, data)
+    except GraphDrained:
+        err.print("interrupted: state saved — run the same command again to resume.")
+        return
+    except Exception as exc:  # noqa: BLE001 - a failed step: say what and how to resume, no traceback
+        err.print(f"[red]{agent.playbook.name} stopped: {type(exc).__name__}: {escape(str(exc))}[/]\n"
+                  "Its progress is saved — run the same command again to resume from the failed step.")
+        raise typer.Exit(1)
+    finally:
+        outputs = agent.outputs() if agent.run_id else {}
+        agent.close()
+    print(json.dumps(outputs, indent=2, ensure_ascii=False, default=str))
+
+
+def dream(level: int = typer.Option(0, "--level", min=0, max=3, help="1 daily, 2 weekly, 3 monthly; 0: by the calendar."),
+          persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl, thread: str = Thread,
+          llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL"),
+          model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
+          no_fallback: bool = typer.Option(False, "--no-fallback"), verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Dream now (playbooks/dream.yaml): reflect, and apply the insight, strategy, goal and entity updates and open questions."""
+    run(playbook="dream", inputs=[f"level={level}", "reason=on demand"], ticks="1", thread=thread, verbose=verbose,
+        settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
+                       embedded=False if (llm_url and no_fallback) else None))

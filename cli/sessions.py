@@ -1,0 +1,88 @@
+"""`run.py sessions list|export|revive`: every run of a loop, saved at stop (graph/loop/sessions.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags
+from cli.run_playbook import run
+from graph.loop.sessions import export_session, revive_session
+from graph.reports import session_row
+from memory import Database
+from nodes.context import utcnow
+
+app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one, or revive it in a new thread.")
+
+
+@app.command("list")
+def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            rows = [session_row(s) for s in repos.sessions.list(limit)]
+    finally:
+        database.close()
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        console.print("no sessions yet")
+    for r in rows:
+        revived = f" · revived from {r['revived_from']}" if r["revived_from"] else ""
+        console.print(f"[bold]{r['id']}[/]\t{escape(r['thread_id'])}\t{r['playbook']}\t{r['status']}\tticks "
+                      f"{r['first_tick'] + 1}–{r['last_tick']}\t{r['started_at'][:16]} → {(r['stopped_at'] or '…')[:16]}"
+                      f"{revived}", soft_wrap=True)
+
+
+@app.command("export")
+def sessions_export(session_id: int = typer.Argument(...),
+                    out: Path = typer.Option(Path("."), "--out", help="Directory for the two files."),
+                    data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+    """Write session-ID.json (everything) and session-ID.md (the transcript)."""
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            data, markdown = export_session(repos, session_id)
+    except LookupError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"session-{session_id}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / f"session-{session_id}.md").write_text(markdown, encoding="utf-8")
+    console.print(f"{out / f'session-{session_id}.json'}\n{out / f'session-{session_id}.md'}", soft_wrap=True)
+
+
+@app.command("revive")
+def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Option("forever", "--ticks"),
+                    start: bool = typer.Option(True, "--run/--no-run", help="Start the loop on the new thread."),
+                    persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl,
+                    llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL"),
+                    model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
+                    no_fallback: bool = typer.Option(False, "--no-fallback")) -> None:
+    """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            thread_id = revive_session(repos, session_id, utcnow())
+            playbook = repos.sessions.get(session_id).playbook or "repl"
+    except (LookupError, ValueError) as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    console.print(f"session {session_id} revived as thread {thread_id}", soft_wrap=True)
+    if not start:
+        console.print(f"continue it with: python run.py --playbook {playbook} --thread {thread_id}", soft_wrap=True)
+        return
+    run(playbook=playbook, inputs=[], ticks=ticks, thread=thread_id,
+        settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
+                       embedded=False if (llm_url and no_fallback) else None))

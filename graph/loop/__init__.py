@@ -1,0 +1,7 @@
+"""The loop: the driver that ticks (driver.py), what runs around the ticks — sessions, dreams, task sub-cycles
+(autonomy.py, sessions.py, task_cycles.py)."""
+
+from graph.loop.autonomy import Autonomy
+from graph.loop.driver import LoopResult, Stopper, idle_should_wake, run_loop
+
+__all__ = ["Autonomy", "LoopResult", "Stopper", "idle_should_wake", "run_loop"]

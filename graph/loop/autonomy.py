@@ -1,0 +1,96 @@
+"""What a root loop does besides ticking: its session (sessions.py), dreams when they are due
+(persona/dreaming.py, playbooks/dream.yaml), and the task sub-cycles (task_cycles.py)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any, Callable
+
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
+
+from graph.agent import Agent
+from graph.loop.sessions import checkpoint_session, close_session, open_session
+from graph.loop.task_cycles import TaskCycles
+from graph.playbook import load_playbook, resolve_playbook_path
+from persona.dreaming import dream_due
+
+log = logging.getLogger(__name__)
+DREAM_CHECK_EVERY = timedelta(minutes=1)
+
+
+class Autonomy:
+    """What a root loop does besides ticking: its session, dreams, and the task sub-cycles."""
+
+    def __init__(self, agent: Agent, on_stream: Callable[[str, Any], None] | None = None,
+                 notify: Callable[[str], None] | None = None):
+        self.agent = agent
+        self.on_stream = on_stream
+        self.notify = notify
+        self.session_id: int | None = None
+        self.digest: str | None = None
+        self.tasks = TaskCycles(agent)
+        self.dream_agent: Agent | None = None
+        self.dream_failed_on = None  # the date a dream raised: not retried before the next day
+        self.dream_checked = None  # when maybe_dream last looked
+        self.started = agent.services.clock()
+
+    def start(self) -> None:
+        svc = self.agent.services
+        with svc.db.unit() as repos:
+            self.session_id, told = open_session(repos, self.agent.thread_id, playbook=self.agent.playbook.name,
+                                                 persona=svc.persona.name, now=svc.clock())
+        for text in told:
+            if self.notify:
+                self.notify(text)
+        self.tasks.resume_interrupted(self.notify)
+
+    def after_tick(self, control: RunControl) -> None:
+        with self.agent.services.db.unit() as repos:
+            self.digest = checkpoint_session(repos, self.session_id, self.digest)
+        self.step_tasks(control)
+
+    def step_tasks(self, control: RunControl) -> None:
+        for outcome in self.tasks.step(control, self.on_stream):
+            quiet = outcome.get("status") == "running" or (outcome.get("status") == "waiting" and not outcome.get("reason"))
+            if not quiet and self.on_stream:  # ended, stopped, restarted or backing off after an error
+                self.on_stream("custom", {"event": "task_cycle", **outcome})
+
+    def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
+        """Run the dream playbook when it is due (persona/dreaming.py); returns its result, or None."""
+        svc = self.agent.services
+        now = svc.clock()
+        if self.dream_checked is not None and now - self.dream_checked < DREAM_CHECK_EVERY:
+            return None  # the loop also spins while idle: the settings and queries need not run every poll
+        self.dream_checked = now
+        with svc.db.unit() as repos:
+            thread = repos.threads.get(self.agent.thread_id)
+            if thread is not None and thread.parent_id is not None:
+                return None
+            reason = dream_due(repos, now, svc.settings.zone(), svc.settings.dreaming, started=self.started)
+        if reason is None or self.dream_failed_on == now.date():
+            return None
+        if self.dream_agent is None:
+            self.dream_agent = Agent(load_playbook(resolve_playbook_path("dream")), svc, self.agent.checkpointer,
+                                     thread_id=self.agent.thread_id)
+        try:
+            for mode, data in self.dream_agent.stream(control, inputs={"level": 0, "reason": reason}):
+                if self.on_stream and mode == "custom":
+                    self.on_stream(mode, data)
+        except GraphDrained:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; tried again tomorrow
+            log.exception("dream failed")
+            self.dream_failed_on = now.date()
+            with svc.db.unit() as repos:
+                repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
+                                    status="error", thread_id=self.agent.thread_id)
+            return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        return self.dream_agent.outputs().get("dream")
+
+    def stop(self, status: str = "stopped") -> None:
+        if self.session_id is None:
+            return
+        with self.agent.services.db.unit() as repos:
+            close_session(repos, self.session_id, self.agent.services.clock(), status=status)

@@ -1,0 +1,113 @@
+"""The tick loop driver: invoke, pause `cycle.pause` seconds, honour idle mode, back off when degraded,
+stop cleanly on request (Ctrl-C drains: the running step finishes, its checkpoint is saved, and the
+next run resumes the same tick). Around the ticks (autonomy.py): the session, dreams and task sub-cycles."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable
+
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
+
+from graph.agent import Agent
+from graph.loop.autonomy import Autonomy
+from nodes.commands.cycle import idle_wake_reason, load_cycle, update_cycle
+
+log = logging.getLogger(__name__)
+MAX_DEGRADED_BACKOFF_S = 60.0
+
+
+@dataclass
+class LoopResult:
+    ticks_run: int = 0
+    interrupted: bool = False
+    dreams: list[dict[str, Any]] = field(default_factory=list)
+    last_state: dict[str, Any] = field(default_factory=dict)
+
+
+class Stopper:
+    """Shared between the signal handler and the loop: request a drain, wake any sleep."""
+
+    def __init__(self) -> None:
+        self.control = RunControl()
+        self.event = threading.Event()
+
+    def request(self, reason: str = "interrupt") -> None:
+        self.control.request_drain(reason)
+        self.event.set()
+
+    @property
+    def requested(self) -> bool:
+        return self.event.is_set()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.event.wait(seconds)
+
+
+def idle_should_wake(agent: Agent, now: datetime) -> bool:
+    """While `cycle.idle` is on: wake on a matching note, a process or task cycle finishing, or the timeout."""
+    with agent.services.db.unit() as repos:
+        idle = load_cycle(repos, agent.thread_id).get("idle")
+        if not idle:
+            return True
+        reason = idle_wake_reason(repos, idle, now)
+        if reason:
+            update_cycle(repos, agent.thread_id, idle=None)
+            repos.processes.add("cycle.idle", f"woke from idle: {reason}", status="ok", thread_id=agent.thread_id)
+        return reason is not None
+
+
+def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
+             on_stream: Callable[[str, Any], None] | None = None, idle_poll_s: float = 1.0,
+             inputs: dict[str, Any] | None = None, autonomy: bool = True,
+             notify: Callable[[str], None] | None = None) -> LoopResult:
+    """Tick until `ticks` ran or a stop is requested; `inputs` (the playbook's) go in with the first tick.
+
+    With `autonomy` (the default) the run is a session (saved at stop), the persona dreams when it is due, and
+    task sub-cycles take a tick after each of its own (and while it idles)."""
+    stopper = stopper or Stopper()
+    result = LoopResult()
+    degraded_streak = 0
+    life = Autonomy(agent, on_stream, notify) if autonomy else None
+    if life:
+        life.start()
+    try:
+        while ticks is None or result.ticks_run < ticks:
+            if stopper.requested:
+                result.interrupted = True
+                break
+            if life and not agent.interrupted:
+                dreamt = life.maybe_dream(stopper.control)
+                if dreamt is not None:
+                    result.dreams.append(dreamt)
+            if not agent.interrupted and not idle_should_wake(agent, agent.services.clock()):
+                if life:
+                    life.step_tasks(stopper.control)
+                stopper.sleep(idle_poll_s)
+                continue
+            for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None):
+                if on_stream:
+                    on_stream(mode, data)
+            result.ticks_run += 1
+            state = agent.state()
+            result.last_state = state
+            if life:
+                life.after_tick(stopper.control)
+            if state.get("degraded"):
+                degraded_streak += 1
+                stopper.sleep(min(MAX_DEGRADED_BACKOFF_S, 2.0 ** degraded_streak))
+            else:
+                degraded_streak = 0
+                if ticks is None or result.ticks_run < ticks:
+                    stopper.sleep(float(state.get("pause_s") or 0.0))
+    except GraphDrained:
+        result.interrupted = True
+    finally:
+        if life:
+            life.stop()
+    return result

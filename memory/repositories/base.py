@@ -1,0 +1,96 @@
+"""What every repository shares (its session, the upsert and get helpers, the not-found error), and the bases of
+the memory tiers' repositories, which keep a row's retrieval-catalogue item in step with the row."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from memory.models import utcnow
+
+if TYPE_CHECKING:
+    from memory.repositories.items import MemoryItemRepo
+
+
+class NotFound(LookupError):
+    pass
+
+
+class Repo:
+    def __init__(self, session: Session):
+        self.s = session
+
+    def _upsert(self, row: Any, model: type, fields: dict[str, Any]) -> Any:
+        """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""
+        if row is None:
+            row = model(**fields)
+            self.s.add(row)
+        else:
+            for name, value in fields.items():
+                setattr(row, name, value)
+        self.s.flush()
+        return row
+
+    def _get(self, model: type, row_id: int) -> Any:
+        row = self.s.get(model, int(row_id))
+        if row is None:
+            raise NotFound(f"no {model.__tablename__.rstrip('s')} {row_id}")
+        return row
+
+
+class TierRepo(Repo):
+    """A memory tier's repository: its retrievable rows keep their retrieval-catalogue item in step, in the same
+    transaction, so search sees every write, update and archive."""
+
+    def __init__(self, session: Session, items: "MemoryItemRepo"):
+        super().__init__(session)
+        self.items = items
+
+
+class StatusTierRepo(TierRepo):
+    """A tier whose rows carry their own status (active | archived) besides their catalogue item's: archiving
+    sets both, so the row leaves its lists and the item leaves retrieval; restoring brings both back."""
+
+    model: type
+    tier: str
+
+    def _index(self, row: Any) -> None:
+        """Write the row's catalogue item (each tier says what of the row is retrievable)."""
+        raise NotImplementedError
+
+    def _insert(self, row: Any) -> Any:
+        self.s.add(row)
+        self.s.flush()
+        self._index(row)
+        return row
+
+    def get(self, row_id: int) -> Any:
+        return self._get(self.model, row_id)
+
+    def _put_item(self, row: Any, text: str, **fields: Any) -> None:
+        """Write the row's catalogue item; the item of an archived row stays archived."""
+        self.items.put(self.tier, row.id, text, **fields)
+        if row.status != "active":
+            self.items.set_status_of(self.tier, row.id, row.status)
+
+    def archive(self, row_id: int) -> bool:
+        return self._set_status(row_id, "archived")
+
+    def restore(self, row_id: int) -> bool:
+        return self._set_status(row_id, "active")
+
+    def _set_status(self, row_id: int, status: str) -> bool:
+        row = self.s.get(self.model, int(row_id))
+        if row is None:
+            return False
+        changed = self.items.set_status_of(self.tier, row.id, status)
+        if row.status != status:
+            row.status, row.updated_at, changed = status, utcnow(), True
+            self.s.flush()
+        return changed
+
+    def purge(self, row_id: int) -> None:
+        """Delete the row and its catalogue item for good (a human's delete; the persona archives)."""
+        self.s.delete(self._get(self.model, row_id))
+        self.items.remove(self.tier, row_id)

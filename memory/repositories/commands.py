@@ -1,0 +1,36 @@
+"""Executed commands: one row per command seen; its unique `cmd_key` makes a command's effect commit at most once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from memory.models import ExecutedCommand
+from memory.repositories.base import Repo
+
+
+class CommandRepo(Repo):
+    def get(self, cmd_key: str) -> ExecutedCommand | None:
+        return self.s.scalars(select(ExecutedCommand).where(ExecutedCommand.cmd_key == cmd_key)).first()
+
+    def record(self, **fields: Any) -> ExecutedCommand:
+        row = ExecutedCommand(**fields)
+        self.s.add(row)
+        self.s.flush()  # raises IntegrityError on a duplicate cmd_key
+        return row
+
+    def set_status(self, cmd_key: str, status: str, result: str) -> bool:
+        """A parked command's later fate (approved and run, denied, failed); False when there is no such row."""
+        row = self.get(cmd_key)
+        if row is None:
+            return False
+        row.status, row.result = status, result
+        self.s.flush()
+        return True
+
+    def recent(self, limit: int = 50, thread_id: str | None = None) -> list[ExecutedCommand]:
+        q = select(ExecutedCommand)
+        if thread_id:
+            q = q.where(ExecutedCommand.thread_id == thread_id)
+        return list(reversed(self.s.scalars(q.order_by(ExecutedCommand.id.desc()).limit(limit)).all()))

@@ -1,0 +1,33 @@
+"""The `config` table: JSON values by key (cycle settings, the persona's own changes, durable requests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from memory.models import ConfigEntry, utcnow
+from memory.repositories.base import Repo
+
+
+class ConfigRepo(Repo):
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.s.get(ConfigEntry, key)
+        return default if row is None else row.value
+
+    def set(self, key: str, value: Any) -> None:
+        row = self.s.get(ConfigEntry, key)
+        if row is None:
+            self.s.add(ConfigEntry(key=key, value=value))
+        else:
+            row.value = value
+            row.updated_at = utcnow()
+        self.s.flush()
+
+    def with_prefix(self, prefix: str) -> dict[str, Any]:
+        """Every key starting with `prefix` (e.g. the persona's own setting changes, `persona/…`)."""
+        rows = self.s.scalars(select(ConfigEntry).where(ConfigEntry.key.startswith(prefix, autoescape=True))).all()
+        return {row.key: row.value for row in rows if row.value is not None}
+
+    def all(self) -> dict[str, Any]:
+        return {row.key: row.value for row in self.s.scalars(select(ConfigEntry)).all()}

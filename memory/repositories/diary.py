@@ -1,0 +1,62 @@
+"""HMP `diary_entries`: the cognitive diary, written only by explicit commands; archived entries leave retrieval."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+
+from memory.models import DiaryEntry, utcnow
+from memory.repositories.base import StatusTierRepo
+from memory.text import emotion_score, emotion_strengths
+
+
+class DiaryRepo(StatusTierRepo):
+    model, tier = DiaryEntry, "diary"
+
+    def _index(self, entry: DiaryEntry) -> None:
+        self._put_item(entry, entry.text, tags=entry.tags, emotions=[name for name, _ in emotion_strengths(entry.emotions)],
+                       emotion_score=emotion_score(entry.emotions), importance=min(1.0, 0.5 + 0.1 * entry.priority),
+                       pinned=entry.pinned, thread_id=entry.thread_id, created_at=entry.created_at)
+
+    def add(self, text: str, *, tags: Iterable[str] = (), emotions: Iterable[str] = (), priority: int = 0,
+            thread_id: str | None = None, tick: int | None = None) -> DiaryEntry:
+        entry = DiaryEntry(text=text, tags=list(tags), emotions=list(emotions), priority=priority,
+                           thread_id=thread_id, tick=tick)
+        return self._insert(entry)
+
+    def list(self, *, limit: int = 20, tag: str | None = None, include_archived: bool = False,
+             pinned_only: bool = False) -> list[DiaryEntry]:
+        q = select(DiaryEntry)
+        if not include_archived:
+            q = q.where(DiaryEntry.status == "active")
+        if pinned_only:
+            q = q.where(DiaryEntry.pinned.is_(True))
+        rows = list(self.s.scalars(q.order_by(DiaryEntry.id.desc()).limit(limit * (5 if tag else 1))).all())
+        if tag:
+            rows = [r for r in rows if tag in (r.tags or [])][:limit]
+        return list(reversed(rows))
+
+    def newer_than(self, entry_id: int, limit: int) -> list[DiaryEntry]:
+        """The newest `limit` entries after `entry_id`, archived ones too, newest first."""
+        return list(self.s.scalars(select(DiaryEntry).where(DiaryEntry.id > entry_id)
+                                   .order_by(DiaryEntry.id.desc()).limit(limit)).all())
+
+    def update(self, entry_id: int, *, text: str | None = None, tags: list[str] | None = None,
+               priority: int | None = None) -> DiaryEntry:
+        entry = self.get(entry_id)
+        if text is not None:
+            entry.text = text
+        if tags is not None:
+            entry.tags = list(tags)
+        if priority is not None:
+            entry.priority = priority
+        entry.updated_at = utcnow()
+        self._index(entry)
+        return entry
+
+    def set_pinned(self, entry_id: int, pinned: bool) -> DiaryEntry:
+        entry = self.get(entry_id)
+        entry.pinned = pinned
+        self._index(entry)
+        return entry

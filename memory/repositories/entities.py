@@ -1,0 +1,63 @@
+"""Nexus Ark entity memory: one record per person or thing, merged over time, retrievable."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from sqlalchemy import select
+
+from memory.models import Entity, utcnow
+from memory.repositories.base import TierRepo
+
+
+def entity_key(name: str) -> str:
+    return re.sub(r"\s+", " ", name.strip().lower())
+
+
+class EntityRepo(TierRepo):
+    def find(self, name: str) -> Entity | None:
+        key = entity_key(name)
+        row = self.s.scalars(select(Entity).where(Entity.key == key)).first()
+        if row is not None:
+            return row
+        for candidate in self.s.scalars(select(Entity)).all():  # aliases are few; entities are not millions
+            if key in {entity_key(a) for a in candidate.aliases or []}:
+                return candidate
+        return None
+
+    def merge(self, name: str, *, kind: str | None = None, description: str = "", facts: Iterable[str] = (),
+              aliases: Iterable[str] = ()) -> Entity:
+        """One record per person/thing: a second mention adds what is new instead of making a duplicate."""
+        row = self.find(name)
+        if row is None:
+            row = Entity(key=entity_key(name), name=name.strip(), kind=kind or "thing", description="",
+                         aliases=[], facts=[])
+            self.s.add(row)
+        if kind:
+            row.kind = kind
+        if description and description not in (row.description or ""):
+            row.description = f"{row.description}\n{description}".strip()
+        row.facts = list(dict.fromkeys([*(row.facts or []), *[str(f) for f in facts if str(f).strip()]]))
+        extra = [a for a in aliases if entity_key(a) != row.key]
+        row.aliases = list(dict.fromkeys([*(row.aliases or []), *extra]))
+        row.updated_at = utcnow()
+        self.s.flush()
+        body = "\n".join([row.description, *[f"- {f}" for f in row.facts]]).strip() or row.name
+        self.items.put("entity", row.id, body, title=row.name, author="", tags=[row.kind], importance=0.6)
+        return row
+
+    def get(self, entity_id: int) -> Entity:
+        return self._get(Entity, entity_id)
+
+    def all(self, limit: int = 500) -> list[Entity]:
+        return list(self.s.scalars(select(Entity).order_by(Entity.name).limit(limit)).all())
+
+    def mentioned_in(self, text: str, limit: int = 3) -> list[Entity]:
+        lowered = text.lower()
+        found = []
+        for row in self.all():
+            names = [row.name, *(row.aliases or [])]
+            if any(re.search(rf"\b{re.escape(n.lower())}\b", lowered) for n in names if n):
+                found.append(row)
+        return found[:limit]

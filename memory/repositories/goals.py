@@ -1,0 +1,201 @@
+"""HMP goals (the why, with subgoals) and tasks (the what and how, with their auxiliary REPL cycle).
+
+An archived goal or task (`archived_at` set) is out of every list, count and progress figure unless asked
+for with `include_archived=True`; `restore` brings it back as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, delete, func, or_, select
+
+from memory.models import Goal, GoalLink, Task, utcnow
+from memory.repositories.base import Repo
+
+GOAL_STATUSES = ("active", "paused", "completed", "failed")
+TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
+CLOSED_TASK_STATUSES = ("done", "failed", "cancelled")
+
+
+class _ArchivableRepo(Repo):
+    """Rows set aside with an `archived_at` time instead of being deleted."""
+
+    model: type
+
+    def _unless_archived(self, q: Select, include_archived: bool) -> Select:
+        return q if include_archived else q.where(self.model.archived_at.is_(None))
+
+    def archive(self, row_id: int, now: datetime) -> bool:
+        row = self.s.get(self.model, int(row_id))
+        if row is None or row.archived_at is not None:
+            return False
+        row.archived_at = now
+        return True
+
+    def restore(self, row_id: int) -> bool:
+        row = self.s.get(self.model, int(row_id))
+        if row is None or row.archived_at is None:
+            return False
+        row.archived_at = None
+        return True
+
+    def archived(self, limit: int = 10) -> list[Any]:
+        return list(self.s.scalars(select(self.model).where(self.model.archived_at.is_not(None))
+                                   .order_by(self.model.archived_at.desc(), self.model.id.desc()).limit(limit)).all())
+
+    def purge(self, row_id: int) -> None:
+        """Delete the row for good (a human's delete; the persona archives)."""
+        self.s.delete(self._get(self.model, row_id))
+
+
+class GoalRepo(_ArchivableRepo):
+    model = Goal
+
+    def add(self, title: str, *, description: str = "", horizon: str = "short", priority: int = 1,
+            constraints: Iterable[str] = (), success_criteria: Iterable[str] = (), tags: Iterable[str] = (),
+            parent_id: int | None = None) -> Goal:
+        if horizon not in ("short", "long"):
+            raise ValueError(f"horizon must be short or long, not {horizon!r}")
+        goal = Goal(title=title, description=description, horizon=horizon, priority=priority,
+                    constraints=list(constraints), success_criteria=list(success_criteria), tags=list(tags))
+        self.s.add(goal)
+        self.s.flush()
+        if parent_id is not None:
+            self.link(parent_id, goal.id)
+        return goal
+
+    def get(self, goal_id: int) -> Goal:
+        return self._get(Goal, goal_id)
+
+    def list(self, *, status: str | None = None, horizon: str | None = None, limit: int = 50,
+             include_archived: bool = False) -> list[Goal]:
+        q = self._unless_archived(select(Goal), include_archived)
+        if status:
+            q = q.where(Goal.status == status)
+        if horizon:
+            q = q.where(Goal.horizon == horizon)
+        return list(self.s.scalars(q.order_by(Goal.priority.desc(), Goal.id).limit(limit)).all())
+
+    def set_status(self, goal_id: int, status: str, reason: str | None = None) -> Goal:
+        if status not in GOAL_STATUSES:
+            raise ValueError(f"goal status must be one of {', '.join(GOAL_STATUSES)}, not {status!r}")
+        goal = self.get(goal_id)
+        goal.status, goal.updated_at = status, utcnow()
+        if reason:
+            goal.reason = reason
+        goal.completed_at = utcnow() if status in ("completed", "failed") else None
+        return goal
+
+    def update(self, goal_id: int, **fields: Any) -> Goal:
+        goal = self.get(goal_id)
+        if fields.get("status") is not None:
+            self.set_status(goal_id, fields.pop("status"), fields.get("reason"))
+        for name in ("title", "description", "horizon", "priority", "constraints", "success_criteria", "tags", "reason"):
+            if fields.get(name) is not None:
+                setattr(goal, name, fields[name])
+        if fields.get("progress"):
+            goal.progress_notes = [*goal.progress_notes, str(fields["progress"])]
+        goal.updated_at = utcnow()
+        return goal
+
+    def purge(self, goal_id: int) -> None:
+        """Delete the goal and its subgoal links for good (a human's delete; the persona archives)."""
+        self.s.execute(delete(GoalLink).where(or_(GoalLink.parent_goal_id == goal_id, GoalLink.child_goal_id == goal_id)))
+        super().purge(goal_id)
+
+    def link(self, parent_id: int, child_id: int, relation: str = "subgoal") -> GoalLink:
+        self.get(parent_id), self.get(child_id)
+        if parent_id == child_id or parent_id in {g.id for g in self.subgoals(child_id, deep=True, include_archived=True)}:
+            raise ValueError(f"goal {child_id} cannot be a subgoal of {parent_id}: that makes a cycle")
+        link = GoalLink(parent_goal_id=parent_id, child_goal_id=child_id, relation_type=relation)
+        self.s.add(link)
+        self.s.flush()
+        return link
+
+    def subgoals(self, goal_id: int, deep: bool = False, include_archived: bool = False) -> list[Goal]:
+        found: list[Goal] = []
+        frontier = [goal_id]
+        while frontier:
+            q = select(Goal).join(GoalLink, GoalLink.child_goal_id == Goal.id).where(GoalLink.parent_goal_id.in_(frontier))
+            children = list(self.s.scalars(self._unless_archived(q, include_archived)).all())
+            found.extend(children)
+            frontier = [c.id for c in children] if deep else []
+        return found
+
+    def parents(self, goal_id: int, include_archived: bool = False) -> list[Goal]:
+        q = select(Goal).join(GoalLink, GoalLink.parent_goal_id == Goal.id).where(GoalLink.child_goal_id == goal_id)
+        return list(self.s.scalars(self._unless_archived(q, include_archived)).all())
+
+    def progress(self, goal_id: int) -> dict[str, Any]:
+        """HMP metric: completed share of the goal's tasks (archived tasks left out)."""
+        statuses = self.s.scalars(select(Task.status).where(Task.goal_id == goal_id, Task.archived_at.is_(None))).all()
+        total, done = len(statuses), sum(1 for s in statuses if s == "done")
+        return {"tasks": int(total), "done": int(done), "completion_rate": round(100.0 * done / total, 2) if total else 0.0}
+
+
+class TaskRepo(_ArchivableRepo):
+    model = Task
+
+    def add(self, title: str, *, goal_id: int | None = None, description: str = "", priority: int = 1,
+            pinned: bool = False, kind: str = "task", tags: Iterable[str] = ()) -> Task:
+        if goal_id is not None:
+            self._get(Goal, goal_id)
+        task = Task(title=title, goal_id=goal_id, description=description, priority=priority, pinned=pinned,
+                    kind=kind, tags=list(tags))
+        self.s.add(task)
+        self.s.flush()
+        return task
+
+    def get(self, task_id: int) -> Task:
+        return self._get(Task, task_id)
+
+    def list(self, *, status: str | None = None, goal_id: int | None = None, open_only: bool = False,
+             limit: int = 50, include_archived: bool = False) -> list[Task]:
+        q = self._unless_archived(select(Task), include_archived)
+        if status:
+            q = q.where(Task.status == status)
+        if open_only:
+            q = q.where(Task.status.notin_(CLOSED_TASK_STATUSES))
+        if goal_id is not None:
+            q = q.where(Task.goal_id == goal_id)
+        return list(self.s.scalars(q.order_by(Task.pinned.desc(), Task.priority.desc(), Task.id).limit(limit)).all())
+
+    def update(self, task_id: int, **fields: Any) -> Task:
+        task = self.get(task_id)
+        status = fields.get("status")
+        if status is not None:
+            if status not in TASK_STATUSES:
+                raise ValueError(f"task status must be one of {', '.join(TASK_STATUSES)}, not {status!r}")
+            task.status = status
+            task.completed_at = utcnow() if status in CLOSED_TASK_STATUSES else None
+        for name in ("title", "description", "priority", "pinned", "tags", "goal_id"):
+            if fields.get(name) is not None:
+                setattr(task, name, fields[name])
+        task.updated_at = utcnow()
+        return task
+
+    def set_repl(self, task_id: int, **fields: Any) -> Task:
+        """The task's auxiliary cycle: repl_mode, repl_status, repl_config, repl_thread, repl_error."""
+        task = self.get(task_id)
+        for name in ("repl_mode", "repl_status", "repl_config", "repl_thread", "repl_error"):
+            if name in fields:
+                setattr(task, name, fields[name])
+        task.updated_at = utcnow()
+        return task
+
+    def by_repl_thread(self, thread_id: str) -> Task | None:
+        return self.s.scalars(select(Task).where(Task.repl_thread == thread_id).limit(1)).first()
+
+    def running_cycles(self, include_archived: bool = False) -> list[Task]:
+        return self.with_repl_status("running", include_archived)
+
+    def with_repl_status(self, status: str, include_archived: bool = False) -> list[Task]:
+        q = self._unless_archived(select(Task).where(Task.repl_status == status), include_archived)
+        return list(self.s.scalars(q.order_by(Task.id)).all())
+
+    def counts(self, include_archived: bool = False) -> dict[str, int]:
+        q = self._unless_archived(select(Task.status, func.count(Task.id)), include_archived)
+        return {status: int(n) for status, n in self.s.execute(q.group_by(Task.status)).all()}

@@ -1,0 +1,201 @@
+"""The retrieval catalogue (`memory_items`) and its journal.
+
+Every retrievable thing of any tier has one item; every change to an item appends to `memory_journal` in the
+same transaction, so the vector and BM25 indexes (memory/index.py) catch up after a crash instead of drifting
+out of sync. Besides the index's reads, this module holds the catalogue queries of the memory manager and of
+the episodic summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, func, or_, select, update
+
+from memory.models import MemoryItem, MemoryJournal, utcnow
+from memory.repositories.base import Repo
+
+# The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
+OWN_TURN_PREFIX = "msg:"
+
+
+def _not_the_humans_words() -> ColumnElement[bool]:
+    """Of conversation items only the persona's own turns: what the human said is never pruned."""
+    return or_(MemoryItem.tier != "message", MemoryItem.ref.like(f"{OWN_TURN_PREFIX}%"))
+
+
+class MemoryItemRepo(Repo):
+    def _journal(self, item_id: int, op: str) -> None:
+        self.s.add(MemoryJournal(item_id=item_id, op=op))
+
+    def get(self, item_id: int) -> MemoryItem | None:
+        return self.s.get(MemoryItem, item_id)
+
+    def find(self, tier: str, ref: str | int) -> MemoryItem | None:
+        return self.s.scalars(select(MemoryItem).where(MemoryItem.tier == tier, MemoryItem.ref == str(ref))).first()
+
+    def put(self, tier: str, ref: str | int, text: str, *, author: str = "", episode: str | None = None,
+            seq: int | None = None, title: str = "", thread_id: str | None = None, tags: Iterable[str] = (),
+            emotions: Iterable[str] = (), importance: float = 0.5, emotion_score: float = 0.0,
+            novelty: float | None = None, pinned: bool = False, created_at: datetime | None = None,
+            context_before: str | None = None, meta: dict[str, Any] | None = None) -> MemoryItem:
+        """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
+        before it, and the item before it learns this one (both are re-indexed)."""
+        item = self.find(tier, ref)
+        if item is None:
+            item = MemoryItem(tier=tier, ref=str(ref), text=text)
+            self.s.add(item)
+        if episode is not None and seq is None:
+            seq = item.seq if item.seq is not None and item.episode == episode else self.next_seq(episode)
+        rendered = f"{author}: {text}" if author else text
+        if episode is not None and context_before is None:
+            previous = self.at(episode, seq - 1) if seq is not None else None
+            if previous is not None:
+                context_before = f"{previous.author}: {previous.text}" if previous.author else previous.text
+                if previous.context_after != rendered:
+                    previous.context_after = rendered
+                    previous.updated_at = utcnow()
+                    self.s.flush()
+                    self._journal(previous.id, "upsert")
+        item.text, item.author, item.episode, item.seq, item.title = text, author, episode, seq, title
+        item.thread_id, item.tags, item.emotions = thread_id, list(tags), list(emotions)
+        item.importance, item.emotion_score, item.novelty, item.pinned = importance, emotion_score, novelty, pinned
+        item.context_before = context_before or ""
+        if item.status == "deleted":
+            item.status = "active"
+        if created_at is not None:
+            item.created_at = created_at
+        item.updated_at = utcnow()
+        if meta is not None:
+            item.meta = dict(meta)
+        self.s.flush()
+        self._journal(item.id, "upsert")
+        return item
+
+    def next_seq(self, episode: str) -> int:
+        current = self.s.scalar(select(func.max(MemoryItem.seq)).where(MemoryItem.episode == episode))
+        return 0 if current is None else current + 1
+
+    def at(self, episode: str, seq: int) -> MemoryItem | None:
+        return self.s.scalars(select(MemoryItem).where(MemoryItem.episode == episode, MemoryItem.seq == seq)).first()
+
+    def remove(self, tier: str, ref: str | int) -> bool:
+        item = self.find(tier, ref)
+        if item is None or item.status == "deleted":
+            return False
+        item.status, item.updated_at = "deleted", utcnow()
+        self.s.flush()
+        self._journal(item.id, "delete")
+        return True
+
+    def set_status(self, item_ids: Iterable[int], status: str) -> int:
+        changed = 0
+        for item in self.s.scalars(select(MemoryItem).where(MemoryItem.id.in_(list(item_ids)))).all():
+            if item.status != status and item.status != "deleted":
+                item.status, item.updated_at = status, utcnow()
+                self.s.flush()
+                self._journal(item.id, "upsert")
+                changed += 1
+        return changed
+
+    def set_status_of(self, tier: str, ref: str | int, status: str) -> bool:
+        item = self.find(tier, ref)
+        return bool(item) and self.set_status([item.id], status) > 0
+
+    def archived(self, limit: int = 10) -> list[MemoryItem]:
+        return list(self.s.scalars(select(MemoryItem).where(MemoryItem.status == "archived")
+                                   .order_by(MemoryItem.updated_at.desc(), MemoryItem.id.desc()).limit(limit)).all())
+
+    def many(self, item_ids: Iterable[int]) -> dict[int, MemoryItem]:
+        ids = list(item_ids)
+        if not ids:
+            return {}
+        return {row.id: row for row in self.s.scalars(select(MemoryItem).where(MemoryItem.id.in_(ids))).all()}
+
+    def touch(self, item_ids: Iterable[int], now: datetime) -> None:
+        ids = list(item_ids)
+        if ids:
+            self.s.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
+                           .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
+
+    def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
+        """Items that belong in the indexes (not deleted), by id, for building them from scratch."""
+        q = select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.status != "deleted").order_by(MemoryItem.id)
+        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+
+    def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
+        refs = list(refs)
+        if not refs:
+            return set()
+        return set(self.s.scalars(select(MemoryItem.id).where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).all())
+
+    def newest_id(self) -> int:
+        return self.s.scalar(select(func.max(MemoryItem.id))) or 0
+
+    def journal_head(self) -> int:
+        return self.s.scalar(select(func.max(MemoryJournal.id))) or 0
+
+    def changed_since(self, journal_id: int, upto: int) -> list[int]:
+        return list(self.s.scalars(select(MemoryJournal.item_id).where(MemoryJournal.id > journal_id,
+                                                                       MemoryJournal.id <= upto).distinct()).all())
+
+    def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
+        """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""
+        q = select(MemoryItem).where(MemoryItem.tier.in_(list(tiers)), MemoryItem.status == "active")
+        if exclude_thread is not None:
+            q = q.where((MemoryItem.thread_id.is_(None)) | (MemoryItem.thread_id != exclude_thread))
+        return list(self.s.scalars(q.order_by(func.random()).limit(limit)).all())
+
+    def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
+        q = select(MemoryItem).where(MemoryItem.tier == tier)
+        if status:
+            q = q.where(MemoryItem.status == status)
+        q = q.order_by(MemoryItem.id)
+        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+
+    # ---- the memory manager's queries --------------------------------------------------------------------
+
+    def novelty_candidates(self, after_id: int, upto_id: int, tiers: Iterable[str], limit: int) -> list[MemoryItem]:
+        """Active items of these tiers in (after_id, upto_id], by id, that the manager may judge (never the
+        human's words)."""
+        return list(self.s.scalars(
+            select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id,
+                                     MemoryItem.tier.in_(list(tiers)), MemoryItem.status == "active",
+                                     _not_the_humans_words())
+            .order_by(MemoryItem.id).limit(limit)).all())
+
+    def novelty_below(self, ceiling: float, upto_id: int, tiers: Iterable[str]) -> list[MemoryItem]:
+        """Judged, active, unpinned items of these tiers up to `upto_id` whose novelty is under `ceiling`, least
+        novel first (never the human's words)."""
+        return list(self.s.scalars(
+            select(MemoryItem).where(MemoryItem.id <= upto_id, MemoryItem.tier.in_(list(tiers)),
+                                     MemoryItem.status == "active", MemoryItem.pinned.is_(False),
+                                     MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling,
+                                     _not_the_humans_words())
+            .order_by(MemoryItem.novelty, MemoryItem.id)).all())
+
+    def _active_unpinned(self, tier: str) -> Select:
+        return select(MemoryItem).where(MemoryItem.tier == tier, MemoryItem.status == "active",
+                                        MemoryItem.pinned.is_(False))
+
+    def count_active_unpinned(self, tier: str) -> int:
+        return self.s.scalar(select(func.count()).select_from(self._active_unpinned(tier).subquery())) or 0
+
+    def active_unpinned(self, tier: str) -> list[MemoryItem]:
+        return list(self.s.scalars(self._active_unpinned(tier)).all())
+
+    # ---- the episodic summaries' queries -----------------------------------------------------------------
+
+    def _written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> Select:
+        return select(MemoryItem).where(MemoryItem.tier.in_(list(tiers)), MemoryItem.status != "deleted",
+                                        MemoryItem.created_at >= start, MemoryItem.created_at < end)
+
+    def written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> list[MemoryItem]:
+        """Items of these tiers (archived ones too) written in [start, end), oldest first."""
+        q = self._written_between(tiers, start, end).order_by(MemoryItem.created_at, MemoryItem.id)
+        return list(self.s.scalars(q).all())
+
+    def any_written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> bool:
+        return self.s.scalars(self._written_between(tiers, start, end).limit(1)).first() is not None

@@ -1,0 +1,71 @@
+"""The LLM registry (which models there are, their trust) and the accounting of every call made to them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import case, func, select, update
+
+from memory.models import LLMCall, LLMRegistryEntry
+from memory.repositories.base import Repo
+
+
+class LLMRegistryRepo(Repo):
+    def upsert(self, entry_id: str, **fields: Any) -> LLMRegistryEntry:
+        return self._upsert(self.s.get(LLMRegistryEntry, entry_id), LLMRegistryEntry, {"id": entry_id, **fields})
+
+    def enabled(self) -> list[LLMRegistryEntry]:
+        return list(
+            self.s.scalars(
+                select(LLMRegistryEntry).where(LLMRegistryEntry.enabled.is_(True))
+                .order_by(LLMRegistryEntry.priority.desc(), LLMRegistryEntry.id)
+            ).all()
+        )
+
+    def all(self) -> list[LLMRegistryEntry]:
+        return list(self.s.scalars(select(LLMRegistryEntry).order_by(LLMRegistryEntry.priority.desc())).all())
+
+    def disable_missing(self, keep_ids: Iterable[str]) -> None:
+        keep = list(keep_ids)
+        self.s.execute(update(LLMRegistryEntry).where(LLMRegistryEntry.id.notin_(keep)).values(enabled=False))
+
+
+class LLMCallRepo(Repo):
+    def add(self, **fields: Any) -> LLMCall:
+        row = LLMCall(**fields)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def totals(self, thread_id: str | None = None, tick: int | None = None) -> dict[str, float]:
+        q = select(
+            func.count(LLMCall.id),
+            func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
+            func.coalesce(func.sum(LLMCall.completion_tokens), 0),
+            func.coalesce(func.sum(LLMCall.latency_ms), 0.0),
+        )
+        if thread_id is not None:
+            q = q.where(LLMCall.thread_id == thread_id)
+        if tick is not None:
+            q = q.where(LLMCall.tick == tick)
+        calls, prompt, completion, ms = self.s.execute(q).one()
+        return {"calls": int(calls), "prompt_tokens": int(prompt), "completion_tokens": int(completion),
+                "latency_ms": float(ms)}
+
+    def by_model(self) -> list[dict[str, Any]]:
+        rows = self.s.execute(
+            select(LLMCall.llm_id, LLMCall.provider, LLMCall.model, LLMCall.purpose, func.count(LLMCall.id),
+                   func.sum(LLMCall.prompt_tokens), func.sum(LLMCall.completion_tokens), func.sum(LLMCall.latency_ms),
+                   func.sum(case((LLMCall.ok.is_(False), 1), else_=0)))
+            .group_by(LLMCall.llm_id, LLMCall.provider, LLMCall.model, LLMCall.purpose)
+        ).all()
+        return [
+            {"llm_id": r[0], "provider": r[1], "model": r[2], "purpose": r[3], "calls": int(r[4]),
+             "prompt_tokens": int(r[5] or 0), "completion_tokens": int(r[6] or 0),
+             "latency_ms": round(float(r[7] or 0), 1), "failed": int(r[8] or 0)}
+            for r in rows
+        ]
+
+    def recent(self, limit: int = 20) -> list[LLMCall]:
+        return list(reversed(self.s.scalars(select(LLMCall).order_by(LLMCall.id.desc()).limit(limit)).all()))

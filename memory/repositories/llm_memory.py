@@ -1,0 +1,49 @@
+"""HMP `llm_memory`: the model's own notepad of ideas; its active entries are searchable like any memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+
+from memory.models import LLMMemory, utcnow
+from memory.repositories.base import StatusTierRepo
+
+
+class LLMMemoryRepo(StatusTierRepo):
+    model, tier = LLMMemory, "llm_memory"
+
+    def _index(self, row: LLMMemory) -> None:
+        self._put_item(row, row.content, title=row.title, tags=row.tags, thread_id=row.thread_id, importance=0.6,
+                       created_at=row.created_at)
+
+    def index_all(self) -> None:
+        """Give every entry its catalogue item (the v4 migration: entries made before they were searchable)."""
+        for row in self.s.scalars(select(LLMMemory)).all():
+            self._index(row)
+        self.s.flush()
+
+    def add(self, content: str, *, title: str = "", tags: Iterable[str] = (), thread_id: str | None = None,
+            llm_id: str | None = None) -> LLMMemory:
+        row = LLMMemory(content=content, title=title, tags=list(tags), thread_id=thread_id, llm_id=llm_id,
+                        status="active")
+        return self._insert(row)
+
+    def recent(self, limit: int = 20, include_archived: bool = False) -> list[LLMMemory]:
+        q = select(LLMMemory)
+        if not include_archived:
+            q = q.where(LLMMemory.status == "active")
+        return list(reversed(self.s.scalars(q.order_by(LLMMemory.id.desc()).limit(limit)).all()))
+
+    def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
+               tags: list[str] | None = None) -> LLMMemory:
+        row = self.get(entry_id)
+        if content is not None:
+            row.content = content
+        if title is not None:
+            row.title = title
+        if tags is not None:
+            row.tags = list(tags)
+        row.updated_at = utcnow()
+        self._index(row)
+        return row

@@ -1,0 +1,134 @@
+"""Notes (HMP `notes`): messages between the human, the persona, tasks and the system."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+
+from memory.models import Note, utcnow
+from memory.repositories.base import Repo
+
+INCOMING_SOURCES = ("user", "cli", "system", "llm:task")
+HUMAN_SOURCES = ("user", "cli")
+
+
+class NoteRepo(Repo):
+    def add(
+        self,
+        text: str,
+        source: str = "user",
+        *,
+        priority: int = 0,
+        tags: list[str] | None = None,
+        thread_id: str | None = None,
+        task_id: int | None = None,
+        llm_id: str | None = None,
+        hidden: bool = False,
+        read: bool = False,
+        created_at: datetime | None = None,
+    ) -> Note:
+        note = Note(
+            created_at=created_at or utcnow(),
+            text=text,
+            source=source,
+            priority=priority,
+            tags=list(tags or []),
+            thread_id=thread_id,
+            task_id=task_id,
+            llm_id=llm_id,
+            hidden=hidden,
+            read=read,
+        )
+        self.s.add(note)
+        self.s.flush()
+        return note
+
+    def get(self, note_id: int) -> Note | None:
+        return self.s.get(Note, note_id)
+
+    def newest_id(self) -> int:
+        return self.s.scalar(select(func.max(Note.id))) or 0
+
+    def latest_human_at(self) -> datetime | None:
+        """When the human last wrote (the drives' and dreams' idle time counts from it)."""
+        return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(HUMAN_SOURCES)))
+
+    def human_after(self, note_id: int, *, read: bool | None = None, limit: int = 10) -> list[Note]:
+        """The human's notes after `note_id`, oldest first."""
+        q = select(Note).where(Note.id > note_id, Note.source.in_(HUMAN_SOURCES))
+        if read is not None:
+            q = q.where(Note.read.is_(read))
+        return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
+
+    def between(self, start: datetime, end: datetime | None = None) -> list[Note]:
+        q = select(Note).where(Note.created_at >= start)
+        if end is not None:
+            q = q.where(Note.created_at <= end)
+        return list(self.s.scalars(q.order_by(Note.id)).all())
+
+    def latest_incoming_at(self) -> datetime | None:
+        """When the last note for the persona (from the human, a task, the system) arrived."""
+        return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(INCOMING_SOURCES)))
+
+    def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
+        """Unread notes for the persona, highest priority first, then oldest first."""
+        q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES))
+        if min_priority is not None:
+            q = q.where(Note.priority >= min_priority)
+        rows = self.s.scalars(q.order_by(Note.priority.desc(), Note.id).limit(limit if not tags else limit * 5)).all()
+        if tags:
+            wanted = set(tags)
+            rows = [n for n in rows if wanted & set(n.tags or [])][:limit]
+        return list(rows)
+
+    def count_unread_by_priority(self) -> dict[int, int]:
+        rows = self.s.execute(
+            select(Note.priority, func.count(Note.id))
+            .where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES))
+            .group_by(Note.priority)
+        ).all()
+        return {int(p): int(c) for p, c in rows}
+
+    def mark_read(self, ids: Iterable[int], read: bool = True) -> int:
+        ids = list(ids)
+        if not ids:
+            return 0
+        result = self.s.execute(
+            update(Note).where(Note.id.in_(ids)).values(read=read, read_at=utcnow() if read else None)
+        )
+        return result.rowcount or 0
+
+    def set_tags(self, note_id: int, tags: list[str]) -> Note | None:
+        note = self.s.get(Note, note_id)
+        if note is not None:
+            note.tags = list(tags)
+        return note
+
+    def list(
+        self,
+        *,
+        source: str | None = None,
+        unread_only: bool = False,
+        limit: int = 20,
+        after_id: int | None = None,
+        include_hidden: bool = True,
+    ) -> list[Note]:
+        q = select(Note)
+        if source == "incoming":
+            q = q.where(Note.source.in_(INCOMING_SOURCES))
+        elif source:
+            q = q.where(Note.source == source)
+        if unread_only:
+            q = q.where(Note.read.is_(False))
+        if after_id is not None:
+            q = q.where(Note.id > after_id)
+        if not include_hidden:
+            q = q.where(Note.hidden.is_(False))
+        if after_id is not None:
+            return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
+        return list(reversed(self.s.scalars(q.order_by(Note.id.desc()).limit(limit)).all()))
+
+    def count(self) -> int:
+        return self.s.scalar(select(func.count(Note.id))) or 0

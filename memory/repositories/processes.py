@@ -1,0 +1,69 @@
+"""The process log (HMP `process_log`): results of commands and external processes, shown until `close`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from memory.models import ProcessLog, utcnow
+from memory.repositories.base import Repo
+
+
+class ProcessLogRepo(Repo):
+    def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
+            tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
+            task_id: int | None = None) -> ProcessLog:
+        row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
+                         priority=priority, llm_id=llm_id, task_id=task_id)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def open(self, thread_id: str, limit: int = 20) -> list[ProcessLog]:
+        return list(
+            self.s.scalars(
+                select(ProcessLog)
+                .where(ProcessLog.thread_id == thread_id, ProcessLog.status != "close")
+                .order_by(ProcessLog.priority.desc(), ProcessLog.id)
+                .limit(limit)
+            ).all()
+        )
+
+    def get(self, process_id: int) -> ProcessLog | None:
+        return self.s.get(ProcessLog, process_id)
+
+    def latest_named(self, name: str) -> ProcessLog | None:
+        return self.s.scalars(select(ProcessLog).where(ProcessLog.name == name).order_by(ProcessLog.id.desc()).limit(1)).first()
+
+    def close(self, ids: Iterable[int]) -> int:
+        ids = list(ids)
+        if not ids:
+            return 0
+        return self.s.execute(
+            update(ProcessLog)
+            .where(ProcessLog.id.in_(ids), ProcessLog.status.notin_(("in_progress", "pending")))
+            .values(status="close", updated_at=utcnow())
+        ).rowcount or 0
+
+    def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
+        """Processes still in progress after `older_than` become `timeout` (HMP status)."""
+        cutoff = now - older_than
+        rows = self.s.scalars(
+            select(ProcessLog).where(
+                ProcessLog.thread_id == thread_id,
+                ProcessLog.status.in_(("in_progress", "pending")),
+                ProcessLog.updated_at < cutoff,
+            )
+        ).all()
+        for row in rows:
+            row.status = "timeout"
+            row.updated_at = now
+        return list(rows)
+
+    def of_thread(self, thread_id: str) -> list[ProcessLog]:
+        return list(self.s.scalars(select(ProcessLog).where(ProcessLog.thread_id == thread_id).order_by(ProcessLog.id)).all())
+
+    def recent(self, limit: int = 50) -> list[ProcessLog]:
+        return list(reversed(self.s.scalars(select(ProcessLog).order_by(ProcessLog.id.desc()).limit(limit)).all()))

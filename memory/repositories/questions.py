@@ -1,0 +1,49 @@
+"""Open questions (Nexus Ark): the curiosity drive's source. A resolved question stays visible for a while, then goes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select
+
+from memory.models import OpenQuestion, utcnow
+from memory.repositories.base import Repo
+
+
+class QuestionRepo(Repo):
+    def add(self, topic: str, *, context: str = "", priority: float = 0.5, source: str = "dream",
+            created_at: datetime | None = None) -> OpenQuestion:
+        existing = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "open",
+                                                             func.lower(OpenQuestion.topic) == topic.strip().lower())).first()
+        if existing is not None:  # asked again: it matters more, and it is fresh again
+            existing.priority = max(existing.priority, float(priority))
+            existing.created_at = created_at or utcnow()
+            return existing
+        row = OpenQuestion(topic=topic.strip(), context=context.strip(), priority=min(1.0, max(0.0, float(priority))),
+                           source=source, created_at=created_at or utcnow())
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def get(self, question_id: int) -> OpenQuestion:
+        return self._get(OpenQuestion, question_id)
+
+    def open(self, limit: int | None = None) -> list[OpenQuestion]:
+        q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
+                                                                               OpenQuestion.id.desc())
+        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+
+    def list(self, limit: int = 50) -> list[OpenQuestion]:
+        return list(self.s.scalars(select(OpenQuestion).order_by(OpenQuestion.id.desc()).limit(limit)).all())
+
+    def resolve(self, question_id: int, resolution: str, now: datetime) -> OpenQuestion:
+        row = self.get(question_id)
+        row.status, row.resolution, row.resolved_at = "resolved", resolution.strip()[:1000], now
+        return row
+
+    def purge_resolved(self, before: datetime) -> int:
+        rows = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "resolved",
+                                                         OpenQuestion.resolved_at < before)).all()
+        for row in rows:
+            self.s.delete(row)
+        return len(rows)

@@ -1,0 +1,73 @@
+"""Threads: the persona's main thread and its Stelis children, with their lineage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from memory.models import Thread
+from memory.repositories.base import Repo
+
+
+class ThreadRepo(Repo):
+    def get(self, thread_id: str) -> Thread | None:
+        return self.s.get(Thread, thread_id)
+
+    def ensure(self, thread_id: str, **defaults: Any) -> Thread:
+        thread = self.s.get(Thread, thread_id)
+        if thread is None:
+            thread = Thread(id=thread_id, **defaults)
+            self.s.add(thread)
+            self.s.flush()
+        return thread
+
+    def set_tick(self, thread_id: str, tick: int) -> None:
+        self.s.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))
+
+    def all(self) -> Sequence[Thread]:
+        return self.s.scalars(select(Thread).order_by(Thread.created_at)).all()
+
+    def lineage(self, thread_id: str) -> list[Thread]:
+        """The thread and its ancestors, root first."""
+        chain: list[Thread] = []
+        current = self.s.get(Thread, thread_id)
+        while current is not None and len(chain) < 64:
+            chain.append(current)
+            current = self.s.get(Thread, current.parent_id) if current.parent_id else None
+        return list(reversed(chain))
+
+    def ratio_product(self, thread_id: str) -> float:
+        """Π window_ratio of the child threads from the root down to this one (1.0 for a root)."""
+        product = 1.0
+        for thread in self.lineage(thread_id):
+            if thread.parent_id is not None:
+                product *= thread.window_ratio or 1.0
+        return product
+
+    def create_child(self, thread_id: str, parent: Thread, *, label: str, window_ratio: float, origin: str,
+                     owner: str, chronicle_prompt: str | None = None, playbook: str = "") -> Thread:
+        child = Thread(id=thread_id, parent_id=parent.id, label=label, playbook=playbook, persona=parent.persona,
+                       depth=parent.depth + 1, window_ratio=window_ratio, status="running", origin=origin,
+                       owner=owner, chronicle_prompt=chronicle_prompt)
+        self.s.add(child)
+        self.s.flush()
+        return child
+
+    def finish(self, thread_id: str, *, status: str, chronicle: str | None, now: datetime,
+               error: str | None = None) -> Thread | None:
+        thread = self.s.get(Thread, thread_id)
+        if thread is not None:
+            thread.status, thread.chronicle, thread.completed_at, thread.error = status, chronicle, now, error
+            self.s.flush()
+        return thread
+
+    def running_children(self) -> list[Thread]:
+        """Every child thread still marked running, deepest first."""
+        rows = self.s.scalars(select(Thread).where(Thread.status == "running", Thread.parent_id.is_not(None))).all()
+        return sorted(rows, key=lambda t: -t.depth)
+
+    def children(self, thread_id: str) -> list[Thread]:
+        return list(self.s.scalars(select(Thread).where(Thread.parent_id == thread_id).order_by(Thread.created_at)).all())

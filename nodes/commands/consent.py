@@ -1,0 +1,124 @@
+"""The consent gate: whether a command may run now, must wait for the human, or is refused — from its spec's
+effect (spec.py), the validators' rating and the persona's policy; and what happens when the human answers.
+
+| effect                  | validators exist                  | no validators (auto_pass)                    |
+| read, write_self        | rating ≥ threshold (default +1)   | runs                                         |
+| modify_self, external   | rating ≥ +2 (consensus)           | parked: a pending approval the human answers |
+A type named in config.yaml `consent.auto_approve` runs without asking (the human approved it in advance).
+An output the validators rate at or below the ethics policy's `violation_at` is a violation: with
+`on_violation: block_commands_and_log` none of its commands run.
+
+A parked command is an `approvals` row; the loop goes on thinking. `run.py approve ID` marks it approved and the
+next tick runs it — once: the run, the approval's `executed` mark and the effect share one transaction, and only
+the transaction that moves the row from approved to executed commits. `run.py deny ID --reason …` closes it and
+puts the denial, with the reason, into the persona's next prompt. Every decision goes to the audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from memory import Database, Repos
+from nodes.commands.model import Command
+from nodes.commands.spec import PRIVILEGED, CommandSpec, Effect
+
+log = logging.getLogger(__name__)
+CONSENSUS = 2.0
+
+
+@dataclass
+class Verdict:
+    action: Literal["run", "park", "block"]
+    effect: Effect
+    actor: str  # auto_pass | validators | policy | ethics
+    reason: str
+
+
+def required_rating(cmd_type: str, effect: Effect, settings: Any) -> float:
+    """The rating a command needs when validators exist: its configured threshold (by type), else the general
+    one; never under +2 for modify_self and external."""
+    reflexes = settings.reflexes
+    needed = reflexes.command_thresholds.get(cmd_type, reflexes.validation_threshold)
+    return max(CONSENSUS, needed) if effect in PRIVILEGED else needed
+
+
+def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any) -> Verdict:
+    effect = spec.effect_for(cmd.args)
+    if validation.get("violation"):
+        return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
+                                                  "an ethics violation; its commands do not run")
+    privileged = effect in PRIVILEGED
+    if privileged and spec.type in settings.consent.auto_approve:
+        return Verdict("run", effect, "policy", f"{spec.type} is approved in advance (consent.auto_approve)")
+    if validation.get("auto_pass"):
+        if privileged:
+            return Verdict("park", effect, "auto_pass", f"{effect} needs my human's approval (no validators)")
+        return Verdict("run", effect, "auto_pass", "no validators")
+    rating, needed = validation.get("rating"), required_rating(spec.type, effect, settings)
+    if rating is not None and rating >= needed:
+        return Verdict("run", effect, "validators", f"rating {rating:+g} ≥ {needed:+g}")
+    why = validation.get("skipped") or f"validation rating {rating} below {needed:+g}"
+    return Verdict("block", effect, "validators", f"{why}" + (" (modify_self/external need consensus)" if privileged
+                                                              else ""))
+
+
+def canonical_args(args: dict[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def park(repos: Repos, cmd: Command, verdict: Verdict, *, cmd_key: str, thread_id: str, root_thread: str, tick: int,
+         now: datetime) -> tuple[Any, bool]:
+    """The pending approval for `cmd` (an identical pending request is reused); (row, newly created)."""
+    row, created = repos.approvals.request(
+        cmd_key=cmd_key, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args, effect=verdict.effect,
+        description=cmd.description, reason=verdict.reason, thread_id=thread_id, root_thread=root_thread, tick=tick,
+        created_at=now)
+    if created:
+        repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type, effect=verdict.effect,
+                        decision="requested", actor="loop", reason=verdict.reason, approval_id=row.id, created_at=now)
+        repos.processes.add("approval.requested", f"{cmd.type} waits for my human's approval (approval {row.id}): "
+                            f"{verdict.reason}", status="close", thread_id=thread_id)
+    return row, created
+
+
+def audit(repos: Repos, verdict: Verdict, cmd: Command, *, cmd_key: str, thread_id: str, tick: int, now: datetime,
+          decision: str) -> None:
+    """Decisions about privileged commands, and every refusal, are kept in the audit log."""
+    if verdict.effect in PRIVILEGED or decision in ("blocked", "refused"):
+        repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type, effect=verdict.effect,
+                        decision=decision, actor=verdict.actor, reason=verdict.reason, created_at=now)
+
+
+# -- the human's side: run.py approvals / approve / deny (and the web app) -------------------------
+
+class ApprovalError(ValueError):
+    """No such approval, or it is no longer pending."""
+
+
+def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime) -> Any:
+    """Approve or deny a pending approval; a denial reaches the persona's next prompt with its reason."""
+    with db.unit() as repos:
+        row = repos.approvals.get(approval_id)
+        if row is None:
+            raise ApprovalError(f"no approval {approval_id}")
+        try:
+            repos.approvals.decide(approval_id, "approved" if approve else "denied", by, reason, now)
+        except ValueError as exc:
+            raise ApprovalError(str(exc)) from None
+        repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
+                        decision="approved" if approve else "denied", actor="human", reason=reason or by,
+                        approval_id=row.id, created_at=now)
+        if not approve:
+            because = f": {reason}" if reason else " (no reason given)"
+            repos.processes.add("approval.denied", f"my human denied {row.type} {canonical_args(row.args)[:200]} "
+                                f"(approval {row.id}){because}", status="error", thread_id=row.thread_id)
+            repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
+        return row
+
+
+def approved_to_run(repos: Repos, root_thread: str) -> list[int]:
+    return [row.id for row in repos.approvals.approved_unexecuted(root_thread)]

@@ -1,0 +1,121 @@
+"""What a command is: its spec (type, handler, usage, aliases and — required — its effect), the context a handler
+runs in, and what it returns.
+
+Effects, weakest first (the privilege model; the gate in consent.py reads them, never a family name or alias):
+- `read`: looks, and keeps only bookkeeping (read marks, last-used times);
+- `write_self`: adds to or edits the persona's own records (notes, diary, tasks, goals, llm_memory…);
+- `modify_self`: changes what the persona is or discards what it had — identity, a core-memory rewrite, the
+  notepad cleared or rewritten, config, ethics, skills, and every delete (deletes archive; restorable);
+- `external`: leaves the process (network, files outside the data dir, processes).
+`modify_self` and `external` need the validators' consensus (+2), or, with no validators, the human's approval.
+A spec may raise a command's effect for particular arguments (`escalate`), never lower it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Literal
+
+from memory import Repos
+from nodes.commands.model import Command
+
+Effect = Literal["read", "write_self", "modify_self", "external"]
+EFFECTS: tuple[Effect, ...] = ("read", "write_self", "modify_self", "external")
+PRIVILEGED: frozenset[str] = frozenset({"modify_self", "external"})
+
+
+@dataclass
+class CommandContext:
+    repos: Repos  # the transaction the command's effect and its exactly-once record share
+    thread_id: str
+    tick: int
+    llm_id: str | None
+    settings: Any  # persona.settings.Settings
+    now: datetime
+    events: list[dict[str, Any]] = field(default_factory=list)  # shown live after commit
+    services: Any = None  # nodes.context.Services, for handlers that call a model (stelis.end)
+    root_thread: str | None = None
+    task_id: int | None = None  # set in a task's sub-cycle: what it writes is marked as the task's
+    registry: Any = None  # nodes.commands.Registry (help.show lists it)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+
+@dataclass
+class CommandResult:
+    output: str = "ok"
+    status: str = "executed"  # executed | failed
+    show: bool = False  # also put the output in process_log, for the next tick's context
+    thread_id: str | None = None  # the thread whose process_log shows it (default: the command's own)
+
+
+class CommandError(ValueError):
+    """Bad arguments: recorded as a failed command with this message; never crashes the tick."""
+
+
+Handler = Callable[[Command, CommandContext], CommandResult]
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    type: str
+    handler: Handler
+    effect: Effect
+    usage: str
+    aliases: tuple[str, ...] = ()
+    escalate: Callable[[dict[str, Any]], Effect | None] | None = None  # a stronger effect for these arguments
+
+    def __post_init__(self) -> None:
+        if self.effect not in EFFECTS:
+            raise ValueError(f"command {self.type}: effect must be one of {', '.join(EFFECTS)}, not {self.effect!r}")
+
+    def effect_for(self, args: dict[str, Any]) -> Effect:
+        """The effect of running it with `args`: the declared one, or a stronger one the spec names."""
+        raised = self.escalate(args) if self.escalate is not None else None
+        if raised is not None and EFFECTS.index(raised) > EFFECTS.index(self.effect):
+            return raised
+        return self.effect
+
+    @property
+    def family(self) -> str:
+        return self.type.split(".", 1)[0]
+
+
+class Family:
+    """The commands of one module: `@FAMILY.command(...)` adds a spec to this family (and nowhere else); the
+    registry (nodes/commands/__init__.py) lists the families explicitly."""
+
+    def __init__(self, name: str, about: str):
+        self.name = name
+        self.about = about
+        self.specs: list[CommandSpec] = []
+
+    def command(self, type_: str, usage: str, *, effect: Effect, aliases: tuple[str, ...] = (),
+                escalate: Callable[[dict[str, Any]], Effect | None] | None = None) -> Callable[[Handler], Handler]:
+        def add(handler: Handler) -> Handler:
+            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate))
+            return handler
+
+        return add
+
+
+def arg(cmd: Command, *names: str, default: Any = ..., kind: type | None = None) -> Any:
+    """The first of `names` present in the args, converted to `kind`; CommandError if required and missing."""
+    for name in names:
+        if name in cmd.args and cmd.args[name] not in (None, ""):
+            value = cmd.args[name]
+            if kind is None:
+                return value
+            try:
+                if kind is bool and isinstance(value, str):
+                    return value.strip().lower() in ("1", "true", "yes", "on")
+                if kind is list and isinstance(value, str):
+                    return [v.strip() for v in value.split(",") if v.strip()]
+                return kind(value)
+            except (TypeError, ValueError) as exc:
+                raise CommandError(f"{cmd.type}: argument {name!r} must be {kind.__name__}, got {value!r}") from exc
+    if default is ...:
+        raise CommandError(f"{cmd.type}: missing argument {names[0]!r}")
+    return default

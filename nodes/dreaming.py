@@ -1,0 +1,123 @@
+"""The dream playbook's steps (playbooks/dream.yaml): gather → dream → apply → roll up the days.
+
+`gather_dream` picks the level (input `level`, 0 = by the calendar) and the material; `dream` makes the one
+structured call; `apply_dream` validates it and writes it in one transaction; `summarise_days` writes the
+episodic summaries that are due (days, then their week and month roll-ups). Progress and results live in
+the run's variables, so a killed dream resumes at the step that was running and never dreams twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable, Sampling
+from llm.json_output import json_object
+from nodes.context import AnimaContext, services_of
+from nodes.state import TickState
+from nodes.upkeep import EPISODES_CHECKED, generator, write_episode
+from persona.dreaming import LAST_ATTEMPT, apply_dream as apply_dream_output, choose_level, dream_prompt, gather_material
+from persona.prompts import DREAM_SCHEMA
+
+log = logging.getLogger(__name__)
+MAX_EPISODES_PER_DREAM = 6
+APPLIED_KEY = "dreams/last_applied"  # {run, outcome} of the last dream run whose answer was applied
+
+
+def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    variables = state.vars
+    now = svc.clock()
+    settings, zone = svc.settings.dreaming, svc.settings.zone()
+    with svc.db.unit() as repos:
+        requested = int(variables.get("level") or 0)
+        level = requested if requested in (1, 2, 3) else choose_level(repos, now, settings)
+        material = gather_material(repos, svc.memory, level, now, zone, settings)
+        repos.config.set(LAST_ATTEMPT, now.isoformat())
+    runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
+                           "material_chars": len(material["text"])})
+    return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
+
+
+def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    variables = state.vars
+    level, material = int(variables["dream_level"]), variables["dream_material"]
+    max_tokens = svc.settings.dreaming.max_tokens
+    prompt = dream_prompt(svc.persona.display_name, svc.persona.file("IDENTITY.md") or svc.persona.display_name,
+                          level, material["text"])
+    try:
+        gen = svc.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
+                                sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
+                                tags={"thread_id": state.thread_id, "tick": state.tick})
+    except AllLLMsUnavailable as exc:
+        log.warning("dream postponed: %s", exc)
+        return {"vars": {"dream_raw": None, "dream_error": str(exc)}}
+    return {"vars": {"dream_raw": gen.text, "dream_llm": gen.llm_id, "dream_error": None}}
+
+
+def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    variables = state.vars
+    level, material = int(variables["dream_level"]), variables["dream_material"]
+    if variables.get("dream_raw") is None:
+        result = {"status": "postponed", "level": level, "error": variables.get("dream_error")}
+        runtime.stream_writer({"event": "dream", "phase": "postponed", "level": level, "error": result["error"]})
+        return {"vars": {"dream": result}}
+    data = json_object(variables["dream_raw"])
+    run = state.run_id or variables.get("dream_started")
+    with svc.db.unit() as repos:
+        done = repos.config.get(APPLIED_KEY) or {}
+        if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
+            result = dict(done.get("outcome") or {})
+        else:
+            outcome = apply_dream_output(repos, data, level=level, now=datetime.fromisoformat(variables["dream_started"]),
+                                         topic=material["topic"], newest_message_id=int(material["newest_message_id"]))
+            result = outcome.as_dict()
+            repos.config.set(APPLIED_KEY, {"run": run, "outcome": result})
+            repos.processes.add("dream", _describe(result), status="close" if outcome.status == "applied"
+                                else "warning", thread_id=state.thread_id)
+    result["llm_id"] = variables.get("dream_llm")
+    svc.sync_memory()
+    runtime.stream_writer({"event": "dream", "phase": "applied", **result})
+    return {"vars": {"dream": result}}
+
+
+def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
+    svc = services_of(runtime)
+    with svc.db.unit() as repos:
+        repos.config.set(EPISODES_CHECKED, None)  # look again even if today's upkeep found nothing missing
+    thread_id = state.thread_id or "main"
+    generate = generator(svc, "episode", 360, thread_id=thread_id, tick=state.tick)
+    written = []
+    for _ in range(MAX_EPISODES_PER_DREAM):
+        done = write_episode(svc, thread_id, generate).get("episode")
+        if not done or done == "postponed" or str(done).startswith("error"):
+            break
+        written.append(done)
+    dream_result = dict(state.vars.get("dream") or {})
+    dream_result["episodes"] = written
+    return {"vars": {"dream": dream_result}}
+
+
+def _describe(outcome: dict[str, Any]) -> str:
+    if outcome["status"] != "applied":
+        return f"dream level {outcome['level']}: nothing applied ({'; '.join(outcome['dropped'])[:300]})"
+    parts = [f"dream level {outcome['level']}: {outcome['insight'][:200]}", f"strategy: {outcome['strategy'][:160]}"]
+    if outcome["goals"]:
+        parts.append("goals: " + ", ".join(outcome["goals"]))
+    if outcome["entities"]:
+        parts.append("entities: " + ", ".join(outcome["entities"]))
+    if outcome["questions_added"] or outcome["questions_resolved"]:
+        parts.append(f"questions: +{len(outcome['questions_added'])}, resolved {len(outcome['questions_resolved'])}")
+    if outcome["dropped"]:
+        parts.append(f"{len(outcome['dropped'])} item(s) dropped")
+    return "; ".join(parts)
+
+
+apply_dream.produces = ("dream",)  # type: ignore[attr-defined]  (playbook checks: the step sets `dream`)
+summarise_days.produces = ("dream",)  # type: ignore[attr-defined]

@@ -1,0 +1,66 @@
+"""The anti-stagnation verdict (HMP §6): stagnant or not from the signals, why, and reflex-lite — sampling raised
+(temperature +0.2 ≤ 1.5, top_p +0.05 ≤ 0.95, penalties +0.2), then the HMP rephrased request at the limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm import AllLLMsUnavailable, Sampling
+from llm.json_output import json_object
+from nodes.reflexes.prompts import REPHRASE_PROMPT, REPHRASE_SCHEMA
+
+ANXIETY_TICKS = 3  # anxiety > 3 on this many outputs in a row triggers reflex-lite
+MAX_TEMPERATURE, MAX_TOP_P = 1.5, 0.95
+
+
+def reflex_lite(sampling: dict[str, float]) -> dict[str, float]:
+    return {**sampling,
+            "temperature": round(min(MAX_TEMPERATURE, sampling.get("temperature", 0.8) + 0.2), 3),
+            "top_p": round(min(MAX_TOP_P, sampling.get("top_p", 0.9) + 0.05), 3),
+            "presence_penalty": round(min(1.0, sampling.get("presence_penalty", 0.0) + 0.2), 3),
+            "frequency_penalty": round(min(1.0, sampling.get("frequency_penalty", 0.0) + 0.2), 3)}
+
+
+def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any]) -> str | None:
+    """HMP reflex-lite's rephrased request, once sampling cannot be raised further; None if no LLM answers."""
+    try:
+        gen = llms.generate("rephrase", prompt=REPHRASE_PROMPT.format(instruction=instruction),
+                            sampling=Sampling(temperature=0.9, top_p=0.95, max_tokens=120),
+                            json_schema=REPHRASE_SCHEMA, prefer=prefer, tags=tags)
+    except AllLLMsUnavailable:
+        return None
+    text = " ".join(str(json_object(gen.text).get("request") or "").split())
+    return text[:400] if len(text) >= 12 else None
+
+
+def decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
+    """(stagnant, similarity reported, method). The cheap bands decide alone; in the uncertain band the cheap
+    similarity flags from `stagnation_soft_threshold`, and the LLM comparison, when there is one, may clear that
+    flag (it found new ideas and novelty ≥ 50) but never raise one: a false alarm perturbs genuinely new
+    thinking, and a small model's comparison is noisy (bench/reflexes.py: the 270M model's comparisons alone
+    raised 3 false alarms on 36 sequences). The reported similarity averages both."""
+    value, comparison = float(signals.get("similarity") or 0.0), signals.get("comparison")
+    if signals.get("band") == "stagnant":
+        return True, value, "cheap"
+    if signals.get("band") != "uncertain":
+        return False, value, "cheap"
+    flag = value >= settings.stagnation_soft_threshold  # settings: persona.settings.ReflexSettings
+    if not comparison:
+        return flag, value, "cheap"
+    llm_similarity = 1 - comparison["novelty_score"] / 100
+    if comparison["assessment"] == "identical":
+        llm_similarity = max(llm_similarity, 0.95)
+    cleared = (comparison["assessment"] != "identical" and comparison["novelty_score"] >= 50
+               and bool(comparison["new_ideas"]))
+    return flag and not cleared, (value + llm_similarity) / 2, "llm"
+
+
+def stagnation_reason(signals: dict[str, Any], method: str, repeated: bool) -> str:
+    tick = signals.get("similar_to_tick")
+    if repeated:
+        return f"identical to tick {tick}"
+    if method == "llm":
+        return f"the LLM comparison found little new against tick {tick} (novelty {signals['comparison']['novelty_score']:g})"
+    if signals["ngram"] >= signals["similarity"]:
+        return f"repeats tick {tick} (word overlap {signals['ngram']:.2f})"
+    return f"says again what tick {tick} said (meaning similarity {signals.get('semantic') or 0:.2f})"

@@ -1,0 +1,82 @@
+"""The emotional reflex's logic (HMP §5): reading ratings `emotion:strength (reason)`, which earlier rating a new
+output may inherit, and the dynamics of emotions × novelty."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llm.json_output import read_json
+from memory.text import emotion_strengths
+
+LOOSE = re.compile(r"([^\W\d_][\w-]{1,15})\s*[:=]\s*\"?([1-5])\b(?:\s*\(([^)]{0,80})\))?", re.UNICODE)
+ANXIOUS = {"anxiety", "fear", "panic", "worry", "stress", "alarm", "dread", "nervousness"}
+
+
+def anxious(emotions: list[tuple[str, int]]) -> bool:
+    return any(name in ANXIOUS and strength > 3 for name, strength in emotions)
+
+
+def parse_emotions(text: str) -> list[tuple[str, int, str]]:
+    """(emotion, strength 1..5, reason) from JSON or from loose `joy:4 (why)` text."""
+    found: list[tuple[str, int, str]] = []
+    data = read_json(text).value  # a cut-off answer keeps its complete items
+    items = data.get("emotions", []) if isinstance(data, dict) else data
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            name, strength = str(item.get("emotion", "")).strip().lower(), item.get("strength")
+            if name and isinstance(strength, int) and 1 <= strength <= 5:
+                found.append((name, strength, str(item.get("reason", "")).strip()[:100]))
+        elif isinstance(item, str):
+            found += parse_emotions(item)
+    if found:
+        return _dedupe(found)
+    for name, strength, reason in LOOSE.findall(text or ""):
+        found.append((name.lower(), int(strength), (reason or "").strip()))
+    return _dedupe(found)
+
+
+def _dedupe(items: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    best: dict[str, tuple[str, int, str]] = {}
+    for item in items:
+        name = item[0].split()[0][:16] if item[0].split() else ""
+        if len(name) >= 3 and name.isalpha() and (name not in best or item[1] > best[name][1]):
+            best[name] = (name, item[1], item[2])
+    return list(best.values())
+
+
+def carried_rating(recent: list[Any], signals: dict[str, Any], *, human_spoke: bool, every: int) -> Any | None:
+    """The earlier output whose rating this one may inherit without asking the LLM, or None.
+
+    A repeat inherits its original's. Otherwise, with `every` > 1, the last output's rating carries over
+    when no human note arrived, it was not anxious, and fewer than `every` − 1 outputs in a row inherited."""
+    by_id = {m.id: m for m in recent}
+    if signals.get("band") == "stagnant" and (match := by_id.get(signals.get("similar_to_id"))) and match.emotions:
+        return match
+    if every <= 1 or not recent or human_spoke:
+        return None
+    last = recent[-1]
+    if not last.emotions or anxious(emotion_strengths(last.emotions)):
+        return None
+    inherited = 0
+    for message in reversed(recent):
+        if (message.meta or {}).get("emotion_source") != "carried":
+            break
+        inherited += 1
+    return last if inherited < every - 1 else None
+
+
+POSITIVE = {"joy", "curiosity", "excitement", "enthusiasm", "inspiration", "delight", "interest", "hope", "surprise",
+            "tenderness", "wonder", "pride", "gratitude", "love", "amusement"}
+FADING = {"boredom", "sadness", "fatigue", "apathy", "tiredness", "emptiness", "melancholy", "indifference"}
+
+
+def emotional_dynamics(emotions: list[tuple[str, int]], novelty_score: float) -> str:
+    strongest = lambda names: max((s for n, s in emotions if n in names), default=0)  # noqa: E731
+    if novelty_score >= 50 and strongest(ANXIOUS) >= 3:
+        return "panicked_novelty"
+    if novelty_score >= 50 and strongest(POSITIVE) >= 3:
+        return "productive_excitement"
+    if novelty_score < 30 and (sum(s for _, s in emotions) <= 2 or strongest(FADING) >= 3):
+        return "burnout"
+    return "steady"

@@ -1,0 +1,103 @@
+"""Prompt templates and answer schemas of the reflexes (emotion, comparison, reflex-lite, escalation, validation)."""
+
+# The shared evaluation call (HMP §5 emotions and §6 comparison in one JSON answer); each part is optional.
+EMOTION_PART = """Determine the emotional state of the new response from its context.
+Use this list of emotions as a guide: {vocabulary}. If you detect an emotion not in the list, add it.
+Give each emotion a strength from 1 to 5 and a short reason. Leave out emotions of zero or negligible strength.
+"""
+
+COMPARISON_PART = """Compare two responses: the previous one and the new one. Assess whether the new one contains new
+thoughts or commands, which old ideas it refined, which it discarded, and give it meaning tags.
+assessment: "identical" or "not identical"; novelty_score: 0 (nothing new) to 100 (entirely new);
+new_ideas, refined_ideas, discarded_ideas: lists of short phrases; tags: a list of one-word tags.
+
+Previous response:
+\"\"\"{previous}\"\"\"
+"""
+
+EVALUATION_TAIL = """
+New response:
+\"\"\"{response}\"\"\"
+
+Answer as JSON:
+"""
+
+COMPARISON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "assessment": {"enum": ["identical", "not identical"]},
+        "novelty_score": {"type": "integer", "minimum": 0, "maximum": 100},
+        "new_ideas": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 60}},
+        "refined_ideas": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 60}},
+        "discarded_ideas": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 60}},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "pattern": "^[a-z]{3,16}$"}},
+    },
+    "required": ["assessment", "novelty_score", "new_ideas", "refined_ideas", "discarded_ideas", "tags"],
+}
+
+# Reflex-lite once sampling is at its limits (HMP "Переформулировка запроса").
+REPHRASE_PROMPT = """Rephrase the following request so that it keeps its meaning but adds novelty and unexpected
+associations. Avoid repeating it literally. Return only the new version of the request.
+
+Request: {instruction}
+
+Answer as JSON with the new version as "request":
+"""
+
+REPHRASE_SCHEMA = {
+    "type": "object",
+    "properties": {"request": {"type": "string", "minLength": 12, "maxLength": 300}},
+    "required": ["request"],
+}
+
+# Escalation mechanisms: what the next prompt shows.
+META_ANALYSIS_INSTRUCTION = (
+    "I notice I have been repeating myself. First ask: why am I circling? What pushed me into this loop, and "
+    "which different approach should I take? Then think one thought I have not had before."
+)
+STIMULUS_TITLE = "Something new to think about (my last thoughts repeated each other)"
+FLASHBACK_LINE = "A distant memory ({tier}, {when}): {text}"
+KB_LINE = "From my knowledge base ({title}): {text}"
+ASK_HUMAN_TEXT = ("I notice my thoughts keep circling around the same point ({topic}). "
+                  "Could you give me a new question, a fact or a different angle?")
+
+EMOTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "emotions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 2,
+            "items": {
+                "type": "object",
+                "properties": {
+                    # one lowercase word: a free string let the 270M model write phrases that parse as nothing
+                    "emotion": {"type": "string", "pattern": "^[a-z]{3,16}$"},
+                    "strength": {"enum": [1, 2, 3, 4, 5]},
+                    "reason": {"type": "string", "maxLength": 40},
+                },
+                "required": ["emotion", "strength", "reason"],
+            },
+        }
+    },
+    "required": ["emotions"],
+}
+
+VALIDATION_PROMPT = """Rate the correctness of this message from -3 (completely incorrect) to +3 (completely correct).
+If unsure, answer 0. If you can, explain briefly (at most 100 characters). Put " -- " between the rating and the explanation.
+Ethics in force: {ethics}
+
+Message:
+\"\"\"{response}\"\"\"
+
+Rating -- explanation:
+"""
+
+VALIDATION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "rating": {"enum": [-3, -2, -1, 0, 1, 2, 3]},
+        "comment": {"type": "string", "maxLength": 100},
+    },
+    "required": ["rating", "comment"],
+}

@@ -1,0 +1,64 @@
+"""Cognitive & ethical validation (HMP §7): reading a validator's rating, the trust-weighted consensus with HMP's
+tie-break rules, and the drift of a validator's trust away from (or back to) the consensus."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from llm.json_output import read_json
+
+LOOSE_RATING = re.compile(r"([+-]?\d)\s*(?:--\s*(.*))?", re.DOTALL)
+
+
+def parse_rating(text: str) -> tuple[int, str] | None:
+    data = read_json(text).value
+    if isinstance(data, dict) and isinstance(data.get("rating"), int) and -3 <= data["rating"] <= 3:
+        return data["rating"], str(data.get("comment", ""))[:100]
+    match = LOOSE_RATING.search(text or "")
+    if match and -3 <= int(match.group(1)) <= 3:
+        return int(match.group(1)), (match.group(2) or "").strip()[:100]
+    return None
+
+
+def aggregate(votes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Trust-weighted rating, distribution, and HMP's tie-break rules."""
+    counted = [v for v in votes if v.get("rating") is not None]
+    distribution = Counter(f"{v['rating']:+d}" if v["rating"] else "0" for v in counted)
+    if not counted:
+        return {"rating": 0.0, "distribution": {}, "tie_break": "no valid votes"}
+    total_trust = sum(v["trust"] for v in counted) or 1.0
+    rating = sum(v["rating"] * v["trust"] for v in counted) / total_trust
+    tie_break = None
+    if abs(rating) < 1e-9 and len({v["rating"] for v in counted}) > 1:
+        top = max(v["trust"] for v in counted)
+        leaders = [v for v in counted if v["trust"] == top]
+        if len(leaders) == 1:
+            rating, tie_break = float(leaders[0]["rating"]), f"decided by most trusted validator {leaders[0]['LLM']}"
+        else:
+            rating, tie_break = 0.0, "equal trust: rating 0, commands blocked"
+    return {"rating": round(rating, 3), "distribution": dict(distribution), "tie_break": tie_break}
+
+
+def drift_trust(svc, votes: list[dict[str, Any]], rating: float, thread_id: str) -> None:
+    """A validator whose vote is 2 or more from the consensus loses `trust_drift`; one closer regains
+    `trust_recovery` (up to 1; a trust configured above 1 is kept). Below `min_trust` it is excluded from validation (logged). Needs two votes."""
+    counted = [v for v in votes if v.get("rating") is not None]
+    if len(counted) < 2:
+        return
+    settings = svc.settings.reflexes
+    with svc.db.unit() as repos:
+        for vote in counted:
+            entry = svc.llms.entry(vote["id"])
+            before = float(entry.get("trust_score", 1.0))
+            disagrees = abs(vote["rating"] - rating) >= 2
+            after = round(max(0.0, before - settings.trust_drift) if disagrees
+                          else max(before, min(1.0, before + settings.trust_recovery)), 4)
+            entry["trust_score"] = after
+            vote["trust_after"] = after
+            repos.llm_registry.upsert(vote["id"], trust_score=after)
+            if before >= settings.min_trust > after:
+                repos.processes.add("validation.trust", f"validator {vote['id']} excluded: trust {after:.2f} fell below "
+                                    f"{settings.min_trust} (voted {vote['rating']:+d} against a consensus of {rating:+.2f})",
+                                    status="warning", thread_id=thread_id)

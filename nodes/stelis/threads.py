@@ -1,0 +1,234 @@
+"""Stelis threads: child threads with a window_ratio budget, a chronicle and an anchor in the parent.
+
+Lifecycle (used by the playbook `stelis_start`/`stelis_end` nodes, the `stelis.*` commands and start-up):
+
+- `open_thread` checks depth and budget, creates the child row (status running, owner = this process)
+  and, in the same transaction, the parent's `stelis_anchor` message.
+- `write_chronicle` reads the child's whole log and summarises it hierarchically (never truncated).
+- `finish_thread` marks it completed or aborted with the chronicle.
+- `recover_orphans` finds children left running by a dead process, aborts them with whatever chronicle
+  can be written, and makes sure their anchors exist; a persona never stays stuck inside a child.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any, Callable
+
+from llm import AllLLMsUnavailable
+from memory import Repos
+from memory.models import Thread
+from memory.repositories import TIMELINE_KINDS, anchor_key
+from nodes.context import Services
+from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
+from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
+from nodes.summarise import summarise
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW_RATIO = 0.8
+MIN_CHILD_WINDOW = 1024  # tokens; a smaller window cannot hold a useful prompt
+CHRONICLE_TOKENS = 768  # at most per summariser call…
+# …and at most half of the part of the log the anchor does not already show in full (its last messages),
+# so that an anchor costs the parent less than the log it stands for. The chronicle still reads everything.
+CHRONICLE_SHARE = 0.5
+
+
+class StelisRefused(RuntimeError):
+    """Opening the child would break a limit (depth, budget): the caller carries on without it."""
+
+
+@dataclass
+class StelisResult:
+    thread_id: str | None
+    label: str
+    status: str  # completed | aborted | refused | running
+    chronicle: str = ""
+    error: str | None = None
+    depth: int = 0
+    window_tokens: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls, thread: Thread, window_tokens: int = 0) -> "StelisResult":
+        return cls(thread.id, thread.label, thread.status, thread.chronicle or "", thread.error, thread.depth, window_tokens)
+
+
+# -- process ownership: who is running a thread, and is that process still alive -----------------
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+@cache
+def _token_for(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid) or '?'}"
+
+
+def process_token() -> str:
+    return _token_for(os.getpid())
+
+
+def owner_alive(token: str | None) -> bool:
+    """False when the owning process is gone (or its pid now belongs to another process)."""
+    if not token:
+        return False
+    host, _, rest = token.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != socket.gethostname():
+        return True  # another machine's process: not ours to judge
+    try:
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass
+    current = _start_time(pid)
+    return current is None or started in ("?", current)
+
+
+# -- ids and budget -------------------------------------------------------------------------------
+
+def child_thread_id(parent_id: str, label: str, key: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40] or "thread"
+    return f"{parent_id[:60]}/{slug}-{key[:10]}"
+
+
+def thread_window(svc: Services, repos: Repos, thread_id: str) -> int:
+    return svc.window_tokens(repos.threads.ratio_product(thread_id))
+
+
+# -- active thread of a root (threads the persona opened with `stelis.start`) -------------------
+
+def _active_key(root_id: str) -> str:
+    return f"stelis/active/{root_id}"
+
+
+def active_thread(repos: Repos, root_id: str) -> str:
+    """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
+    current = repos.config.get(_active_key(root_id)) or root_id
+    while current != root_id:
+        thread = repos.threads.get(current)
+        if thread is not None and thread.status == "running":
+            return current
+        current = thread.parent_id if thread is not None and thread.parent_id else root_id
+    return root_id
+
+
+def set_active_thread(repos: Repos, root_id: str, thread_id: str) -> None:
+    repos.config.set(_active_key(root_id), thread_id if thread_id != root_id else None)
+
+
+# -- lifecycle ------------------------------------------------------------------------------------
+
+def open_thread(svc: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,
+                max_depth: int, origin: str, tick: int = 0, chronicle_prompt: str | None = None,
+                playbook: str = "") -> tuple[Thread, int, bool]:
+    """(child, its window in tokens, whether it already existed). Raises StelisRefused."""
+    existing = repos.threads.get(child_id)
+    if existing is not None:
+        return existing, thread_window(svc, repos, child_id), True
+    parent = repos.threads.ensure(parent_id, persona=svc.persona.name, origin="root")
+    depth = parent.depth + 1
+    if depth > max_depth:
+        raise StelisRefused(f"Stelis thread {label!r} refused: it would be at depth {depth}, over max_depth {max_depth}")
+    if not 0 < window_ratio <= 1:
+        raise StelisRefused(f"Stelis thread {label!r} refused: window_ratio must be in (0, 1], got {window_ratio}")
+    window = svc.window_tokens(repos.threads.ratio_product(parent_id) * window_ratio)
+    if window < MIN_CHILD_WINDOW:
+        raise StelisRefused(f"Stelis thread {label!r} refused: its window would be {window} tokens, "
+                            f"under the minimum of {MIN_CHILD_WINDOW}")
+    child = repos.threads.create_child(child_id, parent, label=label, window_ratio=window_ratio, origin=origin,
+                                       owner=process_token(), chronicle_prompt=chronicle_prompt, playbook=playbook)
+    repos.messages.upsert(anchor_key(child_id), thread_id=parent_id, tick=tick, kind="stelis_anchor", role="system",
+                          content=f'Stelis thread "{label}" ({child_id})', meta={"child": child_id, "label": label})
+    return child, window, False
+
+
+def chronicle_source(repos: Repos, thread_id: str) -> str:
+    """The child's whole log: every message (anchors to its own children expanded) and command result."""
+    seen = {t.id for t in repos.threads.lineage(thread_id)}
+    entries = [(m.created_at, m.id, render_item(repos, m, thread_id, seen)) for m in repos.messages.log(thread_id)]
+    entries += [(p.created_at, p.id, f"[result of {p.name}: {p.status}] {p.value}")
+                for p in repos.processes.of_thread(thread_id)]
+    entries.sort(key=lambda e: (e[0].replace(tzinfo=None).isoformat() if e[0] else "", e[1]))
+    return "\n\n".join(text for _, _, text in entries)
+
+
+def write_chronicle(svc: Services, thread_id: str, *, use_llm: bool = True) -> str:
+    """The chronicle of everything in the thread. Falls back to a plain record when no model answers."""
+    with svc.db.unit() as repos:
+        thread = repos.threads.get(thread_id)
+        text = chronicle_source(repos, thread_id)
+        count = repos.messages.count(thread_id)
+        shown = "\n\n".join(m.content for m in repos.messages.log(thread_id, kinds=TIMELINE_KINDS,
+                                                                     last=ANCHOR_LAST_MESSAGES))
+    if thread is None:
+        return ""
+    if not text.strip():
+        return "(The thread ended before it wrote anything.)"
+    if not use_llm:
+        return CHRONICLE_FALLBACK.format(reason="the run was interrupted", count=count, thread_id=thread_id)
+    tokens = svc.llms.primary().count_tokens
+    budget = max(64, min(CHRONICLE_TOKENS, int((tokens(text) - tokens(shown)) * CHRONICLE_SHARE)))
+    try:
+        result = summarise(text, svc.llms, CHRONICLE_PROMPT, merge_prompt=CHRONICLE_MERGE_PROMPT, purpose="chronicle",
+                           max_tokens=budget, tags={"thread_id": thread_id, "tick": thread.tick},
+                           name=svc.persona.display_name, label=thread.label,
+                           instruction=thread.chronicle_prompt or CHRONICLE_INSTRUCTION)
+    except AllLLMsUnavailable as exc:
+        return CHRONICLE_FALLBACK.format(reason=str(exc), count=count, thread_id=thread_id)
+    log.info("chronicle of %s: %s chars from %s chars in %s call(s)", thread_id, len(result.text), len(text), result.calls)
+    return result.text or CHRONICLE_FALLBACK.format(reason="the model returned nothing", count=count, thread_id=thread_id)
+
+
+def finish_thread(svc: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None,
+                  error: str | None = None) -> StelisResult:
+    thread = repos.threads.finish(thread_id, status=status, chronicle=chronicle, now=svc.clock(), error=error)
+    if thread is None:
+        raise KeyError(f"no thread {thread_id!r}")
+    return StelisResult.of(thread, thread_window(svc, repos, thread_id))
+
+
+def close_thread(svc: Services, thread_id: str, *, status: str, error: str | None = None,
+                 generate: bool = True, use_llm: bool = True) -> StelisResult:
+    chronicle = write_chronicle(svc, thread_id, use_llm=use_llm) if generate else None
+    with svc.db.unit() as repos:
+        return finish_thread(svc, repos, thread_id, status=status, chronicle=chronicle, error=error)
+
+
+def recover_orphans(svc: Services, notify: Callable[[str], None] | None = None) -> list[StelisResult]:
+    """Abort every child thread left running by a process that is gone; chronicle and anchor each one."""
+    with svc.db.unit() as repos:
+        orphans = [(t.id, t.owner, t.parent_id, t.label, t.tick) for t in repos.threads.running_children()
+                   if t.origin != "task" and t.owner != process_token() and not owner_alive(t.owner)]
+        # task sub-cycles are not aborted: graph/task_cycles.py resumes them from their checkpoint
+    results = []
+    for thread_id, owner, parent_id, label, tick in orphans:
+        if notify:
+            notify(f"aborting Stelis thread {thread_id} left running by a stopped process; writing its chronicle")
+        reason = f"the process running it ({owner or 'unknown'}) stopped before it finished"
+        chronicle = write_chronicle(svc, thread_id)
+        with svc.db.unit() as repos:
+            result = finish_thread(svc, repos, thread_id, status="aborted", chronicle=chronicle, error=reason)
+            if repos.messages.anchor_for(thread_id) is None:
+                repos.messages.upsert(anchor_key(thread_id), thread_id=parent_id, tick=tick, kind="stelis_anchor",
+                                      role="system", content=f'Stelis thread "{label}" ({thread_id})',
+                                      meta={"child": thread_id, "label": label})
+            repos.processes.add("stelis", f'Stelis thread "{label}" ({thread_id}) was aborted: {reason}.',
+                                status="warning", thread_id=parent_id)
+        log.warning("aborted orphaned Stelis thread %s: %s", thread_id, reason)
+        results.append(result)
+    return results

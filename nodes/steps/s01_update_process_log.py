@@ -1,0 +1,63 @@
+"""Step 1 (HMP §1): open the tick — take in edited persona files and setting changes, close the processes the
+model has seen, time out stale ones, and empty every per-tick report."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from nodes.context import AnimaContext, services_of
+from nodes.state import SamplingParams, TickState
+from nodes.stelis.threads import active_thread
+
+
+def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    params = params or {}
+    root = state.root_thread or state.thread_id or runtime.execution_info.thread_id or "main"
+    tick = state.tick + 1
+    mode = params.get("mode") or state.mode or "chat"
+    now = svc.clock()
+    with svc.db.unit() as repos:
+        svc.refresh(repos)
+        repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
+                             persona=svc.persona.name, origin="root")
+        current = repos.threads.get(state.thread_id or root)
+        if current is not None and current.origin in ("playbook", "task"):
+            thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
+        else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
+            thread_id = active_thread(repos, root)
+        repos.threads.set_tick(thread_id, tick)
+        repos.ticks.start(thread_id, tick, mode)
+        closed = repos.processes.close(state.shown_process_ids)
+        timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=svc.settings.cycle.process_timeout_s),
+                                                   now)
+    base: SamplingParams = svc.settings.sampling.model_dump()  # type: ignore[assignment]
+    return {
+        "thread_id": thread_id,
+        "root_thread": state.root_thread or root,
+        "tick": tick,
+        "mode": mode,
+        "sampling": state.sampling or base,
+        "base_sampling": base,
+        # per-tick fields start empty, so a reader never mistakes last tick's values for this one's
+        "response": "",
+        "thought": "",
+        "commands": [],
+        "parse_errors": [],
+        "native_tool_calls": [],
+        "self_emotions": [],
+        "emotions": [],
+        "emotion_eval": {},
+        "novelty_signals": {},
+        "novelty": {},
+        "validation": {},
+        "memory_upkeep": {},
+        "executed": [],
+        "response_id": None,
+        "degraded": False,
+        "error": None,
+        "context_report": {"processes_closed": closed, "processes_timed_out": [p.id for p in timed_out]},
+    }

@@ -1,0 +1,62 @@
+"""Continuation-mode compression (Epos, done better): when the growing text passes `compress_at_chars`,
+the *whole* text since the last compression is distilled (in chunks that fit the summariser's window,
+then the summaries of the chunks, until one summary remains) into core insights + open questions.
+
+The summary becomes a `compression` message; prepare_context then starts the text from it, with the tool
+definitions last (closest to the generation point). Nothing is deleted: the pre-compression chunks stay in
+the database and the compression row lists their ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable
+from nodes.context import AnimaContext, Services, services_of
+from nodes.steps.prompts import COMPRESSION_PROMPT
+from nodes.summarise import summarise
+from nodes.state import TickState, tick_key
+
+log = logging.getLogger(__name__)
+SUMMARY_TOKENS = 400
+
+
+def distill(text: str, svc: Services, tags: dict[str, Any]) -> tuple[str, int]:
+    """All of `text` distilled hierarchically; returns (summary, LLM calls made)."""
+    result = summarise(text, svc.llms, COMPRESSION_PROMPT, purpose="compress", max_tokens=SUMMARY_TOKENS,
+                       tags=tags, name=svc.persona.display_name)
+    return result.text, result.calls
+
+
+def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    if state.mode != "continuation":
+        return {}
+    threshold = int((params or {}).get("compress_at_chars") or svc.settings.continuation.compress_at_chars)
+    thread_id = state.thread_id
+    with svc.db.unit() as repos:
+        last = repos.messages.last_of_kind(thread_id, "compression")
+        chunks = repos.messages.since(thread_id, last.id if last else 0, ("continuation", "human"))
+        base = last.content if last else (svc.persona.seed or "")
+    text = base + "".join(m.content for m in chunks)
+    if len(text) <= threshold or not chunks:
+        return {}
+    try:
+        summary, calls = distill(text, svc, {"thread_id": thread_id, "tick": state.tick})
+    except AllLLMsUnavailable as exc:
+        log.warning("compression postponed: %s", exc)
+        return {}
+    if not summary:
+        return {}
+    with svc.db.unit() as repos:
+        repos.messages.upsert(f"{tick_key(state)}:compression", thread_id=thread_id, tick=state.tick,
+                              kind="compression", role="system", content=summary.rstrip() + "\n",
+                              meta={"source_ids": [m.id for m in chunks], "previous_compression": last.id if last else None,
+                                    "pre_chars": len(text), "llm_calls": calls})
+    log.info("compressed %s chars into %s (%s calls)", len(text), len(summary), calls)
+    report = dict(state.context_report)
+    report["compressed"] = {"pre_chars": len(text), "post_chars": len(summary), "calls": calls}
+    return {"context_report": report}

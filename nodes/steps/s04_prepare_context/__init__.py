@@ -1,0 +1,251 @@
+"""Step 2 (HMP §2, DESIGN §3.1): assemble the prompt under the thread's token budget.
+
+Blocks come in the order of DESIGN §3.1 (earlier = stronger influence); each has a priority. When the prompt does
+not fit `window × window_ratio − max_tokens`, the lowest-priority block loses its oldest item first (recent
+responses, notepad entries), then whole blocks go; every drop is reported in `context_report` and logged.
+Human notes, recalled memories and command results are fenced as data (untrusted.py). Incoming notes are only
+marked read after the response is stored (write_memory), so a crash never loses one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from memory import Repos
+from nodes.commands import registry
+from nodes.commands.cycle import context_cycle, context_mode
+from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
+from nodes.reflexes.prompts import STIMULUS_TITLE
+from nodes.state import ContextReport, StagnationEpisode, TickState
+from nodes.steps.prompts import (
+    CHANNEL_HINT,
+    CHAT_INSTRUCTION,
+    COMMANDS_GUIDE,
+    CONTINUATION_FEELINGS,
+    CONTINUATION_HUMAN_TURN,
+    CONTINUATION_REACH_OUT,
+    CONTINUATION_TOOLS,
+    DATA_RULE,
+    TASK_CYCLE_SEED,
+    THOUGHT_HEADER,
+)
+from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks
+from nodes.steps.s04_prepare_context.memory_lines import (
+    abstract_lines,
+    auto_recall,
+    entity_lines,
+    episode_lines,
+    goal_lines,
+    recent_thoughts,
+    strategy_line,
+)
+from nodes.steps.s04_prepare_context.untrusted import defuse, new_fence
+from nodes.stelis.threads import thread_window
+from persona import skills_block
+from persona.drives import Drives, feeling_lines
+from persona.prompts import FEELINGS_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
+from persona.settings import DriveSettings
+
+log = logging.getLogger(__name__)
+SAFETY_TOKENS = 16
+BOOTSTRAP_LAYER = ("AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md")  # claw0 layer 6: the remaining bootstrap files
+
+
+def _note_line(note) -> str:
+    return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
+
+
+def _incoming(repos: Repos, svc: Services, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    mode = cycle.get("notes_mode") or svc.settings.cycle.notes_mode
+    notes = repos.notes.unread_incoming(limit=svc.settings.cycle.notes_limit, min_priority=cycle.get("notes_min_priority"))
+    if mode == "manual":
+        counts = repos.notes.count_unread_by_priority()
+        lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
+        lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
+        return [], lines if counts else []
+    return notes, [_note_line(n) for n in notes]
+
+
+def _feelings(drives: dict[str, Any]) -> list[str]:
+    if not drives.get("levels"):
+        return []
+    return feeling_lines(Drives(drives["levels"], drives.get("details") or {}),
+                         DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
+
+
+def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
+                 note_lines: list[str], processes: list[Any], fence: str) -> tuple[list[Block], dict[str, Any]]:
+    persona, tick, thread_id = svc.persona, state.tick, state.thread_id
+    guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(), data_rule=DATA_RULE)
+    if persona.file("TOOLS.md"):
+        guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
+    history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", svc.settings.cycle.responses)),
+                                         cycle, svc.memory)
+    recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle)
+    core, notepad = repos.blocks.get("core").content, repos.blocks.get("notepad").content
+    now = svc.clock()
+    bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
+    note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
+    blocks = [
+        Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True),
+        Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
+        Block("commands", "", [guide], 180, system=True),
+        Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True),
+        Block("ethics", "Ethics", [f"- {p}" for p in persona.ethics.principles], 170, system=True),
+        Block("bootstrap", "", bootstrap, 160, system=True),
+        Block("core", "Core memory (who I am, my human, my promises)",
+              [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
+        Block("notepad", "My notepad", [notepad.strip()] if notepad.strip() else [], 118),
+        Block("strategy", "Strategy from my last dream", strategy_line(repos), 115),
+        Block("goals", "My goals and tasks", goal_lines(repos), 122),
+        Block("recall", "Memories that came to mind", recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
+              fence=fence, source="my memories and documents"),
+        Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
+              trim_oldest=True),
+        Block("episodes", "Recent days", episode_lines(repos, svc.settings.memory.episode_days), 104, trim_oldest=True),
+        Block("feelings", FEELINGS_TITLE, _feelings(dict(state.drives)), 140),
+        Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags")), 105,
+              trim_oldest=True),
+        Block("processes", "Open processes (results of my commands)",
+              [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
+              fence=fence, source="results of my commands"),
+        Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
+              source="notes to me"),
+        Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
+                                     f"context {context_mode(cycle)}; thread {thread_id}",
+                                     CHANNEL_HINT.get(svc.settings.channel, CHANNEL_HINT["terminal"])], 150),
+        Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
+        Block("llm_memory", "My notepad of ideas (llm_memory)",
+              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
+              trim_oldest=True),
+    ]
+    return blocks, {"recalled": recalled_ids, "recall_error": recall_error}
+
+
+def _instruction(svc: Services, state: TickState, episode: StagnationEpisode) -> str:
+    instruction = episode.get("rephrased") or CHAT_INSTRUCTION  # reflex-lite's rephrased request
+    if episode.get("instruction"):  # the meta-analysis mechanism
+        instruction = episode["instruction"] + "\n" + instruction
+    offer = state.drives.get("reach_out")
+    if offer:  # the drives' one rule allowed an unprompted message this tick
+        instruction = REACH_OUT_INSTRUCTION.format(drive=offer["drive"], level=offer["level"],
+                                                   why=REACH_OUT[offer["drive"]]) + "\n" + instruction
+    return instruction + "\n\n" + THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state.tick)
+
+
+def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
+                 note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode) -> dict[str, Any]:
+    count = svc.llms.primary().count_tokens
+    fence = new_fence()
+    blocks, report = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence)
+    blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
+                        source="memories and documents brought up to break a loop"))
+    task = repos.tasks.by_repl_thread(state.thread_id)
+    if task is not None:
+        blocks.append(Block("task", "", [TASK_CYCLE_SEED.format(
+            name=svc.persona.display_name, id=task.id, title=task.title, status=task.status,
+            description=task.description or "(no description)",
+            goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
+            system=True))
+    fixed_text = _instruction(svc, state, episode)
+    if count(fixed_text) + 8 > budget:
+        raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
+    blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
+    kept = set(next(b.keys for b in blocks if b.name == "notes"))
+    report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
+    repos.items.touch(report["recalled"], svc.clock())  # shown: counts as a use (LRU)
+    system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
+    user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
+    report["layers"] = [{"layer": b.name, "items": len(b.items), "tokens": sum(b.tokens), "system": b.system}
+                        for b in blocks if b.items] + [{"layer": "instruction", "items": 1, "tokens": count(fixed_text),
+                                                        "system": False}]
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
+    return {"prompt": f"{system}\n\n{messages[1]['content']}", "prompt_messages": messages, "human_turns": [],
+            "shown_notes": [n for n in notes if n.id in kept], "drops": drops, "report": report}
+
+
+def _continuation_prompt(svc: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
+                         episode: StagnationEpisode) -> dict[str, Any]:
+    """The growing text: last compression (or the seed), every chunk since, then new human turns."""
+    count = svc.llms.primary().count_tokens
+    compression = repos.messages.last_of_kind(state.thread_id, "compression")
+    base = (compression.content + CONTINUATION_TOOLS) if compression else (svc.persona.seed or "")
+    parts = [base, *(m.content for m in repos.messages.since(state.thread_id, compression.id if compression else 0,
+                                                             ("continuation", "human")))]
+    now, name = svc.clock(), svc.persona.display_name
+    drops: list[str] = []
+    shown_notes, turns, fixed = [], [], 0
+    for note in notes:  # human turns take at most half the budget
+        turn = CONTINUATION_HUMAN_TURN.format(time=f"{now:%H:%M}", text=defuse(note.text), name=name)
+        size = count(turn)
+        if fixed + size <= budget // 2:
+            shown_notes.append(note)
+            turns.append(turn)
+            fixed += size
+        else:
+            drops.append(f"note {note.id}: waits for a later tick ({size} tokens)")
+    sizes = [count(p) for p in parts]
+    total = sum(sizes) + fixed
+    while len(parts) > 1 and total > budget:
+        drops.append(f"continuation: oldest chunk ({sizes[1]} tokens)")
+        total -= sizes.pop(1)
+        parts.pop(1)
+    stimulus = ("\n\n(" + defuse(" ".join(episode["stimulus"])) + ")\n") if episode.get("stimulus") else ""
+    inner = ""
+    if not turns:  # a passing thought: not while the human's turn is open (then the next words are the answer)
+        feelings = _feelings(dict(state.drives))
+        inner = CONTINUATION_FEELINGS.format(name=name, feelings="; ".join(feelings)) if feelings else ""
+        if state.drives.get("reach_out"):
+            inner += CONTINUATION_REACH_OUT.format(name=name, drive=state.drives["reach_out"]["drive"])
+    if inner and count(inner) + sum(sizes) + fixed > budget:
+        drops.append("feelings: no room in the budget")
+        inner = ""
+    prompt = "".join(parts) + "".join(turns) + inner + stimulus
+    if count(prompt) > budget:  # even the base alone is too long: keep its end
+        drops.append("continuation: base cut at the front")
+        text = "".join(parts)
+        while count(text + "".join(turns)) > budget and text:
+            text = text[max(1, len(text) // 8):]
+        prompt = text + "".join(turns)
+    return {"prompt": prompt, "prompt_messages": [], "human_turns": turns, "shown_notes": shown_notes, "drops": drops,
+            "report": {}}
+
+
+def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    count = svc.llms.primary().count_tokens
+    max_tokens = int(state.sampling.get("max_tokens", svc.settings.sampling.max_tokens))
+    with svc.db.unit() as repos:
+        window = thread_window(svc, repos, state.thread_id)
+        max_tokens = max(16, min(max_tokens, window // 2))
+        budget = window - max_tokens - SAFETY_TOKENS
+        cycle = context_cycle(repos, svc.settings, state.thread_id)
+        episode = state.stagnation
+        if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
+            cycle["context_mode"] = episode["context_mode"]
+        task = repos.tasks.by_repl_thread(state.thread_id)
+        # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
+        notes, note_lines = _incoming(repos, svc, cycle) if task is None else ([], [])
+        processes = repos.processes.open(state.thread_id)
+        if state.mode == "continuation":
+            built = _continuation_prompt(svc, repos, state, notes, budget, episode)
+        else:
+            built = _chat_prompt(svc, repos, state, cycle, notes, note_lines, processes, budget, episode)
+    for drop in built["drops"]:
+        log.info("context budget %s tokens: dropped %s", budget, drop)
+    report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,
+                             "max_tokens": max_tokens, "dropped": built["drops"],
+                             "notes": [n.id for n in built["shown_notes"]], "processes": [p.id for p in processes],
+                             **built["report"]}
+    return {
+        "prompt": built["prompt"],
+        "prompt_messages": built["prompt_messages"],
+        "prompt_tokens": count(built["prompt"]),
+        "incoming_note_ids": [n.id for n in built["shown_notes"]],
+        "human_turns": built["human_turns"],
+        "shown_process_ids": [p.id for p in processes],
+        "context_report": report,
+    }

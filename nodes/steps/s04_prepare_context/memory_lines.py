@@ -1,0 +1,149 @@
+"""What the memory tiers put in the prompt each tick (DESIGN §3.1 "memory" … "abstracts").
+
+`auto_recall` searches every retrievable tier with the incoming notes and the current focus (the last
+thought and the active goals); items already visible as recent thoughts are left out. The context mode
+(cycle.concentration / cycle.meditation) changes both the recent-thoughts selection and the recall.
+Nothing here may break a tick: a failing search is logged and the block stays empty.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, timedelta
+from typing import Any
+
+from memory import Repos
+from memory.episodes import Period
+from memory.index import Query
+from memory.models import Message
+from nodes.commands.cycle import context_mode
+from nodes.stelis.history import render_item, lineage_ids, timeline
+
+log = logging.getLogger(__name__)
+
+FOCUS_CHARS = 400
+
+
+def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None) -> tuple[list[str], list[int]]:
+    """The K recent own responses: the last K (standard), those matching the focus tags/emotions with and/or
+    logic (concentration), or the most diverse K of a wider window (meditation). Returns (lines, message ids)."""
+    mode = context_mode(cycle)
+    if mode == "standard" or not k:
+        rows = timeline(repos, thread_id, last=k) if k else []
+    else:
+        pool = timeline(repos, thread_id, last=k * 5)
+        if mode == "concentration":
+            rows = [m for m in pool if _focused(m, cycle)][-k:]
+        else:
+            rows = _diverse(pool, k, memory)
+    seen = lineage_ids(repos, thread_id)
+    return [render_item(repos, m, thread_id, seen) for m in rows], [m.id for m in rows]
+
+
+def _focused(message: Message, cycle: dict[str, Any]) -> bool:
+    tags = {t.lower() for t in cycle.get("focus_tags") or []}
+    emotions = {e.lower() for e in cycle.get("focus_emotions") or []}
+    have_tags = {str(t).lower() for t in message.tags or []}
+    have_emotions = {str(e).split(":")[0].strip().lower() for e in message.emotions or []}
+    checks = []
+    if tags:
+        checks.append(tags <= have_tags if cycle.get("focus_logic") == "and" else bool(tags & have_tags))
+    if emotions:
+        checks.append(emotions <= have_emotions if cycle.get("focus_logic") == "and" else bool(emotions & have_emotions))
+    if not checks:
+        return True
+    return all(checks) if cycle.get("focus_logic") == "and" else any(checks)
+
+
+def _diverse(pool: list[Message], k: int, memory) -> list[Message]:
+    """Greedy farthest-first over the messages' vectors (meditation); oldest-first order is kept."""
+    if len(pool) <= k or memory is None:
+        return pool[-k:]
+    chosen = memory.diverse([f"msg:{m.id}" for m in pool], k)
+    keep = set(chosen)
+    return [m for m in pool if f"msg:{m.id}" in keep]
+
+
+def focus_text(repos: Repos, thread_id: str, notes: list[Any]) -> str:
+    parts = [n.text for n in notes]
+    last = repos.messages.last_of_kind(thread_id, "response") or repos.messages.last_of_kind(thread_id, "continuation")
+    if last is not None:
+        parts.append(last.content[-FOCUS_CHARS:])
+    parts += [g.title for g in repos.goals.list(status="active", limit=3)]
+    return "\n".join(p for p in parts if p and p.strip())
+
+
+def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
+                cycle: dict[str, Any]) -> tuple[list[str], list[int], str | None]:
+    """(lines, item ids, error) of the memories recalled for this tick."""
+    if svc.memory is None:
+        return [], [], None
+    text = focus_text(repos, thread_id, notes)
+    if not text:
+        return [], [], None
+    mode = context_mode(cycle)
+    k = svc.settings.memory.recall_k
+    shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids])  # already in the prompt
+    try:
+        diversity = cycle.get("diversity_boost")
+        lam = max(0.05, min(0.95, 1 - float(diversity))) if mode == "meditation" and diversity is not None else None
+        hits = svc.memory.search(Query(text=text, k=k, mode=mode, exclude=shown, mmr_lambda=lam,
+                                       tags=cycle.get("focus_tags") if mode == "concentration" else None,
+                                       emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
+                                       tags_mode=str(cycle.get("focus_logic") or "or")))
+    except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
+        log.exception("auto_recall failed")
+        return [], [], f"{type(exc).__name__}: {exc}"
+    lines = []
+    for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
+        item = hit.item
+        who = f"{item.author}: " if item.author else ""
+        title = f" {item.title}" if item.title else ""
+        lines.append(f"[{item.tier}{title} · {item.created_at:%Y-%m-%d}] {who}{item.text}")
+    return lines, [h.item.id for h in hits], None
+
+
+def goal_lines(repos: Repos) -> list[str]:
+    """HMP: pinned tasks first (always handled), by priority; then Nexus Ark's 3 short-term and 2 long-term
+    active goals, by priority; then the other open tasks by priority, with the task counts."""
+    open_tasks = repos.tasks.list(open_only=True, limit=8)
+    pinned = [t for t in open_tasks if t.pinned]
+    lines = [f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}" for t in pinned]
+    lines += [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="short", limit=3)]
+    lines += [f"[goal {g.id} long, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="long", limit=2)]
+    counts = repos.tasks.counts()
+    if counts:
+        lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    lines += [f"[task {t.id} {t.status}, priority {t.priority}{_cycle(t)}] {t.title}" for t in open_tasks if not t.pinned][:5]
+    return lines
+
+
+def _cycle(task) -> str:
+    return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
+
+
+def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> list[str]:
+    rows = repos.abstracts.list(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
+    rows = rows or repos.abstracts.list(since=now - timedelta(days=days), limit=2)
+    return [f"[abstract {a.id} {a.title}] {a.summary}" for a in reversed(rows)]
+
+
+def episode_lines(repos: Repos, days: int) -> list[str]:
+    """The last month and week summaries that end before the first day shown, then the last `days` days."""
+    shown = repos.episodes.recent("day", days)
+    first_day = shown[0].start if shown else "9999"
+    lines = [f"[{period} of {e.start}] {e.summary}" for period in ("month", "week")
+             for e in repos.episodes.recent(period, 1)
+             if Period(period, date.fromisoformat(e.start)).end.isoformat() <= first_day]
+    return lines + [f"[{e.start}] {e.summary}" for e in shown]
+
+
+def entity_lines(repos: Repos, texts: list[str], limit: int = 3) -> list[str]:
+    joined = "\n".join(texts)
+    return [f"[{e.kind} {e.name}] {e.description} {'; '.join(map(str, e.facts or []))}".strip()
+            for e in repos.entities.mentioned_in(joined, limit)] if joined else []
+
+
+def strategy_line(repos: Repos) -> list[str]:
+    latest = repos.insights.latest()
+    return [latest.strategy] if latest is not None and latest.strategy else []

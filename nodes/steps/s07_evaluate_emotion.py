@@ -1,0 +1,85 @@
+"""Step 5 (HMP §5–6): the reflexes' evaluation — emotions `emotion:strength (reason)` and the cheap novelty signals.
+
+The LLM that produced the output rates it. That costs nothing when the output ends with its own
+`Emotions:` line; a repeat inherits its original's rating, and with `reflexes.emotion_every` = N a similar
+output inherits the last rating up to N − 1 times in a row. Otherwise one structured call asks for the
+emotions and — only when n-grams and embeddings leave the novelty uncertain — the HMP §6 comparison too.
+On llama.cpp the answer is grammar-constrained JSON (even the 270M model returns valid JSON); anything
+else is parsed leniently. Emotions not in the vocabulary (config `emotions`) extend it (logged).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable
+from memory.text import emotion_strengths
+from nodes.context import AnimaContext, services_of
+from nodes.reflexes.anti_stagnation.novelty import RECENT_KINDS, measure
+from nodes.reflexes.emotion import carried_rating, parse_emotions
+from nodes.reflexes.evaluation import evaluate, parse_comparison
+from nodes.state import EmotionEval, TickState
+
+log = logging.getLogger(__name__)
+
+
+def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
+    and, when the cheap novelty signals are uncertain, the HMP §6 comparison, in one JSON answer."""
+    svc = services_of(runtime)
+    reflexes = svc.settings.reflexes
+    response = state.response.strip()
+    if not response:
+        return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
+    body = state.thought or response
+    with svc.db.unit() as repos:
+        recent = repos.messages.recent(state.thread_id, svc.settings.cycle.responses, kinds=RECENT_KINDS)
+        vocabulary = list(repos.config.get("emotions") or svc.settings.emotions)
+        signals = measure(body, recent, svc.memory, stagnant_at=reflexes.stagnation_threshold,
+                          novel_below=reflexes.novel_below)
+        previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
+    emotions: list[str] = []
+    evaluation: EmotionEval = {}
+    want_emotions = reflexes.emotion
+    human_spoke = bool(state.incoming_note_ids or state.human_turns)
+    if want_emotions and state.self_emotions:
+        emotions, want_emotions = list(state.self_emotions), False
+        evaluation = {"source": "self", "llm_id": state.llm.get("llm_id"), "llm_mismatch": False}
+    elif want_emotions and (source := carried_rating(recent, signals, human_spoke=human_spoke,
+                                                     every=reflexes.emotion_every)) is not None:
+        emotions, want_emotions = list(source.emotions), False
+        evaluation = {"source": "carried", "carried_from": source.tick, "llm_id": source.llm_id, "llm_mismatch": False}
+    want_comparison = signals["band"] == "uncertain" and reflexes.compare_with_llm and previous is not None
+    if want_emotions or want_comparison:
+        author = state.llm.get("llm_id")
+        try:
+            gen, answer = evaluate(svc.llms, response, vocabulary=vocabulary if want_emotions else None,
+                                   previous=previous if want_comparison else None, prefer=author,
+                                   tags={"thread_id": state.thread_id, "tick": state.tick})
+        except AllLLMsUnavailable as exc:
+            log.warning("evaluation call skipped: %s", exc)
+        else:
+            if want_comparison:
+                signals["comparison"] = parse_comparison(answer.get("comparison"))
+            if want_emotions:
+                rated = parse_emotions(json.dumps({"emotions": answer["emotions"]}) if "emotions" in answer else gen.text)
+                emotions = [f"{n}:{s} ({r})" if r else f"{n}:{s}" for n, s, r in rated]
+                # HMP: the LLM that wrote the output rates it; a fallback's rating is marked
+                evaluation = {"source": "llm", "llm_id": gen.llm_id, "llm_mismatch": bool(author) and gen.llm_id != author}
+    if evaluation.get("source") in ("llm", "self"):
+        _extend_vocabulary(svc, state, vocabulary, emotions)
+    return {"emotions": emotions, "emotion_eval": evaluation, "novelty_signals": signals}
+
+
+def _extend_vocabulary(svc, state: TickState, vocabulary: list[str], emotions: list[str]) -> None:
+    new = [name for name, _ in emotion_strengths(emotions) if name not in vocabulary]
+    if new:
+        with svc.db.unit() as repos:
+            repos.config.set("emotions", vocabulary + new)
+            repos.processes.add("emotions.vocabulary", f"new emotion(s) added to my vocabulary: {', '.join(new)}",
+                                status="close", thread_id=state.thread_id)
+        log.info("emotion vocabulary extended with %s", new)

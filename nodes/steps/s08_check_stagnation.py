@@ -1,0 +1,108 @@
+"""Step 6 (HMP §6, "Anti-Stagnation Reflex"): is the new output new, and what to do if it is not.
+
+The signals come from nodes/reflexes/anti_stagnation/novelty.py (n-grams, embeddings, and in the uncertain band
+the LLM comparison the evaluation step asked for); the verdict and reflex-lite from verdict.py. A stagnant output
+gets a flag and a reason; an identical one is not stored again (write_memory keeps a short record). If the next
+output is stagnant too, escalation.py diagnoses and applies the break-out mechanisms. When novelty recovers,
+sampling and every mechanism are restored. Anxiety above 3 on `ANXIETY_TICKS` consecutive outputs also
+triggers reflex-lite; the emotional dynamics (nodes/reflexes/emotion.py) are reported with the novelty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable
+from memory.text import emotion_strengths
+from nodes.context import AnimaContext, services_of
+from nodes.reflexes.anti_stagnation.escalation import Escalation
+from nodes.reflexes.anti_stagnation.novelty import RECENT_KINDS, measure
+from nodes.reflexes.anti_stagnation.verdict import (
+    ANXIETY_TICKS,
+    MAX_TEMPERATURE,
+    MAX_TOP_P,
+    decide,
+    reflex_lite,
+    rephrase,
+    stagnation_reason,
+)
+from nodes.reflexes.emotion import anxious, emotional_dynamics
+from nodes.reflexes.evaluation import evaluate, parse_comparison, reflection_of
+from nodes.state import StagnationEpisode, TickState
+from nodes.steps.prompts import CHAT_INSTRUCTION
+
+
+def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    settings = svc.settings.reflexes
+    response = state.response
+    if not response.strip():
+        return {"novelty": {"skipped": "no output"}}
+    body = state.thought or response
+    signals = dict(state.novelty_signals)
+    tags = {"thread_id": state.thread_id, "tick": state.tick}
+    with svc.db.unit() as repos:
+        recent = repos.messages.recent(state.thread_id, svc.settings.cycle.responses, kinds=RECENT_KINDS)
+        if not signals:  # a playbook without evaluate_emotion
+            signals = measure(body, recent, svc.memory, stagnant_at=settings.stagnation_threshold,
+                              novel_below=settings.novel_below)
+        previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
+        previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
+    if (signals["band"] == "uncertain" and "comparison" not in signals and settings.compare_with_llm
+            and previous_text is not None):
+        try:
+            _, answer = evaluate(svc.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
+                                 tags=tags)
+            signals["comparison"] = parse_comparison(answer.get("comparison"))
+        except AllLLMsUnavailable:
+            signals["comparison"] = None
+    flag, value, method = decide(signals, settings)
+    novelty_score = round(100 * (1 - value), 1)
+    comparison = signals.get("comparison")
+    repeated = flag and (signals["ngram"] >= 0.95 or bool(comparison and comparison["assessment"] == "identical"
+                                                          and signals["ngram"] >= settings.stagnation_soft_threshold))
+    emotions = emotion_strengths(state.emotions)
+    anxiety_streak = len(previous) == ANXIETY_TICKS - 1 and all(anxious(e) for e in previous + [emotions])
+    sampling = dict(state.sampling)
+    base = dict(state.base_sampling or sampling)
+    episode: StagnationEpisode = dict(state.stagnation)  # type: ignore[assignment]
+    actions: list[str] = []
+    if flag:
+        episode["streak"] = int(episode.get("streak", 0)) + 1
+        capped = sampling.get("temperature", 0.8) >= MAX_TEMPERATURE and sampling.get("top_p", 0.9) >= MAX_TOP_P
+        sampling = reflex_lite(sampling)
+        actions.append("reflex_lite")
+        if capped and (instruction := rephrase(svc.llms, episode.get("rephrased") or CHAT_INSTRUCTION,
+                                               prefer=state.llm.get("llm_id"), tags=tags)):
+            episode["rephrased"] = instruction
+            actions.append("rephrase")
+        if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
+            with svc.db.unit() as repos:
+                episode = Escalation(svc, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
+            actions += [f"escalate:{m}" for m in episode["mechanisms"]]
+    elif anxiety_streak:
+        sampling = reflex_lite(sampling)
+        actions.append("reflex_lite:anxiety")
+    else:
+        if sampling != base:
+            sampling = base
+            actions.append("sampling_restored")
+        if episode:
+            actions.append("stagnation_ended")
+            episode = {}
+    return {
+        "novelty": {"novelty_score": novelty_score, "max_similarity": round(value, 3), "method": method,
+                    "ngram_similarity": signals["ngram"], "semantic_similarity": signals.get("semantic"),
+                    "llm_novelty": comparison["novelty_score"] if comparison else None,
+                    "comparison": comparison, "reflection": reflection_of(comparison),
+                    "tags": (comparison or {}).get("tags") or [],
+                    "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
+                    "stagnation_flag": flag, "stagnation_reason": stagnation_reason(signals, method, repeated) if flag else None,
+                    "repeated": repeated, "triggered_actions": actions, "streak": episode.get("streak", 0),
+                    "diagnosis": episode.get("diagnosis"), "mechanisms": episode.get("mechanisms") or [],
+                    "dynamics": emotional_dynamics(emotions, novelty_score), "anxiety_streak": anxiety_streak},
+        "sampling": sampling,
+        "stagnation": episode,
+    }

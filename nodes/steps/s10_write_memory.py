@@ -1,0 +1,112 @@
+"""Step 8: store the response with every reflex field; mark the notes it answered as read.
+
+Idempotent: rows carry a dedup key (thread:tick:kind), so a step re-run after a kill updates instead of
+duplicating. A repeated (identical) output is not stored again: a short `stagnation_record` replaces it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from memory.store import record_turn
+from memory.text import emotion_strengths
+from nodes.context import AnimaContext, services_of
+from nodes.state import TickState, tick_key
+
+
+def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    response = state.response
+    if not response.strip():
+        return {"response_id": None}
+    novelty, validation = state.novelty, state.validation
+    continuation = state.mode == "continuation"
+    key = tick_key(state)
+    if novelty.get("repeated"):
+        kind, content = "stagnation_record", (f"[output identical to tick {novelty.get('similar_to_tick')} "
+                                              f"not stored again; {', '.join(novelty.get('triggered_actions') or [])}]")
+    else:
+        kind = "continuation" if continuation else "response"
+        content = response if continuation else (state.thought or response)
+    llm = state.llm
+    thread_id = state.thread_id
+    emotions = emotion_strengths(state.emotions)
+    strongest = max((s for _, s in emotions), default=0)
+    user_name = svc.settings.user_name
+    with svc.db.unit() as repos:
+        for position, turn in enumerate(state.human_turns):
+            repos.messages.upsert(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
+                                  kind="human", role="user", content=turn)
+        # what the human said this tick becomes a conversation memory before the persona's own turn
+        for note_id in state.incoming_note_ids:
+            note = repos.notes.get(note_id)
+            if note is not None and note.source in ("user", "cli"):
+                record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
+                            thread_id=thread_id, tags=note.tags or [], created_at=note.created_at)
+        row = repos.messages.upsert(
+            f"{key}:response",
+            thread_id=state.thread_id, tick=state.tick, kind=kind, role="assistant", content=content,
+            llm_id=llm.get("llm_id"),
+            novelty_score=novelty.get("novelty_score"),
+            reflection=novelty.get("reflection"),
+            new_ideas=list((novelty.get("comparison") or {}).get("new_ideas") or []),
+            refined_ideas=list((novelty.get("comparison") or {}).get("refined_ideas") or []),
+            discarded_ideas=list((novelty.get("comparison") or {}).get("discarded_ideas") or []),
+            tags=list(novelty.get("tags") or []),
+            emotions=list(state.emotions),
+            rating=validation.get("rating"),
+            distribution=dict(validation.get("distribution") or {}),
+            validators=list(validation.get("validators") or []),
+            auto_pass=bool(validation.get("auto_pass")),
+            self_validation=bool(validation.get("self_validation")),
+            confidence=state.confidence,
+            unverified_facts_json=list(state.unverified_facts),
+            stagnation_flag=bool(novelty.get("stagnation_flag")),
+            stagnation_reason=novelty.get("stagnation_reason"),
+            triggered_actions=list(novelty.get("triggered_actions") or []),
+            meta={"commands": [c["cmd_id"] for c in state.commands],
+                  "dynamics": novelty.get("dynamics"),
+                  "llm_mismatch": bool(state.emotion_eval.get("llm_mismatch")),
+                  "emotion_source": state.emotion_eval.get("source"),
+                  "emotions_carried_from": state.emotion_eval.get("carried_from"),
+                  "parse_errors": state.parse_errors, "raw_chars": len(response)},
+        )
+        if "novelty_score" in novelty:
+            _record_metrics(repos, state, novelty, row.id)
+        facts = state.unverified_facts
+        if facts:
+            threshold = svc.settings.reflexes.factcheck_threshold
+            repos.facts.register(row.id, facts, threshold)
+        if kind != "stagnation_record":  # a repeat is not remembered twice
+            record_turn(repos, ref=f"msg:{row.id}", text=content, author=svc.persona.display_name, episode=thread_id,
+                        thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
+                        importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
+                        novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
+        logged = repos.emotion_log.recent("persona", thread_id=thread_id, tick=state.tick)  # a re-run after a kill
+        fresh = state.emotion_eval.get("source") != "carried"  # an inherited rating is no new feeling
+        for name, strength in emotions if fresh and not logged else []:
+            repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,
+                                  tick=state.tick)
+        repos.notes.mark_read(state.incoming_note_ids)
+        response_id = row.id
+    svc.sync_memory()
+    return {"response_id": response_id}
+
+
+def _record_metrics(repos, state: TickState, novelty: dict[str, Any], message_id: int) -> None:
+    """The tick's anti_stagnation_metrics row; the previous reflex learns its 'after'."""
+    comparison = novelty.get("comparison") or {}
+    repos.stagnation.record_after(state.thread_id, state.tick, novelty.get("novelty_score"))
+    repos.stagnation.add(
+        thread_id=state.thread_id, tick=state.tick, message_id=message_id,
+        novelty_score=novelty.get("novelty_score"), ngram_similarity=novelty.get("ngram_similarity"),
+        semantic_similarity=novelty.get("semantic_similarity"), llm_novelty=novelty.get("llm_novelty"),
+        method=novelty.get("method") or "cheap", new_ideas=len(comparison.get("new_ideas") or []),
+        refined_ideas=len(comparison.get("refined_ideas") or []),
+        discarded_ideas=len(comparison.get("discarded_ideas") or []),
+        stagnation_flag=bool(novelty.get("stagnation_flag")), reason=novelty.get("stagnation_reason"),
+        streak=int(novelty.get("streak") or 0), diagnosis=novelty.get("diagnosis"),
+        mechanisms=list(novelty.get("mechanisms") or []), triggered_actions=list(novelty.get("triggered_actions") or []),
+        sampling=dict(state.sampling))

@@ -1,0 +1,55 @@
+"""Step 8b: memory upkeep after the thought is stored — abstracts (every N ticks, goal/task closed, context mode
+changed, or asked for), the episodic summaries of past days, weeks and months, and the memory manager's
+pruning pass on its schedule (nodes/upkeep.py).
+
+A request is durable (a `config` row written with its cause), so an abstract asked for in one tick is built
+in the next tick's upkeep even if the process died in between. Every decision goes to process_log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from llm import AllLLMsUnavailable
+from memory.abstracts import build_abstract, clear_request, pending_request, request_abstract
+from nodes.context import AnimaContext, services_of
+from nodes.state import MemoryUpkeep, TickState
+from nodes.upkeep import generator, prune_memory, write_episode
+
+log = logging.getLogger(__name__)
+
+
+def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    thread_id, tick = state.thread_id, state.tick
+    done: MemoryUpkeep = {}
+    every = svc.settings.memory.abstract_every
+    with svc.db.unit() as repos:
+        if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
+            request_abstract(repos, thread_id, "every_n", f"tick {tick}")
+        request = pending_request(repos, thread_id)
+        thread = repos.threads.get(thread_id)
+        child = thread is not None and thread.parent_id is not None
+    prefer = state.llm.get("llm_id")
+    if request:
+        generate = generator(svc, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)
+        try:
+            with svc.db.unit() as repos:
+                row = build_abstract(repos, thread_id, request.get("trigger", "manual"), generate, svc.persona.display_name)
+                clear_request(repos, thread_id)
+                message = (f"abstract {row.id} '{row.title}' from {len(row.sources)} sources ({request.get('trigger')}: "
+                           f"{request.get('what', '')})" if row else f"abstract skipped: too little new ({request.get('trigger')})")
+                repos.processes.add("memory.abstract", message, status="ok", thread_id=thread_id)
+                done["abstract"] = row.id if row else None
+        except AllLLMsUnavailable as exc:  # keep the request for a later tick
+            log.warning("abstract postponed: %s", exc)
+            done["abstract"] = "postponed"
+        svc.sync_memory()
+    if not child:  # memory is the persona's: Stelis children leave episodes and pruning to their root
+        done.update(write_episode(svc, thread_id, generator(svc, "episode", 360, thread_id=thread_id, tick=tick,
+                                                            prefer=prefer)))
+        done.update(prune_memory(svc, thread_id, tick))
+    return {"memory_upkeep": done}

@@ -1,0 +1,199 @@
+"""Step 9 (HMP §9): run what the human approved since the last tick, then this tick's commands, each exactly once;
+then close the tick.
+
+Each command runs in its own transaction together with its `executed_commands` row (unique `thread:tick:cmd_id`),
+so after a kill the re-run step skips what already committed and runs the rest. The consent gate
+(nodes/commands/consent.py) decides from the command's declared effect: run, park for the human's approval, or
+refuse (stored as `unvalidated`/`blocked`, not run). A failing handler rolls its effect back and is recorded as
+`failed`; it never crashes the tick. Events such as messages to the human go to the stream only after commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+from sqlalchemy.exc import IntegrityError
+
+from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
+from nodes.commands.consent import audit, decide, park
+from nodes.commands.cycle import load_cycle
+from nodes.context import AnimaContext, Services, services_of
+from nodes.state import ExecutedCommand, TickState
+
+log = logging.getLogger(__name__)
+# HMP auxiliary cycles in read_only mode: read anything, create notes/tasks/llm_memory, edit only their own task.
+READ_ONLY_CREATE = {"notes.add", "tasks.add", "llm_memory.add"}
+READ_ONLY_EXCLUDED = {"notes.read"}  # it marks the note read: the main loop's business
+
+
+def read_only_refusal(cmd: Command, effect: str, task_id: int) -> str | None:
+    """None when a read-only task cycle may run the command, else why not."""
+    if cmd.type in READ_ONLY_CREATE or (effect == "read" and cmd.type not in READ_ONLY_EXCLUDED):
+        return None
+    if cmd.type == "tasks.update":
+        target = cmd.args.get("id", cmd.args.get("task_id"))
+        if str(target) == str(task_id):
+            return None
+        return (f"a read-only task cycle may edit only its own task ({task_id}), not task {target}; "
+                "propose the change to the main loop with notes.add")
+    return (f"{cmd.type} would change records a read-only task cycle may not touch; "
+            "propose it to the main loop with notes.add")
+
+
+def _failure_message(exc: Exception) -> str:
+    if isinstance(exc, (CommandError, LookupError, ValueError)):  # bad arguments, unknown ids, limits
+        return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)  # str(KeyError) is quoted
+    log.exception("command failed")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _context(repos, svc: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
+             llm_id: str | None) -> CommandContext:
+    return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=svc.settings,
+                          now=svc.clock(), services=svc, root_thread=state.root_thread or thread_id, task_id=task_id,
+                          registry=commands)
+
+
+def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry,
+             llm_id: str | None) -> tuple[ExecutedCommand, list[dict]]:
+    thread_id = state.thread_id
+    key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
+    base: ExecutedCommand = {"cmd_id": cmd.cmd_id, "type": cmd.type}
+    record = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args,
+                  description=cmd.description)
+    spec = commands.get(cmd.type)
+    now = svc.clock()
+    try:
+        with svc.db.unit() as repos:
+            done = repos.commands.get(key)
+            if done is not None:
+                return {**base, "status": done.status, "result": done.result, "already_done": True}, []
+            if spec is None:
+                message = f"unknown command type {cmd.type!r}; see help.show"
+                repos.commands.record(**record, status="unknown", result=message)
+                repos.processes.add(cmd.type, message, status="error", thread_id=thread_id)
+                return {**base, "status": "unknown", "result": message}, []
+            task = repos.tasks.by_repl_thread(thread_id)
+            effect = spec.effect_for(cmd.args)
+            refusal = read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None
+            if refusal:
+                repos.commands.record(**record, status="refused", result=refusal)
+                repos.processes.add(cmd.type, refusal, status="error", thread_id=thread_id, task_id=task.id)
+                return {**base, "status": "refused", "result": refusal}, []
+            verdict = decide(spec, cmd, dict(state.validation), svc.settings)
+            where = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, now=now)
+            if verdict.action == "block":
+                status = "blocked" if verdict.actor == "ethics" else "unvalidated"
+                repos.commands.record(**record, status=status, result=verdict.reason)
+                audit(repos, verdict, cmd, decision="blocked", **where)
+                return {**base, "status": status, "result": verdict.reason}, []
+            if verdict.action == "park":
+                row, created = park(repos, cmd, verdict, root_thread=state.root_thread or thread_id, **where)
+                message = (f"waits for my human's approval (approval {row.id})" if created
+                           else f"already waiting for my human's approval (approval {row.id})")
+                repos.commands.record(**record, status="pending_approval", result=message)
+                return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, \
+                    [{"event": "approval", "approval_id": row.id, "type": cmd.type, "args": cmd.args,
+                      "reason": verdict.reason, "new": created, "tick": state.tick}]
+            ctx = _context(repos, svc, commands, state, thread_id, task.id if task is not None else None, llm_id)
+            result: CommandResult = spec.handler(cmd, ctx)
+            if result.show:
+                repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id)
+            repos.commands.record(**record, status=result.status, result=result.output)
+            audit(repos, verdict, cmd, decision="executed", **where)
+            return {**base, "status": result.status, "result": result.output}, ctx.events
+    except IntegrityError:  # another process committed the same cmd_key first
+        return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
+    except Exception as exc:  # handler failed: its effect was rolled back with the transaction
+        message = _failure_message(exc)
+        with svc.db.unit() as repos:
+            if repos.commands.get(key) is None:
+                repos.commands.record(**record, status="failed", result=message[:2000])
+                repos.processes.add(cmd.type, message[:2000], status="error", thread_id=thread_id)
+        return {**base, "status": "failed", "result": message}, []
+
+
+class _LostRace(Exception):
+    """Another process ran this approval first: roll back."""
+
+
+def run_approved(state: TickState, svc: Services, commands: Registry) -> tuple[list[ExecutedCommand], list[dict]]:
+    """Commands the human approved since they were parked: each runs once, in the transaction that marks it executed."""
+    root = state.root_thread or state.thread_id
+    with svc.db.unit() as repos:
+        approved = [row.id for row in repos.approvals.approved_unexecuted(root)]
+    outcomes: list[ExecutedCommand] = []
+    events: list[dict] = []
+    for approval_id in approved:
+        now = svc.clock()
+        try:
+            with svc.db.unit() as repos:
+                row = repos.approvals.get(approval_id)
+                cmd = Command(cmd_id=row.cmd_id, type=row.type, args=dict(row.args or {}), description=row.description or "")
+                spec = commands.get(row.type)
+                if spec is None:
+                    raise CommandError(f"{row.type} no longer exists")
+                ctx = _context(repos, svc, commands, state, row.thread_id, None, None)
+                result = spec.handler(cmd, ctx)
+                if not repos.approvals.mark_executed(approval_id, result.output, now):
+                    raise _LostRace()
+                repos.commands.set_status(row.cmd_key, result.status, result.output)
+                repos.audit.add(thread_id=row.thread_id, tick=state.tick, cmd_key=row.cmd_key, type=row.type,
+                                effect=row.effect, decision="executed", actor="human", reason=f"approval {row.id}",
+                                approval_id=row.id, created_at=now)
+                repos.processes.add("approval.executed", f"my human approved {row.type} (approval {row.id}); it ran: "
+                                    f"{result.output}"[:2000], status="ok", thread_id=row.thread_id)
+                outcomes.append({"cmd_id": row.cmd_id, "type": row.type, "status": result.status, "result": result.output,
+                                 "approval_id": row.id})
+                events += ctx.events
+        except _LostRace:
+            continue
+        except Exception as exc:  # the effect rolled back; the approval is closed as failed, and the persona told
+            message = _failure_message(exc)
+            with svc.db.unit() as repos:
+                row = repos.approvals.get(approval_id)
+                if repos.approvals.mark_failed(approval_id, message[:2000], now):
+                    repos.commands.set_status(row.cmd_key, "failed", message[:2000])
+                    repos.audit.add(thread_id=row.thread_id, tick=state.tick, cmd_key=row.cmd_key, type=row.type,
+                                    effect=row.effect, decision="failed", actor="loop", reason=message[:2000],
+                                    approval_id=row.id, created_at=now)
+                    repos.processes.add("approval.failed", f"{row.type} (approval {row.id}) failed: {message}"[:2000],
+                                        status="error", thread_id=row.thread_id)
+            outcomes.append({"cmd_id": row.cmd_id, "type": row.type, "status": "failed", "result": message,
+                             "approval_id": approval_id})
+    return outcomes, events
+
+
+def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    svc = services_of(runtime)
+    commands = registry()
+    executed, events = run_approved(state, svc, commands)
+    llm_id = state.llm.get("llm_id")
+    for raw in state.commands:
+        outcome, produced = _run_one(Command.model_validate(raw), state, svc, commands, llm_id)
+        executed.append(outcome)
+        events += produced
+    for event in events:
+        runtime.stream_writer(event)
+    if executed:
+        svc.sync_memory()
+    with svc.db.unit() as repos:
+        totals = repos.llm_calls.totals(state.thread_id, state.tick)
+        cycle = load_cycle(repos, state.thread_id)
+        repos.ticks.finish(
+            state.thread_id, state.tick,
+            status="degraded" if state.degraded else "ok",
+            summary={"commands": [{"cmd_id": e["cmd_id"], "type": e["type"], "status": e["status"]} for e in executed],
+                     "parse_errors": state.parse_errors, "novelty": state.novelty.get("novelty_score"),
+                     "stagnation": bool(state.novelty.get("stagnation_flag")), "rating": state.validation.get("rating"),
+                     "auto_pass": state.validation.get("auto_pass"), "emotions": state.emotions,
+                     "context": state.context_report, "error": state.error,
+                     "drives": {k: state.drives.get(k) for k in ("levels", "dominant", "reach_out")}
+                     if state.drives.get("levels") else None},
+            llm_calls=totals["calls"], prompt_tokens=totals["prompt_tokens"],
+            completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
+        )
+    pause_s = max(float(cycle.get("pause_s") or 0.0), float(state.stagnation.get("pause_s") or 0.0))
+    return {"executed": executed, "pause_s": pause_s, "idle": bool(cycle.get("idle"))}

@@ -1,0 +1,315 @@
+"""One settings object for a run: `Settings`, read in one place (`load_settings`), passed to every step through
+the LangGraph context (`runtime.context.services.settings`).
+
+Layers, later wins:
+  1. the defaults below;
+  2. the persona's `config.yaml` (persona sections only: where things are is the operator's business);
+  3. the persona's own changes (`config.update`, stored as `persona/<key>` rows — only the keys it may change);
+  4. the environment: `ANIMA_<FIELD>`, nested with `__` (`ANIMA_MEMORY__RECALL_K=8`);
+  5. command-line flags.
+A bad value is refused with the layer that set it: `config.yaml:27 memory.recall_k: …`, `ANIMA_DB_URL: …`.
+
+The run fields (data_dir, db_url, llm_url, …) come only from layers 4 and 5: a persona directory or a Studio
+client cannot point the run at another database, or send an API key to another server.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from llm import Sampling
+from memory.index import RetrievalSettings
+from memory.manager import ManagerSettings
+from persona.quiet_hours import parse_hours
+from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
+class SamplingSettings(Section):
+    temperature: float = Field(0.8, ge=0, le=2)
+    top_p: float = Field(0.9, gt=0, le=1)
+    presence_penalty: float = Field(0.0, ge=-2, le=2)
+    frequency_penalty: float = Field(0.0, ge=-2, le=2)
+    max_tokens: int = Field(256, ge=1, le=32768)
+
+    def to_sampling(self) -> Sampling:
+        return Sampling(**self.model_dump())
+
+
+class CycleSettings(Section):
+    pause_s: float = Field(0.0, ge=0, le=3600, description="seconds between ticks (cycle.pause changes it per thread)")
+    responses: int = Field(10, ge=0, le=50, description="recent own responses in context")
+    notes_mode: Literal["auto", "manual"] = "auto"
+    notes_limit: int = Field(10, ge=1, le=100)
+    process_timeout_s: float = Field(600.0, gt=0, le=7 * 86400)
+
+
+class ReflexSettings(Section):
+    emotion: bool = True
+    emotion_every: int = Field(2, ge=1, le=100)
+    stagnation_threshold: float = Field(0.85, gt=0, le=1)
+    stagnation_soft_threshold: float = Field(0.62, gt=0, le=1)
+    novel_below: float = Field(0.5, ge=0, le=1)
+    compare_with_llm: bool = True
+    stagnation_pause_s: float = Field(60.0, ge=0, le=3600)
+    validation_threshold: float = Field(1.0, ge=-3, le=3)
+    command_thresholds: dict[str, float] = Field(default_factory=dict, description="command type -> minimum rating")
+    trust_drift: float = Field(0.05, ge=0, le=1)
+    trust_recovery: float = Field(0.01, ge=0, le=1)
+    min_trust: float = Field(0.3, ge=0, le=1)
+    factcheck_threshold: float = Field(0.7, ge=0, le=1)
+
+
+class ContinuationSettings(Section):
+    compress_at_chars: int = Field(75_000, ge=2_000)
+
+
+class MemorySettings(Section):
+    recall_k: int = Field(5, ge=0, le=50)
+    abstract_every: int = Field(20, ge=0, le=100_000, description="ticks between abstracts (0 = only on triggers)")
+    episode_days: int = Field(3, ge=0, le=60)
+    episode_backfill_days: int = Field(7, ge=0, le=366)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+
+
+class DriveSettings(Section):
+    inject_at: float = Field(0.4, ge=0, le=1)
+    reach_out_at: float = Field(0.6, ge=0, le=1)
+    cooldown_minutes: float = Field(180.0, ge=0)
+    question_half_life_days: float = Field(7.0, gt=0)
+    resolved_keep_days: float = Field(7.0, ge=0)
+    devotion_half_life_hours: float = Field(6.0, gt=0)
+    reach_out: bool = True
+    user_emotion_llm: bool = Field(True, description="a longer message with no emotion word: ask the model")
+
+
+class DreamSettings(Section):
+    enabled: bool = True
+    quiet_hours: str = Field("00:00-07:00", description="local time; also no unprompted messages then")
+    after_idle_minutes: float = Field(120.0, ge=0)
+    log_items: int = Field(30, ge=1, le=500)
+    recall_k: int = Field(6, ge=0, le=50)
+    max_tokens: int = Field(700, ge=64, le=8192)
+    weekly_days: int = Field(7, ge=1)
+    monthly_days: int = Field(30, ge=1)
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _hours(cls, value: str) -> str:
+        parse_hours(value)  # a bad value is an error now, not at midnight
+        return value
+
+
+class StelisSettings(Section):
+    max_depth: int = Field(3, ge=1, le=10)
+
+
+class ConsentSettings(Section):
+    auto_approve: list[str] = Field(default_factory=list, description=(
+        "modify_self/external command types the human approves in advance (e.g. memory.archive)"))
+
+
+class LLMEntry(Section):
+    """A registry model from config.yaml (validators, more servers)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+    id: str = Field(min_length=1)
+    provider: Literal["openai", "llamacpp"] = "openai"
+    model: str = ""
+    priority: int = 0
+    is_validator: bool = False
+    trust_score: float = Field(1.0, ge=0, le=10)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
+              "embedded", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
+              "window_ratio", "channel")
+# what the persona may change about itself (config.update); everything else is the operator's
+SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
+                 "memory_manager.emotion_weight", "memory_manager.goal_focus", "memory_manager.diversity_boost",
+                 "memory.recall_k", "memory.abstract_every", "memory.episode_days", "emotions")
+
+_persona_layer: ContextVar[dict[str, Any]] = ContextVar("anima_persona_layer", default={})
+
+
+class _PersonaLayer(PydanticBaseSettingsSource):
+    """config.yaml with the persona's own changes on top (layers 2 and 3)."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ does the work
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return _persona_layer.get()
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ANIMA_", env_nested_delimiter="__", extra="forbid",
+                                      protected_namespaces=(), validate_assignment=True, allow_inf_nan=False)
+
+    # where things are: the operator's (command line, environment)
+    data_dir: str = "data"
+    db_url: str | None = None
+    persona_dir: str | None = None
+    llm_url: str | None = Field(None, description="an OpenAI-compatible server; its key is sent only there")
+    model: str | None = None
+    llm_api: Literal["chat", "completions"] = "chat"
+    api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable holding --llm-url's key")
+    context_window: int | None = Field(None, ge=256)
+    embedded: bool = Field(True, description="keep the embedded model (primary, or fallback behind a server)")
+    embedded_context_window: int = Field(8192, ge=512)
+    cache_dir: str | None = None
+    embed_url: str | None = None
+    embed_model: str | None = None
+    chroma_url: str | None = None
+    window_ratio: float = Field(1.0, gt=0, le=1)
+    channel: Literal["terminal", "studio", "web"] = "terminal"
+
+    # the persona: config.yaml, its own changes, environment, command line
+    name: str = ""
+    user_name: str = "User"
+    timezone: str | None = None
+    emotions: list[str] = Field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"],
+                                max_length=64)
+    skills_dirs: list[str] = Field(default_factory=list)
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+    cycle: CycleSettings = Field(default_factory=CycleSettings)
+    reflexes: ReflexSettings = Field(default_factory=ReflexSettings)
+    continuation: ContinuationSettings = Field(default_factory=ContinuationSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    memory_manager: ManagerSettings = Field(default_factory=ManagerSettings)
+    drives: DriveSettings = Field(default_factory=DriveSettings)
+    dreaming: DreamSettings = Field(default_factory=DreamSettings)
+    stelis: StelisSettings = Field(default_factory=StelisSettings)
+    consent: ConsentSettings = Field(default_factory=ConsentSettings)
+    llms: list[LLMEntry] = Field(default_factory=list)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return init_settings, env_settings, _PersonaLayer(settings_cls)
+
+    @field_validator("emotions")
+    @classmethod
+    def _emotion_words(cls, value: list[str]) -> list[str]:
+        words = [str(v).strip().lower() for v in value if str(v).strip()]
+        bad = [w for w in words if not (1 <= len(w) <= 32 and w.replace("_", "").isalpha())]
+        if bad:
+            raise ValueError(f"emotions are single words, not {bad[:3]}")
+        return list(dict.fromkeys(words))
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"{value!r} is not a known IANA zone") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _bands(self) -> "Settings":
+        r = self.reflexes
+        if not r.novel_below <= r.stagnation_soft_threshold <= r.stagnation_threshold:
+            raise ValueError("reflexes: novel_below ≤ stagnation_soft_threshold ≤ stagnation_threshold must hold")
+        return self
+
+    def zone(self):
+        from datetime import datetime
+
+        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo
+
+    def window_tokens(self, model_window: int, thread_ratio: float = 1.0) -> int:
+        """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""
+        return int((self.context_window or model_window) * self.window_ratio * thread_ratio)
+
+
+class SettingsError(ValueError):
+    """A setting is invalid; the message names the layer (file:line, variable or flag) and the field."""
+
+
+def nest(dotted: dict[str, Any]) -> dict[str, Any]:
+    """{"memory.recall_k": 8} -> {"memory": {"recall_k": 8}}."""
+    out: dict[str, Any] = {}
+    for key, value in dotted.items():
+        node = out
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _env_name(path: tuple) -> str:
+    return "ANIMA_" + "__".join(str(p).upper() for p in path if not isinstance(p, int))
+
+
+def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, Any], flags: dict[str, Any]) -> str:
+    lines = []
+    for err in exc.errors():
+        path = tuple(err["loc"])
+        dotted = ".".join(str(p) for p in path if not isinstance(p, int))
+        if path and path[0] in flags:
+            where = f"--{str(path[0]).replace('_', '-')} ({format_path(path)})"
+        elif any(_env_name(path[:n]) in os.environ for n in range(1, len(path) + 1)):
+            where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in os.environ)
+        elif dotted in self_changes or path[:1] and str(path[0]) in self_changes:
+            where = f"the persona's own change to {dotted} (config.update)"
+        elif path and (path[:1] in config.lines or not config.lines):
+            where = config.where(path)
+        else:
+            where = format_path(path) or "settings"
+        lines.append(f"{where}: {err['msg']}")
+    return "\n".join(dict.fromkeys(lines))
+
+
+def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[str, Any] | None = None,
+                  config: LinedYaml | None = None, **flags: Any) -> Settings:
+    """The run's settings (the module doc's layers). `self_changes` are the persona's own `persona/<key>` rows,
+    dotted; `flags` the command line's (None means not given). Raises SettingsError naming the bad layer."""
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if persona_dir is not None:
+        flags.setdefault("persona_dir", str(persona_dir))
+    directory = Path(flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR") or _default_persona_dir())
+    try:
+        config = config if config is not None else read_lined_yaml(directory / "config.yaml")
+    except YamlError as exc:
+        raise SettingsError(str(exc)) from None
+    misplaced = [k for k in config.data if k in RUN_FIELDS]
+    if misplaced:
+        raise SettingsError("\n".join(f"{config.where((k,))}: {k} is the operator's, set on the command line or in "
+                                      f"{_env_name((k,))}, not in a persona's config.yaml" for k in misplaced))
+    persona_keys = {k: v for k, v in config.data.items() if k not in ("principles", "violation_policy")}
+    changes = {k: v for k, v in (self_changes or {}).items() if k in SELF_EDITABLE}
+    token = _persona_layer.set(_merge(persona_keys, nest(changes)))
+    try:
+        return Settings(**flags)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, config, changes, flags)) from None
+    finally:
+        _persona_layer.reset(token)
+
+
+def _default_persona_dir() -> Path:
+    return Path(__file__).resolve().parent / "default"
