@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory import Database  # noqa: E402
-from memory.embeddings import LocalEmbedder, open_embedder  # noqa: E402
-from memory.index import MemoryIndex, Query, RetrievalConfig  # noqa: E402
+from memory.retrieval.embeddings import LocalEmbedder, open_embedder  # noqa: E402
+from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 from memory.store import record_turn  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
     if limit:
         samples = samples[:limit]
     embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder()
-    config = RetrievalConfig.from_dict(overrides)
+    config = RetrievalSettings(**overrides)
     recall: dict[int, list[float]] = {k: [] for k in ks}
     by_category: dict[int, list[float]] = defaultdict(list)
     latencies: list[float] = []
@@ -129,12 +129,12 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
-    logging.getLogger("memory.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
+    logging.getLogger("memory.retrieval.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json")
     parser.add_argument("--k", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a RetrievalConfig field, e.g. dense_weight=0")
+                        help="override a RetrievalSettings field, e.g. dense_weight=0")
     parser.add_argument("--embed-url", default=None, help="an OpenAI-compatible /v1 server for embeddings")
     parser.add_argument("--embed-model", default=None)
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")

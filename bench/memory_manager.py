@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.locomo import sessions  # noqa: E402
 from memory import Database  # noqa: E402
-from memory.embeddings import LocalEmbedder  # noqa: E402
-from memory.index import MemoryIndex  # noqa: E402
-from memory.manager import ManagerConfig, information, run_pass  # noqa: E402
+from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
+from memory.retrieval.index import MemoryIndex  # noqa: E402
+from memory.upkeep.manager import ManagerSettings, information, run_pass  # noqa: E402
 from memory.store import record_turn  # noqa: E402
 
 
@@ -65,7 +65,7 @@ def run(data: Path, conversations: int, copy_every: int, mode: str) -> dict:
         started = time.perf_counter()
         index.sync(progress=True)
         indexing_s = time.perf_counter() - started
-        config = ManagerConfig(mode=mode, grace_items=0, lru_tiers=[], max_per_pass=500, log_decisions=False)
+        config = ManagerSettings(mode=mode, grace_items=0, lru_tiers=[], max_per_pass=500, log_decisions=False)
         assessed, passes, pass_seconds = 0, 0, []
         while True:
             started = time.perf_counter()

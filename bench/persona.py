@@ -54,10 +54,8 @@ def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="anima-persona-bench-"))
 
     def open_agent():
-        agent = build_agent("repl", data_dir=str(data), embedded_context_window=4096, checkpointer="sqlite", clock=clock)
-        agent.services.settings.sampling.max_tokens = args.max_tokens
-        agent.services.persona.config["timezone"] = "UTC"
-        return agent
+        return build_agent("repl", data_dir=str(data), embedded_context_window=4096, checkpointer="sqlite", clock=clock,
+                           sampling={"max_tokens": args.max_tokens}, timezone="UTC")
 
     agent = open_agent()
     with agent.services.db.unit() as repos:

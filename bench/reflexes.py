@@ -41,17 +41,17 @@ def progress(msg: str) -> None:
 
 def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes: bool) -> dict:
     from graph.agent import build_agent
-    from graph.services import RunOptions, open_services, registry_entries
-    from persona import load_persona
+    from graph.services import open_services, registry_entries
+    from persona.settings import load_settings
 
     with tempfile.TemporaryDirectory(prefix=f"anima-reflex-{name}-") as tmp:
-        options = RunOptions(data_dir=tmp, embedded_context_window=4096)
-        entries = registry_entries(options, load_persona(None).config)
+        flags = {"data_dir": tmp, "embedded_context_window": 4096, "sampling": {"max_tokens": max_tokens},
+                 "reflexes": {"emotion": reflexes, "compare_with_llm": reflexes}}
+        entries = registry_entries(load_settings(**flags))
         main = entries[0]
         for i in range(validators):
             entries.append({**main, "id": f"validator-{i + 1}", "priority": -1 - i, "is_validator": True})
-        services = open_services(options, entries=entries, emotion_reflex=reflexes, compare_with_llm=reflexes)
-        services.settings.sampling.max_tokens = max_tokens
+        services = open_services(entries=entries, **flags)
         agent = build_agent("repl", services=services, data_dir=tmp, checkpointer="memory")
         with services.db.unit() as repos:
             repos.notes.add("Good morning, Lumen. What will you think about today?", source="user")
@@ -99,7 +99,7 @@ class Row:
 
 class SentenceMemory:
     def __init__(self):
-        from memory.embeddings import LocalEmbedder
+        from memory.retrieval.embeddings import LocalEmbedder
 
         self.embedder = LocalEmbedder()
 
@@ -107,10 +107,10 @@ class SentenceMemory:
         return self.embedder.embed(texts)
 
 
-def detect(seqs: list[dict], memory, settings, llms=None) -> dict:
+def detect(seqs: list[dict], memory, settings, responses: int, llms=None) -> dict:
     from nodes.reflexes.anti_stagnation.verdict import decide
     from nodes.reflexes.anti_stagnation.novelty import measure
-from nodes.reflexes.evaluation import evaluate, parse_comparison
+    from nodes.reflexes.evaluation import evaluate, parse_comparison
 
     per_label: dict[str, dict] = {}
     comparisons = 0
@@ -118,7 +118,7 @@ from nodes.reflexes.evaluation import evaluate, parse_comparison
         flags = []
         history: list[Row] = []
         for t, text in enumerate(seq["outputs"]):
-            signals = measure(text, history[-settings.responses:], memory, stagnant_at=settings.stagnation_threshold,
+            signals = measure(text, history[-responses:], memory, stagnant_at=settings.stagnation_threshold,
                               novel_below=settings.novel_below)
             if llms is not None and signals["band"] == "uncertain":
                 previous = next(r.content for r in history if r.id == signals["similar_to_id"])
@@ -156,24 +156,24 @@ from nodes.reflexes.evaluation import evaluate, parse_comparison
 
 
 def detection(with_llm: bool) -> dict:
-    from nodes.context import TickSettings
-    from persona import load_persona
+    from persona.settings import load_settings
 
-    settings = TickSettings.from_persona(load_persona(None))
+    loaded = load_settings()
+    settings, responses = loaded.reflexes, loaded.cycle.responses
     seqs = sequences()
     progress(f"detection: {len(seqs)} labelled sequences, cheap signals (n-grams + all-MiniLM-L6-v2)…")
     memory = SentenceMemory()
     result = {"set": dict(Counter(s["label"] for s in seqs)),
               "thresholds": {"stagnant_at": settings.stagnation_threshold, "novel_below": settings.novel_below,
                              "flag_at": settings.stagnation_soft_threshold},
-              "cheap": detect(seqs, memory, settings)}
+              "cheap": detect(seqs, memory, settings, responses)}
     if with_llm:
-        from graph.services import RunOptions, open_services
+        from graph.services import open_services
 
         with tempfile.TemporaryDirectory(prefix="anima-reflex-detect-") as tmp:
-            services = open_services(RunOptions(data_dir=tmp, embedded_context_window=4096))
+            services = open_services(data_dir=tmp, embedded_context_window=4096)
             progress("detection: cheap signals + the embedded model's comparison in the uncertain band…")
-            result["cheap_plus_llm"] = detect(seqs, memory, settings, services.llms)
+            result["cheap_plus_llm"] = detect(seqs, memory, settings, responses, services.llms)
             services.db.close()
     loops = result["cheap"]["loop"]
     result["target_met"] = loops["recall"] >= 0.95 and result["cheap"]["novel"]["false_alarm_sequences"] == 0

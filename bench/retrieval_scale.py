@@ -59,8 +59,8 @@ def percentile(values: list[float], p: float) -> float:
 
 def measure(size: int, data: Path, queries: int) -> dict:
     from memory import Database
-    from memory.embeddings import LocalEmbedder
-    from memory.index import MemoryIndex, Query
+    from memory.retrieval.embeddings import LocalEmbedder
+    from memory.retrieval.index import MemoryIndex, Query
     from memory.store import record_turn
 
     turns, questions = corpus(data)
@@ -130,7 +130,7 @@ def measure(size: int, data: Path, queries: int) -> dict:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
-    logging.getLogger("memory.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
+    logging.getLogger("memory.retrieval.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)

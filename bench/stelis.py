@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from graph.agent import build_agent  # noqa: E402
 from graph.playbook import shipped_playbooks_dir  # noqa: E402
-from graph.services import RunOptions, open_services  # noqa: E402
+from graph.services import open_services  # noqa: E402
 from llm.testing import FakeLLM  # noqa: E402
 from nodes.stelis.history import render_timeline  # noqa: E402
 
@@ -133,7 +133,7 @@ def scaling(tasks: int, inline_path: Path, lengths: list[int]) -> list[dict]:
         for playbook in ("deep_work", inline_path):
             fake = FakeLLM("fake", responses=answer, json_answer=plans, context_window=100_000, honor_max_tokens=True)
             with tempfile.TemporaryDirectory() as tmp:
-                svc = open_services(RunOptions(data_dir=tmp, embedded=False), providers={"fake": fake},
+                svc = open_services(data_dir=tmp, embedded=False, providers={"fake": fake},
                                     entries=[{"id": "fake", "provider": "fake", "priority": 1}])
                 agent = build_agent(playbook, services=svc, data_dir=tmp, checkpointer="memory")
                 agent.run(inputs={"question": "q", "max_tasks": tasks, "max_questions": questions})
@@ -183,7 +183,7 @@ def overhead(runs: int) -> dict:
             path.write_text(text)
             fake = FakeLLM("fake", responses=lambda p: "chronicle: it set x.")
             data = Path(tmp) / name
-            svc = open_services(RunOptions(data_dir=str(data), embedded=False), providers={"fake": fake},
+            svc = open_services(data_dir=str(data), embedded=False, providers={"fake": fake},
                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}])
             agent = build_agent(str(path), services=svc, data_dir=str(data), checkpointer="sqlite")
             agent.run()  # warm-up

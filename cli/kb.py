@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_memory
 from memory import Database
-from memory.index import Query
+from memory.retrieval.index import Query
 from memory.knowledge import KnowledgeError, ingest
 
 app = typer.Typer(help="The knowledge base: documents the persona can search (txt, md, pdf).")

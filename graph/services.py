@@ -100,8 +100,8 @@ def open_services(*, providers: dict[str, Provider] | None = None, entries: list
 
 def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=None):
     """The hybrid retrieval index; nothing is loaded until the first write or search."""
-    from memory.embeddings import open_embedder
-    from memory.index import MemoryIndex
+    from memory.retrieval.embeddings import open_embedder
+    from memory.retrieval.index import MemoryIndex
 
     return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env),
                        chroma_path=Path(settings.data_dir).expanduser() / "chroma", chroma_url=settings.chroma_url,

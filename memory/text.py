@@ -8,7 +8,6 @@ per item, so a long message is found by its best sentence instead of its average
 
 from __future__ import annotations
 
-import json
 
 import re
 from functools import lru_cache
@@ -111,15 +110,3 @@ def emotion_strengths(emotions: list[str]) -> list[tuple[str, int]]:
 def emotion_score(emotions: list[str]) -> float:
     """0..1: the strongest emotion's strength / 5 (an emotion without a strength counts 3)."""
     return max((s for _, s in emotion_strengths(emotions)), default=0) / 5
-
-
-def json_object(raw: str) -> dict:
-    """A model's JSON answer as a dict: parsed, else repaired (a cut-off answer keeps its complete fields),
-    else empty."""
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        import json_repair
-
-        data = json_repair.loads(raw or "")
-    return data if isinstance(data, dict) else {}

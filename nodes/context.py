@@ -41,7 +41,7 @@ class Services:
     settings: Settings
     flags: dict[str, Any] = field(default_factory=dict)  # the command line's settings, kept for reloads
     clock: Callable[[], datetime] = utcnow
-    memory: Any = None  # memory.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
+    memory: Any = None  # memory.retrieval.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def refresh(self, repos: Repos) -> None:

@@ -10,8 +10,9 @@ import logging
 from typing import Any, Callable
 
 from llm import AllLLMsUnavailable, Sampling
-from memory.episodes import build_episode, next_due
-from memory.manager import run_pass
+from llm.json_output import json_object
+from memory.upkeep.episodes import build_episode, next_due
+from memory.upkeep.manager import run_pass
 from nodes.context import Services
 
 log = logging.getLogger(__name__)
@@ -19,16 +20,17 @@ EPISODES_CHECKED = "memory/episodes_checked_on"  # the local date on which nothi
 
 
 def generator(svc: Services, purpose: str, max_tokens: int, *, thread_id: str, tick: int,
-              prefer: str | None = None) -> Callable[[str, dict[str, Any]], str]:
-    """A structured model call for a memory builder: prompt + JSON schema → the answer's text."""
-    def generate(prompt: str, schema: dict[str, Any]) -> str:
-        return svc.llms.generate(purpose, prompt=prompt, json_schema=schema,
-                                 sampling=Sampling(temperature=0.3, max_tokens=max_tokens), prefer=prefer,
-                                 tags={"thread_id": thread_id, "tick": tick}).text
+              prefer: str | None = None) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """A structured model call for a memory builder: prompt + JSON schema → the answer's JSON object ({} when the
+    answer holds none; a cut-off answer keeps its complete fields)."""
+    def generate(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        return json_object(svc.llms.generate(purpose, prompt=prompt, json_schema=schema,
+                                             sampling=Sampling(temperature=0.3, max_tokens=max_tokens), prefer=prefer,
+                                             tags={"thread_id": thread_id, "tick": tick}).text)
     return generate
 
 
-def write_episode(svc: Services, thread_id: str, generate: Callable[[str, dict[str, Any]], str]) -> dict[str, Any]:
+def write_episode(svc: Services, thread_id: str, generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     """The oldest missing day/week/month summary (memory/episodes.py), one per call, looked for until none is
     missing on this local day."""
     zone = svc.settings.zone()

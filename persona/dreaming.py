@@ -115,7 +115,7 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
     topic = (recent[-1].content if recent else (notes[-1].text if notes else "my life so far"))[:200]
     recalled: list[str] = []
     if memory is not None and settings.recall_k > 0:
-        from memory.index import Query
+        from memory.retrieval.index import Query
 
         try:
             hits = memory.search(Query(text="\n".join(lines[-5:]) or topic, k=settings.recall_k,

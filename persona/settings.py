@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
-from memory.index import RetrievalSettings
-from memory.manager import ManagerSettings
+from memory.retrieval.index import RetrievalSettings
+from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
 from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
 

@@ -48,7 +48,7 @@ def agent_factory(tmp_path):
 def index(tmp_path):
     """A memory index on SQLite + a real Chroma PersistentClient, with the deterministic HashEmbedder."""
     from memory import Database
-    from memory.index import MemoryIndex
+    from memory.retrieval.index import MemoryIndex
 
     db = Database.open(tmp_path)
     idx = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory.abstracts import request_abstract
+from memory.upkeep.abstracts import request_abstract
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Family, arg
 

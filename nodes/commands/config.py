@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.abstracts import request_abstract
+from memory.upkeep.abstracts import request_abstract
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.context import SELF_CHANGE_PREFIX, self_changes

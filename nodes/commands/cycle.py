@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from memory import Repos
-from memory.abstracts import request_abstract
+from memory.upkeep.abstracts import request_abstract
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.abstracts import request_abstract
+from memory.upkeep.abstracts import request_abstract
 from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg

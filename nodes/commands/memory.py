@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory.index import Query
+from memory.retrieval.index import Query
 
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg

@@ -52,7 +52,7 @@ def end(cmd: Command, ctx: CommandContext) -> CommandResult:
     if thread.status != "running":
         return CommandResult(f"Stelis thread {thread.id} already {thread.status}")
     chronicle = write_chronicle(ctx.services, thread.id)  # reads the log in its own session; no write lock held
-    result = finish_thread(ctx.services, ctx.repos, thread.id, status="completed", chronicle=chronicle)
+    finish_thread(ctx.services, ctx.repos, thread.id, status="completed", chronicle=chronicle)
     set_active_thread(ctx.repos, ctx.root_thread or thread.parent_id, thread.parent_id)
     ctx.emit({"event": "stelis_leave", "thread_id": thread.id, "label": thread.label, "status": "completed",
               "chronicle_chars": len(chronicle), "origin": "command"})

@@ -23,6 +23,7 @@ from nodes.reflexes.anti_stagnation.verdict import (
     ANXIETY_TICKS,
     MAX_TEMPERATURE,
     MAX_TOP_P,
+    REPHRASE_EVERY,
     decide,
     reflex_lite,
     rephrase,
@@ -72,6 +73,8 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
     if flag:
         episode["streak"] = int(episode.get("streak", 0)) + 1
         capped = sampling.get("temperature", 0.8) >= MAX_TEMPERATURE and sampling.get("top_p", 0.9) >= MAX_TOP_P
+        # one rephrased request per REPHRASE_EVERY stagnant ticks: the escalation's mechanisms cost no call
+        capped = capped and (not episode.get("rephrased") or episode["streak"] % REPHRASE_EVERY == 0)
         sampling = reflex_lite(sampling)
         actions.append("reflex_lite")
         if capped and (instruction := rephrase(svc.llms, episode.get("rephrased") or CHAT_INSTRUCTION,

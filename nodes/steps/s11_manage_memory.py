@@ -14,7 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
-from memory.abstracts import build_abstract, clear_request, pending_request, request_abstract
+from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
 from nodes.context import AnimaContext, services_of
 from nodes.state import MemoryUpkeep, TickState
 from nodes.upkeep import generator, prune_memory, write_episode

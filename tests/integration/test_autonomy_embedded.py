@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def real_agent(tmp_path, **kwargs):
     agent = build_agent("repl", data_dir=str(tmp_path), embedded_context_window=4096, checkpointer="memory", **kwargs)
     agent.services.settings.sampling.max_tokens = 48
-    agent.services.persona.config["timezone"] = "UTC"
+    agent.services.settings.timezone = "UTC"
     return agent
 
 

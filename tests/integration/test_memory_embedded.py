@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from memory import Database
-from memory.embeddings import LocalEmbedder
-from memory.index import MemoryIndex, Query
+from memory.retrieval.embeddings import LocalEmbedder
+from memory.retrieval.index import MemoryIndex, Query
 from memory.store import record_turn
 
 pytestmark = pytest.mark.integration
@@ -63,7 +63,7 @@ def test_kb_add_cli_ingests_and_the_persona_search_finds_it(tmp_path):
 
 
 def test_memory_manager_with_real_embeddings_archives_repetition_not_related_facts(tmp_path, embedder):
-    from memory.manager import ManagerSettings, run_pass
+    from memory.upkeep.manager import ManagerSettings, run_pass
 
     db = Database.open(tmp_path)
     thoughts = ["The lighthouse keeper rows out at dawn to check the nets.",

@@ -56,8 +56,8 @@ def test_ticks_with_commands_on_postgres(tmp_path, pg_url):
 
 
 def test_memory_tiers_search_and_manager_on_postgres(tmp_path, pg_url):
-    from memory.index import Query
-    from memory.manager import ManagerSettings, run_pass
+    from memory.retrieval.index import Query
+    from memory.upkeep.manager import ManagerSettings, run_pass
     from memory.store import record_turn
     from memory.testing import HashEmbedder
 

@@ -38,7 +38,7 @@ def think_calls(fake: FakeLLM) -> list[dict]:
 
 def utc_agent(agent_factory, *fakes, **kwargs):
     agent = agent_factory(*fakes, **kwargs)
-    agent.services.persona.config["timezone"] = "UTC"
+    agent.services.settings.timezone = "UTC"
     return agent
 
 
@@ -574,7 +574,7 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     fake = FakeLLM("fake", responses=think, json_answer=lambda p: dream if "dreaming" in p else {"emotions": [
         {"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
     agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0})
-    agent.services.persona.config["timezone"] = "UTC"
+    agent.services.settings.timezone = "UTC"
     with agent.services.db.unit() as repos:
         for topic, priority in (("Why do tides rise twice a day?", 0.9), ("What lives in the tide pools?", 0.8),
                                 ("Where does the foam come from?", 0.7)):
@@ -602,7 +602,7 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     agent.close()
 
     resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0})
-    resumed.services.persona.config["timezone"] = "UTC"
+    resumed.services.settings.timezone = "UTC"
     run_loop(resumed, ticks=2, stopper=Stopper(), idle_poll_s=0)
     assert resumed.state()["tick"] == 32
     assert len([c for c in fake.calls if c["json_schema"] and "dreaming" in c["prompt"]]) == 1  # no second dream today

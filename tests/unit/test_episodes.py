@@ -1,6 +1,5 @@
 """Episodic memory: day summaries after the day ends, weekly and monthly roll-ups, local days, injection."""
 
-import json
 from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
@@ -8,7 +7,7 @@ import pytest
 
 from llm.testing import FakeLLM
 from memory import Database
-from memory.episodes import Period, next_due, zone_of
+from memory.upkeep.episodes import Period, next_due, zone_of
 from memory.store import record_turn
 
 NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)  # a Saturday
@@ -86,13 +85,13 @@ def test_a_dead_model_postpones_the_summary(agent_factory):
     agent = agent_factory(FakeLLM("fake"))
     svc = agent.services
     svc.clock = lambda: NOW
-    svc.persona.config["timezone"] = "Europe/Berlin"
+    svc.settings.timezone = "Europe/Berlin"
     with svc.db.unit() as repos:
         said(repos, "note:1", "Yesterday we talked about whales.", datetime(2026, 11, 20, 12, tzinfo=timezone.utc))
     assert write_episode(svc, "main", down) == {"episode": "postponed"}
     with svc.db.unit() as repos:
         assert repos.episodes.get("day", "2026-11-20") is None and repos.config.get("memory/episodes_checked_on") is None
-    answer = json.dumps({"summary": "Whales.", "key_events": [], "emotional_tone": "curious"})
+    answer = {"summary": "Whales.", "key_events": [], "emotional_tone": "curious"}
     assert write_episode(svc, "main", lambda prompt, schema: answer) == {"episode": "day 2026-11-20"}
     assert write_episode(svc, "main", down) == {}  # nothing more is missing today: no model call at all
     with svc.db.unit() as repos:

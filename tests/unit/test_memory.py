@@ -12,9 +12,9 @@ from nodes.commands.consent import answer
 from nodes.context import utcnow
 from llm.testing import FakeLLM
 from memory import Database
-from memory.index import MemoryIndex, Query, first_person
-from memory.lexical import BM25Index
-from memory.manager import set_memory_status
+from memory.retrieval.index import MemoryIndex, Query, first_person
+from memory.retrieval.lexical import BM25Index
+from memory.upkeep.manager import set_memory_status
 from memory.testing import HashEmbedder
 from memory.text import chunks, tokenize
 from memory.repositories import MemoryLimitError

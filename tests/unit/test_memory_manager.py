@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from llm.testing import FakeLLM
-from memory.index import Query
-from memory.manager import ManagerSettings, run_pass, set_memory_status
+from memory.retrieval.index import Query
+from memory.upkeep.manager import ManagerSettings, run_pass, set_memory_status
 from memory.models import ProcessLog
 from memory.store import record_turn
 from sqlalchemy import select
@@ -38,7 +38,7 @@ def fill(index, *, grace_filler: int = 0):
 
 def decisions(db):
     with db.session() as s:
-        return [r.value for r in s.scalars(select(ProcessLog).where(ProcessLog.name == "memory.manager")
+        return [r.value for r in s.scalars(select(ProcessLog).where(ProcessLog.name == "memory.upkeep.manager")
                                            .order_by(ProcessLog.id)).all()]
 
 
@@ -180,7 +180,7 @@ def test_the_tick_runs_the_manager_on_its_schedule_from_config(agent_factory):
     reports = [agent.tick().get("memory_upkeep", {}).get("manager") for _ in range(3)]
     assert reports[:2] == [None, None] and reports[2]["assessed"] == 3 and reports[2]["archived"] >= 1
     with agent.services.db.unit() as repos:
-        summary = [p.value for p in repos.processes.open("main") if p.name == "memory.manager"]
+        summary = [p.value for p in repos.processes.open("main") if p.name == "memory.upkeep.manager"]
         repos.config.set("persona/memory_manager.lru_limit", 7)  # the persona's own change wins over config.yaml…
         repos.config.set("persona/memory_manager.every", 0)  # …for the keys it may change; this one is the operator's
     assert summary and summary[0].startswith("assessed 3; archived") and "[mode standard: novelty bar 0.35" in summary[0]

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memory import Database
-from memory.index import Query
+from memory.retrieval.index import Query
 from memory.repositories import NotFound
 
 NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)

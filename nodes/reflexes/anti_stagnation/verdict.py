@@ -11,6 +11,7 @@ from nodes.reflexes.prompts import REPHRASE_PROMPT, REPHRASE_SCHEMA
 
 ANXIETY_TICKS = 3  # anxiety > 3 on this many outputs in a row triggers reflex-lite
 MAX_TEMPERATURE, MAX_TOP_P = 1.5, 0.95
+REPHRASE_EVERY = 4  # a stagnation episode asks the model to rephrase its request at most once per this many ticks
 
 
 def reflex_lite(sampling: dict[str, float]) -> dict[str, float]:

@@ -13,8 +13,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from memory import Repos
-from memory.episodes import Period
-from memory.index import Query
+from memory.upkeep.episodes import Period
+from memory.retrieval.index import Query
 from memory.models import Message
 from nodes.commands.cycle import context_mode
 from nodes.stelis.history import render_item, lineage_ids, timeline

@@ -40,8 +40,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.db import Database
-from memory.embeddings import Embedder
-from memory.lexical import BM25Index
+from memory.retrieval.embeddings import Embedder
+from memory.retrieval.lexical import BM25Index
 from memory.models import MemoryItem
 from memory.text import chunks, tokenize, with_author
 

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from memory.models import Abstract
-from memory.prompts import ABSTRACT_PROMPT, ABSTRACT_SCHEMA
+from memory.upkeep.prompts import ABSTRACT_PROMPT, ABSTRACT_SCHEMA
 from memory.repositories import Repos
-from memory.text import json_object
 
-Generate = Callable[[str, dict[str, Any]], str]  # (prompt, json schema) -> model text
+Generate = Callable[[str, dict[str, Any]], dict[str, Any]]  # (prompt, json schema) -> the model's JSON object
 MAX_ITEM_CHARS = 600
 THOUGHT_KINDS = ("response", "continuation", "step")  # the messages an abstract digests
 
@@ -65,8 +64,7 @@ def build_abstract(repos: Repos, thread_id: str, trigger: str, generate: Generat
     if len(sources) < min_sources:
         return None
     items = "\n".join(f"- ({sid}) {text[:MAX_ITEM_CHARS]}" for sid, text in sources)
-    raw = generate(ABSTRACT_PROMPT.format(name=persona_name, count=len(sources), items=items), ABSTRACT_SCHEMA)
-    data = json_object(raw)
+    data = generate(ABSTRACT_PROMPT.format(name=persona_name, count=len(sources), items=items), ABSTRACT_SCHEMA)
     summary = str(data.get("summary") or "").strip()
     if not summary:  # the model gave nothing usable: keep the sources' own words rather than nothing
         summary = " / ".join(text[:160] for _, text in sources[-5:])

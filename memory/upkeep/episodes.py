@@ -16,11 +16,10 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory.models import MemoryItem
-from memory.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
+from memory.upkeep.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
 from memory.repositories import Repos
-from memory.text import json_object
 
-Generate = Callable[[str, dict[str, Any]], str]
+Generate = Callable[[str, dict[str, Any]], dict[str, Any]]  # (prompt, json schema) -> the model's JSON object
 DAY_TIERS = ("message", "diary", "abstract", "llm_memory")
 MAX_DAY_ITEMS = 60
 ITEM_CHARS = 300
@@ -119,8 +118,8 @@ def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate
         cap = ROLLUP_CHARS[period.kind]
         lines = [f"- {d.start}: {d.summary[:cap]}" for d in days]
         sources = [f"day:{d.start}" for d in days]
-    data = json_object(generate(EPISODE_PROMPT.format(name=persona_name, period_text=period.describe(),
-                                                      items="\n".join(lines)), EPISODE_SCHEMA))
+    data = generate(EPISODE_PROMPT.format(name=persona_name, period_text=period.describe(), items="\n".join(lines)),
+                    EPISODE_SCHEMA)
     summary = str(data.get("summary") or "").strip()
     if not summary:  # the model gave nothing usable: keep the period's own words
         summary = " / ".join(line[2:][:160] for line in lines[:5])

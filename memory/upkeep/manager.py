@@ -23,7 +23,7 @@ more readily, by `goal_focus`, others less); `meditation` (goals ignored; redund
 
 Never archived: the human's own words, knowledge-base chunks, abstracts, episodes, entities, insights,
 pinned entries and the newest `grace_items` memories. Archived entries stay in SQL, leave retrieval, and
-come back with memory.restore. Every decision is written to process_log (`memory.manager`).
+come back with memory.restore. Every decision is written to process_log (`memory.upkeep.manager`).
 """
 
 from __future__ import annotations
@@ -242,11 +242,11 @@ def run_pass(repos: Repos, index, cfg: ManagerSettings, *, thread_id: str | None
     prune_by_lru(repos, effective, report, goal)
     if effective.log_decisions:
         for d in report.decisions:
-            repos.processes.add("memory.manager", f"{d.action} {d.tier} {d.ref} ({d.policy}): {d.reason}",
+            repos.processes.add("memory.upkeep.manager", f"{d.action} {d.tier} {d.ref} ({d.policy}): {d.reason}",
                                 status="close", thread_id=thread_id, tags=["memory", d.policy, d.action])
     settings = (f"mode {effective.mode}: novelty bar {effective.novelty_threshold:.2f}, LRU limit {effective.lru_limit}, "
                 f"emotion weight {effective.emotion_weight:.2f}, goal focus {effective.goal_focus:.2f}")
     if report.decisions or report.assessed:
-        repos.processes.add("memory.manager", f"{report.summary()} [{settings}]", status="ok" if report.archived else "close",
+        repos.processes.add("memory.upkeep.manager", f"{report.summary()} [{settings}]", status="ok" if report.archived else "close",
                             thread_id=thread_id, tags=["memory"])
     return report

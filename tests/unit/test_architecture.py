@@ -1,0 +1,137 @@
+"""The house rules, checked on the source: imports run one way (cli/run.py → graph → nodes → persona → memory, llm),
+no module imports itself back through another, the tick's steps sit in tick order, and ARCHITECTURE.md names
+every room the tree has (and no room it has not)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("cli", "graph", "nodes", "persona", "memory", "llm")
+# what each layer may import (besides itself); run.py may import everything
+ALLOWED = {"cli": {"graph", "nodes", "persona", "memory", "llm"}, "graph": {"nodes", "persona", "memory", "llm"},
+           "nodes": {"persona", "memory", "llm"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set()}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except what sits under `if TYPE_CHECKING:` (annotations only, never imported at run time)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """Project modules `path` imports at run time, at module level or inside functions."""
+    out = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                out.add(name)
+    return out
+
+
+def test_imports_run_one_way():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        layer = name.split(".")[0]
+        for target in imports_of(path, set(known)):
+            other = target.split(".")[0]
+            if other != layer and other not in ALLOWED[layer]:
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circles():
+    known = modules()
+    graph = {name: imports_of(path, set(known)) - {name} for name, path in known.items()}
+    # a package's __init__ re-exporting its own modules is not a circle through them
+    edges = {name: {t for t in targets if not (name.startswith(t + ".") or t.startswith(name + "."))}
+             for name, targets in graph.items()}
+    index, low, stack, on_stack, circles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in sorted(edges):
+        if name not in index:
+            visit(name)
+    assert circles == [], circles
+
+
+def test_the_steps_are_in_tick_order():
+    from nodes.steps import TICK_STEPS
+
+    playbook = yaml.safe_load((ROOT / "playbooks" / "epos.yaml").read_text())
+    nodes = {n["id"]: n for n in playbook["nodes"]}
+    order, current = [], playbook["start"]
+    while current != "END":
+        order.append(nodes[current]["type"])
+        node = nodes[current]
+        current = node.get("next") or node["conditional_next"]["default"]
+    files = sorted(p.stem if p.is_file() else p.name for p in (ROOT / "nodes" / "steps").iterdir()
+                   if re.match(r"s\d\d_", p.name))
+    assert [re.sub(r"^s\d\d_", "", f).removesuffix(".py") for f in files] == order == list(TICK_STEPS)
+
+
+def drawn_rooms(text: str) -> set[str]:
+    """The folders ARCHITECTURE.md's tree draws: `name/` at the start of a line, nested by two spaces a level."""
+    tree = text.split("```", 2)[1]
+    rooms, parents = set(), []
+    for line in tree.splitlines():
+        match = re.match(r"^( *)([a-z_0-9]+)/(?:\s|$)", line)
+        if match:
+            depth = len(match.group(1)) // 2
+            parents = parents[:depth] + [match.group(2)]
+            rooms.add("/".join(parents))
+    return rooms
+
+
+def test_architecture_md_draws_exactly_the_rooms_the_tree_has():
+    rooms = {str(p.relative_to(ROOT)) for package in PACKAGES for p in [ROOT / package, *(ROOT / package).rglob("*")]
+             if p.is_dir() and (p / "__init__.py").exists()}
+    drawn = drawn_rooms((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    assert sorted(rooms - drawn) == [], "ARCHITECTURE.md does not draw these rooms"
+    assert sorted(drawn - rooms - {"playbooks", "bench", "tests"}) == [], "ARCHITECTURE.md draws rooms that do not exist"
