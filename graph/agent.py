@@ -8,9 +8,15 @@
     research = build_agent("deep_work", data_dir="data")
     research.run(inputs={"question": "…"}); research.outputs()   # {"answer": …, "findings": […]}
 
-One invoke per tick on a persistent thread id (one per run for one-shot playbooks). Checkpoints are written after every step
-(`durability="sync"`): a killed or interrupted tick resumes at the step that was running, so a model
-answer is never generated twice and commands (exactly-once by cmd_id) never run twice.
+One invoke per tick on a persistent thread id (one per run for one-shot playbooks).
+
+Checkpoints. A loop tick is checkpointed once, when it ends (`durability="exit"`; a Ctrl-C drain also saves
+where it stopped): a tick's steps are cheap, and checkpointing after each of them cost more than all of them
+together. Nothing rests on the per-step checkpoint: after a kill the tick runs again from its start, and every
+effect is keyed by thread:tick — the model's answer is kept with the tick and reused (never generated twice),
+messages are upserted, commands run exactly once by cmd_id, a finished tick is never run again. One-shot
+playbooks (deep_work, novel) run for minutes through many model calls: they are checkpointed after every step
+(`durability="sync"`), so a killed run resumes at the step that was running.
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ from graph.services import checkpoint_path, open_services
 from nodes import AnimaContext, Services
 from nodes.stelis.threads import StelisResult, recover_orphans
 
-DURABILITY = "sync"
 RECURSION_LIMIT = 200
 
 
@@ -116,7 +121,8 @@ class Agent:
         payload = self._start_payload(inputs)
         for namespace, mode, data in self.graph.stream(payload, self.config, context=self.context,
                                                        stream_mode=["updates", "custom"], subgraphs=True,
-                                                       durability=DURABILITY, control=control):
+                                                       durability="exit" if self.playbook.loop else "sync",
+                                                       control=control):
             if mode == "custom" and isinstance(data, dict) and namespace:
                 data = {**data, "namespace": list(namespace)}
             if mode == "updates" and namespace:

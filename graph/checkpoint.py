@@ -7,7 +7,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-DEFAULT_KEEP = 30  # per thread: ~3 ticks of per-step checkpoints
+DEFAULT_KEEP = 30  # per checkpoint thread: a loop writes ~2 a tick, a one-shot run one per step
 
 
 def open_sqlite_saver(path: str | Path) -> SqliteSaver:

@@ -13,9 +13,11 @@ from typing import Any
 
 from llm import LLMRegistry, Provider
 from memory import Database
+from nodes.commands import registry
 from nodes.context import Services, self_changes, utcnow
 from persona import load_persona
-from persona.settings import Settings, load_settings
+from persona.settings import Settings, SettingsError, load_settings
+from persona.yaml_lines import read_lined_yaml
 
 log = logging.getLogger(__name__)
 PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with
@@ -82,7 +84,19 @@ def open_settings(db: Database, flags: dict[str, Any]) -> Settings:
             log.warning("the persona this data dir was run with (%s) is gone; using the default", recorded)
             recorded = None
         changes = self_changes(repos)
-    return load_settings(named or recorded, self_changes=changes, **{k: v for k, v in flags.items() if k != "persona_dir"})
+    settings = load_settings(named or recorded, self_changes=changes,
+                             **{k: v for k, v in flags.items() if k != "persona_dir"})
+    check_consent_policy(settings)
+    return settings
+
+
+def check_consent_policy(settings: Settings) -> None:
+    """`consent.auto_approve` may only name commands that exist: a typo must not pass for a policy."""
+    unknown = [name for name in settings.consent.auto_approve if registry().get(name) is None]
+    if unknown:
+        config = read_lined_yaml(Path(settings.persona_dir or "") / "config.yaml")
+        raise SettingsError(f"{config.where(('consent', 'auto_approve'))}: no such command {', '.join(map(repr, unknown))}"
+                            " (`run.py persona show` lists the commands under 'Available commands')")
 
 
 def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,

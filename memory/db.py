@@ -17,6 +17,7 @@ from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspe
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.models import (
+    MemoryBlockVersion,
     AntiStagnationMetric,
     Approval,
     AuditEntry,
@@ -76,6 +77,7 @@ def _v6_persona_autonomy(conn: Connection) -> None:
 def _v7_consent_and_archive(conn: Connection) -> None:
     Approval.__table__.create(conn, checkfirst=True)
     AuditEntry.__table__.create(conn, checkfirst=True)
+    MemoryBlockVersion.__table__.create(conn, checkfirst=True)
     moment = DateTime(timezone=True).compile(dialect=conn.dialect)  # TIMESTAMP WITH TIME ZONE / DATETIME
     for table in ("goals", "tasks"):
         _add_missing_columns(conn, table, [f"archived_at {moment}"])

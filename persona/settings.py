@@ -292,6 +292,7 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
     if persona_dir is not None:
         flags.setdefault("persona_dir", str(persona_dir))
     directory = Path(flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR") or _default_persona_dir())
+    flags["persona_dir"] = str(directory)
     try:
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
     except YamlError as exc:

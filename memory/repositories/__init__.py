@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from memory.repositories.abstracts import AbstractRepo
 from memory.repositories.base import NotFound
-from memory.repositories.blocks import BlockRepo, MemoryLimitError
+from memory.repositories.blocks import BLOCK_LIMITS, BlockRepo, MemoryLimitError
 from memory.repositories.commands import CommandRepo
 from memory.repositories.concepts import ConceptRepo, LinkRepo
 from memory.repositories.config import ConfigRepo
@@ -115,7 +115,10 @@ class Repos:
         return repo.archive(int(ref), now) if tier in ARCHIVED_AT_TIERS else repo.archive(int(ref))
 
     def restore(self, tier: str, ref: str | int) -> bool:
-        """Bring an archived thing back as it was; True when something changed."""
+        """Bring an archived thing back as it was (for core memory and the notepad: a replaced version); True when
+        something changed."""
+        if tier in BLOCK_LIMITS:
+            return str(ref).isdigit() and self.blocks.restore_version(tier, int(ref))
         repo = self._row_repo(tier)
         if repo is None:
             return self.items.set_status_of(tier, ref, "active")
@@ -130,4 +133,6 @@ class Repos:
         names = self.concepts.names({link.source_id for link in links} | {link.target_id for link in links})
         rows += [ArchivedRow("link", str(link.id), f"{names.get(link.source_id)} —{link.relation}→ "
                              f"{names.get(link.target_id)}", "", link.updated_at) for link in links]
+        rows += [ArchivedRow(v.name, str(v.id), "replaced version", v.content, v.replaced_at)
+                 for v in self.blocks.versions(limit=limit)]
         return sorted(rows, key=lambda row: _utc(row.archived_at), reverse=True)[:limit]

@@ -1,8 +1,13 @@
-"""Core memory and notepad (Nexus Ark): always injected, edited by the persona, never saved over their limit."""
+"""Core memory and notepad (Nexus Ark): always injected, edited by the persona, never saved over their limit.
+
+Whatever a write replaces is kept as a version (`memory_block_versions`), so a rewrite or a clear can be undone:
+the persona's `memory.restore {"tier": "notepad", "ref": "<version>"}` or the human."""
 
 from __future__ import annotations
 
-from memory.models import MemoryBlock, utcnow
+from sqlalchemy import select
+
+from memory.models import MemoryBlock, MemoryBlockVersion, utcnow
 from memory.repositories.base import NotFound, Repo
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}
@@ -21,18 +26,40 @@ class BlockRepo(Repo):
             self.s.flush()
         return block
 
-    def write(self, name: str, content: str) -> MemoryBlock:
+    def write(self, name: str, content: str, keep_previous: bool = True) -> MemoryBlock:
+        """Set the block's text; what it replaces is kept as a version unless told otherwise (an append loses nothing)."""
         block = self.get(name)
         if len(content) > block.char_limit:
             raise MemoryLimitError(f"{name} would be {len(content)} chars, over its {block.char_limit}-char limit; "
                                    f"nothing saved — shorten it or replace old text first")
+        if keep_previous and block.content and block.content != content:
+            self.s.add(MemoryBlockVersion(name=name, content=block.content))
         block.content, block.updated_at = content, utcnow()
         self.s.flush()
         return block
 
+    def versions(self, name: str | None = None, limit: int = 10) -> list[MemoryBlockVersion]:
+        """What rewrites replaced, newest first (of one block, or both)."""
+        q = select(MemoryBlockVersion)
+        if name is not None:
+            q = q.where(MemoryBlockVersion.name == name)
+        return list(self.s.scalars(q.order_by(MemoryBlockVersion.id.desc()).limit(limit)).all())
+
+    def restore_version(self, name: str, version_id: int) -> bool:
+        """Put a replaced version back (what it replaces becomes a version in turn); False if there is none."""
+        version = self.s.get(MemoryBlockVersion, int(version_id))
+        if version is None or version.name != name:
+            return False
+        self.write(name, version.content)
+        return True
+
+    def latest_version(self, name: str) -> MemoryBlockVersion | None:
+        found = self.versions(name, 1)
+        return found[0] if found else None
+
     def append(self, name: str, text: str) -> MemoryBlock:
         current = self.get(name).content
-        return self.write(name, f"{current}\n{text}".strip() if current else text)
+        return self.write(name, f"{current}\n{text}".strip() if current else text, keep_previous=False)
 
     def replace(self, name: str, old: str, new: str) -> MemoryBlock:
         current = self.get(name).content

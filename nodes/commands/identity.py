@@ -25,6 +25,7 @@ def discards(args: dict) -> Effect | None:
 
 def _edit(cmd: Command, ctx: CommandContext, name: str) -> CommandResult:
     mode = str(arg(cmd, "mode", default="append")).strip().lower()
+    before = ctx.repos.blocks.get(name).content
     if "old" in cmd.args:
         ctx.repos.blocks.replace(name, str(arg(cmd, "old")), str(arg(cmd, "new", default="")))
     elif mode == "rewrite":
@@ -32,7 +33,15 @@ def _edit(cmd: Command, ctx: CommandContext, name: str) -> CommandResult:
     else:
         ctx.repos.blocks.append(name, str(arg(cmd, "text", "content")))
     block = ctx.repos.blocks.get(name)
-    return CommandResult(f"{name} updated ({len(block.content)}/{block.char_limit} chars)")
+    return CommandResult(f"{name} updated ({len(block.content)}/{block.char_limit} chars)" + _undo(ctx, name, before))
+
+
+def _undo(ctx: CommandContext, name: str, before: str) -> str:
+    """How to get back what a rewrite, replacement or clear discarded (kept as a version)."""
+    version = ctx.repos.blocks.latest_version(name)
+    if not before or version is None or version.content != before:
+        return ""
+    return f'; memory.restore {{"tier": "{name}", "ref": "{version.id}"}} brings the old text back'
 
 
 @FAMILY.command("identity.read", "{}  (my identity file and core memory)", effect="read")
@@ -71,5 +80,6 @@ def update_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("notepad.clear", "{}  (needs my human's approval)", effect="modify_self")
 def clear_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
+    before = ctx.repos.blocks.get("notepad").content
     ctx.repos.blocks.write("notepad", "")
-    return CommandResult("notepad cleared")
+    return CommandResult("notepad cleared" + _undo(ctx, "notepad", before))

@@ -61,7 +61,9 @@ def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, str(arg(cmd, "tier")), str(arg(cmd, "ref", "id")))
 
 
-@FAMILY.command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory back)', effect="write_self")
+@FAMILY.command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory, or a replaced core/notepad '
+                                  "version, back — that one needs my human\'s approval)", effect="write_self",
+                escalate=lambda args: "modify_self" if str(args.get("tier")) in ("core", "notepad") else None)
 def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
     tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
     if not ctx.repos.restore(tier, ref):

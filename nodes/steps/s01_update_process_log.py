@@ -17,7 +17,6 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
     svc = services_of(runtime)
     params = params or {}
     root = state.root_thread or state.thread_id or runtime.execution_info.thread_id or "main"
-    tick = state.tick + 1
     mode = params.get("mode") or state.mode or "chat"
     now = svc.clock()
     with svc.db.unit() as repos:
@@ -29,6 +28,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
             thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
         else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
             thread_id = active_thread(repos, root)
+        tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
         repos.threads.set_tick(thread_id, tick)
         repos.ticks.start(thread_id, tick, mode)
         closed = repos.processes.close(state.shown_process_ids)

@@ -33,6 +33,10 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     writer = runtime.stream_writer
     tags = {"thread_id": state.thread_id, "tick": state.tick}
     prefer = state.stagnation.get("llm")  # the anti-stagnation "switch LLM" mechanism
+    with svc.db.unit() as repos:
+        kept = repos.ticks.kept_answer(state.thread_id, state.tick)
+    if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
+        return kept
 
     def generate():
         if state.mode == "continuation":
@@ -57,9 +61,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
         return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
                 "degraded_ticks": state.degraded_ticks + 1}
-    if gen.failed_over_from or state.degraded_ticks:
-        _record_failover(svc, state, gen.llm_id, gen.failed_over_from)
-    return {
+    answer = {
         "response": gen.text,
         "native_tool_calls": gen.tool_calls,
         "degraded": False,
@@ -69,16 +71,20 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
                 "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
                 "failed_over_from": gen.failed_over_from},
     }
-
-
-def _record_failover(svc, state: TickState, llm_id: str, failed: list[str]) -> None:
-    """Failover and recovery go to the process log (the persona sees them; `inspect` shows them)."""
     with svc.db.unit() as repos:
-        degraded = state.degraded_ticks
-        if degraded:
-            repos.processes.close([p.id for p in repos.processes.open(state.thread_id) if p.name == "llm.outage"])
-            repos.processes.add("llm.recovered", f"{llm_id} answers again after {degraded} degraded tick(s)",
-                                status="close", thread_id=state.thread_id)
-        if failed:
-            repos.processes.add("llm.failover", f"{', '.join(failed)} did not answer; {llm_id} took over",
-                                status="close", thread_id=state.thread_id)
+        repos.ticks.keep_answer(state.thread_id, state.tick, answer)
+        if gen.failed_over_from or state.degraded_ticks:
+            _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
+    return answer
+
+
+def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) -> None:
+    """Failover and recovery go to the process log (the persona sees them; `inspect` shows them)."""
+    degraded = state.degraded_ticks
+    if degraded:
+        repos.processes.close([p.id for p in repos.processes.open(state.thread_id) if p.name == "llm.outage"])
+        repos.processes.add("llm.recovered", f"{llm_id} answers again after {degraded} degraded tick(s)",
+                            status="close", thread_id=state.thread_id)
+    if failed:
+        repos.processes.add("llm.failover", f"{', '.join(failed)} did not answer; {llm_id} took over",
+                            status="close", thread_id=state.thread_id)

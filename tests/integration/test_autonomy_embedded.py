@@ -18,8 +18,9 @@ import pytest
 from graph.agent import build_agent
 from graph.loop import Stopper, run_loop
 from graph.loop.task_cycles import TaskCycles
-from nodes.commands import Command
+from nodes.commands import Command, registry
 from nodes.commands.cycle import update_cycle
+from nodes.state import TickState
 from nodes.steps.s12_execute_commands import _run_one
 from persona.dreaming import is_prose
 
@@ -100,7 +101,8 @@ def test_a_task_sub_cycle_on_the_embedded_model_changes_no_row_but_its_own(tmp_p
                     repos.blocks.get("core").content, repos.messages.count("main"))
 
     outcome, _ = _run_one(Command(cmd_id="run-1", type="tasks.run", args={"id": 1, "max_ticks": 2, "max_restarts": 0}),
-                          {"thread_id": "main", "tick": 1, "validation": {"auto_pass": True}}, agent.services, None)
+                          TickState(thread_id="main", tick=1, validation={"auto_pass": True}), agent.services,
+                          registry(), None)
     assert outcome["status"] == "executed", outcome
     before = snapshot()
     cycles = TaskCycles(agent)

@@ -54,3 +54,22 @@ def test_studio_serves_playbooks_and_runs_a_tick(studio):
     assert values["tick"] == 1 and values["thread_id"] == thread["thread_id"]
     assert values["response"].strip() and values["llm"]["llm_id"] == "embedded"
     assert (data / "anima.sqlite").exists()  # the run wrote to the data dir the server was given
+
+
+def test_a_studio_client_chooses_a_thread_not_a_path_or_a_model(studio, tmp_path):
+    from langgraph_sdk import get_sync_client
+
+    url, data = studio
+    client = get_sync_client(url=url)
+    repl = next(a["assistant_id"] for a in client.assistants.search() if a["graph_id"] == "repl")
+    assert client.assistants.get_schemas(repl)["context_schema"].get("properties", {}) == {}
+    elsewhere = tmp_path / "elsewhere"
+    thread = client.threads.create()
+    run = client.runs.create(thread["thread_id"], repl, input={},
+                             context={"data_dir": str(elsewhere), "db_url": f"sqlite:///{elsewhere}/x.sqlite",
+                                      "persona_dir": str(elsewhere), "llm_url": "http://127.0.0.1:9/v1"})
+    client.runs.join(thread["thread_id"], run["run_id"])
+    values = client.threads.get_state(thread["thread_id"])["values"]
+    assert not elsewhere.exists()  # no path a client sent was opened or created
+    if values.get("tick") == 1:  # the server dropped the unknown keys and ran on its own settings
+        assert values["llm"]["llm_id"] == "embedded"

@@ -135,3 +135,17 @@ def test_architecture_md_draws_exactly_the_rooms_the_tree_has():
     drawn = drawn_rooms((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
     assert sorted(rooms - drawn) == [], "ARCHITECTURE.md does not draw these rooms"
     assert sorted(drawn - rooms - {"playbooks", "bench", "tests"}) == [], "ARCHITECTURE.md draws rooms that do not exist"
+
+
+def test_sql_lives_only_in_the_memory_room():
+    """Above memory/, nothing builds SQL: the repositories are the only way to the database."""
+    offenders = []
+    for name, path in modules().items():
+        if name.startswith("memory"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [module or ""]
+            if any(n == "sqlalchemy" or (n.startswith("sqlalchemy.") and n != "sqlalchemy.exc") for n in names):
+                offenders.append(name)
+    assert offenders == []

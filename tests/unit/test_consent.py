@@ -84,7 +84,7 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
     assert privileged == ["concepts.delete", "config.update", "diary.delete", "goals.delete", "identity.update",
                           "links.delete", "llm_memory.delete", "memory.archive", "notepad.clear", "tasks.delete"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
-    assert escalating == ["core.update", "notepad.update"]
+    assert escalating == ["core.update", "memory.restore", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself
 
 
@@ -95,7 +95,8 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
 def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory, validation):
     settings = agent_factory().services.settings
     samples = {"core.update": [{"text": "x", "mode": "rewrite"}, {"old": "a", "new": "b"}],
-               "notepad.update": [{"text": "x", "mode": "REWRITE"}, {"old": "a", "new": ""}]}
+               "notepad.update": [{"text": "x", "mode": "REWRITE"}, {"old": "a", "new": ""}],
+               "memory.restore": [{"tier": "core", "ref": "1"}, {"tier": "diary", "ref": "1"}]}
     for spec in registry().specs.values():
         for args in samples.get(spec.type, [{"id": 1, "text": "x"}]):
             verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation, settings)
@@ -303,3 +304,41 @@ def test_an_idle_persona_wakes_when_the_human_answers(agent_factory):
     assert not idle_should_wake(agent, utcnow())
     answer(agent.services.db, 1, approve=False, by="human", reason="no", now=utcnow())
     assert idle_should_wake(agent, utcnow())
+
+
+def test_a_cleared_notepad_or_rewritten_core_can_be_restored(agent_factory):
+    fake = FakeLLM("fake", responses=[block(("notepad.clear", {}), ("core.update", {"text": "I am new.", "mode": "rewrite"})),
+                                      block(("memory.restore", {"tier": "notepad", "ref": "1"}),
+                                            ("memory.restore", {"tier": "core", "ref": "2"}))])
+    agent = agent_factory(fake, consent={"auto_approve": ["notepad.clear", "core.update"]})
+    seed(agent)
+    state = agent.tick()
+    assert [e["result"] for e in state["executed"]] == [
+        'notepad cleared; memory.restore {"tier": "notepad", "ref": "1"} brings the old text back',
+        'core updated (9/2000 chars); memory.restore {"tier": "core", "ref": "2"} brings the old text back']
+    state = agent.tick()
+    assert [e["status"] for e in state["executed"]] == ["pending_approval", "pending_approval"]  # restoring rewrites
+    for approval in (1, 2):
+        answer(agent.services.db, approval, approve=True, by="human", now=utcnow())
+    agent.tick()
+    with agent.services.db.unit() as repos:
+        assert repos.blocks.get("notepad").content == "buy rope"
+        assert repos.blocks.get("core").content == "I am Lumen; my human loves the sea."
+
+
+def test_an_auto_approve_policy_naming_no_command_is_refused_with_its_line(tmp_path):
+    import shutil
+
+    from graph.services import open_services
+    from persona import default_persona_dir
+    from persona.settings import SettingsError
+
+    persona = tmp_path / "persona"
+    shutil.copytree(default_persona_dir(), persona)
+    config = (persona / "config.yaml").read_text()
+    (persona / "config.yaml").write_text(config + "consent:\n  auto_approve: [memory.archive, identity.updat]\n")
+    with pytest.raises(SettingsError) as refused:
+        open_services(data_dir=str(tmp_path / "data"), persona_dir=str(persona), embedded=False,
+                      entries=[{"id": "fake", "provider": "fake"}], providers={"fake": FakeLLM("fake")})
+    line = len(config.splitlines()) + 2
+    assert str(refused.value).startswith(f"config.yaml:{line} consent.auto_approve: no such command 'identity.updat'")

@@ -153,11 +153,11 @@ def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, ag
 def test_checkpoints_are_pruned(tmp_path, agent_factory):
     saver = open_sqlite_saver(tmp_path / "cp.sqlite")
     agent = agent_factory(FakeLLM("fake", responses=lambda p: f"thought {len(p)}"), checkpointer=saver)
-    agent.keep_checkpoints = 12
-    for _ in range(4):
+    agent.keep_checkpoints = 3
+    for _ in range(6):
         agent.tick()
-    assert count_checkpoints(saver, "main") == 12
-    assert agent.state()["tick"] == 4
+    assert count_checkpoints(saver, "main") == 3
+    assert agent.state()["tick"] == 6
 
 
 def test_cycle_commands_and_unknown_and_failed_commands(agent_factory):
