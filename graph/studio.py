@@ -42,9 +42,18 @@ class StudioServices:
 SERVER = StudioServices()  # opens nothing until a run's first step asks
 
 
-@dataclass
+class ContextRefused(ValueError):
+    pass
+
+
+@dataclass(init=False)
 class StudioContext:
     """What a Studio run carries: nothing a client can set. Steps reach the server's services through it."""
+
+    def __init__(self, **given: object) -> None:
+        if given:
+            raise ContextRefused(f"a run cannot set {', '.join(sorted(given))}: where the data lives, the persona and "
+                                 "the model are the server's settings (its ANIMA_* environment)")
 
     @property
     def services(self) -> Services:

@@ -173,6 +173,7 @@ class StagnationEpisode(TypedDict, total=False):
     recalled_before: list[int]
     instruction: str
     rephrased: str
+    rephrase_asked_at: int  # the streak at which a rephrase was last asked for
     context_mode: str
     llm: str | None
     pause_s: float

@@ -19,10 +19,17 @@ class ConfigRepo(Repo):
         row = self.s.get(ConfigEntry, key)
         if row is None:
             self.s.add(ConfigEntry(key=key, value=value))
+        elif row.value == value:
+            return
         else:
             row.value = value
             row.updated_at = utcnow()
         self.s.flush()
+
+    def many(self, *keys: str) -> dict[str, Any]:
+        """Several keys in one query (absent ones are None)."""
+        found = {row.key: row.value for row in self.s.scalars(select(ConfigEntry).where(ConfigEntry.key.in_(keys))).all()}
+        return {key: found.get(key) for key in keys}
 
     def with_prefix(self, prefix: str) -> dict[str, Any]:
         """Every key starting with `prefix` (e.g. the persona's own setting changes, `persona/…`)."""

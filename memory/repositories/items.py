@@ -125,6 +125,14 @@ class MemoryItemRepo(Repo):
         q = select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.status != "deleted").order_by(MemoryItem.id)
         return list(self.s.scalars(q.limit(limit) if limit else q).all())
 
+    def id_map(self, tier: str, refs: Iterable[str]) -> dict[str, int]:
+        """ref -> item id, for the refs of `tier` that have an item."""
+        refs = list(refs)
+        if not refs:
+            return {}
+        return dict(self.s.execute(select(MemoryItem.ref, MemoryItem.id)
+                                   .where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).tuples().all())
+
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)
         if not refs:

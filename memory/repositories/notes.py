@@ -55,11 +55,14 @@ class NoteRepo(Repo):
         """When the human last wrote (the drives' and dreams' idle time counts from it)."""
         return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(HUMAN_SOURCES)))
 
-    def human_after(self, note_id: int, *, read: bool | None = None, limit: int = 10) -> list[Note]:
-        """The human's notes after `note_id`, oldest first."""
+    def human_after(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
+                    limit: int = 10) -> list[Note]:
+        """The human's notes after `note_id` (written at `since` or later), oldest first."""
         q = select(Note).where(Note.id > note_id, Note.source.in_(HUMAN_SOURCES))
         if read is not None:
             q = q.where(Note.read.is_(read))
+        if since is not None:
+            q = q.where(Note.created_at >= since)
         return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
 
     def between(self, start: datetime, end: datetime | None = None) -> list[Note]:

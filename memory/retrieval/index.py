@@ -48,6 +48,9 @@ from memory.text import chunks, tokenize, with_author
 log = logging.getLogger(__name__)
 
 COLLECTION_PREFIX = "anima-memory"
+FLUSH_RECORDS = 64  # Chroma records queued before they are written…
+FLUSH_SECONDS = 30.0  # …or this long after the last write
+MAX_PARTS = 13  # vectors an item can have: the whole item and at most 12 chunks (memory/text.py)
 
 
 class RetrievalSettings(BaseModel):
@@ -164,6 +167,15 @@ class MemoryIndex:
         self._warmup: threading.Thread | None = None
         self._stop_warmup = threading.Event()
         self._text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
+        # Chroma writes wait in `_pending` (record id -> vector or None for a metadata-only change, metadata) and
+        # `_pending_deletes` until `flush`: one write costs ~20 ms whatever its size (measured), and a tick writes
+        # a memory or two. Searches see pending items through the in-process vectors; a crash before the flush
+        # loses nothing (Chroma's journal position moves only with it, so the next sync writes them again).
+        self._pending: dict[str, tuple[np.ndarray | None, dict[str, Any]]] = {}
+        self._pending_deletes: set[str] = set()
+        self._pending_head = 0  # the journal position the pending writes bring Chroma to
+        self._flushed_at = time.monotonic()
+        self._written: dict[int, int] = {}  # item id -> hash of the texts its vectors were made from (this process)
 
     def embed_texts(self, texts: list[str], cache_size: int = 512) -> np.ndarray:
         """Normalised vectors of whole texts, remembering the last `cache_size` (the reflexes embed the same
@@ -229,22 +241,63 @@ class MemoryIndex:
                               "created": _ts(item.created_at), "part": n})
         return ids, texts, metas
 
-    def _write_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool) -> None:
-        collection = self.collection
-        touched = [i.id for i in items] + removed
-        for start in range(0, len(touched), 500):
-            collection.delete(where={"item_id": {"$in": touched[start:start + 500]}})
-        batch = 256
-        total = len(items)
-        started = time.monotonic()
-        for start in range(0, total, batch):
-            ids, texts, metas = self._vector_records(items[start:start + batch])
+    def _queue_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool) -> None:
+        """Queue the Chroma records of changed items. An item whose texts did not change (a neighbour's context,
+        its status) keeps its vectors: only its metadata is queued. Records an item no longer has are deleted."""
+        for item_id in removed:
+            self._pending_deletes |= {f"{item_id}:{n}" for n in range(MAX_PARTS)}
+            self._written.pop(item_id, None)
+        for record in [r for r in self._pending if int(r.split(":")[0]) in set(removed)]:
+            del self._pending[record]
+        fresh: list[MemoryItem] = []
+        for item in items:
+            ids, texts, metas = self._vector_records([item])
+            if self._written.get(item.id) == hash(tuple(texts)):
+                for record, meta in zip(ids, metas):
+                    vector = self._pending.get(record, (None, None))[0]
+                    self._pending[record] = (vector, meta)
+            else:
+                fresh.append(item)
+        batch, started = 256, time.monotonic()
+        for start in range(0, len(fresh), batch):
+            part = fresh[start:start + batch]
+            ids, texts, metas = self._vector_records(part)
             vectors = self.embedder.embed(texts)
-            collection.add(ids=ids, embeddings=vectors, metadatas=metas)
             self._remember_vectors(ids, vectors)
-            if progress and total > batch:
-                done = min(total, start + batch)
-                log.info("indexed %d/%d memories (%.0f/s)", done, total, done / max(1e-6, time.monotonic() - started))
+            for record, vector, meta in zip(ids, vectors, metas):
+                self._pending[record] = (np.asarray(vector, dtype=np.float32), meta)
+                self._pending_deletes.discard(record)
+            for item in part:
+                self._written[item.id] = hash(tuple(self._vector_records([item])[1]))
+                self._pending_deletes |= {f"{item.id}:{n}" for n in range(self._meta[item.id].parts, MAX_PARTS)} \
+                    if item.id in self._meta else set()
+            if progress and len(fresh) > batch:
+                done = min(len(fresh), start + batch)
+                log.info("indexed %d/%d memories (%.0f/s)", done, len(fresh), done / max(1e-6, time.monotonic() - started))
+
+    def flush(self) -> int:
+        """Write the queued records to Chroma and move its journal position; returns how many were written."""
+        with self._lock:
+            if not self._pending and not self._pending_deletes and self._pending_head <= self._chroma_position():
+                return 0
+            collection = self.collection
+            deletes = sorted(self._pending_deletes - set(self._pending))
+            for start in range(0, len(deletes), 5000):
+                collection.delete(ids=deletes[start:start + 5000])
+            full = [(r, v, m) for r, (v, m) in self._pending.items() if v is not None]
+            for start in range(0, len(full), 5000):
+                chunk = full[start:start + 5000]
+                collection.upsert(ids=[r for r, _, _ in chunk], embeddings=np.stack([v for _, v, _ in chunk]),
+                                  metadatas=[m for _, _, m in chunk])
+            metadata_only = [(r, m) for r, (v, m) in self._pending.items() if v is None]
+            for start in range(0, len(metadata_only), 5000):
+                chunk = metadata_only[start:start + 5000]
+                collection.update(ids=[r for r, _ in chunk], metadatas=[m for _, m in chunk])
+            collection.modify(metadata={"journal": self._pending_head, "embedder": self.embedder.name})
+            written = len(self._pending) + len(deletes)
+            self._pending, self._pending_deletes, self._records = {}, set(), None
+            self._flushed_at = time.monotonic()
+            return written
 
     # ---- sync --------------------------------------------------------------------------------------------
 
@@ -272,7 +325,12 @@ class MemoryIndex:
             self._warmup.start()
 
     def close(self) -> None:
-        """Stop the background vector warm-up (called at exit; safe to call more than once)."""
+        """Write what is queued for Chroma and stop the background vector warm-up (called at exit; safe to call
+        more than once)."""
+        try:
+            self.flush()
+        except Exception:  # the journal still holds every change: the next start writes them
+            log.exception("memory index: the queued vectors were not written; the next start writes them")
         if self._warmup is not None:
             self._stop_warmup.set()
             self._warmup.join(timeout=60)
@@ -323,36 +381,43 @@ class MemoryIndex:
         if meta.episode is not None and meta.seq is not None:
             self._positions[(meta.episode, meta.seq)] = item.id
 
-    def sync(self, progress: bool = False) -> int:
-        """Bring Chroma and the in-process indexes up to the journal; returns the number of items written."""
+    def sync(self, progress: bool = False, flush: bool = False) -> int:
+        """Bring the in-process indexes up to the journal at once, and Chroma when enough has queued up (or when
+        `flush` or `progress` asks: a bulk load); returns the number of items changed."""
         with self._lock:
-            if self._bm25 is None:
-                self._load_local()
-            with self.db.unit() as repos:
-                head = repos.items.journal_head()
-                chroma_at = self._chroma_position()
-                since = min(chroma_at, self._applied)
-                if chroma_at == 0 and head and self.collection.count() == 0:  # new collection: backfill
-                    rows = {item.id: item for item in repos.items.indexed(limit=None)}
-                    changed = list(rows)
-                else:
-                    changed = repos.items.changed_since(since, head) if head > since else []
-                    rows = repos.items.many(changed)
-                if not changed:
-                    return 0
-                local_changes = repos.items.changed_since(self._applied, head) if head > self._applied else []
-                for item_id in local_changes:
-                    item = rows.get(item_id)
-                    if item is not None:
-                        self._index_local(self._bm25, item)
-                self._applied = head
-                if head > chroma_at:
-                    live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
-                    removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
-                    self._write_vectors(live, removed, progress)
-                    self.collection.modify(metadata={"journal": head, "embedder": self.embedder.name})
-                    self._records = None
-                return len(changed)
+            changed = self._sync(progress)
+            if flush or progress or len(self._pending) >= FLUSH_RECORDS or \
+                    time.monotonic() - self._flushed_at >= FLUSH_SECONDS:
+                self.flush()
+            return changed
+
+    def _sync(self, progress: bool) -> int:
+        if self._bm25 is None:
+            self._load_local()
+        with self.db.unit() as repos:
+            head = repos.items.journal_head()
+            chroma_at = max(self._chroma_position(), self._pending_head)
+            since = min(chroma_at, self._applied)
+            if chroma_at == 0 and head and self.collection.count() == 0:  # new collection: backfill
+                rows = {item.id: item for item in repos.items.indexed(limit=None)}
+                changed = list(rows)
+            else:
+                changed = repos.items.changed_since(since, head) if head > since else []
+                rows = repos.items.many(changed)
+            if not changed:
+                return 0
+            local_changes = repos.items.changed_since(self._applied, head) if head > self._applied else []
+            for item_id in local_changes:
+                item = rows.get(item_id)
+                if item is not None:
+                    self._index_local(self._bm25, item)
+            self._applied = head
+            if head > chroma_at:
+                live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
+                removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
+                self._queue_vectors(live, removed, progress)
+                self._pending_head = head
+            return len(changed)
 
     # ---- dense helpers -----------------------------------------------------------------------------------
 
@@ -459,11 +524,12 @@ class MemoryIndex:
             where.append({"created": {"$gte": _ts(q.since)}})
         if q.until:
             where.append({"created": {"$lte": _ts(q.until)}})
-        n_results = max(1, min(pool * 2, self._record_count()))
-        got = self.collection.query(query_embeddings=[qv], n_results=n_results,
+        stored = self._record_count()
+        got = self.collection.query(query_embeddings=[qv], n_results=max(1, min(pool * 2, stored)),
                                     where=(where[0] if len(where) == 1 else {"$and": where}) if where else None,
-                                    include=["distances"])  # ids say item and part; metadata costs 4× (measured)
-        dense_items = list(dict.fromkeys(int(record.split(":")[0]) for record in got["ids"][0]))
+                                    include=["distances"]) if stored else {"ids": [[]]}  # ids say item and part
+        queued = [int(record.split(":")[0]) for record, (vector, _) in self._pending.items() if vector is not None]
+        dense_items = list(dict.fromkeys([int(record.split(":")[0]) for record in got["ids"][0]] + queued))
         dense_items = [i for i in dense_items if self._allowed(self._meta.get(i), q)]
 
         candidates = list(dict.fromkeys(lexical + dense_items))
@@ -507,6 +573,7 @@ class MemoryIndex:
     def closest_older(self, item_ids: list[int], n_results: int = 16, per_item: int = 5) -> dict[int, list[tuple[float, int]]]:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
         (highest cosine similarity of any of their vectors, their id), best first."""
+        self.flush()  # the comparison runs in Chroma: it must hold everything
         with self._lock:
             vectors = self._vectors_of(item_ids)
             ids = [i for i in item_ids if i in vectors]
@@ -531,7 +598,7 @@ class MemoryIndex:
         self.sync()
         with self._lock:
             with self.db.unit() as repos:
-                ids = {ref: item.id for ref in refs if (item := repos.items.find(tier, ref)) is not None}
+                ids = repos.items.id_map(tier, refs)
             vectors = self._vectors_of(ids.values())
             known = [ref for ref in refs if ids.get(ref) in vectors]
             if len(known) <= k:

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 EMOTION_POINTER = "drives/emotion_note_id"  # the last human note whose emotion was logged
 RESOLUTION_POINTER = "drives/resolution_note_id"  # the last human note whose conversation was checked
 MAX_NOTES_PER_TICK = 5
+USER_EMOTION_HORIZON = 4  # devotion half-lives: an older note's emotion would count for less than 1/16
+CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settles no open question now
 MAX_OFFERS_KEPT = 20
 
 
@@ -83,27 +85,36 @@ def _generator(svc, state: TickState):
 
 
 def _log_user_emotions(svc, settings: DriveSettings, generate, thread_id: str, tick: int) -> None:
+    """The human's new notes get an emotion in the log. Notes older than four devotion half-lives would move no
+    drive any more: they are passed over (a backlog of old notes costs nothing)."""
+    since = svc.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
     with svc.db.unit() as repos:
         pointer = int(repos.config.get(EMOTION_POINTER) or 0)
-        notes = [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, limit=MAX_NOTES_PER_TICK)]
+        notes = [(n.id, n.text, n.created_at)
+                 for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
+    found: list[tuple[int, str, Any, tuple[str, int] | None]] = []
     for note_id, text, created_at in notes:
         try:
-            found = classify_user_emotion(text, generate if settings.user_emotion_llm else None, USER_EMOTION_PROMPT)
-        except AllLLMsUnavailable as exc:  # try again next tick
+            emotion = classify_user_emotion(text, generate if settings.user_emotion_llm else None, USER_EMOTION_PROMPT)
+        except AllLLMsUnavailable as exc:  # the rest waits for the next tick
             log.warning("user emotion not classified yet: %s", exc)
-            return
-        with svc.db.unit() as repos:
-            if found and found[0] != "neutral":
-                repos.emotion_log.add(found[0], found[1], subject="user", snippet=text, thread_id=thread_id, tick=tick,
-                                      created_at=created_at)
-            repos.config.set(EMOTION_POINTER, note_id)
+            break
+        found.append((note_id, text, created_at, emotion))
+    if not found:
+        return
+    with svc.db.unit() as repos:
+        for note_id, text, created_at, emotion in found:
+            if emotion and emotion[0] != "neutral":
+                repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
+                                      tick=tick, created_at=created_at)
+        repos.config.set(EMOTION_POINTER, found[-1][0])
 
 
 def _judge_resolutions(svc, generate, thread_id: str) -> list[int]:
     """After a conversation (human notes the persona has read and answered), ask which open questions it settled."""
     with svc.db.unit() as repos:
         pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
-        notes = repos.notes.human_after(pointer, read=True, limit=10)
+        notes = repos.notes.human_after(pointer, read=True, since=svc.clock() - CONVERSATION_HORIZON, limit=10)
         if not notes:
             return []
         questions = repos.questions.open(limit=10)

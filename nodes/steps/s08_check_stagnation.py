@@ -73,14 +73,17 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
     if flag:
         episode["streak"] = int(episode.get("streak", 0)) + 1
         capped = sampling.get("temperature", 0.8) >= MAX_TEMPERATURE and sampling.get("top_p", 0.9) >= MAX_TOP_P
-        # one rephrased request per REPHRASE_EVERY stagnant ticks: the escalation's mechanisms cost no call
-        capped = capped and (not episode.get("rephrased") or episode["streak"] % REPHRASE_EVERY == 0)
+        # one rephrase asked per REPHRASE_EVERY stagnant ticks, answered or not: the escalation's mechanisms cost
+        # no model call, a rephrase does
+        due = episode["streak"] - int(episode.get("rephrase_asked_at", -REPHRASE_EVERY)) >= REPHRASE_EVERY
         sampling = reflex_lite(sampling)
         actions.append("reflex_lite")
-        if capped and (instruction := rephrase(svc.llms, episode.get("rephrased") or CHAT_INSTRUCTION,
-                                               prefer=state.llm.get("llm_id"), tags=tags)):
-            episode["rephrased"] = instruction
-            actions.append("rephrase")
+        if capped and due:
+            episode["rephrase_asked_at"] = episode["streak"]
+            if instruction := rephrase(svc.llms, episode.get("rephrased") or CHAT_INSTRUCTION,
+                                       prefer=state.llm.get("llm_id"), tags=tags):
+                episode["rephrased"] = instruction
+                actions.append("rephrase")
         if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
             with svc.db.unit() as repos:
                 episode = Escalation(svc, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)

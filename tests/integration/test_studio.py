@@ -68,8 +68,8 @@ def test_a_studio_client_chooses_a_thread_not_a_path_or_a_model(studio, tmp_path
     run = client.runs.create(thread["thread_id"], repl, input={},
                              context={"data_dir": str(elsewhere), "db_url": f"sqlite:///{elsewhere}/x.sqlite",
                                       "persona_dir": str(elsewhere), "llm_url": "http://127.0.0.1:9/v1"})
-    client.runs.join(thread["thread_id"], run["run_id"])
-    values = client.threads.get_state(thread["thread_id"])["values"]
+    refused = client.runs.join(thread["thread_id"], run["run_id"])["__error__"]
+    assert client.runs.get(thread["thread_id"], run["run_id"])["status"] == "error"
+    assert refused["error"] == "ContextRefused" and "cannot set data_dir, db_url, llm_url, persona_dir" in refused["message"]
+    assert "tick" not in client.threads.get_state(thread["thread_id"])["values"]  # nothing ran
     assert not elsewhere.exists()  # no path a client sent was opened or created
-    if values.get("tick") == 1:  # the server dropped the unknown keys and ran on its own settings
-        assert values["llm"]["llm_id"] == "embedded"

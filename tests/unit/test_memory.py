@@ -88,6 +88,7 @@ def test_writes_updates_deletes_and_archive_stay_in_sync(index):
     with index.db.unit() as repos:
         repos.diary.purge(a.id)
     assert str(a.id) not in refs(index.search("harbour master boats", k=3))
+    index.flush()
     assert index.collection.get(where={"item_id": a.id})["ids"] == []  # vectors gone too
 
 
@@ -102,9 +103,27 @@ def test_a_new_process_catches_up_from_the_journal(tmp_path):
         late = repos.diary.add("The tide took my sandcastle.")
     second = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
     assert refs(second.search("tide sandcastle", k=1)) == [str(late.id)]
+    second.close()  # writes what it queued for Chroma
     with db.unit() as repos:
         assert second.collection.metadata["journal"] == repos.items.journal_head()
+        assert {int(r.split(":")[0]) for r in second.collection.get()["ids"]} == {item.id for item in repos.items.indexed()}
     db.close()
+
+
+def test_index_writes_wait_for_a_batch_and_searches_see_them_meanwhile(index):
+    with index.db.unit() as repos:
+        first = repos.diary.add("The lighthouse keeper paints the rail green.")
+    index.sync()
+    assert index.collection.count() == 0 and index._pending  # queued, not written yet
+    assert refs(index.search("lighthouse rail green", k=1)) == [str(first.id)]  # found through the queue
+    with index.db.unit() as repos:
+        for n in range(70):  # past FLUSH_RECORDS: the batch is written
+            repos.diary.add(f"Entry {n}: gulls over the harbour at dawn, number {n}.")
+    index.sync()
+    assert index._pending == {} and index.collection.count() >= 71
+    with index.db.unit() as repos:
+        assert index.collection.metadata["journal"] == repos.items.journal_head()
+    assert refs(index.search("lighthouse rail green", k=1)) == [str(first.id)]  # now found in Chroma
 
 
 def test_filters_by_tier_tags_and_time(index):

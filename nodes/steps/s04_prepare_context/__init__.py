@@ -137,13 +137,13 @@ def _instruction(svc: Services, state: TickState, episode: StagnationEpisode) ->
 
 
 def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode) -> dict[str, Any]:
+                 note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode,
+                 task: Any) -> dict[str, Any]:
     count = svc.llms.primary().count_tokens
     fence = new_fence()
     blocks, report = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence)
     blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
-    task = repos.tasks.by_repl_thread(state.thread_id)
     if task is not None:
         blocks.append(Block("task", "", [TASK_CYCLE_SEED.format(
             name=svc.persona.display_name, id=task.id, title=task.title, status=task.status,
@@ -233,7 +233,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         if state.mode == "continuation":
             built = _continuation_prompt(svc, repos, state, notes, budget, episode)
         else:
-            built = _chat_prompt(svc, repos, state, cycle, notes, note_lines, processes, budget, episode)
+            built = _chat_prompt(svc, repos, state, cycle, notes, note_lines, processes, budget, episode, task)
     for drop in built["drops"]:
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,
