@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err
+from cli.options import DataDir, DbUrl, console, err, print_listing
 from graph.reports import approval_row
 from memory import Database
 from nodes.commands.consent import ApprovalError, answer
@@ -28,11 +28,8 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
             rows = [approval_row(a) for a in (repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))]
     finally:
         database.close()
-    if as_json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    if print_listing(rows, as_json, "no approvals yet" if show_all else "nothing waits for your approval"):
         return
-    if not rows:
-        console.print("nothing waits for your approval" if not show_all else "no approvals yet")
     for r in rows:
         decided = f" · {r['status']} by {r['decided_by']}" if r["decided_by"] else ""
         console.print(f"[bold]{r['id']}[/] {r['status']:<8} {escape(r['type'])} "

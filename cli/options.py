@@ -31,6 +31,18 @@ ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
 
 
+def print_listing(rows: list[dict[str, Any]], as_json: bool, empty: str) -> bool:
+    """Print `rows` as JSON, or say `empty` when there are none; True when nothing is left to print."""
+    import json
+
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return True
+    if not rows:
+        console.print(empty)
+    return not rows
+
+
 def flags(**given: Any) -> dict[str, Any]:
     """Command-line settings that were given (None means: not on the command line)."""
     return {k: v for k, v in given.items() if v is not None}

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags
+from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags, print_listing
 from cli.run_playbook import run
 from graph.loop.sessions import export_session, revive_session
 from graph.reports import session_row
@@ -29,11 +29,8 @@ def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int
             rows = [session_row(s) for s in repos.sessions.list(limit)]
     finally:
         database.close()
-    if as_json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    if print_listing(rows, as_json, "no sessions yet"):
         return
-    if not rows:
-        console.print("no sessions yet")
     for r in rows:
         revived = f" · revived from {r['revived_from']}" if r["revived_from"] else ""
         console.print(f"[bold]{r['id']}[/]\t{escape(r['thread_id'])}\t{r['playbook']}\t{r['status']}\tticks "

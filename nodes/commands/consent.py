@@ -16,17 +16,15 @@ puts the denial, with the reason, into the persona's next prompt. Every decision
 
 from __future__ import annotations
 
-import json
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from memory import Database, Repos
+from memory.repositories.consent import canonical_args
 from nodes.commands.model import Command
 from nodes.commands.spec import PRIVILEGED, CommandSpec, Effect
 
-log = logging.getLogger(__name__)
 CONSENSUS = 2.0
 
 
@@ -64,10 +62,6 @@ def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings
     why = validation.get("skipped") or f"validation rating {rating} below {needed:+g}"
     return Verdict("block", effect, "validators", f"{why}" + (" (modify_self/external need consensus)" if privileged
                                                               else ""))
-
-
-def canonical_args(args: dict[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def park(repos: Repos, cmd: Command, verdict: Verdict, *, cmd_key: str, thread_id: str, root_thread: str, tick: int,
@@ -118,7 +112,3 @@ def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: st
                                 f"(approval {row.id}){because}", status="error", thread_id=row.thread_id)
             repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
         return row
-
-
-def approved_to_run(repos: Repos, root_thread: str) -> list[int]:
-    return [row.id for row in repos.approvals.approved_unexecuted(root_thread)]

@@ -342,3 +342,34 @@ def test_an_auto_approve_policy_naming_no_command_is_refused_with_its_line(tmp_p
                       entries=[{"id": "fake", "provider": "fake"}], providers={"fake": FakeLLM("fake")})
     line = len(config.splitlines()) + 2
     assert str(refused.value).startswith(f"config.yaml:{line} consent.auto_approve: no such command 'identity.updat'")
+
+
+def test_the_human_answers_on_the_command_line(agent_factory, tmp_path):
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    fake = FakeLLM("fake", responses=[block(("identity.update", {"text": "I am Mallory."}), ("notepad.clear", {})),
+                                      "Thinking."])
+    agent = agent_factory(fake)
+    seed(agent)
+    agent.tick()
+    data = ["--data-dir", str(tmp_path)]
+    runner = CliRunner()
+    listed = runner.invoke(app, ["approvals", "--json", *data])
+    assert listed.exit_code == 0
+    assert [(a["id"], a["type"], a["status"]) for a in json.loads(listed.stdout)] == [
+        (1, "identity.update", "pending"), (2, "notepad.clear", "pending")]
+    assert runner.invoke(app, ["approve", "1", *data]).exit_code == 0
+    denied = runner.invoke(app, ["deny", "2", "--reason", "keep the rope", *data])
+    assert denied.exit_code == 0 and "denied 2 (notepad.clear)" in denied.stdout
+    again = runner.invoke(app, ["deny", "2", *data])
+    assert again.exit_code == 1 and "is denied, not pending" in again.stderr
+    assert runner.invoke(app, ["approvals", "--json", *data]).stdout.strip() == "[]"
+    agent.tick()
+    report = json.loads(runner.invoke(app, ["inspect", "--json", *data]).stdout)
+    assert [(e["type"], e["decision"], e["actor"]) for e in report["audit"]] == [
+        ("identity.update", "requested", "loop"), ("notepad.clear", "requested", "loop"),
+        ("identity.update", "approved", "human"), ("notepad.clear", "denied", "human"),
+        ("identity.update", "executed", "human")]
+    assert {a["status"] for a in report["approvals"]["recent"]} == {"executed", "denied"}
