@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err, print_listing
+from cli.options import DataDir, DbUrl, console, err, print_listing, read_rows
 from graph.reports import approval_row
 from memory import Database
 from nodes.commands.consent import ApprovalError, answer
@@ -22,12 +22,8 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
               show_all: bool = typer.Option(False, "--all", help="Also the decided ones (newest first)."),
               limit: int = typer.Option(50, "--limit")) -> None:
     """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
-    database = Database.open(data_dir, db)
-    try:
-        with database.unit() as repos:
-            rows = [approval_row(a) for a in (repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))]
-    finally:
-        database.close()
+    rows = read_rows(data_dir, db, lambda repos: [approval_row(a) for a in (
+        repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))])
     if print_listing(rows, as_json, "no approvals yet" if show_all else "nothing waits for your approval"):
         return
     for r in rows:

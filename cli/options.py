@@ -6,7 +6,7 @@ rest read that persona's settings without `--persona`.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -29,6 +29,16 @@ EmbedModel = typer.Option(None, "--embed-model", envvar="ANIMA_EMBED_MODEL")
 ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
                          help="Chroma server, e.g. http://127.0.0.1:8000 (default: embedded, in the data dir).")
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
+
+
+def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows built from a data dir's database in one transaction (`rows_of(repos)`)."""
+    database = Database.open(data_dir, db)
+    try:
+        with database.unit() as repos:
+            return rows_of(repos)
+    finally:
+        database.close()
 
 
 def print_listing(rows: list[dict[str, Any]], as_json: bool, empty: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags, print_listing
+from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags, print_listing, read_rows
 from cli.run_playbook import run
 from graph.loop.sessions import export_session, revive_session
 from graph.reports import session_row
@@ -23,12 +23,7 @@ app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one
 def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
                   as_json: bool = typer.Option(False, "--json")) -> None:
     """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
-    database = Database.open(data_dir, db)
-    try:
-        with database.unit() as repos:
-            rows = [session_row(s) for s in repos.sessions.list(limit)]
-    finally:
-        database.close()
+    rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in repos.sessions.list(limit)])
     if print_listing(rows, as_json, "no sessions yet"):
         return
     for r in rows:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 
 from sqlalchemy.orm import Session
 
@@ -68,36 +69,127 @@ class Repos:
 
     def __init__(self, session: Session):
         self.session = session
-        self.threads = ThreadRepo(session)
-        self.messages = MessageRepo(session)
-        self.notes = NoteRepo(session)
-        self.processes = ProcessLogRepo(session)
-        self.ticks = TickRepo(session)
-        self.config = ConfigRepo(session)
-        self.llm_registry = LLMRegistryRepo(session)
-        self.commands = CommandRepo(session)
-        self.llm_calls = LLMCallRepo(session)
-        self.sessions = SessionRepo(session)
-        self.stagnation = AntiStagnationRepo(session)
-        self.items = MemoryItemRepo(session)
-        self.blocks = BlockRepo(session)
-        self.llm_memory = LLMMemoryRepo(session, self.items)
-        self.diary = DiaryRepo(session, self.items)
-        self.concepts = ConceptRepo(session, self.items)
-        self.links = LinkRepo(session)
-        self.abstracts = AbstractRepo(session, self.items)
-        self.goals = GoalRepo(session)
-        self.tasks = TaskRepo(session)
-        self.episodes = EpisodeRepo(session, self.items)
-        self.entities = EntityRepo(session, self.items)
-        self.insights = InsightRepo(session, self.items)
-        self.questions = QuestionRepo(session)
-        self.facts = UnverifiedFactRepo(session)
-        self.emotion_log = EmotionLogRepo(session)
-        self.kb = KnowledgeBaseRepo(session, self.items)
-        self.tags = TagRepo(session)
-        self.approvals = ApprovalRepo(session)
-        self.audit = AuditRepo(session)
+
+    # each repository is built when first used: a unit of work touches a few of them, not all thirty
+    @cached_property
+    def threads(self) -> ThreadRepo:
+        return ThreadRepo(self.session)
+
+    @cached_property
+    def messages(self) -> MessageRepo:
+        return MessageRepo(self.session)
+
+    @cached_property
+    def notes(self) -> NoteRepo:
+        return NoteRepo(self.session)
+
+    @cached_property
+    def processes(self) -> ProcessLogRepo:
+        return ProcessLogRepo(self.session)
+
+    @cached_property
+    def ticks(self) -> TickRepo:
+        return TickRepo(self.session)
+
+    @cached_property
+    def config(self) -> ConfigRepo:
+        return ConfigRepo(self.session)
+
+    @cached_property
+    def llm_registry(self) -> LLMRegistryRepo:
+        return LLMRegistryRepo(self.session)
+
+    @cached_property
+    def commands(self) -> CommandRepo:
+        return CommandRepo(self.session)
+
+    @cached_property
+    def llm_calls(self) -> LLMCallRepo:
+        return LLMCallRepo(self.session)
+
+    @cached_property
+    def sessions(self) -> SessionRepo:
+        return SessionRepo(self.session)
+
+    @cached_property
+    def stagnation(self) -> AntiStagnationRepo:
+        return AntiStagnationRepo(self.session)
+
+    @cached_property
+    def items(self) -> MemoryItemRepo:
+        return MemoryItemRepo(self.session)
+
+    @cached_property
+    def blocks(self) -> BlockRepo:
+        return BlockRepo(self.session)
+
+    @cached_property
+    def llm_memory(self) -> LLMMemoryRepo:
+        return LLMMemoryRepo(self.session, self.items)
+
+    @cached_property
+    def diary(self) -> DiaryRepo:
+        return DiaryRepo(self.session, self.items)
+
+    @cached_property
+    def concepts(self) -> ConceptRepo:
+        return ConceptRepo(self.session, self.items)
+
+    @cached_property
+    def links(self) -> LinkRepo:
+        return LinkRepo(self.session)
+
+    @cached_property
+    def abstracts(self) -> AbstractRepo:
+        return AbstractRepo(self.session, self.items)
+
+    @cached_property
+    def goals(self) -> GoalRepo:
+        return GoalRepo(self.session)
+
+    @cached_property
+    def tasks(self) -> TaskRepo:
+        return TaskRepo(self.session)
+
+    @cached_property
+    def episodes(self) -> EpisodeRepo:
+        return EpisodeRepo(self.session, self.items)
+
+    @cached_property
+    def entities(self) -> EntityRepo:
+        return EntityRepo(self.session, self.items)
+
+    @cached_property
+    def insights(self) -> InsightRepo:
+        return InsightRepo(self.session, self.items)
+
+    @cached_property
+    def questions(self) -> QuestionRepo:
+        return QuestionRepo(self.session)
+
+    @cached_property
+    def facts(self) -> UnverifiedFactRepo:
+        return UnverifiedFactRepo(self.session)
+
+    @cached_property
+    def emotion_log(self) -> EmotionLogRepo:
+        return EmotionLogRepo(self.session)
+
+    @cached_property
+    def kb(self) -> KnowledgeBaseRepo:
+        return KnowledgeBaseRepo(self.session, self.items)
+
+    @cached_property
+    def tags(self) -> TagRepo:
+        return TagRepo(self.session)
+
+    @cached_property
+    def approvals(self) -> ApprovalRepo:
+        return ApprovalRepo(self.session)
+
+    @cached_property
+    def audit(self) -> AuditRepo:
+        return AuditRepo(self.session)
 
     def _row_repo(self, tier: str):
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""

@@ -55,12 +55,9 @@ def read_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_show(ctx, "core"), show=True)
 
 
+# one handler, two specs: the gate reads each spec's own effect (identity.update is always modify_self)
 @FAMILY.command("identity.update", '{"text": "…"}  (changes who I am: appends to core memory, or {"old": "…", "new": "…"} '
                                    "replaces; needs my human's approval)", effect="modify_self")
-def update_identity(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return _edit(cmd, ctx, "core")
-
-
 @FAMILY.command("core.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
                                "(rewrites need my human's approval)", effect="write_self", escalate=discards)
 def update_core(cmd: Command, ctx: CommandContext) -> CommandResult:
