@@ -9,7 +9,10 @@ The split of a tick (medians over the measured ticks):
   checkpoint_ms     writing LangGraph checkpoints (the saver's own SQLite file)
   llm_ms            inside the (fake, instant) model calls
   orchestration_ms  everything else: the graph, prompt assembly, parsing, reflex bookkeeping
-Every tick runs the persona's default settings: reflexes, drives and emotions on.
+Every tick runs the persona's default settings: reflexes, drives and emotions on, with nobody listening to the
+tick's events (`Agent.tick`). `floors_ms` measures what no tick can go below on this machine: the same playbook
+graph with steps that do nothing (checkpointer and durability as a loop tick; with and without the event stream
+a live view listens to), and one text through the embedding model (`texts_embedded_per_tick` says how many).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -27,10 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import event, insert  # noqa: E402
 
 from graph.agent import build_agent  # noqa: E402
+from graph.checkpoint import open_sqlite_saver  # noqa: E402
+from graph.compiler import build_graph  # noqa: E402
+from graph.playbook import load_playbook, resolve_playbook_path  # noqa: E402
 from graph.services import open_services  # noqa: E402
 from llm.testing import FakeLLM  # noqa: E402
 from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
 from memory.models import Message, Note, Thread  # noqa: E402
+from nodes import STEPS  # noqa: E402
 
 TOPICS = ["tides", "lighthouses", "the moon", "sea birds", "storms", "old maps", "salt", "fog", "harbours", "stars"]
 
@@ -63,6 +71,13 @@ def timed(watch: Stopwatch, part: str, func):
     return wrapper
 
 
+def counted(watch: Stopwatch, func):
+    def wrapper(texts):
+        watch.add("texts_embedded", len(texts))
+        return func(texts)
+    return wrapper
+
+
 def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
     engine = agent.services.db.engine
 
@@ -74,11 +89,8 @@ def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
     def _stop(conn, cursor, statement, parameters, context, executemany):
         watch.add("sql", time.perf_counter() - conn.info["started"].pop())
 
-    @event.listens_for(engine, "commit")
-    def _commit(conn):
-        conn.info["commit_started"] = time.perf_counter()
-
-    embedder.embed = timed(watch, "embedding", embedder.embed)
+    engine.dialect.do_commit = timed(watch, "sql", engine.dialect.do_commit)
+    embedder.embed = counted(watch, timed(watch, "embedding", embedder.embed))
     fake.complete = timed(watch, "llm", fake.complete)
     saver = agent.checkpointer
     saver.put = timed(watch, "checkpoint", saver.put)
@@ -86,6 +98,14 @@ def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
 
 
 def seed_rows(services, rows: int) -> None:
+    """`rows` old thoughts and `rows` old human notes, spread over the past year as a database grows (rows all
+    stamped "now" would be a fresh backlog the drives work through, not a steady tick)."""
+    now = datetime.now(timezone.utc)
+    spacing = timedelta(days=365) / rows
+
+    def written(k: int) -> datetime:
+        return now - (rows - k) * spacing
+
     with services.db.session() as s:
         s.merge(Thread(id="main"))
         s.commit()
@@ -94,8 +114,9 @@ def seed_rows(services, rows: int) -> None:
             n = min(batch, rows - start)
             s.execute(insert(Message), [{"thread_id": "main", "tick": 0, "kind": "response",
                                          "content": f"old thought {start + i} about {TOPICS[i % 10]} and light",
-                                         "dedup_key": None} for i in range(n)])
-            s.execute(insert(Note), [{"text": f"old note {start + i}", "source": "user", "read": True}
+                                         "dedup_key": None, "created_at": written(start + i)} for i in range(n)])
+            s.execute(insert(Note), [{"text": f"old note {start + i}", "source": "user", "read": True,
+                                      "created_at": written(start + i)}
                                      for i in range(n)])
             s.commit()
 
@@ -122,7 +143,7 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
         fake = FakeLLM("fake", responses=WORKLOADS[workload])
         services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake}, embedder=embedder,
                                  entries=[{"id": "fake", "provider": "fake", "priority": 1}])
-        progress(f"seeding {rows} messages + {rows} notes…")
+        progress(f"seeding {rows} messages + {rows} notes over the past year…")
         seed_rows(services, rows)
         agent = build_agent("repl", services=services, checkpointer="sqlite")
         watch = Stopwatch()
@@ -130,7 +151,7 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
         for _ in range(3):  # warm-up: the embedding model loads, caches fill
             agent.tick()
         watch.take()
-        totals, split = [], {k: [] for k in ("embedding", "sql", "checkpoint", "llm")}
+        totals, split, embedded_texts = [], {k: [] for k in ("embedding", "sql", "checkpoint", "llm")}, 0
         calls_before = len(fake.calls)
         for i in range(ticks):
             if workload == "varied" and i % 5 == 0:  # the human writes now and then: drives, recall, the reply
@@ -140,6 +161,7 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
             agent.tick()
             totals.append((time.perf_counter() - started) * 1000)
             parts = watch.take()
+            embedded_texts += parts.get("texts_embedded", 0)
             for key in split:
                 split[key].append(parts.get(key, 0.0) * 1000)
         calls = len(fake.calls) - calls_before
@@ -151,7 +173,39 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
                 "split_median_ms": {"orchestration": median(orchestration), "sql": median(split["sql"]),
                                     "embedding": median(split["embedding"]), "checkpoint": median(split["checkpoint"]),
                                     "llm": median(split["llm"])},
-                "llm_calls_per_tick": round(calls / ticks, 2)}
+                "llm_calls_per_tick": round(calls / ticks, 2),
+                "texts_embedded_per_tick": round(embedded_texts / ticks, 2)}
+
+
+def floors(embedder: LocalEmbedder, ticks: int = 40) -> dict:
+    """The graph's own cost (no-op steps) and one text through the embedding model."""
+    playbook = load_playbook(resolve_playbook_path("repl"))
+    no_op = {step: (lambda state, params=None: {}) for step in STEPS}
+    result = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        saver = open_sqlite_saver(Path(tmp) / "checkpoints.sqlite")
+        graph = build_graph(playbook, steps=no_op).compile(checkpointer=saver)
+        for label, modes, subgraphs in (("graph_no_op_steps", ["updates"], False),
+                                        ("graph_no_op_steps_with_events", ["updates", "custom"], True)):
+            config = {"configurable": {"thread_id": label}}
+            walls = []
+            for _ in range(ticks):
+                started = time.perf_counter()
+                for _chunk in graph.stream({"thread_id": "main", "root_thread": "main"}, config, stream_mode=modes,
+                                           subgraphs=subgraphs, durability="exit"):
+                    pass
+                graph.get_state(config)  # the next tick's "resume or start?" read
+                walls.append((time.perf_counter() - started) * 1000)
+            result[label] = round(statistics.median(walls[5:]), 2)
+        saver.conn.close()
+    texts = [f"Thinking about {TOPICS[i % 10]} today, and how idea {i} might change them." for i in range(ticks)]
+    embeds = []
+    for text in texts:
+        started = time.perf_counter()
+        embedder.embed([text])
+        embeds.append((time.perf_counter() - started) * 1000)
+    result["embed_one_text"] = round(statistics.median(embeds[5:]), 2)
+    return result
 
 
 def embedded(ticks: int) -> dict:
@@ -185,7 +239,8 @@ def main() -> None:
     parser.add_argument("--workload", choices=sorted(WORKLOADS), nargs="+", default=sorted(WORKLOADS))
     args = parser.parse_args()
     embedder = LocalEmbedder()
-    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w) for w in args.workload for r in args.rows]}
+    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w) for w in args.workload for r in args.rows],
+              "floors_ms": floors(embedder)}
     if args.embedded_ticks:
         result["embedded"] = embedded(args.embedded_ticks)
     print(json.dumps(result, indent=2))

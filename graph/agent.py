@@ -115,14 +115,18 @@ class Agent:
             repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "running", "inputs": values})
         return {**base, "run_id": self.run_id, "vars": values}
 
-    def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> Iterator[tuple[str, Any]]:
+    def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None, *,
+               events: bool = True) -> Iterator[tuple[str, Any]]:
         """Run one tick (loop playbooks) or one run (one-shot), or finish an interrupted one, yielding
-        (mode, data) as steps complete, including those inside Stelis threads and subplaybooks."""
+        (mode, data) as steps complete. With `events`, also the steps' own events ("custom": tokens, Stelis
+        threads, subplaybooks, dreams) as they happen; without (nobody listening), only the top-level steps'
+        updates, and LangGraph runs each step inline rather than beside a stream waiter, which is cheaper."""
         payload = self._start_payload(inputs)
-        for namespace, mode, data in self.graph.stream(payload, self.config, context=self.context,
-                                                       stream_mode=["updates", "custom"], subgraphs=True,
-                                                       durability="exit" if self.playbook.loop else "sync",
-                                                       control=control):
+        chunks = self.graph.stream(payload, self.config, context=self.context,
+                                   stream_mode=["updates", "custom"] if events else ["updates"], subgraphs=events,
+                                   durability="exit" if self.playbook.loop else "sync", control=control)
+        for chunk in chunks:
+            namespace, mode, data = chunk if events else ((), *chunk)
             if mode == "custom" and isinstance(data, dict) and namespace:
                 data = {**data, "namespace": list(namespace)}
             if mode == "updates" and namespace:
@@ -135,7 +139,7 @@ class Agent:
             prune_checkpoints(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
 
     def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
-        for _ in self.stream(control, inputs):
+        for _ in self.stream(control, inputs, events=False):
             pass
         return self.state()
 

@@ -17,11 +17,12 @@ from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspe
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.models import (
-    MemoryBlockVersion,
     AntiStagnationMetric,
     Approval,
     AuditEntry,
     Base,
+    MemoryBlockVersion,
+    Note,
     OpenQuestion,
     SchemaVersion,
     Session as SessionRow,
@@ -78,6 +79,8 @@ def _v7_consent_and_archive(conn: Connection) -> None:
     Approval.__table__.create(conn, checkfirst=True)
     AuditEntry.__table__.create(conn, checkfirst=True)
     MemoryBlockVersion.__table__.create(conn, checkfirst=True)
+    for index in Note.__table__.indexes:  # the human's latest note was a full scan (26 ms at 100k notes)
+        index.create(conn, checkfirst=True)
     moment = DateTime(timezone=True).compile(dialect=conn.dialect)  # TIMESTAMP WITH TIME ZONE / DATETIME
     for table in ("goals", "tasks"):
         _add_missing_columns(conn, table, [f"archived_at {moment}"])

@@ -105,7 +105,8 @@ class Note(Base):
     """HMP `notes`: messages between the human, the persona, tasks and the system."""
 
     __tablename__ = "notes"
-    __table_args__ = (Index("ix_notes_unread", "read", "source", "id"),)
+    __table_args__ = (Index("ix_notes_unread", "read", "source", "id"),
+                      Index("ix_notes_source_created", "source", "created_at"))  # "when did the human last write"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     text: Mapped[str] = mapped_column(Text)
     tags: Mapped[list[Any]] = mapped_column(default=list)

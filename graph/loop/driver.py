@@ -90,7 +90,8 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     life.step_tasks(stopper.control)
                 stopper.sleep(idle_poll_s)
                 continue
-            for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None):
+            for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
+                                           events=on_stream is not None):
                 if on_stream:
                     on_stream(mode, data)
             result.ticks_run += 1

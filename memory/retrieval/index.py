@@ -516,7 +516,7 @@ class MemoryIndex:
         lexical = [i for i in bm25.top(pool * 4) if self._allowed(self._meta.get(i), q)][:pool]
 
         # dense candidates from Chroma
-        qv = self.embedder.embed([dense_text])[0]
+        qv = self.embed_texts([dense_text])[0]  # the recall query is often the thought novelty just embedded
         where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
         if q.tiers:
             where.append({"tier": {"$in": list(q.tiers)}})

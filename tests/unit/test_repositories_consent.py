@@ -199,6 +199,7 @@ def test_a_v6_database_migrates_to_v7_keeping_its_goals_and_tasks(db_url):
     with db.engine.begin() as conn:  # back to v6: no consent tables, no archived_at
         conn.execute(text("DROP TABLE approvals"))
         conn.execute(text("DROP TABLE audit_log"))
+        conn.execute(text("DROP INDEX ix_notes_source_created"))
         for table in ("goals", "tasks"):
             conn.execute(text(f"ALTER TABLE {table} DROP COLUMN archived_at"))
         conn.execute(text("UPDATE schema_version SET version = 6"))
@@ -210,6 +211,7 @@ def test_a_v6_database_migrates_to_v7_keeping_its_goals_and_tasks(db_url):
         schema = inspect(s.bind)
         assert {"approvals", "audit_log"} <= set(schema.get_table_names())
         assert all("archived_at" in {c["name"] for c in schema.get_columns(t)} for t in ("goals", "tasks"))
+        assert "ix_notes_source_created" in {i["name"] for i in schema.get_indexes("notes")}
     with db.unit() as repos:
         assert [(g.title, g.tags, g.archived_at) for g in repos.goals.list()] == [("Learn the tides", ["sea"], None)]
         assert [(t.title, t.goal_id) for t in repos.tasks.list()] == [("Read the tide tables", goal.id)]

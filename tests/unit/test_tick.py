@@ -39,6 +39,20 @@ def test_tick_stores_response_with_reflexes_and_answers_a_note(agent_factory):
         assert tick.status == "ok" and tick.llm_calls == 2 and tick.prompt_tokens > 0
 
 
+def test_a_tick_nobody_listens_to_does_the_same_work_without_the_event_stream(agent_factory):
+    fake = FakeLLM("fake", responses=["The sea is calm today.\n" + SEND])
+    agent = agent_factory(fake)
+    with agent.services.db.unit() as repos:
+        repos.notes.add("What do you see?", source="user")
+    chunks = list(agent.stream(events=False))
+    assert {mode for mode, _ in chunks} == {"updates"}  # no token or message events
+    assert [next(iter(data)) for _, data in chunks][:3] == ["update_process_log", "update_drives", "prepare_context"]
+    with agent.services.db.unit() as repos:
+        assert [n.text for n in repos.notes.list(source="llm")] == ["Hi human!"]  # the command still ran
+        assert repos.commands.get("main:1:t1-1").status == "executed"
+    assert agent.tick()["tick"] == 2
+
+
 def test_an_empty_thought_is_drawn_again_once(agent_factory):
     fake = FakeLLM("fake", responses=["  \n", "A second draw has words."])
     agent = agent_factory(fake)
