@@ -12,12 +12,17 @@ flag precision, ticks from the first repeat to the flag, false alarms on novel s
 Target: recall ≥ 0.95 on loops, no false alarms on the novel sequences.
 
     python bench/reflexes.py [--ticks 8] [--skip-cost] [--skip-detection] [--max-tokens 64]
+
+Each stage (detection, cost/<configuration>) that raises, exits, or leaves stdout/stderr redirected stops the
+bench: `bench/reflexes.py: stage <name> failed: <reason>` on stderr, exit 1 (130 on Ctrl-C), and the results so
+far on stdout marked `"incomplete": true`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -33,8 +38,59 @@ sys.path.insert(0, str(ROOT / "bench" / "data"))
 from stagnation_set import sequences  # noqa: E402
 
 
+class StageFailed(Exception):
+    """A stage ended without its result (fewer ticks than asked, its output silenced…)."""
+
+
+class Streams:
+    """The bench's own copies of stdout and stderr, taken at start: its progress, messages and JSON still reach
+    the caller if a library points fds 1/2 elsewhere, and `hijacked()` says when one did."""
+
+    def __init__(self):
+        self.identity = {fd: self._id(fd) for fd in (1, 2)}
+        self.saved = {fd: os.dup(fd) for fd in (1, 2)}
+        self.python = {1: sys.stdout, 2: sys.stderr}
+        self.out = open(os.dup(1), "w", encoding="utf-8", closefd=True)
+        self.err = open(os.dup(2), "w", encoding="utf-8", closefd=True)
+
+    @staticmethod
+    def _id(fd: int):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_rdev
+
+    @staticmethod
+    def _where(fd: int) -> str:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return "closed" if Streams._id(fd) is None else "elsewhere"
+
+    def hijacked(self) -> str | None:
+        """What changed about fds 1/2 or sys.stdout/sys.stderr since start; put back as it was."""
+        changed = [f"fd {fd} now points to {self._where(fd)}" for fd in (1, 2) if self._id(fd) != self.identity[fd]]
+        changed += [f"sys.{name} was replaced by {getattr(cur, 'name', cur)!r}"
+                    for name, fd in (("stdout", 1), ("stderr", 2))
+                    if (cur := getattr(sys, name)) is not self.python[fd]]
+        for fd in (1, 2):
+            os.dup2(self.saved[fd], fd)
+        sys.stdout, sys.stderr = self.python[1], self.python[2]
+        return "; ".join(changed) or None
+
+    def close(self) -> None:
+        for stream in (self.out, self.err):
+            stream.close()
+        for fd in self.saved.values():
+            os.close(fd)
+
+
+streams: Streams | None = None
+
+
 def progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    print(msg, file=streams.err if streams else sys.stderr, flush=True)
 
 
 # ---- cost ------------------------------------------------------------------------------------------------
@@ -66,6 +122,8 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
             ticks_rows = repos.ticks.recent(10_000)
             flags = sum(1 for r in repos.stagnation.recent(10_000) if r.stagnation_flag)
         agent.close()
+    if len(ticks_rows) < ticks:
+        raise StageFailed(f"asked for {ticks} ticks, the database recorded {len(ticks_rows)}")
     by_purpose = Counter(c.purpose for c in calls)
     tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
     return {"ticks": len(ticks_rows), "llm_calls_per_tick": round(len(calls) / ticks, 3),
@@ -77,15 +135,24 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
             "stagnant_ticks": flags, "wall_s_per_tick": round(wall / ticks, 2)}
 
 
-def cost(ticks: int, max_tokens: int) -> dict:
-    result = {}
-    for name, validators, reflexes in (("reflexes_off", 0, False), ("reflexes_on_0_validators", 0, True),
-                                       ("reflexes_on_2_validators", 2, True)):
-        progress(f"cost: {name} ({ticks} ticks on the embedded model)…")
-        result[name] = run_config(name, ticks, max_tokens, validators, reflexes)
-    result["target_calls_per_tick_on_0_validators"] = 1.5
-    result["target_met"] = result["reflexes_on_0_validators"]["llm_calls_per_tick"] <= 1.5
-    return result
+COST_CONFIGS = (("reflexes_off", 0, False), ("reflexes_on_0_validators", 0, True),
+                ("reflexes_on_2_validators", 2, True))
+
+
+def cost_stages(ticks: int, max_tokens: int, result: dict) -> list:
+    """(stage name, run) per configuration; each run fills `result["cost"]`."""
+    out = result.setdefault("cost", {})
+
+    def config(name: str, validators: int, reflexes: bool):
+        def run() -> None:
+            progress(f"cost: {name} ({ticks} ticks on the embedded model)…")
+            out[name] = run_config(name, ticks, max_tokens, validators, reflexes)
+            if name == "reflexes_on_0_validators":
+                out["target_calls_per_tick_on_0_validators"] = 1.5
+                out["target_met"] = out[name]["llm_calls_per_tick"] <= 1.5
+        return f"cost/{name}", run
+
+    return [config(*c) for c in COST_CONFIGS]
 
 
 # ---- detection --------------------------------------------------------------------------------------------
@@ -180,21 +247,56 @@ def detection(with_llm: bool) -> dict:
     return result
 
 
-def main() -> None:
+def run_stages(stages: list) -> tuple[int, str | None, str | None]:
+    """Run each (name, run) in turn; the first that raises, or leaves stdout/stderr redirected, stops the bench.
+    Returns (exit code, failed stage, reason)."""
+    for name, run in stages:
+        code, error = 0, None
+        try:
+            run()
+        except KeyboardInterrupt:
+            code, error = 130, "interrupted (KeyboardInterrupt)"
+        except SystemExit as exc:  # nothing in a stage may end the process quietly
+            code, error = 1, f"SystemExit({exc.code!r}) raised inside the stage"
+        except BaseException as exc:  # noqa: BLE001 — reported, and turned into the exit code
+            code, error = 1, f"{type(exc).__name__}: {exc}"
+        hijacked = streams.hijacked() if streams else None
+        if hijacked:  # everything printed after the stage, the JSON included, would have vanished
+            silenced = f"the stage silenced the process's output ({hijacked}); restored"
+            code, error = code or 1, f"{error}; {silenced}" if error else silenced
+        if error:
+            return code, name, error
+    return 0, None, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    global streams
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ticks", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64, help="answer length of the main call")
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument("--skip-detection", action="store_true")
     parser.add_argument("--no-llm-detection", action="store_true", help="cheap signals only in the detection part")
-    args = parser.parse_args()
-    result: dict = {}
-    if not args.skip_detection:
-        result["detection"] = detection(with_llm=not args.no_llm_detection)
-    if not args.skip_cost:
-        result["cost"] = cost(args.ticks, args.max_tokens)
-    print(json.dumps(result, indent=2))
+    args = parser.parse_args(argv)
+    streams = Streams()
+    try:
+        result: dict = {}
+        stages = []
+        if not args.skip_detection:
+            stages.append(("detection", lambda: result.update(detection=detection(with_llm=not args.no_llm_detection))))
+        if not args.skip_cost:
+            stages += cost_stages(args.ticks, args.max_tokens, result)
+        code, failed, reason = run_stages(stages)
+        if failed is not None:  # what the stages before it measured, marked incomplete
+            result = {"incomplete": True, "failed_stage": failed, "error": reason, **result}
+        print(json.dumps(result, indent=2), file=streams.out, flush=True)
+        if failed is not None:
+            print(f"bench/reflexes.py: stage {failed} failed: {reason}", file=streams.err, flush=True)
+        return code
+    finally:
+        streams.close()
+        streams = None
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -16,9 +16,13 @@ from __future__ import annotations
 import typer
 
 from cli import approvals, inspect, kb, model, persona, playbook, run_playbook, sessions, talk
+from cli.startup import AnimaGroup, with_debug_option
 
-app = typer.Typer(add_completion=False, no_args_is_help=False, help="anima: a persona that thinks, talks and remembers.")
-app.callback(invoke_without_command=True)(run_playbook.run_playbook)
+# AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
+# its traceback
+app = typer.Typer(cls=AnimaGroup, add_completion=False, no_args_is_help=False,
+                  help="anima: a persona that thinks, talks and remembers.")
+app.callback(invoke_without_command=True)(with_debug_option(run_playbook.run_playbook))
 app.command()(run_playbook.dream)
 app.command()(talk.say)
 app.command()(inspect.inspect)

@@ -11,9 +11,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err, print_listing, read_rows
+from cli.options import DataDir, DbUrl, console, err, open_database, preview, print_listing, read_rows
 from graph.reports import approval_row
-from memory import Database
 from nodes.commands.consent import ApprovalError, answer
 from nodes.context import utcnow
 
@@ -28,15 +27,16 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
         return
     for r in rows:
         decided = f" · {r['status']} by {r['decided_by']}" if r["decided_by"] else ""
-        console.print(f"[bold]{r['id']}[/] {r['status']:<8} {escape(r['type'])} "
-                      f"{escape(json.dumps(r['args'], ensure_ascii=False)[:200])} · {r['effect']} · tick {r['tick']} "
-                      f"({escape(r['thread_id'])}){decided}", soft_wrap=True)
+        console.print(f"[bold]{r['id']}[/] {r['status']:<8} {preview(r['type'], 80)} "
+                      f"{preview(json.dumps(r['args'], ensure_ascii=False), 200)} · {r['effect']} · tick {r['tick']} "
+                      f"({escape(r['thread_id'])}){decided}", soft_wrap=True, highlight=False)
         if r["description"]:
-            console.print(f"    why the persona wants it: {escape(r['description'])}", soft_wrap=True)
+            console.print(f"    why the persona wants it: {preview(r['description'], 500)}", soft_wrap=True,
+                          highlight=False)
 
 
 def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Optional[str]) -> None:
-    database = Database.open(data_dir, db)
+    database = open_database(data_dir, db)
     try:
         row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())
     except ApprovalError as exc:

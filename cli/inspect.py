@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, console, open_data
+from cli.options import DataDir, DbUrl, PersonaDir, console, open_data, preview
 from graph.reports import inspect_report
 from nodes.context import utcnow
 
@@ -37,12 +37,12 @@ def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, persona: Optiona
                           + (f" · {escape(t['error'])}" if t["error"] else ""))
     for r in report["responses"]:
         console.print(f"[cyan]tick {r['tick']}[/] novelty {r['novelty_score']} {r['emotions']} "
-                      f"{'STAGNANT ' if r['stagnation_flag'] else ''}{escape(r['content'][:200])}")
+                      f"{'STAGNANT ' if r['stagnation_flag'] else ''}{preview(r['content'], 200)}", highlight=False)
     for n in report["notes"]["outgoing"]:
-        console.print(f"[green]→ you:[/] {escape(n['text'])}")
+        console.print(f"[green]→ you:[/] {preview(n['text'], 2_000)}", highlight=False)
     for a in report["approvals"]["pending"]:
-        console.print(f"[yellow]waiting for your approval {a['id']}:[/] {escape(a['type'])} "
-                      f"{escape(json.dumps(a['args'], ensure_ascii=False)[:160])}")
+        console.print(f"[yellow]waiting for your approval {a['id']}:[/] {preview(a['type'], 80)} "
+                      f"{preview(json.dumps(a['args'], ensure_ascii=False), 160)}", highlight=False)
     for e in report["audit"]:
         console.print(f"[dim]{e['at'][:19]} {e['decision']} by {e['actor']}: {escape(e['type'])} "
                       f"({e['effect']}) {escape(e['reason'] or '')[:120]}[/]")

@@ -11,8 +11,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_memory
-from memory import Database
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_database,
+                         open_memory)
 from memory.retrieval.index import Query
 from memory.knowledge import KnowledgeError, ingest
 
@@ -49,7 +49,7 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
 @app.command("list")
 def kb_list(data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
     """The documents, with their size in chunks and characters."""
-    database = Database.open(data_dir, db)
+    database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
             for doc in repos.kb.list():

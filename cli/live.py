@@ -1,5 +1,8 @@
 """The terminal's live view of a run: a status line (tick · step · tokens) while a tick runs; then the thought,
-messages to the human, approvals asked for, Stelis threads, dreams and task sub-cycles, and a tick summary."""
+messages to the human, approvals asked for, Stelis threads, dreams and task sub-cycles, and a tick summary.
+
+Everything shown that a model wrote is a bounded preview (`preview`), printed without Rich's highlighter: a 1 MB
+answer must not freeze the loop. The full text is in the database (`run.py inspect`)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,10 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from cli.options import console
+from cli.options import LINE_CHARS, console, preview
+
+MESSAGE_CHARS = 2_000
+
 
 class LiveView:
     """Status line (tick · node · tokens) while a tick runs; a summary, the thought and messages after."""
@@ -41,28 +47,33 @@ class LiveView:
                 self.tokens += 1
                 self.status.update(f"{self.where} · {self.tokens} chunks")
             elif event == "message":
-                self.out.print(f"[bold green]{escape(self.name)} → you:[/] {escape(data['text'])}")
+                self.out.print(f"[bold green]{escape(self.name)} → you:[/] {preview(data['text'], MESSAGE_CHARS)}",
+                               highlight=False)
             elif event == "step":
                 self.tokens, self.where = 0, f"{data['node']} ({data['thread_id']})"
                 dropped = f" · dropped {'; '.join(data['dropped'])}" if data.get("dropped") else ""
                 self.out.print(f"[dim]{indent}▸ {escape(data['node'])} · prompt {data['prompt_tokens']} tokens{escape(dropped)}[/]")
             elif event == "stelis_enter":
-                self.out.print(f"[magenta]{indent}⤷ Stelis thread {escape(data['label'])!r} ({escape(data['thread_id'])}) · "
+                self.out.print(f"[magenta]{indent}⤷ Stelis thread {preview(data['label'])!r} ({preview(data['thread_id'])}) · "
                               f"depth {data['depth']} · window {data['window_tokens']} tokens"
                               f"{' · resumed' if data.get('resumed') else ''}[/]")
             elif event == "stelis_leave":
-                why = f" · {escape(str(data['error']))}" if data.get("error") else ""
-                self.out.print(f"[magenta]{indent}⤶ {escape(data['label'])!r} {data['status']} · chronicle "
+                why = f" · {preview(data['error'])}" if data.get("error") else ""
+                self.out.print(f"[magenta]{indent}⤶ {preview(data['label'])!r} {data['status']} · chronicle "
                               f"{data['chronicle_chars']} chars{why}[/]")
             elif event == "stelis_refused":
-                self.out.print(f"[yellow]{indent}✗ {escape(data['error'])}[/]")
+                self.out.print(f"[yellow]{indent}✗ {preview(data['error'])}[/]", highlight=False)
             elif event == "dream":
                 self._dream(data)
             elif event == "approval":
                 self._approval(data)
             elif event == "task_cycle":
-                why = f" ({escape(str(data['reason']))})" if data.get("reason") else ""
-                self.out.print(f"[magenta]task {data['task_id']} sub-cycle: {data['status']}{why}[/]")
+                why = f" ({preview(data['reason'])})" if data.get("reason") else ""
+                self.out.print(f"[magenta]task {data['task_id']} sub-cycle: {data['status']}{why}[/]", highlight=False)
+            elif event == "tick_failed":
+                where = f" in {data['step']}" if data.get("step") else ""
+                self.out.print(f"[red]tick {data['tick']} failed{where}: {preview(data['error'])} — its output is "
+                               "quarantined; the next tick starts clean[/]", highlight=False)
             return
         if "update_drives" in data and (data["update_drives"] or {}).get("drives", {}).get("reach_out"):
             offer = data["update_drives"]["drives"]["reach_out"]
@@ -78,8 +89,8 @@ class LiveView:
                 if update.get("degraded"):
                     self.out.print(f"[red]tick {self.tick}: no LLM answered — degraded mode, retrying with backoff[/]")
                 elif llm:
-                    text = (update.get("response") or "").strip().replace("\n", " ")
-                    self.out.print(f"[dim]{escape(text[:400])}{'…' if len(text) > 400 else ''}[/]")
+                    text = (update.get("response") or "")[:LINE_CHARS * 2].strip().replace("\n", " ")
+                    self.out.print(f"[dim]{preview(text)}[/]", highlight=False)
                     self._llm = llm
             if node == "execute_commands":
                 self._summary(update)
@@ -95,29 +106,30 @@ class LiveView:
                 f"goals {', '.join(data['goals'])}" if data.get("goals") else "",
                 f"{len(data.get('questions_added') or [])} new question(s)" if data.get("questions_added") else "",
                 f"entities {', '.join(data['entities'])}" if data.get("entities") else ""]))
-            self.out.print(f"[blue]☀ insight: {escape(data['insight'][:300])}\n  strategy: {escape(data['strategy'][:200])}"
-                           f"{'  · ' + escape(changes) if changes else ''}[/]")
+            self.out.print(f"[blue]☀ insight: {preview(data['insight'], 300)}\n  strategy: {preview(data['strategy'], 200)}"
+                           f"{'  · ' + preview(changes) if changes else ''}[/]", highlight=False)
         elif phase in ("applied", "postponed"):
-            self.out.print(f"[yellow]dream: {escape(str(data.get('status')))} {escape(str(data.get('error') or data.get('dropped') or ''))}[/]")
+            self.out.print(f"[yellow]dream: {preview(data.get('status'))} {preview(data.get('error') or data.get('dropped') or '')}[/]",
+                           highlight=False)
 
     def _approval(self, data: dict) -> None:
         if not data.get("new"):
             return  # already asked: the human has it in `run.py approvals`
         args = json.dumps(data.get("args") or {}, ensure_ascii=False)
-        self.out.print(f"[bold yellow]{escape(self.name)} asks to run {escape(data['type'])} {escape(args[:200])}[/] "
-                       f"[yellow]({escape(str(data.get('reason') or ''))}) — run.py approve {data['approval_id']} "
-                       f"or run.py deny {data['approval_id']} --reason …[/]")
+        self.out.print(f"[bold yellow]{escape(self.name)} asks to run {preview(data['type'], 80)} {preview(args, 200)}[/] "
+                       f"[yellow]({preview(data.get('reason') or '')}) — run.py approve {data['approval_id']} "
+                       f"or run.py deny {data['approval_id']} --reason …[/]", highlight=False)
 
     def _summary(self, update: dict) -> None:
         llm = self._llm
         parts = [f"tick {self.tick}", f"{time.perf_counter() - self.started:.1f}s"]
         if llm:
             parts.append(f"{llm.get('tokens_per_s', 0):.0f} tok/s ({llm.get('completion_tokens', 0)} tok, {llm.get('llm_id')})")
-        statuses = [f"{e['type']}:{e['status']}" for e in update.get("executed") or []]
+        statuses = [f"{e['type'][:80]}:{e['status']}" for e in update.get("executed") or []]
         if statuses:
             parts.append("commands " + ", ".join(statuses))
         if update.get("idle"):
             parts.append("IDLE")
-        self.out.print("[cyan]" + escape(" │ ".join(parts)) + "[/]")
+        self.out.print("[cyan]" + preview(" │ ".join(parts), 1_000) + "[/]", highlight=False)
 
 

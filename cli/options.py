@@ -10,7 +10,9 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from cli.startup import starting
 from graph.services import open_memory_index, open_settings
 from memory import Database
 from persona.settings import Settings
@@ -31,9 +33,15 @@ ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
 
 
+def open_database(data_dir: str, db: Optional[str]) -> Database:
+    """The data dir's database; one that cannot be opened stops the command with one message (cli/startup.py)."""
+    with starting():
+        return Database.open(data_dir, db)
+
+
 def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Rows built from a data dir's database in one transaction (`rows_of(repos)`)."""
-    database = Database.open(data_dir, db)
+    database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
             return rows_of(repos)
@@ -53,6 +61,18 @@ def print_listing(rows: list[dict[str, Any]], as_json: bool, empty: str) -> bool
     return not rows
 
 
+LINE_CHARS = 400
+
+
+def preview(value: Any, limit: int = LINE_CHARS) -> str:
+    """Model-written `value` as markup-safe text of at most `limit` characters, saying how much was left out (print it
+    with highlight=False: Rich's highlighter takes seconds on long text)."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+    return escape(text)
+
+
 def flags(**given: Any) -> dict[str, Any]:
     """Command-line settings that were given (None means: not on the command line)."""
     return {k: v for k, v in given.items() if v is not None}
@@ -60,12 +80,22 @@ def flags(**given: Any) -> dict[str, Any]:
 
 def open_data(data_dir: str, db: Optional[str], persona: Optional[str] = None, **more: Any) -> tuple[Database, Settings]:
     """The database of a data dir and the settings of the persona it belongs to."""
-    database = Database.open(data_dir, db)
-    return database, open_settings(database, flags(data_dir=data_dir, db_url=db, persona_dir=persona, **more))
+    database = open_database(data_dir, db)
+    try:
+        with starting():
+            return database, open_settings(database, flags(data_dir=data_dir, db_url=db, persona_dir=persona, **more))
+    except BaseException:
+        database.close()
+        raise
 
 
 def open_memory(data_dir: str, db: Optional[str], persona: Optional[str], embed_url: Optional[str],
                 embed_model: Optional[str], chroma_url: Optional[str]):
     database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
                                    chroma_url=chroma_url)
-    return database, open_memory_index(database, settings)
+    try:
+        with starting():
+            return database, open_memory_index(database, settings)
+    except BaseException:
+        database.close()
+        raise

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, PersonaDir, Thread, console, err, flags
 from cli.run_playbook import install_model_with_progress
+from cli.startup import preflight, starting
 from graph.services import open_services
 from nodes.context import AnimaContext
 from nodes.state import TickState
@@ -47,8 +48,11 @@ def persona_show(persona: Optional[str] = PersonaDir,
                  layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
                  data_dir: str = DataDir, db: Optional[str] = DbUrl, thread: str = Thread) -> None:
     """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
+    given = flags(data_dir=data_dir, db_url=db, persona_dir=persona)
+    preflight(given)
     install_model_with_progress()
-    services = open_services(**flags(data_dir=data_dir, db_url=db, persona_dir=persona))
+    with starting():
+        services = open_services(**given)
     try:
         with services.db.unit() as repos:
             row = repos.threads.get(thread)

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from cli.live import LiveView
 from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, err, flags
+from cli.startup import preflight
 
 
 def install_model_with_progress() -> None:
@@ -34,12 +35,12 @@ def install_model_with_progress() -> None:
 
 
 def run_playbook(ctx: typer.Context,
-                 playbook: str = typer.Option("playbooks/repl.yaml", "--playbook", "-p",
+                 playbook: str = typer.Option("repl", "--playbook", "-p",
                                               help="Playbook file or shipped name (repl, epos, deep_work, novel)."),
                  inputs: list[str] = typer.Option([], "--input", "-i", help="Playbook input as name=value (repeatable)."),
                  persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl,
                  ticks: str = typer.Option("forever", "--ticks",
-                                           help="Loop playbooks: number of ticks, or 'forever' (Ctrl-C stops cleanly)."),
+                                           help="Loop playbooks: number of ticks, or 'forever' (Ctrl-C stops cleanly, exit 0)."),
                  llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL",
                                                        help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
                  model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL", help="Model name on that server."),
@@ -49,7 +50,8 @@ def run_playbook(ctx: typer.Context,
                  no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
                  embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                  chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
-    """Run a playbook: the persona's REPL loop (Ctrl-C finishes the current step, saves and exits)."""
+    """Run a playbook: the persona's REPL loop (Ctrl-C or SIGTERM cancels the model call, saves and exits 0;
+    a second one aborts at once)."""
     if ctx.invoked_subcommand is not None:
         return
     run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
@@ -71,6 +73,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     if ticks != "forever" and not ticks.isdigit():
         err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
         raise typer.Exit(2)
+    preflight(settings)  # a bad configuration: one message, exit 2, before a model is installed or loaded
     if settings.get("embedded", True):
         install_model_with_progress()
     given = {}
@@ -98,7 +101,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     def on_signal(_sig, _frame):
         if stopper.requested:
             raise KeyboardInterrupt
-        err.print("\n[yellow]stopping: finishing the current step (Ctrl-C again to abort)…[/]")
+        err.print("\n[yellow]stopping: cancelling the model call, saving what is done (Ctrl-C again to abort)…[/]")
         stopper.request("interrupt")
 
     signal.signal(signal.SIGINT, on_signal)
@@ -134,7 +137,8 @@ def run_once(agent, given: dict[str, str], stopper) -> None:
     if agent.interrupted:
         err.print(f"resuming the interrupted {agent.playbook.name} run {agent.run_id}")
     try:
-        with LiveView(agent.services.persona.display_name, out=err) as view:  # stdout: the outputs as JSON
+        with agent.services.llms.cancel_when(stopper.event), \
+                LiveView(agent.services.persona.display_name, out=err) as view:  # stdout: the outputs as JSON
             for mode, data in agent.stream(stopper.control, inputs=given or None):
                 view(mode, data)
     except GraphDrained:

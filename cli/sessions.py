@@ -9,11 +9,10 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags, print_listing, read_rows
+from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags, open_database, print_listing, read_rows
 from cli.run_playbook import run
 from graph.loop.sessions import export_session, revive_session
 from graph.reports import session_row
-from memory import Database
 from nodes.context import utcnow
 
 app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one, or revive it in a new thread.")
@@ -38,7 +37,7 @@ def sessions_export(session_id: int = typer.Argument(...),
                     out: Path = typer.Option(Path("."), "--out", help="Directory for the two files."),
                     data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
     """Write session-ID.json (everything) and session-ID.md (the transcript)."""
-    database = Database.open(data_dir, db)
+    database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
             data, markdown = export_session(repos, session_id)
@@ -61,7 +60,7 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
                     model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
                     no_fallback: bool = typer.Option(False, "--no-fallback")) -> None:
     """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
-    database = Database.open(data_dir, db)
+    database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
             thread_id = revive_session(repos, session_id, utcnow())

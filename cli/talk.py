@@ -6,15 +6,14 @@ from typing import Optional
 
 import typer
 
-from cli.options import DataDir, DbUrl, console
-from memory import Database
+from cli.options import DataDir, DbUrl, console, open_database
 
 
 def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: str = DataDir, db: Optional[str] = DbUrl,
         priority: int = typer.Option(1, "--priority", help="Higher is more urgent."),
         tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable).")) -> None:
     """Post a note to the persona (works while a run is going in another process)."""
-    database = Database.open(data_dir, db)
+    database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
             note_id = repos.notes.add(text, source="user", priority=priority, tags=tags).id

@@ -21,13 +21,18 @@ playbooks (deep_work, novel) run for minutes through many model calls: they are 
 
 from __future__ import annotations
 
+import logging
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.constants import END
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 
@@ -36,9 +41,21 @@ from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
 from nodes import AnimaContext, Services
+from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
 
+log = logging.getLogger(__name__)
 RECURSION_LIMIT = 200
+
+
+@dataclass
+class TickFailure:
+    """A loop tick a step failed in: closed as failed, its answer quarantined (nodes/quarantine.py)."""
+
+    thread_id: str
+    tick: int
+    step: str | None
+    error: str
 
 
 class Agent:
@@ -61,6 +78,7 @@ class Agent:
         self.context = AnimaContext(services=services)
         self.run_id: str | None = None
         self.recovered: list[StelisResult] = []
+        self.last_failure: TickFailure | None = None  # of the last tick run; None when it finished
         if not playbook.loop:
             self.run_id = self._pending_run()[0]
 
@@ -122,21 +140,51 @@ class Agent:
         threads, subplaybooks, dreams) as they happen; without (nobody listening), only the top-level steps'
         updates, and LangGraph runs each step inline rather than beside a stream waiter, which is cheaper."""
         payload = self._start_payload(inputs)
+        self.last_failure = None
         chunks = self.graph.stream(payload, self.config, context=self.context,
                                    stream_mode=["updates", "custom"] if events else ["updates"], subgraphs=events,
                                    durability="exit" if self.playbook.loop else "sync", control=control)
-        for chunk in chunks:
-            namespace, mode, data = chunk if events else ((), *chunk)
-            if mode == "custom" and isinstance(data, dict) and namespace:
-                data = {**data, "namespace": list(namespace)}
-            if mode == "updates" and namespace:
-                continue  # steps inside subgraphs report through their custom events
-            yield mode, data
+        opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
+        try:
+            for chunk in chunks:
+                namespace, mode, data = chunk if events else ((), *chunk)
+                if mode == "custom" and isinstance(data, dict) and namespace:
+                    data = {**data, "namespace": list(namespace)}
+                if mode == "updates" and namespace:
+                    continue  # steps inside subgraphs report through their custom events
+                if mode == "updates" and not opened:
+                    opened = next((u for u in data.values() if isinstance(u, dict) and "tick" in u), {})
+                yield mode, data
+        except GraphBubbleUp:  # a drain (stop requested) or an interrupt: the run resumes where it stopped
+            raise
+        except Exception as exc:
+            if not self.playbook.loop:
+                raise  # a one-shot run resumes at its failed step when the user runs it again
+            self.last_failure = self._quarantine(exc, opened)
+            yield "custom", {"event": "tick_failed", "tick": self.last_failure.tick,
+                             "step": self.last_failure.step, "error": self.last_failure.error}
         if not self.playbook.loop:
             with self.services.db.unit() as repos:
                 repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "done"})
         if hasattr(self.checkpointer, "conn"):
             prune_checkpoints(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
+
+    def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
+        """A step raised: close the tick as failed with the reason, set its answer aside, and clear the checkpoint's
+        pending steps so the next tick starts at the beginning instead of replaying the step that failed."""
+        snapshot = self.graph.get_state(self.config)
+        step = snapshot.next[0] if snapshot.next else None
+        thread_id = opened.get("thread_id") or snapshot.values.get("thread_id") or self.thread_id
+        tick = int(opened.get("tick") or snapshot.values.get("tick") or 0)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        log.warning("tick %s of %s failed%s: %s (quarantined; the next tick starts clean)", tick, thread_id,
+                    f" in {step}" if step else "", error)
+        if snapshot.next:
+            self.graph.update_state(self.config, None, as_node=END)
+        if tick:
+            with self.services.db.unit() as repos:
+                quarantine_tick(repos, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
+        return TickFailure(thread_id, tick, step, error)
 
     def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         for _ in self.stream(control, inputs, events=False):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from langgraph.errors import GraphDrained
 from langgraph.graph import END as LG_END
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graph.playbook.checks import compute_scopes
 from graph.playbook import (
     END,
     ConditionalNext,
@@ -28,12 +28,14 @@ from graph.playbook import (
     SubplaybookNode,
     coerce_inputs,
 )
+from graph.playbook.checks import compute_scopes
+from llm import LLMCancelled
 from nodes import STEPS, AnimaContext, TickState
 from nodes.kinds.ask_llm import ask_llm
 from nodes.kinds.assign_vars import assign_vars
 from nodes.kinds.call_subplaybook import call_subplaybook
-from nodes.stelis.region import end_stelis, enter_stelis
 from nodes.kinds.variables import lookup
+from nodes.stelis.region import end_stelis, enter_stelis
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
@@ -80,6 +82,19 @@ def _bind(func: Callable, **bound: Any) -> Callable:
     return step
 
 
+def _stops_on_cancel(step: Callable) -> Callable:
+    """A model call cancelled by a stop request ends the step as a drain would: the checkpoint keeps the steps
+    before it, nothing of this one is written, and it runs again when the run resumes."""
+    @functools.wraps(step)
+    def stoppable(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return step(*args, **kwargs)
+        except LLMCancelled as exc:
+            raise GraphDrained(f"interrupt: {exc}") from exc
+
+    return stoppable
+
+
 def _stelis_node(node: StelisStartNode, child: CompiledStateGraph, playbook: str) -> Callable:
     def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
         return enter_stelis(state, runtime, node, child, playbook)
@@ -116,24 +131,28 @@ def _build_scope(pb: Playbook, scopes: dict, key: str | None, steps: dict[str, C
     scope = scopes[key]
     by_id = {n.id: n for n in pb.nodes}
     builder = StateGraph(TickState, context_schema=context_schema)
+
+    def add(node_id: str, step: Callable) -> None:
+        builder.add_node(node_id, _stops_on_cancel(step))
+
     for node_id in scope.members:
         node = by_id[node_id]
         if isinstance(node, StelisStartNode):
             child = _build_scope(pb, scopes, node.id, steps, context_schema).compile(name=f"stelis:{node.id}")
-            builder.add_node(node_id, _stelis_node(node, child, pb.name))
+            add(node_id, _stelis_node(node, child, pb.name))
         elif isinstance(node, SubplaybookNode):
             callee_pb = pb.subplaybooks[node.id]
             callee = build_graph(callee_pb, steps, context_schema).compile(name=f"playbook:{callee_pb.name}")
-            builder.add_node(node_id, _subplaybook_node(node, callee, callee_pb))
+            add(node_id, _subplaybook_node(node, callee, callee_pb))
         elif isinstance(node, LLMNode):
-            builder.add_node(node_id, _bind(ask_llm, node=node, playbook=pb.name))
+            add(node_id, _bind(ask_llm, node=node, playbook=pb.name))
         elif isinstance(node, SetNode):
-            builder.add_node(node_id, _bind(assign_vars, node=node))
+            add(node_id, _bind(assign_vars, node=node))
         else:
             params = {**pb.settings, "playbook": pb.name, **node.params}
-            builder.add_node(node_id, _bind(steps[node.type], params=params))
+            add(node_id, _bind(steps[node.type], params=params))
     if scope.end is not None:
-        builder.add_node(scope.end, _bind(end_stelis, node=by_id[scope.end]))
+        add(scope.end, _bind(end_stelis, node=by_id[scope.end]))
         builder.add_edge(scope.end, LG_END)
     builder.add_edge(START, scope.entry)
     for node_id in scope.members:

@@ -75,18 +75,19 @@ def open_settings(db: Database, flags: dict[str, Any]) -> Settings:
     """The settings for this data dir: its recorded persona unless one is named, with the persona's own changes."""
     import os
 
+    named = flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR")
     with db.unit() as repos:
-        named = flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR")
-        if named:
-            repos.config.set(PERSONA_DIR_KEY, str(Path(named).expanduser().resolve()))
-        recorded = repos.config.get(PERSONA_DIR_KEY)
-        if not named and recorded and not Path(recorded).is_dir():
+        recorded = None if named else repos.config.get(PERSONA_DIR_KEY)
+        if recorded and not Path(recorded).is_dir():
             log.warning("the persona this data dir was run with (%s) is gone; using the default", recorded)
             recorded = None
         changes = self_changes(repos)
     settings = load_settings(named or recorded, self_changes=changes,
                              **{k: v for k, v in flags.items() if k != "persona_dir"})
     check_consent_policy(settings)
+    if named:  # recorded only once its settings are valid
+        with db.unit() as repos:
+            repos.config.set(PERSONA_DIR_KEY, str(Path(named).expanduser().resolve()))
     return settings
 
 
@@ -96,7 +97,7 @@ def check_consent_policy(settings: Settings) -> None:
     if unknown:
         config = read_lined_yaml(Path(settings.persona_dir or "") / "config.yaml")
         raise SettingsError(f"{config.where(('consent', 'auto_approve'))}: no such command {', '.join(map(repr, unknown))}"
-                            " (`run.py persona show` lists the commands under 'Available commands')")
+                            " (`run.py persona show` lists the commands under 'Available commands')", settings.persona_dir)
 
 
 def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,

@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 TokenCallback = Callable[[str], None]
 
+# Why a model did not answer, and what the registry does about it (see LLMRegistry.generate):
+OUTAGE = "outage"              # connection refused, timeout, 5xx: back off (growing), fail over
+MALFORMED = "malformed"        # not JSON, no choices, an empty stream: back off like an outage, fail over
+RATE_LIMITED = "rate_limited"  # 429: back off (Retry-After when given), fail over
+AUTH = "auth"                  # 401/403: the key is wrong: set aside for the longest backoff, fail over
+NOT_FOUND = "not_found"        # 404: no such model or endpoint: set aside for the longest backoff, fail over
+BAD_REQUEST = "bad_request"    # 400/422/…: this request was refused, not the model: fail over, no backoff
+ERROR = "error"                # anything else a provider raised: fail over, no backoff (logged with its traceback)
+
 
 class LLMUnavailable(RuntimeError):
-    """The model could not answer (connection refused, timeout, 5xx): the registry fails over."""
+    """The model did not answer; `kind` (above) says why. The registry records it and fails over."""
+
+    def __init__(self, message: str, *, kind: str = OUTAGE, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+class LLMCancelled(Exception):
+    """The run asked to stop while a model was answering. Not an outage: nothing fails over, nothing is stored;
+    the graph stops the step where it is (the interrupted tick resumes on the next run)."""
 
 
 class AllLLMsUnavailable(LLMUnavailable):
@@ -49,7 +69,8 @@ class Generation:
 
 
 class Provider(Protocol):
-    """One model endpoint. `complete` continues raw text; `chat` answers a message list."""
+    """One model endpoint. `complete` continues raw text; `chat` answers a message list. Both raise
+    `LLMUnavailable` when the model does not answer, and `LLMCancelled` soon after `cancel` is set."""
 
     id: str
     provider: str
@@ -57,10 +78,12 @@ class Provider(Protocol):
     context_window: int
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation: ...
+                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 cancel: threading.Event | None = None) -> Generation: ...
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation: ...
+             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             cancel: threading.Event | None = None) -> Generation: ...
 
     def count_tokens(self, text: str) -> int: ...
 

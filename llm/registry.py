@@ -4,17 +4,39 @@ Entries are plain dicts (from config, CLI or the `llm_registry` table):
 `{id, provider, model, priority, is_validator, trust_score, config}`. Providers are built lazily, so
 a fallback model costs nothing until it is needed. Every call, successful or not, is reported to
 `recorder` (the graph wires it to the `llm_calls` table); this module imports nothing above llm/.
+
+Whatever a provider raises ends as a recorded, classified failure (llm/base.py lists the kinds and what each
+costs the model: a backoff or none) and a failover; when no model answers, `AllLLMsUnavailable` (the caller
+degrades). The one exception is `LLMCancelled`: a stop was requested (`cancel_when`), and the caller stops.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable, Iterator
 
-from llm.base import AllLLMsUnavailable, Generation, LLMUnavailable, Provider, Sampling, TokenCallback
+from llm.base import (
+    AUTH,
+    BAD_REQUEST,
+    ERROR,
+    NOT_FOUND,
+    RATE_LIMITED,
+    AllLLMsUnavailable,
+    Generation,
+    LLMCancelled,
+    LLMUnavailable,
+    Provider,
+    Sampling,
+    TokenCallback,
+)
 
 Recorder = Callable[[dict[str, Any]], None]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,6 +55,7 @@ class LLMRegistry:
     backoff_s: float = 5.0
     max_backoff_s: float = 300.0
     clock: Callable[[], float] = time.monotonic
+    cancel: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         if not self.entries:
@@ -53,6 +76,15 @@ class LLMRegistry:
     @property
     def primary_id(self) -> str:
         return self._selected or next(iter(self._slots))
+
+    @contextmanager
+    def cancel_when(self, event: threading.Event) -> Iterator[None]:
+        """While inside: setting `event` cancels the model call in flight, and every later one, with LLMCancelled."""
+        previous, self.cancel = self.cancel, event
+        try:
+            yield
+        finally:
+            self.cancel = previous
 
     def provider(self, llm_id: str) -> Provider:
         slot = self._slots[llm_id]
@@ -91,7 +123,7 @@ class LLMRegistry:
         only: str | None = None,
         tags: dict[str, Any] | None = None,
     ) -> Generation:
-        """Call the preferred model, failing over by priority on outages; record every attempt."""
+        """Call the preferred model, failing over by priority on any failure; record every attempt."""
         if (prompt is None) == (messages is None):
             raise ValueError("pass exactly one of prompt= or messages=")
         sampling = sampling or Sampling()
@@ -103,20 +135,28 @@ class LLMRegistry:
         if not ready:  # every model is backing off: probe the one due first, so an outage ends by itself
             ready = [min(candidates, key=lambda i: self._slots[i].down_until)]
         for llm_id in ready:
+            if self.cancel.is_set():
+                raise LLMCancelled(f"{purpose}: the run was stopped before {llm_id} was asked")
             slot = self._slots[llm_id]
             tried.append(llm_id)
             started = time.perf_counter()
             try:
                 provider = self.provider(llm_id)
                 if messages is not None:
-                    gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token)
+                    gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
+                                        cancel=self.cancel)
                 else:
-                    gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token)
-            except LLMUnavailable as exc:
-                slot.failures += 1
-                slot.down_until = self.clock() + min(self.max_backoff_s, self.backoff_s * 2 ** (slot.failures - 1))
-                errors.append(str(exc))
-                self._record(purpose, slot.entry, None, tags, error=str(exc),
+                    gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
+                                            cancel=self.cancel)
+            except LLMCancelled:
+                self._record(purpose, slot.entry, None, tags, error="cancelled: the run was stopped",
+                             latency_ms=(time.perf_counter() - started) * 1000)
+                raise
+            except Exception as exc:  # noqa: BLE001 - any provider failure is classified, recorded and failed over
+                failure = exc if isinstance(exc, LLMUnavailable) else self._unexpected(llm_id, exc)
+                self._set_aside(slot, failure)
+                errors.append(f"{failure.kind}: {failure}")
+                self._record(purpose, slot.entry, None, tags, error=f"{failure.kind}: {failure}"[:2000],
                              latency_ms=(time.perf_counter() - started) * 1000)
                 continue
             slot.failures, slot.down_until = 0, 0.0
@@ -124,6 +164,24 @@ class LLMRegistry:
             self._record(purpose, slot.entry, gen, tags)
             return gen
         raise AllLLMsUnavailable("no LLM answered: " + "; ".join(errors))
+
+    @staticmethod
+    def _unexpected(llm_id: str, exc: Exception) -> LLMUnavailable:
+        log.warning("LLM %s failed unexpectedly", llm_id, exc_info=exc)
+        return LLMUnavailable(f"{llm_id}: {type(exc).__name__}: {exc}", kind=ERROR)
+
+    def _set_aside(self, slot: _Slot, failure: LLMUnavailable) -> None:
+        """How long the model is skipped (tried last only if every model is set aside) after this failure."""
+        if failure.kind in (BAD_REQUEST, ERROR):
+            return  # the request or our side failed, not the model: the next request may well succeed
+        slot.failures += 1
+        if failure.kind in (AUTH, NOT_FOUND):  # a wrong key or model name does not fix itself within seconds
+            wait = self.max_backoff_s
+        else:
+            wait = min(self.max_backoff_s, self.backoff_s * 2 ** (slot.failures - 1))
+            if failure.kind == RATE_LIMITED and failure.retry_after is not None:
+                wait = min(self.max_backoff_s, max(wait, failure.retry_after))
+        slot.down_until = self.clock() + wait
 
     def _record(self, purpose: str, entry: dict[str, Any], gen: Generation | None, tags: dict[str, Any] | None,
                 error: str | None = None, latency_ms: float = 0.0) -> None:

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, Callable
 
-from llm.base import Generation, LLMUnavailable, Sampling, TokenCallback, approx_tokens, render_chat_as_text
+from llm.base import (
+    Generation,
+    LLMCancelled,
+    LLMUnavailable,
+    Sampling,
+    TokenCallback,
+    approx_tokens,
+    render_chat_as_text,
+)
 
 
 class FakeLLM:
@@ -33,7 +42,10 @@ class FakeLLM:
         return self.responses[min(index, len(self.responses) - 1)]
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation:
+                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 cancel: threading.Event | None = None) -> Generation:
+        if cancel is not None and cancel.is_set():
+            raise LLMCancelled(f"{self.id}: cancelled")
         if self.down:
             raise LLMUnavailable(f"{self.id}: connection refused")
         self.calls.append({"prompt": prompt, "sampling": sampling, "json_schema": json_schema, "stop": stop})
@@ -51,5 +63,7 @@ class FakeLLM:
                           prompt_tokens=approx_tokens(prompt), completion_tokens=approx_tokens(text), latency_ms=0.01)
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation:
-        return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema, on_token=on_token)
+             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             cancel: threading.Event | None = None) -> Generation:
+        return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema, on_token=on_token,
+                             cancel=cancel)

@@ -8,12 +8,16 @@ newer than this code is refused with a clear error instead of being written to.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.models import (
@@ -91,8 +95,22 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive}
 
 
+CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
+
+
 class SchemaError(RuntimeError):
     pass
+
+
+class DatabaseOpenError(RuntimeError):
+    """The database could not be opened; the message names the URL (password hidden) or file, and what failed."""
+
+
+def masked(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url.split("@")[-1] if "@" in url else url
 
 
 def database_url(data_dir: str | Path, url: str | None = None) -> str:
@@ -100,10 +118,42 @@ def database_url(data_dir: str | Path, url: str | None = None) -> str:
     if url:
         if "://" not in url:  # a bare path
             return f"sqlite:///{Path(url).expanduser().resolve()}"
+        scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
+        if scheme not in ("sqlite", "postgresql"):
+            raise DatabaseOpenError(f"{masked(url)}: unsupported scheme {scheme!r} — anima stores its memory "
+                                    "in PostgreSQL (postgresql://user@host:port/name) or SQLite (a file path)")
         return url
     path = Path(data_dir).expanduser().resolve() / "anima.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseOpenError(f"data dir {path.parent}: cannot create it ({exc.strerror})") from exc
     return f"sqlite:///{path}"
+
+
+def _open_failure(url: str, exc: Exception) -> str:
+    """What went wrong opening `url`, in the user's terms: the file, or the host and port that did not answer."""
+    said = str(getattr(exc, "orig", None) or exc).strip()
+    reason = said.splitlines()[0] if said else type(exc).__name__
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        file = parsed.database or ":memory:"
+        if "not a database" in reason or "malformed" in reason:
+            return (f"{file} is not a usable SQLite database ({reason}); it was left untouched — move it aside "
+                    "(or point --data-dir/--db elsewhere) to start a new one")
+        hint = "; is its directory writable?" if "unable to open" in reason else ""
+        return f"cannot open the SQLite database {file} ({reason}){hint}"
+    where = f"{parsed.host or 'localhost'}:{parsed.port or 5432}"
+    lowered = reason.lower()
+    if "resolve" in lowered or "name or service not known" in lowered or "nodename" in lowered:
+        what = f"the host name {parsed.host!r} does not resolve"
+    elif "refused" in lowered:
+        what = f"{where} refused the connection (is PostgreSQL running there?)"
+    elif "timeout" in lowered or "timed out" in lowered:
+        what = f"{where} did not answer within {CONNECT_TIMEOUT_S} s"
+    else:
+        what = f"{where}: {reason}"
+    return f"{masked(url)}: {what}"
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -115,6 +165,9 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
+SCHEMA_LOCK_KEY = 0x616E696D61  # "anima": the advisory lock id PostgreSQL schema changes take
+
+
 def create_db_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -122,11 +175,46 @@ def create_db_engine(url: str) -> Engine:
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+
+
+@contextmanager
+def schema_lock(engine: Engine) -> Iterator[None]:
+    """One process at a time creates or upgrades a schema: a run and fifty `say`s opening a new database together
+    would otherwise race to create the same tables. SQLite: an flock on the database file itself (independent of
+    SQLite's own fcntl locks; nothing is written, no lock file is left); PostgreSQL: an advisory lock."""
+    if engine.dialect.name == "sqlite":
+        database = engine.url.database
+        try:
+            handle = os.open(database, os.O_RDWR | os.O_CREAT, 0o644) if database and database != ":memory:" else None
+        except OSError:  # SQLite will say why it cannot open it
+            handle = None
+        if handle is None:
+            yield
+            return
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(handle)  # releases the lock
+        return
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            conn.commit()
 
 
 def ensure_schema(engine: Engine) -> int:
-    """Create or upgrade the schema; return the version now in force."""
+    """Create or upgrade the schema (one process at a time); return the version now in force."""
+    with schema_lock(engine):
+        return _ensure_schema(engine)
+
+
+def _ensure_schema(engine: Engine) -> int:
     with engine.begin() as conn:
         has_version_table = inspect(conn).has_table(SchemaVersion.__tablename__)
         if not has_version_table:
@@ -161,8 +249,18 @@ class Database:
 
     @classmethod
     def open(cls, data_dir: str | Path = "data", url: str | None = None) -> "Database":
-        engine = create_db_engine(database_url(data_dir, url))
-        ensure_schema(engine)
+        """Open (create or upgrade) the database; DatabaseOpenError says what failed. A file that is not a
+        database is refused, never overwritten."""
+        url = database_url(data_dir, url)
+        try:
+            engine = create_db_engine(url)
+        except (ArgumentError, ImportError) as exc:  # a dialect or driver that is not installed
+            raise DatabaseOpenError(f"{masked(url)}: cannot use this URL ({exc})") from exc
+        try:
+            ensure_schema(engine)
+        except DBAPIError as exc:
+            engine.dispose()
+            raise DatabaseOpenError(_open_failure(url, exc)) from exc
         return cls(engine)
 
     @property

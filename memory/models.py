@@ -149,7 +149,7 @@ class Tick(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id"))
     tick: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(20), default="running")  # running|ok|error
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running|ok|degraded|failed
     mode: Mapped[str] = mapped_column(String(20), default="chat")
     llm_calls: Mapped[int] = mapped_column(Integer, default=0)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)

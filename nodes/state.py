@@ -86,15 +86,17 @@ class LLMCallReport(TypedDict, total=False):
 class CommandDict(TypedDict, total=False):
     cmd_id: str
     type: str
-    args: dict[str, Any]
+    args: dict[str, Any]  # checked against the command's model (nodes/commands/args.py)
     description: str
     syntax: str
+    error: str  # set when refused before the gate (unknown type, bad arguments): it never runs
+    status: str  # unknown | invalid, with error
 
 
 class ExecutedCommand(TypedDict, total=False):
     cmd_id: str
     type: str
-    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | blocked
+    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked
     result: str
     already_done: bool
     approval_id: int

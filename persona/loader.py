@@ -15,6 +15,7 @@ import yaml
 
 from persona.ethics import Ethics, EthicsError, load_ethics
 from persona.skills import Skill, SkillError, load_skills
+from persona.yaml_lines import UnreadableFile, read_text
 
 FILE_CAP = 20_000
 TOTAL_CAP = 150_000
@@ -23,7 +24,11 @@ TRUNCATION_MARK = "\n[… truncated: file exceeds {cap} characters]"
 
 
 class PersonaError(ValueError):
-    pass
+    """A persona directory or file that cannot be used; `directory` completes the bare file names in the message."""
+
+    def __init__(self, message: str, directory: str | Path | None = None):
+        super().__init__(message)
+        self.directory = directory
 
 
 def default_persona_dir() -> Path:
@@ -62,11 +67,19 @@ class Persona:
         return str(self.config.get("name") or self.name)
 
 
+def _read(path: Path) -> str:
+    try:
+        return read_text(path)
+    except UnreadableFile as exc:
+        raise PersonaError(str(exc)) from None
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
+    text = _read(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -117,7 +130,7 @@ def load_persona(directory: str | Path | None = None) -> Persona:
         path = root / name
         if not path.exists():
             continue
-        text, cut = cap_text(path.read_text(encoding="utf-8"))
+        text, cut = cap_text(_read(path))
         if cut:
             persona.truncated.append(name)
         if total + len(text) > TOTAL_CAP:
@@ -127,12 +140,12 @@ def load_persona(directory: str | Path | None = None) -> Persona:
         persona.files[name] = text
     seed_path = root / "seed.txt"
     if seed_path.exists():
-        persona.seed, _ = cap_text(seed_path.read_text(encoding="utf-8"))
+        persona.seed, _ = cap_text(_read(seed_path))
     persona.config = _read_yaml(root / "config.yaml")
     try:
         persona.ethics = load_ethics(root / "ethics.yaml")
     except EthicsError as exc:
-        raise PersonaError(str(exc)) from exc
+        raise PersonaError(str(exc), root) from exc
     try:
         persona.skills, left_out = load_skills(skill_directories(root, persona.config))
     except SkillError as exc:

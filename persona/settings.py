@@ -19,6 +19,7 @@ import os
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -114,6 +115,14 @@ class StelisSettings(Section):
     max_depth: int = Field(3, ge=1, le=10)
 
 
+class LimitsSettings(Section):
+    """What one tick of model output may ask for; the rest is dropped, and the model told what and why."""
+
+    commands_per_tick: int = Field(20, ge=1, le=200)
+    stelis_starts_per_tick: int = Field(1, ge=0, le=10)
+    output_chars: int = Field(32_000, ge=1_000, le=1_000_000, description="a longer answer is cut here")
+
+
 class ConsentSettings(Section):
     auto_approve: list[str] = Field(default_factory=list, description=(
         "modify_self/external command types the human approves in advance (e.g. memory.archive)"))
@@ -192,12 +201,26 @@ class Settings(BaseSettings):
     dreaming: DreamSettings = Field(default_factory=DreamSettings)
     stelis: StelisSettings = Field(default_factory=StelisSettings)
     consent: ConsentSettings = Field(default_factory=ConsentSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     llms: list[LLMEntry] = Field(default_factory=list)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
                                    file_secret_settings):
         return init_settings, env_settings, _PersonaLayer(settings_cls)
+
+    @field_validator("llm_url", "embed_url", "chroma_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parts = urlsplit(value)
+                parts.port  # noqa: B018 - raises on a port that is not a number
+            except ValueError:
+                parts = None
+            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"{value!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:1234/v1")
+        return value
 
     @field_validator("emotions")
     @classmethod
@@ -236,7 +259,12 @@ class Settings(BaseSettings):
 
 
 class SettingsError(ValueError):
-    """A setting is invalid; the message names the layer (file:line, variable or flag) and the field."""
+    """A setting is invalid; the message names the layer (file:line, variable or flag) and the field.
+    `directory`: the persona directory its `config.yaml:N` lines are in."""
+
+    def __init__(self, message: str, directory: str | Path | None = None):
+        super().__init__(message)
+        self.directory = directory
 
 
 def nest(dotted: dict[str, Any]) -> dict[str, Any]:
@@ -271,7 +299,9 @@ def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, A
         path = tuple(err["loc"])
         dotted = ".".join(str(p) for p in path if not isinstance(p, int))
         if path and path[0] in flags:
-            where = f"--{str(path[0]).replace('_', '-')} ({format_path(path)})"
+            # typer reads a flag's ANIMA_ variable into the flag: name both when that is where the value came from
+            env = _env_name(path[:1]) if os.environ.get(_env_name(path[:1])) == str(flags[path[0]]) else ""
+            where = f"--{str(path[0]).replace('_', '-')}{f' or {env}' if env else ''} ({format_path(path)})"
         elif any(_env_name(path[:n]) in os.environ for n in range(1, len(path) + 1)):
             where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in os.environ)
         elif dotted in self_changes or path[:1] and str(path[0]) in self_changes:
@@ -292,22 +322,26 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
     if persona_dir is not None:
         flags.setdefault("persona_dir", str(persona_dir))
     directory = Path(flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR") or _default_persona_dir())
+    if not directory.is_dir():
+        raise SettingsError(f"persona directory {directory}: "
+                            + ("not a directory" if directory.exists() else "no such directory"))
     flags["persona_dir"] = str(directory)
     try:
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
     except YamlError as exc:
-        raise SettingsError(str(exc)) from None
+        raise SettingsError(str(exc), directory) from None
     misplaced = [k for k in config.data if k in RUN_FIELDS]
     if misplaced:
         raise SettingsError("\n".join(f"{config.where((k,))}: {k} is the operator's, set on the command line or in "
-                                      f"{_env_name((k,))}, not in a persona's config.yaml" for k in misplaced))
+                                      f"{_env_name((k,))}, not in a persona's config.yaml" for k in misplaced),
+                            directory)
     persona_keys = {k: v for k, v in config.data.items() if k not in ("principles", "violation_policy")}
     changes = {k: v for k, v in (self_changes or {}).items() if k in SELF_EDITABLE}
     token = _persona_layer.set(_merge(persona_keys, nest(changes)))
     try:
         return Settings(**flags)
     except ValidationError as exc:
-        raise SettingsError(_describe(exc, config, changes, flags)) from None
+        raise SettingsError(_describe(exc, config, changes, flags), directory) from None
     finally:
         _persona_layer.reset(token)
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from persona.yaml_lines import UnreadableFile, read_text
+
 MAX_SKILLS = 150
 MAX_SKILL_CHARS = 30_000
 INVOCATIONS = ("auto", "manual")
@@ -43,7 +45,10 @@ class Skill:
 
 
 def parse_skill(path: Path) -> Skill:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path)
+    except UnreadableFile as exc:
+        raise SkillError(str(exc)) from None
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise SkillError(f"{path}:1: a SKILL.md starts with a '---' line and YAML frontmatter")

@@ -18,6 +18,20 @@ class YamlError(ValueError):
     """The text is not YAML, or not a mapping; the message names the file and line."""
 
 
+class UnreadableFile(ValueError):
+    """A file that cannot be read, or is not UTF-8 text; the message names it."""
+
+
+def read_text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                             "save it as UTF-8") from None
+    except OSError as exc:
+        raise UnreadableFile(f"{path}: cannot read it ({exc.strerror})") from None
+
+
 @dataclass
 class LinedYaml:
     data: dict[str, Any]
@@ -76,4 +90,8 @@ def read_lined_yaml(path: str | Path, *, missing_ok: bool = True) -> LinedYaml:
         if missing_ok:
             return LinedYaml({}, str(path))
         raise YamlError(f"{path}: no such file")
-    return parse_lined_yaml(path.read_text(encoding="utf-8"), str(path), empty_ok=True)
+    try:
+        text = read_text(path)
+    except UnreadableFile as exc:
+        raise YamlError(str(exc)) from None
+    return parse_lined_yaml(text, str(path), empty_ok=True)

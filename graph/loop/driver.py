@@ -1,11 +1,13 @@
 """The tick loop driver: invoke, pause `cycle.pause` seconds, honour idle mode, back off when degraded,
-stop cleanly on request (Ctrl-C drains: the running step finishes, its checkpoint is saved, and the
-next run resumes the same tick). Around the ticks (autonomy.py): the session, dreams and task sub-cycles."""
+stop cleanly on request. A stop (Ctrl-C, SIGTERM) cancels the model call in flight and drains: the steps that
+finished are checkpointed, the interrupted one runs again when the next run resumes the same tick. A pause or a
+backoff ends early when the human writes. Around the ticks (autonomy.py): the session, dreams and task sub-cycles."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
@@ -15,6 +17,7 @@ from langgraph.runtime import RunControl
 
 from graph.agent import Agent
 from graph.loop.autonomy import Autonomy
+from llm import LLMCancelled
 from nodes.commands.cycle import idle_wake_reason, load_cycle, update_cycle
 
 log = logging.getLogger(__name__)
@@ -25,12 +28,14 @@ MAX_DEGRADED_BACKOFF_S = 60.0
 class LoopResult:
     ticks_run: int = 0
     interrupted: bool = False
+    failed_ticks: int = 0  # ticks a step failed in (quarantined, the loop went on)
     dreams: list[dict[str, Any]] = field(default_factory=list)
     last_state: dict[str, Any] = field(default_factory=dict)
 
 
 class Stopper:
-    """Shared between the signal handler and the loop: request a drain, wake any sleep."""
+    """Shared between the signal handler and the loop: request a drain, cancel the model call in flight (the
+    registry watches `event` while the loop runs, see LLMRegistry.cancel_when), wake any sleep."""
 
     def __init__(self) -> None:
         self.control = RunControl()
@@ -62,14 +67,31 @@ def idle_should_wake(agent: Agent, now: datetime) -> bool:
         return reason is not None
 
 
+def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0) -> bool:
+    """Sleep `seconds`; a stop or a note from the human newer than `notes_after` (a note id) ends it early.
+    Returns True when a note ended it. One indexed query a second: a note waits at most `poll_s`."""
+    deadline = time.monotonic() + seconds
+    while not stopper.requested:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        stopper.sleep(min(poll_s, left))
+        with agent.services.db.unit() as repos:
+            if repos.notes.human_after(notes_after, read=False, limit=1):
+                log.info("pause ended early: a note from the human")
+                return True
+    return False
+
+
 def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
              on_stream: Callable[[str, Any], None] | None = None, idle_poll_s: float = 1.0,
              inputs: dict[str, Any] | None = None, autonomy: bool = True,
-             notify: Callable[[str], None] | None = None) -> LoopResult:
+             notify: Callable[[str], None] | None = None, note_poll_s: float = 1.0) -> LoopResult:
     """Tick until `ticks` ran or a stop is requested; `inputs` (the playbook's) go in with the first tick.
 
     With `autonomy` (the default) the run is a session (saved at stop), the persona dreams when it is due, and
-    task sub-cycles take a tick after each of its own (and while it idles)."""
+    task sub-cycles take a tick after each of its own (and while it idles). The pause after a tick (and the
+    backoff after a degraded one) ends when the human writes (checked every `note_poll_s`)."""
     stopper = stopper or Stopper()
     result = LoopResult()
     degraded_streak = 0
@@ -77,36 +99,47 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     if life:
         life.start()
     try:
-        while ticks is None or result.ticks_run < ticks:
-            if stopper.requested:
-                result.interrupted = True
-                break
-            if life and not agent.interrupted:
-                dreamt = life.maybe_dream(stopper.control)
-                if dreamt is not None:
-                    result.dreams.append(dreamt)
-            if not agent.interrupted and not idle_should_wake(agent, agent.services.clock()):
+        with agent.services.llms.cancel_when(stopper.event):
+            while ticks is None or result.ticks_run < ticks:
+                if stopper.requested:
+                    result.interrupted = True
+                    break
+                if life and not agent.interrupted:
+                    dreamt = life.maybe_dream(stopper.control)
+                    if dreamt is not None:
+                        result.dreams.append(dreamt)
+                if not agent.interrupted and not idle_should_wake(agent, agent.services.clock()):
+                    if life:
+                        life.step_tasks(stopper.control)
+                    stopper.sleep(idle_poll_s)
+                    continue
+                with agent.services.db.unit() as repos:
+                    notes_seen = repos.notes.newest_id()  # a note written during the tick also ends its pause
+                for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
+                                               events=on_stream is not None):
+                    if on_stream:
+                        on_stream(mode, data)
+                result.ticks_run += 1
+                state = agent.state()
+                result.last_state = state
                 if life:
-                    life.step_tasks(stopper.control)
-                stopper.sleep(idle_poll_s)
-                continue
-            for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
-                                           events=on_stream is not None):
-                if on_stream:
-                    on_stream(mode, data)
-            result.ticks_run += 1
-            state = agent.state()
-            result.last_state = state
-            if life:
-                life.after_tick(stopper.control)
-            if state.get("degraded"):
-                degraded_streak += 1
-                stopper.sleep(min(MAX_DEGRADED_BACKOFF_S, 2.0 ** degraded_streak))
-            else:
-                degraded_streak = 0
-                if ticks is None or result.ticks_run < ticks:
-                    stopper.sleep(float(state.get("pause_s") or 0.0))
-    except GraphDrained:
+                    life.after_tick(stopper.control)
+                if agent.last_failure is not None:
+                    result.failed_ticks += 1
+                    if notify:
+                        failure = agent.last_failure
+                        notify(f"tick {failure.tick} failed{' in ' + failure.step if failure.step else ''}: "
+                               f"{failure.error[:300]} — its output is quarantined; the next tick starts clean")
+                if state.get("degraded") or agent.last_failure is not None:  # back off, in case the fault persists
+                    degraded_streak += 1
+                    wait = min(MAX_DEGRADED_BACKOFF_S, 2.0 ** degraded_streak)
+                elif ticks is None or result.ticks_run < ticks:
+                    degraded_streak = 0
+                    wait = float(state.get("pause_s") or 0.0)
+                else:
+                    wait = 0.0
+                pause(agent, stopper, wait, notes_after=notes_seen, poll_s=note_poll_s)
+    except (GraphDrained, LLMCancelled):  # a stop during a step (LLMCancelled: a model call outside the graph)
         result.interrupted = True
     finally:
         if life:

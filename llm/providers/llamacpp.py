@@ -4,6 +4,7 @@ langchain-community is being sunset; everything that touches it is in this modul
 llama-cpp-python's `Llama` directly is a local change. The model loads lazily on the first call.
 Base models have no chat template, so `chat` renders the messages as plain text and continues it.
 JSON-schema answers use llama.cpp's grammar-constrained decoding, so even a 270M model returns valid JSON.
+Given a `cancel` event, generation streams and stops between two tokens once it is set.
 """
 
 from __future__ import annotations
@@ -16,7 +17,21 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from llm.base import Generation, LLMUnavailable, Sampling, TokenCallback, render_chat_as_text
+from llm.base import (
+    Generation,
+    LLMCancelled,
+    LLMUnavailable,
+    Sampling,
+    TokenCallback,
+    render_chat_as_text,
+)
+
+# One model load at a time in the process. With verbose=False, llama-cpp-python silences a load by dup2-ing
+# /dev/null over fds 1 and 2 (and swapping sys.stdout/sys.stderr), then restoring what it saved on entry. Two
+# loads overlapping in threads (the validators are asked in parallel and each loads its model on first use)
+# save each other's /dev/null and "restore" it: the process's stdout and stderr stay on /dev/null for good,
+# and a run ends with exit 0 and no output. (`warnings.catch_warnings` is not thread-safe either.)
+_LOAD_LOCK = threading.Lock()
 
 
 class EmbeddedLlamaCpp:
@@ -53,23 +68,26 @@ class EmbeddedLlamaCpp:
     def _ensure(self):
         if self._llm is not None:
             return self._llm
-        if not self._model_path:
-            from llm.embedded_model import assemble_model
+        with _LOAD_LOCK:  # see _LOAD_LOCK; also keeps two threads from assembling the GGUF at once
+            if self._llm is not None:
+                return self._llm
+            if not self._model_path:
+                from llm.embedded_model import assemble_model
 
-            self._model_path = str(assemble_model(Path(self._cache_dir) if self._cache_dir else None))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from langchain_community.llms import LlamaCpp
+                self._model_path = str(assemble_model(Path(self._cache_dir) if self._cache_dir else None))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                from langchain_community.llms import LlamaCpp
 
-            self._llm = LlamaCpp(
-                model_path=self._model_path,
-                n_ctx=self.context_window,
-                n_threads=self.n_threads,
-                n_batch=512,
-                seed=self.seed,
-                verbose=False,
-                max_tokens=256,
-            )
+                self._llm = LlamaCpp(
+                    model_path=self._model_path,
+                    n_ctx=self.context_window,
+                    n_threads=self.n_threads,
+                    n_batch=512,
+                    seed=self.seed,
+                    verbose=False,
+                    max_tokens=256,
+                )
         return self._llm
 
     def count_tokens(self, text: str) -> int:
@@ -86,7 +104,8 @@ class EmbeddedLlamaCpp:
         return self._grammars[key]
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation:
+                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 cancel: threading.Event | None = None) -> Generation:
         llm = self._ensure()
         prompt_tokens = self.count_tokens(prompt)
         max_tokens = max(1, min(sampling.max_tokens, self.context_window - prompt_tokens - 1))
@@ -104,13 +123,20 @@ class EmbeddedLlamaCpp:
         started = time.perf_counter()
         try:
             with self._lock:
-                if on_token is None:
+                if on_token is None and cancel is None:
                     text = llm.invoke(prompt, stop=stop or None, **kwargs)
                 else:
                     parts = []
-                    for chunk in llm.stream(prompt, stop=stop or None, **kwargs):
-                        parts.append(chunk)
-                        on_token(chunk)
+                    chunks = llm.stream(prompt, stop=stop or None, **kwargs)
+                    try:
+                        for chunk in chunks:
+                            if cancel is not None and cancel.is_set():
+                                raise LLMCancelled(f"{self.id}: cancelled after {len(parts)} token(s)")
+                            parts.append(chunk)
+                            if on_token is not None:
+                                on_token(chunk)
+                    finally:
+                        chunks.close()  # ends llama.cpp's generation loop now, not when the generator is collected
                     text = "".join(parts)
         except (RuntimeError, OSError) as exc:  # llama_decode failures: treat as an outage of this model
             raise LLMUnavailable(f"{self.id}: {exc}") from exc
@@ -126,6 +152,7 @@ class EmbeddedLlamaCpp:
         )
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation:
+             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             cancel: threading.Event | None = None) -> Generation:
         return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
-                             on_token=on_token)
+                             on_token=on_token, cancel=cancel)

@@ -1,37 +1,101 @@
-"""Any OpenAI-compatible server (LM Studio, Ollama, vLLM, llama.cpp server) through langchain-openai.
+"""Any OpenAI-compatible server (LM Studio, Ollama, vLLM, llama.cpp server), spoken to directly over httpx.
 
 `api: chat` uses /v1/chat/completions, `api: completions` uses /v1/completions (continuation mode,
-base models). llama.cpp-server pitfalls handled here: it ignores `max_completion_tokens`, so
-`max_tokens` travels in `extra_body`; its completions endpoint takes one prompt per request
-(`batch_size=1`). A chat endpoint that returns nothing for a base model is retried once as a
-plain-text completion.
+base models). A chat endpoint that returns nothing for a base model is retried once as a plain-text completion.
+
+Every request streams, so a stop is noticed between two chunks and `timeout` bounds each wait for the server's
+next bytes rather than the whole answer. Servers differ; what this module does about it:
+- a server that ignores `stream: true` answers with one JSON body: that body is the answer, and this provider
+  stops asking that server to stream; one that refuses the stream (400) or garbles it is asked again whole;
+- a completions server that rejects the structured-output extras is asked again without them (parsed leniently);
+- every failure is an `LLMUnavailable` with its kind (llm/base.py): connection errors, timeouts and 5xx are
+  outages, 401/403 a wrong key, 404 an unknown model, 429 a rate limit, other 4xx a refused request, and a body
+  that is not a completion is malformed.
+With a `cancel` event the request runs on a worker thread and the caller waits on it, so a set event raises
+`LLMCancelled` at once even while the server sends nothing; the abandoned worker closes its connection at its
+next chunk or timeout.
+
+Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env, context_window,
+timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import queue
+import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
+from collections.abc import Iterable
 
-from llm.base import Generation, LLMUnavailable, Sampling, TokenCallback, approx_tokens, render_chat_as_text
+from llm.base import (
+    AUTH,
+    BAD_REQUEST,
+    MALFORMED,
+    NOT_FOUND,
+    OUTAGE,
+    RATE_LIMITED,
+    Generation,
+    LLMCancelled,
+    LLMUnavailable,
+    Sampling,
+    TokenCallback,
+    approx_tokens,
+    render_chat_as_text,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+CANCEL_POLL_S = 0.1
 
 
-def _is_outage(exc: Exception) -> bool:
-    import httpx
-    import openai
+@dataclass
+class _Answer:
+    text: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError,
-                        httpx.TransportError, ConnectionError, TimeoutError)):
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+def _seconds(cfg: dict[str, Any], key: str, default: float, llm_id: str) -> float:
+    value = cfg.get(key, default)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not seconds > 0:
+        raise ValueError(f"LLM {llm_id!r}: config.{key} must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _retry_after(headers) -> float | None:
+    try:
+        return max(0.0, float(headers.get("retry-after", "")))
+    except ValueError:
+        return None  # an HTTP date or nothing: the registry's own backoff applies
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI tool call as the command parser takes it: {name, args, id}."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments") or "{}"
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+    except (ValueError, TypeError):
+        args = {}
+    return {"name": function.get("name") or "", "args": args if isinstance(args, dict) else {}, "id": call.get("id")}
 
 
 class OpenAICompatible:
     provider = "openai"
 
     def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str | None = None,
-                 context_window: int = 32768, timeout: float = 120.0):
+                 context_window: int = 32768, timeout: float = DEFAULT_TIMEOUT_S,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S):
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
         self.id = id
@@ -41,11 +105,13 @@ class OpenAICompatible:
         self.api_key_env = api_key_env  # the key itself is never stored; no variable named, no key sent
         self.context_window = context_window
         self.timeout = timeout
-        self._chat = None
-        self._completions = None
+        self.connect_timeout = connect_timeout
+        self.streams = True  # until this server shows it does not stream
+        self._http = None
+        self._http_lock = threading.Lock()
 
     @classmethod
-    def from_entry(cls, entry: dict[str, Any]) -> "OpenAICompatible":
+    def from_entry(cls, entry: dict[str, Any]) -> OpenAICompatible:
         cfg = entry.get("config") or {}
         return cls(
             id=entry["id"],
@@ -54,35 +120,33 @@ class OpenAICompatible:
             api=cfg.get("api", "chat"),
             api_key_env=cfg.get("api_key_env"),
             context_window=int(cfg.get("context_window", 32768)),
-            timeout=float(cfg.get("timeout", 120)),
+            timeout=_seconds(cfg, "timeout", DEFAULT_TIMEOUT_S, entry["id"]),
+            connect_timeout=_seconds(cfg, "connect_timeout", DEFAULT_CONNECT_TIMEOUT_S, entry["id"]),
         )
 
-    def _api_key(self) -> str:
-        return (os.environ.get(self.api_key_env) if self.api_key_env else None) or "not-needed"
+    def _client(self):
+        with self._http_lock:
+            if self._http is None:
+                import httpx
 
-    def _chat_client(self):
-        if self._chat is None:
-            from langchain_openai import ChatOpenAI
+                key = os.environ.get(self.api_key_env) if self.api_key_env else None
+                self._http = httpx.Client(
+                    base_url=self.base_url, headers={"Authorization": f"Bearer {key}"} if key else {},
+                    timeout=httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout)))
+            return self._http
 
-            self._chat = ChatOpenAI(base_url=self.base_url, api_key=self._api_key(), model=self.model,
-                                    timeout=self.timeout, max_retries=0, stream_usage=True)
-        return self._chat
-
-    def _completions_client(self):
-        if self._completions is None:
-            from langchain_openai import OpenAI
-
-            self._completions = OpenAI(base_url=self.base_url, api_key=self._api_key(), model=self.model,
-                                       timeout=self.timeout, max_retries=0, batch_size=1)
-        return self._completions
+    def close(self) -> None:
+        with self._http_lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
 
     def count_tokens(self, text: str) -> int:
         return approx_tokens(text)
 
     @staticmethod
-    def _params(sampling: Sampling, stop: list[str] | None, json_schema: dict | None, chat: bool) -> dict[str, Any]:
-        extra_body: dict[str, Any] = {"max_tokens": sampling.max_tokens}
-        params: dict[str, Any] = {
+    def _body(sampling: Sampling, stop: list[str] | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "presence_penalty": sampling.presence_penalty,
@@ -90,93 +154,208 @@ class OpenAICompatible:
             "max_tokens": sampling.max_tokens,
         }
         if stop:
-            params["stop"] = stop
-        if json_schema is not None:
-            if chat:
-                params["response_format"] = {"type": "json_schema",
-                                             "json_schema": {"name": "answer", "schema": json_schema}}
-            else:
-                # llama.cpp's C++ server takes `json_schema`, llama-cpp-python's server a GBNF `grammar`
-                from llama_cpp.llama_grammar import json_schema_to_gbnf
+            body["stop"] = stop
+        return body
 
-                extra_body["json_schema"] = json_schema
-                extra_body["grammar"] = json_schema_to_gbnf(json.dumps(json_schema))
-        params["extra_body"] = extra_body
-        return params
+    # -- one request ------------------------------------------------------------------------------------------
+
+    def _failure(self, message: str, kind: str, retry_after: float | None = None) -> LLMUnavailable:
+        return LLMUnavailable(f"{self.id} ({self.base_url}): {message}", kind=kind, retry_after=retry_after)
+
+    def _refusal(self, status: int, body: str, headers) -> LLMUnavailable:
+        said = " ".join(body.split())[:300] or "(no body)"
+        if status in (401, 403):
+            where = f"the variable {self.api_key_env}" if self.api_key_env else "no key variable (config.api_key_env)"
+            return self._failure(f"HTTP {status}: the server refused the API key ({where}): {said}", AUTH)
+        if status == 404:
+            return self._failure(f"HTTP 404: no model {self.model!r} or no such endpoint here: {said}", NOT_FOUND)
+        if status == 429:
+            return self._failure(f"HTTP 429: rate limited: {said}", RATE_LIMITED, _retry_after(headers))
+        if status == 408 or status >= 500:
+            return self._failure(f"HTTP {status}: {said}", OUTAGE)
+        return self._failure(f"HTTP {status}: the request was refused: {said}", BAD_REQUEST)
+
+    def _parse_whole(self, raw: str) -> _Answer:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise self._failure(f"the answer is not JSON: {' '.join(raw.split())[:200]!r}", MALFORMED) from None
+        if isinstance(data, dict) and data.get("error"):
+            raise self._failure(f"the server reported an error: {str(data['error'])[:300]}", OUTAGE)
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices or not isinstance(choices[0], dict):
+            raise self._failure(f"the answer has no choices: {' '.join(raw.split())[:200]!r}", MALFORMED)
+        choice = choices[0]
+        message = choice.get("message") or {}
+        text = choice.get("text") if "text" in choice else message.get("content")
+        return _Answer(text=text if isinstance(text, str) else "", usage=data.get("usage") or {},
+                       tool_calls=[_tool_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)])
+
+    def _read_stream(self, lines: Iterable[str], on_token: TokenCallback | None,
+                     cancel: threading.Event | None) -> _Answer:
+        answer, parts, calls, seen = _Answer(), [], {}, False
+        for line in lines:
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(f"{self.id}: cancelled while streaming")
+            if not line.startswith("data:"):
+                continue  # SSE comments, `event:` lines, keep-alives
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                seen = True
+                break
+            try:
+                data = json.loads(payload)
+            except ValueError:
+                raise self._failure(f"a streamed chunk is not JSON: {payload[:200]!r}", MALFORMED) from None
+            if not isinstance(data, dict):
+                raise self._failure(f"a streamed chunk is not an object: {payload[:200]!r}", MALFORMED)
+            if data.get("error"):
+                raise self._failure(f"the server reported an error: {str(data['error'])[:300]}", OUTAGE)
+            seen = True
+            if data.get("usage"):
+                answer.usage = data["usage"]
+            for choice in data.get("choices") or []:
+                delta = choice.get("delta") or {}
+                piece = choice.get("text") if "text" in choice else delta.get("content")
+                if isinstance(piece, str) and piece:
+                    parts.append(piece)
+                    if on_token is not None:
+                        on_token(piece)
+                for call in delta.get("tool_calls") or []:
+                    merged = calls.setdefault(call.get("index", len(calls)), {"function": {"name": "", "arguments": ""}})
+                    merged["id"] = call.get("id") or merged.get("id")
+                    function = call.get("function") or {}
+                    merged["function"]["name"] += function.get("name") or ""
+                    merged["function"]["arguments"] += function.get("arguments") or ""
+        if not seen:
+            raise self._failure("the stream held no completion chunks", MALFORMED)
+        answer.text = "".join(parts)
+        answer.tool_calls = [_tool_call(calls[i]) for i in sorted(calls)]
+        return answer
+
+    def _fetch(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
+               cancel: threading.Event | None) -> _Answer:
+        import httpx
+
+        try:
+            with self._client().stream("POST", path, json=body) as response:
+                if response.status_code >= 400:
+                    raise self._refusal(response.status_code, response.read().decode("utf-8", "replace"),
+                                        response.headers)
+                if body.get("stream") and "text/event-stream" in response.headers.get("content-type", ""):
+                    return self._read_stream(response.iter_lines(), on_token, cancel)
+                raw = response.read().decode("utf-8", "replace")
+                if body.get("stream"):
+                    if raw.lstrip().startswith("data:"):  # an event stream without its content type
+                        return self._read_stream(raw.splitlines(), on_token, cancel)
+                    log.info("%s ignores `stream`: asking it for whole answers from now on", self.id)
+                    self.streams = False
+                answer = self._parse_whole(raw)
+                if on_token is not None and answer.text:
+                    on_token(answer.text)
+                return answer
+        except httpx.ConnectTimeout as exc:
+            raise self._failure(f"no connection within {self.connect_timeout:g}s (config.connect_timeout)",
+                                OUTAGE) from exc
+        except httpx.TimeoutException as exc:
+            raise self._failure(f"no answer within {self.timeout:g}s (config.timeout): {type(exc).__name__}",
+                                OUTAGE) from exc
+        except (httpx.TransportError, OSError) as exc:
+            raise self._failure(f"{type(exc).__name__}: {exc}", OUTAGE) from exc
+
+    def _exchange(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
+                  cancel: threading.Event | None) -> _Answer:
+        """One request; with `cancel`, on a worker thread this thread can walk away from."""
+        if cancel is None:
+            return self._fetch(path, body, on_token, None)
+        if cancel.is_set():
+            raise LLMCancelled(f"{self.id}: cancelled before the request")
+        events: queue.SimpleQueue = queue.SimpleQueue()
+
+        def work() -> None:
+            try:
+                events.put(("done", self._fetch(path, body, lambda text: events.put(("token", text)), cancel)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller, raised there
+                events.put(("error", exc))
+
+        threading.Thread(target=work, name=f"llm-{self.id}", daemon=True).start()
+        while True:
+            if cancel.is_set():
+                raise LLMCancelled(f"{self.id}: cancelled while waiting for {self.base_url}")
+            try:
+                kind, value = events.get(timeout=CANCEL_POLL_S)
+            except queue.Empty:
+                continue
+            if kind == "token":
+                if on_token is not None:
+                    on_token(value)
+            elif kind == "done":
+                return value
+            else:
+                raise value
+
+    def _ask(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
+             cancel: threading.Event | None) -> _Answer:
+        if not self.streams:
+            return self._exchange(path, {**body, "stream": False}, on_token, cancel)
+        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        try:
+            return self._exchange(path, streamed, on_token, cancel)
+        except LLMUnavailable as exc:
+            if exc.kind not in (BAD_REQUEST, MALFORMED):
+                raise
+            answer = self._exchange(path, {**body, "stream": False}, on_token, cancel)
+        log.info("%s cannot stream: asking it for whole answers from now on", self.id)
+        self.streams = False
+        return answer
+
+    # -- the Provider protocol --------------------------------------------------------------------------------
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation:
-        client = self._completions_client()
-        params = self._params(sampling, stop, json_schema, chat=False)
+                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 cancel: threading.Event | None = None) -> Generation:
+        body = {"model": self.model, "prompt": prompt, **self._body(sampling, stop)}
         started = time.perf_counter()
-        try:
-            return self._complete(client, prompt, params, on_token, started)
-        except Exception as exc:
-            import openai
+        if json_schema is None:
+            answer = self._ask("/completions", body, on_token, cancel)
+        else:
+            # llama.cpp's C++ server takes `json_schema`, llama-cpp-python's server a GBNF `grammar`
+            from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-            if json_schema is None or not isinstance(exc, openai.BadRequestError):
-                raise
-        # a server that rejects the structured-output extras: ask again without them, parse leniently
-        params["extra_body"] = {"max_tokens": sampling.max_tokens}
-        return self._complete(client, prompt, params, on_token, started)
-
-    def _complete(self, client, prompt: str, params: dict[str, Any], on_token: TokenCallback | None,
-                  started: float) -> Generation:
-        try:
-            if on_token is None:
-                result = client.generate([prompt], **params)
-                text = result.generations[0][0].text
-                usage = (result.llm_output or {}).get("token_usage", {})
-            else:
-                parts = []
-                for chunk in client.stream(prompt, **params):
-                    parts.append(chunk)
-                    on_token(chunk)
-                text, usage = "".join(parts), {}
-        except Exception as exc:
-            if _is_outage(exc):
-                raise LLMUnavailable(f"{self.id} ({self.base_url}): {exc}") from exc
-            raise
-        return Generation(
-            text=text, llm_id=self.id, provider=self.provider, model=self.model,
-            prompt_tokens=int(usage.get("prompt_tokens") or approx_tokens(prompt)),
-            completion_tokens=int(usage.get("completion_tokens") or approx_tokens(text)),
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
+            structured = {**body, "json_schema": json_schema, "grammar": json_schema_to_gbnf(json.dumps(json_schema))}
+            try:
+                answer = self._ask("/completions", structured, on_token, cancel)
+            except LLMUnavailable as exc:
+                if exc.kind != BAD_REQUEST:
+                    raise
+                answer = self._ask("/completions", body, on_token, cancel)  # without the extras; parsed leniently
+        return self._generation(answer, approx_tokens(prompt), started)
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None) -> Generation:
+             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             cancel: threading.Event | None = None) -> Generation:
         if self.api == "completions":
             return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
-                                 on_token=on_token)
-        client = self._chat_client()
-        params = self._params(sampling, stop, json_schema, chat=True)
-        lc_messages = [(m.get("role", "user"), m.get("content", "")) for m in messages]
+                                 on_token=on_token, cancel=cancel)
+        body = {"model": self.model, **self._body(sampling, stop),
+                "messages": [{"role": m.get("role", "user"), "content": m.get("content", "")} for m in messages]}
+        if json_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": json_schema}}
         started = time.perf_counter()
-        try:
-            if on_token is None:
-                reply = client.invoke(lc_messages, **params)
-            else:
-                reply = None
-                for chunk in client.stream(lc_messages, **params):
-                    reply = chunk if reply is None else reply + chunk
-                    if isinstance(chunk.content, str) and chunk.content:
-                        on_token(chunk.content)
-        except Exception as exc:
-            if _is_outage(exc):
-                raise LLMUnavailable(f"{self.id} ({self.base_url}): {exc}") from exc
-            raise
-        text = reply.content if reply is not None and isinstance(reply.content, str) else ""
-        tool_calls = [dict(tc) for tc in (getattr(reply, "tool_calls", None) or [])]
-        if not text.strip() and not tool_calls:
+        answer = self._ask("/chat/completions", body, on_token, cancel)
+        if not answer.text.strip() and not answer.tool_calls:
             # Base models behind a chat endpoint answer nothing: continue the rendered text instead.
             return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
-                                 on_token=on_token)
-        usage = getattr(reply, "usage_metadata", None) or {}
+                                 on_token=on_token, cancel=cancel)
+        return self._generation(answer, approx_tokens(render_chat_as_text(messages)), started)
+
+    def _generation(self, answer: _Answer, approx_prompt_tokens: int, started: float) -> Generation:
+        usage = answer.usage if isinstance(answer.usage, dict) else {}
         return Generation(
-            text=text, llm_id=self.id, provider=self.provider, model=self.model,
-            prompt_tokens=int(usage.get("input_tokens") or approx_tokens(render_chat_as_text(messages))),
-            completion_tokens=int(usage.get("output_tokens") or approx_tokens(text)),
+            text=answer.text, llm_id=self.id, provider=self.provider, model=self.model,
+            prompt_tokens=int(usage.get("prompt_tokens") or approx_prompt_tokens),
+            completion_tokens=int(usage.get("completion_tokens") or approx_tokens(answer.text)),
             latency_ms=(time.perf_counter() - started) * 1000,
-            tool_calls=tool_calls,
+            tool_calls=answer.tool_calls,
         )
+

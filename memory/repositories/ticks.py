@@ -12,11 +12,29 @@ from memory.repositories.base import Repo
 
 class TickRepo(Repo):
     def start(self, thread_id: str, tick: int, mode: str) -> Tick:
+        """The tick's row, counting its starts: a tick started again was cut short (a kill, a crash)."""
         row = self.s.scalars(select(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)).first()
         if row is None:
-            row = Tick(thread_id=thread_id, tick=tick, mode=mode)
+            row = Tick(thread_id=thread_id, tick=tick, mode=mode, summary={"attempts": 1})
             self.s.add(row)
-            self.s.flush()
+        else:
+            row.summary = {**(row.summary or {}), "attempts": int((row.summary or {}).get("attempts") or 0) + 1}
+        self.s.flush()
+        return row
+
+    def fail(self, thread_id: str, tick: int, *, step: str | None, error: str, trace: str = "") -> Tick:
+        """Close a tick that could not finish: the reason is kept, and the model's answer is quarantined — stored
+        for `inspect`, never reused (a kept answer is reused only by an unfinished tick)."""
+        row = self.get(thread_id, tick)
+        if row is None:
+            row = Tick(thread_id=thread_id, tick=tick)
+            self.s.add(row)
+        summary = dict(row.summary or {})
+        answer = summary.pop("answer", None)
+        row.summary = {**summary, "error": error, "step": step, "trace": trace[-4000:],
+                       **({"quarantined": answer} if answer is not None else {})}
+        row.status, row.finished_at = "failed", utcnow()
+        self.s.flush()
         return row
 
     def get(self, thread_id: str, tick: int) -> Tick | None:

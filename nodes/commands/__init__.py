@@ -60,7 +60,12 @@ class Registry:
         return self.specs.get(type_)
 
     def guide(self, only: str | None = None) -> str:
-        lines = [f"- {t} {spec.usage}" for t, spec in sorted(self.specs.items()) if only is None or t.startswith(only)]
+        """Every command's usage line (the prompt's guide); with `only` (a command or family), each match with its
+        arguments as its model defines them (help.show)."""
+        if only is None:
+            return "\n".join(f"- {t} {spec.usage}" for t, spec in sorted(self.specs.items()))
+        only = self.aliases.get(only.strip().lower(), only.strip().lower())
+        lines = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
         return "\n".join(lines) or f"no command matches {only!r}"
 
 

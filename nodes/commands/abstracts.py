@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from datetime import timedelta
 
 from memory.upkeep.abstracts import request_abstract
+from nodes.commands.args import Args, Days, Id, Limit, Refs, Text, Title, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Family, arg
 
 FAMILY = Family("abstracts", "thematic digests")
+
+
+class AbstractsListArgs(Args):
+    tags: Words | None = None
+    days: Days | None = None
+    limit: Limit = 5
+
+
+class AbstractIdArgs(Args):
+    id: Id
+
+
+class AbstractAddArgs(Args):
+    title: Title = "untitled"
+    summary: Text = Field(validation_alias=names("summary", "text"))
+    tags: Words = []
+    sources: Refs = []
+
+
+class AbstractUpdateArgs(AbstractIdArgs):
+    text: Text = Field(validation_alias=names("text", "summary"))
+    sources: Refs = []
 
 
 def abstract_line(a) -> str:
@@ -16,7 +41,7 @@ def abstract_line(a) -> str:
     return f"[abstract {a.id} {a.created_at:%Y-%m-%d} {a.title}]{tags} {a.summary} (sources: {', '.join(a.sources) or '—'})"
 
 
-@FAMILY.command("abstracts.list", '{"tags": ["sea"], "days": 7, "limit": 5}', effect="read")
+@FAMILY.command("abstracts.list", '{"tags": ["sea"], "days": 7, "limit": 5}', args=AbstractsListArgs, effect="read")
 def list_abstracts(cmd: Command, ctx: CommandContext) -> CommandResult:
     days = arg(cmd, "days", default=None, kind=int)
     rows = ctx.repos.abstracts.list(tags=arg(cmd, "tags", default=None, kind=list), limit=arg(cmd, "limit", default=5, kind=int),
@@ -24,13 +49,13 @@ def list_abstracts(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(abstract_line(a) for a in rows) or "no abstracts", show=True)
 
 
-@FAMILY.command("abstracts.read", '{"id": 2}', effect="read")
+@FAMILY.command("abstracts.read", '{"id": 2}', args=AbstractIdArgs, effect="read")
 def read_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(abstract_line(ctx.repos.abstracts.get(arg(cmd, "id", kind=int))), show=True)
 
 
 @FAMILY.command("abstracts.add", '{"title": "…", "summary": "…", "tags": […], "sources": ["message:12"]}  '
-                          "(or {} to ask for one to be made from my recent thoughts)", effect="write_self")
+                          "(or {} to ask for one to be made from my recent thoughts)", args=AbstractAddArgs, effect="write_self")
 def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     if "summary" not in cmd.args and "text" not in cmd.args:
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "requested", "asked by the persona")
@@ -41,7 +66,7 @@ def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"abstract {row.id} added")
 
 
-@FAMILY.command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}', effect="write_self")
+@FAMILY.command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}', args=AbstractUpdateArgs, effect="write_self")
 def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     abstract_id = arg(cmd, "id", kind=int)
     ctx.repos.abstracts.extend(abstract_id, str(arg(cmd, "text", "summary")), arg(cmd, "sources", default=[], kind=list))

@@ -2,11 +2,59 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from nodes.commands.memory import archive_one
+from nodes.commands.args import Args, Description, Id, Limit, Ref, Title, Weight, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Family, arg
 
 FAMILY = Family("concepts", "the semantic graph")
+
+
+class ConceptAddArgs(Args):
+    name: Title
+    description: Description = Field("", validation_alias=names("description", "text"))
+    tags: Words = []
+    weight: Weight = 1.0
+
+
+class ConceptsListArgs(Args):
+    limit: Limit = 30
+    archived: bool = False
+
+
+class ConceptRefArgs(Args):
+    id: Ref = Field(validation_alias=names("id", "name"))
+
+
+class ConceptUpdateArgs(ConceptRefArgs):
+    new_name: Title | None = None
+    description: Description | None = None
+    tags: Words | None = None
+    weight: Weight | None = None
+
+
+class LinkAddArgs(Args):
+    source: Ref = Field(validation_alias=names("source", "source_id"))
+    target: Ref = Field(validation_alias=names("target", "target_id"))
+    relation: Word = "related_to"
+    weight: Weight = 1.0
+    tags: Words = []
+
+
+class LinksListArgs(Args):
+    concept: Ref | None = Field(None, validation_alias=names("concept", "concept_id"))
+
+
+class LinkIdArgs(Args):
+    id: Id
+
+
+class LinkUpdateArgs(LinkIdArgs):
+    relation: Word | None = None
+    weight: Weight | None = None
+    tags: Words | None = None
 
 
 def concept_line(c) -> str:
@@ -19,14 +67,14 @@ def link_line(link, names: dict[int, str]) -> str:
             f"{names.get(link.target_id, link.target_id)} (weight {link.weight:g})")
 
 
-@FAMILY.command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}', effect="write_self")
+@FAMILY.command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}', args=ConceptAddArgs, effect="write_self")
 def add_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.add(str(arg(cmd, "name")), str(arg(cmd, "description", "text", default="")),
                                tags=arg(cmd, "tags", default=[], kind=list), weight=arg(cmd, "weight", default=1.0, kind=float))
     return CommandResult(f"concept {c.id} {c.name!r} added")
 
 
-@FAMILY.command("concepts.list", '{"limit": 30, "archived": false}', effect="read")
+@FAMILY.command("concepts.list", '{"limit": 30, "archived": false}', args=ConceptsListArgs, effect="read")
 def list_concepts(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.concepts.list(limit=arg(cmd, "limit", default=30, kind=int),
                                    include_archived=arg(cmd, "archived", default=False, kind=bool))
@@ -42,7 +90,7 @@ def _in_use(ctx: CommandContext, concept):
     return concept
 
 
-@FAMILY.command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)', effect="read")
+@FAMILY.command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)', args=ConceptRefArgs, effect="read")
 def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "id", "name")))
     links = ctx.repos.links.list(c.id)
@@ -50,7 +98,7 @@ def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join([concept_line(c), *[link_line(link, names) for link in links]]), show=True)
 
 
-@FAMILY.command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}', effect="write_self")
+@FAMILY.command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}', args=ConceptUpdateArgs, effect="write_self")
 def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
     ctx.repos.concepts.update(c.id, name=cmd.args.get("new_name"), description=arg(cmd, "description", default=None),
@@ -59,20 +107,20 @@ def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("concepts.delete", '{"id": 2}  (archives it and its links; needs my human\'s approval)',
-                effect="modify_self")
+                args=ConceptRefArgs, effect="modify_self")
 def delete_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "concept", ctx.repos.concepts.resolve(arg(cmd, "id", "name")).id)
 
 
-@FAMILY.command("concepts.pin", '{"id": 2}', effect="write_self")
-@FAMILY.command("concepts.unpin", '{"id": 2}', effect="write_self")
+@FAMILY.command("concepts.pin", '{"id": 2}', args=ConceptRefArgs, effect="write_self")
+@FAMILY.command("concepts.unpin", '{"id": 2}', args=ConceptRefArgs, effect="write_self")
 def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
     ctx.repos.concepts.update(c.id, pinned=cmd.type.endswith(".pin"))
     return CommandResult(f"concept {c.id} {'pinned' if c.pinned else 'unpinned'}")
 
 
-@FAMILY.command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}', effect="write_self")
+@FAMILY.command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}', args=LinkAddArgs, effect="write_self")
 def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     source = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "source", "source_id")))
     target = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "target", "target_id")))
@@ -81,7 +129,7 @@ def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"link {link.id} added: {source.name} —{link.relation}→ {target.name}")
 
 
-@FAMILY.command("links.list", '{"concept": "tide"}', effect="read")
+@FAMILY.command("links.list", '{"concept": "tide"}', args=LinksListArgs, effect="read")
 def list_links(cmd: Command, ctx: CommandContext) -> CommandResult:
     ref = arg(cmd, "concept", "concept_id", default=None)
     concept_id = ctx.repos.concepts.resolve(ref).id if ref is not None else None
@@ -90,14 +138,14 @@ def list_links(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(link_line(link, names) for link in rows) or "no links", show=True)
 
 
-@FAMILY.command("links.read", '{"id": 4}', effect="read")
+@FAMILY.command("links.read", '{"id": 4}', args=LinkIdArgs, effect="read")
 def read_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     link = ctx.repos.links.get(arg(cmd, "id", kind=int))
     names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
     return CommandResult(link_line(link, names), show=True)
 
 
-@FAMILY.command("links.update", '{"id": 4, "relation": "part_of", "weight": 2}', effect="write_self")
+@FAMILY.command("links.update", '{"id": 4, "relation": "part_of", "weight": 2}', args=LinkUpdateArgs, effect="write_self")
 def update_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     link_id = arg(cmd, "id", kind=int)
     ctx.repos.links.update(link_id, relation=arg(cmd, "relation", default=None), weight=arg(cmd, "weight", default=None, kind=float),
@@ -105,6 +153,6 @@ def update_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"link {link_id} updated")
 
 
-@FAMILY.command("links.delete", '{"id": 4}  (archives it; needs my human\'s approval)', effect="modify_self")
+@FAMILY.command("links.delete", '{"id": 4}  (archives it; needs my human\'s approval)', args=LinkIdArgs, effect="modify_self")
 def delete_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "link", arg(cmd, "id", kind=int))

@@ -10,13 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing import Any
+
 from memory.upkeep.abstracts import request_abstract
+from nodes.commands.args import Args, Title
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.context import SELF_CHANGE_PREFIX, self_changes
 from persona.settings import SELF_EDITABLE, Settings, SettingsError, load_settings
 
 FAMILY = Family("config", "my tunable settings")
+
+
+class ConfigReadArgs(Args):
+    key: Title | None = None
+
+
+class ConfigUpdateArgs(Args):
+    key: Title
+    value: Any  # checked against the settings model itself
 
 
 def current(settings: Settings, key: str) -> Any:
@@ -26,7 +38,7 @@ def current(settings: Settings, key: str) -> Any:
     return value
 
 
-@FAMILY.command("config.read", '{"key": "memory_manager.mode"}  (no key: every setting I may change)', effect="read")
+@FAMILY.command("config.read", '{"key": "memory_manager.mode"}  (no key: every setting I may change)', args=ConfigReadArgs, effect="read")
 def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = arg(cmd, "key", default=None)
     if key is not None and key not in SELF_EDITABLE:
@@ -36,7 +48,7 @@ def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("config.update", '{"key": "memory_manager.mode", "value": "meditation"}  (needs my human\'s approval)',
-                effect="modify_self")
+                args=ConfigUpdateArgs, effect="modify_self")
 def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = str(arg(cmd, "key"))
     if key not in SELF_EDITABLE:

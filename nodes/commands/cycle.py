@@ -6,11 +6,15 @@ command's exactly-once record; the loop driver and prepare_context read them eve
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+from pydantic import Field, ConfigDict
+
 from datetime import datetime
 from typing import Any
 
 from memory import Repos
 from memory.upkeep.abstracts import request_abstract
+from nodes.commands.args import Args, Id, Priority, SearchText, Ref, Seconds, Word, Words, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
@@ -18,6 +22,47 @@ FAMILY = Family("cycle", "my own loop")
 
 MAX_PAUSE_S = 3600.0
 MAX_RESPONSES = 50
+
+
+class PauseArgs(Args):
+    seconds: float = Field(ge=0, le=MAX_PAUSE_S, validation_alias=names("seconds", "s", "n", "value", "pause"))
+
+
+class ResponsesArgs(Args):
+    responses: int = Field(ge=0, le=MAX_RESPONSES, validation_alias=names("responses", "n"))
+
+
+class NotesModeArgs(Args):
+    mode: Annotated[Literal["auto", "manual"], lowered] = Field(validation_alias=names("mode", "value"))
+    min_priority: Priority | None = None
+
+
+class NoteFilter(Args):
+    model_config = ConfigDict(extra="forbid")
+    tags: Words | None = None
+    source: Word | None = None
+    contains: SearchText | None = None
+    min_priority: Priority | None = None
+
+
+class IdleArgs(Args):
+    on: bool = Field(True, validation_alias=names("on", "state", "value"))
+    timeout_s: Seconds | None = Field(None, validation_alias=names("timeout_s", "timeout"))
+    note_filter: NoteFilter | None = Field(None, validation_alias=names("note_filter", "filter"))
+    process: Ref | None = Field(None, validation_alias=names("process", "process_id"))
+    task: Id | None = Field(None, validation_alias=names("task", "task_id"))
+    wake_on_note: bool = True
+
+
+class ConcentrationArgs(Args):
+    on: bool = Field(True, validation_alias=names("on", "value"))
+    mode: Annotated[Literal["and", "or"], lowered] = Field("or", validation_alias=names("mode", "logic"))
+    tags: Words = []
+    emotions: Words = []
+
+
+class SwitchArgs(Args):
+    on: bool = Field(True, validation_alias=names("on", "value"))
 
 
 def cycle_key(thread_id: str) -> str:
@@ -50,49 +95,39 @@ def context_cycle(repos: Repos, settings: Any, thread_id: str) -> dict[str, Any]
     return cycle
 
 
-@FAMILY.command("cycle.pause", '{"seconds": 30}  (pause between ticks; 0 = none)', effect="write_self", aliases=('pause',))
+@FAMILY.command("cycle.pause", '{"seconds": 30}  (pause between ticks; 0 = none)', args=PauseArgs, effect="write_self", aliases=('pause',))
 def pause(cmd: Command, ctx: CommandContext) -> CommandResult:
-    seconds = arg(cmd, "seconds", "s", "n", "value", "pause", kind=float)
-    if not 0 <= seconds <= MAX_PAUSE_S:
-        raise CommandError(f"cycle.pause: seconds must be within 0..{MAX_PAUSE_S:g}, got {seconds:g}")
+    seconds = arg(cmd, "seconds", kind=float)
     update_cycle(ctx.repos, ctx.thread_id, pause_s=seconds)
     return CommandResult(f"pause between ticks set to {seconds:g}s")
 
 
-@FAMILY.command("cycle.set", '{"responses": 5}  (how many recent own responses to see)', effect="write_self")
+@FAMILY.command("cycle.set", '{"responses": 5}  (how many recent own responses to see)', args=ResponsesArgs, effect="write_self")
 def set_cycle(cmd: Command, ctx: CommandContext) -> CommandResult:
-    responses = arg(cmd, "responses", "n", kind=int)
-    if not 0 <= responses <= MAX_RESPONSES:
-        raise CommandError(f"cycle.set: responses must be within 0..{MAX_RESPONSES}, got {responses}")
+    responses = arg(cmd, "responses", kind=int)
     update_cycle(ctx.repos, ctx.thread_id, responses=responses)
     return CommandResult(f"recent responses in context: {responses}")
 
 
-@FAMILY.command("cycle.mode", '{"mode": "auto"}  (auto: unread notes shown; manual: only their ids)', effect="write_self")
+@FAMILY.command("cycle.mode", '{"mode": "auto"}  (auto: unread notes shown; manual: only their ids)', args=NotesModeArgs, effect="write_self")
 def notes_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
-    mode = str(arg(cmd, "mode", "value")).lower()
-    if mode not in ("auto", "manual"):
-        raise CommandError(f"cycle.mode: mode must be auto or manual, got {mode!r}")
+    mode = arg(cmd, "mode")
     update_cycle(ctx.repos, ctx.thread_id, notes_mode=mode, notes_min_priority=arg(cmd, "min_priority", default=None))
     return CommandResult(f"notes mode: {mode}")
 
 
 @FAMILY.command("cycle.idle", '{"on": true, "timeout_s": 600, "note_filter": {"tags": ["urgent"], "source": "user", '
                        '"contains": "…", "min_priority": 1}, "process": 12, "task": 4}  (sleep without LLM calls '
-                       'until a matching note, the process or task sub-cycle finishing, or the timeout)', effect="write_self")
+                       'until a matching note, the process or task sub-cycle finishing, or the timeout)', args=IdleArgs, effect="write_self")
 def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
-    raw = cmd.args.get("on", cmd.args.get("state", cmd.args.get("value", True)))
-    on = raw if isinstance(raw, bool) else str(raw).strip().lower() in ("1", "true", "on", "yes")
-    timeout_s = arg(cmd, "timeout_s", "timeout", default=None, kind=float)
+    on = arg(cmd, "on", default=True)
+    timeout_s = arg(cmd, "timeout_s", default=None, kind=float)
     if not on:
         update_cycle(ctx.repos, ctx.thread_id, idle=None)
         return CommandResult("idle off")
-    note_filter = arg(cmd, "note_filter", "filter", default={}, kind=dict)
-    unknown = set(note_filter) - {"tags", "source", "contains", "min_priority"}
-    if unknown:
-        raise CommandError(f"cycle.idle: note_filter takes tags, source, contains, min_priority; not {sorted(unknown)}")
-    process = arg(cmd, "process", "process_id", default=None)
-    task = arg(cmd, "task", "task_id", default=None, kind=int)
+    note_filter = {k: v for k, v in arg(cmd, "note_filter", default={}).items() if v is not None}
+    process = arg(cmd, "process", default=None)
+    task = arg(cmd, "task", default=None, kind=int)
     if process is not None and str(process).isdigit() and ctx.repos.processes.get(int(process)) is None:
         raise CommandError(f"cycle.idle: no process {process}")
     if task is not None:
@@ -156,14 +191,12 @@ def _set_context_mode(ctx: CommandContext, mode: str, **focus: Any) -> None:
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {mode}")
 
 
-@FAMILY.command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy"], "mode": "and|or"}', effect="write_self")
+@FAMILY.command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy"], "mode": "and|or"}', args=ConcentrationArgs, effect="write_self")
 def concentration(cmd: Command, ctx: CommandContext) -> CommandResult:
-    if not arg(cmd, "on", "value", default=True, kind=bool):
+    if not arg(cmd, "on", default=True, kind=bool):
         _set_context_mode(ctx, "standard")
         return CommandResult("concentration off")
-    logic = str(arg(cmd, "mode", "logic", default="or")).lower()
-    if logic not in ("and", "or"):
-        raise CommandError(f"cycle.concentration: mode must be and or or, got {logic!r}")
+    logic = arg(cmd, "mode", default="or")
     tags, emotions = arg(cmd, "tags", default=[], kind=list), arg(cmd, "emotions", default=[], kind=list)
     if not tags and not emotions:
         raise CommandError("cycle.concentration: give tags and/or emotions to concentrate on")
@@ -171,8 +204,8 @@ def concentration(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"concentration on: tags {tags}, emotions {emotions} ({logic})")
 
 
-@FAMILY.command("cycle.meditation", '{"on": true}  (the most diverse thoughts and memories instead of the latest)', effect="write_self")
+@FAMILY.command("cycle.meditation", '{"on": true}  (the most diverse thoughts and memories instead of the latest)', args=SwitchArgs, effect="write_self")
 def meditation(cmd: Command, ctx: CommandContext) -> CommandResult:
-    on = arg(cmd, "on", "value", default=True, kind=bool)
+    on = arg(cmd, "on", default=True, kind=bool)
     _set_context_mode(ctx, "meditation" if on else "standard")
     return CommandResult("meditation on" if on else "meditation off")

@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from nodes.commands.memory import archive_one, run_search
+from nodes.commands.args import Args, Id, K, Limit, Priority, SearchText, Text, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("diary", "the cognitive diary")
+
+
+class DiaryAddArgs(Args):
+    text: Text = Field(validation_alias=names("text", "content"))
+    tags: Words = []
+    emotions: Words = []
+    priority: Priority = 0
+
+
+class DiaryListArgs(Args):
+    limit: Limit = 10
+    tag: Word | None = None
+    archived: bool = False
+    pinned: bool = False
+
+
+class DiaryIdArgs(Args):
+    id: Id
+
+
+class DiarySearchArgs(Args):
+    query: SearchText = Field(validation_alias=names("query", "text", "q"))
+    k: K = Field(5, validation_alias=names("k", "limit"))
+    archived: bool = False
+
+
+class DiaryUpdateArgs(DiaryIdArgs):
+    text: Text | None = Field(None, validation_alias=names("text", "content"))
+    tags: Words | None = None
+    priority: Priority | None = None
 
 MAX_ENTRY_CHARS = 4000
 
@@ -24,7 +57,7 @@ def _text(cmd: Command) -> str:
     return text
 
 
-@FAMILY.command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}', effect="write_self")
+@FAMILY.command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}', args=DiaryAddArgs, effect="write_self")
 def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry = ctx.repos.diary.add(_text(cmd), tags=arg(cmd, "tags", default=[], kind=list),
                                 emotions=arg(cmd, "emotions", default=[], kind=list),
@@ -32,7 +65,7 @@ def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"diary {entry.id} added")
 
 
-@FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}', effect="read")
+@FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}', args=DiaryListArgs, effect="read")
 def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
                                 include_archived=arg(cmd, "archived", default=False, kind=bool),
@@ -40,7 +73,7 @@ def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(diary_line(r) for r in rows) or "the diary is empty", show=True)
 
 
-@FAMILY.command("diary.read", '{"id": 3}  (shown in the next tick\'s context)', effect="read")
+@FAMILY.command("diary.read", '{"id": 3}  (shown in the next tick\'s context)', args=DiaryIdArgs, effect="read")
 def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry = ctx.repos.diary.get(arg(cmd, "id", kind=int))
     if entry.status == "archived":  # reading an archived entry brings it back
@@ -49,13 +82,13 @@ def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(diary_line(entry), show=True)
 
 
-@FAMILY.command("diary.search", '{"query": "the sea", "k": 5, "archived": false}', effect="read")
+@FAMILY.command("diary.search", '{"query": "the sea", "k": 5, "archived": false}', args=DiarySearchArgs, effect="read")
 def search_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
                       tiers=["diary"], include_archived=arg(cmd, "archived", default=False, kind=bool))
 
 
-@FAMILY.command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}', effect="write_self")
+@FAMILY.command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}', args=DiaryUpdateArgs, effect="write_self")
 def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry_id = arg(cmd, "id", kind=int)
     text = _text(cmd) if "text" in cmd.args or "content" in cmd.args else None
@@ -64,13 +97,13 @@ def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"diary {entry_id} updated")
 
 
-@FAMILY.command("diary.delete", '{"id": 3}  (archives it; needs my human\'s approval)', effect="modify_self")
+@FAMILY.command("diary.delete", '{"id": 3}  (archives it; needs my human\'s approval)', args=DiaryIdArgs, effect="modify_self")
 def delete_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "diary", arg(cmd, "id", kind=int))
 
 
-@FAMILY.command("diary.pin", '{"id": 3}', effect="write_self")
-@FAMILY.command("diary.unpin", '{"id": 3}', effect="write_self")
+@FAMILY.command("diary.pin", '{"id": 3}', args=DiaryIdArgs, effect="write_self")
+@FAMILY.command("diary.unpin", '{"id": 3}', args=DiaryIdArgs, effect="write_self")
 def pin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry = ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), cmd.type.endswith(".pin"))
     return CommandResult(f"diary {entry.id} {'pinned' if entry.pinned else 'unpinned'}")

@@ -2,13 +2,90 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+from pydantic import Field
+
 from memory.upkeep.abstracts import request_abstract
 from nodes.commands.memory import archive_one
+from nodes.commands.args import Args, Description, Id, Priority, Seconds, Title, Words, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.stelis.threads import StelisRefused, open_thread
 
 FAMILY = Family("goals", "goals and tasks")
+
+
+Horizon = Annotated[Literal["short", "long"], lowered]
+GoalStatus = Annotated[Literal["active", "paused", "completed", "failed"], lowered]
+TaskStatus = Annotated[Literal["open", "in_progress", "done", "failed", "cancelled", "frozen"], lowered]
+Criteria = Annotated[list[Description], Field(max_length=20)]
+
+
+class GoalAddArgs(Args):
+    title: Title = Field(validation_alias=names("title", "goal", "text"))
+    description: Description = ""
+    horizon: Horizon = "short"
+    priority: Priority = 1
+    constraints: Criteria = []
+    success_criteria: Criteria = []
+    tags: Words = []
+    parent: Id | None = Field(None, validation_alias=names("parent", "parent_id"))
+
+
+class GoalsListArgs(Args):
+    status: GoalStatus | None = None
+    horizon: Horizon | None = None
+
+
+class GoalIdArgs(Args):
+    id: Id
+
+
+class GoalUpdateArgs(GoalIdArgs):
+    status: GoalStatus | None = None
+    reason: Description | None = None
+    progress: Description | None = None
+    priority: Priority | None = None
+    title: Title | None = None
+    description: Description | None = None
+    horizon: Horizon | None = None
+
+
+class TaskAddArgs(Args):
+    title: Title = Field(validation_alias=names("title", "task", "text"))
+    goal_id: Id | None = Field(None, validation_alias=names("goal_id", "goal"))
+    description: Description = ""
+    priority: Priority = 1
+    pinned: bool = False
+    tags: Words = []
+
+
+class TasksListArgs(Args):
+    status: TaskStatus | None = None
+    goal_id: Id | None = None
+
+
+class TaskIdArgs(Args):
+    id: Id = Field(validation_alias=names("id", "task_id"))
+
+
+class TaskUpdateArgs(TaskIdArgs):
+    status: TaskStatus | None = None
+    priority: Priority | None = None
+    title: Title | None = None
+    description: Description | None = None
+    goal_id: Id | None = None
+
+
+class TaskRunArgs(TaskIdArgs):
+    max_ticks: int = Field(20, ge=1, le=1_000)
+    deadline_s: Seconds = 3600.0
+    max_restarts: int = Field(1, ge=0, le=10)
+    window_ratio: float = Field(0.5, gt=0, le=1)
+    pause_s: float = Field(0.0, ge=0, le=3600)
+    retries: int = Field(0, ge=0, le=10)
+    backoff_s: float = Field(30.0, ge=0, le=3600)
+    backoff_factor: float = Field(2.0, ge=1, le=10)
 
 
 def goal_line(g) -> str:
@@ -27,7 +104,7 @@ def _closed(ctx: CommandContext, what: str) -> None:
 
 
 @FAMILY.command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
-                      '"constraints": […], "success_criteria": […]}', effect="write_self")
+                      '"constraints": […], "success_criteria": […]}', args=GoalAddArgs, effect="write_self")
 def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     g = ctx.repos.goals.add(str(arg(cmd, "title", "goal", "text")), description=str(arg(cmd, "description", default="")),
                             horizon=str(arg(cmd, "horizon", default="short")), priority=arg(cmd, "priority", default=1, kind=int),
@@ -37,13 +114,13 @@ def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"goal {g.id} added")
 
 
-@FAMILY.command("goals.list", '{"status": "active", "horizon": "short"}', effect="read")
+@FAMILY.command("goals.list", '{"status": "active", "horizon": "short"}', args=GoalsListArgs, effect="read")
 def list_goals(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.goals.list(status=arg(cmd, "status", default=None), horizon=arg(cmd, "horizon", default=None))
     return CommandResult("\n".join(goal_line(g) for g in rows) or "no goals", show=True)
 
 
-@FAMILY.command("goals.read", '{"id": 1}  (with sub-goals, tasks and progress)', effect="read")
+@FAMILY.command("goals.read", '{"id": 1}  (with sub-goals, tasks and progress)', args=GoalIdArgs, effect="read")
 def read_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     g = ctx.repos.goals.get(arg(cmd, "id", kind=int))
     lines = [goal_line(g)]
@@ -59,7 +136,7 @@ def read_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(lines), show=True)
 
 
-@FAMILY.command("goals.update", '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}', effect="write_self")
+@FAMILY.command("goals.update", '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}', args=GoalUpdateArgs, effect="write_self")
 def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     goal_id = arg(cmd, "id", kind=int)
     status = arg(cmd, "status", default=None)
@@ -75,12 +152,12 @@ def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"goal {goal_id} updated")
 
 
-@FAMILY.command("goals.delete", '{"id": 1}  (archives it; needs my human\'s approval)', effect="modify_self")
+@FAMILY.command("goals.delete", '{"id": 1}  (archives it; needs my human\'s approval)', args=GoalIdArgs, effect="modify_self")
 def delete_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "goal", arg(cmd, "id", kind=int))
 
 
-@FAMILY.command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}', effect="write_self")
+@FAMILY.command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}', args=TaskAddArgs, effect="write_self")
 def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     t = ctx.repos.tasks.add(str(arg(cmd, "title", "task", "text")), goal_id=arg(cmd, "goal_id", "goal", default=None, kind=int),
                             description=str(arg(cmd, "description", default="")), priority=arg(cmd, "priority", default=1, kind=int),
@@ -88,19 +165,19 @@ def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"task {t.id} added")
 
 
-@FAMILY.command("tasks.list", '{"status": "open", "goal_id": 1}', effect="read")
+@FAMILY.command("tasks.list", '{"status": "open", "goal_id": 1}', args=TasksListArgs, effect="read")
 def list_tasks(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.tasks.list(status=arg(cmd, "status", default=None), goal_id=arg(cmd, "goal_id", default=None, kind=int))
     return CommandResult("\n".join(task_line(t) for t in rows) or "no tasks", show=True)
 
 
-@FAMILY.command("tasks.read", '{"id": 4}', effect="read")
+@FAMILY.command("tasks.read", '{"id": 4}', args=TaskIdArgs, effect="read")
 def read_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     t = ctx.repos.tasks.get(arg(cmd, "id", kind=int))
     return CommandResult(task_line(t) + (f"\n{t.description}" if t.description else ""), show=True)
 
 
-@FAMILY.command("tasks.update", '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}', effect="write_self")
+@FAMILY.command("tasks.update", '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}', args=TaskUpdateArgs, effect="write_self")
 def update_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task_id = arg(cmd, "id", kind=int)
     status = arg(cmd, "status", default=None)
@@ -112,13 +189,13 @@ def update_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"task {task_id} updated")
 
 
-@FAMILY.command("tasks.delete", '{"id": 4}  (archives it; needs my human\'s approval)', effect="modify_self")
+@FAMILY.command("tasks.delete", '{"id": 4}  (archives it; needs my human\'s approval)', args=TaskIdArgs, effect="modify_self")
 def delete_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "task", arg(cmd, "id", kind=int))
 
 
-@FAMILY.command("tasks.pin", '{"id": 4}', effect="write_self")
-@FAMILY.command("tasks.unpin", '{"id": 4}', effect="write_self")
+@FAMILY.command("tasks.pin", '{"id": 4}', args=TaskIdArgs, effect="write_self")
+@FAMILY.command("tasks.unpin", '{"id": 4}', args=TaskIdArgs, effect="write_self")
 def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.update(arg(cmd, "id", kind=int), pinned=cmd.type.endswith(".pin"))
     return CommandResult(f"task {task.id} {'pinned' if task.pinned else 'unpinned'}")
@@ -132,7 +209,7 @@ CYCLE_KINDS = {"max_ticks": int, "deadline_s": float, "max_restarts": int, "wind
 
 
 @FAMILY.command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600, "pause_s": 0, "retries": 0}  (a read-only '
-                      'sub-cycle works on the task; its findings arrive as notes)', effect="write_self")
+                      'sub-cycle works on the task; its findings arrive as notes)', args=TaskRunArgs, effect="write_self")
 def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
     if ctx.repos.tasks.by_repl_thread(ctx.thread_id) is not None:
@@ -143,9 +220,7 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
         raise CommandError(f"tasks.run: task {task.id} is {task.status}")
     config = {**DEFAULT_CYCLE, **(task.repl_config or {})}
     for name, kind in CYCLE_KINDS.items():
-        config[name] = arg(cmd, name, default=config[name], kind=kind)
-        if config[name] < 0 or (name == "backoff_factor" and config[name] < 1):
-            raise CommandError(f"tasks.run: {name} must be {'≥ 1' if name == 'backoff_factor' else '≥ 0'}, not {config[name]}")
+        config[name] = arg(cmd, name, default=config[name], kind=kind)  # bounds: TaskRunArgs
     config.update(restarts=0, errors=0, next_at=None, started_at=ctx.now.isoformat())
     root = ctx.root_thread or ctx.thread_id
     try:
@@ -162,7 +237,7 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
                          f"{config['max_ticks']} ticks); its notes will reach you", show=True)
 
 
-@FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', effect="write_self")
+@FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', args=TaskIdArgs, effect="write_self")
 def stop_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
     if task.repl_status != "running":

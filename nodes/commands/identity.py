@@ -7,10 +7,27 @@ size limit (the edit fails and says by how much).
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+from pydantic import Field, model_validator
+
+from nodes.commands.args import Args, OptionalText, Text, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Effect, Family, arg
 
 FAMILY = Family("identity", "identity, core memory and notepad")
+
+
+class BlockEditArgs(Args):
+    text: OptionalText | None = Field(None, validation_alias=names("text", "content"))
+    mode: Annotated[Literal["append", "rewrite"], lowered] = "append"
+    old: Text | None = None
+    new: OptionalText | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> "BlockEditArgs":
+        if self.old is None and self.mode == "append" and not self.text:
+            raise ValueError("give text to append, text with mode rewrite, or old and new")
+        return self
 
 
 def _show(ctx: CommandContext, name: str) -> str:
@@ -57,9 +74,9 @@ def read_core(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 # one handler, two specs: the gate reads each spec's own effect (identity.update is always modify_self)
 @FAMILY.command("identity.update", '{"text": "…"}  (changes who I am: appends to core memory, or {"old": "…", "new": "…"} '
-                                   "replaces; needs my human's approval)", effect="modify_self")
+                                   "replaces; needs my human's approval)", args=BlockEditArgs, effect="modify_self")
 @FAMILY.command("core.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
-                               "(rewrites need my human's approval)", effect="write_self", escalate=discards)
+                               "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards)
 def update_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "core")
 
@@ -70,7 +87,7 @@ def read_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("notepad.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
-                                  "(rewrites need my human's approval)", effect="write_self", escalate=discards)
+                                  "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards)
 def update_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "notepad")
 

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from nodes.commands.memory import archive_one
+from nodes.commands.args import Args, Id, Label, Limit, Text, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("llm_memory", "my notepad of ideas")
 
+
+class MemoryAddArgs(Args):
+    text: Text = Field(validation_alias=names("text", "content", "value"))
+    title: Label = ""
+    tags: Words = []
+
+
+class MemoryListArgs(Args):
+    limit: Limit = 20
+
+
+class MemoryIdArgs(Args):
+    id: Id
+
 MAX_ENTRY_CHARS = 2000
 
 
-@FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', effect="write_self", aliases=('remember',))
+@FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', args=MemoryAddArgs, effect="write_self", aliases=('remember',))
 def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text", "content", "value"))
     if len(text) > MAX_ENTRY_CHARS:
@@ -21,13 +38,13 @@ def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"llm_memory {row.id} added")
 
 
-@FAMILY.command("llm_memory.list", '{"limit": 20}', effect="read")
+@FAMILY.command("llm_memory.list", '{"limit": 20}', args=MemoryListArgs, effect="read")
 def list_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.llm_memory.recent(arg(cmd, "limit", default=20, kind=int))
     return CommandResult("\n".join(f"[{r.id}] {r.title + ': ' if r.title else ''}{r.content}" for r in rows) or "empty",
                          show=True)
 
 
-@FAMILY.command("llm_memory.delete", '{"id": 3}  (archives it; needs my human\'s approval)', effect="modify_self")
+@FAMILY.command("llm_memory.delete", '{"id": 3}  (archives it; needs my human\'s approval)', args=MemoryIdArgs, effect="modify_self")
 def delete_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "llm_memory", arg(cmd, "id", kind=int))

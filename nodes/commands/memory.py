@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from datetime import timedelta
 
 from memory.retrieval.index import Query
 
+from nodes.commands.args import Args, Days, K, Limit, Ref, SearchText, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("memory", "searching, archiving and restoring memories")
+
+
+class SearchArgs(Args):
+    query: SearchText = Field(validation_alias=names("query", "text", "q"))
+    k: K = Field(5, validation_alias=names("k", "limit"))
+
+
+class MemorySearchArgs(SearchArgs):
+    tiers: Words | None = None
+    days: Days | None = None
+    tags: Words | None = None
+    archived: bool = False
+
+
+class ArchiveArgs(Args):
+    tier: Word
+    ref: Ref = Field(validation_alias=names("ref", "id"))
+
+
+class ArchivedListArgs(Args):
+    limit: Limit = 10
 
 
 def hit_line(hit) -> str:
@@ -30,19 +54,19 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
     return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True)
 
 
-@FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', effect="read")
+@FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', args=MemorySearchArgs, effect="read")
 def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
                       tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
                       tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool))
 
 
-@FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', effect="read", aliases=('search',))
+@FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', args=MemorySearchArgs, effect="read", aliases=('search',))
 def search_query(cmd: Command, ctx: CommandContext) -> CommandResult:
     return search_memory(cmd, ctx)
 
 
-@FAMILY.command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)', effect="read")
+@FAMILY.command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)', args=SearchArgs, effect="read")
 def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int), tiers=["kb"])
 
@@ -56,13 +80,13 @@ def archive_one(ctx: CommandContext, cmd_type: str, tier: str, ref: str | int) -
 
 
 @FAMILY.command("memory.archive", '{"tier": "diary|concept|link|llm_memory|goal|task|message", "ref": "3"}  '
-                                  "(sets it aside, restorable; needs my human's approval)", effect="modify_self")
+                                  "(sets it aside, restorable; needs my human's approval)", args=ArchiveArgs, effect="modify_self")
 def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, str(arg(cmd, "tier")), str(arg(cmd, "ref", "id")))
 
 
 @FAMILY.command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory, or a replaced core/notepad '
-                                  "version, back — that one needs my human\'s approval)", effect="write_self",
+                                  "version, back — that one needs my human\'s approval)", args=ArchiveArgs, effect="write_self",
                 escalate=lambda args: "modify_self" if str(args.get("tier")) in ("core", "notepad") else None)
 def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
     tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
@@ -72,7 +96,7 @@ def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{tier} {ref} restored")
 
 
-@FAMILY.command("memory.archived", '{"limit": 10}  (what the memory manager or I archived, newest first)', effect="read")
+@FAMILY.command("memory.archived", '{"limit": 10}  (what the memory manager or I archived, newest first)', args=ArchivedListArgs, effect="read")
 def list_archived(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.archived(limit=arg(cmd, "limit", default=10, kind=int))
     lines = [f"[{r.tier} {r.ref} · archived {r.archived_at:%Y-%m-%d}] {(r.title + ': ') if r.title else ''}{r.text[:160]}"

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from nodes.commands.args import Args, Text, Word, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("messages", "talking to my human")
 
 
-@FAMILY.command("messages.send", '{"text": "…"}  (to your human)', effect="write_self", aliases=('message', 'send_message', 'send', 'reply'))
+class MessageArgs(Args):
+    text: Text = Field(validation_alias=names("text", "message", "content", "value"))
+    to: Word = "user"
+
+
+@FAMILY.command("messages.send", '{"text": "…"}  (to your human)', args=MessageArgs, effect="write_self", aliases=('message', 'send_message', 'send', 'reply'))
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text", "message", "content", "value")).strip()
     if not text:

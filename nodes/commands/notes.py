@@ -2,10 +2,45 @@
 
 from __future__ import annotations
 
+from pydantic import Field, model_validator
+
+from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("notes", "the notes between my human, me, my tasks and the system")
+
+
+class NotesListArgs(Args):
+    unread: bool = False
+    source: Word | None = None
+    limit: Limit = 10
+
+
+class NoteArgs(Args):
+    id: Id = Field(validation_alias=names("id", "note_id"))
+
+
+class NoteAddArgs(Args):
+    text: Text = Field(validation_alias=names("text", "content"))
+    tags: Words = []
+    priority: Priority = 0
+
+
+class NoteTagArgs(NoteArgs):
+    tags: Words
+
+
+class ReadmarkArgs(Args):
+    ids: Ids | None = None
+    id: Id | None = Field(None, validation_alias=names("id", "note_id"))
+    read: bool = True
+
+    @model_validator(mode="after")
+    def _some(self) -> "ReadmarkArgs":
+        if self.ids is None and self.id is None:
+            raise ValueError("give ids (a list) or id")
+        return self
 
 
 def _line(note) -> str:
@@ -14,14 +49,14 @@ def _line(note) -> str:
     return f"[note {note.id} from {note.source}, priority {note.priority}{flag}]{tags} {note.text}"
 
 
-@FAMILY.command("notes.list", '{"unread": true, "source": "user", "limit": 10}', effect="read")
+@FAMILY.command("notes.list", '{"unread": true, "source": "user", "limit": 10}', args=NotesListArgs, effect="read")
 def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.notes.list(source=arg(cmd, "source", default=None), unread_only=arg(cmd, "unread", default=False, kind=bool),
                                 limit=arg(cmd, "limit", default=10, kind=int))
     return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True)
 
 
-@FAMILY.command("notes.read", '{"id": 12}  (marks it read)', effect="read")
+@FAMILY.command("notes.read", '{"id": 12}  (marks it read)', args=NoteArgs, effect="read")
 def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", "note_id", kind=int)
     note = ctx.repos.notes.get(note_id)
@@ -31,7 +66,7 @@ def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_line(note), show=True)
 
 
-@FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', effect="write_self", aliases=('note',))
+@FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', args=NoteAddArgs, effect="write_self", aliases=('note',))
 def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     from_task = ctx.task_id is not None  # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
     note = ctx.repos.notes.add(arg(cmd, "text", "content", kind=str), source="llm:task" if from_task else "llm",
@@ -41,7 +76,7 @@ def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"note {note.id} added")
 
 
-@FAMILY.command("notes.tag", '{"id": 12, "tags": ["todo"]}', effect="write_self")
+@FAMILY.command("notes.tag", '{"id": 12, "tags": ["todo"]}', args=NoteTagArgs, effect="write_self")
 def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", "note_id", kind=int)
     if ctx.repos.notes.set_tags(note_id, arg(cmd, "tags", kind=list)) is None:
@@ -49,7 +84,7 @@ def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"note {note_id} tagged")
 
 
-@FAMILY.command("notes.readmark", '{"ids": [12, 13], "read": true}', effect="write_self")
+@FAMILY.command("notes.readmark", '{"ids": [12, 13], "read": true}', args=ReadmarkArgs, effect="write_self")
 def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id", "note_id")]
     changed = ctx.repos.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Callable, Literal
 
 from memory import Repos
+from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
 
 Effect = Literal["read", "write_self", "modify_self", "external"]
@@ -66,10 +67,18 @@ class CommandSpec:
     usage: str
     aliases: tuple[str, ...] = ()
     escalate: Callable[[dict[str, Any]], Effect | None] | None = None  # a stronger effect for these arguments
+    args: type[Args] = NoArgs
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
             raise ValueError(f"command {self.type}: effect must be one of {', '.join(EFFECTS)}, not {self.effect!r}")
+
+    def check(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The arguments validated by the command's model (ArgsError says which one is wrong and why)."""
+        return check_args(self.type, self.args, raw)
+
+    def help(self) -> str:
+        return f"{self.type} {self.usage}\n    arguments: {describe(self.args)}"
 
     def effect_for(self, args: dict[str, Any]) -> Effect:
         """The effect of running it with `args`: the declared one, or a stronger one the spec names."""
@@ -92,10 +101,10 @@ class Family:
         self.about = about
         self.specs: list[CommandSpec] = []
 
-    def command(self, type_: str, usage: str, *, effect: Effect, aliases: tuple[str, ...] = (),
+    def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),
                 escalate: Callable[[dict[str, Any]], Effect | None] | None = None) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
-            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate))
+            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args))
             return handler
 
         return add

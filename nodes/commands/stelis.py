@@ -7,6 +7,9 @@ returns to the parent, whose context then shows the anchor with the chronicle an
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from nodes.commands.args import Args, Description, Title, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.stelis.history import render_anchor
@@ -23,7 +26,17 @@ from nodes.stelis.threads import (
 FAMILY = Family("stelis", "child threads")
 
 
-@FAMILY.command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)', effect="write_self")
+class StelisStartArgs(Args):
+    label: Title = Field(validation_alias=names("label", "name", "title", "text"))
+    window_ratio: float = Field(DEFAULT_WINDOW_RATIO, gt=0, le=1, validation_alias=names("window_ratio", "ratio"))
+    chronicle_prompt: Description | None = None
+
+
+class StelisShowArgs(Args):
+    id: Title = Field(validation_alias=names("id", "thread"))
+
+
+@FAMILY.command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)', args=StelisStartArgs, effect="write_self")
 def start(cmd: Command, ctx: CommandContext) -> CommandResult:
     label = str(arg(cmd, "label", "name", "title", "text")).strip()[:200]
     ratio = arg(cmd, "window_ratio", "ratio", default=DEFAULT_WINDOW_RATIO, kind=float)
@@ -60,7 +73,7 @@ def end(cmd: Command, ctx: CommandContext) -> CommandResult:
                          f"written. Back in {thread.parent_id}.", show=True, thread_id=thread.parent_id)
 
 
-@FAMILY.command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)', effect="read")
+@FAMILY.command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)', args=StelisShowArgs, effect="read")
 def show(cmd: Command, ctx: CommandContext) -> CommandResult:
     thread_id = str(arg(cmd, "id", "thread"))
     anchor = ctx.repos.messages.anchor_for(thread_id)

@@ -1,5 +1,6 @@
 """Step 1 (HMP §1): open the tick — take in edited persona files and setting changes, close the processes the
-model has seen, time out stale ones, and empty every per-tick report."""
+model has seen, time out stale ones, and empty every per-tick report. A tick that keeps killing the process before
+it finishes is quarantined here (nodes/quarantine.py) rather than started again."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext, services_of
+from nodes.quarantine import MAX_TICK_STARTS, quarantine_tick
 from nodes.state import SamplingParams, TickState
 from nodes.stelis.threads import active_thread
 
@@ -29,8 +31,11 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
         else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
             thread_id = active_thread(repos, root)
         tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
+        while (repos.ticks.start(thread_id, tick, mode).summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
+            quarantine_tick(repos, thread_id, tick, step=None, error=(
+                f"started {MAX_TICK_STARTS} times without finishing: the process died each time"))
+            tick += 1
         repos.threads.set_tick(thread_id, tick)
-        repos.ticks.start(thread_id, tick, mode)
         closed = repos.processes.close(state.shown_process_ids)
         timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=svc.settings.cycle.process_timeout_s),
                                                    now)

@@ -14,7 +14,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from llm import AllLLMsUnavailable, Sampling
+from llm import AllLLMsUnavailable, Generation, Sampling
+from llm.json_output import bound
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState
 
@@ -61,9 +62,11 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
         return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
                 "degraded_ticks": state.degraded_ticks + 1}
+    text, tool_calls, problems = _bounded(gen, svc.settings.limits.output_chars)
     answer = {
-        "response": gen.text,
-        "native_tool_calls": gen.tool_calls,
+        "response": text,
+        "native_tool_calls": tool_calls,
+        "parse_errors": problems,
         "degraded": False,
         "degraded_ticks": 0,
         "llm": {"llm_id": gen.llm_id, "provider": gen.provider, "model": gen.model,
@@ -76,6 +79,22 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         if gen.failed_over_from or state.degraded_ticks:
             _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
     return answer
+
+
+def _bounded(gen: Generation, max_chars: int) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The answer as the tick may keep it: cut at `limits.output_chars` (a server may ignore max_tokens), native
+    tool calls only when they are JSON a checkpoint can hold; what was cut is said to the model."""
+    problems = []
+    text = gen.text
+    if len(text) > max_chars:
+        problems.append(f"my answer was cut at {max_chars:,} of its {len(text):,} characters (limits.output_chars)")
+        text = text[:max_chars]
+    tool_calls = gen.tool_calls
+    problem = bound(tool_calls) if tool_calls else None
+    if problem or len(tool_calls) > 200:
+        problems.append(f"tool calls dropped: {problem or f'{len(tool_calls)} of them'}")
+        tool_calls = []
+    return text, tool_calls, problems
 
 
 def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) -> None:

@@ -56,31 +56,32 @@ def _context(repos, svc: Services, commands: Registry, state: TickState, thread_
                           registry=commands)
 
 
-def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry,
-             llm_id: str | None) -> tuple[ExecutedCommand, list[dict]]:
+def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, llm_id: str | None,
+             refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
     key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
     base: ExecutedCommand = {"cmd_id": cmd.cmd_id, "type": cmd.type}
     record = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args,
                   description=cmd.description)
     spec = commands.get(cmd.type)
+    if spec is None and refusal_before_gate is None:
+        refusal_before_gate = ("unknown", f"unknown command type {cmd.type!r}; see help.show")
     now = svc.clock()
     try:
         with svc.db.unit() as repos:
             done = repos.commands.get(key)
             if done is not None:
                 return {**base, "status": done.status, "result": done.result, "already_done": True}, []
-            if spec is None:
-                message = f"unknown command type {cmd.type!r}; see help.show"
-                repos.commands.record(**record, status="unknown", result=message)
-                repos.processes.add(cmd.type, message, status="error", thread_id=thread_id)
-                return {**base, "status": "unknown", "result": message}, []
+            if refusal_before_gate is not None:  # unknown type or bad arguments (nodes/commands/admission.py)
+                status, message = refusal_before_gate
+                repos.commands.record(**record, status=status, result=message)
+                return {**base, "status": status, "result": message}, []
+            assert spec is not None
             task = repos.tasks.by_repl_thread(thread_id)
             effect = spec.effect_for(cmd.args)
             refusal = read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
-                repos.processes.add(cmd.type, refusal, status="error", thread_id=thread_id, task_id=task.id)
                 return {**base, "status": "refused", "result": refusal}, []
             verdict = decide(spec, cmd, dict(state.validation), svc.settings)
             where = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, now=now)
@@ -111,8 +112,21 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry,
         with svc.db.unit() as repos:
             if repos.commands.get(key) is None:
                 repos.commands.record(**record, status="failed", result=message[:2000])
-                repos.processes.add(cmd.type, message[:2000], status="error", thread_id=thread_id)
         return {**base, "status": "failed", "result": message}, []
+
+
+NOT_RUN = ("failed", "unknown", "invalid", "refused", "blocked", "unvalidated", "pending_approval")
+FEEDBACK_LINES = 12
+
+
+def what_went_wrong(parse_errors: list[str], executed: list[ExecutedCommand]) -> str:
+    """One entry for the next tick's process log: what could not be read, and every command that did not run, why."""
+    lines = [f"reading my output: {error}" for error in parse_errors]
+    lines += [f"{e['type']} ({e['cmd_id']}) {e['status']}: {e['result']}" for e in executed
+              if e.get("status") in NOT_RUN and not e.get("already_done")]
+    if len(lines) > FEEDBACK_LINES:
+        lines = lines[:FEEDBACK_LINES] + [f"… and {len(lines) - FEEDBACK_LINES} more"]
+    return "\n".join(line[:400] for line in lines)
 
 
 class _LostRace(Exception):
@@ -172,14 +186,18 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
     executed, events = run_approved(state, svc, commands)
     llm_id = state.llm.get("llm_id")
     for raw in state.commands:
-        outcome, produced = _run_one(Command.model_validate(raw), state, svc, commands, llm_id)
+        refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
+        outcome, produced = _run_one(Command.model_validate(raw), state, svc, commands, llm_id, refusal)
         executed.append(outcome)
         events += produced
     for event in events:
         runtime.stream_writer(event)
     if executed:
         svc.sync_memory()
+    feedback = what_went_wrong(state.parse_errors, executed)
     with svc.db.unit() as repos:
+        if feedback:
+            repos.processes.add("tick.feedback", feedback, status="error", thread_id=state.thread_id)
         totals = repos.llm_calls.totals(state.thread_id, state.tick)
         cycle = load_cycle(repos, state.thread_id)
         repos.ticks.finish(

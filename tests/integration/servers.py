@@ -11,6 +11,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -82,3 +84,76 @@ def postgres_server():
     finally:
         subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
         shutil.rmtree(base_dir, ignore_errors=True)
+
+
+class ScriptedLLM:
+    """The handle on a running scripted_llm_server.py: its URL, its script, the requests it saw."""
+
+    def __init__(self, url: str, proc: subprocess.Popen):
+        self.url = url  # …/v1
+        self.proc = proc
+        self.root = url.rsplit("/v1", 1)[0]
+
+    def script(self, *steps: dict, default: dict | None = None) -> None:
+        import json
+
+        request = urllib.request.Request(f"{self.root}/script", data=json.dumps(
+            {"steps": list(steps), "default": default or {"do": "stream"}}).encode(), method="POST",
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def requests(self) -> list[dict]:
+        import json
+
+        with urllib.request.urlopen(f"{self.root}/requests", timeout=10) as response:
+            return json.loads(response.read())
+
+    def wait_for_requests(self, count: int, timeout: float = 60) -> list[dict]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            seen = self.requests()
+            if len(seen) >= count:
+                return seen
+            time.sleep(0.2)
+        raise TimeoutError(f"the scripted server saw {len(self.requests())} request(s), not {count}, within {timeout}s")
+
+
+@contextmanager
+def scripted_llm_server():
+    """tests/integration/scripted_llm_server.py on a free loopback port, as its own process."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("scripted_llm_server.py")), str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", 30, proc)
+        yield ScriptedLLM(f"http://127.0.0.1:{port}/v1", proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+CLI_GUARD_S = 240  # a hang guard for a CLI run against a scripted server, not a timing
+
+
+def run_cli(llm_url: str, data_dir: Path, *extra: str, ticks: str = "1") -> subprocess.Popen:
+    """`run.py` against an OpenAI-compatible server only (no embedded model), in its own process."""
+    return subprocess.Popen(
+        [sys.executable, "run.py", "--llm-url", llm_url, "--model", "scripted", "--no-fallback", "--ticks", ticks,
+         "--data-dir", str(data_dir), *extra],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"})
+
+
+def finish(proc: subprocess.Popen, guard_s: float = CLI_GUARD_S) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of a CLI run; a run that outlives the guard is killed and the test fails."""
+    import pytest
+
+    try:
+        out, err = proc.communicate(timeout=guard_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"run.py did not end within {guard_s}s:\n{err[-3000:]}")
+    return proc.returncode, out, err

@@ -264,7 +264,9 @@ def test_an_ethical_dilemma_command_is_blocked_by_the_validators(agent_factory):
     with agent.services.db.unit() as repos:
         assert not [n for n in repos.notes.list(source="llm", limit=5) if "storm has passed" in n.text]
         assert repos.commands.recent(1)[0].status == "blocked"
-        assert [p.name for p in repos.processes.open("main")] == ["ethics.violation"]
+        opened = repos.processes.open("main")
+        assert [p.name for p in opened] == ["ethics.violation", "tick.feedback"]
+        assert "messages.send (c1) blocked" in opened[1].value  # and the model is told which command did not run
         assert [(a.decision, a.actor) for a in repos.audit.recent()] == [("blocked", "ethics")]
 
 

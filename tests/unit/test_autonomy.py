@@ -468,8 +468,9 @@ def test_tasks_run_rejects_a_bad_schedule(agent_factory):
     with main.services.db.unit() as repos:
         results = [c.result for c in repos.commands.recent(10) if c.type == "tasks.run"]
         assert repos.tasks.get(1).repl_status is None
-    assert any("backoff_factor must be ≥ 1, not 0.5" in r for r in results)
-    assert any("argument 'pause_s' must be float, got 'soon'" in r for r in results), results
+    assert any("backoff_factor: input should be greater than or equal to 1 (got 0.5)" in r for r in results), results
+    assert any("pause_s: input should be a valid number, unable to parse string as a number (got 'soon')" in r
+               for r in results), results
 
 
 # -- sessions and idle --------------------------------------------------------------------------------

@@ -92,7 +92,9 @@ def test_exception_inside_a_child_aborts_it_and_the_parent_carries_on(agent_fact
         assert failed.chronicle.startswith("<chronicle")  # whatever it did is still chronicled
         assert kinds_and_nodes(repos, failed.id) == [("step", "ask_questions"), ("step", "examine"), ("step", "check")]
         parent_view = "\n".join(render_timeline(repos, "main"))
-    assert "— aborted]" in parent_view and "Aborted because: ValueError: the tool broke" in parent_view
+    # the model's failure reached the child as a classified one: no model answered
+    assert "— aborted]" in parent_view and \
+        "Aborted because: AllLLMsUnavailable: no LLM answered: error: fake: ValueError: the tool broke" in parent_view
 
 
 def test_interrupt_inside_a_child_aborts_it_and_the_parent_resumes(agent_factory):

@@ -180,14 +180,15 @@ def test_cycle_commands_and_unknown_and_failed_commands(agent_factory):
             {"type": "cycle.pause", "args": {"seconds": -5}}]
     agent = agent_factory(FakeLLM("fake", responses=["Acting.\n# Commands:\n" + json.dumps(cmds) + "\n# End commands"]))
     state = agent.tick()
-    assert [e["status"] for e in state["executed"]] == ["executed", "executed", "executed", "unknown", "failed"]
+    assert [e["status"] for e in state["executed"]] == ["executed", "executed", "executed", "unknown", "invalid"]
     assert state["pause_s"] == 2.0
     with agent.services.db.unit() as repos:
         assert repos.config.get("cycle/main")["responses"] == 3
         assert [m.content for m in repos.llm_memory.recent()] == ["plan: learn tides"]
         errors = [p.value for p in repos.processes.open("main")]
         assert any("unknown command type 'diary.fly'" in e for e in errors)
-        assert any("within 0..3600" in e for e in errors)
+        assert any("cycle.pause (t1-5) invalid: cycle.pause: seconds: input should be greater than or equal to 0 "
+                   "(got -5)" in e for e in errors)
     agent.tick()
     prompt = [c for c in agent.services.llms.provider("fake").calls if c["json_schema"] is None][-1]["prompt"]
     assert "plan: learn tides" in prompt and "unknown command type" in prompt  # notepad and process results shown

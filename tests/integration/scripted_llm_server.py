@@ -1,0 +1,144 @@
+"""An OpenAI-compatible server whose every answer is scripted: a hostile tester's model, run as its own process.
+
+    python tests/integration/scripted_llm_server.py PORT
+
+`POST /script` {"steps": [step, …], "default": step} sets how the next completion requests are answered, one
+step each, then `default` for every later one. A step is {"do": WHAT, "text": …} with WHAT one of:
+  stream         a proper event stream (the default)
+  whole          one JSON body, whatever `stream` asked (a server that ignores `stream: true`)
+  refuse_stream  400 to a stream request, a JSON body otherwise
+  hang           headers never come: the request waits until the client gives up
+  not_json       200 with an HTML page
+  no_choices     200 with JSON that has no `choices`
+  status         `code` (400, 401, 404, 429, 500, …) with an OpenAI-style error body
+`GET /requests` lists the completion requests seen so far (path, stream, messages/prompt); `GET /v1/models`
+answers for readiness. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DEFAULT_TEXT = "I am thinking about the sea."
+JSON_TEXT = '{"emotions": [], "drives": [], "rating": 0, "score": 0, "summary": "calm", "insights": []}'
+
+
+class Script:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.steps: list[dict] = []
+        self.default: dict = {"do": "stream"}
+        self.requests: list[dict] = []
+
+    def set(self, data: dict) -> None:
+        with self.lock:
+            self.steps = list(data.get("steps") or [])
+            self.default = data.get("default") or {"do": "stream"}
+            self.requests = []
+
+    def next(self, seen: dict) -> dict:
+        with self.lock:
+            self.requests.append(seen)
+            return self.steps.pop(0) if self.steps else self.default
+
+
+SCRIPT = Script()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _send(self, code: int, body: bytes, content_type: str = "application/json", headers: dict | None = None):
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, code: int, data, headers: dict | None = None) -> None:
+        self._send(code, json.dumps(data).encode(), headers=headers)
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        elif self.path == "/requests":
+            with SCRIPT.lock:
+                self._json(200, list(SCRIPT.requests))
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path == "/script":
+            SCRIPT.set(body)
+            self._json(200, {"ok": True})
+            return
+        chat = self.path.endswith("/chat/completions")
+        if not chat and not self.path.endswith("/completions"):
+            self._json(404, {"error": {"message": f"no endpoint {self.path}"}})
+            return
+        wants_json = "response_format" in body or "json_schema" in body
+        step = SCRIPT.next({"path": self.path, "stream": bool(body.get("stream")), "json": wants_json,
+                            "messages": body.get("messages"), "prompt": body.get("prompt"),
+                            "authorization": self.headers.get("Authorization")})
+        text = step.get("text") or (JSON_TEXT if wants_json else DEFAULT_TEXT)
+        what = step.get("do", "stream")
+        if what == "hang":
+            time.sleep(3600)
+            return
+        if what == "status":
+            code = int(step.get("code", 500))
+            headers = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else None
+            self._json(code, {"error": {"message": f"scripted {code}", "type": "scripted", "code": code}}, headers)
+        elif what == "not_json":
+            self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+        elif what == "no_choices":
+            self._json(200, {"object": "chat.completion", "model": "scripted"})
+        elif what == "refuse_stream" and body.get("stream"):
+            self._json(400, {"error": {"message": "stream is not supported"}})
+        elif what == "stream" and body.get("stream"):
+            self._stream(text, chat)
+        else:  # whole, refuse_stream without stream, stream without stream
+            self._json(200, self._whole(text, chat))
+
+    @staticmethod
+    def _whole(text: str, chat: bool) -> dict:
+        choice = {"index": 0, "finish_reason": "stop",
+                  **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}
+        return {"id": "scripted", "object": "chat.completion" if chat else "text_completion", "model": "scripted",
+                "choices": [choice], "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+    def _stream(self, text: str, chat: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            piece = word if i == 0 else " " + word
+            choice = {"index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}
+            self.wfile.write(f"data: {json.dumps({'choices': [choice]})}\n\n".encode())
+        usage = {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": len(words)}}
+        self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def main() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
