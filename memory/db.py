@@ -181,13 +181,15 @@ def create_db_engine(url: str) -> Engine:
 @contextmanager
 def schema_lock(engine: Engine) -> Iterator[None]:
     """One process at a time creates or upgrades a schema: a run and fifty `say`s opening a new database together
-    would otherwise race to create the same tables. SQLite: an flock on the database file itself (independent of
-    SQLite's own fcntl locks; nothing is written, no lock file is left); PostgreSQL: an advisory lock."""
+    would otherwise race to create the same tables. SQLite: an flock on `<database>.lock` — never on the database
+    file itself, whose descriptor closing would drop SQLite's own locks in this process; PostgreSQL: an advisory
+    lock."""
     if engine.dialect.name == "sqlite":
         database = engine.url.database
         try:
-            handle = os.open(database, os.O_RDWR | os.O_CREAT, 0o644) if database and database != ":memory:" else None
-        except OSError:  # SQLite will say why it cannot open it
+            handle = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o644) \
+                if database and database != ":memory:" else None
+        except OSError:  # an unwritable directory: SQLite will say so
             handle = None
         if handle is None:
             yield
@@ -196,7 +198,7 @@ def schema_lock(engine: Engine) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
         finally:
-            os.close(handle)  # releases the lock
+            os.close(handle)
         return
     with engine.connect() as conn:
         conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
@@ -208,8 +210,19 @@ def schema_lock(engine: Engine) -> Iterator[None]:
             conn.commit()
 
 
+def _schema_is_current(engine: Engine) -> bool:
+    with engine.connect() as conn:
+        names = set(inspect(conn).get_table_names())
+        if SchemaVersion.__tablename__ not in names or not set(Base.metadata.tables) <= names:
+            return False
+        return conn.execute(select(SchemaVersion.version).where(SchemaVersion.id == 1)).scalar() == SCHEMA_VERSION
+
+
 def ensure_schema(engine: Engine) -> int:
-    """Create or upgrade the schema (one process at a time); return the version now in force."""
+    """Create or upgrade the schema; return the version now in force. Only a database that needs it is locked
+    (a current one, the usual case, is opened without touching anything beside it)."""
+    if _schema_is_current(engine):
+        return SCHEMA_VERSION
     with schema_lock(engine):
         return _ensure_schema(engine)
 
