@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from datetime import timedelta
+
+from pydantic import Field
 
 from memory.upkeep.abstracts import request_abstract
 from nodes.commands.args import Args, Days, Id, Limit, Refs, Text, Title, Words, names
@@ -26,7 +26,7 @@ class AbstractIdArgs(Args):
 
 class AbstractAddArgs(Args):
     title: Title = "untitled"
-    summary: Text = Field(validation_alias=names("summary", "text"))
+    summary: Text | None = Field(None, validation_alias=names("summary", "text"))  # none: make one from my thoughts
     tags: Words = []
     sources: Refs = []
 
@@ -57,10 +57,10 @@ def read_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("abstracts.add", '{"title": "…", "summary": "…", "tags": […], "sources": ["message:12"]}  '
                           "(or {} to ask for one to be made from my recent thoughts)", args=AbstractAddArgs, effect="write_self")
 def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
-    if "summary" not in cmd.args and "text" not in cmd.args:
+    if not cmd.args.get("summary"):
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "requested", "asked by the persona")
         return CommandResult("an abstract of my recent thoughts will be made after this tick")
-    row = ctx.repos.abstracts.add(str(arg(cmd, "title", default="untitled")), str(arg(cmd, "summary", "text")),
+    row = ctx.repos.abstracts.add(str(arg(cmd, "title", default="untitled")), str(arg(cmd, "summary")),
                                   tags=arg(cmd, "tags", default=[], kind=list), sources=arg(cmd, "sources", default=[], kind=list),
                                   trigger="manual", thread_id=ctx.thread_id)
     return CommandResult(f"abstract {row.id} added")
@@ -69,6 +69,6 @@ def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}', args=AbstractUpdateArgs, effect="write_self")
 def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     abstract_id = arg(cmd, "id", kind=int)
-    ctx.repos.abstracts.extend(abstract_id, str(arg(cmd, "text", "summary")), arg(cmd, "sources", default=[], kind=list))
+    ctx.repos.abstracts.extend(abstract_id, str(arg(cmd, "text")), arg(cmd, "sources", default=[], kind=list))
     ctx.repos.processes.add("abstracts.update", f"abstract {abstract_id} extended", thread_id=ctx.thread_id)
     return CommandResult(f"abstract {abstract_id} extended")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from nodes.commands.memory import archive_one
 from nodes.commands.args import Args, Description, Id, Limit, Ref, Title, Weight, Word, Words, names
+from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Family, arg
 
@@ -69,7 +69,7 @@ def link_line(link, names: dict[int, str]) -> str:
 
 @FAMILY.command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}', args=ConceptAddArgs, effect="write_self")
 def add_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.repos.concepts.add(str(arg(cmd, "name")), str(arg(cmd, "description", "text", default="")),
+    c = ctx.repos.concepts.add(str(arg(cmd, "name")), str(arg(cmd, "description", default="")),
                                tags=arg(cmd, "tags", default=[], kind=list), weight=arg(cmd, "weight", default=1.0, kind=float))
     return CommandResult(f"concept {c.id} {c.name!r} added")
 
@@ -92,7 +92,7 @@ def _in_use(ctx: CommandContext, concept):
 
 @FAMILY.command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)', args=ConceptRefArgs, effect="read")
 def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "id", "name")))
+    c = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "id")))
     links = ctx.repos.links.list(c.id)
     names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
     return CommandResult("\n".join([concept_line(c), *[link_line(link, names) for link in links]]), show=True)
@@ -100,7 +100,7 @@ def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}', args=ConceptUpdateArgs, effect="write_self")
 def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    c = ctx.repos.concepts.resolve(arg(cmd, "id"))
     ctx.repos.concepts.update(c.id, name=cmd.args.get("new_name"), description=arg(cmd, "description", default=None),
                               tags=arg(cmd, "tags", default=None, kind=list), weight=arg(cmd, "weight", default=None, kind=float))
     return CommandResult(f"concept {c.id} updated")
@@ -109,21 +109,21 @@ def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("concepts.delete", '{"id": 2}  (archives it and its links; needs my human\'s approval)',
                 args=ConceptRefArgs, effect="modify_self")
 def delete_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return archive_one(ctx, cmd.type, "concept", ctx.repos.concepts.resolve(arg(cmd, "id", "name")).id)
+    return archive_one(ctx, cmd.type, "concept", ctx.repos.concepts.resolve(arg(cmd, "id")).id)
 
 
 @FAMILY.command("concepts.pin", '{"id": 2}', args=ConceptRefArgs, effect="write_self")
 @FAMILY.command("concepts.unpin", '{"id": 2}', args=ConceptRefArgs, effect="write_self")
 def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.repos.concepts.resolve(arg(cmd, "id", "name"))
+    c = ctx.repos.concepts.resolve(arg(cmd, "id"))
     ctx.repos.concepts.update(c.id, pinned=cmd.type.endswith(".pin"))
     return CommandResult(f"concept {c.id} {'pinned' if c.pinned else 'unpinned'}")
 
 
 @FAMILY.command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}', args=LinkAddArgs, effect="write_self")
 def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
-    source = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "source", "source_id")))
-    target = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "target", "target_id")))
+    source = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "source")))
+    target = _in_use(ctx, ctx.repos.concepts.resolve(arg(cmd, "target")))
     link = ctx.repos.links.add(source.id, target.id, str(arg(cmd, "relation", default="related_to")),
                                weight=arg(cmd, "weight", default=1.0, kind=float), tags=arg(cmd, "tags", default=[], kind=list))
     return CommandResult(f"link {link.id} added: {source.name} —{link.relation}→ {target.name}")
@@ -131,7 +131,7 @@ def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("links.list", '{"concept": "tide"}', args=LinksListArgs, effect="read")
 def list_links(cmd: Command, ctx: CommandContext) -> CommandResult:
-    ref = arg(cmd, "concept", "concept_id", default=None)
+    ref = arg(cmd, "concept", default=None)
     concept_id = ctx.repos.concepts.resolve(ref).id if ref is not None else None
     names = {x.id: x.name for x in ctx.repos.concepts.list(limit=10_000, include_archived=True)}
     rows = ctx.repos.links.list(concept_id)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from typing import Any
-
 from memory.upkeep.abstracts import request_abstract
 from nodes.commands.args import Args, Title
 from nodes.commands.model import Command

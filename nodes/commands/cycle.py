@@ -6,15 +6,14 @@ command's exactly-once record; the loop driver and prepare_context read them eve
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-from pydantic import Field, ConfigDict
-
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
 
 from memory import Repos
 from memory.upkeep.abstracts import request_abstract
-from nodes.commands.args import Args, Id, Priority, SearchText, Ref, Seconds, Word, Words, lowered, names
+from nodes.commands.args import Args, Id, Priority, Ref, SearchText, Seconds, Word, Words, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 

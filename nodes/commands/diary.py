@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
+from pydantic import Field, StringConstraints
+
+from nodes.commands.args import Args, Id, K, Limit, Priority, SearchText, Word, Words, names
 from nodes.commands.memory import archive_one, run_search
-from nodes.commands.args import Args, Id, K, Limit, Priority, SearchText, Text, Word, Words, names
 from nodes.commands.model import Command
-from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from nodes.commands.spec import CommandContext, CommandResult, Family, arg
 
 FAMILY = Family("diary", "the cognitive diary")
+MAX_ENTRY_CHARS = 4000
+Entry = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ENTRY_CHARS)]
 
 
 class DiaryAddArgs(Args):
-    text: Text = Field(validation_alias=names("text", "content"))
+    text: Entry = Field(validation_alias=names("text", "content"))
     tags: Words = []
     emotions: Words = []
     priority: Priority = 0
@@ -37,11 +41,9 @@ class DiarySearchArgs(Args):
 
 
 class DiaryUpdateArgs(DiaryIdArgs):
-    text: Text | None = Field(None, validation_alias=names("text", "content"))
+    text: Entry | None = Field(None, validation_alias=names("text", "content"))
     tags: Words | None = None
     priority: Priority | None = None
-
-MAX_ENTRY_CHARS = 4000
 
 
 def diary_line(entry) -> str:
@@ -50,16 +52,9 @@ def diary_line(entry) -> str:
     return f"[diary {entry.id} {entry.created_at:%Y-%m-%d}{flags}]{tags} {entry.text}"
 
 
-def _text(cmd: Command) -> str:
-    text = str(arg(cmd, "text", "content"))
-    if len(text) > MAX_ENTRY_CHARS:
-        raise CommandError(f"{cmd.type}: {len(text)} chars, over the {MAX_ENTRY_CHARS}-char limit")
-    return text
-
-
 @FAMILY.command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}', args=DiaryAddArgs, effect="write_self")
 def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry = ctx.repos.diary.add(_text(cmd), tags=arg(cmd, "tags", default=[], kind=list),
+    entry = ctx.repos.diary.add(str(arg(cmd, "text")), tags=arg(cmd, "tags", default=[], kind=list),
                                 emotions=arg(cmd, "emotions", default=[], kind=list),
                                 priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id, tick=ctx.tick)
     return CommandResult(f"diary {entry.id} added")
@@ -84,14 +79,14 @@ def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("diary.search", '{"query": "the sea", "k": 5, "archived": false}', args=DiarySearchArgs, effect="read")
 def search_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
+    return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int),
                       tiers=["diary"], include_archived=arg(cmd, "archived", default=False, kind=bool))
 
 
 @FAMILY.command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}', args=DiaryUpdateArgs, effect="write_self")
 def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry_id = arg(cmd, "id", kind=int)
-    text = _text(cmd) if "text" in cmd.args or "content" in cmd.args else None
+    text = str(arg(cmd, "text")) if "text" in cmd.args else None
     ctx.repos.diary.update(entry_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
                            priority=arg(cmd, "priority", default=None, kind=int))
     return CommandResult(f"diary {entry_id} updated")

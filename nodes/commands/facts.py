@@ -37,6 +37,6 @@ def list_facts(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("facts.reject", '{"id": 3, "resolution": "the source said otherwise"}', args=FactResolveArgs, effect="write_self")
 def resolve_fact(cmd: Command, ctx: CommandContext) -> CommandResult:
     status = "verified" if cmd.type == "facts.verify" else "rejected"
-    fact = ctx.repos.facts.resolve(arg(cmd, "id", kind=int), status, str(arg(cmd, "resolution", "reason", default="")))
+    fact = ctx.repos.facts.resolve(arg(cmd, "id", kind=int), status, str(arg(cmd, "resolution", default="")))
     ctx.repos.processes.add(cmd.type, f"fact {fact.id} {status}: {fact.claim[:120]}", status="close", thread_id=ctx.thread_id)
     return CommandResult(fact_line(fact))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+
 from pydantic import Field
 
 from memory.upkeep.abstracts import request_abstract
-from nodes.commands.memory import archive_one
 from nodes.commands.args import Args, Description, Id, Priority, Seconds, Title, Words, lowered, names
+from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.stelis.threads import StelisRefused, open_thread
@@ -106,11 +107,11 @@ def _closed(ctx: CommandContext, what: str) -> None:
 @FAMILY.command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
                       '"constraints": […], "success_criteria": […]}', args=GoalAddArgs, effect="write_self")
 def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
-    g = ctx.repos.goals.add(str(arg(cmd, "title", "goal", "text")), description=str(arg(cmd, "description", default="")),
+    g = ctx.repos.goals.add(str(arg(cmd, "title")), description=str(arg(cmd, "description", default="")),
                             horizon=str(arg(cmd, "horizon", default="short")), priority=arg(cmd, "priority", default=1, kind=int),
                             constraints=arg(cmd, "constraints", default=[], kind=list),
                             success_criteria=arg(cmd, "success_criteria", default=[], kind=list),
-                            tags=arg(cmd, "tags", default=[], kind=list), parent_id=arg(cmd, "parent", "parent_id", default=None, kind=int))
+                            tags=arg(cmd, "tags", default=[], kind=list), parent_id=arg(cmd, "parent", default=None, kind=int))
     return CommandResult(f"goal {g.id} added")
 
 
@@ -159,7 +160,7 @@ def delete_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}', args=TaskAddArgs, effect="write_self")
 def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    t = ctx.repos.tasks.add(str(arg(cmd, "title", "task", "text")), goal_id=arg(cmd, "goal_id", "goal", default=None, kind=int),
+    t = ctx.repos.tasks.add(str(arg(cmd, "title")), goal_id=arg(cmd, "goal_id", default=None, kind=int),
                             description=str(arg(cmd, "description", default="")), priority=arg(cmd, "priority", default=1, kind=int),
                             pinned=arg(cmd, "pinned", default=False, kind=bool), tags=arg(cmd, "tags", default=[], kind=list))
     return CommandResult(f"task {t.id} added")
@@ -211,7 +212,7 @@ CYCLE_KINDS = {"max_ticks": int, "deadline_s": float, "max_restarts": int, "wind
 @FAMILY.command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600, "pause_s": 0, "retries": 0}  (a read-only '
                       'sub-cycle works on the task; its findings arrive as notes)', args=TaskRunArgs, effect="write_self")
 def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
+    task = ctx.repos.tasks.get(arg(cmd, "id", kind=int))
     if ctx.repos.tasks.by_repl_thread(ctx.thread_id) is not None:
         raise CommandError("tasks.run: a task sub-cycle cannot start another one; propose it to the main loop in a note")
     if task.repl_status == "running":
@@ -239,7 +240,7 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', args=TaskIdArgs, effect="write_self")
 def stop_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    task = ctx.repos.tasks.get(arg(cmd, "id", "task_id", kind=int))
+    task = ctx.repos.tasks.get(arg(cmd, "id", kind=int))
     if task.repl_status != "running":
         return CommandResult(f"task {task.id} has no running sub-cycle ({task.repl_status or 'never started'})")
     ctx.repos.tasks.set_repl(task.id, repl_status="stopped", repl_error="stopped by the main loop")

@@ -8,6 +8,7 @@ size limit (the edit fails and says by how much).
 from __future__ import annotations
 
 from typing import Annotated, Literal
+
 from pydantic import Field, model_validator
 
 from nodes.commands.args import Args, OptionalText, Text, lowered, names
@@ -46,9 +47,9 @@ def _edit(cmd: Command, ctx: CommandContext, name: str) -> CommandResult:
     if "old" in cmd.args:
         ctx.repos.blocks.replace(name, str(arg(cmd, "old")), str(arg(cmd, "new", default="")))
     elif mode == "rewrite":
-        ctx.repos.blocks.write(name, str(arg(cmd, "text", "content", default="")))
+        ctx.repos.blocks.write(name, str(arg(cmd, "text", default="")))
     else:
-        ctx.repos.blocks.append(name, str(arg(cmd, "text", "content")))
+        ctx.repos.blocks.append(name, str(arg(cmd, "text")))
     block = ctx.repos.blocks.get(name)
     return CommandResult(f"{name} updated ({len(block.content)}/{block.char_limit} chars)" + _undo(ctx, name, before))
 

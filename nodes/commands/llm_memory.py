@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
+from pydantic import Field, StringConstraints
+
+from nodes.commands.args import Args, Id, Label, Limit, Words, names
 from nodes.commands.memory import archive_one
-from nodes.commands.args import Args, Id, Label, Limit, Text, Words, names
 from nodes.commands.model import Command
-from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from nodes.commands.spec import CommandContext, CommandResult, Family, arg
 
 FAMILY = Family("llm_memory", "my notepad of ideas")
+MAX_ENTRY_CHARS = 2000
+Entry = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ENTRY_CHARS)]
 
 
 class MemoryAddArgs(Args):
-    text: Text = Field(validation_alias=names("text", "content", "value"))
+    text: Entry = Field(validation_alias=names("text", "content", "value"))
     title: Label = ""
     tags: Words = []
 
@@ -25,15 +29,10 @@ class MemoryListArgs(Args):
 class MemoryIdArgs(Args):
     id: Id
 
-MAX_ENTRY_CHARS = 2000
-
 
 @FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', args=MemoryAddArgs, effect="write_self", aliases=('remember',))
 def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
-    text = str(arg(cmd, "text", "content", "value"))
-    if len(text) > MAX_ENTRY_CHARS:
-        raise CommandError(f"llm_memory.add: {len(text)} chars, over the {MAX_ENTRY_CHARS}-char limit; shorten it")
-    row = ctx.repos.llm_memory.add(text, title=str(arg(cmd, "title", default="")), tags=arg(cmd, "tags", default=[], kind=list),
+    row = ctx.repos.llm_memory.add(str(arg(cmd, "text")), title=str(arg(cmd, "title", default="")), tags=arg(cmd, "tags", default=[], kind=list),
                                    thread_id=ctx.thread_id, llm_id=ctx.llm_id)
     return CommandResult(f"llm_memory {row.id} added")
 

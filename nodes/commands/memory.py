@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from datetime import timedelta
 
-from memory.retrieval.index import Query
+from pydantic import Field
 
+from memory.retrieval.index import Query
 from nodes.commands.args import Args, Days, K, Limit, Ref, SearchText, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -56,7 +55,7 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
 
 @FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', args=MemorySearchArgs, effect="read")
 def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int),
+    return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int),
                       tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
                       tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool))
 
@@ -68,7 +67,7 @@ def search_query(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)', args=SearchArgs, effect="read")
 def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return run_search(ctx, str(arg(cmd, "query", "text", "q")), k=arg(cmd, "k", "limit", default=5, kind=int), tiers=["kb"])
+    return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int), tiers=["kb"])
 
 
 def archive_one(ctx: CommandContext, cmd_type: str, tier: str, ref: str | int) -> CommandResult:
@@ -82,14 +81,14 @@ def archive_one(ctx: CommandContext, cmd_type: str, tier: str, ref: str | int) -
 @FAMILY.command("memory.archive", '{"tier": "diary|concept|link|llm_memory|goal|task|message", "ref": "3"}  '
                                   "(sets it aside, restorable; needs my human's approval)", args=ArchiveArgs, effect="modify_self")
 def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return archive_one(ctx, cmd.type, str(arg(cmd, "tier")), str(arg(cmd, "ref", "id")))
+    return archive_one(ctx, cmd.type, str(arg(cmd, "tier")), str(arg(cmd, "ref")))
 
 
 @FAMILY.command("memory.restore", '{"tier": "diary", "ref": "3"}  (brings an archived memory, or a replaced core/notepad '
                                   "version, back — that one needs my human\'s approval)", args=ArchiveArgs, effect="write_self",
                 escalate=lambda args: "modify_self" if str(args.get("tier")) in ("core", "notepad") else None)
 def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
-    tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref", "id"))
+    tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref"))
     if not ctx.repos.restore(tier, ref):
         raise CommandError(f"{cmd.type}: no archived {tier} {ref} to restore")
     ctx.repos.processes.add(cmd.type, f"{tier} {ref} restored on request", thread_id=ctx.thread_id)

@@ -18,7 +18,7 @@ class MessageArgs(Args):
 
 @FAMILY.command("messages.send", '{"text": "…"}  (to your human)', args=MessageArgs, effect="write_self", aliases=('message', 'send_message', 'send', 'reply'))
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
-    text = str(arg(cmd, "text", "message", "content", "value")).strip()
+    text = str(arg(cmd, "text")).strip()
     if not text:
         raise CommandError("messages.send: empty text")
     to = str(arg(cmd, "to", default="user"))

@@ -58,7 +58,7 @@ def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("notes.read", '{"id": 12}  (marks it read)', args=NoteArgs, effect="read")
 def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
-    note_id = arg(cmd, "id", "note_id", kind=int)
+    note_id = arg(cmd, "id", kind=int)
     note = ctx.repos.notes.get(note_id)
     if note is None:
         raise CommandError(f"notes.read: no note {note_id}")
@@ -69,7 +69,7 @@ def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', args=NoteAddArgs, effect="write_self", aliases=('note',))
 def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     from_task = ctx.task_id is not None  # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
-    note = ctx.repos.notes.add(arg(cmd, "text", "content", kind=str), source="llm:task" if from_task else "llm",
+    note = ctx.repos.notes.add(arg(cmd, "text", kind=str), source="llm:task" if from_task else "llm",
                                tags=arg(cmd, "tags", default=[], kind=list), task_id=ctx.task_id,
                                priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id,
                                llm_id=ctx.llm_id, read=not from_task, created_at=ctx.now)
@@ -78,7 +78,7 @@ def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("notes.tag", '{"id": 12, "tags": ["todo"]}', args=NoteTagArgs, effect="write_self")
 def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
-    note_id = arg(cmd, "id", "note_id", kind=int)
+    note_id = arg(cmd, "id", kind=int)
     if ctx.repos.notes.set_tags(note_id, arg(cmd, "tags", kind=list)) is None:
         raise CommandError(f"notes.tag: no note {note_id}")
     return CommandResult(f"note {note_id} tagged")
@@ -86,6 +86,6 @@ def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("notes.readmark", '{"ids": [12, 13], "read": true}', args=ReadmarkArgs, effect="write_self")
 def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
-    ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id", "note_id")]
+    ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id")]
     changed = ctx.repos.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))
     return CommandResult(f"{changed} note(s) marked")

@@ -38,8 +38,8 @@ class StelisShowArgs(Args):
 
 @FAMILY.command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)', args=StelisStartArgs, effect="write_self")
 def start(cmd: Command, ctx: CommandContext) -> CommandResult:
-    label = str(arg(cmd, "label", "name", "title", "text")).strip()[:200]
-    ratio = arg(cmd, "window_ratio", "ratio", default=DEFAULT_WINDOW_RATIO, kind=float)
+    label = str(arg(cmd, "label")).strip()[:200]
+    ratio = arg(cmd, "window_ratio", default=DEFAULT_WINDOW_RATIO, kind=float)
     root = ctx.root_thread or ctx.thread_id
     child_id = child_thread_id(ctx.thread_id, label, f"t{ctx.tick}-{cmd.cmd_id}")
     try:
@@ -75,7 +75,7 @@ def end(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)', args=StelisShowArgs, effect="read")
 def show(cmd: Command, ctx: CommandContext) -> CommandResult:
-    thread_id = str(arg(cmd, "id", "thread"))
+    thread_id = str(arg(cmd, "id"))
     anchor = ctx.repos.messages.anchor_for(thread_id)
     if anchor is None:
         raise CommandError(f"stelis.show: no Stelis thread {thread_id!r}")

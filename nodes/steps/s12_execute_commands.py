@@ -145,10 +145,11 @@ def run_approved(state: TickState, svc: Services, commands: Registry) -> tuple[l
         try:
             with svc.db.unit() as repos:
                 row = repos.approvals.get(approval_id)
-                cmd = Command(cmd_id=row.cmd_id, type=row.type, args=dict(row.args or {}), description=row.description or "")
                 spec = commands.get(row.type)
                 if spec is None:
                     raise CommandError(f"{row.type} no longer exists")
+                cmd = Command(cmd_id=row.cmd_id, type=row.type, args=spec.check(dict(row.args or {})),
+                              description=row.description or "")  # parked by an older version: checked again
                 ctx = _context(repos, svc, commands, state, row.thread_id, None, None)
                 result = spec.handler(cmd, ctx)
                 if not repos.approvals.mark_executed(approval_id, result.output, now):
