@@ -265,3 +265,14 @@ def test_help_is_generated_from_the_argument_models(agent_factory):
     assert state["executed"][0]["result"] == (
         '- cycle.pause {"seconds": 30}  (pause between ticks; 0 = none)\n'
         "    arguments: seconds* (number 0..3600, also: s/n/value/pause)")
+
+
+def test_the_documented_short_forms_still_run_under_the_argument_models(agent_factory):
+    fake = FakeLLM("fake", responses=[commands_block(
+        ("abstracts.add", {}), ("abstracts.add", {"text": "the tides follow the moon", "tags": "sea"}),
+        ("remember", {"content": "plan: watch the tide"}), ("diary.add", {"content": "x" * 4_001}))])
+    state = agent_factory(fake).tick()
+    by_id = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
+    assert by_id["c0"] == ("executed", "an abstract of my recent thoughts will be made after this tick")
+    assert by_id["c1"][0] == "executed" and by_id["c2"][0] == "executed"
+    assert by_id["c3"] == ("invalid", "diary.add: content: string should have at most 4000 characters (got text of 4,001 characters)")
