@@ -19,7 +19,8 @@ from llm.json_output import json_object
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState
 from nodes.upkeep import EPISODES_CHECKED, generator, write_episode
-from persona.dreaming import LAST_ATTEMPT, apply_dream as apply_dream_output, choose_level, dream_prompt, gather_material
+from persona.dreaming import (LAST_ATTEMPT, apply_dream as apply_dream_output, choose_level, dream_prompt,
+                              gather_material, unusable_dream)
 from persona.prompts import DREAM_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -49,14 +50,23 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
     max_tokens = svc.settings.dreaming.max_tokens
     prompt = dream_prompt(svc.persona.display_name, svc.persona.file("IDENTITY.md") or svc.persona.display_name,
                           level, material["text"])
-    try:
-        gen = svc.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
-                                sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
-                                tags={"thread_id": state.thread_id, "tick": state.tick})
-    except AllLLMsUnavailable as exc:
-        log.warning("dream postponed: %s", exc)
-        return {"vars": {"dream_raw": None, "dream_error": str(exc)}}
-    return {"vars": {"dream_raw": gen.text, "dream_llm": gen.llm_id, "dream_error": None}}
+    attempts = svc.settings.dreaming.attempts
+    for attempt in range(1, attempts + 1):
+        try:
+            gen = svc.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
+                                    sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
+                                    tags={"thread_id": state.thread_id, "tick": state.tick})
+        except AllLLMsUnavailable as exc:
+            log.warning("dream postponed: %s", exc)
+            return {"vars": {"dream_raw": None, "dream_error": str(exc)}}
+        problem = unusable_dream(json_object(gen.text))
+        if problem is None or attempt == attempts:
+            break
+        # A small model's dream is sometimes markup or one word; sampling again is cheaper than a lost night.
+        runtime.stream_writer({"event": "dream", "phase": "retry", "level": level, "attempt": attempt,
+                               "problem": problem})
+    return {"vars": {"dream_raw": gen.text, "dream_llm": gen.llm_id, "dream_error": None,
+                     "dream_attempts": attempt}}
 
 
 def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -81,6 +91,7 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
             repos.processes.add("dream", _describe(result), status="close" if outcome.status == "applied"
                                 else "warning", thread_id=state.thread_id)
     result["llm_id"] = variables.get("dream_llm")
+    result["attempts"] = variables.get("dream_attempts", 1)
     svc.sync_memory()
     runtime.stream_writer({"event": "dream", "phase": "applied", **result})
     return {"vars": {"dream": result}}

@@ -173,6 +173,19 @@ def is_prose(text: str, min_words: int = 3) -> bool:
             and not re.search(r"</?[a-z][^>]*>|[{}$#]{2,}|(.)\1{5,}", text))
 
 
+def unusable_dream(data: dict[str, Any]) -> str | None:
+    """Why a dream answer cannot be applied (no insight, or insight/strategy not in plain words), or None."""
+    insight = str(data.get("insight") or "").strip()
+    strategy = str(data.get("strategy") or "").strip()
+    if not insight:
+        return "no insight"
+    if not is_prose(insight, min_words=5):
+        return f"the insight is not prose ({insight[:80]!r})"
+    if strategy and not is_prose(strategy):
+        return f"the strategy is not prose ({strategy[:80]!r})"
+    return None
+
+
 def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime, topic: str,
                 newest_message_id: int) -> DreamOutcome:
     """Write everything the dream decided, in the caller's transaction. Nothing is written without an insight
@@ -180,12 +193,10 @@ def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime
     outcome = DreamOutcome(level=level)
     insight = str(data.get("insight") or "").strip()
     strategy = str(data.get("strategy") or "").strip()
-    bad = ("insight", insight) if not insight or not is_prose(insight, min_words=5) else \
-        ("strategy", strategy) if strategy and not is_prose(strategy) else None
-    if bad:
+    problem = unusable_dream(data)
+    if problem:
         outcome.status = "empty"
-        what = "no insight" if not insight else f"the {bad[0]} is not prose"
-        outcome.dropped.append(f"{what}: nothing applied ({bad[1][:80]!r})")
+        outcome.dropped.append(f"{problem}: nothing applied")
         return outcome
     row = repos.insights.add(insight, strategy=strategy, log_entry=str(data.get("log_entry") or "").strip(),
                              trigger_topic=topic, level=level, created_at=now)

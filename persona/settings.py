@@ -101,6 +101,7 @@ class DreamSettings(Section):
     log_items: int = Field(30, ge=1, le=500)
     recall_k: int = Field(6, ge=0, le=50)
     max_tokens: int = Field(700, ge=64, le=8192)
+    attempts: int = Field(3, ge=1, le=5, description="answers asked for until one has an insight in plain words")
     weekly_days: int = Field(7, ge=1)
     monthly_days: int = Field(30, ge=1)
 

@@ -62,16 +62,18 @@ def test_a_dream_on_the_embedded_model_is_applied_and_its_strategy_is_in_the_nex
     result = Autonomy(agent).maybe_dream(Stopper().control)  # 01:00 is in the quiet hours: due
     assert result is not None and result["level"] == 1 and result["llm_id"] == "embedded"
     assert Autonomy(agent).maybe_dream(Stopper().control) is None  # one automatic attempt a day, applied or not
-    # Under the prose grammar the 270M model's dream passes the gate about 2 times in 3 (bench/persona.py);
-    # a rejected one is kept out of every prompt, and `run.py dream` may try again the same night.
-    for _ in range(5):  # six tries in all: (1/3)^6 < 0.2 % that none is applied
+    # Under the prose grammar the 270M model's dream passes the gate about 5 times in 6 (17 of 20 measured); each
+    # dream asks up to dreaming.attempts (3) times, a rejected one is kept out of every prompt, and `run.py dream`
+    # may try again the same night.
+    for _ in range(2):  # nine answers in all
         if result["status"] == "applied":
             break
-        assert result["status"] == "empty" and "nothing applied" in result["dropped"][0]
+        assert result["status"] == "empty" and "nothing applied" in result["dropped"][0], result
+        assert result["attempts"] == 3
         with agent.services.db.unit() as repos:
             assert repos.insights.latest() is None
         result = dream_on_demand(agent)
-    assert result["status"] == "applied", result
+    assert result["status"] == "applied", result["dropped"]
     with agent.services.db.unit() as repos:
         dream_calls = [c for c in repos.llm_calls.recent(40) if c.purpose == "dream"]
         assert dream_calls and all(c.ok and c.completion_tokens > 0 for c in dream_calls)

@@ -264,12 +264,14 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     main, dreamer = dream_agent(agent_factory, fake, clock)
     main.tick()
     dreamer.run(inputs={"level": 2, "reason": "test"})
-    assert dreamer.outputs()["dream"]["status"] == "empty"
-    assert dreamer.outputs()["dream"]["dropped"] == ["no insight: nothing applied ('')"]
+    dream_calls = [c for c in fake.calls if c["json_schema"] is not None and "dreaming" in c["prompt"]]
+    assert len(dream_calls) == 3  # dreaming.attempts: asked again twice before giving up for the night
+    assert dreamer.outputs()["dream"]["status"] == "empty" and dreamer.outputs()["dream"]["attempts"] == 3
+    assert dreamer.outputs()["dream"]["dropped"] == ["no insight: nothing applied"]
     fake.json_answer = lambda prompt: {"insight": "I understood that the tides follow the moon.",
                                        "strategy": "ight ight ight ight ight ight ight ight ight ight"}
     dreamer.run(inputs={"level": 1, "reason": "again"})
-    assert dreamer.outputs()["dream"]["dropped"][0].startswith("the strategy is not prose: nothing applied ('ight ight")
+    assert dreamer.outputs()["dream"]["dropped"][0].startswith("the strategy is not prose ('ight ight")
     with main.services.db.unit() as repos:
         assert repos.insights.latest() is None and repos.goals.list() == []
     from persona.dreaming import is_prose
@@ -278,12 +280,27 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     assert not is_prose(">\n, and:\n\n<h3>the:t,</h3>\n\n#\n$new_key_value_pair.json\n{")
     assert not is_prose("> 273068492125042312435512051205125212052\n.\n\n<h2>.</h2>")
     assert is_prose("Ask one concrete question about the sea each day.")
+
     # and what it wrote under the prose grammar before the gate learnt about repetition and dash runs
     assert not is_prose("sTrteq y ings ight ight ight ight ight ight ight ight ight ight ight ight ight")
     assert not is_prose("You can have the... ------------------ --------------------")
     assert not is_prose("id ings ings", min_words=5)
     assert is_prose("Я думаю о море и о моём человеке.", min_words=5)
     assert is_prose("夢の中で海を見た。私は静かに考えた。", min_words=5)
+
+
+def test_a_dream_in_markup_is_asked_for_again_and_the_second_answer_applied(agent_factory):
+    clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=UTC))
+    answers = iter([{"insight": "<h3>4</h3>", "strategy": ""}, DREAM])
+    fake = FakeLLM("fake", json_answer=lambda prompt: next(answers) if "dreaming" in prompt else {"emotions": []})
+    main, dreamer = dream_agent(agent_factory, fake, clock)
+    main.tick()
+    events = [data for mode, data in dreamer.stream(inputs={"level": 1, "reason": "test"}) if mode == "custom"]
+    result = dreamer.outputs()["dream"]
+    assert result["status"] == "applied" and result["attempts"] == 2 and result["insight"] == DREAM["insight"]
+    assert [e["problem"] for e in events if e.get("phase") == "retry"] == ["the insight is not prose ('<h3>4</h3>')"]
+    with main.services.db.unit() as repos:
+        assert [i.insight for i in repos.insights.recent()] == [DREAM["insight"]]
 
 
 def test_the_dream_grammar_holds_free_text_to_plain_words():
