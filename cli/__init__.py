@@ -2,6 +2,7 @@
 
     run.py [--playbook repl] …      run_playbook.py   the persona's loop, a one-shot playbook; `dream`
     run.py say "…"                  talk.py           a note to the persona
+    run.py serve                    web.py            the web app and API alone (the loop serves it too)
     run.py inspect [--json]         inspect.py        what it did and is (graph/reports.py)
     run.py approvals / approve / deny  approvals.py   the human's side of consent
     run.py sessions …               sessions.py       list, export, revive
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import approvals, inspect, kb, model, persona, playbook, run_playbook, sessions, talk
+from cli import approvals, inspect, kb, model, persona, playbook, run_playbook, sessions, talk, web
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -25,6 +26,7 @@ app = typer.Typer(cls=AnimaGroup, add_completion=False, no_args_is_help=False,
 app.callback(invoke_without_command=True)(with_debug_option(run_playbook.run_playbook))
 app.command()(run_playbook.dream)
 app.command()(talk.say)
+app.command()(web.serve)
 app.command()(inspect.inspect)
 app.command()(approvals.approvals)
 app.command()(approvals.approve)

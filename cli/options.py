@@ -99,3 +99,6 @@ def open_memory(data_dir: str, db: Optional[str], persona: Optional[str], embed_
     except BaseException:
         database.close()
         raise
+WebHost = typer.Option("127.0.0.1", "--host", envvar="ANIMA_WEB_HOST",
+                       help="Address the web app listens on; beyond 127.0.0.1 it needs ANIMA_API_TOKEN.")
+WebPort = typer.Option(8765, "--port", envvar="ANIMA_WEB_PORT", min=1, max=65535, help="Port of the web app.")

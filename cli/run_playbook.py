@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 
 from cli.live import LiveView
-from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, err, flags
+from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, WebHost, WebPort, err, flags
 from cli.startup import preflight
+from cli.web import start_web
 
 
 def install_model_with_progress() -> None:
@@ -49,12 +50,15 @@ def run_playbook(ctx: typer.Context,
                  thread: str = Thread,
                  no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
                  embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
-                 chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
-    """Run a playbook: the persona's REPL loop (Ctrl-C or SIGTERM cancels the model call, saves and exits 0;
-    a second one aborts at once)."""
+                 chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v"),
+                 host: str = WebHost, port: int = WebPort,
+                 no_web: bool = typer.Option(False, "--no-web", help="Loop playbooks: do not serve the web app.")) -> None:
+    """Run a playbook: the persona's REPL loop, with its web app at http://127.0.0.1:8765 (Ctrl-C or SIGTERM cancels
+    the model call, saves and exits 0; a second one aborts at once)."""
     if ctx.invoked_subcommand is not None:
         return
     run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
+        web=None if no_web else (host, port),
         settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
                        llm_api=llm_api if llm_url else None, context_window=context_window,
                        embedded=False if (llm_url and no_fallback) else None, embed_url=embed_url,
@@ -62,10 +66,11 @@ def run_playbook(ctx: typer.Context,
 
 
 def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", verbose: bool = False,
-        settings: dict) -> None:
+        settings: dict, web: tuple[str, int] | None = None) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
-    from graph.loop import Stopper, run_loop
+    from graph.loop import Stopper, control, run_loop
+    from graph.loop.journal import LiveJournal
     from graph.playbook import InputError, PlaybookError, coerce_inputs
     from persona import PersonaError
     from persona.settings import SettingsError
@@ -119,15 +124,40 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     if not agent.playbook.loop:
         run_once(agent, given, stopper)
         return
+    server = start_web(settings, *web) if web else None
+    journal = LiveJournal(svc.db, thread)
+    with svc.db.unit() as repos:
+        control.request(repos, "running", by="run.py", now=svc.clock())  # a fresh run is wanted running
     try:
-        with LiveView(svc.persona.display_name) as view:
-            result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper, on_stream=view,
-                              inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
+        while True:
+            with LiveView(svc.persona.display_name) as view:
+                result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper,
+                                  on_stream=lambda mode, data: (view(mode, data), journal(mode, data)),
+                                  inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
+            if not (result.stopped_by_human and server and wait_for_start(agent, stopper)):
+                break
+            err.print("[green]started again from the web app[/]")
     finally:
+        journal.close()
+        if server:
+            server.stop()
         agent.close()
     dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "
               f"state saved, session closed — run again to continue (or: run.py sessions list).")
+
+
+def wait_for_start(agent, stopper) -> bool:
+    """Stopped from the web app: the session is saved; wait for Start there (True) or Ctrl-C (False)."""
+    from graph.loop import control
+
+    err.print("[yellow]stopped from the web app — session saved; Start there continues (Ctrl-C quits)[/]")
+    while not stopper.requested:
+        stopper.sleep(0.5)
+        with agent.services.db.unit() as repos:
+            if control.wanted(repos) == "running":
+                return True
+    return False
 
 
 def run_once(agent, given: dict[str, str], stopper) -> None:

@@ -25,17 +25,21 @@ from memory.models import (
     Approval,
     AuditEntry,
     Base,
+    LiveEvent,
     MemoryBlockVersion,
+    MemoryChange,
     Note,
     OpenQuestion,
     SchemaVersion,
+)
+from memory.models import (
     Session as SessionRow,
 )
 from memory.repositories import Repos
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -90,9 +94,15 @@ def _v7_consent_and_archive(conn: Connection) -> None:
         _add_missing_columns(conn, table, [f"archived_at {moment}"])
 
 
+def _v8_live_events_and_history(conn: Connection) -> None:
+    LiveEvent.__table__.create(conn, checkfirst=True)
+    MemoryChange.__table__.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
-                                                       6: _v6_persona_autonomy, 7: _v7_consent_and_archive}
+                                                       6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
+                                                       8: _v8_live_events_and_history}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

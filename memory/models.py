@@ -619,3 +619,35 @@ class AuditEntry(Base):
     actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
     reason: Mapped[str] = mapped_column(Text, default="")
     approval_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)
+
+
+# ---- v8: the face (web app) -------------------------------------------------------------------------------
+
+
+class LiveEvent(Base):
+    """What a running loop did, step by step, for the web app's live views and `/api/events` (the loop writes,
+    any process reading the database streams). A short journal: old rows are trimmed by the writer."""
+
+    __tablename__ = "live_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # when the loop saw it
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(32))  # step | tick | tick_failed | dream | stelis | loop | …
+    node: Mapped[Optional[str]] = mapped_column(String(128))
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class MemoryChange(Base):
+    """The history of every memory tier: who changed what, when, and the row before and after."""
+
+    __tablename__ = "memory_history"
+    __table_args__ = (Index("ix_memory_history_ref", "tier", "ref", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    tier: Mapped[str] = mapped_column(String(32))  # the table's tier name (diary, concept, goal, core_memory, …)
+    ref: Mapped[str] = mapped_column(String(128))  # the row's id (or block name)
+    action: Mapped[str] = mapped_column(String(16))  # create | update | archive | restore | delete
+    actor: Mapped[str] = mapped_column(String(64), default="persona")  # human | persona | dream | upkeep | system
+    before: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    after: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)

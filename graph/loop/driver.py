@@ -16,6 +16,7 @@ from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
 from graph.agent import Agent
+from graph.loop import control
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
 from nodes.commands.cycle import idle_wake_reason, load_cycle, update_cycle
@@ -28,6 +29,7 @@ MAX_DEGRADED_BACKOFF_S = 60.0
 class LoopResult:
     ticks_run: int = 0
     interrupted: bool = False
+    stopped_by_human: bool = False  # the human asked the loop to stop (graph/loop/control.py)
     failed_ticks: int = 0  # ticks a step failed in (quarantined, the loop went on)
     dreams: list[dict[str, Any]] = field(default_factory=list)
     last_state: dict[str, Any] = field(default_factory=dict)
@@ -95,6 +97,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     stopper = stopper or Stopper()
     result = LoopResult()
     degraded_streak = 0
+    reported: list[str] = []  # the loop state last recorded for the Controls page
     life = Autonomy(agent, on_stream, notify) if autonomy else None
     if life:
         life.start()
@@ -104,6 +107,12 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                 if stopper.requested:
                     result.interrupted = True
                     break
+                want = obey_control(agent, stopper, reported, idle_poll_s)
+                if want == "stopped":
+                    result.stopped_by_human = True
+                    break
+                if want == "paused":
+                    continue
                 if life and not agent.interrupted:
                     dreamt = life.maybe_dream(stopper.control)
                     if dreamt is not None:
@@ -144,4 +153,25 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     finally:
         if life:
             life.stop()
+        _report(agent, reported, "stopped")
     return result
+
+
+def _report(agent: Agent, reported: list[str], state: str) -> None:
+    if reported[-1:] == [state]:
+        return
+    import os
+
+    with agent.services.db.unit() as repos:
+        control.record_status(repos, state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
+    reported[:] = [state]
+
+
+def obey_control(agent: Agent, stopper: Stopper, reported: list[str], poll_s: float) -> control.Wanted:
+    """What the human wants of the loop now; while paused, wait a poll interval (a stop request ends the wait)."""
+    with agent.services.db.unit() as repos:
+        want = control.wanted(repos)
+    _report(agent, reported, want)
+    if want == "paused":
+        stopper.sleep(poll_s)
+    return want

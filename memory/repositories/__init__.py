@@ -30,6 +30,7 @@ from memory.repositories.goals import GoalRepo, TaskRepo
 from memory.repositories.insights import InsightRepo
 from memory.repositories.items import MemoryItemRepo
 from memory.repositories.kb import KnowledgeBaseRepo
+from memory.repositories.live import LiveEventRepo
 from memory.repositories.llm import LLMCallRepo, LLMRegistryRepo
 from memory.repositories.llm_memory import LLMMemoryRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
@@ -186,6 +187,10 @@ class Repos:
     @cached_property
     def approvals(self) -> ApprovalRepo:
         return ApprovalRepo(self.session)
+
+    @cached_property
+    def live_events(self) -> LiveEventRepo:
+        return LiveEventRepo(self.session)
 
     @cached_property
     def audit(self) -> AuditRepo:

@@ -1,0 +1,43 @@
+"""`run.py serve`: the web app and API alone, over a data dir whose loop runs elsewhere (or not at all)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, WebHost, WebPort, err, flags
+from cli.startup import preflight
+
+
+def start_web(settings: dict, host: str, port: int):
+    """The app beside the loop (`run.py`, `make run`): a one-line error and exit 2 when it cannot listen."""
+    from web.security import BindingError
+    from web.server import PortInUse, start_in_thread
+
+    try:
+        web = start_in_thread(settings, host, port)
+    except (BindingError, PortInUse) as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2)
+    err.print(f"[bold]web app:[/] {web.url}  (API: {web.url}/docs · events: {web.url}/api/events)")
+    return web
+
+
+def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = PersonaDir, data_dir: str = DataDir,
+          db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl) -> None:
+    """Serve the web app and API over a data dir (talk, thoughts, inner life, memory, approvals, sessions, persona,
+    controls). The loop may run in another process: the app reads and writes the same database."""
+    from web.security import BindingError
+    from web.server import serve as serve_app
+
+    settings = flags(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
+    preflight(settings)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    err.print(f"[bold]web app:[/] http://{shown}:{port}  (Ctrl-C stops)")
+    try:
+        serve_app(settings, host, port)
+    except BindingError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2)

@@ -1,0 +1,107 @@
+"""The live journal: the loop's stream (steps, dreams, Stelis threads, failures) written to `live_events`, so the
+web app — in this process or another one over the same database — shows a run as it happens.
+
+Writing is off the tick's path: events go to a queue and a writer thread commits them in small batches."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+from memory import Database
+
+log = logging.getLogger(__name__)
+FLUSH_EVERY_S = 0.05
+KEEP_EVENTS = 5_000
+DATA_CHARS = 4_000  # a bigger event keeps a preview: the full text is in its own table
+TEXT_CHARS = 2_000
+SKIPPED = {"token"}  # per-token events stay in the terminal: a stream reader gets the whole answer per step
+
+
+def _bounded(data: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    if len(text) <= DATA_CHARS:
+        return json.loads(text)
+    return {"preview": text[:DATA_CHARS], "truncated": len(text)}
+
+
+def step_summary(node: str, update: dict[str, Any]) -> dict[str, Any]:
+    """What a live view needs of a step's update (the state itself stays in the checkpoint)."""
+    if node == "call_llm":
+        llm = update.get("llm") or {}
+        return {"degraded": bool(update.get("degraded")), "llm_id": llm.get("llm_id"),
+                "prompt_tokens": llm.get("prompt_tokens"), "completion_tokens": llm.get("completion_tokens"),
+                "tokens_per_s": llm.get("tokens_per_s"), "response": str(update.get("response") or "")[:TEXT_CHARS]}
+    if node == "execute_commands":
+        return {"executed": [{"type": str(e.get("type"))[:80], "status": e.get("status")}
+                             for e in (update.get("executed") or [])[:40]], "idle": bool(update.get("idle"))}
+    return {"keys": sorted(update)[:20]}
+
+
+class LiveJournal:
+    """A stream listener (`run_loop(on_stream=…)`): call it with each (mode, data) the Agent yields."""
+
+    def __init__(self, db: Database, thread_id: str, *, keep: int = KEEP_EVENTS):
+        self.db, self.thread_id, self.keep = db, thread_id, keep
+        self.tick: int | None = None
+        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write, name="live-journal", daemon=True)
+        self._writer.start()
+
+    def __call__(self, mode: str, data: Any) -> None:
+        now = datetime.now(timezone.utc)
+        if mode == "custom":
+            kind = str(data.get("event") or "event")
+            if kind in SKIPPED:
+                return
+            body = {k: v for k, v in data.items() if k != "event"}
+            self.put(kind, node=data.get("node"), data=body, at=now, thread_id=data.get("thread_id"))
+            return
+        for node, update in (data or {}).items():
+            update = update if isinstance(update, dict) else {}
+            if node == "update_process_log" and update.get("tick") is not None:
+                self.tick = int(update["tick"])
+            self.put("step", node=node, data=step_summary(node, update), at=now)
+            if node == "execute_commands":
+                self.put("tick", node=node, data={"executed": len(update.get("executed") or [])}, at=now)
+
+    def put(self, kind: str, *, node: str | None = None, data: dict[str, Any] | None = None,
+            at: datetime | None = None, thread_id: str | None = None, tick: int | None = None) -> None:
+        self._queue.put({"at": at or datetime.now(timezone.utc), "thread_id": thread_id or self.thread_id,
+                         "tick": self.tick if tick is None else tick, "kind": kind[:32],
+                         "node": (node or None) and str(node)[:128], "data": _bounded(data or {})})
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._writer.join(timeout=5)
+
+    def _write(self) -> None:
+        written = 0
+        while True:
+            first = self._queue.get()
+            batch, stop = ([] if first is None else [first]), first is None
+            while not stop:
+                try:
+                    item = self._queue.get(timeout=FLUSH_EVERY_S) if not batch else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                else:
+                    batch.append(item)
+            if batch:
+                try:
+                    with self.db.unit() as repos:
+                        repos.live_events.add_many(batch)
+                        written += len(batch)
+                        if written >= 200:
+                            repos.live_events.trim(self.keep)
+                            written = 0
+                except Exception:  # the journal must never stop the loop
+                    log.exception("live journal: %d event(s) not written", len(batch))
+            if stop:
+                return

@@ -1,0 +1,26 @@
+"""/api/events: the loop's live journal as Server-Sent Events (JSON data; `Last-Event-ID` resumes)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from sse_starlette import EventSourceResponse
+
+from web.context import WebServices, get_services
+from web.services import events
+
+router = APIRouter(tags=["events"])
+
+
+@router.get("/events", response_class=EventSourceResponse,
+            responses={200: {"content": {"text/event-stream": {}}, "description": "a stream of loop events"}})
+async def stream_events(request: Request, kinds: list[str] = Query([], max_length=20),
+                        since: int | None = Query(None, ge=0, description="replay events after this id"),
+                        last_event_id: int | None = Header(None, ge=0),
+                        services: WebServices = Depends(get_services)):
+    """Each event: `{id, at, thread_id, tick, kind, node, data}`; kinds: step, tick, tick_failed, message,
+    approval, dream, stelis_enter, stelis_leave, task_cycle, …"""
+    cursor = last_event_id if last_event_id is not None else since
+    if cursor is None:
+        cursor = events.newest_id(services.db)
+    stream = events.follow(services.db, cursor, kinds=kinds, is_disconnected=request.is_disconnected)
+    return EventSourceResponse((events.sse_json(e) async for e in stream), ping=15)

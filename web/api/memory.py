@@ -1,0 +1,7 @@
+"""/api: the memory resource (to be filled)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["memory"])

@@ -1,0 +1,46 @@
+"""The app factory: `create_app(flags)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
+the live streams, the vendored static files, the guard (token, CSRF) and JSON errors. Nothing is opened at import
+time: the services open when the app starts (its lifespan) and close when it stops."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from web import errors, security
+from web.api import api_router
+from web.context import WebServices
+from web.pages import page_router
+from web.templating import STATIC, make_templates
+
+
+def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = None,
+               services: WebServices | None = None) -> FastAPI:
+    """`flags`: the same settings the command line takes (data_dir, db_url, persona_dir, …). `services`: already
+    opened ones (tests); the app then leaves closing them to the caller."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        owned = app.state.services is None
+        if owned:
+            app.state.services = WebServices.open(flags or {}, api_token=api_token)
+        try:
+            yield
+        finally:
+            if owned:
+                app.state.services.close()
+                app.state.services = None
+
+    app = FastAPI(title="anima", version="0.1.0", lifespan=lifespan,
+                  description="Watch the persona think, talk with it, and curate its inner life.")
+    app.state.services = services
+    app.state.templates = make_templates()
+    app.middleware("http")(security.guard)
+    errors.install(app)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.include_router(api_router())
+    app.include_router(page_router())
+    return app

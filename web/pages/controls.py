@@ -1,0 +1,31 @@
+"""Controls: start, pause, stop the loop; its ticks; the LLM endpoints and their health."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Form, Request
+
+from memory import Repos
+from web.context import WebServices, get_repos, get_services
+from web.services import controls
+from web.templating import render
+
+router = APIRouter()
+
+
+@router.get("/controls")
+def controls_page(request: Request, repos: Repos = Depends(get_repos)):
+    return render(request, "pages/controls.html", "controls", status=controls.loop_status(repos))
+
+
+@router.post("/controls/loop")
+def control_loop(request: Request, want: Literal["running", "paused", "stopped"] = Form(...),
+                 repos: Repos = Depends(get_repos), services: WebServices = Depends(get_services)):
+    status = controls.set_control(repos, want, services.clock())
+    return render(request, "fragments/loop_status.html", status=status)
+
+
+@router.get("/controls/status")
+def loop_status(request: Request, repos: Repos = Depends(get_repos)):
+    return render(request, "fragments/loop_status.html", status=controls.loop_status(repos))

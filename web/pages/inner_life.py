@@ -1,0 +1,7 @@
+"""The inner_life page (to be filled)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

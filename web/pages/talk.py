@@ -1,0 +1,26 @@
+"""Talk: the conversation; a message box whose note appears at once, the persona's replies arrive live."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Form, Request
+
+from memory import Repos
+from web.context import WebServices, get_repos, get_services
+from web.schemas.talk import NoteIn
+from web.services import talk
+from web.templating import render
+
+router = APIRouter()
+
+
+@router.get("/")
+def talk_page(request: Request, repos: Repos = Depends(get_repos), services: WebServices = Depends(get_services)):
+    conversation = talk.conversation(repos, services.persona().display_name, limit=100)
+    return render(request, "pages/talk.html", "talk", conversation=conversation)
+
+
+@router.post("/talk/notes")
+def send_note(request: Request, text: str = Form(..., max_length=8000), repos: Repos = Depends(get_repos),
+              services: WebServices = Depends(get_services)):
+    item = talk.post_note(repos, NoteIn(text=text), services.clock())
+    return render(request, "fragments/conversation_item.html", item=item)

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ControlIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    want: Literal["running", "paused", "stopped"] = Field(description="What the loop should do from its next step.")
+
+
+class LLMHealth(BaseModel):
+    id: str
+    provider: str
+    model: str
+    priority: int
+    enabled: bool
+    trust_score: float
+    base_url: str | None = None
+    calls: int = 0
+    failures: int = 0
+    last_ok: bool | None = None
+    last_error: str | None = None
+    last_latency_ms: float | None = None
+    healthy: bool | None = Field(None, description="The last call succeeded (None: never called).")
+
+
+class LoopStatus(BaseModel):
+    want: str
+    requested_by: str | None = None
+    state: str = Field(description="What the loop last reported: running, paused, stopped (or unknown).")
+    thread: str | None = None
+    pid: int | None = None
+    reported_at: str | None = None
+    ticks: int
+    last_tick: dict[str, Any] | None = None
+    llms: list[LLMHealth]

@@ -1,0 +1,61 @@
+"""Serving the app with uvicorn: blocking (`run.py serve`), or beside the loop in a thread (`run.py`, `make run`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from web.security import TOKEN_ENV, check_binding
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
+
+
+class PortInUse(RuntimeError):
+    pass
+
+
+def _config(flags: dict[str, Any], host: str, port: int) -> uvicorn.Config:
+    from web.app import create_app
+
+    token = os.environ.get(TOKEN_ENV) or None
+    check_binding(host, token)
+    return uvicorn.Config(create_app(flags, api_token=token), host=host, port=port, log_level="warning",
+                          access_log=False, timeout_graceful_shutdown=2, lifespan="on")
+
+
+def serve(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    uvicorn.Server(_config(flags, host, port)).run()
+
+
+@dataclass
+class WebThread:
+    server: uvicorn.Server
+    thread: threading.Thread
+    url: str
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+
+
+def start_in_thread(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                    wait_s: float = 20.0) -> WebThread:
+    """The app in a background thread (the loop keeps the main thread and its signals); returns once it listens."""
+    server = uvicorn.Server(_config(flags, host, port))
+    thread = threading.Thread(target=server.run, name="web", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + wait_s
+    while not server.started:
+        if not thread.is_alive():
+            raise PortInUse(f"the web app could not listen on {host}:{port} (in use? choose another with --port, "
+                            "or --no-web)")
+        if time.monotonic() > deadline:
+            raise PortInUse(f"the web app did not start on {host}:{port} within {wait_s:.0f} s")
+        time.sleep(0.05)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return WebThread(server, thread, f"http://{shown}:{port}")
