@@ -4,6 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 TICKS  ?= forever
+ARGS   ?=
 WHEELS ?= $(HOME)/.cache/anima/wheels
 LLAMA_VERSION = 0.3.36
 # Portable x86-64 build: -march=native enables AMX kernels that segfault on VMs that advertise but
@@ -35,7 +36,7 @@ model: install
 	$(PY) run.py model install
 
 run: model
-	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS)
+	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS) $(ARGS)
 
 test: model
 	$(PY) -m pytest -q -rs

@@ -52,7 +52,8 @@ def run_playbook(ctx: typer.Context,
                  embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                  chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v"),
                  host: str = WebHost, port: int = WebPort,
-                 no_web: bool = typer.Option(False, "--no-web", help="Loop playbooks: do not serve the web app.")) -> None:
+                 no_web: bool = typer.Option(False, "--no-web", envvar="ANIMA_NO_WEB",
+                                             help="Loop playbooks: do not serve the web app.")) -> None:
     """Run a playbook: the persona's REPL loop, with its web app at http://127.0.0.1:8765 (Ctrl-C or SIGTERM cancels
     the model call, saves and exits 0; a second one aborts at once)."""
     if ctx.invoked_subcommand is not None:

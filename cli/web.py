@@ -12,15 +12,19 @@ from cli.startup import preflight
 
 
 def start_web(settings: dict, host: str, port: int):
-    """The app beside the loop (`run.py`, `make run`): a one-line error and exit 2 when it cannot listen."""
+    """The app beside the loop (`run.py`, `make run`). An unsafe binding stops the run (exit 2); a busy port only
+    the app: the persona thinks on, and `run.py serve --port …` can serve it later."""
     from web.security import BindingError
     from web.server import PortInUse, start_in_thread
 
     try:
         web = start_in_thread(settings, host, port)
-    except (BindingError, PortInUse) as exc:
+    except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2)
+    except PortInUse as exc:
+        err.print(f"[yellow]web app not started: {escape(str(exc))} — the loop runs without it[/]")
+        return None
     err.print(f"[bold]web app:[/] {web.url}  (API: {web.url}/docs · events: {web.url}/api/events)")
     return web
 

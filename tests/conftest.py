@@ -55,3 +55,25 @@ def index(tmp_path):
     yield idx
     idx.close()
     db.close()
+
+
+@pytest.fixture
+def web(tmp_path):
+    """The web app over a persona that ticks on a FakeLLM: `web.client` (TestClient, no browser headers: the
+    CSRF check is for browsers), `web.agent` (tick it to make the loop write), `web.app`, `web.csrf` (the header a
+    page sends)."""
+    from types import SimpleNamespace
+
+    from fastapi.testclient import TestClient
+
+    from web.app import create_app
+    from web.context import WebServices
+
+    agent = make_agent(tmp_path, FakeLLM("fake"))
+    services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock,
+                           _memory=agent.services.memory)
+    app = create_app(services=services)
+    with TestClient(app) as client:
+        yield SimpleNamespace(client=client, agent=agent, app=app, services=services, data_dir=tmp_path,
+                              csrf={"X-CSRF-Token": services.csrf_token, "Origin": "http://testserver"})
+    agent.services.db.close()

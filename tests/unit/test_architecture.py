@@ -1,4 +1,4 @@
-"""The house rules, checked on the source: imports run one way (cli/run.py → graph → nodes → persona → memory, llm),
+"""The house rules, checked on the source: imports run one way (cli/run.py → web → graph → nodes → persona → memory, llm),
 no module imports itself back through another, the tick's steps sit in tick order, and ARCHITECTURE.md names
 every room the tree has (and no room it has not)."""
 
@@ -11,9 +11,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cli", "graph", "nodes", "persona", "memory", "llm")
+PACKAGES = ("cli", "web", "graph", "nodes", "persona", "memory", "llm")
 # what each layer may import (besides itself); run.py may import everything
-ALLOWED = {"cli": {"graph", "nodes", "persona", "memory", "llm"}, "graph": {"nodes", "persona", "memory", "llm"},
+ALLOWED = {"cli": {"web", "graph", "nodes", "persona", "memory", "llm"},
+           "web": {"graph", "nodes", "persona", "memory", "llm"}, "graph": {"nodes", "persona", "memory", "llm"},
            "nodes": {"persona", "memory", "llm"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set()}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import datetime, timezone
 from typing import Any
 
 from memory import Database
@@ -13,8 +14,12 @@ POLL_S = 0.1  # one indexed query per client per poll; an event reaches the page
 KEEPALIVE_S = 15.0
 
 
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)  # SQLite drops the zone
+
+
 def event_dict(row) -> dict[str, Any]:
-    return {"id": row.id, "at": row.at.isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
+    return {"id": row.id, "at": _utc(row.at).isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
             "kind": row.kind, "node": row.node, "data": row.data}
 
 
