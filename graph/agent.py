@@ -36,7 +36,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 
-from graph.checkpoint import DEFAULT_KEEP, open_sqlite_saver, prune_checkpoints
+from graph.checkpoint import DEFAULT_KEEP, close_saver, open_postgres_saver, open_sqlite_saver, prune
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
@@ -166,8 +166,7 @@ class Agent:
         if not self.playbook.loop:
             with self.services.db.unit() as repos:
                 repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "done"})
-        if hasattr(self.checkpointer, "conn"):
-            prune_checkpoints(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
+        prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
         """A step raised: close the tick as failed with the reason, set its answer aside, and clear the checkpoint's
@@ -198,9 +197,7 @@ class Agent:
         return {name: variables.get(name) for name in self.playbook.outputs}
 
     def close(self) -> None:
-        conn = getattr(self.checkpointer, "conn", None)
-        if conn is not None:
-            conn.close()
+        close_saver(self.checkpointer)
         if self.services.memory is not None:
             self.services.memory.close()
         self.services.db.close()
@@ -211,10 +208,13 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", check
                 **flags: Any) -> Agent:
     """Open services from `flags` (persona.settings.Settings fields: data_dir, db_url, persona_dir, llm_url, …)
     unless given, compile the playbook, and abort Stelis threads a dead process left running (each gets a
-    chronicle and stays anchored)."""
+    chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
+    when the database is Postgres, SqliteSaver in the data dir otherwise), "memory", or a saver."""
     services = services or open_services(**flags)
-    if checkpointer == "sqlite":
-        saver: BaseCheckpointSaver = open_sqlite_saver(checkpoint_path(services.settings.data_dir))
+    if checkpointer == "sqlite" and services.db.is_postgres:  # the state goes where the memory goes
+        saver: BaseCheckpointSaver = open_postgres_saver(services.db.libpq_url())
+    elif checkpointer == "sqlite":
+        saver = open_sqlite_saver(checkpoint_path(services.settings.data_dir))
     elif checkpointer == "memory":
         saver = InMemorySaver()
     else:

@@ -1,13 +1,52 @@
-"""Checkpointer wiring: SqliteSaver for the CLI, with pruning (SqliteSaver keeps every checkpoint forever)."""
+"""Checkpointer wiring: the checkpoints live where the memory lives. A Postgres database (`--db postgresql://…`) gets
+PostgresSaver over a psycopg pool, pruned by its own `prune`; the SQLite default gets SqliteSaver in the data dir,
+pruned here (SqliteSaver keeps every checkpoint forever and has no prune)."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 DEFAULT_KEEP = 30  # per checkpoint thread: a loop writes ~2 a tick, a one-shot run one per step
+POOL_SIZE = 4
+CONNECT_TIMEOUT_S = 5
+
+
+def open_postgres_saver(conninfo: str) -> BaseCheckpointSaver:
+    """PostgresSaver on its own small pool (autocommit, dict rows, no prepared statements: what it requires)."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=CONNECT_TIMEOUT_S,
+                          kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                                  "connect_timeout": CONNECT_TIMEOUT_S})
+    pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+    saver = PostgresSaver(pool)
+    saver.setup()
+    return saver
+
+
+def is_postgres_saver(saver: Any) -> bool:
+    return type(saver).__name__ == "PostgresSaver"
+
+
+def prune(saver: BaseCheckpointSaver, thread_id: str, keep: int = DEFAULT_KEEP) -> None:
+    """Old checkpoints of a thread go: Postgres keeps the latest (its own prune), SQLite the newest `keep`."""
+    if is_postgres_saver(saver):
+        saver.prune([thread_id], strategy="keep_latest")  # type: ignore[attr-defined]
+    elif isinstance(saver, SqliteSaver):
+        prune_checkpoints(saver, thread_id, keep)
+
+
+def close_saver(saver: BaseCheckpointSaver) -> None:
+    conn = getattr(saver, "conn", None)  # a sqlite3 connection, or PostgresSaver's pool
+    if conn is not None:
+        conn.close()
 
 
 def open_sqlite_saver(path: str | Path) -> SqliteSaver:

@@ -290,6 +290,16 @@ class Database:
     def url(self) -> str:
         return self.engine.url.render_as_string(hide_password=True)
 
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    def libpq_url(self) -> str:
+        """The Postgres URL as libpq takes it (no SQLAlchemy driver suffix), for the checkpointer's own pool."""
+        if not self.is_postgres:
+            raise ValueError(f"{self.url} is not a PostgreSQL database")
+        return self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
     @contextmanager
     def unit(self) -> Iterator[Repos]:
         """One transaction: committed on success, rolled back on error."""

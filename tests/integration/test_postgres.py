@@ -86,3 +86,26 @@ def test_memory_tiers_search_and_manager_on_postgres(tmp_path, pg_url):
     services.sync_memory()
     assert not {"msg:900", "msg:901", "msg:902"} & {h.item.ref for h in services.memory.search(Query(text="heron pier", k=10))}
     agent.close()
+
+
+def test_checkpoints_live_in_postgres_beside_the_memory_and_a_new_process_resumes(tmp_path, pg_url):
+    from graph.checkpoint import is_postgres_saver
+
+    def agent_on_postgres():
+        fake = FakeLLM("fake", responses=["A thought about the sea."])
+        services = open_services(data_dir=str(tmp_path), db_url=pg_url, embedded=False, providers={"fake": fake},
+                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}])
+        return build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-saver")
+
+    agent = agent_on_postgres()
+    assert is_postgres_saver(agent.checkpointer)
+    for _ in range(3):
+        agent.tick()
+    with agent.services.db.session() as s:
+        rows = s.execute(text("SELECT count(*) FROM checkpoints WHERE thread_id = 'pg-saver'")).scalar_one()
+    assert rows == 1  # PostgresSaver.prune(keep_latest) after each tick
+    agent.close()
+    assert not (tmp_path / "checkpoints.sqlite").exists()  # nothing durable on this machine's disk
+    again = agent_on_postgres()
+    assert again.state()["tick"] == 3 and again.tick()["tick"] == 4
+    again.close()
