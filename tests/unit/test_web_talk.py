@@ -4,7 +4,7 @@ messages.send) joins the conversation, and an unprompted message names the drive
 from __future__ import annotations
 
 from persona.drives import REACH_OUT_KEY
-from web.pages.live import _talk_fragment
+from web.pages.live import _talk_fragment, talk_status
 
 SEND = '# Commands:\n[{"cmd_id": "r1", "type": "messages.send", "args": {"text": "I am Lumen; I think about tides."}}]\n# End commands'
 
@@ -25,7 +25,7 @@ def test_a_note_posted_on_the_api_reaches_the_next_tick_and_the_reply_joins_the_
 def test_the_talk_page_has_a_message_box_and_shows_a_sent_note_as_a_fragment(web):
     page = web.client.get("/")
     assert page.status_code == 200 and 'aria-label="Message"' in page.text and ">Send</button>" in page.text
-    assert 'sse-connect="/live/talk"' in page.text
+    assert 'sse-connect="/live/talk"' in page.text and 'sse-swap="status"' in page.text
     fragment = web.client.post("/talk/notes", data={"text": "Hello <b>there</b>"}, headers=web.csrf)
     assert fragment.status_code == 200 and "Hello &lt;b&gt;there&lt;/b&gt;" in fragment.text  # escaped, never markup
     with web.agent.services.db.unit() as repos:
@@ -65,3 +65,9 @@ def test_the_live_talk_fragment_renders_the_message_the_loop_journaled(web):
     html = _talk_fragment(Request(), web.services, {"data": {"note_id": note_id}})
     assert f'id="note-{note_id}"' in html and "I am Lumen; I think about tides." in html
     assert _talk_fragment(Request(), web.services, {"data": {}}) is None
+
+
+def test_the_talk_status_line_says_which_step_the_persona_is_in():
+    assert talk_status({"kind": "step", "node": "call_llm", "tick": 4}) == "tick 4 · thinks…"
+    assert talk_status({"kind": "tick", "node": "execute_commands", "tick": 4}) == "tick 4 done"
+    assert talk_status({"kind": "step", "node": "evaluate_emotion", "tick": 4}) is None
