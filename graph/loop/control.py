@@ -3,6 +3,8 @@ wanted state; the loop reads it between ticks. The loop records its own state be
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime
 from typing import Any, Literal
 
@@ -25,7 +27,22 @@ def request(repos: Repos, want: Wanted, *, by: str, now: datetime) -> dict[str, 
 
 def record_status(repos: Repos, state: str, *, now: datetime, thread: str, tick: int | None = None,
                   pid: int | None = None) -> None:
-    repos.config.set(STATUS_KEY, {"state": state, "thread": thread, "tick": tick, "pid": pid, "at": now.isoformat()})
+    repos.config.set(STATUS_KEY, {"state": state, "thread": thread, "tick": tick, "pid": pid,
+                                  "host": socket.gethostname(), "at": now.isoformat()})
+
+
+def loop_alive(loop: dict[str, Any]) -> bool | None:
+    """Whether the process that last reported is still there (None: it runs on another machine, or never ran)."""
+    pid = loop.get("pid")
+    if not pid or loop.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def status(repos: Repos) -> dict[str, Any]:

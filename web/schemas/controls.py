@@ -32,6 +32,7 @@ class LoopStatus(BaseModel):
     state: str = Field(description="What the loop last reported: running, paused, stopped (or unknown).")
     thread: str | None = None
     pid: int | None = None
+    alive: bool | None = Field(None, description="The loop's process is running (None: another machine, or none yet).")
     reported_at: str | None = None
     ticks: int
     last_tick: dict[str, Any] | None = None

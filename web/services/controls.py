@@ -39,6 +39,7 @@ def loop_status(repos: Repos) -> LoopStatus:
                 "finished_at": t.finished_at.isoformat() if t.finished_at else None}
     return LoopStatus(want=wanted.get("want", "running"), requested_by=wanted.get("by"),
                       state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
+                      alive=control.loop_alive(loop),
                       reported_at=loop.get("at"), ticks=repos.ticks.count(), last_tick=tick, llms=llm_health(repos))
 
 
