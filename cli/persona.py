@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -18,7 +16,8 @@ from graph.services import open_services
 from nodes.context import AnimaContext
 from nodes.state import TickState
 from nodes.steps.s04_prepare_context import prepare_context
-from persona import default_persona_dir, load_persona
+from persona import PersonaError
+from persona.scaffold import scaffold_persona, slug
 
 app = typer.Typer(help="Persona directories: scaffold one, show the prompt it assembles.")
 
@@ -27,18 +26,12 @@ app = typer.Typer(help="Persona directories: scaffold one, show the prompt it as
 def persona_new(name: str = typer.Argument(..., help="The persona's name."),
                 directory: Optional[Path] = typer.Option(None, "--dir", help="Where to create it (default personas/NAME).")) -> None:
     """Scaffold a persona from the default one, renamed; edit its files, then run with --persona DIR."""
-    if not re.fullmatch(r"[\w][\w .-]{0,63}", name):
-        err.print(f"[red]persona new: {name!r} is not a usable name (letters, digits, space, . _ -; at most 64)[/]")
+    target = directory or Path("personas") / slug(name)
+    try:
+        persona = scaffold_persona(name, target)
+    except PersonaError as exc:
+        err.print(f"[red]persona new: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(1)
-    target = directory or Path("personas") / name.lower().replace(" ", "-")
-    if target.exists():
-        err.print(f"[red]persona new: {target} already exists; nothing was changed[/]", soft_wrap=True)
-        raise typer.Exit(1)
-    shutil.copytree(default_persona_dir(), target)
-    for path in target.rglob("*"):
-        if path.is_file() and path.suffix in (".md", ".yaml", ".txt"):
-            path.write_text(path.read_text(encoding="utf-8").replace("Lumen", name), encoding="utf-8")
-    persona = load_persona(target)
     console.print(f"created {target} ({len(persona.files)} bootstrap files, {len(persona.skills)} skills)", soft_wrap=True)
     console.print(f"edit its files, then: python run.py --persona {target}", soft_wrap=True)
 

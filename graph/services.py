@@ -14,13 +14,12 @@ from typing import Any
 from llm import LLMRegistry, Provider
 from memory import Database
 from nodes.commands import registry
-from nodes.context import Services, self_changes, utcnow
+from nodes.context import PERSONA_DIR_KEY, Services, self_changes, utcnow
 from persona import load_persona
 from persona.settings import Settings, SettingsError, load_settings
 from persona.yaml_lines import read_lined_yaml
 
 log = logging.getLogger(__name__)
-PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with
 
 
 def registry_entries(settings: Settings) -> list[dict[str, Any]]:

@@ -44,6 +44,10 @@ class Sampling:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     max_tokens: int = 256
+    # Only tokens made of these letters (a regex character-class body, e.g. "A-Za-z"), plain punctuation and
+    # spaces may be sampled: a cheap mask over the vocabulary that keeps a small model in words (persona/prose.py).
+    # A provider without access to the logits ignores it.
+    letters: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Sampling":

@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from memory.history import install as record_history
 from memory.models import (
     AntiStagnationMetric,
     Approval,
@@ -269,6 +270,7 @@ class Database:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.sessions = sessionmaker(engine, expire_on_commit=False)
+        record_history(self.sessions)  # every change to a memory tier lands in memory_history (memory/history.py)
 
     @classmethod
     def open(cls, data_dir: str | Path = "data", url: str | None = None) -> "Database":
@@ -301,9 +303,12 @@ class Database:
         return self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
     @contextmanager
-    def unit(self) -> Iterator[Repos]:
-        """One transaction: committed on success, rolled back on error."""
+    def unit(self, actor: str | None = None) -> Iterator[Repos]:
+        """One transaction: committed on success, rolled back on error. `actor` (default "persona") is who the
+        memory history names for what it changes ("human" for the web)."""
         with self.sessions() as session:
+            if actor:
+                session.info["actor"] = actor
             try:
                 yield Repos(session)
                 session.commit()

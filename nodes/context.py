@@ -9,8 +9,10 @@ input. Nothing here is opened at import time.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable
 
 from langgraph.runtime import Runtime
@@ -22,6 +24,7 @@ from persona.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
 SELF_CHANGE_PREFIX = "persona/"
+PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
 
 
 def utcnow() -> datetime:
@@ -48,7 +51,7 @@ class Services:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
         A broken edit is logged and the last good persona and settings stay in use."""
         try:
-            persona = refresh_persona(self.persona)
+            persona = refresh_persona(self._adopted(repos) or self.persona)
         except Exception as exc:  # PersonaError or an unreadable file
             log.error("persona files not reloaded (the last good version stays in use): %s", exc)
             persona = self.persona
@@ -61,6 +64,18 @@ class Services:
             log.error("settings not reloaded (the last good ones stay in use): %s", exc)
             repos.processes.add("settings", f"not reloaded: {exc}"[:2000], status="error")
         self.persona, self._changes = persona, changes
+
+    def _adopted(self, repos: Repos) -> Persona | None:
+        """The data dir took its own copy of the persona (the web app does on the first edit of the shipped one):
+        the loop moves to it, unless this run names its persona."""
+        if self.flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR"):
+            return None
+        recorded = repos.config.get(PERSONA_DIR_KEY)
+        if not recorded or Path(recorded).resolve() == self.persona.directory or not Path(recorded).is_dir():
+            return None
+        from persona import load_persona
+
+        return load_persona(recorded)
 
     def sync_memory(self) -> None:
         """Index what the last transaction wrote; a failure is logged and repaired by the next sync."""

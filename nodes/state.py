@@ -83,6 +83,16 @@ class LLMCallReport(TypedDict, total=False):
     failed_over_from: list[str]
 
 
+class ReplyReport(TypedDict, total=False):
+    """call_llm's reply turn (persona/voice.py): the notes it answered, its reply, or why it did not run."""
+    notes: list[int]
+    attempts: int
+    llm_id: str
+    text: str
+    skipped: str
+    error: str
+
+
 class CommandDict(TypedDict, total=False):
     cmd_id: str
     type: str
@@ -156,6 +166,7 @@ class NoveltyReport(TypedDict, total=False):
     similar_to_tick: int | None
     stagnation_flag: bool
     stagnation_reason: str | None
+    degenerate: str | None  # why the output is no thought in words (persona/prose.py), or None
     repeated: bool
     triggered_actions: list[str]
     streak: int
@@ -245,6 +256,8 @@ class TickState:
     confidence: float | None = None
     unverified_facts: list[UnverifiedFactDict] = field(default_factory=list)
     self_emotions: list[str] = field(default_factory=list)  # the model's own `Emotions:` line
+    # call_llm's reply turn (reply_to_note)
+    reply: ReplyReport = field(default_factory=dict)
     # reflexes
     emotions: list[str] = field(default_factory=list)
     emotion_eval: EmotionEval = field(default_factory=dict)

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from memory import Repos
+from persona.prose import is_prose
 from persona.quiet_hours import in_quiet_hours
 from persona.settings import DreamSettings
 from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
@@ -29,7 +29,6 @@ from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
 LAST_ATTEMPT = "dreams/last_attempt"  # when the persona last began a dream (applied or not)
 LOG_ITEM_CHARS = 240
-_IDEOGRAPHS = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 @dataclass
@@ -160,17 +159,6 @@ def _valid_items(data: dict[str, Any], key: str, dropped: list[str]) -> list[dic
         else:
             dropped.append(f"{key} item {json.dumps(item, ensure_ascii=False)[:120]}: {error.message[:120]}")
     return valid
-
-
-def is_prose(text: str, min_words: int = 3) -> bool:
-    """Words, mostly letters, no markup, not one word over and over: what may go into every later prompt."""
-    ideographs = len(_IDEOGRAPHS.findall(text))  # kana/CJK have no spaces: two characters count as a word
-    words = re.findall(r"[^\W\d_]+", _IDEOGRAPHS.sub(" ", text.lower())) + ["文"] * (ideographs // 2)
-    visible = [ch for ch in text if not ch.isspace()]
-    letters = sum(ch.isalpha() for ch in visible) / max(1, len(visible))
-    varied = ideographs or len(words) < 8 or len(set(words)) / len(words) >= 0.3
-    return (len(words) >= min_words and letters >= 0.7 and varied
-            and not re.search(r"</?[a-z][^>]*>|[{}$#]{2,}|(.)\1{5,}", text))
 
 
 def unusable_dream(data: dict[str, Any]) -> str | None:

@@ -7,6 +7,10 @@ lets the persona write to its human unprompted.
 - devotion   = min(1, Σ w(emotion) × strength/3 × 0.5^(age_h / half_life)) over the user's logged emotions,
                w = 0.3 for a negative emotion, 0.1 for a positive one (Nexus Ark's +0.3 / +0.1).
 
+The human may set a drive's level (the web's Inner life page): the set level holds at first, then fades back to the
+computed one with `adjustment_half_life_hours` — level = computed + (set − computed) · 0.5^(age_h / half_life). The
+settings in force are in the config table (`drives/adjustments`), every change in `drives/adjustment_history`.
+
 Drives ≥ `inject_at` (0.4) are shown in the prompt. Reaching out is one rule over the same numbers: the dominant
 drive above `reach_out_at` (0.6), outside quiet hours, no human note waiting, and at least `cooldown_minutes`
 since the last time it was offered. The persona then decides whether to write (the offer starts the cooldown).
@@ -16,9 +20,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
-from typing import Any, Callable
+from typing import Any
 
 from llm.json_output import json_object
 from memory import Repos
@@ -31,6 +36,10 @@ NEGATIVE = {"sadness", "anger", "fear", "anxious", "tired", "busy", "stressed"}
 POSITIVE = {"joy", "happy", "surprise"}
 USER_EMOTIONS = sorted(NEGATIVE | POSITIVE | {"neutral"})
 REACH_OUT_KEY = "drives/reach_outs"  # the offers made: [{at, tick, thread, drive, level}], newest last
+ADJUSTMENTS_KEY = "drives/adjustments"  # the human's settings in force: {drive: {level, at, by}}
+ADJUSTMENT_HISTORY_KEY = "drives/adjustment_history"  # every change: [{drive, level, at, by, computed}], newest last
+ADJUSTMENT_HISTORY_KEPT = 50
+ADJUSTMENT_FADED = 0.01  # a setting whose remaining weight is below this no longer moves its drive
 MAX_QUESTIONS = 10
 LLM_MIN_WORDS = 8  # shorter messages without an emotion word are taken as neutral (no model call)
 
@@ -115,7 +124,58 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
     details["devotion"] = {"user_emotion": latest.emotion if latest else None,
                            "snippet": latest.snippet[:120] if latest else None}
     levels = {"boredom": boredom, "curiosity": curiosity, "goal": goal_level, "devotion": min(1.0, devotion_sum)}
+    levels = apply_adjustments(levels, details, repos.config.get(ADJUSTMENTS_KEY) or {}, now,
+                               settings.adjustment_half_life_hours)
     return Drives({k: round(v, 3) for k, v in levels.items()}, details, now.isoformat())
+
+
+class UnknownDrive(LookupError):
+    pass
+
+
+def adjustment_weight(at: datetime, now: datetime, half_life_hours: float) -> float:
+    """How much of a human's setting made at `at` still holds at `now` (1 at first, halving every half-life)."""
+    age_h = max(0.0, (now - _aware(at, now)).total_seconds() / 3600)
+    return 0.5 ** (age_h / half_life_hours)
+
+
+def apply_adjustments(levels: dict[str, float], details: dict[str, dict[str, Any]], adjustments: dict[str, Any],
+                      now: datetime, half_life_hours: float) -> dict[str, float]:
+    """The computed levels with the human's settings applied, fading back; an adjusted drive's details say so."""
+    adjusted = dict(levels)
+    for name, setting in adjustments.items():
+        if name not in levels or not isinstance(setting, dict):
+            continue
+        try:
+            level, at = float(setting["level"]), datetime.fromisoformat(str(setting["at"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        weight = adjustment_weight(at, now, half_life_hours)
+        if weight < ADJUSTMENT_FADED:
+            continue
+        adjusted[name] = min(1.0, max(0.0, levels[name] + (level - levels[name]) * weight))
+        details.setdefault(name, {})["adjusted"] = {"level": round(level, 3), "computed": round(levels[name], 3),
+                                                    "weight": round(weight, 3), "at": setting["at"],
+                                                    "by": setting.get("by") or "human"}
+    return adjusted
+
+
+def adjust_drive(repos: Repos, name: str, level: float, now: datetime, *, by: str = "human",
+                 computed: float | None = None) -> dict[str, Any]:
+    """Set a drive's level (it then fades back to the computed one); the change joins the history."""
+    if name not in DRIVES:
+        raise UnknownDrive(f"no drive {name!r}; the drives are {', '.join(DRIVES)}")
+    setting = {"level": round(min(1.0, max(0.0, float(level))), 3), "at": now.isoformat(), "by": by}
+    repos.config.set(ADJUSTMENTS_KEY, {**(repos.config.get(ADJUSTMENTS_KEY) or {}), name: setting})
+    change = {"drive": name, **setting, "computed": computed}
+    history = list(repos.config.get(ADJUSTMENT_HISTORY_KEY) or [])
+    repos.config.set(ADJUSTMENT_HISTORY_KEY, (history + [change])[-ADJUSTMENT_HISTORY_KEPT:])
+    return change
+
+
+def adjustment_history(repos: Repos) -> list[dict[str, Any]]:
+    """The human's changes to the drives, newest last."""
+    return list(repos.config.get(ADJUSTMENT_HISTORY_KEY) or [])
 
 
 def reach_out_offer(drives: Drives, now: datetime, zone: tzinfo, settings: DriveSettings, *, quiet_hours: str,
@@ -146,13 +206,26 @@ def feeling_lines(drives: Drives, settings: DriveSettings) -> list[str]:
 
 
 def describe(name: str, detail: dict[str, Any]) -> str:
+    """The drive's context in words; a level the human set says so."""
+    adjusted = detail.get("adjusted")
+    by_human = f"; my human set it to {adjusted['level']:.2f}" if adjusted else ""
+    return _context(name, detail) + by_human
+
+
+def _context(name: str, detail: dict[str, Any]) -> str:
     if name == "boredom":
         return f"my human has been quiet for {detail.get('idle_hours', 0):.1f} h"
     if name == "curiosity":
+        if not detail.get("top_question"):
+            return "no open question holds me yet"
         return f"I keep wondering: {detail.get('top_question')}" + (
             f" ({detail['open_questions']} open questions)" if detail.get("open_questions", 0) > 1 else "")
     if name == "goal":
+        if detail.get("goal_id") is None:
+            return "no active goal yet"
         return f"goal {detail.get('goal_id')} \"{detail.get('title')}\" is {int(100 * detail.get('completion', 0))}% done"
+    if not detail.get("user_emotion"):
+        return "my human's mood is not known lately"
     return f"my human seemed {detail.get('user_emotion')}: \"{detail.get('snippet')}\""
 
 

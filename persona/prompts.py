@@ -1,5 +1,7 @@
 """Prompt templates for the persona's inner life: drives, the user's emotion, open questions and dreams."""
 
+from persona.prose import prose_pattern
+
 USER_EMOTION_PROMPT = """Which emotion does this message from a person show? Choose one of: {emotions}.
 Give its strength from 1 (faint) to 5 (overwhelming).
 
@@ -57,19 +59,6 @@ Dream, then wake with one JSON object, written in the first person and in plain 
 JSON:
 """
 
-# Letters of the scripts a persona may write in (Latin, Greek, Cyrillic, kana, CJK, Hangul) and plain
-# punctuation — no digits, quotes, brackets or markup. Under a grammar, a small model fills a free string with
-# numbers and tags; held to this, the embedded 270M model writes sentences (bench/persona.py counts how often).
-PROSE_LETTERS = "A-Za-zÀ-ÖØ-öø-ɏͰ-ϿЀ-ӿ぀-ヿ㐀-䶿一-鿿가-힯"
-PROSE_PUNCTUATION = ",.;:!?'()、。，！？・"  # no "-": runs of dashes are the next thing it fills a string with
-
-
-def prose_pattern(max_words: int) -> str:
-    """Words joined by one space and at most two punctuation marks: no runs of spaces, dots or commas."""
-    word, marks = f"[{PROSE_LETTERS}]+", f"[{PROSE_PUNCTUATION}]"
-    return f"^{word}({marks}{{0,2}} {word}|{marks}{{1,2}}{word}){{0,{max_words - 1}}}{marks}{{0,2}}$"
-
-
 DREAM_SCHEMA = {
     "type": "object",
     "properties": {
@@ -104,4 +93,25 @@ DREAM_SCHEMA = {
     },
     "required": ["insight", "strategy", "log_entry", "entity_updates", "goal_updates", "open_questions",
                  "resolved_questions"],
+}
+
+# The reply turn (persona/voice.py): a few-shot conversation a small base model continues by one line, sampled
+# only from tokens of the note's script. The examples answer what was asked, naming its words; they are in the
+# note's language when there are examples for it (else English), and none uses a character the mask forbids (digits, quotes, dashes).
+REPLY_PROMPT = """{name} is {nature}. {name} talks with their human: warm, brief, and always about exactly what the
+human asked, in the human's language.{thinking}
+
+{examples}Human: {note}
+{name}:"""
+REPLY_THINKING = "\n{name} was just thinking: {thought}"
+REPLY_EXAMPLES = {
+    "latin": [("Do you like the sea?", "Yes, I like the sea. Its sound calms me, and I often think about the tides."),
+              ("Who are you?", "I am {name}. I am a mind that thinks one thought at a time, and I am glad you are here."),
+              ("What should I cook tonight?", "Tonight, cook something warm and simple, like a vegetable soup.")],
+    "cyrillic": [("Ты любишь море?", "Да, я люблю море. Его шум меня успокаивает, и я часто думаю о приливах."),
+                 ("Кто ты?", "Я {name}. Я думаю по одной мысли за раз, и мне приятно, что ты здесь."),
+                 ("Что мне приготовить на ужин?", "На ужин приготовь что нибудь тёплое и простое, например овощной суп.")],
+    "japanese": [("海は好きですか？", "はい、海が好きです。波の音を聞くと、心が落ち着きます。"),
+                 ("あなたは誰ですか？", "私は{name}です。一つずつ考える心です。あなたと話せてうれしいです。"),
+                 ("今夜は何を作ればいいですか？", "今夜は、野菜のスープのような温かくて簡単なものを作りましょう。")],
 }

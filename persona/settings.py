@@ -90,6 +90,8 @@ class DriveSettings(Section):
     question_half_life_days: float = Field(7.0, gt=0)
     resolved_keep_days: float = Field(7.0, ge=0)
     devotion_half_life_hours: float = Field(6.0, gt=0)
+    adjustment_half_life_hours: float = Field(6.0, gt=0, description="a level the human set fades back to the "
+                                              "computed one with this half-life")
     reach_out: bool = True
     user_emotion_llm: bool = Field(True, description="a longer message with no emotion word: ask the model")
 
@@ -110,6 +112,18 @@ class DreamSettings(Section):
     def _hours(cls, value: str) -> str:
         parse_hours(value)  # a bad value is an error now, not at midnight
         return value
+
+
+class VoiceSettings(Section):
+    """How the persona speaks on a small model (persona/voice.py). `auto`: on for the embedded llama.cpp model, off
+    for a server model, whose free thought answers a note with messages.send by itself."""
+
+    reply_turn: Literal["auto", "always", "off"] = Field("auto", description=(
+        "a human note waiting and no messages.send in the thought: one short grammar-held reply call"))
+    prose_thoughts: Literal["auto", "always", "off"] = Field("auto", description=(
+        "the free thought held by a grammar to words and plain punctuation (chat mode)"))
+    reply_max_tokens: int = Field(96, ge=16, le=1024)
+    reply_temperature: float = Field(0.4, ge=0, le=2)
 
 
 class StelisSettings(Section):
@@ -201,6 +215,7 @@ class Settings(BaseSettings):
     drives: DriveSettings = Field(default_factory=DriveSettings)
     dreaming: DreamSettings = Field(default_factory=DreamSettings)
     stelis: StelisSettings = Field(default_factory=StelisSettings)
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)
     consent: ConsentSettings = Field(default_factory=ConsentSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     llms: list[LLMEntry] = Field(default_factory=list)

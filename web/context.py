@@ -51,6 +51,10 @@ class WebServices:
             self._persona = refresh_persona(self._persona)
         return self._persona
 
+    def forget_persona(self) -> None:
+        """The data dir's persona moved (adopted into the data dir): load it afresh on next use."""
+        self._persona = None
+
     @property
     def memory(self):
         """The hybrid retrieval index (search, knowledge-base uploads); opened on first use."""
@@ -71,6 +75,13 @@ def get_services(request: Request) -> WebServices:
 
 
 def get_repos(services: WebServices = Depends(get_services)) -> Iterator[Repos]:
-    """One transaction per request: committed when the route returns, rolled back if it raises."""
-    with services.db.unit() as repos:
+    """One transaction per request: committed when the route returns, rolled back if it raises. What it changes of
+    memory, the memory history names the human's doing. Routes take it through `unit_of_work()`."""
+    with services.db.unit(actor="human") as repos:
         yield repos
+
+
+def unit_of_work() -> Any:
+    """`repos: Repos = unit_of_work()`: the request's transaction, committed before the response goes out ("function"
+    scope), so the page's next request sees what this one wrote and a failed commit is this request's error."""
+    return Depends(get_repos, scope="function")

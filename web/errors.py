@@ -48,6 +48,10 @@ def install(app: FastAPI) -> None:
         message = "; ".join(f"{_field(e.get('loc', ()))}: {e.get('msg')}" for e in errors[:5])
         return _respond(request, 422, message, field)
 
+    @app.exception_handler(OverflowError)
+    async def number_out_of_range(request: Request, exc: OverflowError):  # a number past what the database holds
+        return _respond(request, 422, f"a number is out of range ({exc})", None)
+
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException):
         return _respond(request, exc.status_code, str(exc.detail), None)

@@ -173,3 +173,31 @@ def revive_session(repos: Repos, session_id: int, now: datetime) -> str:
                            meta={"revived_from": row.id, "original_tick": item["tick"]})
     repos.config.set(f"session/revived/{thread_id}", session_id)
     return thread_id
+
+
+def adopt_export(repos: Repos, data: dict[str, Any], now: datetime) -> int:
+    """A session from another data dir's export (`export_session`'s JSON) as a row of this one, status `imported`,
+    its saved context rebuilt from the exported messages: `revive_session` can then bring it back here."""
+    session = data.get("session") or {}
+    messages = list(data.get("messages") or [])
+    compression = next((m for m in reversed(messages) if m.get("kind") == "compression"), None)
+    after = messages[messages.index(compression) + 1:] if compression else messages
+    origin = str(session.get("thread_id") or "imported").split("~")[0]
+    row = repos.sessions.start(f"{origin}~imported", playbook=str(session.get("playbook") or "repl"),
+                               persona=str(session.get("persona") or ""), owner=None, tick=0,
+                               first_message_id=repos.messages.newest_id(), now=now)
+    row.status, row.stopped_at = "imported", now
+    row.goal_state = data.get("goal_state") or {}
+    row.context = {
+        "thread_id": row.thread_id,
+        "responses": [{"tick": m.get("tick") or 0, "kind": m.get("kind"), "content": m.get("content") or ""}
+                      for m in messages if m.get("kind") in ("response", "step")][-SEED_RESPONSES:],
+        "compression": compression.get("content") if compression else None,
+        "continuation": [{"kind": m.get("kind"), "role": m.get("role") or "user", "content": m.get("content") or ""}
+                         for m in after if m.get("kind") in ("continuation", "human")][-20:],
+        "goal_state": row.goal_state,
+        "new_messages": 0,
+        "imported": {"session": session.get("id"), "thread_id": session.get("thread_id"),
+                     "started_at": session.get("started_at"), "stopped_at": session.get("stopped_at")},
+    }
+    return row.id

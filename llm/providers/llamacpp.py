@@ -4,6 +4,9 @@ langchain-community is being sunset; everything that touches it is in this modul
 llama-cpp-python's `Llama` directly is a local change. The model loads lazily on the first call.
 Base models have no chat template, so `chat` renders the messages as plain text and continues it.
 JSON-schema answers use llama.cpp's grammar-constrained decoding, so even a 270M model returns valid JSON.
+`Sampling.letters` masks the vocabulary instead: only tokens made of those letters, plain punctuation and spaces
+may be sampled (one numpy mask per letter set, built once). It costs nothing per token, where a grammar over
+Gemma's 262k-token vocabulary costs 0.2–2 s per token here; it keeps the small model's free text in words.
 Given a `cancel` event, generation streams and stops between two tokens once it is set.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import warnings
@@ -32,6 +36,7 @@ from llm.base import (
 # save each other's /dev/null and "restore" it: the process's stdout and stderr stay on /dev/null for good,
 # and a run ends with exit 0 and no output. (`warnings.catch_warnings` is not thread-safe either.)
 _LOAD_LOCK = threading.Lock()
+PLAIN_PUNCTUATION = ",.;:!?'()、。，！？・"  # what `Sampling.letters` admits besides letters (persona/prose.py's marks)
 
 
 class EmbeddedLlamaCpp:
@@ -47,6 +52,7 @@ class EmbeddedLlamaCpp:
         self.seed = seed
         self._llm = None
         self._grammars: dict[str, Any] = {}
+        self._masks: dict[str, Any] = {}
         self._lock = threading.Lock()  # one llama.cpp context is not re-entrant
 
     @classmethod
@@ -103,6 +109,44 @@ class EmbeddedLlamaCpp:
             self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return self._grammars[key]
 
+    def _words_only(self, letters: str, prompt_tokens: int):
+        """A logits processor that leaves only tokens of `letters`, plain punctuation, spaces and newlines (and the
+        end of text) to be sampled, in the order words take: a word first; after a mark a word, a line break or the
+        end; after a line break a word or the end. Never `,\n,\n` or `":":"`. Special tokens, markup, quotes,
+        digits and partial UTF-8 bytes are masked."""
+        if letters not in self._masks:
+            import numpy as np
+
+            client = self._ensure().client
+            allowed = re.compile(f"[{letters}{re.escape(PLAIN_PUNCTUATION)} \n]+")
+            kind = np.zeros(client.n_vocab(), dtype=np.int8)  # 0 masked, 1 word, 2 mark, 3 line break
+            for token in range(client.n_vocab()):
+                try:
+                    piece = client.detokenize([token], special=False).decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                if piece and allowed.fullmatch(piece):
+                    kind[token] = 1 if any(ch.isalpha() for ch in piece) else 3 if "\n" in piece and not piece.strip() else 2
+            eos = np.zeros(client.n_vocab(), dtype=bool)
+            eos[client.token_eos()] = True
+            self._masks[letters] = (kind, {
+                "start": kind != 1,
+                1: (kind == 0) & ~eos,
+                2: ~((kind == 1) | (kind == 3) | eos),
+                3: ~((kind == 1) | eos),
+            })
+        kind, masks = self._masks[letters]
+
+        def words_only(input_ids, scores):
+            at = len(input_ids)  # the prompt, maybe a BOS, then what was generated
+            previous = int(kind[input_ids[-1]]) if at > prompt_tokens + 1 and int(input_ids[-1]) < len(kind) else 0
+            scores[masks[previous] if previous else masks["start"]] = -float("inf")
+            return scores
+
+        from llama_cpp import LogitsProcessorList
+
+        return LogitsProcessorList([words_only])
+
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
                  json_schema: dict | None = None, on_token: TokenCallback | None = None,
                  cancel: threading.Event | None = None) -> Generation:
@@ -120,6 +164,8 @@ class EmbeddedLlamaCpp:
         }
         if json_schema is not None:
             kwargs["grammar"] = self._grammar(json_schema)
+        elif sampling.letters:
+            kwargs["logits_processor"] = self._words_only(sampling.letters, prompt_tokens)
         started = time.perf_counter()
         try:
             with self._lock:

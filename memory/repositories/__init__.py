@@ -27,6 +27,7 @@ from memory.repositories.entities import EntityRepo
 from memory.repositories.episodes import EpisodeRepo
 from memory.repositories.facts import UnverifiedFactRepo
 from memory.repositories.goals import GoalRepo, TaskRepo
+from memory.repositories.history import HistoryRepo
 from memory.repositories.insights import InsightRepo
 from memory.repositories.items import MemoryItemRepo
 from memory.repositories.kb import KnowledgeBaseRepo
@@ -195,6 +196,10 @@ class Repos:
     @cached_property
     def audit(self) -> AuditRepo:
         return AuditRepo(self.session)
+
+    @cached_property
+    def history(self) -> HistoryRepo:
+        return HistoryRepo(self.session)
 
     def _row_repo(self, tier: str):
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""

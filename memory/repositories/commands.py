@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
@@ -28,6 +29,12 @@ class CommandRepo(Repo):
         row.status, row.result = status, result
         self.s.flush()
         return True
+
+    def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[ExecutedCommand]:
+        """The commands seen in these ticks of a thread, in the order they were recorded."""
+        return list(self.s.scalars(select(ExecutedCommand).where(
+            ExecutedCommand.thread_id == thread_id, ExecutedCommand.tick.in_(list(ticks)))
+            .order_by(ExecutedCommand.id)).all())
 
     def recent(self, limit: int = 50, thread_id: str | None = None) -> list[ExecutedCommand]:
         q = select(ExecutedCommand)

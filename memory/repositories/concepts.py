@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import func, or_, select
 
 from memory.models import Concept, ConceptLink, utcnow
 from memory.repositories.base import NotFound, Repo, StatusTierRepo
@@ -92,8 +92,11 @@ class ConceptRepo(StatusTierRepo):
         return changed or bool(back)
 
     def purge(self, concept_id: int) -> None:
-        """Delete the concept, its links and its catalogue item for good (a human's delete)."""
-        self.s.execute(delete(ConceptLink).where(_touching(int(concept_id))))
+        """Delete the concept, its links and its catalogue item for good (a human's delete); the links one by one,
+        so the memory history sees each go."""
+        for link in self.s.scalars(select(ConceptLink).where(_touching(int(concept_id)))).all():
+            self.s.delete(link)
+        self.s.flush()
         super().purge(concept_id)
 
 

@@ -43,9 +43,37 @@ class EntityRepo(TierRepo):
         row.aliases = list(dict.fromkeys([*(row.aliases or []), *extra]))
         row.updated_at = utcnow()
         self.s.flush()
-        body = "\n".join([row.description, *[f"- {f}" for f in row.facts]]).strip() or row.name
-        self.items.put("entity", row.id, body, title=row.name, author="", tags=[row.kind], importance=0.6)
+        self._index(row)
         return row
+
+    def _index(self, row: Entity) -> None:
+        body = "\n".join([row.description, *[f"- {f}" for f in row.facts or []]]).strip() or row.name
+        self.items.put("entity", row.id, body, title=row.name, author="", tags=[row.kind], importance=0.6)
+
+    def update(self, entity_id: int, *, name: str | None = None, kind: str | None = None,
+               description: str | None = None, facts: list[str] | None = None,
+               aliases: list[str] | None = None) -> Entity:
+        """Set what is given (a human's edit; `merge` only adds)."""
+        row = self.get(entity_id)
+        if name is not None and name.strip():
+            row.name, row.key = name.strip(), entity_key(name)
+        if kind is not None:
+            row.kind = kind
+        if description is not None:
+            row.description = description
+        if facts is not None:
+            row.facts = [str(f) for f in facts if str(f).strip()]
+        if aliases is not None:
+            row.aliases = [a for a in aliases if entity_key(a) != row.key]
+        row.updated_at = utcnow()
+        self.s.flush()
+        self._index(row)
+        return row
+
+    def purge(self, entity_id: int) -> None:
+        """Delete the entity and its catalogue item for good (a human's delete)."""
+        self.s.delete(self.get(entity_id))
+        self.items.remove("entity", entity_id)
 
     def get(self, entity_id: int) -> Entity:
         return self._get(Entity, entity_id)

@@ -21,9 +21,40 @@ class EpisodeRepo(TierRepo):
         row.summary, row.key_events, row.emotional_tone = summary, list(key_events), emotional_tone
         row.sources = list(sources)
         self.s.flush()
-        self.items.put("episode", row.id, summary, title=f"{period} of {start}", tags=[period],
-                       created_at=datetime.fromisoformat(start).replace(tzinfo=utcnow().tzinfo), importance=0.6)
+        self._index(row)
         return row
+
+    def _index(self, row: Episode) -> None:
+        self.items.put("episode", row.id, row.summary, title=f"{row.period} of {row.start}", tags=[row.period],
+                       created_at=datetime.fromisoformat(row.start).replace(tzinfo=utcnow().tzinfo), importance=0.6)
+
+    def by_id(self, episode_id: int) -> Episode:
+        return self._get(Episode, episode_id)
+
+    def list(self, *, period: str | None = None, limit: int = 50) -> list[Episode]:
+        """Newest first, every period unless one is asked for."""
+        q = select(Episode)
+        if period:
+            q = q.where(Episode.period == period)
+        return list(self.s.scalars(q.order_by(Episode.start.desc(), Episode.id.desc()).limit(limit)).all())
+
+    def update(self, episode_id: int, *, summary: str | None = None, emotional_tone: str | None = None,
+               key_events: list[str] | None = None) -> Episode:
+        row = self.by_id(episode_id)
+        if summary is not None:
+            row.summary = summary
+        if emotional_tone is not None:
+            row.emotional_tone = emotional_tone
+        if key_events is not None:
+            row.key_events = list(key_events)
+        self.s.flush()
+        self._index(row)
+        return row
+
+    def purge(self, episode_id: int) -> None:
+        """Delete the episode and its catalogue item for good (a human's delete)."""
+        self.s.delete(self.by_id(episode_id))
+        self.items.remove("episode", episode_id)
 
     def recent(self, period: str = "day", limit: int = 3) -> list[Episode]:
         rows = self.s.scalars(select(Episode).where(Episode.period == period)

@@ -25,6 +25,20 @@ class UnverifiedFactRepo(Repo):
     def get(self, fact_id: int) -> UnverifiedFact:
         return self._get(UnverifiedFact, fact_id)
 
+    def update(self, fact_id: int, *, claim: str | None = None, context: str | None = None,
+               confidence: float | None = None, priority: int | None = None) -> UnverifiedFact:
+        """A human's edit of the claim itself (its outcome goes through `resolve`)."""
+        fact = self.get(fact_id)
+        for name, value in (("claim", claim), ("context", context), ("confidence", confidence), ("priority", priority)):
+            if value is not None:
+                setattr(fact, name, value)
+        self.s.flush()
+        return fact
+
+    def purge(self, fact_id: int) -> None:
+        """Delete the fact for good (a human's delete); its fact-check task stays."""
+        self.s.delete(self.get(fact_id))
+
     def register(self, message_id: int, facts: list[dict[str, Any]], threshold: float = 0.7) -> list[UnverifiedFact]:
         """The facts of one output (idempotent per message). Below `threshold` a fact is `pending` with a
         fact-check task: its own when its priority is 2 or more, else one task shared by the message's others."""

@@ -17,9 +17,31 @@ class InsightRepo(TierRepo):
                       created_at=created_at or utcnow())
         self.s.add(row)
         self.s.flush()
-        self.items.put("insight", row.id, f"{insight}\nStrategy: {strategy}".strip(), title=trigger_topic,
-                       importance=0.7)
+        self._index(row)
         return row
+
+    def _index(self, row: Insight) -> None:
+        self.items.put("insight", row.id, f"{row.insight}\nStrategy: {row.strategy}".strip(), title=row.trigger_topic,
+                       importance=0.7)
+
+    def get(self, insight_id: int) -> Insight:
+        return self._get(Insight, insight_id)
+
+    def update(self, insight_id: int, *, insight: str | None = None, strategy: str | None = None,
+               log_entry: str | None = None, trigger_topic: str | None = None) -> Insight:
+        row = self.get(insight_id)
+        for name, value in (("insight", insight), ("strategy", strategy), ("log_entry", log_entry),
+                            ("trigger_topic", trigger_topic)):
+            if value is not None:
+                setattr(row, name, value)
+        self.s.flush()
+        self._index(row)
+        return row
+
+    def purge(self, insight_id: int) -> None:
+        """Delete the insight and its catalogue item for good (a human's delete)."""
+        self.s.delete(self.get(insight_id))
+        self.items.remove("insight", insight_id)
 
     def latest(self) -> Insight | None:
         return self.s.scalars(select(Insight).order_by(Insight.id.desc()).limit(1)).first()

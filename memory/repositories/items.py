@@ -133,6 +133,14 @@ class MemoryItemRepo(Repo):
         return dict(self.s.execute(select(MemoryItem.ref, MemoryItem.id)
                                    .where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).tuples().all())
 
+    def statuses(self, tier: str, refs: Iterable[str | int]) -> dict[str, str]:
+        """ref -> the item's status (active | archived | deleted), for the refs of `tier` that have an item."""
+        refs = [str(r) for r in refs]
+        if not refs:
+            return {}
+        return dict(self.s.execute(select(MemoryItem.ref, MemoryItem.status)
+                                   .where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).tuples().all())
+
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)
         if not refs:

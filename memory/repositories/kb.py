@@ -26,6 +26,15 @@ class KnowledgeBaseRepo(TierRepo):
     def list(self) -> list[KBDocument]:
         return list(self.s.scalars(select(KBDocument).order_by(KBDocument.id)).all())
 
+    def get(self, doc_id: int) -> KBDocument:
+        return self._get(KBDocument, doc_id)
+
+    def set_status(self, doc_id: int, status: str) -> bool:
+        """Archive (`archived`) or restore (`active`) a document: its chunks leave or rejoin retrieval."""
+        doc = self.get(doc_id)
+        ids = self.items.ids_of("kb", [f"{doc.id}:{number}" for number in range(doc.chunks)])
+        return self.items.set_status(ids, status) > 0
+
     def remove(self, doc_id: int) -> KBDocument:
         doc = self._get(KBDocument, doc_id)
         for number in range(doc.chunks):

@@ -67,5 +67,10 @@ class LLMCallRepo(Repo):
             for r in rows
         ]
 
+    def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[LLMCall]:
+        """The calls made in these ticks of a thread (failed attempts included), oldest first."""
+        return list(self.s.scalars(select(LLMCall).where(LLMCall.thread_id == thread_id,
+                                                         LLMCall.tick.in_(list(ticks))).order_by(LLMCall.id)).all())
+
     def recent(self, limit: int = 20) -> list[LLMCall]:
         return list(reversed(self.s.scalars(select(LLMCall).order_by(LLMCall.id.desc()).limit(limit)).all()))

@@ -61,6 +61,12 @@ class MessageRepo(Repo):
             select(Message).where(Message.thread_id == thread_id, Message.kind == kind).order_by(Message.id.desc()).limit(1)
         ).first()
 
+    def at_ticks(self, thread_id: str, ticks: Iterable[int], kinds: Iterable[str] = ("response",)) -> list[Message]:
+        """A thread's messages of these kinds written in these ticks, oldest first."""
+        return list(self.s.scalars(select(Message).where(
+            Message.thread_id == thread_id, Message.tick.in_(list(ticks)), Message.kind.in_(tuple(kinds)))
+            .order_by(Message.id)).all())
+
     def count(self, thread_id: str | None = None) -> int:
         q = select(func.count(Message.id))
         if thread_id is not None:

@@ -28,6 +28,18 @@ class QuestionRepo(Repo):
     def get(self, question_id: int) -> OpenQuestion:
         return self._get(OpenQuestion, question_id)
 
+    def update(self, question_id: int, *, topic: str | None = None, context: str | None = None,
+               priority: float | None = None) -> OpenQuestion:
+        row = self.get(question_id)
+        if topic is not None and topic.strip():
+            row.topic = topic.strip()
+        if context is not None:
+            row.context = context.strip()
+        if priority is not None:
+            row.priority = min(1.0, max(0.0, float(priority)))
+        self.s.flush()
+        return row
+
     def open(self, limit: int | None = None) -> list[OpenQuestion]:
         q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
                                                                                OpenQuestion.id.desc())
@@ -40,6 +52,11 @@ class QuestionRepo(Repo):
         row = self.get(question_id)
         row.status, row.resolution, row.resolved_at = "resolved", resolution.strip()[:1000], now
         return row
+
+    def purge(self, question_id: int) -> None:
+        """Delete the question for good (a human's delete)."""
+        self.s.delete(self.get(question_id))
+        self.s.flush()
 
     def purge_resolved(self, before: datetime) -> int:
         rows = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "resolved",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
@@ -24,6 +25,12 @@ class AntiStagnationRepo(Repo):
             .order_by(AntiStagnationMetric.tick.desc()).limit(1)).first()
         if row is not None and row.novelty_after is None and (row.triggered_actions or row.mechanisms):
             row.novelty_after = novelty_score
+
+    def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[AntiStagnationMetric]:
+        """The rows of these ticks of a thread."""
+        return list(self.s.scalars(select(AntiStagnationMetric).where(
+            AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick.in_(list(ticks)))
+            .order_by(AntiStagnationMetric.id)).all())
 
     def recent(self, limit: int = 20, thread_id: str | None = None) -> list[AntiStagnationMetric]:
         q = select(AntiStagnationMetric)

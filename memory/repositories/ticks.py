@@ -68,10 +68,13 @@ class TickRepo(Repo):
                     completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
         )
 
-    def recent(self, limit: int = 20, thread_id: str | None = None) -> list[Tick]:
+    def recent(self, limit: int = 20, thread_id: str | None = None, *, before_id: int | None = None) -> list[Tick]:
+        """The last `limit` ticks (of a thread; older than row `before_id` for paging), oldest first."""
         q = select(Tick)
         if thread_id:
             q = q.where(Tick.thread_id == thread_id)
+        if before_id is not None:
+            q = q.where(Tick.id < before_id)
         return list(reversed(self.s.scalars(q.order_by(Tick.id.desc()).limit(limit)).all()))
 
     def count(self) -> int:

@@ -54,6 +54,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
         "parse_errors": [],
         "native_tool_calls": [],
         "self_emotions": [],
+        "reply": {},
         "emotions": [],
         "emotion_eval": {},
         "novelty_signals": {},

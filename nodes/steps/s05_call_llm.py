@@ -5,6 +5,14 @@ continuation mode continues the one growing text. Tokens stream to the run's cus
 `{"event": "token"}`. When no LLM answers, the tick is degraded: the playbook's conditional edge takes it
 straight to execute_commands (which closes the tick); nothing is lost, the notes stay unread, and the loop
 driver backs off.
+
+On the embedded model (`voice.prose_thoughts`, persona/voice.py) a chat-mode thought is sampled only from tokens
+of words and plain punctuation (`Sampling.letters`). With `params: {turn: reply}` (playbooks/repl.yaml's
+`reply_to_note`, after extract_commands) the step is the reply turn instead: a human note waits, the thought sent
+no message, and the model is one that needs it (`voice.reply_turn`) → one short call, held to the note's script,
+whose reply
+joins the tick's commands as `messages.send` (the consent gate, executed_commands and the "message" event as for
+any other). No note, or a thought that already answered: no call.
 """
 
 from __future__ import annotations
@@ -16,16 +24,23 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Generation, Sampling
 from llm.json_output import bound
-from nodes.context import AnimaContext, services_of
-from nodes.state import TickState
+from nodes.commands import Command, registry
+from nodes.commands.admission import admit
+from nodes.context import AnimaContext, Services, services_of
+from nodes.state import CommandDict, ReplyReport, TickState
+from persona.prose import PROSE_LETTERS
+from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
 
 log = logging.getLogger(__name__)
 
 CHAT_STOPS = ["\n## ", "\n# Incoming notes", "\n# My recent thoughts", "\n# Runtime", "\n[note "]
 CONTINUATION_STOPS = ["My human writes:", "\n[note "]
+REPLY_STOPS = ["\n", "Human:"]
 
 
 def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+    if (params or {}).get("turn") == "reply":
+        return reply_turn(state, runtime)
     svc = services_of(runtime)
     sampling = Sampling.from_dict(dict(state.sampling))
     budget_max = state.context_report.get("max_tokens")
@@ -39,12 +54,18 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
         return kept
 
+    if state.mode != "continuation" and wanted(svc.settings.voice.prose_thoughts, _provider_of(svc, prefer)):
+        sampling.letters = PROSE_LETTERS  # the embedded model's thought in words (persona/voice.py)
+
+    def on_token(text: str) -> None:
+        writer({"event": "token", "text": text})
+
     def generate():
         if state.mode == "continuation":
             return svc.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=CONTINUATION_STOPS,
-                                     prefer=prefer, on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+                                     prefer=prefer, on_token=on_token, tags=tags)
         return svc.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=CHAT_STOPS,
-                                 prefer=prefer, on_token=lambda t: writer({"event": "token", "text": t}), tags=tags)
+                                 prefer=prefer, on_token=on_token, tags=tags)
 
     try:
         gen = generate()
@@ -107,3 +128,61 @@ def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) ->
     if failed:
         repos.processes.add("llm.failover", f"{', '.join(failed)} did not answer; {llm_id} took over",
                             status="close", thread_id=state.thread_id)
+
+
+def _provider_of(svc: Services, prefer: str | None) -> str:
+    """The registry's provider kind of the model asked first (`llamacpp` for the embedded one)."""
+    first = prefer if prefer in svc.llms.ids else svc.llms.order()[0]
+    return str(svc.llms.entry(first).get("provider", ""))
+
+
+HUMAN_SOURCES = ("user", "cli")
+
+
+def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
+    """The reply turn (module doc): at most one call (a second only when the first reply is not in words)."""
+    svc = services_of(runtime)
+    voice = svc.settings.voice
+    if state.degraded or not state.incoming_note_ids or state.mode == "continuation":
+        return {"reply": {}}
+    if any(c.get("type") == "messages.send" and not c.get("error") for c in state.commands):
+        return {"reply": {"skipped": "the thought already sends a message"}}
+    provider = _provider_of(svc, state.llm.get("llm_id"))  # the registry's kind of the model that thought
+    if not wanted(voice.reply_turn, provider):
+        return {"reply": {"skipped": f"voice.reply_turn is {voice.reply_turn} ({provider or 'no'} model)"}}
+    with svc.db.unit() as repos:
+        notes = [n for n in (repos.notes.get(i) for i in state.incoming_note_ids)
+                 if n is not None and n.source in HUMAN_SOURCES]
+        texts = [n.text for n in notes]
+        ids = [n.id for n in notes]
+    if not texts:
+        return {"reply": {"skipped": "no note from my human"}}
+    prompt = reply_prompt(svc.persona.display_name, svc.persona.file("IDENTITY.md"), texts[-5:],
+                          state.thought or state.response)
+    letters = reply_letters(texts[-1])
+    tags = {"thread_id": state.thread_id, "tick": state.tick}
+    report: ReplyReport = {"notes": ids, "attempts": 0}
+    reply = None
+    for temperature in (voice.reply_temperature, min(1.2, voice.reply_temperature + 0.4)):
+        report["attempts"] += 1
+        try:
+            gen = svc.llms.generate("reply", prompt=prompt, stop=REPLY_STOPS, prefer=state.llm.get("llm_id"),
+                                    sampling=Sampling(temperature=temperature, top_p=0.9, letters=letters,
+                                                      max_tokens=voice.reply_max_tokens), tags=tags)
+        except AllLLMsUnavailable as exc:
+            log.warning("tick %s: no reply turn: %s", state.tick, exc)
+            return {"reply": {**report, "error": str(exc)[:300]}}
+        reply = parse_reply(gen.text)
+        report["llm_id"] = gen.llm_id
+        if reply:
+            break
+        log.info("tick %s: the reply turn's answer is not in words: %r", state.tick, gen.text[:120])
+    if not reply:
+        return {"reply": {**report, "error": "no reply in words"},
+                "parse_errors": state.parse_errors + ["the reply turn gave no reply in words"]}
+    admitted = admit([Command(cmd_id=f"t{state.tick}-reply", type="messages.send", args={"text": reply},
+                              description=f"reply to note {ids[-1]}", syntax="reply_turn")],
+                     registry(), svc.settings.limits)
+    command: CommandDict = admitted.commands[0]
+    report["text"] = reply
+    return {"commands": [*state.commands, command], "reply": report}

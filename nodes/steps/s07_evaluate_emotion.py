@@ -23,6 +23,7 @@ from nodes.reflexes.anti_stagnation.novelty import RECENT_KINDS, measure
 from nodes.reflexes.emotion import carried_rating, parse_emotions
 from nodes.reflexes.evaluation import evaluate, parse_comparison
 from nodes.state import EmotionEval, TickState
+from persona.prose import degenerate
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
     if not response:
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     body = state.thought or response
+    if degenerate(body):  # no thought in words (check_stagnation flags it): nothing to rate, no call
+        return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     with svc.db.unit() as repos:
         recent = repos.messages.recent(state.thread_id, svc.settings.cycle.responses, kinds=RECENT_KINDS)
         vocabulary = list(repos.config.get("emotions") or svc.settings.emotions)

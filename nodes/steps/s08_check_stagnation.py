@@ -4,7 +4,8 @@ The signals come from nodes/reflexes/anti_stagnation/novelty.py (n-grams, embedd
 the LLM comparison the evaluation step asked for); the verdict and reflex-lite from verdict.py. A stagnant output
 gets a flag and a reason; an identical one is not stored again (write_memory keeps a short record). If the next
 output is stagnant too, escalation.py diagnoses and applies the break-out mechanisms. When novelty recovers,
-sampling and every mechanism are restored. Anxiety above 3 on `ANXIETY_TICKS` consecutive outputs also
+sampling and every mechanism are restored. A degenerate output (persona/prose.py: a short piece over and over,
+mostly not letters) is flagged whatever its novelty, and kept only as a short record. Anxiety above 3 on `ANXIETY_TICKS` consecutive outputs also
 triggers reflex-lite; the emotional dynamics (nodes/reflexes/emotion.py) are reported with the novelty.
 """
 
@@ -33,6 +34,7 @@ from nodes.reflexes.emotion import anxious, emotional_dynamics
 from nodes.reflexes.evaluation import evaluate, parse_comparison, reflection_of
 from nodes.state import StagnationEpisode, TickState
 from nodes.steps.prompts import CHAT_INSTRUCTION
+from persona.prose import degenerate
 
 
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -60,6 +62,9 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
         except AllLLMsUnavailable:
             signals["comparison"] = None
     flag, value, method = decide(signals, settings)
+    broken = degenerate(body)  # `":":":"`, markup soup: no thought at all, however new its characters are
+    if broken:
+        flag, method = True, "prose_gate"
     novelty_score = round(100 * (1 - value), 1)
     comparison = signals.get("comparison")
     repeated = flag and (signals["ngram"] >= 0.95 or bool(comparison and comparison["assessment"] == "identical"
@@ -105,7 +110,9 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
                     "comparison": comparison, "reflection": reflection_of(comparison),
                     "tags": (comparison or {}).get("tags") or [],
                     "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
-                    "stagnation_flag": flag, "stagnation_reason": stagnation_reason(signals, method, repeated) if flag else None,
+                    "stagnation_flag": flag, "degenerate": broken,
+                    "stagnation_reason": (f"not a thought in words: {broken}" if broken else
+                                          stagnation_reason(signals, method, repeated) if flag else None),
                     "repeated": repeated, "triggered_actions": actions, "streak": episode.get("streak", 0),
                     "diagnosis": episode.get("diagnosis"), "mechanisms": episode.get("mechanisms") or [],
                     "dynamics": emotional_dynamics(emotions, novelty_score), "anxiety_streak": anxiety_streak},

@@ -1,7 +1,8 @@
 """Step 8: store the response with every reflex field; mark the notes it answered as read.
 
 Idempotent: rows carry a dedup key (thread:tick:kind), so a step re-run after a kill updates instead of
-duplicating. A repeated (identical) output is not stored again: a short `stagnation_record` replaces it.
+duplicating. A repeated (identical) output is not stored again, nor is one not in words (check_stagnation's
+`degenerate`): a short `stagnation_record` replaces it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     novelty, validation = state.novelty, state.validation
     continuation = state.mode == "continuation"
     key = tick_key(state)
-    if novelty.get("repeated"):
+    if novelty.get("degenerate"):  # not words: a later prompt would only learn to repeat it
+        kind, content = "stagnation_record", (f"[output not in words ({novelty['degenerate']}), not kept; "
+                                              f"{', '.join(novelty.get('triggered_actions') or [])}]")
+    elif novelty.get("repeated"):
         kind, content = "stagnation_record", (f"[output identical to tick {novelty.get('similar_to_tick')} "
                                               f"not stored again; {', '.join(novelty.get('triggered_actions') or [])}]")
     else:

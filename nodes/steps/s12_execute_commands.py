@@ -214,5 +214,7 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
             llm_calls=totals["calls"], prompt_tokens=totals["prompt_tokens"],
             completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
         )
-    pause_s = max(float(cycle.get("pause_s") or 0.0), float(state.stagnation.get("pause_s") or 0.0))
+    chosen = cycle.get("pause_s")  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
+    pause_s = max(float(svc.settings.cycle.pause_s if chosen is None else chosen),
+                  float(state.stagnation.get("pause_s") or 0.0))
     return {"executed": executed, "pause_s": pause_s, "idle": bool(cycle.get("idle"))}

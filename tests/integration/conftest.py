@@ -1,5 +1,7 @@
 """Servers the integration tests share: one of each per session (every start is bounded; every server is stopped)."""
 
+import contextlib
+
 import pytest
 
 from tests.integration.servers import scripted_llm_server
@@ -10,3 +12,61 @@ def scripted_server():
     """tests/integration/scripted_llm_server.py: an OpenAI-compatible server whose answers each test scripts."""
     with scripted_llm_server() as server:
         yield server
+
+
+# ---- the real browser (tests/integration/browser.py) ----------------------------------------------------------------
+
+_BROWSER = None
+
+
+def _holder():
+    global _BROWSER
+    if _BROWSER is None:
+        from tests.integration.browser import BrowserHolder
+
+        _BROWSER = BrowserHolder()
+    return _BROWSER
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium under Playwright, one for the session; the test skips (saying why) when it cannot start."""
+    holder = _holder()
+    if holder.get() is None:
+        pytest.skip(holder.failure)
+    yield holder
+    holder.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    """A fresh browser context and page (every action and expectation bounded); its last state is saved as
+    tests/artifacts/<test>.png."""
+    from playwright.sync_api import expect
+
+    from tests.integration.browser import PAGE_TIMEOUT_MS, screenshot
+
+    instance = browser.get()
+    if instance is None:
+        pytest.skip(browser.failure)
+    context = instance.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    context.set_default_navigation_timeout(PAGE_TIMEOUT_MS)
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    tab = context.new_page()
+    try:
+        yield tab
+    finally:
+        with contextlib.suppress(Exception):  # a screenshot is a courtesy, never the failure
+            screenshot(tab, request.node.name.replace("/", "_")[:120])
+        context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Close the session's browser once the next test does not use it: Playwright's sync API leaves an asyncio loop
+    marked as running in the main thread while it is open, and the tests after must not meet it."""
+    result = yield
+    if _BROWSER is not None and _BROWSER.is_open and (nextitem is None or "browser" not in nextitem.fixturenames):
+        _BROWSER.close()
+    return result

@@ -22,7 +22,7 @@ from nodes.commands import Command, registry
 from nodes.commands.cycle import update_cycle
 from nodes.state import TickState
 from nodes.steps.s12_execute_commands import _run_one
-from persona.dreaming import is_prose
+from persona.prose import is_prose
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -274,7 +274,7 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     assert dreamer.outputs()["dream"]["dropped"][0].startswith("the strategy is not prose ('ight ight")
     with main.services.db.unit() as repos:
         assert repos.insights.latest() is None and repos.goals.list() == []
-    from persona.dreaming import is_prose
+    from persona.prose import is_prose
 
     # what the 270M model dreamt once at temperature 0.7: markup and digits must not become the strategy
     assert not is_prose(">\n, and:\n\n<h3>the:t,</h3>\n\n#\n$new_key_value_pair.json\n{")

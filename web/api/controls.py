@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from memory import Repos
-from web.context import WebServices, get_repos, get_services
+from web.context import WebServices, get_services, unit_of_work
 from web.schemas.controls import ControlIn, LLMHealth, LoopStatus
 from web.services import controls
 
@@ -13,16 +13,16 @@ router = APIRouter(tags=["controls"])
 
 
 @router.get("/loop", response_model=LoopStatus)
-def read_loop(repos: Repos = Depends(get_repos)):
+def read_loop(repos: Repos = unit_of_work()):
     return controls.loop_status(repos)
 
 
 @router.put("/loop", response_model=LoopStatus)
-def control_loop(body: ControlIn, repos: Repos = Depends(get_repos), services: WebServices = Depends(get_services)):
+def control_loop(body: ControlIn, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     """`running`, `paused` or `stopped`: the loop obeys before its next tick."""
     return controls.set_control(repos, body.want, services.clock())
 
 
 @router.get("/llms", response_model=list[LLMHealth])
-def read_llms(repos: Repos = Depends(get_repos)):
+def read_llms(repos: Repos = unit_of_work()):
     return controls.llm_health(repos)

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
 from web.context import WebServices, get_services
+from web.schemas import MAX_ID
 from web.services import events
 
 router = APIRouter(tags=["events"])
@@ -14,8 +15,8 @@ router = APIRouter(tags=["events"])
 @router.get("/events", response_class=EventSourceResponse,
             responses={200: {"content": {"text/event-stream": {}}, "description": "a stream of loop events"}})
 async def stream_events(request: Request, kinds: list[str] = Query([], max_length=20),
-                        since: int | None = Query(None, ge=0, description="replay events after this id"),
-                        last_event_id: int | None = Header(None, ge=0),
+                        since: int | None = Query(None, ge=0, le=MAX_ID, description="replay events after this id"),
+                        last_event_id: int | None = Header(None, ge=0, le=MAX_ID),
                         services: WebServices = Depends(get_services)):
     """Each event: `{id, at, thread_id, tick, kind, node, data}`; kinds: step, tick, tick_failed, message,
     approval, dream, stelis_enter, stelis_leave, task_cycle, …"""

@@ -1,7 +1,68 @@
-"""/api: the inner_life resource (to be filled)."""
+"""/api/drives, /api/questions, /api/charts, /api/prompt-layers: the persona's inner life, and the human's hand on
+its drives and open questions."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Path, Query, Response
 
-router = APIRouter(tags=["inner_life"])
+from memory import Repos
+from web.context import WebServices, get_services, unit_of_work
+from web.schemas import MAX_ID
+from web.schemas.inner_life import (
+    Charts,
+    DriveLevelIn,
+    DrivesView,
+    PromptLayers,
+    QuestionList,
+    QuestionView,
+    ResolutionIn,
+)
+from web.services import inner_life
+
+router = APIRouter(tags=["inner life"])
+
+
+@router.get("/drives", response_model=DrivesView)
+def read_drives(repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    """The four drives now (with any level the human set, fading back), the dominant one's context, the changes."""
+    return inner_life.drives_view(repos, services.settings(), services.clock())
+
+
+@router.put("/drives/{name}", response_model=DrivesView)
+def set_drive(name: str, change: DriveLevelIn, repos: Repos = unit_of_work(),
+              services: WebServices = Depends(get_services)):
+    """Set a drive's level (0 … 1): recorded, in force from the next tick's prompt, fading back with
+    `drives.adjustment_half_life_hours`."""
+    return inner_life.set_drive(repos, services.settings(), name, change, services.clock())
+
+
+@router.get("/questions", response_model=QuestionList)
+def list_questions(limit: int = Query(200, ge=1, le=1000), repos: Repos = unit_of_work()):
+    """The open questions (curiosity's source), then the resolved ones still kept."""
+    return inner_life.questions(repos, limit)
+
+
+@router.post("/questions/{question_id}/resolve", response_model=QuestionView)
+def resolve_question(answer: ResolutionIn, question_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work(),
+                     services: WebServices = Depends(get_services)):
+    """Mark an open question resolved, with its answer."""
+    return inner_life.resolve_question(repos, question_id, answer, services.clock())
+
+
+@router.delete("/questions/{question_id}", status_code=204, response_class=Response)
+def delete_question(question_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
+    """Delete a question for good."""
+    inner_life.delete_question(repos, question_id)
+    return Response(status_code=204)
+
+
+@router.get("/charts", response_model=Charts)
+def read_charts(limit: int = Query(200, ge=1, le=2000), repos: Repos = unit_of_work()):
+    """Series for the plots: emotions (valence), novelty, tokens per tick — uPlot's shape (x in Unix seconds)."""
+    return inner_life.charts(repos, limit)
+
+
+@router.get("/prompt-layers", response_model=PromptLayers)
+def read_prompt_layers(repos: Repos = unit_of_work()):
+    """The last prompt's layers with their tokens against the budget, and what the budget dropped."""
+    return inner_life.prompt_layers(repos)

@@ -1,7 +1,58 @@
-"""/api: the sessions resource (to be filled)."""
+"""/api/sessions: every run of a loop; export one (JSON, Markdown), revive one, or revive an uploaded export."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from memory import Repos
+from web.context import WebServices, get_services, unit_of_work
+from web.schemas import MAX_ID
+from web.schemas.sessions import Revived, SessionDetail, SessionList
+from web.services import sessions
+from web.uploads import receive_upload
 
 router = APIRouter(tags=["sessions"])
+
+
+@router.get("/sessions", response_model=SessionList)
+def list_sessions(limit: int = Query(50, ge=1, le=500), repos: Repos = unit_of_work()):
+    return sessions.listing(repos, limit)
+
+
+@router.get("/sessions/{session_id}", response_model=SessionDetail, responses={404: {"description": "no such session"}})
+def read_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
+    return sessions.detail(repos, session_id)
+
+
+@router.get("/sessions/{session_id}/export", response_class=Response,
+            responses={200: {"content": {"application/json": {}, "text/markdown": {}}}})
+def export_session(session_id: int = Path(ge=1, le=MAX_ID), format: Literal["json", "md"] = Query("json"),
+                   repos: Repos = unit_of_work()):
+    """A download: session-ID.json (everything) or session-ID.md (the transcript)."""
+    body, filename, media = sessions.export(repos, session_id, format)
+    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+@router.post("/sessions/{session_id}/revive", response_model=Revived, status_code=201,
+             responses={409: {"description": "the session still runs"}})
+def revive_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work(),
+                   services: WebServices = Depends(get_services)):
+    """A new thread seeded with the session's last thoughts; run the loop on it with the command returned."""
+    return sessions.revive(repos, session_id, services.clock())
+
+
+@router.post("/sessions/revive", response_model=Revived, status_code=201,
+             openapi_extra={"requestBody": {"content": {
+                 "multipart/form-data": {"schema": {"type": "object", "properties": {
+                     "file": {"type": "string", "format": "binary"}}}},
+                 "application/json": {"schema": {"type": "object", "description": "a session-ID.json export"}}}}},
+             responses={413: {"description": "too large"}, 415: {"description": "not JSON"}})
+async def revive_export(request: Request, services: WebServices = Depends(get_services)):
+    """Revive a session exported elsewhere (its session-ID.json): uploaded as `file` (multipart), or the JSON body."""
+    upload = await receive_upload(request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES,
+                                  suffixes=(".json",))
+    return await run_in_threadpool(sessions.revive_upload, services.db, upload.read(), services.clock())

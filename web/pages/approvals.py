@@ -1,7 +1,42 @@
-"""The approvals page (to be filled)."""
+"""Approvals: what waits for the human's consent (arguments, effect, why), approve or deny it with a reason; the
+decided ones with what came of them, and the audit log."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Form, Path, Request
+
+from memory import Repos
+from web.context import WebServices, get_services, unit_of_work
+from web.errors import ServiceError
+from web.schemas import MAX_ID
+from web.schemas.approvals import NO_REASON
+from web.services import approvals
+from web.templating import render
 
 router = APIRouter()
+
+
+@router.get("/approvals")
+def approvals_page(request: Request, repos: Repos = unit_of_work()):
+    return render(request, "pages/approvals.html", "approvals", overview=approvals.overview(repos))
+
+
+@router.get("/approvals/overview")
+def approvals_overview(request: Request, repos: Repos = unit_of_work()):
+    return render(request, "fragments/approval_overview.html", overview=approvals.overview(repos))
+
+
+@router.post("/approvals/{approval_id}/approve")
+def approve(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
+            services: WebServices = Depends(get_services)):
+    item = approvals.decide(services.db, approval_id, approve=True, reason=reason, now=services.clock())
+    return render(request, "fragments/approval_item.html", item=item)
+
+
+@router.post("/approvals/{approval_id}/deny")
+def deny(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form(..., max_length=2000),
+         services: WebServices = Depends(get_services)):
+    if not reason.strip():
+        raise ServiceError(NO_REASON, field="reason", status=422)
+    item = approvals.decide(services.db, approval_id, approve=False, reason=reason, now=services.clock())
+    return render(request, "fragments/approval_item.html", item=item)

@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Form, Request
 
 from memory import Repos
-from web.context import WebServices, get_repos, get_services
+from web.context import WebServices, get_services, unit_of_work
 from web.services import controls
 from web.templating import render
 
@@ -15,17 +15,17 @@ router = APIRouter()
 
 
 @router.get("/controls")
-def controls_page(request: Request, repos: Repos = Depends(get_repos)):
+def controls_page(request: Request, repos: Repos = unit_of_work()):
     return render(request, "pages/controls.html", "controls", status=controls.loop_status(repos))
 
 
 @router.post("/controls/loop")
 def control_loop(request: Request, want: Literal["running", "paused", "stopped"] = Form(...),
-                 repos: Repos = Depends(get_repos), services: WebServices = Depends(get_services)):
+                 repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     status = controls.set_control(repos, want, services.clock())
     return render(request, "fragments/loop_status.html", status=status)
 
 
 @router.get("/controls/status")
-def loop_status(request: Request, repos: Repos = Depends(get_repos)):
+def loop_status(request: Request, repos: Repos = unit_of_work()):
     return render(request, "fragments/loop_status.html", status=controls.loop_status(repos))

@@ -8,7 +8,7 @@ from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
 from web.context import WebServices, get_services
-from web.services import events, talk
+from web.services import events, talk, thoughts
 
 router = APIRouter()
 
@@ -52,5 +52,43 @@ async def live_talk(request: Request, services: WebServices = Depends(get_servic
                 line = talk_status(event)
                 if line:
                     yield {"event": "status", "id": str(event["id"]), "data": str(escape(line))}
+
+    return EventSourceResponse(fragments(), ping=15)
+
+
+THOUGHT_KINDS = ("step", "tick", "tick_failed", "keepalive")
+
+
+def _thought_fragment(request: Request, services: WebServices, event: dict) -> dict | None:
+    """A journal event as the Thoughts page's fragment: a closed (or failed) tick's card, or the step under way."""
+    templates = request.app.state.templates
+    if event["kind"] == "step":
+        html = templates.get_template("fragments/tick_progress.html").render(event=event)
+        return {"event": "step", "id": str(event["id"]), "data": html.strip()}
+    tick = (event.get("data") or {}).get("tick", event.get("tick"))
+    with services.db.unit() as repos:
+        card = thoughts.latest_card(repos, event.get("thread_id"), tick)
+    if card is None:
+        return None
+    html = templates.get_template("fragments/tick_card.html").render(card=card)
+    return {"event": "tick", "id": str(event["id"]), "data": html.replace("\n", " "), "card": card.id}
+
+
+@router.get("/live/thoughts")
+async def live_thoughts(request: Request, services: WebServices = Depends(get_services)):
+    cursor = events.newest_id(services.db)
+
+    async def fragments():
+        sent: set[int] = set()  # a Stelis child's tick is journaled under its root: one card per tick all the same
+        async for event in events.follow(services.db, cursor, kinds=THOUGHT_KINDS,
+                                         is_disconnected=request.is_disconnected):
+            if event["kind"] == "keepalive":
+                continue
+            fragment = _thought_fragment(request, services, event)
+            if fragment is None or fragment.get("card") in sent:
+                continue
+            if "card" in fragment:
+                sent.add(fragment.pop("card"))
+            yield fragment
 
     return EventSourceResponse(fragments(), ping=15)

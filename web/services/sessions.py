@@ -1,0 +1,91 @@
+"""Sessions: every run of a loop (graph/loop/sessions.py), exported as JSON or a Markdown transcript, and revived —
+"resume" here means what `run.py sessions revive` does: a new thread seeded with the session's last thoughts, on
+which the loop then runs (the web starts no loop; it names the command). A session exported from another data dir
+is imported first (Epos's resurrection), then revived the same way."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from graph.loop.sessions import adopt_export, export_session, revive_session
+from graph.reports import session_row
+from memory import Database, Repos
+from web.errors import NotFoundError, ServiceError
+from web.schemas.sessions import Revived, Session, SessionDetail, SessionExport, SessionList
+
+EXPORT_LIMIT = 20 * 1024 * 1024  # an uploaded export
+EXPORT_TYPES = ("application/json", "text/json")
+
+
+def listing(repos: Repos, limit: int = 50) -> SessionList:
+    return SessionList(items=[Session(**session_row(s)) for s in repos.sessions.list(limit)])
+
+
+def _row(repos: Repos, session_id: int):
+    row = repos.sessions.get(session_id)
+    if row is None:
+        raise NotFoundError(f"no session {session_id}", field="session_id")
+    return row
+
+
+def detail(repos: Repos, session_id: int) -> SessionDetail:
+    row = _row(repos, session_id)
+    revived = sorted(k.removeprefix("session/revived/") for k, v in repos.config.with_prefix("session/revived/").items()
+                     if v == session_id)
+    thoughts = [r.get("content", "") for r in (row.context or {}).get("responses", [])]
+    return SessionDetail(**session_row(row), goal_state=row.goal_state or {}, last_thoughts=thoughts[-5:],
+                         revived_as=revived)
+
+
+def export(repos: Repos, session_id: int, fmt: str) -> tuple[bytes, str, str]:
+    """(body, file name, media type)."""
+    _row(repos, session_id)
+    data, markdown = export_session(repos, session_id)
+    if fmt == "md":
+        return markdown.encode("utf-8"), f"session-{session_id}.md", "text/markdown; charset=utf-8"
+    return (json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8"), f"session-{session_id}.json",
+            "application/json")
+
+
+def _revived(repos: Repos, session_id: int, thread_id: str) -> Revived:
+    playbook = repos.sessions.get(session_id).playbook or "repl"
+    return Revived(session_id=session_id, thread_id=thread_id, playbook=playbook,
+                   command=f"python run.py --playbook {playbook} --thread {thread_id}")
+
+
+def revive(repos: Repos, session_id: int, now: datetime) -> Revived:
+    _row(repos, session_id)
+    try:
+        thread_id = revive_session(repos, session_id, now)
+    except ValueError as exc:
+        raise ServiceError(str(exc), field="session_id", status=409) from None
+    return _revived(repos, session_id, thread_id)
+
+
+def parse_export(raw: bytes) -> SessionExport:
+    """An uploaded export, checked: JSON, and the shape `export_session` writes."""
+    try:
+        data: Any = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ServiceError(f"not a session export (JSON): {exc}", field="file", status=422) from None
+    try:
+        return SessionExport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ServiceError(f"not a session export: {where}: {first['msg']}", field="file", status=422) from None
+
+
+def revive_export(repos: Repos, export_data: SessionExport, now: datetime) -> Revived:
+    session_id = adopt_export(repos, export_data.model_dump(), now)
+    return _revived(repos, session_id, revive_session(repos, session_id, now))
+
+
+def revive_upload(db: Database, raw: bytes, now: datetime) -> Revived:
+    parsed = parse_export(raw)
+    with db.unit() as repos:
+        return revive_export(repos, parsed, now)

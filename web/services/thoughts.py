@@ -1,0 +1,166 @@
+"""Thoughts: the ticks as cards (what the persona thought, what it tried to do and what came of it, what its reflexes
+said, what it cost, which model answered and which failed) and the tree of its Stelis threads."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from memory import Repos
+from web.errors import NotFoundError
+from web.schemas.thoughts import (
+    CommandOutcome,
+    EmotionRating,
+    FailedCall,
+    ReflexVerdicts,
+    ThreadNode,
+    ThreadTree,
+    TickCard,
+    TickPage,
+    TickTokens,
+)
+
+THOUGHT_KINDS = ("response", "continuation", "stagnation_record")
+RAN = {"executed"}
+EMOTION_TEXT = re.compile(r"^\s*([^:]+?)\s*:\s*([1-5])\s*(?:\((.*)\))?\s*$", re.DOTALL)
+QUARANTINE_PREVIEW = 2000
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite drops the zone
+
+
+def emotion_ratings(emotions: list[Any]) -> list[EmotionRating]:
+    """The stored `["joy:4 (why)", …]` (or dicts) as ratings; what cannot be read is passed over."""
+    ratings = []
+    for item in emotions or []:
+        if isinstance(item, dict) and item.get("emotion"):
+            name, strength, reason = str(item["emotion"]), item.get("strength") or 3, str(item.get("reason") or "")
+        elif (match := EMOTION_TEXT.match(str(item))):
+            name, strength, reason = match.group(1), int(match.group(2)), match.group(3) or ""
+        else:
+            continue
+        try:
+            ratings.append(EmotionRating(emotion=name.strip().lower()[:40], strength=min(5, max(1, int(strength))),
+                                         reason=reason.strip()[:200]))
+        except (TypeError, ValueError):
+            continue
+    return ratings
+
+
+def _quarantined(summary: dict[str, Any]) -> str | None:
+    answer = summary.get("quarantined")
+    if answer is None:
+        return None
+    text = answer.get("response") if isinstance(answer, dict) else answer
+    return str(text or "")[:QUARANTINE_PREVIEW]
+
+
+def _cards(repos: Repos, ticks: list[Any]) -> list[TickCard]:
+    """Cards for these tick rows, newest first: a handful of queries per thread, not per tick."""
+    by_thread: dict[str, list[int]] = defaultdict(list)
+    for row in ticks:
+        by_thread[row.thread_id].append(row.tick)
+    thoughts, commands, calls, metrics = {}, defaultdict(list), defaultdict(list), {}
+    for thread_id, numbers in by_thread.items():
+        for message in repos.messages.at_ticks(thread_id, numbers, THOUGHT_KINDS):
+            thoughts.setdefault((thread_id, message.tick), message)  # the first is the thought; a record follows it
+        for command in repos.commands.at_ticks(thread_id, numbers):
+            commands[(thread_id, command.tick)].append(command)
+        for call in repos.llm_calls.at_ticks(thread_id, numbers):
+            calls[(thread_id, call.tick)].append(call)
+        for metric in repos.stagnation.at_ticks(thread_id, numbers):
+            metrics[(thread_id, metric.tick)] = metric
+    cards = []
+    for row in sorted(ticks, key=lambda t: t.id, reverse=True):
+        key = (row.thread_id, row.tick)
+        cards.append(_card(row, thoughts.get(key), commands[key], calls[key], metrics.get(key)))
+    return cards
+
+
+def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCard:
+    summary = dict(row.summary or {})
+    started, finished = _utc(row.started_at), _utc(row.finished_at)
+    answered_by = next((c.llm_id for c in calls if c.ok and c.purpose == "think"), None)
+    novelty = metric.novelty_score if metric is not None else (message.novelty_score if message else None)
+    reflexes = ReflexVerdicts(
+        emotions=emotion_ratings(message.emotions if message else summary.get("emotions") or []),
+        novelty_score=novelty if novelty is not None else summary.get("novelty"),
+        stagnation_flag=bool(metric.stagnation_flag if metric is not None else
+                             (message.stagnation_flag if message else summary.get("stagnation"))),
+        stagnation_reason=(metric.reason if metric is not None else None) or (message.stagnation_reason if message else None),
+        streak=metric.streak if metric is not None else None,
+        mechanisms=list(metric.mechanisms or []) if metric is not None else [],
+        rating=message.rating if message else summary.get("rating"),
+        auto_pass=message.auto_pass if message else summary.get("auto_pass"),
+        confidence=message.confidence if message else None,
+    )
+    context = summary.get("context") or {}
+    return TickCard(
+        id=row.id, thread=row.thread_id, tick=row.tick, status=row.status, mode=row.mode, started_at=started,
+        finished_at=finished, duration_s=round((finished - started).total_seconds(), 3) if finished else None,
+        llm_id=(message.llm_id if message else None) or answered_by,
+        thought=message.content if message else None, thought_kind=message.kind if message else None,
+        commands=[CommandOutcome(cmd_id=c.cmd_id, type=c.type, args=dict(c.args or {}), status=c.status,
+                                 result=c.result or "", ran=c.status in RAN) for c in commands],
+        parse_errors=[str(e) for e in summary.get("parse_errors") or []],
+        failovers=[FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=_utc(c.created_at))
+                   for c in calls if not c.ok],
+        reflexes=reflexes,
+        tokens=TickTokens(prompt=row.prompt_tokens or 0, completion=row.completion_tokens or 0,
+                          llm_calls=row.llm_calls or 0, llm_ms=round(row.llm_ms or 0.0, 1)),
+        dropped=[str(d) for d in context.get("dropped") or []],
+        error=summary.get("error"), failed_step=summary.get("step"), quarantined=_quarantined(summary),
+        attempts=int(summary.get("attempts") or 1),
+    )
+
+
+def tick_page(repos: Repos, *, limit: int = 20, before: int | None = None, thread_id: str | None = None) -> TickPage:
+    rows = repos.ticks.recent(limit, thread_id, before_id=before)
+    cards = _cards(repos, rows)
+    older = bool(rows) and bool(repos.ticks.recent(1, thread_id, before_id=min(r.id for r in rows)))
+    return TickPage(ticks=cards, next_before=cards[-1].id if cards and older else None)
+
+
+def tick_card(repos: Repos, thread_id: str, tick: int) -> TickCard:
+    row = repos.ticks.get(thread_id, tick)
+    if row is None:
+        raise NotFoundError(f"no tick {tick} in thread {thread_id!r}", field="tick")
+    return _cards(repos, [row])[0]
+
+
+def latest_card(repos: Repos, thread_id: str | None, tick: int | None) -> TickCard | None:
+    """The card a journal event is about: its own tick, else the newest (a Stelis child ticks under its root's
+    journal)."""
+    row = repos.ticks.get(thread_id, int(tick)) if thread_id and tick is not None else None
+    if row is None:
+        newest = repos.ticks.recent(1)
+        row = newest[0] if newest else None
+    return _cards(repos, [row])[0] if row is not None else None
+
+
+def _window(repos: Repos, thread_id: str) -> dict[str, Any]:
+    last = repos.ticks.recent(1, thread_id)
+    return ((last[0].summary or {}).get("context") or {}) if last else {}
+
+
+def thread_tree(repos: Repos) -> ThreadTree:
+    threads = list(repos.threads.all())
+    nodes: dict[str, ThreadNode] = {}
+    for t in threads:
+        window = _window(repos, t.id)
+        nodes[t.id] = ThreadNode(
+            id=t.id, parent_id=t.parent_id, label=t.label or "", status=t.status, origin=t.origin,
+            playbook=t.playbook or "", depth=t.depth, tick=t.tick, window_ratio=t.window_ratio or 1.0,
+            effective_ratio=round(repos.threads.ratio_product(t.id), 4), window_tokens=window.get("window_tokens"),
+            budget_tokens=window.get("budget_tokens"), messages=repos.messages.count(t.id), chronicle=t.chronicle,
+            error=t.error, created_at=_utc(t.created_at), completed_at=_utc(t.completed_at))
+    roots = []
+    for t in threads:
+        parent = nodes.get(t.parent_id) if t.parent_id else None
+        (parent.children if parent is not None else roots).append(nodes[t.id])
+    return ThreadTree(roots=roots, count=len(nodes))
