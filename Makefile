@@ -63,6 +63,8 @@ bench: model
 	$(PY) bench/memory_manager.py
 	$(PY) bench/reflexes.py
 	$(PY) bench/persona.py
+	$(PY) bench/web.py
+	$(PY) bench/converse.py
 
 clean-data:
 	rm -rf data
