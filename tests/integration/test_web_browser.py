@@ -178,3 +178,25 @@ def test_the_embedded_model_end_to_end_a_note_on_talk_and_a_new_tick(page, tmp_p
                           "replies": replies[:3]}, ensure_ascii=False))
         page.goto(loop.url + "/")
         screenshot(page, "embedded-talk")
+
+
+def test_approvals_a_new_request_appears_live(page, loop):
+    from playwright.sync_api import expect
+
+    from memory import Database
+
+    page.goto(loop.url + "/approvals")
+    mark_page(page)
+    db = Database.open(loop.data_dir)
+    try:
+        with db.unit() as repos:  # what the gate writes when the persona asks; the loop's next tick journals it
+            approval, _ = repos.approvals.request(
+                thread_id="main", root_thread="main", tick=1, cmd_key=f"main:1:{uuid.uuid4().hex}", cmd_id="c1",
+                type="notepad.clear", args={}, effect="modify_self", description="clear my notepad",
+                reason=f"browser test {uuid.uuid4().hex[:8]}")
+    finally:
+        db.close()
+    card = page.locator("#approvals").get_by_text(approval.reason)
+    expect(card).to_be_visible(timeout=REPLY_S)  # the list reloads on the next tick's event, without a reload
+    assert not_reloaded(page)
+    screenshot(page, "approvals-live")

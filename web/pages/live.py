@@ -92,3 +92,20 @@ async def live_thoughts(request: Request, services: WebServices = Depends(get_se
             yield fragment
 
     return EventSourceResponse(fragments(), ping=15)
+
+
+APPROVAL_KINDS = ("approval", "tick", "keepalive")  # a request, or a tick that may have run an approved one
+
+
+@router.get("/live/approvals")
+async def live_approvals(request: Request, services: WebServices = Depends(get_services)):
+    """A bare `approval` event whenever something may have changed; the page fetches its list again."""
+    cursor = events.newest_id(services.db)
+
+    async def signals():
+        async for event in events.follow(services.db, cursor, kinds=APPROVAL_KINDS,
+                                         is_disconnected=request.is_disconnected):
+            if event["kind"] != "keepalive":
+                yield {"event": "approval", "id": str(event["id"]), "data": event["kind"]}
+
+    return EventSourceResponse(signals(), ping=15)
