@@ -62,9 +62,10 @@ def is_prose(text: str, min_words: int = 3) -> bool:
     return len(words) >= min_words and letters >= 0.7 and varied and not _MARKUP.search(text)
 
 
-def degenerate(text: str) -> str | None:
+def degenerate(text: str, acted: bool = False) -> str | None:
     """Why a thought is no thought at all — a short piece repeated over a fifth of it, under a quarter of it
-    letters, or fewer than two words — or None. Narrower than `is_prose`: a real model's headings, lists and code pass."""
+    letters, or fewer than two words with no command beside them (`acted`: "Hi." before a messages.send is an
+    act) — or None. Narrower than `is_prose`: a real model's headings, lists and code pass."""
     stripped = text.strip()
     if not stripped:
         return None
@@ -75,7 +76,7 @@ def degenerate(text: str) -> str | None:
     letters = sum(ch.isalpha() for ch in visible) / max(1, len(visible))
     if len(visible) >= 12 and letters < 0.25:
         return f"only {letters:.0%} of it letters"
-    if len(words_of(stripped)) < 2:
+    if len(words_of(stripped)) < 2 and not acted:
         return "fewer than two words"
     return None
 

@@ -71,6 +71,8 @@ def parse_lined_yaml(text: str, source: str = "<yaml>", *, empty_ok: bool = Fals
     name = Path(source).name
     try:
         tree = yaml.compose(text)
+        # composing passes what constructing refuses (a bare `=` is the unsupported `value` tag)
+        data = yaml.safe_load(text) if tree is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlError(f"{name}:{mark.line + 1 if mark else 1} (yaml): {getattr(exc, 'problem', None) or exc}") from exc
@@ -78,7 +80,6 @@ def parse_lined_yaml(text: str, source: str = "<yaml>", *, empty_ok: bool = Fals
         if empty_ok:
             return LinedYaml({}, source)
         raise YamlError(f"{name}:1 (top level): empty file")
-    data = yaml.safe_load(text)
     if not isinstance(data, dict):
         raise YamlError(f"{name}:1 (top level): expected a mapping, got {type(data).__name__}")
     return LinedYaml(data, source, _line_map(tree))

@@ -37,7 +37,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
     if not response:
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     body = state.thought or response
-    if degenerate(body):  # no thought in words (check_stagnation flags it): nothing to rate, no call
+    if degenerate(body, acted=bool(state.commands)):  # no thought in words (check_stagnation flags it): no call
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     with svc.db.unit() as repos:
         recent = repos.messages.recent(state.thread_id, svc.settings.cycle.responses, kinds=RECENT_KINDS)

@@ -62,7 +62,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
         except AllLLMsUnavailable:
             signals["comparison"] = None
     flag, value, method = decide(signals, settings)
-    broken = degenerate(body)  # `":":":"`, markup soup: no thought at all, however new its characters are
+    broken = degenerate(body, acted=bool(state.commands))  # `":":":"`, markup soup: no thought, however new
     if broken:
         flag, method = True, "prose_gate"
     novelty_score = round(100 * (1 - value), 1)

@@ -139,7 +139,8 @@ def test_stop_export_and_revive_on_the_cli(tmp_path):
     export = cli("sessions", "export", "1", "--out", str(tmp_path / "out"), "--data-dir", data)
     assert export.returncode == 0, export.stderr
     exported = json.loads((tmp_path / "out" / "session-1.json").read_text())
-    thought = [m for m in exported["messages"] if m["kind"] == "response"][0]["content"]
+    # the tick's thought, or the short record that stands for it when it was not in words (persona/prose.py)
+    thought = [m for m in exported["messages"] if m["kind"] in ("response", "stagnation_record")][0]["content"]
     assert thought and thought[:40] in (tmp_path / "out" / "session-1.md").read_text()
     revive = cli("sessions", "revive", "1", "--ticks", "1", "--data-dir", data)
     assert revive.returncode == 0, revive.stderr

@@ -39,7 +39,9 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
         assert repos.notes.get(note_id).read
         calls = repos.llm_calls.by_model()
         assert {c["provider"] for c in calls} == {"llamacpp"}
-        assert {"think", "emotion"} <= {c["purpose"] for c in calls} <= {"think", "emotion", "evaluate", "rephrase"}
+        # "reply": the voice's turn for the waiting note (tests/integration/test_voice_embedded.py tests what it says)
+        assert {"think", "emotion"} <= {c["purpose"] for c in calls} <= {"think", "emotion", "evaluate", "rephrase",
+                                                                          "reply"}
     agent.close()
 
 

@@ -200,3 +200,147 @@ def test_approvals_a_new_request_appears_live(page, loop):
     expect(card).to_be_visible(timeout=REPLY_S)  # the list reloads on the next tick's event, without a reload
     assert not_reloaded(page)
     screenshot(page, "approvals-live")
+
+
+def _persona_db(loop):
+    from memory import Database
+
+    return Database.open(loop.data_dir)
+
+
+def test_inner_life_a_drive_slider_moved_persists_after_a_reload(page, loop):
+    from playwright.sync_api import expect
+
+    page.goto(loop.url + "/inner-life")
+    slider = page.get_by_role("slider", name="curiosity")
+    expect(slider).to_be_visible()
+    with page.expect_response(lambda r: r.url == loop.url + "/inner-life/drives/curiosity"
+                              and r.request.method == "PUT") as saved:
+        slider.fill("0.83")  # a range input: Playwright sets its value and fires input and change, as a drag does
+    assert saved.value.status == 200
+    expect(page.locator("#drives details summary")).to_contain_text("Your changes")
+    page.reload()
+    level = float(page.get_by_role("slider", name="curiosity").input_value())
+    assert abs(level - 0.83) <= 0.02, level  # what the human set, fading back over hours (not seconds)
+    drives = {d["name"]: d for d in loop.api("/api/drives")["drives"]}
+    assert drives["curiosity"]["adjusted"]["by"] == "human" and abs(drives["curiosity"]["adjusted"]["level"] - 0.83) < 1e-6
+    assert [(c["drive"], c["level"]) for c in loop.api("/api/drives")["history"]][:1] == [("curiosity", 0.83)]
+    screenshot(page, "inner-life-drive-set")
+
+
+def test_inner_life_an_open_question_is_resolved_then_another_deleted(page, loop):
+    from playwright.sync_api import expect
+
+    token = uuid.uuid4().hex[:8]
+    db = _persona_db(loop)
+    try:
+        with db.unit() as repos:
+            tides = repos.questions.add(f"Why do tides rise twice a day? ({token})", priority=0.9).id
+            eels = repos.questions.add(f"Where do eels go? ({token})", priority=0.8).id
+    finally:
+        db.close()
+    page.on("dialog", lambda dialog: dialog.accept())  # "Delete this question for good?"
+    page.goto(loop.url + "/inner-life")
+    row = page.locator(f"#question-{tides}")
+    row.get_by_role("textbox", name=f"resolution of question {tides}").fill("The moon and the sun.")
+    row.get_by_role("button", name="Resolve").click()
+    expect(page.locator(f"#question-{tides}")).to_contain_text("resolved: The moon and the sun.")
+    page.get_by_role("button", name=f"delete question {eels}").click()
+    expect(page.locator(f"#question-{eels}")).to_have_count(0)
+    screenshot(page, "inner-life-questions")
+    page.reload()
+    expect(page.locator(f"#question-{tides}")).to_contain_text("resolved: The moon and the sun.")
+    expect(page.locator(f"#question-{eels}")).to_have_count(0)
+    listed = {q["id"]: q for q in loop.api("/api/questions")["questions"]}
+    assert listed[tides]["status"] == "resolved" and eels not in listed
+
+
+def test_memory_a_diary_entry_edited_on_the_page_shows_in_its_history(page, loop):
+    from playwright.sync_api import expect
+
+    token = uuid.uuid4().hex[:8]
+    db = _persona_db(loop)
+    try:
+        with db.unit() as repos:  # the persona's own entry, as its diary.add writes it
+            ref = str(repos.diary.add(f"The lighthouse keeper waved at dawn ({token}).").id)
+    finally:
+        db.close()
+    page.goto(loop.url + "/memory?tier=diary")
+    row = page.locator(f"#row-diary-{ref}")
+    row.get_by_role("button", name="Edit").click()
+    editing = page.locator(f"#row-diary-{ref}.editing")
+    editing.get_by_role("textbox", name="Text").fill(f"The keeper waved twice ({token}).")
+    editing.get_by_role("button", name="Save").click()
+    expect(page.locator(f"#row-diary-{ref}")).to_contain_text(f"The keeper waved twice ({token}).")
+    page.locator(f"#row-diary-{ref}").get_by_role("button", name="History").click()
+    history = page.locator("#history")
+    expect(history.get_by_role("heading", name=f"History of diary {ref}")).to_be_visible()
+    newest = history.locator("tr.change").first
+    expect(newest).to_contain_text("human")
+    expect(newest).to_contain_text(f"update diary {ref}")
+    expect(newest.locator("td").nth(3)).to_contain_text(f"waved at dawn ({token})")  # before
+    expect(newest.locator("td").nth(4)).to_contain_text(f"waved twice ({token})")  # after
+    expect(history.locator("tr.change.create")).to_contain_text("persona")
+    screenshot(page, "memory-edit-history")
+    changes = loop.api(f"/api/memory/diary/{ref}/history")["changes"]
+    assert [(c["actor"], c["action"]) for c in changes] == [("human", "update"), ("persona", "create")]
+
+
+def test_approvals_an_approved_command_runs_once_at_the_next_tick(page, loop):
+    from playwright.sync_api import expect
+
+    token = uuid.uuid4().hex[:8]
+    loop.api("/api/memory/notepad/notepad", "PATCH", {"content": f"buy ink ({token})"})
+    db = _persona_db(loop)
+    try:
+        with db.unit() as repos:  # what the gate parks when the persona asks (tests/unit/test_consent.py: the gate)
+            approval, _ = repos.approvals.request(
+                thread_id="main", root_thread="main", tick=1, cmd_key=f"main:1:{token}", cmd_id="c1",
+                type="notepad.clear", args={}, effect="modify_self", description="a clean page",
+                reason=f"modify_self needs your approval ({token})")
+    finally:
+        db.close()
+    page.goto(loop.url + "/approvals")
+    mark_page(page)
+    card = page.locator(f"#approval-{approval.id}")
+    card.get_by_role("button", name="Approve").click()
+    expect(card.get_by_test_id("decision")).to_contain_text("approved")
+    # the loop runs it at its next tick, and the list reloads on that tick's event: it moves to the decided ones
+    expect(page.locator(f"#decided-{approval.id}")).to_contain_text("executed", timeout=REPLY_S)
+    expect(page.locator(f"#approval-{approval.id}")).to_have_count(0)
+    assert not_reloaded(page)
+    screenshot(page, "approvals-executed")
+    ticks_then = loop.status()["ticks"]
+    loop.wait_for(lambda: loop.status()["ticks"] >= ticks_then + 2, 60, "two more ticks")
+    db = _persona_db(loop)
+    try:
+        with db.unit() as repos:
+            row = repos.approvals.get(approval.id)
+            assert row.status == "executed" and row.executed_at is not None
+            assert [e.decision for e in repos.audit.for_approval(approval.id)].count("executed") == 1
+            assert repos.blocks.get("notepad").content == ""
+    finally:
+        db.close()
+
+
+def test_persona_a_broken_config_is_refused_with_its_error_and_the_file_kept(page, loop):
+    from playwright.sync_api import expect
+
+    page.goto(loop.url + "/persona")
+    page.get_by_role("link", name="config.yaml").click()
+    editor = page.get_by_role("textbox", name="config.yaml")
+    expect(editor).to_be_visible()
+    before = editor.input_value()
+    editor.fill(before + "\nmemory:\n  recall_k: [unclosed\n")
+    page.get_by_role("button", name="Save config.yaml").click()
+    flash = page.locator("#flash")
+    expect(flash).to_contain_text("config.yaml:")
+    expect(flash).to_contain_text("(yaml)")
+    editor.fill(before + "\nmemory:\n  recall_k: -3\n")  # a second refusal shows too, with the key
+    page.get_by_role("button", name="Save config.yaml").click()
+    expect(flash).to_contain_text("memory.recall_k")
+    screenshot(page, "persona-config-refused")
+    assert loop.api("/api/persona/config")["text"] == before  # the last good version is kept
+    page.reload()
+    page.get_by_role("link", name="config.yaml").click()
+    expect(page.get_by_role("textbox", name="config.yaml")).to_have_value(before)

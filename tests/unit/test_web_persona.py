@@ -37,6 +37,8 @@ def test_the_first_edit_of_the_shipped_persona_copies_it_into_the_data_dir_and_t
     before = (default_persona_dir() / "IDENTITY.md").read_bytes()
     assert web.client.get("/api/persona").json()["editable"] is False
     assert 'data-testid="shipped-default"' in web.client.get("/persona").text
+    editor = web.client.get("/persona/files/IDENTITY.md").text  # the page's editor takes the first edit too
+    assert "<textarea" in editor and "readonly" not in editor and "disabled" not in editor
     saved = web.client.put("/api/persona/files/IDENTITY.md", json={"text": "# Identity\n\nI am Lumen of the dunes.\n"})
     assert saved.status_code == 200
     own = web.data_dir / "persona"
@@ -77,7 +79,8 @@ def test_a_broken_config_is_refused_with_its_line_and_the_file_stays_as_it_was(o
                         ("name: Lumen\ncolour: blue\n", "config.yaml:2 colour"),
                         ("name: Lumen\ndata_dir: /etc\n", "config.yaml:2 data_dir"),
                         ("name: Lumen\nconsent:\n  auto_approve: [identity.updat]\n", "config.yaml:3"),
-                        ("- a list\n", "config.yaml:1")):
+                        ("- a list\n", "config.yaml:1"),
+                        ("=", "config.yaml:1 (yaml)")):  # composes, but no constructor takes the `value` tag
         refused = own.client.put("/api/persona/config", json={"text": text})
         assert refused.status_code == 422, (text, refused.json())
         assert refused.json()["field"] == "text" and where in refused.json()["error"], refused.json()
@@ -256,3 +259,22 @@ def test_the_persona_page_shows_files_seeds_skills_and_imports(own):
     assert seeds.status_code == 200 and "seed dawn saved" in seeds.text and 'id="seed-dawn"' in seeds.text
     card = own.client.post("/persona/cards", files={"file": ("m.png", png_card(CARD), "image/png")}, headers=own.csrf)
     assert card.status_code == 200 and "Mira Vale" in card.text and "python run.py --persona" in card.text
+
+
+def test_the_shipped_persona_a_run_names_explicitly_is_shown_read_only(web):
+    web.services.flags["persona_dir"] = str(default_persona_dir())
+    editor = web.client.get("/persona/config").text
+    assert "readonly" in editor and "disabled" in editor
+    refused = web.client.put("/api/persona/files/IDENTITY.md", json={"text": "# Identity\n\nSomeone else.\n"})
+    assert refused.status_code == 409 and refused.json()["field"] == "persona"
+    assert not (web.data_dir / "persona").exists()
+
+
+def test_a_refused_edit_of_the_shipped_persona_adopts_nothing(web):
+    for path, body in (("/api/persona/config", {"text": "memory:\n  recall_k: [unclosed\n"}),
+                       ("/api/persona/files/ethics.yaml", {"text": "principles: 3\n"}),
+                       ("/api/persona/skills/journaling", {"text": "no frontmatter"})):
+        assert web.client.put(path, json=body).status_code == 422, path
+    assert not (web.data_dir / "persona").exists()
+    overview = web.client.get("/api/persona").json()
+    assert overview["editable"] is False and Path(overview["directory"]) == default_persona_dir().resolve()

@@ -34,7 +34,7 @@ def persona_page(request: Request, repos: Repos = unit_of_work(), services: WebS
 def file_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)):
     f = persona.read_file(services, name)
     return _editor(request, title=name, action=f"/persona/files/{name}", text=f.text, cap=f.cap,
-                   editable=persona.editable(persona.directory(services)))
+                   editable=persona.may_edit(services))
 
 
 @router.put("/files/{name}")
@@ -47,7 +47,7 @@ def save_file(request: Request, name: str = Name, text: str = Form("", max_lengt
 @router.get("/config")
 def config_editor(request: Request, services: WebServices = Depends(get_services)):
     return _editor(request, title="config.yaml", action="/persona/config", text=persona.read_config(services).text,
-                   editable=persona.editable(persona.directory(services)))
+                   editable=persona.may_edit(services))
 
 
 @router.put("/config")
@@ -61,7 +61,7 @@ def save_config(request: Request, text: str = Form("", max_length=200_000), repo
 def seed_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)):
     seed = persona.read_seed(services, name)
     return _editor(request, title=f"seed “{name}”", action="/persona/seeds", text=seed.text, kind="seed", name=name,
-                   editable=persona.editable(persona.directory(services)))
+                   editable=persona.may_edit(services))
 
 
 @router.post("/seeds")
@@ -85,7 +85,7 @@ def skill_editor(request: Request, name: str = Name, services: WebServices = Dep
     skill = next((s for s in persona.skills(services) if s.name == name), None)
     text = skill.text if skill else f"---\nname: {name}\ndescription: \ninvocation: manual\n---\n"
     return _editor(request, title=f"skill {name}", action=f"/persona/skills/{name}", text=text, kind="skill",
-                   editable=persona.editable(persona.directory(services)))
+                   editable=persona.may_edit(services))
 
 
 @router.put("/skills/{name}")

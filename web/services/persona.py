@@ -74,13 +74,23 @@ def editable(path: Path) -> bool:
     return path.resolve() != default_persona_dir().resolve()
 
 
+def _named_by_the_run(services: WebServices) -> bool:
+    return bool(services.flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR"))
+
+
+def may_edit(services: WebServices) -> bool:
+    """Whether the editors take edits: a persona of one's own, or the shipped default this data dir adopts on the
+    first edit — not the default a run names explicitly (`--persona`)."""
+    return editable(directory(services)) or not _named_by_the_run(services)
+
+
 def _writable(services: WebServices, repos: Repos) -> Path:
     """The persona's directory, ready for an edit. The shipped default is never edited in place: the first edit
     copies it into the data dir, which runs with that copy from then on (the loop moves to it at its next tick)."""
     path = directory(services)
     if editable(path):
         return path
-    if services.flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR"):
+    if _named_by_the_run(services):
         raise ServiceError("this run names the shipped default persona (--persona): it is not edited in place; make "
                            "one of your own (import a character card or an archive here, or `run.py persona new NAME`)",
                            field="persona", status=409)
@@ -150,7 +160,7 @@ def _file(root: Path, name: str) -> PersonaFile:
 
 
 def write_file(services: WebServices, repos: Repos, name: str, text: str, now: datetime) -> PersonaFile:
-    root = _writable(services, repos)
+    root = directory(services)  # checked here; the shipped default is adopted only for an edit that passes
     _file_name(name)
     if len(text) > FILE_CAP:
         raise ServiceError(f"{name} may hold at most {FILE_CAP} characters (the loader cuts the rest); this has "
@@ -167,6 +177,7 @@ def write_file(services: WebServices, repos: Repos, name: str, text: str, now: d
                 load_ethics(Path(scratch) / name)
             except EthicsError as exc:
                 raise ServiceError(str(exc), field="text", status=422) from None
+    root = _writable(services, repos)
     _write(root / name, text)
     saved = _file(root, name)
     _record(repos, name, now)  # last: nothing after it opens another transaction while this one writes
@@ -195,8 +206,8 @@ def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> 
 
 
 def write_config(services: WebServices, repos: Repos, text: str, now: datetime) -> ConfigFile:
+    check_config(services, repos, directory(services), text)  # a refused edit adopts nothing
     root = _writable(services, repos)
-    check_config(services, repos, root, text)
     _write(root / "config.yaml", text)
     saved = read_config(services)
     _record(repos, "config.yaml", now)
@@ -266,7 +277,6 @@ def skills(services: WebServices) -> list[Skill]:
 
 def write_skill(services: WebServices, repos: Repos, name: str, text: str, now: datetime) -> Skill:
     """Edit a skill's SKILL.md (a shipped skill becomes the persona's own, overriding it), or add a new one."""
-    root = _writable(services, repos)
     if not re.fullmatch(SEED_NAME, name):
         raise ServiceError(f"{name!r} is not a skill name (letters, digits, - and _; at most 64)", field="name",
                            status=422)
@@ -284,6 +294,7 @@ def write_skill(services: WebServices, repos: Repos, name: str, text: str, now: 
                                status=422) from None
     if parsed.name != name:
         raise ServiceError(f"the frontmatter names the skill {parsed.name!r}, not {name!r}", field="text", status=422)
+    root = _writable(services, repos)
     path = root / "skills" / folder / "SKILL.md"
     if current is not None and current.path.resolve().is_relative_to(root.resolve()):
         path = current.path  # its own (or a skills_dirs one inside the persona)

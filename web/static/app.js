@@ -36,3 +36,11 @@ document.addEventListener("htmx:sseMessage", () => {
     if (seen.has(card.id)) card.remove(); else seen.add(card.id);
   });
 });
+
+// An error shows in #flash (htmx-config in base.html) until the human's next change succeeds.
+document.addEventListener("htmx:afterRequest", (event) => {
+  const flash = document.getElementById("flash");
+  if (flash && event.detail.successful && event.detail.requestConfig && event.detail.requestConfig.verb !== "get") {
+    flash.replaceChildren();
+  }
+});
