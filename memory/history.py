@@ -200,8 +200,16 @@ def _transaction_end(session: Any, transaction: Any) -> None:
         session.info.pop(SEEN, None)
 
 
+INSTALLED = "_anima_memory_history"
+
+
 def install(target: Any) -> None:
-    """Record the memory history of every session `target` (a sessionmaker, a Session class) makes."""
-    if not event.contains(target, "after_flush", _after_flush):
-        event.listen(target, "after_flush", _after_flush)
-        event.listen(target, "after_transaction_end", _transaction_end)
+    """Record the memory history of every session `target` (a sessionmaker, a Session class) makes.
+
+    Marked on the target itself: `event.contains` looks listeners up by the target's id(), and a new sessionmaker
+    may get the id of a collected one whose registry entry lingers — it then said "installed" and nothing was."""
+    if getattr(target, INSTALLED, False):
+        return
+    event.listen(target, "after_flush", _after_flush)
+    event.listen(target, "after_transaction_end", _transaction_end)
+    setattr(target, INSTALLED, True)

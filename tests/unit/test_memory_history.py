@@ -129,3 +129,26 @@ def test_a_knowledge_base_document_archives_as_one_change(db, tmp_path):
         assert repos.kb.set_status(doc.doc_id, "archived")
     assert [c for c in changes(db, tier="kb")] == [("persona", "create", "kb", str(doc.doc_id)),
                                                     ("human", "archive", "kb", str(doc.doc_id))]
+
+
+
+def test_the_history_is_installed_on_every_new_sessionmaker_even_where_a_collected_one_stood():
+    """A new sessionmaker may get the id() of a collected one; SQLAlchemy's `event.contains` then answered from the
+    stale entry ("installed") and that database recorded no history at all."""
+    from sqlalchemy import create_engine, func, select
+    from sqlalchemy.orm import sessionmaker
+
+    from memory.history import install
+    from memory.models import Base, DiaryEntry, MemoryChange
+
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    for i in range(300):
+        maker = sessionmaker(engine)
+        install(maker)
+        with maker() as session, session.begin():
+            session.add(DiaryEntry(text=f"entry {i}"))
+        with maker() as session:
+            assert session.scalar(select(func.count(MemoryChange.id))) == i + 1, f"sessionmaker {i}"
+        del maker
+    engine.dispose()
