@@ -10,13 +10,14 @@
     run.py persona new|show         persona.py        persona directories and their prompt
     run.py playbook check|schema|draw  playbook.py    the playbook language
     run.py model install            model.py          the embedded model
+    run.py worker / personas …      fleet.py          many personas: the job engine's workers, the registry
 """
 
 from __future__ import annotations
 
 import typer
 
-from cli import approvals, inspect, kb, model, persona, playbook, run_playbook, sessions, talk, web
+from cli import approvals, fleet, inspect, kb, model, persona, playbook, run_playbook, sessions, talk, web
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -36,3 +37,5 @@ app.add_typer(kb.app, name="kb")
 app.add_typer(persona.app, name="persona")
 app.add_typer(playbook.app, name="playbook")
 app.add_typer(model.app, name="model")
+app.command()(fleet.worker)
+app.add_typer(fleet.app, name="personas")

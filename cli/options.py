@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from cli.startup import starting
 from graph.services import open_memory_index, open_settings
-from memory import Database
+from memory import Database, DatabaseOpenError
 from persona.settings import Settings
 
 console = Console(stderr=False)
@@ -31,12 +31,32 @@ EmbedModel = typer.Option(None, "--embed-model", envvar="ANIMA_EMBED_MODEL")
 ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
                          help="Chroma server, e.g. http://127.0.0.1:8000 (default: embedded, in the data dir).")
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
+PersonaName = typer.Option(None, "--name", envvar="ANIMA_PERSONA_NAME",
+                           help="A persona of a deployment (run.py personas list), with --db postgresql://…")
 
 
-def open_database(data_dir: str, db: Optional[str]) -> Database:
-    """The data dir's database; one that cannot be opened stops the command with one message (cli/startup.py)."""
+def open_database(data_dir: str, db: Optional[str], name: Optional[str] = None) -> Database:
+    """The data dir's database (or, with `name`, that deployed persona's); one that cannot be opened stops the command
+    with one message (cli/startup.py)."""
     with starting():
+        if name:
+            return open_deployed(db, name)
         return Database.open(data_dir, db)
+
+
+def open_deployed(db: Optional[str], name: str) -> Database:
+    """A deployed persona's memory (its own schema of the deployment's database), after checking it is registered."""
+    from memory.fleet import Fleet, schema_of
+
+    if not db:
+        raise DatabaseOpenError(f"--name {name}: give the deployment's database (--db postgresql://…)")
+    fleet = Fleet.open(db)
+    try:
+        with fleet.registry() as registry:
+            registry.require(name)
+    finally:
+        fleet.close()
+    return Database.open(url=db, schema=schema_of(name))
 
 
 def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:

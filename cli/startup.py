@@ -25,6 +25,8 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from memory import Database, DatabaseOpenError, SchemaError
+from memory.fleet import FleetError
+from memory.repositories.base import NotFound
 from persona import PersonaError
 from persona.settings import SettingsError
 
@@ -62,6 +64,10 @@ def starting() -> Iterator[None]:
         raise StartupError("invalid persona", _in_directory(str(exc), exc.directory)) from exc
     except (DatabaseOpenError, SchemaError) as exc:
         raise StartupError("cannot open the database", str(exc)) from exc
+    except FleetError as exc:
+        raise StartupError("deployment", str(exc)) from exc
+    except NotFound as exc:
+        raise StartupError("no such persona", str(exc)) from exc
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise StartupError("cannot open the data", f"{where}{exc.strerror or exc}") from exc

@@ -1,4 +1,5 @@
-"""`run.py say`: a note to the persona, from another terminal while it runs."""
+"""`run.py say`: a note to the persona, from another terminal while it runs (or to a deployed persona: `--name`,
+which wakes it at once on a free worker)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,28 @@ from typing import Optional
 
 import typer
 
-from cli.options import DataDir, DbUrl, console, open_database
+from cli.options import DataDir, DbUrl, PersonaName, console, open_database
 
 
 def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: str = DataDir, db: Optional[str] = DbUrl,
         priority: int = typer.Option(1, "--priority", help="Higher is more urgent."),
-        tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable).")) -> None:
+        tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable)."),
+        name: Optional[str] = PersonaName) -> None:
     """Post a note to the persona (works while a run is going in another process)."""
-    database = open_database(data_dir, db)
+    database = open_database(data_dir, db, name)
     try:
         with database.unit() as repos:
             note_id = repos.notes.add(text, source="user", priority=priority, tags=tags).id
     finally:
         database.close()
+    if name:
+        from cli.fleet import open_deployment
+
+        deployment = open_deployment(db)
+        try:
+            deployment.wake(name)
+        finally:
+            deployment.close()
+        console.print(f"note {note_id} posted to {name}; it thinks about it now, on the first free worker.")
+        return
     console.print(f"note {note_id} posted; the next tick will see it.")

@@ -68,8 +68,9 @@ class Agent:
     """
 
     def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver,
-                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP):
+                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = ""):
         self.playbook = playbook
+        self.checkpoint_prefix = checkpoint_prefix  # a deployment's personas share one checkpoint table: "<name>/"
         self.services = services
         self.checkpointer = checkpointer
         self.thread_id = thread_id
@@ -85,8 +86,13 @@ class Agent:
     @property
     def checkpoint_thread(self) -> str:
         if self.playbook.loop or self.run_id is None:
-            return self.thread_id
-        return f"{self.thread_id}:{self.playbook.name}:{self.run_id}"
+            return self.checkpoint_prefix + self.thread_id
+        return f"{self.checkpoint_prefix}{self.thread_id}:{self.playbook.name}:{self.run_id}"
+
+    def sibling(self, playbook: Playbook, thread_id: str) -> "Agent":
+        """Another playbook or thread of the same persona (a dream, a task sub-cycle): same services and saver."""
+        return Agent(playbook, self.services, self.checkpointer, thread_id=thread_id,
+                     checkpoint_prefix=self.checkpoint_prefix)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -205,7 +211,7 @@ class Agent:
 
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
-                **flags: Any) -> Agent:
+                checkpoint_prefix: str = "", **flags: Any) -> Agent:
     """Open services from `flags` (persona.settings.Settings fields: data_dir, db_url, persona_dir, llm_url, …)
     unless given, compile the playbook, and abort Stelis threads a dead process left running (each gets a
     chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
@@ -219,6 +225,7 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", check
         saver = InMemorySaver()
     else:
         saver = checkpointer  # type: ignore[assignment]
-    agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, saver, thread_id=thread_id)
+    agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, saver, thread_id=thread_id,
+                  checkpoint_prefix=checkpoint_prefix)
     agent.recovered = recover_orphans(services, notify=on_recover)
     return agent

@@ -100,10 +100,12 @@ def check_consent_policy(settings: Settings) -> None:
 
 
 def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,
-                  clock=utcnow, embedder: Any = None, **flags: Any) -> Services:
-    """Everything a run needs, from `flags` (Settings fields given on the command line or by the caller)."""
-    located = load_settings(**flags)  # where the data is: flags and environment only
-    db = Database.open(located.data_dir, located.db_url)
+                  clock=utcnow, embedder: Any = None, db: Database | None = None, **flags: Any) -> Services:
+    """Everything a run needs, from `flags` (Settings fields given on the command line or by the caller). `db`: an
+    opened database (a deployment's persona, graph/fleet/); otherwise the one the flags locate."""
+    if db is None:
+        located = load_settings(**flags)  # where the data is: flags and environment only
+        db = Database.open(located.data_dir, located.db_url)
     settings = open_settings(db, flags)
     persona = load_persona(settings.persona_dir)
     entries = sync_registry(db, entries if entries is not None else registry_entries(settings))
@@ -112,14 +114,23 @@ def open_services(*, providers: dict[str, Provider] | None = None, entries: list
                     memory=open_memory_index(db, settings, clock, embedder))
 
 
+EMBEDDED_CHROMA_REFUSED = (
+    "--chroma-url: a persona of a deployment keeps its vectors on a Chroma server, because the embedded Chroma "
+    "(PersistentClient) is not safe across processes — start one (`chroma run --path /srv/chroma --port 8000`) "
+    "and pass --chroma-url http://HOST:8000 (or set ANIMA_CHROMA_URL)")
+
+
 def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=None):
-    """The hybrid retrieval index; nothing is loaded until the first write or search."""
+    """The hybrid retrieval index; nothing is loaded until the first write or search. A persona of a deployment
+    (its own database schema) keeps its vectors in its own database on the Chroma server."""
     from memory.retrieval.embeddings import open_embedder
     from memory.retrieval.index import MemoryIndex
 
+    if db.schema and not settings.chroma_url:
+        raise SettingsError(EMBEDDED_CHROMA_REFUSED)
     return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env),
                        chroma_path=Path(settings.data_dir).expanduser() / "chroma", chroma_url=settings.chroma_url,
-                       config=settings.memory.retrieval, clock=clock)
+                       chroma_database=db.schema, config=settings.memory.retrieval, clock=clock)
 
 
 def checkpoint_path(data_dir: str | Path) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -177,16 +178,19 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 SCHEMA_LOCK_KEY = 0x616E696D61  # "anima": the advisory lock id PostgreSQL schema changes take
+SCHEMA_LOCK_POLL_S = 0.05
 
 
-def create_db_engine(url: str) -> Engine:
+def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
+    """`pool_size`: connections a Postgres pool keeps (a worker serving many personas sizes it to its concurrency)."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
-    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    sizing = {"pool_size": pool_size, "max_overflow": pool_size} if pool_size else {}
+    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, **sizing)
 
 
 @contextmanager
@@ -212,7 +216,11 @@ def schema_lock(engine: Engine) -> Iterator[None]:
             os.close(handle)
         return
     with engine.connect() as conn:
-        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        # tried, not waited on: a session waiting inside pg_advisory_lock holds a snapshot, and the holder's
+        # CREATE INDEX CONCURRENTLY (LangGraph's checkpoint tables) waits for every older snapshot — a deadlock
+        while not conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY}).scalar():
+            conn.commit()
+            time.sleep(SCHEMA_LOCK_POLL_S)
         conn.commit()
         try:
             yield
@@ -221,26 +229,40 @@ def schema_lock(engine: Engine) -> Iterator[None]:
             conn.commit()
 
 
-def _schema_is_current(engine: Engine) -> bool:
+def _schema_is_current(engine: Engine, schema: str | None = None) -> bool:
     with engine.connect() as conn:
-        names = set(inspect(conn).get_table_names())
+        names = set(inspect(conn).get_table_names(schema=schema))
         if SchemaVersion.__tablename__ not in names or not set(Base.metadata.tables) <= names:
             return False
         return conn.execute(select(SchemaVersion.version).where(SchemaVersion.id == 1)).scalar() == SCHEMA_VERSION
 
 
-def ensure_schema(engine: Engine) -> int:
+def ensure_schema(engine: Engine, schema: str | None = None) -> int:
     """Create or upgrade the schema; return the version now in force. Only a database that needs it is locked
-    (a current one, the usual case, is opened without touching anything beside it)."""
-    if _schema_is_current(engine):
+    (a current one, the usual case, is opened without touching anything beside it). `schema`: a persona's own
+    PostgreSQL schema in a deployment (`engine` then carries its schema_translate_map)."""
+    if _schema_is_current(engine, schema):
         return SCHEMA_VERSION
     with schema_lock(engine):
-        return _ensure_schema(engine)
+        if schema:
+            with engine.begin() as conn:
+                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+        return _ensure_schema(engine, schema)
 
 
-def _ensure_schema(engine: Engine) -> int:
+@contextmanager
+def _migrating(engine: Engine, schema: str | None) -> Iterator[Connection]:
+    """A migration's transaction; in a persona's schema its plain-text SQL (ALTER TABLE …) finds that schema's
+    tables first (the ORM and Core statements are qualified by the schema_translate_map)."""
     with engine.begin() as conn:
-        has_version_table = inspect(conn).has_table(SchemaVersion.__tablename__)
+        if schema:
+            conn.execute(text(f'SET LOCAL search_path TO "{schema}"'))
+        yield conn
+
+
+def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
+    with _migrating(engine, schema) as conn:
+        has_version_table = inspect(conn).has_table(SchemaVersion.__tablename__, schema=schema)
         if not has_version_table:
             Base.metadata.create_all(conn)
             conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
@@ -253,40 +275,54 @@ def _ensure_schema(engine: Engine) -> int:
             "upgrade anima or point --data-dir/--db at another database"
         )
     for version in range(current + 1, SCHEMA_VERSION + 1):
-        with engine.begin() as conn:
+        with _migrating(engine, schema) as conn:
             MIGRATIONS[version](conn)
             conn.execute(
                 SchemaVersion.__table__.update().where(SchemaVersion.id == 1).values(version=version)
             )
         log.info("migrated schema to v%s", version)
-    with engine.begin() as conn:  # tables added since the database was made
+    with _migrating(engine, schema) as conn:  # tables added since the database was made
         Base.metadata.create_all(conn)
     return SCHEMA_VERSION
 
 
 class Database:
-    """An engine plus a session factory; `unit()` gives a transaction with every repository."""
+    """An engine plus a session factory; `unit()` gives a transaction with every repository.
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        self.sessions = sessionmaker(engine, expire_on_commit=False)
+    In a deployment of many personas on one PostgreSQL database (memory/fleet.py) each persona is a `Database` over
+    its own schema: every statement the ORM or Core builds is qualified with that schema (SQLAlchemy's
+    schema_translate_map), so no repository query can reach another persona's tables, and the personas a process
+    serves share one connection pool (`engine` given: closing this Database leaves the pool open)."""
+
+    def __init__(self, engine: Engine, *, schema: str | None = None, owns_engine: bool = True):
+        self.schema = schema
+        self.owns_engine = owns_engine
+        self.base_engine = engine  # the one holding the pool
+        self.engine = engine.execution_options(schema_translate_map={None: schema}) if schema else engine
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         record_history(self.sessions)  # every change to a memory tier lands in memory_history (memory/history.py)
 
     @classmethod
-    def open(cls, data_dir: str | Path = "data", url: str | None = None) -> "Database":
+    def open(cls, data_dir: str | Path = "data", url: str | None = None, *, schema: str | None = None,
+             engine: Engine | None = None) -> "Database":
         """Open (create or upgrade) the database; DatabaseOpenError says what failed. A file that is not a
-        database is refused, never overwritten."""
-        url = database_url(data_dir, url)
+        database is refused, never overwritten. `schema`: a persona's own PostgreSQL schema (created when
+        missing); `engine`: a shared one (its pool serves every persona of the process)."""
+        url = database_url(data_dir, url) if engine is None else engine.url.render_as_string(hide_password=False)
+        if schema is not None and not url.startswith("postgresql"):
+            raise DatabaseOpenError(f"{masked(url)}: a persona of a deployment needs PostgreSQL (one schema each)")
         try:
-            engine = create_db_engine(url)
+            shared = engine is not None
+            engine = engine if shared else create_db_engine(url)
         except (ArgumentError, ImportError) as exc:  # a dialect or driver that is not installed
             raise DatabaseOpenError(f"{masked(url)}: cannot use this URL ({exc})") from exc
+        database = cls(engine, schema=schema, owns_engine=not shared)
         try:
-            ensure_schema(engine)
+            ensure_schema(database.engine, schema)
         except DBAPIError as exc:
-            engine.dispose()
+            database.close()
             raise DatabaseOpenError(_open_failure(url, exc)) from exc
-        return cls(engine)
+        return database
 
     @property
     def url(self) -> str:
@@ -322,4 +358,5 @@ class Database:
             yield session
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self.owns_engine:
+            self.base_engine.dispose()

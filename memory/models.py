@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -651,3 +652,28 @@ class MemoryChange(Base):
     actor: Mapped[str] = mapped_column(String(64), default="persona")  # human | persona | dream | upkeep | system
     before: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     after: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+
+
+# ---- a deployment of many personas on one PostgreSQL database (memory/fleet.py) ------------------------------------
+
+class RegistryBase(DeclarativeBase):
+    """The deployment's own tables, in the database's default schema — never created in a persona's schema."""
+
+
+class PersonaEntry(RegistryBase):
+    """A persona of a deployment: whether it should be thinking, where its memory is, and its persona files."""
+
+    __tablename__ = "anima_personas"
+    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    schema: Mapped[str] = mapped_column(String(63), unique=True)  # its memory: one PostgreSQL schema each
+    state: Mapped[str] = mapped_column(String(16), default="active")  # active | paused
+    playbook: Mapped[str] = mapped_column(String(200), default="repl")
+    files: Mapped[Optional[bytes]] = mapped_column(LargeBinary)  # the persona directory as tar.gz (None: shipped)
+    files_digest: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    next_tick_job: Mapped[Optional[int]] = mapped_column(Integer)  # the job engine's id of its next scheduled tick
+    next_tick_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    ticks: Mapped[int] = mapped_column(Integer, default=0)  # ticks its jobs ran
+    last_tick_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    last_worker: Mapped[Optional[str]] = mapped_column(String(200))

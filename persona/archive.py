@@ -29,7 +29,8 @@ class ArchiveError(ValueError):
     pass
 
 
-def _files(root: Path) -> Iterator[Path]:
+def archive_files(root: Path) -> Iterator[Path]:
+    """The files an archive of `root` holds (no caches, no links), in order."""
     for path in sorted(root.rglob("*")):
         if any(part in SKIP_NAMES for part in path.relative_to(root).parts) or path.is_symlink():
             continue
@@ -57,14 +58,14 @@ def write_archive(out, *, persona_dir: Path, database: Path | None, chroma_dir: 
         info = tarfile.TarInfo(MANIFEST)
         info.size = len(body)
         tar.addfile(info, io.BytesIO(body))
-        for path in _files(persona_dir):
+        for path in archive_files(persona_dir):
             tar.add(path, f"persona/{path.relative_to(persona_dir).as_posix()}", recursive=False)
         if database is not None and database.exists():
             copy = Path(scratch) / DB_FILE
             sqlite_snapshot(database, copy)
             tar.add(copy, f"data/{DB_FILE}", recursive=False)
         if chroma_dir is not None and chroma_dir.is_dir():
-            for path in _files(chroma_dir):
+            for path in archive_files(chroma_dir):
                 tar.add(path, f"data/chroma/{path.relative_to(chroma_dir).as_posix()}", recursive=False)
 
 

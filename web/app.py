@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from web import errors, security
 from web.api import api_router
-from web.context import WebServices
+from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
 from web.pages import page_router
 from web.templating import STATIC, make_templates
 
@@ -25,7 +25,9 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         owned = app.state.services is None
-        if owned:
+        if owned and is_deployment(flags or {}):  # many personas: /personas, /p/<name>/…
+            app.state.services = DeploymentServices.open(flags or {}, api_token=api_token)
+        elif owned:
             app.state.services = WebServices.open(flags or {}, api_token=api_token)
         try:
             yield
@@ -39,6 +41,7 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
     app.state.services = services
     app.state.templates = make_templates()
     app.middleware("http")(security.guard)
+    app.add_middleware(PersonaPrefix)
     errors.install(app)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(api_router())

@@ -1,5 +1,10 @@
 """What a request gets through `Depends`: the web's own services over the data dir (no model is loaded here),
-one unit of work per request, the current settings and persona."""
+one unit of work per request, the current settings and persona.
+
+Over a deployment of many personas (`run.py serve --db postgresql://…` on a database with a registry, graph/fleet/)
+the app serves every persona: `/personas` lists them, and `/p/<name>/…` is any page or API of one of them
+(`PersonaPrefix` moves the prefix into the request's root path, so the routes are the same as for one persona).
+Each persona gets its own `WebServices` over its own schema, sharing the deployment's connection pool."""
 
 from __future__ import annotations
 
@@ -28,6 +33,9 @@ class WebServices:
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     _persona: Persona | None = None
     _memory: Any = None
+    wake: Callable[[], Any] | None = None  # a deployed persona: think now (a note arrived)
+    store_files: Callable[[Path], Any] | None = None  # a deployed persona: its edited files go back to the registry
+    name: str | None = None  # a deployed persona's name
 
     @classmethod
     def open(cls, flags: dict[str, Any], *, api_token: str | None = None, clock=utcnow,
@@ -70,8 +78,106 @@ class WebServices:
         self.db.close()
 
 
+class DeploymentServices:
+    """The app over a deployment: the registry, the job engine, and each persona's WebServices (opened on first use)."""
+
+    def __init__(self, deployment, flags: dict[str, Any], *, api_token: str | None = None, clock=utcnow):
+        self.deployment, self.flags, self.clock, self.api_token = deployment, dict(flags), clock, api_token
+        self.csrf_token = secrets.token_urlsafe(24)
+        self._personas: dict[str, WebServices] = {}
+        self._digests: dict[str, str | None] = {}
+
+    @classmethod
+    def open(cls, flags: dict[str, Any], *, api_token: str | None = None) -> "DeploymentServices":
+        from graph.fleet.personas import Deployment
+
+        return cls(Deployment.open(flags["db_url"]), flags, api_token=api_token)
+
+    def persona(self, name: str, digest: str | None = None) -> WebServices:
+        """`digest`: of its files in the registry now — an edit stored by another process is taken in."""
+        services = self._personas.get(name)
+        if services is not None and digest and self._digests.get(name) != digest:
+            services.flags = self.deployment.flags_for(name, self.flags)
+            services.forget_persona()
+            self._digests[name] = digest
+        if services is None:
+            deployment = self.deployment
+            database = deployment.fleet.database(name)  # NotFound (a 404) when it is not registered
+            services = WebServices(db=database, flags=deployment.flags_for(name, self.flags), clock=self.clock,
+                                   api_token=self.api_token, csrf_token=self.csrf_token, name=name,
+                                   wake=lambda: deployment.wake(name),
+                                   store_files=lambda directory: deployment.store_files(name, directory))
+            self._personas[name] = services
+            self._digests[name] = digest
+        return services
+
+    def close(self) -> None:
+        for services in self._personas.values():
+            services.close()
+        self.deployment.close()
+
+
+def is_deployment(flags: dict[str, Any]) -> bool:
+    """Whether the app serves a deployment: a PostgreSQL database that holds a registry of personas."""
+    from memory.fleet import holds_registry
+
+    url = flags.get("db_url") or ""
+    return url.startswith("postgresql") and holds_registry(url)
+
+
 def get_services(request: Request) -> WebServices:
-    return request.app.state.services
+    """The persona this request is about: the app's one, or, over a deployment, the one its path names."""
+    services = request.app.state.services
+    if isinstance(services, DeploymentServices):
+        name = request.scope.get("anima_persona")
+        if not name:
+            from web.errors import ServiceError
+
+            raise ServiceError("choose a persona: /personas lists them, /p/<name>/… opens one", field="persona",
+                               status=404)
+        return _deployed(services, name)
+    return services
+
+
+def _deployed(services: DeploymentServices, name: str) -> WebServices:
+    from memory.repositories.base import NotFound
+    from web.errors import ServiceError
+
+    try:
+        with services.deployment.fleet.registry() as registry:
+            digest = registry.require(name).files_digest
+        return services.persona(name, digest)
+    except NotFound as exc:
+        raise ServiceError(str(exc), field="persona", status=404) from None
+
+
+class PersonaPrefix:
+    """ASGI middleware: `/p/<name>/rest` is `/rest` of persona `name` (its root path `/p/<name>`: links in its pages
+    keep the prefix)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket"):
+            path = scope.get("path", "")
+            app = scope.get("app")
+            if path == "/" and app is not None and isinstance(app.state.services, DeploymentServices):
+                from starlette.responses import RedirectResponse
+
+                await RedirectResponse("/personas", status_code=307)(scope, receive, send)  # choose a persona first
+                return
+            if path.startswith("/p/"):
+                name, slash, _rest = path[3:].partition("/")
+                if name and not slash and scope["type"] == "http":  # /p/ada: its Talk page is /p/ada/
+                    from starlette.responses import RedirectResponse
+
+                    await RedirectResponse(f"{scope.get('root_path', '')}{path}/", status_code=307)(scope, receive, send)
+                    return
+                if name:
+                    prefix = f"{scope.get('root_path', '')}/p/{name}"
+                    scope = {**scope, "root_path": prefix, "anima_persona": name}
+        await self.app(scope, receive, send)
 
 
 def get_repos(services: WebServices = Depends(get_services)) -> Iterator[Repos]:

@@ -24,10 +24,18 @@ def make_templates() -> Jinja2Templates:
 
 
 def render(request: Request, template: str, page: str | None = None, status_code: int = 200, **context: Any):
-    """A whole page (or, for a fragment template, just the fragment)."""
-    services = request.app.state.services
-    common: dict[str, Any] = {"page": page, "nav": NAV, "csrf_token": services.csrf_token}
-    if page is not None:
+    """A whole page (or, for a fragment template, just the fragment). `base`: the persona's prefix in a deployment
+    (`/p/<name>`; empty for the one persona of a data dir) — every link of a page starts with it."""
+    from web.context import DeploymentServices, get_services
+
+    app_services = request.app.state.services
+    deployed = isinstance(app_services, DeploymentServices)
+    common: dict[str, Any] = {"page": page, "nav": NAV, "csrf_token": app_services.csrf_token,
+                              "base": request.scope.get("root_path", ""), "deployment": deployed}
+    if page is not None and deployed and not request.scope.get("anima_persona"):  # the deployment's own pages
+        common.update(nav=(), persona_name="Personas", approvals_waiting=0)
+    elif page is not None:
+        services = get_services(request)
         with services.db.unit() as repos:
             common["approvals_waiting"] = len(repos.approvals.pending())
         common["persona_name"] = services.persona().display_name

@@ -72,8 +72,7 @@ class Autonomy:
         if reason is None or self.dream_failed_on == now.date():
             return None
         if self.dream_agent is None:
-            self.dream_agent = Agent(load_playbook(resolve_playbook_path("dream")), svc, self.agent.checkpointer,
-                                     thread_id=self.agent.thread_id)
+            self.dream_agent = self.agent.sibling(load_playbook(resolve_playbook_path("dream")), self.agent.thread_id)
         try:
             for mode, data in self.dream_agent.stream(control, inputs={"level": 0, "reason": reason}):
                 if self.on_stream and mode == "custom":

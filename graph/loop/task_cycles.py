@@ -42,7 +42,7 @@ class TaskCycles:
     def _agent(self, thread_id: str) -> Agent:
         agent = self.agents.get(thread_id)
         if agent is None:
-            agent = Agent(self.parent.playbook, self.services, self.parent.checkpointer, thread_id=thread_id)
+            agent = self.parent.sibling(self.parent.playbook, thread_id)
             self.agents[thread_id] = agent
         return agent
 
@@ -67,26 +67,34 @@ class TaskCycles:
     def step(self, control: RunControl | None = None, on_stream: Callable[[str, Any], None] | None = None) -> list[dict]:
         """One tick of every running sub-cycle, then the bookkeeping of those that ended. Returns what happened."""
         report = []
-        with self.services.db.unit() as repos:
-            running = [(t.id, t.repl_thread) for t in repos.tasks.running_cycles()]
+        running = self.running()
         for task_id, thread_id in running:
-            outcome = self._finish_if_over(task_id) or self._waiting(task_id)
-            if outcome is None:
-                try:
-                    for mode, data in self._agent(thread_id).stream(control):
-                        if on_stream and mode == "custom":
-                            on_stream(mode, {**data, "task_id": task_id})
-                except GraphDrained:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - an error freezes the task, never the persona
-                    log.exception("task %s sub-cycle failed", task_id)
-                    outcome = self._failed(task_id, f"{type(exc).__name__}: {exc}")
-                else:
-                    self._schedule(task_id)
-                    outcome = self._finish_if_over(task_id) or {"task_id": task_id, "status": "running"}
-            report.append(outcome)
+            report.append(self.step_one(task_id, thread_id, control, on_stream))
         report += self._reap_stopped()
         return report
+
+    def running(self) -> list[tuple[int, str]]:
+        """(task id, thread id) of every running sub-cycle."""
+        with self.services.db.unit() as repos:
+            return [(t.id, t.repl_thread) for t in repos.tasks.running_cycles()]
+
+    def step_one(self, task_id: int, thread_id: str, control: RunControl | None = None,
+                 on_stream: Callable[[str, Any], None] | None = None) -> dict:
+        """One tick of one sub-cycle (a job of its own in a deployment: graph/fleet/), or its end."""
+        outcome = self._finish_if_over(task_id) or self._waiting(task_id)
+        if outcome is not None:
+            return outcome
+        try:
+            for mode, data in self._agent(thread_id).stream(control):
+                if on_stream and mode == "custom":
+                    on_stream(mode, {**data, "task_id": task_id})
+        except GraphDrained:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an error freezes the task, never the persona
+            log.exception("task %s sub-cycle failed", task_id)
+            return self._failed(task_id, f"{type(exc).__name__}: {exc}")
+        self._schedule(task_id)
+        return self._finish_if_over(task_id) or {"task_id": task_id, "status": "running"}
 
     def _waiting(self, task_id: int) -> dict | None:
         """The cycle's own schedule (pause_s, or a backoff after an error): not yet → it sits this step out."""

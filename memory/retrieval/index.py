@@ -146,12 +146,72 @@ def _z(values: np.ndarray, mean: float, std: float) -> np.ndarray:
     return (values - mean) / std if std > 1e-9 else values - mean
 
 
+CHROMA_TENANT = "anima"  # a deployment's tenant on a Chroma server; each persona is a database in it
+
+
+def _server(url: str) -> dict[str, Any]:
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    return {"host": parts.hostname or "localhost", "port": parts.port or 8000, "ssl": parts.scheme == "https"}
+
+
+def _admin(where: dict[str, Any]):
+    import chromadb
+
+    return chromadb.AdminClient(chromadb.Settings(
+        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host=where["host"],
+        chroma_server_http_port=where["port"], chroma_server_ssl_enabled=where["ssl"]))
+
+
+def chroma_server_client(url: str, database: str | None, settings):
+    """A client of a `chroma run` server: the default database, or a persona's own (created on first use)."""
+    import chromadb
+    from chromadb.errors import NotFoundError
+
+    where = _server(url)
+    if database is None:
+        return chromadb.HttpClient(**where, settings=settings)
+    admin = _admin(where)
+    try:
+        admin.get_database(database, tenant=CHROMA_TENANT)
+    except NotFoundError:
+        try:
+            admin.get_tenant(CHROMA_TENANT)
+        except NotFoundError:
+            _created_by_anyone(lambda: admin.create_tenant(CHROMA_TENANT))
+        _created_by_anyone(lambda: admin.create_database(database, tenant=CHROMA_TENANT))
+    return chromadb.HttpClient(**where, settings=settings, tenant=CHROMA_TENANT, database=database)
+
+
+def _created_by_anyone(create) -> None:
+    """Create, unless another worker just did (two may open the same new persona at once)."""
+    from chromadb.errors import ChromaError
+
+    try:
+        create()
+    except ChromaError as exc:
+        if "exist" not in str(exc).lower() and "unique" not in str(exc).lower():
+            raise
+
+
+def drop_chroma_database(url: str, database: str) -> None:
+    """A removed persona's vectors, for good."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        _admin(_server(url)).delete_database(database, tenant=CHROMA_TENANT)
+    except NotFoundError:
+        pass
+
+
 class MemoryIndex:
     def __init__(self, db: Database, embedder: Embedder, *, chroma_path: str | Path | None = None,
-                 chroma_url: str | None = None, config: RetrievalSettings | None = None,
-                 clock=lambda: datetime.now(timezone.utc)):
+                 chroma_url: str | None = None, chroma_database: str | None = None,
+                 config: RetrievalSettings | None = None, clock=lambda: datetime.now(timezone.utc)):
         self.db, self.embedder, self.config, self.clock = db, embedder, config or RetrievalSettings(), clock
         self.chroma_path, self.chroma_url = chroma_path, chroma_url
+        self.chroma_database = chroma_database  # a deployment's persona: its own database on the Chroma server
         self._lock = threading.RLock()
         self._collection = None
         self._bm25: BM25Index | None = None
@@ -206,11 +266,7 @@ class MemoryIndex:
 
             settings = chromadb.Settings(anonymized_telemetry=False)
             if self.chroma_url:
-                from urllib.parse import urlparse
-
-                url = urlparse(self.chroma_url)
-                client = chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000,
-                                             ssl=url.scheme == "https", settings=settings)
+                client = chroma_server_client(self.chroma_url, self.chroma_database, settings)
             else:
                 path = Path(self.chroma_path or "data/chroma").expanduser()
                 path.mkdir(parents=True, exist_ok=True)

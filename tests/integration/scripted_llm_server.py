@@ -11,7 +11,9 @@ step each, then `default` for every later one. A step is {"do": WHAT, "text": �
   not_json       200 with an HTML page
   no_choices     200 with JSON that has no `choices`
   status         `code` (400, 401, 404, 429, 500, …) with an OpenAI-style error body
-`GET /requests` lists the completion requests seen so far (path, stream, messages/prompt); `GET /v1/models`
+A step's text may hold `{n}`: the number of the request (1, 2, …), so every answer differs. `"record": false` in
+the script keeps no requests (a long benchmark); `"delay_s"` in a step: wait that long before answering (a slow
+model, so a test can kill a worker mid-tick). `GET /requests` lists the completion requests seen so far (path, stream, messages/prompt); `GET /v1/models`
 answers for readiness. Standard library only.
 """
 
@@ -33,17 +35,23 @@ class Script:
         self.steps: list[dict] = []
         self.default: dict = {"do": "stream"}
         self.requests: list[dict] = []
+        self.record = True
+        self.count = 0
 
     def set(self, data: dict) -> None:
         with self.lock:
             self.steps = list(data.get("steps") or [])
             self.default = data.get("default") or {"do": "stream"}
             self.requests = []
+            self.record = data.get("record", True) is not False
 
     def next(self, seen: dict) -> dict:
         with self.lock:
-            self.requests.append(seen)
-            return self.steps.pop(0) if self.steps else self.default
+            self.count += 1
+            if self.record:
+                self.requests.append(seen)
+            step = self.steps.pop(0) if self.steps else self.default
+            return {**step, "text": step["text"].replace("{n}", str(self.count))} if step.get("text") else step
 
 
 SCRIPT = Script()
@@ -93,6 +101,8 @@ class Handler(BaseHTTPRequestHandler):
                             "authorization": self.headers.get("Authorization")})
         text = step.get("text") or (JSON_TEXT if wants_json else DEFAULT_TEXT)
         what = step.get("do", "stream")
+        if step.get("delay_s"):
+            time.sleep(float(step["delay_s"]))
         if what == "hang":
             time.sleep(3600)
             return

@@ -94,11 +94,11 @@ class ScriptedLLM:
         self.proc = proc
         self.root = url.rsplit("/v1", 1)[0]
 
-    def script(self, *steps: dict, default: dict | None = None) -> None:
+    def script(self, *steps: dict, default: dict | None = None, record: bool = True) -> None:
         import json
 
         request = urllib.request.Request(f"{self.root}/script", data=json.dumps(
-            {"steps": list(steps), "default": default or {"do": "stream"}}).encode(), method="POST",
+            {"steps": list(steps), "default": default or {"do": "stream"}, "record": record}).encode(), method="POST",
             headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=10):
             pass

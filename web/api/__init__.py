@@ -2,9 +2,9 @@
 
 from fastapi import APIRouter
 
-from web.api import approvals, controls, events, inner_life, memory, persona, sessions, talk, thoughts
+from web.api import approvals, controls, events, inner_life, memory, persona, personas, sessions, talk, thoughts
 
-RESOURCES = (talk, thoughts, inner_life, memory, approvals, sessions, persona, controls, events)
+RESOURCES = (talk, thoughts, inner_life, memory, approvals, sessions, persona, controls, events, personas)
 
 
 def api_router() -> APIRouter:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, BackgroundTasks, Depends
 
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
@@ -18,8 +18,11 @@ def read_loop(repos: Repos = unit_of_work()):
 
 
 @router.put("/loop", response_model=LoopStatus)
-def control_loop(body: ControlIn, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+def control_loop(body: ControlIn, background: BackgroundTasks, repos: Repos = unit_of_work(),
+                 services: WebServices = Depends(get_services)):
     """`running`, `paused` or `stopped`: the loop obeys before its next tick."""
+    if body.want == "running" and services.wake is not None:
+        background.add_task(services.wake)  # a deployed persona: started again at once
     return controls.set_control(repos, body.want, services.clock())
 
 

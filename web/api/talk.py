@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, BackgroundTasks, Depends, Query
 
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
@@ -21,6 +21,11 @@ def read_conversation(limit: int = Query(50, ge=1, le=500), after_id: int | None
 
 
 @router.post("/notes", response_model=ConversationItem, status_code=201)
-def post_note(note: NoteIn, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    """A note to the persona; its next tick reads it (and a pausing or idle loop wakes)."""
-    return talk.post_note(repos, note, services.clock())
+def post_note(note: NoteIn, background: BackgroundTasks, repos: Repos = unit_of_work(),
+              services: WebServices = Depends(get_services)):
+    """A note to the persona; its next tick reads it (and a pausing or idle loop wakes; a deployed persona thinks
+    at once, on a free worker)."""
+    item = talk.post_note(repos, note, services.clock())
+    if services.wake is not None:
+        background.add_task(services.wake)  # after the note is committed
+    return item

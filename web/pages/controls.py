@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
@@ -20,9 +20,11 @@ def controls_page(request: Request, repos: Repos = unit_of_work()):
 
 
 @router.post("/controls/loop")
-def control_loop(request: Request, want: Literal["running", "paused", "stopped"] = Form(...),
+def control_loop(request: Request, background: BackgroundTasks, want: Literal["running", "paused", "stopped"] = Form(...),
                  repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     status = controls.set_control(repos, want, services.clock())
+    if want == "running" and services.wake is not None:
+        background.add_task(services.wake)  # a deployed persona: started again at once
     return render(request, "fragments/loop_status.html", status=status)
 
 

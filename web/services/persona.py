@@ -115,7 +115,9 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def _record(repos: Repos, what: str, now: datetime) -> None:
+def _record(services: WebServices, repos: Repos, what: str, now: datetime) -> None:
+    if services.store_files is not None:  # a deployed persona: every worker takes the edited files at its next job
+        services.store_files(directory(services))
     thread = (control.status(repos)["loop"] or {}).get("thread") or "main"
     repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
     edits = list(repos.config.get(EDITS_KEY) or [])
@@ -180,7 +182,7 @@ def write_file(services: WebServices, repos: Repos, name: str, text: str, now: d
     root = _writable(services, repos)
     _write(root / name, text)
     saved = _file(root, name)
-    _record(repos, name, now)  # last: nothing after it opens another transaction while this one writes
+    _record(services, repos, name, now)  # last: nothing after it opens another transaction while this one writes
     return saved
 
 
@@ -210,7 +212,7 @@ def write_config(services: WebServices, repos: Repos, text: str, now: datetime) 
     root = _writable(services, repos)
     _write(root / "config.yaml", text)
     saved = read_config(services)
-    _record(repos, "config.yaml", now)
+    _record(services, repos, "config.yaml", now)
     return saved
 
 
@@ -250,7 +252,7 @@ def save_seed(services: WebServices, repos: Repos, name: str, text: str | None, 
     if len(text) > FILE_CAP:
         raise ServiceError(f"a seed may hold at most {FILE_CAP} characters", field="text", status=422)
     _write(path, text)
-    _record(repos, f"the seed named {name}", now)
+    _record(services, repos, f"the seed named {name}", now)
     return Seed(name=name, text=text, chars=len(text))
 
 
@@ -258,7 +260,7 @@ def apply_seed(services: WebServices, repos: Repos, name: str, now: datetime) ->
     root = _writable(services, repos)
     seed = read_seed(services, name)
     _write(root / "seed.txt", seed.text)
-    _record(repos, f"seed.txt (now the seed named {name})", now)
+    _record(services, repos, f"seed.txt (now the seed named {name})", now)
     return seed
 
 
@@ -300,7 +302,7 @@ def write_skill(services: WebServices, repos: Repos, name: str, text: str, now: 
         path = current.path  # its own (or a skills_dirs one inside the persona)
     _write(path, text)
     saved = _skill(root, parse_skill(path))
-    _record(repos, f"the skill {name}", now)
+    _record(services, repos, f"the skill {name}", now)
     return saved
 
 

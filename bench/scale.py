@@ -1,0 +1,187 @@
+"""Many personas on real parts: a PostgreSQL cluster (initdb/pg_ctl), a `chroma run` server, an instant scripted
+model server and `run.py worker` processes. Prints JSON:
+
+- per worker count (1, 2, 4 by default; one job at a time each): aggregate ticks/s over a measured window after a
+  warm-up, p50/p95 of a tick's own time (its row's start to finish, minus the model's time: the orchestration,
+  SQL, embedding and Chroma cost of a tick) and of a tick job's whole time (tick plus the job engine and the chain);
+- takeover: two workers, one killed with -9 in the middle of a tick — seconds until the persona whose tick it was
+  finishes its next tick on the other, and how many human notes were lost and commands executed twice (0 and 0).
+
+    python bench/scale.py [--personas 100] [--workers 1 2 4] [--warmup 20] [--window 30]
+
+Run it with `nice -n 10` on a shared machine; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlalchemy import func, select  # noqa: E402
+
+from graph.fleet.personas import Deployment  # noqa: E402
+from memory.fleet import Fleet  # noqa: E402
+from memory.models import DiaryEntry, ExecutedCommand, Note, Tick  # noqa: E402
+from tests.integration.fleet_parts import THOUGHT, Workers, chroma_server, wait_until, write_persona  # noqa: E402
+from tests.integration.servers import postgres_server, scripted_llm_server  # noqa: E402
+
+
+def say(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+def total_ticks(fleet: Fleet) -> int:
+    with fleet.registry() as registry:
+        return sum(entry.ticks for entry in registry.list())
+
+
+def ticks_of(fleet: Fleet) -> dict[str, int]:
+    with fleet.registry() as registry:
+        return {entry.name: entry.ticks for entry in registry.list()}
+
+
+def tick_costs(fleet: Fleet, names: list[str], since: datetime, until: datetime) -> list[float]:
+    """Milliseconds of each tick finished in the window, the model's own time taken out."""
+    costs = []
+    for name in names:
+        database = fleet.database(name)
+        try:
+            with database.session() as session:
+                for tick in session.scalars(select(Tick).where(Tick.finished_at >= since, Tick.finished_at <= until)):
+                    costs.append((tick.finished_at - tick.started_at).total_seconds() * 1000 - (tick.llm_ms or 0.0))
+        finally:
+            database.close()
+    return costs
+
+
+def job_times(log: str) -> list[float]:
+    return [float(s) * 1000 for s in re.findall(r"Job anima\.tick\[\d+\]\([^)]*\) ended with status: Success, lasted ([\d.]+) s", log)]
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+
+def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int, warmup: float, window: float) -> dict:
+    cache = base / f"cache-{workers}"
+    cache.mkdir()
+    with Workers(pg_url, chroma_url, llm_url, cache) as procs:
+        for _ in range(workers):
+            procs.start()
+        say(f"{workers} worker(s): warming up {warmup:.0f} s")
+        time.sleep(warmup)
+        start_ticks, start_at = total_ticks(fleet), datetime.now(timezone.utc)
+        logs_before = [len(procs.log(i)) for i in range(workers)]
+        time.sleep(window)
+        end_ticks, end_at = total_ticks(fleet), datetime.now(timezone.utc)
+        jobs = [t for i in range(workers) for t in job_times(procs.log(i)[logs_before[i]:])]
+    costs = tick_costs(fleet, names, start_at, end_at)
+    result = {"workers": workers, "ticks": end_ticks - start_ticks, "window_s": window,
+              "ticks_per_s": round((end_ticks - start_ticks) / window, 2),
+              "tick_overhead_ms": {"p50": pct(costs, 0.5), "p95": pct(costs, 0.95), "n": len(costs)},
+              "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)}}
+    say(json.dumps(result))
+    return result
+
+
+def in_flight(log: str) -> tuple[int, str] | None:
+    started = {int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)}
+    ended = {int(m) for m in re.findall(r"Job anima\.\w+\[(\d+)\]\([^)]*\) ended", log)}
+    waiting = sorted(set(started) - ended)
+    return (waiting[-1], started[waiting[-1]]) if waiting else None
+
+
+def takeover(fleet, deployment, names, pg_url, chroma_url, llm_url, base: Path, warmup: float) -> dict:
+    cache = base / "cache-takeover"
+    cache.mkdir()
+    with Workers(pg_url, chroma_url, llm_url, cache) as procs:
+        procs.start()
+        procs.start()
+        time.sleep(warmup)
+        for name in names:  # a note to every persona, then a kill: none may be lost
+            database = fleet.database(name)
+            with database.unit() as repos:
+                repos.notes.add(f"a note for {name}", source="user")
+            database.close()
+            deployment.wake(name)
+        victim = wait_until(lambda: in_flight(procs.log(0)), 60, "worker 0 mid-tick", every=0.02)
+        before = ticks_of(fleet)[victim[1]]
+        procs.kill(0)
+        killed = time.monotonic()
+        say(f"killed worker 0 during job {victim[0]} of {victim[1]}")
+        wait_until(lambda: ticks_of(fleet)[victim[1]] > before, 120, "the victim ticks again", every=0.05)
+        seconds = time.monotonic() - killed
+
+        def unread() -> int:
+            count = 0
+            for name in names:
+                database = fleet.database(name)
+                with database.session() as session:
+                    count += session.scalar(select(func.count()).select_from(Note)
+                                            .where(Note.source == "user", Note.read.is_(False))) or 0
+                database.close()
+            return count
+
+        try:
+            wait_until(lambda: unread() == 0, 180, "every note read", every=1.0)
+        except TimeoutError:
+            pass
+        lost = unread()
+    doubled = 0
+    for name in names:
+        database = fleet.database(name)
+        with database.session() as session:
+            diary = list(session.scalars(select(DiaryEntry.text)).all())
+            keys = list(session.scalars(select(ExecutedCommand.cmd_key).where(ExecutedCommand.status == "executed")))
+        database.close()
+        doubled += (len(diary) - len(set(diary))) + (len(keys) - len(set(keys)))
+    return {"workers": 2, "killed_job": victim[0], "persona": victim[1], "takeover_s": round(seconds, 2),
+            "lost_notes": lost, "doubled_commands": doubled}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--personas", type=int, default=100)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--warmup", type=float, default=20.0)
+    parser.add_argument("--window", type=float, default=30.0)
+    args = parser.parse_args()
+    names = [f"b{i:03d}" for i in range(args.personas)]
+    base = Path(tempfile.mkdtemp(prefix="anima-scale-"))
+    out: dict = {"personas": args.personas, "machine_cores": __import__("os").cpu_count(),
+                 "llm": "scripted server, instant", "runs": []}
+    with postgres_server() as pg_url, chroma_server() as chroma_url, scripted_llm_server() as llm:
+        llm.script(default={"do": "stream", "text": THOUGHT}, record=False)
+        persona = write_persona(base / "persona", pause_s=0.0)
+        deployment = Deployment.open(pg_url)
+        fleet = deployment.fleet
+        started = time.monotonic()
+        for number, name in enumerate(names, 1):
+            deployment.add(name, persona)
+            if number % 20 == 0:
+                say(f"added {number}/{len(names)} personas")
+        out["add_persona_ms"] = round((time.monotonic() - started) * 1000 / len(names), 1)
+        for workers in args.workers:
+            out["runs"].append(measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window))
+        out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
+        deployment.close()
+    one = next((r for r in out["runs"] if r["workers"] == 1), None)
+    for run in out["runs"]:
+        run["speedup"] = round(run["ticks_per_s"] / one["ticks_per_s"], 2) if one and one["ticks_per_s"] else None
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Many personas: `run.py worker` runs the deployment's jobs; `run.py personas add|list|pause|resume|remove` manages
+which personas should be thinking (graph/fleet/). Both need the deployment's PostgreSQL database (`--db`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import ChromaUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, flags, print_listing
+from cli.startup import StartupError, starting
+
+app = typer.Typer(help="The personas of a deployment: which should be thinking (run.py worker runs them).")
+
+FleetDb = typer.Option(..., "--db", envvar="ANIMA_DB_URL", help="The deployment's PostgreSQL URL (postgresql://…).")
+NameArg = typer.Argument(..., help="The persona's name in the deployment (lowercase letters, digits, _).")
+
+
+def open_deployment(db: str):
+    from graph.fleet.personas import Deployment
+
+    with starting():
+        return Deployment.open(db)
+
+
+def worker(db: str = FleetDb, chroma_url: Optional[str] = ChromaUrl,
+           concurrency: int = typer.Option(1, "--concurrency", min=1, max=256,
+                                           help="Jobs this worker runs at once (threads; one persona never twice)."),
+           llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL",
+                                                 help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
+           model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
+           llm_api: str = typer.Option("chat", "--llm-api", help="chat or completions."),
+           no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
+           embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
+           keep_open: int = typer.Option(256, "--keep-open", min=1,
+                                         help="Personas kept open (warm) in this worker; the least recent close."),
+           poll_s: float = typer.Option(1.0, "--poll", min=0.1, help="Seconds between looks for due scheduled ticks."),
+           verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
+    """Run the deployment's jobs — every active persona's ticks, dreams, task sub-cycles, indexing and exports — until
+    Ctrl-C or SIGTERM (the running jobs finish; a second signal stops at once). Start as many as you like, on any
+    machine that reaches the database and the Chroma server: a killed worker's personas continue on the others."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from graph.fleet.worker import run_worker
+    from graph.services import EMBEDDED_CHROMA_REFUSED
+
+    if not chroma_url:
+        err.print(f"[red]{escape(EMBEDDED_CHROMA_REFUSED)}[/]")
+        raise typer.Exit(2)
+    settings = flags(chroma_url=chroma_url, llm_url=llm_url, model=model, llm_api=llm_api if llm_url else None,
+                     embedded=False if (llm_url and no_fallback) else None, embed_url=embed_url,
+                     embed_model=embed_model)
+    with starting():
+        from memory.fleet import Fleet
+        from persona.settings import load_settings
+
+        load_settings(**settings)  # a bad flag: one line, exit 2
+        Fleet.open(db).close()  # the database answers and is PostgreSQL
+    if settings.get("embedded", True):
+        from cli.run_playbook import install_model_with_progress
+
+        install_model_with_progress()
+    err.print(f"[bold]worker[/] · {concurrency} at a time · jobs from {escape(_masked(db))} · vectors on "
+              f"{escape(chroma_url)} (Ctrl-C stops after the running jobs)")
+    run_worker(db, settings, concurrency=concurrency, keep_open=keep_open, poll_s=poll_s)
+
+
+def _masked(url: str) -> str:
+    from memory.db import masked
+
+    return masked(url)
+
+
+@app.command("add")
+def personas_add(name: str = NameArg, db: str = FleetDb, persona: Optional[str] = PersonaDir,
+                 playbook: str = typer.Option("repl", "--playbook", "-p", help="repl (chat) or epos (continuation).")) -> None:
+    """Add a persona (its files from --persona, default the shipped one, are stored in the database) and start it."""
+    deployment = open_deployment(db)
+    try:
+        with starting():
+            row = deployment.add(name, persona, playbook)
+    finally:
+        deployment.close()
+    console.print(f"added {escape(row.name)} ({escape(row.display_name)}): thinking as soon as a worker is free")
+
+
+@app.command("list")
+def personas_list(db: str = FleetDb, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every persona of the deployment: state, ticks, when and where it last thought, when it thinks next."""
+    from dataclasses import asdict
+
+    deployment = open_deployment(db)
+    try:
+        rows = [asdict(row) for row in deployment.rows()]
+    finally:
+        deployment.close()
+    if print_listing(rows, as_json, "no personas yet: run.py personas add NAME --db …"):
+        return
+    for row in rows:
+        last = f"last {row['last_tick_at'][:19]} on {row['last_worker']}" if row["last_tick_at"] else "not yet"
+        console.print(f"{row['name']}\t{row['state']}\t{escape(row['display_name'])}\t{row['playbook']}\t"
+                      f"{row['ticks']} tick(s)\t{escape(last)}", highlight=False)
+
+
+@app.command("pause")
+def personas_pause(name: str = NameArg, db: str = FleetDb) -> None:
+    """Stop a persona's thinking (its waiting jobs are cancelled, its session saved); `resume` starts it again."""
+    _change(db, name, "pause")
+
+
+@app.command("resume")
+def personas_resume(name: str = NameArg, db: str = FleetDb) -> None:
+    """Start a paused persona again (a tick now, on the first free worker)."""
+    _change(db, name, "resume")
+
+
+def _change(db: str, name: str, verb: str) -> None:
+    from memory.repositories.base import NotFound
+
+    deployment = open_deployment(db)
+    try:
+        row = getattr(deployment, verb)(name)
+    except NotFound as exc:
+        raise StartupError("no such persona", str(exc)) from exc
+    finally:
+        deployment.close()
+    console.print(f"{escape(row.name)}: {row.state}")
+
+
+@app.command("remove")
+def personas_remove(name: str = NameArg, db: str = FleetDb, chroma_url: Optional[str] = ChromaUrl,
+                    purge: bool = typer.Option(False, "--purge",
+                                               help="Also delete its memory, checkpoints and vectors, for good.")) -> None:
+    """Take a persona out of the deployment (it thinks no more). Its memory stays in the database unless --purge."""
+    from memory.repositories.base import NotFound
+
+    if purge and not chroma_url:
+        err.print("--purge also deletes the persona's vectors: give the Chroma server (--chroma-url)")
+        raise typer.Exit(2)
+    deployment = open_deployment(db)
+    try:
+        deployment.remove(name, purge=purge, chroma_url=chroma_url)
+    except NotFound as exc:
+        raise StartupError("no such persona", str(exc)) from exc
+    finally:
+        deployment.close()
+    console.print(f"removed {escape(name)}" + (" and deleted its memory" if purge else " (its memory is kept)"))

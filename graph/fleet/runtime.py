@@ -1,0 +1,302 @@
+"""A worker's side of a deployment: the personas it has open, and what each kind of job does with one.
+
+A worker keeps the personas it served lately open (compiled playbook, settings, retrieval index, live journal) so the
+next job of the same persona starts warm; they share the worker's connection pool, checkpointer and embedding model.
+Nothing durable stays in the worker: the memory, the checkpoints and the live journal are in PostgreSQL, the vectors
+on the Chroma server (written at the end of every job), so the persona's next job may run on any worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from graph.agent import Agent
+from graph.checkpoint import open_postgres_saver
+from graph.fleet import files
+from graph.loop import control
+from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
+from graph.loop.journal import LiveJournal
+from graph.loop.sessions import checkpoint_session, close_session, export_session, open_session
+from graph.loop.task_cycles import TaskCycles
+from graph.playbook import load_playbook, resolve_playbook_path
+from graph.services import open_services
+from memory.db import schema_lock
+from memory.fleet import Fleet
+from nodes.stelis.threads import recover_orphans
+from persona.dreaming import dream_due
+
+log = logging.getLogger(__name__)
+THREAD = "main"  # a deployed persona thinks on one root thread
+CONTROL_POLL_S = 5.0  # a persona its human paused or stopped (the Controls page) looks again this often
+IDLE_POLL_S = 10.0  # an idle persona checks its other wake conditions this often (a human's note wakes it at once)
+DREAM_CHECK_EVERY = timedelta(minutes=1)
+EXPORT_KEY = "exports/session-{}"  # where an export job leaves its result, in the persona's own config
+
+
+def worker_token() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class OpenPersona:
+    """One persona open in this worker."""
+
+    name: str
+    digest: str
+    agent: Agent
+    journal: LiveJournal
+    cycles: TaskCycles
+    degraded_streak: int = 0
+    dream_checked: datetime | None = None
+    started: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def services(self):
+        return self.agent.services
+
+    def close(self) -> None:
+        self.journal.close()
+        if self.services.memory is not None:
+            self.services.memory.close()
+        self.services.db.close()  # the fleet's pool stays open
+
+
+class WorkerRuntime:
+    """The personas a worker has open (least recently used closed past `keep_open`) and the jobs' bodies."""
+
+    def __init__(self, fleet: Fleet, flags: dict[str, Any], *, scheduler, keep_open: int = 256,
+                 cache_dir: str | None = None, providers: dict | None = None, entries: list | None = None):
+        from memory.retrieval.embeddings import open_embedder
+
+        self.fleet, self.flags, self.scheduler = fleet, dict(flags), scheduler
+        self.keep_open, self.cache_dir = keep_open, cache_dir
+        self.providers, self.entries = providers, entries  # tests and benchmarks: in-process models
+        with schema_lock(fleet.engine):  # workers starting together must not create LangGraph's tables twice
+            self.saver = open_postgres_saver(fleet.libpq_url())
+        self.embedder = open_embedder(flags.get("embed_url"), flags.get("embed_model"),
+                                      flags.get("api_key_env") or "OPENAI_API_KEY")
+        self._open: OrderedDict[str, OpenPersona] = OrderedDict()
+        self._lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}
+        self.token = worker_token()
+
+    # ---- opening -------------------------------------------------------------------------------------------
+
+    def persona(self, name: str) -> OpenPersona:
+        """The persona, open and current (reopened when its files changed in the registry)."""
+        with self._lock:
+            gate = self._opening.setdefault(name, threading.Lock())
+        with gate:
+            with self.fleet.registry() as registry:
+                entry = registry.require(name)
+                digest, playbook = entry.files_digest, entry.playbook
+                stored = entry.files if self._open.get(name) is None or self._open[name].digest != digest else None
+            with self._lock:
+                current = self._open.get(name)
+                if current is not None and current.digest == digest:
+                    self._open.move_to_end(name)
+                    return current
+            if current is not None:
+                self._close(name)
+            opened = self._open_persona(name, playbook, stored, digest)
+            with self._lock:
+                self._open[name] = opened
+                evicted = []
+                while len(self._open) > self.keep_open:
+                    old, persona = self._open.popitem(last=False)
+                    evicted.append(persona)
+            for persona in evicted:
+                persona.close()
+            return opened
+
+    def _open_persona(self, name: str, playbook: str, stored: bytes | None, digest: str) -> OpenPersona:
+        directory = files.materialize(name, stored or b"", digest, self.cache_dir)
+        flags = {**self.flags, "persona_dir": str(directory), "data_dir": str(files.data_dir(name, self.cache_dir)),
+                 "db_url": self.fleet.libpq_url(), "channel": "web"}
+        services = open_services(db=self.fleet.database(name), providers=self.providers, entries=self.entries,
+                                 embedder=self.embedder, **flags)
+        agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, self.saver, thread_id=THREAD,
+                      checkpoint_prefix=f"{name}/")
+        recover_orphans(services)  # Stelis threads a killed worker left open
+        cycles = TaskCycles(agent)
+        cycles.resume_interrupted()
+        return OpenPersona(name, digest, agent, LiveJournal(services.db, THREAD), cycles, started=services.clock())
+
+    def _close(self, name: str) -> None:
+        with self._lock:
+            persona = self._open.pop(name, None)
+        if persona is not None:
+            persona.close()
+
+    def close(self) -> None:
+        for name in list(self._open):
+            self._close(name)
+        from graph.checkpoint import close_saver
+
+        close_saver(self.saver)
+
+    # ---- jobs ----------------------------------------------------------------------------------------------
+
+    def _active(self, name: str) -> bool:
+        with self.fleet.registry() as registry:
+            return registry.state_of(name) == "active"
+
+    def tick(self, name: str) -> float | None:
+        """One tick of the persona (or, paused or idle, a look at whether it should think); returns the seconds to
+        its next tick, None when it should not tick again (paused or removed from the registry)."""
+        if not self._active(name):
+            return None
+        persona = self.persona(name)
+        agent, svc = persona.agent, persona.services
+        try:
+            with svc.db.unit() as repos:
+                want = control.wanted(repos)
+                if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
+                    control.record_status(repos, want, now=svc.clock(), thread=THREAD, pid=os.getpid())
+                    persona.extra["reported"] = (want, self.token)
+            if want != "running":
+                return CONTROL_POLL_S
+            self._maybe_dream(persona)
+            if not agent.interrupted and not idle_should_wake(agent, svc.clock()):
+                self._defer_task_ticks(persona)
+                return IDLE_POLL_S
+            for mode, data in agent.stream(None, events=True):
+                persona.journal(mode, data)
+            state = agent.state()
+            with svc.db.unit() as repos:
+                checkpoint_session(repos, self._session(persona, repos))
+            self._defer_task_ticks(persona)
+            with self.fleet.registry() as registry:
+                registry.record_tick(name, at=svc.clock(), worker=self.token)
+            if state.get("degraded") or agent.last_failure is not None:
+                persona.degraded_streak += 1
+                return min(MAX_DEGRADED_BACKOFF_S, 2.0 ** persona.degraded_streak)
+            persona.degraded_streak = 0
+            return float(state.get("pause_s") or 0.0)
+        finally:
+            self._flush(persona)
+
+    def _session(self, persona: OpenPersona, repos) -> int:
+        """A deployed persona's session runs from its start (personas add/resume) to its pause or removal."""
+        running = [s for s in repos.sessions.running() if s.thread_id == THREAD]
+        if running:
+            return running[0].id
+        svc = persona.services
+        session_id, _ = open_session(repos, THREAD, playbook=persona.agent.playbook.name, persona=svc.persona.name,
+                                     now=svc.clock())
+        return session_id
+
+    def _maybe_dream(self, persona: OpenPersona) -> None:
+        svc = persona.services
+        now = svc.clock()
+        if persona.dream_checked is not None and now - persona.dream_checked < DREAM_CHECK_EVERY:
+            return
+        persona.dream_checked = now
+        with svc.db.unit() as repos:
+            reason = dream_due(repos, now, svc.settings.zone(), svc.settings.dreaming, started=persona.started)
+        if reason is not None:
+            self.scheduler.dream(persona.name)
+
+    def _defer_task_ticks(self, persona: OpenPersona) -> None:
+        persona.cycles._reap_stopped()
+        for task_id, _ in persona.cycles.running():
+            self.scheduler.task_tick(persona.name, task_id)
+
+    def dream(self, name: str) -> dict[str, Any] | None:
+        if not self._active(name):
+            return None
+        persona = self.persona(name)
+        svc = persona.services
+        with svc.db.unit() as repos:
+            reason = dream_due(repos, svc.clock(), svc.settings.zone(), svc.settings.dreaming, started=persona.started)
+        if reason is None:
+            return None
+        dreamer = persona.extra.get("dreamer")
+        if dreamer is None:
+            dreamer = persona.extra["dreamer"] = persona.agent.sibling(load_playbook(resolve_playbook_path("dream")),
+                                                                       THREAD)
+        try:
+            for mode, data in dreamer.stream(None, inputs={"level": 0, "reason": reason}):
+                if mode == "custom":
+                    persona.journal(mode, data)
+            return dreamer.outputs().get("dream")
+        except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; dream_due waits a day
+            log.exception("persona %s: dream failed", name)
+            with svc.db.unit() as repos:
+                repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
+                                    status="error", thread_id=THREAD)
+            return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._flush(persona)
+
+    def task_tick(self, name: str, task_id: int) -> dict[str, Any] | None:
+        if not self._active(name):
+            return None
+        persona = self.persona(name)
+        with persona.services.db.unit() as repos:
+            task = repos.tasks.get(task_id)
+            thread_id = task.repl_thread if task.repl_status == "running" else None
+        if thread_id is None:
+            return None
+        try:
+            outcome = persona.cycles.step_one(task_id, thread_id, None, persona.journal)
+        finally:
+            self._flush(persona)
+        if outcome.get("status") not in ("running", "waiting") and outcome.get("reason"):
+            persona.journal("custom", {"event": "task_cycle", **outcome})
+        return outcome
+
+    def index(self, name: str) -> int:
+        """Embed and store what the knowledge base (or anything else) added to the persona's memory."""
+        persona = self.persona(name)
+        return persona.services.memory.sync(progress=True, flush=True)
+
+    def export(self, name: str, session_id: int) -> str:
+        """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""
+        persona = self.persona(name)
+        with persona.services.db.unit() as repos:
+            data, markdown = export_session(repos, session_id)
+            key = EXPORT_KEY.format(session_id)
+            repos.config.set(key, {"json": data, "markdown": markdown, "at": persona.services.clock().isoformat()})
+        return key
+
+    def _flush(self, persona: OpenPersona) -> None:
+        """The vectors this job queued go to the Chroma server now: the persona's next job may run elsewhere."""
+        if persona.services.memory is not None:
+            try:
+                persona.services.memory.flush()
+            except Exception:  # the journal keeps them: the next sync anywhere writes them
+                log.exception("persona %s: vectors not written yet", persona.name)
+
+
+def stop_persona(fleet: Fleet, name: str, *, now: datetime, status: str = "stopped") -> None:
+    """A paused or removed persona's session is saved and closed."""
+    database = fleet.database(name)
+    try:
+        with database.unit() as repos:
+            for session in repos.sessions.running():
+                close_session(repos, session.id, now, status=status)
+    finally:
+        database.close()
+
+
+def wait_for_jobs(scheduler, job_ids: list[int], timeout_s: float, poll_s: float = 0.2) -> dict[int, str]:
+    """The final status of each job (`succeeded`, `failed`, …), waiting at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    statuses: dict[int, str] = {}
+    while time.monotonic() < deadline:
+        statuses = {job_id: scheduler.status(job_id) for job_id in job_ids}
+        if all(s not in ("todo", "doing") for s in statuses.values()):
+            return statuses
+        time.sleep(poll_s)
+    return statuses
+

@@ -1,0 +1,139 @@
+"""`run.py worker`: one process running the deployment's jobs (graph/fleet/jobs.py) — any persona's, `concurrency` at a
+time, never two of the same persona at once (the engine's lock on `persona:<name>`, and the fence beside it).
+
+Failover. Every worker sends the engine a heartbeat every `heartbeat_s`. Each worker also watches the others: a job
+left `doing` by a worker whose heartbeat is older than `stalled_after_s` (killed, its machine gone) is handed back
+to the queue with the engine's `retry_job` (`get_stalled_jobs` finds it), and the first free worker runs it. The
+persona resumes from its PostgreSQL checkpoint: the model's answer kept with the tick is reused, commands run once
+by id, a finished tick never runs again. A stalled job whose successor already waits (it was killed after its tick
+committed and chained the next) is closed as failed instead: its work is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from graph.fleet import jobs
+from graph.fleet.runtime import WorkerRuntime, worker_token
+from memory.fleet import Fleet
+
+log = logging.getLogger(__name__)
+HEARTBEAT_S = 1.0
+STALLED_AFTER_S = 5.0
+WATCH_EVERY_S = 1.0
+POLL_S = 1.0  # how soon a scheduled tick (a persona's pause) is noticed; deferred jobs arrive by NOTIFY at once
+
+
+def register_tasks(app, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> None:
+    """The job bodies: each runs in a thread of the worker, holding its persona's fence."""
+
+    def fenced(name: str, work):
+        with runtime.fleet.fence(name):
+            return work()
+
+    @app.task(name=jobs.TICK, queue=jobs.QUEUE)
+    def tick(name: str, reason: str = "chain") -> None:
+        delay = fenced(name, lambda: runtime.tick(name))
+        if delay is not None:
+            scheduler.schedule_tick(name, delay)
+
+    @app.task(name=jobs.DREAM, queue=jobs.QUEUE)
+    def dream(name: str) -> None:
+        fenced(name, lambda: runtime.dream(name))
+
+    @app.task(name=jobs.TASK_TICK, queue=jobs.QUEUE)
+    def task_tick(name: str, task_id: int) -> None:
+        fenced(name, lambda: runtime.task_tick(name, task_id))
+
+    @app.task(name=jobs.INDEX, queue=jobs.QUEUE)
+    def index(name: str) -> int:
+        return fenced(name, lambda: runtime.index(name))
+
+    @app.task(name=jobs.EXPORT, queue=jobs.QUEUE)
+    def export(name: str, session_id: int) -> str:
+        return fenced(name, lambda: runtime.export(name, session_id))
+
+
+async def recover_stalled(app, *, every_s: float = WATCH_EVERY_S, stalled_after_s: float = STALLED_AFTER_S,
+                          own=lambda: None) -> None:
+    """The watchdog: jobs of workers whose heartbeat stopped go back to the queue (the engine's own recovery).
+    `own()`: this worker's id — its own jobs are never its business (while it stops, its heartbeat stops first)."""
+    from procrastinate import exceptions
+    from procrastinate.jobs import Status
+
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            stalled = await app.job_manager.get_stalled_jobs(queue=jobs.QUEUE, seconds_since_heartbeat=stalled_after_s)
+        except Exception:  # noqa: BLE001 - the database may be restarting; look again
+            log.warning("watchdog: could not look for stalled jobs", exc_info=True)
+            continue
+        for job in stalled:
+            if job.worker_id is not None and job.worker_id == own():
+                continue
+            try:
+                await app.job_manager.retry_job(job)
+                log.warning("job %s (%s %s) of a stopped worker goes back to the queue", job.id, job.task_name,
+                            job.task_kwargs.get("name"))
+            except exceptions.UniqueViolation:  # its successor already waits: the work is done
+                await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
+                log.warning("job %s of a stopped worker closed: the persona's next job already waits", job.id)
+            except exceptions.ConnectorException:  # another worker took it first
+                log.debug("job %s was recovered by another worker", job.id, exc_info=True)
+
+
+def resume_active(fleet: Fleet, scheduler: jobs.Scheduler) -> int:
+    """Every active persona has a tick waiting (a new deployment, or one whose chain was cut): at most one each."""
+    with fleet.registry() as registry:
+        names = [entry.name for entry in registry.list(state="active")]
+    for name in names:
+        scheduler.schedule_tick(name, 0.0)
+    return len(names)
+
+
+def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_open: int = 256,
+               heartbeat_s: float = HEARTBEAT_S, stalled_after_s: float = STALLED_AFTER_S, poll_s: float = POLL_S,
+               name: str | None = None, providers: dict | None = None, entries: list | None = None) -> None:
+    """Run jobs until SIGINT/SIGTERM (the running jobs finish first; a second signal stops at once). SIGUSR1 prints
+    every thread's stack (what a worker is doing)."""
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    fleet = Fleet.open(url, pool_size=2 * concurrency + 2)
+    deferrer = jobs.make_app(fleet.libpq_url())
+    app = jobs.make_app(fleet.libpq_url(), worker=True, pool_size=concurrency + 4)
+    runtime = None
+    try:
+        with deferrer.open():
+            jobs.ensure_job_schema(deferrer, fleet)
+            log.info("worker: %d active persona(s)", resume_active(fleet, jobs.Scheduler(deferrer, fleet)))
+        runtime = WorkerRuntime(fleet, flags, scheduler=None, keep_open=keep_open, providers=providers,
+                                entries=entries)
+        asyncio.run(_work(app, fleet, runtime, concurrency=concurrency, heartbeat_s=heartbeat_s,
+                          stalled_after_s=stalled_after_s, poll_s=poll_s, name=name or worker_token()))
+    finally:
+        if runtime is not None:
+            runtime.close()
+        fleet.close()
+
+
+async def _work(app, fleet: Fleet, runtime: WorkerRuntime, *, concurrency: int, heartbeat_s: float,
+                stalled_after_s: float, poll_s: float, name: str) -> None:
+    from procrastinate.worker import Worker
+
+    async with app.open_async():
+        scheduler = jobs.Scheduler(app, fleet)
+        runtime.scheduler = scheduler
+        register_tasks(app, runtime, scheduler)
+        worker = Worker(app=app, queues=[jobs.QUEUE], concurrency=concurrency, name=name,
+                        update_heartbeat_interval=heartbeat_s, stalled_worker_timeout=stalled_after_s,
+                        fetch_job_polling_interval=poll_s, delete_jobs="successful", install_signal_handlers=True)
+        watchdog = asyncio.create_task(recover_stalled(app, stalled_after_s=stalled_after_s,
+                                                       own=lambda: worker.worker_id))
+        try:
+            await worker.run()
+        finally:
+            watchdog.cancel()

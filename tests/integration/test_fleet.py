@@ -1,0 +1,198 @@
+"""Many personas on real parts: a PostgreSQL cluster (initdb/pg_ctl), a `chroma run` server, `run.py worker`
+processes and a scripted model server. Two workers run six personas; one is killed with -9 mid-tick."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import timezone
+
+import pytest
+from sqlalchemy import func, select, text
+
+from graph.fleet.personas import Deployment
+from memory.fleet import Fleet, schema_of
+from memory.models import Base, DiaryEntry, ExecutedCommand, Note, Tick
+from tests.integration.fleet_parts import THOUGHT, Workers, anima, chroma_server, wait_until, write_persona
+from tests.integration.servers import postgres_server
+
+pytestmark = pytest.mark.integration
+NAMES = [f"p{i}" for i in range(6)]
+TAKEOVER_LIMIT_S = 30
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chroma_url():
+    with chroma_server() as url:
+        yield url
+
+
+def _ticks_of(fleet: Fleet) -> dict[str, int]:
+    with fleet.registry() as registry:
+        return {entry.name: entry.ticks for entry in registry.list()}
+
+
+def _in_flight(log: str) -> tuple[int, str] | None:
+    """The job a worker started and has not ended (its log: procrastinate's start and end lines)."""
+    started = {int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)}
+    ended = {int(m) for m in re.findall(r"Job anima\.\w+\[(\d+)\]\([^)]*\) ended", log)}
+    waiting = sorted(set(started) - ended)
+    return (waiting[-1], started[waiting[-1]]) if waiting else None
+
+
+@pytest.fixture(scope="module")
+def deployment_run(pg_url, chroma_url, scripted_server, tmp_path_factory):
+    """Six personas on two workers; worker 0 killed with -9 in the middle of a tick; notes before and after."""
+    base = tmp_path_factory.mktemp("fleet")
+    persona = write_persona(base / "tester", pause_s=0.2)
+    scripted_server.script(default={"do": "stream", "text": THOUGHT, "delay_s": 0.3}, record=False)
+    for name in NAMES:
+        added = anima("personas", "add", name, "--db", pg_url, "--persona", str(persona))
+        assert added.returncode == 0, added.stderr
+    fleet = Fleet.open(pg_url)
+    deployment = Deployment.open(pg_url)
+    cache = base / "cache"
+    cache.mkdir()
+    facts: dict = {"notes": {name: [] for name in NAMES}}
+    try:
+        with Workers(pg_url, chroma_url, scripted_server.url, cache) as workers:
+            workers.start()
+            workers.start()
+            wait_until(lambda: min(_ticks_of(fleet).values()) >= 2, 180, "every persona ticks twice")
+            said = anima("say", "a note from the command line", "--name", "p0", "--db", pg_url)
+            assert said.returncode == 0, said.stderr
+            facts["notes"]["p0"].append("a note from the command line")
+            for name in NAMES:
+                _note(fleet, deployment, name, f"before the kill, to {name}")
+                facts["notes"][name].append(f"before the kill, to {name}")
+            victim = wait_until(lambda: _in_flight(workers.log(0)), 60, "worker 0 in the middle of a tick", every=0.05)
+            at_kill = _ticks_of(fleet)
+            workers.kill(0)
+            killed_at = time.monotonic()
+            for name in NAMES:  # written while the dead worker's job is still `doing`
+                _note(fleet, deployment, name, f"after the kill, to {name}")
+                facts["notes"][name].append(f"after the kill, to {name}")
+            wait_until(lambda: _ticks_of(fleet)[victim[1]] > at_kill[victim[1]], TAKEOVER_LIMIT_S,
+                       f"{victim[1]} (its job {victim[0]} was on the killed worker) ticks again")
+            facts["takeover_s"] = time.monotonic() - killed_at
+            wait_until(lambda: all(t >= at_kill[n] + 2 for n, t in _ticks_of(fleet).items()), 60,
+                       "every persona ticks on the surviving worker")
+            wait_until(lambda: all(_all_read(fleet, name) for name in NAMES), 60, "every note is read")
+            facts["victim"], facts["survivor_log"] = victim, workers.log(1)
+        facts["rows"] = {name: _rows(fleet, name) for name in NAMES}
+        with fleet.engine.connect() as conn:
+            facts["checkpoint_threads"] = {row[0] for row in conn.execute(text("SELECT DISTINCT thread_id FROM checkpoints"))}
+        facts["files"] = sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
+        yield facts
+    finally:
+        deployment.close()
+        fleet.close()
+
+
+def _note(fleet: Fleet, deployment: Deployment, name: str, text_: str) -> None:
+    database = fleet.database(name)
+    try:
+        with database.unit() as repos:
+            repos.notes.add(text_, source="user")
+    finally:
+        database.close()
+    deployment.wake(name)
+
+
+def _all_read(fleet: Fleet, name: str) -> bool:
+    database = fleet.database(name)
+    try:
+        with database.session() as session:
+            return not session.scalar(select(func.count()).select_from(Note)
+                                      .where(Note.source.in_(["user", "cli"]), Note.read.is_(False)))
+    finally:
+        database.close()
+
+
+def _rows(fleet: Fleet, name: str) -> dict:
+    database = fleet.database(name)
+    try:
+        with database.session() as session:
+            ticks = [(t.tick, t.started_at, t.finished_at, t.status) for t in
+                     session.scalars(select(Tick).where(Tick.thread_id == "main").order_by(Tick.tick)).all()]
+            diary = list(session.scalars(select(DiaryEntry.text)).all())
+            commands = [(c.cmd_key, c.status) for c in session.scalars(select(ExecutedCommand)).all()]
+            notes = {n.text: n.read for n in session.scalars(select(Note).where(Note.source.in_(["user", "cli"]))).all()}
+        return {"ticks": ticks, "diary": diary, "commands": commands, "notes": notes}
+    finally:
+        database.close()
+
+
+def test_every_persona_advances_and_never_runs_two_ticks_at_once(deployment_run):
+    for name, rows in deployment_run["rows"].items():
+        finished = [t for t in rows["ticks"] if t[2] is not None]
+        assert len(finished) >= 4, (name, rows["ticks"])
+        spans = sorted((start.astimezone(timezone.utc), end.astimezone(timezone.utc)) for _, start, end, _ in finished)
+        for (_, end), (next_start, _) in zip(spans, spans[1:]):
+            assert end <= next_start, f"{name}: a tick started at {next_start} before the one before ended at {end}"
+
+
+def test_a_killed_workers_personas_continue_on_the_other_with_nothing_lost_or_doubled(deployment_run):
+    job_id, name = deployment_run["victim"]
+    assert deployment_run["takeover_s"] <= TAKEOVER_LIMIT_S
+    recovered = re.search(rf"job {job_id} \(anima\.tick {name}\) of a stopped worker goes back to the queue|"
+                          rf"job {job_id} of a stopped worker closed", deployment_run["survivor_log"])
+    assert recovered, "the surviving worker did not recover the killed worker's job"
+    for persona, rows in deployment_run["rows"].items():
+        assert rows["notes"] == {text_: True for text_ in deployment_run["notes"][persona]}  # every note, read
+        assert len(rows["diary"]) == len(set(rows["diary"])), f"{persona}: a diary.add ran twice"
+        executed = [key for key, status in rows["commands"] if status == "executed"]
+        assert len(executed) == len(set(executed)) == len(rows["diary"])
+
+
+def test_checkpoints_of_every_persona_are_in_postgres_and_nothing_durable_on_disk(deployment_run):
+    assert {f"{name}/main" for name in NAMES} <= deployment_run["checkpoint_threads"]
+    assert not [f for f in deployment_run["files"] if f.endswith((".sqlite", ".sqlite3", ".db")) or "/chroma/" in f], \
+        deployment_run["files"]
+
+
+def test_a_worker_refuses_the_embedded_chroma():
+    done = anima("worker", "--db", "postgresql://nobody@127.0.0.1:1/none", timeout=60)
+    assert done.returncode == 2
+    assert "not safe across processes" in done.stderr + done.stdout and "chroma run" in done.stderr + done.stdout
+
+
+def test_personas_pause_resume_and_remove(pg_url, chroma_url, tmp_path):
+    deployment = Deployment.open(pg_url)
+    try:
+        deployment.add("solo", write_persona(tmp_path / "solo"))
+        assert [j["task"] for j in deployment.scheduler.pending("solo")] == ["anima.tick"]  # a wake tick waits
+        assert deployment.pause("solo").state == "paused"
+        assert deployment.scheduler.pending("solo") == []  # what waited is cancelled
+        assert deployment.resume("solo").state == "active"
+        assert len(deployment.scheduler.pending("solo")) == 1
+        listed = anima("personas", "list", "--db", pg_url, "--json")
+        assert any(row["name"] == "solo" and row["state"] == "active" for row in __import__("json").loads(listed.stdout))
+        removed = anima("personas", "remove", "solo", "--db", pg_url, "--purge", "--chroma-url", chroma_url)
+        assert removed.returncode == 0, removed.stderr
+        with deployment.fleet.registry() as registry:
+            assert registry.get("solo") is None
+            assert not registry.has_table(f"{schema_of('solo')}.notes")
+        assert deployment.scheduler.pending("solo") == []
+    finally:
+        deployment.close()
+
+
+def test_every_table_of_a_persona_is_in_its_own_schema(pg_url):
+    fleet = Fleet.open(pg_url)
+    try:
+        for name in ("iso_a", "iso_b"):
+            fleet.database(name).close()
+        with fleet.engine.connect() as conn:
+            tables = {(row[0], row[1]) for row in conn.execute(text(
+                "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE 'persona_iso_%'"))}
+        for table in Base.metadata.tables:
+            assert ("persona_iso_a", table) in tables and ("persona_iso_b", table) in tables
+    finally:
+        fleet.close()

@@ -1,0 +1,34 @@
+"""The personas of a deployment, for its web app: list them, pause and resume one (the registry, graph/fleet/)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from memory.repositories.base import NotFound
+from web.context import DeploymentServices
+from web.errors import ServiceError
+from web.schemas.personas import PersonaEntry, PersonaList
+
+
+def _deployment(services) -> DeploymentServices:
+    if not isinstance(services, DeploymentServices):
+        raise ServiceError("this app serves one persona (a data dir): a deployment of many is served by "
+                           "`run.py serve --db postgresql://…`", field="persona", status=404)
+    return services
+
+
+def _entry(row) -> PersonaEntry:
+    return PersonaEntry(**asdict(row), url=f"/p/{row.name}/")
+
+
+def personas(services) -> PersonaList:
+    return PersonaList(personas=[_entry(row) for row in _deployment(services).deployment.rows()])
+
+
+def set_state(services, name: str, state: str) -> PersonaEntry:
+    deployment = _deployment(services).deployment
+    try:
+        row = deployment.resume(name) if state == "active" else deployment.pause(name)
+    except NotFound as exc:
+        raise ServiceError(str(exc), field="name", status=404) from None
+    return _entry(row)
