@@ -196,3 +196,172 @@ def test_every_table_of_a_persona_is_in_its_own_schema(pg_url):
             assert ("persona_iso_a", table) in tables and ("persona_iso_b", table) in tables
     finally:
         fleet.close()
+
+
+SECRET = "SECRET-OF-A the heron fishes at the old pier"
+
+
+def _populate(repos, secret: str) -> None:
+    """One row in every memory tier a persona's commands write (and their retrieval items)."""
+    repos.notes.add(secret, source="user", tags=["secret"])
+    repos.diary.add(secret, tags=["secret"])
+    repos.llm_memory.add(secret)
+    goal = repos.goals.add(secret)
+    repos.tasks.add(secret, goal_id=goal.id)
+    one, two = repos.concepts.add(secret), repos.concepts.add(secret + " (2)")
+    repos.links.add(one.id, two.id)
+    repos.entities.merge(secret, kind="animal", facts=[secret])
+    repos.episodes.upsert("day", "2026-11-20", secret)
+    repos.insights.add(secret, strategy=secret)
+    repos.facts.add(secret, confidence=0.4)
+    repos.questions.add(secret)
+    repos.blocks.write("core_memory", secret)
+    repos.emotion_log.add("joy", snippet=secret)
+    repos.abstracts.add(secret, secret)
+    repos.config.set("secret", secret)
+
+
+def _persona_services(fleet, name, tmp_path, chroma_url, responses):
+    from graph.services import open_services
+    from llm.testing import FakeLLM
+    from memory.testing import HashEmbedder
+
+    fake = FakeLLM("fake", responses=responses)
+    return open_services(db=fleet.database(name), data_dir=str(tmp_path / name), persona_dir=str(write_persona(
+        tmp_path / f"{name}-persona")), chroma_url=chroma_url, embedded=False, providers={"fake": fake},
+        entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder()), fake
+
+
+def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url, chroma_url, tmp_path):
+    """Through every repository (its SQL names only its own schema), its tables, its vectors and its commands."""
+    import inspect as pyinspect
+
+    from sqlalchemy import event
+
+    from graph.agent import build_agent
+    from memory.repositories import Repos
+    from memory.retrieval.index import Query
+
+    fleet = Fleet.open(pg_url)
+    a, _ = _persona_services(fleet, "iso_a", tmp_path, chroma_url, [
+        'Noted.\n# Commands:\n[{"type": "diary.add", "args": {"text": "' + SECRET + ' (by command)"}}]\n# End commands'])
+    b, fake_b = _persona_services(fleet, "iso_b", tmp_path, chroma_url, [
+        'Looking.\n# Commands:\n[{"type": "memory.search", "args": {"query": "heron old pier"}},'
+        ' {"type": "diary.list", "args": {}}, {"type": "notes.list", "args": {}}]\n# End commands'])
+    try:
+        build_agent("repl", services=a, checkpointer="memory", checkpoint_prefix="iso_a/").tick()
+        with a.db.unit() as repos:
+            _populate(repos, SECRET)
+        a.memory.sync(flush=True)
+        assert any(SECRET in hit.item.text for hit in a.memory.search(Query(text="heron old pier", k=10)))
+
+        statements: list[str] = []
+        listener = lambda *args: statements.append(args[2])  # noqa: E731 - (conn, cursor, statement, …)
+        event.listen(fleet.engine, "before_cursor_execute", listener)
+        results, called = [], []
+        try:
+            with b.db.session() as session:
+                repos = Repos(session)
+                for attribute in [n for n, v in vars(Repos).items() if isinstance(v, __import__("functools").cached_property)]:
+                    repo = getattr(repos, attribute)
+                    for method_name, method in pyinspect.getmembers(repo, pyinspect.ismethod):
+                        parameters = list(pyinspect.signature(method).parameters.values())
+                        if method_name.startswith("_") or any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                                                              for p in parameters):
+                            continue
+                        try:
+                            with session.begin_nested():
+                                results.append(repr(method()))
+                                called.append(f"{attribute}.{method_name}")
+                        except Exception as exc:  # noqa: BLE001 - a method that needs data it has not: still its SQL
+                            results.append(repr(exc))
+                session.rollback()
+        finally:
+            event.remove(fleet.engine, "before_cursor_execute", listener)
+        assert len(called) >= 40, called  # list, recent, count, all, … of every repository
+        tables = set(Base.metadata.tables)
+        touching = [s for s in statements if any(f'"{t}"' in s or f" {t} " in s or f" {t}\n" in s or f".{t}" in s
+                                                  for t in tables)]
+        assert touching and all("persona_iso_b." in s for s in touching), [s for s in touching if "persona_iso_b." not in s][:3]
+        assert not any("persona_iso_a" in s for s in statements)
+        assert not any("SECRET-OF-A" in r for r in results)
+
+        holding = {"iso_a": set(), "iso_b": set()}  # the tables whose rows carry A's secret, in each schema
+        for name, services in (("iso_a", a), ("iso_b", b)):
+            with services.db.session() as session:
+                for table in Base.metadata.sorted_tables:
+                    if any("SECRET-OF-A" in repr(tuple(row)) for row in session.execute(select(table))):
+                        holding[name].add(table.name)
+        assert len(holding["iso_a"]) >= 15 and holding["iso_b"] == set(), holding
+
+        b.memory.sync(flush=True)
+        assert not any("SECRET-OF-A" in hit.item.text for hit in b.memory.search(Query(text="heron old pier", k=10)))
+        assert b.memory.collection.count() == 0  # its own database on the Chroma server holds nothing of A's
+        build_agent("repl", services=b, checkpointer="memory", checkpoint_prefix="iso_b/").tick()
+        with b.db.unit() as repos:
+            commands = repos.commands.recent(10)
+            assert sorted(c.type for c in commands) == ["diary.list", "memory.search", "notes.list"]
+            assert all(c.status == "executed" and "SECRET-OF-A" not in c.result for c in commands)
+        with a.db.unit() as repos:
+            assert repos.commands.recent(10)[0].type == "diary.add"  # A's own command, untouched by B's tick
+    finally:
+        for services in (a, b):
+            services.memory.close()
+            services.db.close()
+        fleet.close()
+
+
+def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_url, chroma_url, tmp_path):
+    """`run.py serve --db …` over a deployment: /personas, and each persona's pages, API and events under /p/<name>/."""
+    import json
+    import urllib.request
+
+    from graph.loop.journal import LiveJournal
+    from tests.integration.servers import free_port
+    from web.server import start_in_thread
+
+    deployment = Deployment.open(pg_url)
+    for name in ("web_a", "web_b"):
+        deployment.add(name, write_persona(tmp_path / name, name=name.replace("_", " ").title()))
+    port = free_port()
+    web = start_in_thread({"db_url": pg_url, "chroma_url": chroma_url}, "127.0.0.1", port)
+
+    def get(path: str) -> tuple[int, str]:
+        with urllib.request.urlopen(f"{web.url}{path}", timeout=20) as response:
+            return response.status, response.read().decode()
+
+    try:
+        listing = json.loads(get("/api/personas")[1])["personas"]
+        assert {"web_a", "web_b"} <= {p["name"] for p in listing}
+        assert {p["display_name"] for p in listing if p["name"].startswith("web_")} == {"Web A", "Web B"}
+        status, page = get("/")  # redirected to the list
+        assert status == 200 and 'href="/p/web_a/"' in page and 'href="/p/web_b/"' in page
+        status, talk = get("/p/web_b/")
+        assert status == 200 and "Web B" in talk and 'href="/p/web_b/thoughts"' in talk and 'sse-connect="/p/web_b/live/talk"' in talk
+        posted = urllib.request.Request(f"{web.url}/p/web_b/api/notes", data=json.dumps({"text": "hello B"}).encode(),
+                                        headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(posted, timeout=20) as response:
+            assert response.status == 201
+        assert [i["text"] for i in json.loads(get("/p/web_b/api/conversation")[1])["items"]] == ["hello B"]
+        assert json.loads(get("/p/web_a/api/conversation")[1])["items"] == []  # B's note is B's alone
+        wait_until(lambda: any(j["priority"] == 10 for j in deployment.scheduler.pending("web_b")), 10,
+                   "the note woke web_b (a wake tick waits for a worker)")
+        database = deployment.fleet.database("web_b")
+        journal = LiveJournal(database, "main")
+        journal.put("tick", node="execute_commands", data={"executed": 1}, tick=7)
+        journal.close()
+        database.close()
+        with urllib.request.urlopen(f"{web.url}/p/web_b/api/events?since=0", timeout=20) as stream:
+            lines = []
+            while not any(line.startswith("data:") for line in lines):
+                lines.append(stream.readline().decode().strip())
+        event = json.loads(next(line for line in lines if line.startswith("data:"))[5:])
+        assert (event["kind"], event["tick"], event["data"]) == ("tick", 7, {"executed": 1})
+        try:
+            get("/p/nobody/api/conversation")
+            raise AssertionError("an unknown persona answered")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404 and "no persona 'nobody'" in exc.read().decode()
+    finally:
+        web.stop()
+        deployment.close()
