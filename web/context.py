@@ -36,6 +36,7 @@ class WebServices:
     wake: Callable[[], Any] | None = None  # a deployed persona: think now (a note arrived)
     store_files: Callable[[Path], Any] | None = None  # a deployed persona: its edited files go back to the registry
     name: str | None = None  # a deployed persona's name
+    listener: Any = None  # a deployment's JournalListener: live streams wake on PostgreSQL's NOTIFY
 
     @classmethod
     def open(cls, flags: dict[str, Any], *, api_token: str | None = None, clock=utcnow,
@@ -84,6 +85,9 @@ class DeploymentServices:
     def __init__(self, deployment, flags: dict[str, Any], *, api_token: str | None = None, clock=utcnow):
         self.deployment, self.flags, self.clock, self.api_token = deployment, dict(flags), clock, api_token
         self.csrf_token = secrets.token_urlsafe(24)
+        from web.services.events import JournalListener
+
+        self.listener = JournalListener(deployment.fleet.libpq_url())
         self._personas: dict[str, WebServices] = {}
         self._digests: dict[str, str | None] = {}
 
@@ -105,6 +109,7 @@ class DeploymentServices:
             database = deployment.fleet.database(name)  # NotFound (a 404) when it is not registered
             services = WebServices(db=database, flags=deployment.flags_for(name, self.flags), clock=self.clock,
                                    api_token=self.api_token, csrf_token=self.csrf_token, name=name,
+                                   listener=self.listener,
                                    wake=lambda: deployment.wake(name),
                                    store_files=lambda directory: deployment.store_files(name, directory))
             self._personas[name] = services
@@ -112,6 +117,7 @@ class DeploymentServices:
         return services
 
     def close(self) -> None:
+        self.listener.close()
         for services in self._personas.values():
             services.close()
         self.deployment.close()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, text
 
 from memory.models import LiveEvent
 from memory.repositories.base import Repo
+
+
+CHANNEL = "anima_live"  # PostgreSQL: a NOTIFY with the persona's schema when its journal grows
 
 
 class LiveEventRepo(Repo):
@@ -16,6 +19,10 @@ class LiveEventRepo(Repo):
         rows = [LiveEvent(**event) for event in events]
         self.s.add_all(rows)
         self.s.flush()
+        bind = self.s.get_bind()
+        if rows and bind.dialect.name == "postgresql":  # delivered when this transaction commits
+            schema = (bind.get_execution_options().get("schema_translate_map") or {}).get(None) or "public"
+            self.s.execute(text("SELECT pg_notify(:channel, :schema)"), {"channel": CHANNEL, "schema": schema})
         return len(rows)
 
     def after(self, cursor: int, limit: int = 200, kinds: Iterable[str] | None = None) -> list[LiveEvent]:
@@ -33,3 +40,13 @@ class LiveEventRepo(Repo):
         if newest <= keep:
             return 0
         return self.s.execute(delete(LiveEvent).where(LiveEvent.id <= newest - keep)).rowcount or 0
+
+
+async def journal_notifications(conninfo: str) -> AsyncIterator[str]:
+    """The schemas whose journal grew, as PostgreSQL announces them (LISTEN on its own connection, until cancelled)."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+        await conn.execute(f"LISTEN {CHANNEL}")
+        async for notification in conn.notifies():
+            yield notification.payload

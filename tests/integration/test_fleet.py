@@ -346,12 +346,12 @@ def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_u
         assert json.loads(get("/p/web_a/api/conversation")[1])["items"] == []  # B's note is B's alone
         wait_until(lambda: any(j["priority"] == 10 for j in deployment.scheduler.pending("web_b")), 10,
                    "the note woke web_b (a wake tick waits for a worker)")
-        database = deployment.fleet.database("web_b")
-        journal = LiveJournal(database, "main")
-        journal.put("tick", node="execute_commands", data={"executed": 1}, tick=7)
-        journal.close()
-        database.close()
-        with urllib.request.urlopen(f"{web.url}/p/web_b/api/events?since=0", timeout=20) as stream:
+        with urllib.request.urlopen(f"{web.url}/p/web_b/api/events", timeout=20) as stream:  # from now on
+            database = deployment.fleet.database("web_b")
+            journal = LiveJournal(database, "main")  # what a worker journals (and NOTIFYs) while web_b thinks
+            journal.put("tick", node="execute_commands", data={"executed": 1}, tick=7)
+            journal.close()
+            database.close()
             lines = []
             while not any(line.startswith("data:") for line in lines):
                 lines.append(stream.readline().decode().strip())

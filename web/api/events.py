@@ -23,5 +23,6 @@ async def stream_events(request: Request, kinds: list[str] = Query([], max_lengt
     cursor = last_event_id if last_event_id is not None else since
     if cursor is None:
         cursor = events.newest_id(services.db)
-    stream = events.follow(services.db, cursor, kinds=kinds, is_disconnected=request.is_disconnected)
+    stream = events.follow(services.db, cursor, kinds=kinds, is_disconnected=request.is_disconnected,
+                           listener=services.listener)
     return EventSourceResponse((events.sse_json(e) async for e in stream), ping=15)

@@ -43,7 +43,8 @@ async def live_talk(request: Request, services: WebServices = Depends(get_servic
 
     async def fragments():
         async for event in events.follow(services.db, cursor, kinds=["message", "step", "tick", "keepalive"],
-                                         is_disconnected=request.is_disconnected):
+                                         is_disconnected=request.is_disconnected,
+                                         listener=services.listener):
             if event["kind"] == "message":
                 html = _talk_fragment(request, services, event)
                 if html:
@@ -81,7 +82,8 @@ async def live_thoughts(request: Request, services: WebServices = Depends(get_se
     async def fragments():
         sent: set[int] = set()  # a Stelis child's tick is journaled under its root: one card per tick all the same
         async for event in events.follow(services.db, cursor, kinds=THOUGHT_KINDS,
-                                         is_disconnected=request.is_disconnected):
+                                         is_disconnected=request.is_disconnected,
+                                         listener=services.listener):
             if event["kind"] == "keepalive":
                 continue
             fragment = _thought_fragment(request, services, event)
@@ -104,7 +106,8 @@ async def live_approvals(request: Request, services: WebServices = Depends(get_s
 
     async def signals():
         async for event in events.follow(services.db, cursor, kinds=APPROVAL_KINDS,
-                                         is_disconnected=request.is_disconnected):
+                                         is_disconnected=request.is_disconnected,
+                                         listener=services.listener):
             if event["kind"] != "keepalive":
                 yield {"event": "approval", "id": str(event["id"]), "data": event["kind"]}
 
