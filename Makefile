@@ -65,6 +65,7 @@ bench: model
 	$(PY) bench/persona.py
 	$(PY) bench/web.py
 	$(PY) bench/converse.py
+	$(PY) bench/scale.py
 
 clean-data:
 	rm -rf data

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -74,6 +75,19 @@ def pct(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds a process has used (user + system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int, warmup: float, window: float) -> dict:
     cache = base / f"cache-{workers}"
     cache.mkdir()
@@ -84,14 +98,19 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
         time.sleep(warmup)
         start_ticks, start_at = total_ticks(fleet), datetime.now(timezone.utc)
         logs_before = [len(procs.log(i)) for i in range(workers)]
+        cpu_before = sum(cpu_s(p.pid) for p in procs.procs)
         time.sleep(window)
         end_ticks, end_at = total_ticks(fleet), datetime.now(timezone.utc)
+        cpu_used = sum(cpu_s(p.pid) for p in procs.procs) - cpu_before
+        memory = [rss_mb(p.pid) for p in procs.procs]
         jobs = [t for i in range(workers) for t in job_times(procs.log(i)[logs_before[i]:])]
     costs = tick_costs(fleet, names, start_at, end_at)
     result = {"workers": workers, "ticks": end_ticks - start_ticks, "window_s": window,
               "ticks_per_s": round((end_ticks - start_ticks) / window, 2),
               "tick_overhead_ms": {"p50": pct(costs, 0.5), "p95": pct(costs, 0.95), "n": len(costs)},
-              "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)}}
+              "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)},
+              "worker_cpu_ms_per_tick": round(cpu_used * 1000 / max(1, end_ticks - start_ticks), 1),
+              "worker_rss_mb": memory, "load_average": round(os.getloadavg()[0], 2)}
     say(json.dumps(result))
     return result
 
@@ -160,7 +179,7 @@ def main() -> None:
     args = parser.parse_args()
     names = [f"b{i:03d}" for i in range(args.personas)]
     base = Path(tempfile.mkdtemp(prefix="anima-scale-"))
-    out: dict = {"personas": args.personas, "machine_cores": __import__("os").cpu_count(),
+    out: dict = {"personas": args.personas, "machine_cores": os.cpu_count(),
                  "llm": "scripted server, instant", "runs": []}
     with postgres_server() as pg_url, chroma_server() as chroma_url, scripted_llm_server() as llm:
         llm.script(default={"do": "stream", "text": THOUGHT}, record=False)
@@ -177,6 +196,7 @@ def main() -> None:
             out["runs"].append(measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window))
         out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
         deployment.close()
+    __import__("shutil").rmtree(base, ignore_errors=True)
     one = next((r for r in out["runs"] if r["workers"] == 1), None)
     for run in out["runs"]:
         run["speedup"] = round(run["ticks_per_s"] / one["ticks_per_s"], 2) if one and one["ticks_per_s"] else None

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err, open_database, preview, print_listing, read_rows
+from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, preview, print_listing, read_rows
 from graph.reports import approval_row
 from nodes.commands.consent import ApprovalError, answer
 from nodes.context import utcnow
@@ -19,10 +19,10 @@ from nodes.context import utcnow
 
 def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
               show_all: bool = typer.Option(False, "--all", help="Also the decided ones (newest first)."),
-              limit: int = typer.Option(50, "--limit")) -> None:
+              limit: int = typer.Option(50, "--limit"), name: Optional[str] = PersonaName) -> None:
     """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
     rows = read_rows(data_dir, db, lambda repos: [approval_row(a) for a in (
-        repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))])
+        repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))], name)
     if print_listing(rows, as_json, "no approvals yet" if show_all else "nothing waits for your approval"):
         return
     for r in rows:
@@ -35,8 +35,9 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
                           highlight=False)
 
 
-def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Optional[str]) -> None:
-    database = open_database(data_dir, db)
+def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Optional[str],
+            name: Optional[str] = None) -> None:
+    database = open_database(data_dir, db, name)
     try:
         row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())
     except ApprovalError as exc:
@@ -44,6 +45,14 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Opt
         raise typer.Exit(1)
     finally:
         database.close()
+    if name:  # a deployed persona: its next tick (which runs what was approved, or reads why not) now
+        from cli.fleet import open_deployment
+
+        deployment = open_deployment(db)
+        try:
+            deployment.wake(name)
+        finally:
+            deployment.close()
     if approve:
         console.print(f"approved {approval_id} ({row.type}); it runs once, at the persona's next tick")
     else:
@@ -52,13 +61,13 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Opt
 
 def approve(approval_id: int = typer.Argument(..., help="The approval's id (run.py approvals)."),
             reason: str = typer.Option("", "--reason", help="A note kept in the audit log."),
-            data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+            data_dir: str = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Approve a waiting command: it runs exactly once, at the next tick."""
-    _answer(approval_id, True, reason, data_dir, db)
+    _answer(approval_id, True, reason, data_dir, db, name)
 
 
 def deny(approval_id: int = typer.Argument(..., help="The approval's id (run.py approvals)."),
          reason: str = typer.Option("", "--reason", help="Why — the persona reads it in its next prompt."),
-         data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+         data_dir: str = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Deny a waiting command: it never runs, and the persona is told why."""
-    _answer(approval_id, False, reason, data_dir, db)
+    _answer(approval_id, False, reason, data_dir, db, name)

@@ -100,7 +100,7 @@ def personas_list(db: str = FleetDb, as_json: bool = typer.Option(False, "--json
     for row in rows:
         last = f"last {row['last_tick_at'][:19]} on {row['last_worker']}" if row["last_tick_at"] else "not yet"
         console.print(f"{row['name']}\t{row['state']}\t{escape(row['display_name'])}\t{row['playbook']}\t"
-                      f"{row['ticks']} tick(s)\t{escape(last)}", highlight=False)
+                      f"{row['ticks']} tick(s)\t{escape(last)}", highlight=False, soft_wrap=True)
 
 
 @app.command("pause")

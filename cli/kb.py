@@ -11,8 +11,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_database,
-                         open_memory)
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, PersonaName, console, err,
+                         open_database, open_memory)
 from memory.retrieval.index import Query
 from memory.knowledge import KnowledgeError, ingest
 
@@ -22,9 +22,13 @@ app = typer.Typer(help="The knowledge base: documents the persona can search (tx
 @app.command("add")
 def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files."), data_dir: str = DataDir,
            db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
-           embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
-    """Chunk and index documents; already-ingested content is skipped. Exit 1 if any file failed."""
+           embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl,
+           name: Optional[str] = PersonaName) -> None:
+    """Chunk and index documents; already-ingested content is skipped. Exit 1 if any file failed. A deployed
+    persona's (`--name`) chunks are stored here and embedded by a worker, between its ticks."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if name:
+        raise typer.Exit(_add_to_deployed(files, db, name))
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
     failed = 0
     try:
@@ -44,6 +48,38 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
         index.close()
         database.close()
     raise typer.Exit(1 if failed else 0)
+
+
+def _add_to_deployed(files: list[Path], db: Optional[str], name: str) -> int:
+    from cli.fleet import open_deployment
+    from memory.fleet import FleetError
+
+    database = open_database("", db, name)
+    failed = 0
+    try:
+        for number, path in enumerate(files, 1):
+            try:
+                with database.unit() as repos:
+                    result = ingest(repos, path)
+            except KnowledgeError as exc:
+                err.print(f"[red]{escape(str(exc))}[/]")
+                failed += 1
+                continue
+            note = f"skipped: {result.skipped}" if result.skipped else f"document {result.doc_id}, {result.chunks} chunks"
+            err.print(f"[{number}/{len(files)}] {escape(result.path)}: {escape(note)}")
+    finally:
+        database.close()
+    deployment = open_deployment(db)
+    try:
+        with err.status(f"indexing on a worker (embedding the new chunks of {name})…"):
+            deployment.index(name)
+        err.print("indexed")
+    except FleetError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        failed += 1
+    finally:
+        deployment.close()
+    return 1 if failed else 0
 
 
 @app.command("list")

@@ -59,9 +59,10 @@ def open_deployed(db: Optional[str], name: str) -> Database:
     return Database.open(url=db, schema=schema_of(name))
 
 
-def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Rows built from a data dir's database in one transaction (`rows_of(repos)`)."""
-    database = open_database(data_dir, db)
+def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]],
+              name: Optional[str] = None) -> list[dict[str, Any]]:
+    """Rows built from a data dir's database (or a deployed persona's) in one transaction (`rows_of(repos)`)."""
+    database = open_database(data_dir, db, name)
     try:
         with database.unit() as repos:
             return rows_of(repos)

@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, console, err, flags, open_database, print_listing, read_rows
+from cli.options import (DataDir, DbUrl, PersonaDir, PersonaName, console, err, flags, open_database, print_listing,
+                         read_rows)
 from cli.run_playbook import run
 from graph.loop.sessions import export_session, revive_session
 from graph.reports import session_row
@@ -20,9 +21,9 @@ app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one
 
 @app.command("list")
 def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
-                  as_json: bool = typer.Option(False, "--json")) -> None:
+                  as_json: bool = typer.Option(False, "--json"), name: Optional[str] = PersonaName) -> None:
     """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
-    rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in repos.sessions.list(limit)])
+    rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in repos.sessions.list(limit)], name)
     if print_listing(rows, as_json, "no sessions yet"):
         return
     for r in rows:
@@ -35,21 +36,42 @@ def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int
 @app.command("export")
 def sessions_export(session_id: int = typer.Argument(...),
                     out: Path = typer.Option(Path("."), "--out", help="Directory for the two files."),
-                    data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
-    """Write session-ID.json (everything) and session-ID.md (the transcript)."""
-    database = open_database(data_dir, db)
-    try:
-        with database.unit() as repos:
-            data, markdown = export_session(repos, session_id)
-    except LookupError as exc:
-        err.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(1)
-    finally:
-        database.close()
+                    data_dir: str = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """Write session-ID.json (everything) and session-ID.md (the transcript). A deployed persona's (`--name`) is
+    made by a worker between its ticks."""
+    if name:
+        data, markdown = _export_deployed(db, name, session_id)
+    else:
+        database = open_database(data_dir, db)
+        try:
+            with database.unit() as repos:
+                data, markdown = export_session(repos, session_id)
+        except LookupError as exc:
+            err.print(f"[red]{escape(str(exc))}[/]")
+            raise typer.Exit(1)
+        finally:
+            database.close()
     out.mkdir(parents=True, exist_ok=True)
     (out / f"session-{session_id}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
     (out / f"session-{session_id}.md").write_text(markdown, encoding="utf-8")
     console.print(f"{out / f'session-{session_id}.json'}\n{out / f'session-{session_id}.md'}", soft_wrap=True)
+
+
+def _export_deployed(db: Optional[str], name: str, session_id: int) -> tuple[dict, str]:
+    from cli.fleet import open_deployment
+    from memory.fleet import FleetError
+
+    open_database("", db, name).close()  # a registered persona of this deployment, or one line and exit 2
+    deployment = open_deployment(db)
+    try:
+        with err.status(f"exporting session {session_id} of {name} on a worker…"):
+            result = deployment.export_session(name, session_id)
+    except FleetError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        deployment.close()
+    return result["json"], result["markdown"]
 
 
 @app.command("revive")

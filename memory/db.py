@@ -179,6 +179,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 SCHEMA_LOCK_KEY = 0x616E696D61  # "anima": the advisory lock id PostgreSQL schema changes take
 SCHEMA_LOCK_POLL_S = 0.05
+POOL_RECYCLE_S = 600
 
 
 def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
@@ -189,7 +190,8 @@ def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
-    sizing = {"pool_size": pool_size, "max_overflow": pool_size} if pool_size else {}
+    # a deployment's pool serves every persona's schema: recycled, so no connection caches every table it touched
+    sizing = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S} if pool_size else {}
     return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, **sizing)
 
 

@@ -118,7 +118,13 @@ class Scheduler:
         return cancelled
 
     def status(self, job_id: int) -> str:
-        return self.app.job_manager.get_job_status(job_id).value
+        """`todo`, `doing`, `failed`, `cancelled`, … — or `succeeded` once gone (workers delete what succeeded)."""
+        from procrastinate.exceptions import NoResult
+
+        try:
+            return self.app.job_manager.get_job_status(job_id).value
+        except NoResult:
+            return "succeeded"
 
     def pending(self, name: str) -> list[dict[str, Any]]:
         """The persona's jobs that wait or run: task, status, when."""

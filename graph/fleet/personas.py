@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.fleet import files, jobs
-from graph.fleet.runtime import stop_persona
+from graph.fleet.runtime import EXPORT_KEY, stop_persona, wait_for_jobs
 from memory.fleet import Fleet, FleetError, check_name, schema_of
 from nodes.context import utcnow
 from persona import load_persona
@@ -124,6 +124,36 @@ class Deployment:
 
                 drop_chroma_database(chroma_url, entry.schema)
 
+    # ---- a persona's work, as a job on a worker --------------------------------------------------------------
+
+    def run_job(self, job_id: int | None, *, timeout_s: float) -> str:
+        """Wait for a job a worker runs; its final status (`succeeded`, `failed`, …) or `todo`/`doing` if it did
+        not finish in time (no worker running?)."""
+        if job_id is None:
+            return "not deferred"
+        return wait_for_jobs(self.scheduler, [job_id], timeout_s)[job_id]
+
+    def export_session(self, name: str, session_id: int, *, timeout_s: float = 300) -> dict[str, Any]:
+        """A session's export made by a worker between the persona's ticks: {"json": …, "markdown": …}."""
+        status = self.run_job(self.scheduler.export(name, session_id), timeout_s=timeout_s)
+        if status != "succeeded":
+            raise FleetError(_job_failed("the export", status))
+        database = self.fleet.database(name)
+        try:
+            with database.unit() as repos:
+                key = EXPORT_KEY.format(session_id)
+                result = repos.config.get(key)
+                repos.config.set(key, None)  # taken
+        finally:
+            database.close()
+        return result
+
+    def index(self, name: str, *, timeout_s: float = 3600) -> None:
+        """Embed what was added to the persona's memory (a knowledge-base upload) on a worker, between its ticks."""
+        status = self.run_job(self.scheduler.index(name), timeout_s=timeout_s)
+        if status != "succeeded":
+            raise FleetError(_job_failed("indexing", status))
+
     # ---- talking to a persona ------------------------------------------------------------------------------
 
     def wake(self, name: str) -> int | None:
@@ -147,6 +177,12 @@ class Deployment:
         """The settings flags that place `name` on this machine (its files and scratch dir from the cache)."""
         return {**flags, "persona_dir": str(self.persona_dir(name, cache_dir)),
                 "data_dir": str(files.data_dir(name, cache_dir)), "db_url": self.fleet.libpq_url()}
+
+
+def _job_failed(what: str, status: str) -> str:
+    if status in ("todo", "doing"):
+        return f"{what} did not finish in time ({status}): is a worker running (run.py worker)?"
+    return f"{what} {status} on the worker (its log says why)"
 
 
 def _display_name(packed: bytes | None) -> str:

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_S = 1.0
 STALLED_AFTER_S = 5.0
 WATCH_EVERY_S = 1.0
+FAILED_TICK_RETRY_S = 30.0  # a tick job that raised (a step's failure is quarantined inside the tick, not here)
 POLL_S = 1.0  # how soon a scheduled tick (a persona's pause) is noticed; deferred jobs arrive by NOTIFY at once
 
 
@@ -35,7 +36,11 @@ def register_tasks(app, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> No
 
     @app.task(name=jobs.TICK, queue=jobs.QUEUE)
     def tick(name: str, reason: str = "chain") -> None:
-        delay = fenced(name, lambda: runtime.tick(name))
+        try:
+            delay = fenced(name, lambda: runtime.tick(name))
+        except Exception:  # noqa: BLE001 - the database or Chroma failed under the tick: the chain goes on
+            log.exception("persona %s: its tick job failed; trying again in %.0f s", name, FAILED_TICK_RETRY_S)
+            delay = FAILED_TICK_RETRY_S
         if delay is not None:
             scheduler.schedule_tick(name, delay)
 

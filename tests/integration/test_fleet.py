@@ -85,6 +85,15 @@ def deployment_run(pg_url, chroma_url, scripted_server, tmp_path_factory):
                        "every persona ticks on the surviving worker")
             wait_until(lambda: all(_all_read(fleet, name) for name in NAMES), 60, "every note is read")
             facts["victim"], facts["survivor_log"] = victim, workers.log(1)
+            # a knowledge-base upload and a session export, each a job of its persona on the surviving worker
+            document = base / "harbour.md"
+            document.write_text("# The harbour\n\nThe lighthouse keeper counts forty-two boats every evening.\n")
+            facts["kb_add"] = anima("kb", "add", str(document), "--name", "p2", "--db", pg_url, timeout=180)
+            sessions = anima("sessions", "list", "--name", "p1", "--db", pg_url, "--json")
+            facts["session"] = __import__("json").loads(sessions.stdout)[0]
+            facts["export"] = anima("sessions", "export", str(facts["session"]["id"]), "--name", "p1", "--db", pg_url,
+                                    "--out", str(base / "exports"), timeout=180)
+            facts["exports"] = base / "exports"
         facts["rows"] = {name: _rows(fleet, name) for name in NAMES}
         with fleet.engine.connect() as conn:
             facts["checkpoint_threads"] = {row[0] for row in conn.execute(text("SELECT DISTINCT thread_id FROM checkpoints"))}
@@ -149,6 +158,31 @@ def test_a_killed_workers_personas_continue_on_the_other_with_nothing_lost_or_do
         assert len(rows["diary"]) == len(set(rows["diary"])), f"{persona}: a diary.add ran twice"
         executed = [key for key, status in rows["commands"] if status == "executed"]
         assert len(executed) == len(set(executed)) == len(rows["diary"])
+
+
+def test_knowledge_base_indexing_and_session_export_are_jobs_of_their_persona(deployment_run, pg_url, chroma_url):
+    from memory.retrieval.embeddings import LocalEmbedder
+    from memory.retrieval.index import MemoryIndex, Query
+
+    assert deployment_run["kb_add"].returncode == 0, deployment_run["kb_add"].stderr
+    assert "indexed" in deployment_run["kb_add"].stderr
+    fleet = Fleet.open(pg_url)
+    database = fleet.database("p2")
+    try:
+        with database.unit() as repos:
+            assert [d.path.endswith("harbour.md") for d in repos.kb.list()] == [True]
+        index = MemoryIndex(database, LocalEmbedder(), chroma_url=chroma_url, chroma_database=schema_of("p2"))
+        stored = index.collection.get(include=["metadatas"])  # what the worker wrote to p2's own vector database
+        assert {m["tier"] for m in stored["metadatas"]} >= {"kb"}
+        assert any(hit.item.tier == "kb" for hit in index.search(Query(text="lighthouse keeper boats", k=5)))
+    finally:
+        database.close()
+        fleet.close()
+    assert deployment_run["export"].returncode == 0, deployment_run["export"].stderr
+    session_id = deployment_run["session"]["id"]
+    exported = __import__("json").loads((deployment_run["exports"] / f"session-{session_id}.json").read_text())
+    assert exported["session"]["thread_id"] == "main" and exported["messages"]
+    assert "Thought" in (deployment_run["exports"] / f"session-{session_id}.md").read_text()
 
 
 def test_checkpoints_of_every_persona_are_in_postgres_and_nothing_durable_on_disk(deployment_run):
