@@ -30,18 +30,8 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
     if name:
         raise typer.Exit(_add_to_deployed(files, db, name))
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
-    failed = 0
     try:
-        for number, path in enumerate(files, 1):
-            try:
-                with database.unit() as repos:
-                    result = ingest(repos, path)
-            except KnowledgeError as exc:
-                err.print(f"[red]{escape(str(exc))}[/]")
-                failed += 1
-                continue
-            note = f"skipped: {result.skipped}" if result.skipped else f"document {result.doc_id}, {result.chunks} chunks"
-            err.print(f"[{number}/{len(files)}] {escape(result.path)}: {escape(note)}")
+        failed = _store(database, files)
         err.print("indexing (embedding the new chunks)…")
         err.print(f"indexed {index.sync(progress=True)} item(s)")
     finally:
@@ -50,23 +40,29 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
     raise typer.Exit(1 if failed else 0)
 
 
+def _store(database, files: list[Path]) -> int:
+    """Chunk each file into the knowledge base (SQL; its vectors come after); returns how many failed."""
+    failed = 0
+    for number, path in enumerate(files, 1):
+        try:
+            with database.unit() as repos:
+                result = ingest(repos, path)
+        except KnowledgeError as exc:
+            err.print(f"[red]{escape(str(exc))}[/]")
+            failed += 1
+            continue
+        note = f"skipped: {result.skipped}" if result.skipped else f"document {result.doc_id}, {result.chunks} chunks"
+        err.print(f"[{number}/{len(files)}] {escape(result.path)}: {escape(note)}")
+    return failed
+
+
 def _add_to_deployed(files: list[Path], db: Optional[str], name: str) -> int:
     from cli.fleet import open_deployment
     from memory.fleet import FleetError
 
     database = open_database("", db, name)
-    failed = 0
     try:
-        for number, path in enumerate(files, 1):
-            try:
-                with database.unit() as repos:
-                    result = ingest(repos, path)
-            except KnowledgeError as exc:
-                err.print(f"[red]{escape(str(exc))}[/]")
-                failed += 1
-                continue
-            note = f"skipped: {result.skipped}" if result.skipped else f"document {result.doc_id}, {result.chunks} chunks"
-            err.print(f"[{number}/{len(files)}] {escape(result.path)}: {escape(note)}")
+        failed = _store(database, files)
     finally:
         database.close()
     deployment = open_deployment(db)
