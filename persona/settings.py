@@ -16,6 +16,7 @@ client cannot point the run at another database, or send an API key to another s
 from __future__ import annotations
 
 import os
+import re
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -143,6 +144,44 @@ class ConsentSettings(Section):
         "modify_self/external command types the human approves in advance (e.g. memory.archive)"))
 
 
+class McpServerEntry(Section):
+    """An MCP server the persona may use (config.yaml `mcp.servers.<name>`): stdio (a command this process starts
+    with only a safe default environment plus `env`) or streamable HTTP (`url`). Only the tools in `allow` (names or
+    patterns, "*" for all) can be called."""
+
+    transport: Literal["stdio", "http"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    allow: list[str] = Field(default_factory=list, description="tool names or fnmatch patterns; [] allows none")
+    timeout_s: float | None = Field(None, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _target(self) -> "McpServerEntry":
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs `command`")
+        if self.transport == "http" and not self.url:
+            raise ValueError("an http MCP server needs `url`")
+        return self
+
+
+class McpSettings(Section):
+    servers: dict[str, McpServerEntry] = Field(default_factory=dict)
+    timeout_s: float = Field(30.0, gt=0, le=3600, description="a call (or a listing) that takes longer is cancelled")
+    output_chars: int = Field(4000, ge=200, le=200_000, description="a tool's answer is cut here")
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, value: dict[str, McpServerEntry]) -> dict[str, McpServerEntry]:
+        bad = [name for name in value if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name)]
+        if bad:
+            raise ValueError(f"server names are letters, digits, _ . - (at most 64), not {bad[:3]}")
+        return value
+
+
 class LLMEntry(Section):
     """A registry model from config.yaml (validators, more servers)."""
 
@@ -219,6 +258,7 @@ class Settings(BaseSettings):
     consent: ConsentSettings = Field(default_factory=ConsentSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     llms: list[LLMEntry] = Field(default_factory=list)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

@@ -16,6 +16,7 @@ from nodes.commands import (
     help,
     identity,
     llm_memory,
+    mcp,
     memory,
     messages,
     notes,
@@ -37,7 +38,7 @@ from nodes.commands.spec import (
 FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
-    config.FAMILY,
+    config.FAMILY, mcp.FAMILY,
 )
 
 

@@ -34,6 +34,20 @@ def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) ->
     raise TimeoutError(f"{url} did not answer within {timeout}s")
 
 
+def wait_port(port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    """Until something listens on 127.0.0.1:`port` (for servers whose every plain GET is an HTTP error)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited early with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"nothing listened on port {port} within {timeout}s")
+
+
 @contextmanager
 def llama_cpp_server(model_path: Path, port: int | None = None):
     port = port or free_port()

@@ -82,9 +82,10 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
     assert all(target in commands.specs for target in commands.aliases.values())
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
     assert privileged == ["concepts.delete", "config.update", "diary.delete", "goals.delete", "identity.update",
-                          "links.delete", "llm_memory.delete", "memory.archive", "notepad.clear", "tasks.delete"]
+                          "links.delete", "llm_memory.delete", "mcp.call", "memory.archive", "notepad.clear",
+                          "tasks.delete"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
-    assert escalating == ["core.update", "memory.restore", "notepad.update"]
+    assert escalating == ["core.update", "mcp.list", "memory.restore", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself
 
 
@@ -96,7 +97,8 @@ def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory,
     settings = agent_factory().services.settings
     samples = {"core.update": [{"text": "x", "mode": "rewrite"}, {"old": "a", "new": "b"}],
                "notepad.update": [{"text": "x", "mode": "REWRITE"}, {"old": "a", "new": ""}],
-               "memory.restore": [{"tier": "core", "ref": "1"}, {"tier": "diary", "ref": "1"}]}
+               "memory.restore": [{"tier": "core", "ref": "1"}, {"tier": "diary", "ref": "1"}],
+               "mcp.list": [{}, {"refresh": True}]}
     for spec in registry().specs.values():
         for args in samples.get(spec.type, [{"id": 1, "text": "x"}]):
             verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation, settings)
