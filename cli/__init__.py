@@ -3,6 +3,7 @@
     run.py [--playbook repl] …      run_playbook.py   the persona's loop, a one-shot playbook; `dream`
     run.py say "…"                  talk.py           a note to the persona
     run.py serve                    web.py            the web app and API alone (the loop serves it too)
+    run.py mcp                      mcp.py            the persona as an MCP server over stdio (the web app: /mcp)
     run.py inspect [--json]         inspect.py        what it did and is (graph/reports.py)
     run.py approvals / approve / deny  approvals.py   the human's side of consent
     run.py sessions …               sessions.py       list, export, revive
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import approvals, fleet, inspect, kb, model, persona, playbook, run_playbook, sessions, talk, web
+from cli import approvals, fleet, inspect, kb, mcp, model, persona, playbook, run_playbook, sessions, talk, web
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -28,6 +29,7 @@ app.callback(invoke_without_command=True)(with_debug_option(run_playbook.run_pla
 app.command()(run_playbook.dream)
 app.command()(talk.say)
 app.command()(web.serve)
+app.command()(mcp.mcp)
 app.command()(inspect.inspect)
 app.command()(approvals.approvals)
 app.command()(approvals.approve)

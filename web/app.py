@@ -1,5 +1,5 @@
 """The app factory: `create_app(flags)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
-the live streams, the vendored static files, the guard (token, CSRF) and JSON errors. Nothing is opened at import
+the persona as an MCP server at /mcp, the live streams, the vendored static files, the guard (token, CSRF) and JSON errors. Nothing is opened at import
 time: the services open when the app starts (its lifespan) and close when it stops."""
 
 from __future__ import annotations
@@ -9,10 +9,13 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Route
 
 from web import errors, security
 from web.api import api_router
 from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
+from web.mcp import MCP_PATH
+from web.mcp import Mount as McpMount
 from web.pages import page_router
 from web.templating import STATIC, make_templates
 
@@ -22,6 +25,8 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
     """`flags`: the same settings the command line takes (data_dir, db_url, persona_dir, …). `services`: already
     opened ones (tests); the app then leaves closing them to the caller."""
 
+    mcp = McpMount()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         owned = app.state.services is None
@@ -30,7 +35,8 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
         elif owned:
             app.state.services = WebServices.open(flags or {}, api_token=api_token)
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             if owned:
                 app.state.services.close()
@@ -46,4 +52,5 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(api_router())
     app.include_router(page_router())
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp))  # the persona as an MCP server (web/mcp.py; /p/<name>/mcp)
     return app
