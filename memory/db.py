@@ -27,6 +27,8 @@ from memory.models import (
     Approval,
     AuditEntry,
     Base,
+    Feed,
+    FeedItem,
     LiveEvent,
     MemoryBlockVersion,
     MemoryChange,
@@ -40,8 +42,9 @@ from memory.models import (
 from memory.repositories import Repos
 
 log = logging.getLogger(__name__)
+REACH_TABLES = (Feed, FeedItem)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -101,10 +104,15 @@ def _v8_live_events_and_history(conn: Connection) -> None:
     MemoryChange.__table__.create(conn, checkfirst=True)
 
 
+def _v9_reach(conn: Connection) -> None:
+    for table in REACH_TABLES:  # feeds, scripts and their runs, loop-breaking strategies, thinking methods
+        table.__table__.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
-                                                       8: _v8_live_events_and_history}
+                                                       8: _v8_live_events_and_history, 9: _v9_reach}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

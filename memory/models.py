@@ -677,3 +677,37 @@ class PersonaEntry(RegistryBase):
     ticks: Mapped[int] = mapped_column(Integer, default=0)  # ticks its jobs ran
     last_tick_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     last_worker: Mapped[Optional[str]] = mapped_column(String(200))
+
+
+# ---- v9: reach (feeds, scripts and their runs, loop-breaking strategies, thinking methods) ----------------------
+
+
+class Feed(Base):
+    """An RSS/Atom subscription: the operator's (config.yaml `feeds.subscriptions`) or the persona's (`feeds.subscribe`,
+    with consent). Unsubscribing turns it off; its items stay as notes."""
+
+    __tablename__ = "feeds"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    url: Mapped[str] = mapped_column(String(1000), unique=True)
+    name: Mapped[str] = mapped_column(String(100))
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | off
+    added_by: Mapped[str] = mapped_column(String(32), default="persona")  # persona | operator
+    etag: Mapped[Optional[str]] = mapped_column(String(500))
+    modified: Mapped[Optional[str]] = mapped_column(String(100))
+    last_fetched_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[Optional[str]] = mapped_column(Text)
+    items_total: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class FeedItem(Base):
+    """An entry already taken from a feed (so it becomes a note once), and the note it became."""
+
+    __tablename__ = "feed_items"
+    __table_args__ = (UniqueConstraint("feed_id", "guid", name="uq_feed_items_guid"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    feed_id: Mapped[int] = mapped_column(ForeignKey("feeds.id"), index=True)
+    guid: Mapped[str] = mapped_column(String(500))
+    note_id: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -182,6 +182,67 @@ class McpSettings(Section):
         return value
 
 
+class SearchSettings(Section):
+    """Web search (`search.web`) through a backend the operator names; `none` turns it off (and the prompt says so).
+    mcp: a tool of one of `mcp.servers` (`server`, `tool`, the query in `query_arg`); http: GET `url` with the
+    query in `query_param` (plus `params`), answering JSON results (SearXNG's shape) or text; openai: a model that
+    searches, on an OpenAI-compatible server (`url` …/v1, `model`). `api_key_env` names the variable whose key goes
+    to that backend only."""
+
+    backend: Literal["none", "mcp", "http", "openai"] = "none"
+    server: str | None = None
+    tool: str | None = None
+    query_arg: str = "query"
+    url: str | None = None
+    query_param: str = "q"
+    params: dict[str, str] = Field(default_factory=dict)
+    model: str | None = None
+    api_key_env: str | None = None
+    max_results: int = Field(5, ge=1, le=20)
+    timeout_s: float = Field(20.0, gt=0, le=600)
+    output_chars: int = Field(4000, ge=200, le=100_000)
+
+    @model_validator(mode="after")
+    def _complete(self) -> "SearchSettings":
+        if self.backend == "mcp" and not (self.server and self.tool):
+            raise ValueError("search.backend mcp needs `server` (one of mcp.servers) and `tool`")
+        if self.backend in ("http", "openai") and not (self.url and urlsplit(self.url).scheme in ("http", "https")):
+            raise ValueError(f"search.backend {self.backend} needs `url` (http:// or https://)")
+        if self.backend == "openai" and not self.model:
+            raise ValueError("search.backend openai needs `model`")
+        return self
+
+    def describe(self) -> str:
+        if self.backend == "none":
+            return "off (no search backend is configured)"
+        target = f"{self.server}.{self.tool}" if self.backend == "mcp" else self.url
+        return f"on ({self.backend}: {target})"
+
+
+class FeedSubscription(Section):
+    url: str
+    name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname:
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+
+class FeedSettings(Section):
+    """RSS/Atom: the operator's subscriptions; how often every feed is fetched (between ticks), and the limits."""
+
+    subscriptions: list[FeedSubscription] = Field(default_factory=list)
+    every_minutes: float = Field(60.0, ge=1, le=7 * 1440)
+    max_items: int = Field(20, ge=1, le=200, description="new entries taken per fetch")
+    max_feeds: int = Field(50, ge=0, le=1000, description="feeds the persona may subscribe to")
+    timeout_s: float = Field(20.0, gt=0, le=600)
+    max_bytes: int = Field(2_000_000, ge=10_000, le=50_000_000)
+
+
 class LLMEntry(Section):
     """A registry model from config.yaml (validators, more servers)."""
 
@@ -259,6 +320,8 @@ class Settings(BaseSettings):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     llms: list[LLMEntry] = Field(default_factory=list)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    feeds: FeedSettings = Field(default_factory=FeedSettings)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
@@ -302,6 +365,9 @@ class Settings(BaseSettings):
         r = self.reflexes
         if not r.novel_below <= r.stagnation_soft_threshold <= r.stagnation_threshold:
             raise ValueError("reflexes: novel_below ≤ stagnation_soft_threshold ≤ stagnation_threshold must hold")
+        if self.search.backend == "mcp" and self.search.server not in self.mcp.servers:
+            raise ValueError(f"search.server {self.search.server!r} is not one of mcp.servers "
+                             f"({', '.join(self.mcp.servers) or 'none'})")
         return self
 
     def zone(self):

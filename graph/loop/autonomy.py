@@ -14,10 +14,12 @@ from graph.agent import Agent
 from graph.loop.sessions import checkpoint_session, close_session, open_session
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
+from nodes.commands.world import FETCH_NOW_KEY, refresh_feeds
 from persona.dreaming import dream_due
 
 log = logging.getLogger(__name__)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
+FEEDS_CHECK_EVERY = timedelta(minutes=1)
 
 
 class Autonomy:
@@ -34,6 +36,7 @@ class Autonomy:
         self.dream_agent: Agent | None = None
         self.dream_failed_on = None  # the date a dream raised: not retried before the next day
         self.dream_checked = None  # when maybe_dream last looked
+        self.feeds_checked = None  # when the feeds were last looked at
         self.started = agent.services.clock()
 
     def start(self) -> None:
@@ -52,10 +55,32 @@ class Autonomy:
         self.step_tasks(control)
 
     def step_tasks(self, control: RunControl) -> None:
+        self.maybe_fetch_feeds()
         for outcome in self.tasks.step(control, self.on_stream):
             quiet = outcome.get("status") == "running" or (outcome.get("status") == "waiting" and not outcome.get("reason"))
             if not quiet and self.on_stream:  # ended, stopped, restarted or backing off after an error
                 self.on_stream("custom", {"event": "task_cycle", **outcome})
+
+    def maybe_fetch_feeds(self) -> dict[str, int] | None:
+        """Fetch the feeds that are due (config.yaml feeds.every_minutes; at once when the world check asked),
+        between ticks and while idle; a feed that fails is logged and tried at its next turn."""
+        svc = self.agent.services
+        now = svc.clock()
+        if self.feeds_checked is not None and now - self.feeds_checked < FEEDS_CHECK_EVERY and not self._fetch_asked():
+            return None
+        self.feeds_checked = now
+        try:
+            counts = refresh_feeds(svc.db, svc.settings, svc.clock, thread_id=self.agent.thread_id)
+        except Exception:  # noqa: BLE001 - reading feeds must never stop the persona
+            log.exception("fetching feeds failed")
+            return None
+        if counts["items"] and self.on_stream:
+            self.on_stream("custom", {"event": "feeds", **counts})
+        return counts
+
+    def _fetch_asked(self) -> bool:
+        with self.agent.services.db.unit() as repos:
+            return bool(repos.config.get(FETCH_NOW_KEY))
 
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
         """Run the dream playbook when it is due (persona/dreaming.py); returns its result, or None."""

@@ -26,6 +26,7 @@ from memory.repositories.emotions import EmotionLogRepo
 from memory.repositories.entities import EntityRepo
 from memory.repositories.episodes import EpisodeRepo
 from memory.repositories.facts import UnverifiedFactRepo
+from memory.repositories.feeds import FeedRepo
 from memory.repositories.goals import GoalRepo, TaskRepo
 from memory.repositories.history import HistoryRepo
 from memory.repositories.insights import InsightRepo
@@ -200,6 +201,10 @@ class Repos:
     @cached_property
     def history(self) -> HistoryRepo:
         return HistoryRepo(self.session)
+
+    @cached_property
+    def feeds(self) -> FeedRepo:
+        return FeedRepo(self.session)
 
     def _row_repo(self, tier: str):
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""

@@ -4,6 +4,7 @@ module per family, listed here — a family exists because it is in `FAMILIES`, 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from nodes.commands import (
     abstracts,
@@ -22,6 +23,7 @@ from nodes.commands import (
     notes,
     stelis,
     tags,
+    world,
 )
 from nodes.commands.model import Command
 from nodes.commands.parser import ParseResult, parse_commands
@@ -38,7 +40,7 @@ from nodes.commands.spec import (
 FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
-    config.FAMILY, mcp.FAMILY,
+    config.FAMILY, mcp.FAMILY, world.FAMILY,
 )
 
 
@@ -60,11 +62,12 @@ class Registry:
     def get(self, type_: str) -> CommandSpec | None:
         return self.specs.get(type_)
 
-    def guide(self, only: str | None = None) -> str:
-        """Every command's usage line (the prompt's guide); with `only` (a command or family), each match with its
-        arguments as its model defines them (help.show)."""
+    def guide(self, only: str | None = None, settings: Any = None) -> str:
+        """Every command's usage line (the prompt's guide; with `settings`, a command that cannot run says why);
+        with `only` (a command or family), each match with its arguments as its model defines them (help.show)."""
         if only is None:
-            return "\n".join(f"- {t} {spec.usage}" for t, spec in sorted(self.specs.items()))
+            return "\n".join(f"- {t} {spec.usage}" + (f" — OFF: {why}" if (why := spec.off_because(settings)) else "")
+                             for t, spec in sorted(self.specs.items()))
         only = self.aliases.get(only.strip().lower(), only.strip().lower())
         lines = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
         return "\n".join(lines) or f"no command matches {only!r}"

@@ -38,6 +38,10 @@ class McpCallArgs(Args):
     args: dict[str, Any] = Field(default_factory=dict, validation_alias=names("args", "arguments", "input"))
 
 
+def no_servers(settings: Any) -> str | None:
+    return None if settings.mcp.servers else "no MCP servers are configured (config.yaml mcp.servers)"
+
+
 def server_spec(settings: Any, name: str) -> ServerSpec:
     servers = settings.mcp.servers
     entry = servers.get(name)
@@ -70,11 +74,9 @@ def _listing(ctx: CommandContext, spec: ServerSpec) -> str:
 
 @FAMILY.command("mcp.list", '{"server": "files"}  (the tools of my MCP servers; {"refresh": true} asks the server '
                 '— that leaves the process)', args=McpListArgs, effect="read",
-                escalate=lambda args: "external" if args.get("refresh") else None)
+                escalate=lambda args: "external" if args.get("refresh") else None, unavailable=no_servers)
 def list_mcp(cmd: Command, ctx: CommandContext) -> CommandResult:
     names_ = [arg(cmd, "server")] if arg(cmd, "server", default=None) else sorted(ctx.settings.mcp.servers)
-    if not names_:
-        return CommandResult("no MCP servers (the operator lists them in config.yaml under mcp.servers)", show=True)
     specs = [server_spec(ctx.settings, name) for name in names_]
     if arg(cmd, "refresh", default=False, kind=bool):
         for spec in specs:
@@ -109,7 +111,8 @@ def call(ctx: CommandContext, server: str, tool: str, arguments: dict[str, Any],
 
 
 @FAMILY.command("mcp.call", '{"server": "files", "tool": "read_file", "args": {"path": "notes.txt"}}  (a tool of an '
-                'MCP server; leaves the process: needs approval)', args=McpCallArgs, effect="external")
+                'MCP server; leaves the process: needs approval)', args=McpCallArgs, effect="external",
+                unavailable=no_servers)
 def call_mcp(cmd: Command, ctx: CommandContext) -> CommandResult:
     status, text = call(ctx, arg(cmd, "server"), arg(cmd, "tool"), dict(cmd.args.get("args") or {}))
     return CommandResult(text, status="executed" if status == "ok" else "failed")

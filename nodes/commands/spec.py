@@ -68,6 +68,9 @@ class CommandSpec:
     aliases: tuple[str, ...] = ()
     escalate: Callable[[dict[str, Any]], Effect | None] | None = None  # a stronger effect for these arguments
     args: type[Args] = NoArgs
+    # why the command cannot run with these settings (None: it can); the guide says so, and it is refused before
+    # the consent gate (nothing waits for an approval it could never use)
+    unavailable: Callable[[Any], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -79,6 +82,9 @@ class CommandSpec:
 
     def help(self) -> str:
         return f"{self.type} {self.usage}\n    arguments: {describe(self.args)}"
+
+    def off_because(self, settings: Any) -> str | None:
+        return self.unavailable(settings) if self.unavailable is not None and settings is not None else None
 
     def effect_for(self, args: dict[str, Any]) -> Effect:
         """The effect of running it with `args`: the declared one, or a stronger one the spec names."""
@@ -102,9 +108,10 @@ class Family:
         self.specs: list[CommandSpec] = []
 
     def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),
-                escalate: Callable[[dict[str, Any]], Effect | None] | None = None) -> Callable[[Handler], Handler]:
+                escalate: Callable[[dict[str, Any]], Effect | None] | None = None,
+                unavailable: Callable[[Any], str | None] | None = None) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
-            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args))
+            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable))
             return handler
 
         return add

@@ -77,6 +77,11 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
                 repos.commands.record(**record, status=status, result=message)
                 return {**base, "status": status, "result": message}, []
             assert spec is not None
+            off = spec.off_because(svc.settings)
+            if off:
+                message = f"{cmd.type} is off: {off}"
+                repos.commands.record(**record, status="refused", result=message)
+                return {**base, "status": "refused", "result": message}, []
             task = repos.tasks.by_repl_thread(thread_id)
             effect = spec.effect_for(cmd.args)
             refusal = read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None

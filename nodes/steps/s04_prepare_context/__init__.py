@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from memory import Repos
 from nodes.commands import registry
 from nodes.commands.cycle import context_cycle, context_mode
+from nodes.commands.world import world_line
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.prompts import STIMULUS_TITLE
 from nodes.state import ContextReport, StagnationEpisode, TickState
@@ -79,7 +80,7 @@ def _feelings(drives: dict[str, Any]) -> list[str]:
 def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], fence: str) -> tuple[list[Block], dict[str, Any]]:
     persona, tick, thread_id = svc.persona, state.tick, state.thread_id
-    guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(), data_rule=DATA_RULE)
+    guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=svc.settings), data_rule=DATA_RULE)
     if persona.file("TOOLS.md"):
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", svc.settings.cycle.responses)),
@@ -116,6 +117,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               source="notes to me"),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
                                      f"context {context_mode(cycle)}; thread {thread_id}",
+                                     world_line(repos, svc.settings),
                                      CHANNEL_HINT.get(svc.settings.channel, CHANNEL_HINT["terminal"])], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",

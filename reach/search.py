@@ -1,0 +1,112 @@
+"""Web search through a backend the operator names: an HTTP endpoint answering JSON (SearXNG's `/search?q=…&format=
+json` shape: `results: [{title, url, content}]`; any other JSON or text is taken as it comes), an OpenAI-compatible
+server (a model that searches, asked in one chat turn), or an MCP tool (the caller passes its text through
+`parse_results`). Every request has a timeout and a size limit."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+MAX_BYTES = 2_000_000
+
+
+class SearchError(RuntimeError):
+    pass
+
+
+@dataclass
+class SearchResult:
+    title: str
+    url: str
+    snippet: str
+
+    def line(self) -> str:
+        return f"- {self.title} <{self.url}>: {' '.join(self.snippet.split())}"
+
+
+@dataclass
+class SearchAnswer:
+    results: list[SearchResult]
+    text: str = ""  # an answer that is prose, not a result list
+
+    def render(self) -> str:
+        return "\n".join(r.line() for r in self.results) if self.results else self.text
+
+
+def parse_results(raw: str, max_results: int) -> SearchAnswer:
+    """Results from a backend's body: JSON with a `results` (or `items`/`data`) list, a bare list, or text."""
+    try:
+        data: Any = json.loads(raw)
+    except (json.JSONDecodeError, TypeError):
+        return SearchAnswer([], raw.strip())
+    rows = data
+    if isinstance(data, dict):
+        rows = next((data[k] for k in ("results", "items", "data", "organic_results") if isinstance(data.get(k), list)),
+                    None)
+    if not isinstance(rows, list):
+        return SearchAnswer([], raw.strip())
+    results = []
+    for row in rows[:max_results]:
+        if not isinstance(row, dict):
+            continue
+        results.append(SearchResult(title=str(row.get("title") or row.get("name") or "(untitled)"),
+                                    url=str(row.get("url") or row.get("link") or row.get("href") or ""),
+                                    snippet=str(row.get("content") or row.get("snippet") or row.get("description")
+                                                or row.get("body") or "")))
+    return SearchAnswer(results)
+
+
+def _headers(api_key_env: str | None) -> dict[str, str]:
+    key = os.environ.get(api_key_env) if api_key_env else None
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _body(response: httpx.Response) -> str:
+    response.raise_for_status()
+    if len(response.content) > MAX_BYTES:
+        raise SearchError(f"the search backend answered {len(response.content):,} bytes; at most {MAX_BYTES:,}")
+    return response.text
+
+
+def _failure(url: str, exc: Exception) -> SearchError:
+    if isinstance(exc, httpx.TimeoutException):
+        return SearchError(f"search backend {url}: no answer within the timeout")
+    if isinstance(exc, httpx.HTTPStatusError):
+        return SearchError(f"search backend {url}: HTTP {exc.response.status_code}")
+    return SearchError(f"search backend {url}: {type(exc).__name__}: {exc}"[:500])
+
+
+def search_http(url: str, query: str, *, query_param: str = "q", params: dict[str, str] | None = None,
+                api_key_env: str | None = None, max_results: int = 5, timeout_s: float = 20) -> SearchAnswer:
+    try:
+        with httpx.Client(timeout=timeout_s, follow_redirects=True) as client:
+            body = _body(client.get(url, params={**(params or {}), query_param: query}, headers=_headers(api_key_env)))
+    except SearchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one readable error
+        raise _failure(url, exc) from None
+    return parse_results(body, max_results)
+
+
+def search_openai(url: str, query: str, *, model: str, api_key_env: str | None = None, max_results: int = 5,
+                  timeout_s: float = 60) -> SearchAnswer:
+    """Ask an OpenAI-compatible server's model (one that searches the web) for `query`; its answer is prose."""
+    prompt = (f"Search the web for: {query}\nAnswer with at most {max_results} findings, each with its source URL.")
+    try:
+        with httpx.Client(timeout=timeout_s) as client:
+            body = _body(client.post(url.rstrip("/") + "/chat/completions", headers=_headers(api_key_env),
+                                     json={"model": model, "messages": [{"role": "user", "content": prompt}],
+                                           "max_tokens": 800}))
+        text = json.loads(body)["choices"][0]["message"]["content"]
+    except SearchError:
+        raise
+    except (KeyError, IndexError, TypeError, json.JSONDecodeError):
+        raise SearchError(f"search backend {url}: not a chat completion") from None
+    except Exception as exc:  # noqa: BLE001
+        raise _failure(url, exc) from None
+    return SearchAnswer([], str(text or "").strip())
