@@ -13,6 +13,7 @@ from typing import Any
 
 from llm import LLMRegistry, Provider
 from memory import Database
+from nodes.background import Background
 from nodes.commands import registry
 from nodes.context import PERSONA_DIR_KEY, Services, self_changes, utcnow
 from persona import load_persona
@@ -110,8 +111,10 @@ def open_services(*, providers: dict[str, Provider] | None = None, entries: list
     persona = load_persona(settings.persona_dir)
     entries = sync_registry(db, entries if entries is not None else registry_entries(settings))
     llms = LLMRegistry(entries, recorder=call_recorder(db), providers=dict(providers or {}))
-    return Services(db=db, llms=llms, persona=persona, settings=settings, flags=dict(flags), clock=clock,
-                    memory=open_memory_index(db, settings, clock, embedder))
+    services = Services(db=db, llms=llms, persona=persona, settings=settings, flags=dict(flags), clock=clock,
+                        memory=open_memory_index(db, settings, clock, embedder))
+    services.jobs = Background(services)  # nothing starts until a command asks
+    return services
 
 
 EMBEDDED_CHROMA_REFUSED = (

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from memory.history import install as record_history
 from memory.models import (
+    AgentScript,
     AntiStagnationMetric,
     Approval,
     AuditEntry,
@@ -34,6 +35,7 @@ from memory.models import (
     MemoryChange,
     Note,
     OpenQuestion,
+    ProcessRun,
     SchemaVersion,
 )
 from memory.models import (
@@ -42,7 +44,7 @@ from memory.models import (
 from memory.repositories import Repos
 
 log = logging.getLogger(__name__)
-REACH_TABLES = (Feed, FeedItem)
+REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun)
 
 SCHEMA_VERSION = 9
 

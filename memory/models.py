@@ -711,3 +711,41 @@ class FeedItem(Base):
     guid: Mapped[str] = mapped_column(String(500))
     note_id: Mapped[Optional[int]] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AgentScript(Base):
+    """HMP `agent_scripts`: a script the persona wrote, kept as data; it runs only through `process.start`."""
+
+    __tablename__ = "agent_scripts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    language: Mapped[str] = mapped_column(String(16), default="python")
+    code: Mapped[str] = mapped_column(Text)
+    description: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ProcessRun(Base):
+    """A background job behind a `process_log` row: a script in its sandbox, or a question to another model
+    (`llm_task`). pending → running → ok | error | timeout | killed | offline (its owner died)."""
+
+    __tablename__ = "process_runs"
+    __table_args__ = (Index("ix_process_runs_status", "status"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    process_id: Mapped[int] = mapped_column(Integer, index=True)  # process_log.id
+    kind: Mapped[str] = mapped_column(String(16))  # script | llm_task
+    script_id: Mapped[Optional[int]] = mapped_column(Integer)
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)  # args, limits; llm_task: llm id, question
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    pid: Mapped[Optional[int]] = mapped_column(Integer)
+    owner: Mapped[Optional[str]] = mapped_column(String(200))
+    workdir: Mapped[Optional[str]] = mapped_column(Text)
+    exit_code: Mapped[Optional[int]] = mapped_column(Integer)
+    output: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))

@@ -46,6 +46,13 @@ class Services:
     clock: Callable[[], datetime] = utcnow
     memory: Any = None  # memory.retrieval.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
+    jobs: Any = field(default=None, repr=False)  # nodes.background.Background (graph/services.py opens it)
+
+    def background(self):
+        """The jobs that outlive a tick (scripts, questions to other models): nodes/background.py."""
+        if self.jobs is None:
+            raise RuntimeError("this run has no background jobs (open its services with graph.services.open_services)")
+        return self.jobs
 
     def refresh(self, repos: Repos) -> None:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.

@@ -243,6 +243,21 @@ class FeedSettings(Section):
     max_bytes: int = Field(2_000_000, ge=10_000, le=50_000_000)
 
 
+class ScriptSettings(Section):
+    """Scripts the persona writes (`scripts.add`) and runs (`process.start`, which needs consent every time). Off
+    unless the operator turns them on; `sh` is a shell, so it is never on by default."""
+
+    enabled: bool = False
+    languages: list[Literal["python", "sh"]] = Field(default_factory=lambda: ["python"])
+    timeout_s: float = Field(60.0, gt=0, le=86_400, description="a run's default wall-clock limit")
+    max_timeout_s: float = Field(600.0, gt=0, le=86_400)
+    memory_mb: int = Field(512, ge=64, le=65_536, description="a run's default address-space limit")
+    max_memory_mb: int = Field(2048, ge=64, le=65_536)
+    output_chars: int = Field(8000, ge=200, le=1_000_000, description="a run's output is cut here (head and tail)")
+    max_running: int = Field(2, ge=1, le=32)
+    max_code_chars: int = Field(50_000, ge=100, le=1_000_000)
+
+
 class LLMEntry(Section):
     """A registry model from config.yaml (validators, more servers)."""
 
@@ -322,6 +337,7 @@ class Settings(BaseSettings):
     mcp: McpSettings = Field(default_factory=McpSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     feeds: FeedSettings = Field(default_factory=FeedSettings)
+    scripts: ScriptSettings = Field(default_factory=ScriptSettings)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

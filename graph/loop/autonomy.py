@@ -48,6 +48,9 @@ class Autonomy:
             if self.notify:
                 self.notify(text)
         self.tasks.resume_interrupted(self.notify)
+        recovered = svc.background().recover()  # jobs a stopped process recorded: started, or marked offline
+        if recovered["offline"] and self.notify:
+            self.notify(f"{recovered['offline']} background process(es) were lost when the last run stopped")
 
     def after_tick(self, control: RunControl) -> None:
         with self.agent.services.db.unit() as repos:

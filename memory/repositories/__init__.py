@@ -39,6 +39,7 @@ from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
 from memory.repositories.processes import ProcessLogRepo
 from memory.repositories.questions import QuestionRepo
+from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
 from memory.repositories.sessions import SessionRepo
 from memory.repositories.stagnation import AntiStagnationRepo
 from memory.repositories.tags import TagRepo
@@ -206,10 +207,18 @@ class Repos:
     def feeds(self) -> FeedRepo:
         return FeedRepo(self.session)
 
+    @cached_property
+    def scripts(self) -> ScriptRepo:
+        return ScriptRepo(self.session)
+
+    @cached_property
+    def runs(self) -> ProcessRunRepo:
+        return ProcessRunRepo(self.session)
+
     def _row_repo(self, tier: str):
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""
         return {"diary": self.diary, "concept": self.concepts, "link": self.links, "llm_memory": self.llm_memory,
-                "goal": self.goals, "task": self.tasks}.get(tier)
+                "goal": self.goals, "task": self.tasks, "script": self.scripts}.get(tier)
 
     def archive(self, tier: str, ref: str | int, now: datetime) -> bool:
         """Set one thing aside (diary, concept with its links, link, llm_memory, goal, task); any other tier of the
@@ -219,7 +228,7 @@ class Repos:
             return self.items.set_status_of(tier, ref, "archived")
         if not str(ref).isdigit():
             return False
-        return repo.archive(int(ref), now) if tier in ARCHIVED_AT_TIERS else repo.archive(int(ref))
+        return bool(repo.archive(int(ref), now) if tier in ARCHIVED_AT_TIERS else repo.archive(int(ref)))
 
     def restore(self, tier: str, ref: str | int) -> bool:
         """Bring an archived thing back as it was (for core memory and the notepad: a replaced version); True when

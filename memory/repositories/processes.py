@@ -62,6 +62,41 @@ class ProcessLogRepo(Repo):
             row.updated_at = now
         return list(rows)
 
+    def set_status(self, process_id: int, status: str, value: str | None = None, now: datetime | None = None) -> ProcessLog:
+        row = self.s.get(ProcessLog, process_id)
+        if row is None:
+            raise LookupError(f"no process {process_id}")
+        row.status, row.updated_at = status, now or utcnow()
+        if value is not None:
+            row.value = value
+        self.s.flush()
+        return row
+
+    def finished_since(self, thread_id: str, since: datetime, *, tag: str = "background") -> list[ProcessLog]:
+        """Background processes of the thread that finished at `since` or later (an idle loop wakes for them)."""
+        rows = self.s.scalars(select(ProcessLog).where(
+            ProcessLog.thread_id == thread_id, ProcessLog.updated_at >= since,
+            ProcessLog.status.notin_(("in_progress", "pending"))).order_by(ProcessLog.id.desc()).limit(50)).all()
+        return [r for r in rows if tag in (r.tags or [])]
+
+    def listing(self, thread_id: str | None = None, *, open_only: bool = False, limit: int = 20) -> list[ProcessLog]:
+        q = select(ProcessLog)
+        if thread_id is not None:
+            q = q.where(ProcessLog.thread_id == thread_id)
+        if open_only:
+            q = q.where(ProcessLog.status != "close")
+        return list(reversed(self.s.scalars(q.order_by(ProcessLog.id.desc()).limit(limit)).all()))
+
+    def delete_closed(self, older_than: datetime) -> list[int]:
+        """Closed rows last changed before `older_than`, deleted (HMP `process cleanup`); their ids."""
+        rows = self.s.scalars(select(ProcessLog).where(ProcessLog.status == "close",
+                                                        ProcessLog.updated_at < older_than)).all()
+        ids = [r.id for r in rows]
+        for row in rows:
+            self.s.delete(row)
+        self.s.flush()
+        return ids
+
     def of_thread(self, thread_id: str) -> list[ProcessLog]:
         return list(self.s.scalars(select(ProcessLog).where(ProcessLog.thread_id == thread_id).order_by(ProcessLog.id)).all())
 

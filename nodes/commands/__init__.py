@@ -21,6 +21,7 @@ from nodes.commands import (
     memory,
     messages,
     notes,
+    process,
     stelis,
     tags,
     world,
@@ -40,7 +41,7 @@ from nodes.commands.spec import (
 FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
-    config.FAMILY, mcp.FAMILY, world.FAMILY,
+    config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
 )
 
 

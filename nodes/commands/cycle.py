@@ -131,7 +131,9 @@ def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
         raise CommandError(f"cycle.idle: no process {process}")
     if task is not None:
         ctx.repos.tasks.get(task)
-    if timeout_s is None and not arg(cmd, "wake_on_note", default=True, kind=bool) and process is None and task is None:
+    jobs = [r for r in ctx.repos.runs.with_status("pending", "running") if r.thread_id == ctx.thread_id]
+    if timeout_s is None and not arg(cmd, "wake_on_note", default=True, kind=bool) and process is None and task is None \
+            and not jobs:
         raise CommandError("cycle.idle: nothing would wake me; give a timeout, a note filter, a process or a task")
     update_cycle(ctx.repos, ctx.thread_id, idle={
         "since_tick": ctx.tick,
@@ -142,17 +144,19 @@ def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
         "task": task,
         "timeout_s": timeout_s,
         "since": ctx.now.isoformat(),
+        "thread": ctx.thread_id,
     })
     wakes = [w for w in ("a matching note" if note_filter else "a note" if arg(cmd, "wake_on_note", default=True, kind=bool) else "",
                          f"process {process} finishing" if process is not None else "",
                          f"task {task}'s sub-cycle ending" if task is not None else "",
+                         f"{len(jobs)} background process(es) finishing" if jobs else "",
                          f"{timeout_s:g}s" if timeout_s else "") if w]
     return CommandResult("idle on until " + " or ".join(wakes))
 
 
 def idle_wake_reason(repos: Repos, idle: dict[str, Any], now) -> str | None:
-    """Why an idle thread wakes now (a matching note, a process or task cycle finished, an approval answered,
-    the timeout), or None."""
+    """Why an idle thread wakes now (a matching note, a process or task cycle finished, a background job of the
+    thread ended, an approval answered, the timeout), or None."""
     if idle.get("wake_on_note", True):
         wanted = idle.get("note_filter") or {}
         for note in repos.notes.unread_incoming(limit=50, min_priority=wanted.get("min_priority")):
@@ -170,6 +174,10 @@ def idle_wake_reason(repos: Repos, idle: dict[str, Any], now) -> str | None:
         row = repos.processes.get(int(process)) if str(process).isdigit() else repos.processes.latest_named(str(process))
         if row is not None and row.status not in ("in_progress", "pending"):
             return f"process {row.id} {row.name} finished ({row.status})"
+    if idle.get("thread") and idle.get("since"):  # a script or a question to another model came back
+        done = repos.processes.finished_since(idle["thread"], datetime.fromisoformat(idle["since"]))
+        if done:
+            return f"process {done[0].id} {done[0].name} finished ({done[0].status})"
     if idle.get("task") is not None:
         task = repos.tasks.get(int(idle["task"]))
         if task.repl_status != "running":

@@ -39,9 +39,14 @@ class CommandContext:
     root_thread: str | None = None
     task_id: int | None = None  # set in a task's sub-cycle: what it writes is marked as the task's
     registry: Any = None  # nodes.commands.Registry (help.show lists it)
+    after_commit: list[Callable[[], None]] = field(default_factory=list)  # e.g. start a process its row records
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
+
+    def then(self, action: Callable[[], None]) -> None:
+        """Run `action` once the command's transaction has committed (never if it rolls back)."""
+        self.after_commit.append(action)
 
 
 @dataclass

@@ -56,6 +56,15 @@ def _context(repos, svc: Services, commands: Registry, state: TickState, thread_
                           registry=commands)
 
 
+def after_commit(actions: list) -> None:
+    """What a command asked to do once its effect committed (start a background process); a failure is logged."""
+    for action in actions:
+        try:
+            action()
+        except Exception:  # noqa: BLE001 - the command's record stands; the job's row says it never started
+            log.exception("after-commit action failed")
+
+
 def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, llm_id: str | None,
              refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
@@ -109,7 +118,10 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id)
             repos.commands.record(**record, status=result.status, result=result.output)
             audit(repos, verdict, cmd, decision="executed", **where)
-            return {**base, "status": result.status, "result": result.output}, ctx.events
+            committed = ctx.after_commit
+            outcome = {**base, "status": result.status, "result": result.output}, ctx.events
+        after_commit(committed)
+        return outcome
     except IntegrityError:  # another process committed the same cmd_key first
         return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
     except Exception as exc:  # handler failed: its effect was rolled back with the transaction
@@ -168,6 +180,8 @@ def run_approved(state: TickState, svc: Services, commands: Registry) -> tuple[l
                 outcomes.append({"cmd_id": row.cmd_id, "type": row.type, "status": result.status, "result": result.output,
                                  "approval_id": row.id})
                 events += ctx.events
+                committed = ctx.after_commit
+            after_commit(committed)
         except _LostRace:
             continue
         except Exception as exc:  # the effect rolled back; the approval is closed as failed, and the persona told
