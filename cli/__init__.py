@@ -12,13 +12,14 @@
     run.py playbook check|schema|draw  playbook.py    the playbook language
     run.py model install            model.py          the embedded model
     run.py worker / personas …      fleet.py          many personas: the job engine's workers, the registry
+    run.py llm list|select|update   llm.py            the models chosen at run time
 """
 
 from __future__ import annotations
 
 import typer
 
-from cli import approvals, fleet, inspect, kb, mcp, model, persona, playbook, run_playbook, sessions, talk, web
+from cli import approvals, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, talk, web
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -41,3 +42,4 @@ app.add_typer(playbook.app, name="playbook")
 app.add_typer(model.app, name="model")
 app.command()(fleet.worker)
 app.add_typer(fleet.app, name="personas")
+app.add_typer(llm.app, name="llm")

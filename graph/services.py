@@ -114,6 +114,8 @@ def open_services(*, providers: dict[str, Provider] | None = None, entries: list
     services = Services(db=db, llms=llms, persona=persona, settings=settings, flags=dict(flags), clock=clock,
                         memory=open_memory_index(db, settings, clock, embedder))
     services.jobs = Background(services)  # nothing starts until a command asks
+    with db.unit() as repos:
+        services.refresh_llms(repos)  # the model choices made at run time, persisted
     return services
 
 

@@ -60,18 +60,53 @@ class LLMRegistry:
     def __post_init__(self) -> None:
         if not self.entries:
             raise ValueError("the LLM registry is empty: configure at least one model")
-        ordered = sorted((e for e in self.entries if e.get("enabled", True)), key=lambda e: -int(e.get("priority", 0)))
-        self._slots = {e["id"]: _Slot(entry=e, provider=self.providers.get(e["id"])) for e in ordered}
+        self._all = {e["id"]: _Slot(entry=dict(e), provider=self.providers.get(e["id"])) for e in self.entries}
         self._selected: str | None = None
+        self._order()
+
+    def _order(self) -> None:
+        enabled = [s for s in self._all.values() if s.entry.get("enabled", True)]
+        if not enabled:
+            raise ValueError("every LLM of the registry is disabled: enable at least one")
+        self._slots = {s.entry["id"]: s for s in sorted(enabled, key=lambda s: -int(s.entry.get("priority", 0)))}
+        if self._selected not in self._slots:
+            self._selected = None
+
+    def apply(self, overrides: dict[str, dict[str, Any]], selected: str | None) -> None:
+        """Run-time changes (llm_registry.update / select, the operator's `run.py llm` and Controls page): each
+        entry's priority, enabled and is_validator as `overrides` say, then the primary model. A change that would
+        leave no model enabled is refused (ValueError) and nothing changes."""
+        before = {i: dict(s.entry) for i, s in self._all.items()}
+        for llm_id, changes in overrides.items():
+            if llm_id in self._all:
+                self._all[llm_id].entry.update({k: v for k, v in changes.items()
+                                                if k in ("priority", "enabled", "is_validator")})
+        try:
+            self._order()
+        except ValueError:
+            for llm_id, entry in before.items():
+                self._all[llm_id].entry = entry
+            self._order()
+            raise
+        self._selected = selected if selected in self._slots else None
+
+    @property
+    def known(self) -> list[str]:
+        """Every registered model, enabled or not."""
+        return list(self._all)
 
     @property
     def ids(self) -> list[str]:
         return list(self._slots)
 
-    def select(self, llm_id: str) -> None:
-        if llm_id not in self._slots:
-            raise KeyError(f"no LLM {llm_id!r} in the registry (have: {', '.join(self._slots)})")
+    def select(self, llm_id: str | None) -> None:
+        if llm_id is not None and llm_id not in self._slots:
+            raise KeyError(f"no enabled LLM {llm_id!r} in the registry (have: {', '.join(self._slots)})")
         self._selected = llm_id
+
+    @property
+    def selected(self) -> str | None:
+        return self._selected
 
     @property
     def primary_id(self) -> str:
@@ -87,7 +122,7 @@ class LLMRegistry:
             self.cancel = previous
 
     def provider(self, llm_id: str) -> Provider:
-        slot = self._slots[llm_id]
+        slot = self._all[llm_id]
         if slot.provider is None:
             from llm.providers import build_provider
 
@@ -98,7 +133,7 @@ class LLMRegistry:
         return self.provider(self.primary_id)
 
     def entry(self, llm_id: str) -> dict[str, Any]:
-        return self._slots[llm_id].entry
+        return self._all[llm_id].entry
 
     def validators(self, min_trust: float = 0.0) -> list[dict[str, Any]]:
         """Validator entries whose trust has not drifted below `min_trust`."""
@@ -131,13 +166,13 @@ class LLMRegistry:
         errors: list[str] = []
         candidates = [only] if only else self.order(prefer)
         now = self.clock()
-        ready = [i for i in candidates if only or self._slots[i].down_until <= now]
+        ready = [i for i in candidates if only or self._all[i].down_until <= now]
         if not ready:  # every model is backing off: probe the one due first, so an outage ends by itself
-            ready = [min(candidates, key=lambda i: self._slots[i].down_until)]
+            ready = [min(candidates, key=lambda i: self._all[i].down_until)]
         for llm_id in ready:
             if self.cancel.is_set():
                 raise LLMCancelled(f"{purpose}: the run was stopped before {llm_id} was asked")
-            slot = self._slots[llm_id]
+            slot = self._all[llm_id]
             tried.append(llm_id)
             started = time.perf_counter()
             try:

@@ -24,7 +24,9 @@ from persona.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
 SELF_CHANGE_PREFIX = "persona/"
-PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
+PERSONA_DIR_KEY = "run/persona_dir"
+LLM_SELECTED_KEY = "llm/selected"  # the primary model chosen at run time (nodes/commands/llm_registry.py)
+LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time  # the persona directory the data dir was last run with (or adopted, web/)
 
 
 def utcnow() -> datetime:
@@ -46,6 +48,7 @@ class Services:
     clock: Callable[[], datetime] = utcnow
     memory: Any = None  # memory.retrieval.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
+    _llm_choices: Any = field(default=None, repr=False)
     jobs: Any = field(default=None, repr=False)  # nodes.background.Background (graph/services.py opens it)
 
     def background(self):
@@ -56,7 +59,9 @@ class Services:
 
     def refresh(self, repos: Repos) -> None:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
-        A broken edit is logged and the last good persona and settings stay in use."""
+        A broken edit is logged and the last good persona and settings stay in use. The model choices made at run time
+        (by the persona, the operator's CLI or the web app, in any process) are applied too."""
+        self.refresh_llms(repos)
         try:
             persona = refresh_persona(self._adopted(repos) or self.persona)
         except Exception as exc:  # PersonaError or an unreadable file
@@ -71,6 +76,17 @@ class Services:
             log.error("settings not reloaded (the last good ones stay in use): %s", exc)
             repos.processes.add("settings", f"not reloaded: {exc}"[:2000], status="error")
         self.persona, self._changes = persona, changes
+
+    def refresh_llms(self, repos: Repos) -> None:
+        choices = ({k.removeprefix(LLM_OVERRIDE_PREFIX): v for k, v in repos.config.with_prefix(LLM_OVERRIDE_PREFIX).items()},
+                   repos.config.get(LLM_SELECTED_KEY))
+        if choices == self._llm_choices:
+            return
+        try:
+            self.llms.apply(*choices)
+        except ValueError as exc:
+            log.error("model choices not applied: %s", exc)
+        self._llm_choices = choices
 
     def _adopted(self, repos: Repos) -> Persona | None:
         """The data dir took its own copy of the persona (the web app does on the first edit of the shipped one):

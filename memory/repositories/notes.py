@@ -10,7 +10,7 @@ from sqlalchemy import func, select, update
 from memory.models import Note, utcnow
 from memory.repositories.base import Repo
 
-INCOMING_SOURCES = ("user", "cli", "system", "llm:task")
+INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task")  # llm_task: another model's answer
 HUMAN_SOURCES = ("user", "cli")
 
 

@@ -17,6 +17,7 @@ from nodes.commands import (
     help,
     identity,
     llm_memory,
+    llm_registry,
     mcp,
     memory,
     messages,
@@ -42,6 +43,7 @@ FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
+    llm_registry.FAMILY,
 )
 
 

@@ -73,6 +73,8 @@ def _to_command(item: Any, default_id: str, syntax: str, aliases: Mapping[str, s
         args = {k: v for k, v in item.items() if k not in RESERVED}
     if not isinstance(args, dict):
         args = {"value": args}
+    # HMP writes some arguments beside the block: {"type": "llm_task", "target_llm": "…", "args": {…}}
+    args = {**{k: v for k, v in item.items() if k not in RESERVED and k not in args}, **args}
     cmd_id = item.get("cmd_id") or item.get("id")
     return Command(
         cmd_id=str(cmd_id) if cmd_id not in (None, "") else default_id,

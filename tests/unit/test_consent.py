@@ -82,7 +82,8 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
     assert all(target in commands.specs for target in commands.aliases.values())
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
     assert privileged == ["concepts.delete", "config.update", "diary.delete", "feeds.fetch", "feeds.subscribe",
-                          "goals.delete", "identity.update", "links.delete", "llm_memory.delete", "mcp.call",
+                          "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
+                          "llm_registry.update", "mcp.call",
                           "memory.archive", "notepad.clear", "process.start", "scripts.delete", "search.web",
                           "tasks.delete"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)

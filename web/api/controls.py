@@ -1,4 +1,4 @@
-"""/api/loop: start, pause, stop; ticks; LLM endpoints and their health."""
+"""/api/loop: start, pause, stop; ticks; LLM endpoints, their health, and the models chosen at run time."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends
 
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
-from web.schemas.controls import ControlIn, LLMHealth, LoopStatus
+from web.schemas.controls import ControlIn, LLMHealth, LLMSelectIn, LLMUpdateIn, LoopStatus
 from web.services import controls
 
 router = APIRouter(tags=["controls"])
@@ -29,3 +29,15 @@ def control_loop(body: ControlIn, background: BackgroundTasks, repos: Repos = un
 @router.get("/llms", response_model=list[LLMHealth])
 def read_llms(repos: Repos = unit_of_work()):
     return controls.llm_health(repos)
+
+
+@router.put("/llms/selected", response_model=list[LLMHealth])
+def select_llm(body: LLMSelectIn, repos: Repos = unit_of_work()):
+    """Think with this model (persisted; the loop takes it at its next tick); null: the highest priority again."""
+    return controls.select_llm(repos, body.id)
+
+
+@router.patch("/llms/{llm_id}", response_model=list[LLMHealth])
+def update_llm(llm_id: str, body: LLMUpdateIn, repos: Repos = unit_of_work()):
+    """A model's priority, whether it is enabled, whether it validates (persisted; at least one stays enabled)."""
+    return controls.update_llm(repos, llm_id, body)

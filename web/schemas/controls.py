@@ -14,8 +14,10 @@ class LLMHealth(BaseModel):
     id: str
     provider: str
     model: str
-    priority: int
+    priority: int = Field(description="As chosen at run time (llm_registry.update, run.py llm, this page), else configured.")
     enabled: bool
+    is_validator: bool = False
+    selected: bool = Field(False, description="Chosen as the primary model at run time.")
     trust_score: float
     base_url: str | None = None
     calls: int = 0
@@ -37,3 +39,15 @@ class LoopStatus(BaseModel):
     ticks: int
     last_tick: dict[str, Any] | None = None
     llms: list[LLMHealth]
+
+
+class LLMSelectIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = Field(description="The model to think with (null: back to the highest priority).", max_length=200)
+
+
+class LLMUpdateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    priority: int | None = Field(None, ge=-1000, le=1000)
+    enabled: bool | None = None
+    is_validator: bool | None = None

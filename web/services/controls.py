@@ -1,5 +1,6 @@
-"""Controls: start, pause and stop the loop (a flag in the database the loop obeys between ticks), its ticks, and
-the health of each LLM endpoint from the calls the loop recorded."""
+"""Controls: start, pause and stop the loop (a flag in the database the loop obeys between ticks), its ticks, the
+health of each LLM endpoint from the calls the loop recorded, and the models chosen at run time (the primary one,
+priorities, enabled, validators: nodes/commands/llm_registry.py, persisted, taken by the loop at its next tick)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,49 @@ from datetime import datetime
 
 from graph.loop import control
 from memory import Repos
-from web.schemas.controls import LLMHealth, LoopStatus
+from nodes.commands import llm_registry
+from web.errors import NotFoundError, ServiceError
+from web.schemas.controls import LLMHealth, LLMUpdateIn, LoopStatus
 
 
 def llm_health(repos: Repos) -> list[LLMHealth]:
     recent = repos.llm_calls.recent(200)
+    chosen = {row["id"]: row for row in llm_registry.listing(repos)}
     rows = []
     for entry in repos.llm_registry.all():
         calls = [c for c in recent if c.llm_id == entry.id]
-        last = calls[0] if calls else None
-        rows.append(LLMHealth(id=entry.id, provider=entry.provider, model=entry.model, priority=entry.priority,
-                              enabled=entry.enabled, trust_score=entry.trust_score,
+        last = calls[-1] if calls else None
+        mine = chosen[entry.id]
+        rows.append(LLMHealth(id=entry.id, provider=entry.provider, model=entry.model, priority=mine["priority"],
+                              enabled=mine["enabled"], is_validator=mine["is_validator"], selected=mine["selected"],
+                              trust_score=entry.trust_score,
                               base_url=(entry.config or {}).get("base_url"), calls=len(calls),
                               failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
                               last_error=last.error if last else None,
                               last_latency_ms=last.latency_ms if last else None,
                               healthy=last.ok if last else None))
     return rows
+
+
+def _registry_change(change) -> list[LLMHealth]:
+    try:
+        change()
+    except llm_registry.RegistryError as exc:
+        raise ServiceError(str(exc), field="id", status=409) from None
+    return []
+
+
+def select_llm(repos: Repos, llm_id: str | None) -> list[LLMHealth]:
+    """The primary model, persisted; the loop (any process) takes it at its next tick."""
+    _registry_change(lambda: llm_registry.select(repos, None, llm_id))
+    return llm_health(repos)
+
+
+def update_llm(repos: Repos, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
+    if llm_id not in {r.id for r in repos.llm_registry.all()}:
+        raise NotFoundError(f"no model {llm_id!r}", field="llm_id")
+    _registry_change(lambda: llm_registry.update(repos, None, llm_id, **change.model_dump()))
+    return llm_health(repos)
 
 
 def loop_status(repos: Repos) -> LoopStatus:
