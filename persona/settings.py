@@ -137,6 +137,7 @@ class LimitsSettings(Section):
     commands_per_tick: int = Field(20, ge=1, le=200)
     stelis_starts_per_tick: int = Field(1, ge=0, le=10)
     output_chars: int = Field(32_000, ge=1_000, le=1_000_000, description="a longer answer is cut here")
+    skill_chars: int = Field(6_000, ge=200, le=100_000, description="a manual skill read into the prompt is cut here")
 
 
 class ConsentSettings(Section):

@@ -23,6 +23,7 @@ from nodes.commands import (
     messages,
     notes,
     process,
+    skills,
     stelis,
     tags,
     world,
@@ -43,7 +44,7 @@ FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
-    llm_registry.FAMILY,
+    llm_registry.FAMILY, skills.FAMILY,
 )
 
 

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from memory import Repos
 from nodes.commands import registry
 from nodes.commands.cycle import context_cycle, context_mode
+from nodes.commands.skills import loaded_skills
 from nodes.commands.world import world_line
 from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.prompts import STIMULUS_TITLE
@@ -95,6 +96,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
         Block("commands", "", [guide], 180, system=True),
         Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True),
+        Block("skill_read", "", loaded_skills(cycle, persona, tick, svc.settings.limits.skill_chars), 172, system=True),
         Block("ethics", "Ethics", [f"- {p}" for p in persona.ethics.principles], 170, system=True),
         Block("bootstrap", "", bootstrap, 160, system=True),
         Block("core", "Core memory (who I am, my human, my promises)",
