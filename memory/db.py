@@ -37,6 +37,8 @@ from memory.models import (
     OpenQuestion,
     ProcessRun,
     SchemaVersion,
+    StagnationStrategy,
+    ThinkingMethod,
 )
 from memory.models import (
     Session as SessionRow,
@@ -44,7 +46,7 @@ from memory.models import (
 from memory.repositories import Repos
 
 log = logging.getLogger(__name__)
-REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun)
+REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod)
 
 SCHEMA_VERSION = 9
 

@@ -749,3 +749,35 @@ class ProcessRun(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class StagnationStrategy(Base):
+    """HMP `stagnation_strategies`: the loop-breaking mechanisms the escalation chooses from — the built-in ones
+    (rows the code seeds; archiving one turns it off) and the persona's own micro-scenarios ("start with an analogy"),
+    each with its class, cost, and how often it was used and how often novelty came back after it."""
+
+    __tablename__ = "stagnation_strategies"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    mechanism_class: Mapped[str] = mapped_column(String(16))  # external | context | internal | radical
+    cost: Mapped[int] = mapped_column(Integer, default=1)
+    instruction: Mapped[str] = mapped_column(Text, default="")  # what the persona's own strategy tells the next prompt
+    builtin: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    helped: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ThinkingMethod(Base):
+    """HMP `thinking_methods`: what to do when no solution comes ("check the converse"); the escalation's random
+    iteration draws one, and the persona adds its own."""
+
+    __tablename__ = "thinking_methods"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    instruction: Mapped[str] = mapped_column(Text)
+    builtin: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -193,6 +193,13 @@ class StagnationEpisode(TypedDict, total=False):
     asked_human: int
     flashback_item: int
     kb_item: int
+    world_item: int  # the feed note the world check brought up
+    world_asked: bool  # the world check asked for a fetch in this episode
+    task_switch: dict[str, Any]  # {from, from_title, to}: the task set aside, due again when the loop ends
+    thinking_method: str  # drawn by the random iteration
+    interest_tag: str  # the topic interest memory brought back
+    plan: list[str]  # the escalation's order, fixed for the episode
+    added: list[str]  # the mechanisms the last escalation added (credited if novelty comes back next)
 
 
 class Vote(TypedDict, total=False):

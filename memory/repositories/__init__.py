@@ -42,6 +42,7 @@ from memory.repositories.questions import QuestionRepo
 from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
 from memory.repositories.sessions import SessionRepo
 from memory.repositories.stagnation import AntiStagnationRepo
+from memory.repositories.strategies import StrategyRepo, ThinkingMethodRepo
 from memory.repositories.tags import TagRepo
 from memory.repositories.threads import ThreadRepo
 from memory.repositories.ticks import TickRepo
@@ -215,10 +216,19 @@ class Repos:
     def runs(self) -> ProcessRunRepo:
         return ProcessRunRepo(self.session)
 
+    @cached_property
+    def strategies(self) -> StrategyRepo:
+        return StrategyRepo(self.session)
+
+    @cached_property
+    def methods(self) -> ThinkingMethodRepo:
+        return ThinkingMethodRepo(self.session)
+
     def _row_repo(self, tier: str):
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""
         return {"diary": self.diary, "concept": self.concepts, "link": self.links, "llm_memory": self.llm_memory,
-                "goal": self.goals, "task": self.tasks, "script": self.scripts}.get(tier)
+                "goal": self.goals, "task": self.tasks, "script": self.scripts, "strategy": self.strategies,
+                "thinking_method": self.methods, "note": self.notes}.get(tier)
 
     def archive(self, tier: str, ref: str | int, now: datetime) -> bool:
         """Set one thing aside (diary, concept with its links, link, llm_memory, goal, task); any other tier of the

@@ -77,7 +77,7 @@ class NoteRepo(Repo):
 
     def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
         """Unread notes for the persona, highest priority first, then oldest first."""
-        q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES))
+        q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
         if min_priority is not None:
             q = q.where(Note.priority >= min_priority)
         rows = self.s.scalars(q.order_by(Note.priority.desc(), Note.id).limit(limit if not tags else limit * 5)).all()
@@ -108,6 +108,37 @@ class NoteRepo(Repo):
         if note is not None:
             note.tags = list(tags)
         return note
+
+    def update(self, note_id: int, *, text: str | None = None, tags: list[str] | None = None,
+               priority: int | None = None) -> Note | None:
+        note = self.s.get(Note, note_id)
+        if note is None:
+            return None
+        if text is not None:
+            note.text = text
+        if tags is not None:
+            note.tags = list(tags)
+        if priority is not None:
+            note.priority = priority
+        self.s.flush()
+        return note
+
+    def archive(self, note_id: int) -> bool:
+        """A soft delete: the note is hidden (out of lists and of the prompt), and restorable."""
+        note = self.s.get(Note, note_id)
+        if note is None or note.hidden:
+            return False
+        note.hidden, note.read = True, True
+        self.s.flush()
+        return True
+
+    def restore(self, note_id: int) -> bool:
+        note = self.s.get(Note, note_id)
+        if note is None or not note.hidden:
+            return False
+        note.hidden = False
+        self.s.flush()
+        return True
 
     def list(
         self,

@@ -25,6 +25,7 @@ from nodes.commands import (
     process,
     skills,
     stelis,
+    strategies,
     tags,
     world,
 )
@@ -44,7 +45,7 @@ FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
-    llm_registry.FAMILY, skills.FAMILY,
+    llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY,
 )
 
 
@@ -54,8 +55,11 @@ class Registry:
     def __init__(self, families: tuple[Family, ...]):
         self.specs: dict[str, CommandSpec] = {}
         self.aliases: dict[str, str] = {}
+        self.compact: dict[str, Family] = {}  # command type -> its family, for the families the guide keeps short
         for family in families:
             for spec in family.specs:
+                if family.compact:
+                    self.compact[spec.type] = family
                 if spec.type in self.specs:
                     raise ValueError(f"command {spec.type} is declared twice")
                 self.specs[spec.type] = spec
@@ -67,14 +71,29 @@ class Registry:
         return self.specs.get(type_)
 
     def guide(self, only: str | None = None, settings: Any = None) -> str:
-        """Every command's usage line (the prompt's guide; with `settings`, a command that cannot run says why);
-        with `only` (a command or family), each match with its arguments as its model defines them (help.show)."""
+        """Every command's usage line (the prompt's guide; with `settings`, a command that cannot run says why), a
+        compact family's commands as one line per prefix; with `only` (a command or family), each match with its
+        arguments as its model defines them (help.show)."""
         if only is None:
-            return "\n".join(f"- {t} {spec.usage}" + (f" — OFF: {why}" if (why := spec.off_because(settings)) else "")
-                             for t, spec in sorted(self.specs.items()))
+            lines: dict[str, str] = {}
+            grouped: dict[str, list[CommandSpec]] = {}
+            for t, spec in sorted(self.specs.items()):
+                if t in self.compact:
+                    grouped.setdefault(t.split(".", 1)[0], []).append(spec)
+                    continue
+                why = spec.off_because(settings)
+                lines[t] = f"- {t} {spec.usage}" + (f" — OFF: {why}" if why else "")
+            for prefix, specs in grouped.items():
+                verbs = "|".join(s.type.split(".", 1)[1] for s in specs)
+                why = next((w for s in specs if (w := s.off_because(settings))), None)
+                family = self.compact[specs[0].type]
+                about = family.abouts.get(prefix, family.about)
+                lines[prefix] = (f"- {prefix}.{verbs} — {about}" + (f" — OFF: {why}" if why else "")
+                                 + f' (help.show {{"command": "{prefix}"}} shows how)')
+            return "\n".join(lines[k] for k in sorted(lines))
         only = self.aliases.get(only.strip().lower(), only.strip().lower())
-        lines = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
-        return "\n".join(lines) or f"no command matches {only!r}"
+        lines_ = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
+        return "\n".join(lines_) or f"no command matches {only!r}"
 
 
 @cache

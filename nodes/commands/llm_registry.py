@@ -21,7 +21,8 @@ from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.context import LLM_OVERRIDE_PREFIX, LLM_SELECTED_KEY
 
-FAMILY = Family("llm_registry", "the models I can think with")
+FAMILY = Family("llm_registry", "the models I can think with",
+                compact=True, abouts={"llm_registry": "the models I can think with", "llm_task": "another model answers my question in the background"})
 SELECTED_KEY, OVERRIDE_PREFIX = LLM_SELECTED_KEY, LLM_OVERRIDE_PREFIX
 CHANGEABLE = ("priority", "enabled", "is_validator")
 

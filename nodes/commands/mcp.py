@@ -21,7 +21,7 @@ from nodes.commands.spec import CommandContext, CommandError, CommandResult, Fam
 from reach import budget
 from reach.mcp import McpError, ServerSpec, ToolInfo, call_tool, list_tools
 
-FAMILY = Family("mcp", "tools of my MCP servers")
+FAMILY = Family("mcp", "tools of my MCP servers", compact=True)
 CATALOGUE_KEY = "mcp/tools/"  # + server name: the tools last seen there
 
 ToolName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]

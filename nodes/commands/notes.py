@@ -31,6 +31,18 @@ class NoteTagArgs(NoteArgs):
     tags: Words
 
 
+class NoteUpdateArgs(NoteArgs):
+    text: Text | None = Field(None, validation_alias=names("text", "content"))
+    tags: Words | None = None
+    priority: Priority | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> "NoteUpdateArgs":
+        if self.text is None and self.tags is None and self.priority is None:
+            raise ValueError("give text, tags or priority")
+        return self
+
+
 class ReadmarkArgs(Args):
     ids: Ids | None = None
     id: Id | None = Field(None, validation_alias=names("id", "note_id"))
@@ -52,7 +64,7 @@ def _line(note) -> str:
 @FAMILY.command("notes.list", '{"unread": true, "source": "user", "limit": 10}', args=NotesListArgs, effect="read")
 def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.notes.list(source=arg(cmd, "source", default=None), unread_only=arg(cmd, "unread", default=False, kind=bool),
-                                limit=arg(cmd, "limit", default=10, kind=int))
+                                limit=arg(cmd, "limit", default=10, kind=int), include_hidden=False)
     return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True)
 
 
@@ -89,3 +101,31 @@ def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id")]
     changed = ctx.repos.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))
     return CommandResult(f"{changed} note(s) marked")
+
+
+OWN_SOURCES = ("llm", "llm:task")  # what I wrote myself; another's words are never rewritten
+
+
+@FAMILY.command("notes.update", '{"id": 12, "text": "…", "tags": ["idea"], "priority": 1}  (the text only of my own '
+                'notes)', args=NoteUpdateArgs, effect="write_self")
+def update_note(cmd: Command, ctx: CommandContext) -> CommandResult:
+    note_id = arg(cmd, "id", kind=int)
+    note = ctx.repos.notes.get(note_id)
+    if note is None or note.hidden:
+        raise CommandError(f"notes.update: no note {note_id}")
+    text = arg(cmd, "text", default=None)
+    if text is not None and note.source not in OWN_SOURCES:
+        raise CommandError(f"notes.update: note {note_id} is from {note.source}; I change only the text of my own notes "
+                           "(its tags and priority I may change)")
+    ctx.repos.notes.update(note_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
+                           priority=arg(cmd, "priority", default=None, kind=int))
+    return CommandResult(f"note {note_id} updated")
+
+
+@FAMILY.command("notes.delete", '{"id": 12}  (hides it, restorable; needs my human\'s approval)', args=NoteArgs,
+                effect="modify_self")
+def delete_note(cmd: Command, ctx: CommandContext) -> CommandResult:
+    note_id = arg(cmd, "id", kind=int)
+    if not ctx.repos.notes.archive(note_id):
+        raise CommandError(f"notes.delete: no note {note_id} (or it is deleted already)")
+    return CommandResult(f'note {note_id} deleted; memory.restore {{"tier": "note", "ref": "{note_id}"}} brings it back')

@@ -21,7 +21,8 @@ from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from reach import budget
 
-FAMILY = Family("process", "my scripts and the processes they run")
+FAMILY = Family("process", "my scripts and the processes they run",
+                compact=True, abouts={"scripts": "scripts I write, kept as data", "process": "my scripts running in a sandbox, and their results"})
 
 ScriptName = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 Code = Annotated[str, StringConstraints(min_length=1, max_length=19_000)]

@@ -11,7 +11,7 @@ from nodes.commands.cycle import load_cycle, update_cycle
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
-FAMILY = Family("skills", "my skills")
+FAMILY = Family("skills", "my skills", compact=True)
 LOADED_KEY = "skills_loaded"  # in the thread's cycle settings: [{name, until_tick}]
 
 

@@ -107,9 +107,11 @@ class Family:
     """The commands of one module: `@FAMILY.command(...)` adds a spec to this family (and nowhere else); the
     registry (nodes/commands/__init__.py) lists the families explicitly."""
 
-    def __init__(self, name: str, about: str):
+    def __init__(self, name: str, about: str, *, compact: bool = False, abouts: dict[str, str] | None = None):
         self.name = name
         self.about = about
+        self.abouts = dict(abouts or {})  # what each command prefix is for, when the family has several
+        self.compact = compact  # the prompt's guide gives it one line per command prefix (help.show has the rest)
         self.specs: list[CommandSpec] = []
 
     def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),

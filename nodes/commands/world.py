@@ -26,7 +26,8 @@ from reach.feeds import FeedError, fetch
 from reach.mcp import McpError, call_tool
 from reach.search import SearchAnswer, SearchError, parse_results, search_http, search_openai
 
-FAMILY = Family("world", "the world outside: web search and feeds")
+FAMILY = Family("world", "the world outside: web search and feeds",
+                compact=True, abouts={"search": "web search through the backend my operator set", "feeds": "RSS/Atom feeds I read; their items are notes (source feed)"})
 log = logging.getLogger(__name__)
 FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
 

@@ -55,6 +55,21 @@ META_ANALYSIS_INSTRUCTION = (
     "I notice I have been repeating myself. First ask: why am I circling? What pushed me into this loop, and "
     "which different approach should I take? Then think one thought I have not had before."
 )
+RATIONALE_INSTRUCTION = (
+    "Why am I repeating this thought? What prompted it — a note, a memory, a habit? Name the cause in one sentence "
+    "before going on.")
+GOAL_REFORMULATION_INSTRUCTION = (
+    "My goal {id} (“{title}”) may be too vague or too big to move. Restate it simpler or more precisely "
+    "(goals.update {{\"id\": {id}, \"title\": \"…\"}}) and name its first concrete step.")
+TASK_SWITCH_INSTRUCTION = (
+    "I set task {current} (“{current_title}”) aside for now and turn to task {other} (“{other_title}”); I come "
+    "back to task {current} once my thoughts move again.")
+TASK_RETURN_LINE = "My thoughts move again: back to task {id} (“{title}”), which I set aside during the loop."
+RANDOM_ITERATION_INSTRUCTION = "A way of thinking drawn at random ({name}): {instruction}"
+INTEREST_LINE = "A topic I have not come back to for a while: #{tag} ({uses} entries): {example}"
+WORLD_LINE = "News from outside (a feed): {text}"
+WORLD_NOTHING_LINE = "My feeds have nothing new: more of them will not help now; I change the topic instead."
+WORLD_ASKED_LINE = "I asked for fresh news from my feeds; they arrive as notes (notes.list {\"source\": \"feed\"})."
 STIMULUS_TITLE = "Something new to think about (my last thoughts repeated each other)"
 FLASHBACK_LINE = "A distant memory ({tier}, {when}): {text}"
 KB_LINE = "From my knowledge base ({title}): {text}"

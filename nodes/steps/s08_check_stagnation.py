@@ -32,9 +32,21 @@ from nodes.reflexes.anti_stagnation.verdict import (
 )
 from nodes.reflexes.emotion import anxious, emotional_dynamics
 from nodes.reflexes.evaluation import evaluate, parse_comparison, reflection_of
+from nodes.reflexes.prompts import TASK_RETURN_LINE
 from nodes.state import StagnationEpisode, TickState
 from nodes.steps.prompts import CHAT_INSTRUCTION
 from persona.prose import degenerate
+
+
+def ended(svc, state: TickState, episode: StagnationEpisode) -> None:
+    """Novelty came back: the mechanisms added last count as having helped (before/after: the escalation prefers
+    them next time), and a task set aside by the task switch is due again."""
+    with svc.db.unit() as repos:
+        repos.strategies.record(episode.get("added") or [], helped=True)
+        switch = episode.get("task_switch")
+        if switch:
+            repos.processes.add("anti_stagnation", TASK_RETURN_LINE.format(id=switch["from"], title=switch["from_title"]),
+                                thread_id=state.thread_id)
 
 
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -102,6 +114,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
             actions.append("sampling_restored")
         if episode:
             actions.append("stagnation_ended")
+            ended(svc, state, episode)
             episode = {}
     return {
         "novelty": {"novelty_score": novelty_score, "max_similarity": round(value, 3), "method": method,

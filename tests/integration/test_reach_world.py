@@ -20,9 +20,9 @@ from tests.integration.world_server import world_server
 SERVER = Path(__file__).with_name("mcp_tools_server.py")
 
 
-def block(*commands: tuple[str, dict]) -> str:
+def block(*commands: tuple[str, dict], text: str = "I look outside.") -> str:
     items = [{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(commands, 1)]
-    return "I look outside.\n# Commands:\n" + json.dumps(items) + "\n# End commands"
+    return text + "\n# Commands:\n" + json.dumps(items) + "\n# End commands"
 
 
 def think_prompts(fake: FakeLLM) -> list[str]:
@@ -95,7 +95,9 @@ def test_a_subscription_needs_consent_then_entries_become_notes_once(agent_facto
     url, handler = world
     fake = FakeLLM("fake", responses=[block(("feeds.subscribe", {"url": f"{url}/tides.rss", "tags": ["sea"]}),
                                             ("feeds.subscribe", {"url": f"{url}/broken.rss"})),
-                                      block(("feeds.fetch", {})), block(("feeds.list", {})), "Thinking."])
+                                      block(("feeds.fetch", {}), text="Is there news about the tides?"),
+                                      block(("feeds.list", {}), text="Which feeds do I read, and what waits unread?"),
+                                      "Thinking."])
     agent = agent_factory(fake)
     assert {e["status"] for e in agent.tick()["executed"]} == {"pending_approval"}
     with agent.services.db.unit() as repos:
@@ -134,3 +136,21 @@ def test_the_loop_fetches_the_operators_feeds_between_ticks(agent_factory, world
     with agent.services.db.unit() as repos:
         [feed] = repos.feeds.list()
         assert (feed.added_by, feed.items_total, feed.last_error) == ("operator", 1, None)
+
+
+def test_the_world_check_breaks_a_loop_with_what_the_feeds_brought(agent_factory, world):
+    url, handler = world
+    loop = "I keep thinking that the lighthouse beam sweeps the same circle over the water."
+    fake = FakeLLM("fake", responses=[loop])
+    agent = agent_factory(fake, feeds={"subscriptions": [{"url": f"{url}/tides.rss", "name": "tides"}]})
+    before = handler.hits.get("/tides.rss", 0)
+    run_loop(agent, ticks=7)
+    stimuli = [p.split('from="memories and documents brought up to break a loop">', 1)[1].split("</data", 1)[0]
+               for p in think_prompts(fake) if "brought up to break a loop" in p]
+    assert "News from outside (a feed): Spring tide tonight (Tide News)" in stimuli[0]  # the feed's newest first
+    assert any("News from outside (a feed): Seals return to the bay (Tide News)" in s for s in stimuli[1:])
+    assert any("I asked for fresh news from my feeds" in s for s in stimuli)
+    assert any("My feeds have nothing new" in s for s in stimuli)  # asked once an episode, not again
+    assert handler.hits["/tides.rss"] == before + 2  # fetched once when due, once more when the world check asked
+    with agent.services.db.unit() as repos:
+        assert repos.feeds.unread_count() == 0

@@ -14,7 +14,7 @@ from memory.models import ProcessLog
 from nodes.reflexes.anti_stagnation.escalation import Escalation, diagnose, plan
 from nodes.reflexes.anti_stagnation.novelty import measure
 from nodes.reflexes.evaluation import parse_comparison, reflection_of
-from nodes.reflexes.prompts import META_ANALYSIS_INSTRUCTION, STIMULUS_TITLE
+from nodes.reflexes.prompts import META_ANALYSIS_INSTRUCTION, RATIONALE_INSTRUCTION, STIMULUS_TITLE
 from nodes.state import TickState
 
 NEW_THOUGHTS = [
@@ -108,10 +108,15 @@ def test_forced_stagnation_flags_then_reflex_lite_then_escalates_and_recovers(ag
 
 
 def test_the_plan_puts_the_diagnosed_class_first_and_cheapest_first():
-    assert plan("no_new_data")[:2] == ["read_kb", "ask_human"]
-    assert plan("repeated_thoughts")[:3] == ["flashback", "meta_analysis", "switch_llm"]
-    assert plan("monotone_context")[0] == "change_context"
+    assert plan("no_new_data")[:3] == ["read_kb", "world_check", "ask_human"]
+    assert plan("repeated_thoughts")[:6] == ["flashback", "meta_analysis", "rationale_reflex", "goal_reformulation",
+                                             "interest_memory", "switch_llm"]
+    assert plan("monotone_context")[:3] == ["random_iteration", "change_context", "task_switch"]
     assert plan("overload")[0] == "pause"
+    # what helped before goes first among equals; the persona's own strategy takes its class and cost
+    used = [("flashback", "internal", 1, 5, 0), ("meta_analysis", "internal", 1, 5, 4), ("mine", "internal", 1, 0, 0),
+            ("pause", "radical", 4, 0, 0)]
+    assert plan("repeated_thoughts", used) == ["meta_analysis", "mine", "flashback", "pause"]
     assert all(p[-1] == "pause" for p in map(plan, ("no_new_data", "repeated_thoughts", "monotone_context")))
 
 
@@ -133,9 +138,14 @@ def test_repeated_thoughts_with_rich_data_get_flashback_meta_analysis_and_anothe
         assert diagnose(repos, overloaded, {}, [7]) == "overload"
         episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
             {"streak": 4, "diagnosis": "repeated_thoughts"}, 3)
-    assert episode["mechanisms"] == ["flashback", "meta_analysis", "switch_llm"]
+    assert episode["mechanisms"] == ["flashback", "meta_analysis", "rationale_reflex"]
     assert episode["stimulus"] and "named the stars" in episode["stimulus"][0]
-    assert episode["instruction"] == META_ANALYSIS_INSTRUCTION and episode["llm"] == "other"
+    assert episode["instruction"] == META_ANALYSIS_INSTRUCTION + "\n" + RATIONALE_INSTRUCTION
+    with agent.services.db.unit() as repos:  # the interest memory brings back the topic the loop never touched
+        episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
+            {"streak": 7, "diagnosis": "repeated_thoughts"}, 5)
+    assert episode["mechanisms"][3:] == ["interest_memory", "switch_llm"] and episode["llm"] == "other"
+    assert "A topic I have not come back to for a while: #stars (1 entries): The day my human" in episode["stimulus"][1]
     assert events == []  # asking the human is not in this combination
 
 
@@ -152,16 +162,16 @@ def test_escalation_effects_reach_the_next_tick(agent_factory):
     novelty = state["novelty"]
     assert novelty["streak"] == 4 and len(novelty["mechanisms"]) == 3
     assert novelty["diagnosis"] in ("repeated_thoughts", "monotone_context")
-    assert "meta_analysis" in novelty["mechanisms"]  # in both plans within three steps
     after = agent.tick()
     author = main if after["llm"]["llm_id"] == "main" else other
     prompt = think_calls(author)[-1]["prompt"]
-    assert META_ANALYSIS_INSTRUCTION in prompt and STIMULUS_TITLE in prompt  # meta-analysis and the flashback
+    assert STIMULUS_TITLE in prompt  # the flashback
     if novelty["diagnosis"] == "repeated_thoughts":
-        assert novelty["mechanisms"] == ["flashback", "meta_analysis", "switch_llm"] and author is other
+        assert novelty["mechanisms"] == ["flashback", "meta_analysis", "rationale_reflex"]
+        assert RATIONALE_INSTRUCTION in prompt
     else:
-        assert novelty["mechanisms"] == ["change_context", "flashback", "meta_analysis"]
-        assert "context meditation" in prompt
+        assert novelty["mechanisms"] == ["random_iteration", "change_context", "flashback"]
+        assert "context meditation" in prompt and "A way of thinking drawn at random" in prompt
 
 
 class KeywordEmbedder:

@@ -83,9 +83,9 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
     assert privileged == ["concepts.delete", "config.update", "diary.delete", "feeds.fetch", "feeds.subscribe",
                           "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
-                          "llm_registry.update", "mcp.call",
-                          "memory.archive", "notepad.clear", "process.start", "scripts.delete", "search.web",
-                          "tasks.delete"]
+                          "llm_registry.update", "mcp.call", "memory.archive", "notepad.clear", "notes.delete",
+                          "process.start", "scripts.delete", "search.web", "stagnation_strategies.delete",
+                          "tasks.delete", "thinking_methods.delete"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
     assert escalating == ["core.update", "mcp.list", "memory.restore", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself

@@ -1,35 +1,67 @@
 """Anti-stagnation escalation (HMP "Механизмы разрыва цикла"): when reflex-lite did not help.
 
 Diagnose the source, then apply the matching mechanisms cheapest first; each further stagnant tick adds
-the next one (a combination). Their effects live in the tick state's `stagnation` episode, so they survive
-a restart and end together when novelty recovers:
-- `stimulus` lines shown in the next prompt (flashback, knowledge base), `instruction` put before the
-  thinking instruction (meta-analysis; reflex-lite's rephrased request is `rephrased`);
+the next one (a combination). The mechanisms are rows of `stagnation_strategies` (the built-in ones below are
+seeded; the persona adds its own micro-scenarios and archives what it does not want, nodes/commands/strategies.py);
+within a class and cost, the one that more often brought novelty back goes first (a mechanism is counted as used
+once per episode, and as having helped when novelty came back right after it was added; the order is fixed when
+an episode starts). Their effects live in the tick
+state's `stagnation` episode, so they survive a restart and end together when novelty recovers:
+- `stimulus` lines shown in the next prompt, fenced as data (flashback, knowledge base, world check: a fresh feed
+  item, interest memory: a topic left alone for long), `instruction` lines put before the thinking instruction
+  (meta-analysis, rationale reflex, goal reformulation, task switch, random iteration: a thinking method drawn
+  at random, the persona's own strategies; reflex-lite's rephrased request is `rephrased`);
 - `context_mode` overriding the thread's (change of context), `llm` preferred by call_llm (switch LLM),
   `pause_s` taken by execute_commands (radical pause); ask-the-human sends one message per episode.
+HMP's mesh query is left out: this persona has no mesh.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from datetime import datetime
 from typing import Any, Callable
 
 from memory import Repos
 from memory.text import emotion_strengths
 from nodes.commands.cycle import context_cycle, context_mode
-from nodes.reflexes.prompts import ASK_HUMAN_TEXT, FLASHBACK_LINE, KB_LINE, META_ANALYSIS_INSTRUCTION
+from nodes.reflexes.prompts import (
+    ASK_HUMAN_TEXT,
+    FLASHBACK_LINE,
+    GOAL_REFORMULATION_INSTRUCTION,
+    INTEREST_LINE,
+    KB_LINE,
+    META_ANALYSIS_INSTRUCTION,
+    RANDOM_ITERATION_INSTRUCTION,
+    RATIONALE_INSTRUCTION,
+    TASK_SWITCH_INSTRUCTION,
+    WORLD_ASKED_LINE,
+    WORLD_LINE,
+    WORLD_NOTHING_LINE,
+)
 from nodes.state import TickState
 
 log = logging.getLogger(__name__)
 
-# mechanism -> (class, relative cost)
+# the built-in mechanisms: name -> (class, relative cost)
 MECHANISMS: dict[str, tuple[str, int]] = {
-    "read_kb": ("external", 1), "ask_human": ("external", 2),
-    "change_context": ("context", 2),
-    "flashback": ("internal", 1), "meta_analysis": ("internal", 1), "switch_llm": ("internal", 3),
+    "read_kb": ("external", 1), "world_check": ("external", 1), "ask_human": ("external", 2),
+    "random_iteration": ("context", 1), "change_context": ("context", 2), "task_switch": ("context", 2),
+    "flashback": ("internal", 1), "meta_analysis": ("internal", 1), "rationale_reflex": ("internal", 1),
+    "interest_memory": ("internal", 2), "goal_reformulation": ("internal", 2), "switch_llm": ("internal", 3),
     "pause": ("radical", 4),
 }
+CLASSES = ("external", "context", "internal", "radical")
+# HMP's patterns of thought ("Начни с аналогии", "Проверь обратное утверждение", "Сформулируй вопрос для оппонента")
+THINKING_METHODS = {
+    "analogy": "Start with an analogy: what else works like this, and what does that suggest here?",
+    "converse": "Check the converse: assume the opposite of what I keep saying and see what follows.",
+    "opponent": "Put the question an opponent would ask me, and answer it honestly.",
+    "smallest_step": "Find the smallest concrete step I could take next, and describe only that.",
+    "first_principles": "Break it down to what I know for certain and build up again from there.",
+}
+INTEREST_RECENT = 30  # recent thoughts a "forgotten" topic must not appear in
 DIAGNOSIS_CLASS = {"no_new_data": "external", "monotone_context": "context", "repeated_thoughts": "internal",
                    "overload": "radical"}
 FATIGUE = {"fatigue", "tiredness", "exhaustion", "overwhelm", "apathy"}  # strong (≥ 4): overload
@@ -37,12 +69,14 @@ NO_DATA_TICKS = 5  # no note from outside during this many ticks: "no new data"
 FLASHBACK_TIERS = ("diary", "message", "concept", "llm_memory", "episode", "insight", "abstract")
 
 
-def plan(diagnosis: str) -> list[str]:
-    """The diagnosis's own class first, then the others, each cheapest first; the pause comes last unless
-    the diagnosis is overload."""
+def plan(diagnosis: str, strategies: list[tuple[str, str, int, int, int]] | None = None) -> list[str]:
+    """The diagnosis's own class first, then the others; within them cheapest first, then the one that helped
+    most often (uses and successes as (helped + 1) / (uses + 2)); the pause comes last unless the diagnosis is
+    overload. `strategies`: (name, class, cost, uses, helped) rows; default the built-in mechanisms, unused."""
     own = DIAGNOSIS_CLASS[diagnosis]
-    order = sorted(MECHANISMS, key=lambda m: (MECHANISMS[m][0] != own, MECHANISMS[m][1], m))
-    if own != "radical":
+    rows = strategies if strategies is not None else [(n, c, cost, 0, 0) for n, (c, cost) in MECHANISMS.items()]
+    order = [r[0] for r in sorted(rows, key=lambda r: (r[1] != own, r[2], -(r[4] + 1) / (r[3] + 2), r[0]))]
+    if own != "radical" and "pause" in order:
         order.remove("pause")
         order.append("pause")
     return order
@@ -81,21 +115,45 @@ class Escalation:
             return self._other_llm() is not None
         if mechanism == "flashback":
             return bool(self.repos.items.sample(FLASHBACK_TIERS, 1))
+        if mechanism == "world_check":
+            return bool(self.repos.feeds.unread_count() or self.repos.feeds.list())
+        if mechanism == "task_switch":
+            return len(self.repos.tasks.list(open_only=True, limit=2)) >= 2
+        if mechanism == "goal_reformulation":
+            return bool(self.repos.goals.list(status="active", limit=1))
+        if mechanism == "random_iteration":
+            return bool(self.repos.methods.list())
+        if mechanism == "interest_memory":
+            return self._forgotten_topic() is not None
         return True
 
     def run(self, episode: dict[str, Any], level: int) -> dict[str, Any]:
         """Apply the first `level` applicable mechanisms of the diagnosis's plan; returns the new episode."""
         recalled = list(self.state.context_report.get("recalled") or [])
         diagnosis = episode.get("diagnosis") or diagnose(self.repos, self.state, episode, recalled)
+        self.repos.strategies.ensure(MECHANISMS)
+        self.repos.methods.ensure(THINKING_METHODS)
+        rows = {r.name: r for r in self.repos.strategies.active()}
         chosen: list[str] = []
-        for mechanism in plan(diagnosis):
+        # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
+        order = [m for m in episode.get("plan") or [] if m in rows] or \
+            plan(diagnosis, [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()])
+        for mechanism in order:
             if len(chosen) >= level:
                 break
-            if self.applicable(mechanism, episode):
+            if (mechanism not in MECHANISMS and rows[mechanism].instruction) or \
+                    (mechanism in MECHANISMS and self.applicable(mechanism, episode)):
                 chosen.append(mechanism)
-        episode = {**episode, "diagnosis": diagnosis, "mechanisms": chosen, "stimulus": [], "recalled_before": recalled}
+        before = set(episode.get("mechanisms") or [])
+        added = [m for m in chosen if m not in before]
+        episode = {**episode, "diagnosis": diagnosis, "mechanisms": chosen, "stimulus": [], "instruction": "",
+                   "recalled_before": recalled, "plan": order, "added": added}
         for mechanism in chosen:
-            getattr(self, mechanism)(episode)
+            if mechanism in MECHANISMS:
+                getattr(self, mechanism)(episode)
+            else:  # the persona's own strategy: its instruction leads the next thought
+                self._instruct(episode, rows[mechanism].instruction)
+        self.repos.strategies.record(added, used=True)
         self.repos.processes.add("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
                                  f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
                                  thread_id=self.state.thread_id)
@@ -139,8 +197,71 @@ class Escalation:
         episode["asked_human"] = note.id
         self.emit({"event": "message", "to": "user", "text": text, "note_id": note.id, "tick": self.state.tick})
 
+    @staticmethod
+    def _instruct(episode: dict[str, Any], text: str) -> None:
+        episode["instruction"] = "\n".join(part for part in (episode.get("instruction"), text) if part)
+
     def meta_analysis(self, episode: dict[str, Any]) -> None:
-        episode["instruction"] = META_ANALYSIS_INSTRUCTION
+        self._instruct(episode, META_ANALYSIS_INSTRUCTION)
+
+    def rationale_reflex(self, episode: dict[str, Any]) -> None:
+        self._instruct(episode, RATIONALE_INSTRUCTION)
+
+    def goal_reformulation(self, episode: dict[str, Any]) -> None:
+        goal = self.repos.goals.list(status="active", limit=1)[0]
+        self._instruct(episode, GOAL_REFORMULATION_INSTRUCTION.format(id=goal.id, title=goal.title))
+
+    def task_switch(self, episode: dict[str, Any]) -> None:
+        """Set the task in front aside for a while and take up another; the return is due when the loop ends."""
+        current, *others = self.repos.tasks.list(open_only=True, limit=10)
+        switch = episode.get("task_switch") or {}
+        target = next((t for t in others if t.id == switch.get("to")), None) or others[0]
+        episode["task_switch"] = {"from": current.id, "from_title": current.title, "to": target.id}
+        self._instruct(episode, TASK_SWITCH_INSTRUCTION.format(current=current.id, current_title=current.title,
+                                                               other=target.id, other_title=target.title))
+
+    def random_iteration(self, episode: dict[str, Any]) -> None:
+        """A thinking method drawn at random (HMP: a random action from the allowed set)."""
+        rng = random.Random(f"{self.state.thread_id}:{self.state.tick}")
+        method = self.repos.methods.draw(rng)
+        episode["thinking_method"] = method.name
+        self._instruct(episode, RANDOM_ITERATION_INSTRUCTION.format(name=method.name, instruction=method.instruction))
+
+    def _forgotten_topic(self) -> tuple[str, int] | None:
+        """HMP's interest memory: the most used tag that none of my recent thoughts touched (thematic fatigue
+        turned around: what I have not come back to)."""
+        if hasattr(self, "_forgotten"):
+            return self._forgotten
+        recent = self.repos.messages.recent(self.state.thread_id, INTEREST_RECENT)
+        seen = " ".join(m.content.lower() for m in recent) + " " + self.thought.lower()
+        seen_tags = {str(t).lower() for m in recent for t in (getattr(m, "tags", None) or [])}
+        self._forgotten = next(((tag, n) for tag, n in self.repos.tags.stats().items()
+                                if tag.lower() not in seen and tag.lower() not in seen_tags), None)
+        return self._forgotten
+
+    def interest_memory(self, episode: dict[str, Any]) -> None:
+        tag, uses = self._forgotten_topic()
+        entries = self.repos.diary.list(tag=tag, limit=1)
+        example = entries[0].text[:400] if entries else ""
+        episode["stimulus"].append(INTEREST_LINE.format(tag=tag, uses=uses, example=example).rstrip(": "))
+        episode["interest_tag"] = tag
+
+    def world_check(self, episode: dict[str, Any]) -> None:
+        """The newest unread feed item, read now; with none unread, the loop is asked (once an episode) to fetch the
+        feeds at once."""
+        from nodes.commands.world import FETCH_NOW_KEY
+
+        items = self.repos.feeds.unread_items(1)
+        if items:
+            self.repos.notes.mark_read([items[0].id])
+            episode["stimulus"].append(WORLD_LINE.format(text=items[0].text[:800]))
+            episode["world_item"] = items[0].id
+        elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
+            self.repos.config.set(FETCH_NOW_KEY, True)
+            episode["world_asked"] = True
+            episode["stimulus"].append(WORLD_ASKED_LINE)
+        else:
+            episode["stimulus"].append(WORLD_NOTHING_LINE)
 
     def change_context(self, episode: dict[str, Any]) -> None:
         current = context_mode(context_cycle(self.repos, self.svc.settings, self.state.thread_id))

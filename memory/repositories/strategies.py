@@ -1,0 +1,130 @@
+"""Loop-breaking strategies and thinking methods (HMP `stagnation_strategies`, `thinking_methods`): data the
+escalation reads and the persona curates. Built-in rows are seeded by `ensure`; archiving turns one off
+(restorable); use and success counts let the escalation prefer what worked."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from sqlalchemy import select
+
+from memory.models import StagnationStrategy, ThinkingMethod
+from memory.repositories.base import NotFound, Repo
+
+
+class StrategyRepo(Repo):
+    def ensure(self, builtins: dict[str, tuple[str, int]]) -> None:
+        """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are."""
+        have = set(self.s.scalars(select(StagnationStrategy.name)).all())
+        for name, (klass, cost) in builtins.items():
+            if name not in have:
+                self.s.add(StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True))
+        self.s.flush()
+
+    def active(self) -> list[StagnationStrategy]:
+        return list(self.s.scalars(select(StagnationStrategy).where(StagnationStrategy.status == "active")
+                                   .order_by(StagnationStrategy.id)).all())
+
+    def list(self, include_archived: bool = False) -> list[StagnationStrategy]:
+        q = select(StagnationStrategy)
+        if not include_archived:
+            q = q.where(StagnationStrategy.status == "active")
+        return list(self.s.scalars(q.order_by(StagnationStrategy.mechanism_class, StagnationStrategy.cost,
+                                              StagnationStrategy.name)).all())
+
+    def find(self, ref: str | int) -> StagnationStrategy:
+        row = self.s.get(StagnationStrategy, int(ref)) if str(ref).isdigit() else self.s.scalars(
+            select(StagnationStrategy).where(StagnationStrategy.name == str(ref))).first()
+        if row is None:
+            raise NotFound(f"no stagnation strategy {ref!r}")
+        return row
+
+    def add(self, name: str, mechanism_class: str, cost: int, instruction: str) -> StagnationStrategy:
+        if self.s.scalars(select(StagnationStrategy.id).where(StagnationStrategy.name == name)).first():
+            raise ValueError(f"a strategy named {name!r} exists already")
+        row = StagnationStrategy(name=name, mechanism_class=mechanism_class, cost=cost, instruction=instruction)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def archive(self, strategy_id: int) -> bool:
+        row = self.s.get(StagnationStrategy, strategy_id)
+        if row is None or row.status != "active":
+            return False
+        row.status = "archived"
+        self.s.flush()
+        return True
+
+    def restore(self, strategy_id: int) -> bool:
+        row = self.s.get(StagnationStrategy, strategy_id)
+        if row is None or row.status == "active":
+            return False
+        row.status = "active"
+        self.s.flush()
+        return True
+
+    def record(self, names: Iterable[str], *, used: bool = False, helped: bool = False) -> None:
+        names = list(names)
+        if not names:
+            return
+        for row in self.s.scalars(select(StagnationStrategy).where(StagnationStrategy.name.in_(names))).all():
+            row.uses += int(used)
+            row.helped += int(helped)
+        self.s.flush()
+
+
+class ThinkingMethodRepo(Repo):
+    def ensure(self, defaults: dict[str, str]) -> None:
+        have = set(self.s.scalars(select(ThinkingMethod.name)).all())
+        for name, instruction in defaults.items():
+            if name not in have:
+                self.s.add(ThinkingMethod(name=name, instruction=instruction, builtin=True))
+        self.s.flush()
+
+    def list(self, include_archived: bool = False) -> list[ThinkingMethod]:
+        q = select(ThinkingMethod)
+        if not include_archived:
+            q = q.where(ThinkingMethod.status == "active")
+        return list(self.s.scalars(q.order_by(ThinkingMethod.name)).all())
+
+    def find(self, ref: str | int) -> ThinkingMethod:
+        row = self.s.get(ThinkingMethod, int(ref)) if str(ref).isdigit() else self.s.scalars(
+            select(ThinkingMethod).where(ThinkingMethod.name == str(ref))).first()
+        if row is None:
+            raise NotFound(f"no thinking method {ref!r}")
+        return row
+
+    def add(self, name: str, instruction: str) -> ThinkingMethod:
+        if self.s.scalars(select(ThinkingMethod.id).where(ThinkingMethod.name == name)).first():
+            raise ValueError(f"a thinking method named {name!r} exists already")
+        row = ThinkingMethod(name=name, instruction=instruction)
+        self.s.add(row)
+        self.s.flush()
+        return row
+
+    def archive(self, method_id: int) -> bool:
+        row = self.s.get(ThinkingMethod, method_id)
+        if row is None or row.status != "active":
+            return False
+        row.status = "archived"
+        self.s.flush()
+        return True
+
+    def restore(self, method_id: int) -> bool:
+        row = self.s.get(ThinkingMethod, method_id)
+        if row is None or row.status == "active":
+            return False
+        row.status = "active"
+        self.s.flush()
+        return True
+
+    def draw(self, rng: random.Random) -> ThinkingMethod | None:
+        """A random active method (the least used more likely), counted as used."""
+        rows = self.list()
+        if not rows:
+            return None
+        row = rng.choices(rows, weights=[1.0 / (1 + r.uses) for r in rows])[0]
+        row.uses += 1
+        self.s.flush()
+        return row
