@@ -2,9 +2,12 @@
 
 The loop driver calls `TaskCycles.step()` after each main tick (and while the main loop idles): every running
 sub-cycle runs one checkpointed tick of the same playbook in its thread, with the task as its seed and the
-read-only command policy (nodes/execute_commands.py). What ends a cycle, and what the main loop hears of it:
+command policy of its mode (nodes/steps/s12_execute_commands.py): `read_only` (HMP's auxiliary REPL) or `full`
+(HMP `repl_mode: full`: any command, under the same consent rules as the main loop). What ends a cycle, and what the main loop hears of it:
 
 - the task is done/failed/cancelled (the cycle set it, or the main loop did) → stopped, chronicle as a note;
+- its own budget (`token_budget`: prompt + completion tokens of its model calls, restarts included) is spent →
+  stopped, chronicle as a note;
 - `tasks.stop` → stopped, chronicle as a note;
 - timeout (more than `max_ticks` ticks or `deadline_s` seconds) → restarted in a fresh thread up to
   `max_restarts` times (HMP: timeout → restart), then stopped with repl_error "timeout";
@@ -151,12 +154,23 @@ class TaskCycles:
                 started = datetime.fromisoformat(config.get("started_at") or now.isoformat())
                 over_ticks = thread is not None and thread.tick >= int(config.get("max_ticks") or 20)
                 over_time = now - started >= timedelta(seconds=float(config.get("deadline_s") or 3600))
-                if not (over_ticks or over_time):
+                used = self._tokens(repos, task.repl_thread, config)
+                budget = int(config.get("token_budget") or 0)
+                if budget and used >= budget:  # its own budget: spent, it stops (no restart)
+                    reason = f"its budget of {budget:,} tokens is spent ({used:,})"
+                elif not (over_ticks or over_time):
                     return None
-                reason = "timeout"
+                else:
+                    reason = "timeout"
         if reason == "timeout":
             return self._timeout(task_id, config)
         return self._stop(task_id, reason, status="stopped")
+
+    @staticmethod
+    def _tokens(repos, thread_id: str | None, config: dict[str, Any]) -> int:
+        """Tokens the cycle's model calls used, restarts included."""
+        totals = repos.llm_calls.totals(thread_id) if thread_id else {"prompt_tokens": 0, "completion_tokens": 0}
+        return int(config.get("tokens_before") or 0) + totals["prompt_tokens"] + totals["completion_tokens"]
 
     def _stop(self, task_id: int, reason: str, *, status: str, error: str | None = None) -> dict:
         with self.services.db.unit() as repos:
@@ -200,7 +214,8 @@ class TaskCycles:
                                       label=f"task {task_id}: {task.title} (restart {restarts + 1})"[:200],
                                       window_ratio=float(config.get("window_ratio") or 0.5), max_depth=self.services.settings.stelis.max_depth,
                                       origin="task")
-            config.update(restarts=restarts + 1, started_at=self.services.clock().isoformat())
+            config.update(restarts=restarts + 1, started_at=self.services.clock().isoformat(),
+                          tokens_before=self._tokens(repos, old.id, config))
             repos.tasks.set_repl(task_id, repl_thread=child.id, repl_config=config)
             repos.processes.add("tasks.cycle", f"task {task_id}'s sub-cycle timed out; restarted in {child.id}",
                                 status="warning", thread_id=parent_id, task_id=task_id)

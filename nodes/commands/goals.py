@@ -79,6 +79,9 @@ class TaskUpdateArgs(TaskIdArgs):
 
 
 class TaskRunArgs(TaskIdArgs):
+    mode: Annotated[Literal["read_only", "full"], lowered] = Field(
+        "read_only", validation_alias=names("mode", "repl_mode"))
+    token_budget: int = Field(50_000, ge=1_000, le=10_000_000)
     max_ticks: int = Field(20, ge=1, le=1_000)
     deadline_s: Seconds = 3600.0
     max_restarts: int = Field(1, ge=0, le=10)
@@ -204,13 +207,15 @@ def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 # HMP tasks.repl_config: limits, its own pause between ticks, and the backoff on repeated errors
 DEFAULT_CYCLE = {"max_ticks": 20, "deadline_s": 3600.0, "max_restarts": 1, "window_ratio": 0.5, "pause_s": 0.0,
-                 "retries": 0, "backoff_s": 30.0, "backoff_factor": 2.0}
+                 "retries": 0, "backoff_s": 30.0, "backoff_factor": 2.0, "token_budget": 50_000}
 CYCLE_KINDS = {"max_ticks": int, "deadline_s": float, "max_restarts": int, "window_ratio": float, "pause_s": float,
-               "retries": int, "backoff_s": float, "backoff_factor": float}
+               "retries": int, "backoff_s": float, "backoff_factor": float, "token_budget": int}
 
 
-@FAMILY.command("tasks.run", '{"id": 4, "max_ticks": 20, "deadline_s": 3600, "pause_s": 0, "retries": 0}  (a read-only '
-                      'sub-cycle works on the task; its findings arrive as notes)', args=TaskRunArgs, effect="write_self")
+@FAMILY.command("tasks.run", '{"id": 4, "mode": "read_only|full", "max_ticks": 20, "token_budget": 50000}  (a sub-cycle '
+                      'works on the task: read_only may only read, add notes/tasks/llm_memory and edit the task; full acts '
+                      'like me, under the same consent rules; its findings arrive as notes)', args=TaskRunArgs,
+                effect="write_self")
 def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task = ctx.repos.tasks.get(arg(cmd, "id", kind=int))
     if ctx.repos.tasks.by_repl_thread(ctx.thread_id) is not None:
@@ -230,12 +235,14 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
                                        max_depth=ctx.settings.stelis.max_depth, origin="task", tick=ctx.tick)
     except StelisRefused as exc:
         raise CommandError(f"tasks.run: {exc}") from exc
-    ctx.repos.tasks.set_repl(task.id, repl_mode="read_only", repl_status="running", repl_config=config,
+    mode = arg(cmd, "mode", default="read_only")
+    ctx.repos.tasks.set_repl(task.id, repl_mode=mode, repl_status="running", repl_config=config,
                              repl_thread=child.id, repl_error=None)
     ctx.repos.tasks.update(task.id, status="in_progress")
     ctx.emit({"event": "task_cycle", "task_id": task.id, "status": "running", "thread_id": child.id})
-    return CommandResult(f"task {task.id}'s sub-cycle started in {child.id} (window {window} tokens, at most "
-                         f"{config['max_ticks']} ticks); its notes will reach you", show=True)
+    return CommandResult(f"task {task.id}'s {mode} sub-cycle started in {child.id} (window {window} tokens, at most "
+                         f"{config['max_ticks']} ticks and {config['token_budget']:,} tokens); its notes will reach you",
+                         show=True)
 
 
 @FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', args=TaskIdArgs, effect="write_self")

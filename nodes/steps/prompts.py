@@ -35,6 +35,13 @@ I may read everything. I write what I find with notes.add — the main loop read
 task {id} (tasks.update with id {id}); anything else I think should change, I propose in a note. When the task
 is done, I set it done: tasks.update {{"id": {id}, "status": "done"}}."""
 
+TASK_CYCLE_SEED_FULL = """# My task
+I am a sub-cycle of {name}, working on task {id}: {title} (status {status}; {goal}).
+{description}
+I may do what {name} does, with the same commands and the same need for consent; I have my own budget, so I keep
+to the task. I report what I find with notes.add — the main loop reads those notes. When the task is done, I set it
+done: tasks.update {{"id": {id}, "status": "done"}}."""
+
 THOUGHT_HEADER = "## {name}'s thought (tick {tick})\n"
 
 CHAT_INSTRUCTION = (

@@ -32,6 +32,7 @@ from nodes.steps.prompts import (
     CONTINUATION_TOOLS,
     DATA_RULE,
     TASK_CYCLE_SEED,
+    TASK_CYCLE_SEED_FULL,
     THOUGHT_HEADER,
 )
 from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks
@@ -149,7 +150,8 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
     blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
     if task is not None:
-        blocks.append(Block("task", "", [TASK_CYCLE_SEED.format(
+        seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
+        blocks.append(Block("task", "", [seed.format(
             name=svc.persona.display_name, id=task.id, title=task.title, status=task.status,
             description=task.description or "(no description)",
             goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
