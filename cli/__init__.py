@@ -13,13 +13,15 @@
     run.py model install            model.py          the embedded model
     run.py worker / personas …      fleet.py          many personas: the job engine's workers, the registry
     run.py llm list|select|update   llm.py            the models chosen at run time
+    run.py spawn NAME --mode …      spawn.py          a child persona (clone, trained, newborn)
 """
 
 from __future__ import annotations
 
 import typer
 
-from cli import approvals, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, talk, web
+from cli import approvals, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn, talk,
+    web
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -31,6 +33,7 @@ app.command()(run_playbook.dream)
 app.command()(talk.say)
 app.command()(web.serve)
 app.command()(mcp.mcp)
+app.command()(spawn.spawn)
 app.command()(inspect.inspect)
 app.command()(approvals.approvals)
 app.command()(approvals.approve)

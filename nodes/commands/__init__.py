@@ -24,6 +24,7 @@ from nodes.commands import (
     notes,
     process,
     skills,
+    spawn,
     stelis,
     strategies,
     tags,
@@ -45,7 +46,7 @@ FAMILIES: tuple[Family, ...] = (
     help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
-    llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY,
+    llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY, spawn.FAMILY,
 )
 
 

@@ -84,6 +84,7 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
     assert privileged == ["concepts.delete", "config.update", "diary.delete", "feeds.fetch", "feeds.subscribe",
                           "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
                           "llm_registry.update", "mcp.call", "memory.archive", "notepad.clear", "notes.delete",
+                          "persona.spawn",
                           "process.start", "scripts.delete", "search.web", "stagnation_strategies.delete",
                           "tasks.delete", "thinking_methods.delete"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
