@@ -101,6 +101,29 @@ def test_controls_pause_is_obeyed_survives_a_reload_and_start_resumes(page, loop
     screenshot(page, "controls-started-again")
 
 
+def test_controls_choose_the_model_and_change_a_priority(page, loop):
+    from playwright.sync_api import expect
+
+    page.goto(loop.url + "/controls")
+    row = page.locator('#llm-models tr[data-llm="server"]')
+    row.get_by_role("button", name="Think with it").click()
+    expect(row.get_by_test_id("selected-llm")).to_have_text("chosen", timeout=5_000)
+    row.get_by_role("spinbutton").fill("77")
+    row.get_by_role("button", name="Save").click()
+    expect(page.locator('#llm-models tr[data-llm="server"]').get_by_role("spinbutton")).to_have_value("77")
+    screenshot(page, "controls-models")
+    page.reload()  # saved in the data dir, not in the page
+    row = page.locator('#llm-models tr[data-llm="server"]')
+    expect(row.get_by_test_id("selected-llm")).to_have_text("chosen")
+    expect(row.get_by_role("spinbutton")).to_have_value("77")
+    llms = {r["id"]: r for r in loop.api("/api/llms")}
+    assert llms["server"]["selected"] and llms["server"]["priority"] == 77
+    row.get_by_role("button", name="Unchoose").click()
+    expect(page.get_by_test_id("selected-llm")).to_have_count(0, timeout=5_000)
+    ticks = loop.status()["ticks"]
+    loop.wait_for(lambda: loop.status()["ticks"] > ticks, 60, "a tick after the change")  # the loop thinks on
+
+
 FORGED = """<!doctype html><html><head><title>not anima</title></head><body>
 <h1>A page of another origin</h1>
 <form id="forged-form" method="post" action="{app}/talk/notes"><input name="text" value="{marker} via a form">
