@@ -48,7 +48,20 @@ class TierRepo(Repo):
         self.items = items
 
 
-class StatusTierRepo(TierRepo):
+class Archivable:
+    """Archive (restorably) and restore by id; `_set_status` says how (True when something changed)."""
+
+    def archive(self, row_id: int) -> bool:
+        return self._set_status(row_id, "archived")
+
+    def restore(self, row_id: int) -> bool:
+        return self._set_status(row_id, "active")
+
+    def _set_status(self, row_id: int, status: str) -> bool:
+        raise NotImplementedError
+
+
+class StatusTierRepo(Archivable, TierRepo):
     """A tier whose rows carry their own status (active | archived) besides their catalogue item's: archiving
     sets both, so the row leaves its lists and the item leaves retrieval; restoring brings both back."""
 
@@ -74,12 +87,6 @@ class StatusTierRepo(TierRepo):
         if row.status != "active":
             self.items.set_status_of(self.tier, row.id, row.status)
 
-    def archive(self, row_id: int) -> bool:
-        return self._set_status(row_id, "archived")
-
-    def restore(self, row_id: int) -> bool:
-        return self._set_status(row_id, "active")
-
     def _set_status(self, row_id: int, status: str) -> bool:
         row = self.s.get(self.model, int(row_id))
         if row is None:
@@ -94,3 +101,30 @@ class StatusTierRepo(TierRepo):
         """Delete the row and its catalogue item for good (a human's delete; the persona archives)."""
         self.s.delete(self._get(self.model, row_id))
         self.items.remove(self.tier, row_id)
+
+
+class NamedRowRepo(Archivable, Repo):
+    """Rows with a unique `name` and a `status` (active | archived) and no catalogue item — scripts, strategies,
+    thinking methods: found by id or name, archived (restorable) rather than deleted."""
+
+    model: type
+    what: str  # for messages: "script", "stagnation strategy", …
+
+    def find(self, ref: str | int) -> Any:
+        from sqlalchemy import select
+
+        row = self.s.get(self.model, int(ref)) if str(ref).isdigit() else self.s.scalars(
+            select(self.model).where(self.model.name == str(ref))).first()
+        if row is None:
+            raise NotFound(f"no {self.what} {ref!r}")
+        return row
+
+    def _set_status(self, row_id: int, status: str) -> bool:
+        row = self.s.get(self.model, int(row_id))
+        if row is None or row.status == status:
+            return False
+        row.status = status
+        if hasattr(row, "updated_at"):
+            row.updated_at = utcnow()
+        self.s.flush()
+        return True

@@ -9,12 +9,13 @@ from typing import Any
 from sqlalchemy import select
 
 from memory.models import AgentScript, ProcessRun, utcnow
-from memory.repositories.base import NotFound, Repo
+from memory.repositories.base import NamedRowRepo, NotFound, Repo
 
 FINISHED = ("ok", "error", "timeout", "killed", "offline")
 
 
-class ScriptRepo(Repo):
+class ScriptRepo(NamedRowRepo):
+    model, what = AgentScript, "script"
     def get(self, name: str, *, include_archived: bool = False) -> AgentScript:
         q = select(AgentScript).where(AgentScript.name == name)
         row = self.s.scalars(q).first()
@@ -40,23 +41,6 @@ class ScriptRepo(Repo):
             q = q.where(AgentScript.status == "active")
         return list(self.s.scalars(q.order_by(AgentScript.name)).all())
 
-    def archive(self, ref: str | int) -> AgentScript | None:
-        """Set a script aside by name (or id, from memory.archive); None when there is no active one."""
-        row = self.s.get(AgentScript, ref) if isinstance(ref, int) else self.s.scalars(
-            select(AgentScript).where(AgentScript.name == ref)).first()
-        if row is None or row.status != "active":
-            return None
-        row.status, row.updated_at = "archived", utcnow()
-        self.s.flush()
-        return row
-
-    def restore(self, script_id: int) -> bool:
-        row = self.s.get(AgentScript, script_id)
-        if row is None or row.status == "active":
-            return False
-        row.status = "active"
-        self.s.flush()
-        return True
 
 
 class ProcessRunRepo(Repo):

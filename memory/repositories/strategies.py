@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from memory.models import StagnationStrategy, ThinkingMethod
-from memory.repositories.base import NotFound, Repo
+from memory.repositories.base import NamedRowRepo
 
 
-class StrategyRepo(Repo):
+class StrategyRepo(NamedRowRepo):
+    model, what = StagnationStrategy, "stagnation strategy"
     def ensure(self, builtins: dict[str, tuple[str, int]]) -> None:
         """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are."""
         have = set(self.s.scalars(select(StagnationStrategy.name)).all())
@@ -33,13 +34,6 @@ class StrategyRepo(Repo):
         return list(self.s.scalars(q.order_by(StagnationStrategy.mechanism_class, StagnationStrategy.cost,
                                               StagnationStrategy.name)).all())
 
-    def find(self, ref: str | int) -> StagnationStrategy:
-        row = self.s.get(StagnationStrategy, int(ref)) if str(ref).isdigit() else self.s.scalars(
-            select(StagnationStrategy).where(StagnationStrategy.name == str(ref))).first()
-        if row is None:
-            raise NotFound(f"no stagnation strategy {ref!r}")
-        return row
-
     def add(self, name: str, mechanism_class: str, cost: int, instruction: str) -> StagnationStrategy:
         if self.s.scalars(select(StagnationStrategy.id).where(StagnationStrategy.name == name)).first():
             raise ValueError(f"a strategy named {name!r} exists already")
@@ -47,22 +41,6 @@ class StrategyRepo(Repo):
         self.s.add(row)
         self.s.flush()
         return row
-
-    def archive(self, strategy_id: int) -> bool:
-        row = self.s.get(StagnationStrategy, strategy_id)
-        if row is None or row.status != "active":
-            return False
-        row.status = "archived"
-        self.s.flush()
-        return True
-
-    def restore(self, strategy_id: int) -> bool:
-        row = self.s.get(StagnationStrategy, strategy_id)
-        if row is None or row.status == "active":
-            return False
-        row.status = "active"
-        self.s.flush()
-        return True
 
     def record(self, names: Iterable[str], *, used: bool = False, helped: bool = False) -> None:
         names = list(names)
@@ -74,7 +52,8 @@ class StrategyRepo(Repo):
         self.s.flush()
 
 
-class ThinkingMethodRepo(Repo):
+class ThinkingMethodRepo(NamedRowRepo):
+    model, what = ThinkingMethod, "thinking method"
     def ensure(self, defaults: dict[str, str]) -> None:
         have = set(self.s.scalars(select(ThinkingMethod.name)).all())
         for name, instruction in defaults.items():
@@ -88,13 +67,6 @@ class ThinkingMethodRepo(Repo):
             q = q.where(ThinkingMethod.status == "active")
         return list(self.s.scalars(q.order_by(ThinkingMethod.name)).all())
 
-    def find(self, ref: str | int) -> ThinkingMethod:
-        row = self.s.get(ThinkingMethod, int(ref)) if str(ref).isdigit() else self.s.scalars(
-            select(ThinkingMethod).where(ThinkingMethod.name == str(ref))).first()
-        if row is None:
-            raise NotFound(f"no thinking method {ref!r}")
-        return row
-
     def add(self, name: str, instruction: str) -> ThinkingMethod:
         if self.s.scalars(select(ThinkingMethod.id).where(ThinkingMethod.name == name)).first():
             raise ValueError(f"a thinking method named {name!r} exists already")
@@ -102,22 +74,6 @@ class ThinkingMethodRepo(Repo):
         self.s.add(row)
         self.s.flush()
         return row
-
-    def archive(self, method_id: int) -> bool:
-        row = self.s.get(ThinkingMethod, method_id)
-        if row is None or row.status != "active":
-            return False
-        row.status = "archived"
-        self.s.flush()
-        return True
-
-    def restore(self, method_id: int) -> bool:
-        row = self.s.get(ThinkingMethod, method_id)
-        if row is None or row.status == "active":
-            return False
-        row.status = "active"
-        self.s.flush()
-        return True
 
     def draw(self, rng: random.Random) -> ThinkingMethod | None:
         """A random active method (the least used more likely), counted as used."""

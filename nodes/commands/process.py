@@ -105,9 +105,8 @@ def add_script(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("scripts.delete", '{"name": "count_words"}  (archives it; needs my human\'s approval)', args=ScriptNameArgs,
                 effect="modify_self", aliases=("agent_scripts.delete",))
 def delete_script(cmd: Command, ctx: CommandContext) -> CommandResult:
-    script = ctx.repos.scripts.archive(arg(cmd, "name"))
-    if script is None:
-        raise CommandError(f"scripts.delete: no script {arg(cmd, 'name')!r}")
+    script = ctx.repos.scripts.get(arg(cmd, "name"))
+    ctx.repos.scripts.archive(script.id)
     return CommandResult(f"script {script.name} archived; memory.restore {{\"tier\": \"script\", \"ref\": "
                          f"\"{script.id}\"}} brings it back")
 

@@ -44,6 +44,23 @@ class ListArgs(Args):
     archived: bool = False
 
 
+def _added(ctx: CommandContext, cmd: Command, add):
+    _ensure(ctx)
+    try:
+        return add()
+    except ValueError as exc:  # the name is taken
+        raise CommandError(f"{cmd.type}: {exc}") from None
+
+
+def _archive(ctx: CommandContext, cmd: Command, repo, tier: str) -> CommandResult:
+    _ensure(ctx)
+    row = repo.find(arg(cmd, "name"))
+    if not repo.archive(row.id):
+        raise CommandError(f"{cmd.type}: {row.name} is archived already")
+    return CommandResult(f'{repo.what} {row.name} archived; memory.restore {{"tier": "{tier}", "ref": "{row.id}"}} '
+                         "brings it back")
+
+
 def _ensure(ctx: CommandContext) -> None:
     ctx.repos.strategies.ensure(MECHANISMS)
     ctx.repos.methods.ensure(THINKING_METHODS)
@@ -63,24 +80,16 @@ def list_strategies(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("stagnation_strategies.add", '{"name": "ask_why_five_times", "instruction": "…", "class": "internal", '
                 '"cost": 2}', args=StrategyAddArgs, effect="write_self")
 def add_strategy(cmd: Command, ctx: CommandContext) -> CommandResult:
-    _ensure(ctx)
-    try:
-        row = ctx.repos.strategies.add(arg(cmd, "name"), arg(cmd, "mechanism_class", default="internal"),
-                                       arg(cmd, "cost", default=2, kind=int), str(arg(cmd, "instruction")))
-    except ValueError as exc:
-        raise CommandError(f"stagnation_strategies.add: {exc}") from None
+    row = _added(ctx, cmd, lambda: ctx.repos.strategies.add(
+        arg(cmd, "name"), arg(cmd, "mechanism_class", default="internal"), arg(cmd, "cost", default=2, kind=int),
+        str(arg(cmd, "instruction"))))
     return CommandResult(f"strategy {row.id} {row.name} added ({row.mechanism_class}, cost {row.cost})")
 
 
 @FAMILY.command("stagnation_strategies.delete", '{"name": "pause"}  (archives it; needs my human\'s approval)',
                 args=RefArgs, effect="modify_self")
 def delete_strategy(cmd: Command, ctx: CommandContext) -> CommandResult:
-    _ensure(ctx)
-    row = ctx.repos.strategies.find(arg(cmd, "name"))
-    if not ctx.repos.strategies.archive(row.id):
-        raise CommandError(f"stagnation_strategies.delete: {row.name} is archived already")
-    return CommandResult(f'strategy {row.name} archived; memory.restore {{"tier": "strategy", "ref": "{row.id}"}} '
-                         "brings it back")
+    return _archive(ctx, cmd, ctx.repos.strategies, "strategy")
 
 
 @FAMILY.command("thinking_methods.list", '{"archived": false}', args=ListArgs, effect="read")
@@ -94,23 +103,14 @@ def list_methods(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("thinking_methods.add", '{"name": "reverse", "instruction": "Start from the end and work back."}',
                 args=MethodAddArgs, effect="write_self")
 def add_method(cmd: Command, ctx: CommandContext) -> CommandResult:
-    _ensure(ctx)
-    try:
-        row = ctx.repos.methods.add(arg(cmd, "name"), str(arg(cmd, "instruction")))
-    except ValueError as exc:
-        raise CommandError(f"thinking_methods.add: {exc}") from None
+    row = _added(ctx, cmd, lambda: ctx.repos.methods.add(arg(cmd, "name"), str(arg(cmd, "instruction"))))
     return CommandResult(f"thinking method {row.id} {row.name} added")
 
 
 @FAMILY.command("thinking_methods.delete", '{"name": "analogy"}  (archives it; needs my human\'s approval)',
                 args=RefArgs, effect="modify_self")
 def delete_method(cmd: Command, ctx: CommandContext) -> CommandResult:
-    _ensure(ctx)
-    row = ctx.repos.methods.find(arg(cmd, "name"))
-    if not ctx.repos.methods.archive(row.id):
-        raise CommandError(f"thinking_methods.delete: {row.name} is archived already")
-    return CommandResult(f'thinking method {row.name} archived; memory.restore {{"tier": "thinking_method", '
-                         f'"ref": "{row.id}"}} brings it back')
+    return _archive(ctx, cmd, ctx.repos.methods, "thinking_method")
 
 
 

@@ -99,7 +99,7 @@ def test_the_persona_curates_its_strategies_and_thinking_methods(agent_factory):
     added, method, deleted, methods = agent.tick()["executed"]
     assert added["result"] == "strategy 14 five_whys added (external, cost 1)"
     assert method["result"].startswith("thinking method 6 reverse added")
-    assert deleted["result"].startswith("strategy read_kb archived")
+    assert deleted["result"].startswith("stagnation strategy read_kb archived")
     assert "- [6] reverse, drawn 0×: Start from the end and work back." in methods["result"]
     for _ in range(3):
         state = agent.tick()
