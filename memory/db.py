@@ -23,7 +23,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from memory.history import install as record_history
 from memory.models import (
+    AgentRecord,
     AgentScript,
+    AgentTable,
+    AgentTableRow,
     AntiStagnationMetric,
     Approval,
     AuditEntry,
@@ -46,7 +49,8 @@ from memory.models import (
 from memory.repositories import Repos
 
 log = logging.getLogger(__name__)
-REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod)
+REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
+                AgentRecord)
 
 SCHEMA_VERSION = 9
 

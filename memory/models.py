@@ -781,3 +781,38 @@ class ThinkingMethod(Base):
     status: Mapped[str] = mapped_column(String(16), default="active")
     uses: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AgentTable(Base):
+    """HMP `agent_tables`: a table the persona made for its own data (columns by name; rows are JSON objects)."""
+
+    __tablename__ = "agent_tables"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    columns: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AgentTableRow(Base):
+    __tablename__ = "agent_table_rows"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    table_id: Mapped[int] = mapped_column(ForeignKey("agent_tables.id"), index=True)
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AgentRecord(Base):
+    """HMP `ratings`, `external_services` and `external_accounts`: the persona's own catalogues, one row per entry
+    (`kind` says which). An account names the environment variable that holds its secret, never the secret."""
+
+    __tablename__ = "agent_records"
+    __table_args__ = (UniqueConstraint("kind", "name", name="uq_agent_records_kind_name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))  # rating | external_service | external_account
+    name: Mapped[str] = mapped_column(String(200))  # a rating's subject, a service's or an account's name
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from memory.repositories.abstracts import AbstractRepo
 from memory.repositories.base import NotFound
 from memory.repositories.blocks import BLOCK_LIMITS, BlockRepo, MemoryLimitError
+from memory.repositories.catalogues import AgentTableRepo, RecordRepo
 from memory.repositories.commands import CommandRepo
 from memory.repositories.concepts import ConceptRepo, LinkRepo
 from memory.repositories.config import ConfigRepo
@@ -224,11 +225,20 @@ class Repos:
     def methods(self) -> ThinkingMethodRepo:
         return ThinkingMethodRepo(self.session)
 
+    @cached_property
+    def tables(self) -> AgentTableRepo:
+        return AgentTableRepo(self.session)
+
+    @cached_property
+    def records(self) -> RecordRepo:
+        return RecordRepo(self.session)
+
     def _row_repo(self, tier: str):
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""
         return {"diary": self.diary, "concept": self.concepts, "link": self.links, "llm_memory": self.llm_memory,
                 "goal": self.goals, "task": self.tasks, "script": self.scripts, "strategy": self.strategies,
-                "thinking_method": self.methods, "note": self.notes}.get(tier)
+                "thinking_method": self.methods, "note": self.notes, "table": self.tables,
+                "rating": self.records, "external_service": self.records, "external_account": self.records}.get(tier)
 
     def archive(self, tier: str, ref: str | int, now: datetime) -> bool:
         """Set one thing aside (diary, concept with its links, link, llm_memory, goal, task); any other tier of the

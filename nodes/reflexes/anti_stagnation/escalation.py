@@ -69,13 +69,17 @@ NO_DATA_TICKS = 5  # no note from outside during this many ticks: "no new data"
 FLASHBACK_TIERS = ("diary", "message", "concept", "llm_memory", "episode", "insight", "abstract")
 
 
-def plan(diagnosis: str, strategies: list[tuple[str, str, int, int, int]] | None = None) -> list[str]:
-    """The diagnosis's own class first, then the others; within them cheapest first, then the one that helped
-    most often (uses and successes as (helped + 1) / (uses + 2)); the pause comes last unless the diagnosis is
-    overload. `strategies`: (name, class, cost, uses, helped) rows; default the built-in mechanisms, unused."""
+def plan(diagnosis: str, strategies: list[tuple[str, str, int, int, int]] | None = None,
+         ratings: dict[str, float] | None = None) -> list[str]:
+    """The diagnosis's own class first, then the others; within them cheapest first, then the persona's own rating
+    (`ratings.add {"subject": "strategy:<name>"}`, −5..+5), then the one that helped most often (uses and
+    successes as (helped + 1) / (uses + 2)); the pause comes last unless the diagnosis is overload. `strategies`:
+    (name, class, cost, uses, helped) rows; default the built-in mechanisms, unused."""
     own = DIAGNOSIS_CLASS[diagnosis]
     rows = strategies if strategies is not None else [(n, c, cost, 0, 0) for n, (c, cost) in MECHANISMS.items()]
-    order = [r[0] for r in sorted(rows, key=lambda r: (r[1] != own, r[2], -(r[4] + 1) / (r[3] + 2), r[0]))]
+    rated = ratings or {}
+    order = [r[0] for r in sorted(rows, key=lambda r: (r[1] != own, r[2], -rated.get(r[0], 0.0),
+                                                       -(r[4] + 1) / (r[3] + 2), r[0]))]
     if own != "radical" and "pause" in order:
         order.remove("pause")
         order.append("pause")
@@ -137,7 +141,8 @@ class Escalation:
         chosen: list[str] = []
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
         order = [m for m in episode.get("plan") or [] if m in rows] or \
-            plan(diagnosis, [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()])
+            plan(diagnosis, [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()],
+                 self.repos.records.scores("strategy:"))
         for mechanism in order:
             if len(chosen) >= level:
                 break
