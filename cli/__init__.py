@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import typer
 
-from cli import approvals, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn, talk,
-    web
+from cli import (approvals, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn, talk,
+                 web)
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows

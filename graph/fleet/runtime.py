@@ -22,6 +22,7 @@ from graph.agent import Agent
 from graph.checkpoint import open_postgres_saver
 from graph.fleet import files
 from graph.loop import control
+from graph.loop.autonomy import FEEDS_CHECK_EVERY
 from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
 from graph.loop.journal import LiveJournal
 from graph.loop.sessions import checkpoint_session, close_session, export_session, open_session
@@ -30,6 +31,7 @@ from graph.playbook import load_playbook, resolve_playbook_path
 from graph.services import open_services
 from memory.db import schema_lock
 from memory.fleet import Fleet
+from nodes.commands.world import FETCH_NOW_KEY, refresh_feeds
 from nodes.stelis.threads import recover_orphans
 from persona.dreaming import dream_due
 
@@ -129,6 +131,7 @@ class WorkerRuntime:
         recover_orphans(services)  # Stelis threads a killed worker left open
         cycles = TaskCycles(agent)
         cycles.resume_interrupted()
+        services.background().recover()  # its scripts and model questions a killed worker left: started, or offline
         return OpenPersona(name, digest, agent, LiveJournal(services.db, THREAD), cycles, started=services.clock())
 
     def _close(self, name: str) -> None:
@@ -166,6 +169,7 @@ class WorkerRuntime:
             if want != "running":
                 return CONTROL_POLL_S
             self._maybe_dream(persona)
+            self._maybe_fetch_feeds(persona)
             if not agent.interrupted and not idle_should_wake(agent, svc.clock()):
                 self._defer_task_ticks(persona)
                 return IDLE_POLL_S
@@ -194,6 +198,21 @@ class WorkerRuntime:
         session_id, _ = open_session(repos, THREAD, playbook=persona.agent.playbook.name, persona=svc.persona.name,
                                      now=svc.clock())
         return session_id
+
+    def _maybe_fetch_feeds(self, persona: OpenPersona) -> None:
+        """The persona's RSS/Atom feeds that are due (or that its world check asked for), between its ticks."""
+        svc = persona.services
+        now = svc.clock()
+        checked = persona.extra.get("feeds_checked")
+        with svc.db.unit() as repos:
+            asked = bool(repos.config.get(FETCH_NOW_KEY))
+        if checked is not None and now - checked < FEEDS_CHECK_EVERY and not asked:
+            return
+        persona.extra["feeds_checked"] = now
+        try:
+            refresh_feeds(svc.db, svc.settings, svc.clock, thread_id=THREAD)
+        except Exception:  # noqa: BLE001 - reading feeds must never stop the persona
+            log.exception("persona %s: fetching feeds failed", persona.name)
 
     def _maybe_dream(self, persona: OpenPersona) -> None:
         svc = persona.services
