@@ -345,6 +345,21 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
         fleet.close()
 
 
+def mcp_posted_note(url: str, text: str) -> int:
+    """A real MCP client session posts a note; the note's id."""
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def go() -> int:
+        async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            return (await session.call_tool("post_note", {"text": text})).structuredContent["note_id"]
+
+    return asyncio.run(asyncio.wait_for(go(), 60))
+
+
 def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_url, chroma_url, tmp_path):
     """`run.py serve --db …` over a deployment: /personas, and each persona's pages, API and events under /p/<name>/."""
     import json
@@ -391,6 +406,9 @@ def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_u
                 lines.append(stream.readline().decode().strip())
         event = json.loads(next(line for line in lines if line.startswith("data:"))[5:])
         assert (event["kind"], event["tick"], event["data"]) == ("tick", 7, {"executed": 1})
+        assert mcp_posted_note(f"{web.url}/p/web_a/mcp", "hello A through MCP") >= 1  # each persona's MCP server
+        assert [i["text"] for i in json.loads(get("/p/web_a/api/conversation")[1])["items"]] == ["hello A through MCP"]
+        assert [i["text"] for i in json.loads(get("/p/web_b/api/conversation")[1])["items"]] == ["hello B"]
         try:
             get("/p/nobody/api/conversation")
             raise AssertionError("an unknown persona answered")
