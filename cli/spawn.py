@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err, open_data
+from cli.options import ChromaUrl, DataDir, DbUrl, console, err, open_data
 from cli.startup import starting
 from memory import Database
 from nodes.context import utcnow
@@ -21,7 +21,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
                                    "llm_memory, insights) or newborn (persona files with a fresh identity)."),
           parent: Optional[str] = typer.Option(None, "--from", help="The parent's persona directory (default: the one "
                                                "the data dir was run with)."),
-          data_dir: str = DataDir, db: Optional[str] = DbUrl,
+          data_dir: str = DataDir, db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
           directory: Optional[Path] = typer.Option(None, "--dir", help="The child's persona directory (default: beside "
                                                    "the parent's, or personas/NAME)."),
           to_data_dir: Optional[Path] = typer.Option(None, "--to-data-dir", help="The child's data dir (default: DATA-NAME)."),
@@ -37,7 +37,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
     if mode not in MODES:
         err.print(f"[red]spawn: --mode must be one of {', '.join(MODES)}, not {escape(mode)!r}[/]")
         raise typer.Exit(2)
-    database, settings = open_data(data_dir, db, parent)
+    database, settings = open_data(data_dir, db, parent, chroma_url=chroma_url)
     child_db = parent_index = child_index = None
     try:
         parent_dir = Path(settings.persona_dir)
@@ -46,7 +46,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
             child_dir = directory or places.persona_dir
             child_data = to_data_dir or places.data_dir
             child_db = Database.open(child_data, to_db or places.db_url)
-        if mode == "clone" and not settings.chroma_url:
+        if mode == "clone":
             parent_index = open_memory_index(database, settings)
             child_index = open_child_index(child_db, Path(child_data), parent_index)
         report = make_child(name, mode, parent_dir=parent_dir, parent_db=database, child_dir=child_dir, child_db=child_db,

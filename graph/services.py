@@ -135,7 +135,17 @@ def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=N
         raise SettingsError(EMBEDDED_CHROMA_REFUSED)
     return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env),
                        chroma_path=Path(settings.data_dir).expanduser() / "chroma", chroma_url=settings.chroma_url,
-                       chroma_database=db.schema, config=settings.memory.retrieval, clock=clock)
+                       chroma_database=vector_database(db) if settings.chroma_url else None,
+                       config=settings.memory.retrieval, clock=clock)
+
+
+def vector_database(db: Database) -> str:
+    """Where a persona's vectors live on a Chroma server: a deployment's persona under its schema's name, a persona of
+    its own data dir under a name its database keeps (so two personas on one server never share a collection)."""
+    if db.schema:
+        return db.schema
+    with db.unit() as repos:
+        return repos.config.vector_database()
 
 
 def checkpoint_path(data_dir: str | Path) -> Path:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import uuid4
 
 from sqlalchemy import select
 
 from memory.models import ConfigEntry, utcnow
 from memory.repositories.base import Repo
+
+
+# the persona's own database on a `chroma run` server outside a deployment (a deployment names it by the persona's
+# schema): made on first use, never inherited by a spawned child (memory/repositories/transfer.py)
+VECTOR_DATABASE_KEY = "vectors/chroma_database"
 
 
 class ConfigRepo(Repo):
@@ -38,3 +44,12 @@ class ConfigRepo(Repo):
 
     def all(self) -> dict[str, Any]:
         return {row.key: row.value for row in self.s.scalars(select(ConfigEntry)).all()}
+
+    def vector_database(self) -> str:
+        """This database's own database on a Chroma server, named once: personas that share a server never share
+        vectors."""
+        name = self.get(VECTOR_DATABASE_KEY)
+        if not name:
+            name = f"persona_{uuid4().hex[:20]}"
+            self.set(VECTOR_DATABASE_KEY, name)
+        return str(name)

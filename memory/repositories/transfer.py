@@ -97,7 +97,8 @@ def create_postgres_database(url: str, name: str) -> str:
 # what a "trained" child takes (HMP: cognitive diaries' distillate and semantic graphs, not the episodes)
 TRAINED_TABLES = ("goals", "goal_links", "tasks", "concepts", "links", "llm_memory", "insights", "memory_items")
 TRAINED_TIERS = ("concept", "llm_memory", "insight")
-CONFIG_NOT_INHERITED = ("run/", "lineage/", "session/", "feeds/")  # the parent's run, family and bookkeeping
+CONFIG_NOT_INHERITED = ("run/", "lineage/", "session/", "feeds/", "vectors/")  # the parent's run, family,
+# bookkeeping and where its vectors live
 
 
 def _config_row(mode: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:

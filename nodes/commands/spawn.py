@@ -28,9 +28,15 @@ class SpawnArgs(Args):
 
 
 def open_child_index(child_db: Database, data_dir: Path, parent_index):
-    """The child's vector index, embedded in its data dir, with the parent's embedder (so its vectors fit)."""
+    """The child's vector index with the parent's embedder (so its vectors fit): embedded in its data dir, or — when
+    the parent's vectors are on a Chroma server — its own database on that server."""
     from memory.retrieval.index import MemoryIndex
 
+    if parent_index.chroma_url:
+        with child_db.unit() as repos:
+            database = repos.config.vector_database()
+        return MemoryIndex(child_db, parent_index.embedder, chroma_url=parent_index.chroma_url, chroma_database=database,
+                           config=parent_index.config)
     return MemoryIndex(child_db, parent_index.embedder, chroma_path=data_dir / "chroma", config=parent_index.config)
 
 
@@ -46,7 +52,7 @@ def spawn_child(cmd: Command, ctx: CommandContext) -> CommandResult:
     child_db = Database.open(places.data_dir, places.db_url)
     child_index = None
     try:
-        parent_index = svc.memory if mode == "clone" and not ctx.settings.chroma_url else None
+        parent_index = svc.memory if mode == "clone" else None
         if parent_index is not None:
             child_index = open_child_index(child_db, places.data_dir, parent_index)
         report = spawn(name, mode, parent_dir=svc.persona.directory, parent_db=svc.db, child_dir=places.persona_dir,

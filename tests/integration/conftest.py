@@ -8,6 +8,15 @@ from tests.integration.servers import scripted_llm_server
 
 
 @pytest.fixture(scope="session")
+def chroma_url():
+    """A `chroma run` server for the session (tests/integration/fleet_parts.py)."""
+    from tests.integration.fleet_parts import chroma_server
+
+    with chroma_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def scripted_server():
     """tests/integration/scripted_llm_server.py: an OpenAI-compatible server whose answers each test scripts."""
     with scripted_llm_server() as server:

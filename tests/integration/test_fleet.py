@@ -13,7 +13,7 @@ from sqlalchemy import func, select, text
 from graph.fleet.personas import Deployment
 from memory.fleet import Fleet, schema_of
 from memory.models import Base, DiaryEntry, ExecutedCommand, Note, Tick
-from tests.integration.fleet_parts import THOUGHT, Workers, anima, chroma_server, wait_until, write_persona
+from tests.integration.fleet_parts import THOUGHT, Workers, anima, wait_until, write_persona
 from tests.integration.servers import postgres_server
 
 pytestmark = pytest.mark.integration
@@ -24,12 +24,6 @@ TAKEOVER_LIMIT_S = 30
 @pytest.fixture(scope="module")
 def pg_url():
     with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chroma_url():
-    with chroma_server() as url:
         yield url
 
 
