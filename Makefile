@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml | $(PY)
 	fi
 	$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	@echo "==> installing anima and its dependencies"
-	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test]"
+	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -66,6 +66,7 @@ bench: model
 	$(PY) bench/web.py
 	$(PY) bench/converse.py
 	$(PY) bench/scale.py
+	$(PY) bench/job_engines.py
 
 clean-data:
 	rm -rf data
