@@ -60,6 +60,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.integration.fleet_parts import stop_all, wait_until  # noqa: E402
+
 ENGINES = ("procrastinate", "pgqueuer", "pgqueuer-psycopg")
 TASK = "bench.job"
 FREE = "free"  # the key of a job without per-key serialisation
@@ -310,7 +312,7 @@ class Workers:
             with open(self.base / f"{self.engine}-{index}.log", "w") as log:
                 self.procs.append(subprocess.Popen(
                     [sys.executable, __file__, "worker", self.engine, self.db, str(records), str(self.concurrency),
-                     str(self.keys)], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}))
+                     str(self.keys)], stdout=log, stderr=subprocess.STDOUT))
             self.records.append(records)
         deadline = time.monotonic() + READY_GUARD_S
         while sum(r.kind == "R" for r in read_records(self.records)) < len(self.procs):
@@ -339,23 +341,11 @@ class Workers:
         next(proc for proc in self.procs if proc.pid == pid).wait(timeout=30)
         return at
 
-    def stop(self, timeout: float = 15) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-
     def __enter__(self) -> "Workers":
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stop()
+        stop_all(self.procs, timeout=15)
 
 
 class ProcrastinateClient:
@@ -392,16 +382,18 @@ class PgqueuerClient:
     async def install(self) -> None:
         await self.queries.install()
 
+    @staticmethod
+    def payloads(jobs: list[tuple[int, str, float]]) -> list[bytes]:
+        return [json.dumps({"n": n, "key": key, "sleep_s": sleep_s}).encode() for n, key, sleep_s in jobs]
+
     async def enqueue(self, jobs: list[tuple[int, str, float]], delay_s: float = 0.0) -> None:
-        await self.queries.enqueue([key for _, key, _ in jobs],
-                                   [json.dumps({"n": n, "key": key, "sleep_s": s}).encode() for n, key, s in jobs],
-                                   [0] * len(jobs), [timedelta(seconds=delay_s)] * len(jobs))
+        await self.queries.enqueue([key for _, key, _ in jobs], self.payloads(jobs), [0] * len(jobs),
+                                   [timedelta(seconds=delay_s)] * len(jobs))
 
     async def enqueue_deduplicated(self, jobs: list[tuple[int, str, float]]) -> int:
         """Enqueue with `dedupe_key` = the job's key; how many were accepted."""
-        ids = await self.queries.enqueue([key for _, key, _ in jobs],
-                                         [json.dumps({"n": n, "key": key, "sleep_s": s}).encode() for n, key, s in jobs],
-                                         [0] * len(jobs), dedupe_key=[key for _, key, _ in jobs], on_conflict="skip")
+        ids = await self.queries.enqueue([key for _, key, _ in jobs], self.payloads(jobs), [0] * len(jobs),
+                                         dedupe_key=[key for _, key, _ in jobs], on_conflict="skip")
         return sum(job_id is not None for job_id in ids)
 
 
@@ -444,16 +436,6 @@ class Cluster:
         return url
 
 
-def wait_for(check, timeout: float, what: str, every: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(every)
-    raise TimeoutError(f"{what}: not within {timeout:.0f} s")
-
-
 async def all_ended(workers: Workers, wanted: set[int], what: str) -> tuple[dict[int, Execution], bool]:
     """The executions once every wanted job has ended — or, after the guard, as they are (and True: timed out)."""
     def done():
@@ -461,7 +443,7 @@ async def all_ended(workers: Workers, wanted: set[int], what: str) -> tuple[dict
         return seen if all(seen.get(n) and seen[n].ends for n in wanted) else None
 
     try:
-        return await asyncio.to_thread(wait_for, done, RUN_GUARD_S, what, 0.05), False
+        return await asyncio.to_thread(wait_until, done, RUN_GUARD_S, what, 0.05), False
     except TimeoutError:
         say(f"  {what}: not within {RUN_GUARD_S} s; reporting what ended")
         return executions(workers.read()), True
@@ -483,8 +465,8 @@ async def latency(cluster: Cluster, engine: str, base: Path, count: int) -> dict
             for n in range(count):
                 enqueued = time.time()
                 await c.enqueue([(n, FREE, 0.0)])
-                started = await asyncio.to_thread(wait_for, lambda: next(
-                    (r.at for r in workers.read() if r.kind == "S" and r.n == n), None), 30, f"job {n} starts")
+                started = await asyncio.to_thread(wait_until, lambda: next(
+                    (r.at for r in workers.read() if r.kind == "S" and r.n == n), None), 30, f"job {n} starts", 0.01)
                 waits.append((started - enqueued) * 1000)
                 await asyncio.sleep(random.uniform(0.1, 0.3))  # idle again: the next job is a wake
     result = {"jobs": count, "p50_ms": pct(waits, 0.5), "p95_ms": pct(waits, 0.95), "max_ms": pct(waits, 1.0)}
@@ -579,8 +561,9 @@ async def recovery(cluster: Cluster, engine: str, base: Path, keys: int) -> dict
         with Workers(engine, db, base / "recovery", keys=keys) as workers:
             workers.start(2)
             await c.enqueue(jobs)
-            holder = await asyncio.to_thread(wait_for, lambda: next(
-                (r.pid for r in workers.read() if r.kind == "S" and r.n == victim), None), 30, "the victim starts")
+            holder = await asyncio.to_thread(wait_until, lambda: next(
+                (r.pid for r in workers.read() if r.kind == "S" and r.n == victim), None), 30, "the victim starts",
+                0.01)
             await asyncio.sleep(0.5)  # its worker is busy with other jobs too
             killed_at = workers.kill(holder)
             say(f"    killed worker {holder}, which ran the victim")

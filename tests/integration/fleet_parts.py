@@ -96,22 +96,27 @@ class Workers:
         self.procs[index].wait(timeout=30)
 
     def stop(self, timeout: float = 30) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
+        stop_all(self.procs, timeout)
 
     def __enter__(self) -> "Workers":
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def stop_all(procs: list[subprocess.Popen], timeout: float = 30) -> None:
+    """SIGTERM to every process still running; SIGKILL to those still running `timeout` seconds later."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def wait_until(check, timeout: float, what: str, every: float = 0.5):
