@@ -2,25 +2,33 @@
 
 Protocol (../shared/data/locomo/README.md): per conversation, the corpus is every dialog turn (with its
 session date and speaker); queries are the QA items of categories 1-4 whose evidence ids exist;
-recall@k = mean over questions of |evidence ∩ top-k| / |evidence|. Each conversation gets a fresh
-database and Chroma collection; turns are written with `memory.store.record_turn` (what the tick uses for
-conversation turns) and searched with `MemoryIndex.search` (what auto_recall and `memory.search` use).
+recall@k = mean over questions of |evidence ∩ top-k| / |evidence|; MRR = mean of 1 / the rank of the first
+evidence turn found (0 past the largest k). Each conversation gets a fresh database and Chroma collection; turns
+are written with `memory.store.record_turn` (what the tick uses for conversation turns) and searched with
+`MemoryIndex.search` (what auto_recall and `memory.search` use).
 
     python bench/locomo.py --data ../shared/data/locomo/locomo_dev.json --k 1 5 10
-    python bench/locomo.py --data … --set dense_weight=0 --set author_boost=0   # ablations
-Prints one JSON object on stdout; progress on stderr.
+    python bench/locomo.py --data … --set when_boost=0 --set question_penalty=0   # ablations
+    python bench/locomo.py --db-url postgresql://…/postgres   # on PostgreSQL (a new database per conversation)
+    python bench/locomo.py --cache-dir /tmp/locomo-cache   # remember the embeddings between runs (iterating)
+Prints one JSON object on stdout (recall@k overall, by category and by conversation, MRR, latency); progress on
+stderr. Categories: 1 multi-hop, 2 temporal, 3 open-domain / inference, 4 single-hop.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
+import pickle
 import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections import defaultdict
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -30,6 +38,8 @@ from memory import Database  # noqa: E402
 from memory.retrieval.embeddings import LocalEmbedder, open_embedder  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 from memory.store import record_turn  # noqa: E402
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
 def parse_session_date(text: str) -> datetime | None:
@@ -57,24 +67,94 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+class CachedEmbedder:
+    """An embedder whose vectors are remembered in `<cache>/<model>.pickle` between runs (the dataset's texts do
+    not change while the method does). Only for iterating: a published run is made without it or with a cache the
+    same code filled."""
+
+    def __init__(self, inner, directory: Path):
+        self.inner, self.name = inner, inner.name
+        self.path = directory / f"{hashlib.sha1(inner.name.encode()).hexdigest()[:12]}-{inner.name}.pickle"
+        self.store = pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+        self.dirty = False
+        if hasattr(inner, "embed_parts"):
+            self.embed_parts = self._embed_parts
+
+    def embed(self, texts):
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if ("t", t) not in self.store]
+        for text, vector in zip(missing, self.inner.embed(missing) if missing else []):
+            self.store[("t", text)], self.dirty = vector, True
+        return np.stack([self.store[("t", t)] for t in texts]) if texts else self.inner.embed([])
+
+    def _embed_parts(self, documents):
+        keys = [("p", prefix, body, tuple(parts)) for prefix, body, parts in documents]
+        missing = [n for n, key in enumerate(keys) if key not in self.store]
+        if missing:
+            for n, vectors in zip(missing, self.inner.embed_parts([documents[n] for n in missing])):
+                self.store[keys[n]], self.dirty = vectors, True
+        return [self.store[key] for key in keys]
+
+    def save(self) -> None:
+        if self.dirty:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_suffix(".part")
+            partial.write_bytes(pickle.dumps(self.store))
+            partial.replace(self.path)
+            self.dirty = False
+
+
+@contextmanager
+def conversation_store(db_url: str | None):
+    """A fresh database (and Chroma directory) for one conversation: a SQLite file in a temporary directory, or a
+    new database on the PostgreSQL server of `db_url`, dropped afterwards."""
+    with tempfile.TemporaryDirectory(prefix="anima-locomo-") as tmp:
+        if not db_url:
+            db = Database.open(tmp)
+            try:
+                yield db, Path(tmp)
+            finally:
+                db.close()
+            return
+        from sqlalchemy import create_engine, text
+        from sqlalchemy.engine import make_url
+
+        server = make_url(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+        name = f"locomo_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(server, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}"))
+        db = Database.open(url=server.set(database=name).render_as_string(hide_password=False))
+        try:
+            yield db, Path(tmp)
+        finally:
+            db.close()
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+            admin.dispose()
+
+
 def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: str | None, embed_model: str | None,
-        limit: int | None) -> dict:
+        limit: int | None, db_url: str | None = None, cache_dir: Path | None = None) -> dict:
     samples = json.loads(data_path.read_text())
     if limit:
         samples = samples[:limit]
     embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder()
+    if cache_dir:
+        embedder = CachedEmbedder(embedder, cache_dir)
     config = RetrievalSettings(**overrides)
+    top = max(ks)
     recall: dict[int, list[float]] = {k: [] for k in ks}
-    by_category: dict[int, list[float]] = defaultdict(list)
+    by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: {k: [] for k in ks})
+    reciprocal: dict[int, list[float]] = defaultdict(list)
     latencies: list[float] = []
     ingest_seconds = 0.0
     turns_total = 0
     per_conversation = []
-    top = max(ks)
     for number, sample in enumerate(samples, 1):
         conversation = sample["conversation"]
-        with tempfile.TemporaryDirectory(prefix="anima-locomo-") as tmp:
-            db = Database.open(tmp)
+        with conversation_store(db_url) as (db, tmp):
             last_time = None
             started = time.perf_counter()
             with db.unit() as repos:
@@ -87,43 +167,62 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
                                     created_at=at)
                         turns_total += 1
             now = (last_time or datetime.now(timezone.utc)) + timedelta(days=1)
-            index = MemoryIndex(db, embedder, chroma_path=Path(tmp) / "chroma", config=config, clock=lambda: now)
+            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
             index.sync(progress=True)
             ingest_seconds += time.perf_counter() - started
             valid = {t["dia_id"] for _, _, turns in sessions(conversation) for t in turns}
             questions = [q for q in sample["qa"] if q.get("category") != 5
                          and [e for e in q.get("evidence") or [] if e in valid]]
-            conv_recall = []
+            conversation_results = []
             for q in questions:
                 evidence = {e for e in q["evidence"] if e in valid}
                 t0 = time.perf_counter()
                 hits = index.search(Query(text=str(q["question"]), k=top))
                 latencies.append((time.perf_counter() - t0) * 1000)
                 found = [h.item.ref.split(":", 1)[1] for h in hits]
+                category = int(q["category"])
+                values = {k: len(evidence & set(found[:k])) / len(evidence) for k in ks}
                 for k in ks:
-                    recall[k].append(len(evidence & set(found[:k])) / len(evidence))
-                value = len(evidence & set(found[:5])) / len(evidence)
-                by_category[int(q["category"])].append(value)
-                conv_recall.append(value)
-            per_conversation.append({"sample_id": sample["sample_id"], "questions": len(questions),
-                                     "recall@5": round(statistics.mean(conv_recall), 4) if conv_recall else None})
+                    recall[k].append(values[k])
+                    by_category[category][k].append(values[k])
+                rank = next((n for n, ref in enumerate(found, 1) if ref in evidence), None)
+                reciprocal[category].append(1 / rank if rank else 0.0)
+                conversation_results.append((category, values.get(5, values[ks[0]])))
+            index.close()
+            per_conversation.append({
+                "sample_id": sample["sample_id"], "questions": len(questions),
+                "recall@5": round(statistics.mean(v for _, v in conversation_results), 4) if conversation_results else None,
+                "recall@5_by_category": {str(c): [round(sum(v for cc, v in conversation_results if cc == c), 4),
+                                                  sum(1 for cc, _ in conversation_results if cc == c)]
+                                         for c in sorted({c for c, _ in conversation_results})}})
             print(f"[{number}/{len(samples)}] {sample['sample_id']}: {len(questions)} questions, "
                   f"recall@5 {per_conversation[-1]['recall@5']}", file=sys.stderr, flush=True)
-            db.close()
+        if isinstance(embedder, CachedEmbedder):
+            embedder.save()
+    every_rank = [r for values in reciprocal.values() for r in values]
     return {
         "benchmark": "locomo-turn-recall",
         "data": str(data_path),
+        "store": "postgresql + chroma" if db_url else "sqlite + chroma",
         "conversations": len(samples),
         "turns": turns_total,
         "questions": len(recall[ks[0]]),
         **{f"recall@{k}": round(statistics.mean(v), 4) for k, v in recall.items() if v},
-        "recall@5_by_category": {str(c): round(statistics.mean(v), 4) for c, v in sorted(by_category.items())},
+        f"mrr@{top}": round(statistics.mean(every_rank), 4) if every_rank else None,
+        "by_category": {
+            f"{c} {CATEGORIES.get(c, '')}".strip(): {
+                "questions": len(values[ks[0]]),
+                **{f"recall@{k}": round(statistics.mean(v), 4) for k, v in values.items()},
+                f"mrr@{top}": round(statistics.mean(reciprocal[c]), 4)}
+            for c, values in sorted(by_category.items())},
+        "recall@5_by_category": {str(c): round(statistics.mean(values[5]), 4)
+                                 for c, values in sorted(by_category.items()) if 5 in values},
         "per_conversation": per_conversation,
         "query_latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2),
                              "mean": round(statistics.mean(latencies), 2) if latencies else 0},
         "ingest_seconds": round(ingest_seconds, 2),
         "embedder": embedder.name,
-        "config": config.__dict__,
+        "config": config.model_dump(),
     }
 
 
@@ -134,15 +233,19 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json")
     parser.add_argument("--k", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a RetrievalSettings field, e.g. dense_weight=0")
+                        help="override a RetrievalSettings field, e.g. when_boost=0")
     parser.add_argument("--embed-url", default=None, help="an OpenAI-compatible /v1 server for embeddings")
     parser.add_argument("--embed-model", default=None)
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--db-url", default=None, help="a PostgreSQL server: each conversation gets a new database on it")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")
     args = parser.parse_args()
     if not args.data.exists():
         parser.error(f"no such file: {args.data}")
+    ks = sorted(set(args.k) | {5})  # recall@5 is the headline figure: always measured
     overrides = dict(item.split("=", 1) for item in args.set)
-    print(json.dumps(run(args.data, sorted(args.k), overrides, args.embed_url, args.embed_model, args.limit), indent=2))
+    print(json.dumps(run(args.data, ks, overrides, args.embed_url, args.embed_model, args.limit, args.db_url,
+                         args.cache_dir), indent=2))
 
 
 if __name__ == "__main__":

@@ -47,12 +47,13 @@ from memory.models import (
     Session as SessionRow,
 )
 from memory.repositories import Repos
+from memory.repositories.lexical import backfill_lexical_index, create_lexical_index
 
 log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -71,7 +72,8 @@ def _v4_llm_memory_status(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE unverified_facts ADD COLUMN resolution TEXT"))
     conn.execute(text("ALTER TABLE llm_memory ADD COLUMN status VARCHAR(16) DEFAULT 'active'"))
     conn.execute(text("UPDATE llm_memory SET status = 'active'"))
-    # the entries join the retrieval catalogue, in this migration's transaction
+    # the entries join the retrieval catalogue, in this migration's transaction (and so its full-text index)
+    create_lexical_index(conn)
     Repos(Session(bind=conn)).llm_memory.index_all()
 
 
@@ -117,10 +119,18 @@ def _v9_reach(conn: Connection) -> None:
         table.__table__.create(conn, checkfirst=True)
 
 
+def _v10_full_text_index(conn: Connection) -> None:
+    """The lexical index moves from an in-process BM25 rebuilt at every start into the database's full-text engine
+    (FTS5 / tsvector + GIN): create it and index every memory (progress in the log)."""
+    create_lexical_index(conn)
+    backfill_lexical_index(conn)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
-                                                       8: _v8_live_events_and_history, 9: _v9_reach}
+                                                       8: _v8_live_events_and_history, 9: _v9_reach,
+                                                       10: _v10_full_text_index}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
@@ -283,6 +293,7 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
         has_version_table = inspect(conn).has_table(SchemaVersion.__tablename__, schema=schema)
         if not has_version_table:
             Base.metadata.create_all(conn)
+            create_lexical_index(conn)
             conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
             log.info("created schema v%s", SCHEMA_VERSION)
             return SCHEMA_VERSION
@@ -301,6 +312,7 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
         log.info("migrated schema to v%s", version)
     with _migrating(engine, schema) as conn:  # tables added since the database was made
         Base.metadata.create_all(conn)
+        create_lexical_index(conn)
     return SCHEMA_VERSION
 
 

@@ -60,6 +60,20 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def date_words(value) -> str:
+    """A date as the words a question would use for it: "9 October 2022"."""
+    return f"{value.day} {value:%B %Y}" if value is not None else ""
+
+
+def lexical_document(*, created_at, author: str, title: str, text: str, context_before: str = "",
+                     context_after: str = "") -> tuple[str, str]:
+    """What the full-text index stores for an item, already tokenised (space-separated BM25 tokens): its own words
+    (date, author, title, text) and its neighbours' (the exchange a message belongs to, weighted lower)."""
+    own = tokenize(f"{date_words(created_at)} {author} {title} {text}")
+    context = tokenize(f"{context_before or ''}\n{context_after or ''}")
+    return " ".join(own), " ".join(context)
+
+
 def sentences(text: str, min_words: int = 3) -> list[str]:
     """Sentences of `text`; one shorter than `min_words` joins the next (or the previous, at the end)."""
     parts = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]

@@ -1,9 +1,9 @@
 """The retrieval catalogue (`memory_items`) and its journal.
 
 Every retrievable thing of any tier has one item; every change to an item appends to `memory_journal` in the
-same transaction, so the vector and BM25 indexes (memory/index.py) catch up after a crash instead of drifting
-out of sync. Besides the index's reads, this module holds the catalogue queries of the memory manager and of
-the episodic summaries.
+same transaction, so the vector index (memory/retrieval/index.py) catches up after a crash instead of drifting
+out of sync. The full-text index (memory/repositories/lexical.py) is written in that same transaction. Besides
+the index's reads, this module holds the catalogue queries of the memory manager and of the episodic summaries.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, or_, select, update
+from sqlalchemy import ColumnElement, Row, Select, func, or_, select, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo
+from memory.repositories.lexical import LexicalRepo
+from memory.text import lexical_document
 
 # The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
 OWN_TURN_PREFIX = "msg:"
@@ -29,6 +31,17 @@ def _not_the_humans_words() -> ColumnElement[bool]:
 class MemoryItemRepo(Repo):
     def _journal(self, item_id: int, op: str) -> None:
         self.s.add(MemoryJournal(item_id=item_id, op=op))
+
+    @property
+    def lexical(self) -> LexicalRepo:
+        return LexicalRepo(self.s)
+
+    def _index_text(self, item: MemoryItem) -> None:
+        """Write the item's full-text document (its words and its neighbours')."""
+        self.lexical.put(item.id, *lexical_document(created_at=item.created_at, author=item.author or "",
+                                                     title=item.title or "", text=item.text or "",
+                                                     context_before=item.context_before or "",
+                                                     context_after=item.context_after or ""))
 
     def get(self, item_id: int) -> MemoryItem | None:
         return self.s.get(MemoryItem, item_id)
@@ -59,6 +72,7 @@ class MemoryItemRepo(Repo):
                     previous.updated_at = utcnow()
                     self.s.flush()
                     self._journal(previous.id, "upsert")
+                    self._index_text(previous)
         item.text, item.author, item.episode, item.seq, item.title = text, author, episode, seq, title
         item.thread_id, item.tags, item.emotions = thread_id, list(tags), list(emotions)
         item.importance, item.emotion_score, item.novelty, item.pinned = importance, emotion_score, novelty, pinned
@@ -72,6 +86,7 @@ class MemoryItemRepo(Repo):
             item.meta = dict(meta)
         self.s.flush()
         self._journal(item.id, "upsert")
+        self._index_text(item)
         return item
 
     def next_seq(self, episode: str) -> int:
@@ -88,6 +103,7 @@ class MemoryItemRepo(Repo):
         item.status, item.updated_at = "deleted", utcnow()
         self.s.flush()
         self._journal(item.id, "delete")
+        self.lexical.remove(item.id)
         return True
 
     def set_status(self, item_ids: Iterable[int], status: str) -> int:
@@ -113,6 +129,34 @@ class MemoryItemRepo(Repo):
         if not ids:
             return {}
         return {row.id: row for row in self.s.scalars(select(MemoryItem).where(MemoryItem.id.in_(ids))).all()}
+
+    def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, Row]:
+        """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
+        emotions only with `focus` (decoding JSON is most of the cost)."""
+        ids = sorted({int(i) for i in item_ids})
+        columns = [MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
+                   MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text]
+        if focus:
+            columns += [MemoryItem.tags, MemoryItem.emotions]
+        found: dict[int, Row] = {}
+        for start in range(0, len(ids), 500):
+            q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
+            found.update({row.id: row for row in self.s.execute(q)})
+        return found
+
+    def at_positions(self, positions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """(episode, seq) -> the id of the item there, for the positions that hold a live item."""
+        wanted = set(positions)
+        if not wanted:
+            return {}
+        q = select(MemoryItem.episode, MemoryItem.seq, MemoryItem.id).where(
+            MemoryItem.episode.in_(sorted({e for e, _ in wanted})), MemoryItem.seq.in_(sorted({s for _, s in wanted})),
+            MemoryItem.status != "deleted")
+        return {(e, s): i for e, s, i in self.s.execute(q) if (e, s) in wanted}
+
+    def authors(self) -> set[str]:
+        """Everyone who wrote a live item."""
+        return set(self.s.scalars(select(MemoryItem.author).where(MemoryItem.status != "deleted").distinct()).all())
 
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)

@@ -1,24 +1,29 @@
-"""The memory index: Chroma for vectors, an in-process BM25, and hybrid retrieval over both.
+"""The memory index: Chroma for vectors, the database's full-text engine for words, and hybrid retrieval over both.
 
-Sync. Every change to `memory_items` is journalled in its own transaction (MemoryItemRepo); `sync()` replays
-the journal into Chroma (its position is kept in the collection's metadata, so a crash between the SQL commit
-and the Chroma write is repaired by the next sync) and into the in-process BM25 and catalogue (built from SQL
-on first use). Writers call `sync()` after committing; `search()` calls it first, so writes from other
-processes (`run.py kb add`, `run.py say`) are seen too.
+Persistence. The full-text documents are written in the same transaction as the catalogue row
+(memory/repositories/lexical.py: FTS5 on SQLite, tsvector + GIN on PostgreSQL), so they are never behind. Vectors:
+every change to `memory_items` is journalled in its own transaction (MemoryItemRepo); `sync()` replays the journal
+into Chroma (its position is kept in the collection's metadata, so a crash between the SQL commit and the Chroma
+write is repaired by the next sync). Writers call `sync()` after committing; `search()` calls it first, so writes
+from other processes (`run.py kb add`, `run.py say`) are seen too. Nothing is rebuilt at start: a restarted persona's
+first search reads the few rows it ranks; the vectors are copied into memory in the background (an accelerator).
 
-Vectors. An item has a whole-item vector (`<id>:0`, the text prefixed with its author) and, when it has
-several sentences, one vector per sentence (`<id>:1…`): a long message is found by its best sentence.
+Vectors. An item has a whole-item vector (`<id>:0`, the text prefixed with its author) and, when it has several
+sentences, one vector per sentence (`<id>:1…`), pooled from the same pass over the text when the embedder can
+(`embed_parts`): a long message is found by its best sentence.
 
-Retrieval (measured in bench/locomo.py):
+Retrieval (measured in bench/locomo.py; the ablation is in bench/README.md):
+  candidates   = the full-text engine's matches of the query's selective terms ∪ Chroma's nearest vectors
   dense(item)  = 0.6 · best vector similarity + 0.4 · whole-item similarity
   BM25(item)   over the item's date, author and text, plus its neighbours' text at half weight
-  both are z-normalised over the whole corpus (BM25 exactly; dense from a fixed random sample of items),
-  fused = 0.3·z(BM25) + 0.7·z(dense) + author match + recency + importance,
-  then each item takes 0.4 × the mean fused score of its neighbours in the same episode,
-  then MMR (λ 0.7; 0.3 in meditation mode) picks the k results.
+  both z-normalised against a uniform random sample of the corpus,
+  fused = 0.3·z(BM25) + 0.7·z(dense) + author match + recency + importance
+          + a "when …?" query's boost of items that say when + a named period's boost of items written then
+          − the penalty of an item that only asks a question,
+  then each item takes 0.4 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
+  the score of the question it answers; then MMR (λ 0.7; 0.3 in meditation mode) picks the k results.
 When the query names exactly one known author ("what did Caroline…"), the dense query is rewritten in that
-author's first person ("Caroline: what did I…") and that author's items get a boost: memories are stored as
-"<author>: <text>", so this aligns the query with how the answer was said.
+author's first person ("Caroline: what did I…") and that author's items get a boost (memory/retrieval/query.py).
 """
 
 from __future__ import annotations
@@ -26,11 +31,10 @@ from __future__ import annotations
 import atexit
 import logging
 import math
-import random
 import re
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,9 +44,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.db import Database
-from memory.retrieval.embeddings import Embedder
-from memory.retrieval.lexical import BM25Index
 from memory.models import MemoryItem
+from memory.retrieval import query as reading
+from memory.retrieval.embeddings import Embedder
+from memory.retrieval.lexical import CorpusSample, idf, scores as bm25_scores, selective_terms
+from memory.retrieval.query import first_person  # noqa: F401  (re-exported: tests and callers use it from here)
 from memory.text import chunks, tokenize, with_author
 
 log = logging.getLogger(__name__)
@@ -51,6 +57,10 @@ COLLECTION_PREFIX = "anima-memory"
 FLUSH_RECORDS = 64  # Chroma records queued before they are written…
 FLUSH_SECONDS = 30.0  # …or this long after the last write
 MAX_PARTS = 13  # vectors an item can have: the whole item and at most 12 chunks (memory/text.py)
+BACKFILL_PAGE = 2000  # items read at a time when a collection is (re)built
+FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded memory)
+RECOUNT_ALWAYS_BELOW = 10000  # documents: counting them costs ~2 ms at 10k, ~20 ms at 100k (SQLite)
+DF_EXACT_UP_TO = 1000  # PostgreSQL counts a term's documents up to this; past it the sample estimates
 
 
 class RetrievalSettings(BaseModel):
@@ -62,6 +72,10 @@ class RetrievalSettings(BaseModel):
     best_vector_weight: float = Field(0.6, ge=0, le=1)  # best sentence vs whole item in the dense score
     author_boost: float = Field(1.0, ge=0)
     neighbour_weight: float = Field(0.4, ge=0)
+    answer_weight: float = Field(0.3, ge=0)  # a reply inherits this share of the score of the question it answers
+    question_penalty: float = Field(0.6, ge=0)  # an item that only asks (ends with "?") tells less than a reply
+    when_boost: float = Field(1.0, ge=0)  # "when …?" queries: items that say when (a time expression)
+    period_boost: float = Field(1.0, ge=0)  # a query naming a day, month, year or "last week": items written then
     recency_weight: float = Field(0.1, ge=0)
     recency_half_life_days: float = Field(30.0, gt=0)
     importance_weight: float = Field(0.2, ge=0)
@@ -69,6 +83,7 @@ class RetrievalSettings(BaseModel):
     meditation_lambda: float = Field(0.3, ge=0, le=1)
     candidates: int = Field(100, ge=1)
     sample_size: int = Field(2048, ge=16)
+    lexical_postings: int = Field(20000, ge=100)  # the most postings a query's full-text candidate search reads
 
 
 @dataclass
@@ -95,7 +110,9 @@ class Hit:
 
 
 @dataclass
-class _Meta:
+class _Ranked:
+    """What ranking knows of an item (memory_items columns, read per query)."""
+
     tier: str
     status: str
     created: float  # unix seconds
@@ -103,9 +120,23 @@ class _Meta:
     episode: str | None
     seq: int | None
     importance: float
-    tags: frozenset[str]
-    emotions: frozenset[str]
-    parts: int  # vectors stored for it: the whole item plus one per chunk (ids <id>:0 … <id>:parts-1)
+    raw_tags: list
+    raw_emotions: list
+    text: str
+
+    @classmethod
+    def of(cls, row) -> "_Ranked":
+        return cls(row.tier, row.status, _ts(row.created_at), row.author or "", row.episode, row.seq,
+                   float(row.importance if row.importance is not None else 0.5), getattr(row, "tags", None) or [],
+                   getattr(row, "emotions", None) or [], row.text or "")
+
+    @property
+    def tags(self) -> frozenset[str]:
+        return frozenset(str(t).lower() for t in self.raw_tags)
+
+    @property
+    def emotions(self) -> frozenset[str]:
+        return frozenset(str(e).split(":")[0].strip().lower() for e in self.raw_emotions)
 
 
 def _ts(value: datetime | None) -> float:
@@ -116,34 +147,8 @@ def _ts(value: datetime | None) -> float:
     return value.timestamp()
 
 
-def _date_words(value: datetime | None) -> str:
-    return f"{value.day} {value:%B %Y}" if value is not None else ""
-
-
-def _lexical_tokens(item: MemoryItem) -> tuple[list[str], list[str]]:
-    own = tokenize(f"{_date_words(item.created_at)} {item.author} {item.title} {item.text}")
-    context = tokenize(f"{item.context_before}\n{item.context_after}")
-    return own, context
-
-
-def _meta(item: MemoryItem) -> _Meta:
-    return _Meta(item.tier, item.status, _ts(item.created_at), item.author or "", item.episode, item.seq,
-                 float(item.importance if item.importance is not None else 0.5),
-                 frozenset(str(t).lower() for t in item.tags or []),
-                 frozenset(str(e).split(":")[0].strip().lower() for e in item.emotions or []),
-                 1 + len(chunks(item.text)))
-
-
-def first_person(text: str, author: str) -> str:
-    """`text` as `author` would have said it: "What did Caroline research?" -> "Caroline: What did I research?"."""
-    name = re.escape(author)
-    text = re.sub(rf"\b{name}['’]s\b", "my", text, flags=re.IGNORECASE)
-    text = re.sub(rf"\b{name}\b", "I", text, flags=re.IGNORECASE)
-    return f"{author}: {text}"
-
-
-def _z(values: np.ndarray, mean: float, std: float) -> np.ndarray:
-    return (values - mean) / std if std > 1e-9 else values - mean
+def _z(value: float, mean: float, std: float) -> float:
+    return (value - mean) / std if std > 1e-9 else value - mean
 
 
 CHROMA_TENANT = "anima"  # a deployment's tenant on a Chroma server; each persona is a database in it
@@ -214,19 +219,19 @@ class MemoryIndex:
         self.chroma_database = chroma_database  # a deployment's persona: its own database on the Chroma server
         self._lock = threading.RLock()
         self._collection = None
-        self._bm25: BM25Index | None = None
-        self._meta: dict[int, _Meta] = {}
-        self._positions: dict[tuple[str, int], int] = {}
-        self._authors: Counter[str] = Counter()
-        self._applied = 0  # journal position of the in-process parts
+        self._authors: set[str] | None = None  # who wrote live items (read once, then kept up to date by sync)
+        self._applied = 0  # journal position the in-process caches reflect
         self._vectors: dict[int, np.ndarray] = {}  # item id -> its vectors as float16 (row 0 = whole item)
-        self._sample_ids: set[int] = set()  # items whose dense scores estimate the corpus mean/std for a query
-        self._sample_drawn_at = 0  # live items when the sample was drawn
+        self._documents = 0  # live full-text documents (counted again as the journal moves)
+        self._counted_at = -1  # journal position of that count
+        self._corpus: CorpusSample | None = None  # random documents: BM25 and dense score statistics
+        self._corpus_drawn_at = 0  # documents when it was drawn
         self._sample_matrix: tuple[np.ndarray, np.ndarray] | None = None  # the sample's vectors, stacked once
         self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
         self._warmup: threading.Thread | None = None
         self._stop_warmup = threading.Event()
         self._text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
+        self._blas = None  # threadpoolctl's controller (`_small_math`)
         # Chroma writes wait in `_pending` (record id -> vector or None for a metadata-only change, metadata) and
         # `_pending_deletes` until `flush`: one write costs ~20 ms whatever its size (measured), and a tick writes
         # a memory or two. Searches see pending items through the in-process vectors; a crash before the flush
@@ -285,51 +290,75 @@ class MemoryIndex:
     def _chroma_position(self) -> int:
         return int((self.collection.metadata or {}).get("journal", 0))
 
-    def _vector_records(self, items: list[MemoryItem]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
-        ids, texts, metas = [], [], []
-        for item in items:
-            whole = with_author(item.author, f"{item.title}\n{item.text}".strip() if item.title else item.text)
-            parts = [whole] + [with_author(item.author, c) for c in chunks(item.text)]
-            for n, text in enumerate(parts):
-                ids.append(f"{item.id}:{n}")
-                texts.append(text)
-                metas.append({"item_id": item.id, "tier": item.tier, "status": item.status,
-                              "created": _ts(item.created_at), "part": n})
-        return ids, texts, metas
+    @staticmethod
+    def _record_texts(item: MemoryItem) -> tuple[str, str, list[str]]:
+        """(prefix, body, chunks of body): the whole item's vector is of prefix + body, one more per chunk."""
+        prefix = with_author(item.author, f"{item.title}\n" if item.title else "")
+        return prefix, item.text or "", chunks(item.text or "")
 
-    def _queue_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool) -> None:
+    @classmethod
+    def _texts_key(cls, item: MemoryItem) -> int:
+        prefix, body, parts = cls._record_texts(item)
+        return hash((prefix, body, *parts))
+
+    def _embed_items(self, items: list[MemoryItem]) -> list[np.ndarray]:
+        """Each item's vectors (row 0 the whole item): one pass per item when the embedder pools its sentences from
+        it (`embed_parts`), else every text on its own."""
+        documents = [self._record_texts(item) for item in items]
+        embed_parts = getattr(self.embedder, "embed_parts", None)
+        if embed_parts is not None:
+            return [np.asarray(v, dtype=np.float32) for v in embed_parts(documents)]
+        texts = [text for prefix, body, parts in documents for text in [prefix + body, *(prefix + p for p in parts)]]
+        flat = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        found, at = [], 0
+        for _, _, parts in documents:
+            found.append(flat[at:at + 1 + len(parts)])
+            at += 1 + len(parts)
+        return found
+
+    def _record_meta(self, item: MemoryItem, part: int) -> dict[str, Any]:
+        return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": _ts(item.created_at),
+                "part": part}
+
+    def _queue_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool = False,
+                       done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
         """Queue the Chroma records of changed items. An item whose texts did not change (a neighbour's context,
         its status) keeps its vectors: only its metadata is queued. Records an item no longer has are deleted."""
-        for item_id in removed:
+        gone = set(removed)
+        for item_id in gone:
             self._pending_deletes |= {f"{item_id}:{n}" for n in range(MAX_PARTS)}
             self._written.pop(item_id, None)
-        for record in [r for r in self._pending if int(r.split(":")[0]) in set(removed)]:
+            self._vectors.pop(item_id, None)
+        for record in [r for r in self._pending if int(r.split(":")[0]) in gone]:
             del self._pending[record]
         fresh: list[MemoryItem] = []
         for item in items:
-            ids, texts, metas = self._vector_records([item])
-            if self._written.get(item.id) == hash(tuple(texts)):
-                for record, meta in zip(ids, metas):
-                    vector = self._pending.get(record, (None, None))[0]
-                    self._pending[record] = (vector, meta)
+            if self._written.get(item.id) == self._texts_key(item):
+                for part in range(1 + len(self._record_texts(item)[2])):
+                    record = f"{item.id}:{part}"
+                    self._pending[record] = (self._pending.get(record, (None, None))[0], self._record_meta(item, part))
             else:
                 fresh.append(item)
-        batch, started = 256, time.monotonic()
+        batch, started = 256, started or time.monotonic()
         for start in range(0, len(fresh), batch):
-            part = fresh[start:start + batch]
-            ids, texts, metas = self._vector_records(part)
-            vectors = self.embedder.embed(texts)
-            self._remember_vectors(ids, vectors)
-            for record, vector, meta in zip(ids, vectors, metas):
-                self._pending[record] = (np.asarray(vector, dtype=np.float32), meta)
-                self._pending_deletes.discard(record)
-            for item in part:
-                self._written[item.id] = hash(tuple(self._vector_records([item])[1]))
-                self._pending_deletes |= {f"{item.id}:{n}" for n in range(self._meta[item.id].parts, MAX_PARTS)} \
-                    if item.id in self._meta else set()
-            if progress and len(fresh) > batch:
-                done = min(len(fresh), start + batch)
-                log.info("indexed %d/%d memories (%.0f/s)", done, len(fresh), done / max(1e-6, time.monotonic() - started))
+            part_items = fresh[start:start + batch]
+            for item, vectors in zip(part_items, self._embed_items(part_items)):
+                parts = len(vectors)
+                self._vectors[item.id] = vectors.astype(np.float16)
+                for n, vector in enumerate(vectors):
+                    record = f"{item.id}:{n}"
+                    self._pending[record] = (vector, self._record_meta(item, n))
+                    self._pending_deletes.discard(record)
+                self._pending_deletes |= {f"{item.id}:{n}" for n in range(parts, MAX_PARTS)}
+                self._written[item.id] = self._texts_key(item)
+            self._sample_matrix = None if self._corpus and set(self._corpus.ids) & {i.id for i in part_items} \
+                else self._sample_matrix
+            if len(self._pending) >= FLUSH_BULK:  # a bulk load writes as it goes (Chroma's journal position
+                self.flush()  # stays where it was until everything is written)
+            if progress and (len(fresh) > batch or total):
+                done = done_before + min(len(fresh), start + batch)
+                log.info("indexed %d/%d memories (%.0f/s)", done, total or len(fresh),
+                         (done) / max(1e-6, time.monotonic() - started))
 
     def flush(self) -> int:
         """Write the queued records to Chroma and move its journal position; returns how many were written."""
@@ -357,28 +386,16 @@ class MemoryIndex:
 
     # ---- sync --------------------------------------------------------------------------------------------
 
-    def _load_local(self) -> None:
-        """Build the BM25 index and the catalogue from SQL (first use in this process)."""
-        bm25 = BM25Index()
-        with self.db.unit() as repos:
-            head = repos.items.journal_head()
-            after = 0
-            while True:
-                rows = repos.items.indexed(after_id=after)
-                if not rows:
-                    break
-                for item in rows:
-                    self._index_local(bm25, item)
-                after = rows[-1].id
-        self._bm25, self._applied = bm25, head
-        if self._meta:
-            self._open_collection()  # opened here, not from two threads at once
-            self._stop_warmup = threading.Event()
-            self._warmup = threading.Thread(target=self._warm_vectors, name="memory-warmup", daemon=True)
-            # a daemon thread still inside Chroma's native code when the interpreter finalises crashes it
-            # (measured: SIGSEGV when `kb add` exited mid-warm-up), so exit stops it between two pages first
-            atexit.register(self.close)
-            self._warmup.start()
+    def _start_warmup(self) -> None:
+        """Copy every stored vector into memory in the background (once per process, on first use)."""
+        if self._warmup is not None or self._stop_warmup.is_set():
+            return
+        self._open_collection()  # opened here, not from two threads at once
+        self._warmup = threading.Thread(target=self._warm_vectors, name="memory-warmup", daemon=True)
+        # a daemon thread still inside Chroma's native code when the interpreter finalises crashes it
+        # (measured: SIGSEGV when `kb add` exited mid-warm-up), so exit stops it between two pages first
+        atexit.register(self.close)
+        self._warmup.start()
 
     def close(self) -> None:
         """Write what is queued for Chroma and stop the background vector warm-up (called at exit; safe to call
@@ -387,10 +404,9 @@ class MemoryIndex:
             self.flush()
         except Exception:  # the journal still holds every change: the next start writes them
             log.exception("memory index: the queued vectors were not written; the next start writes them")
+        self._stop_warmup.set()
         if self._warmup is not None:
-            self._stop_warmup.set()
             self._warmup.join(timeout=60)
-            self._warmup = None
             atexit.unregister(self.close)
 
     def _warm_vectors(self) -> None:
@@ -409,7 +425,7 @@ class MemoryIndex:
                 offset += page
             with self._lock:
                 for item_id, parts in found.items():
-                    if item_id not in self._vectors and item_id in self._meta and len(parts) == self._meta[item_id].parts:
+                    if item_id not in self._vectors and sorted(parts) == list(range(len(parts))):
                         self._vectors[item_id] = np.vstack([parts[n] for n in range(len(parts))])
             log.info("memory vectors warmed: %d items in %.1fs", len(found), time.monotonic() - started)
         except Exception:  # the cache is only an accelerator; misses are fetched on demand
@@ -417,29 +433,9 @@ class MemoryIndex:
         finally:
             atexit.unregister(self.close)  # done: nothing to stop at exit, and the index can be collected
 
-    def _index_local(self, bm25: BM25Index, item: MemoryItem) -> None:
-        old = self._meta.pop(item.id, None)
-        if old is not None:
-            self._authors[old.author] -= 1
-            if old.episode is not None and old.seq is not None:
-                self._positions.pop((old.episode, old.seq), None)
-        if item.status == "deleted":
-            bm25.remove(item.id)
-            self._vectors.pop(item.id, None)
-            if item.id in self._sample_ids:
-                self._sample_matrix = None
-            return
-        own, context = _lexical_tokens(item)
-        bm25.upsert(item.id, own, context)
-        meta = _meta(item)
-        self._meta[item.id] = meta
-        self._authors[meta.author] += 1
-        if meta.episode is not None and meta.seq is not None:
-            self._positions[(meta.episode, meta.seq)] = item.id
-
     def sync(self, progress: bool = False, flush: bool = False) -> int:
-        """Bring the in-process indexes up to the journal at once, and Chroma when enough has queued up (or when
-        `flush` or `progress` asks: a bulk load); returns the number of items changed."""
+        """Bring the vectors up to the journal (Chroma when enough has queued up, or when `flush` or `progress`
+        asks: a bulk load); returns the number of items changed."""
         with self._lock:
             changed = self._sync(progress)
             if flush or progress or len(self._pending) >= FLUSH_RECORDS or \
@@ -448,32 +444,50 @@ class MemoryIndex:
             return changed
 
     def _sync(self, progress: bool) -> int:
-        if self._bm25 is None:
-            self._load_local()
         with self.db.unit() as repos:
             head = repos.items.journal_head()
             chroma_at = max(self._chroma_position(), self._pending_head)
-            since = min(chroma_at, self._applied)
-            if chroma_at == 0 and head and self.collection.count() == 0:  # new collection: backfill
-                rows = {item.id: item for item in repos.items.indexed(limit=None)}
-                changed = list(rows)
-            else:
-                changed = repos.items.changed_since(since, head) if head > since else []
-                rows = repos.items.many(changed)
-            if not changed:
+            if not self._applied and not self._vectors and self._authors is None:
+                self._applied = head  # a new process: its caches are empty, so nothing in them can be stale
+            if head <= self._applied and head <= chroma_at:
                 return 0
-            local_changes = repos.items.changed_since(self._applied, head) if head > self._applied else []
-            for item_id in local_changes:
-                item = rows.get(item_id)
-                if item is not None:
-                    self._index_local(self._bm25, item)
-            self._applied = head
+            if chroma_at == 0 and head and self._record_count() == 0:  # a new collection: embed everything
+                return self._backfill(repos, head, progress)
+            since = min(chroma_at, self._applied)
+            changed = repos.items.changed_since(since, head) if head > since else []
+            rows = repos.items.many(changed)
+            live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
+            removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
+            if self._authors is not None:
+                self._authors |= {item.author or "" for item in live}
             if head > chroma_at:
-                live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
-                removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
-                self._queue_vectors(live, removed, progress)
+                embedded_here = repos.items.changed_since(chroma_at, head)
+                self._queue_vectors([rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
+                                    [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
                 self._pending_head = head
+            else:
+                embedded_here = []
+            # items another process changed and already wrote to Chroma: forget their cached vectors
+            for item_id in set(changed) - set(embedded_here):
+                self._vectors.pop(item_id, None)
+            for item_id in removed:
+                self._vectors.pop(item_id, None)
+            self._applied = head
             return len(changed)
+
+    def _backfill(self, repos, head: int, progress: bool) -> int:
+        """Embed every live item into a new (or emptied) collection, a page at a time (bounded memory)."""
+        total, done, after, started = repos.items.lexical.count() if progress else 0, 0, 0, time.monotonic()
+        while True:
+            page = repos.items.indexed(after_id=after, limit=BACKFILL_PAGE)
+            if not page:
+                break
+            if self._authors is not None:
+                self._authors |= {item.author or "" for item in page}
+            self._queue_vectors(page, [], progress, done, total or None, started)
+            done, after = done + len(page), page[-1].id
+        self._pending_head, self._applied = head, head
+        return done
 
     # ---- dense helpers -----------------------------------------------------------------------------------
 
@@ -485,26 +499,16 @@ class MemoryIndex:
         for item_id, parts in grouped.items():
             if 0 in parts:
                 self._vectors[item_id] = np.vstack([parts[n] for n in sorted(parts)]).astype(np.float16)
-                if item_id in self._sample_ids:
-                    self._sample_matrix = None  # re-embedded: its scores change
 
-    def _sample_scores(self, qv: np.ndarray) -> np.ndarray:
-        """Dense scores of a uniform random sample of the live items for this query; their mean and std
-        z-normalise dense scores. The sample is drawn again once the corpus has changed by a tenth."""
-        live = len(self._meta)
-        if self._sample_matrix is None or abs(live - self._sample_drawn_at) > 0.1 * max(1, self._sample_drawn_at):
-            self._sample_ids = set(random.Random(live).sample(list(self._meta), min(self.config.sample_size, live)))
-            vectors = self._vectors_of(self._sample_ids)
-            if not vectors:
-                return np.zeros(1)
-            self._sample_matrix, self._sample_drawn_at = self._stack(list(vectors.values())), live
-        return self._dense_scores(self._sample_matrix, qv)
-
-    def _vectors_of(self, item_ids: Iterable[int]) -> dict[int, np.ndarray]:
-        """Every stored vector of these items (row 0 = the whole item), from memory or else from Chroma."""
+    def _vectors_of(self, item_ids: Iterable[int], texts: dict[int, str] | None = None) -> dict[int, np.ndarray]:
+        """Every stored vector of these items (row 0 = the whole item), from memory or else from Chroma. `texts`
+        (item id -> text) says how many vectors an item has; without it every possible record id is asked for."""
         wanted = list(item_ids)
-        missing = [f"{i}:{n}" for i in wanted if i not in self._vectors and i in self._meta
-                   for n in range(self._meta[i].parts)]
+        missing = []
+        for i in wanted:
+            if i not in self._vectors:
+                parts = 1 + len(chunks(texts[i])) if texts is not None and i in texts else MAX_PARTS
+                missing += [f"{i}:{n}" for n in range(parts)]
         for start in range(0, len(missing), 2000):  # by id: 2.5× faster than a metadata filter (measured)
             got = self.collection.get(ids=missing[start:start + 2000], include=["embeddings"])
             self._remember_vectors(got["ids"], got["embeddings"])
@@ -523,9 +527,36 @@ class MemoryIndex:
         w = self.config.best_vector_weight
         return w * np.maximum.reduceat(sims, starts) + (1 - w) * sims[starts]
 
+    # ---- corpus statistics -------------------------------------------------------------------------------
+
+    def _corpus_sample(self, repos) -> CorpusSample:
+        """The number of documents (counted again when the journal moves; past RECOUNT_ALWAYS_BELOW documents, once
+        it has moved by a hundredth of them) and a uniform random sample of them (drawn again once the corpus has
+        changed by a tenth)."""
+        head = self._applied
+        if self._counted_at < 0 or (head != self._counted_at and (self._documents < RECOUNT_ALWAYS_BELOW or
+                                                                  head - self._counted_at > self._documents // 100)):
+            self._documents, self._counted_at = repos.items.lexical.count(), head
+        size = self._documents
+        if self._corpus is None or abs(size - self._corpus_drawn_at) > 0.1 * max(1, self._corpus_drawn_at) or \
+                (size and not len(self._corpus)):
+            self._corpus = CorpusSample.of(repos.items.lexical.sample(self.config.sample_size))
+            self._corpus_drawn_at, self._sample_matrix = size, None
+        return self._corpus
+
+    def _sample_dense(self, qv: np.ndarray) -> tuple[float, float]:
+        """Mean and std of the sample's dense scores for this query (z-normalisation of dense scores)."""
+        if self._sample_matrix is None:
+            vectors = self._vectors_of(self._corpus.ids if self._corpus else [])
+            if not vectors:
+                return 0.0, 0.0
+            self._sample_matrix = self._stack(list(vectors.values()))
+        values = self._dense_scores(self._sample_matrix, qv)
+        return float(values.mean()), float(values.std())
+
     # ---- search ------------------------------------------------------------------------------------------
 
-    def _allowed(self, meta: _Meta | None, q: Query) -> bool:
+    def _allowed(self, meta: _Ranked | None, q: Query) -> bool:
         if meta is None or meta.status == "deleted" or (meta.status == "archived" and not q.include_archived):
             return False
         if q.tiers and meta.tier not in q.tiers:
@@ -536,7 +567,7 @@ class MemoryIndex:
             return False
         return True
 
-    def _matches_focus(self, meta: _Meta, q: Query) -> bool:
+    def _matches_focus(self, meta: _Ranked, q: Query) -> bool:
         """Concentration: tags and/or emotions (`tags_mode` and|or)."""
         checks = []
         if q.tags:
@@ -549,29 +580,50 @@ class MemoryIndex:
             return True
         return all(checks) if q.tags_mode == "and" else any(checks)
 
+    def _small_math(self):
+        """One BLAS thread while ranking: its matrices are small, and two threads on a busy 2-core machine wait for
+        each other (measured: a 60×60 product 0.02 ms on one thread, 5 ms on two under load)."""
+        if self._blas is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+        return self._blas.limit(limits=1, user_api="blas")
+
     def search(self, query: Query | str, **kwargs: Any) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kwargs)
         self.sync()
-        with self._lock:
-            return self._search(q)
+        with self._lock, self._small_math():
+            self._start_warmup()
+            with self.db.unit() as repos:
+                return self._search(q, repos)
 
-    def _search(self, q: Query) -> list[Hit]:
+    def _search(self, q: Query, repos) -> list[Hit]:
         cfg = self.config
-        if not self._meta or not q.text.strip():
+        if not q.text.strip():
             return []
-        # who the query is about
-        mentioned = [a for a in self._authors if a and self._authors[a] > 0
-                     and re.search(rf"\b{re.escape(a)}\b", q.text, re.IGNORECASE)]
-        author = mentioned[0] if len(mentioned) == 1 and len([a for a in self._authors if a]) > 1 else None
-        dense_text = first_person(q.text, author) if author else q.text
+        corpus = self._corpus_sample(repos)
+        if not self._documents:
+            return []
+        if self._authors is None:
+            self._authors = repos.items.authors()
+        author = reading.about_author(q.text, self._authors)
+        dense_text = reading.first_person(q.text, author) if author else q.text
+        now = self.clock()
+        periods = [(_ts(r.start), _ts(r.end)) for r in reading.time_ranges(q.text, now)]
+        asks_when = reading.asks_when(q.text)
 
-        # BM25 over every live item: exact corpus statistics
-        bm25 = self._bm25.scores(tokenize(q.text))
-        b_mean, b_std = bm25.mean_std()
+        # words: the engine's candidates for the selective terms; BM25 weights from the corpus's document counts
+        terms = list(dict.fromkeys(tokenize(q.text)))
+        cap = DF_EXACT_UP_TO
+        held = repos.items.lexical.document_frequencies(terms, cap)
+        for term, count in held.items():  # PostgreSQL counts only up to the cap: estimate past it from the sample
+            if count >= cap and len(corpus):
+                held[term] = max(count, round(corpus.holding(term) / len(corpus) * self._documents))
+        weights = {t: idf(max(self._documents, 1), min(c, self._documents)) for t, c in held.items() if c}
         pool = cfg.candidates * (3 if q.mode == "meditation" else 1)
-        lexical = [i for i in bm25.top(pool * 4) if self._allowed(self._meta.get(i), q)][:pool]
+        lexical = repos.items.lexical.candidates(selective_terms(held, cfg.lexical_postings), pool * 2)
 
-        # dense candidates from Chroma
+        # meaning: Chroma's nearest vectors (and those still queued for it)
         qv = self.embed_texts([dense_text])[0]  # the recall query is often the thought novelty just embedded
         where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
         if q.tiers:
@@ -586,43 +638,62 @@ class MemoryIndex:
                                     include=["distances"]) if stored else {"ids": [[]]}  # ids say item and part
         queued = [int(record.split(":")[0]) for record, (vector, _) in self._pending.items() if vector is not None]
         dense_items = list(dict.fromkeys([int(record.split(":")[0]) for record in got["ids"][0]] + queued))
-        dense_items = [i for i in dense_items if self._allowed(self._meta.get(i), q)]
 
+        focus = bool(q.tags or q.emotions)
+        meta = {i: _Ranked.of(row) for i, row in repos.items.ranking_rows(set(lexical) | set(dense_items), focus).items()}
+        lexical = [i for i in lexical if self._allowed(meta.get(i), q)][:pool]
+        dense_items = [i for i in dense_items if self._allowed(meta.get(i), q)]
         candidates = list(dict.fromkeys(lexical + dense_items))
-        neighbours = {c: [n for n in self._neighbours(c) if self._allowed(self._meta.get(n), q)] for c in candidates}
+        positions = {(m.episode, m.seq + step) for i in candidates if (m := meta[i]).episode is not None
+                     and m.seq is not None for step in (-1, 1)}
+        at = repos.items.at_positions(positions)
+        meta.update({i: _Ranked.of(row) for i, row in repos.items.ranking_rows(set(at.values()) - set(meta), focus).items()})
+        before = {i: at.get((m.episode, m.seq - 1)) for i in candidates if (m := meta[i]).seq is not None}
+        after = {i: at.get((m.episode, m.seq + 1)) for i in candidates if (m := meta[i]).seq is not None}
+        neighbours = {i: [n for n in (before.get(i), after.get(i)) if n is not None and self._allowed(meta.get(n), q)]
+                      for i in candidates}
         scored = set(candidates) | {n for ns in neighbours.values() for n in ns}
-        vectors = self._vectors_of(scored)
-        dense_of = dict(zip(vectors, self._dense_scores(self._stack(list(vectors.values())), qv).tolist())) if vectors else {}
-        sample_scores = self._sample_scores(qv)
-        d_mean, d_std = float(sample_scores.mean()), float(sample_scores.std())
 
-        now = _ts(self.clock())
+        bm25 = bm25_scores(repos.items.lexical.documents(scored), weights, corpus.average_length)
+        b_mean, b_std = corpus.mean_std(weights, corpus.average_length)
+        vectors = self._vectors_of(scored, {i: meta[i].text for i in scored})
+        dense_of = dict(zip(vectors, self._dense_scores(self._stack(list(vectors.values())), qv).tolist())) if vectors else {}
+        d_mean, d_std = self._sample_dense(qv)
+
+        now_ts = _ts(now)
         base: dict[int, float] = {}
         parts: dict[int, dict[str, float]] = {}
+        asks: dict[int, bool] = {}
         for item_id in scored:
-            meta = self._meta[item_id]
-            zb = float(_z(np.float64(bm25.of(item_id)), b_mean, b_std))
-            zd = float(_z(np.float64(dense_of.get(item_id, d_mean)), d_mean, d_std))
-            age_days = max(0.0, (now - meta.created) / 86400)
+            m = meta[item_id]
+            zb = _z(bm25.get(item_id, 0.0), b_mean, b_std)
+            zd = _z(dense_of.get(item_id, d_mean), d_mean, d_std)
+            age_days = max(0.0, (now_ts - m.created) / 86400)
+            asks[item_id] = reading.asks_something(m.text)
             p = {"bm25": zb, "dense": zd,
-                 "author": cfg.author_boost if author and meta.author == author else 0.0,
+                 "author": cfg.author_boost if author and m.author == author else 0.0,
                  "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
-                 "importance": cfg.importance_weight * (meta.importance - 0.5) * 2}
-            base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + p["author"] + p["recency"] + p["importance"]
+                 "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
+                 "when": cfg.when_boost if asks_when and reading.says_when(m.text) else 0.0,
+                 "period": cfg.period_boost if any(start <= m.created < end for start, end in periods) else 0.0,
+                 "asks": -cfg.question_penalty if asks[item_id] else 0.0}
+            base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(
+                v for k, v in p.items() if k not in ("bm25", "dense"))
             parts[item_id] = p
         final: dict[int, float] = {}
         for item_id in candidates:
             around = [base[n] for n in neighbours[item_id] if n in base]
             bonus = cfg.neighbour_weight * sum(around) / 2 if around else 0.0
-            parts[item_id]["neighbours"] = bonus
-            final[item_id] = base[item_id] + bonus
+            question = before.get(item_id)
+            answers = cfg.answer_weight * base[question] if question in base and asks.get(question) else 0.0
+            parts[item_id]["neighbours"], parts[item_id]["answers"] = bonus, answers
+            final[item_id] = base[item_id] + bonus + answers
         ranked = [i for i in sorted(final, key=final.get, reverse=True)
-                  if i not in q.exclude and (q.mode != "concentration" or self._matches_focus(self._meta[i], q))
-                  and (q.mode == "concentration" or not (q.tags or q.emotions) or self._matches_focus(self._meta[i], q))]
+                  if i not in q.exclude and (q.mode != "concentration" or self._matches_focus(meta[i], q))
+                  and (q.mode == "concentration" or not (q.tags or q.emotions) or self._matches_focus(meta[i], q))]
         lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
         chosen = self._mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam)
-        with self.db.unit() as repos:  # expire_on_commit=False: the rows stay readable after the unit
-            rows = repos.items.many(chosen)
+        rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
         return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
                 for i in chosen if i in rows]
 
@@ -630,8 +701,10 @@ class MemoryIndex:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
         (highest cosine similarity of any of their vectors, their id), best first."""
         self.flush()  # the comparison runs in Chroma: it must hold everything
-        with self._lock:
-            vectors = self._vectors_of(item_ids)
+        with self._lock, self._small_math():
+            with self.db.unit() as repos:
+                texts = {i: row.text or "" for i, row in repos.items.ranking_rows(item_ids).items()}
+            vectors = self._vectors_of(item_ids, texts)
             ids = [i for i in item_ids if i in vectors]
             found: dict[int, list[tuple[float, int]]] = {}
             n = max(1, min(n_results, self._record_count()))
@@ -639,12 +712,14 @@ class MemoryIndex:
                 batch = ids[start:start + 100]
                 got = self.collection.query(query_embeddings=[vectors[i][0].astype(np.float32) for i in batch],
                                             n_results=n, include=["distances"])
+                others = {int(r.split(":")[0]) for records in got["ids"] for r in records}
+                with self.db.unit() as repos:
+                    status = {i: row.status for i, row in repos.items.ranking_rows(others).items()}
                 for item_id, records, distances in zip(batch, got["ids"], got["distances"]):
                     best: dict[int, float] = {}
                     for record, distance in zip(records, distances):
                         other = int(record.split(":")[0])
-                        meta = self._meta.get(other)
-                        if other < item_id and meta is not None and meta.status == "active":
+                        if other < item_id and status.get(other) == "active":
                             best[other] = max(best.get(other, -1.0), float(1 - distance))
                     found[item_id] = sorted(((sim, other) for other, sim in best.items()), reverse=True)[:per_item]
             return found
@@ -652,10 +727,11 @@ class MemoryIndex:
     def diverse(self, refs: list[str], k: int, tier: str = "message") -> list[str]:
         """The `k` most mutually different of these items (greedy farthest-first; meditation mode)."""
         self.sync()
-        with self._lock:
+        with self._lock, self._small_math():
             with self.db.unit() as repos:
                 ids = repos.items.id_map(tier, refs)
-            vectors = self._vectors_of(ids.values())
+                texts = {i: row.text or "" for i, row in repos.items.ranking_rows(ids.values()).items()}
+            vectors = self._vectors_of(ids.values(), texts)
             known = [ref for ref in refs if ids.get(ref) in vectors]
             if len(known) <= k:
                 return known
@@ -668,17 +744,6 @@ class MemoryIndex:
                 chosen.append(pick)
                 closest = np.maximum(closest, matrix @ matrix[pick])
             return [known[i] for i in sorted(chosen)]
-
-    def _neighbours(self, item_id: int) -> list[int]:
-        meta = self._meta.get(item_id)
-        if meta is None or meta.episode is None or meta.seq is None:
-            return []
-        found = []
-        for seq in (meta.seq - 1, meta.seq + 1):
-            other = self._positions.get((meta.episode, seq))
-            if other is not None:
-                found.append(other)
-        return found
 
     @staticmethod
     def _mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float) -> list[int]:

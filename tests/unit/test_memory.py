@@ -13,7 +13,7 @@ from nodes.context import utcnow
 from llm.testing import FakeLLM
 from memory import Database
 from memory.retrieval.index import MemoryIndex, Query, first_person
-from memory.retrieval.lexical import BM25Index
+from memory.retrieval.lexical import CorpusSample, bag, idf, scores, selective_terms
 from memory.upkeep.manager import set_memory_status
 from memory.testing import HashEmbedder
 from memory.text import chunks, tokenize
@@ -45,19 +45,25 @@ def test_chunks_split_sentences_and_cap_their_number():
     assert len(chunks(many, max_chunks=12)) <= 12
 
 
-def test_bm25_scores_every_live_document_and_forgets_removed_ones():
-    bm25 = BM25Index()
-    bm25.upsert(1, tokenize("the lighthouse keeper"))
-    bm25.upsert(2, tokenize("a quiet harbour"), tokenize("lighthouse"))
-    bm25.upsert(3, tokenize("bread and butter"))
-    scores = bm25.scores(tokenize("lighthouse"))
-    assert scores.of(1) > scores.of(2) > 0 and scores.of(3) == 0  # context tokens count half
-    assert scores.top(5) == [1, 2]
-    bm25.remove(1)
-    scores = bm25.scores(tokenize("lighthouse"))
-    assert scores.top(5) == [2] and scores.of(1) == 0 and len(bm25) == 2
-    mean, std = scores.mean_std()
-    assert mean == pytest.approx(scores.of(2) / 2)  # over the two live documents, the zero included
+def test_bm25_weights_the_neighbours_words_half_and_ignores_unknown_terms():
+    documents = {1: (" ".join(tokenize("the lighthouse keeper")), ""),
+                 2: (" ".join(tokenize("a quiet harbour")), " ".join(tokenize("lighthouse"))),
+                 3: (" ".join(tokenize("bread and butter")), "")}
+    weights = {"lighthous": idf(3, 2), "nowher": idf(3, 0)}
+    found = scores(documents, weights, average_length=2.0)
+    assert found[1] > found[2] > 0 and found[3] == 0  # context tokens count half
+    sample = CorpusSample.of(documents)
+    mean, std = sample.mean_std(weights, sample.average_length)
+    assert sample.average_length == pytest.approx(sum(sum(bag(*d).values()) for d in documents.values()) / 3)
+    assert sample.holding("lighthous") == 2 and mean == pytest.approx(sum(scores(
+        documents, weights, sample.average_length).values()) / 3)  # zeros included
+    assert std > 0
+
+
+def test_only_selective_terms_are_searched_in_the_engine():
+    counts = {"carolin": 9000, "paint": 40, "sunset": 3, "zzz": 0}
+    assert selective_terms(counts, postings_budget=1000) == ["sunset", "paint"]  # rarest first, within the budget
+    assert selective_terms({"carolin": 9000}, postings_budget=1000) == []  # a term in most documents finds nothing
 
 
 def test_first_person_rewrite_for_author_queries():

@@ -72,6 +72,37 @@ def test_config_json_values(tmp_path):
     db.close()
 
 
+def test_v8_database_gets_its_memories_full_text_indexed(tmp_path, caplog):
+    from memory.repositories import lexical
+    from memory.store import record_turn
+
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        for n in range(5):
+            record_turn(repos, ref=str(n), text=f"The heron number {n} fishes at the pier.", author="Ann", episode="e")
+        repos.diary.add("Bread rises slowly in a cold kitchen.")
+        repos.items.remove("message", "4")
+    db.close()
+    conn = sqlite3.connect(tmp_path / "anima.sqlite")  # a v8 database: no full-text index yet
+    conn.execute("DROP TABLE memory_fts_terms")
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute("UPDATE schema_version SET version = 8")
+    conn.commit()
+    conn.close()
+    caplog.set_level("INFO", logger=lexical.__name__)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lexical, "BACKFILL_PAGE", 2)  # pages of two: the progress lines show
+        db = Database.open(tmp_path)
+    assert "full-text index: 6/6 memories" not in caplog.text and "full-text index: 2/5 memories" in caplog.text
+    with db.unit() as repos:
+        documents = repos.items.lexical.documents(range(1, 10))
+        assert len(documents) == 5 and repos.items.lexical.count() == 5  # the deleted turn is not indexed
+        kitchen = repos.items.find("diary", repos.diary.list()[0].id)
+        assert "kitchen" in documents[kitchen.id][0] and repos.items.lexical.candidates(["kitchen"], 5) == [kitchen.id]
+        assert repos.items.lexical.document_frequencies(["heron", "bread"], 100) == {"heron": 4, "bread": 1}
+    db.close()
+
+
 def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     Database.open(tmp_path).close()
     conn = sqlite3.connect(tmp_path / "anima.sqlite")

@@ -1,0 +1,180 @@
+"""The full-text index of the retrieval catalogue, in the database's own engine, written in the catalogue's transaction.
+
+- SQLite: an FTS5 table `memory_fts(own, context)` whose rowid is the item id, and `memory_fts_terms` (fts5vocab:
+  how many documents hold each term).
+- PostgreSQL: `memory_fts(item_id, own, context, document)` with `document` a tsvector (own words at weight A, the
+  neighbours' at B) under a GIN index.
+
+Documents are stored already tokenised by memory/text.py (lower-cased, stop words out, Snowball-stemmed, CJK
+bigrams), so both engines match exactly the tokens BM25 scores (SQLite's `ascii` tokenizer and PostgreSQL's
+`simple` configuration only split on the spaces). The engine finds the candidates of a query's selective terms and
+counts documents per term; memory/retrieval/lexical.py scores BM25 from the stored tokens, so SQLite and
+PostgreSQL rank alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+
+from sqlalchemy import Connection, text
+
+from memory.repositories.base import Repo
+from memory.text import lexical_document
+
+log = logging.getLogger(__name__)
+
+TABLE = "memory_fts"
+BACKFILL_PAGE = 2000
+
+
+def create_lexical_index(conn: Connection) -> None:
+    """Create the full-text table (and its term counts) if missing; the schema's DDL for both engines."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5(own, context, tokenize='ascii')"))
+        conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE}_terms USING fts5vocab({TABLE}, 'row')"))
+        return
+    conn.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} (item_id INTEGER PRIMARY KEY, own TEXT NOT NULL, "
+                      "context TEXT NOT NULL, document TSVECTOR NOT NULL)"))
+    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_document ON {TABLE} USING GIN (document)"))
+
+
+def backfill_lexical_index(conn: Connection) -> int:
+    """Index every catalogue item that is not deleted (an upgraded database); progress goes to the log."""
+    total = conn.execute(text("SELECT count(*) FROM memory_items WHERE status != 'deleted'")).scalar() or 0
+    if not total:
+        return 0
+    say = log.warning if total > BACKFILL_PAGE else log.info  # a long upgrade shows its progress in the terminal
+    say("building the full-text index of %d memories (once, for this upgrade)", total)
+    started, done, after = time.monotonic(), 0, 0
+    lexical = LexicalRepo(None, conn)
+    while True:
+        rows = conn.execute(text("SELECT id, created_at, author, title, text, context_before, context_after "
+                                 "FROM memory_items WHERE status != 'deleted' AND id > :after ORDER BY id LIMIT :n"),
+                            {"after": after, "n": BACKFILL_PAGE}).all()
+        if not rows:
+            break
+        lexical.put_many((row.id, *lexical_document(created_at=_as_datetime(row.created_at), author=row.author or "",
+                                                      title=row.title or "", text=row.text or "",
+                                                      context_before=row.context_before or "",
+                                                      context_after=row.context_after or "")) for row in rows)
+        done, after = done + len(rows), rows[-1].id
+        say("full-text index: %d/%d memories (%.0f/s)", done, total, done / max(1e-6, time.monotonic() - started))
+    return done
+
+
+def _as_datetime(value):
+    """SQLite hands a raw column back as text."""
+    if isinstance(value, str):
+        from datetime import datetime
+
+        return datetime.fromisoformat(value)
+    return value
+
+
+class LexicalRepo(Repo):
+    """The full-text documents of catalogue items. Built on a session (`Repos.lexical`) or, during a migration, on a
+    bare connection."""
+
+    def __init__(self, session, connection: Connection | None = None):
+        super().__init__(session)
+        self._connection = connection
+
+    @property
+    def _conn(self) -> Connection:
+        return self._connection if self._connection is not None else self.s.connection()
+
+    @property
+    def _sqlite(self) -> bool:
+        return self._conn.dialect.name == "sqlite"
+
+    # ---- writes ------------------------------------------------------------------------------------------
+
+    def put(self, item_id: int, own: str, context: str) -> None:
+        self.put_many([(item_id, own, context)])
+
+    def put_many(self, documents: Iterable[tuple[int, str, str]]) -> None:
+        rows = [{"id": int(i), "own": own, "context": context} for i, own, context in documents]
+        if not rows:
+            return
+        if self._sqlite:  # an FTS5 table has no upsert: replace the row
+            self._conn.execute(text(f"DELETE FROM {TABLE} WHERE rowid = :id"), rows)
+            self._conn.execute(text(f"INSERT INTO {TABLE}(rowid, own, context) VALUES (:id, :own, :context)"), rows)
+            return
+        self._conn.execute(text(
+            f"INSERT INTO {TABLE} (item_id, own, context, document) VALUES (:id, :own, :context, "
+            "setweight(to_tsvector('simple', :own), 'A') || setweight(to_tsvector('simple', :context), 'B')) "
+            "ON CONFLICT (item_id) DO UPDATE SET own = EXCLUDED.own, context = EXCLUDED.context, "
+            "document = EXCLUDED.document"), rows)
+
+    def remove(self, item_id: int) -> None:
+        key = "rowid" if self._sqlite else "item_id"
+        self._conn.execute(text(f"DELETE FROM {TABLE} WHERE {key} = :id"), {"id": int(item_id)})
+
+    # ---- reads -------------------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return int(self._conn.execute(text(f"SELECT count(*) FROM {TABLE}")).scalar() or 0)
+
+    def documents(self, item_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """item id -> (own tokens, context tokens), space-separated."""
+        ids = sorted({int(i) for i in item_ids})
+        found: dict[int, tuple[str, str]] = {}
+        key = "rowid" if self._sqlite else "item_id"
+        for chunk in _chunks(ids, 500):
+            marks = ", ".join(str(i) for i in chunk)  # integers only: safe to inline, and one statement per page
+            for row in self._conn.execute(text(f"SELECT {key}, own, context FROM {TABLE} WHERE {key} IN ({marks})")):
+                found[int(row[0])] = (row[1] or "", row[2] or "")
+        return found
+
+    def document_frequencies(self, terms: Iterable[str], cap: int) -> dict[str, int]:
+        """How many documents hold each term: exact on SQLite (FTS5 keeps the counts); on PostgreSQL counted up to
+        `cap` (a count at the cap means "at least"), since counting a frequent term's matches costs a scan of them."""
+        terms = sorted(set(terms))
+        if not terms:
+            return {}
+        if self._sqlite:
+            marks = ", ".join(f":t{n}" for n in range(len(terms)))
+            got = dict(self._conn.execute(text(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
+                                          {f"t{n}": t for n, t in enumerate(terms)}).tuples().all())
+            return {t: int(got.get(t, 0)) for t in terms}
+        found = {}
+        for term in terms:
+            found[term] = int(self._conn.execute(text(
+                f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE document @@ to_tsquery('simple', :t) LIMIT :cap) m"),
+                {"t": _tsquery_term(term), "cap": cap}).scalar() or 0)
+        return found
+
+    def candidates(self, terms: list[str], limit: int) -> list[int]:
+        """Item ids of the documents that hold any of `terms`, best first by the engine's own ranking (FTS5's bm25,
+        PostgreSQL's ts_rank), at most `limit`."""
+        terms = [t for t in dict.fromkeys(terms) if t]
+        if not terms:
+            return []
+        if self._sqlite:
+            query = " OR ".join(f'"{t}"' for t in terms)
+            rows = self._conn.execute(text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q "
+                                           f"ORDER BY bm25({TABLE}, 1.0, 0.5) LIMIT :n"), {"q": query, "n": limit})
+        else:
+            query = " | ".join(_tsquery_term(t) for t in terms)
+            rows = self._conn.execute(text(
+                f"SELECT item_id FROM {TABLE}, to_tsquery('simple', :q) query WHERE document @@ query "
+                "ORDER BY ts_rank('{0.1, 0.2, 0.5, 1.0}', document, query, 1) DESC LIMIT :n"), {"q": query, "n": limit})
+        return [int(r[0]) for r in rows]
+
+    def sample(self, size: int) -> dict[int, tuple[str, str]]:
+        """A uniform random sample of the documents (the corpus statistics BM25 normalisation needs)."""
+        ids = [int(r[0]) for r in self._conn.execute(  # the catalogue's (status, tier) index covers this scan
+            text("SELECT id FROM memory_items WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": int(size)})]
+        return self.documents(ids)
+
+
+def _tsquery_term(term: str) -> str:
+    """A token as a tsquery operand: quoted, so a token PostgreSQL's parser reads differently stays one lexeme."""
+    return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
+
+
+def _chunks(values: list[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(values), size):
+        yield values[start:start + size]

@@ -1,0 +1,123 @@
+"""What a query says besides its words, read without a model: who it is about and when.
+
+- `about_author`: the one known author a query names ("what did Caroline…"); `first_person` rewrites the query as
+  that author would have said it, since memories are stored as "<author>: <text>".
+- `time_ranges`: the periods a query names — a day ("on 9 October, 2022", "May 25th 2023"), a month ("in May
+  2023"), a year ("in 2022"), or one relative to now ("yesterday", "last week", "three days ago", "last month").
+- `asks_when`: a "when …?" / "how long ago …?" query; its answer is an item that says when (`says_when`: a time
+  expression such as "yesterday", "last Friday", "next month", "in 2019").
+- `asks_something`: an item that is a question ("Did you paint that?"), which tells less than the reply to it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+_MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|" \
+         r"jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"((?:19|20)\d\d)"
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE)
+_IN_YEAR = re.compile(rf"\b(?:in|of|during|since|throughout)\s+{_YEAR}\b", re.IGNORECASE)
+_NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "few": 3,
+           "couple": 2, "several": 4}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|few|couple|several)\s+(?:of\s+)?(day|week|month|year)s?"
+                  r"\s+ago\b", re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(yesterday|today|tonight|this morning|last night|(?:last|this|past) (?:week|weekend|month|year))\b",
+                       re.IGNORECASE)
+
+_ASKS_WHEN = re.compile(r"^\W*(?:when|how long ago|how long has|how long did|what (?:year|month|day|date|time))\b|"
+                        r"\b(?:when did|when was|when is|when will|when does|what date|which (?:year|month|day))\b",
+                        re.IGNORECASE)
+_SAYS_WHEN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since|weekend|"
+    r"(?:last|next|this|past|coming) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|morning|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:few|couple of|two|three) (?:days|weeks|months|years)|"
+    r"in (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
+    r"(?:19|20)\d\d|just (?:got|started|finished|joined|bought|went|moved|came|had|made|did))\b",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    start: datetime
+    end: datetime
+
+
+def about_author(text: str, authors) -> str | None:
+    """The one known author `text` names (none when it names several or none, or only one author is known)."""
+    known = [a for a in authors if a]
+    if len(known) < 2:
+        return None
+    named = [a for a in known if re.search(rf"\b{re.escape(a)}\b", text, re.IGNORECASE)]
+    return named[0] if len(named) == 1 else None
+
+
+def first_person(text: str, author: str) -> str:
+    """`text` as `author` would have said it: "What did Caroline research?" -> "Caroline: What did I research?"."""
+    name = re.escape(author)
+    text = re.sub(rf"\b{name}['’]s\b", "my", text, flags=re.IGNORECASE)
+    text = re.sub(rf"\b{name}\b", "I", text, flags=re.IGNORECASE)
+    return f"{author}: {text}"
+
+
+def _month(word: str) -> int:
+    return next(n for n, name in enumerate(MONTHS, 1) if name.startswith(word.lower().rstrip(".")[:3]))
+
+
+def _day(year: int, month: int, day: int) -> TimeRange | None:
+    try:
+        start = datetime(year, month, day, tzinfo=timezone.utc)
+    except ValueError:  # "31 February"
+        return None
+    return TimeRange(start, start + timedelta(days=1))
+
+
+def time_ranges(text: str, now: datetime) -> list[TimeRange]:
+    """The periods `text` names (module doc), most specific first; relative ones counted back from `now`."""
+    found = [r for d, m, y in _DAY_MONTH_YEAR.findall(text) if (r := _day(int(y), _month(m), int(d)))]
+    found += [r for m, d, y in _MONTH_DAY_YEAR.findall(text) if (r := _day(int(y), _month(m), int(d)))]
+    if not found:
+        for m, y in _MONTH_YEAR.findall(text):
+            start = datetime(int(y), _month(m), 1, tzinfo=timezone.utc)
+            found.append(TimeRange(start, (start + timedelta(days=32)).replace(day=1)))
+    if not found:
+        found += [TimeRange(datetime(int(y), 1, 1, tzinfo=timezone.utc), datetime(int(y) + 1, 1, 1, tzinfo=timezone.utc))
+                  for y in _IN_YEAR.findall(text)]
+    now = now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    for phrase in _RELATIVE.findall(text):
+        phrase = phrase.lower()
+        if phrase == "yesterday" or phrase == "last night":
+            found.append(TimeRange(today - timedelta(days=1), today + timedelta(hours=6)))
+        elif phrase in ("today", "tonight", "this morning"):
+            found.append(TimeRange(today, today + timedelta(days=1)))
+        else:
+            days = {"week": 7, "weekend": 4, "month": 31, "year": 366}[phrase.split()[1]]
+            found.append(TimeRange(now - timedelta(days=days * (1 if phrase.startswith("this") else 2)), now))
+    for count, unit in _AGO.findall(text):
+        n = int(count) if count.isdigit() else _NUMBER.get(count.lower(), 1)
+        centre = now - timedelta(days=n * _UNIT_DAYS[unit.lower()])
+        slack = timedelta(days=max(1, n * _UNIT_DAYS[unit.lower()] // 4))
+        found.append(TimeRange(centre - slack, centre + slack))
+    return found
+
+
+def asks_when(text: str) -> bool:
+    return bool(_ASKS_WHEN.search(text))
+
+
+def says_when(text: str) -> bool:
+    return bool(_SAYS_WHEN.search(text))
+
+
+def asks_something(text: str) -> bool:
+    return text.rstrip().endswith("?")
