@@ -67,6 +67,16 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+class SeparateChunks:
+    """The embedder without `embed_parts`: every sentence encoded on its own (the ablation of late chunking)."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+
 class CachedEmbedder:
     """An embedder whose vectors are remembered in `<cache>/<model>.pickle` between runs (the dataset's texts do
     not change while the method does). Only for iterating: a published run is made without it or with a cache the
@@ -136,11 +146,14 @@ def conversation_store(db_url: str | None):
 
 
 def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: str | None, embed_model: str | None,
-        limit: int | None, db_url: str | None = None, cache_dir: Path | None = None) -> dict:
+        limit: int | None, db_url: str | None = None, cache_dir: Path | None = None,
+        separate_chunks: bool = False) -> dict:
     samples = json.loads(data_path.read_text())
     if limit:
         samples = samples[:limit]
     embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder()
+    if separate_chunks:
+        embedder = SeparateChunks(embedder)
     if cache_dir:
         embedder = CachedEmbedder(embedder, cache_dir)
     config = RetrievalSettings(**overrides)
@@ -221,7 +234,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
         "query_latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2),
                              "mean": round(statistics.mean(latencies), 2) if latencies else 0},
         "ingest_seconds": round(ingest_seconds, 2),
-        "embedder": embedder.name,
+        "embedder": embedder.name + (" (sentences encoded separately)" if separate_chunks else ""),
         "config": config.model_dump(),
     }
 
@@ -239,13 +252,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--db-url", default=None, help="a PostgreSQL server: each conversation gets a new database on it")
     parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")
+    parser.add_argument("--separate-chunks", action="store_true",
+                        help="encode each sentence on its own instead of pooling it from the item's pass (ablation)")
     args = parser.parse_args()
     if not args.data.exists():
         parser.error(f"no such file: {args.data}")
     ks = sorted(set(args.k) | {5})  # recall@5 is the headline figure: always measured
     overrides = dict(item.split("=", 1) for item in args.set)
     print(json.dumps(run(args.data, ks, overrides, args.embed_url, args.embed_model, args.limit, args.db_url,
-                         args.cache_dir), indent=2))
+                         args.cache_dir, args.separate_chunks), indent=2))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Text processing for retrieval: tokens for BM25 and the chunks that get their own vectors.
 
 Tokens: lower-cased words without stop words, Snowball-stemmed (English for Latin script, Russian for
-Cyrillic); runs of CJK characters become overlapping character bigrams, since they have no spaces.
+Cyrillic); runs of CJK characters become overlapping character bigrams, since they have no spaces. "may" is
+kept: it is a month too, and dates are indexed as words ("3 May 2024").
 Chunks: sentences of at least three words (shorter ones join their neighbour), at most `max_chunks`
 per item, so a long message is found by its best sentence instead of its average.
 """
@@ -18,7 +19,7 @@ from up down in out on off over under again further then once here there when wh
 few more most other some such no nor not only own same so than too very s t can will just don should now i me my
 myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it its
 itself they them their theirs themselves what which who whom this that these those am is are was were be been
-being have has had having do does did doing would could ought also let shall may might must
+being have has had having do does did doing would could ought also let shall might must
 и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот от меня
 еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь опять уж вам ведь там
 потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам чтоб без будто чего раз тоже себе

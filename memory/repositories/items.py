@@ -139,9 +139,10 @@ class MemoryItemRepo(Repo):
         if focus:
             columns += [MemoryItem.tags, MemoryItem.emotions]
         found: dict[int, Row] = {}
+        connection = self.s.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
             q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
-            found.update({row.id: row for row in self.s.execute(q)})
+            found.update({row.id: row for row in connection.execute(q)})
         return found
 
     def at_positions(self, positions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -152,7 +153,7 @@ class MemoryItemRepo(Repo):
         q = select(MemoryItem.episode, MemoryItem.seq, MemoryItem.id).where(
             MemoryItem.episode.in_(sorted({e for e, _ in wanted})), MemoryItem.seq.in_(sorted({s for _, s in wanted})),
             MemoryItem.status != "deleted")
-        return {(e, s): i for e, s, i in self.s.execute(q) if (e, s) in wanted}
+        return {(e, s): i for e, s, i in self.s.connection().execute(q) if (e, s) in wanted}
 
     def authors(self) -> set[str]:
         """Everyone who wrote a live item."""

@@ -83,7 +83,7 @@ class RetrievalSettings(BaseModel):
     meditation_lambda: float = Field(0.3, ge=0, le=1)
     candidates: int = Field(100, ge=1)
     sample_size: int = Field(2048, ge=16)
-    lexical_postings: int = Field(20000, ge=100)  # the most postings a query's full-text candidate search reads
+    lexical_postings: int = Field(4000, ge=100)  # the most postings a query's full-text candidate search reads
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Hit:
     parts: dict[str, float]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Ranked:
     """What ranking knows of an item (memory_items columns, read per query)."""
 
@@ -126,9 +126,9 @@ class _Ranked:
 
     @classmethod
     def of(cls, row) -> "_Ranked":
-        return cls(row.tier, row.status, _ts(row.created_at), row.author or "", row.episode, row.seq,
-                   float(row.importance if row.importance is not None else 0.5), getattr(row, "tags", None) or [],
-                   getattr(row, "emotions", None) or [], row.text or "")
+        focus = len(row) > 9  # ItemRepo.ranking_rows adds tags and emotions when a query filters by them
+        return cls(row[1], row[2], _ts(row[3]), row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
+                   (row[9] or []) if focus else [], (row[10] or []) if focus else [], row[8] or "")
 
     @property
     def tags(self) -> frozenset[str]:
@@ -544,10 +544,13 @@ class MemoryIndex:
             self._corpus_drawn_at, self._sample_matrix = size, None
         return self._corpus
 
-    def _sample_dense(self, qv: np.ndarray) -> tuple[float, float]:
+    def _sample_dense(self, qv: np.ndarray, repos) -> tuple[float, float]:
         """Mean and std of the sample's dense scores for this query (z-normalisation of dense scores)."""
         if self._sample_matrix is None:
-            vectors = self._vectors_of(self._corpus.ids if self._corpus else [])
+            ids = self._corpus.ids if self._corpus else []
+            missing = [i for i in ids if i not in self._vectors]
+            texts = {i: row.text or "" for i, row in repos.items.ranking_rows(missing).items()} if missing else {}
+            vectors = self._vectors_of(ids, texts)
             if not vectors:
                 return 0.0, 0.0
             self._sample_matrix = self._stack(list(vectors.values()))
@@ -621,7 +624,7 @@ class MemoryIndex:
                 held[term] = max(count, round(corpus.holding(term) / len(corpus) * self._documents))
         weights = {t: idf(max(self._documents, 1), min(c, self._documents)) for t, c in held.items() if c}
         pool = cfg.candidates * (3 if q.mode == "meditation" else 1)
-        lexical = repos.items.lexical.candidates(selective_terms(held, cfg.lexical_postings), pool * 2)
+        lexical = repos.items.lexical.candidates(selective_terms(held, cfg.lexical_postings), pool)
 
         # meaning: Chroma's nearest vectors (and those still queued for it)
         qv = self.embed_texts([dense_text])[0]  # the recall query is often the thought novelty just embedded
@@ -641,7 +644,7 @@ class MemoryIndex:
 
         focus = bool(q.tags or q.emotions)
         meta = {i: _Ranked.of(row) for i, row in repos.items.ranking_rows(set(lexical) | set(dense_items), focus).items()}
-        lexical = [i for i in lexical if self._allowed(meta.get(i), q)][:pool]
+        lexical = [i for i in lexical if self._allowed(meta.get(i), q)]
         dense_items = [i for i in dense_items if self._allowed(meta.get(i), q)]
         candidates = list(dict.fromkeys(lexical + dense_items))
         positions = {(m.episode, m.seq + step) for i in candidates if (m := meta[i]).episode is not None
@@ -658,7 +661,7 @@ class MemoryIndex:
         b_mean, b_std = corpus.mean_std(weights, corpus.average_length)
         vectors = self._vectors_of(scored, {i: meta[i].text for i in scored})
         dense_of = dict(zip(vectors, self._dense_scores(self._stack(list(vectors.values())), qv).tolist())) if vectors else {}
-        d_mean, d_std = self._sample_dense(qv)
+        d_mean, d_std = self._sample_dense(qv, repos)
 
         now_ts = _ts(now)
         base: dict[int, float] = {}
@@ -674,7 +677,7 @@ class MemoryIndex:
                  "author": cfg.author_boost if author and m.author == author else 0.0,
                  "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
                  "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
-                 "when": cfg.when_boost if asks_when and reading.says_when(m.text) else 0.0,
+                 "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
                  "period": cfg.period_boost if any(start <= m.created < end for start, end in periods) else 0.0,
                  "asks": -cfg.question_penalty if asks[item_id] else 0.0}
             base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(

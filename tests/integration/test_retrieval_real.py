@@ -1,0 +1,163 @@
+"""Every retrieval component on the real parts: all-MiniLM-L6-v2 (onnxruntime), Chroma, and the full-text index on
+real SQLite (FTS5) and a real PostgreSQL server (tsvector + GIN). One conversation is written through the tick's
+write path on each database; the same searches must find the same turns on both."""
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from memory import Database
+from memory.retrieval.embeddings import LocalEmbedder
+from memory.retrieval.index import MemoryIndex, Query
+from memory.store import record_turn
+from memory.text import chunks
+from tests.integration.servers import postgres_server
+
+pytestmark = pytest.mark.integration  # bounded: the server starts within its timeouts, every query is local
+
+NOW = datetime(2024, 6, 20, 12, tzinfo=timezone.utc)
+SESSIONS = [  # (session date, [(speaker, text)])
+    (datetime(2024, 5, 3, 18, tzinfo=timezone.utc), [
+        ("Ann", "Hey Bob! Guess what, I adopted a puppy from the shelter last week!"),
+        ("Bob", "No way! What breed is she?"),
+        ("Ann", "A beagle mix. She chews everything in sight, but she is so sweet."),
+        ("Bob", "Ha. I started learning the cello, my fingers hurt."),
+    ]),
+    (datetime(2024, 6, 14, 9, tzinfo=timezone.utc), [
+        ("Bob", "Morning Ann. My sister moved to Lisbon, so the flat is quiet now."),
+        ("Ann", "Oh, you must miss her. What do you like to read when it is quiet?"),
+        ("Bob", "Mostly old science fiction. Right now it is Solaris."),
+        ("Ann", "Work has been exhausting, lots of deadlines. The puppy keeps me sane."),
+    ]),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return LocalEmbedder()
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    with postgres_server() as url:
+        yield url
+
+
+def _write_conversation(db: Database) -> None:
+    with db.unit() as repos:
+        for number, (when, turns) in enumerate(SESSIONS, 1):
+            for position, (speaker, said) in enumerate(turns):
+                record_turn(repos, ref=f"{number}:{position}", text=said, author=speaker, episode=f"session {number}",
+                            created_at=when + timedelta(minutes=position))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path, embedder):
+    """(database, index) over one conversation, on SQLite or on PostgreSQL (a new database on the shared server)."""
+    if request.param == "sqlite":
+        db = Database.open(tmp_path)
+    else:
+        from sqlalchemy import create_engine
+
+        server = request.getfixturevalue("pg_url")
+        name = f"retrieval_{request.node.name.split('[')[0][-30:].lower()}"
+        admin = create_engine(server.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+            conn.execute(text(f"CREATE DATABASE {name}"))
+        admin.dispose()
+        db = Database.open(url=server.rsplit("/", 1)[0] + f"/{name}")
+    _write_conversation(db)
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW)
+    index.sync(flush=True)
+    yield db, index
+    index.close()
+    db.close()
+
+
+def refs(hits):
+    return [h.item.ref for h in hits]
+
+
+def test_the_full_text_index_is_written_with_the_catalogue_and_counts_terms(store):
+    db, _ = store
+    with db.unit() as repos:
+        lexical = repos.items.lexical
+        assert lexical.count() == 8
+        beagle = repos.items.find("message", "1:2")
+        own, context = lexical.documents([beagle.id])[beagle.id]
+        assert own.split()[:4] == ["3", "may", "2024", "ann"] and "beagl" in own  # date, author, stemmed words
+        assert "breed" in context and "cello" in context  # the turns before and after, weighted half
+        # "puppy": two turns say it, two more have it as a neighbour; "Solaris": one turn, two neighbours
+        assert lexical.document_frequencies(["puppi", "solari", "nowher"], 100) == {"puppi": 4, "solari": 3, "nowher": 0}
+        assert lexical.candidates(["solari"], 5)[0] == repos.items.find("message", "2:2").id
+        repos.items.remove("message", "2:2")
+    with db.unit() as repos:
+        assert repos.items.lexical.count() == 7 and repos.items.lexical.documents([beagle.id])  # the others stay
+        assert repos.items.lexical.document_frequencies(["solari"], 100) == {"solari": 2}  # only as a neighbour now
+
+
+def test_hybrid_search_finds_paraphrases_authors_times_and_answers(store):
+    _, index = store
+    assert refs(index.search("What pet did Ann get?", k=1)) == ["1:0"]  # no word in common with "puppy"
+    assert refs(index.search("Which instrument is Bob studying?", k=1)) == ["1:3"]
+    when = index.search("When did Ann adopt the puppy?", k=3)
+    assert when[0].item.ref == "1:0" and when[0].parts["when"] > 0  # it says when: "last week"
+    answer = index.search("What book is Bob reading?", k=2)
+    assert answer[0].item.ref == "2:2" and answer[0].parts["answers"] != 0  # the reply to Ann's question
+    question = next(h for h in index.search("What does Bob like to read?", k=5) if h.item.ref == "2:1")
+    assert question.parts["asks"] < 0  # a question tells less than its reply
+    named = index.search("What did Bob tell Ann on 14 June 2024?", k=4)
+    assert {h.item.ref.split(":")[0] for h in named} == {"2"} and all(h.parts["period"] > 0 for h in named)
+    bob = index.search("Where does Bob's sister live now?", k=1)[0]
+    assert bob.item.ref == "2:0" and bob.parts["author"] > 0
+
+
+def test_a_restarted_index_reads_what_is_stored_and_rebuilds_nothing(store, embedder, tmp_path):
+    db, index = store
+    before = [refs(index.search(q, k=3)) for q in ("puppy shelter", "sister Lisbon", "deadlines at work")]
+    again = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW)
+    assert [refs(again.search(q, k=3)) for q in ("puppy shelter", "sister Lisbon", "deadlines at work")] == before
+    assert again._pending == {}  # nothing re-embedded: Chroma and the full-text index were up to date
+    again.close()
+
+
+def test_late_chunked_sentence_vectors_stand_for_their_sentences(embedder):
+    body = "I adopted a beagle puppy from the shelter. Work has been exhausting with deadlines."
+    whole, *sentences = embedder.embed_parts([("Ann: ", body, chunks(body))])[0]
+    assert len(sentences) == 2
+    assert float(np.abs(whole - embedder.embed(["Ann: " + body])[0]).max()) < 1e-5  # the same pass as embed()
+    dog, work = embedder.embed(["Ann: a dog from the animal shelter", "Ann: too much work and deadlines"])
+    assert float(sentences[0] @ dog) > float(sentences[1] @ dog)
+    assert float(sentences[1] @ work) > float(sentences[0] @ work)
+    long_body = "Filler words go here. " * 150 + "The lighthouse keeper retired in 1989."
+    parts = chunks(long_body)
+    vectors = embedder.embed_parts([("", long_body, parts)])[0]
+    alone = embedder.embed([parts[-1]])[0]  # past the 256-token window: encoded on its own
+    assert float(np.abs(vectors[-1] - alone).max()) < 1e-5
+
+
+def test_a_postgres_database_from_before_the_full_text_index_is_upgraded(pg_url):
+    from sqlalchemy import create_engine
+
+    name = "retrieval_upgrade"
+    admin = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    url = pg_url.rsplit("/", 1)[0] + f"/{name}"
+    db = Database.open(url=url)
+    _write_conversation(db)
+    with db.unit() as repos:
+        repos.session.execute(text("DROP TABLE memory_fts"))  # as a v8 database was
+        repos.session.execute(text("UPDATE schema_version SET version = 8"))
+    db.close()
+    db = Database.open(url=url)
+    with db.unit() as repos:
+        assert repos.items.lexical.count() == 8
+        said, heard = repos.items.find("message", "1:3").id, repos.items.find("message", "1:2").id
+        assert repos.items.lexical.candidates(["cello"], 5) == [said, heard]  # its own words rank above a neighbour's
+    db.close()
+    admin.dispose()
