@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, func, or_, select, update
+from sqlalchemy import ColumnElement, Row, Select, func, or_, select, text, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo
-from memory.repositories.lexical import LexicalRepo
+from memory.repositories.lexical import LexicalRepo, qualified
 from memory.text import lexical_document
 
 # The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
@@ -146,14 +146,22 @@ class MemoryItemRepo(Repo):
         return found
 
     def at_positions(self, positions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """(episode, seq) -> the id of the item there, for the positions that hold a live item."""
-        wanted = set(positions)
-        if not wanted:
-            return {}
-        q = select(MemoryItem.episode, MemoryItem.seq, MemoryItem.id).where(
-            MemoryItem.episode.in_(sorted({e for e, _ in wanted})), MemoryItem.seq.in_(sorted({s for _, s in wanted})),
-            MemoryItem.status != "deleted")
-        return {(e, s): i for e, s, i in self.s.connection().execute(q) if (e, s) in wanted}
+        """(episode, seq) -> the id of the live item there, for the positions that hold one: one index lookup per
+        position (a VALUES list joined to the (episode, seq) index; `episode IN … AND seq IN …` would read every
+        item of every episode named)."""
+        wanted = sorted(set(positions))
+        found: dict[tuple[str, int], int] = {}
+        connection = self.s.connection()
+        table = qualified(connection, MemoryItem.__tablename__)
+        mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"  # the driver's own: SQLAlchemy's compile
+        for start in range(0, len(wanted), 400):  # of hundreds of bound names costs more than the query
+            page = wanted[start:start + 400]
+            rows = ", ".join(f"({mark}, {mark})" for _ in page)
+            sql = (f"WITH wanted(episode, seq) AS (VALUES {rows}) SELECT m.episode, m.seq, m.id FROM wanted "
+                   f"JOIN {table} m ON m.episode = wanted.episode AND m.seq = wanted.seq WHERE m.status != 'deleted'")
+            found.update({(e, q): i for e, q, i in connection.exec_driver_sql(
+                sql, tuple(value for e, q in page for value in (e, int(q))))})
+        return found
 
     def authors(self) -> set[str]:
         """Everyone who wrote a live item."""

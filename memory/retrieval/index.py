@@ -60,6 +60,8 @@ MAX_PARTS = 13  # vectors an item can have: the whole item and at most 12 chunks
 BACKFILL_PAGE = 2000  # items read at a time when a collection is (re)built
 FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded memory)
 RECOUNT_ALWAYS_BELOW = 10000  # documents: counting them costs ~2 ms at 10k, ~20 ms at 100k (SQLite)
+DENSE_SAMPLE = 512  # of the sample, the items whose vectors estimate the dense scores' spread (a restarted
+# process fetches them from Chroma before its first answer: ~2,300 records)
 DF_EXACT_UP_TO = 1000  # PostgreSQL counts a term's documents up to this; past it the sample estimates
 
 
@@ -547,7 +549,8 @@ class MemoryIndex:
     def _sample_dense(self, qv: np.ndarray, repos) -> tuple[float, float]:
         """Mean and std of the sample's dense scores for this query (z-normalisation of dense scores)."""
         if self._sample_matrix is None:
-            ids = self._corpus.ids if self._corpus else []
+            everyone = self._corpus.ids if self._corpus else []
+            ids = everyone[::max(1, len(everyone) // DENSE_SAMPLE)][:DENSE_SAMPLE]  # spread over the (sorted) sample
             missing = [i for i in ids if i not in self._vectors]
             texts = {i: row.text or "" for i, row in repos.items.ranking_rows(missing).items()} if missing else {}
             vectors = self._vectors_of(ids, texts)
