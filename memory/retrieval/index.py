@@ -12,7 +12,7 @@ Vectors. An item has a whole-item vector (`<id>:0`, the text prefixed with its a
 sentences, one vector per sentence (`<id>:1…`), pooled from the same pass over the text when the embedder can
 (`embed_parts`): a long message is found by its best sentence.
 
-Retrieval (measured in bench/locomo.py; the ablation is in bench/README.md):
+Retrieval (measured in bench/locomo.py, component by component with `--set`):
   candidates   = the full-text engine's matches of the query's selective terms ∪ Chroma's nearest vectors
   dense(item)  = 0.6 · best vector similarity + 0.4 · whole-item similarity
   BM25(item)   over the item's date, author and text, plus its neighbours' text at half weight
