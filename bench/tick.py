@@ -91,6 +91,8 @@ def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
 
     engine.dialect.do_commit = timed(watch, "sql", engine.dialect.do_commit)
     embedder.embed = counted(watch, timed(watch, "embedding", embedder.embed))
+    if hasattr(embedder, "embed_parts"):  # a memory's vector and its sentences', one pass (memory/retrieval/index.py)
+        embedder.embed_parts = counted(watch, timed(watch, "embedding", embedder.embed_parts))
     fake.complete = timed(watch, "llm", fake.complete)
     saver = agent.checkpointer
     saver.put = timed(watch, "checkpoint", saver.put)
