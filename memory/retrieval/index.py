@@ -77,7 +77,7 @@ class RetrievalSettings(BaseModel):
     answer_weight: float = Field(0.3, ge=0)  # a reply inherits this share of the score of the question it answers
     question_penalty: float = Field(0.6, ge=0)  # an item that only asks (ends with "?") tells less than a reply
     when_boost: float = Field(1.0, ge=0)  # "when …?" queries: items that say when (a time expression)
-    period_boost: float = Field(1.0, ge=0)  # a query naming a day, month, year or "last week": items written then
+    period_boost: float = Field(0.5, ge=0)  # a query naming a day, month, year or "last week": items written then
     recency_weight: float = Field(0.1, ge=0)
     recency_half_life_days: float = Field(30.0, gt=0)
     importance_weight: float = Field(0.2, ge=0)
@@ -615,7 +615,7 @@ class MemoryIndex:
         author = reading.about_author(q.text, self._authors)
         dense_text = reading.first_person(q.text, author) if author else q.text
         now = self.clock()
-        periods = [(_ts(r.start), _ts(r.end)) for r in reading.time_ranges(q.text, now)]
+        periods = [(_ts(r.start), _ts(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
         asks_when = reading.asks_when(q.text)
 
         # words: the engine's candidates for the selective terms; BM25 weights from the corpus's document counts
@@ -681,7 +681,7 @@ class MemoryIndex:
                  "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
                  "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
                  "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
-                 "period": cfg.period_boost if any(start <= m.created < end for start, end in periods) else 0.0,
+                 "period": cfg.period_boost * max((w for start, end, w in periods if start <= m.created < end), default=0.0),
                  "asks": -cfg.question_penalty if asks[item_id] else 0.0}
             base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(
                 v for k, v in p.items() if k not in ("bm25", "dense"))

@@ -3,7 +3,8 @@
 - `about_author`: the one known author a query names ("what did Caroline…"); `first_person` rewrites the query as
   that author would have said it, since memories are stored as "<author>: <text>".
 - `time_ranges`: the periods a query names — a day ("on 9 October, 2022", "May 25th 2023"), a month ("in May
-  2023"), a year ("in 2022"), or one relative to now ("yesterday", "last week", "three days ago", "last month").
+  2023"), a year ("in 2022"), or a recent one relative to now ("yesterday", "last week", "three days ago"; "last
+  year" is too wide to point at anything).
 - `asks_when`: a "when …?" / "how long ago …?" query; its answer is an item that says when (`says_when`: a time
   expression such as "yesterday", "last Friday", "next month", "in 2019").
 - `asks_something`: an item that is a question ("Did you paint that?"), which tells less than the reply to it.
@@ -27,11 +28,11 @@ _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE)
 _IN_YEAR = re.compile(rf"\b(?:in|of|during|since|throughout)\s+{_YEAR}\b", re.IGNORECASE)
 _NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "few": 3,
            "couple": 2, "several": 4}
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|few|couple|several)\s+(?:of\s+)?(day|week|month|year)s?"
-                  r"\s+ago\b", re.IGNORECASE)
-_RELATIVE = re.compile(r"\b(yesterday|today|tonight|this morning|last night|(?:last|this|past) (?:week|weekend|month|year))\b",
-                       re.IGNORECASE)
+_UNIT_DAYS = {"day": 1, "week": 7}
+_AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|few|couple|several)\s+(?:of\s+)?(day|week)s?\s+ago\b",
+                  re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(yesterday|today|tonight|this morning|last night|(?:last|this|past) (?:week|weekend))\b",
+                       re.IGNORECASE)  # "last month", "last year": too wide to say which memories
 
 _ASKS_WHEN = re.compile(r"^\W*(?:when|how long ago|how long has|how long did|what (?:year|month|day|date|time))\b|"
                         r"\b(?:when did|when was|when is|when will|when does|what date|which (?:year|month|day))\b",
@@ -50,6 +51,7 @@ _SAYS_WHEN = re.compile(
 class TimeRange:
     start: datetime
     end: datetime
+    weight: float = 1.0  # how much the range says: a day fully, a month half, a year a quarter
 
 
 def about_author(text: str, authors) -> str | None:
@@ -88,10 +90,10 @@ def time_ranges(text: str, now: datetime) -> list[TimeRange]:
     if not found:
         for m, y in _MONTH_YEAR.findall(text):
             start = datetime(int(y), _month(m), 1, tzinfo=timezone.utc)
-            found.append(TimeRange(start, (start + timedelta(days=32)).replace(day=1)))
+            found.append(TimeRange(start, (start + timedelta(days=32)).replace(day=1), 0.5))
     if not found:
-        found += [TimeRange(datetime(int(y), 1, 1, tzinfo=timezone.utc), datetime(int(y) + 1, 1, 1, tzinfo=timezone.utc))
-                  for y in _IN_YEAR.findall(text)]
+        found += [TimeRange(datetime(int(y), 1, 1, tzinfo=timezone.utc), datetime(int(y) + 1, 1, 1, tzinfo=timezone.utc),
+                            0.25) for y in _IN_YEAR.findall(text)]
     now = now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     for phrase in _RELATIVE.findall(text):
@@ -101,7 +103,7 @@ def time_ranges(text: str, now: datetime) -> list[TimeRange]:
         elif phrase in ("today", "tonight", "this morning"):
             found.append(TimeRange(today, today + timedelta(days=1)))
         else:
-            days = {"week": 7, "weekend": 4, "month": 31, "year": 366}[phrase.split()[1]]
+            days = {"week": 7, "weekend": 4}[phrase.split()[1]]
             found.append(TimeRange(now - timedelta(days=days * (1 if phrase.startswith("this") else 2)), now))
     for count, unit in _AGO.findall(text):
         n = int(count) if count.isdigit() else _NUMBER.get(count.lower(), 1)
