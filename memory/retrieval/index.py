@@ -48,7 +48,6 @@ from memory.models import MemoryItem
 from memory.retrieval import query as reading
 from memory.retrieval.embeddings import Embedder
 from memory.retrieval.lexical import CorpusSample, idf, scores as bm25_scores, selective_terms
-from memory.retrieval.query import first_person  # noqa: F401  (re-exported: tests and callers use it from here)
 from memory.text import chunks, tokenize, with_author
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ from nodes.commands.consent import answer
 from nodes.context import utcnow
 from llm.testing import FakeLLM
 from memory import Database
-from memory.retrieval.index import MemoryIndex, Query, first_person
+from memory.retrieval.index import MemoryIndex, Query
+from memory.retrieval.query import about_author, asks_something, asks_when, first_person, says_when, time_ranges
 from memory.retrieval.lexical import CorpusSample, bag, idf, scores, selective_terms
 from memory.upkeep.manager import set_memory_status
 from memory.testing import HashEmbedder
@@ -69,6 +70,29 @@ def test_only_selective_terms_are_searched_in_the_engine():
 def test_first_person_rewrite_for_author_queries():
     assert first_person("What did Caroline research?", "Caroline") == "Caroline: What did I research?"
     assert first_person("What is Caroline's identity?", "Caroline") == "Caroline: What is my identity?"
+    assert about_author("What did Caroline research?", {"Caroline", "Melanie"}) == "Caroline"
+    assert about_author("Did Caroline and Melanie meet?", {"Caroline", "Melanie"}) is None  # both: no one in particular
+    assert about_author("What did Caroline research?", {"Caroline"}) is None  # the only author: nothing to prefer
+
+
+def test_what_a_query_says_about_time():
+    from datetime import datetime, timezone
+
+    now = datetime(2024, 6, 20, 15, tzinfo=timezone.utc)
+    day = lambda text: [(r.start.date().isoformat(), r.end.date().isoformat(), r.weight) for r in time_ranges(text, now)]  # noqa: E731
+    assert day("What did Nate play on 9 October, 2022?") == [("2022-10-09", "2022-10-10", 1.0)]
+    assert day("What happened on May 25th 2023?") == [("2023-05-25", "2023-05-26", 1.0)]
+    assert day("What did she start in December 2023?") == [("2023-12-01", "2024-01-01", 0.5)]
+    assert day("Where did he travel in 2022?") == [("2022-01-01", "2023-01-01", 0.25)]
+    assert day("What did we talk about yesterday?") == [("2024-06-19", "2024-06-20", 1.0)]
+    assert day("the film from three days ago") == [("2024-06-16", "2024-06-18", 1.0)]
+    assert day("What did he do last year?") == []  # too wide to point at anything
+    assert day("on 31 February 2023") == [("2023-02-01", "2023-03-01", 0.5)]  # no such day: its month
+    assert asks_when("When did Caroline go to the support group?") and asks_when("How long ago was her birthday?")
+    assert not asks_when("What did Caroline research?")
+    assert says_when("I went to a support group yesterday!") and says_when("We moved here in 2019.")
+    assert not says_when("That sounds lovely.")
+    assert asks_something("Did you paint that yourself? ") and not asks_something("I painted it.")
 
 
 # ---- index sync and retrieval ------------------------------------------------------------------------------
