@@ -20,7 +20,7 @@ Retrieval (measured in bench/locomo.py, component by component with `--set`):
   fused = 0.3·z(BM25) + 0.7·z(dense) + author match + recency + importance
           + a "when …?" query's boost of items that say when + a named period's boost of items written then
           − the penalty of an item that only asks a question,
-  then each item takes 0.4 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
+  then each item takes 0.2 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
   the score of the question it answers; then MMR (λ 0.7; 0.3 in meditation mode) picks the k results.
 When the query names exactly one known author ("what did Caroline…"), the dense query is rewritten in that
 author's first person ("Caroline: what did I…") and that author's items get a boost (memory/retrieval/query.py).
@@ -72,7 +72,7 @@ class RetrievalSettings(BaseModel):
     dense_weight: float = Field(0.7, ge=0, le=1)  # dense vs BM25 share of the fused score
     best_vector_weight: float = Field(0.6, ge=0, le=1)  # best sentence vs whole item in the dense score
     author_boost: float = Field(1.0, ge=0)
-    neighbour_weight: float = Field(0.4, ge=0)
+    neighbour_weight: float = Field(0.2, ge=0)
     answer_weight: float = Field(0.3, ge=0)  # a reply inherits this share of the score of the question it answers
     question_penalty: float = Field(0.6, ge=0)  # an item that only asks (ends with "?") tells less than a reply
     when_boost: float = Field(1.0, ge=0)  # "when …?" queries: items that say when (a time expression)
