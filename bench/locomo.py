@@ -67,16 +67,6 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-class SeparateChunks:
-    """The embedder without `embed_parts`: every sentence encoded on its own (the ablation of late chunking)."""
-
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-
-    def embed(self, texts):
-        return self.inner.embed(texts)
-
-
 class CachedEmbedder:
     """An embedder whose vectors are remembered in `<cache>/<model>.pickle` between runs (the dataset's texts do
     not change while the method does). Only for iterating: a published run is made without it or with a cache the
@@ -153,7 +143,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
         samples = samples[:limit]
     embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder()
     if separate_chunks:
-        embedder = SeparateChunks(embedder)
+        overrides = {**overrides, "sentence_vectors": "separate"}
     if cache_dir:
         embedder = CachedEmbedder(embedder, cache_dir)
     config = RetrievalSettings(**overrides)
@@ -234,7 +224,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
         "query_latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2),
                              "mean": round(statistics.mean(latencies), 2) if latencies else 0},
         "ingest_seconds": round(ingest_seconds, 2),
-        "embedder": embedder.name + (" (sentences encoded separately)" if separate_chunks else ""),
+        "embedder": embedder.name,
         "config": config.model_dump(),
     }
 
@@ -253,7 +243,7 @@ def main() -> None:
     parser.add_argument("--db-url", default=None, help="a PostgreSQL server: each conversation gets a new database on it")
     parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")
     parser.add_argument("--separate-chunks", action="store_true",
-                        help="encode each sentence on its own instead of pooling it from the item's pass (ablation)")
+                        help="the same as --set sentence_vectors=separate: each sentence encoded on its own")
     args = parser.parse_args()
     if not args.data.exists():
         parser.error(f"no such file: {args.data}")

@@ -10,7 +10,8 @@ first search reads the few rows it ranks; the vectors are copied into memory in 
 
 Vectors. An item has a whole-item vector (`<id>:0`, the text prefixed with its author) and, when it has several
 sentences, one vector per sentence (`<id>:1…`), pooled from the same pass over the text when the embedder can
-(`embed_parts`): a long message is found by its best sentence.
+(`embed_parts`; `sentence_vectors: separate` encodes each on its own): a long message is found by its best
+sentence.
 
 Retrieval (measured in bench/locomo.py, component by component with `--set`):
   candidates   = the full-text engine's matches of the query's selective terms ∪ Chroma's nearest vectors
@@ -38,7 +39,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,6 +86,9 @@ class RetrievalSettings(BaseModel):
     candidates: int = Field(100, ge=1)
     sample_size: int = Field(2048, ge=16)
     lexical_postings: int = Field(4000, ge=100)  # the most postings a query's full-text candidate search reads
+    # a sentence's vector: pooled from its item's pass ("pooled": one pass per item) or encoded on its own
+    # ("separate": about 3× the embedding time of a bulk import, about +1 point of LoCoMo recall@5)
+    sentence_vectors: Literal["pooled", "separate"] = "pooled"
 
 
 @dataclass
@@ -306,7 +310,7 @@ class MemoryIndex:
         """Each item's vectors (row 0 the whole item): one pass per item when the embedder pools its sentences from
         it (`embed_parts`), else every text on its own."""
         documents = [self._record_texts(item) for item in items]
-        embed_parts = getattr(self.embedder, "embed_parts", None)
+        embed_parts = getattr(self.embedder, "embed_parts", None) if self.config.sentence_vectors == "pooled" else None
         if embed_parts is not None:
             return [np.asarray(v, dtype=np.float32) for v in embed_parts(documents)]
         texts = [text for prefix, body, parts in documents for text in [prefix + body, *(prefix + p for p in parts)]]

@@ -184,3 +184,25 @@ def test_each_persona_schema_of_a_deployment_has_its_own_full_text_index(pg_url)
     assert touching and all('"lexical_b".memory_fts' in s for s in touching)
     a.close()
     b.close()
+
+
+def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path, embedder):
+    from memory.retrieval.index import RetrievalSettings
+
+    body = "I adopted a beagle puppy from the shelter. Work has been exhausting with deadlines."
+    found = {}
+    for mode in ("pooled", "separate"):
+        db = Database.open(tmp_path / mode)
+        with db.unit() as repos:
+            item = record_turn(repos, ref="1", text=body, author="Ann", episode="e")
+        index = MemoryIndex(db, embedder, chroma_path=tmp_path / mode / "chroma",
+                            config=RetrievalSettings(sentence_vectors=mode))
+        index.sync(flush=True)
+        found[mode] = index._vectors_of([item.id])[item.id].astype(np.float32)
+        index.close()
+        db.close()
+    alone = embedder.embed(["Ann: " + sentence for sentence in chunks(body)])
+    assert found["separate"].shape == found["pooled"].shape == (3, 384)
+    assert float(np.abs(found["separate"][1:] - alone).max()) < 1e-2  # float16 in memory
+    assert float(np.abs(found["pooled"][1:] - alone).max()) > 0.05  # pooled in context: not the same vectors
+    assert float(np.abs(found["pooled"][0] - found["separate"][0]).max()) < 1e-2  # the whole item: the same pass
