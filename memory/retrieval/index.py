@@ -456,7 +456,7 @@ class MemoryIndex:
                 self._applied = head  # a new process: its caches are empty, so nothing in them can be stale
             if head <= self._applied and head <= chroma_at:
                 return 0
-            if chroma_at == 0 and head and self._record_count() == 0:  # a new collection: embed everything
+            if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
                 return self._backfill(repos, head, progress)
             since = min(chroma_at, self._applied)
             changed = repos.items.changed_since(since, head) if head > since else []
