@@ -101,7 +101,8 @@ def test_the_full_text_index_is_written_with_the_catalogue_and_counts_terms(stor
 
 def test_hybrid_search_finds_paraphrases_authors_times_and_answers(store):
     _, index = store
-    assert refs(index.search("What pet did Ann get?", k=1)) == ["1:0"]  # no word in common with "puppy"
+    assert set(refs(index.search("What pet did Ann get?", k=2))) == {"1:0", "1:2"}  # her puppy, its breed: no word
+    # in common with the question
     assert refs(index.search("Which instrument is Bob studying?", k=1)) == ["1:3"]
     when = index.search("When did Ann adopt the puppy?", k=3)
     assert when[0].item.ref == "1:0" and when[0].parts["when"] > 0  # it says when: "last week"
@@ -109,8 +110,8 @@ def test_hybrid_search_finds_paraphrases_authors_times_and_answers(store):
     assert answer[0].item.ref == "2:2" and answer[0].parts["answers"] != 0  # the reply to Ann's question
     question = next(h for h in index.search("What does Bob like to read?", k=5) if h.item.ref == "2:1")
     assert question.parts["asks"] < 0  # a question tells less than its reply
-    named = index.search("What did Bob tell Ann on 14 June 2024?", k=4)
-    assert {h.item.ref.split(":")[0] for h in named} == {"2"} and all(h.parts["period"] > 0 for h in named)
+    named = index.search("What did Bob tell Ann on 14 June 2024?", k=2)
+    assert set(refs(named)) == {"2:0", "2:2"} and all(h.parts["period"] > 0 for h in named)  # his words that day
     bob = index.search("Where does Bob's sister live now?", k=1)[0]
     assert bob.item.ref == "2:0" and bob.parts["author"] > 0
 
