@@ -49,13 +49,14 @@ def create_lexical_index(conn: Connection) -> None:
 
 
 def backfill_lexical_index(conn: Connection) -> int:
-    """Index every catalogue item that is not deleted (an upgraded database); progress goes to the log."""
+    """Index every catalogue item that is not deleted (an upgraded database, a spawned child's copied memory);
+    progress goes to the log."""
     items = qualified(conn, "memory_items")
     total = conn.execute(text(f"SELECT count(*) FROM {items} WHERE status != 'deleted'")).scalar() or 0
     if not total:
         return 0
     say = log.warning if total > BACKFILL_PAGE else log.info  # a long upgrade shows its progress in the terminal
-    say("building the full-text index of %d memories (once, for this upgrade)", total)
+    say("building the full-text index of %d memories", total)
     started, done, after = time.monotonic(), 0, 0
     lexical = LexicalRepo(None, conn)
     while True:

@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from memory.models import Base, MemoryItem, MemoryJournal, Message, Note, Thread
+from memory.repositories.lexical import backfill_lexical_index
 
 NEVER_COPIED = ("schema_version", "live_events")  # the target has its own version; the live journal is the run's
 BATCH = 1000
@@ -137,6 +138,8 @@ def copy_memory(source: Session, target: Session, mode: str, progress: Callable[
         if progress is not None:
             progress(table.name, counts[table.name])
     reset_sequences(target, chosen)
+    if counts.get("memory_items"):  # the catalogue came in as rows: its full-text documents are written here
+        counts["memory_fts"] = backfill_lexical_index(target.connection())
     if mode == "trained":
         counts["memory_journal"] = journal_items(target)
         reset_sequences(target, tables(["memory_journal"]))

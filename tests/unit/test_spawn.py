@@ -89,7 +89,9 @@ def test_a_consented_clone_copies_all_memory_and_vectors_and_thinks_on_its_own(t
                        persona_dir=str(child_dir))
     assert child.services.memory.collection.count() == parent_vectors > 0  # copied, not re-embedded
     hits = child.services.memory.search("storm broke the windows")
-    assert any("storm of March" in h.item.text for h in hits)
+    assert any("storm of March" in h.item.text and h.parts["bm25"] > 0 for h in hits)  # its words indexed too
+    with child.services.db.unit() as repos:
+        assert repos.items.lexical.count() == len(repos.items.indexed(limit=None)) > 0
     prompt_state = child.tick()
     assert prompt_state["tick"] >= 1 and "Mira" in child.services.persona.display_name
     child.services.db.close()
