@@ -3,25 +3,33 @@ and the real embedding model; on the embedded model, the tick's wall time agains
 
     python bench/tick.py [--rows 10000 100000] [--ticks 30] [--embedded-ticks 3]
 
-The split of a tick (medians over the measured ticks):
+The split of a tick (medians over the measured ticks; they add up to the wall time):
+  graph_ms          LangGraph's own work around the steps (routing, state merging, the resume check, pruning)
+  steps_ms          the steps' own Python: prompt assembly, parsing, reflex bookkeeping (not their SQL or model calls)
+  orm_ms            SQLAlchemy around the statements: compiling, flushing, loading rows into objects
+  sql_ms            inside the database driver (executing statements, fetching rows, commits)
   embedding_ms      inside the embedding model (novelty, the recall query, the memory index)
-  sql_ms            inside the database driver (every statement of the memory SQL, commits included)
   checkpoint_ms     writing LangGraph checkpoints (the saver's own SQLite file)
   llm_ms            inside the (fake, instant) model calls
-  orchestration_ms  everything else: the graph, prompt assembly, parsing, reflex bookkeeping
+`orchestration_ms` = graph + steps: what is neither the database, the embedding model, the checkpoint nor the model.
+The machine is shared and its wall times noisy; the counts per tick are not: `statements_per_tick` (SQL statements
+sent), `transactions_per_tick` (commits), `texts_embedded_per_tick` and `embed_calls_per_tick` (calls into the
+model), `llm_calls_per_tick`. `cpu_ms` is the process's CPU time per tick (less disturbed by other processes).
 Every tick runs the persona's default settings: reflexes, drives and emotions on, with nobody listening to the
 tick's events (`Agent.tick`). `floors_ms` measures what no tick can go below on this machine: the same playbook
 graph with steps that do nothing (checkpointer and durability as a loop tick; with and without the event stream
-a live view listens to), and one text through the embedding model (`texts_embedded_per_tick` says how many).
+a live view listens to), and one text through the embedding model.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -29,6 +37,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import event, insert  # noqa: E402
+from sqlalchemy.engine.cursor import CursorResult  # noqa: E402
+from sqlalchemy.engine.result import ChunkedIteratorResult, IteratorResult  # noqa: E402
+from sqlalchemy.orm import Session  # noqa: E402
 
 from graph.agent import build_agent  # noqa: E402
 from graph.checkpoint import open_sqlite_saver  # noqa: E402
@@ -38,6 +49,7 @@ from graph.services import open_services  # noqa: E402
 from llm.testing import FakeLLM  # noqa: E402
 from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
 from memory.models import Message, Note, Thread  # noqa: E402
+import nodes  # noqa: E402
 from nodes import STEPS  # noqa: E402
 
 TOPICS = ["tides", "lighthouses", "the moon", "sea birds", "storms", "old maps", "salt", "fog", "harbours", "stars"]
@@ -74,8 +86,61 @@ def timed(watch: Stopwatch, part: str, func):
 def counted(watch: Stopwatch, func):
     def wrapper(texts):
         watch.add("texts_embedded", len(texts))
+        watch.add("embed_calls", 1)
         return func(texts)
     return wrapper
+
+
+class Outermost:
+    """Times a family of re-entrant calls (SQLAlchemy's session and result methods call each other): only the
+    outermost call of a thread counts."""
+
+    def __init__(self, watch: Stopwatch, part: str):
+        self.watch, self.part, self.local = watch, part, threading.local()
+
+    def wrap(self, func):
+        def wrapper(*args, **kwargs):
+            depth = getattr(self.local, "depth", 0)
+            self.local.depth = depth + 1
+            started = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.local.depth = depth
+                if depth == 0:
+                    self.watch.add(self.part, time.perf_counter() - started)
+        wrapper.__wrapped__ = func
+        return wrapper
+
+
+DB_METHODS = {Session: ("execute", "scalars", "scalar", "get", "flush", "commit", "rollback", "close", "merge"),
+              IteratorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl"),
+              ChunkedIteratorResult: ("_fetchmany_impl",),
+              CursorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl")}
+
+
+def instrument_db(watch: Stopwatch) -> None:
+    """Everything SQLAlchemy does for the memory (its ORM and the driver under it) is `db`, once per process."""
+    if getattr(Session.execute, "__wrapped__", None) is not None:
+        return
+    outermost, fetching = Outermost(watch, "db"), Outermost(watch, "sql")
+    for cls, names in DB_METHODS.items():
+        for name in names:
+            method = getattr(cls, name)
+            if cls is CursorResult:  # SQLite computes rows as they are fetched: the driver's time, like executing
+                method = fetching.wrap(method)
+            setattr(cls, name, outermost.wrap(method))
+
+
+def instrument_steps(watch: Stopwatch) -> None:
+    """Time inside the steps (their SQL and model calls included), for the graph's own share."""
+    for name, step in list(STEPS.items()):
+        if getattr(step, "bench_timed", False):
+            continue
+        wrapped = functools.wraps(step)(timed(watch, "steps", step))
+        wrapped.bench_timed = True
+        STEPS[name] = wrapped
+    assert nodes.STEPS is STEPS
 
 
 def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
@@ -84,10 +149,15 @@ def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
     @event.listens_for(engine, "before_cursor_execute")
     def _start(conn, cursor, statement, parameters, context, executemany):
         conn.info.setdefault("started", []).append(time.perf_counter())
+        watch.add("statements", 1)
 
     @event.listens_for(engine, "after_cursor_execute")
     def _stop(conn, cursor, statement, parameters, context, executemany):
         watch.add("sql", time.perf_counter() - conn.info["started"].pop())
+
+    @event.listens_for(engine, "commit")
+    def _commit(conn):
+        watch.add("transactions", 1)
 
     engine.dialect.do_commit = timed(watch, "sql", engine.dialect.do_commit)
     embedder.embed = counted(watch, timed(watch, "embedding", embedder.embed))
@@ -140,6 +210,10 @@ def repeating(prompt: str) -> str:
 WORKLOADS = {"varied": varied, "repeating": repeating}
 
 
+SPLIT = ("graph", "steps", "orm", "sql", "embedding", "checkpoint", "llm")
+COUNTS = ("statements", "transactions", "texts_embedded", "embed_calls")
+
+
 def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeLLM("fake", responses=WORKLOADS[workload])
@@ -147,36 +221,44 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
                                  entries=[{"id": "fake", "provider": "fake", "priority": 1}])
         progress(f"seeding {rows} messages + {rows} notes over the past year…")
         seed_rows(services, rows)
-        agent = build_agent("repl", services=services, checkpointer="sqlite")
         watch = Stopwatch()
+        instrument_steps(watch)
+        instrument_db(watch)
+        agent = build_agent("repl", services=services, checkpointer="sqlite")
         instrument(agent, embedder, fake, watch)
         for _ in range(3):  # warm-up: the embedding model loads, caches fill
             agent.tick()
         watch.take()
-        totals, split, embedded_texts = [], {k: [] for k in ("embedding", "sql", "checkpoint", "llm")}, 0
+        totals, cpu, parts_of, counts = [], [], [], {k: 0.0 for k in COUNTS}
         calls_before = len(fake.calls)
         for i in range(ticks):
             if workload == "varied" and i % 5 == 0:  # the human writes now and then: drives, recall, the reply
                 with services.db.unit() as repos:
                     repos.notes.add(f"What do you think about {TOPICS[i % 10]}?", source="user")
-            started = time.perf_counter()
+                watch.take()
+            started, cpu_started = time.perf_counter(), time.process_time()
             agent.tick()
             totals.append((time.perf_counter() - started) * 1000)
-            parts = watch.take()
-            embedded_texts += parts.get("texts_embedded", 0)
-            for key in split:
-                split[key].append(parts.get(key, 0.0) * 1000)
+            cpu.append((time.process_time() - cpu_started) * 1000)
+            parts = {k: v * 1000 for k, v in watch.take().items()}
+            for key in COUNTS:
+                counts[key] += parts.get(key, 0) / 1000
+            steps, db, sql = parts.get("steps", 0.0), parts.get("db", 0.0), parts.get("sql", 0.0)
+            model = parts.get("embedding", 0.0) + parts.get("llm", 0.0)
+            parts_of.append({"graph": totals[-1] - steps - parts.get("checkpoint", 0.0),
+                             "steps": steps - db - model, "orm": db - sql, "sql": sql,
+                             "embedding": parts.get("embedding", 0.0), "checkpoint": parts.get("checkpoint", 0.0),
+                             "llm": parts.get("llm", 0.0)})
         calls = len(fake.calls) - calls_before
         agent.close()
-        orchestration = [t - sum(split[k][i] for k in split) for i, t in enumerate(totals)]
         median = lambda xs: round(statistics.median(xs), 2)  # noqa: E731
+        split = {key: median([p[key] for p in parts_of]) for key in SPLIT}
         return {"workload": workload, "rows": rows, "ticks": ticks, "median_ms": median(totals),
-                "p95_ms": round(sorted(totals)[int(0.95 * (len(totals) - 1))], 2),
-                "split_median_ms": {"orchestration": median(orchestration), "sql": median(split["sql"]),
-                                    "embedding": median(split["embedding"]), "checkpoint": median(split["checkpoint"]),
-                                    "llm": median(split["llm"])},
+                "p95_ms": round(sorted(totals)[int(0.95 * (len(totals) - 1))], 2), "cpu_ms": median(cpu),
+                "orchestration_ms": median([p["graph"] + p["steps"] for p in parts_of]),
+                "split_median_ms": split,
                 "llm_calls_per_tick": round(calls / ticks, 2),
-                "texts_embedded_per_tick": round(embedded_texts / ticks, 2)}
+                **{f"{key}_per_tick": round(counts[key] / ticks, 2) for key in COUNTS}}
 
 
 def floors(embedder: LocalEmbedder, ticks: int = 40) -> dict:
