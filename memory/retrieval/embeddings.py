@@ -120,6 +120,9 @@ class LocalEmbedder:
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = min(2, os.cpu_count() or 1)
                 options.inter_op_num_threads = 1
+                # no busy-waiting between runs: onnxruntime's pool threads otherwise spin for a while after each
+                # call, on a core the tick's own Python needs next (measured: half the tick's CPU went to spinning)
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self._tokenizer = tokenizer
         return self._session, self._tokenizer
