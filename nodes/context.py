@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from langgraph.runtime import Runtime
 
@@ -24,13 +27,57 @@ from persona.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
 SELF_CHANGE_PREFIX = "persona/"
-PERSONA_DIR_KEY = "run/persona_dir"
+PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
 LLM_SELECTED_KEY = "llm/selected"  # the primary model chosen at run time (nodes/commands/llm_registry.py)
-LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time  # the persona directory the data dir was last run with (or adopted, web/)
+LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+T = TypeVar("T")
+
+
+class TickReads:
+    """Rows several steps of one tick read and nothing in the tick changes in between (the thread's row, its
+    recent outputs): read once, then reused as detached rows. Keyed by thread and tick, so a Stelis child's tick
+    or a task cycle never sees another tick's rows; the tick's first step (`start`) drops what an earlier run of
+    the same tick left, and only the last few ticks are kept."""
+
+    KEEP = 8
+
+    def __init__(self) -> None:
+        self._ticks: OrderedDict[tuple[str, int], dict[Hashable, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start(self, thread_id: str, tick: int) -> None:
+        with self._lock:
+            self._ticks.pop((thread_id, tick), None)
+
+    def _memo(self, thread_id: str, tick: int) -> dict[Hashable, Any]:
+        key = (thread_id, tick)
+        memo = self._ticks.get(key)
+        if memo is None:
+            memo = self._ticks[key] = {}
+            while len(self._ticks) > self.KEEP:
+                self._ticks.popitem(last=False)
+        return memo
+
+    def put(self, thread_id: str, tick: int, what: Hashable, value: Any) -> None:
+        with self._lock:
+            self._memo(thread_id, tick)[what] = value
+
+    def get(self, thread_id: str, tick: int, what: Hashable, read: Callable[[], T]) -> T:
+        """The value read once this tick, or `read()` now (remembered)."""
+        with self._lock:
+            memo = self._memo(thread_id, tick)
+            if what in memo:
+                return memo[what]
+        value = read()
+        with self._lock:
+            memo[what] = value
+        return value
 
 
 def self_changes(repos: Repos) -> dict[str, Any]:
@@ -47,6 +94,7 @@ class Services:
     flags: dict[str, Any] = field(default_factory=dict)  # the command line's settings, kept for reloads
     clock: Callable[[], datetime] = utcnow
     memory: Any = None  # memory.retrieval.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
+    reads: TickReads = field(default_factory=TickReads, repr=False)  # what a tick's steps read once and share
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
     _llm_choices: Any = field(default=None, repr=False)
     jobs: Any = field(default=None, repr=False)  # nodes.background.Background (graph/services.py opens it)
@@ -61,6 +109,7 @@ class Services:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
         A broken edit is logged and the last good persona and settings stay in use. The model choices made at run time
         (by the persona, the operator's CLI or the web app, in any process) are applied too."""
+        repos.config.preload(PERSONA_DIR_KEY, LLM_SELECTED_KEY, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
         self.refresh_llms(repos)
         try:
             persona = refresh_persona(self._adopted(repos) or self.persona)
@@ -107,6 +156,11 @@ class Services:
                 self.memory.sync()
             except Exception:
                 log.exception("memory index sync failed; it is retried on the next sync")
+
+    def own_turn_texts(self, text: str) -> list[str]:
+        """What the memory index embeds when the persona's thought `text` is stored (write_memory keeps each thought
+        as the persona's conversation turn): a step that embeds the thought anyway embeds these in the same call."""
+        return self.memory.item_texts(text, author=self.persona.display_name) if self.memory is not None else []
 
     def window_tokens(self, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""

@@ -30,13 +30,18 @@ def generator(svc: Services, purpose: str, max_tokens: int, *, thread_id: str, t
     return generate
 
 
+def episodes_checked(svc: Services, repos) -> bool:
+    """True when today's look for missing summaries found none (nothing to do until tomorrow or the next dream)."""
+    return repos.config.get(EPISODES_CHECKED) == svc.clock().astimezone(svc.settings.zone()).date().isoformat()
+
+
 def write_episode(svc: Services, thread_id: str, generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     """The oldest missing day/week/month summary (memory/episodes.py), one per call, looked for until none is
     missing on this local day."""
     zone = svc.settings.zone()
     today = svc.clock().astimezone(zone).date()
     with svc.db.unit() as repos:
-        if repos.config.get(EPISODES_CHECKED) == today.isoformat():
+        if episodes_checked(svc, repos):
             return {}
         period = next_due(repos, today, zone, svc.settings.memory.episode_backfill_days)
         if period is None:

@@ -26,6 +26,11 @@ class BlockRepo(Repo):
             self.s.flush()
         return block
 
+    def many(self, *names: str) -> dict[str, MemoryBlock]:
+        """Several blocks in one query (each made, empty, when it does not exist yet)."""
+        found = {b.name: b for b in self.s.scalars(select(MemoryBlock).where(MemoryBlock.name.in_(names))).all()}
+        return {name: found[name] if name in found else self.get(name) for name in names}
+
     def write(self, name: str, content: str, keep_previous: bool = True) -> MemoryBlock:
         """Set the block's text; what it replaces is kept as a version unless told otherwise (an append loses nothing)."""
         block = self.get(name)

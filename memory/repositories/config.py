@@ -1,11 +1,15 @@
-"""The `config` table: JSON values by key (cycle settings, the persona's own changes, durable requests)."""
+"""The `config` table: JSON values by key (cycle settings, the persona's own changes, durable requests).
+
+A unit of work remembers the rows it has read (and the keys it found absent), so a key read twice in one
+transaction — or loaded beforehand with `preload`, several keys in one query — costs no second statement.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from memory.models import ConfigEntry, utcnow
 from memory.repositories.base import Repo
@@ -17,14 +21,38 @@ VECTOR_DATABASE_KEY = "vectors/chroma_database"
 
 
 class ConfigRepo(Repo):
+    def __init__(self, session):
+        super().__init__(session)
+        self._rows: dict[str, ConfigEntry | None] = {}  # this transaction's reads: key -> row (None: absent)
+        self._prefixes: set[str] = set()  # prefixes whose every key is in `_rows`
+
+    def _row(self, key: str) -> ConfigEntry | None:
+        if key not in self._rows:
+            self._rows[key] = self.s.get(ConfigEntry, key)
+        return self._rows[key]
+
+    def preload(self, *keys: str, prefixes: tuple[str, ...] = ()) -> None:
+        """Read these keys (and every key under `prefixes`) in one query; later `get`s of them cost nothing."""
+        wanted = [key for key in keys if key not in self._rows]
+        prefixes = tuple(p for p in prefixes if p not in self._prefixes)
+        if not wanted and not prefixes:
+            return
+        condition = or_(ConfigEntry.key.in_(wanted), *(ConfigEntry.key.startswith(p, autoescape=True) for p in prefixes))
+        for row in self.s.scalars(select(ConfigEntry).where(condition)).all():
+            self._rows[row.key] = row
+        for key in wanted:
+            self._rows.setdefault(key, None)
+        self._prefixes.update(prefixes)
+
     def get(self, key: str, default: Any = None) -> Any:
-        row = self.s.get(ConfigEntry, key)
+        row = self._row(key)
         return default if row is None else row.value
 
     def set(self, key: str, value: Any) -> None:
-        row = self.s.get(ConfigEntry, key)
+        row = self._row(key)
         if row is None:
-            self.s.add(ConfigEntry(key=key, value=value))
+            row = self._rows[key] = ConfigEntry(key=key, value=value)
+            self.s.add(row)
         elif row.value == value:
             return
         else:
@@ -34,13 +62,14 @@ class ConfigRepo(Repo):
 
     def many(self, *keys: str) -> dict[str, Any]:
         """Several keys in one query (absent ones are None)."""
-        found = {row.key: row.value for row in self.s.scalars(select(ConfigEntry).where(ConfigEntry.key.in_(keys))).all()}
-        return {key: found.get(key) for key in keys}
+        self.preload(*keys)
+        return {key: self.get(key) for key in keys}
 
     def with_prefix(self, prefix: str) -> dict[str, Any]:
         """Every key starting with `prefix` (e.g. the persona's own setting changes, `persona/…`)."""
-        rows = self.s.scalars(select(ConfigEntry).where(ConfigEntry.key.startswith(prefix, autoescape=True))).all()
-        return {row.key: row.value for row in rows if row.value is not None}
+        self.preload(prefixes=(prefix,))
+        return {key: row.value for key, row in self._rows.items()
+                if key.startswith(prefix) and row is not None and row.value is not None}
 
     def all(self) -> dict[str, Any]:
         return {row.key: row.value for row in self.s.scalars(select(ConfigEntry)).all()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
 from memory.models import Episode, utcnow
 from memory.repositories.base import TierRepo
@@ -55,6 +55,17 @@ class EpisodeRepo(TierRepo):
         """Delete the episode and its catalogue item for good (a human's delete)."""
         self.s.delete(self.by_id(episode_id))
         self.items.remove("episode", episode_id)
+
+    def latest(self, counts: dict[str, int]) -> dict[str, list[Episode]]:
+        """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several)."""
+        rank = func.row_number().over(partition_by=Episode.period, order_by=Episode.start.desc()).label("rank")
+        ranked = select(Episode.id, Episode.period, rank).where(Episode.period.in_(list(counts))).subquery()
+        wanted = or_(*[(ranked.c.period == period) & (ranked.c.rank <= n) for period, n in counts.items()])
+        found: dict[str, list[Episode]] = {period: [] for period in counts}
+        for row in self.s.scalars(select(Episode).join(ranked, ranked.c.id == Episode.id).where(wanted)
+                                  .order_by(Episode.start)).all():
+            found[row.period].append(row)
+        return found
 
     def recent(self, period: str = "day", limit: int = 3) -> list[Episode]:
         rows = self.s.scalars(select(Episode).where(Episode.period == period)

@@ -79,6 +79,14 @@ class GoalRepo(_ArchivableRepo):
             q = q.where(Goal.horizon == horizon)
         return list(self.s.scalars(q.order_by(Goal.priority.desc(), Goal.id).limit(limit)).all())
 
+    def leading(self, per_horizon: int = 3) -> list[Goal]:
+        """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then
+        age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them."""
+        rank = func.row_number().over(partition_by=Goal.horizon, order_by=(Goal.priority.desc(), Goal.id)).label("rank")
+        ranked = self._unless_archived(select(Goal.id, rank), False).where(Goal.status == "active").subquery()
+        return list(self.s.scalars(select(Goal).join(ranked, ranked.c.id == Goal.id).where(ranked.c.rank <= per_horizon)
+                                   .order_by(Goal.priority.desc(), Goal.id)).all())
+
     def set_status(self, goal_id: int, status: str, reason: str | None = None) -> Goal:
         if status not in GOAL_STATUSES:
             raise ValueError(f"goal status must be one of {', '.join(GOAL_STATUSES)}, not {status!r}")

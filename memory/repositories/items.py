@@ -60,17 +60,22 @@ class MemoryItemRepo(Repo):
         if item is None:
             item = MemoryItem(tier=tier, ref=str(ref), text=text)
             self.s.add(item)
+        last: MemoryItem | None = None
+        appended = False  # placed after the episode's last item: that item is the one before it
         if episode is not None and seq is None:
-            seq = item.seq if item.seq is not None and item.episode == episode else self.next_seq(episode)
+            if item.seq is not None and item.episode == episode:
+                seq = item.seq
+            else:
+                last = self.last_of(episode)
+                seq, appended = (0 if last is None else last.seq + 1), True
         rendered = f"{author}: {text}" if author else text
         if episode is not None and context_before is None:
-            previous = self.at(episode, seq - 1) if seq is not None else None
+            previous = last if appended else self.at(episode, seq - 1) if seq is not None else None
             if previous is not None:
                 context_before = f"{previous.author}: {previous.text}" if previous.author else previous.text
                 if previous.context_after != rendered:
                     previous.context_after = rendered
                     previous.updated_at = utcnow()
-                    self.s.flush()
                     self._journal(previous.id, "upsert")
                     self._index_text(previous)
         item.text, item.author, item.episode, item.seq, item.title = text, author, episode, seq, title
@@ -89,9 +94,10 @@ class MemoryItemRepo(Repo):
         self._index_text(item)
         return item
 
-    def next_seq(self, episode: str) -> int:
-        current = self.s.scalar(select(func.max(MemoryItem.seq)).where(MemoryItem.episode == episode))
-        return 0 if current is None else current + 1
+    def last_of(self, episode: str) -> MemoryItem | None:
+        """The episode's item with the highest position."""
+        return self.s.scalars(select(MemoryItem).where(MemoryItem.episode == episode, MemoryItem.seq.is_not(None))
+                              .order_by(MemoryItem.seq.desc()).limit(1)).first()
 
     def at(self, episode: str, seq: int) -> MemoryItem | None:
         return self.s.scalars(select(MemoryItem).where(MemoryItem.episode == episode, MemoryItem.seq == seq)).first()
@@ -209,6 +215,11 @@ class MemoryItemRepo(Repo):
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
         return list(self.s.scalars(select(MemoryJournal.item_id).where(MemoryJournal.id > journal_id,
                                                                        MemoryJournal.id <= upto).distinct()).all())
+
+    def any_active(self, tiers: Iterable[str]) -> bool:
+        """Whether any active item of these tiers exists (an index lookup, where `sample` sorts them all)."""
+        return self.s.scalar(select(MemoryItem.id).where(MemoryItem.status == "active",
+                                                         MemoryItem.tier.in_(list(tiers))).limit(1)) is not None
 
     def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
         """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""

@@ -13,18 +13,17 @@ from memory.repositories.base import Repo
 
 class AntiStagnationRepo(Repo):
     def add(self, **fields: Any) -> AntiStagnationMetric:
-        """One tick's row; a re-run of the same tick (after a kill) replaces its row instead of adding one."""
-        row = self.s.scalars(select(AntiStagnationMetric).where(
-            AntiStagnationMetric.thread_id == fields["thread_id"], AntiStagnationMetric.tick == fields["tick"])).first()
-        return self._upsert(row, AntiStagnationMetric, fields)
-
-    def record_after(self, thread_id: str, tick: int, novelty_score: float | None) -> None:
-        """The previous tick's row learns how novel the output after its reflex was."""
-        row = self.s.scalars(select(AntiStagnationMetric).where(
-            AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick < tick)
-            .order_by(AntiStagnationMetric.tick.desc()).limit(1)).first()
-        if row is not None and row.novelty_after is None and (row.triggered_actions or row.mechanisms):
-            row.novelty_after = novelty_score
+        """One tick's row (a re-run of the same tick, after a kill, replaces its row instead of adding one); the
+        thread's previous row learns how novel the output after its reflex was. One query finds both."""
+        thread_id, tick = fields["thread_id"], fields["tick"]
+        rows = self.s.scalars(select(AntiStagnationMetric).where(
+            AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick <= tick)
+            .order_by(AntiStagnationMetric.tick.desc(), AntiStagnationMetric.id.desc()).limit(2)).all()
+        current = next((row for row in rows if row.tick == tick), None)
+        before = next((row for row in rows if row.tick < tick), None)
+        if before is not None and before.novelty_after is None and (before.triggered_actions or before.mechanisms):
+            before.novelty_after = fields.get("novelty_score")
+        return self._upsert(current, AntiStagnationMetric, fields)
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[AntiStagnationMetric]:
         """The rows of these ticks of a thread."""

@@ -1,4 +1,7 @@
-"""Threads: the persona's main thread and its Stelis children, with their lineage."""
+"""Threads: the persona's main thread and its Stelis children, with their lineage.
+
+A unit of work holds on to the threads it has read: the session's identity map keeps rows only while something
+references them, and a tick's steps ask for the same thread (and its lineage) several times in one transaction."""
 
 from __future__ import annotations
 
@@ -13,13 +16,22 @@ from memory.repositories.base import Repo
 
 
 class ThreadRepo(Repo):
+    def __init__(self, session):
+        super().__init__(session)
+        self._held: dict[str, Thread] = {}  # the threads read in this transaction, kept in the identity map
+
     def get(self, thread_id: str) -> Thread | None:
-        return self.s.get(Thread, thread_id)
+        thread = self._held.get(thread_id)
+        if thread is None:
+            thread = self.s.get(Thread, thread_id)
+            if thread is not None:
+                self._held[thread_id] = thread
+        return thread
 
     def ensure(self, thread_id: str, **defaults: Any) -> Thread:
-        thread = self.s.get(Thread, thread_id)
+        thread = self.get(thread_id)
         if thread is None:
-            thread = Thread(id=thread_id, **defaults)
+            thread = self._held[thread_id] = Thread(id=thread_id, **defaults)
             self.s.add(thread)
             self.s.flush()
         return thread
@@ -33,10 +45,10 @@ class ThreadRepo(Repo):
     def lineage(self, thread_id: str) -> list[Thread]:
         """The thread and its ancestors, root first."""
         chain: list[Thread] = []
-        current = self.s.get(Thread, thread_id)
+        current = self.get(thread_id)
         while current is not None and len(chain) < 64:
             chain.append(current)
-            current = self.s.get(Thread, current.parent_id) if current.parent_id else None
+            current = self.get(current.parent_id) if current.parent_id else None
         return list(reversed(chain))
 
     def ratio_product(self, thread_id: str) -> float:
@@ -52,13 +64,14 @@ class ThreadRepo(Repo):
         child = Thread(id=thread_id, parent_id=parent.id, label=label, playbook=playbook, persona=parent.persona,
                        depth=parent.depth + 1, window_ratio=window_ratio, status="running", origin=origin,
                        owner=owner, chronicle_prompt=chronicle_prompt)
+        self._held[thread_id] = child
         self.s.add(child)
         self.s.flush()
         return child
 
     def finish(self, thread_id: str, *, status: str, chronicle: str | None, now: datetime,
                error: str | None = None) -> Thread | None:
-        thread = self.s.get(Thread, thread_id)
+        thread = self.get(thread_id)
         if thread is not None:
             thread.status, thread.chronicle, thread.completed_at, thread.error = status, chronicle, now, error
             self.s.flush()

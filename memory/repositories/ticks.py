@@ -11,12 +11,15 @@ from memory.repositories.base import Repo
 
 
 class TickRepo(Repo):
+    def __init__(self, session):
+        super().__init__(session)
+        self._from: dict[str, tuple[int, dict[int, Tick]]] = {}  # thread -> (first tick, its rows from there on)
+
     def start(self, thread_id: str, tick: int, mode: str) -> Tick:
         """The tick's row, counting its starts: a tick started again was cut short (a kill, a crash)."""
-        row = self.s.scalars(select(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)).first()
+        row = self.get(thread_id, tick)
         if row is None:
-            row = Tick(thread_id=thread_id, tick=tick, mode=mode, summary={"attempts": 1})
-            self.s.add(row)
+            row = self._add(Tick(thread_id=thread_id, tick=tick, mode=mode, summary={"attempts": 1}))
         else:
             row.summary = {**(row.summary or {}), "attempts": int((row.summary or {}).get("attempts") or 0) + 1}
         self.s.flush()
@@ -27,8 +30,7 @@ class TickRepo(Repo):
         for `inspect`, never reused (a kept answer is reused only by an unfinished tick)."""
         row = self.get(thread_id, tick)
         if row is None:
-            row = Tick(thread_id=thread_id, tick=tick)
-            self.s.add(row)
+            row = self._add(Tick(thread_id=thread_id, tick=tick))
         summary = dict(row.summary or {})
         answer = summary.pop("answer", None)
         row.summary = {**summary, "error": error, "step": step, "trace": trace[-4000:],
@@ -37,14 +39,26 @@ class TickRepo(Repo):
         self.s.flush()
         return row
 
+    def _add(self, row: Tick) -> Tick:
+        self.s.add(row)
+        known = self._from.get(row.thread_id)
+        if known is not None and row.tick >= known[0]:
+            known[1][row.tick] = row
+        return row
+
     def get(self, thread_id: str, tick: int) -> Tick | None:
+        known = self._from.get(thread_id)
+        if known is not None and tick >= known[0]:  # read with next_unfinished in this transaction
+            return known[1].get(tick)
         return self.s.scalars(select(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)).first()
 
     def next_unfinished(self, thread_id: str, tick: int) -> int:
-        """`tick`, or the first tick after it not yet finished (a finished tick whose checkpoint a kill lost)."""
-        finished = set(self.s.scalars(select(Tick.tick).where(Tick.thread_id == thread_id, Tick.tick >= tick,
-                                                              Tick.finished_at.is_not(None))).all())
-        while tick in finished:
+        """`tick`, or the first tick after it not yet finished (a finished tick whose checkpoint a kill lost). The
+        rows read stay known to this unit of work: starting the tick reads nothing more."""
+        rows = {row.tick: row for row in self.s.scalars(select(Tick).where(Tick.thread_id == thread_id,
+                                                                           Tick.tick >= tick)).all()}
+        self._from[thread_id] = (tick, rows)
+        while tick in rows and rows[tick].finished_at is not None:
             tick += 1
         return tick
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from nodes.context import AnimaContext, services_of
+from nodes.context import LLM_OVERRIDE_PREFIX, LLM_SELECTED_KEY, PERSONA_DIR_KEY, SELF_CHANGE_PREFIX, AnimaContext, services_of
 from nodes.quarantine import MAX_TICK_STARTS, quarantine_tick
 from nodes.state import SamplingParams, TickState
-from nodes.stelis.threads import active_thread
+from nodes.stelis.threads import active_thread, active_thread_key
 
 
 def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -22,6 +22,8 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
     mode = params.get("mode") or state.mode or "chat"
     now = svc.clock()
     with svc.db.unit() as repos:
+        repos.config.preload(PERSONA_DIR_KEY, LLM_SELECTED_KEY, active_thread_key(root),
+                             prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
         svc.refresh(repos)
         repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
                              persona=svc.persona.name, origin="root")
@@ -36,6 +38,10 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
                 f"started {MAX_TICK_STARTS} times without finishing: the process died each time"))
             tick += 1
         repos.threads.set_tick(thread_id, tick)
+        svc.reads.start(thread_id, tick)
+        for row in (repos.threads.get(thread_id), repos.threads.get(root)):  # what later steps ask of the threads
+            if row is not None:
+                svc.reads.put(thread_id, tick, ("thread", row.id), row)
         closed = repos.processes.close(state.shown_process_ids)
         timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=svc.settings.cycle.process_timeout_s),
                                                    now)

@@ -11,6 +11,7 @@ Task cycles and playbook children have no inner life of their own: the step pass
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from persona.drives import (
+    ADJUSTMENTS_KEY,
     REACH_OUT_KEY,
     RESOLUTION_SCHEMA,
     classify_user_emotion,
@@ -43,37 +45,59 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
     svc = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     settings = svc.settings.drives
-    quiet_hours = svc.settings.dreaming.quiet_hours  # one setting for both
-    zone = svc.settings.zone()
     with svc.db.unit() as repos:
-        thread = repos.threads.get(thread_id)
+        thread = _thread(svc, repos, state, thread_id)
         if thread is not None and thread.origin in ("task", "playbook"):
             return {"drives": {}}
-        root = repos.threads.get(state.root_thread or thread_id)
+        root = _thread(svc, repos, state, state.root_thread or thread_id)
         started = root.created_at if root is not None else None
+        repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+        notes = _notes_to_feel(svc, settings, repos)
+        conversation = _conversation_to_judge(svc, repos, thread_id)
+        if not notes and conversation is None:  # the usual tick: nothing to ask the model, one transaction
+            return {"drives": _take_stock(svc, repos, state, started, resolved=[])}
+    # a model may be asked: outside any transaction
     generate = _generator(svc, state)
-    _log_user_emotions(svc, settings, generate, thread_id, tick)
-    resolved = _judge_resolutions(svc, generate, thread_id)
-    now = svc.clock()
+    felt = _feel(settings, generate, notes)
+    verdict = _judge(svc, generate, conversation) if conversation is not None else None
     with svc.db.unit() as repos:
-        purged = repos.questions.purge_resolved(now - timedelta(days=settings.resolved_keep_days))
-        drives = compute_drives(repos, now, settings, since=started)
-        offers = list(repos.config.get(REACH_OUT_KEY) or [])
-        last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
-        waiting = bool(repos.notes.unread_incoming(limit=1))
-        why_not = reach_out_offer(drives, now, zone, settings, quiet_hours=quiet_hours, human_waiting=waiting,
-                                  last_offer_at=last_offer)
-        offer = None
-        if why_not is None:
-            offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
-                     "level": drives.dominant_level}
-            if not offers or offers[-1].get("tick") != tick or offers[-1].get("thread") != thread_id:  # a re-run
-                repos.config.set(REACH_OUT_KEY, (offers + [offer])[-MAX_OFFERS_KEPT:])
-            repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
-                                f"write to its human unprompted", status="close", thread_id=thread_id)
-    report = {**drives.as_dict(), "inject_at": settings.inject_at, "reach_out": offer, "reach_out_blocked": why_not,
-              "resolved_questions": resolved, "purged_questions": purged}
-    return {"drives": report}
+        if felt:
+            for note_id, text, created_at, emotion in felt:
+                if emotion and emotion[0] != "neutral":
+                    repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
+                                          tick=tick, created_at=created_at)
+            repos.config.set(EMOTION_POINTER, felt[-1][0])
+        resolved = _settle(svc, repos, thread_id, conversation, verdict) if verdict is not None else []
+        return {"drives": _take_stock(svc, repos, state, started, resolved=resolved)}
+
+
+def _thread(svc, repos, state: TickState, thread_id: str):
+    """The thread's row as the tick's first step read it."""
+    return svc.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
+
+
+def _take_stock(svc, repos, state: TickState, started: datetime | None, resolved: list[int]) -> dict[str, Any]:
+    """The drives now, the resolved questions purged, and the reach-out offer if the one rule allows it."""
+    settings = svc.settings.drives
+    thread_id, tick = state.thread_id, state.tick
+    now = svc.clock()
+    purged = repos.questions.purge_resolved(now - timedelta(days=settings.resolved_keep_days))
+    drives = compute_drives(repos, now, settings, since=started)
+    offers = list(repos.config.get(REACH_OUT_KEY) or [])
+    last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
+    waiting = bool(repos.notes.unread_incoming(limit=1))
+    why_not = reach_out_offer(drives, now, svc.settings.zone(), settings, quiet_hours=svc.settings.dreaming.quiet_hours,
+                              human_waiting=waiting, last_offer_at=last_offer)  # one quiet-hours setting for both
+    offer = None
+    if why_not is None:
+        offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
+                 "level": drives.dominant_level}
+        if not offers or offers[-1].get("tick") != tick or offers[-1].get("thread") != thread_id:  # a re-run
+            repos.config.set(REACH_OUT_KEY, (offers + [offer])[-MAX_OFFERS_KEPT:])
+        repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
+                            f"write to its human unprompted", status="close", thread_id=thread_id)
+    return {**drives.as_dict(), "inject_at": settings.inject_at, "reach_out": offer, "reach_out_blocked": why_not,
+            "resolved_questions": resolved, "purged_questions": purged}
 
 
 def _generator(svc, state: TickState):
@@ -84,14 +108,17 @@ def _generator(svc, state: TickState):
     return generate
 
 
-def _log_user_emotions(svc, settings: DriveSettings, generate, thread_id: str, tick: int) -> None:
-    """The human's new notes get an emotion in the log. Notes older than four devotion half-lives would move no
-    drive any more: they are passed over (a backlog of old notes costs nothing)."""
+def _notes_to_feel(svc, settings: DriveSettings, repos) -> list[tuple[int, str, Any]]:
+    """The human's new notes, whose emotion goes to the log. Notes older than four devotion half-lives would move
+    no drive any more: they are passed over (a backlog of old notes costs nothing)."""
     since = svc.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
-    with svc.db.unit() as repos:
-        pointer = int(repos.config.get(EMOTION_POINTER) or 0)
-        notes = [(n.id, n.text, n.created_at)
-                 for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
+    pointer = int(repos.config.get(EMOTION_POINTER) or 0)
+    return [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
+
+
+def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any, Any]]:
+    """Each note's emotion (lexicon first, the model only when it says nothing); a missing model leaves the rest for
+    the next tick."""
     found: list[tuple[int, str, Any, tuple[str, int] | None]] = []
     for note_id, text, created_at in notes:
         try:
@@ -100,46 +127,53 @@ def _log_user_emotions(svc, settings: DriveSettings, generate, thread_id: str, t
             log.warning("user emotion not classified yet: %s", exc)
             break
         found.append((note_id, text, created_at, emotion))
-    if not found:
-        return
-    with svc.db.unit() as repos:
-        for note_id, text, created_at, emotion in found:
-            if emotion and emotion[0] != "neutral":
-                repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
-                                      tick=tick, created_at=created_at)
-        repos.config.set(EMOTION_POINTER, found[-1][0])
+    return found
 
 
-def _judge_resolutions(svc, generate, thread_id: str) -> list[int]:
-    """After a conversation (human notes the persona has read and answered), ask which open questions it settled."""
-    with svc.db.unit() as repos:
-        pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
-        notes = repos.notes.human_after(pointer, read=True, since=svc.clock() - CONVERSATION_HORIZON, limit=10)
-        if not notes:
-            return []
-        questions = repos.questions.open(limit=10)
-        last_id = notes[-1].id
-        if not questions:
-            repos.config.set(RESOLUTION_POINTER, last_id)
-            return []
-        replies = [m.content for m in repos.messages.recent(thread_id, 2)]  # the notes were read (answered) last tick
-        user = svc.settings.user_name
-        conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
-                                 [f"{svc.persona.display_name}: {r[-600:]}" for r in replies])
-        listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
-        open_ids = {q.id for q in questions}
+@dataclass
+class Conversation:
+    """A conversation (human notes the persona has read and answered) to settle open questions with."""
+
+    prompt: str
+    open_ids: set[int]
+    last_note_id: int
+
+
+def _conversation_to_judge(svc, repos, thread_id: str) -> Conversation | None:
+    """After a conversation, the open questions it may have answered; None when there is nothing to ask (the
+    notes are then marked as looked at when no question is open)."""
+    pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
+    notes = repos.notes.human_after(pointer, read=True, since=svc.clock() - CONVERSATION_HORIZON, limit=10)
+    if not notes:
+        return None
+    questions = repos.questions.open(limit=10)
+    if not questions:
+        repos.config.set(RESOLUTION_POINTER, notes[-1].id)
+        return None
+    replies = [m.content for m in repos.messages.recent(thread_id, 2)]  # the notes were read (answered) last tick
+    user = svc.settings.user_name
+    conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
+                             [f"{svc.persona.display_name}: {r[-600:]}" for r in replies])
+    listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
+    prompt = RESOLUTION_PROMPT.format(name=svc.persona.display_name, questions=listing, conversation=conversation)
+    return Conversation(prompt, {q.id for q in questions}, notes[-1].id)
+
+
+def _judge(svc, generate, conversation: Conversation) -> list[tuple[int, str]] | None:
+    """Which open questions the conversation settled (None: no model answered; asked again next tick)."""
     try:
-        raw = generate(RESOLUTION_PROMPT.format(name=svc.persona.display_name, questions=listing,
-                                                conversation=conversation), RESOLUTION_SCHEMA)
+        raw = generate(conversation.prompt, RESOLUTION_SCHEMA)
     except AllLLMsUnavailable as exc:
         log.warning("open questions not checked yet: %s", exc)
-        return []
-    verdict = parse_resolutions(raw, open_ids)
-    with svc.db.unit() as repos:
-        for qid, answer in verdict:
-            repos.questions.resolve(qid, answer, svc.clock())
-        if verdict:
-            repos.processes.add("drives.questions", "resolved in conversation: " + "; ".join(
-                f"{qid}: {answer[:80]}" for qid, answer in verdict), status="close", thread_id=thread_id)
-        repos.config.set(RESOLUTION_POINTER, last_id)
+        return None
+    return parse_resolutions(raw, conversation.open_ids)
+
+
+def _settle(svc, repos, thread_id: str, conversation: Conversation, verdict: list[tuple[int, str]]) -> list[int]:
+    for qid, answer in verdict:
+        repos.questions.resolve(qid, answer, svc.clock())
+    if verdict:
+        repos.processes.add("drives.questions", "resolved in conversation: " + "; ".join(
+            f"{qid}: {answer[:80]}" for qid, answer in verdict), status="close", thread_id=thread_id)
+    repos.config.set(RESOLUTION_POINTER, conversation.last_note_id)
     return [qid for qid, _ in verdict]

@@ -151,8 +151,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
     if not wanted(voice.reply_turn, provider):
         return {"reply": {"skipped": f"voice.reply_turn is {voice.reply_turn} ({provider or 'no'} model)"}}
     with svc.db.unit() as repos:
-        notes = [n for n in (repos.notes.get(i) for i in state.incoming_note_ids)
-                 if n is not None and n.source in HUMAN_SOURCES]
+        notes = [n for n in repos.notes.many(state.incoming_note_ids) if n.source in HUMAN_SOURCES]
         texts = [n.text for n in notes]
         ids = [n.id for n in notes]
     if not texts:

@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
-from nodes.reflexes.anti_stagnation.novelty import RECENT_KINDS, measure
+from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.emotion import carried_rating, parse_emotions
 from nodes.reflexes.evaluation import evaluate, parse_comparison
 from nodes.state import EmotionEval, TickState
@@ -40,11 +40,11 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
     if degenerate(body, acted=bool(state.commands)):  # no thought in words (check_stagnation flags it): no call
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     with svc.db.unit() as repos:
-        recent = repos.messages.recent(state.thread_id, svc.settings.cycle.responses, kinds=RECENT_KINDS)
+        recent = recent_outputs(svc, repos, state)
         vocabulary = list(repos.config.get("emotions") or svc.settings.emotions)
-        signals = measure(body, recent, svc.memory, stagnant_at=reflexes.stagnation_threshold,
-                          novel_below=reflexes.novel_below)
-        previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
+    signals = measure(body, recent, svc.memory, stagnant_at=reflexes.stagnation_threshold,
+                      novel_below=reflexes.novel_below, also_embed=svc.own_turn_texts(body))
+    previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
     emotions: list[str] = []
     evaluation: EmotionEval = {}
     want_emotions = reflexes.emotion

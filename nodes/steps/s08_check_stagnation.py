@@ -19,7 +19,7 @@ from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.escalation import Escalation
-from nodes.reflexes.anti_stagnation.novelty import RECENT_KINDS, measure
+from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.anti_stagnation.verdict import (
     ANXIETY_TICKS,
     MAX_TEMPERATURE,
@@ -59,7 +59,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
     signals = dict(state.novelty_signals)
     tags = {"thread_id": state.thread_id, "tick": state.tick}
     with svc.db.unit() as repos:
-        recent = repos.messages.recent(state.thread_id, svc.settings.cycle.responses, kinds=RECENT_KINDS)
+        recent = recent_outputs(svc, repos, state)
         if not signals:  # a playbook without evaluate_emotion
             signals = measure(body, recent, svc.memory, stagnant_at=settings.stagnation_threshold,
                               novel_below=settings.novel_below)

@@ -44,9 +44,8 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             repos.messages.upsert(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
                                   kind="human", role="user", content=turn)
         # what the human said this tick becomes a conversation memory before the persona's own turn
-        for note_id in state.incoming_note_ids:
-            note = repos.notes.get(note_id)
-            if note is not None and note.source in ("user", "cli"):
+        for note in repos.notes.many(state.incoming_note_ids):
+            if note.source in ("user", "cli"):
                 record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
                             thread_id=thread_id, tags=note.tags or [], created_at=note.created_at)
         row = repos.messages.upsert(
@@ -102,7 +101,6 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
 def _record_metrics(repos, state: TickState, novelty: dict[str, Any], message_id: int) -> None:
     """The tick's anti_stagnation_metrics row; the previous reflex learns its 'after'."""
     comparison = novelty.get("comparison") or {}
-    repos.stagnation.record_after(state.thread_id, state.tick, novelty.get("novelty_score"))
     repos.stagnation.add(
         thread_id=state.thread_id, tick=state.tick, message_id=message_id,
         novelty_score=novelty.get("novelty_score"), ngram_similarity=novelty.get("ngram_similarity"),

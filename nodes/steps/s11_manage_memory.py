@@ -14,10 +14,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
-from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
+from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract, request_key
 from nodes.context import AnimaContext, services_of
 from nodes.state import MemoryUpkeep, TickState
-from nodes.upkeep import generator, prune_memory, write_episode
+from nodes.upkeep import EPISODES_CHECKED, episodes_checked, generator, prune_memory, write_episode
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +28,13 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict
     done: MemoryUpkeep = {}
     every = svc.settings.memory.abstract_every
     with svc.db.unit() as repos:
+        repos.config.preload(request_key(thread_id), EPISODES_CHECKED)
         if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
             request_abstract(repos, thread_id, "every_n", f"tick {tick}")
         request = pending_request(repos, thread_id)
-        thread = repos.threads.get(thread_id)
+        thread = svc.reads.get(thread_id, tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
         child = thread is not None and thread.parent_id is not None
+        episodes_due = not child and not episodes_checked(svc, repos)
     prefer = state.llm.get("llm_id")
     if request:
         generate = generator(svc, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)
@@ -48,8 +50,9 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict
             log.warning("abstract postponed: %s", exc)
             done["abstract"] = "postponed"
         svc.sync_memory()
-    if not child:  # memory is the persona's: Stelis children leave episodes and pruning to their root
+    if episodes_due:  # memory is the persona's: Stelis children leave episodes and pruning to their root
         done.update(write_episode(svc, thread_id, generator(svc, "episode", 360, thread_id=thread_id, tick=tick,
                                                             prefer=prefer)))
+    if not child:
         done.update(prune_memory(svc, thread_id, tick))
     return {"memory_upkeep": done}

@@ -114,11 +114,11 @@ class Escalation:
 
     def applicable(self, mechanism: str, episode: dict[str, Any]) -> bool:
         if mechanism == "read_kb":
-            return bool(self.repos.items.sample(["kb"], 1))
+            return self.repos.items.any_active(["kb"])
         if mechanism == "switch_llm":
             return self._other_llm() is not None
         if mechanism == "flashback":
-            return bool(self.repos.items.sample(FLASHBACK_TIERS, 1))
+            return self.repos.items.any_active(FLASHBACK_TIERS)
         if mechanism == "world_check":
             return bool(self.repos.feeds.unread_count() or self.repos.feeds.list())
         if mechanism == "task_switch":

@@ -59,14 +59,24 @@ def band_of(value: float, stagnant_at: float, novel_below: float) -> str:
     return "stagnant" if value >= stagnant_at else "new" if value < novel_below else "uncertain"
 
 
-def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, novel_below: float) -> dict[str, Any]:
-    """Cheap signals of `text` against `recent` messages (oldest first); no LLM."""
+def recent_outputs(svc: Any, repos: Any, state: Any) -> list[Any]:
+    """The thread's last `cycle.responses` outputs, oldest first, read once per tick (both reflex steps compare the
+    new output with them, and nothing is stored in between)."""
+    limit = svc.settings.cycle.responses
+    return svc.reads.get(state.thread_id, state.tick, ("recent_outputs", limit),
+                         lambda: repos.messages.recent(state.thread_id, limit, kinds=RECENT_KINDS))
+
+
+def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, novel_below: float,
+            also_embed: list[str] = ()) -> dict[str, Any]:
+    """Cheap signals of `text` against `recent` messages (oldest first); no LLM. `also_embed`: texts the tick will
+    embed anyway (the output as the memory stores it), embedded in the same call."""
     texts = [m.content for m in recent]
     lexical = [similarity(text, t) for t in texts]
     cosines: list[float] | None = None
     if memory is not None and texts and normalise(text):
         try:
-            vectors = memory.embed_texts([text, *texts])
+            vectors = memory.embed_texts([text, *texts, *also_embed])[:1 + len(texts)]
             cosines = [float(c) for c in vectors[1:] @ vectors[0]]
         except Exception:  # a broken embedding server must not stop the tick: n-grams still decide
             log.exception("embedding similarity unavailable; n-gram signals only")

@@ -87,8 +87,10 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", svc.settings.cycle.responses)),
                                          cycle, svc.memory)
-    recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle)
-    core, notepad = repos.blocks.get("core").content, repos.blocks.get("notepad").content
+    goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
+    recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle, goals)
+    written = repos.blocks.many("core", "notepad")
+    core, notepad = written["core"].content, written["notepad"].content
     now = svc.clock()
     bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
@@ -104,7 +106,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
         Block("notepad", "My notepad", [notepad.strip()] if notepad.strip() else [], 118),
         Block("strategy", "Strategy from my last dream", strategy_line(repos), 115),
-        Block("goals", "My goals and tasks", goal_lines(repos), 122),
+        Block("goals", "My goals and tasks", goal_lines(repos, goals), 122),
         Block("recall", "Memories that came to mind", recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
               fence=fence, source="my memories and documents"),
         Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,

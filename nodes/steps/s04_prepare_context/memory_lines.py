@@ -64,21 +64,23 @@ def _diverse(pool: list[Message], k: int, memory) -> list[Message]:
     return [m for m in pool if f"msg:{m.id}" in keep]
 
 
-def focus_text(repos: Repos, thread_id: str, notes: list[Any]) -> str:
+def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] | None = None) -> str:
+    """What recall searches with: the notes, the last thought and the three leading active goals (`goals`: the
+    active goals in priority order, when the caller has them)."""
     parts = [n.text for n in notes]
     last = repos.messages.last_of_kind(thread_id, "response") or repos.messages.last_of_kind(thread_id, "continuation")
     if last is not None:
         parts.append(last.content[-FOCUS_CHARS:])
-    parts += [g.title for g in repos.goals.list(status="active", limit=3)]
+    parts += [g.title for g in (repos.goals.list(status="active", limit=3) if goals is None else goals[:3])]
     return "\n".join(p for p in parts if p and p.strip())
 
 
 def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
-                cycle: dict[str, Any]) -> tuple[list[str], list[int], str | None]:
+                cycle: dict[str, Any], goals: list[Any] | None = None) -> tuple[list[str], list[int], str | None]:
     """(lines, item ids, error) of the memories recalled for this tick."""
     if svc.memory is None:
         return [], [], None
-    text = focus_text(repos, thread_id, notes)
+    text = focus_text(repos, thread_id, notes, goals)
     if not text:
         return [], [], None
     mode = context_mode(cycle)
@@ -103,14 +105,16 @@ def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_messa
     return lines, [h.item.id for h in hits], None
 
 
-def goal_lines(repos: Repos) -> list[str]:
+def goal_lines(repos: Repos, goals: list[Any] | None = None) -> list[str]:
     """HMP: pinned tasks first (always handled), by priority; then Nexus Ark's 3 short-term and 2 long-term
-    active goals, by priority; then the other open tasks by priority, with the task counts."""
+    active goals, by priority; then the other open tasks by priority, with the task counts. `goals`: the leading
+    active goals of each horizon (`GoalRepo.leading`), when the caller has them."""
+    goals = repos.goals.leading(per_horizon=3) if goals is None else goals
     open_tasks = repos.tasks.list(open_only=True, limit=8)
     pinned = [t for t in open_tasks if t.pinned]
     lines = [f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}" for t in pinned]
-    lines += [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="short", limit=3)]
-    lines += [f"[goal {g.id} long, priority {g.priority}] {g.title}" for g in repos.goals.list(status="active", horizon="long", limit=2)]
+    lines += [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in goals if g.horizon == "short"][:3]
+    lines += [f"[goal {g.id} long, priority {g.priority}] {g.title}" for g in goals if g.horizon == "long"][:2]
     counts = repos.tasks.counts()
     if counts:
         lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
@@ -130,10 +134,10 @@ def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> 
 
 def episode_lines(repos: Repos, days: int) -> list[str]:
     """The last month and week summaries that end before the first day shown, then the last `days` days."""
-    shown = repos.episodes.recent("day", days)
+    latest = repos.episodes.latest({"day": days, "week": 1, "month": 1})
+    shown = latest["day"]
     first_day = shown[0].start if shown else "9999"
-    lines = [f"[{period} of {e.start}] {e.summary}" for period in ("month", "week")
-             for e in repos.episodes.recent(period, 1)
+    lines = [f"[{period} of {e.start}] {e.summary}" for period in ("month", "week") for e in latest[period]
              if Period(period, date.fromisoformat(e.start)).end.isoformat() <= first_day]
     return lines + [f"[{e.start}] {e.summary}" for e in shown]
 
