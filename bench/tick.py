@@ -6,7 +6,8 @@ and the real embedding model; on the embedded model, the tick's wall time agains
 The split of a tick (medians over the measured ticks; they add up to the wall time):
   graph_ms          LangGraph's own work around the steps (routing, state merging, the resume check, pruning)
   steps_ms          the steps' own Python: prompt assembly, parsing, reflex bookkeeping (not their SQL or model calls)
-  orm_ms            SQLAlchemy around the statements: compiling, flushing, loading rows into objects
+  orm_ms            the repositories and SQLAlchemy around the statements: building and compiling them, opening,
+                    flushing and committing sessions, loading rows into objects
   sql_ms            inside the database driver (executing statements, fetching rows, commits)
   embedding_ms      inside the embedding model (novelty, the recall query, the memory index)
   checkpoint_ms     writing LangGraph checkpoints (the saver's own SQLite file)
@@ -49,6 +50,7 @@ from graph.services import open_services  # noqa: E402
 from llm.testing import FakeLLM  # noqa: E402
 from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
 from memory.models import Message, Note, Thread  # noqa: E402
+from memory.repositories import Repos  # noqa: E402
 import nodes  # noqa: E402
 from nodes import STEPS  # noqa: E402
 
@@ -113,14 +115,31 @@ class Outermost:
         return wrapper
 
 
-DB_METHODS = {Session: ("execute", "scalars", "scalar", "get", "flush", "commit", "rollback", "close", "merge"),
+DB_METHODS = {Session: ("__init__", "execute", "scalars", "scalar", "get", "flush", "commit", "rollback", "close",
+                        "merge", "add", "delete"),
               IteratorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl"),
               ChunkedIteratorResult: ("_fetchmany_impl",),
               CursorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl")}
 
 
+def repository_classes() -> list[type]:
+    """Every repository (all SQL lives in memory/repositories/), and the unit of work that holds them."""
+    import inspect
+
+    import memory.repositories as package
+    from memory.repositories.base import Repo
+
+    found = {Repos}
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith(package.__name__ + "."):
+            found |= {c for _, c in inspect.getmembers(module, inspect.isclass) if issubclass(c, Repo)}
+    return sorted(found, key=lambda c: c.__qualname__)
+
+
 def instrument_db(watch: Stopwatch) -> None:
-    """Everything SQLAlchemy does for the memory (its ORM and the driver under it) is `db`, once per process."""
+    """The memory's database work is `db`: every repository method (building statements, the ORM, the driver) and
+    the session around them (opening, flushing, committing); the driver's own part of it is also `sql`. Once per
+    process."""
     if getattr(Session.execute, "__wrapped__", None) is not None:
         return
     outermost, fetching = Outermost(watch, "db"), Outermost(watch, "sql")
@@ -130,6 +149,10 @@ def instrument_db(watch: Stopwatch) -> None:
             if cls is CursorResult:  # SQLite computes rows as they are fetched: the driver's time, like executing
                 method = fetching.wrap(method)
             setattr(cls, name, outermost.wrap(method))
+    for cls in repository_classes():
+        for name, member in list(vars(cls).items()):
+            if callable(member) and not name.startswith("__") and not isinstance(member, (type, staticmethod)):
+                setattr(cls, name, outermost.wrap(member))
 
 
 def instrument_steps(watch: Stopwatch) -> None:

@@ -37,6 +37,9 @@ def utcnow() -> datetime:
 
 
 T = TypeVar("T")
+TICK_SUMMARY = "tick_summary"  # TickReads: the tick row's summary as the tick's first step left it
+CYCLE = "cycle"  # TickReads: the thread's cycle settings as prepare_context read them (nodes/commands/cycle.py)
+UNREAD = "unread"  # TickReads: (limit, min_priority) -> the unread incoming notes as update_drives read them
 
 
 class TickReads:
@@ -67,6 +70,17 @@ class TickReads:
     def put(self, thread_id: str, tick: int, what: Hashable, value: Any) -> None:
         with self._lock:
             self._memo(thread_id, tick)[what] = value
+
+    def peek(self, thread_id: str, tick: int, what: Hashable, default: Any = None) -> Any:
+        """The value if this tick has read it, else `default` (nothing is read)."""
+        with self._lock:
+            return self._ticks.get((thread_id, tick), {}).get(what, default)
+
+    def first_run(self, thread_id: str, tick: int) -> bool:
+        """True when this process started the tick and no earlier run of it ever started: nothing of the tick is
+        stored yet, so a step need not look for what a killed run left (s01 keeps the tick row's summary)."""
+        summary = self.peek(thread_id, tick, TICK_SUMMARY)
+        return summary is not None and int(summary.get("attempts") or 0) == 1
 
     def get(self, thread_id: str, tick: int, what: Hashable, read: Callable[[], T]) -> T:
         """The value read once this tick, or `read()` now (remembered)."""

@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 
 from memory.models import Abstract, utcnow
-from memory.repositories.base import TierRepo
+from memory.repositories.base import TierRepo, prepared
+
+
+@prepared
+def _newest(since: bool) -> Select:
+    q = select(Abstract).where(Abstract.created_at >= bindparam("since")) if since else select(Abstract)
+    return q.order_by(Abstract.id.desc()).limit(bindparam("limit"))
 
 
 class AbstractRepo(TierRepo):
@@ -33,10 +39,8 @@ class AbstractRepo(TierRepo):
         return row
 
     def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5) -> list[Abstract]:
-        q = select(Abstract)
-        if since is not None:
-            q = q.where(Abstract.created_at >= since)
-        rows = list(self.s.scalars(q.order_by(Abstract.id.desc()).limit(limit * 10 if tags else limit)).all())
+        rows = list(self.s.scalars(_newest(since is not None),
+                                   {"since": since, "limit": limit * 10 if tags else limit}).all())
         if tags:
             wanted = {t.lower() for t in tags}
             rows = [r for r in rows if wanted & {str(t).lower() for t in r.tags or []}][:limit]

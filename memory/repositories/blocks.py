@@ -5,16 +5,21 @@ the persona's `memory.restore {"tier": "notepad", "ref": "<version>"}` or the hu
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 
 from memory.models import MemoryBlock, MemoryBlockVersion, utcnow
-from memory.repositories.base import NotFound, Repo
+from memory.repositories.base import NotFound, Repo, prepared
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}
 
 
 class MemoryLimitError(ValueError):
     """A self-edit would take a block over its size limit; nothing is saved."""
+
+
+@prepared
+def _named() -> Select:
+    return select(MemoryBlock).where(MemoryBlock.name.in_(bindparam("names", expanding=True)))
 
 
 class BlockRepo(Repo):
@@ -28,7 +33,7 @@ class BlockRepo(Repo):
 
     def many(self, *names: str) -> dict[str, MemoryBlock]:
         """Several blocks in one query (each made, empty, when it does not exist yet)."""
-        found = {b.name: b for b in self.s.scalars(select(MemoryBlock).where(MemoryBlock.name.in_(names))).all()}
+        found = {b.name: b for b in self.s.scalars(_named(), {"names": list(names)}).all()}
         return {name: found[name] if name in found else self.get(name) for name in names}
 
     def write(self, name: str, content: str, keep_previous: bool = True) -> MemoryBlock:

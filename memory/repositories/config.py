@@ -9,10 +9,17 @@ from __future__ import annotations
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import or_, select
+from sqlalchemy import Select, bindparam, or_, select
 
 from memory.models import ConfigEntry, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _keys(prefixes: tuple[str, ...]) -> Select:
+    """These keys, and every key under `prefixes` (a few fixed prefixes: one statement for each set of them)."""
+    return select(ConfigEntry).where(or_(ConfigEntry.key.in_(bindparam("keys", expanding=True)),
+                                         *(ConfigEntry.key.startswith(p, autoescape=True) for p in prefixes)))
 
 
 # the persona's own database on a `chroma run` server outside a deployment (a deployment names it by the persona's
@@ -28,7 +35,7 @@ class ConfigRepo(Repo):
 
     def _row(self, key: str) -> ConfigEntry | None:
         if key not in self._rows:
-            self._rows[key] = self.s.get(ConfigEntry, key)
+            self.preload(key)
         return self._rows[key]
 
     def preload(self, *keys: str, prefixes: tuple[str, ...] = ()) -> None:
@@ -37,8 +44,7 @@ class ConfigRepo(Repo):
         prefixes = tuple(p for p in prefixes if p not in self._prefixes)
         if not wanted and not prefixes:
             return
-        condition = or_(ConfigEntry.key.in_(wanted), *(ConfigEntry.key.startswith(p, autoescape=True) for p in prefixes))
-        for row in self.s.scalars(select(ConfigEntry).where(condition)).all():
+        for row in self.s.scalars(_keys(prefixes), {"keys": wanted}).all():
             self._rows[row.key] = row
         for key in wanted:
             self._rows.setdefault(key, None)

@@ -11,10 +11,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, bindparam, select, update
 
 from memory.models import Approval, AuditEntry
-from memory.repositories.base import NotFound, Repo
+from memory.repositories.base import NotFound, Repo, prepared
 
 EFFECTS = ("read", "write_self", "modify_self", "external")
 DECISION_STATUSES = ("approved", "denied", "expired")
@@ -31,6 +31,12 @@ def canonical_args(args: dict[str, Any] | None) -> str:
 def _one_of(field: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"{field} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+@prepared
+def _approved(of_root: bool) -> Select:
+    q = select(Approval).where(Approval.status == "approved")
+    return (q.where(Approval.root_thread == bindparam("root_thread")) if of_root else q).order_by(Approval.id)
 
 
 class ApprovalRepo(Repo):
@@ -88,10 +94,7 @@ class ApprovalRepo(Repo):
 
     def approved_unexecuted(self, root_thread: str | None = None) -> list[Approval]:
         """Approved and not yet run, oldest first (of one root thread's commands, or all)."""
-        q = select(Approval).where(Approval.status == "approved")
-        if root_thread is not None:
-            q = q.where(Approval.root_thread == root_thread)
-        return list(self.s.scalars(q.order_by(Approval.id)).all())
+        return list(self.s.scalars(_approved(root_thread is not None), {"root_thread": root_thread}).all())
 
     def mark_executed(self, approval_id: int, result: str, now: datetime) -> bool:
         """Record that the approved command ran; False when another process recorded it first (then this

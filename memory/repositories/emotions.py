@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 
 from memory.models import EmotionLogEntry, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _newest(subject: bool, thread: bool, tick: bool, since: bool) -> Select:
+    q = select(EmotionLogEntry)
+    if subject:
+        q = q.where(EmotionLogEntry.subject == bindparam("subject"))
+    if thread:
+        q = q.where(EmotionLogEntry.thread_id == bindparam("thread_id"))
+    if tick:
+        q = q.where(EmotionLogEntry.tick == bindparam("tick"))
+    if since:
+        q = q.where(EmotionLogEntry.created_at >= bindparam("since"))
+    return q.order_by(EmotionLogEntry.id.desc()).limit(bindparam("limit"))
 
 
 class EmotionLogRepo(Repo):
@@ -21,13 +35,7 @@ class EmotionLogRepo(Repo):
 
     def recent(self, subject: str | None = None, limit: int = 20, *, thread_id: str | None = None,
                tick: int | None = None, since: datetime | None = None) -> list[EmotionLogEntry]:
-        q = select(EmotionLogEntry)
-        if subject:
-            q = q.where(EmotionLogEntry.subject == subject)
-        if thread_id is not None:
-            q = q.where(EmotionLogEntry.thread_id == thread_id)
-        if tick is not None:
-            q = q.where(EmotionLogEntry.tick == tick)
-        if since is not None:
-            q = q.where(EmotionLogEntry.created_at >= since)
-        return list(reversed(self.s.scalars(q.order_by(EmotionLogEntry.id.desc()).limit(limit)).all()))
+        q = _newest(bool(subject), thread_id is not None, tick is not None, since is not None)
+        rows = self.s.scalars(q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since,
+                                  "limit": limit}).all()
+        return list(reversed(rows))

@@ -5,14 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 
 from memory.models import Entity, utcnow
-from memory.repositories.base import TierRepo
+from memory.repositories.base import TierRepo, prepared
 
 
 def entity_key(name: str) -> str:
     return re.sub(r"\s+", " ", name.strip().lower())
+
+
+@prepared
+def _by_name() -> Select:
+    return select(Entity).order_by(Entity.name).limit(bindparam("limit"))
 
 
 class EntityRepo(TierRepo):
@@ -79,7 +84,7 @@ class EntityRepo(TierRepo):
         return self._get(Entity, entity_id)
 
     def all(self, limit: int = 500) -> list[Entity]:
-        return list(self.s.scalars(select(Entity).order_by(Entity.name).limit(limit)).all())
+        return list(self.s.scalars(_by_name(), {"limit": limit}).all())
 
     def mentioned_in(self, text: str, limit: int = 3) -> list[Entity]:
         lowered = text.lower()

@@ -5,10 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, func, or_, select
 
 from memory.models import Episode, utcnow
-from memory.repositories.base import TierRepo
+from memory.repositories.base import TierRepo, prepared
+
+
+@prepared
+def _latest(counts: tuple[tuple[str, int], ...]) -> Select:
+    """The last n summaries of each (period, n)."""
+    rank = func.row_number().over(partition_by=Episode.period, order_by=Episode.start.desc()).label("rank")
+    ranked = select(Episode.id, Episode.period, rank).where(Episode.period.in_([p for p, _ in counts])).subquery()
+    wanted = or_(*[(ranked.c.period == period) & (ranked.c.rank <= n) for period, n in counts])
+    return select(Episode).join(ranked, ranked.c.id == Episode.id).where(wanted).order_by(Episode.start)
 
 
 class EpisodeRepo(TierRepo):
@@ -58,12 +67,8 @@ class EpisodeRepo(TierRepo):
 
     def latest(self, counts: dict[str, int]) -> dict[str, list[Episode]]:
         """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several)."""
-        rank = func.row_number().over(partition_by=Episode.period, order_by=Episode.start.desc()).label("rank")
-        ranked = select(Episode.id, Episode.period, rank).where(Episode.period.in_(list(counts))).subquery()
-        wanted = or_(*[(ranked.c.period == period) & (ranked.c.rank <= n) for period, n in counts.items()])
         found: dict[str, list[Episode]] = {period: [] for period in counts}
-        for row in self.s.scalars(select(Episode).join(ranked, ranked.c.id == Episode.id).where(wanted)
-                                  .order_by(Episode.start)).all():
+        for row in self.s.scalars(_latest(tuple(counts.items()))).all():
             found[row.period].append(row)
         return found
 

@@ -10,14 +10,55 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, delete, func, or_, select
+from sqlalchemy import Select, bindparam, delete, func, or_, select
 
 from memory.models import Goal, GoalLink, Task, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
 
 GOAL_STATUSES = ("active", "paused", "completed", "failed")
 TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
 CLOSED_TASK_STATUSES = ("done", "failed", "cancelled")
+
+
+@prepared
+def _goals(status: bool, horizon: bool, include_archived: bool) -> Select:
+    q = select(Goal) if include_archived else select(Goal).where(Goal.archived_at.is_(None))
+    if status:
+        q = q.where(Goal.status == bindparam("status"))
+    if horizon:
+        q = q.where(Goal.horizon == bindparam("horizon"))
+    return q.order_by(Goal.priority.desc(), Goal.id).limit(bindparam("limit"))
+
+
+@prepared
+def _leading_goals() -> Select:
+    rank = func.row_number().over(partition_by=Goal.horizon, order_by=(Goal.priority.desc(), Goal.id)).label("rank")
+    ranked = select(Goal.id, rank).where(Goal.archived_at.is_(None), Goal.status == "active").subquery()
+    return (select(Goal).join(ranked, ranked.c.id == Goal.id).where(ranked.c.rank <= bindparam("per_horizon"))
+            .order_by(Goal.priority.desc(), Goal.id))
+
+
+@prepared
+def _tasks(status: bool, open_only: bool, goal: bool, include_archived: bool) -> Select:
+    q = select(Task) if include_archived else select(Task).where(Task.archived_at.is_(None))
+    if status:
+        q = q.where(Task.status == bindparam("status"))
+    if open_only:
+        q = q.where(Task.status.notin_(CLOSED_TASK_STATUSES))
+    if goal:
+        q = q.where(Task.goal_id == bindparam("goal_id"))
+    return q.order_by(Task.pinned.desc(), Task.priority.desc(), Task.id).limit(bindparam("limit"))
+
+
+@prepared
+def _task_counts(include_archived: bool) -> Select:
+    q = select(Task.status, func.count(Task.id))
+    return (q if include_archived else q.where(Task.archived_at.is_(None))).group_by(Task.status)
+
+
+@prepared
+def _task_of_thread() -> Select:
+    return select(Task).where(Task.repl_thread == bindparam("thread_id")).limit(1)
 
 
 class _ArchivableRepo(Repo):
@@ -72,20 +113,13 @@ class GoalRepo(_ArchivableRepo):
 
     def list(self, *, status: str | None = None, horizon: str | None = None, limit: int = 50,
              include_archived: bool = False) -> list[Goal]:
-        q = self._unless_archived(select(Goal), include_archived)
-        if status:
-            q = q.where(Goal.status == status)
-        if horizon:
-            q = q.where(Goal.horizon == horizon)
-        return list(self.s.scalars(q.order_by(Goal.priority.desc(), Goal.id).limit(limit)).all())
+        return list(self.s.scalars(_goals(bool(status), bool(horizon), include_archived),
+                                   {"status": status, "horizon": horizon, "limit": limit}).all())
 
     def leading(self, per_horizon: int = 3) -> list[Goal]:
         """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then
         age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them."""
-        rank = func.row_number().over(partition_by=Goal.horizon, order_by=(Goal.priority.desc(), Goal.id)).label("rank")
-        ranked = self._unless_archived(select(Goal.id, rank), False).where(Goal.status == "active").subquery()
-        return list(self.s.scalars(select(Goal).join(ranked, ranked.c.id == Goal.id).where(ranked.c.rank <= per_horizon)
-                                   .order_by(Goal.priority.desc(), Goal.id)).all())
+        return list(self.s.scalars(_leading_goals(), {"per_horizon": per_horizon}).all())
 
     def set_status(self, goal_id: int, status: str, reason: str | None = None) -> Goal:
         if status not in GOAL_STATUSES:
@@ -162,14 +196,8 @@ class TaskRepo(_ArchivableRepo):
 
     def list(self, *, status: str | None = None, goal_id: int | None = None, open_only: bool = False,
              limit: int = 50, include_archived: bool = False) -> list[Task]:
-        q = self._unless_archived(select(Task), include_archived)
-        if status:
-            q = q.where(Task.status == status)
-        if open_only:
-            q = q.where(Task.status.notin_(CLOSED_TASK_STATUSES))
-        if goal_id is not None:
-            q = q.where(Task.goal_id == goal_id)
-        return list(self.s.scalars(q.order_by(Task.pinned.desc(), Task.priority.desc(), Task.id).limit(limit)).all())
+        return list(self.s.scalars(_tasks(bool(status), open_only, goal_id is not None, include_archived),
+                                   {"status": status, "goal_id": goal_id, "limit": limit}).all())
 
     def update(self, task_id: int, **fields: Any) -> Task:
         task = self.get(task_id)
@@ -195,7 +223,7 @@ class TaskRepo(_ArchivableRepo):
         return task
 
     def by_repl_thread(self, thread_id: str) -> Task | None:
-        return self.s.scalars(select(Task).where(Task.repl_thread == thread_id).limit(1)).first()
+        return self.s.scalars(_task_of_thread(), {"thread_id": thread_id}).first()
 
     def running_cycles(self, include_archived: bool = False) -> list[Task]:
         return self.with_repl_status("running", include_archived)
@@ -205,5 +233,4 @@ class TaskRepo(_ArchivableRepo):
         return list(self.s.scalars(q.order_by(Task.id)).all())
 
     def counts(self, include_archived: bool = False) -> dict[str, int]:
-        q = self._unless_archived(select(Task.status, func.count(Task.id)), include_archived)
-        return {status: int(n) for status, n in self.s.execute(q.group_by(Task.status)).all()}
+        return {status: int(n) for status, n in self.s.execute(_task_counts(include_archived)).all()}

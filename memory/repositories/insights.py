@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from memory.models import Insight, utcnow
-from memory.repositories.base import TierRepo
+from memory.repositories.base import TierRepo, prepared
+
+
+@prepared
+def _latest() -> Select:
+    return select(Insight).order_by(Insight.id.desc()).limit(1)
 
 
 class InsightRepo(TierRepo):
@@ -44,7 +49,7 @@ class InsightRepo(TierRepo):
         self.items.remove("insight", insight_id)
 
     def latest(self) -> Insight | None:
-        return self.s.scalars(select(Insight).order_by(Insight.id.desc()).limit(1)).first()
+        return self.s.scalars(_latest()).first()
 
     def recent(self, limit: int = 10) -> list[Insight]:
         return list(self.s.scalars(select(Insight).order_by(Insight.id.desc()).limit(limit)).all())

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Row, Select, Update, bindparam, func, insert, or_, select, text, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
 from memory.repositories.lexical import LexicalRepo, qualified
 from memory.text import lexical_document
 
@@ -28,9 +28,60 @@ def _not_the_humans_words() -> ColumnElement[bool]:
     return or_(MemoryItem.tier != "message", MemoryItem.ref.like(f"{OWN_TURN_PREFIX}%"))
 
 
+@prepared
+def _by_ref() -> Select:
+    return select(MemoryItem).where(MemoryItem.tier == bindparam("tier"), MemoryItem.ref == bindparam("ref"))
+
+
+@prepared
+def _last_of() -> Select:
+    return (select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq.is_not(None))
+            .order_by(MemoryItem.seq.desc()).limit(1))
+
+
+@prepared
+def _at() -> Select:
+    return select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq == bindparam("seq"))
+
+
+@prepared
+def _by_ids() -> Select:
+    return select(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
+
+
+@prepared
+def _touch() -> Update:
+    return (update(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
+            .values(access_count=MemoryItem.access_count + 1, last_accessed_at=bindparam("now")))
+
+
+@prepared
+def _refs(column: str) -> Select:
+    """(ref, `column`) of the items of a tier with these refs."""
+    return select(MemoryItem.ref, getattr(MemoryItem, column)).where(
+        MemoryItem.tier == bindparam("tier"), MemoryItem.ref.in_(bindparam("refs", expanding=True)))
+
+
+@prepared
+def _journal_head() -> Select:
+    return select(func.max(MemoryJournal.id))
+
+
+@prepared
+def _changed_since() -> Select:
+    return select(MemoryJournal.item_id).where(MemoryJournal.id > bindparam("after"),
+                                               MemoryJournal.id <= bindparam("upto")).distinct()
+
+
+@prepared
+def _any_active(tiers: tuple[str, ...]) -> Select:
+    return select(MemoryItem.id).where(MemoryItem.status == "active", MemoryItem.tier.in_(tiers)).limit(1)
+
+
 class MemoryItemRepo(Repo):
-    def _journal(self, item_id: int, op: str) -> None:
-        self.s.add(MemoryJournal(item_id=item_id, op=op))
+    def _journal(self, item_id: int, op: str, *more: int) -> None:
+        """Journal a change to these items, in one statement (the rows are never read back as objects)."""
+        self.s.execute(insert(MemoryJournal), [{"item_id": i, "op": op} for i in (item_id, *more)])
 
     @property
     def lexical(self) -> LexicalRepo:
@@ -47,7 +98,7 @@ class MemoryItemRepo(Repo):
         return self.s.get(MemoryItem, item_id)
 
     def find(self, tier: str, ref: str | int) -> MemoryItem | None:
-        return self.s.scalars(select(MemoryItem).where(MemoryItem.tier == tier, MemoryItem.ref == str(ref))).first()
+        return self.s.scalars(_by_ref(), {"tier": tier, "ref": str(ref)}).first()
 
     def put(self, tier: str, ref: str | int, text: str, *, author: str = "", episode: str | None = None,
             seq: int | None = None, title: str = "", thread_id: str | None = None, tags: Iterable[str] = (),
@@ -57,9 +108,9 @@ class MemoryItemRepo(Repo):
         """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
         before it, and the item before it learns this one (both are re-indexed)."""
         item = self.find(tier, ref)
-        if item is None:
+        new = item is None
+        if new:  # joins the session once complete: the queries below must not flush half an item
             item = MemoryItem(tier=tier, ref=str(ref), text=text)
-            self.s.add(item)
         last: MemoryItem | None = None
         appended = False  # placed after the episode's last item: that item is the one before it
         if episode is not None and seq is None:
@@ -69,6 +120,7 @@ class MemoryItemRepo(Repo):
                 last = self.last_of(episode)
                 seq, appended = (0 if last is None else last.seq + 1), True
         rendered = f"{author}: {text}" if author else text
+        changed: list[MemoryItem] = []
         if episode is not None and context_before is None:
             previous = last if appended else self.at(episode, seq - 1) if seq is not None else None
             if previous is not None:
@@ -76,8 +128,7 @@ class MemoryItemRepo(Repo):
                 if previous.context_after != rendered:
                     previous.context_after = rendered
                     previous.updated_at = utcnow()
-                    self._journal(previous.id, "upsert")
-                    self._index_text(previous)
+                    changed.append(previous)
         item.text, item.author, item.episode, item.seq, item.title = text, author, episode, seq, title
         item.thread_id, item.tags, item.emotions = thread_id, list(tags), list(emotions)
         item.importance, item.emotion_score, item.novelty, item.pinned = importance, emotion_score, novelty, pinned
@@ -89,18 +140,20 @@ class MemoryItemRepo(Repo):
         item.updated_at = utcnow()
         if meta is not None:
             item.meta = dict(meta)
+        if new:
+            self.s.add(item)
         self.s.flush()
-        self._journal(item.id, "upsert")
-        self._index_text(item)
+        self._journal(item.id, "upsert", *(row.id for row in changed))
+        for row in (*changed, item):
+            self._index_text(row)  # the full-text documents, in this transaction
         return item
 
     def last_of(self, episode: str) -> MemoryItem | None:
         """The episode's item with the highest position."""
-        return self.s.scalars(select(MemoryItem).where(MemoryItem.episode == episode, MemoryItem.seq.is_not(None))
-                              .order_by(MemoryItem.seq.desc()).limit(1)).first()
+        return self.s.scalars(_last_of(), {"episode": episode}).first()
 
     def at(self, episode: str, seq: int) -> MemoryItem | None:
-        return self.s.scalars(select(MemoryItem).where(MemoryItem.episode == episode, MemoryItem.seq == seq)).first()
+        return self.s.scalars(_at(), {"episode": episode, "seq": seq}).first()
 
     def remove(self, tier: str, ref: str | int) -> bool:
         item = self.find(tier, ref)
@@ -134,7 +187,7 @@ class MemoryItemRepo(Repo):
         ids = list(item_ids)
         if not ids:
             return {}
-        return {row.id: row for row in self.s.scalars(select(MemoryItem).where(MemoryItem.id.in_(ids))).all()}
+        return {row.id: row for row in self.s.scalars(_by_ids(), {"ids": ids}).all()}
 
     def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, Row]:
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
@@ -176,8 +229,7 @@ class MemoryItemRepo(Repo):
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)
         if ids:
-            self.s.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
-                           .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
+            self.s.execute(_touch(), {"ids": ids, "now": now})
 
     def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
         """Items that belong in the indexes (not deleted), by id, for building them from scratch."""
@@ -189,37 +241,33 @@ class MemoryItemRepo(Repo):
         refs = list(refs)
         if not refs:
             return {}
-        return dict(self.s.execute(select(MemoryItem.ref, MemoryItem.id)
-                                   .where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).tuples().all())
+        return dict(self.s.execute(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
 
     def statuses(self, tier: str, refs: Iterable[str | int]) -> dict[str, str]:
         """ref -> the item's status (active | archived | deleted), for the refs of `tier` that have an item."""
         refs = [str(r) for r in refs]
         if not refs:
             return {}
-        return dict(self.s.execute(select(MemoryItem.ref, MemoryItem.status)
-                                   .where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).tuples().all())
+        return dict(self.s.execute(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
 
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)
         if not refs:
             return set()
-        return set(self.s.scalars(select(MemoryItem.id).where(MemoryItem.tier == tier, MemoryItem.ref.in_(refs))).all())
+        return set(self.id_map(tier, refs).values())
 
     def newest_id(self) -> int:
         return self.s.scalar(select(func.max(MemoryItem.id))) or 0
 
     def journal_head(self) -> int:
-        return self.s.scalar(select(func.max(MemoryJournal.id))) or 0
+        return self.s.scalar(_journal_head()) or 0
 
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
-        return list(self.s.scalars(select(MemoryJournal.item_id).where(MemoryJournal.id > journal_id,
-                                                                       MemoryJournal.id <= upto).distinct()).all())
+        return list(self.s.scalars(_changed_since(), {"after": journal_id, "upto": upto}).all())
 
     def any_active(self, tiers: Iterable[str]) -> bool:
         """Whether any active item of these tiers exists (an index lookup, where `sample` sorts them all)."""
-        return self.s.scalar(select(MemoryItem.id).where(MemoryItem.status == "active",
-                                                         MemoryItem.tier.in_(list(tiers))).limit(1)) is not None
+        return self.s.scalar(_any_active(tuple(tiers))) is not None
 
     def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
         """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""

@@ -5,10 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Select, bindparam, case, func, select, update
 
 from memory.models import LLMCall, LLMRegistryEntry
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _totals(thread: bool, tick: bool) -> Select:
+    q = select(func.count(LLMCall.id), func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
+               func.coalesce(func.sum(LLMCall.completion_tokens), 0), func.coalesce(func.sum(LLMCall.latency_ms), 0.0))
+    if thread:
+        q = q.where(LLMCall.thread_id == bindparam("thread_id"))
+    if tick:
+        q = q.where(LLMCall.tick == bindparam("tick"))
+    return q
 
 
 class LLMRegistryRepo(Repo):
@@ -39,17 +50,8 @@ class LLMCallRepo(Repo):
         return row
 
     def totals(self, thread_id: str | None = None, tick: int | None = None) -> dict[str, float]:
-        q = select(
-            func.count(LLMCall.id),
-            func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
-            func.coalesce(func.sum(LLMCall.completion_tokens), 0),
-            func.coalesce(func.sum(LLMCall.latency_ms), 0.0),
-        )
-        if thread_id is not None:
-            q = q.where(LLMCall.thread_id == thread_id)
-        if tick is not None:
-            q = q.where(LLMCall.tick == tick)
-        calls, prompt, completion, ms = self.s.execute(q).one()
+        calls, prompt, completion, ms = self.s.execute(_totals(thread_id is not None, tick is not None),
+                                                       {"thread_id": thread_id, "tick": tick}).one()
         return {"calls": int(calls), "prompt_tokens": int(prompt), "completion_tokens": int(completion),
                 "latency_ms": float(ms)}
 

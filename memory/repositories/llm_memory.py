@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 
 from memory.models import LLMMemory, utcnow
-from memory.repositories.base import StatusTierRepo
+from memory.repositories.base import StatusTierRepo, prepared
+
+
+@prepared
+def _newest(include_archived: bool) -> Select:
+    q = select(LLMMemory) if include_archived else select(LLMMemory).where(LLMMemory.status == "active")
+    return q.order_by(LLMMemory.id.desc()).limit(bindparam("limit"))
 
 
 class LLMMemoryRepo(StatusTierRepo):
@@ -30,10 +36,7 @@ class LLMMemoryRepo(StatusTierRepo):
         return self._insert(row)
 
     def recent(self, limit: int = 20, include_archived: bool = False) -> list[LLMMemory]:
-        q = select(LLMMemory)
-        if not include_archived:
-            q = q.where(LLMMemory.status == "active")
-        return list(reversed(self.s.scalars(q.order_by(LLMMemory.id.desc()).limit(limit)).all()))
+        return list(reversed(self.s.scalars(_newest(include_archived), {"limit": limit}).all()))
 
     def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
                tags: list[str] | None = None) -> LLMMemory:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, func, select
 
 from memory.models import Message
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
 
 # What a thread's history shows, oldest first. Anchors stand for whole child threads.
 TIMELINE_KINDS = ("response", "stagnation_record", "step", "stelis_anchor")
@@ -20,11 +20,38 @@ def anchor_key(child_id: str) -> str:
     return f"stelis_anchor:{child_id}"
 
 
+@prepared
+def _keyed() -> Select:
+    return select(Message).where(Message.dedup_key == bindparam("key"))
+
+
+@prepared
+def _newest(kinds: tuple[str, ...]) -> Select:
+    """A thread's newest messages of these kinds."""
+    return (select(Message).where(Message.thread_id == bindparam("thread_id"), Message.kind.in_(kinds))
+            .order_by(Message.id.desc()).limit(bindparam("limit")))
+
+
+@prepared
+def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select:
+    """A thread's messages (up to an id; of these kinds), oldest first, or its `last` newest."""
+    q = select(Message).where(Message.thread_id == bindparam("thread_id"))
+    if upto:
+        q = q.where(Message.id <= bindparam("upto_id"))
+    if kinds is not None:
+        q = q.where(Message.kind.in_(kinds))
+    return q.order_by(Message.id.desc()).limit(bindparam("last")) if last else q.order_by(Message.id)
+
+
 class MessageRepo(Repo):
     def upsert(self, dedup_key: str, **fields: Any) -> Message:
         """Insert, or update the row with this key (a node re-run after a kill writes once)."""
-        row = self.s.scalars(select(Message).where(Message.dedup_key == dedup_key)).first()
+        row = self.s.scalars(_keyed(), {"key": dedup_key}).first()
         return self._upsert(row, Message, {"dedup_key": dedup_key, **fields})
+
+    def add_keyed(self, dedup_key: str, **fields: Any) -> Message:
+        """Insert a row under this key when none can exist yet (`upsert` when one may: a re-run after a kill)."""
+        return self.add(dedup_key=dedup_key, **fields)
 
     def add(self, **fields: Any) -> Message:
         row = Message(**fields)
@@ -34,12 +61,7 @@ class MessageRepo(Repo):
 
     def recent(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
         """The last `limit` messages of these kinds, oldest first."""
-        rows = self.s.scalars(
-            select(Message)
-            .where(Message.thread_id == thread_id, Message.kind.in_(tuple(kinds)))
-            .order_by(Message.id.desc())
-            .limit(limit)
-        ).all()
+        rows = self.s.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
     def newest_id(self) -> int:
@@ -57,9 +79,7 @@ class MessageRepo(Repo):
         return self._oldest_first(q, last)
 
     def last_of_kind(self, thread_id: str, kind: str) -> Message | None:
-        return self.s.scalars(
-            select(Message).where(Message.thread_id == thread_id, Message.kind == kind).order_by(Message.id.desc()).limit(1)
-        ).first()
+        return self.s.scalars(_newest((kind,)), {"thread_id": thread_id, "limit": 1}).first()
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int], kinds: Iterable[str] = ("response",)) -> list[Message]:
         """A thread's messages of these kinds written in these ticks, oldest first."""
@@ -76,12 +96,9 @@ class MessageRepo(Repo):
     def log(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
             last: int | None = None) -> list[Message]:
         """A thread's messages oldest first: all of them, or those up to `upto_id`, or the `last` N."""
-        q = select(Message).where(Message.thread_id == thread_id)
-        if upto_id is not None:
-            q = q.where(Message.id <= upto_id)
-        if kinds is not None:
-            q = q.where(Message.kind.in_(tuple(kinds)))
-        return self._oldest_first(q, last)
+        q = _thread_log(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
+        rows = self.s.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
+        return list(reversed(rows)) if last is not None else list(rows)
 
     def _oldest_first(self, q: Select, last: int | None) -> list[Message]:
         """The rows of `q` oldest first: all of them, or the `last` N."""

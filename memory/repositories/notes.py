@@ -5,13 +5,36 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 
 from memory.models import Note, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
 
 INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task")  # llm_task: another model's answer
 HUMAN_SOURCES = ("user", "cli")
+
+
+@prepared
+def _human_after(read: bool | None, since: bool) -> Select:
+    q = select(Note).where(Note.id > bindparam("after"), Note.source.in_(HUMAN_SOURCES))
+    if read is not None:
+        q = q.where(Note.read.is_(read))
+    if since:
+        q = q.where(Note.created_at >= bindparam("since"))
+    return q.order_by(Note.id).limit(bindparam("limit"))
+
+
+@prepared
+def _unread_incoming(min_priority: bool) -> Select:
+    q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
+    if min_priority:
+        q = q.where(Note.priority >= bindparam("min_priority"))
+    return q.order_by(Note.priority.desc(), Note.id).limit(bindparam("limit"))
+
+
+@prepared
+def _latest_at(sources: tuple[str, ...]) -> Select:
+    return select(func.max(Note.created_at)).where(Note.source.in_(sources))
 
 
 class NoteRepo(Repo):
@@ -59,17 +82,13 @@ class NoteRepo(Repo):
 
     def latest_human_at(self) -> datetime | None:
         """When the human last wrote (the drives' and dreams' idle time counts from it)."""
-        return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(HUMAN_SOURCES)))
+        return self.s.scalar(_latest_at(HUMAN_SOURCES))
 
     def human_after(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
                     limit: int = 10) -> list[Note]:
         """The human's notes after `note_id` (written at `since` or later), oldest first."""
-        q = select(Note).where(Note.id > note_id, Note.source.in_(HUMAN_SOURCES))
-        if read is not None:
-            q = q.where(Note.read.is_(read))
-        if since is not None:
-            q = q.where(Note.created_at >= since)
-        return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
+        return list(self.s.scalars(_human_after(read, since is not None),
+                                   {"after": note_id, "since": since, "limit": limit}).all())
 
     def between(self, start: datetime, end: datetime | None = None) -> list[Note]:
         q = select(Note).where(Note.created_at >= start)
@@ -79,14 +98,12 @@ class NoteRepo(Repo):
 
     def latest_incoming_at(self) -> datetime | None:
         """When the last note for the persona (from the human, a task, the system) arrived."""
-        return self.s.scalar(select(func.max(Note.created_at)).where(Note.source.in_(INCOMING_SOURCES)))
+        return self.s.scalar(_latest_at(INCOMING_SOURCES))
 
     def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
         """Unread notes for the persona, highest priority first, then oldest first."""
-        q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
-        if min_priority is not None:
-            q = q.where(Note.priority >= min_priority)
-        rows = self.s.scalars(q.order_by(Note.priority.desc(), Note.id).limit(limit if not tags else limit * 5)).all()
+        rows = self.s.scalars(_unread_incoming(min_priority is not None),
+                              {"min_priority": min_priority, "limit": limit if not tags else limit * 5}).all()
         if tags:
             wanted = set(tags)
             rows = [n for n in rows if wanted & set(n.tags or [])][:limit]

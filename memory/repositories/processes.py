@@ -5,10 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, bindparam, select, update
 
 from memory.models import ProcessLog, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _open() -> Select:
+    return (select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"), ProcessLog.status != "close")
+            .order_by(ProcessLog.priority.desc(), ProcessLog.id).limit(bindparam("limit")))
+
+
+@prepared
+def _stale() -> Select:
+    return select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"),
+                                    ProcessLog.status.in_(("in_progress", "pending")),
+                                    ProcessLog.updated_at < bindparam("cutoff"))
 
 
 class ProcessLogRepo(Repo):
@@ -22,14 +35,7 @@ class ProcessLogRepo(Repo):
         return row
 
     def open(self, thread_id: str, limit: int = 20) -> list[ProcessLog]:
-        return list(
-            self.s.scalars(
-                select(ProcessLog)
-                .where(ProcessLog.thread_id == thread_id, ProcessLog.status != "close")
-                .order_by(ProcessLog.priority.desc(), ProcessLog.id)
-                .limit(limit)
-            ).all()
-        )
+        return list(self.s.scalars(_open(), {"thread_id": thread_id, "limit": limit}).all())
 
     def get(self, process_id: int) -> ProcessLog | None:
         return self.s.get(ProcessLog, process_id)
@@ -50,13 +56,7 @@ class ProcessLogRepo(Repo):
     def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
         """Processes still in progress after `older_than` become `timeout` (HMP status)."""
         cutoff = now - older_than
-        rows = self.s.scalars(
-            select(ProcessLog).where(
-                ProcessLog.thread_id == thread_id,
-                ProcessLog.status.in_(("in_progress", "pending")),
-                ProcessLog.updated_at < cutoff,
-            )
-        ).all()
+        rows = self.s.scalars(_stale(), {"thread_id": thread_id, "cutoff": cutoff}).all()
         for row in rows:
             row.status = "timeout"
             row.updated_at = now

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, bindparam, func, select
 
 from memory.models import OpenQuestion, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _open(limited: bool) -> Select:
+    q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
+                                                                           OpenQuestion.id.desc())
+    return q.limit(bindparam("limit")) if limited else q
+
+
+@prepared
+def _resolved_before() -> Select:
+    return select(OpenQuestion).where(OpenQuestion.status == "resolved", OpenQuestion.resolved_at < bindparam("before"))
 
 
 class QuestionRepo(Repo):
@@ -41,9 +53,7 @@ class QuestionRepo(Repo):
         return row
 
     def open(self, limit: int | None = None) -> list[OpenQuestion]:
-        q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
-                                                                               OpenQuestion.id.desc())
-        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+        return list(self.s.scalars(_open(bool(limit)), {"limit": limit}).all())
 
     def list(self, limit: int = 50) -> list[OpenQuestion]:
         return list(self.s.scalars(select(OpenQuestion).order_by(OpenQuestion.id.desc()).limit(limit)).all())
@@ -59,8 +69,7 @@ class QuestionRepo(Repo):
         self.s.flush()
 
     def purge_resolved(self, before: datetime) -> int:
-        rows = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "resolved",
-                                                         OpenQuestion.resolved_at < before)).all()
+        rows = self.s.scalars(_resolved_before(), {"before": before}).all()
         for row in rows:
             self.s.delete(row)
         return len(rows)

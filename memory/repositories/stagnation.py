@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 
 from memory.models import AntiStagnationMetric
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _last_two() -> Select:
+    """A thread's rows up to a tick, newest first: that tick's and the one before."""
+    return (select(AntiStagnationMetric).where(AntiStagnationMetric.thread_id == bindparam("thread_id"),
+                                               AntiStagnationMetric.tick <= bindparam("tick"))
+            .order_by(AntiStagnationMetric.tick.desc(), AntiStagnationMetric.id.desc()).limit(2))
 
 
 class AntiStagnationRepo(Repo):
@@ -16,9 +24,7 @@ class AntiStagnationRepo(Repo):
         """One tick's row (a re-run of the same tick, after a kill, replaces its row instead of adding one); the
         thread's previous row learns how novel the output after its reflex was. One query finds both."""
         thread_id, tick = fields["thread_id"], fields["tick"]
-        rows = self.s.scalars(select(AntiStagnationMetric).where(
-            AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick <= tick)
-            .order_by(AntiStagnationMetric.tick.desc(), AntiStagnationMetric.id.desc()).limit(2)).all()
+        rows = self.s.scalars(_last_two(), {"thread_id": thread_id, "tick": tick}).all()
         current = next((row for row in rows if row.tick == tick), None)
         before = next((row for row in rows if row.tick < tick), None)
         if before is not None and before.novelty_after is None and (before.triggered_actions or before.mechanisms):

@@ -9,10 +9,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, Update, bindparam, select, update
 
 from memory.models import Thread
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _by_id() -> Select:
+    return select(Thread).where(Thread.id == bindparam("thread_id"))
+
+
+@prepared
+def _set_tick() -> Update:
+    return update(Thread).where(Thread.id == bindparam("of_thread")).values(tick=bindparam("new_tick"))
 
 
 class ThreadRepo(Repo):
@@ -23,7 +33,7 @@ class ThreadRepo(Repo):
     def get(self, thread_id: str) -> Thread | None:
         thread = self._held.get(thread_id)
         if thread is None:
-            thread = self.s.get(Thread, thread_id)
+            thread = self.s.scalars(_by_id(), {"thread_id": thread_id}).first()
             if thread is not None:
                 self._held[thread_id] = thread
         return thread
@@ -37,7 +47,7 @@ class ThreadRepo(Repo):
         return thread
 
     def set_tick(self, thread_id: str, tick: int) -> None:
-        self.s.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))
+        self.s.execute(_set_tick(), {"of_thread": thread_id, "new_tick": tick})
 
     def all(self) -> Sequence[Thread]:
         return self.s.scalars(select(Thread).order_by(Thread.created_at)).all()

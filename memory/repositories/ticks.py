@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, Update, bindparam, func, select, update
 
 from memory.models import Tick, utcnow
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared
+
+
+@prepared
+def _from_tick() -> Select:
+    return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick >= bindparam("tick"))
+
+
+@prepared
+def _of_tick() -> Select:
+    return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick == bindparam("tick"))
+
+
+@prepared
+def _set(*columns: str) -> Update:
+    """Set these columns of one tick's row."""
+    return (update(Tick).where(Tick.thread_id == bindparam("of_thread"), Tick.tick == bindparam("of_tick"))
+            .values({column: bindparam(f"new_{column}") for column in columns}))
 
 
 class TickRepo(Repo):
@@ -50,20 +67,24 @@ class TickRepo(Repo):
         known = self._from.get(thread_id)
         if known is not None and tick >= known[0]:  # read with next_unfinished in this transaction
             return known[1].get(tick)
-        return self.s.scalars(select(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)).first()
+        return self.s.scalars(_of_tick(), {"thread_id": thread_id, "tick": tick}).first()
 
     def next_unfinished(self, thread_id: str, tick: int) -> int:
         """`tick`, or the first tick after it not yet finished (a finished tick whose checkpoint a kill lost). The
         rows read stay known to this unit of work: starting the tick reads nothing more."""
-        rows = {row.tick: row for row in self.s.scalars(select(Tick).where(Tick.thread_id == thread_id,
-                                                                           Tick.tick >= tick)).all()}
+        rows = {row.tick: row for row in self.s.scalars(_from_tick(), {"thread_id": thread_id, "tick": tick}).all()}
         self._from[thread_id] = (tick, rows)
         while tick in rows and rows[tick].finished_at is not None:
             tick += 1
         return tick
 
-    def keep_answer(self, thread_id: str, tick: int, answer: dict[str, Any]) -> None:
-        """The model's answer for a tick, kept until the tick finishes: a tick run again after a kill reuses it."""
+    def keep_answer(self, thread_id: str, tick: int, answer: dict[str, Any], summary: dict[str, Any] | None = None) -> None:
+        """The model's answer for a tick, kept until the tick finishes: a tick run again after a kill reuses it.
+        `summary`: the row's summary as read earlier in the tick (then the row is written without reading it)."""
+        if summary is not None:
+            self.s.execute(_set("summary"), {"of_thread": thread_id, "of_tick": tick,
+                                             "new_summary": {**summary, "answer": answer}})
+            return
         row = self.get(thread_id, tick)
         if row is not None:
             row.summary = {**(row.summary or {}), "answer": answer}
@@ -75,12 +96,10 @@ class TickRepo(Repo):
 
     def finish(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any],
                llm_calls: int, prompt_tokens: int, completion_tokens: int, llm_ms: float) -> None:
-        self.s.execute(
-            update(Tick)
-            .where(Tick.thread_id == thread_id, Tick.tick == tick)
-            .values(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
-        )
+        values = dict(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
+                      completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
+        self.s.execute(_set(*values), {"of_thread": thread_id, "of_tick": tick,
+                                       **{f"new_{column}": value for column, value in values.items()}})
 
     def recent(self, limit: int = 20, thread_id: str | None = None, *, before_id: int | None = None) -> list[Tick]:
         """The last `limit` ticks (of a thread; older than row `before_id` for paging), oldest first."""

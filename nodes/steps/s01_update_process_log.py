@@ -9,7 +9,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from nodes.context import LLM_OVERRIDE_PREFIX, LLM_SELECTED_KEY, PERSONA_DIR_KEY, SELF_CHANGE_PREFIX, AnimaContext, services_of
+from nodes.context import (
+    LLM_OVERRIDE_PREFIX,
+    LLM_SELECTED_KEY,
+    PERSONA_DIR_KEY,
+    SELF_CHANGE_PREFIX,
+    TICK_SUMMARY,
+    AnimaContext,
+    services_of,
+)
 from nodes.quarantine import MAX_TICK_STARTS, quarantine_tick
 from nodes.state import SamplingParams, TickState
 from nodes.stelis.threads import active_thread, active_thread_key
@@ -33,12 +41,15 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
         else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
             thread_id = active_thread(repos, root)
         tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
-        while (repos.ticks.start(thread_id, tick, mode).summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
+        started = repos.ticks.start(thread_id, tick, mode)
+        while (started.summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
             quarantine_tick(repos, thread_id, tick, step=None, error=(
                 f"started {MAX_TICK_STARTS} times without finishing: the process died each time"))
             tick += 1
+            started = repos.ticks.start(thread_id, tick, mode)
         repos.threads.set_tick(thread_id, tick)
         svc.reads.start(thread_id, tick)
+        svc.reads.put(thread_id, tick, TICK_SUMMARY, dict(started.summary or {}))
         for row in (repos.threads.get(thread_id), repos.threads.get(root)):  # what later steps ask of the threads
             if row is not None:
                 svc.reads.put(thread_id, tick, ("thread", row.id), row)

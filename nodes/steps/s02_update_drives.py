@@ -29,7 +29,7 @@ from persona.drives import (
 )
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from persona.settings import DriveSettings
-from nodes.context import AnimaContext, services_of
+from nodes.context import UNREAD, AnimaContext, services_of
 from nodes.state import TickState
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
     felt = _feel(settings, generate, notes)
     verdict = _judge(svc, generate, conversation) if conversation is not None else None
     with svc.db.unit() as repos:
+        repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
         if felt:
             for note_id, text, created_at, emotion in felt:
                 if emotion and emotion[0] != "neutral":
@@ -85,7 +86,8 @@ def _take_stock(svc, repos, state: TickState, started: datetime | None, resolved
     drives = compute_drives(repos, now, settings, since=started)
     offers = list(repos.config.get(REACH_OUT_KEY) or [])
     last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
-    waiting = bool(repos.notes.unread_incoming(limit=1))
+    limit = svc.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
+    waiting = bool(svc.reads.get(thread_id, tick, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit)))
     why_not = reach_out_offer(drives, now, svc.settings.zone(), settings, quiet_hours=svc.settings.dreaming.quiet_hours,
                               human_waiting=waiting, last_offer_at=last_offer)  # one quiet-hours setting for both
     offer = None

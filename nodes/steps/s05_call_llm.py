@@ -26,7 +26,7 @@ from llm import AllLLMsUnavailable, Generation, Sampling
 from llm.json_output import bound
 from nodes.commands import Command, registry
 from nodes.commands.admission import admit
-from nodes.context import AnimaContext, Services, services_of
+from nodes.context import TICK_SUMMARY, AnimaContext, Services, services_of
 from nodes.state import CommandDict, ReplyReport, TickState
 from persona.prose import PROSE_LETTERS
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
@@ -49,8 +49,12 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     writer = runtime.stream_writer
     tags = {"thread_id": state.thread_id, "tick": state.tick}
     prefer = state.stagnation.get("llm")  # the anti-stagnation "switch LLM" mechanism
-    with svc.db.unit() as repos:
-        kept = repos.ticks.kept_answer(state.thread_id, state.tick)
+    summary = svc.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # the tick row as its first step left it
+    if summary is not None:
+        kept = summary.get("answer")
+    else:
+        with svc.db.unit() as repos:
+            kept = repos.ticks.kept_answer(state.thread_id, state.tick)
     if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
         return kept
 
@@ -96,9 +100,11 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
                 "failed_over_from": gen.failed_over_from},
     }
     with svc.db.unit() as repos:
-        repos.ticks.keep_answer(state.thread_id, state.tick, answer)
+        repos.ticks.keep_answer(state.thread_id, state.tick, answer, summary=summary)
         if gen.failed_over_from or state.degraded_ticks:
             _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
+    if summary is not None:
+        svc.reads.put(state.thread_id, state.tick, TICK_SUMMARY, {**summary, "answer": answer})
     return answer
 
 

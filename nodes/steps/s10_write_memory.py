@@ -1,8 +1,9 @@
 """Step 8: store the response with every reflex field; mark the notes it answered as read.
 
 Idempotent: rows carry a dedup key (thread:tick:kind), so a step re-run after a kill updates instead of
-duplicating. A repeated (identical) output is not stored again, nor is one not in words (check_stagnation's
-`degenerate`): a short `stagnation_record` replaces it.
+duplicating; the first run of a tick, before which nothing of it can be stored, inserts without looking. A
+repeated (identical) output is not stored again, nor is one not in words (check_stagnation's `degenerate`): a
+short `stagnation_record` replaces it.
 """
 
 from __future__ import annotations
@@ -39,16 +40,18 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     emotions = emotion_strengths(state.emotions)
     strongest = max((s for _, s in emotions), default=0)
     user_name = svc.settings.user_name
+    first = svc.reads.first_run(thread_id, state.tick)  # no earlier run of this tick stored anything
     with svc.db.unit() as repos:
+        write = repos.messages.add_keyed if first else repos.messages.upsert
         for position, turn in enumerate(state.human_turns):
-            repos.messages.upsert(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
-                                  kind="human", role="user", content=turn)
+            write(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
+                  kind="human", role="user", content=turn)
         # what the human said this tick becomes a conversation memory before the persona's own turn
         for note in repos.notes.many(state.incoming_note_ids):
             if note.source in ("user", "cli"):
                 record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
                             thread_id=thread_id, tags=note.tags or [], created_at=note.created_at)
-        row = repos.messages.upsert(
+        row = write(
             f"{key}:response",
             thread_id=state.thread_id, tick=state.tick, kind=kind, role="assistant", content=content,
             llm_id=llm.get("llm_id"),
@@ -87,7 +90,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
                         novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
-        logged = repos.emotion_log.recent("persona", thread_id=thread_id, tick=state.tick)  # a re-run after a kill
+        logged = [] if first else repos.emotion_log.recent("persona", thread_id=thread_id, tick=state.tick)  # a re-run
         fresh = state.emotion_eval.get("source") != "carried"  # an inherited rating is no new feeling
         for name, strength in emotions if fresh and not logged else []:
             repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,

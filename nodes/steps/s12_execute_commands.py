@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
-from nodes.context import AnimaContext, Services, services_of
+from nodes.context import CYCLE, AnimaContext, Services, services_of
 from nodes.state import ExecutedCommand, TickState
 
 log = logging.getLogger(__name__)
@@ -219,7 +219,10 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
         if feedback:
             repos.processes.add("tick.feedback", feedback, status="error", thread_id=state.thread_id)
         totals = repos.llm_calls.totals(state.thread_id, state.tick)
-        cycle = load_cycle(repos, state.thread_id)
+        # what ran may have changed the cycle; otherwise it is as prepare_context read it
+        cycle = svc.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
+        if cycle is None:
+            cycle = load_cycle(repos, state.thread_id)
         repos.ticks.finish(
             state.thread_id, state.tick,
             status="degraded" if state.degraded else "ok",

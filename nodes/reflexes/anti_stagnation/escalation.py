@@ -26,6 +26,7 @@ from typing import Any, Callable
 from memory import Repos
 from memory.text import emotion_strengths
 from nodes.commands.cycle import context_cycle, context_mode
+from nodes.context import CYCLE
 from nodes.reflexes.prompts import (
     ASK_HUMAN_TEXT,
     FLASHBACK_LINE,
@@ -269,7 +270,9 @@ class Escalation:
             episode["stimulus"].append(WORLD_NOTHING_LINE)
 
     def change_context(self, episode: dict[str, Any]) -> None:
-        current = context_mode(context_cycle(self.repos, self.svc.settings, self.state.thread_id))
+        cycle = self.svc.reads.get(self.state.thread_id, self.state.tick, CYCLE,
+                                   lambda: context_cycle(self.repos, self.svc.settings, self.state.thread_id))
+        current = context_mode(cycle)
         episode["context_mode"] = "meditation" if current != "meditation" else "standard"
 
     def _other_llm(self) -> str | None:

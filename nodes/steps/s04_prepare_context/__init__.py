@@ -19,7 +19,7 @@ from nodes.commands import registry
 from nodes.commands.cycle import context_cycle, context_mode
 from nodes.commands.skills import loaded_skills
 from nodes.commands.world import world_line
-from nodes.context import AnimaContext, ContextBudgetError, Services, services_of
+from nodes.context import CYCLE, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.prompts import STIMULUS_TITLE
 from nodes.state import ContextReport, StagnationEpisode, TickState
 from nodes.steps.prompts import (
@@ -61,9 +61,11 @@ def _note_line(note) -> str:
     return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
 
 
-def _incoming(repos: Repos, svc: Services, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
+def _incoming(repos: Repos, svc: Services, state: TickState, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
     mode = cycle.get("notes_mode") or svc.settings.cycle.notes_mode
-    notes = repos.notes.unread_incoming(limit=svc.settings.cycle.notes_limit, min_priority=cycle.get("notes_min_priority"))
+    limit, min_priority = svc.settings.cycle.notes_limit, cycle.get("notes_min_priority")
+    notes = svc.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
+                          lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
     if mode == "manual":
         counts = repos.notes.count_unread_by_priority()
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
@@ -230,13 +232,14 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         window = thread_window(svc, repos, state.thread_id)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
-        cycle = context_cycle(repos, svc.settings, state.thread_id)
+        cycle = dict(svc.reads.get(state.thread_id, state.tick, CYCLE,
+                                   lambda: context_cycle(repos, svc.settings, state.thread_id)))
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]
         task = repos.tasks.by_repl_thread(state.thread_id)
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
-        notes, note_lines = _incoming(repos, svc, cycle) if task is None else ([], [])
+        notes, note_lines = _incoming(repos, svc, state, cycle) if task is None else ([], [])
         processes = repos.processes.open(state.thread_id)
         if state.mode == "continuation":
             built = _continuation_prompt(svc, repos, state, notes, budget, episode)
