@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, Update, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, text, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo, prepared
@@ -47,12 +47,6 @@ def _at() -> Select:
 @prepared
 def _by_ids() -> Select:
     return select(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
-
-
-@prepared
-def _touch() -> Update:
-    return (update(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
-            .values(access_count=MemoryItem.access_count + 1, last_accessed_at=bindparam("now")))
 
 
 @prepared
@@ -229,7 +223,8 @@ class MemoryItemRepo(Repo):
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)
         if ids:
-            self.s.execute(_touch(), {"ids": ids, "now": now})
+            self.s.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
+                           .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
 
     def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
         """Items that belong in the indexes (not deleted), by id, for building them from scratch."""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Update, bindparam, select, update
+from sqlalchemy import Select, bindparam, select, update
 
 from memory.models import Thread
 from memory.repositories.base import Repo, prepared
@@ -18,11 +18,6 @@ from memory.repositories.base import Repo, prepared
 @prepared
 def _by_id() -> Select:
     return select(Thread).where(Thread.id == bindparam("thread_id"))
-
-
-@prepared
-def _set_tick() -> Update:
-    return update(Thread).where(Thread.id == bindparam("of_thread")).values(tick=bindparam("new_tick"))
 
 
 class ThreadRepo(Repo):
@@ -47,7 +42,7 @@ class ThreadRepo(Repo):
         return thread
 
     def set_tick(self, thread_id: str, tick: int) -> None:
-        self.s.execute(_set_tick(), {"of_thread": thread_id, "new_tick": tick})
+        self.s.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))  # held rows see it
 
     def all(self) -> Sequence[Thread]:
         return self.s.scalars(select(Thread).order_by(Thread.created_at)).all()

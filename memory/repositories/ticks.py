@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, Update, bindparam, func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 
 from memory.models import Tick, utcnow
 from memory.repositories.base import Repo, prepared
@@ -18,13 +18,6 @@ def _from_tick() -> Select:
 @prepared
 def _of_tick() -> Select:
     return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick == bindparam("tick"))
-
-
-@prepared
-def _set(*columns: str) -> Update:
-    """Set these columns of one tick's row."""
-    return (update(Tick).where(Tick.thread_id == bindparam("of_thread"), Tick.tick == bindparam("of_tick"))
-            .values({column: bindparam(f"new_{column}") for column in columns}))
 
 
 class TickRepo(Repo):
@@ -82,8 +75,8 @@ class TickRepo(Repo):
         """The model's answer for a tick, kept until the tick finishes: a tick run again after a kill reuses it.
         `summary`: the row's summary as read earlier in the tick (then the row is written without reading it)."""
         if summary is not None:
-            self.s.execute(_set("summary"), {"of_thread": thread_id, "of_tick": tick,
-                                             "new_summary": {**summary, "answer": answer}})
+            self.s.execute(update(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)
+                           .values(summary={**summary, "answer": answer}))
             return
         row = self.get(thread_id, tick)
         if row is not None:
@@ -96,10 +89,12 @@ class TickRepo(Repo):
 
     def finish(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any],
                llm_calls: int, prompt_tokens: int, completion_tokens: int, llm_ms: float) -> None:
-        values = dict(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
-                      completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
-        self.s.execute(_set(*values), {"of_thread": thread_id, "of_tick": tick,
-                                       **{f"new_{column}": value for column, value in values.items()}})
+        self.s.execute(
+            update(Tick)
+            .where(Tick.thread_id == thread_id, Tick.tick == tick)
+            .values(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
+        )
 
     def recent(self, limit: int = 20, thread_id: str | None = None, *, before_id: int | None = None) -> list[Tick]:
         """The last `limit` ticks (of a thread; older than row `before_id` for paging), oldest first."""

@@ -1,0 +1,213 @@
+"""The tick's own cost (issue 15 §6): what a tick reads once and shares, what it no longer reads, and each text
+embedded once. Counts of statements and embedder calls, never times (bench/tick.py measures those)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import timedelta
+
+from sqlalchemy import event
+
+from llm.testing import FakeLLM
+from memory import Database
+from memory.models import utcnow
+from memory.testing import HashEmbedder
+from memory.text import with_author
+from nodes.context import TICK_SUMMARY, TickReads
+from tests.conftest import make_agent
+
+
+@contextmanager
+def statements(db: Database):
+    """The SQL statements `db` sends inside the block."""
+    sent: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        sent.append(" ".join(statement.split()))
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[list[str]] = []
+
+    def embed(self, texts):
+        self.texts.append(list(texts))
+        return super().embed(texts)
+
+
+def test_a_unit_of_work_reads_each_config_key_once(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        repos.config.set("persona/cycle.pause_s", 3)
+        repos.config.set("drives/a", 1)
+    with db.unit() as repos, statements(db) as sent:
+        repos.config.preload("drives/a", "drives/missing", prefix="persona/")
+        assert len(sent) == 1
+        assert repos.config.get("drives/a") == 1 and repos.config.get("drives/missing") is None
+        assert repos.config.with_prefix("persona/") == {"persona/cycle.pause_s": 3}
+        assert repos.config.get("other") is None and repos.config.get("other", "x") == "x"
+        assert len(sent) == 2  # only the key not loaded before, and only once
+        repos.config.set("drives/missing", [1])
+        assert repos.config.get("drives/missing") == [1]
+    with db.unit() as repos:
+        assert repos.config.many("drives/missing", "drives/a", "nope") == {"drives/missing": [1], "drives/a": 1,
+                                                                           "nope": None}
+    db.close()
+
+
+def test_a_unit_of_work_holds_the_threads_it_read(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        root = repos.threads.ensure("main")
+        repos.threads.create_child("child", root, label="c", window_ratio=0.5, origin="command", owner="test")
+    with db.unit() as repos, statements(db) as sent:
+        assert [t.id for t in repos.threads.lineage("child")] == ["main", "child"]
+        first = len(sent)
+        assert repos.threads.ratio_product("child") == 0.5 and [t.id for t in repos.threads.lineage("child")] == \
+            ["main", "child"]
+        assert len(sent) == first == 2  # the identity map alone would have forgotten them between the calls
+        repos.threads.set_tick("child", 7)
+        assert repos.threads.get("child").tick == 7  # the held row sees the update
+    db.close()
+
+
+def test_leading_goals_are_the_per_horizon_lists_in_one_query(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        for n, (horizon, priority) in enumerate([("short", 1), ("long", 5), ("short", 5), ("short", 3), ("long", 2),
+                                                 ("short", 5), ("long", 9), ("long", 1), ("short", 0)]):
+            repos.goals.add(f"goal {n}", horizon=horizon, priority=priority)
+        done = repos.goals.add("done", horizon="short", priority=10)
+        repos.goals.set_status(done.id, "completed")
+        archived = repos.goals.add("set aside", horizon="long", priority=10)
+        repos.goals.archive(archived.id, utcnow())
+    with db.unit() as repos:
+        leading = repos.goals.leading(per_horizon=3)
+        assert [g.id for g in leading[:3]] == [g.id for g in repos.goals.list(status="active", limit=3)]
+        for horizon in ("short", "long"):
+            assert [g.id for g in leading if g.horizon == horizon] == \
+                [g.id for g in repos.goals.list(status="active", horizon=horizon, limit=3)]
+        assert "done" not in {g.title for g in leading} and "set aside" not in {g.title for g in leading}
+    db.close()
+
+
+def test_latest_episodes_are_each_periods_recent_ones(tmp_path):
+    db = Database.open(tmp_path)
+    start = utcnow().date()
+    with db.unit() as repos:
+        for back in range(10):
+            repos.episodes.upsert("day", (start - timedelta(days=back)).isoformat(), f"day {back}")
+        for back in (7, 14):
+            repos.episodes.upsert("week", (start - timedelta(days=back)).isoformat(), f"week {back}")
+        repos.episodes.upsert("month", (start - timedelta(days=40)).isoformat(), "month")
+    with db.unit() as repos:
+        latest = repos.episodes.latest({"day": 7, "week": 1, "month": 1})
+        for period, n in (("day", 7), ("week", 1), ("month", 1)):
+            assert [e.id for e in latest[period]] == [e.id for e in repos.episodes.recent(period, n)]
+    db.close()
+
+
+def test_a_new_memory_is_one_insert_and_its_neighbour_learns_it(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        first = repos.items.put("message", "msg:1", "The tide is high.", author="Lumen", episode="main")
+    with db.unit() as repos, statements(db) as sent:
+        second = repos.items.put("message", "msg:2", "The moon pulls it.", author="Lumen", episode="main")
+        second_id = second.id
+    assert len([s for s in sent if s.startswith("INSERT INTO memory_items")]) == 1
+    assert not [s for s in sent if s.startswith("UPDATE memory_items") and "context_before" in s]
+    assert len([s for s in sent if s.startswith("INSERT INTO memory_journal")]) == 1  # both journal rows at once
+    with db.unit() as repos:
+        before, after = repos.items.get(first.id), repos.items.get(second_id)
+        assert (before.seq, after.seq) == (0, 1)
+        assert before.context_after == "Lumen: The moon pulls it." and after.context_before == "Lumen: The tide is high."
+        assert set(repos.items.changed_since(0, repos.items.journal_head())) == {first.id, second_id}
+        assert repos.items.any_active(["message"]) and not repos.items.any_active(["kb"])
+    db.close()
+
+
+def test_tick_reads_are_per_thread_and_tick():
+    reads = TickReads()
+    loads: list[str] = []
+    assert reads.get("main", 1, "x", lambda: loads.append("a") or "first") == "first"
+    assert reads.get("main", 1, "x", lambda: loads.append("b") or "again") == "first"
+    assert reads.get("child", 1, "x", lambda: "child's") == "child's"
+    assert reads.peek("main", 2, "x") is None
+    reads.put("main", 1, TICK_SUMMARY, {"attempts": 1})
+    assert reads.first_run("main", 1) and not reads.first_run("main", 2)
+    reads.start("main", 1)  # the tick starts again: nothing of the earlier run is kept
+    assert reads.peek("main", 1, "x") is None and not reads.first_run("main", 1)
+    for tick in range(20):
+        reads.put("main", 100 + tick, "x", tick)
+    assert reads.peek("main", 100, "x") is None and reads.peek("main", 119, "x") == 19  # only the last few ticks
+    assert loads == ["a"]
+
+
+def thoughts(prompt: str) -> str:
+    return f"The harbour at dusk, thought {len(prompt) % 97}: gulls circle while boats come home."
+
+
+def test_a_tick_embeds_the_thought_once(tmp_path):
+    embedder = CountingEmbedder()
+    agent = make_agent(tmp_path, FakeLLM("fake", responses=thoughts), embedder=embedder, checkpointer="sqlite")
+    for _ in range(3):
+        agent.tick()
+    embedder.texts.clear()
+    state = agent.tick()
+    stored = with_author(agent.services.persona.display_name, state["thought"])
+    embedded = [text for call in embedder.texts for text in call]
+    assert embedded.count(state["thought"]) == 1 and embedded.count(stored) == 1  # novelty and memory, one call
+    assert [call for call in embedder.texts if stored in call] == [call for call in embedder.texts
+                                                                    if state["thought"] in call]
+    with agent.services.db.unit() as repos:
+        item = repos.items.find("message", f"msg:{state['response_id']}")
+    assert item is not None and agent.services.memory.search(state["thought"], k=1)[0].item.id == item.id
+    agent.close()
+
+
+def test_the_reflexes_read_the_recent_outputs_once_and_drives_and_prompt_share_the_notes(tmp_path):
+    agent = make_agent(tmp_path, FakeLLM("fake", responses=thoughts), checkpointer="sqlite")
+    for _ in range(2):
+        agent.tick()
+    with agent.services.db.unit() as repos:
+        repos.notes.add("How are the boats tonight?", source="user")
+    with statements(agent.services.db) as sent:
+        state = agent.tick()
+    recent = [s for s in sent if s.startswith("SELECT messages.") and "messages.kind IN (?, ?)" in s
+              and "ORDER BY messages.id DESC" in s]
+    assert len(recent) == 1  # evaluate_emotion and check_stagnation share one read
+    unread = [s for s in sent if s.startswith("SELECT notes.") and "notes.read IS 0" in s]
+    assert len(unread) == 1 and state["incoming_note_ids"]  # update_drives' read serves prepare_context
+    assert not [s for s in sent if s.startswith("SELECT ticks.") and "ticks.tick = ?" in s]  # the kept answer: no read
+    agent.close()
+
+
+def test_an_answer_kept_by_a_killed_run_is_reused_and_its_rows_updated(tmp_path):
+    fake = FakeLLM("fake", responses=thoughts)
+    agent = make_agent(tmp_path, fake, checkpointer="sqlite")
+    agent.tick()
+    answer = {"response": "The kept thought of a run that died.", "native_tool_calls": [], "parse_errors": [],
+              "degraded": False, "degraded_ticks": 0, "llm": {"llm_id": "fake"}}
+    with agent.services.db.unit() as repos:  # tick 2 ran until the model answered, then the process died
+        repos.ticks.start("main", 2, "chat")
+        repos.ticks.keep_answer("main", 2, answer)
+        repos.messages.upsert("main:2:response", thread_id="main", tick=2, kind="response", role="assistant",
+                              content="half-written")
+    thinking = len([c for c in fake.calls if c["json_schema"] is None])
+    state = agent.tick()
+    assert state["tick"] == 2 and state["response"] == answer["response"]
+    assert len([c for c in fake.calls if c["json_schema"] is None]) == thinking  # not generated twice
+    with agent.services.db.unit() as repos:
+        rows = [m for m in repos.messages.log("main") if m.tick == 2]
+        assert [m.content for m in rows] == [answer["response"]]  # the killed run's row updated, not doubled
+    assert not agent.services.reads.first_run("main", 2)  # its second start: rows were looked for
+    state = agent.tick()  # and the next tick is a first run again
+    assert state["tick"] == 3 and agent.services.reads.first_run("main", 3)
+    agent.close()
