@@ -85,10 +85,11 @@ def timed(watch: Stopwatch, part: str, func):
     return wrapper
 
 
-def counted(watch: Stopwatch, func):
+def counted(watch: Stopwatch, func, outermost: "Outermost"):
     def wrapper(texts):
-        watch.add("texts_embedded", len(texts))
-        watch.add("embed_calls", 1)
+        if getattr(outermost.local, "depth", 0) <= 1:  # not a call made from inside another embedding call
+            watch.add("texts_embedded", len(texts))
+            watch.add("embed_calls", 1)
         return func(texts)
     return wrapper
 
@@ -138,10 +139,7 @@ def repository_classes() -> list[type]:
 
 def instrument_db(watch: Stopwatch) -> None:
     """The memory's database work is `db`: every repository method (building statements, the ORM, the driver) and
-    the session around them (opening, flushing, committing); the driver's own part of it is also `sql`. Once per
-    process."""
-    if getattr(Session.execute, "__wrapped__", None) is not None:
-        return
+    the session around them (opening, flushing, committing); the driver's own part of it is also `sql`."""
     outermost, fetching = Outermost(watch, "db"), Outermost(watch, "sql")
     for cls, names in DB_METHODS.items():
         for name in names:
@@ -158,15 +156,22 @@ def instrument_db(watch: Stopwatch) -> None:
 def instrument_steps(watch: Stopwatch) -> None:
     """Time inside the steps (their SQL and model calls included), for the graph's own share."""
     for name, step in list(STEPS.items()):
-        if getattr(step, "bench_timed", False):
-            continue
-        wrapped = functools.wraps(step)(timed(watch, "steps", step))
-        wrapped.bench_timed = True
-        STEPS[name] = wrapped
+        STEPS[name] = functools.wraps(step)(timed(watch, "steps", step))
     assert nodes.STEPS is STEPS
 
 
-def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
+def instrument_embedder(embedder, watch: Stopwatch) -> None:
+    """Time in the embedding model, and texts and calls into it (a memory's vector and its sentences' come from
+    one pass, `embed_parts`, which may embed an overlong sentence on its own: counted once, as the outer call)."""
+    outermost = Outermost(watch, "embedding")
+    for name in ("embed", "embed_parts"):
+        if hasattr(embedder, name):
+            setattr(embedder, name, outermost.wrap(counted(watch, getattr(embedder, name), outermost)))
+
+
+def instrument(agent, fake, watch: Stopwatch) -> None:
+    """One bench agent's engine, model and checkpointer (the steps, the repositories and the embedder are
+    instrumented once per process, into the same stopwatch)."""
     engine = agent.services.db.engine
 
     @event.listens_for(engine, "before_cursor_execute")
@@ -183,9 +188,6 @@ def instrument(agent, embedder, fake, watch: Stopwatch) -> None:
         watch.add("transactions", 1)
 
     engine.dialect.do_commit = timed(watch, "sql", engine.dialect.do_commit)
-    embedder.embed = counted(watch, timed(watch, "embedding", embedder.embed))
-    if hasattr(embedder, "embed_parts"):  # a memory's vector and its sentences', one pass (memory/retrieval/index.py)
-        embedder.embed_parts = counted(watch, timed(watch, "embedding", embedder.embed_parts))
     fake.complete = timed(watch, "llm", fake.complete)
     saver = agent.checkpointer
     saver.put = timed(watch, "checkpoint", saver.put)
@@ -237,18 +239,15 @@ SPLIT = ("graph", "steps", "orm", "sql", "embedding", "checkpoint", "llm")
 COUNTS = ("statements", "transactions", "texts_embedded", "embed_calls")
 
 
-def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str) -> dict:
+def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str, watch: Stopwatch) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeLLM("fake", responses=WORKLOADS[workload])
         services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake}, embedder=embedder,
                                  entries=[{"id": "fake", "provider": "fake", "priority": 1}])
         progress(f"seeding {rows} messages + {rows} notes over the past year…")
         seed_rows(services, rows)
-        watch = Stopwatch()
-        instrument_steps(watch)
-        instrument_db(watch)
         agent = build_agent("repl", services=services, checkpointer="sqlite")
-        instrument(agent, embedder, fake, watch)
+        instrument(agent, fake, watch)
         for _ in range(3):  # warm-up: the embedding model loads, caches fill
             agent.tick()
         watch.take()
@@ -345,8 +344,11 @@ def main() -> None:
     parser.add_argument("--embedded-ticks", type=int, default=3)
     parser.add_argument("--workload", choices=sorted(WORKLOADS), nargs="+", default=sorted(WORKLOADS))
     args = parser.parse_args()
-    embedder = LocalEmbedder()
-    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w) for w in args.workload for r in args.rows],
+    embedder, watch = LocalEmbedder(), Stopwatch()
+    instrument_steps(watch)
+    instrument_db(watch)
+    instrument_embedder(embedder, watch)
+    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w, watch) for w in args.workload for r in args.rows],
               "floors_ms": floors(embedder)}
     if args.embedded_ticks:
         result["embedded"] = embedded(args.embedded_ticks)
