@@ -3,7 +3,7 @@ and the real embedding model; on the embedded model, the tick's wall time agains
 
     python bench/tick.py [--rows 10000 100000] [--ticks 30] [--embedded-ticks 3]
 
-The split of a tick (medians over the measured ticks; they add up to the wall time):
+The split of a tick (each tick's parts add up to its wall time; the medians over the measured ticks are shown):
   graph_ms          LangGraph's own work around the steps (routing, state merging, the resume check, pruning)
   steps_ms          the steps' own Python: prompt assembly, parsing, reflex bookkeeping (not their SQL or model calls)
   orm_ms            the repositories and SQLAlchemy around the statements: building and compiling them, opening,
@@ -15,7 +15,8 @@ The split of a tick (medians over the measured ticks; they add up to the wall ti
 `orchestration_ms` = graph + steps: what is neither the database, the embedding model, the checkpoint nor the model.
 The machine is shared and its wall times noisy; the counts per tick are not: `statements_per_tick` (SQL statements
 sent), `transactions_per_tick` (commits), `texts_embedded_per_tick` and `embed_calls_per_tick` (calls into the
-model), `llm_calls_per_tick`. `cpu_ms` is the process's CPU time per tick (less disturbed by other processes).
+model), `llm_calls_per_tick` (and by purpose). `cpu_ms` is the process's CPU time per tick (less disturbed by other
+processes). Timing every repository and session call costs the split itself about a millisecond a tick.
 Every tick runs the persona's default settings: reflexes, drives and emotions on, with nobody listening to the
 tick's events (`Agent.tick`). `floors_ms` measures what no tick can go below on this machine: the same playbook
 graph with steps that do nothing (checkpointer and durability as a loop tick; with and without the event stream
@@ -235,6 +236,15 @@ def repeating(prompt: str) -> str:
 WORKLOADS = {"varied": varied, "repeating": repeating}
 
 
+def calls_by_purpose(services) -> dict[str, int]:
+    """Model calls made so far, by purpose (think, evaluate, rephrase, drives, abstract, …)."""
+    found: dict[str, int] = {}
+    with services.db.unit() as repos:
+        for row in repos.llm_calls.by_model():
+            found[row["purpose"]] = found.get(row["purpose"], 0) + row["calls"]
+    return found
+
+
 SPLIT = ("graph", "steps", "orm", "sql", "embedding", "checkpoint", "llm")
 COUNTS = ("statements", "transactions", "texts_embedded", "embed_calls")
 
@@ -250,6 +260,7 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str,
         instrument(agent, fake, watch)
         for _ in range(3):  # warm-up: the embedding model loads, caches fill
             agent.tick()
+        purposes_before = calls_by_purpose(services)
         watch.take()
         totals, cpu, parts_of, counts = [], [], [], {k: 0.0 for k in COUNTS}
         calls_before = len(fake.calls)
@@ -272,6 +283,8 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str,
                              "embedding": parts.get("embedding", 0.0), "checkpoint": parts.get("checkpoint", 0.0),
                              "llm": parts.get("llm", 0.0)})
         calls = len(fake.calls) - calls_before
+        purposes = {k: round((v - purposes_before.get(k, 0)) / ticks, 2)
+                    for k, v in sorted(calls_by_purpose(services).items()) if v > purposes_before.get(k, 0)}
         agent.close()
         median = lambda xs: round(statistics.median(xs), 2)  # noqa: E731
         split = {key: median([p[key] for p in parts_of]) for key in SPLIT}
@@ -279,7 +292,7 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str,
                 "p95_ms": round(sorted(totals)[int(0.95 * (len(totals) - 1))], 2), "cpu_ms": median(cpu),
                 "orchestration_ms": median([p["graph"] + p["steps"] for p in parts_of]),
                 "split_median_ms": split,
-                "llm_calls_per_tick": round(calls / ticks, 2),
+                "llm_calls_per_tick": round(calls / ticks, 2), "llm_calls_per_tick_by_purpose": purposes,
                 **{f"{key}_per_tick": round(counts[key] / ticks, 2) for key in COUNTS}}
 
 

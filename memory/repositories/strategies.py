@@ -15,13 +15,16 @@ from memory.repositories.base import NamedRowRepo
 
 class StrategyRepo(NamedRowRepo):
     model, what = StagnationStrategy, "stagnation strategy"
-    def ensure(self, builtins: dict[str, tuple[str, int]]) -> None:
-        """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are."""
-        have = set(self.s.scalars(select(StagnationStrategy.name)).all())
-        for name, (klass, cost) in builtins.items():
-            if name not in have:
-                self.s.add(StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True))
+    def ensure(self, builtins: dict[str, tuple[str, int]]) -> list[StagnationStrategy]:
+        """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are. Returns the
+        active rows, as `active` would (read in the same query)."""
+        rows = list(self.s.scalars(select(StagnationStrategy).order_by(StagnationStrategy.id)).all())
+        have = {row.name for row in rows}
+        added = [StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True, status="active")
+                 for name, (klass, cost) in builtins.items() if name not in have]
+        self.s.add_all(added)
         self.s.flush()
+        return [row for row in rows + added if row.status == "active"]
 
     def active(self) -> list[StagnationStrategy]:
         return list(self.s.scalars(select(StagnationStrategy).where(StagnationStrategy.status == "active")
@@ -54,12 +57,16 @@ class StrategyRepo(NamedRowRepo):
 
 class ThinkingMethodRepo(NamedRowRepo):
     model, what = ThinkingMethod, "thinking method"
-    def ensure(self, defaults: dict[str, str]) -> None:
-        have = set(self.s.scalars(select(ThinkingMethod.name)).all())
-        for name, instruction in defaults.items():
-            if name not in have:
-                self.s.add(ThinkingMethod(name=name, instruction=instruction, builtin=True))
+    def ensure(self, defaults: dict[str, str]) -> list[ThinkingMethod]:
+        """The built-in methods as rows; existing rows are left as they are. Returns the active rows, as `list`
+        would (read in the same query)."""
+        rows = list(self.s.scalars(select(ThinkingMethod)).all())
+        have = {row.name for row in rows}
+        added = [ThinkingMethod(name=name, instruction=instruction, builtin=True, status="active")
+                 for name, instruction in defaults.items() if name not in have]
+        self.s.add_all(added)
         self.s.flush()
+        return sorted((row for row in rows + added if row.status == "active"), key=lambda row: row.name)
 
     def list(self, include_archived: bool = False) -> list[ThinkingMethod]:
         q = select(ThinkingMethod)
@@ -75,9 +82,10 @@ class ThinkingMethodRepo(NamedRowRepo):
         self.s.flush()
         return row
 
-    def draw(self, rng: random.Random) -> ThinkingMethod | None:
-        """A random active method (the least used more likely), counted as used."""
-        rows = self.list()
+    def draw(self, rng: random.Random, rows: list[ThinkingMethod] | None = None) -> ThinkingMethod | None:
+        """A random active method (the least used more likely), counted as used. `rows`: the active methods, when the
+        caller has just read them."""
+        rows = self.list() if rows is None else rows
         if not rows:
             return None
         row = rng.choices(rows, weights=[1.0 / (1 + r.uses) for r in rows])[0]

@@ -48,7 +48,7 @@ def test_a_unit_of_work_reads_each_config_key_once(tmp_path):
         repos.config.set("persona/cycle.pause_s", 3)
         repos.config.set("drives/a", 1)
     with db.unit() as repos, statements(db) as sent:
-        repos.config.preload("drives/a", "drives/missing", prefix="persona/")
+        repos.config.preload("drives/a", "drives/missing", prefixes=("persona/",))
         assert len(sent) == 1
         assert repos.config.get("drives/a") == 1 and repos.config.get("drives/missing") is None
         assert repos.config.with_prefix("persona/") == {"persona/cycle.pause_s": 3}

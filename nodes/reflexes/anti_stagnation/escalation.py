@@ -127,7 +127,7 @@ class Escalation:
         if mechanism == "goal_reformulation":
             return bool(self.repos.goals.list(status="active", limit=1))
         if mechanism == "random_iteration":
-            return bool(self.repos.methods.list())
+            return bool(self._active_methods())
         if mechanism == "interest_memory":
             return self._forgotten_topic() is not None
         return True
@@ -136,9 +136,8 @@ class Escalation:
         """Apply the first `level` applicable mechanisms of the diagnosis's plan; returns the new episode."""
         recalled = list(self.state.context_report.get("recalled") or [])
         diagnosis = episode.get("diagnosis") or diagnose(self.repos, self.state, episode, recalled)
-        self.repos.strategies.ensure(MECHANISMS)
-        self.repos.methods.ensure(THINKING_METHODS)
-        rows = {r.name: r for r in self.repos.strategies.active()}
+        rows = {r.name: r for r in self.repos.strategies.ensure(MECHANISMS)}  # the active ones
+        self._methods = self.repos.methods.ensure(THINKING_METHODS)
         chosen: list[str] = []
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
         order = [m for m in episode.get("plan") or [] if m in rows] or \
@@ -179,7 +178,7 @@ class Escalation:
         return items[int(scores.argmin())]
 
     def flashback(self, episode: dict[str, Any]) -> None:
-        recent = {m.content for m in self.repos.messages.recent(self.state.thread_id, 20)}
+        recent = {m.content for m in self._recent_thoughts(20)}
         items = [i for i in self.repos.items.sample(FLASHBACK_TIERS, 40) if i.text not in recent] or \
             self.repos.items.sample(FLASHBACK_TIERS, 40)
         item = self._distant(items)
@@ -229,16 +228,28 @@ class Escalation:
     def random_iteration(self, episode: dict[str, Any]) -> None:
         """A thinking method drawn at random (HMP: a random action from the allowed set)."""
         rng = random.Random(f"{self.state.thread_id}:{self.state.tick}")
-        method = self.repos.methods.draw(rng)
+        method = self.repos.methods.draw(rng, self._active_methods())
         episode["thinking_method"] = method.name
         self._instruct(episode, RANDOM_ITERATION_INSTRUCTION.format(name=method.name, instruction=method.instruction))
+
+    def _recent_thoughts(self, n: int) -> list[Any]:
+        """The thread's last `n` thoughts (at most INTEREST_RECENT), read once for every mechanism that asks."""
+        if getattr(self, "_recent", None) is None:
+            self._recent = self.repos.messages.recent(self.state.thread_id, max(n, INTEREST_RECENT))
+        return self._recent[-n:]
+
+    def _active_methods(self) -> list[Any]:
+        """The active thinking methods, as `run` read them (or now, for a mechanism applied on its own)."""
+        if getattr(self, "_methods", None) is None:
+            self._methods = self.repos.methods.list()
+        return self._methods
 
     def _forgotten_topic(self) -> tuple[str, int] | None:
         """HMP's interest memory: the most used tag that none of my recent thoughts touched (thematic fatigue
         turned around: what I have not come back to)."""
         if hasattr(self, "_forgotten"):
             return self._forgotten
-        recent = self.repos.messages.recent(self.state.thread_id, INTEREST_RECENT)
+        recent = self._recent_thoughts(INTEREST_RECENT)
         seen = " ".join(m.content.lower() for m in recent) + " " + self.thought.lower()
         seen_tags = {str(t).lower() for m in recent for t in (getattr(m, "tags", None) or [])}
         self._forgotten = next(((tag, n) for tag, n in self.repos.tags.stats().items()
