@@ -171,10 +171,13 @@ class Services:
             except Exception:
                 log.exception("memory index sync failed; it is retried on the next sync")
 
-    def own_turn_texts(self, text: str) -> list[str]:
-        """What the memory index embeds when the persona's thought `text` is stored (write_memory keeps each thought
-        as the persona's conversation turn): a step that embeds the thought anyway embeds these in the same call."""
-        return self.memory.item_texts(text, author=self.persona.display_name) if self.memory is not None else []
+    def own_turn(self, text: str) -> list[tuple[str, str, list[str]]]:
+        """The memory the persona's thought `text` becomes when it is stored (write_memory keeps each thought as the
+        persona's conversation turn), as the index embeds it: a step that embeds the thought anyway embeds this in
+        the same call (`MemoryIndex.embed_texts(documents=…)`)."""
+        if self.memory is None:
+            return []
+        return [self.memory.record_texts(text, author=self.persona.display_name)]
 
     def window_tokens(self, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""

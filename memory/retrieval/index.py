@@ -58,6 +58,7 @@ FLUSH_RECORDS = 64  # Chroma records queued before they are written…
 FLUSH_SECONDS = 30.0  # …or this long after the last write
 MAX_PARTS = 13  # vectors an item can have: the whole item and at most 12 chunks (memory/text.py)
 BACKFILL_PAGE = 2000  # items read at a time when a collection is (re)built
+AHEAD_KEPT = 16  # memories embedded ahead of their write (embed_texts' documents), kept until it: a tick writes one
 FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded memory)
 RECOUNT_ALWAYS_BELOW = 10000  # documents: counting them costs ~2 ms at 10k, ~20 ms at 100k (SQLite)
 DENSE_SAMPLE = 512  # of the sample, the items whose vectors estimate the dense scores' spread (a restarted
@@ -236,6 +237,7 @@ class MemoryIndex:
         self._warmup: threading.Thread | None = None
         self._stop_warmup = threading.Event()
         self._text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
+        self._ahead: OrderedDict[tuple, np.ndarray] = OrderedDict()  # memories embedded before their write
         self._blas = None  # threadpoolctl's controller (`_small_math`)
         # Chroma writes wait in `_pending` (record id -> vector or None for a metadata-only change, metadata) and
         # `_pending_deletes` until `flush`: one write costs ~20 ms whatever its size (measured), and a tick writes
@@ -247,15 +249,26 @@ class MemoryIndex:
         self._flushed_at = time.monotonic()
         self._written: dict[int, int] = {}  # item id -> hash of the texts its vectors were made from (this process)
 
-    def embed_texts(self, texts: list[str], cache_size: int = 512) -> np.ndarray:
+    def embed_texts(self, texts: list[str], cache_size: int = 512,
+                    documents: Iterable[tuple[str, str, list[str]]] = ()) -> np.ndarray:
         """Normalised vectors of whole texts, remembering the last `cache_size` (the reflexes embed the same
-        recent outputs tick after tick)."""
+        recent outputs tick after tick). `documents`: memories about to be written (`record_texts`), embedded in
+        the same call; the write then takes their vectors instead of embedding them again (`_embed_items`)."""
         with self._lock:
             missing = [t for t in dict.fromkeys(texts) if t not in self._text_vectors]
-        fresh = self.embedder.embed(missing) if missing else []
+            documents = [d for d in dict.fromkeys((p, b, tuple(c)) for p, b, c in documents) if d not in self._ahead]
+        ahead: list[np.ndarray] = []
+        if documents:  # one call for both: the texts as documents of one part
+            made = self._document_vectors([("", text, ()) for text in missing] + documents)
+            fresh, ahead = [vectors[0] for vectors in made[:len(missing)]], made[len(missing):]
+        else:
+            fresh = self.embedder.embed(missing) if missing else []
         with self._lock:
             for text, vector in zip(missing, fresh):
                 self._text_vectors[text] = np.asarray(vector, dtype=np.float32)
+            self._ahead.update(zip(documents, ahead))
+            while len(self._ahead) > AHEAD_KEPT:
+                self._ahead.popitem(last=False)
             vectors = [self._text_vectors[t] for t in texts]
             for text in texts:
                 self._text_vectors.move_to_end(text)
@@ -296,10 +309,14 @@ class MemoryIndex:
         return int((self.collection.metadata or {}).get("journal", 0))
 
     @staticmethod
-    def _record_texts(item: MemoryItem) -> tuple[str, str, list[str]]:
-        """(prefix, body, chunks of body): the whole item's vector is of prefix + body, one more per chunk."""
-        prefix = with_author(item.author, f"{item.title}\n" if item.title else "")
-        return prefix, item.text or "", chunks(item.text or "")
+    def record_texts(text: str, author: str = "", title: str = "") -> tuple[str, str, list[str]]:
+        """(prefix, body, chunks of body) of a memory: its whole vector is of prefix + body, one more per chunk."""
+        prefix = with_author(author, f"{title}\n" if title else "")
+        return prefix, text or "", chunks(text or "")
+
+    @classmethod
+    def _record_texts(cls, item: MemoryItem) -> tuple[str, str, list[str]]:
+        return cls.record_texts(item.text, item.author, item.title)
 
     @classmethod
     def _texts_key(cls, item: MemoryItem) -> int:
@@ -307,12 +324,19 @@ class MemoryIndex:
         return hash((prefix, body, *parts))
 
     def _embed_items(self, items: list[MemoryItem]) -> list[np.ndarray]:
-        """Each item's vectors (row 0 the whole item): one pass per item when the embedder pools its sentences from
-        it (`embed_parts`), else every text on its own."""
-        documents = [self._record_texts(item) for item in items]
+        """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
+        documents = [(p, b, tuple(c)) for p, b, c in (self._record_texts(item) for item in items)]
+        ready = {d: self._ahead.pop(d) for d in documents if d in self._ahead}
+        todo = [d for d in dict.fromkeys(documents) if d not in ready]
+        ready.update(zip(todo, self._document_vectors(todo) if todo else []))
+        return [ready[d] for d in documents]
+
+    def _document_vectors(self, documents: list[tuple[str, str, Any]]) -> list[np.ndarray]:
+        """Each (prefix, body, chunks)'s vectors (row 0 prefix + body): one pass per document when the embedder
+        pools its sentences from it (`embed_parts`), else every text on its own; all in one call."""
         embed_parts = getattr(self.embedder, "embed_parts", None) if self.config.sentence_vectors == "pooled" else None
         if embed_parts is not None:
-            return [np.asarray(v, dtype=np.float32) for v in embed_parts(documents)]
+            return [np.asarray(v, dtype=np.float32) for v in embed_parts([(p, b, list(c)) for p, b, c in documents])]
         texts = [text for prefix, body, parts in documents for text in [prefix + body, *(prefix + p for p in parts)]]
         flat = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         found, at = [], 0
@@ -465,8 +489,8 @@ class MemoryIndex:
             removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
             if self._authors is not None:
                 self._authors |= {item.author or "" for item in live}
-            if head > chroma_at:
-                embedded_here = repos.items.changed_since(chroma_at, head)
+            if head > chroma_at:  # (the same range as `changed` when the in-process state is where Chroma is)
+                embedded_here = changed if since == chroma_at else repos.items.changed_since(chroma_at, head)
                 self._queue_vectors([rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
                                     [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
                 self._pending_head = head

@@ -43,7 +43,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
         recent = recent_outputs(svc, repos, state)
         vocabulary = list(repos.config.get("emotions") or svc.settings.emotions)
     signals = measure(body, recent, svc.memory, stagnant_at=reflexes.stagnation_threshold,
-                      novel_below=reflexes.novel_below, also_embed=svc.own_turn_texts(body))
+                      novel_below=reflexes.novel_below, documents=svc.own_turn(body))
     previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
     emotions: list[str] = []
     evaluation: EmotionEval = {}

@@ -189,7 +189,7 @@ class FakeMemory:
     def __init__(self):
         self.embedder = KeywordEmbedder()
 
-    def embed_texts(self, texts):
+    def embed_texts(self, texts, documents=()):
         return self.embedder.embed(texts)
 
 

@@ -33,6 +33,9 @@ def statements(db: Database):
 
 
 class CountingEmbedder(HashEmbedder):
+    """Records every call: `embed` texts, and `embed_parts` documents as (prefix + body) — a memory's vectors come
+    from one pass over it (memory/retrieval/embeddings.py), here from the hashed texts."""
+
     def __init__(self) -> None:
         super().__init__()
         self.texts: list[list[str]] = []
@@ -40,6 +43,11 @@ class CountingEmbedder(HashEmbedder):
     def embed(self, texts):
         self.texts.append(list(texts))
         return super().embed(texts)
+
+    def embed_parts(self, documents):
+        self.texts.append([prefix + body for prefix, body, _ in documents])
+        return [HashEmbedder.embed(self, [prefix + body, *(prefix + part for part in parts)])
+                for prefix, body, parts in documents]
 
 
 def test_a_unit_of_work_reads_each_config_key_once(tmp_path):
@@ -151,7 +159,7 @@ def test_tick_reads_are_per_thread_and_tick():
 
 
 def thoughts(prompt: str) -> str:
-    return f"The harbour at dusk, thought {len(prompt) % 97}: gulls circle while boats come home."
+    return f"The harbour at dusk, thought {len(prompt) % 97}. Gulls circle while the boats come home."
 
 
 def test_a_tick_embeds_the_thought_once(tmp_path):
@@ -166,6 +174,7 @@ def test_a_tick_embeds_the_thought_once(tmp_path):
     assert embedded.count(state["thought"]) == 1 and embedded.count(stored) == 1  # novelty and memory, one call
     assert [call for call in embedder.texts if stored in call] == [call for call in embedder.texts
                                                                     if state["thought"] in call]
+    assert len(embedder.texts) == 1  # nothing else this tick: the recall query is the thought embedded last tick
     with agent.services.db.unit() as repos:
         item = repos.items.find("message", f"msg:{state['response_id']}")
     assert item is not None and agent.services.memory.search(state["thought"], k=1)[0].item.id == item.id

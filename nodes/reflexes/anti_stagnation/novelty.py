@@ -68,15 +68,15 @@ def recent_outputs(svc: Any, repos: Any, state: Any) -> list[Any]:
 
 
 def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, novel_below: float,
-            also_embed: list[str] = ()) -> dict[str, Any]:
-    """Cheap signals of `text` against `recent` messages (oldest first); no LLM. `also_embed`: texts the tick will
-    embed anyway (the output as the memory stores it), embedded in the same call."""
+            documents: list[tuple[str, str, list[str]]] = ()) -> dict[str, Any]:
+    """Cheap signals of `text` against `recent` messages (oldest first); no LLM. `documents`: memories the tick will
+    write (the output as the memory stores it), embedded in the same call."""
     texts = [m.content for m in recent]
     lexical = [similarity(text, t) for t in texts]
     cosines: list[float] | None = None
     if memory is not None and texts and normalise(text):
         try:
-            vectors = memory.embed_texts([text, *texts, *also_embed])[:1 + len(texts)]
+            vectors = memory.embed_texts([text, *texts], documents=documents)
             cosines = [float(c) for c in vectors[1:] @ vectors[0]]
         except Exception:  # a broken embedding server must not stop the tick: n-grams still decide
             log.exception("embedding similarity unavailable; n-gram signals only")
