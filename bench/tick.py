@@ -3,7 +3,10 @@ and the real embedding model; on the embedded model, the tick's wall time agains
 
     python bench/tick.py [--rows 10000 100000] [--ticks 30] [--embedded-ticks 3]
 
-The split of a tick (each tick's parts add up to its wall time; the medians over the measured ticks are shown):
+Each workload runs `--ticks` plain ticks — `median_ms`, `p95_ms` and `cpu_ms` (the process's CPU time per tick,
+less disturbed by other processes) are theirs — then as many more with every session, repository, result, step and
+model call timed, for the split (timing them costs a tick a few milliseconds: `instrumented_median_ms`). The split
+(each tick's parts add up to its wall time; the medians over the instrumented ticks are shown):
   graph_ms          LangGraph's own work around the steps (routing, state merging, the resume check, pruning)
   steps_ms          the steps' own Python: prompt assembly, parsing, reflex bookkeeping (not their SQL or model calls)
   orm_ms            the repositories and SQLAlchemy around the statements: building and compiling them, opening,
@@ -15,8 +18,8 @@ The split of a tick (each tick's parts add up to its wall time; the medians over
 `orchestration_ms` = graph + steps: what is neither the database, the embedding model, the checkpoint nor the model.
 The machine is shared and its wall times noisy; the counts per tick are not: `statements_per_tick` (SQL statements
 sent), `transactions_per_tick` (commits), `texts_embedded_per_tick` and `embed_calls_per_tick` (calls into the
-model), `llm_calls_per_tick` (and by purpose). `cpu_ms` is the process's CPU time per tick (less disturbed by other
-processes). Timing every repository and session call costs the split itself about a millisecond a tick.
+model), `llm_calls_per_tick` (and by purpose). Both workloads trip the anti-stagnation reflex on most ticks (the
+fake thoughts are alike), so its escalation is on the measured path.
 Every tick runs the persona's default settings: reflexes, drives and emotions on, with nobody listening to the
 tick's events (`Agent.tick`). `floors_ms` measures what no tick can go below on this machine: the same playbook
 graph with steps that do nothing (checkpointer and durability as a loop tick; with and without the event stream
@@ -44,7 +47,7 @@ from sqlalchemy.engine.result import ChunkedIteratorResult, IteratorResult  # no
 from sqlalchemy.orm import Session  # noqa: E402
 
 from graph.agent import build_agent  # noqa: E402
-from graph.checkpoint import open_sqlite_saver  # noqa: E402
+from graph.checkpoint import close_saver, open_sqlite_saver  # noqa: E402
 from graph.compiler import build_graph  # noqa: E402
 from graph.playbook import load_playbook, resolve_playbook_path  # noqa: E402
 from graph.services import open_services  # noqa: E402
@@ -117,6 +120,34 @@ class Outermost:
         return wrapper
 
 
+class Patches:
+    """The split's instruments, installed for the instrumented ticks and removed after them: timing every session,
+    repository and result call costs a tick a few milliseconds, so the headline times come from ticks run without
+    them."""
+
+    def __init__(self) -> None:
+        self.undo: list = []
+
+    def set(self, owner, name: str, value) -> None:
+        had = name in vars(owner)
+        original = vars(owner)[name] if had else None
+        self.undo.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
+        setattr(owner, name, value)
+
+    def item(self, mapping: dict, key, value) -> None:
+        original = mapping[key]
+        self.undo.append(lambda: mapping.__setitem__(key, original))
+        mapping[key] = value
+
+    def listen(self, target, name: str, fn) -> None:
+        event.listen(target, name, fn)
+        self.undo.append(lambda: event.remove(target, name, fn))
+
+    def remove(self) -> None:
+        while self.undo:
+            self.undo.pop()()
+
+
 DB_METHODS = {Session: ("__init__", "execute", "scalars", "scalar", "get", "flush", "commit", "rollback", "close",
                         "merge", "add", "delete"),
               IteratorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl"),
@@ -138,7 +169,7 @@ def repository_classes() -> list[type]:
     return sorted(found, key=lambda c: c.__qualname__)
 
 
-def instrument_db(watch: Stopwatch) -> None:
+def instrument_db(patches: Patches, watch: Stopwatch) -> None:
     """The memory's database work is `db`: every repository method (building statements, the ORM, the driver) and
     the session around them (opening, flushing, committing); the driver's own part of it is also `sql`."""
     outermost, fetching = Outermost(watch, "db"), Outermost(watch, "sql")
@@ -147,52 +178,49 @@ def instrument_db(watch: Stopwatch) -> None:
             method = getattr(cls, name)
             if cls is CursorResult:  # SQLite computes rows as they are fetched: the driver's time, like executing
                 method = fetching.wrap(method)
-            setattr(cls, name, outermost.wrap(method))
+            patches.set(cls, name, outermost.wrap(method))
     for cls in repository_classes():
         for name, member in list(vars(cls).items()):
             if callable(member) and not name.startswith("__") and not isinstance(member, (type, staticmethod)):
-                setattr(cls, name, outermost.wrap(member))
+                patches.set(cls, name, outermost.wrap(member))
 
 
-def instrument_steps(watch: Stopwatch) -> None:
-    """Time inside the steps (their SQL and model calls included), for the graph's own share."""
+def instrument_steps(patches: Patches, watch: Stopwatch) -> None:
+    """Time inside the steps (their SQL and model calls included), for the graph's own share; an agent built
+    while they are installed runs them."""
     for name, step in list(STEPS.items()):
-        STEPS[name] = functools.wraps(step)(timed(watch, "steps", step))
+        patches.item(STEPS, name, functools.wraps(step)(timed(watch, "steps", step)))
     assert nodes.STEPS is STEPS
 
 
-def instrument_embedder(embedder, watch: Stopwatch) -> None:
+def instrument_embedder(patches: Patches, embedder, watch: Stopwatch) -> None:
     """Time in the embedding model, and texts and calls into it (a memory's vector and its sentences' come from
     one pass, `embed_parts`, which may embed an overlong sentence on its own: counted once, as the outer call)."""
     outermost = Outermost(watch, "embedding")
     for name in ("embed", "embed_parts"):
         if hasattr(embedder, name):
-            setattr(embedder, name, outermost.wrap(counted(watch, getattr(embedder, name), outermost)))
+            patches.set(embedder, name, outermost.wrap(counted(watch, getattr(embedder, name), outermost)))
 
 
-def instrument(agent, fake, watch: Stopwatch) -> None:
-    """One bench agent's engine, model and checkpointer (the steps, the repositories and the embedder are
-    instrumented once per process, into the same stopwatch)."""
+def instrument(patches: Patches, agent, fake, watch: Stopwatch) -> None:
+    """One bench agent's engine, model and checkpointer."""
     engine = agent.services.db.engine
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _start(conn, cursor, statement, parameters, context, executemany):
+    def start(conn, cursor, statement, parameters, context, executemany):
         conn.info.setdefault("started", []).append(time.perf_counter())
         watch.add("statements", 1)
 
-    @event.listens_for(engine, "after_cursor_execute")
-    def _stop(conn, cursor, statement, parameters, context, executemany):
+    def stop(conn, cursor, statement, parameters, context, executemany):
         watch.add("sql", time.perf_counter() - conn.info["started"].pop())
 
-    @event.listens_for(engine, "commit")
-    def _commit(conn):
-        watch.add("transactions", 1)
-
-    engine.dialect.do_commit = timed(watch, "sql", engine.dialect.do_commit)
-    fake.complete = timed(watch, "llm", fake.complete)
+    patches.listen(engine, "before_cursor_execute", start)
+    patches.listen(engine, "after_cursor_execute", stop)
+    patches.listen(engine, "commit", lambda conn: watch.add("transactions", 1))
+    patches.set(engine.dialect, "do_commit", timed(watch, "sql", engine.dialect.do_commit))
+    patches.set(fake, "complete", timed(watch, "llm", fake.complete))
     saver = agent.checkpointer
-    saver.put = timed(watch, "checkpoint", saver.put)
-    saver.put_writes = timed(watch, "checkpoint", saver.put_writes)
+    patches.set(saver, "put", timed(watch, "checkpoint", saver.put))
+    patches.set(saver, "put_writes", timed(watch, "checkpoint", saver.put_writes))
 
 
 def seed_rows(services, rows: int) -> None:
@@ -249,7 +277,28 @@ SPLIT = ("graph", "steps", "orm", "sql", "embedding", "checkpoint", "llm")
 COUNTS = ("statements", "transactions", "texts_embedded", "embed_calls")
 
 
-def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str, watch: Stopwatch) -> dict:
+def run_ticks(agent, services, workload: str, ticks: int, on_tick=None) -> tuple[list[float], list[float]]:
+    """`ticks` ticks (the human writes now and then in the varied workload); their wall and CPU times, in ms."""
+    walls, cpu = [], []
+    for i in range(ticks):
+        if workload == "varied" and i % 5 == 0:  # the human writes now and then: drives, recall, the reply
+            with services.db.unit() as repos:
+                repos.notes.add(f"What do you think about {TOPICS[i % 10]}?", source="user")
+        started, cpu_started = time.perf_counter(), time.process_time()
+        if on_tick:
+            on_tick("start")
+        agent.tick()
+        walls.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - cpu_started) * 1000)
+        if on_tick:
+            on_tick(walls[-1])
+    return walls, cpu
+
+
+def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str) -> dict:
+    """`ticks` plain ticks for the times, then as many with the split's instruments (the same persona and thread,
+    continued)."""
+    median = lambda xs: round(statistics.median(xs), 2)  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeLLM("fake", responses=WORKLOADS[workload])
         services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake}, embedder=embedder,
@@ -257,41 +306,47 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str,
         progress(f"seeding {rows} messages + {rows} notes over the past year…")
         seed_rows(services, rows)
         agent = build_agent("repl", services=services, checkpointer="sqlite")
-        instrument(agent, fake, watch)
         for _ in range(3):  # warm-up: the embedding model loads, caches fill
             agent.tick()
-        purposes_before = calls_by_purpose(services)
-        watch.take()
-        totals, cpu, parts_of, counts = [], [], [], {k: 0.0 for k in COUNTS}
-        calls_before = len(fake.calls)
-        for i in range(ticks):
-            if workload == "varied" and i % 5 == 0:  # the human writes now and then: drives, recall, the reply
-                with services.db.unit() as repos:
-                    repos.notes.add(f"What do you think about {TOPICS[i % 10]}?", source="user")
-                watch.take()
-            started, cpu_started = time.perf_counter(), time.process_time()
-            agent.tick()
-            totals.append((time.perf_counter() - started) * 1000)
-            cpu.append((time.process_time() - cpu_started) * 1000)
-            parts = {k: v * 1000 for k, v in watch.take().items()}
-            for key in COUNTS:
-                counts[key] += parts.get(key, 0) / 1000
-            steps, db, sql = parts.get("steps", 0.0), parts.get("db", 0.0), parts.get("sql", 0.0)
-            model = parts.get("embedding", 0.0) + parts.get("llm", 0.0)
-            parts_of.append({"graph": totals[-1] - steps - parts.get("checkpoint", 0.0),
-                             "steps": steps - db - model, "orm": db - sql, "sql": sql,
-                             "embedding": parts.get("embedding", 0.0), "checkpoint": parts.get("checkpoint", 0.0),
-                             "llm": parts.get("llm", 0.0)})
-        calls = len(fake.calls) - calls_before
-        purposes = {k: round((v - purposes_before.get(k, 0)) / ticks, 2)
-                    for k, v in sorted(calls_by_purpose(services).items()) if v > purposes_before.get(k, 0)}
+        walls, cpu = run_ticks(agent, services, workload, ticks)
+        close_saver(agent.checkpointer)
+
+        watch, patches = Stopwatch(), Patches()
+        try:
+            instrument_steps(patches, watch)
+            instrument_db(patches, watch)
+            instrument_embedder(patches, embedder, watch)
+            agent = build_agent("repl", services=services, checkpointer="sqlite")  # compiled with the timed steps
+            instrument(patches, agent, fake, watch)
+            purposes_before, calls_before = calls_by_purpose(services), len(fake.calls)
+            parts_of, counts = [], {k: 0.0 for k in COUNTS}
+
+            def split(moment) -> None:
+                if moment == "start":
+                    watch.take()  # the note the human wrote is not the tick's
+                    return
+                parts = {k: v * 1000 for k, v in watch.take().items()}
+                for key in COUNTS:
+                    counts[key] += parts.get(key, 0) / 1000
+                steps, db, sql = parts.get("steps", 0.0), parts.get("db", 0.0), parts.get("sql", 0.0)
+                model = parts.get("embedding", 0.0) + parts.get("llm", 0.0)
+                parts_of.append({"graph": moment - steps - parts.get("checkpoint", 0.0),
+                                 "steps": steps - db - model, "orm": db - sql, "sql": sql,
+                                 "embedding": parts.get("embedding", 0.0), "checkpoint": parts.get("checkpoint", 0.0),
+                                 "llm": parts.get("llm", 0.0)})
+
+            instrumented, _ = run_ticks(agent, services, workload, ticks, on_tick=split)
+            calls = len(fake.calls) - calls_before
+            purposes = {k: round((v - purposes_before.get(k, 0)) / ticks, 2)
+                        for k, v in sorted(calls_by_purpose(services).items()) if v > purposes_before.get(k, 0)}
+        finally:
+            patches.remove()
         agent.close()
-        median = lambda xs: round(statistics.median(xs), 2)  # noqa: E731
-        split = {key: median([p[key] for p in parts_of]) for key in SPLIT}
-        return {"workload": workload, "rows": rows, "ticks": ticks, "median_ms": median(totals),
-                "p95_ms": round(sorted(totals)[int(0.95 * (len(totals) - 1))], 2), "cpu_ms": median(cpu),
+        return {"workload": workload, "rows": rows, "ticks": ticks, "median_ms": median(walls),
+                "p95_ms": round(sorted(walls)[int(0.95 * (len(walls) - 1))], 2), "cpu_ms": median(cpu),
                 "orchestration_ms": median([p["graph"] + p["steps"] for p in parts_of]),
-                "split_median_ms": split,
+                "split_median_ms": {key: median([p[key] for p in parts_of]) for key in SPLIT},
+                "instrumented_median_ms": median(instrumented),
                 "llm_calls_per_tick": round(calls / ticks, 2), "llm_calls_per_tick_by_purpose": purposes,
                 **{f"{key}_per_tick": round(counts[key] / ticks, 2) for key in COUNTS}}
 
@@ -357,11 +412,8 @@ def main() -> None:
     parser.add_argument("--embedded-ticks", type=int, default=3)
     parser.add_argument("--workload", choices=sorted(WORKLOADS), nargs="+", default=sorted(WORKLOADS))
     args = parser.parse_args()
-    embedder, watch = LocalEmbedder(), Stopwatch()
-    instrument_steps(watch)
-    instrument_db(watch)
-    instrument_embedder(embedder, watch)
-    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w, watch) for w in args.workload for r in args.rows],
+    embedder = LocalEmbedder()
+    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w) for w in args.workload for r in args.rows],
               "floors_ms": floors(embedder)}
     if args.embedded_ticks:
         result["embedded"] = embedded(args.embedded_ticks)
