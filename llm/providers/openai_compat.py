@@ -15,6 +15,13 @@ With a `cancel` event the request runs on a worker thread and the caller waits o
 `LLMCancelled` at once even while the server sends nothing; the abandoned worker closes its connection at its
 next chunk or timeout.
 
+Prompts are budgeted with `count_tokens`, which cannot see the server's tokenizer: it starts from the ≈4
+chars/token rule and learns the server's real ratio after each answer (it rises at once, falls slowly, and keeps
+a margin) from the `usage.prompt_tokens` the answer reports or, when a stream reports none (llama-cpp-python's
+server), from the server's own tokenizer endpoint (`/extras/tokenize/count` there, `/tokenize` on llama.cpp's and
+vLLM's), so a prompt in a language or markup that tokenizes densely still fits the window. (A llama-cpp-python
+server asked for more than its window drops the stream without a status: that would read as an outage.)
+
 Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env, context_window,
 timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5).
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import queue
 import threading
@@ -52,6 +60,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 CANCEL_POLL_S = 0.1
+CALIBRATION_CHARS = 2000
+TOKEN_MARGIN = 1.04  # above the learned ratio: one prompt tokenizes a little denser than the last
 
 
 @dataclass
@@ -107,6 +117,9 @@ class OpenAICompatible:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.streams = True  # until this server shows it does not stream
+        self.tokens_per_estimate = 1.0  # the server's prompt tokens per approx_tokens unit, learned from usage
+        self._tokenizer_endpoint: str | None | bool = None  # None: not looked for yet; False: the server has none
+        self._sized_up = False  # the first long text counted has been sent to the server's tokenizer
         self._http = None
         self._http_lock = threading.Lock()
 
@@ -142,7 +155,47 @@ class OpenAICompatible:
                 self._http = None
 
     def count_tokens(self, text: str) -> int:
-        return approx_tokens(text)
+        if not self._sized_up and len(text) >= CALIBRATION_CHARS:  # the first long text: before any answer
+            self._sized_up = True
+            self._learn_tokens(self._server_count(text), approx_tokens(text))
+        estimate = approx_tokens(text)
+        return math.ceil(estimate * self.tokens_per_estimate * TOKEN_MARGIN) if estimate else 0
+
+    def _server_count(self, text: str) -> int | None:
+        """The server's own token count of `text`, where it offers a tokenizer endpoint (looked for once)."""
+        if self._tokenizer_endpoint is False or not text:
+            return None
+        import httpx
+
+        root = self.base_url.removesuffix("/v1")
+        body = {"input": text, "content": text, "prompt": text, "model": self.model, "add_special": False}
+        for path in ([self._tokenizer_endpoint] if self._tokenizer_endpoint else
+                     ["/extras/tokenize/count", "/tokenize"]):
+            try:
+                response = self._client().post(root + path, json=body, timeout=self.connect_timeout)
+                data = response.json() if response.status_code == 200 else None
+            except (httpx.TransportError, OSError):
+                return None  # the server is not answering: not a sign it has no tokenizer
+            except (httpx.HTTPError, ValueError):
+                data = None
+            count = data.get("count") if isinstance(data, dict) else None
+            if count is None and isinstance(data, dict) and isinstance(data.get("tokens"), list):
+                count = len(data["tokens"])
+            if isinstance(count, int) and count > 0:
+                self._tokenizer_endpoint = path
+                return count
+        if self._tokenizer_endpoint is None:
+            self._tokenizer_endpoint = False
+        return None
+
+    def _learn_tokens(self, reported: Any, estimate: int) -> None:
+        try:
+            observed = int(reported) / estimate
+        except (TypeError, ValueError, ZeroDivisionError):
+            return
+        if estimate < 64 or not 0.2 <= observed <= 5:  # too short to say, or not this prompt's count
+            return
+        self.tokens_per_estimate = max(observed, 0.8 * self.tokens_per_estimate + 0.2 * observed)
 
     @staticmethod
     def _body(sampling: Sampling, stop: list[str] | None) -> dict[str, Any]:
@@ -329,7 +382,7 @@ class OpenAICompatible:
                 if exc.kind != BAD_REQUEST:
                     raise
                 answer = self._ask("/completions", body, on_token, cancel)  # without the extras; parsed leniently
-        return self._generation(answer, approx_tokens(prompt), started)
+        return self._generation(answer, prompt, started)
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
              json_schema: dict | None = None, on_token: TokenCallback | None = None,
@@ -347,13 +400,16 @@ class OpenAICompatible:
             # Base models behind a chat endpoint answer nothing: continue the rendered text instead.
             return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
                                  on_token=on_token, cancel=cancel)
-        return self._generation(answer, approx_tokens(render_chat_as_text(messages)), started)
+        return self._generation(answer, render_chat_as_text(messages), started)
 
-    def _generation(self, answer: _Answer, approx_prompt_tokens: int, started: float) -> Generation:
+    def _generation(self, answer: _Answer, prompt: str, started: float) -> Generation:
         usage = answer.usage if isinstance(answer.usage, dict) else {}
+        approx_prompt_tokens = approx_tokens(prompt)
+        prompt_tokens = usage.get("prompt_tokens") or self._server_count(prompt)
+        self._learn_tokens(prompt_tokens, approx_prompt_tokens)
         return Generation(
             text=answer.text, llm_id=self.id, provider=self.provider, model=self.model,
-            prompt_tokens=int(usage.get("prompt_tokens") or approx_prompt_tokens),
+            prompt_tokens=int(prompt_tokens or approx_prompt_tokens),
             completion_tokens=int(usage.get("completion_tokens") or approx_tokens(answer.text)),
             latency_ms=(time.perf_counter() - started) * 1000,
             tool_calls=answer.tool_calls,

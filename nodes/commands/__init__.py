@@ -59,8 +59,10 @@ class Registry:
         self.specs: dict[str, CommandSpec] = {}
         self.aliases: dict[str, str] = {}
         self.compact: dict[str, Family] = {}  # command type -> its family, for the families the guide keeps short
+        self.family_of: dict[str, Family] = {}
         for family in families:
             for spec in family.specs:
+                self.family_of[spec.type] = family
                 if family.compact:
                     self.compact[spec.type] = family
                 if spec.type in self.specs:
@@ -73,15 +75,16 @@ class Registry:
     def get(self, type_: str) -> CommandSpec | None:
         return self.specs.get(type_)
 
-    def guide(self, only: str | None = None, settings: Any = None) -> str:
+    def guide(self, only: str | None = None, settings: Any = None, brief: bool = False) -> str:
         """Every command's usage line (the prompt's guide; with `settings`, a command that cannot run says why), a
-        compact family's commands as one line per prefix; with `only` (a command or family), each match with its
-        arguments as its model defines them (help.show)."""
+        compact family's commands as one line per prefix; `brief` (a small window): every family so but the
+        ESSENTIAL commands; with `only` (a command or family), each match with its arguments as its model defines
+        them (help.show)."""
         if only is None:
             lines: dict[str, str] = {}
             grouped: dict[str, list[CommandSpec]] = {}
             for t, spec in sorted(self.specs.items()):
-                if t in self.compact:
+                if t in self.compact or (brief and t not in ESSENTIAL):
                     grouped.setdefault(t.split(".", 1)[0], []).append(spec)
                     continue
                 why = spec.off_because(settings)
@@ -89,7 +92,7 @@ class Registry:
             for prefix, specs in grouped.items():
                 verbs = "|".join(s.type.split(".", 1)[1] for s in specs)
                 why = next((w for s in specs if (w := s.off_because(settings))), None)
-                family = self.compact[specs[0].type]
+                family = self.compact.get(specs[0].type) or self.family_of[specs[0].type]
                 about = family.abouts.get(prefix, family.about)
                 lines[prefix] = (f"- {prefix}.{verbs} — {about}" + (f" — OFF: {why}" if why else "")
                                  + f' (help.show {{"command": "{prefix}"}} shows how)')
@@ -97,6 +100,10 @@ class Registry:
         only = self.aliases.get(only.strip().lower(), only.strip().lower())
         lines_ = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
         return "\n".join(lines_) or f"no command matches {only!r}"
+
+
+# what a persona needs word for word even when the window is small: talking, and finding out the rest
+ESSENTIAL = frozenset({"messages.send", "help.show", "memory.search", "diary.add", "notes.read"})
 
 
 @cache

@@ -89,7 +89,7 @@ def test_kill_between_ticks_and_resume_loses_nothing(tmp_path):
     assert report["llm"]["totals"]["calls"] >= 4 and report["llm"]["totals"]["completion_tokens"] > 0
     metrics = report["anti_stagnation"]  # one anti-stagnation row per tick that produced a thought
     assert metrics and {m["tick"] for m in metrics} <= {t for t, s in ticks_after if s == "ok"}
-    assert all(m["novelty_score"] is not None and m["method"] in ("cheap", "llm") for m in metrics)
+    assert all(m["novelty_score"] is not None and m["method"] in ("cheap", "llm", "prose_gate") for m in metrics)
     assert all(r["emotion_source"] in ("llm", "self", "carried") for r in report["responses"] if r["kind"] == "response")
 
 

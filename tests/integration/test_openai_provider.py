@@ -39,6 +39,14 @@ def test_json_schema_constrained_completion(server):
     assert json.loads(gen.text)["rating"] in (-1, 0, 1)
 
 
+def test_the_token_count_learns_the_servers_tokenizer_so_a_dense_prompt_fits(server):
+    url, _ = server
+    provider = OpenAICompatible("srv", url, "gemma", api="completions", context_window=4096)
+    prompt = '{"команда": "заметки.добавить", "текст": "Привет, как дела?"}\n' * 30  # dense: JSON in Cyrillic
+    gen = provider.complete(prompt, Sampling(max_tokens=4, temperature=0.1))
+    assert provider.count_tokens(prompt) >= gen.prompt_tokens > 0
+
+
 def test_tick_through_the_server_then_failover_to_embedded(tmp_path, server):
     url, proc = server
     agent = build_agent("repl", data_dir=str(tmp_path), llm_url=url, model="gemma", llm_api="completions",
@@ -55,3 +63,4 @@ def test_tick_through_the_server_then_failover_to_embedded(tmp_path, server):
         assert any(c.llm_id == "server" and not c.ok for c in calls)
         assert [m.llm_id for m in repos.messages.recent("main", 5)] == ["server", "embedded"]
     agent.close()
+

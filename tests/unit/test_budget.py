@@ -107,3 +107,21 @@ def test_window_shrinks_multiplicatively_down_the_lineage(agent_factory):
         with pytest.raises(StelisRefused, match="over max_depth 2"):
             open_thread(svc, repos, parent_id=b.id, child_id="main/a/b/c", label="c", window_ratio=0.8, max_depth=2,
                         origin="command")
+
+
+def test_a_small_window_gets_the_brief_command_guide_and_keeps_room_for_the_dream_strategy(tmp_path):
+    from tests.conftest import make_agent
+
+    def prompt_with(window: int) -> str:
+        agent = make_agent(tmp_path / str(window), FakeLLM("fake", context_window=window, responses=["I watch the tide."]))
+        with agent.services.db.unit() as repos:
+            repos.insights.add("The sea teaches patience.", strategy="Ask one question a day.")
+        prompt = agent.tick()["prompt"]
+        agent.close()
+        return prompt
+
+    small, large = prompt_with(4096), prompt_with(32768)
+    assert 'goals.add {"title"' in large and 'goals.add {"title"' not in small
+    assert 'goals.add|delete|list|read|update — ' in small  # the family is still named, help.show has the rest
+    assert 'messages.send {"text": "…"}' in small  # what the persona needs word for word stays
+    assert "# Strategy from my last dream\nAsk one question a day." in small

@@ -54,6 +54,7 @@ from persona.settings import DriveSettings
 
 log = logging.getLogger(__name__)
 SAFETY_TOKENS = 16
+GUIDE_SHARE = 0.25  # above this share of the budget the command guide lists families, not every command
 BOOTSTRAP_LAYER = ("AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md")  # claw0 layer 6: the remaining bootstrap files
 
 
@@ -82,9 +83,12 @@ def _feelings(drives: dict[str, Any]) -> list[str]:
 
 
 def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], fence: str) -> tuple[list[Block], dict[str, Any]]:
+                 note_lines: list[str], processes: list[Any], fence: str, budget: int) -> tuple[list[Block], dict[str, Any]]:
     persona, tick, thread_id = svc.persona, state.tick, state.thread_id
     guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=svc.settings), data_rule=DATA_RULE)
+    if svc.llms.primary().count_tokens(guide) > budget * GUIDE_SHARE:  # a small window: memories need the room
+        guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=svc.settings, brief=True),
+                                      data_rule=DATA_RULE)
     if persona.file("TOOLS.md"):
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", svc.settings.cycle.responses)),
@@ -150,7 +154,7 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
                  task: Any) -> dict[str, Any]:
     count = svc.llms.primary().count_tokens
     fence = new_fence()
-    blocks, report = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence)
+    blocks, report = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence, budget)
     blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
     if task is not None:
