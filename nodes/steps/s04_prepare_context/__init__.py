@@ -3,6 +3,8 @@
 Blocks come in the order of DESIGN §3.1 (earlier = stronger influence); each has a priority. When the prompt does
 not fit `window × window_ratio − max_tokens`, the lowest-priority block loses its oldest item first (recent
 responses, notepad entries), then whole blocks go; every drop is reported in `context_report` and logged.
+The command guide lists every command's usage unless that would take over a quarter of the budget (a small
+window, e.g. the 270M model's): then a family is one line and only the ESSENTIAL commands keep their usage.
 Human notes, recalled memories and command results are fenced as data (untrusted.py). Incoming notes are only
 marked read after the response is stored (write_memory), so a crash never loses one.
 """
