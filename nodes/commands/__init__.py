@@ -91,11 +91,14 @@ class Registry:
                 lines[t] = f"- {t} {spec.usage}" + (f" — OFF: {why}" if why else "")
             for prefix, specs in grouped.items():
                 verbs = "|".join(s.type.split(".", 1)[1] for s in specs)
-                why = next((w for s in specs if (w := s.off_because(settings))), None)
-                family = self.compact.get(specs[0].type) or self.family_of[specs[0].type]
+                off = {s.type.split(".", 1)[1]: why for s in specs if (why := s.off_because(settings))}
+                family = self.family_of[specs[0].type]
                 about = family.abouts.get(prefix, family.about)
-                lines[prefix] = (f"- {prefix}.{verbs} — {about}" + (f" — OFF: {why}" if why else "")
-                                 + f' (help.show {{"command": "{prefix}"}} shows how)')
+                if off and len(off) < len(specs):  # only some are off: say which
+                    about += " — OFF: " + "; ".join(f"{prefix}.{verb}: {why}" for verb, why in off.items())
+                elif off:
+                    about += f" — OFF: {next(iter(off.values()))}"
+                lines[prefix] = f'- {prefix}.{verbs} — {about} (help.show {{"command": "{prefix}"}} shows how)'
             return "\n".join(lines[k] for k in sorted(lines))
         only = self.aliases.get(only.strip().lower(), only.strip().lower())
         lines_ = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]

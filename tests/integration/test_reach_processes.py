@@ -104,7 +104,7 @@ def test_stop_mark_cleanup_and_scripts_off(agent_factory):
     off = FakeLLM("fake", responses=[block(("process.start", {"script": "slow"}))])
     [done] = agent_factory(off, scripts={"enabled": False}).tick()["executed"]
     assert done["status"] == "refused" and "scripts are off" in done["result"]
-    assert "— OFF: scripts are off" in think_prompts(off)[0]
+    assert "— OFF: process.start: scripts are off" in think_prompts(off)[0]  # the other process verbs run
 
 
 def test_an_idle_loop_wakes_when_its_script_finishes(agent_factory):

@@ -36,7 +36,8 @@ def world():
 
 
 def test_without_a_backend_web_search_is_off_and_the_prompt_says_so(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("search.web", {"query": "tides"}))])
+    # a window the full command guide fits (a small one gets the brief guide: tests/unit/test_budget.py)
+    fake = FakeLLM("fake", context_window=32768, responses=[block(("search.web", {"query": "tides"}))])
     agent = agent_factory(fake)
     [done] = agent.tick()["executed"]
     assert done["status"] == "refused" and "no search backend is configured" in done["result"]

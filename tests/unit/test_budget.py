@@ -125,3 +125,5 @@ def test_a_small_window_gets_the_brief_command_guide_and_keeps_room_for_the_drea
     assert 'goals.add|delete|list|read|update — ' in small  # the family is still named, help.show has the rest
     assert 'messages.send {"text": "…"}' in small  # what the persona needs word for word stays
     assert "# Strategy from my last dream\nAsk one question a day." in small
+    search = next(line for line in small.splitlines() if line.startswith("- search."))
+    assert "OFF: search.web: no search backend is configured" in search  # what cannot run is still said
