@@ -12,6 +12,7 @@ Given a `cancel` event, generation streams and stops between two tokens once it 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -36,6 +37,7 @@ from llm.base import (
 # save each other's /dev/null and "restore" it: the process's stdout and stderr stay on /dev/null for good,
 # and a run ends with exit 0 and no output. (`warnings.catch_warnings` is not thread-safe either.)
 _LOAD_LOCK = threading.Lock()
+COUNT_CACHE = 256  # texts whose token counts are remembered (per model)
 PLAIN_PUNCTUATION = ",.;:!?'()、。，！？・"  # what `Sampling.letters` admits besides letters (persona/prose.py's marks)
 
 
@@ -54,6 +56,8 @@ class EmbeddedLlamaCpp:
         self._grammars: dict[str, Any] = {}
         self._masks: dict[str, Any] = {}
         self._lock = threading.Lock()  # one llama.cpp context is not re-entrant
+        # a prompt's fixed blocks (identity, soul, the command guide…) are the same text every tick: counted once
+        self.count_tokens = functools.lru_cache(maxsize=COUNT_CACHE)(self._count_tokens)
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any]) -> "EmbeddedLlamaCpp":
@@ -96,7 +100,7 @@ class EmbeddedLlamaCpp:
                 )
         return self._llm
 
-    def count_tokens(self, text: str) -> int:
+    def _count_tokens(self, text: str) -> int:
         return len(self._ensure().client.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
 
     def _grammar(self, schema: dict):

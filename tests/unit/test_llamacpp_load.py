@@ -72,3 +72,18 @@ def test_a_loaded_model_is_not_loaded_again(monkeypatch):
     model = EmbeddedLlamaCpp(model_path="/fake/model.gguf", context_window=512)
     assert model._ensure() is model._ensure()
     assert len(built) == 1 and built[0]["model_path"] == "/fake/model.gguf" and built[0]["verbose"] is False
+
+
+def test_a_text_counted_again_is_not_tokenized_again():
+    from types import SimpleNamespace
+
+    from llm.providers.llamacpp import EmbeddedLlamaCpp
+
+    tokenized: list[bytes] = []
+    model = EmbeddedLlamaCpp()
+    model._llm = SimpleNamespace(client=SimpleNamespace(
+        tokenize=lambda data, add_bos, special: tokenized.append(data) or data.split()))
+    identity = "I am Lumen, a persona who thinks continuously."
+    assert model.count_tokens(identity) == model.count_tokens(identity) == 8
+    assert model.count_tokens("a new thought") == 3
+    assert tokenized == [identity.encode(), b"a new thought"]  # the prompt's fixed blocks: once, not every tick
