@@ -137,11 +137,11 @@ def conversation_store(db_url: str | None):
 
 def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: str | None, embed_model: str | None,
         limit: int | None, db_url: str | None = None, cache_dir: Path | None = None,
-        separate_chunks: bool = False) -> dict:
+        separate_chunks: bool = False, precision: str = "float32") -> dict:
     samples = json.loads(data_path.read_text())
     if limit:
         samples = samples[:limit]
-    embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder()
+    embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder(precision=precision)
     if separate_chunks:
         overrides = {**overrides, "sentence_vectors": "separate"}
     if cache_dir:
@@ -244,13 +244,15 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")
     parser.add_argument("--separate-chunks", action="store_true",
                         help="the same as --set sentence_vectors=separate: each sentence encoded on its own")
+    parser.add_argument("--precision", choices=["float32", "int8"], default="float32",
+                        help="the embedded model's precision (embed_model all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8)")
     args = parser.parse_args()
     if not args.data.exists():
         parser.error(f"no such file: {args.data}")
     ks = sorted(set(args.k) | {5})  # recall@5 is the headline figure: always measured
     overrides = dict(item.split("=", 1) for item in args.set)
     print(json.dumps(run(args.data, ks, overrides, args.embed_url, args.embed_model, args.limit, args.db_url,
-                         args.cache_dir, args.separate_chunks), indent=2))
+                         args.cache_dir, args.separate_chunks, args.precision), indent=2))
 
 
 if __name__ == "__main__":

@@ -18,4 +18,4 @@ def model_install() -> None:
     from memory.retrieval.embeddings import onnx_path
 
     install_model_with_progress()
-    console.print(f"{model_path()}\n{onnx_path()}")
+    console.print(f"{model_path()}\n{onnx_path()}\n{onnx_path(precision='int8')}")

@@ -21,7 +21,7 @@ def install_model_with_progress() -> None:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     from llm.embedded_model import assemble_model, is_assembled, model_path
-    from memory.retrieval.embeddings import assemble_onnx, onnx_path
+    from memory.retrieval.embeddings import assemble_quantized, onnx_path
 
     if not is_assembled():
         with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
@@ -29,9 +29,9 @@ def install_model_with_progress() -> None:
             task = progress.add_task("gguf", total=None)
             assemble_model(progress=lambda done, total: progress.update(task, completed=done, total=total))
         err.print(f"embedded model ready: {model_path()}")
-    if not onnx_path().exists():
-        with err.status("exporting the embedding model (all-MiniLM-L6-v2) to ONNX…"):
-            assemble_onnx()
+    if not onnx_path(precision="int8").exists():
+        with err.status("exporting the embedding model (all-MiniLM-L6-v2) to ONNX, and a copy quantized to int8…"):
+            assemble_quantized()
         err.print(f"embedding model ready: {onnx_path()}")
 
 

@@ -286,6 +286,20 @@ class MemoryJournal(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class MemoryVector(Base):
+    """A memory's vectors, for re-scoring its candidates: row 0 its whole text, then one per sentence chunk, as
+    float16 bytes. Chroma's nearest-neighbour index holds only row 0 (memory/retrieval/index.py): a quarter of the
+    records to insert and to load after a restart. `texts_key` is a digest of the texts they were made from, so an
+    unchanged memory is never embedded again; `embedder` names the model (another model's rows count as missing)."""
+
+    __tablename__ = "memory_vectors"
+    item_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedder: Mapped[str] = mapped_column(String(200))
+    texts_key: Mapped[str] = mapped_column(String(32))
+    parts: Mapped[int] = mapped_column(Integer)
+    vectors: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class MemoryBlock(Base):
     """Core memory and notepad (Nexus Ark): always-injected text the persona edits itself, with a size limit."""
 

@@ -367,6 +367,15 @@ class Settings(BaseSettings):
             raise ValueError(f"emotions are single words, not {bad[:3]}")
         return list(dict.fromkeys(words))
 
+    @model_validator(mode="after")
+    def _local_embedding_model(self) -> "Settings":
+        from memory.retrieval.embeddings import LOCAL_MODELS
+
+        if self.embed_model and not self.embed_url and self.embed_model not in LOCAL_MODELS:
+            raise ValueError(f"embed_model {self.embed_model!r}: without embed_url it names the embedded model, one "
+                             f"of {', '.join(LOCAL_MODELS)}")
+        return self
+
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str | None) -> str | None:

@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_,
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo, prepared
 from memory.repositories.lexical import LexicalRepo, qualified
+from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
 
 # The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
@@ -80,6 +81,10 @@ class MemoryItemRepo(Repo):
     @property
     def lexical(self) -> LexicalRepo:
         return LexicalRepo(self.s)
+
+    @property
+    def vectors(self) -> VectorRepo:
+        return VectorRepo(self.s)
 
     def _index_text(self, item: MemoryItem) -> None:
         """Write the item's full-text document (its words and its neighbours')."""

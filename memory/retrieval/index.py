@@ -2,16 +2,21 @@
 
 Persistence. The full-text documents are written in the same transaction as the catalogue row
 (memory/repositories/lexical.py: FTS5 on SQLite, tsvector + GIN on PostgreSQL), so they are never behind. Vectors:
-every change to `memory_items` is journalled in its own transaction (MemoryItemRepo); `sync()` replays the journal
-into Chroma (its position is kept in the collection's metadata, so a crash between the SQL commit and the Chroma
-write is repaired by the next sync). Writers call `sync()` after committing; `search()` calls it first, so writes
-from other processes (`run.py kb add`, `run.py say`) are seen too. Nothing is rebuilt at start: a restarted persona's
-first search reads the few rows it ranks; the vectors are copied into memory in the background (an accelerator).
+every change to `memory_items` is journalled in its own transaction (MemoryItemRepo); `sync()` replays the journal:
+it embeds what changed, stores the vectors in `memory_vectors` and the whole-text vector in Chroma (Chroma's
+position in the journal is kept in the collection's metadata, so a crash between the SQL commit and the Chroma
+write is repaired by the next sync, from the stored vectors, embedding nothing again). Writers call `sync()` after
+committing; `search()` calls it first, so writes from other processes (`run.py kb add`, `run.py say`) are seen too.
+Nothing is rebuilt at start: a restarted persona's first search reads the few rows it ranks; the vectors are copied
+into memory in the background (an accelerator).
 
-Vectors. An item has a whole-item vector (`<id>:0`, the text prefixed with its author) and, when it has several
-sentences, one vector per sentence (`<id>:1…`), pooled from the same pass over the text when the embedder can
-(`embed_parts`; `sentence_vectors: separate` encodes each on its own): a long message is found by its best
-sentence.
+Vectors. An item has a whole-item vector (the text prefixed with its author) and, when it has several sentences,
+one vector per sentence, pooled from the same pass over the text when the embedder can (`embed_parts`;
+`sentence_vectors: separate` encodes each on its own): a long message is found by its best sentence. All of them
+are stored in the database (memory/repositories/vectors.py) and read by id to score the candidates; Chroma's index
+holds only the whole-item vector (record id = item id), which finds the dense candidates. That is one record per
+memory instead of 4.5 (LoCoMo turns): inserting, and loading the index after a restart, cost a quarter as much,
+and the dense candidates are 100 memories rather than 200 records of fewer memories (recall unchanged on LoCoMo).
 
 Retrieval (measured in bench/locomo.py, component by component with `--set`):
   candidates   = the full-text engine's matches of the query's selective terms ∪ Chroma's nearest vectors
@@ -30,6 +35,7 @@ author's first person ("Caroline: what did I…") and that author's items get a 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import logging
 import math
 import re
@@ -54,15 +60,16 @@ from memory.text import chunks, tokenize, with_author
 log = logging.getLogger(__name__)
 
 COLLECTION_PREFIX = "anima-memory"
+LAYOUT = "items"  # one record per memory; a collection of the old layout (a record per sentence) is dropped
 FLUSH_RECORDS = 64  # Chroma records queued before they are written…
 FLUSH_SECONDS = 30.0  # …or this long after the last write
-MAX_PARTS = 13  # vectors an item can have: the whole item and at most 12 chunks (memory/text.py)
 BACKFILL_PAGE = 2000  # items read at a time when a collection is (re)built
+WARMUP_PAGE = 5000  # items' vectors read at a time by the background copy
 AHEAD_KEPT = 16  # memories embedded ahead of their write (embed_texts' documents), kept until it: a tick writes one
 FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded memory)
 RECOUNT_ALWAYS_BELOW = 10000  # documents: counting them costs ~2 ms at 10k, ~20 ms at 100k (SQLite)
 DENSE_SAMPLE = 512  # of the sample, the items whose vectors estimate the dense scores' spread (a restarted
-# process fetches them from Chroma before its first answer: ~2,300 records)
+# process reads them from the database before its first answer)
 DF_EXACT_UP_TO = 1000  # PostgreSQL counts a term's documents up to this; past it the sample estimates
 
 
@@ -294,11 +301,32 @@ class MemoryIndex:
                 path = Path(self.chroma_path or "data/chroma").expanduser()
                 path.mkdir(parents=True, exist_ok=True)
                 client = chromadb.PersistentClient(path=str(path), settings=settings)
-            name = re.sub(r"[^a-zA-Z0-9._-]", "-", f"{COLLECTION_PREFIX}-{self.embedder.name}")[:60].strip("-._")
+            name = self._collection_name()
+            self._drop_old_layout(client)
             self._collection = client.get_or_create_collection(
                 name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                 metadata={"journal": 0, "embedder": self.embedder.name})
         return self._collection
+
+    def _collection_name(self) -> str:
+        name = re.sub(r"[^a-zA-Z0-9._-]", "-", f"{COLLECTION_PREFIX}-{self.embedder.name}")[:54].strip("-._")
+        return f"{name}-{LAYOUT}"
+
+    @staticmethod
+    def _drop_old_layout(client) -> None:
+        """Collections of the layout before `memory_vectors` (a record per sentence, named without the layout):
+        their vectors are derived data, made again by the first sync (with progress), so they only take room."""
+        from chromadb.errors import NotFoundError
+
+        for collection in client.list_collections():
+            name = getattr(collection, "name", collection)
+            if name.startswith(f"{COLLECTION_PREFIX}-") and not name.endswith(f"-{LAYOUT}"):
+                try:
+                    client.delete_collection(name)
+                except (NotFoundError, ValueError):  # another process dropped it first
+                    continue
+                log.warning("memory index: vectors now have one record per memory (%s dropped); every memory is "
+                            "embedded again once", name)
 
     def _record_count(self) -> int:
         if self._records is None:
@@ -319,9 +347,10 @@ class MemoryIndex:
         return cls.record_texts(item.text, item.author, item.title)
 
     @classmethod
-    def _texts_key(cls, item: MemoryItem) -> int:
+    def _texts_key(cls, item: MemoryItem) -> str:
+        """A digest of the texts an item's vectors are made from, the same in every process."""
         prefix, body, parts = cls._record_texts(item)
-        return hash((prefix, body, *parts))
+        return hashlib.blake2b("\x1f".join((prefix, body, *parts)).encode(), digest_size=16).hexdigest()
 
     def _embed_items(self, items: list[MemoryItem]) -> list[np.ndarray]:
         """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
@@ -345,43 +374,51 @@ class MemoryIndex:
             at += 1 + len(parts)
         return found
 
-    def _record_meta(self, item: MemoryItem, part: int) -> dict[str, Any]:
-        return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": _ts(item.created_at),
-                "part": part}
+    @staticmethod
+    def _record_meta(item: MemoryItem) -> dict[str, Any]:
+        return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": _ts(item.created_at)}
 
     def _queue_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool = False,
                        done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
-        """Queue the Chroma records of changed items. An item whose texts did not change (a neighbour's context,
-        its status) keeps its vectors: only its metadata is queued. Records an item no longer has are deleted."""
+        """Store the vectors of changed items and queue their Chroma records. An item whose texts did not change
+        (a neighbour's context, its status) keeps its vectors: only its metadata is queued, or, when another
+        process or an earlier run made them, the stored vectors are taken instead of embedding it again."""
         gone = set(removed)
         for item_id in gone:
-            self._pending_deletes |= {f"{item_id}:{n}" for n in range(MAX_PARTS)}
+            self._pending_deletes.add(str(item_id))
+            self._pending.pop(str(item_id), None)
             self._written.pop(item_id, None)
             self._vectors.pop(item_id, None)
-        for record in [r for r in self._pending if int(r.split(":")[0]) in gone]:
-            del self._pending[record]
+        if gone:
+            with self.db.unit() as repos:
+                repos.items.vectors.remove(gone)
         fresh: list[MemoryItem] = []
         for item in items:
             if self._written.get(item.id) == self._texts_key(item):
-                for part in range(1 + len(self._record_texts(item)[2])):
-                    record = f"{item.id}:{part}"
-                    self._pending[record] = (self._pending.get(record, (None, None))[0], self._record_meta(item, part))
+                record = str(item.id)
+                self._pending[record] = (self._pending.get(record, (None, None))[0], self._record_meta(item))
             else:
                 fresh.append(item)
         batch, started = 256, started or time.monotonic()
         for start in range(0, len(fresh), batch):
             part_items = fresh[start:start + batch]
-            for item, vectors in zip(part_items, self._embed_items(part_items)):
-                parts = len(vectors)
-                self._vectors[item.id] = vectors.astype(np.float16)
-                for n, vector in enumerate(vectors):
-                    record = f"{item.id}:{n}"
-                    self._pending[record] = (vector, self._record_meta(item, n))
-                    self._pending_deletes.discard(record)
-                self._pending_deletes |= {f"{item.id}:{n}" for n in range(parts, MAX_PARTS)}
-                self._written[item.id] = self._texts_key(item)
-            self._sample_matrix = None if self._corpus and set(self._corpus.ids) & {i.id for i in part_items} \
-                else self._sample_matrix
+            keys = {item.id: self._texts_key(item) for item in part_items}
+            with self.db.unit() as repos:
+                stored = repos.items.vectors.get(self.embedder.name, keys)
+            made = {item_id: vectors.vectors for item_id, vectors in stored.items() if vectors.texts_key == keys[item_id]}
+            todo = [item for item in part_items if item.id not in made]
+            if todo:
+                embedded = [(item.id, keys[item.id], vectors) for item, vectors in zip(todo, self._embed_items(todo))]
+                with self.db.unit() as repos:  # its own short transaction: a bulk load does not hold the writers up
+                    repos.items.vectors.put(self.embedder.name, embedded)
+                made.update({item_id: vectors.astype(np.float16) for item_id, _, vectors in embedded})
+            for item in part_items:
+                record = str(item.id)
+                self._vectors[item.id] = made[item.id]
+                self._pending[record] = (made[item.id][0].astype(np.float32), self._record_meta(item))
+                self._pending_deletes.discard(record)
+                self._written[item.id] = keys[item.id]
+            self._sample_matrix = None if self._corpus and set(self._corpus.ids) & set(keys) else self._sample_matrix
             if len(self._pending) >= FLUSH_BULK:  # a bulk load writes as it goes (Chroma's journal position
                 self.flush()  # stays where it was until everything is written)
             if progress and (len(fresh) > batch or total):
@@ -439,25 +476,21 @@ class MemoryIndex:
             atexit.unregister(self.close)
 
     def _warm_vectors(self) -> None:
-        """Load every stored vector into the in-process cache in the background, so a restarted persona's
-        searches do not each fetch their candidates' vectors from Chroma (~20-50 ms a query until warm)."""
+        """Copy every stored vector into the in-process cache in the background, so a restarted persona's searches
+        do not each read their candidates' vectors from the database (a few ms a query until warm)."""
         try:
-            collection, started = self.collection, time.monotonic()
-            found: dict[int, dict[int, np.ndarray]] = {}
-            offset, page = 0, 5000
+            started, after, copied = time.monotonic(), 0, 0
             while not self._stop_warmup.is_set():
-                got = collection.get(limit=page, offset=offset, include=["embeddings", "metadatas"])
-                for meta, vector in zip(got["metadatas"], got["embeddings"]):
-                    found.setdefault(int(meta["item_id"]), {})[int(meta["part"])] = np.asarray(vector, dtype=np.float16)
-                if len(got["ids"]) < page:
+                with self.db.unit() as repos:
+                    page = repos.items.vectors.page(self.embedder.name, after, WARMUP_PAGE)
+                if not page:
                     break
-                offset += page
-            with self._lock:
-                for item_id, parts in found.items():
-                    if item_id not in self._vectors and sorted(parts) == list(range(len(parts))):
-                        self._vectors[item_id] = np.vstack([parts[n] for n in range(len(parts))])
-            log.info("memory vectors warmed: %d items in %.1fs", len(found), time.monotonic() - started)
-        except Exception:  # the cache is only an accelerator; misses are fetched on demand
+                with self._lock:
+                    for item_id, stored in page.items():
+                        self._vectors.setdefault(item_id, stored.vectors)
+                copied, after = copied + len(page), max(page)
+            log.info("memory vectors warmed: %d items in %.1fs", copied, time.monotonic() - started)
+        except Exception:  # the cache is only an accelerator; misses are read on demand
             log.debug("vector warm-up stopped", exc_info=True)
         finally:
             atexit.unregister(self.close)  # done: nothing to stop at exit, and the index can be collected
@@ -520,27 +553,13 @@ class MemoryIndex:
 
     # ---- dense helpers -----------------------------------------------------------------------------------
 
-    def _remember_vectors(self, ids: list[str], vectors) -> None:
-        grouped: dict[int, dict[int, np.ndarray]] = {}
-        for record_id, vector in zip(ids, vectors):
-            item, part = record_id.split(":")
-            grouped.setdefault(int(item), {})[int(part)] = np.asarray(vector, dtype=np.float32)
-        for item_id, parts in grouped.items():
-            if 0 in parts:
-                self._vectors[item_id] = np.vstack([parts[n] for n in sorted(parts)]).astype(np.float16)
-
-    def _vectors_of(self, item_ids: Iterable[int], texts: dict[int, str] | None = None) -> dict[int, np.ndarray]:
-        """Every stored vector of these items (row 0 = the whole item), from memory or else from Chroma. `texts`
-        (item id -> text) says how many vectors an item has; without it every possible record id is asked for."""
+    def _vectors_of(self, repos, item_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Every stored vector of these items (row 0 = the whole item), from memory or else from the database."""
         wanted = list(item_ids)
-        missing = []
-        for i in wanted:
-            if i not in self._vectors:
-                parts = 1 + len(chunks(texts[i])) if texts is not None and i in texts else MAX_PARTS
-                missing += [f"{i}:{n}" for n in range(parts)]
-        for start in range(0, len(missing), 2000):  # by id: 2.5× faster than a metadata filter (measured)
-            got = self.collection.get(ids=missing[start:start + 2000], include=["embeddings"])
-            self._remember_vectors(got["ids"], got["embeddings"])
+        missing = [i for i in wanted if i not in self._vectors]
+        if missing:
+            for item_id, stored in repos.items.vectors.get(self.embedder.name, missing).items():
+                self._vectors[item_id] = stored.vectors
         return {i: self._vectors[i] for i in wanted if i in self._vectors}
 
     @staticmethod
@@ -578,9 +597,7 @@ class MemoryIndex:
         if self._sample_matrix is None:
             everyone = self._corpus.ids if self._corpus else []
             ids = everyone[::max(1, len(everyone) // DENSE_SAMPLE)][:DENSE_SAMPLE]  # spread over the (sorted) sample
-            missing = [i for i in ids if i not in self._vectors]
-            texts = {i: row.text or "" for i, row in repos.items.ranking_rows(missing).items()} if missing else {}
-            vectors = self._vectors_of(ids, texts)
+            vectors = self._vectors_of(repos, ids)
             if not vectors:
                 return 0.0, 0.0
             self._sample_matrix = self._stack(list(vectors.values()))
@@ -666,11 +683,11 @@ class MemoryIndex:
         if q.until:
             where.append({"created": {"$lte": _ts(q.until)}})
         # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
-        got = self.collection.query(query_embeddings=[qv], n_results=pool * 2,
+        got = self.collection.query(query_embeddings=[qv], n_results=pool,
                                     where=(where[0] if len(where) == 1 else {"$and": where}) if where else None,
-                                    include=["distances"])  # ids say item and part
-        queued = [int(record.split(":")[0]) for record, (vector, _) in self._pending.items() if vector is not None]
-        dense_items = list(dict.fromkeys([int(record.split(":")[0]) for record in got["ids"][0]] + queued))
+                                    include=["distances"])  # record ids are item ids
+        queued = [int(record) for record, (vector, _) in self._pending.items() if vector is not None]
+        dense_items = list(dict.fromkeys([int(record) for record in got["ids"][0]] + queued))
 
         focus = bool(q.tags or q.emotions)
         meta = {i: _Ranked.of(row) for i, row in repos.items.ranking_rows(set(lexical) | set(dense_items), focus).items()}
@@ -689,7 +706,7 @@ class MemoryIndex:
 
         bm25 = bm25_scores(repos.items.lexical.documents(scored), weights, corpus.average_length)
         b_mean, b_std = corpus.mean_std(weights, corpus.average_length)
-        vectors = self._vectors_of(scored, {i: meta[i].text for i in scored})
+        vectors = self._vectors_of(repos, scored)
         dense_of = dict(zip(vectors, self._dense_scores(self._stack(list(vectors.values())), qv).tolist())) if vectors else {}
         d_mean, d_std = self._sample_dense(qv, repos)
 
@@ -732,12 +749,11 @@ class MemoryIndex:
 
     def closest_older(self, item_ids: list[int], n_results: int = 16, per_item: int = 5) -> dict[int, list[tuple[float, int]]]:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
-        (highest cosine similarity of any of their vectors, their id), best first."""
+        (cosine similarity of their whole-item vectors, their id), best first."""
         self.flush()  # the comparison runs in Chroma: it must hold everything
         with self._lock, self._small_math():
             with self.db.unit() as repos:
-                texts = {i: row.text or "" for i, row in repos.items.ranking_rows(item_ids).items()}
-            vectors = self._vectors_of(item_ids, texts)
+                vectors = self._vectors_of(repos, item_ids)
             ids = [i for i in item_ids if i in vectors]
             found: dict[int, list[tuple[float, int]]] = {}
             n = max(1, min(n_results, self._record_count()))
@@ -745,16 +761,13 @@ class MemoryIndex:
                 batch = ids[start:start + 100]
                 got = self.collection.query(query_embeddings=[vectors[i][0].astype(np.float32) for i in batch],
                                             n_results=n, include=["distances"])
-                others = {int(r.split(":")[0]) for records in got["ids"] for r in records}
+                others = {int(r) for records in got["ids"] for r in records}
                 with self.db.unit() as repos:
                     status = {i: row.status for i, row in repos.items.ranking_rows(others).items()}
                 for item_id, records, distances in zip(batch, got["ids"], got["distances"]):
-                    best: dict[int, float] = {}
-                    for record, distance in zip(records, distances):
-                        other = int(record.split(":")[0])
-                        if other < item_id and status.get(other) == "active":
-                            best[other] = max(best.get(other, -1.0), float(1 - distance))
-                    found[item_id] = sorted(((sim, other) for other, sim in best.items()), reverse=True)[:per_item]
+                    older = [(float(1 - distance), int(record)) for record, distance in zip(records, distances)
+                             if int(record) < item_id and status.get(int(record)) == "active"]
+                    found[item_id] = sorted(older, reverse=True)[:per_item]
             return found
 
     def diverse(self, refs: list[str], k: int, tier: str = "message") -> list[str]:
@@ -763,8 +776,7 @@ class MemoryIndex:
         with self._lock, self._small_math():
             with self.db.unit() as repos:
                 ids = repos.items.id_map(tier, refs)
-                texts = {i: row.text or "" for i, row in repos.items.ranking_rows(ids.values()).items()}
-            vectors = self._vectors_of(ids.values(), texts)
+                vectors = self._vectors_of(repos, ids.values())
             known = [ref for ref in refs if ids.get(ref) in vectors]
             if len(known) <= k:
                 return known

@@ -199,11 +199,14 @@ def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path
         index = MemoryIndex(db, embedder, chroma_path=tmp_path / mode / "chroma",
                             config=RetrievalSettings(sentence_vectors=mode))
         index.sync(flush=True)
-        found[mode] = index._vectors_of([item.id])[item.id].astype(np.float32)
         index.close()
+        with db.unit() as repos:  # what was stored: every vector in the database, the whole item's in Chroma
+            found[mode] = repos.items.vectors.get(embedder.name, [item.id])[item.id].vectors.astype(np.float32)
+        assert index.collection.get(ids=[str(item.id)], include=["embeddings"])["embeddings"].shape == (1, 384)
+        assert index.collection.count() == 1
         db.close()
     alone = embedder.embed(["Ann: " + sentence for sentence in chunks(body)])
     assert found["separate"].shape == found["pooled"].shape == (3, 384)
-    assert float(np.abs(found["separate"][1:] - alone).max()) < 1e-2  # float16 in memory
+    assert float(np.abs(found["separate"][1:] - alone).max()) < 1e-2  # stored as float16
     assert float(np.abs(found["pooled"][1:] - alone).max()) > 0.05  # pooled in context: not the same vectors
     assert float(np.abs(found["pooled"][0] - found["separate"][0]).max()) < 1e-2  # the whole item: the same pass

@@ -120,6 +120,8 @@ def test_writes_updates_deletes_and_archive_stay_in_sync(index):
     assert str(a.id) not in refs(index.search("harbour master boats", k=3))
     index.flush()
     assert index.collection.get(where={"item_id": a.id})["ids"] == []  # vectors gone too
+    with index.db.unit() as repos:
+        assert repos.items.vectors.get(index.embedder.name, [a.id]) == {}  # from the database as well
 
 
 def test_a_new_process_catches_up_from_the_journal(tmp_path):
@@ -137,6 +139,57 @@ def test_a_new_process_catches_up_from_the_journal(tmp_path):
     with db.unit() as repos:
         assert second.collection.metadata["journal"] == repos.items.journal_head()
         assert {int(r.split(":")[0]) for r in second.collection.get()["ids"]} == {item.id for item in repos.items.indexed()}
+    db.close()
+
+
+def test_every_vector_is_stored_in_the_database_and_chroma_holds_one_record_per_memory(index):
+    with index.db.unit() as repos:
+        long = repos.diary.add("The lighthouse keeper paints the rail. Gulls watch him. The tide turns at noon.")
+        short = repos.diary.add("Rosemary bread.")
+    index.sync(flush=True)
+    with index.db.unit() as repos:
+        stored = repos.items.vectors.get(index.embedder.name, [long.id, short.id])
+    assert stored[long.id].vectors.shape == (1 + len(chunks(long.text)), index.embedder.dim) and len(chunks(long.text)) == 3
+    assert stored[short.id].vectors.shape == (1, index.embedder.dim)
+    records = index.collection.get(include=["embeddings"])
+    assert sorted(records["ids"]) == sorted([str(long.id), str(short.id)])  # the whole-item vectors only
+    whole = dict(zip(records["ids"], records["embeddings"]))[str(long.id)]
+    assert abs(float(whole @ stored[long.id].vectors[0].astype("float32")) - 1) < 1e-3
+
+
+def test_a_crash_before_the_chroma_write_is_repaired_from_the_stored_vectors_without_embedding_again(tmp_path):
+    db = Database.open(tmp_path)
+    first = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    with db.unit() as repos:
+        note = repos.diary.add("The lighthouse keeper paints the rail green.")
+    first.sync()  # embedded and stored; the Chroma write is still queued when the process dies
+    assert first._pending and first.collection.count() == 0
+    first._pending.clear()
+    embedder = HashEmbedder()
+    second = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
+    assert refs(second.search("lighthouse rail green", k=1)) == [str(note.id)]
+    second.flush()
+    assert second.collection.get()["ids"] == [str(note.id)] and embedder.calls == 1  # the query's vector, not the note's
+    db.close()
+
+
+def test_a_collection_of_the_old_layout_is_dropped_and_its_memories_embedded_again(tmp_path):
+    import chromadb
+
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        note = repos.diary.add("The lighthouse keeper paints the rail. Gulls watch him.")
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False))
+    embedder = HashEmbedder()
+    old = client.get_or_create_collection(f"anima-memory-{embedder.name}", embedding_function=None,
+                                          metadata={"journal": 99, "embedder": embedder.name})
+    old.add(ids=[f"{note.id}:0", f"{note.id}:1"], embeddings=embedder.embed(["a", "b"]),
+            metadatas=[{"item_id": note.id, "part": 0}, {"item_id": note.id, "part": 1}])
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
+    assert refs(index.search("lighthouse keeper", k=1)) == [str(note.id)]
+    index.flush()
+    names = {c.name for c in client.list_collections()}
+    assert names == {index.collection.name} and index.collection.get()["ids"] == [str(note.id)]
     db.close()
 
 

@@ -79,3 +79,15 @@ def test_a_data_dir_remembers_its_persona(persona, tmp_path):
     database, settings = open_data(str(tmp_path / "data"), None)  # inspect, kb, persona show: no --persona
     database.close()
     assert settings.persona_dir == str(persona.resolve()) and settings.user_name == "Ada"
+
+
+def test_without_a_server_embed_model_names_one_of_the_embedded_models(persona):
+    from memory.retrieval.embeddings import LocalEmbedder, open_embedder
+
+    assert open_embedder().name == "all-MiniLM-L6-v2"  # the default: float32
+    chosen = load_settings(persona, embed_model="all-MiniLM-L6-v2-int8")
+    embedder = open_embedder(chosen.embed_url, chosen.embed_model)
+    assert isinstance(embedder, LocalEmbedder) and (embedder.name, embedder.precision) == ("all-MiniLM-L6-v2-int8", "int8")
+    with pytest.raises(SettingsError, match=r"embed_model 'bge-large'.*one of all-MiniLM-L6-v2, all-MiniLM-L6-v2-int8"):
+        load_settings(persona, embed_model="bge-large")
+    assert load_settings(persona, embed_model="bge-large", embed_url="http://127.0.0.1:9/v1").embed_model == "bge-large"

@@ -1,0 +1,62 @@
+"""The memories' vectors (`memory_vectors`): every vector of a memory, read by id when its candidates are re-scored
+and paged through when a restarted process copies them into memory. Chroma holds only the whole-text vector, for
+the nearest-neighbour search (memory/retrieval/index.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import numpy as np
+from sqlalchemy import delete, insert, select
+
+from memory.models import MemoryVector
+from memory.repositories.base import Repo
+
+DTYPE = np.float16  # half the bytes of float32; similarities agree to ~1e-3
+
+
+class StoredVectors(NamedTuple):
+    texts_key: str
+    vectors: np.ndarray  # (parts, dim) float16, row 0 the whole text
+
+
+def _decoded(row) -> StoredVectors:
+    matrix = np.frombuffer(row.vectors, dtype=DTYPE).reshape(row.parts, -1)
+    return StoredVectors(row.texts_key, matrix)
+
+
+class VectorRepo(Repo):
+    def put(self, embedder: str, rows: Iterable[tuple[int, str, np.ndarray]]) -> int:
+        """Store (item id, texts key, vectors) rows, replacing what the items had."""
+        values = [{"item_id": item_id, "embedder": embedder, "texts_key": key, "parts": len(vectors),
+                   "vectors": np.ascontiguousarray(vectors, dtype=DTYPE).tobytes()} for item_id, key, vectors in rows]
+        if not values:
+            return 0
+        ids = [v["item_id"] for v in values]
+        for start in range(0, len(ids), 500):
+            self.s.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
+        self.s.execute(insert(MemoryVector), values)
+        return len(values)
+
+    def get(self, embedder: str, item_ids: Iterable[int]) -> dict[int, StoredVectors]:
+        ids = sorted({int(i) for i in item_ids})
+        found: dict[int, StoredVectors] = {}
+        connection = self.s.connection()  # Core rows: a query reads a few hundred
+        for start in range(0, len(ids), 500):
+            q = select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors).where(
+                MemoryVector.item_id.in_(ids[start:start + 500]), MemoryVector.embedder == embedder)
+            found.update({row.item_id: _decoded(row) for row in connection.execute(q)})
+        return found
+
+    def page(self, embedder: str, after_id: int = 0, limit: int = 5000) -> dict[int, StoredVectors]:
+        """The next `limit` items' vectors after `after_id`, by id."""
+        q = (select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors)
+             .where(MemoryVector.item_id > after_id, MemoryVector.embedder == embedder)
+             .order_by(MemoryVector.item_id).limit(limit))
+        return {row.item_id: _decoded(row) for row in self.s.connection().execute(q)}
+
+    def remove(self, item_ids: Iterable[int]) -> None:
+        ids = list(item_ids)
+        for start in range(0, len(ids), 500):
+            self.s.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
