@@ -28,8 +28,10 @@ Retrieval (measured in bench/locomo.py, component by component with `--set`):
           − the penalty of an item that only asks a question,
   then each item takes 0.2 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
   the score of the question it answers; then MMR (λ 0.7; 0.3 in meditation mode) picks the k results.
-When the query names exactly one known author ("what did Caroline…"), the dense query is rewritten in that
-author's first person ("Caroline: what did I…") and that author's items get a boost (memory/retrieval/query.py).
+When the query names a known author ("what did Caroline…"), the dense query is rewritten in that author's first
+person ("Caroline: what did I…") and that author's items get a boost (memory/retrieval/query.py). A query naming
+several: each one's items meet the query in their own first person, and the boost goes to those it asks about
+("Jon and Gina" both; "what did Melanie say about Caroline's…" Melanie) (`each_author_query`).
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class RetrievalSettings(BaseModel):
     importance_weight: float = Field(0.2, ge=0)
     mmr_lambda: float = Field(0.7, ge=0, le=1)
     meditation_lambda: float = Field(0.3, ge=0, le=1)
+    # a query naming several authors: each one's items are scored against the query in their first person, and
+    # the authors it asks about get the boost (off: only a query naming exactly one author is read for it)
+    each_author_query: bool = True
     candidates: int = Field(100, ge=1)
     sample_size: int = Field(2048, ge=16)
     lexical_postings: int = Field(4000, ge=100)  # the most postings a query's full-text candidate search reads
@@ -656,8 +661,16 @@ class MemoryIndex:
             return []
         if self._authors is None:
             self._authors = repos.items.authors()
-        author = reading.about_author(q.text, self._authors)
-        dense_text = reading.first_person(q.text, author) if author else q.text
+        if cfg.each_author_query:
+            named = reading.named_authors(q.text, self._authors)
+        else:
+            named = [one] if (one := reading.about_author(q.text, self._authors)) else []
+        asked = set(reading.subjects(q.text, named))
+        # the dense query of each named author's items, in that author's first person; anyone else's: the first
+        # asked-about author's (or the query as it is)
+        rewrites = {a: reading.first_person(q.text, a) for a in named}
+        dense_text = rewrites[reading.subjects(q.text, named)[0]] if named else q.text
+        dense_texts = list(dict.fromkeys([dense_text, *rewrites.values()]))
         now = self.clock()
         periods = [(_ts(r.start), _ts(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
         asks_when = reading.asks_when(q.text)
@@ -674,7 +687,8 @@ class MemoryIndex:
         lexical = repos.items.lexical.candidates(selective_terms(held, cfg.lexical_postings), pool)
 
         # meaning: Chroma's nearest vectors (and those still queued for it)
-        qv = self.embed_texts([dense_text])[0]  # the recall query is often the thought novelty just embedded
+        query_vectors = self.embed_texts(dense_texts)  # the recall query is often the thought novelty just embedded
+        qv = query_vectors[0]
         where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
         if q.tiers:
             where.append({"tier": {"$in": list(q.tiers)}})
@@ -683,11 +697,11 @@ class MemoryIndex:
         if q.until:
             where.append({"created": {"$lte": _ts(q.until)}})
         # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
-        got = self.collection.query(query_embeddings=[qv], n_results=pool,
+        got = self.collection.query(query_embeddings=list(query_vectors), n_results=pool,
                                     where=(where[0] if len(where) == 1 else {"$and": where}) if where else None,
                                     include=["distances"])  # record ids are item ids
         queued = [int(record) for record, (vector, _) in self._pending.items() if vector is not None]
-        dense_items = list(dict.fromkeys([int(record) for record in got["ids"][0]] + queued))
+        dense_items = list(dict.fromkeys([int(record) for records in got["ids"] for record in records] + queued))
 
         focus = bool(q.tags or q.emotions)
         meta = {i: _Ranked.of(row) for i, row in repos.items.ranking_rows(set(lexical) | set(dense_items), focus).items()}
@@ -707,8 +721,13 @@ class MemoryIndex:
         bm25 = bm25_scores(repos.items.lexical.documents(scored), weights, corpus.average_length)
         b_mean, b_std = corpus.mean_std(weights, corpus.average_length)
         vectors = self._vectors_of(repos, scored)
-        dense_of = dict(zip(vectors, self._dense_scores(self._stack(list(vectors.values())), qv).tolist())) if vectors else {}
-        d_mean, d_std = self._sample_dense(qv, repos)
+        zdense: dict[int, float] = {}  # each item against its author's rewrite of the query, or the first one
+        for n, text in enumerate(dense_texts):
+            mine = [i for i in vectors if rewrites.get(meta[i].author, dense_text) == text]
+            if mine:
+                d_mean, d_std = self._sample_dense(query_vectors[n], repos)
+                zdense.update((i, _z(v, d_mean, d_std)) for i, v in zip(
+                    mine, self._dense_scores(self._stack([vectors[i] for i in mine]), query_vectors[n]).tolist()))
 
         now_ts = _ts(now)
         base: dict[int, float] = {}
@@ -717,11 +736,11 @@ class MemoryIndex:
         for item_id in scored:
             m = meta[item_id]
             zb = _z(bm25.get(item_id, 0.0), b_mean, b_std)
-            zd = _z(dense_of.get(item_id, d_mean), d_mean, d_std)
+            zd = zdense.get(item_id, 0.0)
             age_days = max(0.0, (now_ts - m.created) / 86400)
             asks[item_id] = reading.asks_something(m.text)
             p = {"bm25": zb, "dense": zd,
-                 "author": cfg.author_boost if author and m.author == author else 0.0,
+                 "author": cfg.author_boost if m.author in asked else 0.0,
                  "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
                  "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
                  "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,

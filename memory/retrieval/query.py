@@ -1,7 +1,8 @@
 """What a query says besides its words, read without a model: who it is about and when.
 
 - `about_author`: the one known author a query names ("what did Caroline…"); `first_person` rewrites the query as
-  that author would have said it, since memories are stored as "<author>: <text>".
+  that author would have said it, since memories are stored as "<author>: <text>". `named_authors`: every known
+  author a query names; `subjects`: those of them it asks about ("Jon and Gina", or else the first named).
 - `time_ranges`: the periods a query names — a day ("on 9 October, 2022", "May 25th 2023"), a month ("in May
   2023"), a year ("in 2022"), or a recent one relative to now ("yesterday", "last week", "three days ago"; "last
   year" is too wide to point at anything).
@@ -61,6 +62,31 @@ def about_author(text: str, authors) -> str | None:
         return None
     named = [a for a in known if re.search(rf"\b{re.escape(a)}\b", text, re.IGNORECASE)]
     return named[0] if len(named) == 1 else None
+
+
+def named_authors(text: str, authors) -> list[str]:
+    """The known authors `text` names, in the order it names them (none when only one author is known)."""
+    known = [a for a in authors if a]
+    if len(known) < 2:
+        return []
+    found = {}
+    for a in known:
+        if (m := re.search(rf"\b{re.escape(a)}\b", text, re.IGNORECASE)):
+            found[a] = m.start()
+    return sorted(found, key=found.get)
+
+
+def subjects(text: str, named: list[str]) -> list[str]:
+    """Of the authors a query names, those it asks about: all of them when they are joined ("Jon and Gina",
+    "both Jon and Gina", "Jon or Gina"), else the first ("What did Melanie say about Caroline's painting?")."""
+    if len(named) <= 1:
+        return named
+    joined = "|".join(re.escape(a) for a in named)
+    pair = re.compile(rf"\b({joined})(?:['’]s)?\s*(?:,\s*|\s+(?:and|or|&)\s+)(?:both\s+)?({joined})\b", re.IGNORECASE)
+    together = {n.lower() for m in pair.finditer(text) for n in m.groups()}
+    if together:
+        return [a for a in named if a.lower() in together]
+    return named[:1]
 
 
 def first_person(text: str, author: str) -> str:

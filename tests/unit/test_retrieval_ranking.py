@@ -1,0 +1,48 @@
+"""Ranking rules of MemoryIndex._search and the query reading they rest on (issue 19: LoCoMo recall), each with the
+setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py)."""
+
+from memory.retrieval.index import RetrievalSettings
+from memory.retrieval.query import first_person, named_authors, subjects
+from memory.store import record_turn
+
+AUTHORS = {"Ann", "Bob", "Cy"}
+
+
+def test_named_authors_in_order_and_the_ones_asked_about():
+    assert named_authors("What does Bob think about Ann's dog?", AUTHORS) == ["Bob", "Ann"]
+    assert named_authors("What did Bob adopt?", {"Bob"}) == []  # the only author: nothing to prefer
+    assert subjects("What does Bob think about Ann's dog?", ["Bob", "Ann"]) == ["Bob"]  # the other is the topic
+    assert subjects("What do Ann and Bob both like?", ["Ann", "Bob"]) == ["Ann", "Bob"]
+    assert subjects("Did both Ann and Bob go?", ["Ann", "Bob"]) == ["Ann", "Bob"]
+    assert subjects("What did Ann tell Bob and Cy?", ["Ann", "Bob", "Cy"]) == ["Bob", "Cy"]  # joined ones
+    assert subjects("What did Ann adopt?", ["Ann"]) == ["Ann"] and subjects("Any news?", []) == []
+    assert first_person("What does Bob think about Ann's dog?", "Ann") == "Ann: What does Bob think about my dog?"
+
+
+def _chat(index):
+    with index.db.unit() as repos:
+        record_turn(repos, ref="1", text="I adopted a dog last week.", author="Ann", episode="chat")
+        record_turn(repos, ref="2", text="I adopted a cat last week.", author="Bob", episode="chat")
+        record_turn(repos, ref="3", text="I adopted a parrot last week.", author="Cy", episode="chat")
+
+
+def test_a_query_naming_two_authors_boosts_the_one_it_asks_about(index):
+    _chat(index)
+    hits = {h.item.author: h for h in index.search("What does Bob think about Ann's adoption?", k=3)}
+    assert hits["Bob"].parts["author"] > 0 and hits["Ann"].parts["author"] == 0 == hits["Cy"].parts["author"]
+    both = {h.item.author: h for h in index.search("What did Ann and Bob adopt?", k=3)}
+    assert both["Ann"].parts["author"] > 0 and both["Bob"].parts["author"] > 0 and both["Cy"].parts["author"] == 0
+    index.config = RetrievalSettings(each_author_query=False)  # before: a query naming two authors prefers no one
+    assert all(h.parts["author"] == 0 for h in index.search("What did Ann and Bob adopt?", k=3))
+
+
+def test_each_named_authors_items_meet_the_query_in_their_first_person(index, monkeypatch):
+    _chat(index)
+    asked = []
+    embed = index.embed_texts
+    monkeypatch.setattr(index, "embed_texts", lambda texts, *a, **k: asked.append(list(texts)) or embed(texts, *a, **k))
+    index.search("What did Ann and Bob adopt?", k=3)
+    assert asked[-1] == ["Ann: What did I and Bob adopt?", "Bob: What did Ann and I adopt?"]
+    index.config = RetrievalSettings(each_author_query=False)
+    index.search("What did Ann and Bob adopt?", k=3)
+    assert asked[-1] == ["What did Ann and Bob adopt?"]
