@@ -188,20 +188,26 @@ class MemoryItemRepo(Repo):
             return {}
         return {row.id: row for row in self.s.scalars(_by_ids(), {"ids": ids}).all()}
 
+    RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
+                       MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text)
+
     def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, Row]:
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
         emotions only with `focus` (decoding JSON is most of the cost)."""
         ids = sorted({int(i) for i in item_ids})
-        columns = [MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
-                   MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text]
-        if focus:
-            columns += [MemoryItem.tags, MemoryItem.emotions]
+        columns = [*self.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
         found: dict[int, Row] = {}
         connection = self.s.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
             q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
             found.update({row.id: row for row in connection.execute(q)})
         return found
+
+    def ranking_page(self, after_id: int, limit: int) -> list[Row]:
+        """The ranking rows of the next `limit` live items after `after_id`, by id (a restarted index's warm-up)."""
+        q = (select(*self.RANKING_COLUMNS).where(MemoryItem.id > after_id, MemoryItem.status != "deleted")
+             .order_by(MemoryItem.id).limit(limit))
+        return list(self.s.connection().execute(q))
 
     def at_positions(self, positions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """(episode, seq) -> the id of the live item there, for the positions that hold one: one index lookup per

@@ -15,6 +15,7 @@ PostgreSQL rank alike.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Iterable, Iterator
 
@@ -178,11 +179,30 @@ class LexicalRepo(Repo):
         return [int(r[0]) for r in rows]
 
     def sample(self, size: int) -> dict[int, tuple[str, str]]:
-        """A uniform random sample of the documents (the corpus statistics BM25 normalisation needs)."""
-        ids = [int(r[0]) for r in self._conn.execute(  # the catalogue's (status, tier) index covers this scan
-            text(f"SELECT id FROM {qualified(self._conn, 'memory_items')} WHERE status != 'deleted' "
-                 "ORDER BY random() LIMIT :n"), {"n": int(size)})]
-        return self.documents(ids)
+        """A uniform random sample of the documents (the corpus statistics BM25 normalisation needs): ids drawn
+        uniformly from the catalogue's id range and kept when they are live, so the cost follows the sample, not the
+        corpus (`ORDER BY random()` sorts every row: 80 ms of a restarted persona's first search at 100k)."""
+        items = qualified(self._conn, "memory_items")
+        low, high = self._conn.execute(text(f"SELECT min(id), max(id) FROM {items}")).one()
+        if low is None:
+            return {}
+        span, size = high - low + 1, int(size)
+        if span <= 4 * size:  # a small catalogue: draw from all of it
+            ids = [int(r[0]) for r in self._conn.execute(text(
+                f"SELECT id FROM {items} WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": size})]
+            return self.documents(ids)
+        rng, drawn, live = random.Random(), set(), []
+        for _ in range(4):  # more draws only when many ids are gone (deleted rows, or purged ones)
+            fresh = [i for i in rng.sample(range(low, high + 1), min(span, 2 * size)) if i not in drawn][:span - len(drawn)]
+            drawn.update(fresh)
+            for chunk in _chunks(sorted(fresh), 500):
+                marks = ", ".join(str(i) for i in chunk)  # integers only: safe to inline
+                live += [int(r[0]) for r in self._conn.execute(text(
+                    f"SELECT id FROM {items} WHERE id IN ({marks}) AND status != 'deleted'"))]
+            if len(live) >= size:
+                break
+        rng.shuffle(live)
+        return self.documents(live[:size])
 
 
 def _tsquery_term(term: str) -> str:

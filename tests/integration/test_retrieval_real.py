@@ -125,6 +125,38 @@ def test_a_restarted_index_reads_what_is_stored_and_rebuilds_nothing(store, embe
     again.close()
 
 
+def test_every_vector_is_stored_in_the_database_and_chroma_holds_the_whole_item_ones(store, embedder, tmp_path):
+    db, index = store
+    with db.unit() as repos:
+        beagle = repos.items.find("message", "1:2")
+        stored = repos.items.vectors.get(embedder.name, [beagle.id])[beagle.id]
+    assert stored.vectors.shape == (1 + len(chunks(beagle.text)), 384) and len(chunks(beagle.text)) == 2
+    assert index.collection.count() == 8  # one record per memory
+    whole = index.collection.get(ids=[str(beagle.id)], include=["embeddings"])["embeddings"][0]
+    assert float(np.dot(whole, stored.vectors[0].astype(np.float32))) > 0.999
+    again = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW)  # a restarted process
+    with db.unit() as repos:
+        assert np.array_equal(again._vectors_of(repos, [beagle.id])[beagle.id], stored.vectors)
+    again.close()
+
+
+def test_the_corpus_sample_draws_live_documents_only(store):
+    db, _ = store
+    with db.unit() as repos:
+        for n in range(60):
+            record_turn(repos, ref=f"9:{n}", text=f"Filler line number {n} about the weather.", author="Ann",
+                        episode="filler", created_at=NOW)
+        for n in range(0, 60, 2):
+            repos.items.remove("message", f"9:{n}")
+        live = {i for i in repos.items.ids_of("message", [f"9:{n}" for n in range(60)])
+                if repos.items.get(i).status != "deleted"} | {i.id for i in repos.items.indexed() if i.ref[0] != "9"}
+    with db.unit() as repos:
+        few = repos.items.lexical.sample(5)  # a sample much smaller than the catalogue: drawn by id
+        everything = repos.items.lexical.sample(1000)  # larger than the catalogue: all of its live documents
+    assert len(few) == 5 and set(few) <= live
+    assert set(everything) == live and len(live) == 8 + 30
+
+
 def test_late_chunked_sentence_vectors_stand_for_their_sentences(embedder):
     body = "I adopted a beagle puppy from the shelter. Work has been exhausting with deadlines."
     whole, *sentences = embedder.embed_parts([("Ann: ", body, chunks(body))])[0]

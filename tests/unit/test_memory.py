@@ -417,3 +417,52 @@ def test_pin_archive_and_restore_commands(agent_factory):
         entry = repos.diary.get(1)
         assert not entry.pinned and entry.status == "active"
     assert agent.services.memory.search("storm over the bay", k=1)[0].item.text == "Storm over the bay."
+
+
+def test_what_ranking_keeps_in_memory_follows_the_journal(index):
+    from memory.store import record_turn
+
+    with index.db.unit() as repos:
+        question = record_turn(repos, ref="1", text="Which lighthouse did you paint?", author="Ann", episode="chat")
+    first = {h.item.ref: h for h in index.search("lighthouse paint", k=2)}
+    assert set(first) == {"1"} and index._positions  # its neighbours' places are kept: none after it yet
+    with index.db.unit() as repos:  # written elsewhere (another process, or the next tick): the journal says so
+        record_turn(repos, ref="2", text="The red one on the north cape, at dawn.", author="Bob", episode="chat")
+    reply = {h.item.ref: h for h in index.search("lighthouse paint", k=2)}["2"]
+    assert reply.parts["answers"] > 0  # the new turn is found after the question it answers
+    with index.db.unit() as repos:
+        repos.items.set_status([question.id], "archived")
+    assert [h.item.ref for h in index.search("lighthouse paint", k=2)] == ["2"]  # its kept status was dropped
+
+
+def test_a_restarted_index_warms_what_ranking_reads_and_never_keeps_a_row_the_journal_has_moved_past(tmp_path):
+    from memory.store import record_turn
+
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        turns = [record_turn(repos, ref=str(n), text=f"Turn {n} about the harbour.", author="Ann", episode="chat")
+                 for n in range(5)]
+    MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma").sync(flush=True)
+    restarted = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    restarted.search("harbour", k=1)  # starts the background copy
+    restarted._warmup.join(timeout=60)
+    assert set(restarted._ranked) == set(restarted._documents_of) == {t.id for t in turns}
+    assert restarted._positions[("chat", 3)] == turns[3].id and len(restarted._vectors) == 5
+
+    later = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    later.sync()
+    reads = []
+
+    def read_while_a_change_lands(repos, after):
+        page = later._ranking_page(repos, after)
+        if not reads:  # the page was read, then the turn was archived and synced before it could be kept
+            with db.unit() as writer:
+                writer.items.set_status([turns[2].id], "archived")
+            later.sync()
+        reads.append(page)
+        return page
+
+    later._warm_pages(read_while_a_change_lands, later._keep_ranking)
+    assert len(reads) == 3  # the stale page read again, then the end
+    assert reads[0][turns[2].id][0].status == "active" and later._ranked[turns[2].id].status == "archived"
+    db.close()
