@@ -95,9 +95,9 @@ def summary(latencies: list[float]) -> dict:
             "mean": round(statistics.mean(latencies), 2) if latencies else None, "queries": len(latencies)}
 
 
-def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds: float) -> dict:
+def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds: float, model: str) -> dict:
     from memory import Database
-    from memory.retrieval.embeddings import LocalEmbedder
+    from memory.retrieval.embeddings import open_embedder
     from memory.retrieval.index import MemoryIndex
 
     turns, questions = corpus(data)
@@ -112,7 +112,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
                   file=sys.stderr, flush=True)
         write_s = time.perf_counter() - t0
         clock = lambda: START + timedelta(minutes=size + 60)  # noqa: E731
-        index = MemoryIndex(db, LocalEmbedder(), chroma_path=Path(tmp) / "chroma", clock=clock)
+        index = MemoryIndex(db, open_embedder(model=model), chroma_path=Path(tmp) / "chroma", clock=clock)
         t0 = time.perf_counter()
         index.sync(progress=True)
         index_s = time.perf_counter() - t0
@@ -146,7 +146,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         restart = subprocess.run([sys.executable, __file__, "--restart", tmp, "--queries", str(min(queries, 50)),
-                                  "--data", str(data), "--clock-minutes", str(size + 60)],
+                                  "--data", str(data), "--clock-minutes", str(size + 60), "--embed-model", model],
                                  stdout=subprocess.PIPE, text=True, timeout=1800)
         if restart.returncode != 0:
             raise RuntimeError(f"the restarted process failed (exit {restart.returncode})")
@@ -166,10 +166,10 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
     }
 
 
-def restarted(directory: str, data: Path, queries: int, clock_minutes: int) -> dict:
+def restarted(directory: str, data: Path, queries: int, clock_minutes: int, model: str) -> dict:
     """A new process over the same stores: the first query's time, from opening the index to the results."""
     from memory import Database
-    from memory.retrieval.embeddings import LocalEmbedder
+    from memory.retrieval.embeddings import open_embedder
     from memory.retrieval.index import MemoryIndex, Query
 
     imports_s = time.perf_counter() - STARTED
@@ -178,7 +178,7 @@ def restarted(directory: str, data: Path, queries: int, clock_minutes: int) -> d
     asked = [rng.choice(questions) for _ in range(queries + 1)]
     t0 = time.perf_counter()
     db = Database.open(directory)
-    index = MemoryIndex(db, LocalEmbedder(), chroma_path=Path(directory) / "chroma",
+    index = MemoryIndex(db, open_embedder(model=model), chroma_path=Path(directory) / "chroma",
                         clock=lambda: START + timedelta(minutes=clock_minutes))
     hits = index.search(Query(text=asked[0], k=5))
     first_ms = (time.perf_counter() - t0) * 1000
@@ -200,6 +200,7 @@ def main() -> None:
     parser.add_argument("--tick-writes", type=int, default=2, help="memories a tick writes (a thought and a note)")
     parser.add_argument("--tick-seconds", type=float, default=1.0, help="seconds between two ticks' writes")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--embed-model", default="all-MiniLM-L6-v2", choices=["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"])
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # internal: measure one size here
     parser.add_argument("--restart", default=None, help=argparse.SUPPRESS)  # internal: a restarted process
     parser.add_argument("--clock-minutes", type=int, default=0, help=argparse.SUPPRESS)
@@ -207,21 +208,23 @@ def main() -> None:
     if not args.data.exists():
         parser.error(f"no such file: {args.data} (LoCoMo-format texts and questions)")
     if args.restart is not None:
-        print(json.dumps(restarted(args.restart, args.data, args.queries, args.clock_minutes)))
+        print(json.dumps(restarted(args.restart, args.data, args.queries, args.clock_minutes, args.embed_model)))
         return
     if args.one is not None:
-        print(json.dumps(measure(args.one, args.data, args.queries, args.tick_writes, args.tick_seconds)))
+        print(json.dumps(measure(args.one, args.data, args.queries, args.tick_writes, args.tick_seconds,
+                                 args.embed_model)))
         return
     results = []
     for size in args.sizes:
         print(f"== {size} memories (embedding them takes a while: progress below)", file=sys.stderr, flush=True)
         run = subprocess.run([sys.executable, __file__, "--one", str(size), "--queries", str(args.queries),
                               "--tick-writes", str(args.tick_writes), "--tick-seconds", str(args.tick_seconds),
-                              "--data", str(args.data)], stdout=subprocess.PIPE, text=True)
+                              "--data", str(args.data), "--embed-model", args.embed_model], stdout=subprocess.PIPE,
+                             text=True)
         if run.returncode != 0:
             sys.exit(f"the {size}-memory run failed (exit {run.returncode})")
         results.append(json.loads(run.stdout.strip().splitlines()[-1]))
-    print(json.dumps({"benchmark": "retrieval-scale", "embedder": "all-MiniLM-L6-v2 (onnxruntime)",
+    print(json.dumps({"benchmark": "retrieval-scale", "embedder": f"{args.embed_model} (onnxruntime)",
                       "store": "sqlite (FTS5) + chroma", "results": results}, indent=2))
 
 
