@@ -392,7 +392,7 @@ class MemoryIndex:
     def _record_meta(item: MemoryItem) -> dict[str, Any]:
         return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": _ts(item.created_at)}
 
-    def _queue_vectors(self, items: list[MemoryItem], removed: list[int], progress: bool = False,
+    def _queue_vectors(self, repos, items: list[MemoryItem], removed: list[int], progress: bool = False,
                        done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
         """Store the vectors of changed items and queue their Chroma records. An item whose texts did not change
         (a neighbour's context, its status) keeps its vectors: only its metadata is queued, or, when another
@@ -404,8 +404,8 @@ class MemoryIndex:
             self._written.pop(item_id, None)
             self._vectors.pop(item_id, None)
         if gone:
-            with self.db.unit() as repos:
-                repos.items.vectors.remove(gone)
+            with self.db.unit() as writer:
+                writer.items.vectors.remove(gone)
         fresh: list[MemoryItem] = []
         for item in items:
             if self._written.get(item.id) == self._texts_key(item):
@@ -417,14 +417,13 @@ class MemoryIndex:
         for start in range(0, len(fresh), batch):
             part_items = fresh[start:start + batch]
             keys = {item.id: self._texts_key(item) for item in part_items}
-            with self.db.unit() as repos:
-                stored = repos.items.vectors.get(self.embedder.name, keys)
+            stored = repos.items.vectors.get(self.embedder.name, keys)  # read in the sync's own transaction
             made = {item_id: vectors.vectors for item_id, vectors in stored.items() if vectors.texts_key == keys[item_id]}
             todo = [item for item in part_items if item.id not in made]
             if todo:
                 embedded = [(item.id, keys[item.id], vectors) for item, vectors in zip(todo, self._embed_items(todo))]
-                with self.db.unit() as repos:  # its own short transaction: a bulk load does not hold the writers up
-                    repos.items.vectors.put(self.embedder.name, embedded)
+                with self.db.unit() as writer:  # its own short transaction: a bulk load does not hold writers up
+                    writer.items.vectors.put(self.embedder.name, embedded)
                 made.update({item_id: vectors.astype(np.float16) for item_id, _, vectors in embedded})
             for item in part_items:
                 record = str(item.id)
@@ -575,7 +574,7 @@ class MemoryIndex:
                 self._authors |= {item.author or "" for item in live}
             if head > chroma_at:  # (the same range as `changed` when the in-process state is where Chroma is)
                 embedded_here = changed if since == chroma_at else repos.items.changed_since(chroma_at, head)
-                self._queue_vectors([rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
+                self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
                                     [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
                 self._pending_head = head
             else:
@@ -607,7 +606,7 @@ class MemoryIndex:
                 break
             if self._authors is not None:
                 self._authors |= {item.author or "" for item in page}
-            self._queue_vectors(page, [], progress, done, total or None, started)
+            self._queue_vectors(repos, page, [], progress, done, total or None, started)
             done, after = done + len(page), page[-1].id
         self._pending_head, self._applied = head, head
         return done
