@@ -15,8 +15,9 @@ one vector per sentence, pooled from the same pass over the text when the embedd
 `sentence_vectors: separate` encodes each on its own): a long message is found by its best sentence. All of them
 are stored in the database (memory/repositories/vectors.py) and read by id to score the candidates; Chroma's index
 holds only the whole-item vector (record id = item id), which finds the dense candidates. That is one record per
-memory instead of 4.5 (LoCoMo turns): inserting, and loading the index after a restart, cost a quarter as much,
-and the dense candidates are 100 memories rather than 200 records of fewer memories (recall unchanged on LoCoMo).
+memory instead of 4.5 (bench/retrieval_scale.py's memories): inserting, and loading the index after a restart, cost
+about a fifth as much, and the dense candidates are 100 memories rather than 200 records of fewer memories (LoCoMo
+recall unchanged).
 
 Retrieval (measured in bench/locomo.py, component by component with `--set`):
   candidates   = the full-text engine's matches of the query's selective terms ∪ Chroma's nearest vectors
