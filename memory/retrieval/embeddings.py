@@ -129,8 +129,9 @@ class LocalEmbedder:
             raise ValueError(f"embedding precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         # int8 quantizes each run's activations with one scale for the whole run, so a text's vector would depend on
         # the texts batched with it; one text a run keeps it the text's own, and is no slower (no padding: measured
-        # 296 texts/s against 251 in batches of 64)
-        self.batch_size = batch_size or (1 if precision == "int8" else 64)
+        # 296 texts/s against 251 in batches of 64). float32: batches of 16 (texts sorted by length) waste less on
+        # padding than 64 and keep the matrices large enough: 300 memories/s against 265 (same vectors)
+        self.batch_size = batch_size or (1 if precision == "int8" else 16)
         self.directory = directory
         self.precision = precision
         self.name = "all-MiniLM-L6-v2" + ("" if precision == "float32" else f"-{precision}")
