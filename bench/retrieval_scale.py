@@ -97,7 +97,7 @@ def summary(latencies: list[float]) -> dict:
 
 def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds: float, model: str) -> dict:
     from memory import Database
-    from memory.retrieval.embeddings import open_embedder
+    from bench.mpnet import bench_embedder
     from memory.retrieval.index import MemoryIndex
 
     turns, questions = corpus(data)
@@ -112,7 +112,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
                   file=sys.stderr, flush=True)
         write_s = time.perf_counter() - t0
         clock = lambda: START + timedelta(minutes=size + 60)  # noqa: E731
-        index = MemoryIndex(db, open_embedder(model=model), chroma_path=Path(tmp) / "chroma", clock=clock)
+        index = MemoryIndex(db, bench_embedder(model), chroma_path=Path(tmp) / "chroma", clock=clock)
         t0 = time.perf_counter()
         index.sync(progress=True)
         index_s = time.perf_counter() - t0
@@ -169,7 +169,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
 def restarted(directory: str, data: Path, queries: int, clock_minutes: int, model: str) -> dict:
     """A new process over the same stores: the first query's time, from opening the index to the results."""
     from memory import Database
-    from memory.retrieval.embeddings import open_embedder
+    from bench.mpnet import bench_embedder
     from memory.retrieval.index import MemoryIndex, Query
 
     imports_s = time.perf_counter() - STARTED
@@ -178,7 +178,7 @@ def restarted(directory: str, data: Path, queries: int, clock_minutes: int, mode
     asked = [rng.choice(questions) for _ in range(queries + 1)]
     t0 = time.perf_counter()
     db = Database.open(directory)
-    index = MemoryIndex(db, open_embedder(model=model), chroma_path=Path(directory) / "chroma",
+    index = MemoryIndex(db, bench_embedder(model), chroma_path=Path(directory) / "chroma",
                         clock=lambda: START + timedelta(minutes=clock_minutes))
     hits = index.search(Query(text=asked[0], k=5))
     first_ms = (time.perf_counter() - t0) * 1000
@@ -200,7 +200,8 @@ def main() -> None:
     parser.add_argument("--tick-writes", type=int, default=2, help="memories a tick writes (a thought and a note)")
     parser.add_argument("--tick-seconds", type=float, default=1.0, help="seconds between two ticks' writes")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--embed-model", default="all-MiniLM-L6-v2", choices=["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"])
+    parser.add_argument("--embed-model", default="all-MiniLM-L6-v2", choices=["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8",
+                                                                         "all-mpnet-base-v2", "all-mpnet-base-v2-int8"])
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # internal: measure one size here
     parser.add_argument("--restart", default=None, help=argparse.SUPPRESS)  # internal: a restarted process
     parser.add_argument("--clock-minutes", type=int, default=0, help=argparse.SUPPRESS)

