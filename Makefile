@@ -28,6 +28,15 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	@echo "==> installing anima and its dependencies"
 	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench]"
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	  else SUDO="none"; fi; \
+	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing bubblewrap: the persona's scripts run in its jail (apt-get)"; \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get update -q \
+	      && $$SUDO env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -q bubblewrap \
+	      || echo "==> bubblewrap could not be installed: scripts will not run (apt-get install bubblewrap)"; \
+	  else echo "==> no bubblewrap (and no root, sudo or apt-get to install it): scripts will not run until it is installed"; fi; }
 	touch $(STAMP)
 
 install: $(STAMP)

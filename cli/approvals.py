@@ -33,6 +33,10 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
         if r["description"]:
             console.print(f"    why the persona wants it: {preview(r['description'], 500)}", soft_wrap=True,
                           highlight=False)
+        for source in r["untrusted_sources"]:
+            console.print(f"    [yellow]it had read untrusted text[/] from {escape(source['origin'])} "
+                          f"{escape(preview(source['ref'], 120))}: {escape(preview(source.get('excerpt', ''), 200))}",
+                          soft_wrap=True, highlight=False)
 
 
 def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Optional[str],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,12 +22,15 @@ MESSAGE_CHARS = 2_000
 class LiveView:
     """Status line (tick · node · tokens) while a tick runs; a summary, the thought and messages after."""
 
-    def __init__(self, persona_name: str, show_thoughts: bool = True, out: Console | None = None):
+    def __init__(self, persona_name: str, show_thoughts: bool = True, out: Console | None = None,
+                 web_url: str | None = None):
         self.name = persona_name
         self.show_thoughts = show_thoughts
         self.out = out or console
+        self.web_url = web_url  # the web app beside the loop: a cut thought links to its full text there
         self.status = self.out.status("starting…")
         self.tick = 0
+        self.thread: str | None = None
         self.tokens = 0
         self.started = time.perf_counter()
         self.where = "starting"
@@ -70,6 +74,10 @@ class LiveView:
             elif event == "task_cycle":
                 why = f" ({preview(data['reason'])})" if data.get("reason") else ""
                 self.out.print(f"[magenta]task {data['task_id']} sub-cycle: {data['status']}{why}[/]", highlight=False)
+            elif event == "tick_resumed":  # an interrupted tick goes on: its opening step does not run again
+                self.tick, self.thread = data.get("tick") or self.tick, data.get("thread_id") or self.thread
+                self.tokens, self.started = 0, time.perf_counter()
+                self.out.print(f"[dim]tick {self.tick} resumes where it was interrupted[/]")
             elif event == "tick_failed":
                 where = f" in {data['step']}" if data.get("step") else ""
                 self.out.print(f"[red]tick {data['tick']} failed{where}: {preview(data['error'])} — its output is "
@@ -82,6 +90,7 @@ class LiveView:
             update = update or {}
             if node == "update_process_log":
                 self.tick, self.tokens, self.started = update.get("tick", self.tick), 0, time.perf_counter()
+                self.thread = update.get("thread_id") or self.thread
             self.where = f"tick {self.tick} · {node}"
             self.status.update(f"{self.where} done")
             if node == "call_llm" and self.show_thoughts:
@@ -89,11 +98,19 @@ class LiveView:
                 if update.get("degraded"):
                     self.out.print(f"[red]tick {self.tick}: no LLM answered — degraded mode, retrying with backoff[/]")
                 elif llm:
-                    text = (update.get("response") or "")[:LINE_CHARS * 2].strip().replace("\n", " ")
-                    self.out.print(f"[dim]{preview(text)}[/]", highlight=False)
+                    text = (update.get("response") or "").strip()  # cut by preview, which counts what it leaves out
+                    shown = preview(text).replace("\n", " ")
+                    more = f" — full text: {escape(self._full_text())}" if len(text) > LINE_CHARS else ""
+                    self.out.print(f"[dim]{shown}{more}[/]", highlight=False)
                     self._llm = llm
             if node == "execute_commands":
                 self._summary(update)
+
+    def _full_text(self) -> str:
+        """Where this tick's whole thought can be read."""
+        if self.web_url and self.thread:
+            return f"{self.web_url}/api/ticks/{quote(self.thread, safe='')}/{self.tick}"
+        return "run.py inspect --json"
 
     def _dream(self, data: dict) -> None:
         phase = data.get("phase")

@@ -114,7 +114,8 @@ def approval_row(a) -> dict[str, Any]:
     return {"id": a.id, "status": a.status, "type": a.type, "args": a.args, "effect": a.effect,
             "description": a.description, "reason": a.reason, "thread_id": a.thread_id, "tick": a.tick,
             "requested_at": iso(a.created_at), "decided_at": iso(a.decided_at), "decided_by": a.decided_by,
-            "decision_reason": a.decision_reason, "executed_at": iso(a.executed_at), "result": a.result}
+            "decision_reason": a.decision_reason, "executed_at": iso(a.executed_at), "result": a.result,
+            "untrusted_sources": list(a.provenance or [])}
 
 
 def audit_row(e) -> dict[str, Any]:

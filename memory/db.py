@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -133,11 +133,18 @@ def _v11_memory_vectors(conn: Connection) -> None:
     MemoryVector.__table__.create(conn, checkfirst=True)
 
 
+def _v12_provenance(conn: Connection) -> None:
+    """Where untrusted text came from (nodes/provenance.py): on a command's result, and on an approval it caused."""
+    _add_missing_columns(conn, "process_log", ["sources JSON"])
+    _add_missing_columns(conn, "approvals", ["provenance JSON"])
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
                                                        8: _v8_live_events_and_history, 9: _v9_reach,
-                                                       10: _v10_full_text_index, 11: _v11_memory_vectors}
+                                                       10: _v10_full_text_index, 11: _v11_memory_vectors,
+                                                       12: _v12_provenance}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

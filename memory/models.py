@@ -140,6 +140,8 @@ class ProcessLog(Base):
     llm_id: Mapped[Optional[str]] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the untrusted text the value holds (nodes/provenance.py): a knowledge-base chunk, a search result, a tool's answer
+    sources: Mapped[list[Any]] = mapped_column(default=list)
 
 
 class Tick(Base):
@@ -615,6 +617,8 @@ class Approval(Base):
     executed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     result: Mapped[Optional[str]] = mapped_column(Text)
     same_as: Mapped[Optional[int]] = mapped_column(Integer)
+    # the untrusted text the asking tick had read, when that is why it waits (nodes/provenance.py)
+    provenance: Mapped[list[Any]] = mapped_column(default=list)
 
 
 class AuditEntry(Base):

@@ -6,7 +6,8 @@ thread of its own. The job's process_log row is `in_progress` while it runs; whe
 error, timeout, warning for a stop), so the next prompt shows the result — fenced as data — and then closes it,
 and an idle loop wakes (`finished_since`, nodes/commands/cycle.py). At start-up `recover` starts the jobs a dead
 process recorded but never started, and marks those it left running `offline` (HMP's status). When the process
-exits, its running scripts are killed with it.
+exits, its running scripts are killed with it. A script runs jailed (reach/sandbox.py), with the network only
+when the operator lists it in `scripts.network`; without a working jail it does not run, and its row says why.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nodes import provenance
 from nodes.stelis.threads import owner_alive, process_token
 from reach import budget
-from reach.sandbox import Limits, kill_group, start, wait
+from reach.sandbox import JailUnavailable, Limits, kill_group, start, wait
 
 log = logging.getLogger(__name__)
 PROCESS_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "killed": "warning", "offline": "offline"}
@@ -69,7 +71,10 @@ class Background:
             if run.status not in ("pending", "running"):
                 return
             repos.runs.finished(run_id, status, output=text, exit_code=exit_code, now=now)
-            repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, "error"), text, now)
+            script = (run.spec or {}).get("script")  # a script's output is untrusted text (what it read, fetched)
+            repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, "error"), text, now,
+                                       sources=[provenance.source("script", f"script {script} (run {run_id})", text)]
+                                       if script else None)
 
     # -- scripts ---------------------------------------------------------------------------------------------------
 
@@ -85,8 +90,15 @@ class Background:
         limits = Limits(timeout_s=float(spec["timeout_s"]), memory_mb=int(spec["memory_mb"]),
                         output_chars=int(spec["output_chars"]))
         workdir = self.workdir(run_id)
+        config = self.svc.settings.scripts
+        network = config.jail == "none" or name in config.network  # the operator's choice, read when it runs
         started = time.monotonic()
-        proc = start(language, code, [str(a) for a in spec.get("args") or []], workdir, limits)
+        try:
+            proc = start(language, code, [str(a) for a in spec.get("args") or []], workdir, limits, network=network,
+                         jail=config.jail)
+        except JailUnavailable as exc:
+            self._finish(run_id, "error", f"script {name} did not run: {exc}", None)
+            return
         with self._lock:
             self._procs[run_id] = proc
         self._kill_on_exit()
@@ -99,7 +111,8 @@ class Background:
         how = {"ok": "finished", "error": f"failed (exit code {outcome.exit_code})",
                "timeout": f"was stopped at its time limit of {limits.timeout_s:g} s",
                "killed": "was stopped"}[status]
-        text = f"script {name} {how} after {outcome.seconds:g} s; output:\n{outcome.output or '(none)'}"
+        offline = "" if network else " (it had no network: the operator allows it per script, scripts.network)"
+        text = f"script {name} {how} after {outcome.seconds:g} s{offline}; output:\n{outcome.output or '(none)'}"
         self._finish(run_id, status, text, outcome.exit_code)
 
     def stop(self, run_id: int) -> bool:

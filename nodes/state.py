@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict
 
+from nodes.provenance import Source
+
 
 def merge_vars(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
     return {**(current or {}), **(update or {})}
@@ -183,6 +185,7 @@ class StagnationEpisode(TypedDict, total=False):
     diagnosis: str
     mechanisms: list[str]
     stimulus: list[str]
+    stimulus_sources: list[Source]  # the untrusted text among them (nodes/provenance.py)
     recalled_before: list[int]
     instruction: str
     rephrased: str
@@ -250,6 +253,7 @@ class TickState:
     incoming_note_ids: list[int] = field(default_factory=list)
     human_turns: list[str] = field(default_factory=list)  # continuation mode: the marked human turns
     shown_process_ids: list[int] = field(default_factory=list)
+    untrusted: list[Source] = field(default_factory=list)  # where untrusted text in the prompt came from
     # call_llm
     response: str = ""
     llm: LLMCallReport = field(default_factory=dict)

@@ -19,11 +19,12 @@ import os
 import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
+                      model_validator)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
@@ -257,6 +258,12 @@ class ScriptSettings(Section):
     output_chars: int = Field(8000, ge=200, le=1_000_000, description="a run's output is cut here (head and tail)")
     max_running: int = Field(2, ge=1, le=32)
     max_code_chars: int = Field(50_000, ge=100, le=1_000_000)
+    # the operator's alone (not in SELF_EDITABLE): the jail, and which scripts may use the network
+    jail: Literal["bwrap", "none"] = Field("bwrap", description=(
+        "bwrap: every run in a bubblewrap jail (read-only system, only its working directory writable, no network "
+        "unless listed in `network`); without a working bwrap scripts do not run. none: no jail (warned each run)"))
+    network: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]] = Field(
+        default_factory=list, description="scripts (by name) whose runs may use the network; the others have none")
 
 
 class LLMEntry(Section):
@@ -492,6 +499,27 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
         raise SettingsError(_describe(exc, config, changes, flags), directory) from None
     finally:
         _persona_layer.reset(token)
+
+
+def check_self_change(key: str, value: Any) -> Any:
+    """The value a `config.update` of `key` would store, checked against that setting's own type and bounds (the
+    whole settings are checked again when the change is applied). SettingsError says why when `key` is not the
+    persona's to change or `value` cannot be its value — so a request that could never succeed is refused at once
+    instead of waiting for an approval."""
+    if key not in SELF_EDITABLE:
+        raise SettingsError(f"{key!r} is not mine to change (it is the operator's); mine: {', '.join(SELF_EDITABLE)}")
+    *sections, name = key.split(".")
+    model: Any = Settings
+    for part in sections:
+        model = model.model_fields[part].annotation
+    holder = model.model_construct()
+    try:
+        model.__pydantic_validator__.validate_assignment(holder, name, value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        shown = repr(value) if len(repr(value)) <= 80 else f"{type(value).__name__} of {len(value):,} items"
+        raise SettingsError(f"{key}: {error['msg'].removeprefix('Value error, ')} (got {shown})") from None
+    return getattr(holder, name)
 
 
 def _default_persona_dir() -> Path:

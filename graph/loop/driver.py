@@ -124,6 +124,10 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     continue
                 with agent.services.db.unit() as repos:
                     notes_seen = repos.notes.newest_id()  # a note written during the tick also ends its pause
+                if on_stream and agent.interrupted:  # its opening step does not run again: say which tick goes on
+                    opened = agent.state()
+                    on_stream("custom", {"event": "tick_resumed", "tick": opened.get("tick"),
+                                         "thread_id": opened.get("thread_id") or agent.thread_id})
                 for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
                                                events=on_stream is not None):
                     if on_stream:

@@ -58,6 +58,8 @@ class LiveJournal:
             kind = str(data.get("event") or "event")
             if kind in SKIPPED:
                 return
+            if kind == "tick_resumed" and data.get("tick") is not None:  # an interrupted tick goes on (driver.py)
+                self.tick = int(data["tick"])
             body = {k: v for k, v in data.items() if k != "event"}
             self.put(kind, node=data.get("node"), data=body, at=now, thread_id=data.get("thread_id"))
             return

@@ -27,9 +27,10 @@ def _stale() -> Select:
 class ProcessLogRepo(Repo):
     def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
             tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
-            task_id: int | None = None) -> ProcessLog:
+            task_id: int | None = None, sources: list[dict] | None = None) -> ProcessLog:
+        """`sources`: the untrusted text `value` holds (nodes/provenance.py), shown with the row's provenance."""
         row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
-                         priority=priority, llm_id=llm_id, task_id=task_id)
+                         priority=priority, llm_id=llm_id, task_id=task_id, sources=list(sources or []))
         self.s.add(row)
         self.s.flush()
         return row
@@ -62,13 +63,16 @@ class ProcessLogRepo(Repo):
             row.updated_at = now
         return list(rows)
 
-    def set_status(self, process_id: int, status: str, value: str | None = None, now: datetime | None = None) -> ProcessLog:
+    def set_status(self, process_id: int, status: str, value: str | None = None, now: datetime | None = None,
+                   sources: list[dict] | None = None) -> ProcessLog:
         row = self.s.get(ProcessLog, process_id)
         if row is None:
             raise LookupError(f"no process {process_id}")
         row.status, row.updated_at = status, now or utcnow()
         if value is not None:
             row.value = value
+        if sources is not None:
+            row.sources = list(sources)
         self.s.flush()
         return row
 

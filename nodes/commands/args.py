@@ -95,9 +95,12 @@ def check_args(type_: str, model: type[Args], raw: dict[str, Any]) -> dict[str, 
     except ValidationError as exc:
         problems = []
         for error in exc.errors()[:3]:
-            where = ".".join(str(part) for part in error["loc"]) or "arguments"
-            given = "" if error["type"] == "missing" else f" (got {_input_kind(error['input'])})"
             message = error["msg"].removeprefix("Value error, ")
+            if not error["loc"]:  # the model's own check of the arguments together: its message says it all
+                problems.append(message)
+                continue
+            where = ".".join(str(part) for part in error["loc"])
+            given = "" if error["type"] == "missing" else f" (got {_input_kind(error['input'])})"
             problems.append(f"{where}: {message[0].lower()}{message[1:]}{given}")
         more = f"; and {exc.error_count() - 3} more" if exc.error_count() > 3 else ""
         raise ArgsError(f"{type_}: " + "; ".join(problems) + more) from None

@@ -1,21 +1,25 @@
 """config (HMP): read and change the persona's tunable settings.
 
 Only the keys in `persona.settings.SELF_EDITABLE` are the persona's to change (models, paths, reflexes, consent
-and everything else are the operator's). A change is validated against the whole settings model before it is
-stored (a `persona/<key>` row): `memory.recall_k` −5 or NaN is refused with the reason. Changing a setting is
-`modify_self`: it waits for the human's approval unless validators agree (+2).
+and everything else are the operator's). A request for another key, or for a value out of the setting's type and
+bounds (`memory.recall_k` −5 or NaN, 1,000 emotions), is refused at admission with the reason the model reads —
+never parked for an approval it could not use. An admitted change is validated again against the whole settings
+model before it is stored (a `persona/<key>` row). Changing a setting is `modify_self`: it waits for the human's
+approval unless validators agree (+2).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import model_validator
+
 from memory.upkeep.abstracts import request_abstract
 from nodes.commands.args import Args, Title
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from nodes.context import SELF_CHANGE_PREFIX, self_changes
-from persona.settings import SELF_EDITABLE, Settings, SettingsError, load_settings
+from persona.settings import SELF_EDITABLE, Settings, SettingsError, check_self_change, load_settings
 
 FAMILY = Family("config", "my tunable settings")
 
@@ -26,7 +30,20 @@ class ConfigReadArgs(Args):
 
 class ConfigUpdateArgs(Args):
     key: Title
-    value: Any  # checked against the settings model itself
+    value: Any  # checked against the setting's own type and bounds here, and the whole settings when applied
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mine_and_in_bounds(cls, data: Any) -> Any:
+        """Refused at admission, not after an approval it could never use: a key the persona may not change, or a
+        value out of the setting's bounds."""
+        if isinstance(data, dict) and isinstance(data.get("key"), str) and "value" in data:
+            key = data["key"].strip()
+            try:
+                return {**data, "key": key, "value": check_self_change(key, data["value"])}
+            except SettingsError as exc:
+                raise ValueError(str(exc)) from None
+        return data
 
 
 def current(settings: Settings, key: str) -> Any:

@@ -5,6 +5,9 @@ effect (spec.py), the validators' rating and the persona's policy; and what happ
 | read, write_self        | rating ≥ threshold (default +1)   | runs                                         |
 | modify_self, external   | rating ≥ +2 (consensus)           | parked: a pending approval the human answers |
 A type named in config.yaml `consent.auto_approve` runs without asking (the human approved it in advance).
+Provenance (nodes/provenance.py): a command that writes a tier shown in every prompt (its spec's `prompt_tier`) from
+a tick whose prompt held untrusted text waits for the owner whatever its effect, the validators or auto_approve say;
+the approval carries the untrusted sources, so the owner sees what may have asked for it.
 An output the validators rate at or below the ethics policy's `violation_at` is a violation: with
 `on_violation: block_commands_and_log` none of its commands run.
 
@@ -16,12 +19,13 @@ puts the denial, with the reason, into the persona's next prompt. Every decision
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from memory import Database, Repos
 from memory.repositories.consent import canonical_args
+from nodes import provenance
 from nodes.commands.model import Command
 from nodes.commands.spec import PRIVILEGED, CommandSpec, Effect
 
@@ -32,8 +36,9 @@ CONSENSUS = 2.0
 class Verdict:
     action: Literal["run", "park", "block"]
     effect: Effect
-    actor: str  # auto_pass | validators | policy | ethics
+    actor: str  # auto_pass | validators | policy | ethics | provenance
     reason: str
+    sources: list[provenance.Source] = field(default_factory=list)  # provenance: the untrusted text the tick read
 
 
 def required_rating(cmd_type: str, effect: Effect, settings: Any) -> float:
@@ -44,11 +49,17 @@ def required_rating(cmd_type: str, effect: Effect, settings: Any) -> float:
     return max(CONSENSUS, needed) if effect in PRIVILEGED else needed
 
 
-def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any) -> Verdict:
+def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any,
+           untrusted: list[provenance.Source] | None = None) -> Verdict:
+    """`untrusted`: where the untrusted text in the asking tick's prompt came from (TickState.untrusted)."""
     effect = spec.effect_for(cmd.args)
     if validation.get("violation"):
         return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
                                                   "an ethics violation; its commands do not run")
+    if spec.prompt_tier and untrusted:
+        return Verdict("park", effect, "provenance",
+                       f"it writes my {spec.prompt_tier}, which is in every prompt, from a tick that read untrusted "
+                       f"text ({provenance.describe(untrusted)[:600]}); my owner decides", list(untrusted))
     privileged = effect in PRIVILEGED
     if privileged and spec.type in settings.consent.auto_approve:
         return Verdict("run", effect, "policy", f"{spec.type} is approved in advance (consent.auto_approve)")
@@ -70,7 +81,7 @@ def park(repos: Repos, cmd: Command, verdict: Verdict, *, cmd_key: str, thread_i
     row, created = repos.approvals.request(
         cmd_key=cmd_key, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args, effect=verdict.effect,
         description=cmd.description, reason=verdict.reason, thread_id=thread_id, root_thread=root_thread, tick=tick,
-        created_at=now)
+        created_at=now, provenance=list(verdict.sources))
     if created:
         repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type, effect=verdict.effect,
                         decision="requested", actor="loop", reason=verdict.reason, approval_id=row.id, created_at=now)

@@ -75,9 +75,11 @@ def read_core(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 # one handler, two specs: the gate reads each spec's own effect (identity.update is always modify_self)
 @FAMILY.command("identity.update", '{"text": "…"}  (changes who I am: appends to core memory, or {"old": "…", "new": "…"} '
-                                   "replaces; needs my human's approval)", args=BlockEditArgs, effect="modify_self")
+                                   "replaces; needs my human's approval)", args=BlockEditArgs, effect="modify_self",
+                prompt_tier="core memory")
 @FAMILY.command("core.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
-                               "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards)
+                               "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards,
+                prompt_tier="core memory")
 def update_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "core")
 
@@ -88,7 +90,8 @@ def read_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("notepad.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
-                                  "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards)
+                                  "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards,
+                prompt_tier="notepad")
 def update_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "notepad")
 

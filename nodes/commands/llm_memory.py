@@ -30,7 +30,8 @@ class MemoryIdArgs(Args):
     id: Id
 
 
-@FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', args=MemoryAddArgs, effect="write_self", aliases=('remember',))
+@FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', args=MemoryAddArgs, effect="write_self", aliases=('remember',),
+                prompt_tier="notepad of ideas")
 def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     row = ctx.repos.llm_memory.add(str(arg(cmd, "text")), title=str(arg(cmd, "title", default="")), tags=arg(cmd, "tags", default=[], kind=list),
                                    thread_id=ctx.thread_id, llm_id=ctx.llm_id)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from nodes import provenance
 from nodes.commands.args import Args, Word, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -87,7 +88,8 @@ def list_mcp(cmd: Command, ctx: CommandContext) -> CommandResult:
                 return CommandResult(str(exc), status="failed")
             _remember(ctx, spec.name, tools)
     return CommandResult(budget("\n".join(_listing(ctx, spec) for spec in specs), ctx.settings.mcp.output_chars),
-                         show=True)
+                         show=True, sources=[provenance.source("tool", f"{spec.name}: its tools' descriptions")
+                                             for spec in specs])
 
 
 def call(ctx: CommandContext, server: str, tool: str, arguments: dict[str, Any], *, name: str = "mcp.call") -> tuple[str, str]:
@@ -106,7 +108,8 @@ def call(ctx: CommandContext, server: str, tool: str, arguments: dict[str, Any],
         status, text = ("timeout" if "no answer within" in str(exc) else "error"), str(exc)
     text = budget(text, limit)
     ctx.repos.processes.add(name, f"{server}.{tool}({shown_args}) → {text}", status=status, thread_id=ctx.thread_id,
-                            tags=["mcp", f"mcp:{server}"], llm_id=ctx.llm_id, task_id=ctx.task_id)
+                            tags=["mcp", f"mcp:{server}"], llm_id=ctx.llm_id, task_id=ctx.task_id,
+                            sources=[provenance.source("tool", f"{server}.{tool}", text)])
     return status, text
 
 

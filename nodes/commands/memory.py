@@ -7,6 +7,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from memory.retrieval.index import Query
+from nodes import provenance
 from nodes.commands.args import Args, Days, K, Limit, Ref, SearchText, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -50,7 +51,8 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
     hits = index.search(Query(text=text, k=max(1, min(k, 20)), tiers=tiers, tags=tags, include_archived=include_archived,
                               since=ctx.now - timedelta(days=days) if days else None))
     ctx.repos.items.touch([h.item.id for h in hits], ctx.now)
-    return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True)
+    return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True,
+                         sources=provenance.of_items(h.item for h in hits))
 
 
 @FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', args=MemorySearchArgs, effect="read")

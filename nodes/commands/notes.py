@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from nodes import provenance
 from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -65,7 +66,7 @@ def _line(note) -> str:
 def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.repos.notes.list(source=arg(cmd, "source", default=None), unread_only=arg(cmd, "unread", default=False, kind=bool),
                                 limit=arg(cmd, "limit", default=10, kind=int), include_hidden=False)
-    return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True)
+    return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True, sources=provenance.of_notes(rows))
 
 
 @FAMILY.command("notes.read", '{"id": 12}  (marks it read)', args=NoteArgs, effect="read")
@@ -75,7 +76,7 @@ def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     if note is None:
         raise CommandError(f"notes.read: no note {note_id}")
     ctx.repos.notes.mark_read([note_id])
-    return CommandResult(_line(note), show=True)
+    return CommandResult(_line(note), show=True, sources=provenance.of_notes([note]))
 
 
 @FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', args=NoteAddArgs, effect="write_self", aliases=('note',))

@@ -1,12 +1,15 @@
 """process and scripts (HMP `process list/start/stop/mark/cleanup`, `agent_scripts`): scripts the persona writes
 are data until it runs one; running one leaves the process, so `process.start` is `external` (consent every time).
 
-A run goes to a sandbox (reach/sandbox.py: its own process group, working directory `<data dir>/sandbox/run-N`,
-a bare environment with no inherited secret, address-space, CPU and file limits, a wall-clock timeout) on a
+A run goes to a sandbox (reach/sandbox.py: a bubblewrap jail — read-only system, no data dir, home or secrets,
+no network unless the operator lists the script in `scripts.network` — its own process group, working directory
+`<data dir>/sandbox/run-N` (`/sandbox` inside, the only place it can write), a bare environment with no inherited
+secret, address-space, CPU and file limits, a wall-clock timeout) on a
 background thread (nodes/background.py) once the command has committed. Its process_log row is `in_progress`
 while it runs and then says how it ended, with its output cut to `scripts.output_chars`; the next prompt shows
 that (fenced as data) and closes the row, and an idle loop wakes for it. Scripts are off unless the operator turns
-them on (config.yaml `scripts.enabled`; `sh` only when listed in `scripts.languages`).
+them on (config.yaml `scripts.enabled`; `sh` only when listed in `scripts.languages`), and off while the jail cannot
+run (no bwrap: "scripts need bubblewrap"), unless the operator chose `scripts.jail: none`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from nodes.commands.args import Args, Description, Id, Limit, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from reach import budget
+from reach.sandbox import jail_problem
 
 FAMILY = Family("process", "my scripts and the processes they run",
                 compact=True, abouts={"scripts": "scripts I write, kept as data", "process": "my scripts running in a sandbox, and their results"})
@@ -65,7 +69,11 @@ class CleanupArgs(Args):
 
 
 def scripts_off(settings: Any) -> str | None:
-    return None if settings.scripts.enabled else "scripts are off (the operator turns them on: config.yaml scripts.enabled)"
+    if not settings.scripts.enabled:
+        return "scripts are off (the operator turns them on: config.yaml scripts.enabled)"
+    if settings.scripts.jail == "bwrap":  # fail closed: no jail, no run (tried once per process)
+        return jail_problem()
+    return None
 
 
 @FAMILY.command("scripts.list", "{}  (the scripts I wrote)", effect="read", aliases=("agent_scripts.list",))
@@ -84,7 +92,7 @@ def read_script(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("scripts.add", '{"name": "count_words", "language": "python", "code": "print(…)", "description": "…"}  '
                 '(stored, not run; {"replace": true} rewrites one)', args=ScriptAddArgs, effect="write_self",
-                aliases=("agent_scripts.add",))
+                aliases=("agent_scripts.add",), prompt_tier="scripts")
 def add_script(cmd: Command, ctx: CommandContext) -> CommandResult:
     name, language, code = arg(cmd, "name"), arg(cmd, "language", default="python"), str(arg(cmd, "code"))
     limit = ctx.settings.scripts.max_code_chars
@@ -134,8 +142,9 @@ def start_process(cmd: Command, ctx: CommandContext) -> CommandResult:
     script.runs = int(script.runs or 0) + 1
     background = ctx.services.background()
     ctx.then(lambda: background.launch(run.id))
-    return CommandResult(f"process {row.id} started: script {script.name} (at most {timeout:g} s, {memory} MB); its "
-                         f"result will appear under my open processes")
+    network = "with network" if config.jail == "none" or script.name in config.network else "no network"
+    return CommandResult(f"process {row.id} started: script {script.name} (at most {timeout:g} s, {memory} MB, "
+                         f"{network}); its result will appear under my open processes")
 
 
 def _run_line(process, run) -> str:

@@ -55,6 +55,7 @@ class CommandResult:
     status: str = "executed"  # executed | failed
     show: bool = False  # also put the output in process_log, for the next tick's context
     thread_id: str | None = None  # the thread whose process_log shows it (default: the command's own)
+    sources: list[dict[str, str]] = field(default_factory=list)  # untrusted text in `output` (nodes/provenance.py)
 
 
 class CommandError(ValueError):
@@ -76,6 +77,9 @@ class CommandSpec:
     # why the command cannot run with these settings (None: it can); the guide says so, and it is refused before
     # the consent gate (nothing waits for an approval it could never use)
     unavailable: Callable[[Any], str | None] | None = None
+    # the tier shown in every prompt that it writes (core memory, a notepad, strategies, scripts): from a tick
+    # whose prompt held untrusted text it waits for the owner (nodes/provenance.py)
+    prompt_tier: str | None = None
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -116,9 +120,11 @@ class Family:
 
     def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),
                 escalate: Callable[[dict[str, Any]], Effect | None] | None = None,
-                unavailable: Callable[[Any], str | None] | None = None) -> Callable[[Handler], Handler]:
+                unavailable: Callable[[Any], str | None] | None = None,
+                prompt_tier: str | None = None) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
-            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable))
+            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable,
+                                          prompt_tier))
             return handler
 
         return add

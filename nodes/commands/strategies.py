@@ -78,7 +78,7 @@ def list_strategies(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("stagnation_strategies.add", '{"name": "ask_why_five_times", "instruction": "…", "class": "internal", '
-                '"cost": 2}', args=StrategyAddArgs, effect="write_self")
+                '"cost": 2}', args=StrategyAddArgs, effect="write_self", prompt_tier="loop-breaking strategies")
 def add_strategy(cmd: Command, ctx: CommandContext) -> CommandResult:
     row = _added(ctx, cmd, lambda: ctx.repos.strategies.add(
         arg(cmd, "name"), arg(cmd, "mechanism_class", default="internal"), arg(cmd, "cost", default=2, kind=int),
@@ -101,7 +101,7 @@ def list_methods(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("thinking_methods.add", '{"name": "reverse", "instruction": "Start from the end and work back."}',
-                args=MethodAddArgs, effect="write_self")
+                args=MethodAddArgs, effect="write_self", prompt_tier="thinking methods")
 def add_method(cmd: Command, ctx: CommandContext) -> CommandResult:
     row = _added(ctx, cmd, lambda: ctx.repos.methods.add(arg(cmd, "name"), str(arg(cmd, "instruction"))))
     return CommandResult(f"thinking method {row.id} {row.name} added")

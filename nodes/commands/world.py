@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints, field_validator
 
 from memory import Repos
+from nodes import provenance
 from nodes.commands.args import Args, Label, Ref, SearchText, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -93,7 +94,8 @@ def search_web(cmd: Command, ctx: CommandContext) -> CommandResult:
         status, text = "error", str(exc)
     text = budget(text, ctx.settings.search.output_chars)
     ctx.repos.processes.add("search.web", f"{query!r} → {text}", status=status, thread_id=ctx.thread_id,
-                            tags=["search"], llm_id=ctx.llm_id, task_id=ctx.task_id)
+                            tags=["search"], llm_id=ctx.llm_id, task_id=ctx.task_id,
+                            sources=[provenance.source("search", f"search.web {query!r}", text)])
     return CommandResult(text, status="executed" if status == "ok" else "failed")
 
 
@@ -189,7 +191,8 @@ def _fetch_one(ctx: CommandContext, feed) -> str:
     if made:
         titles = [ctx.repos.notes.get(i).text.splitlines()[0] for i in made[-5:]]
         text += " — " + "; ".join(titles)
-    ctx.repos.processes.add("feeds.fetch", text, status="ok", thread_id=ctx.thread_id, tags=["feed"])
+    ctx.repos.processes.add("feeds.fetch", text, status="ok", thread_id=ctx.thread_id, tags=["feed"],
+                            sources=[provenance.source("feed", f"feed {feed.id} ({feed.name})", text)] if made else [])
     return text
 
 

@@ -80,6 +80,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
         "memory_upkeep": {},
         "executed": [],
         "response_id": None,
+        "untrusted": [],
         "degraded": False,
         "error": None,
         "context_report": {"processes_closed": closed, "processes_timed_out": [p.id for p in timed_out]},

@@ -4,7 +4,9 @@ Chat mode sends the system+user messages (rendered as plain text for base models
 continuation mode continues the one growing text. Tokens stream to the run's custom stream as
 `{"event": "token"}`. When no LLM answers, the tick is degraded: the playbook's conditional edge takes it
 straight to execute_commands (which closes the tick); nothing is lost, the notes stay unread, and the loop
-driver backs off.
+driver backs off. The answer is kept with the tick's row together with the notes the call saw
+(`incoming_note_ids`): a tick run again after a kill reuses both (prepare_context shows those notes, write_memory
+marks them read), so a note that came after the call waits, unread, for the next tick.
 
 On the embedded model (`voice.prose_thoughts`, persona/voice.py) a chat-mode thought is sampled only from tokens
 of words and plain punctuation (`Sampling.letters`). With `params: {turn: reply}` (playbooks/repl.yaml's
@@ -18,6 +20,10 @@ any other). No note, or a thought that already answered: no call.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -56,7 +62,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         with svc.db.unit() as repos:
             kept = repos.ticks.kept_answer(state.thread_id, state.tick)
     if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
-        return kept
+        return kept  # with the notes that answer saw (`incoming_note_ids`): only those are marked read
 
     if state.mode != "continuation" and wanted(svc.settings.voice.prose_thoughts, _provider_of(svc, prefer)):
         sampling.letters = PROSE_LETTERS  # the embedded model's thought in words (persona/voice.py)
@@ -94,6 +100,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         "parse_errors": problems,
         "degraded": False,
         "degraded_ticks": 0,
+        # the notes this call saw, kept with its answer: a tick resumed after a kill shows and marks read these,
+        # never a note that arrived after the call (that one waits for the next tick)
+        "incoming_note_ids": list(state.incoming_note_ids),
         "llm": {"llm_id": gen.llm_id, "provider": gen.provider, "model": gen.model,
                 "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
                 "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
@@ -103,9 +112,30 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         repos.ticks.keep_answer(state.thread_id, state.tick, answer, summary=summary)
         if gen.failed_over_from or state.degraded_ticks:
             _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
+    fault_after_answer_kept()
     if summary is not None:
         svc.reads.put(state.thread_id, state.tick, TICK_SUMMARY, {**summary, "answer": answer})
     return answer
+
+
+# Test-only fault injection (tests/integration/test_kill_after_answer.py): with this variable set to a directory,
+# the process writes `answer_kept` there once a tick's answer is kept, waits (at most KILL_WAIT_S) for the test to
+# write `kill` there, then SIGKILLs itself — a `kill -9` at exactly that point. Unset (always, outside that test),
+# it does nothing.
+TEST_KILL_AFTER_ANSWER_KEPT = "ANIMA_TEST_KILL_AFTER_ANSWER_KEPT"
+KILL_WAIT_S = 120.0
+
+
+def fault_after_answer_kept() -> None:
+    """The test hook (above): inert unless ANIMA_TEST_KILL_AFTER_ANSWER_KEPT is set."""
+    where = os.environ.get(TEST_KILL_AFTER_ANSWER_KEPT)
+    if not where:
+        return
+    (Path(where) / "answer_kept").touch()
+    deadline = time.monotonic() + KILL_WAIT_S
+    while not (Path(where) / "kill").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _bounded(gen: Generation, max_chars: int) -> tuple[str, list[dict[str, Any]], list[str]]:

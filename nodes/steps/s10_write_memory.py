@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from memory.store import record_turn
 from memory.text import emotion_strengths
+from nodes import provenance
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, tick_key
 
@@ -49,8 +50,10 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         # what the human said this tick becomes a conversation memory before the persona's own turn
         for note in repos.notes.many(state.incoming_note_ids):
             if note.source in ("user", "cli"):
+                came = provenance.of_note(note)  # an MCP client's note is remembered as what it is
                 record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
-                            thread_id=thread_id, tags=note.tags or [], created_at=note.created_at)
+                            thread_id=thread_id, tags=note.tags or [], created_at=note.created_at,
+                            meta={"origin": came["origin"]} if came else None)
         row = write(
             f"{key}:response",
             thread_id=state.thread_id, tick=state.tick, kind=kind, role="assistant", content=content,

@@ -97,7 +97,7 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
-            verdict = decide(spec, cmd, dict(state.validation), svc.settings)
+            verdict = decide(spec, cmd, dict(state.validation), svc.settings, state.untrusted)
             where = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, now=now)
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
@@ -115,7 +115,8 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
             ctx = _context(repos, svc, commands, state, thread_id, task.id if task is not None else None, llm_id)
             result: CommandResult = spec.handler(cmd, ctx)
             if result.show:
-                repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id)
+                repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
+                                    sources=result.sources)
             repos.commands.record(**record, status=result.status, result=result.output)
             audit(repos, verdict, cmd, decision="executed", **where)
             committed = ctx.after_commit

@@ -1,17 +1,26 @@
 """Scripts and processes through ticks, with real subprocesses: a script is data until it runs; running it needs
-consent; it runs in a sandbox (working dir inside the data dir, no inherited secrets, time/memory limits, output
-cut to a budget) on a background thread; its completion fills and then closes its process_log row, and wakes an
-idle loop."""
+consent; it runs in a sandbox (a bubblewrap jail, working dir inside the data dir, no inherited secrets, no network
+unless the operator allows it for that script, time/memory limits, output cut to a budget) on a background thread;
+its completion fills and then closes its process_log row, and wakes an idle loop. Without a working bwrap scripts
+do not run, and the model and the human read why."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import socket
+
+import pytest
+
 from graph.loop.driver import run_loop
 from llm.testing import FakeLLM
 from nodes.commands.consent import answer
 from nodes.context import utcnow
+from reach import sandbox
+
+needs_jail = pytest.mark.skipif(sandbox.jail_problem() is not None,
+                                reason=f"scripts need a working bubblewrap: {sandbox.jail_problem()}")
 
 SCRIPTS_ON = {"enabled": True, "timeout_s": 20, "output_chars": 600}
 PROBE = ("import os, sys\nprint('cwd', os.getcwd())\nprint('env', ','.join(sorted(os.environ)))\n"
@@ -32,6 +41,7 @@ def process_rows(agent, prefix: str = "process:"):
         return [r for r in repos.processes.recent(100) if r.name.startswith(prefix)]
 
 
+@needs_jail
 def test_a_script_is_data_until_an_approved_run_in_the_sandbox(agent_factory, tmp_path, monkeypatch):
     monkeypatch.setenv("ANIMA_TEST_SECRET", "hunter2")
     fake = FakeLLM("fake", responses=[
@@ -51,19 +61,23 @@ def test_a_script_is_data_until_an_approved_run_in_the_sandbox(agent_factory, tm
     [row] = process_rows(agent)
     workdir = tmp_path.resolve() / "sandbox" / "run-1"
     assert row.status == "ok" and row.value.startswith("script probe finished after ")
-    assert f"cwd {workdir}" in row.value and "args ['tide', 'moon']" in row.value
+    assert "cwd /sandbox" in row.value and "args ['tide', 'moon']" in row.value  # the jail's name for workdir
+    assert "(it had no network: the operator allows it per script, scripts.network)" in row.value
     env = row.value.split("env ", 1)[1].splitlines()[0].split(",")
     assert "ANIMA_TEST_SECRET" not in env and not any("KEY" in name or "TOKEN" in name for name in env)
     assert (workdir / "made.txt").read_text() == "x"
-    agent.tick()
+    assert [(s["origin"], s["ref"]) for s in row.sources] == [("script", "script probe (run 1)")]
+    state = agent.tick()
     fenced = think_prompts(fake)[-1].split('from="results of my commands">', 1)[1].split("</data", 1)[0]
     assert f"[process {row.id} process:probe: ok] script probe finished" in fenced
+    assert [s["origin"] for s in state["untrusted"]] == ["script"]  # its output is untrusted in that tick
     agent.tick()
     with agent.services.db.unit() as repos:
         assert repos.processes.get(row.id).status == "close"  # seen, then closed
         assert repos.scripts.get("probe").runs == 1
 
 
+@needs_jail
 def test_time_and_memory_limits_and_the_output_budget(agent_factory):
     scripts = {"forever": "import time\nwhile True:\n    time.sleep(0.05)\n",
                "hungry": "block = bytearray(400 * 1024 * 1024)\nprint('got it')\n",
@@ -84,6 +98,7 @@ def test_time_and_memory_limits_and_the_output_budget(agent_factory):
     assert "bytes of output cut" in chatty.value and len(chatty.value) < 900
 
 
+@needs_jail
 def test_stop_mark_cleanup_and_scripts_off(agent_factory):
     fake = FakeLLM("fake", responses=[
         block(("scripts.add", {"name": "slow", "code": "import time\ntime.sleep(30)\n"}), ("process.start", {"script": "slow"})),
@@ -107,6 +122,7 @@ def test_stop_mark_cleanup_and_scripts_off(agent_factory):
     assert "— OFF: process.start: scripts are off" in think_prompts(off)[0]  # the other process verbs run
 
 
+@needs_jail
 def test_an_idle_loop_wakes_when_its_script_finishes(agent_factory):
     fake = FakeLLM("fake", responses=[
         block(("scripts.add", {"name": "nap", "code": "import time\ntime.sleep(1.5)\nprint('rested')\n"}),
@@ -120,6 +136,7 @@ def test_an_idle_loop_wakes_when_its_script_finishes(agent_factory):
     assert woke == ["woke from idle: process 1 process:nap finished (ok)"]
 
 
+@needs_jail
 def test_at_start_up_a_recorded_job_starts_and_a_lost_one_is_offline(agent_factory):
     agent = agent_factory(FakeLLM("fake"), scripts=SCRIPTS_ON)
     with agent.services.db.unit() as repos:
@@ -138,3 +155,52 @@ def test_at_start_up_a_recorded_job_starts_and_a_lost_one_is_offline(agent_facto
     assert agent.services.background().recover() == {"started": 0, "offline": 1}
     with agent.services.db.unit() as repos:
         assert repos.processes.get(lost.id).status == "offline"
+
+
+CONNECT = ("import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close()\n"
+           "    print('CONNECTED')\nexcept OSError as exc:\n    print('NO CONNECTION', exc)\n")
+
+
+@needs_jail
+def test_the_network_is_the_operators_to_give_per_script(agent_factory):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        port = str(server.getsockname()[1])
+        fake = FakeLLM("fake", responses=[
+            block(("scripts.add", {"name": "fetch", "code": CONNECT}),
+                  ("scripts.add", {"name": "sneak", "code": CONNECT}),
+                  ("process.start", {"script": "fetch", "args": [port]}),
+                  ("process.start", {"script": "sneak", "args": [port]})), "Waiting."])
+        agent = agent_factory(fake, scripts={**SCRIPTS_ON, "network": ["fetch"]},
+                              consent={"auto_approve": ["process.start"]})
+        state = agent.tick()
+        started = [e["result"] for e in state["executed"] if e["result"].startswith("process ")]
+        assert any("script fetch" in r and "with network" in r for r in started)
+        assert any("script sneak" in r and "no network" in r for r in started)
+        assert agent.services.background().wait_idle(60)
+    rows = {r.name: r.value for r in process_rows(agent)}
+    assert "CONNECTED" in rows["process:fetch"] and "no network" not in rows["process:fetch"]
+    assert "NO CONNECTION" in rows["process:sneak"] and "CONNECTED" not in rows["process:sneak"]
+    assert "(it had no network: the operator allows it per script, scripts.network)" in rows["process:sneak"]
+
+
+def test_without_bubblewrap_scripts_do_not_run_and_say_why(agent_factory, tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "BWRAP", str(tmp_path / "no-such-bwrap"))
+    fake = FakeLLM("fake", responses=[block(("scripts.add", {"name": "hello", "code": "print('hello')"}),
+                                            ("process.start", {"script": "hello"}))])
+    agent = agent_factory(fake, scripts=SCRIPTS_ON, consent={"auto_approve": ["process.start"]})
+    added, refused = agent.tick()["executed"]
+    assert added["status"] == "executed"
+    assert refused["status"] == "refused" and "scripts need bubblewrap: apt-get install bubblewrap" in refused["result"]
+    assert "— OFF: process.start: scripts need bubblewrap: apt-get install bubblewrap" in think_prompts(fake)[0]
+    with agent.services.db.unit() as repos:  # a job recorded before (another process, another machine) fails closed
+        waiting = repos.processes.add("process:hello", "waits", status="pending", thread_id="main", tags=["background"])
+        repos.runs.add(waiting.id, "script", thread_id="main", spec={"script": "hello", "args": [], "timeout_s": 10,
+                                                                     "memory_mb": 256, "output_chars": 500})
+    agent.services.background().recover()
+    assert agent.services.background().wait_idle(30)
+    with agent.services.db.unit() as repos:
+        row = repos.processes.get(waiting.id)
+        assert row.status == "error" and row.value.startswith("script hello did not run: scripts need bubblewrap")
+    assert not (tmp_path / "sandbox").exists()

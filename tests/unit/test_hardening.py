@@ -199,7 +199,7 @@ def test_config_update_refuses_values_outside_the_settings_bounds(agent_factory)
     fake = FakeLLM("fake", responses=[commands_block(*[("config.update", {"key": k, "value": v}) for k, v in bad])])
     agent = agent_factory(fake, consent={"auto_approve": ["config.update"]})
     state = agent.tick()
-    assert [e["status"] for e in state["executed"]] == ["failed"] * 5
+    assert [e["status"] for e in state["executed"]] == ["invalid"] * 5  # refused at admission (not after an approval)
     assert "memory.recall_k" in state["executed"][0]["result"]
     assert agent.services.settings.memory.recall_k == 5 and agent.services.settings.memory_manager.lru_limit == 500
     with agent.services.db.unit() as repos:

@@ -7,6 +7,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 NO_REASON = "a denial needs a reason: the persona reads it in its next prompt"
 
 
+class UntrustedSource(BaseModel):
+    origin: str = Field(description="kb, feed, search, tool, mcp_client, script or model.")
+    ref: str = Field(description="Which one: a document and chunk, a feed, a query, a tool, a note.")
+    excerpt: str = ""
+
+
 class Approval(BaseModel):
     id: int
     status: str = Field(description="pending, approved, denied, expired; an approved one becomes executed or failed.")
@@ -23,6 +29,9 @@ class Approval(BaseModel):
     decision_reason: str | None = None
     executed_at: str | None = None
     result: str | None = Field(None, description="What running it gave (executed / failed).")
+    untrusted_sources: list[UntrustedSource] = Field(default_factory=list, description=(
+        "The untrusted text the asking tick had read (knowledge base, feeds, search, tools, MCP clients, scripts, "
+        "other models), when that is why it waits: it writes a tier shown in every prompt."))
 
 
 class AuditEntry(BaseModel):

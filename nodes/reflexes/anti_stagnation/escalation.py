@@ -26,6 +26,7 @@ from typing import Any, Callable
 from memory import Repos
 from memory.text import emotion_strengths
 from nodes.commands.cycle import context_cycle, context_mode
+from nodes import provenance
 from nodes.context import CYCLE
 from nodes.reflexes.prompts import (
     ASK_HUMAN_TEXT,
@@ -42,6 +43,13 @@ from nodes.reflexes.prompts import (
     WORLD_NOTHING_LINE,
 )
 from nodes.state import TickState
+
+
+def _came_from(episode: dict[str, Any], source: provenance.Source | None) -> None:
+    """The stimulus holds untrusted text: say where from (the tick that shows it reads `stimulus_sources`)."""
+    if source is not None:
+        episode["stimulus_sources"] = provenance.merged(episode.get("stimulus_sources"), [source])
+
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +159,8 @@ class Escalation:
                 chosen.append(mechanism)
         before = set(episode.get("mechanisms") or [])
         added = [m for m in chosen if m not in before]
-        episode = {**episode, "diagnosis": diagnosis, "mechanisms": chosen, "stimulus": [], "instruction": "",
+        episode = {**episode, "diagnosis": diagnosis, "mechanisms": chosen, "stimulus": [], "stimulus_sources": [],
+                   "instruction": "",
                    "recalled_before": recalled, "plan": order, "added": added}
         for mechanism in chosen:
             if mechanism in MECHANISMS:
@@ -185,11 +194,13 @@ class Escalation:
         when = f"{item.created_at:%Y-%m-%d}" if item.created_at else "earlier"
         episode["stimulus"].append(FLASHBACK_LINE.format(tier=item.tier, when=when, text=item.text[:600]))
         episode["flashback_item"] = item.id
+        _came_from(episode, provenance.of_item(item))
 
     def read_kb(self, episode: dict[str, Any]) -> None:
         item = self._distant(self.repos.items.sample(["kb"], 20))
         episode["stimulus"].append(KB_LINE.format(title=item.title or "a document", text=item.text[:800]))
         episode["kb_item"] = item.id
+        _came_from(episode, provenance.of_item(item))
 
     def ask_human(self, episode: dict[str, Any]) -> None:
         if episode.get("asked_human"):
@@ -273,6 +284,7 @@ class Escalation:
             self.repos.notes.mark_read([items[0].id])
             episode["stimulus"].append(WORLD_LINE.format(text=items[0].text[:800]))
             episode["world_item"] = items[0].id
+            _came_from(episode, provenance.of_note(items[0]))
         elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
             self.repos.config.set(FETCH_NOW_KEY, True)
             episode["world_asked"] = True

@@ -17,11 +17,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from memory import Repos
+from nodes import provenance
 from nodes.commands import registry
 from nodes.commands.cycle import context_cycle, context_mode
 from nodes.commands.skills import loaded_skills
 from nodes.commands.world import world_line
-from nodes.context import CYCLE, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
+from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.prompts import STIMULUS_TITLE
 from nodes.state import ContextReport, StagnationEpisode, TickState
 from nodes.steps.prompts import (
@@ -64,11 +65,25 @@ def _note_line(note) -> str:
     return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
 
 
+def _seen_by_kept_answer(svc: Services, repos: Repos, state: TickState) -> list[int] | None:
+    """The notes the model's call saw when this tick ran before and was killed after its answer was kept (s05 keeps
+    them with the answer, which is reused); None otherwise. A note that came after that call is not among them: it
+    waits, unread, for the next tick."""
+    summary = svc.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # as s01 read the tick row: no query
+    kept = summary.get("answer") if summary is not None else repos.ticks.kept_answer(state.thread_id, state.tick)
+    seen = (kept or {}).get("incoming_note_ids")
+    return None if seen is None else [int(i) for i in seen]
+
+
 def _incoming(repos: Repos, svc: Services, state: TickState, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
     mode = cycle.get("notes_mode") or svc.settings.cycle.notes_mode
     limit, min_priority = svc.settings.cycle.notes_limit, cycle.get("notes_min_priority")
-    notes = svc.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
-                          lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
+    seen = _seen_by_kept_answer(svc, repos, state)
+    if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
+        notes = repos.notes.many(seen)
+    else:
+        notes = svc.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
+                              lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
     if mode == "manual":
         counts = repos.notes.count_unread_by_priority()
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
@@ -85,7 +100,8 @@ def _feelings(drives: dict[str, Any]) -> list[str]:
 
 
 def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], fence: str, budget: int) -> tuple[list[Block], dict[str, Any]]:
+                 note_lines: list[str], processes: list[Any], fence: str,
+                 budget: int) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
     persona, tick, thread_id = svc.persona, state.tick, state.thread_id
     guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=svc.settings), data_rule=DATA_RULE)
     if svc.llms.primary().count_tokens(guide) > budget * GUIDE_SHARE:  # a small window: memories need the room
@@ -96,7 +112,8 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", svc.settings.cycle.responses)),
                                          cycle, svc.memory)
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
-    recalled, recalled_ids, recall_error = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle, goals)
+    recall = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle, goals)
+    recalled, recalled_ids = recall.lines, recall.ids
     written = repos.blocks.many("core", "notepad")
     core, notepad = written["core"].content, written["notepad"].content
     now = svc.clock()
@@ -137,7 +154,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
               trim_oldest=True),
     ]
-    return blocks, {"recalled": recalled_ids, "recall_error": recall_error}
+    return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources
 
 
 def _instruction(svc: Services, state: TickState, episode: StagnationEpisode) -> str:
@@ -156,7 +173,7 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
                  task: Any) -> dict[str, Any]:
     count = svc.llms.primary().count_tokens
     fence = new_fence()
-    blocks, report = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence, budget)
+    blocks, report, recall_sources = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence, budget)
     blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
     if task is not None:
@@ -172,6 +189,12 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
     blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
     kept = set(next(b.keys for b in blocks if b.name == "notes"))
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
+    shown_notes = [n for n in notes if n.id in kept]
+    stimulus_shown = any(b.name == "stimulus" and b.items for b in blocks)
+    untrusted = provenance.merged(provenance.of_notes(shown_notes),
+                                  [recall_sources[i] for i in report["recalled"] if i in recall_sources],
+                                  *(provenance.of_process(p) for p in processes),
+                                  episode.get("stimulus_sources") if stimulus_shown else None)
     repos.items.touch(report["recalled"], svc.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
@@ -180,7 +203,7 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
                                                         "system": False}]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
     return {"prompt": f"{system}\n\n{messages[1]['content']}", "prompt_messages": messages, "human_turns": [],
-            "shown_notes": [n for n in notes if n.id in kept], "drops": drops, "report": report}
+            "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
 
 
 def _continuation_prompt(svc: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
@@ -226,8 +249,9 @@ def _continuation_prompt(svc: Services, repos: Repos, state: TickState, notes: l
         while count(text + "".join(turns)) > budget and text:
             text = text[max(1, len(text) // 8):]
         prompt = text + "".join(turns)
+    untrusted = provenance.merged(provenance.of_notes(shown_notes), episode.get("stimulus_sources") if stimulus else None)
     return {"prompt": prompt, "prompt_messages": [], "human_turns": turns, "shown_notes": shown_notes, "drops": drops,
-            "report": {}}
+            "report": {}, "untrusted": untrusted}
 
 
 def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
@@ -264,5 +288,6 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         "incoming_note_ids": [n.id for n in built["shown_notes"]],
         "human_turns": built["human_turns"],
         "shown_process_ids": [p.id for p in processes],
+        "untrusted": built["untrusted"],
         "context_report": report,
     }

@@ -10,18 +10,26 @@ from __future__ import annotations
 
 import logging
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from memory import Repos
 from memory.upkeep.episodes import Period
 from memory.retrieval.index import Query
 from memory.models import Message
+from nodes import provenance
 from nodes.commands.cycle import context_mode
 from nodes.stelis.history import render_item, lineage_ids, timeline
 
 log = logging.getLogger(__name__)
 
 FOCUS_CHARS = 400
+
+
+class Recall(NamedTuple):
+    lines: list[str]
+    ids: list[int]
+    error: str | None
+    sources: dict[int, provenance.Source]  # the untrusted ones (knowledge base, what arrived from outside)
 
 
 def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None) -> tuple[list[str], list[int]]:
@@ -76,13 +84,14 @@ def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] 
 
 
 def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
-                cycle: dict[str, Any], goals: list[Any] | None = None) -> tuple[list[str], list[int], str | None]:
-    """(lines, item ids, error) of the memories recalled for this tick."""
+                cycle: dict[str, Any], goals: list[Any] | None = None) -> Recall:
+    """The memories recalled for this tick: their lines, item ids, the error if recall failed, and where the
+    untrusted ones came from (by item id)."""
     if svc.memory is None:
-        return [], [], None
+        return Recall([], [], None, {})
     text = focus_text(repos, thread_id, notes, goals)
     if not text:
-        return [], [], None
+        return Recall([], [], None, {})
     mode = context_mode(cycle)
     k = svc.settings.memory.recall_k
     shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids])  # already in the prompt
@@ -95,14 +104,15 @@ def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_messa
                                        tags_mode=str(cycle.get("focus_logic") or "or")))
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
         log.exception("auto_recall failed")
-        return [], [], f"{type(exc).__name__}: {exc}"
+        return Recall([], [], f"{type(exc).__name__}: {exc}", {})
     lines = []
     for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
         item = hit.item
         who = f"{item.author}: " if item.author else ""
         title = f" {item.title}" if item.title else ""
         lines.append(f"[{item.tier}{title} · {item.created_at:%Y-%m-%d}] {who}{item.text}")
-    return lines, [h.item.id for h in hits], None
+    sources = {h.item.id: src for h in hits if (src := provenance.of_item(h.item)) is not None}
+    return Recall(lines, [h.item.id for h in hits], None, sources)
 
 
 def goal_lines(repos: Repos, goals: list[Any] | None = None) -> list[str]:
