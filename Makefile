@@ -12,7 +12,7 @@ LLAMA_VERSION = 0.3.36
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 STAMP   = $(VENV)/.installed
 
-.PHONY: run test install model studio bench clean-data
+.PHONY: run test install system model studio bench clean-data
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,18 +28,13 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	@echo "==> installing anima and its dependencies"
 	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench]"
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
-	  else SUDO="none"; fi; \
-	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing bubblewrap: the persona's scripts run in its jail (apt-get)"; \
-	    $$SUDO env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get update -q \
-	      && $$SUDO env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -q bubblewrap \
-	      || echo "==> bubblewrap could not be installed: scripts will not run (apt-get install bubblewrap)"; \
-	  else echo "==> no bubblewrap (and no root, sudo or apt-get to install it): scripts will not run until it is installed"; fi; }
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) system
+
+# Debian packages: bubblewrap, the jail the persona's scripts run in (checked every time: cheap when present)
+system:
+	@sh tools/system_package.sh bwrap bubblewrap "the persona's scripts run in its jail" "scripts will not run"
 
 model: install
 	$(PY) run.py model install
@@ -50,15 +45,7 @@ run: model
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
 # as root or via sudo; if it cannot be, those tests skip and say why.
 test: model
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
-	  else SUDO="none"; fi; \
-	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "==> installing chromium for the browser tests (apt-get)"; \
-	    $$SUDO env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get update -q \
-	      && $$SUDO env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -q chromium \
-	      || echo "==> chromium could not be installed: the browser tests will skip"; \
-	  else echo "==> no chromium (and no root, sudo or apt-get to install it): the browser tests will skip"; fi; }
+	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	$(PY) -m pytest -q -rs
 
 studio: install

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graph.agent import build_agent  # noqa: E402
 from graph.playbook import shipped_playbooks_dir  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from llm.testing import FakeLLM  # noqa: E402
+from tests.fakes.llm import FakeLLM  # noqa: E402
 from nodes.stelis.history import render_timeline  # noqa: E402
 
 

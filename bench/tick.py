@@ -51,7 +51,7 @@ from graph.checkpoint import close_saver, open_sqlite_saver  # noqa: E402
 from graph.compiler import build_graph  # noqa: E402
 from graph.playbook import load_playbook, resolve_playbook_path  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from llm.testing import FakeLLM  # noqa: E402
+from tests.fakes.llm import FakeLLM  # noqa: E402
 from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
 from memory.models import Message, Note, Thread  # noqa: E402
 from memory.repositories import Repos  # noqa: E402

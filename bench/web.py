@@ -33,8 +33,8 @@ from graph.agent import build_agent
 from graph.loop import Stopper, run_loop
 from graph.loop.journal import LiveJournal
 from graph.services import open_services
-from llm.testing import FakeLLM
-from memory.testing import HashEmbedder
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 from web.server import start_in_thread
 
 GOAL_P95_MS = 250.0

@@ -123,3 +123,7 @@ def open_memory(data_dir: str, db: Optional[str], persona: Optional[str], embed_
 WebHost = typer.Option("127.0.0.1", "--host", envvar="ANIMA_WEB_HOST",
                        help="Address the web app listens on; beyond 127.0.0.1 it needs ANIMA_API_TOKEN.")
 WebPort = typer.Option(8765, "--port", envvar="ANIMA_WEB_PORT", min=1, max=65535, help="Port of the web app.")
+WebAllowedHosts = typer.Option(None, "--allowed-hosts", envvar="ANIMA_ALLOWED_HOSTS",
+                               help="More names the web app answers to (comma-separated; *.domain for any under it), "
+                                    "e.g. its public name behind a reverse proxy. It always answers to localhost, "
+                                    "127.0.0.1, [::1] and its --host; any other Host header is refused (DNS rebinding).")

@@ -11,9 +11,10 @@ import typer
 from rich.markup import escape
 
 from cli.live import LiveView
-from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, WebHost, WebPort, err, flags
-from cli.startup import preflight
-from cli.web import start_web
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, WebAllowedHosts, WebHost,
+                         WebPort, err, flags)
+from cli.startup import StartupError, _in_directory, preflight
+from cli.web import check_web_binding, start_web
 
 
 def install_model_with_progress() -> None:
@@ -51,7 +52,7 @@ def run_playbook(ctx: typer.Context,
                  no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
                  embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                  chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v"),
-                 host: str = WebHost, port: int = WebPort,
+                 host: str = WebHost, port: int = WebPort, allowed_hosts: Optional[str] = WebAllowedHosts,
                  no_web: bool = typer.Option(False, "--no-web", envvar="ANIMA_NO_WEB",
                                              help="Loop playbooks: do not serve the web app.")) -> None:
     """Run a playbook: the persona's REPL loop, with its web app at http://127.0.0.1:8765 (Ctrl-C or SIGTERM cancels
@@ -59,7 +60,7 @@ def run_playbook(ctx: typer.Context,
     if ctx.invoked_subcommand is not None:
         return
     run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
-        web=None if no_web else (host, port),
+        web=None if no_web else (host, port, allowed_hosts),
         settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
                        llm_api=llm_api if llm_url else None, context_window=context_window,
                        embedded=False if (llm_url and no_fallback) else None, embed_url=embed_url,
@@ -67,7 +68,7 @@ def run_playbook(ctx: typer.Context,
 
 
 def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", verbose: bool = False,
-        settings: dict, web: tuple[str, int] | None = None) -> None:
+        settings: dict, web: tuple[str, int, str | None] | None = None) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
     from graph.loop import Stopper, control, run_loop
@@ -80,6 +81,9 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
         raise typer.Exit(2)
     preflight(settings)  # a bad configuration: one message, exit 2, before a model is installed or loaded
+    book = read_playbook(playbook)  # so is a bad playbook
+    if web and book.loop:
+        check_web_binding(web[0], web[2])  # and serving beyond this machine without a token
     if settings.get("embedded", True):
         install_model_with_progress()
     given = {}
@@ -94,8 +98,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
                             **settings)
         coerce_inputs(agent.playbook, given)  # unknown, missing or mistyped inputs: say so before running
     except PlaybookError as exc:
-        err.print(f"[red]invalid playbook[/]\n{escape(str(exc))}")
-        raise typer.Exit(1)
+        raise StartupError("invalid playbook", str(exc)) from exc
     except (SettingsError, PersonaError) as exc:
         err.print(f"[red]invalid settings[/]\n{escape(str(exc))}")
         raise typer.Exit(2)
@@ -131,7 +134,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         control.request(repos, "running", by="run.py", now=svc.clock())  # a fresh run is wanted running
     try:
         while True:
-            with LiveView(svc.persona.display_name) as view:
+            with LiveView(svc.persona.display_name, web_url=server.url if server else None) as view:
                 result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper,
                                   on_stream=lambda mode, data: (view(mode, data), journal(mode, data)),
                                   inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
@@ -146,6 +149,18 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "
               f"state saved, session closed — run again to continue (or: run.py sessions list).")
+
+
+def read_playbook(reference: str):
+    """The playbook a run names, checked before anything is loaded: an invalid one is one message naming the file,
+    the line and the field, exit code 2 (cli/startup.py)."""
+    from graph.playbook import PlaybookError, load_playbook, resolve_playbook_path
+
+    path = resolve_playbook_path(reference)
+    try:
+        return load_playbook(path)
+    except PlaybookError as exc:
+        raise StartupError("invalid playbook", _in_directory(str(exc), path.parent)) from exc
 
 
 def wait_for_start(agent, stopper) -> bool:

@@ -7,18 +7,32 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, WebHost, WebPort, err, flags
-from cli.startup import preflight
+from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, WebAllowedHosts, WebHost, WebPort, err, flags
+from cli.startup import StartupError, preflight
 
 
-def start_web(settings: dict, host: str, port: int):
+def check_web_binding(host: str, allowed_hosts: Optional[str] = None) -> None:
+    """Serving beyond this machine without a token is refused before an address is printed or anything is loaded:
+    one message, exit 2 (cli/startup.py). So is a bad --allowed-hosts entry."""
+    import os
+
+    from web.security import TOKEN_ENV, AllowedHosts, BindingError, check_binding
+
+    try:
+        check_binding(host, os.environ.get(TOKEN_ENV) or None)
+        AllowedHosts.serving(host, allowed_hosts)
+    except BindingError as exc:
+        raise StartupError("the web app", str(exc)) from exc
+
+
+def start_web(settings: dict, host: str, port: int, allowed_hosts: Optional[str] = None):
     """The app beside the loop (`run.py`, `make run`). An unsafe binding stops the run (exit 2); a busy port only
     the app: the persona thinks on, and `run.py serve --port …` can serve it later."""
     from web.security import BindingError
     from web.server import PortInUse, start_in_thread
 
     try:
-        web = start_in_thread(settings, host, port)
+        web = start_in_thread(settings, host, port, allowed_hosts=allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2)
@@ -30,18 +44,20 @@ def start_web(settings: dict, host: str, port: int):
 
 
 def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = PersonaDir, data_dir: str = DataDir,
-          db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl) -> None:
+          db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
+          allowed_hosts: Optional[str] = WebAllowedHosts) -> None:
     """Serve the web app and API over a data dir (talk, thoughts, inner life, memory, approvals, sessions, persona,
     controls). The loop may run in another process: the app reads and writes the same database."""
     from web.security import BindingError
     from web.server import serve as serve_app
 
     settings = flags(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
+    check_web_binding(host, allowed_hosts)  # the refusal comes first: no address is printed for a server that will not start
     preflight(settings)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     err.print(f"[bold]web app:[/] http://{shown}:{port}  (Ctrl-C stops)")
     try:
-        serve_app(settings, host, port)
+        serve_app(settings, host, port, allowed_hosts=allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2)

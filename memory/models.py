@@ -236,7 +236,7 @@ class LLMMemory(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-# ---- v3: memory tiers (DESIGN §5) -------------------------------------------------------------------------
+# ---- v3: memory tiers -------------------------------------------------------------------------------------
 
 
 class MemoryItem(Base):

@@ -1,6 +1,6 @@
 """Loading a persona directory: bootstrap files with size caps, skills, config.yaml, ethics.yaml, seed.txt.
 
-Caps (DESIGN.md §3.1): each file ≤ 20,000 chars, cut at a line end and marked; ≤ 150,000 in total,
+Caps (FILE_CAP, TOTAL_CAP): each file ≤ 20,000 chars, cut at a line end and marked; ≤ 150,000 in total,
 files past the total are dropped and listed in `Persona.truncated`; skills: see persona/skills.py.
 `refresh_persona` reloads a persona whose files changed on disk (the next tick's prompt uses the edit).
 """

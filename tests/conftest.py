@@ -12,8 +12,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from graph.agent import Agent, build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from llm.testing import FakeLLM  # noqa: E402
-from memory.testing import HashEmbedder  # noqa: E402
+from tests.fakes.llm import FakeLLM  # noqa: E402
+from tests.fakes.memory import HashEmbedder  # noqa: E402
 
 
 def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validators: tuple[str, ...] = (),
@@ -59,9 +59,9 @@ def index(tmp_path):
 
 @pytest.fixture
 def web(tmp_path):
-    """The web app over a persona that ticks on a FakeLLM: `web.client` (TestClient, no browser headers: the
-    CSRF check is for browsers), `web.agent` (tick it to make the loop write), `web.app`, `web.csrf` (the header a
-    page sends)."""
+    """The web app over a persona that ticks on a FakeLLM: `web.client` (TestClient at http://127.0.0.1 — the app
+    answers only to the names it is served as —, no browser headers: the CSRF check is for browsers), `web.agent`
+    (tick it to make the loop write), `web.app`, `web.csrf` (the header a page sends)."""
     from types import SimpleNamespace
 
     from fastapi.testclient import TestClient
@@ -73,7 +73,7 @@ def web(tmp_path):
     services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock,
                            _memory=agent.services.memory)
     app = create_app(services=services)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         yield SimpleNamespace(client=client, agent=agent, app=app, services=services, data_dir=tmp_path,
-                              csrf={"X-CSRF-Token": services.csrf_token, "Origin": "http://testserver"})
+                              csrf={"X-CSRF-Token": services.csrf_token, "Origin": "http://127.0.0.1"})
     agent.services.db.close()

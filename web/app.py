@@ -1,9 +1,11 @@
 """The app factory: `create_app(flags)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
 the persona as an MCP server at /mcp, the live streams, the vendored static files, the guard (token, CSRF) and JSON errors. Nothing is opened at import
-time: the services open when the app starts (its lifespan) and close when it stops."""
+time: the services open when the app starts (its lifespan) and close when it stops. Around all of it, the Host check
+(web/security.py `HostGuard`): the app answers only to the names it is served as."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,9 +23,11 @@ from web.templating import STATIC, make_templates
 
 
 def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = None,
-               services: WebServices | None = None) -> FastAPI:
+               services: WebServices | None = None,
+               allowed_hosts: security.AllowedHosts | str | Iterable[str] | None = None) -> FastAPI:
     """`flags`: the same settings the command line takes (data_dir, db_url, persona_dir, …). `services`: already
-    opened ones (tests); the app then leaves closing them to the caller."""
+    opened ones (tests); the app then leaves closing them to the caller. `allowed_hosts`: the names it answers to
+    besides the loopback ones (web/server.py adds the one it is bound to)."""
 
     mcp = McpMount()
 
@@ -45,9 +49,13 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
     app = FastAPI(title="anima", version="0.1.0", lifespan=lifespan,
                   description="Watch the persona think, talk with it, and curate its inner life.")
     app.state.services = services
+    hosts = (allowed_hosts if isinstance(allowed_hosts, security.AllowedHosts)
+             else security.AllowedHosts.serving(None, allowed_hosts))
+    app.state.allowed_hosts = hosts
     app.state.templates = make_templates()
     app.middleware("http")(security.guard)
     app.add_middleware(PersonaPrefix)
+    app.add_middleware(security.HostGuard, allowed=hosts)  # the outermost: before the prefix, the guard, /static, /mcp
     errors.install(app)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(api_router())

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 
-from web.security import TOKEN_ENV, check_binding
+from web.security import ALLOWED_HOSTS_ENV, TOKEN_ENV, AllowedHosts, check_binding
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 
@@ -19,17 +20,24 @@ class PortInUse(RuntimeError):
     pass
 
 
-def _config(flags: dict[str, Any], host: str, port: int) -> uvicorn.Config:
+HostList = str | Iterable[str] | None
+
+
+def _config(flags: dict[str, Any], host: str, port: int, allowed_hosts: HostList = None) -> uvicorn.Config:
+    """`allowed_hosts`: more names the app answers to (`--allowed-hosts`; None: ANIMA_ALLOWED_HOSTS), besides the
+    loopback ones and `host`."""
     from web.app import create_app
 
     token = os.environ.get(TOKEN_ENV) or None
     check_binding(host, token)
-    return uvicorn.Config(create_app(flags, api_token=token), host=host, port=port, log_level="warning",
-                          access_log=False, timeout_graceful_shutdown=2, lifespan="on")
+    hosts = AllowedHosts.serving(host, os.environ.get(ALLOWED_HOSTS_ENV) if allowed_hosts is None else allowed_hosts)
+    return uvicorn.Config(create_app(flags, api_token=token, allowed_hosts=hosts), host=host, port=port,
+                          log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
 
 
-def serve(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-    uvicorn.Server(_config(flags, host, port)).run()
+def serve(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
+          allowed_hosts: HostList = None) -> None:
+    uvicorn.Server(_config(flags, host, port, allowed_hosts)).run()
 
 
 @dataclass
@@ -44,9 +52,9 @@ class WebThread:
 
 
 def start_in_thread(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                    wait_s: float = 20.0) -> WebThread:
+                    wait_s: float = 20.0, *, allowed_hosts: HostList = None) -> WebThread:
     """The app in a background thread (the loop keeps the main thread and its signals); returns once it listens."""
-    server = uvicorn.Server(_config(flags, host, port))
+    server = uvicorn.Server(_config(flags, host, port, allowed_hosts))
     thread = threading.Thread(target=server.run, name="web", daemon=True)
     thread.start()
     deadline = time.monotonic() + wait_s

@@ -1,4 +1,4 @@
-"""The emotional reflex's logic (HMP §5): reading ratings `emotion:strength (reason)`, which earlier rating a new
+"""The emotional reflex's logic (HMP): reading ratings `emotion:strength (reason)`, which earlier rating a new
 output may inherit, and the dynamics of emotions × novelty."""
 
 from __future__ import annotations

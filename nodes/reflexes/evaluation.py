@@ -1,5 +1,5 @@
-"""The reflexes' one evaluation call: the emotional rating (HMP §5) and, only when the cheap novelty signals are
-uncertain, the HMP §6 comparison — in one structured JSON answer."""
+"""The reflexes' one evaluation call: the emotional rating (HMP) and, only when the cheap novelty signals are
+uncertain, HMP's novelty comparison — in one structured JSON answer."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _phrases(value: Any, limit: int = 5) -> list[str]:
 
 
 def parse_comparison(data: Any) -> dict[str, Any] | None:
-    """The HMP §6 comparison from a JSON object, tolerant of types; None when there is no usable score."""
+    """HMP's novelty comparison from a JSON object, tolerant of types; None when there is no usable score."""
     if not isinstance(data, dict):
         return None
     try:

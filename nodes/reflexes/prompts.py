@@ -1,6 +1,6 @@
 """Prompt templates and answer schemas of the reflexes (emotion, comparison, reflex-lite, escalation, validation)."""
 
-# The shared evaluation call (HMP §5 emotions and §6 comparison in one JSON answer); each part is optional.
+# The shared evaluation call (HMP's emotions and novelty comparison in one JSON answer); each part is optional.
 EMOTION_PART = """Determine the emotional state of the new response from its context.
 Use this list of emotions as a guide: {vocabulary}. If you detect an emotion not in the list, add it.
 Give each emotion a strength from 1 to 5 and a short reason. Leave out emotions of zero or negligible strength.

@@ -6,7 +6,7 @@ An output may carry:
   "priority": …}, …]` block;
 - a `Confidence: 0.8` line (the whole message);
 - an `Emotions: curiosity:4 (a new idea), joy:2` line: the model's own emotional rating of this output,
-  which spares the evaluation call (HMP §5: the LLM that wrote the output rates it).
+  which spares the evaluation call (HMP: the LLM that wrote the output rates it).
 
 All are parsed leniently: a malformed block is repaired as far as possible and the problem reported, never
 raised. The thought that is stored and compared keeps the tagged words but not the markup or the blocks.

@@ -1,4 +1,4 @@
-"""Cognitive & ethical validation (HMP §7): reading a validator's rating, the trust-weighted consensus with HMP's
+"""Cognitive & ethical validation (HMP): reading a validator's rating, the trust-weighted consensus with HMP's
 tie-break rules, and the drift of a validator's trust away from (or back to) the consensus."""
 
 from __future__ import annotations

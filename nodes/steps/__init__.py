@@ -1,4 +1,4 @@
-"""The REPL tick (HMP §1–9), one LangGraph node per step, in the order the tick runs them:
+"""The REPL tick (HMP's REPL cycle), one LangGraph node per step, in the order the tick runs them:
 
     s01 update_process_log   open the tick; close the processes the model has seen
     s02 update_drives        the persona takes stock: drives, the human's mood, answered questions

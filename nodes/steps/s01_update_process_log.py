@@ -1,4 +1,4 @@
-"""Step 1 (HMP §1): open the tick — take in edited persona files and setting changes, close the processes the
+"""Step 1 (HMP): open the tick — take in edited persona files and setting changes, close the processes the
 model has seen, time out stale ones, and empty every per-tick report. A tick that keeps killing the process before
 it finishes is quarantined here (nodes/quarantine.py) rather than started again."""
 

@@ -1,4 +1,4 @@
-"""Step 1b (Nexus Ark internal state): before the prompt is built, the persona takes stock of itself.
+"""Step 2 (Nexus Ark internal state): before the prompt is built, the persona takes stock of itself.
 
 - The user's new notes get an emotion in the emotion log (lexicon first, the model only when it says nothing);
 - after a conversation, the model judges which open questions it answered; resolved ones go after 7 days;

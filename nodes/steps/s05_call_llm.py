@@ -1,4 +1,4 @@
-"""Step 3 (HMP §3): one call to the current main LLM, failing over by priority.
+"""Step 5 (HMP): one call to the current main LLM, failing over by priority.
 
 Chat mode sends the system+user messages (rendered as plain text for base models by the provider);
 continuation mode continues the one growing text. Tokens stream to the run's custom stream as

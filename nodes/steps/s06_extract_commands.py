@@ -1,4 +1,4 @@
-"""Step 4 (HMP §4): commands from the output in any of the three syntaxes, admitted only with valid arguments and within
+"""Step 6 (HMP): commands from the output in any of the three syntaxes, admitted only with valid arguments and within
 the tick's caps (nodes/commands/admission.py), plus the model's own reliability marks (confidence tags, the
 UnverifiedFacts block, the Confidence line: nodes/reflexes/self_assessment.py).
 

@@ -1,9 +1,9 @@
-"""Step 5 (HMP §5–6): the reflexes' evaluation — emotions `emotion:strength (reason)` and the cheap novelty signals.
+"""Step 7 (HMP): the reflexes' evaluation — emotions `emotion:strength (reason)` and the cheap novelty signals.
 
 The LLM that produced the output rates it. That costs nothing when the output ends with its own
 `Emotions:` line; a repeat inherits its original's rating, and with `reflexes.emotion_every` = N a similar
 output inherits the last rating up to N − 1 times in a row. Otherwise one structured call asks for the
-emotions and — only when n-grams and embeddings leave the novelty uncertain — the HMP §6 comparison too.
+emotions and — only when n-grams and embeddings leave the novelty uncertain — HMP's novelty comparison too.
 On llama.cpp the answer is grammar-constrained JSON (even the 270M model returns valid JSON); anything
 else is parsed leniently. Emotions not in the vocabulary (config `emotions`) extend it (logged).
 """
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
-    and, when the cheap novelty signals are uncertain, the HMP §6 comparison, in one JSON answer."""
+    and, when the cheap novelty signals are uncertain, HMP's novelty comparison, in one JSON answer."""
     svc = services_of(runtime)
     reflexes = svc.settings.reflexes
     response = state.response.strip()

@@ -1,4 +1,4 @@
-"""Step 6 (HMP §6, "Anti-Stagnation Reflex"): is the new output new, and what to do if it is not.
+"""Step 8 (HMP's "Anti-Stagnation Reflex"): is the new output new, and what to do if it is not.
 
 The signals come from nodes/reflexes/anti_stagnation/novelty.py (n-grams, embeddings, and in the uncertain band
 the LLM comparison the evaluation step asked for); the verdict and reflex-lite from verdict.py. A stagnant output

@@ -1,4 +1,4 @@
-"""Step 7 (HMP §7): cognitive & ethical validation by the registry's validator LLMs.
+"""Step 9 (HMP): cognitive & ethical validation by the registry's validator LLMs.
 
 No validators → auto_pass. One validator that is the main LLM → self_validation. Otherwise every validator
 answers the universal −3..+3 question; the consensus and its tie-breaks come from nodes/reflexes/validation.py.

@@ -1,4 +1,4 @@
-"""Step 8: store the response with every reflex field; mark the notes it answered as read.
+"""Step 10: store the response with every reflex field; mark the notes it answered as read.
 
 Idempotent: rows carry a dedup key (thread:tick:kind), so a step re-run after a kill updates instead of
 duplicating; the first run of a tick, before which nothing of it can be stored, inserts without looking. A

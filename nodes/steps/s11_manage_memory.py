@@ -1,4 +1,4 @@
-"""Step 8b: memory upkeep after the thought is stored — abstracts (every N ticks, goal/task closed, context mode
+"""Step 11: memory upkeep after the thought is stored — abstracts (every N ticks, goal/task closed, context mode
 changed, or asked for), the episodic summaries of past days, weeks and months, and the memory manager's
 pruning pass on its schedule (nodes/upkeep.py).
 

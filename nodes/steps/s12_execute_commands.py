@@ -1,4 +1,4 @@
-"""Step 9 (HMP §9): run what the human approved since the last tick, then this tick's commands, each exactly once;
+"""Step 12 (HMP): run what the human approved since the last tick, then this tick's commands, each exactly once;
 then close the tick.
 
 Each command runs in its own transaction together with its `executed_commands` row (unique `thread:tick:cmd_id`),

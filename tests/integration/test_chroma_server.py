@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory import Database
 from nodes.commands.consent import answer
 from nodes.context import utcnow

@@ -77,7 +77,7 @@ import os, signal, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from graph.checkpoint import open_sqlite_saver
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.repositories.consent import ApprovalRepo
 from nodes.context import Services
 from tests.conftest import make_agent
@@ -109,7 +109,7 @@ print("not killed")
 
 def test_an_approved_command_runs_once_across_kill_9(tmp_path):
     from graph.checkpoint import open_sqlite_saver
-    from llm.testing import FakeLLM
+    from tests.fakes.llm import FakeLLM
     from tests.conftest import make_agent
 
     order = ("I will.\n# Commands:\n" + json.dumps([{"cmd_id": "a", "type": "identity.update", "args": {"text": "Once."}}])

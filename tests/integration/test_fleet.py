@@ -251,8 +251,8 @@ def _populate(repos, secret: str) -> None:
 
 def _persona_services(fleet, name, tmp_path, chroma_url, responses):
     from graph.services import open_services
-    from llm.testing import FakeLLM
-    from memory.testing import HashEmbedder
+    from tests.fakes.llm import FakeLLM
+    from tests.fakes.memory import HashEmbedder
 
     fake = FakeLLM("fake", responses=responses)
     return open_services(db=fleet.database(name), data_dir=str(tmp_path / name), persona_dir=str(write_persona(

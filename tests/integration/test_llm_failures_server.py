@@ -11,8 +11,8 @@ from graph.agent import build_agent
 from graph.services import open_services
 from llm import LLMCancelled, LLMRegistry, LLMUnavailable, Sampling
 from llm.providers.openai_compat import OpenAICompatible
-from llm.testing import FakeLLM
-from memory.testing import HashEmbedder
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 from tests.integration.servers import CLI_GUARD_S, finish, run_cli
 
 pytestmark = pytest.mark.integration

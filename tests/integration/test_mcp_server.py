@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
 from graph.loop.driver import run_loop
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from tests.conftest import make_agent
 from tests.integration.servers import free_port
 

@@ -5,7 +5,7 @@ from sqlalchemy import text
 
 from graph.agent import build_agent
 from graph.services import open_services
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory import SCHEMA_VERSION, Database
 from tests.integration.servers import postgres_server
 
@@ -59,7 +59,7 @@ def test_memory_tiers_search_and_manager_on_postgres(tmp_path, pg_url):
     from memory.retrieval.index import Query
     from memory.upkeep.manager import ManagerSettings, run_pass
     from memory.store import record_turn
-    from memory.testing import HashEmbedder
+    from tests.fakes.memory import HashEmbedder
 
     fake = FakeLLM("fake", responses=['Noted.\n# Commands:\n[{"type": "diary.add", "args": {"text": "The heron fishes at '
                                       'the old pier every morning", "tags": ["birds"], "emotions": ["joy:4"]}}]\n# End commands'])

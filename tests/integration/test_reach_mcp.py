@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes.commands.consent import answer
 from nodes.context import utcnow
 from tests.integration.servers import free_port, wait_port

@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from graph.loop.driver import run_loop
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes.commands.consent import answer
 from nodes.context import utcnow
 from reach import sandbox

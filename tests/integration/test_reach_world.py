@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from graph.loop.driver import run_loop
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes.commands.consent import answer
 from nodes.context import utcnow
 from tests.integration.world_server import world_server

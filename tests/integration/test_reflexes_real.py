@@ -10,7 +10,7 @@ import pytest
 
 from graph.agent import build_agent
 from llm.embedded_model import assemble_model
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.retrieval.embeddings import LocalEmbedder
 from nodes.reflexes.evaluation import evaluate, parse_comparison
 from tests.conftest import make_agent

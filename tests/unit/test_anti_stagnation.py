@@ -9,7 +9,7 @@ import json
 import numpy as np
 from sqlalchemy import select
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.models import ProcessLog
 from nodes.reflexes.anti_stagnation.escalation import Escalation, diagnose, plan
 from nodes.reflexes.anti_stagnation.novelty import measure

@@ -137,7 +137,7 @@ def test_architecture_md_draws_exactly_the_rooms_the_tree_has():
              if p.is_dir() and (p / "__init__.py").exists()}
     drawn = drawn_rooms((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
     assert sorted(rooms - drawn) == [], "ARCHITECTURE.md does not draw these rooms"
-    assert sorted(drawn - rooms - {"playbooks", "bench", "tests"}) == [], "ARCHITECTURE.md draws rooms that do not exist"
+    assert sorted(drawn - rooms - {"playbooks", "bench", "tests", "tools"}) == [], "ARCHITECTURE.md draws rooms that do not exist"
 
 
 def test_sql_lives_only_in_the_memory_room():
@@ -152,3 +152,38 @@ def test_sql_lives_only_in_the_memory_room():
             if any(n == "sqlalchemy" or (n.startswith("sqlalchemy.") and n != "sqlalchemy.exc") for n in names):
                 offenders.append(name)
     assert offenders == []
+
+
+def test_no_test_fakes_in_product_packages():
+    """Test fakes live under tests/fakes/: no product package has a testing.py or imports from tests."""
+    named_testing = [str(p.relative_to(ROOT)) for package in PACKAGES for p in (ROOT / package).rglob("testing.py")]
+    assert named_testing == [], "test fakes belong in tests/fakes/"
+    importing_tests = []
+    for name, path in modules().items():
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                targets = [node.module or ""]
+            else:
+                continue
+            if any(t == "tests" or t.startswith("tests.") for t in targets):
+                importing_tests.append(name)
+    assert importing_tests == [], "product modules import from tests"
+
+
+def test_steps_name_their_own_number_and_no_missing_document():
+    """A step's docstring names its own file's number (s10 → "Step 10"); no product module cites "DESIGN §", a
+    document the repository does not have."""
+    wrong = []
+    for path in sorted((ROOT / "nodes" / "steps").iterdir()):
+        match = re.match(r"s(\d\d)_", path.name)
+        if not match:
+            continue
+        source = path / "__init__.py" if path.is_dir() else path
+        doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
+        named = re.findall(r"\bstep\s+(\d+[a-z]?)\b", doc, flags=re.IGNORECASE)
+        wrong += [f"{path.name} names step {n}" for n in named if n != str(int(match.group(1)))]
+    assert wrong == [], "\n".join(wrong)
+    citing = [name for name, path in modules().items() if "DESIGN §" in path.read_text(encoding="utf-8")]
+    assert citing == [], f"cite a file the repository has, or say it in plain words: {citing}"

@@ -10,7 +10,7 @@ import pytest
 
 from graph.loop import Stopper, run_loop
 from graph.loop.sessions import export_session, revive_session
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from persona.dreaming import choose_level, dream_due
 from persona.settings import DreamSettings
 from persona.drives import compute_drives, detect_user_emotion, reach_out_offer

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graph.services import open_services
-from llm.testing import FakeLLM
-from memory.testing import HashEmbedder
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 from nodes.kinds.ask_llm import fit_prompt
 from nodes.context import AnimaContext, ContextBudgetError
 from nodes.state import TickState

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes.reflexes.anti_stagnation.escalation import plan
 
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.knowledge import ingest
 from nodes.commands import PRIVILEGED, registry
 from nodes.commands.consent import ApprovalError, answer, decide

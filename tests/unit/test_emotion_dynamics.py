@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.models import Message, ProcessLog
 from nodes.reflexes.emotion import emotional_dynamics
 from sqlalchemy import select

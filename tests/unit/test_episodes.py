@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory import Database
 from memory.upkeep.episodes import Period, next_due, zone_of
 from memory.store import record_turn

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from graph.loop import Stopper, run_loop
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 
 
 def commands(*items) -> str:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes import STEPS
 from nodes.commands import parse_commands, registry
 from nodes.commands.admission import admit

@@ -16,7 +16,7 @@ from cli.live import LiveView
 from graph.loop import Stopper, run_loop
 from graph.loop.journal import LiveJournal
 from llm import LLMCancelled, LLMUnavailable
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from web.services import events
 
 HANG_GUARD_S = 60  # bounds the test if a cancel never came, not the code

@@ -8,7 +8,7 @@ import pytest
 from graph.loop import Stopper, run_loop
 from llm import AllLLMsUnavailable, LLMCancelled, LLMRegistry, LLMUnavailable
 from llm.base import AUTH, BAD_REQUEST, RATE_LIMITED
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 
 HANG_GUARD_S = 60  # a broken wake-up or cancel would otherwise wait an hour; this bounds the test, not the code
 

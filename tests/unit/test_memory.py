@@ -10,13 +10,13 @@ import pytest
 
 from nodes.commands.consent import answer
 from nodes.context import utcnow
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory import Database
 from memory.retrieval.index import MemoryIndex, Query
 from memory.retrieval.query import about_author, asks_something, asks_when, first_person, says_when, time_ranges
 from memory.retrieval.lexical import CorpusSample, bag, idf, scores, selective_terms
 from memory.upkeep.manager import set_memory_status
-from memory.testing import HashEmbedder
+from tests.fakes.memory import HashEmbedder
 from memory.text import chunks, tokenize
 from memory.repositories import MemoryLimitError
 

@@ -28,7 +28,7 @@ def changes(db: Database, **where) -> list[tuple[str, str, str, str]]:
 
 
 def test_the_persona_s_commands_in_a_tick_are_history_named_persona(agent_factory):
-    from llm.testing import FakeLLM
+    from tests.fakes.llm import FakeLLM
 
     agent = agent_factory(FakeLLM("fake", responses=[DIARY]))
     agent.tick()

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.retrieval.index import Query
 from memory.upkeep.manager import ManagerSettings, run_pass, set_memory_status
 from memory.models import ProcessLog

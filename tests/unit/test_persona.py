@@ -12,8 +12,8 @@ import pytest
 
 from graph.agent import build_agent
 from graph.services import open_services
-from llm.testing import FakeLLM
-from memory.testing import HashEmbedder
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 from persona import PersonaError, default_persona_dir, load_persona
 from persona.loader import FILE_CAP
 from persona.skills import MAX_SKILL_CHARS, MAX_SKILLS, load_skills, parse_skill

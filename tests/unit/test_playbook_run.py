@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from graph.playbook import InputError
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes.kinds.assign_vars import AssignmentError
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.knowledge import ingest
 from nodes import provenance
 from nodes.commands import registry

@@ -10,7 +10,7 @@ import itertools
 
 import pytest
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from nodes.steps import s05_call_llm
 from tests.conftest import make_agent
 

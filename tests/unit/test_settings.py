@@ -70,7 +70,7 @@ def test_the_persona_may_change_only_its_own_keys(persona):
 def test_a_data_dir_remembers_its_persona(persona, tmp_path):
     from cli.options import open_data
     from graph.services import open_services
-    from llm.testing import FakeLLM
+    from tests.fakes.llm import FakeLLM
 
     add_config(persona, "user_name: Ada\n")
     services = open_services(data_dir=str(tmp_path / "data"), persona_dir=str(persona), embedded=False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from persona.scaffold import scaffold_persona
 
 BODY = "When the tide tables are needed, I first look for the port's name.\n" + "Step by step, tide after tide.\n" * 400

@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli import app
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory import Database
 from persona.scaffold import scaffold_persona
 from tests.conftest import make_agent

@@ -239,3 +239,40 @@ def test_debug_shows_the_traceback(tmp_path):
     assert done.stderr.rstrip().endswith("anima cannot start — cannot open the database: foo://bar: unsupported "
                                          "scheme 'foo' — anima stores its memory in PostgreSQL "
                                          "(postgresql://user@host:port/name) or SQLite (a file path)")
+
+
+# --- the web app's binding and the playbook ------------------------------------------------------------------------
+
+def test_serve_beyond_loopback_without_a_token_is_refused_before_any_address_is_printed(tmp_path):
+    done = _run_py("serve", "--host", "0.0.0.0", "--port", "9", "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "http://" not in done.stdout + done.stderr  # no address of a server that does not start
+    assert done.stderr.strip().splitlines() == [
+        "anima cannot start — the web app: refusing to serve on 0.0.0.0: beyond this machine every request needs a "
+        "token — set ANIMA_API_TOKEN (e.g. `export ANIMA_API_TOKEN=$(openssl rand -hex 16)`) or bind to 127.0.0.1"]
+
+
+def test_the_loop_beside_a_web_app_beyond_loopback_is_refused_first_too(persona, tmp_path):
+    result = invoke(*run_args(persona, tmp_path / "data", "--host", "0.0.0.0"))
+    stderr = refused(result, "refusing to serve on 0.0.0.0", "ANIMA_API_TOKEN")
+    assert len(stderr.strip().splitlines()) == 1 and "http://" not in stderr + result.stdout
+    assert "playbook repl" not in stderr  # refused before the run's header line, not after it
+
+
+BAD_PLAYBOOK = "name: bad\nloop: true\nstart: a\nnodes:\n  - id: a\n    type: update_process_log\n    next: nowhere\n"
+
+
+def test_an_invalid_playbook_is_one_message_naming_file_line_and_field_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_PLAYBOOK)
+    done = _run_py("--playbook", str(bad), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0",
+                   cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"anima cannot start — invalid playbook: {bad}:7 nodes[0].next: unknown node 'nowhere'"]
+    refused(invoke("--playbook", str(bad), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
+            f"{bad}:7 nodes[0].next")
+    missing = tmp_path / "missing.yaml"
+    refused(invoke("--playbook", str(missing), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
+            f"invalid playbook: {missing}: no such playbook file")

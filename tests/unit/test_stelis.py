@@ -12,7 +12,7 @@ import pytest
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from tests.conftest import make_agent
 from nodes.stelis.history import render_timeline
 from nodes.stelis.threads import open_thread, write_chronicle
@@ -126,7 +126,7 @@ KILLED_RUN = """
 import os, signal, sys
 sys.path[:0] = [{root!r}, {tests!r}]
 from conftest import make_agent
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from pathlib import Path
 
 def answer(prompt):

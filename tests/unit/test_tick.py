@@ -8,7 +8,7 @@ from langgraph.runtime import RunControl
 from sqlalchemy import select
 
 from graph.checkpoint import count_checkpoints, open_sqlite_saver
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.models import ProcessLog
 
 SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text": "Hi human!"}}]\n# End commands'

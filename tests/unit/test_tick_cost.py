@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from sqlalchemy import event
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory import Database
 from memory.models import utcnow
-from memory.testing import HashEmbedder
+from tests.fakes.memory import HashEmbedder
 from memory.text import with_author
 from nodes.context import TICK_SUMMARY, TickReads
 from tests.conftest import make_agent

@@ -2,7 +2,7 @@
 
 import json
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from memory.models import LLMRegistryEntry
 
 

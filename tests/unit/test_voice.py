@@ -4,8 +4,8 @@ import pytest
 
 from graph.agent import build_agent
 from graph.services import open_services
-from llm.testing import FakeLLM
-from memory.testing import HashEmbedder
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 from persona.prose import PROSE_LETTERS, degenerate, is_prose, script_of
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 
 
 def block(*commands: tuple[str, dict]) -> str:

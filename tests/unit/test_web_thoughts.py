@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 
-from llm.testing import FakeLLM
+from tests.fakes.llm import FakeLLM
 from web.app import create_app
 from web.context import WebServices
 from web.pages.live import _thought_fragment
@@ -77,7 +77,7 @@ def test_an_unknown_tick_is_a_404_naming_the_field(web):
 def test_failed_model_calls_and_a_degraded_tick_are_shown_not_hidden(agent_factory, tmp_path):
     agent = agent_factory(FakeLLM("first", down=True), FakeLLM("second"))
     services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock)
-    with TestClient(create_app(services=services)) as client:
+    with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
         agent.tick()
         card = client.get("/api/ticks/main/1").json()
         assert card["llm_id"] == "second" and card["status"] == "ok"

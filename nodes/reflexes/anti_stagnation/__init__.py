@@ -1,2 +1,2 @@
-"""The anti-stagnation reflex (HMP §6): novelty.py measures (n-grams, embeddings), verdict.py decides and applies
+"""The anti-stagnation reflex (HMP): novelty.py measures (n-grams, embeddings), verdict.py decides and applies
 reflex-lite, escalation.py diagnoses a persisting loop and applies the break-out mechanisms."""

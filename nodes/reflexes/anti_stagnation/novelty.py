@@ -1,8 +1,8 @@
-"""How new an output is against the thread's recent ones (HMP §6), cheapest signal first.
+"""How new an output is against the thread's recent ones (HMP's anti-stagnation reflex), cheapest signal first.
 
 1. n-gram overlap (character 3-grams and word bigrams) catches verbatim and surface-edited repeats;
 2. the cosine of sentence embeddings (the memory index's model, cached per text) catches paraphrase loops;
-3. only when those leave it uncertain, the LLM comparison of HMP §6 (assessment, novelty_score, new /
+3. only when those leave it uncertain, HMP's LLM comparison (assessment, novelty_score, new /
    refined / discarded ideas, tags), asked in the same structured call as the emotional rating.
 
 Similarity to one earlier output = max(n-gram, cosine mapped linearly from `SEMANTIC_FLOOR`..`SEMANTIC_CEILING`

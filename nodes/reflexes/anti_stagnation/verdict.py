@@ -1,4 +1,4 @@
-"""The anti-stagnation verdict (HMP §6): stagnant or not from the signals, why, and reflex-lite — sampling raised
+"""The anti-stagnation verdict (HMP): stagnant or not from the signals, why, and reflex-lite — sampling raised
 (temperature +0.2 ≤ 1.5, top_p +0.05 ≤ 0.95, penalties +0.2), then the HMP rephrased request at the limits."""
 
 from __future__ import annotations

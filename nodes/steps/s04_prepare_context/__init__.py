@@ -1,6 +1,6 @@
-"""Step 2 (HMP §2, DESIGN §3.1): assemble the prompt under the thread's token budget.
+"""Step 4 (HMP's context preparation): assemble the prompt under the thread's token budget.
 
-Blocks come in the order of DESIGN §3.1 (earlier = stronger influence); each has a priority. When the prompt does
+Blocks come in the order built below (earlier = stronger influence); each has a priority. When the prompt does
 not fit `window × window_ratio − max_tokens`, the lowest-priority block loses its oldest item first (recent
 responses, notepad entries), then whole blocks go; every drop is reported in `context_report` and logged.
 The command guide lists every command's usage unless that would take over a quarter of the budget (a small

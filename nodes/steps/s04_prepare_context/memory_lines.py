@@ -1,4 +1,4 @@
-"""What the memory tiers put in the prompt each tick (DESIGN §3.1 "memory" … "abstracts").
+"""What the memory tiers put in the prompt each tick (the blocks from "recall" to "abstracts" in prepare_context).
 
 `auto_recall` searches every retrievable tier with the incoming notes and the current focus (the last
 thought and the active goals); items already visible as recent thoughts are left out. The context mode

@@ -1,4 +1,4 @@
-"""A scripted, instant provider for unit tests and the orchestration benchmark (never used by run.py)."""
+"""A scripted, instant provider for tests and the benchmarks (never used by run.py)."""
 
 from __future__ import annotations
 
