@@ -15,11 +15,11 @@ from rich.console import Console
 from cli.live import LiveView
 from graph.loop import Stopper, run_loop
 from graph.loop.journal import LiveJournal
-from llm import LLMCancelled, LLMUnavailable
+from llm import LLMUnavailable
 from tests.fakes.llm import FakeLLM
+from tests.unit.test_llm_failures import HangsUntilCancelled
 from web.services import events
 
-HANG_GUARD_S = 60  # bounds the test if a cancel never came, not the code
 
 
 def screen() -> Console:
@@ -48,30 +48,23 @@ def test_a_long_thought_says_how_many_characters_it_leaves_out_and_links_to_the_
 
     agent = agent_factory(FakeLLM("fake", responses=[answer]))
     out = screen()
-    with LiveView("Lumen", out=out, web_url="http://testserver") as view:
+    with LiveView("Lumen", out=out, web_url="http://127.0.0.1:8765") as view:
         assert run_loop(agent, 1, on_stream=view, autonomy=False, idle_poll_s=0).ticks_run == 1
     (line,) = [line for line in said(out).splitlines() if line.startswith(answer[:40])]
-    assert line == f"{answer[:400]}… (31,600 more characters) — full text: http://testserver/api/ticks/main/1"
+    assert line == f"{answer[:400]}… (31,600 more characters) — full text: http://127.0.0.1:8765/api/ticks/main/1"
     services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock,
                            _memory=agent.services.memory)
-    with TestClient(create_app(services=services)) as client:
-        card = client.get(line.split("full text: http://testserver")[1])
+    with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
+        card = client.get(line.split("full text: http://127.0.0.1:8765")[1])
     assert card.status_code == 200 and card.json()["thought"] == answer  # the link gives the whole thought
 
 
-class HangsThenFails(FakeLLM):
+class HangsThenFails(HangsUntilCancelled):
     """A model that hangs (the run is stopped during its call, as Ctrl-C would), then, after the restart, is down."""
-
-    def __init__(self, id: str, stopper: Stopper):
-        super().__init__(id)
-        self.stopper = stopper
-        self.hang = True
 
     def complete(self, prompt, sampling, *, cancel=None, **kwargs):
         if self.hang and kwargs.get("json_schema") is None:
-            self.stopper.request("interrupt")
-            assert cancel is not None and cancel.wait(HANG_GUARD_S)
-            raise LLMCancelled(f"{self.id}: cancelled")
+            return super().complete(prompt, sampling, cancel=cancel, **kwargs)
         raise LLMUnavailable(f"{self.id}: connection refused")
 
 
