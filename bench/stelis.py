@@ -61,9 +61,9 @@ def render_timeline_own(repos, thread_id: str) -> list[str]:
 
 
 def parent_cost(agent) -> dict:
-    svc = agent.services
-    count = svc.llms.primary().count_tokens
-    with svc.db.unit() as repos:
+    services = agent.services
+    count = services.llms.primary().count_tokens
+    with services.db.unit() as repos:
         history = render_timeline(repos, agent.thread_id)
         steps = repos.messages.log(agent.thread_id, kinds=("step",))
         synth = next((m for m in reversed(steps) if m.meta.get("node") == "synthesize"), None)
@@ -133,9 +133,9 @@ def scaling(tasks: int, inline_path: Path, lengths: list[int]) -> list[dict]:
         for playbook in ("deep_work", inline_path):
             fake = FakeLLM("fake", responses=answer, json_answer=plans, context_window=100_000, honor_max_tokens=True)
             with tempfile.TemporaryDirectory() as tmp:
-                svc = open_services(data_dir=tmp, embedded=False, providers={"fake": fake},
+                services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake},
                                     entries=[{"id": "fake", "provider": "fake", "priority": 1}])
-                agent = build_agent(playbook, services=svc, data_dir=tmp, checkpointer="memory")
+                agent = build_agent(playbook, services=services, data_dir=tmp, checkpointer="memory")
                 agent.run(inputs={"question": "q", "max_tasks": tasks, "max_questions": questions})
                 results.append(parent_cost(agent))
                 agent.close()
@@ -183,9 +183,9 @@ def overhead(runs: int) -> dict:
             path.write_text(text)
             fake = FakeLLM("fake", responses=lambda p: "chronicle: it set x.")
             data = Path(tmp) / name
-            svc = open_services(data_dir=str(data), embedded=False, providers={"fake": fake},
+            services = open_services(data_dir=str(data), embedded=False, providers={"fake": fake},
                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}])
-            agent = build_agent(str(path), services=svc, data_dir=str(data), checkpointer="sqlite")
+            agent = build_agent(str(path), services=services, data_dir=str(data), checkpointer="sqlite")
             agent.run()  # warm-up
             times = []
             for _ in range(runs):

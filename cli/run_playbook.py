@@ -117,11 +117,11 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     signal.signal(signal.SIGTERM, on_signal)
     state = agent.state()
     resumed = " (resuming an interrupted tick)" if agent.interrupted else ""
-    svc = agent.services
-    err.print(f"[bold]{escape(svc.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
-              f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(svc.llms.ids)} · "
-              f"data {escape(svc.db.url)}")
-    with svc.db.unit() as repos:
+    services = agent.services
+    err.print(f"[bold]{escape(services.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
+              f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(services.llms.ids)} · "
+              f"data {escape(services.db.url)}")
+    with services.db.unit() as repos:
         waiting = len(repos.approvals.pending())
     if waiting:
         err.print(f"[yellow]{waiting} command(s) wait for your approval: run.py approvals[/]")
@@ -129,12 +129,12 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         run_once(agent, given, stopper)
         return
     server = start_web(settings, *web) if web else None
-    journal = LiveJournal(svc.db, thread)
-    with svc.db.unit() as repos:
-        control.request(repos, "running", by="run.py", now=svc.clock())  # a fresh run is wanted running
+    journal = LiveJournal(services.db, thread)
+    with services.db.unit() as repos:
+        control.request(repos, "running", by="run.py", now=services.clock())  # a fresh run is wanted running
     try:
         while True:
-            with LiveView(svc.persona.display_name, web_url=server.url if server else None) as view:
+            with LiveView(services.persona.display_name, web_url=server.url if server else None) as view:
                 result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper,
                                   on_stream=lambda mode, data: (view(mode, data), journal(mode, data)),
                                   inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))

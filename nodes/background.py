@@ -31,7 +31,7 @@ SANDBOX_DIR = "sandbox"
 
 class Background:
     def __init__(self, services: Any):
-        self.svc = services
+        self.services = services
         self._lock = threading.Lock()
         self._threads: dict[int, threading.Thread] = {}
         self._procs: dict[int, Any] = {}
@@ -41,7 +41,7 @@ class Background:
     # -- starting ------------------------------------------------------------------------------------------------
 
     def launch(self, run_id: int) -> None:
-        with self.svc.db.unit() as repos:
+        with self.services.db.unit() as repos:
             run = repos.runs.get(run_id)
             if run.status != "pending":
                 return
@@ -65,8 +65,8 @@ class Background:
                 self._stopping.discard(run_id)
 
     def _finish(self, run_id: int, status: str, text: str, exit_code: int | None) -> None:
-        now = self.svc.clock()
-        with self.svc.db.unit() as repos:
+        now = self.services.clock()
+        with self.services.db.unit() as repos:
             run = repos.runs.get(run_id)
             if run.status not in ("pending", "running"):
                 return
@@ -79,10 +79,10 @@ class Background:
     # -- scripts ---------------------------------------------------------------------------------------------------
 
     def workdir(self, run_id: int) -> Path:
-        return Path(self.svc.settings.data_dir).expanduser().resolve() / SANDBOX_DIR / f"run-{run_id}"
+        return Path(self.services.settings.data_dir).expanduser().resolve() / SANDBOX_DIR / f"run-{run_id}"
 
     def _run_script(self, run_id: int) -> None:
-        with self.svc.db.unit() as repos:
+        with self.services.db.unit() as repos:
             run = repos.runs.get(run_id)
             script = repos.scripts.get(run.spec["script"], include_archived=True)
             language, code, name = script.language, script.code, script.name
@@ -90,7 +90,7 @@ class Background:
         limits = Limits(timeout_s=float(spec["timeout_s"]), memory_mb=int(spec["memory_mb"]),
                         output_chars=int(spec["output_chars"]))
         workdir = self.workdir(run_id)
-        config = self.svc.settings.scripts
+        config = self.services.settings.scripts
         network = config.jail == "none" or name in config.network  # the operator's choice, read when it runs
         started = time.monotonic()
         try:
@@ -102,8 +102,8 @@ class Background:
         with self._lock:
             self._procs[run_id] = proc
         self._kill_on_exit()
-        with self.svc.db.unit() as repos:
-            repos.runs.started(run_id, pid=proc.pid, owner=process_token(), workdir=str(workdir), now=self.svc.clock())
+        with self.services.db.unit() as repos:
+            repos.runs.started(run_id, pid=proc.pid, owner=process_token(), workdir=str(workdir), now=self.services.clock())
             repos.processes.set_status(run.process_id, "in_progress",
                                        f"script {name} running (pid {proc.pid}, at most {limits.timeout_s:g} s)")
         outcome = wait(proc, workdir, limits, started)
@@ -122,7 +122,7 @@ class Background:
             self._stopping.add(run_id)
         if proc is not None:
             return kill_group(proc.pid)
-        with self.svc.db.unit() as repos:  # started by another process of this persona
+        with self.services.db.unit() as repos:  # started by another process of this persona
             run = repos.runs.get(run_id)
             return bool(run.pid) and run.status == "running" and kill_group(run.pid)
 
@@ -143,16 +143,16 @@ class Background:
     def _run_llm_task(self, run_id: int) -> None:
         from llm import AllLLMsUnavailable, Sampling
 
-        with self.svc.db.unit() as repos:
+        with self.services.db.unit() as repos:
             run = repos.runs.get(run_id)
             spec, thread_id = dict(run.spec), run.thread_id
-            repos.runs.started(run_id, pid=None, owner=process_token(), workdir=None, now=self.svc.clock())
+            repos.runs.started(run_id, pid=None, owner=process_token(), workdir=None, now=self.services.clock())
             repos.processes.set_status(run.process_id, "in_progress", f"{spec['llm']} is thinking about: "
                                        f"{budget(spec['question'], 200)}")
         messages = [{"role": "system", "content": spec.get("system") or "Answer the question fully and plainly."},
                     {"role": "user", "content": spec["question"]}]
         try:
-            generation = self.svc.llms.generate("llm_task", messages=messages, only=spec["llm"],
+            generation = self.services.llms.generate("llm_task", messages=messages, only=spec["llm"],
                                                 sampling=Sampling(max_tokens=int(spec.get("max_tokens") or 512),
                                                                   temperature=0.7),
                                                 tags={"thread_id": thread_id})
@@ -160,8 +160,8 @@ class Background:
             self._finish(run_id, "error", f"{spec['llm']} did not answer: {exc}", None)
             return
         answer = generation.text.strip() or "(an empty answer)"
-        now = self.svc.clock()
-        with self.svc.db.unit() as repos:
+        now = self.services.clock()
+        with self.services.db.unit() as repos:
             run = repos.runs.get(run_id)
             if run.status != "running":
                 return
@@ -177,14 +177,14 @@ class Background:
     def recover(self) -> dict[str, int]:
         """At start-up: jobs recorded but never started run now; jobs a dead process left running are offline."""
         started = offline = 0
-        with self.svc.db.unit() as repos:
+        with self.services.db.unit() as repos:
             pending = [r.id for r in repos.runs.with_status("pending")]
             for run in repos.runs.with_status("running"):
                 if run.owner == process_token() or owner_alive(run.owner):
                     continue
                 if run.pid:
                     kill_group(run.pid)
-                now = self.svc.clock()
+                now = self.services.clock()
                 text = "the process that ran it stopped; its result is lost (start it again)"
                 repos.runs.finished(run.id, "offline", output=text, exit_code=None, now=now)
                 repos.processes.set_status(run.process_id, "offline", text, now)

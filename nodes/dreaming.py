@@ -29,14 +29,14 @@ APPLIED_KEY = "dreams/last_applied"  # {run, outcome} of the last dream run whos
 
 
 def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     variables = state.vars
-    now = svc.clock()
-    settings, zone = svc.settings.dreaming, svc.settings.zone()
-    with svc.db.unit() as repos:
+    now = services.clock()
+    settings, zone = services.settings.dreaming, services.settings.zone()
+    with services.db.unit() as repos:
         requested = int(variables.get("level") or 0)
         level = requested if requested in (1, 2, 3) else choose_level(repos, now, settings)
-        material = gather_material(repos, svc.memory, level, now, zone, settings)
+        material = gather_material(repos, services.memory, level, now, zone, settings)
         repos.config.set(LAST_ATTEMPT, now.isoformat())
     runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
                            "material_chars": len(material["text"])})
@@ -44,16 +44,16 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
 
 
 def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
-    max_tokens = svc.settings.dreaming.max_tokens
-    prompt = dream_prompt(svc.persona.display_name, svc.persona.file("IDENTITY.md") or svc.persona.display_name,
+    max_tokens = services.settings.dreaming.max_tokens
+    prompt = dream_prompt(services.persona.display_name, services.persona.file("IDENTITY.md") or services.persona.display_name,
                           level, material["text"])
-    attempts = svc.settings.dreaming.attempts
+    attempts = services.settings.dreaming.attempts
     for attempt in range(1, attempts + 1):
         try:
-            gen = svc.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
+            gen = services.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
                                     sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
                                     tags={"thread_id": state.thread_id, "tick": state.tick})
         except AllLLMsUnavailable as exc:
@@ -70,7 +70,7 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
 
 
 def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
     if variables.get("dream_raw") is None:
@@ -79,7 +79,7 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
         return {"vars": {"dream": result}}
     data = json_object(variables["dream_raw"])
     run = state.run_id or variables.get("dream_started")
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         done = repos.config.get(APPLIED_KEY) or {}
         if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
             result = dict(done.get("outcome") or {})
@@ -92,21 +92,21 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
                                 else "warning", thread_id=state.thread_id)
     result["llm_id"] = variables.get("dream_llm")
     result["attempts"] = variables.get("dream_attempts", 1)
-    svc.sync_memory()
+    services.sync_memory()
     runtime.stream_writer({"event": "dream", "phase": "applied", **result})
     return {"vars": {"dream": result}}
 
 
 def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
-    svc = services_of(runtime)
-    with svc.db.unit() as repos:
+    services = services_of(runtime)
+    with services.db.unit() as repos:
         repos.config.set(EPISODES_CHECKED, None)  # look again even if today's upkeep found nothing missing
     thread_id = state.thread_id or "main"
-    generate = generator(svc, "episode", 360, thread_id=thread_id, tick=state.tick)
+    generate = generator(services, "episode", 360, thread_id=thread_id, tick=state.tick)
     written = []
     for _ in range(MAX_EPISODES_PER_DREAM):
-        done = write_episode(svc, thread_id, generate).get("episode")
+        done = write_episode(services, thread_id, generate).get("episode")
         if not done or done == "postponed" or str(done).startswith("error"):
             break
         written.append(done)

@@ -58,7 +58,7 @@ def check_binding(host: str, token: str | None) -> None:
 
 # ---- the names the app answers to ------------------------------------------------------------------------------------
 
-def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def _ip_address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         return ipaddress.ip_address(name.strip("[]"))
     except ValueError:
@@ -68,7 +68,7 @@ def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 def _normal(name: str) -> str:
     """A host name as compared: lower case, no trailing dot; an address in its canonical form, without brackets."""
     name = name.strip().strip("[]").lower().rstrip(".")
-    address = _ip(name)
+    address = _ip_address(name)
     return str(address) if address is not None else name
 
 
@@ -78,7 +78,7 @@ def parse_host(value: str) -> tuple[str, int | None] | None:
     if not found:
         return None
     v6, name, port = found.group("v6"), found.group("name"), found.group("port")
-    if v6 is not None and not isinstance(_ip(v6), ipaddress.IPv6Address):
+    if v6 is not None and not isinstance(_ip_address(v6), ipaddress.IPv6Address):
         return None
     if name is not None and not name.strip("."):
         return None
@@ -116,7 +116,7 @@ class AllowedHosts:
                 if name and parse_host(name):
                     names.add(_normal(name))
         elif bind:
-            parsed = (_normal(bind), None) if _ip(bind) is not None else parse_host(bind)
+            parsed = (_normal(bind), None) if _ip_address(bind) is not None else parse_host(bind)
             if parsed:
                 names.add(parsed[0])
         for entry in split_hosts(extra):
@@ -128,7 +128,7 @@ class AllowedHosts:
                                    "rebinds its name to this machine use the app; name the hosts")
             wildcard = entry.startswith("*.")
             parsed = parse_host(entry[2:] if wildcard else entry)
-            if parsed is None or (wildcard and _ip(parsed[0]) is not None):
+            if parsed is None or (wildcard and _ip_address(parsed[0]) is not None):
                 raise BindingError(f"{ALLOWED_HOSTS_ENV}/{ALLOWED_HOSTS_FLAG}: {given!r} is not a host name "
                                    "(name, name:port, an address, or *.domain)")
             if wildcard:
@@ -140,12 +140,12 @@ class AllowedHosts:
     def allows(self, name: str, local: str | None = None) -> bool:
         """`name` (normal, from `parse_host`): loopback, listed, under a listed domain, or the very address this
         connection came in on (`local`: bound to 0.0.0.0, http://192.168.1.20:8765 from the LAN)."""
-        address = _ip(name)
+        address = _ip_address(name)
         if name == "localhost" or (address is not None and address.is_loopback):
             return True
         if name in self.names or any(name.endswith(suffix) for suffix in self.suffixes):
             return True
-        return address is not None and local is not None and _ip(local) == address
+        return address is not None and local is not None and _ip_address(local) == address
 
     def describe(self) -> str:
         listed = sorted(f"[{n}]" if ":" in n else n for n in self.names if not (n == "localhost" or is_loopback(n)))

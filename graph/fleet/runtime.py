@@ -159,28 +159,28 @@ class WorkerRuntime:
         if not self._active(name):
             return None
         persona = self.persona(name)
-        agent, svc = persona.agent, persona.services
+        agent, services = persona.agent, persona.services
         try:
-            with svc.db.unit() as repos:
+            with services.db.unit() as repos:
                 want = control.wanted(repos)
                 if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
-                    control.record_status(repos, want, now=svc.clock(), thread=THREAD, pid=os.getpid())
+                    control.record_status(repos, want, now=services.clock(), thread=THREAD, pid=os.getpid())
                     persona.extra["reported"] = (want, self.token)
             if want != "running":
                 return CONTROL_POLL_S
             self._maybe_dream(persona)
             self._maybe_fetch_feeds(persona)
-            if not agent.interrupted and not idle_should_wake(agent, svc.clock()):
+            if not agent.interrupted and not idle_should_wake(agent, services.clock()):
                 self._defer_task_ticks(persona)
                 return IDLE_POLL_S
             for mode, data in agent.stream(None, events=True):
                 persona.journal(mode, data)
             state = agent.state()
-            with svc.db.unit() as repos:
+            with services.db.unit() as repos:
                 checkpoint_session(repos, self._session(persona, repos))
             self._defer_task_ticks(persona)
             with self.fleet.registry() as registry:
-                registry.record_tick(name, at=svc.clock(), worker=self.token)
+                registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
                 persona.degraded_streak += 1
                 return min(MAX_DEGRADED_BACKOFF_S, 2.0 ** persona.degraded_streak)
@@ -194,34 +194,34 @@ class WorkerRuntime:
         running = [s for s in repos.sessions.running() if s.thread_id == THREAD]
         if running:
             return running[0].id
-        svc = persona.services
-        session_id, _ = open_session(repos, THREAD, playbook=persona.agent.playbook.name, persona=svc.persona.name,
-                                     now=svc.clock())
+        services = persona.services
+        session_id, _ = open_session(repos, THREAD, playbook=persona.agent.playbook.name, persona=services.persona.name,
+                                     now=services.clock())
         return session_id
 
     def _maybe_fetch_feeds(self, persona: OpenPersona) -> None:
         """The persona's RSS/Atom feeds that are due (or that its world check asked for), between its ticks."""
-        svc = persona.services
-        now = svc.clock()
+        services = persona.services
+        now = services.clock()
         checked = persona.extra.get("feeds_checked")
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             asked = bool(repos.config.get(FETCH_NOW_KEY))
         if checked is not None and now - checked < FEEDS_CHECK_EVERY and not asked:
             return
         persona.extra["feeds_checked"] = now
         try:
-            refresh_feeds(svc.db, svc.settings, svc.clock, thread_id=THREAD)
+            refresh_feeds(services.db, services.settings, services.clock, thread_id=THREAD)
         except Exception:  # noqa: BLE001 - reading feeds must never stop the persona
             log.exception("persona %s: fetching feeds failed", persona.name)
 
     def _maybe_dream(self, persona: OpenPersona) -> None:
-        svc = persona.services
-        now = svc.clock()
+        services = persona.services
+        now = services.clock()
         if persona.dream_checked is not None and now - persona.dream_checked < DREAM_CHECK_EVERY:
             return
         persona.dream_checked = now
-        with svc.db.unit() as repos:
-            reason = dream_due(repos, now, svc.settings.zone(), svc.settings.dreaming, started=persona.started)
+        with services.db.unit() as repos:
+            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=persona.started)
         if reason is not None:
             self.scheduler.dream(persona.name)
 
@@ -234,9 +234,10 @@ class WorkerRuntime:
         if not self._active(name):
             return None
         persona = self.persona(name)
-        svc = persona.services
-        with svc.db.unit() as repos:
-            reason = dream_due(repos, svc.clock(), svc.settings.zone(), svc.settings.dreaming, started=persona.started)
+        services = persona.services
+        with services.db.unit() as repos:
+            reason = dream_due(repos, services.clock(), services.settings.zone(), services.settings.dreaming,
+                               started=persona.started)
         if reason is None:
             return None
         dreamer = persona.extra.get("dreamer")
@@ -250,7 +251,7 @@ class WorkerRuntime:
             return dreamer.outputs().get("dream")
         except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; dream_due waits a day
             log.exception("persona %s: dream failed", name)
-            with svc.db.unit() as repos:
+            with services.db.unit() as repos:
                 repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
                                     status="error", thread_id=THREAD)
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}

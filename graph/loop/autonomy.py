@@ -40,15 +40,15 @@ class Autonomy:
         self.started = agent.services.clock()
 
     def start(self) -> None:
-        svc = self.agent.services
-        with svc.db.unit() as repos:
+        services = self.agent.services
+        with services.db.unit() as repos:
             self.session_id, told = open_session(repos, self.agent.thread_id, playbook=self.agent.playbook.name,
-                                                 persona=svc.persona.name, now=svc.clock())
+                                                 persona=services.persona.name, now=services.clock())
         for text in told:
             if self.notify:
                 self.notify(text)
         self.tasks.resume_interrupted(self.notify)
-        recovered = svc.background().recover()  # jobs a stopped process recorded: started, or marked offline
+        recovered = services.background().recover()  # jobs a stopped process recorded: started, or marked offline
         if recovered["offline"] and self.notify:
             self.notify(f"{recovered['offline']} background process(es) were lost when the last run stopped")
 
@@ -67,13 +67,13 @@ class Autonomy:
     def maybe_fetch_feeds(self) -> dict[str, int] | None:
         """Fetch the feeds that are due (config.yaml feeds.every_minutes; at once when the world check asked),
         between ticks and while idle; a feed that fails is logged and tried at its next turn."""
-        svc = self.agent.services
-        now = svc.clock()
+        services = self.agent.services
+        now = services.clock()
         if self.feeds_checked is not None and now - self.feeds_checked < FEEDS_CHECK_EVERY and not self._fetch_asked():
             return None
         self.feeds_checked = now
         try:
-            counts = refresh_feeds(svc.db, svc.settings, svc.clock, thread_id=self.agent.thread_id)
+            counts = refresh_feeds(services.db, services.settings, services.clock, thread_id=self.agent.thread_id)
         except Exception:  # noqa: BLE001 - reading feeds must never stop the persona
             log.exception("fetching feeds failed")
             return None
@@ -87,16 +87,16 @@ class Autonomy:
 
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
         """Run the dream playbook when it is due (persona/dreaming.py); returns its result, or None."""
-        svc = self.agent.services
-        now = svc.clock()
+        services = self.agent.services
+        now = services.clock()
         if self.dream_checked is not None and now - self.dream_checked < DREAM_CHECK_EVERY:
             return None  # the loop also spins while idle: the settings and queries need not run every poll
         self.dream_checked = now
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             thread = repos.threads.get(self.agent.thread_id)
             if thread is not None and thread.parent_id is not None:
                 return None
-            reason = dream_due(repos, now, svc.settings.zone(), svc.settings.dreaming, started=self.started)
+            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=self.started)
         if reason is None or self.dream_failed_on == now.date():
             return None
         if self.dream_agent is None:
@@ -110,7 +110,7 @@ class Autonomy:
         except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; tried again tomorrow
             log.exception("dream failed")
             self.dream_failed_on = now.date()
-            with svc.db.unit() as repos:
+            with services.db.unit() as repos:
                 repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
                                     status="error", thread_id=self.agent.thread_id)
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}

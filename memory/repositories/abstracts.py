@@ -22,8 +22,8 @@ class AbstractRepo(TierRepo):
             trigger: str = "manual", thread_id: str | None = None) -> Abstract:
         row = Abstract(title=title, summary=summary, tags=list(tags), sources=list(sources), trigger=trigger,
                        thread_id=thread_id)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         self.items.put("abstract", row.id, summary, title=title, tags=row.tags, importance=0.6, thread_id=thread_id)
         return row
 
@@ -39,7 +39,7 @@ class AbstractRepo(TierRepo):
         return row
 
     def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5) -> list[Abstract]:
-        rows = list(self.s.scalars(_newest(since is not None),
+        rows = list(self.session.scalars(_newest(since is not None),
                                    {"since": since, "limit": limit * 10 if tags else limit}).all())
         if tags:
             wanted = {t.lower() for t in tags}
@@ -48,8 +48,8 @@ class AbstractRepo(TierRepo):
 
     def of_thread(self, thread_id: str, limit: int) -> list[Abstract]:
         """The thread's newest `limit` abstracts, newest first."""
-        return list(self.s.scalars(select(Abstract).where(Abstract.thread_id == thread_id)
+        return list(self.session.scalars(select(Abstract).where(Abstract.thread_id == thread_id)
                                    .order_by(Abstract.id.desc()).limit(limit)).all())
 
     def latest(self) -> Abstract | None:
-        return self.s.scalars(select(Abstract).order_by(Abstract.id.desc()).limit(1)).first()
+        return self.session.scalars(select(Abstract).order_by(Abstract.id.desc()).limit(1)).first()

@@ -32,21 +32,21 @@ def prepared(build: Callable[..., S]) -> Callable[..., S]:
 
 class Repo:
     def __init__(self, session: Session):
-        self.s = session
+        self.session = session
 
     def _upsert(self, row: Any, model: type, fields: dict[str, Any]) -> Any:
         """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""
         if row is None:
             row = model(**fields)
-            self.s.add(row)
+            self.session.add(row)
         else:
             for name, value in fields.items():
                 setattr(row, name, value)
-        self.s.flush()
+        self.session.flush()
         return row
 
     def _get(self, model: type, row_id: int) -> Any:
-        row = self.s.get(model, int(row_id))
+        row = self.session.get(model, int(row_id))
         if row is None:
             raise NotFound(f"no {model.__tablename__.rstrip('s')} {row_id}")
         return row
@@ -86,8 +86,8 @@ class StatusTierRepo(Archivable, TierRepo):
         raise NotImplementedError
 
     def _insert(self, row: Any) -> Any:
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         self._index(row)
         return row
 
@@ -101,18 +101,18 @@ class StatusTierRepo(Archivable, TierRepo):
             self.items.set_status_of(self.tier, row.id, row.status)
 
     def _set_status(self, row_id: int, status: str) -> bool:
-        row = self.s.get(self.model, int(row_id))
+        row = self.session.get(self.model, int(row_id))
         if row is None:
             return False
         changed = self.items.set_status_of(self.tier, row.id, status)
         if row.status != status:
             row.status, row.updated_at, changed = status, utcnow(), True
-            self.s.flush()
+            self.session.flush()
         return changed
 
     def purge(self, row_id: int) -> None:
         """Delete the row and its catalogue item for good (a human's delete; the persona archives)."""
-        self.s.delete(self._get(self.model, row_id))
+        self.session.delete(self._get(self.model, row_id))
         self.items.remove(self.tier, row_id)
 
 
@@ -126,18 +126,18 @@ class NamedRowRepo(Archivable, Repo):
     def find(self, ref: str | int) -> Any:
         from sqlalchemy import select
 
-        row = self.s.get(self.model, int(ref)) if str(ref).isdigit() else self.s.scalars(
+        row = self.session.get(self.model, int(ref)) if str(ref).isdigit() else self.session.scalars(
             select(self.model).where(self.model.name == str(ref))).first()
         if row is None:
             raise NotFound(f"no {self.what} {ref!r}")
         return row
 
     def _set_status(self, row_id: int, status: str) -> bool:
-        row = self.s.get(self.model, int(row_id))
+        row = self.session.get(self.model, int(row_id))
         if row is None or row.status == status:
             return False
         row.status = status
         if hasattr(row, "updated_at"):
             row.updated_at = utcnow()
-        self.s.flush()
+        self.session.flush()
         return True

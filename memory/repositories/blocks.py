@@ -24,16 +24,16 @@ def _named() -> Select:
 
 class BlockRepo(Repo):
     def get(self, name: str) -> MemoryBlock:
-        block = self.s.get(MemoryBlock, name)
+        block = self.session.get(MemoryBlock, name)
         if block is None:
             block = MemoryBlock(name=name, content="", char_limit=BLOCK_LIMITS.get(name, 2000))
-            self.s.add(block)
-            self.s.flush()
+            self.session.add(block)
+            self.session.flush()
         return block
 
     def many(self, *names: str) -> dict[str, MemoryBlock]:
         """Several blocks in one query (each made, empty, when it does not exist yet)."""
-        found = {b.name: b for b in self.s.scalars(_named(), {"names": list(names)}).all()}
+        found = {b.name: b for b in self.session.scalars(_named(), {"names": list(names)}).all()}
         return {name: found[name] if name in found else self.get(name) for name in names}
 
     def write(self, name: str, content: str, keep_previous: bool = True) -> MemoryBlock:
@@ -43,9 +43,9 @@ class BlockRepo(Repo):
             raise MemoryLimitError(f"{name} would be {len(content)} chars, over its {block.char_limit}-char limit; "
                                    f"nothing saved — shorten it or replace old text first")
         if keep_previous and block.content and block.content != content:
-            self.s.add(MemoryBlockVersion(name=name, content=block.content))
+            self.session.add(MemoryBlockVersion(name=name, content=block.content))
         block.content, block.updated_at = content, utcnow()
-        self.s.flush()
+        self.session.flush()
         return block
 
     def versions(self, name: str | None = None, limit: int = 10) -> list[MemoryBlockVersion]:
@@ -53,11 +53,11 @@ class BlockRepo(Repo):
         q = select(MemoryBlockVersion)
         if name is not None:
             q = q.where(MemoryBlockVersion.name == name)
-        return list(self.s.scalars(q.order_by(MemoryBlockVersion.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(MemoryBlockVersion.id.desc()).limit(limit)).all())
 
     def restore_version(self, name: str, version_id: int) -> bool:
         """Put a replaced version back (what it replaces becomes a version in turn); False if there is none."""
-        version = self.s.get(MemoryBlockVersion, int(version_id))
+        version = self.session.get(MemoryBlockVersion, int(version_id))
         if version is None or version.name != name:
             return False
         self.write(name, version.content)

@@ -15,15 +15,15 @@ class AgentTableRepo(NamedRowRepo):
     model, what = AgentTable, "table"
 
     def add(self, name: str, columns: list[str], description: str) -> AgentTable:
-        existing = self.s.scalars(select(AgentTable).where(AgentTable.name == name)).first()
+        existing = self.session.scalars(select(AgentTable).where(AgentTable.name == name)).first()
         if existing is not None and existing.status == "active":
             raise ValueError(f"a table named {name!r} exists already")
         if existing is not None:  # an archived one of that name: made anew, its old rows stay with it archived
             existing.name = f"{name}~{existing.id}"
-            self.s.flush()
+            self.session.flush()
         row = AgentTable(name=name, columns=list(columns), description=description)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def active(self, name: str) -> AgentTable:
@@ -36,18 +36,18 @@ class AgentTableRepo(NamedRowRepo):
         q = select(AgentTable)
         if not include_archived:
             q = q.where(AgentTable.status == "active")
-        return list(self.s.scalars(q.order_by(AgentTable.name)).all())
+        return list(self.session.scalars(q.order_by(AgentTable.name)).all())
 
     def insert(self, table: AgentTable, data: dict[str, Any]) -> AgentTableRow:
         row = AgentTableRow(table_id=table.id, data=dict(data))
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def rows(self, table: AgentTable, *, where: dict[str, Any] | None = None, limit: int = 20) -> list[AgentTableRow]:
         """Rows newest first, those whose columns equal `where` (compared as text)."""
         found = []
-        for row in self.s.scalars(select(AgentTableRow).where(AgentTableRow.table_id == table.id)
+        for row in self.session.scalars(select(AgentTableRow).where(AgentTableRow.table_id == table.id)
                                   .order_by(AgentTableRow.id.desc())).all():
             if all(str(row.data.get(k)) == str(v) for k, v in (where or {}).items()):
                 found.append(row)
@@ -56,7 +56,7 @@ class AgentTableRepo(NamedRowRepo):
         return found
 
     def count(self, table: AgentTable) -> int:
-        return len(self.s.scalars(select(AgentTableRow.id).where(AgentTableRow.table_id == table.id)).all())
+        return len(self.session.scalars(select(AgentTableRow.id).where(AgentTableRow.table_id == table.id)).all())
 
 
 class RecordRepo(Archivable, Repo):
@@ -64,14 +64,14 @@ class RecordRepo(Archivable, Repo):
 
     def put(self, kind: str, name: str, data: dict[str, Any]) -> tuple[AgentRecord, bool]:
         """Add the entry, or replace an archived or existing one of that name; (row, replaced)."""
-        row = self.s.scalars(select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == name)).first()
+        row = self.session.scalars(select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == name)).first()
         if row is None:
             row = AgentRecord(kind=kind, name=name, data=dict(data))
-            self.s.add(row)
-            self.s.flush()
+            self.session.add(row)
+            self.session.flush()
             return row, False
         row.data, row.status, row.updated_at = dict(data), "active", utcnow()
-        self.s.flush()
+        self.session.flush()
         return row, True
 
     def list(self, kind: str, *, prefix: str | None = None, include_archived: bool = False) -> list[AgentRecord]:
@@ -80,10 +80,10 @@ class RecordRepo(Archivable, Repo):
             q = q.where(AgentRecord.name.startswith(prefix, autoescape=True))
         if not include_archived:
             q = q.where(AgentRecord.status == "active")
-        return list(self.s.scalars(q.order_by(AgentRecord.name)).all())
+        return list(self.session.scalars(q.order_by(AgentRecord.name)).all())
 
     def find(self, kind: str, ref: str | int) -> AgentRecord:
-        row = self.s.get(AgentRecord, int(ref)) if str(ref).isdigit() else self.s.scalars(
+        row = self.session.get(AgentRecord, int(ref)) if str(ref).isdigit() else self.session.scalars(
             select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == str(ref))).first()
         if row is None or row.kind != kind:
             raise NotFound(f"no {kind.replace('_', ' ')} {ref!r}")
@@ -94,9 +94,9 @@ class RecordRepo(Archivable, Repo):
         return {r.name[len(prefix):]: float(r.data.get("score", 0)) for r in self.list("rating", prefix=prefix)}
 
     def _set_status(self, row_id: int, status: str) -> bool:
-        row = self.s.get(AgentRecord, int(row_id))
+        row = self.session.get(AgentRecord, int(row_id))
         if row is None or row.status == status:
             return False
         row.status, row.updated_at = status, utcnow()
-        self.s.flush()
+        self.session.flush()
         return True

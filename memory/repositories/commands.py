@@ -13,12 +13,12 @@ from memory.repositories.base import Repo
 
 class CommandRepo(Repo):
     def get(self, cmd_key: str) -> ExecutedCommand | None:
-        return self.s.scalars(select(ExecutedCommand).where(ExecutedCommand.cmd_key == cmd_key)).first()
+        return self.session.scalars(select(ExecutedCommand).where(ExecutedCommand.cmd_key == cmd_key)).first()
 
     def record(self, **fields: Any) -> ExecutedCommand:
         row = ExecutedCommand(**fields)
-        self.s.add(row)
-        self.s.flush()  # raises IntegrityError on a duplicate cmd_key
+        self.session.add(row)
+        self.session.flush()  # raises IntegrityError on a duplicate cmd_key
         return row
 
     def set_status(self, cmd_key: str, status: str, result: str) -> bool:
@@ -27,12 +27,12 @@ class CommandRepo(Repo):
         if row is None:
             return False
         row.status, row.result = status, result
-        self.s.flush()
+        self.session.flush()
         return True
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[ExecutedCommand]:
         """The commands seen in these ticks of a thread, in the order they were recorded."""
-        return list(self.s.scalars(select(ExecutedCommand).where(
+        return list(self.session.scalars(select(ExecutedCommand).where(
             ExecutedCommand.thread_id == thread_id, ExecutedCommand.tick.in_(list(ticks)))
             .order_by(ExecutedCommand.id)).all())
 
@@ -40,4 +40,4 @@ class CommandRepo(Repo):
         q = select(ExecutedCommand)
         if thread_id:
             q = q.where(ExecutedCommand.thread_id == thread_id)
-        return list(reversed(self.s.scalars(q.order_by(ExecutedCommand.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(q.order_by(ExecutedCommand.id.desc()).limit(limit)).all()))

@@ -36,7 +36,7 @@ class ConceptRepo(StatusTierRepo):
         return self._insert(concept)
 
     def by_name(self, name: str) -> Concept | None:
-        return self.s.scalars(select(Concept).where(func.lower(Concept.name) == name.lower())).first()
+        return self.session.scalars(select(Concept).where(func.lower(Concept.name) == name.lower())).first()
 
     def resolve(self, ref: int | str) -> Concept:
         if isinstance(ref, int) or str(ref).isdigit():
@@ -50,18 +50,19 @@ class ConceptRepo(StatusTierRepo):
         q = select(Concept)
         if not include_archived:
             q = q.where(Concept.status == "active")
-        return list(self.s.scalars(q.order_by(Concept.pinned.desc(), Concept.weight.desc(), Concept.id).limit(limit)).all())
+        return list(self.session.scalars(
+            q.order_by(Concept.pinned.desc(), Concept.weight.desc(), Concept.id).limit(limit)).all())
 
     def newer_than(self, concept_id: int, limit: int) -> list[Concept]:
         """The newest `limit` concepts after `concept_id`, archived ones too, newest first."""
-        return list(self.s.scalars(select(Concept).where(Concept.id > concept_id)
+        return list(self.session.scalars(select(Concept).where(Concept.id > concept_id)
                                    .order_by(Concept.id.desc()).limit(limit)).all())
 
     def names(self, concept_ids: Iterable[int]) -> dict[int, str]:
         ids = list(concept_ids)
         if not ids:
             return {}
-        return dict(self.s.execute(select(Concept.id, Concept.name).where(Concept.id.in_(ids))).tuples().all())
+        return dict(self.session.execute(select(Concept.id, Concept.name).where(Concept.id.in_(ids))).tuples().all())
 
     def update(self, concept_id: int, **fields: Any) -> Concept:
         concept = self.get(concept_id)
@@ -74,16 +75,16 @@ class ConceptRepo(StatusTierRepo):
 
     def archive(self, concept_id: int) -> bool:
         changed = super().archive(concept_id)
-        links = self.s.scalars(select(ConceptLink).where(_touching(int(concept_id)), ConceptLink.status == "active")).all()
+        links = self.session.scalars(select(ConceptLink).where(_touching(int(concept_id)), ConceptLink.status == "active")).all()
         for link in links:
             link.status, link.updated_at = LINK_ARCHIVED_WITH_CONCEPT, utcnow()
         return changed or bool(links)
 
     def restore(self, concept_id: int) -> bool:
         changed = super().restore(concept_id)
-        links = self.s.scalars(select(ConceptLink).where(_touching(int(concept_id)),
+        links = self.session.scalars(select(ConceptLink).where(_touching(int(concept_id)),
                                                          ConceptLink.status == LINK_ARCHIVED_WITH_CONCEPT)).all()
-        active = {c.id for c in self.s.scalars(select(Concept).where(
+        active = {c.id for c in self.session.scalars(select(Concept).where(
             Concept.id.in_({link.source_id for link in links} | {link.target_id for link in links}),
             Concept.status == "active")).all()}
         back = [link for link in links if {link.source_id, link.target_id} <= active]
@@ -94,9 +95,9 @@ class ConceptRepo(StatusTierRepo):
     def purge(self, concept_id: int) -> None:
         """Delete the concept, its links and its catalogue item for good (a human's delete); the links one by one,
         so the memory history sees each go."""
-        for link in self.s.scalars(select(ConceptLink).where(_touching(int(concept_id)))).all():
-            self.s.delete(link)
-        self.s.flush()
+        for link in self.session.scalars(select(ConceptLink).where(_touching(int(concept_id)))).all():
+            self.session.delete(link)
+        self.session.flush()
         super().purge(concept_id)
 
 
@@ -106,8 +107,8 @@ class LinkRepo(Repo):
         for concept_id in (source_id, target_id):
             self._get(Concept, concept_id)
         link = ConceptLink(source_id=source_id, target_id=target_id, relation=relation, weight=weight, tags=list(tags))
-        self.s.add(link)
-        self.s.flush()
+        self.session.add(link)
+        self.session.flush()
         return link
 
     def get(self, link_id: int) -> ConceptLink:
@@ -119,7 +120,7 @@ class LinkRepo(Repo):
             q = q.where(ConceptLink.status == "active")
         if concept_id is not None:
             q = q.where(_touching(concept_id))
-        return list(self.s.scalars(q.order_by(ConceptLink.id).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(ConceptLink.id).limit(limit)).all())
 
     def update(self, link_id: int, **fields: Any) -> ConceptLink:
         link = self.get(link_id)
@@ -131,14 +132,14 @@ class LinkRepo(Repo):
 
     def archive(self, link_id: int) -> bool:
         """Archive the link itself: it stays archived when its concepts are restored."""
-        link = self.s.get(ConceptLink, int(link_id))
+        link = self.session.get(ConceptLink, int(link_id))
         if link is None or link.status == "archived":
             return False
         link.status, link.updated_at = "archived", utcnow()
         return True
 
     def restore(self, link_id: int) -> bool:
-        link = self.s.get(ConceptLink, int(link_id))
+        link = self.session.get(ConceptLink, int(link_id))
         if link is None or link.status == "active":
             return False
         for concept_id in (link.source_id, link.target_id):
@@ -148,8 +149,8 @@ class LinkRepo(Repo):
         return True
 
     def archived(self, limit: int = 10) -> list[ConceptLink]:
-        return list(self.s.scalars(select(ConceptLink).where(ConceptLink.status.in_(ARCHIVED_LINK_STATUSES))
+        return list(self.session.scalars(select(ConceptLink).where(ConceptLink.status.in_(ARCHIVED_LINK_STATUSES))
                                    .order_by(ConceptLink.updated_at.desc(), ConceptLink.id.desc()).limit(limit)).all())
 
     def purge(self, link_id: int) -> None:
-        self.s.delete(self.get(link_id))
+        self.session.delete(self.get(link_id))

@@ -44,7 +44,7 @@ class ConfigRepo(Repo):
         prefixes = tuple(p for p in prefixes if p not in self._prefixes)
         if not wanted and not prefixes:
             return
-        for row in self.s.scalars(_keys(prefixes), {"keys": wanted}).all():
+        for row in self.session.scalars(_keys(prefixes), {"keys": wanted}).all():
             self._rows[row.key] = row
         for key in wanted:
             self._rows.setdefault(key, None)
@@ -58,13 +58,13 @@ class ConfigRepo(Repo):
         row = self._row(key)
         if row is None:
             row = self._rows[key] = ConfigEntry(key=key, value=value)
-            self.s.add(row)
+            self.session.add(row)
         elif row.value == value:
             return
         else:
             row.value = value
             row.updated_at = utcnow()
-        self.s.flush()
+        self.session.flush()
 
     def many(self, *keys: str) -> dict[str, Any]:
         """Several keys in one query (absent ones are None)."""
@@ -78,7 +78,7 @@ class ConfigRepo(Repo):
                 if key.startswith(prefix) and row is not None and row.value is not None}
 
     def all(self) -> dict[str, Any]:
-        return {row.key: row.value for row in self.s.scalars(select(ConfigEntry)).all()}
+        return {row.key: row.value for row in self.session.scalars(select(ConfigEntry)).all()}
 
     def vector_database(self) -> str:
         """This database's own database on a Chroma server, named once: personas that share a server never share

@@ -52,32 +52,32 @@ class ApprovalRepo(Repo):
         if existing is not None:
             return existing, False
         wanted = canonical_args(fields.get("args"))
-        for row in self.s.scalars(select(Approval).where(Approval.status == "pending", Approval.type == fields["type"])
+        for row in self.session.scalars(select(Approval).where(Approval.status == "pending", Approval.type == fields["type"])
                                   .order_by(Approval.id)).all():
             if canonical_args(row.args) == wanted:
                 return row, False
         row = Approval(**fields)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row, True
 
     def get(self, approval_id: int) -> Approval | None:
-        return self.s.get(Approval, int(approval_id))
+        return self.session.get(Approval, int(approval_id))
 
     def by_cmd_key(self, cmd_key: str) -> Approval | None:
-        return self.s.scalars(select(Approval).where(Approval.cmd_key == cmd_key)).first()
+        return self.session.scalars(select(Approval).where(Approval.cmd_key == cmd_key)).first()
 
     def pending(self, limit: int | None = None) -> list[Approval]:
         """Waiting approvals, oldest first."""
         q = select(Approval).where(Approval.status == "pending").order_by(Approval.id)
-        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+        return list(self.session.scalars(q.limit(limit) if limit else q).all())
 
     def list(self, status: str | None = None, limit: int = 50) -> list[Approval]:
         """Approvals newest first, of one status or all."""
         q = select(Approval)
         if status is not None:
             q = q.where(Approval.status == status)
-        return list(self.s.scalars(q.order_by(Approval.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(Approval.id.desc()).limit(limit)).all())
 
     def decide(self, approval_id: int, status: str, by: str, reason: str, now: datetime) -> Approval:
         """Approve, deny or expire a pending approval. Raises ValueError naming its status when it is not pending
@@ -85,7 +85,7 @@ class ApprovalRepo(Repo):
         _one_of("a decision", status, DECISION_STATUSES)
         moved = self._move(approval_id, "pending", status=status, decided_at=now, decided_by=by,
                            decision_reason=reason)
-        row = self.s.get(Approval, int(approval_id), populate_existing=True)
+        row = self.session.get(Approval, int(approval_id), populate_existing=True)
         if row is None:
             raise NotFound(f"no approval {approval_id}")
         if not moved:
@@ -94,7 +94,7 @@ class ApprovalRepo(Repo):
 
     def approved_unexecuted(self, root_thread: str | None = None) -> list[Approval]:
         """Approved and not yet run, oldest first (of one root thread's commands, or all)."""
-        return list(self.s.scalars(_approved(root_thread is not None), {"root_thread": root_thread}).all())
+        return list(self.session.scalars(_approved(root_thread is not None), {"root_thread": root_thread}).all())
 
     def mark_executed(self, approval_id: int, result: str, now: datetime) -> bool:
         """Record that the approved command ran; False when another process recorded it first (then this
@@ -106,11 +106,11 @@ class ApprovalRepo(Repo):
 
     def decided_since(self, after: datetime) -> list[Approval]:
         """Approvals decided after `after`, in the order they were decided (what an idle loop wakes up for)."""
-        return list(self.s.scalars(select(Approval).where(Approval.decided_at > after)
+        return list(self.session.scalars(select(Approval).where(Approval.decided_at > after)
                                    .order_by(Approval.decided_at, Approval.id)).all())
 
     def _move(self, approval_id: int, from_status: str, **values: Any) -> bool:
-        result = self.s.execute(update(Approval).where(Approval.id == int(approval_id), Approval.status == from_status)
+        result = self.session.execute(update(Approval).where(Approval.id == int(approval_id), Approval.status == from_status)
                                 .values(**values))
         return result.rowcount == 1
 
@@ -120,8 +120,8 @@ class AuditRepo(Repo):
         _one_of("decision", fields.get("decision"), AUDIT_DECISIONS)
         _one_of("actor", fields.get("actor"), AUDIT_ACTORS)
         row = AuditEntry(**fields)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def recent(self, limit: int = 50, thread_id: str | None = None) -> list[AuditEntry]:
@@ -129,8 +129,8 @@ class AuditRepo(Repo):
         q = select(AuditEntry)
         if thread_id is not None:
             q = q.where(AuditEntry.thread_id == thread_id)
-        return list(reversed(self.s.scalars(q.order_by(AuditEntry.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(q.order_by(AuditEntry.id.desc()).limit(limit)).all()))
 
     def for_approval(self, approval_id: int) -> list[AuditEntry]:
-        return list(self.s.scalars(select(AuditEntry).where(AuditEntry.approval_id == approval_id)
+        return list(self.session.scalars(select(AuditEntry).where(AuditEntry.approval_id == approval_id)
                                    .order_by(AuditEntry.id)).all())

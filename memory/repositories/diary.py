@@ -32,14 +32,14 @@ class DiaryRepo(StatusTierRepo):
             q = q.where(DiaryEntry.status == "active")
         if pinned_only:
             q = q.where(DiaryEntry.pinned.is_(True))
-        rows = list(self.s.scalars(q.order_by(DiaryEntry.id.desc()).limit(limit * (5 if tag else 1))).all())
+        rows = list(self.session.scalars(q.order_by(DiaryEntry.id.desc()).limit(limit * (5 if tag else 1))).all())
         if tag:
             rows = [r for r in rows if tag in (r.tags or [])][:limit]
         return list(reversed(rows))
 
     def newer_than(self, entry_id: int, limit: int) -> list[DiaryEntry]:
         """The newest `limit` entries after `entry_id`, archived ones too, newest first."""
-        return list(self.s.scalars(select(DiaryEntry).where(DiaryEntry.id > entry_id)
+        return list(self.session.scalars(select(DiaryEntry).where(DiaryEntry.id > entry_id)
                                    .order_by(DiaryEntry.id.desc()).limit(limit)).all())
 
     def update(self, entry_id: int, *, text: str | None = None, tags: list[str] | None = None,

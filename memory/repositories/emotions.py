@@ -29,13 +29,13 @@ class EmotionLogRepo(Repo):
             thread_id: str | None = None, tick: int | None = None, created_at: datetime | None = None) -> EmotionLogEntry:
         row = EmotionLogEntry(emotion=emotion, strength=strength, subject=subject, snippet=snippet[:200],
                               thread_id=thread_id, tick=tick, created_at=created_at or utcnow())
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def recent(self, subject: str | None = None, limit: int = 20, *, thread_id: str | None = None,
                tick: int | None = None, since: datetime | None = None) -> list[EmotionLogEntry]:
         q = _newest(bool(subject), thread_id is not None, tick is not None, since is not None)
-        rows = self.s.scalars(q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since,
+        rows = self.session.scalars(q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since,
                                   "limit": limit}).all()
         return list(reversed(rows))

@@ -23,10 +23,10 @@ def _by_name() -> Select:
 class EntityRepo(TierRepo):
     def find(self, name: str) -> Entity | None:
         key = entity_key(name)
-        row = self.s.scalars(select(Entity).where(Entity.key == key)).first()
+        row = self.session.scalars(select(Entity).where(Entity.key == key)).first()
         if row is not None:
             return row
-        for candidate in self.s.scalars(select(Entity)).all():  # aliases are few; entities are not millions
+        for candidate in self.session.scalars(select(Entity)).all():  # aliases are few; entities are not millions
             if key in {entity_key(a) for a in candidate.aliases or []}:
                 return candidate
         return None
@@ -38,7 +38,7 @@ class EntityRepo(TierRepo):
         if row is None:
             row = Entity(key=entity_key(name), name=name.strip(), kind=kind or "thing", description="",
                          aliases=[], facts=[])
-            self.s.add(row)
+            self.session.add(row)
         if kind:
             row.kind = kind
         if description and description not in (row.description or ""):
@@ -47,7 +47,7 @@ class EntityRepo(TierRepo):
         extra = [a for a in aliases if entity_key(a) != row.key]
         row.aliases = list(dict.fromkeys([*(row.aliases or []), *extra]))
         row.updated_at = utcnow()
-        self.s.flush()
+        self.session.flush()
         self._index(row)
         return row
 
@@ -71,20 +71,20 @@ class EntityRepo(TierRepo):
         if aliases is not None:
             row.aliases = [a for a in aliases if entity_key(a) != row.key]
         row.updated_at = utcnow()
-        self.s.flush()
+        self.session.flush()
         self._index(row)
         return row
 
     def purge(self, entity_id: int) -> None:
         """Delete the entity and its catalogue item for good (a human's delete)."""
-        self.s.delete(self.get(entity_id))
+        self.session.delete(self.get(entity_id))
         self.items.remove("entity", entity_id)
 
     def get(self, entity_id: int) -> Entity:
         return self._get(Entity, entity_id)
 
     def all(self, limit: int = 500) -> list[Entity]:
-        return list(self.s.scalars(_by_name(), {"limit": limit}).all())
+        return list(self.session.scalars(_by_name(), {"limit": limit}).all())
 
     def mentioned_in(self, text: str, limit: int = 3) -> list[Entity]:
         lowered = text.lower()

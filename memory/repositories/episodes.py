@@ -26,10 +26,10 @@ class EpisodeRepo(TierRepo):
         row = self.get(period, start)
         if row is None:
             row = Episode(period=period, start=start, summary=summary)
-            self.s.add(row)
+            self.session.add(row)
         row.summary, row.key_events, row.emotional_tone = summary, list(key_events), emotional_tone
         row.sources = list(sources)
-        self.s.flush()
+        self.session.flush()
         self._index(row)
         return row
 
@@ -45,7 +45,7 @@ class EpisodeRepo(TierRepo):
         q = select(Episode)
         if period:
             q = q.where(Episode.period == period)
-        return list(self.s.scalars(q.order_by(Episode.start.desc(), Episode.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(Episode.start.desc(), Episode.id.desc()).limit(limit)).all())
 
     def update(self, episode_id: int, *, summary: str | None = None, emotional_tone: str | None = None,
                key_events: list[str] | None = None) -> Episode:
@@ -56,30 +56,30 @@ class EpisodeRepo(TierRepo):
             row.emotional_tone = emotional_tone
         if key_events is not None:
             row.key_events = list(key_events)
-        self.s.flush()
+        self.session.flush()
         self._index(row)
         return row
 
     def purge(self, episode_id: int) -> None:
         """Delete the episode and its catalogue item for good (a human's delete)."""
-        self.s.delete(self.by_id(episode_id))
+        self.session.delete(self.by_id(episode_id))
         self.items.remove("episode", episode_id)
 
     def latest(self, counts: dict[str, int]) -> dict[str, list[Episode]]:
         """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several)."""
         found: dict[str, list[Episode]] = {period: [] for period in counts}
-        for row in self.s.scalars(_latest(tuple(counts.items()))).all():
+        for row in self.session.scalars(_latest(tuple(counts.items()))).all():
             found[row.period].append(row)
         return found
 
     def recent(self, period: str = "day", limit: int = 3) -> list[Episode]:
-        rows = self.s.scalars(select(Episode).where(Episode.period == period)
+        rows = self.session.scalars(select(Episode).where(Episode.period == period)
                               .order_by(Episode.start.desc()).limit(limit)).all()
         return list(reversed(rows))
 
     def get(self, period: str, start: str) -> Episode | None:
-        return self.s.scalars(select(Episode).where(Episode.period == period, Episode.start == start)).first()
+        return self.session.scalars(select(Episode).where(Episode.period == period, Episode.start == start)).first()
 
     def between(self, period: str, first: str, last: str) -> list[Episode]:
-        return list(self.s.scalars(select(Episode).where(Episode.period == period, Episode.start >= first,
+        return list(self.session.scalars(select(Episode).where(Episode.period == period, Episode.start >= first,
                                                          Episode.start <= last).order_by(Episode.start)).all())

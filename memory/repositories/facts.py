@@ -18,8 +18,8 @@ class UnverifiedFactRepo(Repo):
             task_id: int | None = None) -> UnverifiedFact:
         row = UnverifiedFact(claim=claim, confidence=confidence, context=context, sources=list(sources),
                              why_unverified=why_unverified, priority=priority, message_id=message_id, task_id=task_id)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def get(self, fact_id: int) -> UnverifiedFact:
@@ -32,12 +32,12 @@ class UnverifiedFactRepo(Repo):
         for name, value in (("claim", claim), ("context", context), ("confidence", confidence), ("priority", priority)):
             if value is not None:
                 setattr(fact, name, value)
-        self.s.flush()
+        self.session.flush()
         return fact
 
     def purge(self, fact_id: int) -> None:
         """Delete the fact for good (a human's delete); its fact-check task stays."""
-        self.s.delete(self.get(fact_id))
+        self.session.delete(self.get(fact_id))
 
     def register(self, message_id: int, facts: list[dict[str, Any]], threshold: float = 0.7) -> list[UnverifiedFact]:
         """The facts of one output (idempotent per message). Below `threshold` a fact is `pending` with a
@@ -55,13 +55,13 @@ class UnverifiedFactRepo(Repo):
                 if row.priority >= 2:
                     task = Task(title=f"fact-check: {row.claim[:200]}", kind="fact-check", priority=row.priority,
                                 description=f"confidence {row.confidence:.2f}; {row.why_unverified}".strip("; "))
-                    self.s.add(task)
-                    self.s.flush()
+                    self.session.add(task)
+                    self.session.flush()
                 else:
                     if shared is None:
                         shared = Task(title=f"fact-check claims of message {message_id}", kind="fact-check", priority=1)
-                        self.s.add(shared)
-                        self.s.flush()
+                        self.session.add(shared)
+                        self.session.flush()
                     task = shared
                     task.description = "; ".join(filter(None, [task.description, f"{row.claim[:160]} ({row.confidence:.2f})"]))
                 row.task_id = task.id
@@ -69,14 +69,14 @@ class UnverifiedFactRepo(Repo):
         return rows
 
     def of_message(self, message_id: int) -> list[UnverifiedFact]:
-        return list(self.s.scalars(select(UnverifiedFact).where(UnverifiedFact.message_id == message_id)
+        return list(self.session.scalars(select(UnverifiedFact).where(UnverifiedFact.message_id == message_id)
                                    .order_by(UnverifiedFact.id)).all())
 
     def list(self, *, status: str | None = None, limit: int = 20) -> list[UnverifiedFact]:
         q = select(UnverifiedFact)
         if status:
             q = q.where(UnverifiedFact.status == status)
-        return list(self.s.scalars(q.order_by(UnverifiedFact.priority.desc(), UnverifiedFact.id).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(UnverifiedFact.priority.desc(), UnverifiedFact.id).limit(limit)).all())
 
     def resolve(self, fact_id: int, status: str, resolution: str = "") -> UnverifiedFact:
         """verified | rejected; the fact-check task closes with it (done / failed)."""
@@ -84,9 +84,9 @@ class UnverifiedFactRepo(Repo):
             raise ValueError(f"a fact is resolved as verified or rejected, not {status!r}")
         fact = self.get(fact_id)
         fact.status, fact.resolution = status, resolution or None
-        if fact.task_id is not None and (task := self.s.get(Task, fact.task_id)) is not None \
+        if fact.task_id is not None and (task := self.session.get(Task, fact.task_id)) is not None \
                 and task.status not in CLOSED_TASK_STATUSES:
-            open_facts = [f for f in self.s.scalars(select(UnverifiedFact).where(UnverifiedFact.task_id == task.id)).all()
+            open_facts = [f for f in self.session.scalars(select(UnverifiedFact).where(UnverifiedFact.task_id == task.id)).all()
                           if f.status in ("open", "pending")]
             if not open_facts:
                 task.status, task.completed_at, task.updated_at = "done", utcnow(), utcnow()

@@ -16,35 +16,35 @@ FEED_SOURCE = "feed"
 class FeedRepo(Repo):
     def subscribe(self, url: str, name: str, tags: list[str], added_by: str = "persona") -> tuple[Feed, bool]:
         """The feed for `url`, switched on (a feed the operator names is the operator's); (row, newly subscribed)."""
-        row = self.s.scalars(select(Feed).where(Feed.url == url)).first()
+        row = self.session.scalars(select(Feed).where(Feed.url == url)).first()
         if row is not None:
             changed = row.status != "active"
             row.status, row.name, row.tags = "active", name or row.name, list(tags) or list(row.tags or [])
             if added_by == "operator":
                 row.added_by = added_by
-            self.s.flush()
+            self.session.flush()
             return row, changed
         row = Feed(url=url, name=name, tags=list(tags), added_by=added_by)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row, True
 
     def get(self, feed_id: int) -> Feed:
         return self._get(Feed, feed_id)
 
     def by_url(self, url: str) -> Feed | None:
-        return self.s.scalars(select(Feed).where(Feed.url == url)).first()
+        return self.session.scalars(select(Feed).where(Feed.url == url)).first()
 
     def list(self, *, active_only: bool = True) -> list[Feed]:
         q = select(Feed)
         if active_only:
             q = q.where(Feed.status == "active")
-        return list(self.s.scalars(q.order_by(Feed.id)).all())
+        return list(self.session.scalars(q.order_by(Feed.id)).all())
 
     def unsubscribe(self, feed_id: int) -> Feed:
         row = self.get(feed_id)
         row.status = "off"
-        self.s.flush()
+        self.session.flush()
         return row
 
     def due(self, now: datetime, every_s: float) -> list[Feed]:
@@ -59,34 +59,34 @@ class FeedRepo(Repo):
         row.last_fetched_at, row.last_error = now, error
         if error is None:
             row.etag, row.modified = etag, modified
-        self.s.flush()
+        self.session.flush()
 
     def add_item(self, feed: Feed, guid: str, text: str, link: str, now: datetime) -> Note | None:
         """The entry as a note, unless it was taken before; None then."""
-        if self.s.scalars(select(FeedItem.id).where(FeedItem.feed_id == feed.id, FeedItem.guid == guid)).first():
+        if self.session.scalars(select(FeedItem.id).where(FeedItem.feed_id == feed.id, FeedItem.guid == guid)).first():
             return None
         note = Note(text=text, source=FEED_SOURCE, tags=["feed", f"feed:{feed.name}", *(feed.tags or [])],
                     links=link[:1000], read=False, created_at=now)
-        self.s.add(note)
-        self.s.flush()
-        self.s.add(FeedItem(feed_id=feed.id, guid=guid, note_id=note.id, created_at=now))
+        self.session.add(note)
+        self.session.flush()
+        self.session.add(FeedItem(feed_id=feed.id, guid=guid, note_id=note.id, created_at=now))
         feed.items_total = int(feed.items_total or 0) + 1
-        self.s.flush()
+        self.session.flush()
         return note
 
     def unread_items(self, limit: int = 5) -> list[Note]:
         """Feed notes not yet read, newest first."""
-        return list(self.s.scalars(select(Note).where(Note.source == FEED_SOURCE, Note.read.is_(False))
+        return list(self.session.scalars(select(Note).where(Note.source == FEED_SOURCE, Note.read.is_(False))
                                    .order_by(Note.id.desc()).limit(limit)).all())
 
     def unread_count(self) -> int:
-        return self.s.scalar(select(func.count(Note.id)).where(Note.source == FEED_SOURCE, Note.read.is_(False))) or 0
+        return self.session.scalar(select(func.count(Note.id)).where(Note.source == FEED_SOURCE, Note.read.is_(False))) or 0
 
     def find(self, ref: str | int) -> Feed:
         """A feed by id, URL or name."""
         if str(ref).isdigit():
             return self.get(int(ref))
-        row = self.s.scalars(select(Feed).where((Feed.url == str(ref)) | (Feed.name == str(ref)))).first()
+        row = self.session.scalars(select(Feed).where((Feed.url == str(ref)) | (Feed.name == str(ref)))).first()
         if row is None:
             raise NotFound(f"no feed {ref!r}")
         return row

@@ -70,26 +70,26 @@ class _ArchivableRepo(Repo):
         return q if include_archived else q.where(self.model.archived_at.is_(None))
 
     def archive(self, row_id: int, now: datetime) -> bool:
-        row = self.s.get(self.model, int(row_id))
+        row = self.session.get(self.model, int(row_id))
         if row is None or row.archived_at is not None:
             return False
         row.archived_at = now
         return True
 
     def restore(self, row_id: int) -> bool:
-        row = self.s.get(self.model, int(row_id))
+        row = self.session.get(self.model, int(row_id))
         if row is None or row.archived_at is None:
             return False
         row.archived_at = None
         return True
 
     def archived(self, limit: int = 10) -> list[Any]:
-        return list(self.s.scalars(select(self.model).where(self.model.archived_at.is_not(None))
+        return list(self.session.scalars(select(self.model).where(self.model.archived_at.is_not(None))
                                    .order_by(self.model.archived_at.desc(), self.model.id.desc()).limit(limit)).all())
 
     def purge(self, row_id: int) -> None:
         """Delete the row for good (a human's delete; the persona archives)."""
-        self.s.delete(self._get(self.model, row_id))
+        self.session.delete(self._get(self.model, row_id))
 
 
 class GoalRepo(_ArchivableRepo):
@@ -102,8 +102,8 @@ class GoalRepo(_ArchivableRepo):
             raise ValueError(f"horizon must be short or long, not {horizon!r}")
         goal = Goal(title=title, description=description, horizon=horizon, priority=priority,
                     constraints=list(constraints), success_criteria=list(success_criteria), tags=list(tags))
-        self.s.add(goal)
-        self.s.flush()
+        self.session.add(goal)
+        self.session.flush()
         if parent_id is not None:
             self.link(parent_id, goal.id)
         return goal
@@ -113,13 +113,13 @@ class GoalRepo(_ArchivableRepo):
 
     def list(self, *, status: str | None = None, horizon: str | None = None, limit: int = 50,
              include_archived: bool = False) -> list[Goal]:
-        return list(self.s.scalars(_goals(bool(status), bool(horizon), include_archived),
+        return list(self.session.scalars(_goals(bool(status), bool(horizon), include_archived),
                                    {"status": status, "horizon": horizon, "limit": limit}).all())
 
     def leading(self, per_horizon: int = 3) -> list[Goal]:
         """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then
         age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them."""
-        return list(self.s.scalars(_leading_goals(), {"per_horizon": per_horizon}).all())
+        return list(self.session.scalars(_leading_goals(), {"per_horizon": per_horizon}).all())
 
     def set_status(self, goal_id: int, status: str, reason: str | None = None) -> Goal:
         if status not in GOAL_STATUSES:
@@ -145,7 +145,7 @@ class GoalRepo(_ArchivableRepo):
 
     def purge(self, goal_id: int) -> None:
         """Delete the goal and its subgoal links for good (a human's delete; the persona archives)."""
-        self.s.execute(delete(GoalLink).where(or_(GoalLink.parent_goal_id == goal_id, GoalLink.child_goal_id == goal_id)))
+        self.session.execute(delete(GoalLink).where(or_(GoalLink.parent_goal_id == goal_id, GoalLink.child_goal_id == goal_id)))
         super().purge(goal_id)
 
     def link(self, parent_id: int, child_id: int, relation: str = "subgoal") -> GoalLink:
@@ -153,8 +153,8 @@ class GoalRepo(_ArchivableRepo):
         if parent_id == child_id or parent_id in {g.id for g in self.subgoals(child_id, deep=True, include_archived=True)}:
             raise ValueError(f"goal {child_id} cannot be a subgoal of {parent_id}: that makes a cycle")
         link = GoalLink(parent_goal_id=parent_id, child_goal_id=child_id, relation_type=relation)
-        self.s.add(link)
-        self.s.flush()
+        self.session.add(link)
+        self.session.flush()
         return link
 
     def subgoals(self, goal_id: int, deep: bool = False, include_archived: bool = False) -> list[Goal]:
@@ -162,18 +162,18 @@ class GoalRepo(_ArchivableRepo):
         frontier = [goal_id]
         while frontier:
             q = select(Goal).join(GoalLink, GoalLink.child_goal_id == Goal.id).where(GoalLink.parent_goal_id.in_(frontier))
-            children = list(self.s.scalars(self._unless_archived(q, include_archived)).all())
+            children = list(self.session.scalars(self._unless_archived(q, include_archived)).all())
             found.extend(children)
             frontier = [c.id for c in children] if deep else []
         return found
 
     def parents(self, goal_id: int, include_archived: bool = False) -> list[Goal]:
         q = select(Goal).join(GoalLink, GoalLink.parent_goal_id == Goal.id).where(GoalLink.child_goal_id == goal_id)
-        return list(self.s.scalars(self._unless_archived(q, include_archived)).all())
+        return list(self.session.scalars(self._unless_archived(q, include_archived)).all())
 
     def progress(self, goal_id: int) -> dict[str, Any]:
         """HMP metric: completed share of the goal's tasks (archived tasks left out)."""
-        statuses = self.s.scalars(select(Task.status).where(Task.goal_id == goal_id, Task.archived_at.is_(None))).all()
+        statuses = self.session.scalars(select(Task.status).where(Task.goal_id == goal_id, Task.archived_at.is_(None))).all()
         total, done = len(statuses), sum(1 for s in statuses if s == "done")
         return {"tasks": int(total), "done": int(done), "completion_rate": round(100.0 * done / total, 2) if total else 0.0}
 
@@ -187,8 +187,8 @@ class TaskRepo(_ArchivableRepo):
             self._get(Goal, goal_id)
         task = Task(title=title, goal_id=goal_id, description=description, priority=priority, pinned=pinned,
                     kind=kind, tags=list(tags))
-        self.s.add(task)
-        self.s.flush()
+        self.session.add(task)
+        self.session.flush()
         return task
 
     def get(self, task_id: int) -> Task:
@@ -196,7 +196,7 @@ class TaskRepo(_ArchivableRepo):
 
     def list(self, *, status: str | None = None, goal_id: int | None = None, open_only: bool = False,
              limit: int = 50, include_archived: bool = False) -> list[Task]:
-        return list(self.s.scalars(_tasks(bool(status), open_only, goal_id is not None, include_archived),
+        return list(self.session.scalars(_tasks(bool(status), open_only, goal_id is not None, include_archived),
                                    {"status": status, "goal_id": goal_id, "limit": limit}).all())
 
     def update(self, task_id: int, **fields: Any) -> Task:
@@ -223,14 +223,14 @@ class TaskRepo(_ArchivableRepo):
         return task
 
     def by_repl_thread(self, thread_id: str) -> Task | None:
-        return self.s.scalars(_task_of_thread(), {"thread_id": thread_id}).first()
+        return self.session.scalars(_task_of_thread(), {"thread_id": thread_id}).first()
 
     def running_cycles(self, include_archived: bool = False) -> list[Task]:
         return self.with_repl_status("running", include_archived)
 
     def with_repl_status(self, status: str, include_archived: bool = False) -> list[Task]:
         q = self._unless_archived(select(Task).where(Task.repl_status == status), include_archived)
-        return list(self.s.scalars(q.order_by(Task.id)).all())
+        return list(self.session.scalars(q.order_by(Task.id)).all())
 
     def counts(self, include_archived: bool = False) -> dict[str, int]:
-        return {status: int(n) for status, n in self.s.execute(_task_counts(include_archived)).all()}
+        return {status: int(n) for status, n in self.session.execute(_task_counts(include_archived)).all()}

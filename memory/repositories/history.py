@@ -18,7 +18,7 @@ class HistoryRepo(Repo):
         """Insert changes on the flush's own connection (inside a flush, without starting another one)."""
         rows = list(changes)
         if rows:
-            self.s.connection().execute(insert(MemoryChange), rows)
+            self.session.connection().execute(insert(MemoryChange), rows)
 
     def list(self, *, tier: str | None = None, ref: str | int | None = None, actor: str | None = None,
              action: str | None = None, limit: int = 50, before_id: int | None = None) -> list[MemoryChange]:
@@ -34,14 +34,14 @@ class HistoryRepo(Repo):
             q = q.where(MemoryChange.action == action)
         if before_id is not None:
             q = q.where(MemoryChange.id < before_id)
-        return list(self.s.scalars(q.order_by(MemoryChange.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(MemoryChange.id.desc()).limit(limit)).all())
 
     def table_sizes(self, models: Iterable[type]) -> dict[type, int]:
         """Rows in each of these tables, archived ones included (the memory page's tier sizes)."""
-        return {model: int(self.s.scalar(select(func.count()).select_from(model)) or 0) for model in models}
+        return {model: int(self.session.scalar(select(func.count()).select_from(model)) or 0) for model in models}
 
     def count(self, tier: str | None = None) -> int:
         q = select(func.count(MemoryChange.id))
         if tier:
             q = q.where(MemoryChange.tier == tier)
-        return int(self.s.scalar(q) or 0)
+        return int(self.session.scalar(q) or 0)

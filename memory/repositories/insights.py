@@ -20,8 +20,8 @@ class InsightRepo(TierRepo):
             level: int = 1, created_at: datetime | None = None) -> Insight:
         row = Insight(insight=insight, strategy=strategy, log_entry=log_entry, trigger_topic=trigger_topic, level=level,
                       created_at=created_at or utcnow())
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         self._index(row)
         return row
 
@@ -39,24 +39,24 @@ class InsightRepo(TierRepo):
                             ("trigger_topic", trigger_topic)):
             if value is not None:
                 setattr(row, name, value)
-        self.s.flush()
+        self.session.flush()
         self._index(row)
         return row
 
     def purge(self, insight_id: int) -> None:
         """Delete the insight and its catalogue item for good (a human's delete)."""
-        self.s.delete(self.get(insight_id))
+        self.session.delete(self.get(insight_id))
         self.items.remove("insight", insight_id)
 
     def latest(self) -> Insight | None:
-        return self.s.scalars(_latest()).first()
+        return self.session.scalars(_latest()).first()
 
     def recent(self, limit: int = 10) -> list[Insight]:
-        return list(self.s.scalars(select(Insight).order_by(Insight.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(select(Insight).order_by(Insight.id.desc()).limit(limit)).all())
 
     def last_at_level(self, level: int) -> Insight | None:
         """The latest dream of at least this level."""
-        return self.s.scalars(select(Insight).where(Insight.level >= level).order_by(Insight.id.desc()).limit(1)).first()
+        return self.session.scalars(select(Insight).where(Insight.level >= level).order_by(Insight.id.desc()).limit(1)).first()
 
     def first(self) -> Insight | None:
-        return self.s.scalars(select(Insight).order_by(Insight.id).limit(1)).first()
+        return self.session.scalars(select(Insight).order_by(Insight.id).limit(1)).first()

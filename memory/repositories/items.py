@@ -41,7 +41,7 @@ def _last_of() -> Select:
 
 
 @prepared
-def _at() -> Select:
+def _by_episode_seq() -> Select:
     return select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq == bindparam("seq"))
 
 
@@ -76,15 +76,15 @@ def _any_active(tiers: tuple[str, ...]) -> Select:
 class MemoryItemRepo(Repo):
     def _journal(self, item_id: int, op: str, *more: int) -> None:
         """Journal a change to these items, in one statement (the rows are never read back as objects)."""
-        self.s.execute(insert(MemoryJournal), [{"item_id": i, "op": op} for i in (item_id, *more)])
+        self.session.execute(insert(MemoryJournal), [{"item_id": i, "op": op} for i in (item_id, *more)])
 
     @property
     def lexical(self) -> LexicalRepo:
-        return LexicalRepo(self.s)
+        return LexicalRepo(self.session)
 
     @property
     def vectors(self) -> VectorRepo:
-        return VectorRepo(self.s)
+        return VectorRepo(self.session)
 
     def _index_text(self, item: MemoryItem) -> None:
         """Write the item's full-text document (its words and its neighbours')."""
@@ -94,10 +94,10 @@ class MemoryItemRepo(Repo):
                                                      context_after=item.context_after or ""))
 
     def get(self, item_id: int) -> MemoryItem | None:
-        return self.s.get(MemoryItem, item_id)
+        return self.session.get(MemoryItem, item_id)
 
     def find(self, tier: str, ref: str | int) -> MemoryItem | None:
-        return self.s.scalars(_by_ref(), {"tier": tier, "ref": str(ref)}).first()
+        return self.session.scalars(_by_ref(), {"tier": tier, "ref": str(ref)}).first()
 
     def put(self, tier: str, ref: str | int, text: str, *, author: str = "", episode: str | None = None,
             seq: int | None = None, title: str = "", thread_id: str | None = None, tags: Iterable[str] = (),
@@ -140,8 +140,8 @@ class MemoryItemRepo(Repo):
         if meta is not None:
             item.meta = dict(meta)
         if new:
-            self.s.add(item)
-        self.s.flush()
+            self.session.add(item)
+        self.session.flush()
         self._journal(item.id, "upsert", *(row.id for row in changed))
         for row in (*changed, item):
             self._index_text(row)  # the full-text documents, in this transaction
@@ -149,27 +149,27 @@ class MemoryItemRepo(Repo):
 
     def last_of(self, episode: str) -> MemoryItem | None:
         """The episode's item with the highest position."""
-        return self.s.scalars(_last_of(), {"episode": episode}).first()
+        return self.session.scalars(_last_of(), {"episode": episode}).first()
 
     def at(self, episode: str, seq: int) -> MemoryItem | None:
-        return self.s.scalars(_at(), {"episode": episode, "seq": seq}).first()
+        return self.session.scalars(_by_episode_seq(), {"episode": episode, "seq": seq}).first()
 
     def remove(self, tier: str, ref: str | int) -> bool:
         item = self.find(tier, ref)
         if item is None or item.status == "deleted":
             return False
         item.status, item.updated_at = "deleted", utcnow()
-        self.s.flush()
+        self.session.flush()
         self._journal(item.id, "delete")
         self.lexical.remove(item.id)
         return True
 
     def set_status(self, item_ids: Iterable[int], status: str) -> int:
         changed = 0
-        for item in self.s.scalars(select(MemoryItem).where(MemoryItem.id.in_(list(item_ids)))).all():
+        for item in self.session.scalars(select(MemoryItem).where(MemoryItem.id.in_(list(item_ids)))).all():
             if item.status != status and item.status != "deleted":
                 item.status, item.updated_at = status, utcnow()
-                self.s.flush()
+                self.session.flush()
                 self._journal(item.id, "upsert")
                 changed += 1
         return changed
@@ -179,14 +179,14 @@ class MemoryItemRepo(Repo):
         return bool(item) and self.set_status([item.id], status) > 0
 
     def archived(self, limit: int = 10) -> list[MemoryItem]:
-        return list(self.s.scalars(select(MemoryItem).where(MemoryItem.status == "archived")
+        return list(self.session.scalars(select(MemoryItem).where(MemoryItem.status == "archived")
                                    .order_by(MemoryItem.updated_at.desc(), MemoryItem.id.desc()).limit(limit)).all())
 
     def many(self, item_ids: Iterable[int]) -> dict[int, MemoryItem]:
         ids = list(item_ids)
         if not ids:
             return {}
-        return {row.id: row for row in self.s.scalars(_by_ids(), {"ids": ids}).all()}
+        return {row.id: row for row in self.session.scalars(_by_ids(), {"ids": ids}).all()}
 
     RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
                        MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text)
@@ -197,7 +197,7 @@ class MemoryItemRepo(Repo):
         ids = sorted({int(i) for i in item_ids})
         columns = [*self.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
         found: dict[int, Row] = {}
-        connection = self.s.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
+        connection = self.session.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
             q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
             found.update({row.id: row for row in connection.execute(q)})
@@ -207,7 +207,7 @@ class MemoryItemRepo(Repo):
         """The ranking rows of the next `limit` live items after `after_id`, by id (a restarted index's warm-up)."""
         q = (select(*self.RANKING_COLUMNS).where(MemoryItem.id > after_id, MemoryItem.status != "deleted")
              .order_by(MemoryItem.id).limit(limit))
-        return list(self.s.connection().execute(q))
+        return list(self.session.connection().execute(q))
 
     def at_positions(self, positions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """(episode, seq) -> the id of the live item there, for the positions that hold one: one index lookup per
@@ -215,7 +215,7 @@ class MemoryItemRepo(Repo):
         item of every episode named)."""
         wanted = sorted(set(positions))
         found: dict[tuple[str, int], int] = {}
-        connection = self.s.connection()
+        connection = self.session.connection()
         table = qualified(connection, MemoryItem.__tablename__)
         mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"  # the driver's own: SQLAlchemy's compile
         for start in range(0, len(wanted), 400):  # of hundreds of bound names costs more than the query
@@ -229,32 +229,32 @@ class MemoryItemRepo(Repo):
 
     def authors(self) -> set[str]:
         """Everyone who wrote a live item."""
-        return set(self.s.scalars(select(MemoryItem.author).where(MemoryItem.status != "deleted").distinct()).all())
+        return set(self.session.scalars(select(MemoryItem.author).where(MemoryItem.status != "deleted").distinct()).all())
 
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)
         if ids:
-            self.s.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
+            self.session.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
                            .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
 
     def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
         """Items that belong in the indexes (not deleted), by id, for building them from scratch."""
         q = select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.status != "deleted").order_by(MemoryItem.id)
-        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+        return list(self.session.scalars(q.limit(limit) if limit else q).all())
 
     def id_map(self, tier: str, refs: Iterable[str]) -> dict[str, int]:
         """ref -> item id, for the refs of `tier` that have an item."""
         refs = list(refs)
         if not refs:
             return {}
-        return dict(self.s.execute(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
+        return dict(self.session.execute(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
 
     def statuses(self, tier: str, refs: Iterable[str | int]) -> dict[str, str]:
         """ref -> the item's status (active | archived | deleted), for the refs of `tier` that have an item."""
         refs = [str(r) for r in refs]
         if not refs:
             return {}
-        return dict(self.s.execute(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
+        return dict(self.session.execute(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
 
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)
@@ -263,38 +263,38 @@ class MemoryItemRepo(Repo):
         return set(self.id_map(tier, refs).values())
 
     def newest_id(self) -> int:
-        return self.s.scalar(select(func.max(MemoryItem.id))) or 0
+        return self.session.scalar(select(func.max(MemoryItem.id))) or 0
 
     def journal_head(self) -> int:
-        return self.s.scalar(_journal_head()) or 0
+        return self.session.scalar(_journal_head()) or 0
 
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
-        return list(self.s.scalars(_changed_since(), {"after": journal_id, "upto": upto}).all())
+        return list(self.session.scalars(_changed_since(), {"after": journal_id, "upto": upto}).all())
 
     def any_active(self, tiers: Iterable[str]) -> bool:
         """Whether any active item of these tiers exists (an index lookup, where `sample` sorts them all)."""
-        return self.s.scalar(_any_active(tuple(tiers))) is not None
+        return self.session.scalar(_any_active(tuple(tiers))) is not None
 
     def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
         """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""
         q = select(MemoryItem).where(MemoryItem.tier.in_(list(tiers)), MemoryItem.status == "active")
         if exclude_thread is not None:
             q = q.where((MemoryItem.thread_id.is_(None)) | (MemoryItem.thread_id != exclude_thread))
-        return list(self.s.scalars(q.order_by(func.random()).limit(limit)).all())
+        return list(self.session.scalars(q.order_by(func.random()).limit(limit)).all())
 
     def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
         q = select(MemoryItem).where(MemoryItem.tier == tier)
         if status:
             q = q.where(MemoryItem.status == status)
         q = q.order_by(MemoryItem.id)
-        return list(self.s.scalars(q.limit(limit) if limit else q).all())
+        return list(self.session.scalars(q.limit(limit) if limit else q).all())
 
     # ---- the memory manager's queries --------------------------------------------------------------------
 
     def novelty_candidates(self, after_id: int, upto_id: int, tiers: Iterable[str], limit: int) -> list[MemoryItem]:
         """Active items of these tiers in (after_id, upto_id], by id, that the manager may judge (never the
         human's words)."""
-        return list(self.s.scalars(
+        return list(self.session.scalars(
             select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id,
                                      MemoryItem.tier.in_(list(tiers)), MemoryItem.status == "active",
                                      _not_the_humans_words())
@@ -303,7 +303,7 @@ class MemoryItemRepo(Repo):
     def novelty_below(self, ceiling: float, upto_id: int, tiers: Iterable[str]) -> list[MemoryItem]:
         """Judged, active, unpinned items of these tiers up to `upto_id` whose novelty is under `ceiling`, least
         novel first (never the human's words)."""
-        return list(self.s.scalars(
+        return list(self.session.scalars(
             select(MemoryItem).where(MemoryItem.id <= upto_id, MemoryItem.tier.in_(list(tiers)),
                                      MemoryItem.status == "active", MemoryItem.pinned.is_(False),
                                      MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling,
@@ -315,10 +315,10 @@ class MemoryItemRepo(Repo):
                                         MemoryItem.pinned.is_(False))
 
     def count_active_unpinned(self, tier: str) -> int:
-        return self.s.scalar(select(func.count()).select_from(self._active_unpinned(tier).subquery())) or 0
+        return self.session.scalar(select(func.count()).select_from(self._active_unpinned(tier).subquery())) or 0
 
     def active_unpinned(self, tier: str) -> list[MemoryItem]:
-        return list(self.s.scalars(self._active_unpinned(tier)).all())
+        return list(self.session.scalars(self._active_unpinned(tier)).all())
 
     # ---- the episodic summaries' queries -----------------------------------------------------------------
 
@@ -329,7 +329,7 @@ class MemoryItemRepo(Repo):
     def written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> list[MemoryItem]:
         """Items of these tiers (archived ones too) written in [start, end), oldest first."""
         q = self._written_between(tiers, start, end).order_by(MemoryItem.created_at, MemoryItem.id)
-        return list(self.s.scalars(q).all())
+        return list(self.session.scalars(q).all())
 
     def any_written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> bool:
-        return self.s.scalars(self._written_between(tiers, start, end).limit(1)).first() is not None
+        return self.session.scalars(self._written_between(tiers, start, end).limit(1)).first() is not None

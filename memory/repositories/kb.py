@@ -12,19 +12,19 @@ from memory.repositories.base import TierRepo
 
 class KnowledgeBaseRepo(TierRepo):
     def by_hash(self, sha256: str) -> KBDocument | None:
-        return self.s.scalars(select(KBDocument).where(KBDocument.sha256 == sha256)).first()
+        return self.session.scalars(select(KBDocument).where(KBDocument.sha256 == sha256)).first()
 
     def add(self, path: str, title: str, sha256: str, pieces: Sequence[str]) -> KBDocument:
         doc = KBDocument(path=path, title=title, sha256=sha256, chunks=len(pieces), chars=sum(map(len, pieces)))
-        self.s.add(doc)
-        self.s.flush()
+        self.session.add(doc)
+        self.session.flush()
         for number, piece in enumerate(pieces):
             self.items.put("kb", f"{doc.id}:{number}", piece, title=title, episode=f"kb:{doc.id}", seq=number,
                            importance=0.5, meta={"path": path})
         return doc
 
     def list(self) -> list[KBDocument]:
-        return list(self.s.scalars(select(KBDocument).order_by(KBDocument.id)).all())
+        return list(self.session.scalars(select(KBDocument).order_by(KBDocument.id)).all())
 
     def get(self, doc_id: int) -> KBDocument:
         return self._get(KBDocument, doc_id)
@@ -39,5 +39,5 @@ class KnowledgeBaseRepo(TierRepo):
         doc = self._get(KBDocument, doc_id)
         for number in range(doc.chunks):
             self.items.remove("kb", f"{doc.id}:{number}")
-        self.s.delete(doc)
+        self.session.delete(doc)
         return doc

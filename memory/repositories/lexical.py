@@ -94,7 +94,7 @@ class LexicalRepo(Repo):
 
     @property
     def _conn(self) -> Connection:
-        return self._connection if self._connection is not None else self.s.connection()
+        return self._connection if self._connection is not None else self.session.connection()
 
     @property
     def _sqlite(self) -> bool:

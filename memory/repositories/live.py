@@ -17,29 +17,29 @@ CHANNEL = "anima_live"  # PostgreSQL: a NOTIFY with the persona's schema when it
 class LiveEventRepo(Repo):
     def add_many(self, events: Iterable[dict[str, Any]]) -> int:
         rows = [LiveEvent(**event) for event in events]
-        self.s.add_all(rows)
-        self.s.flush()
-        bind = self.s.get_bind()
+        self.session.add_all(rows)
+        self.session.flush()
+        bind = self.session.get_bind()
         if rows and bind.dialect.name == "postgresql":  # delivered when this transaction commits
             schema = (bind.get_execution_options().get("schema_translate_map") or {}).get(None) or "public"
-            self.s.execute(text("SELECT pg_notify(:channel, :schema)"), {"channel": CHANNEL, "schema": schema})
+            self.session.execute(text("SELECT pg_notify(:channel, :schema)"), {"channel": CHANNEL, "schema": schema})
         return len(rows)
 
     def after(self, cursor: int, limit: int = 200, kinds: Iterable[str] | None = None) -> list[LiveEvent]:
         query = select(LiveEvent).where(LiveEvent.id > cursor)
         if kinds:
             query = query.where(LiveEvent.kind.in_(list(kinds)))
-        return list(self.s.scalars(query.order_by(LiveEvent.id).limit(limit)).all())
+        return list(self.session.scalars(query.order_by(LiveEvent.id).limit(limit)).all())
 
     def newest_id(self) -> int:
-        return int(self.s.scalar(select(func.max(LiveEvent.id))) or 0)
+        return int(self.session.scalar(select(func.max(LiveEvent.id))) or 0)
 
     def trim(self, keep: int) -> int:
         """Keep the newest `keep` events."""
         newest = self.newest_id()
         if newest <= keep:
             return 0
-        return self.s.execute(delete(LiveEvent).where(LiveEvent.id <= newest - keep)).rowcount or 0
+        return self.session.execute(delete(LiveEvent).where(LiveEvent.id <= newest - keep)).rowcount or 0
 
 
 async def journal_notifications(conninfo: str) -> AsyncIterator[str]:

@@ -24,39 +24,39 @@ def _totals(thread: bool, tick: bool) -> Select:
 
 class LLMRegistryRepo(Repo):
     def upsert(self, entry_id: str, **fields: Any) -> LLMRegistryEntry:
-        return self._upsert(self.s.get(LLMRegistryEntry, entry_id), LLMRegistryEntry, {"id": entry_id, **fields})
+        return self._upsert(self.session.get(LLMRegistryEntry, entry_id), LLMRegistryEntry, {"id": entry_id, **fields})
 
     def enabled(self) -> list[LLMRegistryEntry]:
         return list(
-            self.s.scalars(
+            self.session.scalars(
                 select(LLMRegistryEntry).where(LLMRegistryEntry.enabled.is_(True))
                 .order_by(LLMRegistryEntry.priority.desc(), LLMRegistryEntry.id)
             ).all()
         )
 
     def all(self) -> list[LLMRegistryEntry]:
-        return list(self.s.scalars(select(LLMRegistryEntry).order_by(LLMRegistryEntry.priority.desc())).all())
+        return list(self.session.scalars(select(LLMRegistryEntry).order_by(LLMRegistryEntry.priority.desc())).all())
 
     def disable_missing(self, keep_ids: Iterable[str]) -> None:
         keep = list(keep_ids)
-        self.s.execute(update(LLMRegistryEntry).where(LLMRegistryEntry.id.notin_(keep)).values(enabled=False))
+        self.session.execute(update(LLMRegistryEntry).where(LLMRegistryEntry.id.notin_(keep)).values(enabled=False))
 
 
 class LLMCallRepo(Repo):
     def add(self, **fields: Any) -> LLMCall:
         row = LLMCall(**fields)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def totals(self, thread_id: str | None = None, tick: int | None = None) -> dict[str, float]:
-        calls, prompt, completion, ms = self.s.execute(_totals(thread_id is not None, tick is not None),
+        calls, prompt, completion, ms = self.session.execute(_totals(thread_id is not None, tick is not None),
                                                        {"thread_id": thread_id, "tick": tick}).one()
         return {"calls": int(calls), "prompt_tokens": int(prompt), "completion_tokens": int(completion),
                 "latency_ms": float(ms)}
 
     def by_model(self) -> list[dict[str, Any]]:
-        rows = self.s.execute(
+        rows = self.session.execute(
             select(LLMCall.llm_id, LLMCall.provider, LLMCall.model, LLMCall.purpose, func.count(LLMCall.id),
                    func.sum(LLMCall.prompt_tokens), func.sum(LLMCall.completion_tokens), func.sum(LLMCall.latency_ms),
                    func.sum(case((LLMCall.ok.is_(False), 1), else_=0)))
@@ -71,8 +71,8 @@ class LLMCallRepo(Repo):
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[LLMCall]:
         """The calls made in these ticks of a thread (failed attempts included), oldest first."""
-        return list(self.s.scalars(select(LLMCall).where(LLMCall.thread_id == thread_id,
+        return list(self.session.scalars(select(LLMCall).where(LLMCall.thread_id == thread_id,
                                                          LLMCall.tick.in_(list(ticks))).order_by(LLMCall.id)).all())
 
     def recent(self, limit: int = 20) -> list[LLMCall]:
-        return list(reversed(self.s.scalars(select(LLMCall).order_by(LLMCall.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(select(LLMCall).order_by(LLMCall.id.desc()).limit(limit)).all()))

@@ -25,9 +25,9 @@ class LLMMemoryRepo(StatusTierRepo):
 
     def index_all(self) -> None:
         """Give every entry its catalogue item (the v4 migration: entries made before they were searchable)."""
-        for row in self.s.scalars(select(LLMMemory)).all():
+        for row in self.session.scalars(select(LLMMemory)).all():
             self._index(row)
-        self.s.flush()
+        self.session.flush()
 
     def add(self, content: str, *, title: str = "", tags: Iterable[str] = (), thread_id: str | None = None,
             llm_id: str | None = None) -> LLMMemory:
@@ -36,7 +36,7 @@ class LLMMemoryRepo(StatusTierRepo):
         return self._insert(row)
 
     def recent(self, limit: int = 20, include_archived: bool = False) -> list[LLMMemory]:
-        return list(reversed(self.s.scalars(_newest(include_archived), {"limit": limit}).all()))
+        return list(reversed(self.session.scalars(_newest(include_archived), {"limit": limit}).all()))
 
     def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
                tags: list[str] | None = None) -> LLMMemory:

@@ -46,7 +46,7 @@ def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select
 class MessageRepo(Repo):
     def upsert(self, dedup_key: str, **fields: Any) -> Message:
         """Insert, or update the row with this key (a node re-run after a kill writes once)."""
-        row = self.s.scalars(_keyed(), {"key": dedup_key}).first()
+        row = self.session.scalars(_keyed(), {"key": dedup_key}).first()
         return self._upsert(row, Message, {"dedup_key": dedup_key, **fields})
 
     def add_keyed(self, dedup_key: str, **fields: Any) -> Message:
@@ -55,21 +55,21 @@ class MessageRepo(Repo):
 
     def add(self, **fields: Any) -> Message:
         row = Message(**fields)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def recent(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
         """The last `limit` messages of these kinds, oldest first."""
-        rows = self.s.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
+        rows = self.session.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
     def newest_id(self) -> int:
-        return self.s.scalar(select(func.max(Message.id))) or 0
+        return self.session.scalar(select(func.max(Message.id))) or 0
 
     def log_recent(self, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
         """The last `limit` messages of these kinds across every thread, oldest first."""
-        rows = self.s.scalars(select(Message).where(Message.kind.in_(tuple(kinds)))
+        rows = self.session.scalars(select(Message).where(Message.kind.in_(tuple(kinds)))
                               .order_by(Message.id.desc()).limit(limit)).all()
         return list(reversed(rows))
 
@@ -79,11 +79,11 @@ class MessageRepo(Repo):
         return self._oldest_first(q, last)
 
     def last_of_kind(self, thread_id: str, kind: str) -> Message | None:
-        return self.s.scalars(_newest((kind,)), {"thread_id": thread_id, "limit": 1}).first()
+        return self.session.scalars(_newest((kind,)), {"thread_id": thread_id, "limit": 1}).first()
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int], kinds: Iterable[str] = ("response",)) -> list[Message]:
         """A thread's messages of these kinds written in these ticks, oldest first."""
-        return list(self.s.scalars(select(Message).where(
+        return list(self.session.scalars(select(Message).where(
             Message.thread_id == thread_id, Message.tick.in_(list(ticks)), Message.kind.in_(tuple(kinds)))
             .order_by(Message.id)).all())
 
@@ -91,27 +91,27 @@ class MessageRepo(Repo):
         q = select(func.count(Message.id))
         if thread_id is not None:
             q = q.where(Message.thread_id == thread_id)
-        return self.s.scalar(q) or 0
+        return self.session.scalar(q) or 0
 
     def log(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
             last: int | None = None) -> list[Message]:
         """A thread's messages oldest first: all of them, or those up to `upto_id`, or the `last` N."""
         q = _thread_log(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
-        rows = self.s.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
+        rows = self.session.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
         return list(reversed(rows)) if last is not None else list(rows)
 
     def _oldest_first(self, q: Select, last: int | None) -> list[Message]:
         """The rows of `q` oldest first: all of them, or the `last` N."""
         if last is not None:
-            return list(reversed(self.s.scalars(q.order_by(Message.id.desc()).limit(last)).all()))
-        return list(self.s.scalars(q.order_by(Message.id)).all())
+            return list(reversed(self.session.scalars(q.order_by(Message.id.desc()).limit(last)).all()))
+        return list(self.session.scalars(q.order_by(Message.id)).all())
 
     def anchor_for(self, child_id: str) -> Message | None:
-        return self.s.scalars(select(Message).where(Message.dedup_key == anchor_key(child_id))).first()
+        return self.session.scalars(select(Message).where(Message.dedup_key == anchor_key(child_id))).first()
 
     def indexable(self, thread_id: str | None = None, after_id: int = 0) -> list[Message]:
         """Messages that may be embedded or indexed for retrieval (never Stelis anchors)."""
         q = select(Message).where(Message.id > after_id, Message.kind.not_in(NON_INDEXED_KINDS))
         if thread_id is not None:
             q = q.where(Message.thread_id == thread_id)
-        return list(self.s.scalars(q.order_by(Message.id)).all())
+        return list(self.session.scalars(q.order_by(Message.id)).all())

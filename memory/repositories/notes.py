@@ -64,45 +64,45 @@ class NoteRepo(Repo):
             hidden=hidden,
             read=read,
         )
-        self.s.add(note)
-        self.s.flush()
+        self.session.add(note)
+        self.session.flush()
         return note
 
     def get(self, note_id: int) -> Note | None:
-        return self.s.get(Note, note_id)
+        return self.session.get(Note, note_id)
 
     def many(self, note_ids: Iterable[int]) -> list[Note]:
         """These notes in the order given (ids that no longer exist are left out), in one query."""
         ids = list(note_ids)
-        found = {n.id: n for n in self.s.scalars(select(Note).where(Note.id.in_(ids))).all()} if ids else {}
+        found = {n.id: n for n in self.session.scalars(select(Note).where(Note.id.in_(ids))).all()} if ids else {}
         return [found[i] for i in ids if i in found]
 
     def newest_id(self) -> int:
-        return self.s.scalar(select(func.max(Note.id))) or 0
+        return self.session.scalar(select(func.max(Note.id))) or 0
 
     def latest_human_at(self) -> datetime | None:
         """When the human last wrote (the drives' and dreams' idle time counts from it)."""
-        return self.s.scalar(_latest_at(HUMAN_SOURCES))
+        return self.session.scalar(_latest_at(HUMAN_SOURCES))
 
     def human_after(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
                     limit: int = 10) -> list[Note]:
         """The human's notes after `note_id` (written at `since` or later), oldest first."""
-        return list(self.s.scalars(_human_after(read, since is not None),
+        return list(self.session.scalars(_human_after(read, since is not None),
                                    {"after": note_id, "since": since, "limit": limit}).all())
 
     def between(self, start: datetime, end: datetime | None = None) -> list[Note]:
         q = select(Note).where(Note.created_at >= start)
         if end is not None:
             q = q.where(Note.created_at <= end)
-        return list(self.s.scalars(q.order_by(Note.id)).all())
+        return list(self.session.scalars(q.order_by(Note.id)).all())
 
     def latest_incoming_at(self) -> datetime | None:
         """When the last note for the persona (from the human, a task, the system) arrived."""
-        return self.s.scalar(_latest_at(INCOMING_SOURCES))
+        return self.session.scalar(_latest_at(INCOMING_SOURCES))
 
     def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
         """Unread notes for the persona, highest priority first, then oldest first."""
-        rows = self.s.scalars(_unread_incoming(min_priority is not None),
+        rows = self.session.scalars(_unread_incoming(min_priority is not None),
                               {"min_priority": min_priority, "limit": limit if not tags else limit * 5}).all()
         if tags:
             wanted = set(tags)
@@ -110,7 +110,7 @@ class NoteRepo(Repo):
         return list(rows)
 
     def count_unread_by_priority(self) -> dict[int, int]:
-        rows = self.s.execute(
+        rows = self.session.execute(
             select(Note.priority, func.count(Note.id))
             .where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES))
             .group_by(Note.priority)
@@ -121,20 +121,20 @@ class NoteRepo(Repo):
         ids = list(ids)
         if not ids:
             return 0
-        result = self.s.execute(
+        result = self.session.execute(
             update(Note).where(Note.id.in_(ids)).values(read=read, read_at=utcnow() if read else None)
         )
         return result.rowcount or 0
 
     def set_tags(self, note_id: int, tags: list[str]) -> Note | None:
-        note = self.s.get(Note, note_id)
+        note = self.session.get(Note, note_id)
         if note is not None:
             note.tags = list(tags)
         return note
 
     def update(self, note_id: int, *, text: str | None = None, tags: list[str] | None = None,
                priority: int | None = None) -> Note | None:
-        note = self.s.get(Note, note_id)
+        note = self.session.get(Note, note_id)
         if note is None:
             return None
         if text is not None:
@@ -143,24 +143,24 @@ class NoteRepo(Repo):
             note.tags = list(tags)
         if priority is not None:
             note.priority = priority
-        self.s.flush()
+        self.session.flush()
         return note
 
     def archive(self, note_id: int) -> bool:
         """A soft delete: the note is hidden (out of lists and of the prompt), and restorable."""
-        note = self.s.get(Note, note_id)
+        note = self.session.get(Note, note_id)
         if note is None or note.hidden:
             return False
         note.hidden, note.read = True, True
-        self.s.flush()
+        self.session.flush()
         return True
 
     def restore(self, note_id: int) -> bool:
-        note = self.s.get(Note, note_id)
+        note = self.session.get(Note, note_id)
         if note is None or not note.hidden:
             return False
         note.hidden = False
-        self.s.flush()
+        self.session.flush()
         return True
 
     def list(
@@ -184,8 +184,8 @@ class NoteRepo(Repo):
         if not include_hidden:
             q = q.where(Note.hidden.is_(False))
         if after_id is not None:
-            return list(self.s.scalars(q.order_by(Note.id).limit(limit)).all())
-        return list(reversed(self.s.scalars(q.order_by(Note.id.desc()).limit(limit)).all()))
+            return list(self.session.scalars(q.order_by(Note.id).limit(limit)).all())
+        return list(reversed(self.session.scalars(q.order_by(Note.id.desc()).limit(limit)).all()))
 
     def count(self) -> int:
-        return self.s.scalar(select(func.count(Note.id))) or 0
+        return self.session.scalar(select(func.count(Note.id))) or 0

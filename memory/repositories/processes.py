@@ -31,24 +31,25 @@ class ProcessLogRepo(Repo):
         """`sources`: the untrusted text `value` holds (nodes/provenance.py), shown with the row's provenance."""
         row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
                          priority=priority, llm_id=llm_id, task_id=task_id, sources=list(sources or []))
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def open(self, thread_id: str, limit: int = 20) -> list[ProcessLog]:
-        return list(self.s.scalars(_open(), {"thread_id": thread_id, "limit": limit}).all())
+        return list(self.session.scalars(_open(), {"thread_id": thread_id, "limit": limit}).all())
 
     def get(self, process_id: int) -> ProcessLog | None:
-        return self.s.get(ProcessLog, process_id)
+        return self.session.get(ProcessLog, process_id)
 
     def latest_named(self, name: str) -> ProcessLog | None:
-        return self.s.scalars(select(ProcessLog).where(ProcessLog.name == name).order_by(ProcessLog.id.desc()).limit(1)).first()
+        return self.session.scalars(
+            select(ProcessLog).where(ProcessLog.name == name).order_by(ProcessLog.id.desc()).limit(1)).first()
 
     def close(self, ids: Iterable[int]) -> int:
         ids = list(ids)
         if not ids:
             return 0
-        return self.s.execute(
+        return self.session.execute(
             update(ProcessLog)
             .where(ProcessLog.id.in_(ids), ProcessLog.status.notin_(("in_progress", "pending")))
             .values(status="close", updated_at=utcnow())
@@ -57,7 +58,7 @@ class ProcessLogRepo(Repo):
     def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
         """Processes still in progress after `older_than` become `timeout` (HMP status)."""
         cutoff = now - older_than
-        rows = self.s.scalars(_stale(), {"thread_id": thread_id, "cutoff": cutoff}).all()
+        rows = self.session.scalars(_stale(), {"thread_id": thread_id, "cutoff": cutoff}).all()
         for row in rows:
             row.status = "timeout"
             row.updated_at = now
@@ -65,7 +66,7 @@ class ProcessLogRepo(Repo):
 
     def set_status(self, process_id: int, status: str, value: str | None = None, now: datetime | None = None,
                    sources: list[dict] | None = None) -> ProcessLog:
-        row = self.s.get(ProcessLog, process_id)
+        row = self.session.get(ProcessLog, process_id)
         if row is None:
             raise LookupError(f"no process {process_id}")
         row.status, row.updated_at = status, now or utcnow()
@@ -73,12 +74,12 @@ class ProcessLogRepo(Repo):
             row.value = value
         if sources is not None:
             row.sources = list(sources)
-        self.s.flush()
+        self.session.flush()
         return row
 
     def finished_since(self, thread_id: str, since: datetime, *, tag: str = "background") -> list[ProcessLog]:
         """Background processes of the thread that finished at `since` or later (an idle loop wakes for them)."""
-        rows = self.s.scalars(select(ProcessLog).where(
+        rows = self.session.scalars(select(ProcessLog).where(
             ProcessLog.thread_id == thread_id, ProcessLog.updated_at >= since,
             ProcessLog.status.notin_(("in_progress", "pending"))).order_by(ProcessLog.id.desc()).limit(50)).all()
         return [r for r in rows if tag in (r.tags or [])]
@@ -89,20 +90,21 @@ class ProcessLogRepo(Repo):
             q = q.where(ProcessLog.thread_id == thread_id)
         if open_only:
             q = q.where(ProcessLog.status != "close")
-        return list(reversed(self.s.scalars(q.order_by(ProcessLog.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(q.order_by(ProcessLog.id.desc()).limit(limit)).all()))
 
     def delete_closed(self, older_than: datetime) -> list[int]:
         """Closed rows last changed before `older_than`, deleted (HMP `process cleanup`); their ids."""
-        rows = self.s.scalars(select(ProcessLog).where(ProcessLog.status == "close",
+        rows = self.session.scalars(select(ProcessLog).where(ProcessLog.status == "close",
                                                         ProcessLog.updated_at < older_than)).all()
         ids = [r.id for r in rows]
         for row in rows:
-            self.s.delete(row)
-        self.s.flush()
+            self.session.delete(row)
+        self.session.flush()
         return ids
 
     def of_thread(self, thread_id: str) -> list[ProcessLog]:
-        return list(self.s.scalars(select(ProcessLog).where(ProcessLog.thread_id == thread_id).order_by(ProcessLog.id)).all())
+        return list(self.session.scalars(
+            select(ProcessLog).where(ProcessLog.thread_id == thread_id).order_by(ProcessLog.id)).all())
 
     def recent(self, limit: int = 50) -> list[ProcessLog]:
-        return list(reversed(self.s.scalars(select(ProcessLog).order_by(ProcessLog.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(select(ProcessLog).order_by(ProcessLog.id.desc()).limit(limit)).all()))

@@ -25,7 +25,7 @@ def _resolved_before() -> Select:
 class QuestionRepo(Repo):
     def add(self, topic: str, *, context: str = "", priority: float = 0.5, source: str = "dream",
             created_at: datetime | None = None) -> OpenQuestion:
-        existing = self.s.scalars(select(OpenQuestion).where(OpenQuestion.status == "open",
+        existing = self.session.scalars(select(OpenQuestion).where(OpenQuestion.status == "open",
                                                              func.lower(OpenQuestion.topic) == topic.strip().lower())).first()
         if existing is not None:  # asked again: it matters more, and it is fresh again
             existing.priority = max(existing.priority, float(priority))
@@ -33,8 +33,8 @@ class QuestionRepo(Repo):
             return existing
         row = OpenQuestion(topic=topic.strip(), context=context.strip(), priority=min(1.0, max(0.0, float(priority))),
                            source=source, created_at=created_at or utcnow())
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def get(self, question_id: int) -> OpenQuestion:
@@ -49,14 +49,14 @@ class QuestionRepo(Repo):
             row.context = context.strip()
         if priority is not None:
             row.priority = min(1.0, max(0.0, float(priority)))
-        self.s.flush()
+        self.session.flush()
         return row
 
     def open(self, limit: int | None = None) -> list[OpenQuestion]:
-        return list(self.s.scalars(_open(bool(limit)), {"limit": limit}).all())
+        return list(self.session.scalars(_open(bool(limit)), {"limit": limit}).all())
 
     def list(self, limit: int = 50) -> list[OpenQuestion]:
-        return list(self.s.scalars(select(OpenQuestion).order_by(OpenQuestion.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(select(OpenQuestion).order_by(OpenQuestion.id.desc()).limit(limit)).all())
 
     def resolve(self, question_id: int, resolution: str, now: datetime) -> OpenQuestion:
         row = self.get(question_id)
@@ -65,11 +65,11 @@ class QuestionRepo(Repo):
 
     def purge(self, question_id: int) -> None:
         """Delete the question for good (a human's delete)."""
-        self.s.delete(self.get(question_id))
-        self.s.flush()
+        self.session.delete(self.get(question_id))
+        self.session.flush()
 
     def purge_resolved(self, before: datetime) -> int:
-        rows = self.s.scalars(_resolved_before(), {"before": before}).all()
+        rows = self.session.scalars(_resolved_before(), {"before": before}).all()
         for row in rows:
-            self.s.delete(row)
+            self.session.delete(row)
         return len(rows)

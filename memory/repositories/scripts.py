@@ -18,28 +18,28 @@ class ScriptRepo(NamedRowRepo):
     model, what = AgentScript, "script"
     def get(self, name: str, *, include_archived: bool = False) -> AgentScript:
         q = select(AgentScript).where(AgentScript.name == name)
-        row = self.s.scalars(q).first()
+        row = self.session.scalars(q).first()
         if row is None or (row.status != "active" and not include_archived):
             raise NotFound(f"no script {name!r}")
         return row
 
     def save(self, name: str, language: str, code: str, description: str) -> tuple[AgentScript, bool]:
         """Add the script, or replace an archived one of that name; (row, replaced an older one)."""
-        row = self.s.scalars(select(AgentScript).where(AgentScript.name == name)).first()
+        row = self.session.scalars(select(AgentScript).where(AgentScript.name == name)).first()
         if row is None:
             row = AgentScript(name=name, language=language, code=code, description=description)
-            self.s.add(row)
-            self.s.flush()
+            self.session.add(row)
+            self.session.flush()
             return row, False
         row.language, row.code, row.description, row.status, row.updated_at = language, code, description, "active", utcnow()
-        self.s.flush()
+        self.session.flush()
         return row, True
 
     def list(self, *, include_archived: bool = False) -> list[AgentScript]:
         q = select(AgentScript)
         if not include_archived:
             q = q.where(AgentScript.status == "active")
-        return list(self.s.scalars(q.order_by(AgentScript.name)).all())
+        return list(self.session.scalars(q.order_by(AgentScript.name)).all())
 
 
 
@@ -47,39 +47,40 @@ class ProcessRunRepo(Repo):
     def add(self, process_id: int, kind: str, *, thread_id: str | None, spec: dict[str, Any],
             script_id: int | None = None) -> ProcessRun:
         row = ProcessRun(process_id=process_id, kind=kind, thread_id=thread_id, spec=spec, script_id=script_id)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def get(self, run_id: int) -> ProcessRun:
         return self._get(ProcessRun, run_id)
 
     def of_process(self, process_id: int) -> ProcessRun | None:
-        return self.s.scalars(select(ProcessRun).where(ProcessRun.process_id == process_id)).first()
+        return self.session.scalars(select(ProcessRun).where(ProcessRun.process_id == process_id)).first()
 
     def started(self, run_id: int, *, pid: int | None, owner: str, workdir: str | None, now: datetime) -> ProcessRun:
         row = self.get(run_id)
         row.status, row.pid, row.owner, row.workdir, row.started_at = "running", pid, owner, workdir, now
-        self.s.flush()
+        self.session.flush()
         return row
 
     def finished(self, run_id: int, status: str, *, output: str, exit_code: int | None, now: datetime) -> ProcessRun:
         row = self.get(run_id)
         row.status, row.output, row.exit_code, row.finished_at = status, output, exit_code, now
-        self.s.flush()
+        self.session.flush()
         return row
 
     def with_status(self, *statuses: str) -> list[ProcessRun]:
-        return list(self.s.scalars(select(ProcessRun).where(ProcessRun.status.in_(statuses)).order_by(ProcessRun.id)).all())
+        return list(self.session.scalars(
+            select(ProcessRun).where(ProcessRun.status.in_(statuses)).order_by(ProcessRun.id)).all())
 
     def recent(self, limit: int = 20) -> list[ProcessRun]:
-        return list(self.s.scalars(select(ProcessRun).order_by(ProcessRun.id.desc()).limit(limit)).all())
+        return list(self.session.scalars(select(ProcessRun).order_by(ProcessRun.id.desc()).limit(limit)).all())
 
     def delete_for(self, process_ids: list[int]) -> int:
-        rows = self.s.scalars(select(ProcessRun).where(ProcessRun.process_id.in_(process_ids))).all()
+        rows = self.session.scalars(select(ProcessRun).where(ProcessRun.process_id.in_(process_ids))).all()
         for row in rows:
-            self.s.delete(row)
-        self.s.flush()
+            self.session.delete(row)
+        self.session.flush()
         return len(rows)
 
 

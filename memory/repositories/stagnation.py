@@ -24,7 +24,7 @@ class AntiStagnationRepo(Repo):
         """One tick's row (a re-run of the same tick, after a kill, replaces its row instead of adding one); the
         thread's previous row learns how novel the output after its reflex was. One query finds both."""
         thread_id, tick = fields["thread_id"], fields["tick"]
-        rows = self.s.scalars(_last_two(), {"thread_id": thread_id, "tick": tick}).all()
+        rows = self.session.scalars(_last_two(), {"thread_id": thread_id, "tick": tick}).all()
         current = next((row for row in rows if row.tick == tick), None)
         before = next((row for row in rows if row.tick < tick), None)
         if before is not None and before.novelty_after is None and (before.triggered_actions or before.mechanisms):
@@ -33,7 +33,7 @@ class AntiStagnationRepo(Repo):
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[AntiStagnationMetric]:
         """The rows of these ticks of a thread."""
-        return list(self.s.scalars(select(AntiStagnationMetric).where(
+        return list(self.session.scalars(select(AntiStagnationMetric).where(
             AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick.in_(list(ticks)))
             .order_by(AntiStagnationMetric.id)).all())
 
@@ -41,4 +41,4 @@ class AntiStagnationRepo(Repo):
         q = select(AntiStagnationMetric)
         if thread_id is not None:
             q = q.where(AntiStagnationMetric.thread_id == thread_id)
-        return list(reversed(self.s.scalars(q.order_by(AntiStagnationMetric.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(q.order_by(AntiStagnationMetric.id.desc()).limit(limit)).all()))

@@ -18,41 +18,41 @@ class StrategyRepo(NamedRowRepo):
     def ensure(self, builtins: dict[str, tuple[str, int]]) -> list[StagnationStrategy]:
         """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are. Returns the
         active rows, as `active` would (read in the same query)."""
-        rows = list(self.s.scalars(select(StagnationStrategy).order_by(StagnationStrategy.id)).all())
+        rows = list(self.session.scalars(select(StagnationStrategy).order_by(StagnationStrategy.id)).all())
         have = {row.name for row in rows}
         added = [StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True, status="active")
                  for name, (klass, cost) in builtins.items() if name not in have]
-        self.s.add_all(added)
-        self.s.flush()
+        self.session.add_all(added)
+        self.session.flush()
         return [row for row in rows + added if row.status == "active"]
 
     def active(self) -> list[StagnationStrategy]:
-        return list(self.s.scalars(select(StagnationStrategy).where(StagnationStrategy.status == "active")
+        return list(self.session.scalars(select(StagnationStrategy).where(StagnationStrategy.status == "active")
                                    .order_by(StagnationStrategy.id)).all())
 
     def list(self, include_archived: bool = False) -> list[StagnationStrategy]:
         q = select(StagnationStrategy)
         if not include_archived:
             q = q.where(StagnationStrategy.status == "active")
-        return list(self.s.scalars(q.order_by(StagnationStrategy.mechanism_class, StagnationStrategy.cost,
+        return list(self.session.scalars(q.order_by(StagnationStrategy.mechanism_class, StagnationStrategy.cost,
                                               StagnationStrategy.name)).all())
 
     def add(self, name: str, mechanism_class: str, cost: int, instruction: str) -> StagnationStrategy:
-        if self.s.scalars(select(StagnationStrategy.id).where(StagnationStrategy.name == name)).first():
+        if self.session.scalars(select(StagnationStrategy.id).where(StagnationStrategy.name == name)).first():
             raise ValueError(f"a strategy named {name!r} exists already")
         row = StagnationStrategy(name=name, mechanism_class=mechanism_class, cost=cost, instruction=instruction)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def record(self, names: Iterable[str], *, used: bool = False, helped: bool = False) -> None:
         names = list(names)
         if not names:
             return
-        for row in self.s.scalars(select(StagnationStrategy).where(StagnationStrategy.name.in_(names))).all():
+        for row in self.session.scalars(select(StagnationStrategy).where(StagnationStrategy.name.in_(names))).all():
             row.uses += int(used)
             row.helped += int(helped)
-        self.s.flush()
+        self.session.flush()
 
 
 class ThinkingMethodRepo(NamedRowRepo):
@@ -60,26 +60,26 @@ class ThinkingMethodRepo(NamedRowRepo):
     def ensure(self, defaults: dict[str, str]) -> list[ThinkingMethod]:
         """The built-in methods as rows; existing rows are left as they are. Returns the active rows, as `list`
         would (read in the same query)."""
-        rows = list(self.s.scalars(select(ThinkingMethod)).all())
+        rows = list(self.session.scalars(select(ThinkingMethod)).all())
         have = {row.name for row in rows}
         added = [ThinkingMethod(name=name, instruction=instruction, builtin=True, status="active")
                  for name, instruction in defaults.items() if name not in have]
-        self.s.add_all(added)
-        self.s.flush()
+        self.session.add_all(added)
+        self.session.flush()
         return sorted((row for row in rows + added if row.status == "active"), key=lambda row: row.name)
 
     def list(self, include_archived: bool = False) -> list[ThinkingMethod]:
         q = select(ThinkingMethod)
         if not include_archived:
             q = q.where(ThinkingMethod.status == "active")
-        return list(self.s.scalars(q.order_by(ThinkingMethod.name)).all())
+        return list(self.session.scalars(q.order_by(ThinkingMethod.name)).all())
 
     def add(self, name: str, instruction: str) -> ThinkingMethod:
-        if self.s.scalars(select(ThinkingMethod.id).where(ThinkingMethod.name == name)).first():
+        if self.session.scalars(select(ThinkingMethod.id).where(ThinkingMethod.name == name)).first():
             raise ValueError(f"a thinking method named {name!r} exists already")
         row = ThinkingMethod(name=name, instruction=instruction)
-        self.s.add(row)
-        self.s.flush()
+        self.session.add(row)
+        self.session.flush()
         return row
 
     def draw(self, rng: random.Random, rows: list[ThinkingMethod] | None = None) -> ThinkingMethod | None:
@@ -90,5 +90,5 @@ class ThinkingMethodRepo(NamedRowRepo):
             return None
         row = rng.choices(rows, weights=[1.0 / (1 + r.uses) for r in rows])[0]
         row.uses += 1
-        self.s.flush()
+        self.session.flush()
         return row

@@ -28,6 +28,6 @@ class TagRepo(Repo):
         for name, (model, live) in TAGGED.items():
             if source in ("all", name):
                 q = select(model.tags) if include_archived else select(model.tags).where(live)
-                for tags in self.s.scalars(q).all():
+                for tags in self.session.scalars(q).all():
                     counts.update(str(t) for t in tags or [])
         return dict(counts.most_common())

@@ -28,7 +28,7 @@ class ThreadRepo(Repo):
     def get(self, thread_id: str) -> Thread | None:
         thread = self._held.get(thread_id)
         if thread is None:
-            thread = self.s.scalars(_by_id(), {"thread_id": thread_id}).first()
+            thread = self.session.scalars(_by_id(), {"thread_id": thread_id}).first()
             if thread is not None:
                 self._held[thread_id] = thread
         return thread
@@ -37,15 +37,15 @@ class ThreadRepo(Repo):
         thread = self.get(thread_id)
         if thread is None:
             thread = self._held[thread_id] = Thread(id=thread_id, **defaults)
-            self.s.add(thread)
-            self.s.flush()
+            self.session.add(thread)
+            self.session.flush()
         return thread
 
     def set_tick(self, thread_id: str, tick: int) -> None:
-        self.s.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))  # held rows see it
+        self.session.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))  # held rows see it
 
     def all(self) -> Sequence[Thread]:
-        return self.s.scalars(select(Thread).order_by(Thread.created_at)).all()
+        return self.session.scalars(select(Thread).order_by(Thread.created_at)).all()
 
     def lineage(self, thread_id: str) -> list[Thread]:
         """The thread and its ancestors, root first."""
@@ -70,8 +70,8 @@ class ThreadRepo(Repo):
                        depth=parent.depth + 1, window_ratio=window_ratio, status="running", origin=origin,
                        owner=owner, chronicle_prompt=chronicle_prompt)
         self._held[thread_id] = child
-        self.s.add(child)
-        self.s.flush()
+        self.session.add(child)
+        self.session.flush()
         return child
 
     def finish(self, thread_id: str, *, status: str, chronicle: str | None, now: datetime,
@@ -79,13 +79,13 @@ class ThreadRepo(Repo):
         thread = self.get(thread_id)
         if thread is not None:
             thread.status, thread.chronicle, thread.completed_at, thread.error = status, chronicle, now, error
-            self.s.flush()
+            self.session.flush()
         return thread
 
     def running_children(self) -> list[Thread]:
         """Every child thread still marked running, deepest first."""
-        rows = self.s.scalars(select(Thread).where(Thread.status == "running", Thread.parent_id.is_not(None))).all()
+        rows = self.session.scalars(select(Thread).where(Thread.status == "running", Thread.parent_id.is_not(None))).all()
         return sorted(rows, key=lambda t: -t.depth)
 
     def children(self, thread_id: str) -> list[Thread]:
-        return list(self.s.scalars(select(Thread).where(Thread.parent_id == thread_id).order_by(Thread.created_at)).all())
+        return list(self.session.scalars(select(Thread).where(Thread.parent_id == thread_id).order_by(Thread.created_at)).all())

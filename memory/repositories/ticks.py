@@ -32,7 +32,7 @@ class TickRepo(Repo):
             row = self._add(Tick(thread_id=thread_id, tick=tick, mode=mode, summary={"attempts": 1}))
         else:
             row.summary = {**(row.summary or {}), "attempts": int((row.summary or {}).get("attempts") or 0) + 1}
-        self.s.flush()
+        self.session.flush()
         return row
 
     def fail(self, thread_id: str, tick: int, *, step: str | None, error: str, trace: str = "") -> Tick:
@@ -46,11 +46,11 @@ class TickRepo(Repo):
         row.summary = {**summary, "error": error, "step": step, "trace": trace[-4000:],
                        **({"quarantined": answer} if answer is not None else {})}
         row.status, row.finished_at = "failed", utcnow()
-        self.s.flush()
+        self.session.flush()
         return row
 
     def _add(self, row: Tick) -> Tick:
-        self.s.add(row)
+        self.session.add(row)
         known = self._from.get(row.thread_id)
         if known is not None and row.tick >= known[0]:
             known[1][row.tick] = row
@@ -60,12 +60,12 @@ class TickRepo(Repo):
         known = self._from.get(thread_id)
         if known is not None and tick >= known[0]:  # read with next_unfinished in this transaction
             return known[1].get(tick)
-        return self.s.scalars(_of_tick(), {"thread_id": thread_id, "tick": tick}).first()
+        return self.session.scalars(_of_tick(), {"thread_id": thread_id, "tick": tick}).first()
 
     def next_unfinished(self, thread_id: str, tick: int) -> int:
         """`tick`, or the first tick after it not yet finished (a finished tick whose checkpoint a kill lost). The
         rows read stay known to this unit of work: starting the tick reads nothing more."""
-        rows = {row.tick: row for row in self.s.scalars(_from_tick(), {"thread_id": thread_id, "tick": tick}).all()}
+        rows = {row.tick: row for row in self.session.scalars(_from_tick(), {"thread_id": thread_id, "tick": tick}).all()}
         self._from[thread_id] = (tick, rows)
         while tick in rows and rows[tick].finished_at is not None:
             tick += 1
@@ -75,13 +75,13 @@ class TickRepo(Repo):
         """The model's answer for a tick, kept until the tick finishes: a tick run again after a kill reuses it.
         `summary`: the row's summary as read earlier in the tick (then the row is written without reading it)."""
         if summary is not None:
-            self.s.execute(update(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)
+            self.session.execute(update(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)
                            .values(summary={**summary, "answer": answer}))
             return
         row = self.get(thread_id, tick)
         if row is not None:
             row.summary = {**(row.summary or {}), "answer": answer}
-            self.s.flush()
+            self.session.flush()
 
     def kept_answer(self, thread_id: str, tick: int) -> dict[str, Any] | None:
         row = self.get(thread_id, tick)
@@ -89,7 +89,7 @@ class TickRepo(Repo):
 
     def finish(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any],
                llm_calls: int, prompt_tokens: int, completion_tokens: int, llm_ms: float) -> None:
-        self.s.execute(
+        self.session.execute(
             update(Tick)
             .where(Tick.thread_id == thread_id, Tick.tick == tick)
             .values(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
@@ -103,7 +103,7 @@ class TickRepo(Repo):
             q = q.where(Tick.thread_id == thread_id)
         if before_id is not None:
             q = q.where(Tick.id < before_id)
-        return list(reversed(self.s.scalars(q.order_by(Tick.id.desc()).limit(limit)).all()))
+        return list(reversed(self.session.scalars(q.order_by(Tick.id.desc()).limit(limit)).all()))
 
     def count(self) -> int:
-        return self.s.scalar(select(func.count(Tick.id))) or 0
+        return self.session.scalar(select(func.count(Tick.id))) or 0

@@ -35,14 +35,14 @@ class VectorRepo(Repo):
             return 0
         ids = [v["item_id"] for v in values]
         for start in range(0, len(ids), 500):
-            self.s.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
-        self.s.execute(insert(MemoryVector), values)
+            self.session.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
+        self.session.execute(insert(MemoryVector), values)
         return len(values)
 
     def get(self, embedder: str, item_ids: Iterable[int]) -> dict[int, StoredVectors]:
         ids = sorted({int(i) for i in item_ids})
         found: dict[int, StoredVectors] = {}
-        connection = self.s.connection()  # Core rows: a query reads a few hundred
+        connection = self.session.connection()  # Core rows: a query reads a few hundred
         for start in range(0, len(ids), 500):
             q = select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors).where(
                 MemoryVector.item_id.in_(ids[start:start + 500]), MemoryVector.embedder == embedder)
@@ -54,9 +54,9 @@ class VectorRepo(Repo):
         q = (select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors)
              .where(MemoryVector.item_id > after_id, MemoryVector.embedder == embedder)
              .order_by(MemoryVector.item_id).limit(limit))
-        return {row.item_id: _decoded(row) for row in self.s.connection().execute(q)}
+        return {row.item_id: _decoded(row) for row in self.session.connection().execute(q)}
 
     def remove(self, item_ids: Iterable[int]) -> None:
         ids = list(item_ids)
         for start in range(0, len(ids), 500):
-            self.s.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
+            self.session.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))

@@ -150,7 +150,7 @@ class _Ranked:
     @classmethod
     def of(cls, row) -> "_Ranked":
         focus = len(row) > 9  # ItemRepo.ranking_rows adds tags and emotions when a query filters by them
-        return cls(row[1], row[2], _ts(row[3]), row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
+        return cls(row[1], row[2], _timestamp(row[3]), row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
                    (row[9] or []) if focus else [], (row[10] or []) if focus else [], row[8] or "")
 
     @property
@@ -162,7 +162,7 @@ class _Ranked:
         return frozenset(str(e).split(":")[0].strip().lower() for e in self.raw_emotions)
 
 
-def _ts(value: datetime | None) -> float:
+def _timestamp(value: datetime | None) -> float:
     if value is None:
         return 0.0
     if value.tzinfo is None:
@@ -170,7 +170,7 @@ def _ts(value: datetime | None) -> float:
     return value.timestamp()
 
 
-def _z(value: float, mean: float, std: float) -> float:
+def _z_score(value: float, mean: float, std: float) -> float:
     return (value - mean) / std if std > 1e-9 else value - mean
 
 
@@ -391,7 +391,7 @@ class MemoryIndex:
 
     @staticmethod
     def _record_meta(item: MemoryItem) -> dict[str, Any]:
-        return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": _ts(item.created_at)}
+        return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": _timestamp(item.created_at)}
 
     def _queue_vectors(self, repos, items: list[MemoryItem], removed: list[int], progress: bool = False,
                        done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
@@ -707,9 +707,9 @@ class MemoryIndex:
             return False
         if q.tiers and meta.tier not in q.tiers:
             return False
-        if q.since and meta.created < _ts(q.since):
+        if q.since and meta.created < _timestamp(q.since):
             return False
-        if q.until and meta.created > _ts(q.until):
+        if q.until and meta.created > _timestamp(q.until):
             return False
         return True
 
@@ -764,7 +764,7 @@ class MemoryIndex:
         dense_text = rewrites[reading.subjects(q.text, named)[0]] if named else q.text
         dense_texts = list(dict.fromkeys([dense_text, *rewrites.values()]))
         now = self.clock()
-        periods = [(_ts(r.start), _ts(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
+        periods = [(_timestamp(r.start), _timestamp(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
         asks_when = reading.asks_when(q.text)
 
         # words: the engine's candidates for the selective terms; BM25 weights from the corpus's document counts
@@ -785,9 +785,9 @@ class MemoryIndex:
         if q.tiers:
             where.append({"tier": {"$in": list(q.tiers)}})
         if q.since:
-            where.append({"created": {"$gte": _ts(q.since)}})
+            where.append({"created": {"$gte": _timestamp(q.since)}})
         if q.until:
-            where.append({"created": {"$lte": _ts(q.until)}})
+            where.append({"created": {"$lte": _timestamp(q.until)}})
         # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
         got = self.collection.query(query_embeddings=list(query_vectors), n_results=pool,
                                     where=(where[0] if len(where) == 1 else {"$and": where}) if where else None,
@@ -818,16 +818,16 @@ class MemoryIndex:
             mine = [i for i in vectors if rewrites.get(meta[i].author, dense_text) == text]
             if mine:
                 d_mean, d_std = self._sample_dense(query_vectors[n], repos)
-                zdense.update((i, _z(v, d_mean, d_std)) for i, v in zip(
+                zdense.update((i, _z_score(v, d_mean, d_std)) for i, v in zip(
                     mine, self._dense_scores(self._stack([vectors[i] for i in mine]), query_vectors[n]).tolist()))
 
-        now_ts = _ts(now)
+        now_ts = _timestamp(now)
         base: dict[int, float] = {}
         parts: dict[int, dict[str, float]] = {}
         asks: dict[int, bool] = {}
         for item_id in scored:
             m = meta[item_id]
-            zb = _z(bm25.get(item_id, 0.0), b_mean, b_std)
+            zb = _z_score(bm25.get(item_id, 0.0), b_mean, b_std)
             zd = zdense.get(item_id, 0.0)
             age_days = max(0.0, (now_ts - m.created) / 86400)
             asks[item_id] = reading.asks_something(m.text)

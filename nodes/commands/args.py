@@ -56,7 +56,7 @@ Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Ids = Annotated[list[Id], Field(min_length=1, max_length=100)]
 Ref = Annotated[str | int, Field(union_mode="left_to_right")]  # an id or a name
 Limit = Annotated[int, Field(ge=1, le=100)]
-K = Annotated[int, Field(ge=1, le=50)]
+TopK = Annotated[int, Field(ge=1, le=50)]
 Days = Annotated[int, Field(ge=1, le=36_500)]
 Priority = Annotated[int, Field(ge=-10, le=10)]
 Weight = Annotated[float, Field(ge=0, le=100)]

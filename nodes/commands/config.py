@@ -70,15 +70,15 @@ def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
         raise CommandError(f"config.update: {key!r} is not something I may change; mine: {', '.join(SELF_EDITABLE)}")
     if "value" not in cmd.args:
         raise CommandError("config.update: missing argument 'value'")
-    svc = ctx.services
+    services = ctx.services
     changes = {**self_changes(ctx.repos), key: cmd.args["value"]}
     try:
-        settings = load_settings(self_changes=changes, **{**svc.flags, "persona_dir": str(svc.persona.directory)})
+        settings = load_settings(self_changes=changes, **{**services.flags, "persona_dir": str(services.persona.directory)})
     except SettingsError as exc:
         raise CommandError(f"config.update: {exc}") from None
     old, value = current(ctx.settings, key), current(settings, key)
     ctx.repos.config.set(f"{SELF_CHANGE_PREFIX}{key}", value)
-    svc.settings = settings
+    services.settings = settings
     if key == "memory_manager.mode" and old != value:
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {value}")
     return CommandResult(f"{key} = {value!r} (was {old!r})")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from nodes.commands.args import Args, Id, K, Limit, Priority, SearchText, Word, Words, names
+from nodes.commands.args import Args, Id, Limit, Priority, SearchText, TopK, Word, Words, names
 from nodes.commands.memory import archive_one, run_search
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Family, arg
@@ -36,7 +36,7 @@ class DiaryIdArgs(Args):
 
 class DiarySearchArgs(Args):
     query: SearchText = Field(validation_alias=names("query", "text", "q"))
-    k: K = Field(5, validation_alias=names("k", "limit"))
+    k: TopK = Field(5, validation_alias=names("k", "limit"))
     archived: bool = False
 
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from memory.retrieval.index import Query
 from nodes import provenance
-from nodes.commands.args import Args, Days, K, Limit, Ref, SearchText, Word, Words, names
+from nodes.commands.args import Args, Days, Limit, Ref, SearchText, TopK, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
@@ -17,7 +17,7 @@ FAMILY = Family("memory", "searching, archiving and restoring memories")
 
 class SearchArgs(Args):
     query: SearchText = Field(validation_alias=names("query", "text", "q"))
-    k: K = Field(5, validation_alias=names("k", "limit"))
+    k: TopK = Field(5, validation_alias=names("k", "limit"))
 
 
 class MemorySearchArgs(SearchArgs):

@@ -43,19 +43,19 @@ def open_child_index(child_db: Database, data_dir: Path, parent_index):
 @FAMILY.command("persona.spawn", '{"name": "Mira", "mode": "clone|trained|newborn"}  (a descendant of mine; '
                 "needs my human's approval)", args=SpawnArgs, effect="external")
 def spawn_child(cmd: Command, ctx: CommandContext) -> CommandResult:
-    svc = ctx.services
+    services = ctx.services
     name, mode = str(arg(cmd, "name")), arg(cmd, "mode", default="trained")
     try:
-        places = default_places(name, svc.persona.directory, Path(ctx.settings.data_dir), svc.db)
+        places = default_places(name, services.persona.directory, Path(ctx.settings.data_dir), services.db)
     except ValueError as exc:
         raise CommandError(f"persona.spawn: {exc}") from None
     child_db = Database.open(places.data_dir, places.db_url)
     child_index = None
     try:
-        parent_index = svc.memory if mode == "clone" else None
+        parent_index = services.memory if mode == "clone" else None
         if parent_index is not None:
             child_index = open_child_index(child_db, places.data_dir, parent_index)
-        report = spawn(name, mode, parent_dir=svc.persona.directory, parent_db=svc.db, child_dir=places.persona_dir,
+        report = spawn(name, mode, parent_dir=services.persona.directory, parent_db=services.db, child_dir=places.persona_dir,
                        child_db=child_db, now=ctx.now, parent_index=parent_index, child_index=child_index)
     except SpawnError as exc:
         raise CommandError(f"persona.spawn: {exc}") from None

@@ -92,32 +92,32 @@ def parse_structured(text: str) -> Any:
 
 
 def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, playbook: str = "") -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     thread_id = state.thread_id or runtime.execution_info.thread_id or "main"
     task_id = getattr(runtime.execution_info, "task_id", None) or uuid.uuid4().hex
     needs_history = "history" in referenced_names(node.prompt) | referenced_names(node.system or "")
-    with svc.db.unit() as repos:
-        repos.threads.ensure(thread_id, persona=svc.persona.name, playbook=playbook, origin="root")
-        window = thread_window(svc, repos, thread_id)
+    with services.db.unit() as repos:
+        repos.threads.ensure(thread_id, persona=services.persona.name, playbook=playbook, origin="root")
+        window = thread_window(services, repos, thread_id)
         history = render_timeline(repos, thread_id) if needs_history else []
-    count = svc.llms.primary().count_tokens
+    count = services.llms.primary().count_tokens
     max_tokens = max(16, min(node.max_tokens, window // 2))
     budget = window - max_tokens - SAFETY_TOKENS
-    prompt, system, drops = fit_prompt(node.prompt, node.system, namespace(state, svc.persona.display_name),
+    prompt, system, drops = fit_prompt(node.prompt, node.system, namespace(state, services.persona.display_name),
                                        history, budget, count)
-    sampling = Sampling(temperature=node.temperature if node.temperature is not None else svc.settings.sampling.temperature,
+    sampling = Sampling(temperature=node.temperature if node.temperature is not None else services.settings.sampling.temperature,
                         max_tokens=max_tokens)
     writer = runtime.stream_writer
     writer({"event": "step", "node": node.id, "thread_id": thread_id, "prompt_tokens": count(prompt), "dropped": drops})
     kwargs: dict[str, Any] = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]} \
         if system else {"prompt": prompt}
-    gen = svc.llms.generate(node.purpose, sampling=sampling, json_schema=node.json_schema,
+    gen = services.llms.generate(node.purpose, sampling=sampling, json_schema=node.json_schema,
                             on_token=lambda t: writer({"event": "token", "text": t}),
                             tags={"thread_id": thread_id, "tick": state.tick}, **kwargs)
     value: Any = parse_structured(gen.text) if node.json_schema else gen.text.strip()
     if node.record:
         content = json.dumps(value, ensure_ascii=False) if node.json_schema else value
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             repos.messages.upsert(f"step:{thread_id}:{task_id}", thread_id=thread_id, tick=state.tick,
                                   kind="step", role="assistant", content=content, llm_id=gen.llm_id,
                                   meta={"node": node.id, "playbook": playbook, "purpose": node.purpose,

@@ -22,8 +22,8 @@ class SubplaybookError(ValueError):
 
 def call_subplaybook(state: TickState, runtime: Runtime[AnimaContext], node: Any, callee: Any,
                      prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]], callee_outputs: list[str]) -> dict:
-    svc = services_of(runtime)
-    scope = namespace(state, svc.persona.display_name)
+    services = services_of(runtime)
+    scope = namespace(state, services.persona.display_name)
     given: dict[str, Any] = {}
     for name, expression in node.inputs.items():
         try:

@@ -41,16 +41,16 @@ def aggregate(votes: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rating": round(rating, 3), "distribution": dict(distribution), "tie_break": tie_break}
 
 
-def drift_trust(svc, votes: list[dict[str, Any]], rating: float, thread_id: str) -> None:
+def drift_trust(services, votes: list[dict[str, Any]], rating: float, thread_id: str) -> None:
     """A validator whose vote is 2 or more from the consensus loses `trust_drift`; one closer regains
     `trust_recovery` (up to 1; a trust configured above 1 is kept). Below `min_trust` it is excluded from validation (logged). Needs two votes."""
     counted = [v for v in votes if v.get("rating") is not None]
     if len(counted) < 2:
         return
-    settings = svc.settings.reflexes
-    with svc.db.unit() as repos:
+    settings = services.settings.reflexes
+    with services.db.unit() as repos:
         for vote in counted:
-            entry = svc.llms.entry(vote["id"])
+            entry = services.llms.entry(vote["id"])
             before = float(entry.get("trust_score", 1.0))
             disagrees = abs(vote["rating"] - rating) >= 2
             after = round(max(0.0, before - settings.trust_drift) if disagrees

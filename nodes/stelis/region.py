@@ -45,10 +45,10 @@ def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] |
 
 
 def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, child: Any, playbook: str = "") -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     parent_id = state.thread_id or runtime.execution_info.thread_id or "main"
     try:
-        label = render(node.label, namespace(state, svc.persona.display_name)).strip() or node.id
+        label = render(node.label, namespace(state, services.persona.display_name)).strip() or node.id
     except ExpressionError as exc:
         label = node.id
         log.warning("stelis_start %s: label template failed (%s); using the node id", node.id, exc)
@@ -56,9 +56,9 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, ch
     child_id = child_thread_id(parent_id, label, task_id)
     writer = runtime.stream_writer
     try:
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             thread, window, existed = open_thread(
-                svc, repos, parent_id=parent_id, child_id=child_id, label=label, window_ratio=node.window_ratio,
+                services, repos, parent_id=parent_id, child_id=child_id, label=label, window_ratio=node.window_ratio,
                 max_depth=node.max_depth, origin="playbook", tick=state.tick,
                 chronicle_prompt=node.chronicle_prompt, playbook=playbook)
             status, owner = thread.status, thread.owner
@@ -72,7 +72,7 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, ch
     if existed and owner != process_token():
         if owner_alive(owner):
             raise RuntimeError(f"Stelis thread {child_id} is running in another process ({owner})")
-        result = close_thread(svc, child_id, status="aborted", error=f"the process running it ({owner}) stopped")
+        result = close_thread(services, child_id, status="aborted", error=f"the process running it ({owner}) stopped")
         return _result_update(node, result)
     writer({"event": "stelis_enter", "thread_id": child_id, "label": label, "depth": result.depth,
             "window_tokens": window, "resumed": existed})
@@ -84,20 +84,20 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, ch
         final = child.invoke(None if existed else child_input)
         child_vars = dict((final or {}).get("vars") or {})
     except GraphDrained as exc:
-        result = close_thread(svc, child_id, status="aborted", error=f"interrupted: the run was stopped ({exc.reason})")
+        result = close_thread(services, child_id, status="aborted", error=f"interrupted: the run was stopped ({exc.reason})")
     except GraphInterrupt:
         raise  # a breakpoint: the child stays running and resumes with the parent
     except KeyboardInterrupt:
-        close_thread(svc, child_id, status="aborted", error="interrupted (KeyboardInterrupt)", use_llm=False)
+        close_thread(services, child_id, status="aborted", error="interrupted (KeyboardInterrupt)", use_llm=False)
         raise
     except Exception as exc:  # noqa: BLE001 - any failure inside the child returns control to the parent
         log.exception("Stelis thread %s failed", child_id)
-        result = close_thread(svc, child_id, status="aborted", error=f"{type(exc).__name__}: {exc}"[:2000])
+        result = close_thread(services, child_id, status="aborted", error=f"{type(exc).__name__}: {exc}"[:2000])
     else:
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             thread = repos.threads.get(child_id)
             still_running = thread is not None and thread.status == "running"
-        result = (close_thread(svc, child_id, status="completed", generate=False) if still_running
+        result = (close_thread(services, child_id, status="completed", generate=False) if still_running
                   else StelisResult.of(thread, window))
     writer({"event": "stelis_leave", "thread_id": child_id, "label": label, "status": result.status,
             "chronicle_chars": len(result.chronicle or ""), "error": result.error})
@@ -106,7 +106,7 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, ch
 
 def end_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> dict:
     """The last node of the child graph: write the chronicle and mark the thread completed."""
-    svc = services_of(runtime)
+    services = services_of(runtime)
     thread_id = state.thread_id
-    result = close_thread(svc, thread_id, status="completed", generate=bool(node.generate_chronicle))
+    result = close_thread(services, thread_id, status="completed", generate=bool(node.generate_chronicle))
     return {"vars": {"chronicle": result.chronicle}}

@@ -106,8 +106,8 @@ def child_thread_id(parent_id: str, label: str, key: str) -> str:
     return f"{parent_id[:60]}/{slug}-{key[:10]}"
 
 
-def thread_window(svc: Services, repos: Repos, thread_id: str) -> int:
-    return svc.window_tokens(repos.threads.ratio_product(thread_id))
+def thread_window(services: Services, repos: Repos, thread_id: str) -> int:
+    return services.window_tokens(repos.threads.ratio_product(thread_id))
 
 
 # -- active thread of a root (threads the persona opened with `stelis.start`) -------------------
@@ -134,20 +134,20 @@ def set_active_thread(repos: Repos, root_id: str, thread_id: str) -> None:
 
 # -- lifecycle ------------------------------------------------------------------------------------
 
-def open_thread(svc: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,
+def open_thread(services: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,
                 max_depth: int, origin: str, tick: int = 0, chronicle_prompt: str | None = None,
                 playbook: str = "") -> tuple[Thread, int, bool]:
     """(child, its window in tokens, whether it already existed). Raises StelisRefused."""
     existing = repos.threads.get(child_id)
     if existing is not None:
-        return existing, thread_window(svc, repos, child_id), True
-    parent = repos.threads.ensure(parent_id, persona=svc.persona.name, origin="root")
+        return existing, thread_window(services, repos, child_id), True
+    parent = repos.threads.ensure(parent_id, persona=services.persona.name, origin="root")
     depth = parent.depth + 1
     if depth > max_depth:
         raise StelisRefused(f"Stelis thread {label!r} refused: it would be at depth {depth}, over max_depth {max_depth}")
     if not 0 < window_ratio <= 1:
         raise StelisRefused(f"Stelis thread {label!r} refused: window_ratio must be in (0, 1], got {window_ratio}")
-    window = svc.window_tokens(repos.threads.ratio_product(parent_id) * window_ratio)
+    window = services.window_tokens(repos.threads.ratio_product(parent_id) * window_ratio)
     if window < MIN_CHILD_WINDOW:
         raise StelisRefused(f"Stelis thread {label!r} refused: its window would be {window} tokens, "
                             f"under the minimum of {MIN_CHILD_WINDOW}")
@@ -168,9 +168,9 @@ def chronicle_source(repos: Repos, thread_id: str) -> str:
     return "\n\n".join(text for _, _, text in entries)
 
 
-def write_chronicle(svc: Services, thread_id: str, *, use_llm: bool = True) -> str:
+def write_chronicle(services: Services, thread_id: str, *, use_llm: bool = True) -> str:
     """The chronicle of everything in the thread. Falls back to a plain record when no model answers."""
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         thread = repos.threads.get(thread_id)
         text = chronicle_source(repos, thread_id)
         count = repos.messages.count(thread_id)
@@ -182,12 +182,12 @@ def write_chronicle(svc: Services, thread_id: str, *, use_llm: bool = True) -> s
         return "(The thread ended before it wrote anything.)"
     if not use_llm:
         return CHRONICLE_FALLBACK.format(reason="the run was interrupted", count=count, thread_id=thread_id)
-    tokens = svc.llms.primary().count_tokens
+    tokens = services.llms.primary().count_tokens
     budget = max(64, min(CHRONICLE_TOKENS, int((tokens(text) - tokens(shown)) * CHRONICLE_SHARE)))
     try:
-        result = summarise(text, svc.llms, CHRONICLE_PROMPT, merge_prompt=CHRONICLE_MERGE_PROMPT, purpose="chronicle",
+        result = summarise(text, services.llms, CHRONICLE_PROMPT, merge_prompt=CHRONICLE_MERGE_PROMPT, purpose="chronicle",
                            max_tokens=budget, tags={"thread_id": thread_id, "tick": thread.tick},
-                           name=svc.persona.display_name, label=thread.label,
+                           name=services.persona.display_name, label=thread.label,
                            instruction=thread.chronicle_prompt or CHRONICLE_INSTRUCTION)
     except AllLLMsUnavailable as exc:
         return CHRONICLE_FALLBACK.format(reason=str(exc), count=count, thread_id=thread_id)
@@ -195,24 +195,24 @@ def write_chronicle(svc: Services, thread_id: str, *, use_llm: bool = True) -> s
     return result.text or CHRONICLE_FALLBACK.format(reason="the model returned nothing", count=count, thread_id=thread_id)
 
 
-def finish_thread(svc: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None,
+def finish_thread(services: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None,
                   error: str | None = None) -> StelisResult:
-    thread = repos.threads.finish(thread_id, status=status, chronicle=chronicle, now=svc.clock(), error=error)
+    thread = repos.threads.finish(thread_id, status=status, chronicle=chronicle, now=services.clock(), error=error)
     if thread is None:
         raise KeyError(f"no thread {thread_id!r}")
-    return StelisResult.of(thread, thread_window(svc, repos, thread_id))
+    return StelisResult.of(thread, thread_window(services, repos, thread_id))
 
 
-def close_thread(svc: Services, thread_id: str, *, status: str, error: str | None = None,
+def close_thread(services: Services, thread_id: str, *, status: str, error: str | None = None,
                  generate: bool = True, use_llm: bool = True) -> StelisResult:
-    chronicle = write_chronicle(svc, thread_id, use_llm=use_llm) if generate else None
-    with svc.db.unit() as repos:
-        return finish_thread(svc, repos, thread_id, status=status, chronicle=chronicle, error=error)
+    chronicle = write_chronicle(services, thread_id, use_llm=use_llm) if generate else None
+    with services.db.unit() as repos:
+        return finish_thread(services, repos, thread_id, status=status, chronicle=chronicle, error=error)
 
 
-def recover_orphans(svc: Services, notify: Callable[[str], None] | None = None) -> list[StelisResult]:
+def recover_orphans(services: Services, notify: Callable[[str], None] | None = None) -> list[StelisResult]:
     """Abort every child thread left running by a process that is gone; chronicle and anchor each one."""
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         orphans = [(t.id, t.owner, t.parent_id, t.label, t.tick) for t in repos.threads.running_children()
                    if t.origin != "task" and t.owner != process_token() and not owner_alive(t.owner)]
         # task sub-cycles are not aborted: graph/task_cycles.py resumes them from their checkpoint
@@ -221,9 +221,9 @@ def recover_orphans(svc: Services, notify: Callable[[str], None] | None = None) 
         if notify:
             notify(f"aborting Stelis thread {thread_id} left running by a stopped process; writing its chronicle")
         reason = f"the process running it ({owner or 'unknown'}) stopped before it finished"
-        chronicle = write_chronicle(svc, thread_id)
-        with svc.db.unit() as repos:
-            result = finish_thread(svc, repos, thread_id, status="aborted", chronicle=chronicle, error=reason)
+        chronicle = write_chronicle(services, thread_id)
+        with services.db.unit() as repos:
+            result = finish_thread(services, repos, thread_id, status="aborted", chronicle=chronicle, error=reason)
             if repos.messages.anchor_for(thread_id) is None:
                 repos.messages.upsert(anchor_key(thread_id), thread_id=parent_id, tick=tick, kind="stelis_anchor",
                                       role="system", content=f'Stelis thread "{label}" ({thread_id})',

@@ -24,17 +24,17 @@ from nodes.stelis.threads import active_thread, active_thread_key
 
 
 def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     params = params or {}
     root = state.root_thread or state.thread_id or runtime.execution_info.thread_id or "main"
     mode = params.get("mode") or state.mode or "chat"
-    now = svc.clock()
-    with svc.db.unit() as repos:
+    now = services.clock()
+    with services.db.unit() as repos:
         repos.config.preload(PERSONA_DIR_KEY, LLM_SELECTED_KEY, active_thread_key(root),
                              prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
-        svc.refresh(repos)
+        services.refresh(repos)
         repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
-                             persona=svc.persona.name, origin="root")
+                             persona=services.persona.name, origin="root")
         current = repos.threads.get(state.thread_id or root)
         if current is not None and current.origin in ("playbook", "task"):
             thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
@@ -48,15 +48,15 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params:
             tick += 1
             started = repos.ticks.start(thread_id, tick, mode)
         repos.threads.set_tick(thread_id, tick)
-        svc.reads.start(thread_id, tick)
-        svc.reads.put(thread_id, tick, TICK_SUMMARY, dict(started.summary or {}))
+        services.reads.start(thread_id, tick)
+        services.reads.put(thread_id, tick, TICK_SUMMARY, dict(started.summary or {}))
         for row in (repos.threads.get(thread_id), repos.threads.get(root)):  # what later steps ask of the threads
             if row is not None:
-                svc.reads.put(thread_id, tick, ("thread", row.id), row)
+                services.reads.put(thread_id, tick, ("thread", row.id), row)
         closed = repos.processes.close(state.shown_process_ids)
-        timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=svc.settings.cycle.process_timeout_s),
+        timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=services.settings.cycle.process_timeout_s),
                                                    now)
-    base: SamplingParams = svc.settings.sampling.model_dump()  # type: ignore[assignment]
+    base: SamplingParams = services.settings.sampling.model_dump()  # type: ignore[assignment]
     return {
         "thread_id": thread_id,
         "root_thread": state.root_thread or root,

@@ -42,25 +42,25 @@ MAX_OFFERS_KEPT = 20
 
 
 def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
-    settings = svc.settings.drives
-    with svc.db.unit() as repos:
-        thread = _thread(svc, repos, state, thread_id)
+    settings = services.settings.drives
+    with services.db.unit() as repos:
+        thread = _thread(services, repos, state, thread_id)
         if thread is not None and thread.origin in ("task", "playbook"):
             return {"drives": {}}
-        root = _thread(svc, repos, state, state.root_thread or thread_id)
+        root = _thread(services, repos, state, state.root_thread or thread_id)
         started = root.created_at if root is not None else None
         repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
-        notes = _notes_to_feel(svc, settings, repos)
-        conversation = _conversation_to_judge(svc, repos, thread_id)
+        notes = _notes_to_feel(services, settings, repos)
+        conversation = _conversation_to_judge(services, repos, thread_id)
         if not notes and conversation is None:  # the usual tick: nothing to ask the model, one transaction
-            return {"drives": _take_stock(svc, repos, state, started, resolved=[])}
+            return {"drives": _take_stock(services, repos, state, started, resolved=[])}
     # a model may be asked: outside any transaction
-    generate = _generator(svc, state)
+    generate = _generator(services, state)
     felt = _feel(settings, generate, notes)
-    verdict = _judge(svc, generate, conversation) if conversation is not None else None
-    with svc.db.unit() as repos:
+    verdict = _judge(services, generate, conversation) if conversation is not None else None
+    with services.db.unit() as repos:
         repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
         if felt:
             for note_id, text, created_at, emotion in felt:
@@ -68,27 +68,29 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
                     repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
                                           tick=tick, created_at=created_at)
             repos.config.set(EMOTION_POINTER, felt[-1][0])
-        resolved = _settle(svc, repos, thread_id, conversation, verdict) if verdict is not None else []
-        return {"drives": _take_stock(svc, repos, state, started, resolved=resolved)}
+        resolved = _settle(services, repos, thread_id, conversation, verdict) if verdict is not None else []
+        return {"drives": _take_stock(services, repos, state, started, resolved=resolved)}
 
 
-def _thread(svc, repos, state: TickState, thread_id: str):
+def _thread(services, repos, state: TickState, thread_id: str):
     """The thread's row as the tick's first step read it."""
-    return svc.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
+    return services.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
 
 
-def _take_stock(svc, repos, state: TickState, started: datetime | None, resolved: list[int]) -> dict[str, Any]:
+def _take_stock(services, repos, state: TickState, started: datetime | None, resolved: list[int]) -> dict[str, Any]:
     """The drives now, the resolved questions purged, and the reach-out offer if the one rule allows it."""
-    settings = svc.settings.drives
+    settings = services.settings.drives
     thread_id, tick = state.thread_id, state.tick
-    now = svc.clock()
+    now = services.clock()
     purged = repos.questions.purge_resolved(now - timedelta(days=settings.resolved_keep_days))
     drives = compute_drives(repos, now, settings, since=started)
     offers = list(repos.config.get(REACH_OUT_KEY) or [])
     last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
-    limit = svc.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
-    waiting = bool(svc.reads.get(thread_id, tick, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit)))
-    why_not = reach_out_offer(drives, now, svc.settings.zone(), settings, quiet_hours=svc.settings.dreaming.quiet_hours,
+    limit = services.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
+    waiting = bool(services.reads.get(thread_id, tick, (UNREAD, limit, None),
+                                      lambda: repos.notes.unread_incoming(limit=limit)))
+    why_not = reach_out_offer(drives, now, services.settings.zone(), settings,
+                              quiet_hours=services.settings.dreaming.quiet_hours,
                               human_waiting=waiting, last_offer_at=last_offer)  # one quiet-hours setting for both
     offer = None
     if why_not is None:
@@ -102,18 +104,18 @@ def _take_stock(svc, repos, state: TickState, started: datetime | None, resolved
             "resolved_questions": resolved, "purged_questions": purged}
 
 
-def _generator(svc, state: TickState):
+def _generator(services, state: TickState):
     def generate(prompt: str, schema: dict[str, Any]) -> str:
-        return svc.llms.generate("drives", prompt=prompt, json_schema=schema,
+        return services.llms.generate("drives", prompt=prompt, json_schema=schema,
                                  sampling=Sampling(temperature=0.2, max_tokens=160),
                                  tags={"thread_id": state.thread_id, "tick": state.tick}).text
     return generate
 
 
-def _notes_to_feel(svc, settings: DriveSettings, repos) -> list[tuple[int, str, Any]]:
+def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, str, Any]]:
     """The human's new notes, whose emotion goes to the log. Notes older than four devotion half-lives would move
     no drive any more: they are passed over (a backlog of old notes costs nothing)."""
-    since = svc.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
+    since = services.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
     pointer = int(repos.config.get(EMOTION_POINTER) or 0)
     return [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
 
@@ -141,11 +143,11 @@ class Conversation:
     last_note_id: int
 
 
-def _conversation_to_judge(svc, repos, thread_id: str) -> Conversation | None:
+def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | None:
     """After a conversation, the open questions it may have answered; None when there is nothing to ask (the
     notes are then marked as looked at when no question is open)."""
     pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
-    notes = repos.notes.human_after(pointer, read=True, since=svc.clock() - CONVERSATION_HORIZON, limit=10)
+    notes = repos.notes.human_after(pointer, read=True, since=services.clock() - CONVERSATION_HORIZON, limit=10)
     if not notes:
         return None
     questions = repos.questions.open(limit=10)
@@ -153,15 +155,15 @@ def _conversation_to_judge(svc, repos, thread_id: str) -> Conversation | None:
         repos.config.set(RESOLUTION_POINTER, notes[-1].id)
         return None
     replies = [m.content for m in repos.messages.recent(thread_id, 2)]  # the notes were read (answered) last tick
-    user = svc.settings.user_name
+    user = services.settings.user_name
     conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
-                             [f"{svc.persona.display_name}: {r[-600:]}" for r in replies])
+                             [f"{services.persona.display_name}: {r[-600:]}" for r in replies])
     listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
-    prompt = RESOLUTION_PROMPT.format(name=svc.persona.display_name, questions=listing, conversation=conversation)
+    prompt = RESOLUTION_PROMPT.format(name=services.persona.display_name, questions=listing, conversation=conversation)
     return Conversation(prompt, {q.id for q in questions}, notes[-1].id)
 
 
-def _judge(svc, generate, conversation: Conversation) -> list[tuple[int, str]] | None:
+def _judge(services, generate, conversation: Conversation) -> list[tuple[int, str]] | None:
     """Which open questions the conversation settled (None: no model answered; asked again next tick)."""
     try:
         raw = generate(conversation.prompt, RESOLUTION_SCHEMA)
@@ -171,9 +173,9 @@ def _judge(svc, generate, conversation: Conversation) -> list[tuple[int, str]] |
     return parse_resolutions(raw, conversation.open_ids)
 
 
-def _settle(svc, repos, thread_id: str, conversation: Conversation, verdict: list[tuple[int, str]]) -> list[int]:
+def _settle(services, repos, thread_id: str, conversation: Conversation, verdict: list[tuple[int, str]]) -> list[int]:
     for qid, answer in verdict:
-        repos.questions.resolve(qid, answer, svc.clock())
+        repos.questions.resolve(qid, answer, services.clock())
     if verdict:
         repos.processes.add("drives.questions", "resolved in conversation: " + "; ".join(
             f"{qid}: {answer[:80]}" for qid, answer in verdict), status="close", thread_id=thread_id)

@@ -24,34 +24,34 @@ log = logging.getLogger(__name__)
 SUMMARY_TOKENS = 400
 
 
-def distill(text: str, svc: Services, tags: dict[str, Any]) -> tuple[str, int]:
+def distill(text: str, services: Services, tags: dict[str, Any]) -> tuple[str, int]:
     """All of `text` distilled hierarchically; returns (summary, LLM calls made)."""
-    result = summarise(text, svc.llms, COMPRESSION_PROMPT, purpose="compress", max_tokens=SUMMARY_TOKENS,
-                       tags=tags, name=svc.persona.display_name)
+    result = summarise(text, services.llms, COMPRESSION_PROMPT, purpose="compress", max_tokens=SUMMARY_TOKENS,
+                       tags=tags, name=services.persona.display_name)
     return result.text, result.calls
 
 
 def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     if state.mode != "continuation":
         return {}
-    threshold = int((params or {}).get("compress_at_chars") or svc.settings.continuation.compress_at_chars)
+    threshold = int((params or {}).get("compress_at_chars") or services.settings.continuation.compress_at_chars)
     thread_id = state.thread_id
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         last = repos.messages.last_of_kind(thread_id, "compression")
         chunks = repos.messages.since(thread_id, last.id if last else 0, ("continuation", "human"))
-        base = last.content if last else (svc.persona.seed or "")
+        base = last.content if last else (services.persona.seed or "")
     text = base + "".join(m.content for m in chunks)
     if len(text) <= threshold or not chunks:
         return {}
     try:
-        summary, calls = distill(text, svc, {"thread_id": thread_id, "tick": state.tick})
+        summary, calls = distill(text, services, {"thread_id": thread_id, "tick": state.tick})
     except AllLLMsUnavailable as exc:
         log.warning("compression postponed: %s", exc)
         return {}
     if not summary:
         return {}
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         repos.messages.upsert(f"{tick_key(state)}:compression", thread_id=thread_id, tick=state.tick,
                               kind="compression", role="system", content=summary.rstrip() + "\n",
                               meta={"source_ids": [m.id for m in chunks], "previous_compression": last.id if last else None,

@@ -47,7 +47,7 @@ REPLY_STOPS = ["\n", "Human:"]
 def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     if (params or {}).get("turn") == "reply":
         return reply_turn(state, runtime)
-    svc = services_of(runtime)
+    services = services_of(runtime)
     sampling = Sampling.from_dict(dict(state.sampling))
     budget_max = state.context_report.get("max_tokens")
     if budget_max:  # a Stelis child's window may be smaller than the configured answer length
@@ -55,16 +55,16 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     writer = runtime.stream_writer
     tags = {"thread_id": state.thread_id, "tick": state.tick}
     prefer = state.stagnation.get("llm")  # the anti-stagnation "switch LLM" mechanism
-    summary = svc.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # the tick row as its first step left it
+    summary = services.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # the tick row as its first step left it
     if summary is not None:
         kept = summary.get("answer")
     else:
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             kept = repos.ticks.kept_answer(state.thread_id, state.tick)
     if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
         return kept  # with the notes that answer saw (`incoming_note_ids`): only those are marked read
 
-    if state.mode != "continuation" and wanted(svc.settings.voice.prose_thoughts, _provider_of(svc, prefer)):
+    if state.mode != "continuation" and wanted(services.settings.voice.prose_thoughts, _provider_of(services, prefer)):
         sampling.letters = PROSE_LETTERS  # the embedded model's thought in words (persona/voice.py)
 
     def on_token(text: str) -> None:
@@ -72,9 +72,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
 
     def generate():
         if state.mode == "continuation":
-            return svc.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=CONTINUATION_STOPS,
+            return services.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=CONTINUATION_STOPS,
                                      prefer=prefer, on_token=on_token, tags=tags)
-        return svc.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=CHAT_STOPS,
+        return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=CHAT_STOPS,
                                  prefer=prefer, on_token=on_token, tags=tags)
 
     try:
@@ -89,11 +89,11 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
             gen.latency_ms += first.latency_ms
     except AllLLMsUnavailable as exc:
         log.warning("tick %s degraded: %s", state.tick, exc)
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
         return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
                 "degraded_ticks": state.degraded_ticks + 1}
-    text, tool_calls, problems = _bounded(gen, svc.settings.limits.output_chars)
+    text, tool_calls, problems = _bounded(gen, services.settings.limits.output_chars)
     answer = {
         "response": text,
         "native_tool_calls": tool_calls,
@@ -108,13 +108,13 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
                 "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
                 "failed_over_from": gen.failed_over_from},
     }
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         repos.ticks.keep_answer(state.thread_id, state.tick, answer, summary=summary)
         if gen.failed_over_from or state.degraded_ticks:
             _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
     fault_after_answer_kept()
     if summary is not None:
-        svc.reads.put(state.thread_id, state.tick, TICK_SUMMARY, {**summary, "answer": answer})
+        services.reads.put(state.thread_id, state.tick, TICK_SUMMARY, {**summary, "answer": answer})
     return answer
 
 
@@ -166,10 +166,10 @@ def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) ->
                             status="close", thread_id=state.thread_id)
 
 
-def _provider_of(svc: Services, prefer: str | None) -> str:
+def _provider_of(services: Services, prefer: str | None) -> str:
     """The registry's provider kind of the model asked first (`llamacpp` for the embedded one)."""
-    first = prefer if prefer in svc.llms.ids else svc.llms.order()[0]
-    return str(svc.llms.entry(first).get("provider", ""))
+    first = prefer if prefer in services.llms.ids else services.llms.order()[0]
+    return str(services.llms.entry(first).get("provider", ""))
 
 
 HUMAN_SOURCES = ("user", "cli")
@@ -177,22 +177,22 @@ HUMAN_SOURCES = ("user", "cli")
 
 def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
     """The reply turn (module doc): at most one call (a second only when the first reply is not in words)."""
-    svc = services_of(runtime)
-    voice = svc.settings.voice
+    services = services_of(runtime)
+    voice = services.settings.voice
     if state.degraded or not state.incoming_note_ids or state.mode == "continuation":
         return {"reply": {}}
     if any(c.get("type") == "messages.send" and not c.get("error") for c in state.commands):
         return {"reply": {"skipped": "the thought already sends a message"}}
-    provider = _provider_of(svc, state.llm.get("llm_id"))  # the registry's kind of the model that thought
+    provider = _provider_of(services, state.llm.get("llm_id"))  # the registry's kind of the model that thought
     if not wanted(voice.reply_turn, provider):
         return {"reply": {"skipped": f"voice.reply_turn is {voice.reply_turn} ({provider or 'no'} model)"}}
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         notes = [n for n in repos.notes.many(state.incoming_note_ids) if n.source in HUMAN_SOURCES]
         texts = [n.text for n in notes]
         ids = [n.id for n in notes]
     if not texts:
         return {"reply": {"skipped": "no note from my human"}}
-    prompt = reply_prompt(svc.persona.display_name, svc.persona.file("IDENTITY.md"), texts[-5:],
+    prompt = reply_prompt(services.persona.display_name, services.persona.file("IDENTITY.md"), texts[-5:],
                           state.thought or state.response)
     letters = reply_letters(texts[-1])
     tags = {"thread_id": state.thread_id, "tick": state.tick}
@@ -201,7 +201,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
     for temperature in (voice.reply_temperature, min(1.2, voice.reply_temperature + 0.4)):
         report["attempts"] += 1
         try:
-            gen = svc.llms.generate("reply", prompt=prompt, stop=REPLY_STOPS, prefer=state.llm.get("llm_id"),
+            gen = services.llms.generate("reply", prompt=prompt, stop=REPLY_STOPS, prefer=state.llm.get("llm_id"),
                                     sampling=Sampling(temperature=temperature, top_p=0.9, letters=letters,
                                                       max_tokens=voice.reply_max_tokens), tags=tags)
         except AllLLMsUnavailable as exc:
@@ -217,7 +217,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
                 "parse_errors": state.parse_errors + ["the reply turn gave no reply in words"]}
     admitted = admit([Command(cmd_id=f"t{state.tick}-reply", type="messages.send", args={"text": reply},
                               description=f"reply to note {ids[-1]}", syntax="reply_turn")],
-                     registry(), svc.settings.limits)
+                     registry(), services.settings.limits)
     command: CommandDict = admitted.commands[0]
     report["text"] = reply
     return {"commands": [*state.commands, command], "reply": report}

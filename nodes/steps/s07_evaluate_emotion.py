@@ -31,19 +31,19 @@ log = logging.getLogger(__name__)
 def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
     """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
     and, when the cheap novelty signals are uncertain, HMP's novelty comparison, in one JSON answer."""
-    svc = services_of(runtime)
-    reflexes = svc.settings.reflexes
+    services = services_of(runtime)
+    reflexes = services.settings.reflexes
     response = state.response.strip()
     if not response:
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     body = state.thought or response
     if degenerate(body, acted=bool(state.commands)):  # no thought in words (check_stagnation flags it): no call
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
-    with svc.db.unit() as repos:
-        recent = recent_outputs(svc, repos, state)
-        vocabulary = list(repos.config.get("emotions") or svc.settings.emotions)
-    signals = measure(body, recent, svc.memory, stagnant_at=reflexes.stagnation_threshold,
-                      novel_below=reflexes.novel_below, documents=svc.own_turn(body))
+    with services.db.unit() as repos:
+        recent = recent_outputs(services, repos, state)
+        vocabulary = list(repos.config.get("emotions") or services.settings.emotions)
+    signals = measure(body, recent, services.memory, stagnant_at=reflexes.stagnation_threshold,
+                      novel_below=reflexes.novel_below, documents=services.own_turn(body))
     previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
     emotions: list[str] = []
     evaluation: EmotionEval = {}
@@ -60,7 +60,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
     if want_emotions or want_comparison:
         author = state.llm.get("llm_id")
         try:
-            gen, answer = evaluate(svc.llms, response, vocabulary=vocabulary if want_emotions else None,
+            gen, answer = evaluate(services.llms, response, vocabulary=vocabulary if want_emotions else None,
                                    previous=previous if want_comparison else None, prefer=author,
                                    tags={"thread_id": state.thread_id, "tick": state.tick})
         except AllLLMsUnavailable as exc:
@@ -74,14 +74,14 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
                 # HMP: the LLM that wrote the output rates it; a fallback's rating is marked
                 evaluation = {"source": "llm", "llm_id": gen.llm_id, "llm_mismatch": bool(author) and gen.llm_id != author}
     if evaluation.get("source") in ("llm", "self"):
-        _extend_vocabulary(svc, state, vocabulary, emotions)
+        _extend_vocabulary(services, state, vocabulary, emotions)
     return {"emotions": emotions, "emotion_eval": evaluation, "novelty_signals": signals}
 
 
-def _extend_vocabulary(svc, state: TickState, vocabulary: list[str], emotions: list[str]) -> None:
+def _extend_vocabulary(services, state: TickState, vocabulary: list[str], emotions: list[str]) -> None:
     new = [name for name, _ in emotion_strengths(emotions) if name not in vocabulary]
     if new:
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             repos.config.set("emotions", vocabulary + new)
             repos.processes.add("emotions.vocabulary", f"new emotion(s) added to my vocabulary: {', '.join(new)}",
                                 status="close", thread_id=state.thread_id)

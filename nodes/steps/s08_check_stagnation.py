@@ -38,10 +38,10 @@ from nodes.steps.prompts import CHAT_INSTRUCTION
 from persona.prose import degenerate
 
 
-def ended(svc, state: TickState, episode: StagnationEpisode) -> None:
+def ended(services, state: TickState, episode: StagnationEpisode) -> None:
     """Novelty came back: the mechanisms added last count as having helped (before/after: the escalation prefers
     them next time), and a task set aside by the task switch is due again."""
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         repos.strategies.record(episode.get("added") or [], helped=True)
         switch = episode.get("task_switch")
         if switch:
@@ -50,25 +50,25 @@ def ended(svc, state: TickState, episode: StagnationEpisode) -> None:
 
 
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
-    settings = svc.settings.reflexes
+    services = services_of(runtime)
+    settings = services.settings.reflexes
     response = state.response
     if not response.strip():
         return {"novelty": {"skipped": "no output"}}
     body = state.thought or response
     signals = dict(state.novelty_signals)
     tags = {"thread_id": state.thread_id, "tick": state.tick}
-    with svc.db.unit() as repos:
-        recent = recent_outputs(svc, repos, state)
+    with services.db.unit() as repos:
+        recent = recent_outputs(services, repos, state)
         if not signals:  # a playbook without evaluate_emotion
-            signals = measure(body, recent, svc.memory, stagnant_at=settings.stagnation_threshold,
+            signals = measure(body, recent, services.memory, stagnant_at=settings.stagnation_threshold,
                               novel_below=settings.novel_below)
         previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
         previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
     if (signals["band"] == "uncertain" and "comparison" not in signals and settings.compare_with_llm
             and previous_text is not None):
         try:
-            _, answer = evaluate(svc.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
+            _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
                                  tags=tags)
             signals["comparison"] = parse_comparison(answer.get("comparison"))
         except AllLLMsUnavailable:
@@ -97,13 +97,13 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
         actions.append("reflex_lite")
         if capped and due:
             episode["rephrase_asked_at"] = episode["streak"]
-            if instruction := rephrase(svc.llms, episode.get("rephrased") or CHAT_INSTRUCTION,
+            if instruction := rephrase(services.llms, episode.get("rephrased") or CHAT_INSTRUCTION,
                                        prefer=state.llm.get("llm_id"), tags=tags):
                 episode["rephrased"] = instruction
                 actions.append("rephrase")
         if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
-            with svc.db.unit() as repos:
-                episode = Escalation(svc, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
+            with services.db.unit() as repos:
+                episode = Escalation(services, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
             actions += [f"escalate:{m}" for m in episode["mechanisms"]]
     elif anxiety_streak:
         sampling = reflex_lite(sampling)
@@ -114,7 +114,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
             actions.append("sampling_restored")
         if episode:
             actions.append("stagnation_ended")
-            ended(svc, state, episode)
+            ended(services, state, episode)
             episode = {}
     return {
         "novelty": {"novelty_score": novelty_score, "max_similarity": round(value, 3), "method": method,

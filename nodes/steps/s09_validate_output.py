@@ -25,12 +25,12 @@ log = logging.getLogger(__name__)
 
 
 def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     response = state.response.strip()
-    reflexes = svc.settings.reflexes
+    reflexes = services.settings.reflexes
     threshold = reflexes.validation_threshold
-    configured = svc.llms.validators()
-    validators = svc.llms.validators(min_trust=reflexes.min_trust)
+    configured = services.llms.validators()
+    validators = services.llms.validators(min_trust=reflexes.min_trust)
     if not configured:
         return {"validation": {"auto_pass": True, "self_validation": False, "rating": 0.0, "distribution": {},
                                "validators": [], "passed": True, "threshold": threshold}}
@@ -41,9 +41,9 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: di
     if not response:
         return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
                                "validators": [], "distribution": {}, "threshold": threshold, "skipped": "no output"}}
-    main_id = state.llm.get("llm_id") or svc.llms.primary_id
+    main_id = state.llm.get("llm_id") or services.llms.primary_id
     self_validation = len(validators) == 1 and validators[0]["id"] == main_id
-    ethics = svc.persona.ethics
+    ethics = services.persona.ethics
     principles = "; ".join(ethics.principles) or "none stated"
     prompt = VALIDATION_PROMPT.format(ethics=principles, response=response[-3000:])
     tags = {"thread_id": state.thread_id, "tick": state.tick}
@@ -51,7 +51,7 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: di
     def ask(entry: dict[str, Any]) -> Vote:
         name = "self" if self_validation else entry["id"]
         try:
-            gen = svc.llms.generate("validate", prompt=prompt, sampling=Sampling(temperature=0.1, max_tokens=60),
+            gen = services.llms.generate("validate", prompt=prompt, sampling=Sampling(temperature=0.1, max_tokens=60),
                                     json_schema=VALIDATION_SCHEMA, only=entry["id"], tags=tags)
         except LLMUnavailable as exc:
             return {"LLM": name, "id": entry["id"], "rating": None, "comment": f"unavailable: {exc}"[:100], "trust": 0.0}
@@ -65,12 +65,12 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: di
         votes = list(pool.map(ask, validators))
     result = aggregate(votes)
     if not self_validation:
-        drift_trust(svc, votes, result["rating"], state.thread_id)
+        drift_trust(services, votes, result["rating"], state.thread_id)
     report: ValidationReport = {**result, "auto_pass": False, "self_validation": self_validation, "validators": votes,
                                 "passed": result["rating"] >= threshold, "threshold": threshold}
     if result["rating"] <= ethics.violation_policy.violation_at and any(v.get("rating") is not None for v in votes):
         report["violation"] = ethics.violation_policy.on_violation == "block_commands_and_log"
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             repos.processes.add("ethics.violation", f"the validators rated my output {result['rating']:+g} (at or below "
                                 f"{ethics.violation_policy.violation_at:+g}); policy {ethics.violation_policy.on_violation}",
                                 status="warning", thread_id=state.thread_id)

@@ -20,7 +20,7 @@ from nodes.state import TickState, tick_key
 
 
 def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     response = state.response
     if not response.strip():
         return {"response_id": None}
@@ -40,9 +40,9 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     thread_id = state.thread_id
     emotions = emotion_strengths(state.emotions)
     strongest = max((s for _, s in emotions), default=0)
-    user_name = svc.settings.user_name
-    first = svc.reads.first_run(thread_id, state.tick)  # no earlier run of this tick stored anything
-    with svc.db.unit() as repos:
+    user_name = services.settings.user_name
+    first = services.reads.first_run(thread_id, state.tick)  # no earlier run of this tick stored anything
+    with services.db.unit() as repos:
         write = repos.messages.add_keyed if first else repos.messages.upsert
         for position, turn in enumerate(state.human_turns):
             write(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
@@ -86,10 +86,10 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             _record_metrics(repos, state, novelty, row.id)
         facts = state.unverified_facts
         if facts:
-            threshold = svc.settings.reflexes.factcheck_threshold
+            threshold = services.settings.reflexes.factcheck_threshold
             repos.facts.register(row.id, facts, threshold)
         if kind != "stagnation_record":  # a repeat is not remembered twice
-            record_turn(repos, ref=f"msg:{row.id}", text=content, author=svc.persona.display_name, episode=thread_id,
+            record_turn(repos, ref=f"msg:{row.id}", text=content, author=services.persona.display_name, episode=thread_id,
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
                         novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
@@ -100,7 +100,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
                                   tick=state.tick)
         repos.notes.mark_read(state.incoming_note_ids)
         response_id = row.id
-    svc.sync_memory()
+    services.sync_memory()
     return {"response_id": response_id}
 
 

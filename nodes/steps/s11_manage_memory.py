@@ -23,24 +23,24 @@ log = logging.getLogger(__name__)
 
 
 def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     done: MemoryUpkeep = {}
-    every = svc.settings.memory.abstract_every
-    with svc.db.unit() as repos:
+    every = services.settings.memory.abstract_every
+    with services.db.unit() as repos:
         repos.config.preload(request_key(thread_id), EPISODES_CHECKED)
         if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
             request_abstract(repos, thread_id, "every_n", f"tick {tick}")
         request = pending_request(repos, thread_id)
-        thread = svc.reads.get(thread_id, tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
+        thread = services.reads.get(thread_id, tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
         child = thread is not None and thread.parent_id is not None
-        episodes_due = not child and not episodes_checked(svc, repos)
+        episodes_due = not child and not episodes_checked(services, repos)
     prefer = state.llm.get("llm_id")
     if request:
-        generate = generator(svc, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)
+        generate = generator(services, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)
         try:
-            with svc.db.unit() as repos:
-                row = build_abstract(repos, thread_id, request.get("trigger", "manual"), generate, svc.persona.display_name)
+            with services.db.unit() as repos:
+                row = build_abstract(repos, thread_id, request.get("trigger", "manual"), generate, services.persona.display_name)
                 clear_request(repos, thread_id)
                 message = (f"abstract {row.id} '{row.title}' from {len(row.sources)} sources ({request.get('trigger')}: "
                            f"{request.get('what', '')})" if row else f"abstract skipped: too little new ({request.get('trigger')})")
@@ -49,10 +49,10 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict
         except AllLLMsUnavailable as exc:  # keep the request for a later tick
             log.warning("abstract postponed: %s", exc)
             done["abstract"] = "postponed"
-        svc.sync_memory()
+        services.sync_memory()
     if episodes_due:  # memory is the persona's: Stelis children leave episodes and pruning to their root
-        done.update(write_episode(svc, thread_id, generator(svc, "episode", 360, thread_id=thread_id, tick=tick,
+        done.update(write_episode(services, thread_id, generator(services, "episode", 360, thread_id=thread_id, tick=tick,
                                                             prefer=prefer)))
     if not child:
-        done.update(prune_memory(svc, thread_id, tick))
+        done.update(prune_memory(services, thread_id, tick))
     return {"memory_upkeep": done}

@@ -49,10 +49,10 @@ def _failure_message(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _context(repos, svc: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
+def _context(repos, services: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
              llm_id: str | None) -> CommandContext:
-    return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=svc.settings,
-                          now=svc.clock(), services=svc, root_thread=state.root_thread or thread_id, task_id=task_id,
+    return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=services.settings,
+                          now=services.clock(), services=services, root_thread=state.root_thread or thread_id, task_id=task_id,
                           registry=commands)
 
 
@@ -65,7 +65,7 @@ def after_commit(actions: list) -> None:
             log.exception("after-commit action failed")
 
 
-def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, llm_id: str | None,
+def _run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
              refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
     key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
@@ -75,9 +75,9 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
     spec = commands.get(cmd.type)
     if spec is None and refusal_before_gate is None:
         refusal_before_gate = ("unknown", f"unknown command type {cmd.type!r}; see help.show")
-    now = svc.clock()
+    now = services.clock()
     try:
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             done = repos.commands.get(key)
             if done is not None:
                 return {**base, "status": done.status, "result": done.result, "already_done": True}, []
@@ -86,7 +86,7 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
                 repos.commands.record(**record, status=status, result=message)
                 return {**base, "status": status, "result": message}, []
             assert spec is not None
-            off = spec.off_because(svc.settings)
+            off = spec.off_because(services.settings)
             if off:
                 message = f"{cmd.type} is off: {off}"
                 repos.commands.record(**record, status="refused", result=message)
@@ -97,7 +97,7 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
-            verdict = decide(spec, cmd, dict(state.validation), svc.settings, state.untrusted)
+            verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted)
             where = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, now=now)
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
@@ -112,7 +112,7 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
                 return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, \
                     [{"event": "approval", "approval_id": row.id, "type": cmd.type, "args": cmd.args,
                       "reason": verdict.reason, "new": created, "tick": state.tick}]
-            ctx = _context(repos, svc, commands, state, thread_id, task.id if task is not None else None, llm_id)
+            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id)
             result: CommandResult = spec.handler(cmd, ctx)
             if result.show:
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
@@ -127,7 +127,7 @@ def _run_one(cmd: Command, state: TickState, svc: Services, commands: Registry, 
         return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
     except Exception as exc:  # handler failed: its effect was rolled back with the transaction
         message = _failure_message(exc)
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             if repos.commands.get(key) is None:
                 repos.commands.record(**record, status="failed", result=message[:2000])
         return {**base, "status": "failed", "result": message}, []
@@ -151,24 +151,24 @@ class _LostRace(Exception):
     """Another process ran this approval first: roll back."""
 
 
-def run_approved(state: TickState, svc: Services, commands: Registry) -> tuple[list[ExecutedCommand], list[dict]]:
+def run_approved(state: TickState, services: Services, commands: Registry) -> tuple[list[ExecutedCommand], list[dict]]:
     """Commands the human approved since they were parked: each runs once, in the transaction that marks it executed."""
     root = state.root_thread or state.thread_id
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         approved = [row.id for row in repos.approvals.approved_unexecuted(root)]
     outcomes: list[ExecutedCommand] = []
     events: list[dict] = []
     for approval_id in approved:
-        now = svc.clock()
+        now = services.clock()
         try:
-            with svc.db.unit() as repos:
+            with services.db.unit() as repos:
                 row = repos.approvals.get(approval_id)
                 spec = commands.get(row.type)
                 if spec is None:
                     raise CommandError(f"{row.type} no longer exists")
                 cmd = Command(cmd_id=row.cmd_id, type=row.type, args=spec.check(dict(row.args or {})),
                               description=row.description or "")  # parked by an older version: checked again
-                ctx = _context(repos, svc, commands, state, row.thread_id, None, None)
+                ctx = _context(repos, services, commands, state, row.thread_id, None, None)
                 result = spec.handler(cmd, ctx)
                 if not repos.approvals.mark_executed(approval_id, result.output, now):
                     raise _LostRace()
@@ -187,7 +187,7 @@ def run_approved(state: TickState, svc: Services, commands: Registry) -> tuple[l
             continue
         except Exception as exc:  # the effect rolled back; the approval is closed as failed, and the persona told
             message = _failure_message(exc)
-            with svc.db.unit() as repos:
+            with services.db.unit() as repos:
                 row = repos.approvals.get(approval_id)
                 if repos.approvals.mark_failed(approval_id, message[:2000], now):
                     repos.commands.set_status(row.cmd_key, "failed", message[:2000])
@@ -202,26 +202,26 @@ def run_approved(state: TickState, svc: Services, commands: Registry) -> tuple[l
 
 
 def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
+    services = services_of(runtime)
     commands = registry()
-    executed, events = run_approved(state, svc, commands)
+    executed, events = run_approved(state, services, commands)
     llm_id = state.llm.get("llm_id")
     for raw in state.commands:
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
-        outcome, produced = _run_one(Command.model_validate(raw), state, svc, commands, llm_id, refusal)
+        outcome, produced = _run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)
         events += produced
     for event in events:
         runtime.stream_writer(event)
     if executed:
-        svc.sync_memory()
+        services.sync_memory()
     feedback = what_went_wrong(state.parse_errors, executed)
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         if feedback:
             repos.processes.add("tick.feedback", feedback, status="error", thread_id=state.thread_id)
         totals = repos.llm_calls.totals(state.thread_id, state.tick)
         # what ran may have changed the cycle; otherwise it is as prepare_context read it
-        cycle = svc.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
+        cycle = services.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
         if cycle is None:
             cycle = load_cycle(repos, state.thread_id)
         repos.ticks.finish(
@@ -238,6 +238,6 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
             completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
         )
     chosen = cycle.get("pause_s")  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
-    pause_s = max(float(svc.settings.cycle.pause_s if chosen is None else chosen),
+    pause_s = max(float(services.settings.cycle.pause_s if chosen is None else chosen),
                   float(state.stagnation.get("pause_s") or 0.0))
     return {"executed": executed, "pause_s": pause_s, "idle": bool(cycle.get("idle"))}

@@ -31,17 +31,17 @@ thread_spec = st.fixed_dictionaries({
        max_tokens=st.integers(min_value=16, max_value=4_096), mode=st.sampled_from(["chat", "continuation"]))
 def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_tokens, mode):
     fake = FakeLLM("fake", context_window=window)
-    svc = open_services(db_url="sqlite://", embedded=False, providers={"fake": fake}, embedder=HashEmbedder(),
+    services = open_services(db_url="sqlite://", embedded=False, providers={"fake": fake}, embedder=HashEmbedder(),
                         entries=[{"id": "fake", "provider": "fake", "priority": 100}])
-    svc.memory = None  # recall under the budget is covered in test_memory; here a Chroma per example costs too much
+    services.memory = None  # recall under the budget is covered in test_memory; here a Chroma per example costs too much
     try:
         thread_id, product = "main", 1.0
-        with svc.db.unit() as repos:
+        with services.db.unit() as repos:
             repos.threads.ensure("main", origin="root")
             for depth, spec in enumerate(lineage):
                 if depth:  # lineage[0] describes the root thread; the rest are nested Stelis children
                     try:
-                        child, _, _ = open_thread(svc, repos, parent_id=thread_id, child_id=f"{thread_id}/{depth}",
+                        child, _, _ = open_thread(services, repos, parent_id=thread_id, child_id=f"{thread_id}/{depth}",
                                                   label=f"level {depth}", window_ratio=spec["ratio"], max_depth=10,
                                                   origin="command")
                     except StelisRefused:
@@ -54,9 +54,9 @@ def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_t
                 for size in spec["notes"]:
                     repos.notes.add("n" * size, source="user")
             expected_window = int(window * product)
-            assert thread_window(svc, repos, thread_id) == expected_window
+            assert thread_window(services, repos, thread_id) == expected_window
         state = TickState(thread_id=thread_id, tick=1, mode=mode, sampling={"max_tokens": max_tokens})
-        runtime = SimpleNamespace(context=AnimaContext(services=svc))
+        runtime = SimpleNamespace(context=AnimaContext(services=services))
         try:
             out = prepare_context(state, runtime)
         except ContextBudgetError:
@@ -68,10 +68,10 @@ def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_t
             assert sum(fake.count_tokens(m["content"]) for m in out["prompt_messages"]) + answer <= expected_window
         shown = set(out["incoming_note_ids"])
         rendered = out["prompt"]
-        with svc.db.unit() as repos:  # a note counted as shown is really in the prompt (it will be marked read)
+        with services.db.unit() as repos:  # a note counted as shown is really in the prompt (it will be marked read)
             assert all(repos.notes.get(i).text in rendered for i in shown)
     finally:
-        svc.db.close()
+        services.db.close()
 
 
 @settings(max_examples=80, deadline=None)
@@ -97,15 +97,15 @@ def test_llm_node_prompt_fits_its_budget_or_says_why(history, long_var, budget):
 
 def test_window_shrinks_multiplicatively_down_the_lineage(agent_factory):
     agent = agent_factory(FakeLLM("fake", context_window=100_000))
-    svc = agent.services
-    with svc.db.unit() as repos:
-        a, wa, _ = open_thread(svc, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8, max_depth=3,
+    services = agent.services
+    with services.db.unit() as repos:
+        a, wa, _ = open_thread(services, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8, max_depth=3,
                                origin="command")
-        b, wb, _ = open_thread(svc, repos, parent_id=a.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
+        b, wb, _ = open_thread(services, repos, parent_id=a.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
                                origin="command")
-        assert (thread_window(svc, repos, "main"), wa, wb) == (100_000, 80_000, 64_000)
+        assert (thread_window(services, repos, "main"), wa, wb) == (100_000, 80_000, 64_000)
         with pytest.raises(StelisRefused, match="over max_depth 2"):
-            open_thread(svc, repos, parent_id=b.id, child_id="main/a/b/c", label="c", window_ratio=0.8, max_depth=2,
+            open_thread(services, repos, parent_id=b.id, child_id="main/a/b/c", label="c", window_ratio=0.8, max_depth=2,
                         origin="command")
 
 

@@ -26,11 +26,11 @@ def test_days_then_weeks_are_summarised_one_per_tick_and_injected(agent_factory)
     fake = FakeLLM("fake", json_answer=lambda p: episode_answer(p) if "Summarise " in p else
                    {"emotions": [{"emotion": "calm", "strength": 2, "reason": "quiet"}]})
     agent = agent_factory(fake)
-    svc = agent.services
-    svc.clock = lambda: NOW
-    svc.settings.timezone = "UTC"
-    svc.settings.memory.episode_backfill_days = 14
-    with svc.db.unit() as repos:
+    services = agent.services
+    services.clock = lambda: NOW
+    services.settings.timezone = "UTC"
+    services.settings.memory.episode_backfill_days = 14
+    with services.db.unit() as repos:
         said(repos, "note:1", "We planned the boat trip to the island.", datetime(2026, 11, 10, 15, tzinfo=timezone.utc))
         said(repos, "msg:901", "I will pack the map and the compass.", datetime(2026, 11, 10, 15, 5, tzinfo=timezone.utc), "Lumen")
         said(repos, "note:2", "The trip was cancelled because of the storm.", datetime(2026, 11, 11, 8, tzinfo=timezone.utc))
@@ -42,7 +42,7 @@ def test_days_then_weeks_are_summarised_one_per_tick_and_injected(agent_factory)
     assert "15:05 [message] Lumen: I will pack the map" in prompts[0] and "storm" not in prompts[0]
     assert "the week 2026-11-09 to 2026-11-15" in prompts[3]
     assert "2026-11-10: SUMMARY of the day Tuesday 2026-11-10" in prompts[3] and "sister" not in prompts[3]
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         day = repos.episodes.get("day", "2026-11-11")
         week = repos.episodes.get("week", "2026-11-09")
         assert day.sources == ["message:note:2"] and day.emotional_tone == "calm" and day.key_events == ["an event"]
@@ -52,7 +52,7 @@ def test_days_then_weeks_are_summarised_one_per_tick_and_injected(agent_factory)
     recent_days = think.split("Recent days")[1]
     assert recent_days.index("[2026-11-11] SUMMARY") < recent_days.index("[2026-11-18] SUMMARY")
     assert "[week of 2026-11-09]" not in recent_days  # its days are shown themselves
-    svc.settings.memory.episode_days = 1
+    services.settings.memory.episode_days = 1
     agent.tick()
     think = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
     assert "[week of 2026-11-09] SUMMARY of the week" in think and "[2026-11-11]" not in think
@@ -83,18 +83,18 @@ def test_a_dead_model_postpones_the_summary(agent_factory):
         raise AllLLMsUnavailable("no LLM answered")
 
     agent = agent_factory(FakeLLM("fake"))
-    svc = agent.services
-    svc.clock = lambda: NOW
-    svc.settings.timezone = "Europe/Berlin"
-    with svc.db.unit() as repos:
+    services = agent.services
+    services.clock = lambda: NOW
+    services.settings.timezone = "Europe/Berlin"
+    with services.db.unit() as repos:
         said(repos, "note:1", "Yesterday we talked about whales.", datetime(2026, 11, 20, 12, tzinfo=timezone.utc))
-    assert write_episode(svc, "main", down) == {"episode": "postponed"}
-    with svc.db.unit() as repos:
+    assert write_episode(services, "main", down) == {"episode": "postponed"}
+    with services.db.unit() as repos:
         assert repos.episodes.get("day", "2026-11-20") is None and repos.config.get("memory/episodes_checked_on") is None
     answer = {"summary": "Whales.", "key_events": [], "emotional_tone": "curious"}
-    assert write_episode(svc, "main", lambda prompt, schema: answer) == {"episode": "day 2026-11-20"}
-    assert write_episode(svc, "main", down) == {}  # nothing more is missing today: no model call at all
-    with svc.db.unit() as repos:
+    assert write_episode(services, "main", lambda prompt, schema: answer) == {"episode": "day 2026-11-20"}
+    assert write_episode(services, "main", down) == {}  # nothing more is missing today: no model call at all
+    with services.db.unit() as repos:
         assert repos.episodes.get("day", "2026-11-20").summary == "Whales."
         assert repos.config.get("memory/episodes_checked_on") == "2026-11-21"
 

@@ -185,11 +185,11 @@ def test_dynamic_nesting_beyond_max_depth_is_refused(tmp_path, agent_factory):
         """))
     fake = FakeLLM("fake", responses=scripted())
     probe = agent_factory(fake)
-    svc = probe.services
-    with svc.db.unit() as repos:
-        level1, _, _ = open_thread(svc, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8,
+    services = probe.services
+    with services.db.unit() as repos:
+        level1, _, _ = open_thread(services, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8,
                                    max_depth=3, origin="command")
-        open_thread(svc, repos, parent_id=level1.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
+        open_thread(services, repos, parent_id=level1.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
                     origin="command")
     shallow = agent_factory(fake, playbook=str(playbook), thread_id="main/a")
     shallow.run()
@@ -203,14 +203,14 @@ def test_dynamic_nesting_beyond_max_depth_is_refused(tmp_path, agent_factory):
 def test_chronicle_summarises_in_chunks_when_the_log_exceeds_the_window(agent_factory):
     fake = FakeLLM("fake", responses=scripted(), context_window=700)
     agent = agent_factory(fake, context_window=8192)  # threads get 8192; the summariser's own window is 700
-    svc = agent.services
-    with svc.db.unit() as repos:
-        child, _, _ = open_thread(svc, repos, parent_id="main", child_id="main/long", label="long", window_ratio=1.0,
+    services = agent.services
+    with services.db.unit() as repos:
+        child, _, _ = open_thread(services, repos, parent_id="main", child_id="main/long", label="long", window_ratio=1.0,
                                   max_depth=3, origin="command")
         for i in range(12):
             repos.messages.add(thread_id=child.id, kind="step", content=f"MARK{i:02d} " + "detail " * 60,
                                meta={"node": "n"})
-    chronicle = write_chronicle(svc, child.id)
+    chronicle = write_chronicle(services, child.id)
     prompts = [c["prompt"] for c in fake.calls]
     first_level = [p for p in prompts if "full log of a Stelis thread" in p]
     assert len(first_level) > 1 and any("Merge them" in p for p in prompts)
@@ -221,17 +221,17 @@ def test_chronicle_summarises_in_chunks_when_the_log_exceeds_the_window(agent_fa
 
 def test_anchor_is_full_for_outsiders_one_line_inside_and_never_indexed(agent_factory):
     agent = agent_factory(FakeLLM("fake"))
-    svc = agent.services
+    services = agent.services
     long_text = "A very long finding. " * 200
-    with svc.db.unit() as repos:
+    with services.db.unit() as repos:
         repos.threads.ensure("main", origin="root")
         repos.messages.add(thread_id="main", kind="response", content="before the child")
-        child, _, _ = open_thread(svc, repos, parent_id="main", child_id="main/c", label="research", window_ratio=0.8,
+        child, _, _ = open_thread(services, repos, parent_id="main", child_id="main/c", label="research", window_ratio=0.8,
                                   max_depth=3, origin="command")
         for i in range(5):
             repos.messages.add(thread_id=child.id, kind="step", content=f"child message {i}", meta={"node": "n"})
         repos.messages.add(thread_id=child.id, kind="step", content=long_text, meta={"node": "n"})
-        grandchild, _, _ = open_thread(svc, repos, parent_id=child.id, child_id="main/c/g", label="detail",
+        grandchild, _, _ = open_thread(services, repos, parent_id=child.id, child_id="main/c/g", label="detail",
                                        window_ratio=0.8, max_depth=3, origin="command")
         repos.messages.add(thread_id=grandchild.id, kind="step", content="grandchild work", meta={"node": "n"})
         repos.messages.add(thread_id="main", kind="response", content="after the child")
@@ -310,13 +310,13 @@ def test_stelis_start_refused_beyond_max_depth(agent_factory):
 
 def test_child_owned_by_a_live_process_is_not_taken_over(agent_factory):
     agent = agent_factory(FakeLLM("fake"))
-    svc = agent.services
-    with svc.db.unit() as repos:
-        child, _, _ = open_thread(svc, repos, parent_id="main", child_id="main/x", label="x", window_ratio=0.8,
+    services = agent.services
+    with services.db.unit() as repos:
+        child, _, _ = open_thread(services, repos, parent_id="main", child_id="main/x", label="x", window_ratio=0.8,
                                   max_depth=3, origin="command")
         child.owner = f"{os.uname().nodename}:1:?"  # pid 1 is alive
     from nodes.stelis.threads import recover_orphans
 
-    assert recover_orphans(svc) == []
-    with svc.db.unit() as repos:
+    assert recover_orphans(services) == []
+    with services.db.unit() as repos:
         assert repos.threads.get("main/x").status == "running"

@@ -74,7 +74,7 @@ MAX_LIST = 500
 BLOCKS = ("core", "notepad")
 
 
-def _f(name: str, kind: str = "text", label: str | None = None, choices: Iterable[str] = (),
+def _field_info(name: str, kind: str = "text", label: str | None = None, choices: Iterable[str] = (),
        optional: bool = False) -> FieldInfo:
     return FieldInfo(name=name, label=label or name.replace("_", " ").capitalize(), kind=kind, choices=list(choices),
                      optional=optional)
@@ -174,7 +174,7 @@ def _block_tier(name: str, label: str) -> Tier:
                 raise ServiceError(str(exc), field="content", status=422) from exc
 
     return Tier(name, label, rows, one, lambda repos: 1 + len(repos.blocks.versions(name, MAX_LIST)), BlockEdit, edit,
-                fields=(_f("content", "textarea"),), archivable=False)
+                fields=(_field_info("content", "textarea"),), archivable=False)
 
 
 # ---- the row tiers ---------------------------------------------------------------------------------------------
@@ -354,7 +354,7 @@ def _insight(i: Insight, status: str = "active") -> MemoryRecord:
                                 "trigger_topic": i.trigger_topic}, details={"level": i.level})
 
 
-def _kb(d: KBDocument, status: str = "active") -> MemoryRecord:
+def _kb_document(d: KBDocument, status: str = "active") -> MemoryRecord:
     return MemoryRecord(tier="kb", ref=str(d.id), title=d.title, text=d.path, status=_as_status(status),
                         at=d.created_at, details={"chunks": d.chunks, "chars": d.chars, "path": d.path})
 
@@ -398,14 +398,14 @@ def _one_link(repos: Repos, ref: str) -> MemoryRecord:
 
 
 def _build_tiers() -> dict[str, Tier]:
-    tags, pinned, priority = _f("tags", "list"), _f("pinned", "bool"), _f("priority", "int")
+    tags, pinned, priority = _field_info("tags", "list"), _field_info("pinned", "bool"), _field_info("priority", "int")
     episode_rows, episode_one = _item_tier("episode", lambda r, n: r.episodes.list(limit=n),
                                            lambda r, i: r.episodes.by_id(i), _episode)
     entity_rows, entity_one = _item_tier("entity", lambda r, n: list(reversed(r.entities.all(limit=MAX_LIST)))[:n],
                                          lambda r, i: r.entities.get(i), _entity)
     insight_rows, insight_one = _item_tier("insight", lambda r, n: r.insights.recent(n), lambda r, i: r.insights.get(i),
                                            _insight)
-    kb_rows, kb_one = _item_tier("kb", lambda r, n: list(reversed(r.kb.list()))[:n], lambda r, i: r.kb.get(i), _kb,
+    kb_rows, kb_one = _item_tier("kb", lambda r, n: list(reversed(r.kb.list()))[:n], lambda r, i: r.kb.get(i), _kb_document,
                                  ref_of=lambda d: f"{d.id}:0")
 
     def count(model: type) -> Callable[[Repos], int]:
@@ -418,59 +418,59 @@ def _build_tiers() -> dict[str, Tier]:
              lambda r, a, n: _status_rows(lambda k: r.llm_memory.recent(k, include_archived=True), _llm_memory, a, n),
              _one(lambda r: r.llm_memory.get, _llm_memory, "llm_memory entry"), count(LLMMemory), LLMMemoryEdit,
              _by_id("llm_memory.update"), _purge("llm_memory.purge"),
-             (_f("title"), _f("content", "textarea"), tags), item_tier="llm_memory"),
+             (_field_info("title"), _field_info("content", "textarea"), tags), item_tier="llm_memory"),
         Tier("diary", "Diary",
              lambda r, a, n: _status_rows(lambda k: r.diary.list(limit=k, include_archived=True), _diary, a, n),
              _one(lambda r: r.diary.get, _diary, "diary entry"), count(DiaryEntry), DiaryEdit, _edit_diary,
-             _purge("diary.purge"), (_f("text", "textarea"), tags, priority, pinned), item_tier="diary"),
+             _purge("diary.purge"), (_field_info("text", "textarea"), tags, priority, pinned), item_tier="diary"),
         Tier("concept", "Concepts",
              lambda r, a, n: _status_rows(lambda k: r.concepts.list(limit=k, include_archived=True), _concept, a, n),
              _one(lambda r: r.concepts.get, _concept, "concept"), count(Concept), ConceptEdit, _edit_concept,
-             _purge("concepts.purge"), (_f("name"), _f("description", "textarea"), tags, _f("weight", "float"), pinned),
+             _purge("concepts.purge"), (_field_info("name"), _field_info("description", "textarea"), tags, _field_info("weight", "float"), pinned),
              item_tier="concept"),
         Tier("link", "Links",
              lambda r, a, n: _links(r, r.links.archived(n) if a else r.links.list(limit=n)),
              _one_link, count(ConceptLink), LinkEdit,
-             _by_id("links.update"), _purge("links.purge"), (_f("relation"), _f("weight", "float"), tags)),
+             _by_id("links.update"), _purge("links.purge"), (_field_info("relation"), _field_info("weight", "float"), tags)),
         Tier("goal", "Goals",
              lambda r, a, n: [_goal(g) for g in (r.goals.archived(n) if a else r.goals.list(limit=n))],
              _one(lambda r: r.goals.get, _goal, "goal"), count(Goal), GoalEdit, _by_id("goals.update"),
              _purge("goals.purge"),
-             (_f("title"), _f("description", "textarea"), _f("horizon", "choice", choices=("short", "long")),
-              _f("status", "choice", choices=("active", "paused", "completed", "failed")), priority, tags,
-              _f("reason"))),
+             (_field_info("title"), _field_info("description", "textarea"), _field_info("horizon", "choice", choices=("short", "long")),
+              _field_info("status", "choice", choices=("active", "paused", "completed", "failed")), priority, tags,
+              _field_info("reason"))),
         Tier("task", "Tasks",
              lambda r, a, n: [_task(t) for t in (r.tasks.archived(n) if a else r.tasks.list(limit=n))],
              _one(lambda r: r.tasks.get, _task, "task"), count(Task), TaskEdit, _by_id("tasks.update"),
              _purge("tasks.purge"),
-             (_f("title"), _f("description", "textarea"),
-              _f("status", "choice", choices=("open", "in_progress", "done", "failed", "cancelled", "frozen")),
+             (_field_info("title"), _field_info("description", "textarea"),
+              _field_info("status", "choice", choices=("open", "in_progress", "done", "failed", "cancelled", "frozen")),
               priority, pinned, tags)),
         Tier("episode", "Episodes", episode_rows, episode_one, count(Episode), EpisodeEdit, _by_id("episodes.update"),
-             _purge("episodes.purge"), (_f("summary", "textarea"), _f("emotional_tone"), _f("key_events", "lines")),
+             _purge("episodes.purge"), (_field_info("summary", "textarea"), _field_info("emotional_tone"), _field_info("key_events", "lines")),
              item_tier="episode"),
         Tier("entity", "Entities", entity_rows, entity_one, count(Entity), EntityEdit, _by_id("entities.update"),
              _purge("entities.purge"),
-             (_f("name"), _f("kind", "choice", choices=("person", "place", "thing", "concept")),
-              _f("description", "textarea"), _f("facts", "lines"), _f("aliases", "list")), item_tier="entity"),
+             (_field_info("name"), _field_info("kind", "choice", choices=("person", "place", "thing", "concept")),
+              _field_info("description", "textarea"), _field_info("facts", "lines"), _field_info("aliases", "list")), item_tier="entity"),
         Tier("insight", "Dream insights", insight_rows, insight_one, count(Insight), InsightEdit,
              _by_id("insights.update"), _purge("insights.purge"),
-             (_f("insight", "textarea"), _f("strategy", "textarea"), _f("log_entry", "textarea"), _f("trigger_topic")),
+             (_field_info("insight", "textarea"), _field_info("strategy", "textarea"), _field_info("log_entry", "textarea"), _field_info("trigger_topic")),
              item_tier="insight"),
         Tier("fact", "Unverified facts",
              lambda r, a, n: [] if a else [_fact(f) for f in r.facts.list(limit=n)],
              _one(lambda r: r.facts.get, _fact, "fact"), count(UnverifiedFact), FactEdit, _edit_fact,
              _purge("facts.purge"),
-             (_f("claim", "textarea"), _f("context", "textarea"), _f("confidence", "float"), priority,
-              _f("status", "choice", label="Resolve as", choices=("verified", "rejected")),
-              _f("resolution", optional=True)),
+             (_field_info("claim", "textarea"), _field_info("context", "textarea"), _field_info("confidence", "float"), priority,
+              _field_info("status", "choice", label="Resolve as", choices=("verified", "rejected")),
+              _field_info("resolution", optional=True)),
              archivable=False),
         Tier("question", "Open questions",
              lambda r, a, n: [] if a else [_question(q) for q in r.questions.list(limit=n)],
              _one(lambda r: r.questions.get, _question, "question"), count(OpenQuestion), QuestionEdit, _edit_question,
              _purge("questions.purge"),
-             (_f("topic", "textarea"), _f("context", "textarea"), _f("priority", "float"),
-              _f("resolution", label="Resolve with", optional=True)), archivable=False),
+             (_field_info("topic", "textarea"), _field_info("context", "textarea"), _field_info("priority", "float"),
+              _field_info("resolution", label="Resolve with", optional=True)), archivable=False),
         Tier("kb", "Knowledge base", kb_rows, kb_one, count(KBDocument), purge=_kb_purge, item_tier="kb"),
     ]
     return {tier.name: tier for tier in tiers}

@@ -118,8 +118,8 @@ def _naive(value: datetime) -> datetime:
 class Escalation:
     """Applies mechanisms for one stagnant tick; `emit` sends stream events (the CLI shows messages)."""
 
-    def __init__(self, svc, repos: Repos, state: TickState, thought: str, emit: Callable[[dict], None]):
-        self.svc, self.repos, self.state, self.thought, self.emit = svc, repos, state, thought, emit
+    def __init__(self, services, repos: Repos, state: TickState, thought: str, emit: Callable[[dict], None]):
+        self.services, self.repos, self.state, self.thought, self.emit = services, repos, state, thought, emit
 
     def applicable(self, mechanism: str, episode: dict[str, Any]) -> bool:
         if mechanism == "read_kb":
@@ -175,7 +175,7 @@ class Escalation:
 
     def _distant(self, items: list[Any]) -> Any:
         """The item farthest in meaning from the looping thought (the first one when embeddings are off)."""
-        memory = self.svc.memory
+        memory = self.services.memory
         if memory is None or len(items) < 2:
             return items[0]
         try:
@@ -293,17 +293,17 @@ class Escalation:
             episode["stimulus"].append(WORLD_NOTHING_LINE)
 
     def change_context(self, episode: dict[str, Any]) -> None:
-        cycle = self.svc.reads.get(self.state.thread_id, self.state.tick, CYCLE,
-                                   lambda: context_cycle(self.repos, self.svc.settings, self.state.thread_id))
+        cycle = self.services.reads.get(self.state.thread_id, self.state.tick, CYCLE,
+                                   lambda: context_cycle(self.repos, self.services.settings, self.state.thread_id))
         current = context_mode(cycle)
         episode["context_mode"] = "meditation" if current != "meditation" else "standard"
 
     def _other_llm(self) -> str | None:
         author = self.state.llm.get("llm_id")
-        return next((i for i in self.svc.llms.order(author) if i != author), None)
+        return next((i for i in self.services.llms.order(author) if i != author), None)
 
     def switch_llm(self, episode: dict[str, Any]) -> None:
         episode["llm"] = self._other_llm()
 
     def pause(self, episode: dict[str, Any]) -> None:
-        episode["pause_s"] = float(self.svc.settings.reflexes.stagnation_pause_s)
+        episode["pause_s"] = float(self.services.settings.reflexes.stagnation_pause_s)

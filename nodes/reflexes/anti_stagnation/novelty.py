@@ -59,11 +59,11 @@ def band_of(value: float, stagnant_at: float, novel_below: float) -> str:
     return "stagnant" if value >= stagnant_at else "new" if value < novel_below else "uncertain"
 
 
-def recent_outputs(svc: Any, repos: Any, state: Any) -> list[Any]:
+def recent_outputs(services: Any, repos: Any, state: Any) -> list[Any]:
     """The thread's last `cycle.responses` outputs, oldest first, read once per tick (both reflex steps compare the
     new output with them, and nothing is stored in between)."""
-    limit = svc.settings.cycle.responses
-    return svc.reads.get(state.thread_id, state.tick, ("recent_outputs", limit),
+    limit = services.settings.cycle.responses
+    return services.reads.get(state.thread_id, state.tick, ("recent_outputs", limit),
                          lambda: repos.messages.recent(state.thread_id, limit, kinds=RECENT_KINDS))
 
 

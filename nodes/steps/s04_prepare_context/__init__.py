@@ -65,24 +65,24 @@ def _note_line(note) -> str:
     return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
 
 
-def _seen_by_kept_answer(svc: Services, repos: Repos, state: TickState) -> list[int] | None:
+def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> list[int] | None:
     """The notes the model's call saw when this tick ran before and was killed after its answer was kept (s05 keeps
     them with the answer, which is reused); None otherwise. A note that came after that call is not among them: it
     waits, unread, for the next tick."""
-    summary = svc.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # as s01 read the tick row: no query
+    summary = services.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # as s01 read the tick row: no query
     kept = summary.get("answer") if summary is not None else repos.ticks.kept_answer(state.thread_id, state.tick)
     seen = (kept or {}).get("incoming_note_ids")
     return None if seen is None else [int(i) for i in seen]
 
 
-def _incoming(repos: Repos, svc: Services, state: TickState, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
-    mode = cycle.get("notes_mode") or svc.settings.cycle.notes_mode
-    limit, min_priority = svc.settings.cycle.notes_limit, cycle.get("notes_min_priority")
-    seen = _seen_by_kept_answer(svc, repos, state)
+def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
+    limit, min_priority = services.settings.cycle.notes_limit, cycle.get("notes_min_priority")
+    seen = _seen_by_kept_answer(services, repos, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
         notes = repos.notes.many(seen)
     else:
-        notes = svc.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
+        notes = services.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
                               lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
     if mode == "manual":
         counts = repos.notes.count_unread_by_priority()
@@ -99,24 +99,24 @@ def _feelings(drives: dict[str, Any]) -> list[str]:
                          DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
 
 
-def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
+def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], fence: str,
                  budget: int) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
-    persona, tick, thread_id = svc.persona, state.tick, state.thread_id
-    guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=svc.settings), data_rule=DATA_RULE)
-    if svc.llms.primary().count_tokens(guide) > budget * GUIDE_SHARE:  # a small window: memories need the room
-        guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=svc.settings, brief=True),
+    persona, tick, thread_id = services.persona, state.tick, state.thread_id
+    guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=services.settings), data_rule=DATA_RULE)
+    if services.llms.primary().count_tokens(guide) > budget * GUIDE_SHARE:  # a small window: memories need the room
+        guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=services.settings, brief=True),
                                       data_rule=DATA_RULE)
     if persona.file("TOOLS.md"):
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
-    history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", svc.settings.cycle.responses)),
-                                         cycle, svc.memory)
+    history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
+                                         cycle, services.memory)
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
-    recall = auto_recall(svc, repos, thread_id, notes, shown_ids, cycle, goals)
+    recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals)
     recalled, recalled_ids = recall.lines, recall.ids
     written = repos.blocks.many("core", "notepad")
     core, notepad = written["core"].content, written["notepad"].content
-    now = svc.clock()
+    now = services.clock()
     bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
     blocks = [
@@ -124,7 +124,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
         Block("commands", "", [guide], 180, system=True),
         Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True),
-        Block("skill_read", "", loaded_skills(cycle, persona, tick, svc.settings.limits.skill_chars), 172, system=True),
+        Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
         Block("ethics", "Ethics", [f"- {p}" for p in persona.ethics.principles], 170, system=True),
         Block("bootstrap", "", bootstrap, 160, system=True),
         Block("core", "Core memory (who I am, my human, my promises)",
@@ -136,7 +136,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               fence=fence, source="my memories and documents"),
         Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
               trim_oldest=True),
-        Block("episodes", "Recent days", episode_lines(repos, svc.settings.memory.episode_days), 104, trim_oldest=True),
+        Block("episodes", "Recent days", episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
         Block("feelings", FEELINGS_TITLE, _feelings(dict(state.drives)), 140),
         Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags")), 105,
               trim_oldest=True),
@@ -147,8 +147,8 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
               source="notes to me"),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
                                      f"context {context_mode(cycle)}; thread {thread_id}",
-                                     world_line(repos, svc.settings),
-                                     CHANNEL_HINT.get(svc.settings.channel, CHANNEL_HINT["terminal"])], 150),
+                                     world_line(repos, services.settings),
+                                     CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
@@ -157,7 +157,7 @@ def _chat_blocks(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources
 
 
-def _instruction(svc: Services, state: TickState, episode: StagnationEpisode) -> str:
+def _instruction(services: Services, state: TickState, episode: StagnationEpisode) -> str:
     instruction = episode.get("rephrased") or CHAT_INSTRUCTION  # reflex-lite's rephrased request
     if episode.get("instruction"):  # the meta-analysis mechanism
         instruction = episode["instruction"] + "\n" + instruction
@@ -165,25 +165,25 @@ def _instruction(svc: Services, state: TickState, episode: StagnationEpisode) ->
     if offer:  # the drives' one rule allowed an unprompted message this tick
         instruction = REACH_OUT_INSTRUCTION.format(drive=offer["drive"], level=offer["level"],
                                                    why=REACH_OUT[offer["drive"]]) + "\n" + instruction
-    return instruction + "\n\n" + THOUGHT_HEADER.format(name=svc.persona.display_name, tick=state.tick)
+    return instruction + "\n\n" + THOUGHT_HEADER.format(name=services.persona.display_name, tick=state.tick)
 
 
-def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
+def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode,
                  task: Any) -> dict[str, Any]:
-    count = svc.llms.primary().count_tokens
+    count = services.llms.primary().count_tokens
     fence = new_fence()
-    blocks, report, recall_sources = _chat_blocks(svc, repos, state, cycle, notes, note_lines, processes, fence, budget)
+    blocks, report, recall_sources = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, budget)
     blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
         blocks.append(Block("task", "", [seed.format(
-            name=svc.persona.display_name, id=task.id, title=task.title, status=task.status,
+            name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
             description=task.description or "(no description)",
             goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
             system=True))
-    fixed_text = _instruction(svc, state, episode)
+    fixed_text = _instruction(services, state, episode)
     if count(fixed_text) + 8 > budget:
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
     blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
@@ -195,7 +195,7 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
                                   [recall_sources[i] for i in report["recalled"] if i in recall_sources],
                                   *(provenance.of_process(p) for p in processes),
                                   episode.get("stimulus_sources") if stimulus_shown else None)
-    repos.items.touch(report["recalled"], svc.clock())  # shown: counts as a use (LRU)
+    repos.items.touch(report["recalled"], services.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
     report["layers"] = [{"layer": b.name, "items": len(b.items), "tokens": sum(b.tokens), "system": b.system}
@@ -206,15 +206,15 @@ def _chat_prompt(svc: Services, repos: Repos, state: TickState, cycle: dict[str,
             "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
 
 
-def _continuation_prompt(svc: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
+def _continuation_prompt(services: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
                          episode: StagnationEpisode) -> dict[str, Any]:
     """The growing text: last compression (or the seed), every chunk since, then new human turns."""
-    count = svc.llms.primary().count_tokens
+    count = services.llms.primary().count_tokens
     compression = repos.messages.last_of_kind(state.thread_id, "compression")
-    base = (compression.content + CONTINUATION_TOOLS) if compression else (svc.persona.seed or "")
+    base = (compression.content + CONTINUATION_TOOLS) if compression else (services.persona.seed or "")
     parts = [base, *(m.content for m in repos.messages.since(state.thread_id, compression.id if compression else 0,
                                                              ("continuation", "human")))]
-    now, name = svc.clock(), svc.persona.display_name
+    now, name = services.clock(), services.persona.display_name
     drops: list[str] = []
     shown_notes, turns, fixed = [], [], 0
     for note in notes:  # human turns take at most half the budget
@@ -255,26 +255,26 @@ def _continuation_prompt(svc: Services, repos: Repos, state: TickState, notes: l
 
 
 def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
-    svc = services_of(runtime)
-    count = svc.llms.primary().count_tokens
-    max_tokens = int(state.sampling.get("max_tokens", svc.settings.sampling.max_tokens))
-    with svc.db.unit() as repos:
-        window = thread_window(svc, repos, state.thread_id)
+    services = services_of(runtime)
+    count = services.llms.primary().count_tokens
+    max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))
+    with services.db.unit() as repos:
+        window = thread_window(services, repos, state.thread_id)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
-        cycle = dict(svc.reads.get(state.thread_id, state.tick, CYCLE,
-                                   lambda: context_cycle(repos, svc.settings, state.thread_id)))
+        cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
+                                   lambda: context_cycle(repos, services.settings, state.thread_id)))
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]
         task = repos.tasks.by_repl_thread(state.thread_id)
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
-        notes, note_lines = _incoming(repos, svc, state, cycle) if task is None else ([], [])
+        notes, note_lines = _incoming(repos, services, state, cycle) if task is None else ([], [])
         processes = repos.processes.open(state.thread_id)
         if state.mode == "continuation":
-            built = _continuation_prompt(svc, repos, state, notes, budget, episode)
+            built = _continuation_prompt(services, repos, state, notes, budget, episode)
         else:
-            built = _chat_prompt(svc, repos, state, cycle, notes, note_lines, processes, budget, episode, task)
+            built = _chat_prompt(services, repos, state, cycle, notes, note_lines, processes, budget, episode, task)
     for drop in built["drops"]:
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,

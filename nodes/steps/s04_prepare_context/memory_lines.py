@@ -83,22 +83,22 @@ def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] 
     return "\n".join(p for p in parts if p and p.strip())
 
 
-def auto_recall(svc, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
+def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
                 cycle: dict[str, Any], goals: list[Any] | None = None) -> Recall:
     """The memories recalled for this tick: their lines, item ids, the error if recall failed, and where the
     untrusted ones came from (by item id)."""
-    if svc.memory is None:
+    if services.memory is None:
         return Recall([], [], None, {})
     text = focus_text(repos, thread_id, notes, goals)
     if not text:
         return Recall([], [], None, {})
     mode = context_mode(cycle)
-    k = svc.settings.memory.recall_k
+    k = services.settings.memory.recall_k
     shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids])  # already in the prompt
     try:
         diversity = cycle.get("diversity_boost")
         lam = max(0.05, min(0.95, 1 - float(diversity))) if mode == "meditation" and diversity is not None else None
-        hits = svc.memory.search(Query(text=text, k=k, mode=mode, exclude=shown, mmr_lambda=lam,
+        hits = services.memory.search(Query(text=text, k=k, mode=mode, exclude=shown, mmr_lambda=lam,
                                        tags=cycle.get("focus_tags") if mode == "concentration" else None,
                                        emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
                                        tags_mode=str(cycle.get("focus_logic") or "or")))
