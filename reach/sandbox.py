@@ -179,14 +179,13 @@ def _sized(size: int) -> list[str]:
 
 def jail_problem() -> str | None:
     """Why scripts cannot be jailed here (None: they can). Tried once per process and bwrap binary: a jail like a
-    script's, without the network, running /bin/true."""
-    binary = shutil.which(BWRAP)
-    if binary is None:
-        return f"{INSTALL_HINT} ({BWRAP} was not found)"
+    script's, without the network, running /bin/true. The command guide asks every tick: the answer is kept, by the
+    binary's configured name (looked up on PATH once too)."""
     with _probe_lock:
-        if binary not in _probes:
-            _probes[binary] = _probe(binary)
-        return _probes[binary]
+        if BWRAP not in _probes:
+            binary = shutil.which(BWRAP)
+            _probes[BWRAP] = f"{INSTALL_HINT} ({BWRAP} was not found)" if binary is None else _probe(binary)
+        return _probes[BWRAP]
 
 
 def _probe(binary: str) -> str | None:

@@ -227,6 +227,8 @@ def test_the_probe_is_cached_per_binary(monkeypatch):
     monkeypatch.setattr(sandbox, "BWRAP", "/bin/true")
     assert sandbox.jail_problem() is None and sandbox.jail_problem() is None
     assert calls == ["/bin/true"]
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: calls.append("which") or None)
+    assert sandbox.jail_problem() is None and calls == ["/bin/true"]  # not even PATH is searched again
 
 
 def test_network_and_jail_are_the_operators_not_the_personas():
