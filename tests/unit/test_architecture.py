@@ -11,12 +11,13 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cli", "web", "graph", "nodes", "persona", "memory", "llm", "reach")
+PACKAGES = ("cli", "web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach")
 # what each layer may import (besides itself); run.py may import everything
-ALLOWED = {"cli": {"web", "graph", "nodes", "persona", "memory", "llm", "reach"},
-           "web": {"graph", "nodes", "persona", "memory", "llm", "reach"},
-           "graph": {"nodes", "persona", "memory", "llm", "reach"},
-           "nodes": {"persona", "memory", "llm", "reach"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set(),
+ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
+           "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
+           "graph": {"nodes", "managers", "persona", "memory", "llm", "reach"},
+           "nodes": {"managers", "persona", "memory", "llm", "reach"},
+           "managers": {"persona", "memory", "llm", "reach"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set(),
            "reach": set()}
 
 

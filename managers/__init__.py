@@ -1,0 +1,57 @@
+"""The managers: what every door does to a persona, in one place.
+
+The doors — the persona's own commands (`nodes/commands/`), the command line (`cli/`), the web app and its API
+(`web/`), the MCP server (`web/mcp.py`), the fleet worker (`graph/fleet/worker.py`), and the channels and mesh to come —
+validate what they were given, call a manager, and report in their own medium. A manager holds the domain's rules
+(what a change also changes, what is refused and why); it reaches the database only through the unit of work it is
+given (`memory.Repos`: one transaction) and never knows which door called it.
+
+`Managers(repos, deps)` is one unit of work's managers, each built when first used. `ManagerDeps` carries what some
+managers need beyond the transaction: the settings, the clock, the retrieval index, the model registry. Managers may
+import the domains (`persona/`, `memory/`, `llm/`, `reach/`) and each other, never a door or `nodes/`/`graph/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llm import LLMRegistry
+    from memory import Repos
+    from memory.retrieval.index import MemoryIndex
+    from persona.settings import Settings
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class ManagerDeps:
+    """What a manager may need besides the transaction; a door passes what it has (None: that part is off)."""
+
+    settings: Settings | None = None
+    clock: Callable[[], datetime] = field(default=_utcnow)
+    memory: MemoryIndex | None = None
+    llms: LLMRegistry | None = None
+
+
+class Managers:
+    """One unit of work's managers. `repos` is the transaction every manager of this unit writes in."""
+
+    def __init__(self, repos: Repos, deps: ManagerDeps | None = None) -> None:
+        self.repos = repos
+        self.deps = deps or ManagerDeps()
+
+    # one cached property per resource, added with its module, e.g.:
+    #     @cached_property
+    #     def goals(self) -> GoalManager:
+    #         from managers.goals import GoalManager
+    #         return GoalManager(self)
+
+
+__all__ = ["ManagerDeps", "Managers", "cached_property"]
