@@ -1,4 +1,4 @@
-"""The human's side of consent: `run.py approvals`, `approve ID`, `deny ID --reason …` (nodes/commands/consent.py).
+"""The human's side of consent: `run.py approvals`, `approve ID`, `deny ID --reason …` (managers/consent.py).
 
 An approved command runs once, at the persona's next tick; a denial and its reason reach the persona's next prompt.
 """
@@ -13,7 +13,8 @@ from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, preview, print_listing, read_rows
 from graph.reports import approval_row
-from nodes.commands.consent import ApprovalError, answer
+from managers import Managers
+from managers.consent import ApprovalError, answer
 from nodes.context import utcnow
 
 
@@ -21,8 +22,8 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
               show_all: bool = typer.Option(False, "--all", help="Also the decided ones (newest first)."),
               limit: int = typer.Option(50, "--limit"), name: Optional[str] = PersonaName) -> None:
     """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
-    rows = read_rows(data_dir, db, lambda repos: [approval_row(a) for a in (
-        repos.approvals.list(limit=limit) if show_all else repos.approvals.pending(limit))], name)
+    rows = read_rows(data_dir, db, lambda repos: [approval_row(a) for a in Managers(repos).consent.listing(
+        None if show_all else "pending", limit)], name)
     if print_listing(rows, as_json, "no approvals yet" if show_all else "nothing waits for your approval"):
         return
     for r in rows:

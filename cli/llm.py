@@ -1,26 +1,28 @@
-"""`run.py llm list|select|update`: the operator's side of the models chosen at run time (the persona has
-llm_registry.select/update, the web app its Controls page); persisted in the data dir, taken by a running loop at
+"""`run.py llm list|select|update`: the operator's side of the models chosen at run time (managers/models.py; the
+persona has llm_registry.select/update, the web app its Controls page); persisted in the data dir, taken by a running loop at
 its next tick."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 import typer
 from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, console, err, open_database, print_listing
-from nodes.commands import llm_registry
+from managers import Managers
+from managers.models import ModelManager, RegistryError
 
 app = typer.Typer(help="The models a persona thinks with: list them, choose the primary one, change their order.")
 
 
-def _change(data_dir: str, db: Optional[str], change) -> None:
+def _change(data_dir: str, db: Optional[str], change: Callable[[ModelManager], str]) -> None:
     database = open_database(data_dir, db)
     try:
         with database.unit(actor="human") as repos:
-            said = change(repos)
-    except llm_registry.RegistryError as exc:
+            said = change(Managers(repos).models)
+    except RegistryError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
     finally:
@@ -35,7 +37,7 @@ def list_llms(data_dir: str = DataDir, db: Optional[str] = DbUrl,
     database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
-            rows = llm_registry.listing(repos)
+            rows = Managers(repos).models.listing()
     finally:
         database.close()
     if print_listing(rows, as_json, "no models registered yet (run the persona once)"):
@@ -51,7 +53,7 @@ def list_llms(data_dir: str = DataDir, db: Optional[str] = DbUrl,
 def select_llm(llm_id: str = typer.Argument(..., help="The model to think with; 'auto' for the highest priority."),
                data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
     """Choose the primary model (the others stay as fallbacks)."""
-    _change(data_dir, db, lambda repos: llm_registry.select(repos, None, None if llm_id == "auto" else llm_id))
+    _change(data_dir, db, lambda models: models.select(None if llm_id == "auto" else llm_id))
 
 
 @app.command("update")
@@ -63,5 +65,5 @@ def update_llm(llm_id: str = typer.Argument(...), data_dir: str = DataDir, db: O
     if priority is None and enabled is None and validator is None:
         err.print("[red]llm update: give --priority, --enable/--disable or --validator/--no-validator[/]")
         raise typer.Exit(2)
-    _change(data_dir, db, lambda repos: llm_registry.update(repos, None, llm_id, priority=priority, enabled=enabled,
-                                                            is_validator=validator))
+    _change(data_dir, db, lambda models: models.update(llm_id, priority=priority, enabled=enabled,
+                                                       is_validator=validator))

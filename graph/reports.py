@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from memory import Repos
-from nodes.commands.cycle import load_cycle
+from managers import Managers
 from persona.drives import REACH_OUT_KEY, compute_drives
 from persona.settings import Settings
 
@@ -99,7 +99,7 @@ def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int)
         "task_notes": [{"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": iso(n.created_at)}
                        for n in repos.notes.list(source="llm:task", limit=limit)],
         "sessions": [session_row(s) for s in repos.sessions.list(limit)],
-        "idle": {t.id: idle for t in repos.threads.all() if (idle := load_cycle(repos, t.id).get("idle"))},
+        "idle": {t.id: idle for t in repos.threads.all() if (idle := Managers(repos).loop.cycle(t.id).get("idle"))},
     }
 
 

@@ -21,6 +21,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llm import LLMRegistry
+    from managers.consent import ConsentManager
+    from managers.loop import LoopManager
+    from managers.models import ModelManager
+    from managers.world import WorldManager
     from memory import Repos
     from memory.retrieval.index import MemoryIndex
     from persona.settings import Settings
@@ -52,6 +56,34 @@ class Managers:
     #     def goals(self) -> GoalManager:
     #         from managers.goals import GoalManager
     #         return GoalManager(self)
+
+    @cached_property
+    def loop(self) -> LoopManager:
+        """A thread's cycle settings: pause, idle, context mode, skills read (managers/loop.py)."""
+        from managers.loop import LoopManager
+
+        return LoopManager(self)
+
+    @cached_property
+    def consent(self) -> ConsentManager:
+        """Approvals, the audit log and the human's answer (managers/consent.py)."""
+        from managers.consent import ConsentManager
+
+        return ConsentManager(self)
+
+    @cached_property
+    def models(self) -> ModelManager:
+        """The model registry's run-time choices: primary model, priorities, enabled, validators (managers/models.py)."""
+        from managers.models import ModelManager
+
+        return ModelManager(self)
+
+    @cached_property
+    def world(self) -> WorldManager:
+        """Feeds and the world outside: subscriptions, fetches, the prompt's world line (managers/world.py)."""
+        from managers.world import WorldManager
+
+        return WorldManager(self)
 
 
 __all__ = ["ManagerDeps", "Managers", "cached_property"]

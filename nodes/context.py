@@ -21,6 +21,7 @@ from typing import Any, Callable, TypeVar
 from langgraph.runtime import Runtime
 
 from llm import LLMRegistry
+from managers.models import OVERRIDE_PREFIX, SELECTED_KEY
 from memory import Database, Repos
 from persona import Persona, refresh_persona
 from persona.settings import Settings, SettingsError, load_settings
@@ -28,8 +29,7 @@ from persona.settings import Settings, SettingsError, load_settings
 log = logging.getLogger(__name__)
 SELF_CHANGE_PREFIX = "persona/"
 PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
-LLM_SELECTED_KEY = "llm/selected"  # the primary model chosen at run time (nodes/commands/llm_registry.py)
-LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time
+LLM_SELECTED_KEY, LLM_OVERRIDE_PREFIX = SELECTED_KEY, OVERRIDE_PREFIX  # the models chosen at run time (managers/models.py)
 
 
 def utcnow() -> datetime:

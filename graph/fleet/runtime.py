@@ -29,9 +29,10 @@ from graph.loop.sessions import checkpoint_session, close_session, export_sessio
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from graph.services import open_services
+from managers import Managers
+from managers.world import refresh_feeds
 from memory.db import schema_lock
 from memory.fleet import Fleet
-from nodes.commands.world import FETCH_NOW_KEY, refresh_feeds
 from nodes.stelis.threads import recover_orphans
 from persona.dreaming import dream_due
 
@@ -205,7 +206,7 @@ class WorkerRuntime:
         now = services.clock()
         checked = persona.extra.get("feeds_checked")
         with services.db.unit() as repos:
-            asked = bool(repos.config.get(FETCH_NOW_KEY))
+            asked = Managers(repos).world.fetch_asked()
         if checked is not None and now - checked < FEEDS_CHECK_EVERY and not asked:
             return
         persona.extra["feeds_checked"] = now

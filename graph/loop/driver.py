@@ -19,7 +19,7 @@ from graph.agent import Agent
 from graph.loop import control
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
-from nodes.commands.cycle import idle_wake_reason, load_cycle, update_cycle
+from managers import Managers
 
 log = logging.getLogger(__name__)
 MAX_DEGRADED_BACKOFF_S = 60.0
@@ -59,14 +59,7 @@ class Stopper:
 def idle_should_wake(agent: Agent, now: datetime) -> bool:
     """While `cycle.idle` is on: wake on a matching note, a process or task cycle finishing, or the timeout."""
     with agent.services.db.unit() as repos:
-        idle = load_cycle(repos, agent.thread_id).get("idle")
-        if not idle:
-            return True
-        reason = idle_wake_reason(repos, idle, now)
-        if reason:
-            update_cycle(repos, agent.thread_id, idle=None)
-            repos.processes.add("cycle.idle", f"woke from idle: {reason}", status="ok", thread_id=agent.thread_id)
-        return reason is not None
+        return Managers(repos).loop.wake_if_due(agent.thread_id, now)
 
 
 def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0) -> bool:

@@ -11,10 +11,11 @@ the approval carries the untrusted sources, so the owner sees what may have aske
 An output the validators rate at or below the ethics policy's `violation_at` is a violation: with
 `on_violation: block_commands_and_log` none of its commands run.
 
-A parked command is an `approvals` row; the loop goes on thinking. `run.py approve ID` marks it approved and the
+A parked command is an `approvals` row (managers/consent.py records it); the loop goes on thinking. `run.py approve ID` marks it approved and the
 next tick runs it — once: the run, the approval's `executed` mark and the effect share one transaction, and only
 the transaction that moves the row from approved to executed commits. `run.py deny ID --reason …` closes it and
-puts the denial, with the reason, into the persona's next prompt. Every decision goes to the audit log.
+puts the denial, with the reason, into the persona's next prompt (`ConsentManager.answer`, every door's way to
+answer). Every decision goes to the audit log.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from memory import Database, Repos
-from memory.repositories.consent import canonical_args
+from managers import Managers
+from memory import Repos
+from memory.models import Approval
 from nodes import provenance
 from nodes.commands.model import Command
 from nodes.commands.spec import PRIVILEGED, CommandSpec, Effect
@@ -76,50 +78,19 @@ def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings
 
 
 def park(repos: Repos, cmd: Command, verdict: Verdict, *, cmd_key: str, thread_id: str, root_thread: str, tick: int,
-         now: datetime) -> tuple[Any, bool]:
-    """The pending approval for `cmd` (an identical pending request is reused); (row, newly created)."""
-    row, created = repos.approvals.request(
+         now: datetime) -> tuple[Approval, bool]:
+    """The pending approval for `cmd` (an identical pending request is reused); (row, newly created) — recorded by
+    the consent manager (managers/consent.py)."""
+    return Managers(repos).consent.request(
         cmd_key=cmd_key, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args, effect=verdict.effect,
         description=cmd.description, reason=verdict.reason, thread_id=thread_id, root_thread=root_thread, tick=tick,
-        created_at=now, provenance=list(verdict.sources))
-    if created:
-        repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type, effect=verdict.effect,
-                        decision="requested", actor="loop", reason=verdict.reason, approval_id=row.id, created_at=now)
-        repos.processes.add("approval.requested", f"{cmd.type} waits for my human's approval (approval {row.id}): "
-                            f"{verdict.reason}", status="close", thread_id=thread_id)
-    return row, created
+        now=now, provenance=verdict.sources)
 
 
 def audit(repos: Repos, verdict: Verdict, cmd: Command, *, cmd_key: str, thread_id: str, tick: int, now: datetime,
           decision: str) -> None:
     """Decisions about privileged commands, and every refusal, are kept in the audit log."""
     if verdict.effect in PRIVILEGED or decision in ("blocked", "refused"):
-        repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type, effect=verdict.effect,
-                        decision=decision, actor=verdict.actor, reason=verdict.reason, created_at=now)
-
-
-# -- the human's side: run.py approvals / approve / deny (and the web app) -------------------------
-
-class ApprovalError(ValueError):
-    """No such approval, or it is no longer pending."""
-
-
-def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime) -> Any:
-    """Approve or deny a pending approval; a denial reaches the persona's next prompt with its reason."""
-    with db.unit() as repos:
-        row = repos.approvals.get(approval_id)
-        if row is None:
-            raise ApprovalError(f"no approval {approval_id}")
-        try:
-            repos.approvals.decide(approval_id, "approved" if approve else "denied", by, reason, now)
-        except ValueError as exc:
-            raise ApprovalError(str(exc)) from None
-        repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
-                        decision="approved" if approve else "denied", actor="human", reason=reason or by,
-                        approval_id=row.id, created_at=now)
-        if not approve:
-            because = f": {reason}" if reason else " (no reason given)"
-            repos.processes.add("approval.denied", f"my human denied {row.type} {canonical_args(row.args)[:200]} "
-                                f"(approval {row.id}){because}", status="error", thread_id=row.thread_id)
-            repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
-        return row
+        Managers(repos).consent.record(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type,
+                                       effect=verdict.effect, decision=decision, actor=verdict.actor,
+                                       reason=verdict.reason, now=now)

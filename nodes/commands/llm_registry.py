@@ -1,30 +1,26 @@
 """llm_registry and llm_task (HMP "Утилиты": `llm_registry list/select/update`; "постановка задачи другой LLM" in
 question-and-answer mode).
 
-Run-time choices are persisted in the `config` table — `llm/selected` (the primary model) and `llm/overrides/<id>`
-(priority, enabled, is_validator) — and applied to the run's registry at once and by every other process at its
-next tick (nodes/context.py `Services.refresh`), so the persona (`llm_registry.select`; `update` needs consent:
-it changes who thinks and who judges), the operator (`run.py llm …`) and the web app's Controls page make the same
-change. `llm_task` asks another registered model a question on a background thread (nodes/background.py); the
-answer arrives as a note (source `llm_task`), fenced as data like every note.
+Run-time choices are the model manager's (managers/models.py): persisted, applied to the run's registry at once and
+by every other process at its next tick, so the persona (`llm_registry.select`; `update` needs consent: it changes
+who thinks and who judges), the operator (`run.py llm …`) and the web app's Controls page make the same change.
+`llm_task` asks another registered model a question on a background thread (nodes/background.py); the answer arrives
+as a note (source `llm_task`), fenced as data like every note.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StringConstraints, model_validator
 
-from memory import Repos
+from managers.models import ModelRow, RegistryError
 from nodes.commands.args import Args, Text, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
-from nodes.context import LLM_OVERRIDE_PREFIX, LLM_SELECTED_KEY
 
 FAMILY = Family("llm_registry", "the models I can think with",
                 compact=True, abouts={"llm_registry": "the models I can think with", "llm_task": "another model answers my question in the background"})
-SELECTED_KEY, OVERRIDE_PREFIX = LLM_SELECTED_KEY, LLM_OVERRIDE_PREFIX
-CHANGEABLE = ("priority", "enabled", "is_validator")
 
 LlmId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
@@ -51,75 +47,7 @@ class TaskArgs(Args):
     max_tokens: int = Field(512, ge=16, le=8192)
 
 
-class RegistryError(ValueError):
-    """A change the registry refuses (no such model, the last enabled one disabled)."""
-
-
-def overrides(repos: Repos) -> dict[str, dict[str, Any]]:
-    return {k.removeprefix(OVERRIDE_PREFIX): v for k, v in repos.config.with_prefix(OVERRIDE_PREFIX).items()}
-
-
-def choices(repos: Repos) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """(overrides by model id, the selected model) as persisted."""
-    return overrides(repos), repos.config.get(SELECTED_KEY)
-
-
-def select(repos: Repos, llms: Any | None, llm_id: str | None) -> str:
-    """Make `llm_id` the primary model (None: back to the highest priority), persisted; applied to `llms` if given."""
-    rows = {r.id: r for r in repos.llm_registry.all()}
-    if llm_id is not None:
-        row = rows.get(llm_id)
-        enabled = overrides(repos).get(llm_id, {}).get("enabled", row.enabled if row is not None else False)
-        if row is None or not enabled:
-            have = ", ".join(i for i, r in rows.items() if overrides(repos).get(i, {}).get("enabled", r.enabled))
-            raise RegistryError(f"no enabled model {llm_id!r} (enabled: {have})")
-    if llms is not None:
-        llms.select(llm_id)
-    repos.config.set(SELECTED_KEY, llm_id)
-    return f"primary model: {llm_id or 'the highest priority'}"
-
-
-def update(repos: Repos, llms: Any | None, llm_id: str, **changes: Any) -> str:
-    """Change a model's priority / enabled / is_validator, persisted; refused if it would leave none enabled."""
-    changes = {k: v for k, v in changes.items() if k in CHANGEABLE and v is not None}
-    row = next((r for r in repos.llm_registry.all() if r.id == llm_id), None)
-    if row is None:
-        raise RegistryError(f"no model {llm_id!r} (have: {', '.join(r.id for r in repos.llm_registry.all())})")
-    merged = {**overrides(repos).get(llm_id, {}), **changes}
-    if llms is not None:
-        try:
-            llms.apply({llm_id: merged}, repos.config.get(SELECTED_KEY))
-        except ValueError as exc:
-            raise RegistryError(str(exc)) from None
-    else:
-        state = {r.id: overrides(repos).get(r.id, {}).get("enabled", r.enabled) for r in repos.llm_registry.all()}
-        state[llm_id] = merged.get("enabled", state[llm_id])
-        if not any(state.values()):
-            raise RegistryError("every LLM of the registry would be disabled: enable another first")
-    repos.config.set(OVERRIDE_PREFIX + llm_id, merged)
-    repos.llm_registry.upsert(llm_id, **changes)
-    if changes.get("enabled") is False and repos.config.get(SELECTED_KEY) == llm_id:
-        repos.config.set(SELECTED_KEY, None)
-    return f"{llm_id}: " + ", ".join(f"{k} = {v}" for k, v in changes.items())
-
-
-def listing(repos: Repos, primary: str | None = None) -> list[dict[str, Any]]:
-    """Every registered model with its persisted choices and its last call."""
-    changes, selected = choices(repos)
-    recent = repos.llm_calls.recent(200)
-    rows = []
-    for r in repos.llm_registry.all():
-        mine = changes.get(r.id, {})
-        last = next((c for c in reversed(recent) if c.llm_id == r.id), None)
-        rows.append({"id": r.id, "provider": r.provider, "model": r.model,
-                     "priority": int(mine.get("priority", r.priority)), "enabled": bool(mine.get("enabled", r.enabled)),
-                     "is_validator": bool(mine.get("is_validator", r.is_validator)), "trust_score": r.trust_score,
-                     "selected": r.id == selected, "primary": r.id == primary,
-                     "last_call_ok": None if last is None else last.ok})
-    return sorted(rows, key=lambda row: (not row["enabled"], -row["priority"], row["id"]))
-
-
-def _line(row: dict[str, Any]) -> str:
+def _line(row: ModelRow) -> str:
     flags = [f for f, on in (("primary", row["primary"]), ("selected", row["selected"]), ("validator", row["is_validator"]),
                              ("disabled", not row["enabled"])) if on]
     health = {None: "not called yet", True: "last call ok", False: "last call failed"}[row["last_call_ok"]]
@@ -132,14 +60,14 @@ def _line(row: dict[str, Any]) -> str:
                 effect="read")
 def list_llms(cmd: Command, ctx: CommandContext) -> CommandResult:
     primary = ctx.services.llms.primary_id if ctx.services is not None else None
-    return CommandResult("\n".join(_line(r) for r in listing(ctx.repos, primary)), show=True)
+    return CommandResult("\n".join(_line(r) for r in ctx.managers.models.listing(primary)), show=True)
 
 
 @FAMILY.command("llm_registry.select", '{"id": "server"}  (think with this model from now on; the others stay as '
                 'fallbacks)', args=SelectArgs, effect="write_self")
 def select_llm(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
-        return CommandResult(select(ctx.repos, ctx.services.llms, arg(cmd, "id")))
+        return CommandResult(ctx.managers.models.select(arg(cmd, "id")))
     except RegistryError as exc:
         raise CommandError(f"llm_registry.select: {exc}") from None
 
@@ -148,8 +76,9 @@ def select_llm(cmd: Command, ctx: CommandContext) -> CommandResult:
                 "(changes who thinks and who judges; needs my human's approval)", args=UpdateArgs, effect="modify_self")
 def update_llm(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
-        return CommandResult(update(ctx.repos, ctx.services.llms, arg(cmd, "id"),
-                                    **{k: cmd.args.get(k) for k in CHANGEABLE}))
+        return CommandResult(ctx.managers.models.update(arg(cmd, "id"), priority=cmd.args.get("priority"),
+                                                        enabled=cmd.args.get("enabled"),
+                                                        is_validator=cmd.args.get("is_validator")))
     except RegistryError as exc:
         raise CommandError(f"llm_registry.update: {exc}") from None
 
@@ -158,13 +87,11 @@ def update_llm(cmd: Command, ctx: CommandContext) -> CommandResult:
                 "the answer arrives as a note)", args=TaskArgs, effect="write_self", aliases=("llm_task",))
 def ask_llm(cmd: Command, ctx: CommandContext) -> CommandResult:
     llm_id, question = arg(cmd, "llm"), str(arg(cmd, "question"))
-    if llm_id not in ctx.services.llms.ids:
-        raise CommandError(f"llm_task: no enabled model {llm_id!r} (have: {', '.join(ctx.services.llms.ids)})")
-    row = ctx.repos.processes.add("llm_task", f"asked {llm_id}: {question[:200]}", status="pending",
-                                  thread_id=ctx.thread_id, tags=["background", "llm_task"], llm_id=llm_id,
-                                  task_id=ctx.task_id)
-    run = ctx.repos.runs.add(row.id, "llm_task", thread_id=ctx.thread_id,
-                             spec={"llm": llm_id, "question": question, "max_tokens": arg(cmd, "max_tokens", default=512)})
+    try:
+        row, run = ctx.managers.models.ask(llm_id, question, max_tokens=arg(cmd, "max_tokens", default=512),
+                                           thread_id=ctx.thread_id, task_id=ctx.task_id)
+    except RegistryError as exc:
+        raise CommandError(f"llm_task: {exc}") from None
     background = ctx.services.background()
     ctx.then(lambda: background.launch(run.id))
     return CommandResult(f"process {row.id}: {llm_id} is asked; its answer will arrive as a note")

@@ -1,18 +1,17 @@
 """skills: my skills (persona/skills.py). An `auto` skill is in every prompt; a `manual` one only as a line until I
 read it: `skills.read {"name"}` puts its body into my next prompt(s) — `ticks` of them, 1 by default — cut to
-`limits.skill_chars`. It only changes what I see, so it is a `read`."""
+`limits.skill_chars` (the loop manager keeps which are read: managers/loop.py). It only changes what I see, so it is
+a `read`."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
 from nodes.commands.args import Args, Title, names
-from nodes.commands.cycle import load_cycle, update_cycle
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("skills", "my skills", compact=True)
-LOADED_KEY = "skills_loaded"  # in the thread's cycle settings: [{name, until_tick}]
 
 
 class SkillReadArgs(Args):
@@ -39,25 +38,7 @@ def read_skill(cmd: Command, ctx: CommandContext) -> CommandResult:
     if skill.invocation == "auto":
         return CommandResult(f"skill {skill.name} is in every prompt already")
     ticks = arg(cmd, "ticks", default=1, kind=int)
-    loaded = [entry for entry in load_cycle(ctx.repos, ctx.thread_id).get(LOADED_KEY) or []
-              if entry.get("name") != skill.name and int(entry.get("until_tick", 0)) > ctx.tick]
-    loaded.append({"name": skill.name, "until_tick": ctx.tick + ticks})
-    update_cycle(ctx.repos, ctx.thread_id, **{LOADED_KEY: loaded})
+    ctx.managers.loop.load_skill(ctx.thread_id, skill.name, tick=ctx.tick, ticks=ticks)
     limit = ctx.settings.limits.skill_chars
     cut = f" (cut to {limit:,} of its {len(skill.body):,} characters)" if len(skill.body) > limit else ""
     return CommandResult(f"skill {skill.name} is in my next {ticks} prompt(s){cut}")
-
-
-def loaded_skills(cycle: dict, persona, tick: int, limit: int) -> list[str]:
-    """The bodies of the manual skills read for this tick, each cut to `limit` characters."""
-    by_name = {s.name: s for s in persona.skills}
-    out = []
-    for entry in cycle.get(LOADED_KEY) or []:
-        skill = by_name.get(entry.get("name"))
-        if skill is None or int(entry.get("until_tick", 0)) < tick:
-            continue
-        body = skill.body.strip()
-        if len(body) > limit:
-            body = body[:limit].rsplit("\n", 1)[0] + f"\n… (the rest of {skill.name} is cut: {len(body) - limit:,} characters)"
-        out.append(f"### Skill: {skill.name} (read on request)\n{skill.description}\n\n{body}")
-    return out

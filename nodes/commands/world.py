@@ -6,31 +6,30 @@ It leaves the process, so it is `external`. Its results go to process_log, and s
 data. Feeds: `feeds.subscribe` (external: from then on the loop fetches the feed between ticks), `feeds.fetch`
 (external: now), `feeds.list`, `feeds.unsubscribe`. A fetched entry becomes a note with source `feed` and the tags
 `feed`, `feed:<name>` and the feed's own: the persona reads them with `notes.list {"source": "feed"}`, and the
-anti-stagnation "world check" brings the newest unread one into a stagnant thought.
+anti-stagnation "world check" brings the newest unread one into a stagnant thought. The feeds' rules are the world
+manager's (managers/world.py); a handler here checks its arguments, calls it and reports.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, field_validator
 
-from memory import Repos
+from managers.world import WorldError
+from memory.models import Feed
 from nodes import provenance
 from nodes.commands.args import Args, Label, Ref, SearchText, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from reach import budget
-from reach.feeds import FeedError, fetch
 from reach.mcp import McpError, call_tool
 from reach.search import SearchAnswer, SearchError, parse_results, search_http, search_openai
 
 FAMILY = Family("world", "the world outside: web search and feeds",
                 compact=True, abouts={"search": "web search through the backend my operator set", "feeds": "RSS/Atom feeds I read; their items are notes (source feed)"})
 log = logging.getLogger(__name__)
-FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
 
 Url = Annotated[str, StringConstraints(strip_whitespace=True, min_length=8, max_length=1000)]
 
@@ -93,79 +92,16 @@ def search_web(cmd: Command, ctx: CommandContext) -> CommandResult:
     except (SearchError, McpError) as exc:
         status, text = "error", str(exc)
     text = budget(text, ctx.settings.search.output_chars)
-    ctx.repos.processes.add("search.web", f"{query!r} → {text}", status=status, thread_id=ctx.thread_id,
-                            tags=["search"], llm_id=ctx.llm_id, task_id=ctx.task_id,
-                            sources=[provenance.source("search", f"search.web {query!r}", text)])
+    ctx.managers.world.log("search.web", f"{query!r} → {text}", ok=status == "ok", thread_id=ctx.thread_id,
+                           tags=["search"], llm_id=ctx.llm_id, task_id=ctx.task_id,
+                           sources=[provenance.source("search", f"search.web {query!r}", text)])
     return CommandResult(text, status="executed" if status == "ok" else "failed")
 
 
 # -- feeds ------------------------------------------------------------------------------------------------------
 
 
-def sync_subscriptions(repos: Repos, settings: Any) -> None:
-    """The operator's subscriptions (config.yaml feeds.subscriptions) as feeds."""
-    for sub in settings.feeds.subscriptions:
-        row = repos.feeds.by_url(sub.url)
-        if row is None or row.status != "active" or row.added_by != "operator":
-            repos.feeds.subscribe(sub.url, sub.name or _name_of(sub.url), list(sub.tags), added_by="operator")
-
-
-def _name_of(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return (parts.hostname or "feed").removeprefix("www.")[:100]
-
-
-def store_fetch(repos: Repos, feed_id: int, fetched: Any, now: datetime, error: str | None) -> list[int]:
-    """Record a fetch of a feed: its new entries as notes; the ids of the notes made."""
-    feed = repos.feeds.get(feed_id)
-    if error is not None:
-        repos.feeds.fetched(feed_id, now, etag=None, modified=None, error=error)
-        return []
-    repos.feeds.fetched(feed_id, now, etag=fetched.etag, modified=fetched.modified)
-    made = []
-    for item in reversed(fetched.items):  # oldest first, so the newest gets the highest id
-        note = repos.feeds.add_item(feed, item.guid, item.text(fetched.title or feed.name), item.link, now)
-        if note is not None:
-            made.append(note.id)
-    return made
-
-
-def fetch_feed(settings: Any, url: str, etag: str | None, modified: str | None) -> tuple[Any, str | None]:
-    config = settings.feeds
-    try:
-        return fetch(url, etag=etag, modified=modified, timeout_s=config.timeout_s, max_bytes=config.max_bytes,
-                     max_items=config.max_items), None
-    except FeedError as exc:
-        return None, str(exc)
-
-
-def refresh_feeds(db: Any, settings: Any, clock, *, only_due: bool = True, thread_id: str | None = None) -> dict[str, int]:
-    """Fetch the feeds that are due (or all), each outside any transaction, and store what is new; between ticks
-    (graph/loop/autonomy.py). Returns counts."""
-    with db.unit() as repos:
-        sync_subscriptions(repos, settings)
-        now = clock()
-        asked = bool(repos.config.get(FETCH_NOW_KEY))
-        if asked:
-            repos.config.set(FETCH_NOW_KEY, None)
-        feeds = repos.feeds.due(now, settings.feeds.every_minutes * 60) if only_due and not asked else repos.feeds.list()
-        todo = [(f.id, f.url, f.etag, f.modified) for f in feeds]
-    counts = {"feeds": 0, "items": 0, "errors": 0}
-    for feed_id, url, etag, modified in todo:
-        fetched, error = fetch_feed(settings, url, etag, modified)
-        with db.unit() as repos:
-            made = store_fetch(repos, feed_id, fetched, clock(), error)
-            if error:
-                repos.processes.add("feeds.fetch", error, status="error", thread_id=thread_id, tags=["feed"])
-        counts["feeds"] += 1
-        counts["items"] += len(made)
-        counts["errors"] += bool(error)
-    return counts
-
-
-def _feed_line(feed) -> str:
+def _feed_line(feed: Feed) -> str:
     when = f"fetched {feed.last_fetched_at:%Y-%m-%d %H:%M}" if feed.last_fetched_at else "never fetched"
     error = f"; last error: {feed.last_error}" if feed.last_error else ""
     return (f"[feed {feed.id} {feed.name} ({feed.added_by}) {feed.status}] {feed.url} — {when}, "
@@ -174,36 +110,29 @@ def _feed_line(feed) -> str:
 
 @FAMILY.command("feeds.list", "{}  (the feeds I read, and how many items wait unread)", effect="read")
 def list_feeds(cmd: Command, ctx: CommandContext) -> CommandResult:
-    sync_subscriptions(ctx.repos, ctx.settings)
-    feeds = ctx.repos.feeds.list()
-    lines = [_feed_line(f) for f in feeds] or ["no feeds (feeds.subscribe {\"url\": \"…\"})"]
-    lines.append(f"{ctx.repos.feeds.unread_count()} unread feed item(s): notes.list {{\"source\": \"feed\", \"unread\": true}}")
+    world = ctx.managers.world
+    lines = [_feed_line(f) for f in world.feeds()] or ["no feeds (feeds.subscribe {\"url\": \"…\"})"]
+    lines.append(f"{world.unread_count()} unread feed item(s): notes.list {{\"source\": \"feed\", \"unread\": true}}")
     return CommandResult("\n".join(lines), show=True)
 
 
-def _fetch_one(ctx: CommandContext, feed) -> str:
-    fetched, error = fetch_feed(ctx.settings, feed.url, feed.etag, feed.modified)
-    made = store_fetch(ctx.repos, feed.id, fetched, ctx.now, error)
-    if error:
-        ctx.repos.processes.add("feeds.fetch", error, status="error", thread_id=ctx.thread_id, tags=["feed"])
-        return f"feed {feed.id} ({feed.name}): {error}"
-    text = f"feed {feed.id} ({feed.name}): {len(made)} new item(s)"
-    if made:
-        titles = [ctx.repos.notes.get(i).text.splitlines()[0] for i in made[-5:]]
-        text += " — " + "; ".join(titles)
-    ctx.repos.processes.add("feeds.fetch", text, status="ok", thread_id=ctx.thread_id, tags=["feed"],
-                            sources=[provenance.source("feed", f"feed {feed.id} ({feed.name})", text)] if made else [])
-    return text
+def _fetch_one(ctx: CommandContext, feed: Feed) -> str:
+    outcome = ctx.managers.world.fetch_now(feed, now=ctx.now, thread_id=ctx.thread_id)
+    if outcome.error is None:
+        ctx.managers.world.log("feeds.fetch", outcome.text, ok=True, thread_id=ctx.thread_id, tags=["feed"],
+                               sources=[provenance.source("feed", f"feed {feed.id} ({feed.name})", outcome.text)]
+                               if outcome.made else [])
+    return outcome.text
 
 
 @FAMILY.command("feeds.subscribe", '{"url": "https://…/rss.xml", "name": "tides", "tags": ["sea"]}  (reads it '
                 'from now on; leaves the process: needs approval)', args=SubscribeArgs, effect="external")
 def subscribe(cmd: Command, ctx: CommandContext) -> CommandResult:
-    url = str(arg(cmd, "url"))
-    if ctx.repos.feeds.by_url(url) is None and len(ctx.repos.feeds.list()) >= ctx.settings.feeds.max_feeds:
-        raise CommandError(f"feeds.subscribe: I read {ctx.settings.feeds.max_feeds} feeds already; unsubscribe one first")
-    feed, _ = ctx.repos.feeds.subscribe(url, str(arg(cmd, "name", default="")) or _name_of(url),
-                                        arg(cmd, "tags", default=[], kind=list))
+    try:
+        feed = ctx.managers.world.subscribe(str(arg(cmd, "url")), str(arg(cmd, "name", default="")),
+                                            arg(cmd, "tags", default=[], kind=list))
+    except WorldError as exc:
+        raise CommandError(f"feeds.subscribe: {exc}") from None
     return CommandResult(f"subscribed to feed {feed.id}; " + _fetch_one(ctx, feed))
 
 
@@ -211,7 +140,8 @@ def subscribe(cmd: Command, ctx: CommandContext) -> CommandResult:
                 args=FetchArgs, effect="external")
 def fetch_now(cmd: Command, ctx: CommandContext) -> CommandResult:
     ref = arg(cmd, "feed", default=None)
-    feeds = [ctx.repos.feeds.find(ref)] if ref is not None else ctx.repos.feeds.list()
+    world = ctx.managers.world
+    feeds = [world.find(ref)] if ref is not None else world.feeds(sync=False)
     if not feeds:
         raise CommandError("feeds.fetch: I read no feeds (feeds.subscribe first)")
     return CommandResult("\n".join(_fetch_one(ctx, f) for f in feeds), show=True)
@@ -220,19 +150,8 @@ def fetch_now(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("feeds.unsubscribe", '{"feed": 3}  (stop reading it; its items stay as notes)', args=FeedRefArgs,
                 effect="write_self")
 def unsubscribe(cmd: Command, ctx: CommandContext) -> CommandResult:
-    feed = ctx.repos.feeds.find(arg(cmd, "feed"))
-    if feed.added_by == "operator":
-        raise CommandError(f"feeds.unsubscribe: feed {feed.id} is my operator's (config.yaml feeds.subscriptions)")
-    ctx.repos.feeds.unsubscribe(feed.id)
+    try:
+        feed = ctx.managers.world.unsubscribe(arg(cmd, "feed"))
+    except WorldError as exc:
+        raise CommandError(f"feeds.unsubscribe: {exc}") from None
     return CommandResult(f"unsubscribed from feed {feed.id} ({feed.name})")
-
-
-def world_line(repos: Repos, settings: Any) -> str:
-    """What the prompt says of the world outside: whether web search is on, the feeds and their unread items."""
-    feeds = repos.feeds.list()
-    unread = repos.feeds.unread_count() if feeds else 0
-    reading = f"{len(feeds)} feed(s), {unread} unread item(s)" if feeds else "no feeds"
-    return f"world: web search {settings.search.describe()}; {reading}"
-
-
-

@@ -140,12 +140,12 @@ def script_thoughts(server, *, replies: int = 0, reply: str = "", n: int = 600, 
 def seed_pace(data_dir: Path, pause_s: float, thread: str = "main") -> None:
     """The persona's own pause between ticks (what its `cycle.pause` command sets), before its loop starts."""
     from memory import Database
-    from nodes.commands.cycle import update_cycle
+    from managers import Managers
 
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            update_cycle(repos, thread, pause_s=pause_s)
+            Managers(repos).loop.update_cycle(thread, pause_s=pause_s)
     finally:
         db.close()
 

@@ -19,7 +19,7 @@ from graph.agent import build_agent
 from graph.loop import Stopper, run_loop
 from graph.loop.task_cycles import TaskCycles
 from nodes.commands import Command, registry
-from nodes.commands.cycle import update_cycle
+from managers import Managers
 from nodes.state import TickState
 from nodes.steps.s12_execute_commands import _run_one
 from persona.prose import is_prose
@@ -156,7 +156,7 @@ def test_stop_export_and_revive_on_the_cli(tmp_path):
 def test_idle_is_woken_by_a_note_and_makes_no_llm_call_meanwhile(tmp_path):
     agent = real_agent(tmp_path)
     with agent.services.db.unit() as repos:
-        update_cycle(repos, "main", idle={"wake_on_note": True, "since": agent.services.clock().isoformat()})
+        Managers(repos).loop.update_cycle("main", idle={"wake_on_note": True, "since": agent.services.clock().isoformat()})
     done = threading.Event()
     results = {}
 

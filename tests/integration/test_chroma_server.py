@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli import app
 from tests.fakes.llm import FakeLLM
 from memory import Database
-from nodes.commands.consent import answer
+from managers.consent import answer
 from nodes.context import utcnow
 from tests.conftest import make_agent
 from tests.unit.test_spawn import block, parent

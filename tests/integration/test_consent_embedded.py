@@ -14,7 +14,7 @@ import pytest
 
 from graph.agent import build_agent
 from llm.providers.llamacpp import EmbeddedLlamaCpp
-from nodes.commands.consent import answer
+from managers.consent import answer
 from nodes.context import utcnow
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 
 from graph.loop.driver import run_loop
 from tests.fakes.llm import FakeLLM
-from nodes.commands.consent import answer
+from managers.consent import answer
 from nodes.context import utcnow
 from reach import sandbox
 

@@ -545,17 +545,17 @@ def test_idle_wakes_on_a_matching_note_a_finished_process_or_the_timeout_and_cal
     with main.services.db.unit() as repos:
         assert "woke from idle: note 2 from user" in [p.value for p in repos.processes.recent(5)][-1]
         process = repos.processes.add("shell.run", "", status="in_progress", thread_id="main")
-    from nodes.commands.cycle import update_cycle
+    from managers import Managers
 
     with main.services.db.unit() as repos:
-        update_cycle(repos, "main", idle={"wake_on_note": False, "process": process.id, "since": clock().isoformat(),
+        Managers(repos).loop.update_cycle("main", idle={"wake_on_note": False, "process": process.id, "since": clock().isoformat(),
                                           "timeout_s": 600})
     assert not idle_should_wake(main, clock())
     with main.services.db.unit() as repos:
         repos.processes.get(process.id).status = "ok"
     assert idle_should_wake(main, clock())
     with main.services.db.unit() as repos:
-        update_cycle(repos, "main", idle={"wake_on_note": False, "since": clock().isoformat(), "timeout_s": 600})
+        Managers(repos).loop.update_cycle("main", idle={"wake_on_note": False, "since": clock().isoformat(), "timeout_s": 600})
     clock.advance(seconds=599)
     assert not idle_should_wake(main, clock())
     clock.advance(seconds=2)

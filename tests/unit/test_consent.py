@@ -13,7 +13,8 @@ import pytest
 from tests.fakes.llm import FakeLLM
 from memory.knowledge import ingest
 from nodes.commands import PRIVILEGED, registry
-from nodes.commands.consent import ApprovalError, answer, decide
+from managers.consent import ApprovalError, answer
+from nodes.commands.consent import decide
 from nodes.commands.model import Command
 from nodes.commands.spec import EFFECTS
 from nodes.context import utcnow

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.fakes.llm import FakeLLM
-from nodes.commands.consent import answer
+from managers.consent import answer
 from nodes.context import utcnow
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from tests.fakes.llm import FakeLLM
-from nodes.commands.world import FETCH_NOW_KEY
+from managers.world import FETCH_NOW_KEY
 from nodes.reflexes.anti_stagnation.escalation import Escalation
 from nodes.state import TickState
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from nodes.commands.consent import answer
+from managers.consent import answer
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
 from memory import Database

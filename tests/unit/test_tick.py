@@ -257,10 +257,10 @@ def test_distillation_terminates_when_summaries_do_not_shrink(agent_factory):
 
 
 def test_config_yaml_cycle_pause_is_the_pause_until_the_persona_chooses_its_own(agent_factory):
-    from nodes.commands.cycle import update_cycle
+    from managers import Managers
 
     agent = agent_factory(cycle={"pause_s": 2.5})
     assert agent.tick()["pause_s"] == 2.5
     with agent.services.db.unit() as repos:
-        update_cycle(repos, agent.thread_id, pause_s=0.0)  # what cycle.pause 0 stores
+        Managers(repos).loop.update_cycle(agent.thread_id, pause_s=0.0)  # what cycle.pause 0 stores
     assert agent.tick()["pause_s"] == 0.0

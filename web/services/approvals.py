@@ -1,5 +1,5 @@
 """Approvals: what waits for the human's consent, what was decided and what came of it, and the decision itself —
-`nodes/commands/consent.answer`, the one implementation `run.py approve/deny` uses (audit log entry, the denial
+`ConsentManager.answer` (managers/consent.py), the one implementation every door uses (audit log entry, the denial
 in the persona's next prompt; an idle loop wakes on the decision)."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from graph.reports import approval_row, audit_row
+from managers import Managers
+from managers.consent import ApprovalError
 from memory import Database, Repos
-from nodes.commands.consent import ApprovalError, answer
 from web.errors import NotFoundError, ServiceError
 from web.schemas.approvals import Approval, ApprovalDetail, ApprovalList, ApprovalsOverview, AuditEntry
 
@@ -16,33 +17,35 @@ DECIDED_BY = "human (web)"
 
 
 def listing(repos: Repos, status: str | None = "pending", limit: int = 50) -> ApprovalList:
-    rows = repos.approvals.pending(limit) if status == "pending" else repos.approvals.list(status=status, limit=limit)
-    return ApprovalList(items=[Approval(**approval_row(a)) for a in rows], pending=len(repos.approvals.pending()))
+    consent = Managers(repos).consent
+    return ApprovalList(items=[Approval(**approval_row(a)) for a in consent.listing(status, limit)],
+                        pending=len(consent.pending()))
 
 
 def overview(repos: Repos, limit: int = 20) -> ApprovalsOverview:
-    recent = [a for a in repos.approvals.list(limit=limit * 2) if a.status != "pending"][:limit]
-    return ApprovalsOverview(pending=[Approval(**approval_row(a)) for a in repos.approvals.pending()],
-                             recent=[Approval(**approval_row(a)) for a in recent],
-                             audit=[AuditEntry(**audit_row(e)) for e in reversed(repos.audit.recent(limit * 3))])
+    consent = Managers(repos).consent
+    return ApprovalsOverview(pending=[Approval(**approval_row(a)) for a in consent.pending()],
+                             recent=[Approval(**approval_row(a)) for a in consent.decided(limit)],
+                             audit=[AuditEntry(**audit_row(e)) for e in reversed(consent.audit_log(limit * 3))])
 
 
 def detail(repos: Repos, approval_id: int) -> ApprovalDetail:
-    row = repos.approvals.get(approval_id)
+    consent = Managers(repos).consent
+    row = consent.get(approval_id)
     if row is None:
         raise NotFoundError(f"no approval {approval_id}", field="approval_id")
-    return ApprovalDetail(**approval_row(row),
-                          audit=[AuditEntry(**audit_row(e)) for e in repos.audit.for_approval(approval_id)])
+    return ApprovalDetail(**approval_row(row), audit=[AuditEntry(**audit_row(e)) for e in consent.audit_of(approval_id)])
 
 
 def decide(db: Database, approval_id: int, *, approve: bool, reason: str, now: datetime) -> ApprovalDetail:
     """Approve (it runs once, at the persona's next tick) or deny (never runs; the persona is told why).
     404 when there is no such approval, 409 when it was decided already."""
     with db.unit() as repos:
-        if repos.approvals.get(approval_id) is None:
+        if Managers(repos).consent.get(approval_id) is None:
             raise NotFoundError(f"no approval {approval_id}", field="approval_id")
     try:
-        answer(db, approval_id, approve=approve, by=DECIDED_BY, reason=reason.strip(), now=now)
+        with db.unit() as repos:
+            Managers(repos).consent.answer(approval_id, approve=approve, by=DECIDED_BY, reason=reason.strip(), now=now)
     except ApprovalError as exc:
         raise ServiceError(f"{exc} (it was decided already)", field="approval_id", status=409) from None
     with db.unit() as repos:

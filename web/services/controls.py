@@ -1,21 +1,23 @@
 """Controls: start, pause and stop the loop (a flag in the database the loop obeys between ticks), its ticks, the
 health of each LLM endpoint from the calls the loop recorded, and the models chosen at run time (the primary one,
-priorities, enabled, validators: nodes/commands/llm_registry.py, persisted, taken by the loop at its next tick)."""
+priorities, enabled, validators: managers/models.py, persisted, taken by the loop at its next tick)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from graph.loop import control
+from managers import Managers
+from managers.models import RegistryError
 from memory import Repos
-from nodes.commands import llm_registry
 from web.errors import NotFoundError, ServiceError
 from web.schemas.controls import LLMHealth, LLMUpdateIn, LoopStatus
 
 
 def llm_health(repos: Repos) -> list[LLMHealth]:
     recent = repos.llm_calls.recent(200)
-    chosen = {row["id"]: row for row in llm_registry.listing(repos)}
+    chosen = {row["id"]: row for row in Managers(repos).models.listing()}
     rows = []
     for entry in repos.llm_registry.all():
         calls = [c for c in recent if c.llm_id == entry.id]
@@ -32,24 +34,25 @@ def llm_health(repos: Repos) -> list[LLMHealth]:
     return rows
 
 
-def _registry_change(change) -> list[LLMHealth]:
+def _registry_change(change: Callable[[], str]) -> list[LLMHealth]:
     try:
         change()
-    except llm_registry.RegistryError as exc:
+    except RegistryError as exc:
         raise ServiceError(str(exc), field="id", status=409) from None
     return []
 
 
 def select_llm(repos: Repos, llm_id: str | None) -> list[LLMHealth]:
     """The primary model, persisted; the loop (any process) takes it at its next tick."""
-    _registry_change(lambda: llm_registry.select(repos, None, llm_id))
+    _registry_change(lambda: Managers(repos).models.select(llm_id))
     return llm_health(repos)
 
 
 def update_llm(repos: Repos, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
     if llm_id not in {r.id for r in repos.llm_registry.all()}:
         raise NotFoundError(f"no model {llm_id!r}", field="llm_id")
-    _registry_change(lambda: llm_registry.update(repos, None, llm_id, **change.model_dump()))
+    _registry_change(lambda: Managers(repos).models.update(llm_id, priority=change.priority, enabled=change.enabled,
+                                                           is_validator=change.is_validator))
     return llm_health(repos)
 
 

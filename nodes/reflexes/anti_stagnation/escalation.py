@@ -23,9 +23,10 @@ import random
 from datetime import datetime
 from typing import Any, Callable
 
+from managers import Managers
+from managers.loop import context_mode
 from memory import Repos
 from memory.text import emotion_strengths
-from nodes.commands.cycle import context_cycle, context_mode
 from nodes import provenance
 from nodes.context import CYCLE
 from nodes.reflexes.prompts import (
@@ -277,8 +278,6 @@ class Escalation:
     def world_check(self, episode: dict[str, Any]) -> None:
         """The newest unread feed item, read now; with none unread, the loop is asked (once an episode) to fetch the
         feeds at once."""
-        from nodes.commands.world import FETCH_NOW_KEY
-
         items = self.repos.feeds.unread_items(1)
         if items:
             self.repos.notes.mark_read([items[0].id])
@@ -286,7 +285,7 @@ class Escalation:
             episode["world_item"] = items[0].id
             _came_from(episode, provenance.of_note(items[0]))
         elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
-            self.repos.config.set(FETCH_NOW_KEY, True)
+            Managers(self.repos).world.ask_fetch()
             episode["world_asked"] = True
             episode["stimulus"].append(WORLD_ASKED_LINE)
         else:
@@ -294,7 +293,7 @@ class Escalation:
 
     def change_context(self, episode: dict[str, Any]) -> None:
         cycle = self.services.reads.get(self.state.thread_id, self.state.tick, CYCLE,
-                                   lambda: context_cycle(self.repos, self.services.settings, self.state.thread_id))
+                                   lambda: Managers(self.repos).loop.context_cycle(self.state.thread_id, self.services.settings))
         current = context_mode(cycle)
         episode["context_mode"] = "meditation" if current != "meditation" else "standard"
 

@@ -16,12 +16,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from managers import ManagerDeps, Managers
+from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
 from nodes.commands import registry
-from nodes.commands.cycle import context_cycle, context_mode
-from nodes.commands.skills import loaded_skills
-from nodes.commands.world import world_line
 from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.prompts import STIMULUS_TITLE
 from nodes.state import ContextReport, StagnationEpisode, TickState
@@ -147,7 +146,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               source="notes to me"),
         Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
                                      f"context {context_mode(cycle)}; thread {thread_id}",
-                                     world_line(repos, services.settings),
+                                     Managers(repos, ManagerDeps(settings=services.settings)).world.line(),
                                      CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",
@@ -263,7 +262,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: di
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
         cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
-                                   lambda: context_cycle(repos, services.settings, state.thread_id)))
+                                   lambda: Managers(repos).loop.context_cycle(state.thread_id, services.settings)))
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]

@@ -12,12 +12,12 @@ import logging
 from datetime import date, timedelta
 from typing import Any, NamedTuple
 
+from managers.loop import context_mode
 from memory import Repos
 from memory.upkeep.episodes import Period
 from memory.retrieval.index import Query
 from memory.models import Message
 from nodes import provenance
-from nodes.commands.cycle import context_mode
 from nodes.stelis.history import render_item, lineage_ids, timeline
 
 log = logging.getLogger(__name__)

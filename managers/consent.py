@@ -1,0 +1,112 @@
+"""Consent and approvals: a command that waits for the human (an `approvals` row), the audit log of every decision,
+and the human's answer.
+
+The tick's gate (nodes/commands/consent.py `decide`) says whether a command runs, waits or is refused; what it
+decides is recorded here (`request`, `record`). The human answers from any door — `run.py approve/deny`, the web
+app, the MCP server — through `answer`: approved, the command runs once at the persona's next tick; denied, it never
+runs and the persona reads the denial, with its reason, in its next prompt. An idle loop wakes on the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memory.models import Approval, AuditEntry
+from memory.repositories.consent import canonical_args
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from memory import Database
+
+
+class ApprovalError(ValueError):
+    """No such approval, or it is no longer pending."""
+
+
+class ConsentManager:
+    """Approvals and the audit log, in one unit of work."""
+
+    def __init__(self, house: Managers) -> None:
+        self.repos = house.repos
+
+    # -- what the gate decided -------------------------------------------------------------------------------------
+
+    def request(self, *, cmd_key: str, cmd_id: str, type: str, args: dict[str, Any], effect: str, description: str,
+                reason: str, thread_id: str, root_thread: str, tick: int, now: datetime,
+                provenance: Sequence[Any] = ()) -> tuple[Approval, bool]:
+        """The pending approval for a command (an identical pending request is reused); (row, newly created). A new
+        one is audited and told in the process log."""
+        repos = self.repos
+        row, created = repos.approvals.request(
+            cmd_key=cmd_key, cmd_id=cmd_id, type=type, args=args, effect=effect, description=description,
+            reason=reason, thread_id=thread_id, root_thread=root_thread, tick=tick, created_at=now,
+            provenance=list(provenance))
+        if created:
+            repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=effect,
+                            decision="requested", actor="loop", reason=reason, approval_id=row.id, created_at=now)
+            repos.processes.add("approval.requested", f"{type} waits for my human's approval (approval {row.id}): "
+                                f"{reason}", status="close", thread_id=thread_id)
+        return row, created
+
+    def record(self, *, thread_id: str, tick: int, cmd_key: str, type: str, effect: str, decision: str, actor: str,
+               reason: str, now: datetime) -> AuditEntry:
+        """One decision in the audit log."""
+        return self.repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=effect,
+                                    decision=decision, actor=actor, reason=reason, created_at=now)
+
+    # -- the human's side ----------------------------------------------------------------------------------------
+
+    def answer(self, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime) -> Approval:
+        """Approve or deny a pending approval; a denial reaches the persona's next prompt with its reason.
+        ApprovalError when there is no such approval or it was decided already."""
+        repos = self.repos
+        row = repos.approvals.get(approval_id)
+        if row is None:
+            raise ApprovalError(f"no approval {approval_id}")
+        try:
+            repos.approvals.decide(approval_id, "approved" if approve else "denied", by, reason, now)
+        except ValueError as exc:
+            raise ApprovalError(str(exc)) from None
+        repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
+                        decision="approved" if approve else "denied", actor="human", reason=reason or by,
+                        approval_id=row.id, created_at=now)
+        if not approve:
+            because = f": {reason}" if reason else " (no reason given)"
+            repos.processes.add("approval.denied", f"my human denied {row.type} {canonical_args(row.args)[:200]} "
+                                f"(approval {row.id}){because}", status="error", thread_id=row.thread_id)
+            repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
+        return row
+
+    def get(self, approval_id: int) -> Approval | None:
+        return self.repos.approvals.get(approval_id)
+
+    def pending(self, limit: int | None = None) -> list[Approval]:
+        """Waiting approvals, oldest first."""
+        return self.repos.approvals.pending(limit)
+
+    def listing(self, status: str | None = "pending", limit: int = 50) -> list[Approval]:
+        """Approvals of one status (pending: oldest first; others newest first), or all (None) newest first."""
+        if status == "pending":
+            return self.repos.approvals.pending(limit)
+        return self.repos.approvals.list(status=status, limit=limit)
+
+    def decided(self, limit: int) -> list[Approval]:
+        """The latest decided approvals, newest first."""
+        return [a for a in self.repos.approvals.list(limit=limit * 2) if a.status != "pending"][:limit]
+
+    def audit_log(self, limit: int) -> list[AuditEntry]:
+        """The latest audit entries, oldest first."""
+        return list(self.repos.audit.recent(limit))
+
+    def audit_of(self, approval_id: int) -> list[AuditEntry]:
+        return list(self.repos.audit.for_approval(approval_id))
+
+
+def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime) -> Approval:
+    """`ConsentManager.answer` in a unit of its own (the doors that hold a database, not a transaction)."""
+    from managers import Managers
+
+    with db.unit() as repos:
+        return Managers(repos).consent.answer(approval_id, approve=approve, by=by, reason=reason, now=now)

@@ -1,0 +1,201 @@
+"""Loop control: a thread's own cycle settings — the pause between ticks, how many recent responses it sees, the
+notes mode, idle (sleeping without model calls until something wakes it), the context mode (standard,
+concentration, meditation) and the manual skills read for the next prompts.
+
+They live in the `config` table under `cycle/<thread_id>`, written in the caller's transaction (for a command: the
+same one as its exactly-once record); the loop driver and prepare_context read them every tick. The persona changes
+them with its `cycle.*` and `skills.read` commands; the loop driver wakes an idle thread (`wake`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from memory.upkeep.abstracts import request_abstract
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from persona import Persona
+    from persona.settings import Settings
+
+ContextMode = Literal["standard", "concentration", "meditation"]
+SKILLS_LOADED_KEY = "skills_loaded"  # in the thread's cycle settings: [{name, until_tick}]
+
+
+class LoopError(ValueError):
+    """A loop setting refused (nothing would wake an idle thread, no such process)."""
+
+
+def cycle_key(thread_id: str) -> str:
+    return f"cycle/{thread_id}"
+
+
+def context_mode(cycle: Mapping[str, Any]) -> str:
+    """The context mode a thread's cycle settings name (standard when none)."""
+    return str(cycle.get("context_mode") or "standard")
+
+
+class LoopManager:
+    """A thread's cycle settings, in one unit of work."""
+
+    def __init__(self, house: Managers) -> None:
+        self.repos = house.repos
+        self.settings: Settings | None = house.deps.settings
+
+    # -- the settings -------------------------------------------------------------------------------------------
+
+    def cycle(self, thread_id: str) -> dict[str, Any]:
+        """The thread's cycle settings as stored (a copy: change them with `update_cycle`)."""
+        return dict(self.repos.config.get(cycle_key(thread_id), {}) or {})
+
+    def update_cycle(self, thread_id: str, **changes: Any) -> dict[str, Any]:
+        """Store `changes` over the thread's cycle settings; the settings now."""
+        cycle = self.cycle(thread_id)
+        cycle.update(changes)
+        self.repos.config.set(cycle_key(thread_id), cycle)
+        return cycle
+
+    def context_cycle(self, thread_id: str, settings: Settings | None = None) -> dict[str, Any]:
+        """The thread's cycle settings for its prompt. Without a context mode of its own (cycle.concentration /
+        cycle.meditation), a `memory_manager.mode` of concentration or meditation sets it; `diversity_boost` shapes
+        meditation."""
+        settings = settings if settings is not None else self.settings
+        if settings is None:
+            raise ValueError("LoopManager.context_cycle needs the settings (ManagerDeps.settings)")
+        cycle = self.cycle(thread_id)
+        manager_mode = settings.memory_manager.mode
+        if not cycle.get("context_mode") and manager_mode in ("concentration", "meditation"):
+            cycle["context_mode"] = manager_mode
+        cycle.setdefault("diversity_boost", settings.memory_manager.diversity_boost)
+        return cycle
+
+    # -- what the persona sets (cycle.*) -------------------------------------------------------------------------
+
+    def set_pause(self, thread_id: str, seconds: float) -> None:
+        self.update_cycle(thread_id, pause_s=seconds)
+
+    def set_responses(self, thread_id: str, responses: int) -> None:
+        self.update_cycle(thread_id, responses=responses)
+
+    def set_notes_mode(self, thread_id: str, mode: str, min_priority: int | None) -> None:
+        self.update_cycle(thread_id, notes_mode=mode, notes_min_priority=min_priority)
+
+    def idle_off(self, thread_id: str) -> None:
+        self.update_cycle(thread_id, idle=None)
+
+    def idle_on(self, thread_id: str, *, tick: int, now: datetime, timeout_s: float | None, wake_on_note: bool,
+                note_filter: Mapping[str, Any], process: str | int | None, task: int | None) -> list[str]:
+        """Put the thread to sleep until one of the wakes it names (returned, for the report); LoopError when
+        nothing could wake it or the process does not exist."""
+        repos = self.repos
+        if process is not None and str(process).isdigit() and repos.processes.get(int(process)) is None:
+            raise LoopError(f"no process {process}")
+        if task is not None:
+            repos.tasks.get(task)
+        jobs = [r for r in repos.runs.with_status("pending", "running") if r.thread_id == thread_id]
+        if timeout_s is None and not wake_on_note and process is None and task is None and not jobs:
+            raise LoopError("nothing would wake me; give a timeout, a note filter, a process or a task")
+        self.update_cycle(thread_id, idle={
+            "since_tick": tick,
+            "wake_on_note": wake_on_note,
+            "note_filter": dict(note_filter),
+            "after_note": repos.notes.newest_id(),
+            "process": process,
+            "task": task,
+            "timeout_s": timeout_s,
+            "since": now.isoformat(),
+            "thread": thread_id,
+        })
+        return [w for w in ("a matching note" if note_filter else "a note" if wake_on_note else "",
+                            f"process {process} finishing" if process is not None else "",
+                            f"task {task}'s sub-cycle ending" if task is not None else "",
+                            f"{len(jobs)} background process(es) finishing" if jobs else "",
+                            f"{timeout_s:g}s" if timeout_s else "") if w]
+
+    def set_context_mode(self, thread_id: str, mode: ContextMode, *, root_thread: str | None = None,
+                         focus_tags: list[str] | None = None, focus_emotions: list[str] | None = None,
+                         focus_logic: str | None = None) -> None:
+        """Change the thread's context mode (with the focus of a concentration); a change is an abstract trigger."""
+        old = self.cycle(thread_id).get("context_mode") or "standard"
+        focus: dict[str, Any] = {}
+        if mode == "concentration":
+            focus = {"focus_tags": focus_tags or [], "focus_emotions": focus_emotions or [],
+                     "focus_logic": focus_logic or "or"}
+        self.update_cycle(thread_id, context_mode=mode, **focus)
+        if old != mode:  # HMP: a change of context mode is an abstract trigger
+            request_abstract(self.repos, root_thread or thread_id, "mode_change", f"{old} -> {mode}")
+
+    def load_skill(self, thread_id: str, name: str, *, tick: int, ticks: int) -> None:
+        """Show the manual skill `name` in the thread's next `ticks` prompts (skills.read)."""
+        loaded = [entry for entry in self.cycle(thread_id).get(SKILLS_LOADED_KEY) or []
+                  if entry.get("name") != name and int(entry.get("until_tick", 0)) > tick]
+        loaded.append({"name": name, "until_tick": tick + ticks})
+        self.update_cycle(thread_id, **{SKILLS_LOADED_KEY: loaded})
+
+    # -- what the loop asks ----------------------------------------------------------------------------------------
+
+    def wake_reason(self, idle: Mapping[str, Any], now: datetime) -> str | None:
+        """Why an idle thread wakes now (a matching note, a process or task cycle finished, a background job of the
+        thread ended, an approval answered, the timeout), or None."""
+        repos = self.repos
+        if idle.get("wake_on_note", True):
+            wanted = idle.get("note_filter") or {}
+            for note in repos.notes.unread_incoming(limit=50, min_priority=wanted.get("min_priority")):
+                if note.id <= int(idle.get("after_note") or 0) and wanted:
+                    continue
+                if wanted.get("source") and note.source != wanted["source"]:
+                    continue
+                if wanted.get("tags") and not set(wanted["tags"]) & set(note.tags or []):
+                    continue
+                if wanted.get("contains") and str(wanted["contains"]).lower() not in note.text.lower():
+                    continue
+                return f"note {note.id} from {note.source}"
+        process = idle.get("process")
+        if process is not None:
+            row = repos.processes.get(int(process)) if str(process).isdigit() else repos.processes.latest_named(str(process))
+            if row is not None and row.status not in ("in_progress", "pending"):
+                return f"process {row.id} {row.name} finished ({row.status})"
+        if idle.get("thread") and idle.get("since"):  # a script or a question to another model came back
+            done = repos.processes.finished_since(idle["thread"], datetime.fromisoformat(idle["since"]))
+            if done:
+                return f"process {done[0].id} {done[0].name} finished ({done[0].status})"
+        if idle.get("task") is not None:
+            task = repos.tasks.get(int(idle["task"]))
+            if task.repl_status != "running":
+                return f"task {task.id}'s sub-cycle ended ({task.repl_status or 'not started'})"
+        timeout, since = idle.get("timeout_s"), idle.get("since")
+        answered = repos.approvals.decided_since(datetime.fromisoformat(since)) if since else []
+        if answered:
+            return f"my human answered approval {answered[0].id} ({answered[0].status})"
+        if timeout and since and (now - datetime.fromisoformat(since)).total_seconds() >= float(timeout):
+            return f"timeout of {float(timeout):g}s"
+        return None
+
+    def wake_if_due(self, thread_id: str, now: datetime) -> bool:
+        """Whether the thread runs its next tick: not idle, or idle and woken now (the wake is recorded)."""
+        idle = self.cycle(thread_id).get("idle")
+        if not idle:
+            return True
+        reason = self.wake_reason(idle, now)
+        if reason:
+            self.idle_off(thread_id)
+            self.repos.processes.add("cycle.idle", f"woke from idle: {reason}", status="ok", thread_id=thread_id)
+        return reason is not None
+
+
+def loaded_skills(cycle: Mapping[str, Any], persona: Persona, tick: int, limit: int) -> list[str]:
+    """The bodies of the manual skills read for this tick (`LoopManager.load_skill`), each cut to `limit`
+    characters."""
+    by_name = {s.name: s for s in persona.skills}
+    out = []
+    for entry in cycle.get(SKILLS_LOADED_KEY) or []:
+        skill = by_name.get(entry.get("name"))
+        if skill is None or int(entry.get("until_tick", 0)) < tick:
+            continue
+        body = skill.body.strip()
+        if len(body) > limit:
+            body = body[:limit].rsplit("\n", 1)[0] + f"\n… (the rest of {skill.name} is cut: {len(body) - limit:,} characters)"
+        out.append(f"### Skill: {skill.name} (read on request)\n{skill.description}\n\n{body}")
+    return out
