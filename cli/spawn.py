@@ -30,7 +30,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Spawn a child persona: its own persona directory, database and vectors; it records its parent."""
     from graph.services import open_memory_index
-    from nodes.commands.spawn import open_child_index
+    from managers.spawn import open_child_index
     from persona.spawn import MODES, SpawnError, default_places
     from persona.spawn import spawn as make_child
 

@@ -22,8 +22,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers.consent import ConsentManager
+    from managers.identity import IdentityManager
     from managers.loop import LoopManager
     from managers.models import ModelManager
+    from managers.persona import PersonaManager
+    from managers.spawn import SpawnManager
     from managers.world import WorldManager
     from memory import Repos
     from memory.retrieval.index import MemoryIndex
@@ -77,6 +80,27 @@ class Managers:
         from managers.models import ModelManager
 
         return ModelManager(self)
+
+    @cached_property
+    def identity(self) -> IdentityManager:
+        """Core memory and the notepad: read, append, rewrite, replace, clear (managers/identity.py)."""
+        from managers.identity import IdentityManager
+
+        return IdentityManager(self)
+
+    @cached_property
+    def persona(self) -> PersonaManager:
+        """The persona's own settings (config.update), and its files as its human edits them (managers/persona.py)."""
+        from managers.persona import PersonaManager
+
+        return PersonaManager(self)
+
+    @cached_property
+    def spawn(self) -> SpawnManager:
+        """Descendants: a child persona from this one (managers/spawn.py)."""
+        from managers.spawn import SpawnManager
+
+        return SpawnManager(self)
 
     @cached_property
     def world(self) -> WorldManager:

@@ -141,7 +141,7 @@ class WorldManager:
         fetched, error = fetch_feed(self._settings(), feed.url, feed.etag, feed.modified)
         made = self.store_fetch(feed.id, fetched, now, error)
         outcome = FeedFetch(feed, made=made, error=error,
-                            titles=[self.repos.notes.get(i).text.splitlines()[0] for i in made[-5:]])
+                            titles=[n.text.splitlines()[0] for n in self.repos.notes.many(made[-5:])])
         if error:
             self.repos.processes.add("feeds.fetch", error, status="error", thread_id=thread_id, tags=["feed"])
         return outcome

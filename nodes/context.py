@@ -22,12 +22,12 @@ from langgraph.runtime import Runtime
 
 from llm import LLMRegistry
 from managers.models import OVERRIDE_PREFIX, SELECTED_KEY
+from managers.persona import SELF_CHANGE_PREFIX
 from memory import Database, Repos
 from persona import Persona, refresh_persona
 from persona.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
-SELF_CHANGE_PREFIX = "persona/"
 PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
 LLM_SELECTED_KEY, LLM_OVERRIDE_PREFIX = SELECTED_KEY, OVERRIDE_PREFIX  # the models chosen at run time (managers/models.py)
 

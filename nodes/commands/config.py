@@ -4,7 +4,7 @@ Only the keys in `persona.settings.SELF_EDITABLE` are the persona's to change (m
 and everything else are the operator's). A request for another key, or for a value out of the setting's type and
 bounds (`memory.recall_k` −5 or NaN, 1,000 emotions), is refused at admission with the reason the model reads —
 never parked for an approval it could not use. An admitted change is validated again against the whole settings
-model before it is stored (a `persona/<key>` row). Changing a setting is `modify_self`: it waits for the human's
+model before it is stored (a `persona/<key>` row, by the persona manager: managers/persona.py). Changing a setting is `modify_self`: it waits for the human's
 approval unless validators agree (+2).
 """
 
@@ -14,11 +14,10 @@ from typing import Any
 
 from pydantic import model_validator
 
-from memory.upkeep.abstracts import request_abstract
+from managers.persona import setting_value
 from nodes.commands.args import Args, Title
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
-from nodes.context import SELF_CHANGE_PREFIX, self_changes
 from persona.settings import SELF_EDITABLE, Settings, SettingsError, check_self_change, load_settings
 
 FAMILY = Family("config", "my tunable settings")
@@ -46,20 +45,13 @@ class ConfigUpdateArgs(Args):
         return data
 
 
-def current(settings: Settings, key: str) -> Any:
-    value: Any = settings
-    for part in key.split("."):
-        value = getattr(value, part)
-    return value
-
-
 @FAMILY.command("config.read", '{"key": "memory_manager.mode"}  (no key: every setting I may change)', args=ConfigReadArgs, effect="read")
 def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = arg(cmd, "key", default=None)
     if key is not None and key not in SELF_EDITABLE:
         raise CommandError(f"config.read: {key!r} is not one of my settings; mine: {', '.join(SELF_EDITABLE)}")
     keys = [key] if key else list(SELF_EDITABLE)
-    return CommandResult("\n".join(f"{k} = {current(ctx.settings, k)!r}" for k in keys), show=True)
+    return CommandResult("\n".join(f"{k} = {setting_value(ctx.settings, k)!r}" for k in keys), show=True)
 
 
 @FAMILY.command("config.update", '{"key": "memory_manager.mode", "value": "meditation"}  (needs my human\'s approval)',
@@ -71,14 +63,14 @@ def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     if "value" not in cmd.args:
         raise CommandError("config.update: missing argument 'value'")
     services = ctx.services
-    changes = {**self_changes(ctx.repos), key: cmd.args["value"]}
+
+    def reload(changes: dict[str, Any]) -> Settings:
+        return load_settings(self_changes=changes, **{**services.flags, "persona_dir": str(services.persona.directory)})
+
     try:
-        settings = load_settings(self_changes=changes, **{**services.flags, "persona_dir": str(services.persona.directory)})
+        change = ctx.managers.persona.change_setting(key, cmd.args["value"], current=ctx.settings, reload=reload,
+                                                     thread_id=ctx.root_thread or ctx.thread_id)
     except SettingsError as exc:
         raise CommandError(f"config.update: {exc}") from None
-    old, value = current(ctx.settings, key), current(settings, key)
-    ctx.repos.config.set(f"{SELF_CHANGE_PREFIX}{key}", value)
-    services.settings = settings
-    if key == "memory_manager.mode" and old != value:
-        request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {value}")
-    return CommandResult(f"{key} = {value!r} (was {old!r})")
+    services.settings = change.settings
+    return CommandResult(f"{key} = {change.value!r} (was {change.old!r})")

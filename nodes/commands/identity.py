@@ -2,7 +2,7 @@
 
 Core memory holds the persona's self-definition, its relationship with the user and its promises; the
 notepad holds short-term notes. Both are always in context, edited here, and never saved over their
-size limit (the edit fails and says by how much).
+size limit (the edit fails and says by how much). The blocks' rules are the identity manager's (managers/identity.py).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from managers.identity import BlockName
 from nodes.commands.args import Args, OptionalText, Text, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Effect, Family, arg
@@ -31,9 +32,8 @@ class BlockEditArgs(Args):
         return self
 
 
-def _show(ctx: CommandContext, name: str) -> str:
-    block = ctx.repos.blocks.get(name)
-    return f"{name} ({len(block.content)}/{block.char_limit} chars):\n{block.content or '(empty)'}"
+def _show(ctx: CommandContext, name: BlockName) -> str:
+    return ctx.managers.identity.show(name)
 
 
 def discards(args: dict) -> Effect | None:
@@ -41,25 +41,15 @@ def discards(args: dict) -> Effect | None:
     return "modify_self" if "old" in args or str(args.get("mode") or "").strip().lower() == "rewrite" else None
 
 
-def _edit(cmd: Command, ctx: CommandContext, name: str) -> CommandResult:
-    mode = str(arg(cmd, "mode", default="append")).strip().lower()
-    before = ctx.repos.blocks.get(name).content
+def _edit(cmd: Command, ctx: CommandContext, name: BlockName) -> CommandResult:
+    identity = ctx.managers.identity
     if "old" in cmd.args:
-        ctx.repos.blocks.replace(name, str(arg(cmd, "old")), str(arg(cmd, "new", default="")))
-    elif mode == "rewrite":
-        ctx.repos.blocks.write(name, str(arg(cmd, "text", default="")))
+        edit = identity.edit(name, old=str(arg(cmd, "old")), new=str(arg(cmd, "new", default="")))
+    elif str(arg(cmd, "mode", default="append")).strip().lower() == "rewrite":
+        edit = identity.edit(name, mode="rewrite", text=str(arg(cmd, "text", default="")))
     else:
-        ctx.repos.blocks.append(name, str(arg(cmd, "text")))
-    block = ctx.repos.blocks.get(name)
-    return CommandResult(f"{name} updated ({len(block.content)}/{block.char_limit} chars)" + _undo(ctx, name, before))
-
-
-def _undo(ctx: CommandContext, name: str, before: str) -> str:
-    """How to get back what a rewrite, replacement or clear discarded (kept as a version)."""
-    version = ctx.repos.blocks.latest_version(name)
-    if not before or version is None or version.content != before:
-        return ""
-    return f'; memory.restore {{"tier": "{name}", "ref": "{version.id}"}} brings the old text back'
+        edit = identity.edit(name, text=str(arg(cmd, "text")))
+    return CommandResult(f"{name} updated ({edit.chars}/{edit.limit} chars){edit.undo}")
 
 
 @FAMILY.command("identity.read", "{}  (my identity file and core memory)", effect="read")
@@ -98,6 +88,4 @@ def update_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("notepad.clear", "{}  (needs my human's approval)", effect="modify_self")
 def clear_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
-    before = ctx.repos.blocks.get("notepad").content
-    ctx.repos.blocks.write("notepad", "")
-    return CommandResult("notepad cleared" + _undo(ctx, "notepad", before))
+    return CommandResult("notepad cleared" + ctx.managers.identity.clear("notepad").undo)

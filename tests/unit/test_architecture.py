@@ -1,6 +1,7 @@
-"""The house rules, checked on the source: imports run one way (cli/run.py → web → graph → nodes → persona → memory, llm),
-no module imports itself back through another, the tick's steps sit in tick order, and ARCHITECTURE.md names
-every room the tree has (and no room it has not)."""
+"""The house rules, checked on the source: imports run one way (cli/run.py → web → graph → nodes → managers → persona →
+memory, llm), no module imports itself back through another, no door imports another door, commands reach the
+repositories only through the managers, the tick's steps sit in tick order, and ARCHITECTURE.md names every room the
+tree has (and no room it has not)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,97 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
             if name:
                 out.add(name)
     return out
+
+
+def every_import_of(path: Path, known: set[str]) -> set[str]:
+    """Project modules `path` imports anywhere, type-only imports (`if TYPE_CHECKING:`) included."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                out.add(name)
+    return out
+
+
+# The doors: what a person, a program or the persona itself comes in by. A door validates what it is given, calls a
+# manager (managers/) and reports in its own medium; it never goes through another door.
+DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker")
+# the command line starts the other doors' servers and workers: their launch points are its to import
+LAUNCH_POINTS = {"cli": {"web.server", "web.security", "web.mcp", "graph.fleet.worker"}}
+
+
+def door_of(module: str) -> str | None:
+    return next((d for d in sorted(DOORS, key=len, reverse=True) if module == d or module.startswith(d + ".")), None)
+
+
+def test_no_door_imports_another_door():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        door = door_of(name)
+        if door is None:
+            continue
+        for target in every_import_of(path, set(known)):
+            other = door_of(target)
+            if other is not None and other != door and target not in LAUNCH_POINTS.get(door, set()):
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+# Command modules that are the commands' own machinery, not a family of commands: they build the context a handler
+# runs in (spec.py), admit, parse and check arguments.
+COMMAND_INFRASTRUCTURE = {"__init__", "spec", "admission", "parser", "args", "model"}
+# NOT YET CONVERTED (issue 28): families whose handlers still reach the repositories themselves. Each is being moved
+# onto its manager on its own branch; the lead empties this list once they are merged. Do not add to it.
+NOT_YET_CONVERTED = {
+    "abstracts", "concepts", "diary", "facts", "goals", "llm_memory", "memory", "messages", "notes", "tags",  # memory
+    "catalogues", "mcp", "process", "stelis", "strategies",  # the other families
+}
+
+
+def _touches_repositories(path: Path) -> list[str]:
+    """Where a module reaches the repositories itself: `ctx.repos` (any `.repos`), `repos.<…>`, or an import of
+    memory.repositories."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr == "repos":
+            found.append(f"line {node.lineno}: .repos")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "repos":
+            found.append(f"line {node.lineno}: repos.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memory.repositories"):
+            found.append(f"line {node.lineno}: imports {node.module}")
+        elif isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: imports {a.name}" for a in node.names
+                      if a.name.startswith("memory.repositories")]
+    return found
+
+
+def test_commands_reach_repositories_only_through_managers():
+    families = {p.stem: p for p in (ROOT / "nodes" / "commands").glob("*.py") if p.stem not in COMMAND_INFRASTRUCTURE}
+    wrong = [f"nodes/commands/{name}.py {where}" for name, path in sorted(families.items())
+             if name not in NOT_YET_CONVERTED for where in _touches_repositories(path)]
+    assert not wrong, "a command calls a manager (ctx.managers.<resource>), never the repositories:\n" + "\n".join(wrong)
+    converted = sorted(name for name in NOT_YET_CONVERTED & set(families) if not _touches_repositories(families[name]))
+    assert not converted, f"converted already: take them off NOT_YET_CONVERTED: {converted}"
+    assert NOT_YET_CONVERTED <= set(families), f"no such family: {sorted(NOT_YET_CONVERTED - set(families))}"
+
+
+def test_managers_import_no_door_and_nothing_above_them():
+    """The managers serve every door: they import the domains (and each other), never a door, nodes/ or graph/ —
+    type-only imports included."""
+    known = modules()
+    allowed = ALLOWED["managers"] | {"managers"}
+    wrong = [f"{name} imports {target}" for name, path in known.items() if name.split(".")[0] == "managers"
+             for target in every_import_of(path, set(known)) if target.split(".")[0] not in allowed]
+    assert not wrong, "\n".join(sorted(wrong))
 
 
 def test_imports_run_one_way():

@@ -16,10 +16,10 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from graph.catalogue import unknown_commands
 from graph.loop import control
 from memory import Database, Repos
 from memory.db import DatabaseOpenError, SchemaError
-from nodes.commands import registry
 from nodes.context import PERSONA_DIR_KEY, self_changes
 from persona import PersonaError, default_persona_dir, load_persona
 from persona.archive import ArchiveError, extract_archive, write_archive
@@ -201,7 +201,7 @@ def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> 
         settings = load_settings(root, config=lined, self_changes=self_changes(repos), **flags)
     except (YamlError, SettingsError) as exc:
         raise ServiceError(str(exc), field="text", status=422) from None
-    unknown = [n for n in settings.consent.auto_approve if registry().get(n) is None]
+    unknown = unknown_commands(settings.consent.auto_approve)
     if unknown:  # as graph/services.check_consent_policy, with this text's line
         raise ServiceError(f"{lined.where(('consent', 'auto_approve'))}: no such command "
                            f"{', '.join(map(repr, unknown))}", field="text", status=422)
