@@ -1,4 +1,4 @@
-"""`run.py sessions list|export|revive`: every run of a loop, saved at stop (graph/loop/sessions.py)."""
+"""`run.py sessions list|export|revive`: every run of a loop, saved at stop (managers/sessions.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rich.markup import escape
 from cli.options import (DataDir, DbUrl, PersonaDir, PersonaName, console, err, flags, open_database, print_listing,
                          read_rows)
 from cli.run_playbook import run
-from graph.loop.sessions import export_session, revive_session
 from graph.reports import session_row
+from managers import Managers
 from nodes.context import utcnow
 
 app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one, or revive it in a new thread.")
@@ -23,7 +23,7 @@ app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one
 def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
                   as_json: bool = typer.Option(False, "--json"), name: Optional[str] = PersonaName) -> None:
     """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
-    rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in repos.sessions.list(limit)], name)
+    rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in Managers(repos).sessions.listing(limit)], name)
     if print_listing(rows, as_json, "no sessions yet"):
         return
     for r in rows:
@@ -45,7 +45,7 @@ def sessions_export(session_id: int = typer.Argument(...),
         database = open_database(data_dir, db)
         try:
             with database.unit() as repos:
-                data, markdown = export_session(repos, session_id)
+                data, markdown = Managers(repos).sessions.export(session_id)
         except LookupError as exc:
             err.print(f"[red]{escape(str(exc))}[/]")
             raise typer.Exit(1)
@@ -85,8 +85,9 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
     database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
-            thread_id = revive_session(repos, session_id, utcnow())
-            playbook = repos.sessions.get(session_id).playbook or "repl"
+            sessions = Managers(repos).sessions
+            thread_id = sessions.revive(session_id, utcnow())
+            playbook = sessions.get(session_id).playbook or "repl"
     except (LookupError, ValueError) as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)

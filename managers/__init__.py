@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from managers.loop import LoopManager
     from managers.models import ModelManager
     from managers.persona import PersonaManager
+    from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
     from managers.world import WorldManager
     from memory import Repos
@@ -94,6 +95,13 @@ class Managers:
         from managers.persona import PersonaManager
 
         return PersonaManager(self)
+
+    @cached_property
+    def sessions(self) -> SessionManager:
+        """The sessions of the loops: open, checkpoint, close, export, revive (managers/sessions.py)."""
+        from managers.sessions import SessionManager
+
+        return SessionManager(self)
 
     @cached_property
     def spawn(self) -> SpawnManager:

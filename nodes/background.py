@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from managers.owners import owner_alive, process_token
 from nodes import provenance
-from nodes.stelis.threads import owner_alive, process_token
 from reach import budget
 from reach.sandbox import JailUnavailable, Limits, kill_group, start, wait
 

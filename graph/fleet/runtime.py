@@ -25,7 +25,6 @@ from graph.loop import control
 from graph.loop.autonomy import FEEDS_CHECK_EVERY
 from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
 from graph.loop.journal import LiveJournal
-from graph.loop.sessions import checkpoint_session, close_session, export_session, open_session
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from graph.services import open_services
@@ -178,7 +177,7 @@ class WorkerRuntime:
                 persona.journal(mode, data)
             state = agent.state()
             with services.db.unit() as repos:
-                checkpoint_session(repos, self._session(persona, repos))
+                Managers(repos).sessions.checkpoint(self._session(persona, repos))
             self._defer_task_ticks(persona)
             with self.fleet.registry() as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
@@ -196,8 +195,8 @@ class WorkerRuntime:
         if running:
             return running[0].id
         services = persona.services
-        session_id, _ = open_session(repos, THREAD, playbook=persona.agent.playbook.name, persona=services.persona.name,
-                                     now=services.clock())
+        session_id, _ = Managers(repos).sessions.open(THREAD, playbook=persona.agent.playbook.name,
+                                                      persona=services.persona.name, now=services.clock())
         return session_id
 
     def _maybe_fetch_feeds(self, persona: OpenPersona) -> None:
@@ -285,7 +284,7 @@ class WorkerRuntime:
         """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""
         persona = self.persona(name)
         with persona.services.db.unit() as repos:
-            data, markdown = export_session(repos, session_id)
+            data, markdown = Managers(repos).sessions.export(session_id)
             key = EXPORT_KEY.format(session_id)
             repos.config.set(key, {"json": data, "markdown": markdown, "at": persona.services.clock().isoformat()})
         return key
@@ -305,7 +304,7 @@ def stop_persona(fleet: Fleet, name: str, *, now: datetime, status: str = "stopp
     try:
         with database.unit() as repos:
             for session in repos.sessions.running():
-                close_session(repos, session.id, now, status=status)
+                Managers(repos).sessions.close(session.id, now, status=status)
     finally:
         database.close()
 

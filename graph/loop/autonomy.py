@@ -11,7 +11,6 @@ from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
 from graph.agent import Agent
-from graph.loop.sessions import checkpoint_session, close_session, open_session
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from managers import Managers
@@ -43,8 +42,9 @@ class Autonomy:
     def start(self) -> None:
         services = self.agent.services
         with services.db.unit() as repos:
-            self.session_id, told = open_session(repos, self.agent.thread_id, playbook=self.agent.playbook.name,
-                                                 persona=services.persona.name, now=services.clock())
+            self.session_id, told = Managers(repos).sessions.open(self.agent.thread_id,
+                                                                  playbook=self.agent.playbook.name,
+                                                                  persona=services.persona.name, now=services.clock())
         for text in told:
             if self.notify:
                 self.notify(text)
@@ -55,7 +55,7 @@ class Autonomy:
 
     def after_tick(self, control: RunControl) -> None:
         with self.agent.services.db.unit() as repos:
-            self.digest = checkpoint_session(repos, self.session_id, self.digest)
+            self.digest = Managers(repos).sessions.checkpoint(self.session_id, self.digest)
         self.step_tasks(control)
 
     def step_tasks(self, control: RunControl) -> None:
@@ -121,4 +121,4 @@ class Autonomy:
         if self.session_id is None:
             return
         with self.agent.services.db.unit() as repos:
-            close_session(repos, self.session_id, self.agent.services.clock(), status=status)
+            Managers(repos).sessions.close(self.session_id, self.agent.services.clock(), status=status)

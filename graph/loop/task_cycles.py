@@ -27,7 +27,8 @@ from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
 from graph.agent import Agent
-from nodes.stelis.threads import close_thread, open_thread, owner_alive, process_token
+from managers.owners import owner_alive, process_token
+from nodes.stelis.threads import close_thread, open_thread
 
 log = logging.getLogger(__name__)
 CLOSED = ("done", "failed", "cancelled")

@@ -22,6 +22,7 @@ from typing import Any
 from langgraph.errors import GraphDrained, GraphInterrupt
 from langgraph.runtime import Runtime
 
+from managers.owners import owner_alive, process_token
 from nodes.context import AnimaContext, services_of
 from nodes.kinds.expressions import ExpressionError, render
 from nodes.state import TickState
@@ -31,8 +32,6 @@ from nodes.stelis.threads import (
     child_thread_id,
     close_thread,
     open_thread,
-    owner_alive,
-    process_token,
 )
 from nodes.kinds.variables import namespace
 

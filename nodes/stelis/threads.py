@@ -13,14 +13,12 @@ Lifecycle (used by the playbook `stelis_start`/`stelis_end` nodes, the `stelis.*
 from __future__ import annotations
 
 import logging
-import os
 import re
-import socket
 from dataclasses import asdict, dataclass
-from functools import cache
 from typing import Any, Callable
 
 from llm import AllLLMsUnavailable
+from managers.owners import owner_alive, process_token
 from memory import Repos
 from memory.models import Thread
 from memory.repositories import TIMELINE_KINDS, anchor_key
@@ -59,44 +57,6 @@ class StelisResult:
     @classmethod
     def of(cls, thread: Thread, window_tokens: int = 0) -> "StelisResult":
         return cls(thread.id, thread.label, thread.status, thread.chronicle or "", thread.error, thread.depth, window_tokens)
-
-
-# -- process ownership: who is running a thread, and is that process still alive -----------------
-
-def _start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-@cache
-def _token_for(pid: int) -> str:
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid) or '?'}"
-
-
-def process_token() -> str:
-    return _token_for(os.getpid())
-
-
-def owner_alive(token: str | None) -> bool:
-    """False when the owning process is gone (or its pid now belongs to another process)."""
-    if not token:
-        return False
-    host, _, rest = token.partition(":")
-    pid_text, _, started = rest.partition(":")
-    if host != socket.gethostname():
-        return True  # another machine's process: not ours to judge
-    try:
-        pid = int(pid_text)
-        os.kill(pid, 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        pass
-    current = _start_time(pid)
-    return current is None or started in ("?", current)
 
 
 # -- ids and budget -------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.loop import Stopper, run_loop
-from graph.loop.sessions import export_session, revive_session
+from managers import Managers
 from tests.fakes.llm import FakeLLM
 from persona.dreaming import choose_level, dream_due
 from persona.settings import DreamSettings
@@ -508,8 +508,8 @@ def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factor
         assert [r["content"] for r in session.context["responses"]] == [
             "The lighthouse keeper's log is my model.", "I should map the tide pools."]
         assert session.goal_state["tasks"][0]["status"] == "in_progress"
-        data, markdown = export_session(repos, session.id)
-        new_thread = revive_session(repos, session.id, clock())
+        data, markdown = Managers(repos).sessions.export(session.id)
+        new_thread = Managers(repos).sessions.revive(session.id, clock())
     assert [m["content"] for m in data["messages"] if m["kind"] == "response"][-1] == "I should map the tide pools."
     assert "> **Human:** Good morning!" in markdown and "I should map the tide pools." in markdown
     assert new_thread == "main~r1"

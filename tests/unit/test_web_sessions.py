@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 
-from graph.loop.sessions import close_session, open_session
+from managers import Managers
 from nodes.context import utcnow
 
 
 def run_session(web, thought: str = "I think of tides and of the moon.") -> int:
     web.agent.services.llms.providers["fake"].responses = [thought]
     with web.agent.services.db.unit() as repos:
-        session_id, _ = open_session(repos, "main", playbook="repl", persona="Lumen", now=utcnow())
+        session_id, _ = Managers(repos).sessions.open("main", playbook="repl", persona="Lumen", now=utcnow())
         repos.notes.add("Hello, Lumen.", source="user")
     web.agent.tick()
     with web.agent.services.db.unit() as repos:
-        close_session(repos, session_id, utcnow())
+        Managers(repos).sessions.close(session_id, utcnow())
     return session_id
 
 

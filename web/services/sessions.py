@@ -1,4 +1,4 @@
-"""Sessions: every run of a loop (graph/loop/sessions.py), exported as JSON or a Markdown transcript, and revived —
+"""Sessions: every run of a loop (managers/sessions.py), exported as JSON or a Markdown transcript, and revived —
 "resume" here means what `run.py sessions revive` does: a new thread seeded with the session's last thoughts, on
 which the loop then runs (the web starts no loop; it names the command). A session exported from another data dir
 is imported first (Epos's resurrection), then revived the same way."""
@@ -11,9 +11,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graph.loop.sessions import adopt_export, export_session, revive_session
 from graph.reports import session_row
+from managers import Managers
 from memory import Database, Repos
+from memory.models import Session as SessionRow
 from web.errors import NotFoundError, ServiceError
 from web.schemas.sessions import Revived, Session, SessionDetail, SessionExport, SessionList
 
@@ -22,11 +23,11 @@ EXPORT_TYPES = ("application/json", "text/json")
 
 
 def listing(repos: Repos, limit: int = 50) -> SessionList:
-    return SessionList(items=[Session(**session_row(s)) for s in repos.sessions.list(limit)])
+    return SessionList(items=[Session(**session_row(s)) for s in Managers(repos).sessions.listing(limit)])
 
 
-def _row(repos: Repos, session_id: int):
-    row = repos.sessions.get(session_id)
+def _row(repos: Repos, session_id: int) -> SessionRow:
+    row = Managers(repos).sessions.get(session_id)
     if row is None:
         raise NotFoundError(f"no session {session_id}", field="session_id")
     return row
@@ -34,8 +35,7 @@ def _row(repos: Repos, session_id: int):
 
 def detail(repos: Repos, session_id: int) -> SessionDetail:
     row = _row(repos, session_id)
-    revived = sorted(k.removeprefix("session/revived/") for k, v in repos.config.with_prefix("session/revived/").items()
-                     if v == session_id)
+    revived = Managers(repos).sessions.revived_as(session_id)
     thoughts = [r.get("content", "") for r in (row.context or {}).get("responses", [])]
     return SessionDetail(**session_row(row), goal_state=row.goal_state or {}, last_thoughts=thoughts[-5:],
                          revived_as=revived)
@@ -44,7 +44,7 @@ def detail(repos: Repos, session_id: int) -> SessionDetail:
 def export(repos: Repos, session_id: int, fmt: str) -> tuple[bytes, str, str]:
     """(body, file name, media type)."""
     _row(repos, session_id)
-    data, markdown = export_session(repos, session_id)
+    data, markdown = Managers(repos).sessions.export(session_id)
     if fmt == "md":
         return markdown.encode("utf-8"), f"session-{session_id}.md", "text/markdown; charset=utf-8"
     return (json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8"), f"session-{session_id}.json",
@@ -52,7 +52,7 @@ def export(repos: Repos, session_id: int, fmt: str) -> tuple[bytes, str, str]:
 
 
 def _revived(repos: Repos, session_id: int, thread_id: str) -> Revived:
-    playbook = repos.sessions.get(session_id).playbook or "repl"
+    playbook = _row(repos, session_id).playbook or "repl"
     return Revived(session_id=session_id, thread_id=thread_id, playbook=playbook,
                    command=f"python run.py --playbook {playbook} --thread {thread_id}")
 
@@ -60,14 +60,14 @@ def _revived(repos: Repos, session_id: int, thread_id: str) -> Revived:
 def revive(repos: Repos, session_id: int, now: datetime) -> Revived:
     _row(repos, session_id)
     try:
-        thread_id = revive_session(repos, session_id, now)
+        thread_id = Managers(repos).sessions.revive(session_id, now)
     except ValueError as exc:
         raise ServiceError(str(exc), field="session_id", status=409) from None
     return _revived(repos, session_id, thread_id)
 
 
 def parse_export(raw: bytes) -> SessionExport:
-    """An uploaded export, checked: JSON, and the shape `export_session` writes."""
+    """An uploaded export, checked: JSON, and the shape `SessionManager.export` writes."""
     try:
         data: Any = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -81,8 +81,9 @@ def parse_export(raw: bytes) -> SessionExport:
 
 
 def revive_export(repos: Repos, export_data: SessionExport, now: datetime) -> Revived:
-    session_id = adopt_export(repos, export_data.model_dump(), now)
-    return _revived(repos, session_id, revive_session(repos, session_id, now))
+    sessions = Managers(repos).sessions
+    session_id = sessions.adopt_export(export_data.model_dump(), now)
+    return _revived(repos, session_id, sessions.revive(session_id, now))
 
 
 def revive_upload(db: Database, raw: bytes, now: datetime) -> Revived:
