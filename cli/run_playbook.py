@@ -71,9 +71,10 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         settings: dict, web: tuple[str, int, str | None] | None = None) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
-    from graph.loop import Stopper, control, run_loop
+    from graph.loop import Stopper, run_loop
     from graph.loop.journal import LiveJournal
     from graph.playbook import InputError, PlaybookError, coerce_inputs
+    from managers import Managers
     from persona import PersonaError
     from persona.settings import SettingsError
 
@@ -131,7 +132,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     server = start_web(settings, *web) if web else None
     journal = LiveJournal(services.db, thread)
     with services.db.unit() as repos:
-        control.request(repos, "running", by="run.py", now=services.clock())  # a fresh run is wanted running
+        Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
     try:
         while True:
             with LiveView(services.persona.display_name, web_url=server.url if server else None) as view:
@@ -165,13 +166,13 @@ def read_playbook(reference: str):
 
 def wait_for_start(agent, stopper) -> bool:
     """Stopped from the web app: the session is saved; wait for Start there (True) or Ctrl-C (False)."""
-    from graph.loop import control
+    from managers import Managers
 
     err.print("[yellow]stopped from the web app — session saved; Start there continues (Ctrl-C quits)[/]")
     while not stopper.requested:
         stopper.sleep(0.5)
         with agent.services.db.unit() as repos:
-            if control.wanted(repos) == "running":
+            if Managers(repos).loop.wanted() == "running":
                 return True
     return False
 

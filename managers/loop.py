@@ -1,17 +1,24 @@
-"""Loop control: a thread's own cycle settings — the pause between ticks, how many recent responses it sees, the
-notes mode, idle (sleeping without model calls until something wakes it), the context mode (standard,
-concentration, meditation) and the manual skills read for the next prompts.
+"""Loop control: start, pause and stop from outside the loop, and a thread's own cycle settings.
 
-They live in the `config` table under `cycle/<thread_id>`, written in the caller's transaction (for a command: the
-same one as its exactly-once record); the loop driver and prepare_context read them every tick. The persona changes
-them with its `cycle.*` and `skills.read` commands; the loop driver wakes an idle thread (`wake`).
+Start/pause/stop: the web app, the command line (or any process on the same database) writes the wanted state
+(`request_state`); the loop reads it between ticks (`wanted`) and records its own state beside it (`record_status`),
+for the Controls page.
+
+A thread's cycle settings — the pause between ticks, how many recent responses it sees, the notes mode, idle
+(sleeping without model calls until something wakes it), the context mode (standard, concentration, meditation) and
+the manual skills read for the next prompts — live in the `config` table under `cycle/<thread_id>`, written in the
+caller's transaction (for a command: the same one as its exactly-once record); the loop driver and prepare_context
+read them every tick. The persona changes them with its `cycle.*` and `skills.read` commands; the loop driver wakes
+an idle thread (`wake_if_due`).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from memory.upkeep.abstracts import request_abstract
 
@@ -21,6 +28,9 @@ if TYPE_CHECKING:
     from persona.settings import Settings
 
 ContextMode = Literal["standard", "concentration", "meditation"]
+Wanted = Literal["running", "paused", "stopped"]
+CONTROL_KEY = "run/control"  # {"want": running|paused|stopped, "by", "at"}: what the human asked for
+STATUS_KEY = "run/status"  # {"state": running|paused|idle|stopped, "pid", "thread", "tick", "at"}: what the loop does
 SKILLS_LOADED_KEY = "skills_loaded"  # in the thread's cycle settings: [{name, until_tick}]
 
 
@@ -30,6 +40,20 @@ class LoopError(ValueError):
 
 def cycle_key(thread_id: str) -> str:
     return f"cycle/{thread_id}"
+
+
+def loop_alive(loop: Mapping[str, Any]) -> bool | None:
+    """Whether the process that last reported is still there (None: it runs on another machine, or never ran)."""
+    pid = loop.get("pid")
+    if not pid or loop.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def context_mode(cycle: Mapping[str, Any]) -> str:
@@ -44,7 +68,34 @@ class LoopManager:
         self.repos = house.repos
         self.settings: Settings | None = house.deps.settings
 
-    # -- the settings -------------------------------------------------------------------------------------------
+    # -- start, pause, stop ------------------------------------------------------------------------------------------
+
+    def wanted(self) -> Wanted:
+        """What the human wants of the loop (running unless asked otherwise)."""
+        return cast(Wanted, (self.repos.config.get(CONTROL_KEY) or {}).get("want", "running"))
+
+    def request_state(self, want: Wanted, *, by: str, now: datetime) -> dict[str, Any]:
+        """Ask the loop to run, pause or stop (it obeys between ticks)."""
+        value = {"want": want, "by": by, "at": now.isoformat()}
+        self.repos.config.set(CONTROL_KEY, value)
+        return value
+
+    def record_status(self, state: str, *, now: datetime, thread: str, tick: int | None = None,
+                      pid: int | None = None) -> None:
+        """What the loop does now (the loop itself reports it)."""
+        self.repos.config.set(STATUS_KEY, {"state": state, "thread": thread, "tick": tick, "pid": pid,
+                                           "host": socket.gethostname(), "at": now.isoformat()})
+
+    def status(self) -> dict[str, Any]:
+        """{"control": what is wanted, "loop": what the loop last reported}."""
+        return {"control": self.repos.config.get(CONTROL_KEY) or {"want": "running"},
+                "loop": self.repos.config.get(STATUS_KEY) or {}}
+
+    def running_thread(self) -> str:
+        """The thread the loop last reported running ("main" when none did)."""
+        return str((self.status()["loop"] or {}).get("thread") or "main")
+
+    # -- a thread's cycle settings -----------------------------------------------------------------------------------
 
     def cycle(self, thread_id: str) -> dict[str, Any]:
         """The thread's cycle settings as stored (a copy: change them with `update_cycle`)."""

@@ -21,7 +21,6 @@ from typing import Any
 from graph.agent import Agent
 from graph.checkpoint import open_postgres_saver
 from graph.fleet import files
-from graph.loop import control
 from graph.loop.autonomy import FEEDS_CHECK_EVERY
 from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
 from graph.loop.journal import LiveJournal
@@ -162,9 +161,10 @@ class WorkerRuntime:
         agent, services = persona.agent, persona.services
         try:
             with services.db.unit() as repos:
-                want = control.wanted(repos)
+                loop = Managers(repos).loop
+                want = loop.wanted()
                 if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
-                    control.record_status(repos, want, now=services.clock(), thread=THREAD, pid=os.getpid())
+                    loop.record_status(want, now=services.clock(), thread=THREAD, pid=os.getpid())
                     persona.extra["reported"] = (want, self.token)
             if want != "running":
                 return CONTROL_POLL_S

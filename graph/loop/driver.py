@@ -16,10 +16,10 @@ from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
 from graph.agent import Agent
-from graph.loop import control
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
 from managers import Managers
+from managers.loop import Wanted
 
 log = logging.getLogger(__name__)
 MAX_DEGRADED_BACKOFF_S = 60.0
@@ -29,7 +29,7 @@ MAX_DEGRADED_BACKOFF_S = 60.0
 class LoopResult:
     ticks_run: int = 0
     interrupted: bool = False
-    stopped_by_human: bool = False  # the human asked the loop to stop (graph/loop/control.py)
+    stopped_by_human: bool = False  # the human asked the loop to stop (managers/loop.py)
     failed_ticks: int = 0  # ticks a step failed in (quarantined, the loop went on)
     dreams: list[dict[str, Any]] = field(default_factory=list)
     last_state: dict[str, Any] = field(default_factory=dict)
@@ -160,14 +160,14 @@ def _report(agent: Agent, reported: list[str], state: str) -> None:
     import os
 
     with agent.services.db.unit() as repos:
-        control.record_status(repos, state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
+        Managers(repos).loop.record_status(state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
     reported[:] = [state]
 
 
-def obey_control(agent: Agent, stopper: Stopper, reported: list[str], poll_s: float) -> control.Wanted:
+def obey_control(agent: Agent, stopper: Stopper, reported: list[str], poll_s: float) -> Wanted:
     """What the human wants of the loop now; while paused, wait a poll interval (a stop request ends the wait)."""
     with agent.services.db.unit() as repos:
-        want = control.wanted(repos)
+        want = Managers(repos).loop.wanted()
     _report(agent, reported, want)
     if want == "paused":
         stopper.sleep(poll_s)

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from graph.loop import Stopper, control, run_loop
+from graph.loop import Stopper, run_loop
+from managers import Managers
 from graph.loop.journal import LiveJournal
 from web.security import CSRF_HEADER, TOKEN_COOKIE, TOKEN_ENV, BindingError, check_binding, is_loopback
 from web.services import events
@@ -108,7 +109,7 @@ def test_a_cross_site_post_is_403_and_stores_nothing(web, headers):
     assert web.client.put("/api/loop", json={"want": "stopped"}, headers=headers).status_code == 403
     assert human_notes(web) == []
     with web.services.db.unit() as repos:
-        assert control.wanted(repos) == "running"
+        assert Managers(repos).loop.wanted() == "running"
 
 
 def test_even_the_apps_own_csrf_token_from_another_origin_is_refused(web):
@@ -217,12 +218,12 @@ def test_the_sse_json_of_an_event_names_its_kind_and_cursor(web):
 
 def _want(web, want: str) -> None:
     with web.services.db.unit() as repos:
-        control.request(repos, want, by="test", now=web.services.clock())
+        Managers(repos).loop.request_state(want, by="test", now=web.services.clock())
 
 
 def _reported(web) -> str | None:
     with web.services.db.unit() as repos:
-        return control.status(repos)["loop"].get("state")
+        return Managers(repos).loop.status()["loop"].get("state")
 
 
 def test_paused_ticks_nothing_within_the_budget_until_a_stopper_ends_the_run(web):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from graph.loop import control
 from managers import Managers
+from managers.loop import Wanted, loop_alive
 from managers.models import RegistryError
 from memory import Repos
 from web.errors import NotFoundError, ServiceError
@@ -57,7 +57,7 @@ def update_llm(repos: Repos, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth
 
 
 def loop_status(repos: Repos) -> LoopStatus:
-    state = control.status(repos)
+    state = Managers(repos).loop.status()
     wanted, loop = state["control"], state["loop"]
     last = repos.ticks.recent(1)
     tick = None
@@ -69,10 +69,10 @@ def loop_status(repos: Repos) -> LoopStatus:
                 "finished_at": t.finished_at.isoformat() if t.finished_at else None}
     return LoopStatus(want=wanted.get("want", "running"), requested_by=wanted.get("by"),
                       state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
-                      alive=control.loop_alive(loop),
+                      alive=loop_alive(loop),
                       reported_at=loop.get("at"), ticks=repos.ticks.count(), last_tick=tick, llms=llm_health(repos))
 
 
-def set_control(repos: Repos, want: control.Wanted, now: datetime) -> LoopStatus:
-    control.request(repos, want, by="human (web)", now=now)
+def set_control(repos: Repos, want: Wanted, now: datetime) -> LoopStatus:
+    Managers(repos).loop.request_state(want, by="human (web)", now=now)
     return loop_status(repos)

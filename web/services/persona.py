@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from graph.catalogue import unknown_commands
-from graph.loop import control
+from managers import Managers
 from memory import Database, Repos
 from memory.db import DatabaseOpenError, SchemaError
 from nodes.context import PERSONA_DIR_KEY, self_changes
@@ -118,7 +118,7 @@ def _write(path: Path, text: str) -> None:
 def _record(services: WebServices, repos: Repos, what: str, now: datetime) -> None:
     if services.store_files is not None:  # a deployed persona: every worker takes the edited files at its next job
         services.store_files(directory(services))
-    thread = (control.status(repos)["loop"] or {}).get("thread") or "main"
+    thread = Managers(repos).loop.running_thread()
     repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
     edits = list(repos.config.get(EDITS_KEY) or [])
     edits.append({"at": now.isoformat(), "what": what, "by": "human (web)"})
