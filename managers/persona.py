@@ -1,23 +1,39 @@
-"""The persona's own settings: the few it may change itself (`persona.settings.SELF_EDITABLE`), stored as
-`persona/<key>` rows over its config.yaml, each change checked against the whole settings model before it is kept.
+"""The persona's own settings, and the record of its human's edits of its files.
 
-The persona changes one with `config.update` (after its human's approval); every process takes the change at its
-next tick (nodes/context.py `Services.refresh`). A change of `memory_manager.mode` is an abstract trigger.
+Its own settings: the few it may change itself (`persona.settings.SELF_EDITABLE`), stored as `persona/<key>` rows
+over its config.yaml, each change checked against the whole settings model before it is kept. The persona changes
+one with `config.update` (after its human's approval); every process takes the change at its next tick
+(nodes/context.py `Services.refresh`). A change of `memory_manager.mode` is an abstract trigger.
+
+Its human's edits (the web app's persona page): every edit is told to the persona once (its process log) and kept
+in a history the page shows; the shipped default persona is never edited in place — the first edit adopts a copy
+in the data dir (`adopt_directory`), which the run uses from then on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from memory.upkeep.abstracts import request_abstract
+from persona.spawn import PERSONA_DIR_KEY
 
 if TYPE_CHECKING:
     from managers import Managers
     from persona.settings import Settings
 
 SELF_CHANGE_PREFIX = "persona/"  # + a dotted setting key: the persona's own change of it (config.update)
+EDITS_KEY = "human/persona_edits"  # the human's edits of the persona's files, newest last
+EDITS_KEPT = 200
+
+
+class PersonaEdit(TypedDict):
+    at: str
+    what: str
+    by: str
 
 
 def setting_value(settings: Settings, key: str) -> Any:
@@ -40,7 +56,29 @@ class PersonaManager:
     """The persona's own settings, in one unit of work."""
 
     def __init__(self, house: Managers) -> None:
+        self._house = house
         self.repos = house.repos
+
+    # -- its human's edits of its files -----------------------------------------------------------------------
+
+    def record_edit(self, what: str, *, by: str, now: datetime) -> None:
+        """Tell the persona (its running thread's process log, read once) and keep the edit in the history."""
+        thread = self._house.loop.running_thread()
+        self.repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
+        edits = list(self.repos.config.get(EDITS_KEY) or [])
+        edits.append({"at": now.isoformat(), "what": what, "by": by})
+        self.repos.config.set(EDITS_KEY, edits[-EDITS_KEPT:])
+
+    def edits(self, limit: int = 20) -> list[PersonaEdit]:
+        """The human's latest edits, newest first."""
+        return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"])
+                for e in reversed(self.repos.config.get(EDITS_KEY) or [])][:limit]
+
+    def adopt_directory(self, directory: Path) -> None:
+        """Run with `directory` as the persona from now on (a copy of the shipped default, made for an edit)."""
+        self.repos.config.set(PERSONA_DIR_KEY, str(directory))
+
+    # -- its own settings ---------------------------------------------------------------------------------------
 
     def self_changes(self) -> dict[str, Any]:
         """The persona's own setting changes (config.update), by dotted key."""

@@ -20,7 +20,6 @@ from graph.catalogue import unknown_commands
 from managers import Managers
 from memory import Database, Repos
 from memory.db import DatabaseOpenError, SchemaError
-from nodes.context import PERSONA_DIR_KEY, self_changes
 from persona import PersonaError, default_persona_dir, load_persona
 from persona.archive import ArchiveError, extract_archive, write_archive
 from persona.cards import CardError, card_files, is_png, read_card
@@ -47,8 +46,6 @@ from web.uploads import Upload
 
 FILES = (*BOOTSTRAP_ORDER, "seed.txt", "ethics.yaml")
 SEED_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-EDITS_KEY = "human/persona_edits"  # the human's edits, newest last (the page shows them)
-EDITS_KEPT = 200
 CARD_LIMIT = 10 * 1024 * 1024
 ARCHIVE_LIMIT = 200 * 1024 * 1024
 UNPACKED_LIMIT = 4 * ARCHIVE_LIMIT
@@ -97,7 +94,7 @@ def _writable(services: WebServices, repos: Repos) -> Path:
     own = Path(services.settings().data_dir).expanduser().resolve() / "persona"
     if not own.exists():
         shutil.copytree(path, own)
-    repos.config.set(PERSONA_DIR_KEY, str(own))
+    Managers(repos).persona.adopt_directory(own)
     services.forget_persona()
     return own
 
@@ -118,11 +115,7 @@ def _write(path: Path, text: str) -> None:
 def _record(services: WebServices, repos: Repos, what: str, now: datetime) -> None:
     if services.store_files is not None:  # a deployed persona: every worker takes the edited files at its next job
         services.store_files(directory(services))
-    thread = Managers(repos).loop.running_thread()
-    repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
-    edits = list(repos.config.get(EDITS_KEY) or [])
-    edits.append({"at": now.isoformat(), "what": what, "by": "human (web)"})
-    repos.config.set(EDITS_KEY, edits[-EDITS_KEPT:])
+    Managers(repos).persona.record_edit(what, by="human (web)", now=now)
 
 
 def _read(path: Path) -> str:
@@ -141,7 +134,7 @@ def overview(services: WebServices, repos: Repos) -> PersonaOverview:
                            files=[_file(persona.directory, name) for name in FILES],
                            truncated=list(persona.truncated),
                            skills=[s.name for s in persona.skills], seeds=[s.name for s in seeds(services).items],
-                           edits=[Edit(**e) for e in reversed(repos.config.get(EDITS_KEY) or [])][:20])
+                           edits=[Edit(**e) for e in Managers(repos).persona.edits(20)])
 
 
 def _file_name(name: str) -> str:
@@ -198,7 +191,7 @@ def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> 
     try:
         lined = parse_lined_yaml(text, str(path), empty_ok=True)
         flags = {k: v for k, v in services.flags.items() if k != "persona_dir"}
-        settings = load_settings(root, config=lined, self_changes=self_changes(repos), **flags)
+        settings = load_settings(root, config=lined, self_changes=Managers(repos).persona.self_changes(), **flags)
     except (YamlError, SettingsError) as exc:
         raise ServiceError(str(exc), field="text", status=422) from None
     unknown = unknown_commands(settings.consent.auto_approve)
