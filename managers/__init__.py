@@ -21,6 +21,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llm import LLMRegistry
+    from managers.catalogues import CatalogueManager
+    from managers.mcp import McpManager
+    from managers.processes import ProcessManager
+    from managers.strategies import StrategyManager
+    from managers.threads import ThreadManager
     from memory import Repos
     from memory.retrieval.index import MemoryIndex
     from persona.settings import Settings
@@ -52,6 +57,32 @@ class Managers:
     #     def goals(self) -> GoalManager:
     #         from managers.goals import GoalManager
     #         return GoalManager(self)
+
+    # the persona's catalogues, loop-breaking strategies, scripts and processes, MCP tools, Stelis threads
+    @cached_property
+    def catalogues(self) -> CatalogueManager:
+        from managers.catalogues import CatalogueManager
+        return CatalogueManager(self)
+
+    @cached_property
+    def strategies(self) -> StrategyManager:
+        from managers.strategies import StrategyManager
+        return StrategyManager(self)
+
+    @cached_property
+    def processes(self) -> ProcessManager:
+        from managers.processes import ProcessManager
+        return ProcessManager(self)
+
+    @cached_property
+    def mcp(self) -> McpManager:
+        from managers.mcp import McpManager
+        return McpManager(self)
+
+    @cached_property
+    def threads(self) -> ThreadManager:
+        from managers.threads import ThreadManager
+        return ThreadManager(self)
 
 
 __all__ = ["ManagerDeps", "Managers", "cached_property"]
