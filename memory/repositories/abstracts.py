@@ -8,7 +8,8 @@ from datetime import datetime
 from sqlalchemy import Select, bindparam, select
 
 from memory.models import Abstract, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 @prepared

@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import func, or_, select
 
 from memory.models import Concept, ConceptLink, utcnow
-from memory.repositories.base import NotFound, Repo, StatusTierRepo
+from memory.repositories.base import NotFound, Repo
+from memory.repositories.tiered import StatusTierRepo
 
 LINK_ARCHIVED_WITH_CONCEPT = "concept_archived"
 ARCHIVED_LINK_STATUSES = ("archived", LINK_ARCHIVED_WITH_CONCEPT)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from memory.models import DiaryEntry, utcnow
-from memory.repositories.base import StatusTierRepo
+from memory.repositories.tiered import StatusTierRepo
 from memory.text import emotion_score, emotion_strengths
 
 

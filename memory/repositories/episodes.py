@@ -8,7 +8,8 @@ from datetime import datetime
 from sqlalchemy import Select, func, or_, select
 
 from memory.models import Episode, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 @prepared

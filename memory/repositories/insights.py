@@ -7,7 +7,8 @@ from datetime import datetime
 from sqlalchemy import Select, select
 
 from memory.models import Insight, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 @prepared

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from sqlalchemy import Select, bindparam, select
 
 from memory.models import LLMMemory, utcnow
-from memory.repositories.base import StatusTierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import StatusTierRepo
 
 
 @prepared
