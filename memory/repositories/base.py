@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack, cast
 
+from sqlalchemy import CursorResult, Result
 from sqlalchemy.orm import Session
 
-from memory.models import utcnow
+from memory.models import Base, utcnow
 
 
 class NotFound(LookupError):
@@ -18,6 +19,7 @@ class NotFound(LookupError):
 
 
 S = TypeVar("S")
+M = TypeVar("M", bound=Base)
 
 
 def prepared(build: Callable[..., S]) -> Callable[..., S]:
@@ -28,11 +30,17 @@ def prepared(build: Callable[..., S]) -> Callable[..., S]:
     return cache(build)
 
 
+def matched(result: Result[Unpack[tuple[Any, ...]]]) -> int:
+    """The rows an UPDATE or DELETE matched: `Session.execute` types every result as a `Result`, and a DML
+    statement's is a `CursorResult`, which counts them."""
+    return cast("CursorResult[Unpack[tuple[Any, ...]]]", result).rowcount
+
+
 class Repo:
     def __init__(self, session: Session):
         self.session = session
 
-    def _upsert(self, row: Any, model: type, fields: dict[str, Any]) -> Any:
+    def _upsert(self, row: M | None, model: type[M], fields: dict[str, Any]) -> M:
         """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""
         if row is None:
             row = model(**fields)
@@ -43,7 +51,7 @@ class Repo:
         self.session.flush()
         return row
 
-    def _get(self, model: type, row_id: int) -> Any:
+    def _get(self, model: type[M], row_id: int) -> M:
         row = self.session.get(model, int(row_id))
         if row is None:
             raise NotFound(f"no {model.__tablename__.rstrip('s')} {row_id}")
@@ -67,7 +75,7 @@ class NamedRowRepo(Archivable, Repo):
     """Rows with a unique `name` and a `status` (active | archived) and no catalogue item — scripts, strategies,
     thinking methods: found by id or name, archived (restorable) rather than deleted."""
 
-    model: type
+    model: type[Any]  # a mapped class with `name` and `status` columns
     what: str  # for messages: "script", "stagnation strategy", …
 
     def find(self, ref: str | int) -> Any:

@@ -17,7 +17,7 @@ def entity_key(name: str) -> str:
 
 
 @prepared
-def _by_name() -> Select:
+def _by_name() -> Select[Entity]:
     return select(Entity).order_by(Entity.name).limit(bindparam("limit"))
 
 

@@ -12,7 +12,7 @@ from memory.repositories.tiered import TierRepo
 
 
 @prepared
-def _latest() -> Select:
+def _latest() -> Select[Insight]:
     return select(Insight).order_by(Insight.id.desc()).limit(1)
 
 

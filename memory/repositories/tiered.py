@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
 
-from memory.models import utcnow
+from memory.models import Base, utcnow
 from memory.repositories.base import Archivable, Repo
 from memory.repositories.items import MemoryItemRepo
+
+M = TypeVar("M", bound=Base)
 
 
 class TierRepo(Repo):
@@ -21,24 +23,24 @@ class TierRepo(Repo):
         self.items = items
 
 
-class StatusTierRepo(Archivable, TierRepo):
+class StatusTierRepo(Archivable, TierRepo, Generic[M]):
     """A tier whose rows carry their own status (active | archived) besides their catalogue item's: archiving
     sets both, so the row leaves its lists and the item leaves retrieval; restoring brings both back."""
 
-    model: type
+    model: type[M]  # a mapped class with `id`, `status` and `updated_at` columns
     tier: str
 
-    def _index(self, row: Any) -> None:
+    def _index(self, row: M) -> None:
         """Write the row's catalogue item (each tier says what of the row is retrievable)."""
         raise NotImplementedError
 
-    def _insert(self, row: Any) -> Any:
+    def _insert(self, row: M) -> M:
         self.session.add(row)
         self.session.flush()
         self._index(row)
         return row
 
-    def get(self, row_id: int) -> Any:
+    def get(self, row_id: int) -> M:
         return self._get(self.model, row_id)
 
     def _put_item(self, row: Any, text: str, **fields: Any) -> None:
@@ -48,7 +50,7 @@ class StatusTierRepo(Archivable, TierRepo):
             self.items.set_status_of(self.tier, row.id, row.status)
 
     def _set_status(self, row_id: int, status: str) -> bool:
-        row = self.session.get(self.model, int(row_id))
+        row: Any = self.session.get(self.model, int(row_id))  # (its status columns: the tier's, not Base's)
         if row is None:
             return False
         changed = self.items.set_status_of(self.tier, row.id, status)

@@ -119,7 +119,7 @@ class EmbeddingCache:
             missing = [t for t in dict.fromkeys(texts) if t not in self.text_vectors]
             wanted = [d for d in dict.fromkeys((p, b, tuple(c)) for p, b, c in documents) if d not in self.ahead]
         ahead: list[np.ndarray] = []
-        fresh: Sequence[np.ndarray]
+        fresh: Sequence[np.ndarray] | np.ndarray
         if wanted:  # one call for both: the texts as documents of one part
             made = self.document_vectors([("", text, ()) for text in missing] + wanted)
             fresh, ahead = [vectors[0] for vectors in made[:len(missing)]], made[len(missing):]
@@ -253,7 +253,8 @@ class RetrievalCaches:
             self.ranked.pop(item_id, None)
             self.documents_of.pop(item_id, None)
         for row in rows:
-            self.positions.pop((row.episode, row.seq), None)  # type: ignore[arg-type]  # a row without a place held none: popping it is a no-op
+            if row.episode is not None and row.seq is not None:  # (a row without a place held none)
+                self.positions.pop((row.episode, row.seq), None)
 
     def forget_ranking(self) -> None:
         """Drop every item's ranking columns, document and place (a collection filled again from the start)."""

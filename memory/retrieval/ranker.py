@@ -226,10 +226,13 @@ class Ranker:
         candidates = list(dict.fromkeys(lexical + dense_items))
         positions = {(m.episode, m.seq + step) for i in candidates if (m := meta[i]).episode is not None
                      and m.seq is not None for step in (-1, 1)}
-        at = caches.items_at(repos, positions)  # type: ignore[arg-type]  # the comprehension keeps only placed items (episode and seq not None)
+        at = caches.items_at(repos, positions)
         meta.update(caches.ranking_meta(repos, [i for i in dict.fromkeys(at.values()) if i not in meta], focus))
-        before = {i: at.get((m.episode, m.seq - 1)) for i in candidates if (m := meta[i]).seq is not None}  # type: ignore[arg-type]  # `at` is keyed by placed items only: an unplaced one finds nothing
-        after = {i: at.get((m.episode, m.seq + 1)) for i in candidates if (m := meta[i]).seq is not None}  # type: ignore[arg-type]  # as above
+        # (an item outside an episode has no neighbours: `before.get` and `after.get` find none for it)
+        before = {i: at.get((m.episode, m.seq - 1)) for i in candidates
+                  if (m := meta[i]).episode is not None and m.seq is not None}
+        after = {i: at.get((m.episode, m.seq + 1)) for i in candidates
+                 if (m := meta[i]).episode is not None and m.seq is not None}
         neighbours = {i: [n for n in (before.get(i), after.get(i)) if n is not None and allowed(meta.get(n), q)]
                       for i in candidates}
         scored = set(candidates) | {n for ns in neighbours.values() for n in ns}

@@ -137,7 +137,7 @@ class VectorStore:
         from chromadb.errors import NotFoundError
 
         for collection in client.list_collections():
-            name: str = getattr(collection, "name", collection)
+            name = collection if isinstance(collection, str) else collection.name  # (older Chroma: names)
             if name.startswith(f"{COLLECTION_PREFIX}-") and not name.endswith(f"-{LAYOUT}"):
                 try:
                     client.delete_collection(name)
@@ -153,12 +153,11 @@ class VectorStore:
 
     def position(self) -> int:
         """Chroma's position in the catalogue's journal: every change up to it is written."""
-        return int((self.collection.metadata or {}).get("journal", 0))  # type: ignore[arg-type]  # Chroma types metadata values as a union; this one is the int `write` stores
+        return int((self.collection.metadata or {}).get("journal", 0))
 
     def nearest(self, vectors: Sequence[np.ndarray], n: int, where: dict[str, Any] | None = None) -> QueryResult:
         """The `n` records nearest each vector (record ids and cosine distances); fewer when it holds fewer."""
-        return self.collection.query(query_embeddings=list(vectors), n_results=n, where=where,  # type: ignore[arg-type]  # a `where` built from Chroma's own operators
-                                     include=["distances"])
+        return self.collection.query(query_embeddings=list(vectors), n_results=n, where=where, include=["distances"])
 
     def write(self, upserts: list[tuple[str, np.ndarray, dict[str, Any]]], updates: list[tuple[str, dict[str, Any]]],
               deletes: list[str], position: int) -> None:
