@@ -119,8 +119,8 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         vectors = index.collection.count()
 
         index.search(asked[0])  # starts the background copy of the vectors into memory
-        if index._warmup is not None:
-            index._warmup.join(timeout=1800)
+        if index.caches.warmup is not None:
+            index.caches.warmup.join(timeout=1800)
         warm = timed_queries(index, asked, f"[{size}] warm")
 
         stop, written, sync_ms = threading.Event(), [size], []
@@ -184,7 +184,7 @@ def restarted(directory: str, data: Path, queries: int, clock_minutes: int, mode
     first_ms = (time.perf_counter() - t0) * 1000
     assert len(hits) == 5
     next_queries = timed_queries(index, asked[1:], "after restart")
-    still_copying = index._warmup is not None and index._warmup.is_alive()
+    still_copying = index.caches.warmup is not None and index.caches.warmup.is_alive()
     index.close()
     db.close()
     return {"first_query_ms": round(first_ms, 1), "python_imports_s": round(imports_s, 2),

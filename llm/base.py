@@ -78,8 +78,10 @@ class Provider(Protocol):
 
     id: str
     provider: str
-    model: str
     context_window: int
+
+    @property
+    def model(self) -> str: ...
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
                  json_schema: dict | None = None, on_token: TokenCallback | None = None,

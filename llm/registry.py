@@ -181,6 +181,7 @@ class LLMRegistry:
                     gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
                                         cancel=self.cancel)
                 else:
+                    assert prompt is not None  # exactly one of prompt and messages (checked above)
                     gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
                                             cancel=self.cancel)
             except LLMCancelled:

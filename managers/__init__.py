@@ -21,13 +21,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llm import LLMRegistry
+    from managers.catalogues import CatalogueManager
     from managers.consent import ConsentManager
     from managers.identity import IdentityManager
     from managers.loop import LoopManager
+    from managers.mcp import McpManager
     from managers.models import ModelManager
     from managers.persona import PersonaManager
+    from managers.processes import ProcessManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
+    from managers.strategies import StrategyManager
+    from managers.threads import ThreadManager
     from managers.world import WorldManager
     from memory import Repos
     from memory.retrieval.index import MemoryIndex
@@ -116,6 +121,31 @@ class Managers:
         from managers.world import WorldManager
 
         return WorldManager(self)
+    # the persona's catalogues, loop-breaking strategies, scripts and processes, MCP tools, Stelis threads
+    @cached_property
+    def catalogues(self) -> CatalogueManager:
+        from managers.catalogues import CatalogueManager
+        return CatalogueManager(self)
+
+    @cached_property
+    def strategies(self) -> StrategyManager:
+        from managers.strategies import StrategyManager
+        return StrategyManager(self)
+
+    @cached_property
+    def processes(self) -> ProcessManager:
+        from managers.processes import ProcessManager
+        return ProcessManager(self)
+
+    @cached_property
+    def mcp(self) -> McpManager:
+        from managers.mcp import McpManager
+        return McpManager(self)
+
+    @cached_property
+    def threads(self) -> ThreadManager:
+        from managers.threads import ThreadManager
+        return ThreadManager(self)
 
 
 __all__ = ["ManagerDeps", "Managers", "cached_property"]

@@ -43,6 +43,7 @@ from memory.models import (
     SchemaVersion,
     StagnationStrategy,
     ThinkingMethod,
+    table_of,
 )
 from memory.models import (
     Session as SessionRow,
@@ -79,7 +80,7 @@ def _v4_llm_memory_status(conn: Connection) -> None:
 
 
 def _v5_anti_stagnation_metrics(conn: Connection) -> None:
-    AntiStagnationMetric.__table__.create(conn, checkfirst=True)  # v3 created every table then known
+    table_of(AntiStagnationMetric).create(conn, checkfirst=True)  # v3 created every table then known
 
 
 def _add_missing_columns(conn: Connection, table: str, columns: list[str]) -> None:
@@ -95,15 +96,15 @@ def _v6_persona_autonomy(conn: Connection) -> None:
     _add_missing_columns(conn, "tasks", ["repl_mode VARCHAR(16) DEFAULT 'none'", "repl_status VARCHAR(16)",
                                          "repl_config JSON", "repl_thread VARCHAR(128)", "repl_error TEXT"])
     conn.execute(text("UPDATE tasks SET repl_mode = 'none'"))
-    OpenQuestion.__table__.create(conn, checkfirst=True)
-    SessionRow.__table__.create(conn, checkfirst=True)
+    table_of(OpenQuestion).create(conn, checkfirst=True)
+    table_of(SessionRow).create(conn, checkfirst=True)
 
 
 def _v7_consent_and_archive(conn: Connection) -> None:
-    Approval.__table__.create(conn, checkfirst=True)
-    AuditEntry.__table__.create(conn, checkfirst=True)
-    MemoryBlockVersion.__table__.create(conn, checkfirst=True)
-    for index in Note.__table__.indexes:  # the human's latest note was a full scan (26 ms at 100k notes)
+    table_of(Approval).create(conn, checkfirst=True)
+    table_of(AuditEntry).create(conn, checkfirst=True)
+    table_of(MemoryBlockVersion).create(conn, checkfirst=True)
+    for index in table_of(Note).indexes:  # the human's latest note was a full scan (26 ms at 100k notes)
         index.create(conn, checkfirst=True)
     moment = DateTime(timezone=True).compile(dialect=conn.dialect)  # TIMESTAMP WITH TIME ZONE / DATETIME
     for table in ("goals", "tasks"):
@@ -111,13 +112,13 @@ def _v7_consent_and_archive(conn: Connection) -> None:
 
 
 def _v8_live_events_and_history(conn: Connection) -> None:
-    LiveEvent.__table__.create(conn, checkfirst=True)
-    MemoryChange.__table__.create(conn, checkfirst=True)
+    table_of(LiveEvent).create(conn, checkfirst=True)
+    table_of(MemoryChange).create(conn, checkfirst=True)
 
 
 def _v9_reach(conn: Connection) -> None:
     for table in REACH_TABLES:  # feeds, scripts and their runs, loop-breaking strategies, thinking methods
-        table.__table__.create(conn, checkfirst=True)
+        table_of(table).create(conn, checkfirst=True)
 
 
 def _v10_full_text_index(conn: Connection) -> None:
@@ -130,7 +131,7 @@ def _v10_full_text_index(conn: Connection) -> None:
 def _v11_memory_vectors(conn: Connection) -> None:
     """A memory's sentence vectors move from Chroma into the database (Chroma keeps one vector per memory, in a
     collection of a new name); the first sync embeds every memory again, with progress in the log."""
-    MemoryVector.__table__.create(conn, checkfirst=True)
+    table_of(MemoryVector).create(conn, checkfirst=True)
 
 
 def _v12_provenance(conn: Connection) -> None:
@@ -308,7 +309,7 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
         if not has_version_table:
             Base.metadata.create_all(conn)
             create_lexical_index(conn)
-            conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
+            conn.execute(table_of(SchemaVersion).insert().values(id=1, version=SCHEMA_VERSION))
             log.info("created schema v%s", SCHEMA_VERSION)
             return SCHEMA_VERSION
         current = conn.execute(select(SchemaVersion.version).where(SchemaVersion.id == 1)).scalar_one()
@@ -321,7 +322,7 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
         with _migrating(engine, schema) as conn:
             MIGRATIONS[version](conn)
             conn.execute(
-                SchemaVersion.__table__.update().where(SchemaVersion.id == 1).values(version=version)
+                table_of(SchemaVersion).update().where(SchemaVersion.id == 1).values(version=version)
             )
         log.info("migrated schema to v%s", version)
     with _migrating(engine, schema) as conn:  # tables added since the database was made
@@ -357,7 +358,7 @@ class Database:
             raise DatabaseOpenError(f"{masked(url)}: a persona of a deployment needs PostgreSQL (one schema each)")
         try:
             shared = engine is not None
-            engine = engine if shared else create_db_engine(url)
+            engine = engine if engine is not None else create_db_engine(url)
         except (ArgumentError, ImportError) as exc:  # a dialect or driver that is not installed
             raise DatabaseOpenError(f"{masked(url)}: cannot use this URL ({exc})") from exc
         database = cls(engine, schema=schema, owns_engine=not shared)

@@ -82,7 +82,7 @@ TRACKED: dict[type, Tracked] = {
 _columns: dict[type, tuple[str, ...]] = {}
 
 
-def columns(model: type) -> tuple[str, ...]:
+def columns(model: type[Any]) -> tuple[str, ...]:
     if model not in _columns:
         _columns[model] = tuple(attr.key for attr in sa_inspect(model).column_attrs)
     return _columns[model]

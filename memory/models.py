@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -32,6 +33,13 @@ def utcnow() -> datetime:
 
 class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+def table_of(model: type[Base]) -> Table:
+    """A mapped class's table (declarative types `__table__` as any FROM clause; every model here maps a Table)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
 
 
 class SchemaVersion(Base):

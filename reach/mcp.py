@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reach.run_async import ReachTimeout, run_with_timeout
+
+if TYPE_CHECKING:
+    from langchain_mcp_adapters.sessions import Connection, StreamableHttpConnection
 
 
 class McpError(RuntimeError):
@@ -36,12 +39,18 @@ class ServerSpec:
     def allows(self, tool: str) -> bool:
         return any(fnmatchcase(tool, pattern) for pattern in self.allow)
 
-    def connection(self) -> dict[str, Any]:
-        """The adapters' connection dict (StdioConnection / StreamableHttpConnection)."""
+    def connection(self) -> Connection:
+        """The adapters' connection (a StdioConnection or a StreamableHttpConnection; the settings give a stdio
+        server its command and an http one its url)."""
         if self.transport == "stdio":
+            assert self.command is not None
             return {"transport": "stdio", "command": self.command, "args": list(self.args),
                     "env": dict(self.env) or None, "cwd": self.cwd}
-        return {"transport": "http", "url": self.url, **({"headers": dict(self.headers)} if self.headers else {})}
+        assert self.url is not None
+        http: StreamableHttpConnection = {"transport": "streamable_http", "url": self.url}
+        if self.headers:
+            http["headers"] = dict(self.headers)
+        return http
 
 
 @dataclass

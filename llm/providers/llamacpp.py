@@ -176,7 +176,7 @@ class EmbeddedLlamaCpp:
                 if on_token is None and cancel is None:
                     text = llm.invoke(prompt, stop=stop or None, **kwargs)
                 else:
-                    parts = []
+                    parts: list[str] = []
                     chunks = llm.stream(prompt, stop=stop or None, **kwargs)
                     try:
                         for chunk in chunks:

@@ -169,8 +169,8 @@ class OpenAICompatible:
 
         root = self.base_url.removesuffix("/v1")
         body = {"input": text, "content": text, "prompt": text, "model": self.model, "add_special": False}
-        for path in ([self._tokenizer_endpoint] if self._tokenizer_endpoint else
-                     ["/extras/tokenize/count", "/tokenize"]):
+        known = self._tokenizer_endpoint
+        for path in ([known] if isinstance(known, str) and known else ["/extras/tokenize/count", "/tokenize"]):
             try:
                 response = self._client().post(root + path, json=body, timeout=self.connect_timeout)
                 data = response.json() if response.status_code == 200 else None
@@ -246,7 +246,8 @@ class OpenAICompatible:
 
     def _read_stream(self, lines: Iterable[str], on_token: TokenCallback | None,
                      cancel: threading.Event | None) -> _Answer:
-        answer, parts, calls, seen = _Answer(), [], {}, False
+        answer, parts, seen = _Answer(), [], False
+        calls: dict[int, dict[str, Any]] = {}  # a tool call's index -> its pieces so far
         for line in lines:
             if cancel is not None and cancel.is_set():
                 raise LLMCancelled(f"{self.id}: cancelled while streaming")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
@@ -51,7 +52,13 @@ from memory.repositories.ticks import TickRepo
 # what the layers above import from here besides Repos
 __all__ = ["TIMELINE_KINDS", "ArchivedRow", "MemoryLimitError", "NotFound", "Repos", "anchor_key"]
 
-ARCHIVED_AT_TIERS = ("goal", "task")  # archived with a time; the other row tiers by their status
+
+class _ArchivedByStatus(Protocol):
+    """A repository whose rows are archived (restorably) and restored by id, by their status."""
+
+    def archive(self, row_id: int, /) -> bool: ...
+
+    def restore(self, row_id: int, /) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -233,12 +240,13 @@ class Repos:
     def records(self) -> RecordRepo:
         return RecordRepo(self.session)
 
-    def _row_repo(self, tier: str):
+    def _row_repo(self, tier: str) -> _ArchivedByStatus | GoalRepo | TaskRepo | None:
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""
-        return {"diary": self.diary, "concept": self.concepts, "link": self.links, "llm_memory": self.llm_memory,
+        repos: dict[str, _ArchivedByStatus | GoalRepo | TaskRepo] = {"diary": self.diary, "concept": self.concepts, "link": self.links, "llm_memory": self.llm_memory,
                 "goal": self.goals, "task": self.tasks, "script": self.scripts, "strategy": self.strategies,
                 "thinking_method": self.methods, "note": self.notes, "table": self.tables,
-                "rating": self.records, "external_service": self.records, "external_account": self.records}.get(tier)
+                "rating": self.records, "external_service": self.records, "external_account": self.records}
+        return repos.get(tier)
 
     def archive(self, tier: str, ref: str | int, now: datetime) -> bool:
         """Set one thing aside (diary, concept with its links, link, llm_memory, goal, task); any other tier of the
@@ -248,7 +256,9 @@ class Repos:
             return self.items.set_status_of(tier, ref, "archived")
         if not str(ref).isdigit():
             return False
-        return bool(repo.archive(int(ref), now) if tier in ARCHIVED_AT_TIERS else repo.archive(int(ref)))
+        if isinstance(repo, (GoalRepo, TaskRepo)):  # archived with a time; the other row tiers by their status
+            return repo.archive(int(ref), now)
+        return repo.archive(int(ref))
 
     def restore(self, tier: str, ref: str | int) -> bool:
         """Bring an archived thing back as it was (for core memory and the notepad: a replaced version); True when

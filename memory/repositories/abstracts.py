@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import Select, bindparam, select
 
 from memory.models import Abstract, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 @prepared
-def _newest(since: bool) -> Select:
+def _newest(since: bool) -> Select[Abstract]:
     q = select(Abstract).where(Abstract.created_at >= bindparam("since")) if since else select(Abstract)
     return q.order_by(Abstract.id.desc()).limit(bindparam("limit"))
 
@@ -46,7 +48,7 @@ class AbstractRepo(TierRepo):
             rows = [r for r in rows if wanted & {str(t).lower() for t in r.tags or []}][:limit]
         return rows
 
-    def of_thread(self, thread_id: str, limit: int) -> list[Abstract]:
+    def of_thread(self, thread_id: str, limit: int) -> builtins.list[Abstract]:
         """The thread's newest `limit` abstracts, newest first."""
         return list(self.session.scalars(select(Abstract).where(Abstract.thread_id == thread_id)
                                    .order_by(Abstract.id.desc()).limit(limit)).all())

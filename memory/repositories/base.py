@@ -1,18 +1,17 @@
-"""What every repository shares (its session, the upsert and get helpers, the not-found error, prepared statements),
-and the bases of the memory tiers' repositories, which keep a row's retrieval-catalogue item in step with the row."""
+"""What every repository shares: its session, the upsert and get helpers, the not-found error, prepared statements,
+archiving by status. The bases of the memory tiers' repositories, which also need the retrieval catalogue, are in
+memory/repositories/tiered.py (the catalogue's repository is built on this module)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar, Unpack, cast
 
+from sqlalchemy import CursorResult, Result
 from sqlalchemy.orm import Session
 
-from memory.models import utcnow
-
-if TYPE_CHECKING:
-    from memory.repositories.items import MemoryItemRepo
+from memory.models import Base, utcnow
 
 
 class NotFound(LookupError):
@@ -20,6 +19,7 @@ class NotFound(LookupError):
 
 
 S = TypeVar("S")
+M = TypeVar("M", bound=Base)
 
 
 def prepared(build: Callable[..., S]) -> Callable[..., S]:
@@ -30,11 +30,17 @@ def prepared(build: Callable[..., S]) -> Callable[..., S]:
     return cache(build)
 
 
+def matched(result: Result[Unpack[tuple[Any, ...]]]) -> int:
+    """The rows an UPDATE or DELETE matched: `Session.execute` types every result as a `Result`, and a DML
+    statement's is a `CursorResult`, which counts them."""
+    return cast("CursorResult[Unpack[tuple[Any, ...]]]", result).rowcount
+
+
 class Repo:
     def __init__(self, session: Session):
         self.session = session
 
-    def _upsert(self, row: Any, model: type, fields: dict[str, Any]) -> Any:
+    def _upsert(self, row: M | None, model: type[M], fields: dict[str, Any]) -> M:
         """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""
         if row is None:
             row = model(**fields)
@@ -45,20 +51,11 @@ class Repo:
         self.session.flush()
         return row
 
-    def _get(self, model: type, row_id: int) -> Any:
+    def _get(self, model: type[M], row_id: int) -> M:
         row = self.session.get(model, int(row_id))
         if row is None:
             raise NotFound(f"no {model.__tablename__.rstrip('s')} {row_id}")
         return row
-
-
-class TierRepo(Repo):
-    """A memory tier's repository: its retrievable rows keep their retrieval-catalogue item in step, in the same
-    transaction, so search sees every write, update and archive."""
-
-    def __init__(self, session: Session, items: "MemoryItemRepo"):
-        super().__init__(session)
-        self.items = items
 
 
 class Archivable:
@@ -74,53 +71,11 @@ class Archivable:
         raise NotImplementedError
 
 
-class StatusTierRepo(Archivable, TierRepo):
-    """A tier whose rows carry their own status (active | archived) besides their catalogue item's: archiving
-    sets both, so the row leaves its lists and the item leaves retrieval; restoring brings both back."""
-
-    model: type
-    tier: str
-
-    def _index(self, row: Any) -> None:
-        """Write the row's catalogue item (each tier says what of the row is retrievable)."""
-        raise NotImplementedError
-
-    def _insert(self, row: Any) -> Any:
-        self.session.add(row)
-        self.session.flush()
-        self._index(row)
-        return row
-
-    def get(self, row_id: int) -> Any:
-        return self._get(self.model, row_id)
-
-    def _put_item(self, row: Any, text: str, **fields: Any) -> None:
-        """Write the row's catalogue item; the item of an archived row stays archived."""
-        self.items.put(self.tier, row.id, text, **fields)
-        if row.status != "active":
-            self.items.set_status_of(self.tier, row.id, row.status)
-
-    def _set_status(self, row_id: int, status: str) -> bool:
-        row = self.session.get(self.model, int(row_id))
-        if row is None:
-            return False
-        changed = self.items.set_status_of(self.tier, row.id, status)
-        if row.status != status:
-            row.status, row.updated_at, changed = status, utcnow(), True
-            self.session.flush()
-        return changed
-
-    def purge(self, row_id: int) -> None:
-        """Delete the row and its catalogue item for good (a human's delete; the persona archives)."""
-        self.session.delete(self._get(self.model, row_id))
-        self.items.remove(self.tier, row_id)
-
-
 class NamedRowRepo(Archivable, Repo):
     """Rows with a unique `name` and a `status` (active | archived) and no catalogue item — scripts, strategies,
     thinking methods: found by id or name, archived (restorable) rather than deleted."""
 
-    model: type
+    model: type[Any]  # a mapped class with `name` and `status` columns
     what: str  # for messages: "script", "stagnation strategy", …
 
     def find(self, ref: str | int) -> Any:

@@ -18,7 +18,7 @@ class MemoryLimitError(ValueError):
 
 
 @prepared
-def _named() -> Select:
+def _named() -> Select[MemoryBlock]:
     return select(MemoryBlock).where(MemoryBlock.name.in_(bindparam("names", expanding=True)))
 
 

@@ -3,6 +3,7 @@ JSON), and ratings, external services and external accounts (`agent_records`, on
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from sqlalchemy import select
@@ -27,7 +28,7 @@ class AgentTableRepo(NamedRowRepo):
         return row
 
     def active(self, name: str) -> AgentTable:
-        row = self.find(name)
+        row: AgentTable = self.find(name)
         if row.status != "active":
             raise NotFound(f"no table {name!r}")
         return row
@@ -44,7 +45,7 @@ class AgentTableRepo(NamedRowRepo):
         self.session.flush()
         return row
 
-    def rows(self, table: AgentTable, *, where: dict[str, Any] | None = None, limit: int = 20) -> list[AgentTableRow]:
+    def rows(self, table: AgentTable, *, where: dict[str, Any] | None = None, limit: int = 20) -> builtins.list[AgentTableRow]:
         """Rows newest first, those whose columns equal `where` (compared as text)."""
         found = []
         for row in self.session.scalars(select(AgentTableRow).where(AgentTableRow.table_id == table.id)

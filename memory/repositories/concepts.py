@@ -6,23 +6,25 @@ those of them whose other concept is active too; a link the persona archived its
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, func, or_, select
 
 from memory.models import Concept, ConceptLink, utcnow
-from memory.repositories.base import NotFound, Repo, StatusTierRepo
+from memory.repositories.base import NotFound, Repo
+from memory.repositories.tiered import StatusTierRepo
 
 LINK_ARCHIVED_WITH_CONCEPT = "concept_archived"
 ARCHIVED_LINK_STATUSES = ("archived", LINK_ARCHIVED_WITH_CONCEPT)
 
 
-def _touching(concept_id: int):
+def _touching(concept_id: int) -> ColumnElement[bool]:
     return or_(ConceptLink.source_id == concept_id, ConceptLink.target_id == concept_id)
 
 
-class ConceptRepo(StatusTierRepo):
+class ConceptRepo(StatusTierRepo[Concept]):
     model, tier = Concept, "concept"
 
     def _index(self, concept: Concept) -> None:
@@ -53,7 +55,7 @@ class ConceptRepo(StatusTierRepo):
         return list(self.session.scalars(
             q.order_by(Concept.pinned.desc(), Concept.weight.desc(), Concept.id).limit(limit)).all())
 
-    def newer_than(self, concept_id: int, limit: int) -> list[Concept]:
+    def newer_than(self, concept_id: int, limit: int) -> builtins.list[Concept]:
         """The newest `limit` concepts after `concept_id`, archived ones too, newest first."""
         return list(self.session.scalars(select(Concept).where(Concept.id > concept_id)
                                    .order_by(Concept.id.desc()).limit(limit)).all())
@@ -148,7 +150,7 @@ class LinkRepo(Repo):
         link.status, link.updated_at = "active", utcnow()
         return True
 
-    def archived(self, limit: int = 10) -> list[ConceptLink]:
+    def archived(self, limit: int = 10) -> builtins.list[ConceptLink]:
         return list(self.session.scalars(select(ConceptLink).where(ConceptLink.status.in_(ARCHIVED_LINK_STATUSES))
                                    .order_by(ConceptLink.updated_at.desc(), ConceptLink.id.desc()).limit(limit)).all())
 

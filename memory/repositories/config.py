@@ -10,13 +10,14 @@ from typing import Any
 from uuid import uuid4
 
 from sqlalchemy import Select, bindparam, or_, select
+from sqlalchemy.orm import Session
 
 from memory.models import ConfigEntry, utcnow
 from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _keys(prefixes: tuple[str, ...]) -> Select:
+def _keys(prefixes: tuple[str, ...]) -> Select[ConfigEntry]:
     """These keys, and every key under `prefixes` (a few fixed prefixes: one statement for each set of them)."""
     return select(ConfigEntry).where(or_(ConfigEntry.key.in_(bindparam("keys", expanding=True)),
                                          *(ConfigEntry.key.startswith(p, autoescape=True) for p in prefixes)))
@@ -28,7 +29,7 @@ VECTOR_DATABASE_KEY = "vectors/chroma_database"
 
 
 class ConfigRepo(Repo):
-    def __init__(self, session):
+    def __init__(self, session: Session):
         super().__init__(session)
         self._rows: dict[str, ConfigEntry | None] = {}  # this transaction's reads: key -> row (None: absent)
         self._prefixes: set[str] = set()  # prefixes whose every key is in `_rows`

@@ -7,6 +7,7 @@ starts from, so when two processes race (the loop and a human's CLI, or two loop
 
 from __future__ import annotations
 
+import builtins
 import json
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from sqlalchemy import Select, bindparam, select, update
 
 from memory.models import Approval, AuditEntry
-from memory.repositories.base import NotFound, Repo, prepared
+from memory.repositories.base import NotFound, Repo, matched, prepared
 
 EFFECTS = ("read", "write_self", "modify_self", "external")
 DECISION_STATUSES = ("approved", "denied", "expired")
@@ -34,7 +35,7 @@ def _one_of(field: str, value: Any, allowed: tuple[str, ...]) -> None:
 
 
 @prepared
-def _approved(of_root: bool) -> Select:
+def _approved(of_root: bool) -> Select[Approval]:
     q = select(Approval).where(Approval.status == "approved")
     return (q.where(Approval.root_thread == bindparam("root_thread")) if of_root else q).order_by(Approval.id)
 
@@ -92,7 +93,7 @@ class ApprovalRepo(Repo):
             raise ValueError(f"approval {approval_id} is {row.status}, not pending: it cannot be {status} now")
         return row
 
-    def approved_unexecuted(self, root_thread: str | None = None) -> list[Approval]:
+    def approved_unexecuted(self, root_thread: str | None = None) -> builtins.list[Approval]:
         """Approved and not yet run, oldest first (of one root thread's commands, or all)."""
         return list(self.session.scalars(_approved(root_thread is not None), {"root_thread": root_thread}).all())
 
@@ -104,7 +105,7 @@ class ApprovalRepo(Repo):
     def mark_failed(self, approval_id: int, result: str, now: datetime) -> bool:
         return self._move(approval_id, "approved", status="failed", result=result, executed_at=now)
 
-    def decided_since(self, after: datetime) -> list[Approval]:
+    def decided_since(self, after: datetime) -> builtins.list[Approval]:
         """Approvals decided after `after`, in the order they were decided (what an idle loop wakes up for)."""
         return list(self.session.scalars(select(Approval).where(Approval.decided_at > after)
                                    .order_by(Approval.decided_at, Approval.id)).all())
@@ -112,7 +113,7 @@ class ApprovalRepo(Repo):
     def _move(self, approval_id: int, from_status: str, **values: Any) -> bool:
         result = self.session.execute(update(Approval).where(Approval.id == int(approval_id), Approval.status == from_status)
                                 .values(**values))
-        return result.rowcount == 1
+        return matched(result) == 1
 
 
 class AuditRepo(Repo):

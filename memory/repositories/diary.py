@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 
 from sqlalchemy import select
 
 from memory.models import DiaryEntry, utcnow
-from memory.repositories.base import StatusTierRepo
+from memory.repositories.tiered import StatusTierRepo
 from memory.text import emotion_score, emotion_strengths
 
 
-class DiaryRepo(StatusTierRepo):
+class DiaryRepo(StatusTierRepo[DiaryEntry]):
     model, tier = DiaryEntry, "diary"
 
     def _index(self, entry: DiaryEntry) -> None:
@@ -37,12 +38,12 @@ class DiaryRepo(StatusTierRepo):
             rows = [r for r in rows if tag in (r.tags or [])][:limit]
         return list(reversed(rows))
 
-    def newer_than(self, entry_id: int, limit: int) -> list[DiaryEntry]:
+    def newer_than(self, entry_id: int, limit: int) -> builtins.list[DiaryEntry]:
         """The newest `limit` entries after `entry_id`, archived ones too, newest first."""
         return list(self.session.scalars(select(DiaryEntry).where(DiaryEntry.id > entry_id)
                                    .order_by(DiaryEntry.id.desc()).limit(limit)).all())
 
-    def update(self, entry_id: int, *, text: str | None = None, tags: list[str] | None = None,
+    def update(self, entry_id: int, *, text: str | None = None, tags: builtins.list[str] | None = None,
                priority: int | None = None) -> DiaryEntry:
         entry = self.get(entry_id)
         if text is not None:

@@ -11,7 +11,7 @@ from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _newest(subject: bool, thread: bool, tick: bool, since: bool) -> Select:
+def _newest(subject: bool, thread: bool, tick: bool, since: bool) -> Select[EmotionLogEntry]:
     q = select(EmotionLogEntry)
     if subject:
         q = q.where(EmotionLogEntry.subject == bindparam("subject"))

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from sqlalchemy import Select, bindparam, select
 
 from memory.models import Entity, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 def entity_key(name: str) -> str:
@@ -16,7 +17,7 @@ def entity_key(name: str) -> str:
 
 
 @prepared
-def _by_name() -> Select:
+def _by_name() -> Select[Entity]:
     return select(Entity).order_by(Entity.name).limit(bindparam("limit"))
 
 

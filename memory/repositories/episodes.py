@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import Select, func, or_, select
 
 from memory.models import Episode, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 @prepared
-def _latest(counts: tuple[tuple[str, int], ...]) -> Select:
+def _latest(counts: tuple[tuple[str, int], ...]) -> Select[Episode]:
     """The last n summaries of each (period, n)."""
     rank = func.row_number().over(partition_by=Episode.period, order_by=Episode.start.desc()).label("rank")
     ranked = select(Episode.id, Episode.period, rank).where(Episode.period.in_([p for p, _ in counts])).subquery()
@@ -48,7 +50,7 @@ class EpisodeRepo(TierRepo):
         return list(self.session.scalars(q.order_by(Episode.start.desc(), Episode.id.desc()).limit(limit)).all())
 
     def update(self, episode_id: int, *, summary: str | None = None, emotional_tone: str | None = None,
-               key_events: list[str] | None = None) -> Episode:
+               key_events: builtins.list[str] | None = None) -> Episode:
         row = self.by_id(episode_id)
         if summary is not None:
             row.summary = summary
@@ -65,14 +67,14 @@ class EpisodeRepo(TierRepo):
         self.session.delete(self.by_id(episode_id))
         self.items.remove("episode", episode_id)
 
-    def latest(self, counts: dict[str, int]) -> dict[str, list[Episode]]:
+    def latest(self, counts: dict[str, int]) -> dict[str, builtins.list[Episode]]:
         """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several)."""
         found: dict[str, list[Episode]] = {period: [] for period in counts}
         for row in self.session.scalars(_latest(tuple(counts.items()))).all():
             found[row.period].append(row)
         return found
 
-    def recent(self, period: str = "day", limit: int = 3) -> list[Episode]:
+    def recent(self, period: str = "day", limit: int = 3) -> builtins.list[Episode]:
         rows = self.session.scalars(select(Episode).where(Episode.period == period)
                               .order_by(Episode.start.desc()).limit(limit)).all()
         return list(reversed(rows))
@@ -80,6 +82,6 @@ class EpisodeRepo(TierRepo):
     def get(self, period: str, start: str) -> Episode | None:
         return self.session.scalars(select(Episode).where(Episode.period == period, Episode.start == start)).first()
 
-    def between(self, period: str, first: str, last: str) -> list[Episode]:
+    def between(self, period: str, first: str, last: str) -> builtins.list[Episode]:
         return list(self.session.scalars(select(Episode).where(Episode.period == period, Episode.start >= first,
                                                          Episode.start <= last).order_by(Episode.start)).all())

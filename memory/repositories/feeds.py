@@ -3,6 +3,7 @@ source `feed` (not an incoming note: the persona reads them when it looks, and t
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -47,7 +48,7 @@ class FeedRepo(Repo):
         self.session.flush()
         return row
 
-    def due(self, now: datetime, every_s: float) -> list[Feed]:
+    def due(self, now: datetime, every_s: float) -> builtins.list[Feed]:
         """Active feeds never fetched, or last fetched `every_s` ago or more."""
         rows = self.list()
         return [f for f in rows if f.last_fetched_at is None
@@ -74,7 +75,7 @@ class FeedRepo(Repo):
         self.session.flush()
         return note
 
-    def unread_items(self, limit: int = 5) -> list[Note]:
+    def unread_items(self, limit: int = 5) -> builtins.list[Note]:
         """Feed notes not yet read, newest first."""
         return list(self.session.scalars(select(Note).where(Note.source == FEED_SOURCE, Note.read.is_(False))
                                    .order_by(Note.id.desc()).limit(limit)).all())

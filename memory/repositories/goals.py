@@ -6,9 +6,10 @@ for with `include_archived=True`; `restore` brings it back as it was.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, bindparam, delete, func, or_, select
 
@@ -21,7 +22,7 @@ CLOSED_TASK_STATUSES = ("done", "failed", "cancelled")
 
 
 @prepared
-def _goals(status: bool, horizon: bool, include_archived: bool) -> Select:
+def _goals(status: bool, horizon: bool, include_archived: bool) -> Select[Goal]:
     q = select(Goal) if include_archived else select(Goal).where(Goal.archived_at.is_(None))
     if status:
         q = q.where(Goal.status == bindparam("status"))
@@ -31,7 +32,7 @@ def _goals(status: bool, horizon: bool, include_archived: bool) -> Select:
 
 
 @prepared
-def _leading_goals() -> Select:
+def _leading_goals() -> Select[Goal]:
     rank = func.row_number().over(partition_by=Goal.horizon, order_by=(Goal.priority.desc(), Goal.id)).label("rank")
     ranked = select(Goal.id, rank).where(Goal.archived_at.is_(None), Goal.status == "active").subquery()
     return (select(Goal).join(ranked, ranked.c.id == Goal.id).where(ranked.c.rank <= bindparam("per_horizon"))
@@ -39,7 +40,7 @@ def _leading_goals() -> Select:
 
 
 @prepared
-def _tasks(status: bool, open_only: bool, goal: bool, include_archived: bool) -> Select:
+def _tasks(status: bool, open_only: bool, goal: bool, include_archived: bool) -> Select[Task]:
     q = select(Task) if include_archived else select(Task).where(Task.archived_at.is_(None))
     if status:
         q = q.where(Task.status == bindparam("status"))
@@ -51,22 +52,25 @@ def _tasks(status: bool, open_only: bool, goal: bool, include_archived: bool) ->
 
 
 @prepared
-def _task_counts(include_archived: bool) -> Select:
+def _task_counts(include_archived: bool) -> Select[str, int]:
     q = select(Task.status, func.count(Task.id))
     return (q if include_archived else q.where(Task.archived_at.is_(None))).group_by(Task.status)
 
 
 @prepared
-def _task_of_thread() -> Select:
+def _task_of_thread() -> Select[Task]:
     return select(Task).where(Task.repl_thread == bindparam("thread_id")).limit(1)
+
+
+R = TypeVar("R")
 
 
 class _ArchivableRepo(Repo):
     """Rows set aside with an `archived_at` time instead of being deleted."""
 
-    model: type
+    model: type[Any]  # a mapped class with `id` and `archived_at` columns
 
-    def _unless_archived(self, q: Select, include_archived: bool) -> Select:
+    def _unless_archived(self, q: Select[R], include_archived: bool) -> Select[R]:
         return q if include_archived else q.where(self.model.archived_at.is_(None))
 
     def archive(self, row_id: int, now: datetime) -> bool:
@@ -116,7 +120,7 @@ class GoalRepo(_ArchivableRepo):
         return list(self.session.scalars(_goals(bool(status), bool(horizon), include_archived),
                                    {"status": status, "horizon": horizon, "limit": limit}).all())
 
-    def leading(self, per_horizon: int = 3) -> list[Goal]:
+    def leading(self, per_horizon: int = 3) -> builtins.list[Goal]:
         """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then
         age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them."""
         return list(self.session.scalars(_leading_goals(), {"per_horizon": per_horizon}).all())
@@ -157,7 +161,7 @@ class GoalRepo(_ArchivableRepo):
         self.session.flush()
         return link
 
-    def subgoals(self, goal_id: int, deep: bool = False, include_archived: bool = False) -> list[Goal]:
+    def subgoals(self, goal_id: int, deep: bool = False, include_archived: bool = False) -> builtins.list[Goal]:
         found: list[Goal] = []
         frontier = [goal_id]
         while frontier:
@@ -167,7 +171,7 @@ class GoalRepo(_ArchivableRepo):
             frontier = [c.id for c in children] if deep else []
         return found
 
-    def parents(self, goal_id: int, include_archived: bool = False) -> list[Goal]:
+    def parents(self, goal_id: int, include_archived: bool = False) -> builtins.list[Goal]:
         q = select(Goal).join(GoalLink, GoalLink.parent_goal_id == Goal.id).where(GoalLink.child_goal_id == goal_id)
         return list(self.session.scalars(self._unless_archived(q, include_archived)).all())
 
@@ -225,10 +229,10 @@ class TaskRepo(_ArchivableRepo):
     def by_repl_thread(self, thread_id: str) -> Task | None:
         return self.session.scalars(_task_of_thread(), {"thread_id": thread_id}).first()
 
-    def running_cycles(self, include_archived: bool = False) -> list[Task]:
+    def running_cycles(self, include_archived: bool = False) -> builtins.list[Task]:
         return self.with_repl_status("running", include_archived)
 
-    def with_repl_status(self, status: str, include_archived: bool = False) -> list[Task]:
+    def with_repl_status(self, status: str, include_archived: bool = False) -> builtins.list[Task]:
         q = self._unless_archived(select(Task).where(Task.repl_status == status), include_archived)
         return list(self.session.scalars(q.order_by(Task.id)).all())
 

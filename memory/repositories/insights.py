@@ -7,11 +7,12 @@ from datetime import datetime
 from sqlalchemy import Select, select
 
 from memory.models import Insight, utcnow
-from memory.repositories.base import TierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import TierRepo
 
 
 @prepared
-def _latest() -> Select:
+def _latest() -> Select[Insight]:
     return select(Insight).order_by(Insight.id.desc()).limit(1)
 
 

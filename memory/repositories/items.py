@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias, Unpack
 
 from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, text, update
 
@@ -19,6 +19,8 @@ from memory.repositories.base import Repo, prepared
 from memory.repositories.lexical import LexicalRepo, qualified
 from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
+
+RankingRow: TypeAlias = "Row[Unpack[tuple[Any, ...]]]"  # RANKING_COLUMNS (+ tags and emotions with `focus`)
 
 # The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
 OWN_TURN_PREFIX = "msg:"
@@ -30,46 +32,46 @@ def _not_the_humans_words() -> ColumnElement[bool]:
 
 
 @prepared
-def _by_ref() -> Select:
+def _by_ref() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.tier == bindparam("tier"), MemoryItem.ref == bindparam("ref"))
 
 
 @prepared
-def _last_of() -> Select:
+def _last_of() -> Select[MemoryItem]:
     return (select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq.is_not(None))
             .order_by(MemoryItem.seq.desc()).limit(1))
 
 
 @prepared
-def _by_episode_seq() -> Select:
+def _by_episode_seq() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq == bindparam("seq"))
 
 
 @prepared
-def _by_ids() -> Select:
+def _by_ids() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
 
 
 @prepared
-def _refs(column: str) -> Select:
+def _refs(column: str) -> Select[str, Any]:
     """(ref, `column`) of the items of a tier with these refs."""
     return select(MemoryItem.ref, getattr(MemoryItem, column)).where(
         MemoryItem.tier == bindparam("tier"), MemoryItem.ref.in_(bindparam("refs", expanding=True)))
 
 
 @prepared
-def _journal_head() -> Select:
+def _journal_head() -> Select[int | None]:
     return select(func.max(MemoryJournal.id))
 
 
 @prepared
-def _changed_since() -> Select:
+def _changed_since() -> Select[int]:
     return select(MemoryJournal.item_id).where(MemoryJournal.id > bindparam("after"),
                                                MemoryJournal.id <= bindparam("upto")).distinct()
 
 
 @prepared
-def _any_active(tiers: tuple[str, ...]) -> Select:
+def _any_active(tiers: tuple[str, ...]) -> Select[int]:
     return select(MemoryItem.id).where(MemoryItem.status == "active", MemoryItem.tier.in_(tiers)).limit(1)
 
 
@@ -106,10 +108,10 @@ class MemoryItemRepo(Repo):
             context_before: str | None = None, meta: dict[str, Any] | None = None) -> MemoryItem:
         """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
         before it, and the item before it learns this one (both are re-indexed)."""
-        item = self.find(tier, ref)
-        new = item is None
-        if new:  # joins the session once complete: the queries below must not flush half an item
-            item = MemoryItem(tier=tier, ref=str(ref), text=text)
+        found = self.find(tier, ref)
+        new = found is None
+        # a new item joins the session once complete: the queries below must not flush half an item
+        item = MemoryItem(tier=tier, ref=str(ref), text=text) if found is None else found
         last: MemoryItem | None = None
         appended = False  # placed after the episode's last item: that item is the one before it
         if episode is not None and seq is None:
@@ -117,7 +119,7 @@ class MemoryItemRepo(Repo):
                 seq = item.seq
             else:
                 last = self.last_of(episode)
-                seq, appended = (0 if last is None else last.seq + 1), True
+                seq, appended = (0 if last is None or last.seq is None else last.seq + 1), True
         rendered = f"{author}: {text}" if author else text
         changed: list[MemoryItem] = []
         if episode is not None and context_before is None:
@@ -176,7 +178,7 @@ class MemoryItemRepo(Repo):
 
     def set_status_of(self, tier: str, ref: str | int, status: str) -> bool:
         item = self.find(tier, ref)
-        return bool(item) and self.set_status([item.id], status) > 0
+        return item is not None and self.set_status([item.id], status) > 0
 
     def archived(self, limit: int = 10) -> list[MemoryItem]:
         return list(self.session.scalars(select(MemoryItem).where(MemoryItem.status == "archived")
@@ -191,19 +193,19 @@ class MemoryItemRepo(Repo):
     RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
                        MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text)
 
-    def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, Row]:
+    def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, RankingRow]:
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
         emotions only with `focus` (decoding JSON is most of the cost)."""
         ids = sorted({int(i) for i in item_ids})
         columns = [*self.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
-        found: dict[int, Row] = {}
+        found: dict[int, RankingRow] = {}
         connection = self.session.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
             q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
             found.update({row.id: row for row in connection.execute(q)})
         return found
 
-    def ranking_page(self, after_id: int, limit: int) -> list[Row]:
+    def ranking_page(self, after_id: int, limit: int) -> list[RankingRow]:
         """The ranking rows of the next `limit` live items after `after_id`, by id (a restarted index's warm-up)."""
         q = (select(*self.RANKING_COLUMNS).where(MemoryItem.id > after_id, MemoryItem.status != "deleted")
              .order_by(MemoryItem.id).limit(limit))
@@ -310,7 +312,7 @@ class MemoryItemRepo(Repo):
                                      _not_the_humans_words())
             .order_by(MemoryItem.novelty, MemoryItem.id)).all())
 
-    def _active_unpinned(self, tier: str) -> Select:
+    def _active_unpinned(self, tier: str) -> Select[MemoryItem]:
         return select(MemoryItem).where(MemoryItem.tier == tier, MemoryItem.status == "active",
                                         MemoryItem.pinned.is_(False))
 
@@ -322,7 +324,7 @@ class MemoryItemRepo(Repo):
 
     # ---- the episodic summaries' queries -----------------------------------------------------------------
 
-    def _written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> Select:
+    def _written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> Select[MemoryItem]:
         return select(MemoryItem).where(MemoryItem.tier.in_(list(tiers)), MemoryItem.status != "deleted",
                                         MemoryItem.created_at >= start, MemoryItem.created_at < end)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 
 from memory.models import KBDocument
-from memory.repositories.base import TierRepo
+from memory.repositories.tiered import TierRepo
 
 
 class KnowledgeBaseRepo(TierRepo):

@@ -18,8 +18,10 @@ import logging
 import random
 import time
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from sqlalchemy import Connection, text
+from sqlalchemy.orm import Session
 
 from memory.repositories.base import Repo
 from memory.text import lexical_document
@@ -75,11 +77,9 @@ def backfill_lexical_index(conn: Connection) -> int:
     return done
 
 
-def _as_datetime(value):
+def _as_datetime(value: datetime | str) -> datetime:
     """SQLite hands a raw column back as text."""
     if isinstance(value, str):
-        from datetime import datetime
-
         return datetime.fromisoformat(value)
     return value
 
@@ -88,8 +88,9 @@ class LexicalRepo(Repo):
     """The full-text documents of catalogue items. Built on a session (`Repos.lexical`) or, during a migration, on a
     bare connection."""
 
-    def __init__(self, session, connection: Connection | None = None):
-        super().__init__(session)
+    def __init__(self, session: Session | None, connection: Connection | None = None):
+        if session is not None:  # (a migration's has only the connection)
+            super().__init__(session)
         self._connection = connection
 
     @property
@@ -151,7 +152,7 @@ class LexicalRepo(Repo):
             return {}
         if self._sqlite:
             marks = ", ".join(f":t{n}" for n in range(len(terms)))
-            got = dict(self._conn.execute(text(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
+            got: dict[str, int] = dict(self._conn.execute(text(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
                                           {f"t{n}": t for n, t in enumerate(terms)}).tuples().all())
             return {t: int(got.get(t, 0)) for t in terms}
         found = {}
@@ -191,7 +192,7 @@ class LexicalRepo(Repo):
             ids = [int(r[0]) for r in self._conn.execute(text(
                 f"SELECT id FROM {items} WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": size})]
             return self.documents(ids)
-        rng, drawn, live = random.Random(), set(), []
+        rng, drawn, live = random.Random(), set[int](), list[int]()
         for _ in range(4):  # more draws only when many ids are gone (deleted rows, or purged ones)
             fresh = [i for i in rng.sample(range(low, high + 1), min(span, 2 * size)) if i not in drawn][:span - len(drawn)]
             drawn.update(fresh)

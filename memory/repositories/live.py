@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, text
 
 from memory.models import LiveEvent
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, matched
 
 
 CHANNEL = "anima_live"  # PostgreSQL: a NOTIFY with the persona's schema when its journal grows
@@ -39,7 +39,7 @@ class LiveEventRepo(Repo):
         newest = self.newest_id()
         if newest <= keep:
             return 0
-        return self.session.execute(delete(LiveEvent).where(LiveEvent.id <= newest - keep)).rowcount or 0
+        return matched(self.session.execute(delete(LiveEvent).where(LiveEvent.id <= newest - keep))) or 0
 
 
 async def journal_notifications(conninfo: str) -> AsyncIterator[str]:

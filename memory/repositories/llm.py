@@ -12,7 +12,7 @@ from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _totals(thread: bool, tick: bool) -> Select:
+def _totals(thread: bool, tick: bool) -> Select[int, int, int, float]:
     q = select(func.count(LLMCall.id), func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
                func.coalesce(func.sum(LLMCall.completion_tokens), 0), func.coalesce(func.sum(LLMCall.latency_ms), 0.0))
     if thread:

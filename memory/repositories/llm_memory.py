@@ -7,16 +7,17 @@ from collections.abc import Iterable
 from sqlalchemy import Select, bindparam, select
 
 from memory.models import LLMMemory, utcnow
-from memory.repositories.base import StatusTierRepo, prepared
+from memory.repositories.base import prepared
+from memory.repositories.tiered import StatusTierRepo
 
 
 @prepared
-def _newest(include_archived: bool) -> Select:
+def _newest(include_archived: bool) -> Select[LLMMemory]:
     q = select(LLMMemory) if include_archived else select(LLMMemory).where(LLMMemory.status == "active")
     return q.order_by(LLMMemory.id.desc()).limit(bindparam("limit"))
 
 
-class LLMMemoryRepo(StatusTierRepo):
+class LLMMemoryRepo(StatusTierRepo[LLMMemory]):
     model, tier = LLMMemory, "llm_memory"
 
     def _index(self, row: LLMMemory) -> None:

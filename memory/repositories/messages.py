@@ -21,19 +21,19 @@ def anchor_key(child_id: str) -> str:
 
 
 @prepared
-def _keyed() -> Select:
+def _keyed() -> Select[Message]:
     return select(Message).where(Message.dedup_key == bindparam("key"))
 
 
 @prepared
-def _newest(kinds: tuple[str, ...]) -> Select:
+def _newest(kinds: tuple[str, ...]) -> Select[Message]:
     """A thread's newest messages of these kinds."""
     return (select(Message).where(Message.thread_id == bindparam("thread_id"), Message.kind.in_(kinds))
             .order_by(Message.id.desc()).limit(bindparam("limit")))
 
 
 @prepared
-def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select:
+def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select[Message]:
     """A thread's messages (up to an id; of these kinds), oldest first, or its `last` newest."""
     q = select(Message).where(Message.thread_id == bindparam("thread_id"))
     if upto:
@@ -100,7 +100,7 @@ class MessageRepo(Repo):
         rows = self.session.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
         return list(reversed(rows)) if last is not None else list(rows)
 
-    def _oldest_first(self, q: Select, last: int | None) -> list[Message]:
+    def _oldest_first(self, q: Select[Message], last: int | None) -> list[Message]:
         """The rows of `q` oldest first: all of them, or the `last` N."""
         if last is not None:
             return list(reversed(self.session.scalars(q.order_by(Message.id.desc()).limit(last)).all()))

@@ -8,14 +8,14 @@ from datetime import datetime
 from sqlalchemy import Select, bindparam, func, select, update
 
 from memory.models import Note, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, matched, prepared
 
 INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task")  # llm_task: another model's answer
 HUMAN_SOURCES = ("user", "cli")
 
 
 @prepared
-def _human_after(read: bool | None, since: bool) -> Select:
+def _human_after(read: bool | None, since: bool) -> Select[Note]:
     q = select(Note).where(Note.id > bindparam("after"), Note.source.in_(HUMAN_SOURCES))
     if read is not None:
         q = q.where(Note.read.is_(read))
@@ -25,7 +25,7 @@ def _human_after(read: bool | None, since: bool) -> Select:
 
 
 @prepared
-def _unread_incoming(min_priority: bool) -> Select:
+def _unread_incoming(min_priority: bool) -> Select[Note]:
     q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
     if min_priority:
         q = q.where(Note.priority >= bindparam("min_priority"))
@@ -33,7 +33,7 @@ def _unread_incoming(min_priority: bool) -> Select:
 
 
 @prepared
-def _latest_at(sources: tuple[str, ...]) -> Select:
+def _latest_at(sources: tuple[str, ...]) -> Select[datetime | None]:
     return select(func.max(Note.created_at)).where(Note.source.in_(sources))
 
 
@@ -124,7 +124,7 @@ class NoteRepo(Repo):
         result = self.session.execute(
             update(Note).where(Note.id.in_(ids)).values(read=read, read_at=utcnow() if read else None)
         )
-        return result.rowcount or 0
+        return matched(result) or 0
 
     def set_tags(self, note_id: int, tags: list[str]) -> Note | None:
         note = self.session.get(Note, note_id)

@@ -3,6 +3,7 @@ one's memory is, its persona files, and the bookkeeping of its next scheduled ti
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 
 from sqlalchemy import select, text, update
@@ -84,7 +85,7 @@ class PersonaRegistryRepo(Repo):
     def advisory_unlock(self, key: int) -> None:
         self.session.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
 
-    def checkpoint_threads(self, prefix: str) -> list[str]:
+    def checkpoint_threads(self, prefix: str) -> builtins.list[str]:
         """LangGraph's checkpoint threads of one persona (their ids start with its name)."""
         if not self.has_table("checkpoints"):
             return []

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Select, bindparam, select, update
 
 from memory.models import ProcessLog, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, matched, prepared
 
 
 @prepared
-def _open() -> Select:
+def _open() -> Select[ProcessLog]:
     return (select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"), ProcessLog.status != "close")
             .order_by(ProcessLog.priority.desc(), ProcessLog.id).limit(bindparam("limit")))
 
 
 @prepared
-def _stale() -> Select:
+def _stale() -> Select[ProcessLog]:
     return select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"),
                                     ProcessLog.status.in_(("in_progress", "pending")),
                                     ProcessLog.updated_at < bindparam("cutoff"))
@@ -27,7 +28,7 @@ def _stale() -> Select:
 class ProcessLogRepo(Repo):
     def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
             tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
-            task_id: int | None = None, sources: list[dict] | None = None) -> ProcessLog:
+            task_id: int | None = None, sources: list[dict[str, Any]] | None = None) -> ProcessLog:
         """`sources`: the untrusted text `value` holds (nodes/provenance.py), shown with the row's provenance."""
         row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
                          priority=priority, llm_id=llm_id, task_id=task_id, sources=list(sources or []))
@@ -49,11 +50,11 @@ class ProcessLogRepo(Repo):
         ids = list(ids)
         if not ids:
             return 0
-        return self.session.execute(
+        return matched(self.session.execute(
             update(ProcessLog)
             .where(ProcessLog.id.in_(ids), ProcessLog.status.notin_(("in_progress", "pending")))
             .values(status="close", updated_at=utcnow())
-        ).rowcount or 0
+        )) or 0
 
     def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
         """Processes still in progress after `older_than` become `timeout` (HMP status)."""
@@ -65,7 +66,7 @@ class ProcessLogRepo(Repo):
         return list(rows)
 
     def set_status(self, process_id: int, status: str, value: str | None = None, now: datetime | None = None,
-                   sources: list[dict] | None = None) -> ProcessLog:
+                   sources: list[dict[str, Any]] | None = None) -> ProcessLog:
         row = self.session.get(ProcessLog, process_id)
         if row is None:
             raise LookupError(f"no process {process_id}")

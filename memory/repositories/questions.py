@@ -11,14 +11,14 @@ from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _open(limited: bool) -> Select:
+def _open(limited: bool) -> Select[OpenQuestion]:
     q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
                                                                            OpenQuestion.id.desc())
     return q.limit(bindparam("limit")) if limited else q
 
 
 @prepared
-def _resolved_before() -> Select:
+def _resolved_before() -> Select[OpenQuestion]:
     return select(OpenQuestion).where(OpenQuestion.status == "resolved", OpenQuestion.resolved_at < bindparam("before"))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 
 from sqlalchemy import select
@@ -28,7 +29,7 @@ class SessionRepo(Repo):
             q = q.where(SessionRow.thread_id == thread_id)
         return list(self.session.scalars(q.order_by(SessionRow.id.desc()).limit(limit)).all())
 
-    def running(self) -> list[SessionRow]:
+    def running(self) -> builtins.list[SessionRow]:
         return list(self.session.scalars(select(SessionRow).where(SessionRow.status == "running")).all())
 
     def last_of(self, thread_id: str) -> SessionRow | None:

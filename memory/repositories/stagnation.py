@@ -12,7 +12,7 @@ from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _last_two() -> Select:
+def _last_two() -> Select[AntiStagnationMetric]:
     """A thread's rows up to a tick, newest first: that tick's and the one before."""
     return (select(AntiStagnationMetric).where(AntiStagnationMetric.thread_id == bindparam("thread_id"),
                                                AntiStagnationMetric.tick <= bindparam("tick"))

@@ -4,6 +4,7 @@ escalation reads and the persona curates. Built-in rows are seeded by `ensure`; 
 
 from __future__ import annotations
 
+import builtins
 import random
 from collections.abc import Iterable
 
@@ -82,7 +83,7 @@ class ThinkingMethodRepo(NamedRowRepo):
         self.session.flush()
         return row
 
-    def draw(self, rng: random.Random, rows: list[ThinkingMethod] | None = None) -> ThinkingMethod | None:
+    def draw(self, rng: random.Random, rows: builtins.list[ThinkingMethod] | None = None) -> ThinkingMethod | None:
         """A random active method (the least used more likely), counted as used. `rows`: the active methods, when the
         caller has just read them."""
         rows = self.list() if rows is None else rows

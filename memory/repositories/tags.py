@@ -9,13 +9,13 @@ from sqlalchemy import select
 from memory.models import Concept, ConceptLink, DiaryEntry, Goal, Task
 from memory.repositories.base import Repo
 
-# source -> (model, the condition that leaves its archived rows out)
+# source -> (its tags column, the condition that leaves its archived rows out)
 TAGGED = {
-    "diary": (DiaryEntry, DiaryEntry.status == "active"),
-    "concepts": (Concept, Concept.status == "active"),
-    "links": (ConceptLink, ConceptLink.status == "active"),
-    "goals": (Goal, Goal.archived_at.is_(None)),
-    "tasks": (Task, Task.archived_at.is_(None)),
+    "diary": (DiaryEntry.tags, DiaryEntry.status == "active"),
+    "concepts": (Concept.tags, Concept.status == "active"),
+    "links": (ConceptLink.tags, ConceptLink.status == "active"),
+    "goals": (Goal.tags, Goal.archived_at.is_(None)),
+    "tasks": (Task.tags, Task.archived_at.is_(None)),
 }
 
 
@@ -25,9 +25,9 @@ class TagRepo(Repo):
         if source != "all" and source not in TAGGED:
             raise ValueError(f"source must be one of all, {', '.join(TAGGED)}; not {source!r}")
         counts: Counter[str] = Counter()
-        for name, (model, live) in TAGGED.items():
+        for name, (tags_of, live) in TAGGED.items():
             if source in ("all", name):
-                q = select(model.tags) if include_archived else select(model.tags).where(live)
+                q = select(tags_of) if include_archived else select(tags_of).where(live)
                 for tags in self.session.scalars(q).all():
                     counts.update(str(t) for t in tags or [])
         return dict(counts.most_common())

@@ -10,18 +10,19 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy.orm import Session
 
 from memory.models import Thread
 from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _by_id() -> Select:
+def _by_id() -> Select[Thread]:
     return select(Thread).where(Thread.id == bindparam("thread_id"))
 
 
 class ThreadRepo(Repo):
-    def __init__(self, session):
+    def __init__(self, session: Session):
         super().__init__(session)
         self._held: dict[str, Thread] = {}  # the threads read in this transaction, kept in the identity map
 

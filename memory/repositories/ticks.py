@@ -5,23 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy.orm import Session
 
 from memory.models import Tick, utcnow
 from memory.repositories.base import Repo, prepared
 
 
 @prepared
-def _from_tick() -> Select:
+def _from_tick() -> Select[Tick]:
     return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick >= bindparam("tick"))
 
 
 @prepared
-def _of_tick() -> Select:
+def _of_tick() -> Select[Tick]:
     return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick == bindparam("tick"))
 
 
 class TickRepo(Repo):
-    def __init__(self, session):
+    def __init__(self, session: Session):
         super().__init__(session)
         self._from: dict[str, tuple[int, dict[int, Tick]]] = {}  # thread -> (first tick, its rows from there on)
 

@@ -11,7 +11,7 @@ from sqlalchemy import Integer, Table, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from memory.models import Base, MemoryItem, MemoryJournal, Message, Note, Thread
+from memory.models import Base, MemoryItem, MemoryJournal, Message, Note, Thread, table_of
 from memory.repositories.lexical import backfill_lexical_index
 
 NEVER_COPIED = ("schema_version", "live_events")  # the target has its own version; the live journal is the run's
@@ -38,9 +38,10 @@ def copy_table(source: Session, target: Session, table: Table, where: Any = None
     for row in source.execute(query.order_by(*order)).mappings():
         values = dict(row)
         if transform is not None:
-            values = transform(values)
-            if values is None:
+            changed = transform(values)
+            if changed is None:
                 continue
+            values = changed
         batch.append(values)
         if len(batch) >= BATCH:
             target.execute(table.insert(), batch)
@@ -70,7 +71,7 @@ def journal_items(target: Session) -> int:
     its vectors from it on first use."""
     ids = list(target.scalars(select(MemoryItem.id).order_by(MemoryItem.id)).all())
     for start in range(0, len(ids), BATCH):
-        target.execute(MemoryJournal.__table__.insert(), [{"item_id": i, "op": "upsert"} for i in ids[start:start + BATCH]])
+        target.execute(table_of(MemoryJournal).insert(), [{"item_id": i, "op": "upsert"} for i in ids[start:start + BATCH]])
     return len(ids)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Row, delete, insert, select
 
 from memory.models import MemoryVector
 from memory.repositories.base import Repo
@@ -21,7 +21,7 @@ class StoredVectors(NamedTuple):
     vectors: np.ndarray  # (parts, dim) float16, row 0 the whole text
 
 
-def _decoded(row) -> StoredVectors:
+def _decoded(row: Row[int, str, int, bytes]) -> StoredVectors:
     matrix = np.frombuffer(row.vectors, dtype=DTYPE).reshape(row.parts, -1)
     return StoredVectors(row.texts_key, matrix)
 

@@ -243,10 +243,11 @@ class LocalEmbedder:
 class OpenAIEmbedder:
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 64):
         from langchain_openai import OpenAIEmbeddings
+        from pydantic import SecretStr
 
         self.name = f"openai-{model}"
         self.batch_size = batch_size
-        self._client = OpenAIEmbeddings(base_url=base_url, model=model, api_key=os.environ.get(api_key_env) or "none",
+        self._client = OpenAIEmbeddings(base_url=base_url, model=model, api_key=SecretStr(os.environ.get(api_key_env) or "none"),
                                         check_embedding_ctx_length=False, tiktoken_enabled=False, chunk_size=batch_size)
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -69,11 +69,11 @@ def named_authors(text: str, authors) -> list[str]:
     known = [a for a in authors if a]
     if len(known) < 2:
         return []
-    found = {}
+    found: dict[str, int] = {}
     for a in known:
         if (m := re.search(rf"\b{re.escape(a)}\b", text, re.IGNORECASE)):
             found[a] = m.start()
-    return sorted(found, key=found.get)
+    return sorted(found, key=found.__getitem__)
 
 
 def subjects(text: str, named: list[str]) -> list[str]:

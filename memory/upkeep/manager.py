@@ -188,13 +188,16 @@ def prune_by_novelty(repos: Repos, cfg: ManagerSettings, report: PassReport, goa
         related = _goal_related(item, *goal) if cfg.goal_focus else False
         bar = novelty_bar(item, cfg, related)
         similar = (item.meta or {}).get("similar_to")
+        novelty = item.novelty
+        if novelty is None:  # (novelty_below reads judged items only)
+            continue
         why = (f"novelty {item.novelty:.2f} (closest: {_label(repos, similar)}, similarity "
                f"{(item.meta or {}).get('similarity', 0):.2f}, redundancy {(item.meta or {}).get('redundancy', 0):.2f}; "
                f"information {information(item.text):.2f})")
-        if item.novelty < bar:
+        if novelty < bar:
             set_memory_status(repos, item.tier, item.ref, "archived")
             report.decisions.append(Decision(item.id, item.tier, item.ref, "archived", "novelty", f"{why} < bar {bar:.2f}"))
-        elif item.novelty < base and (item.meta or {}).get("kept_at_bar") != round(bar, 4):
+        elif novelty < base and (item.meta or {}).get("kept_at_bar") != round(bar, 4):
             cause = "goal-related" if related and cfg.goal_focus else f"emotion {item.emotion_score:.2f}"
             item.meta = {**(item.meta or {}), "kept_at_bar": round(bar, 4)}  # logged once per bar, not every pass
             report.decisions.append(Decision(item.id, item.tier, item.ref, "kept", "novelty",
@@ -221,7 +224,7 @@ def prune_by_lru(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: t
                 bonus += cfg.goal_focus
             life[r.id] = last_use[r.id] + bonus * span
         by_id = {r.id: r for r in rows}
-        for item_id in sorted(life, key=life.get)[:excess]:
+        for item_id in sorted(life, key=life.__getitem__)[:excess]:
             item = by_id[item_id]
             used = datetime.fromtimestamp(last_use[item_id]).strftime("%Y-%m-%d %H:%M")
             set_memory_status(repos, item.tier, item.ref, "archived")

@@ -8,10 +8,12 @@ approval."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, field_validator
 
+from managers.errors import Refused
 from nodes.commands.args import Args, Description, Limit, Ref, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -26,7 +28,6 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-
 Column = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Url = Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000)]
-MAX_ROW_CHARS = 4000
 
 
 class TableAddArgs(Args):
@@ -82,30 +83,31 @@ class AccountArgs(Args):
         return value
 
 
-def _archived(ctx: CommandContext, cmd: Command, row, tier: str, label: str) -> CommandResult:
-    repo = ctx.repos.tables if tier == "table" else ctx.repos.records
-    if not repo.archive(row.id):
-        raise CommandError(f"{cmd.type}: {label} is archived already")
-    return CommandResult(f'{label} archived; memory.restore {{"tier": "{tier}", "ref": "{row.id}"}} brings it back')
+def _archived(cmd: Command, archive: Callable[[], Any], tier: str, label: Callable[[Any], str]) -> CommandResult:
+    try:
+        row = archive()
+    except Refused as exc:
+        raise CommandError(f"{cmd.type}: {exc}") from None
+    return CommandResult(f'{label(row)} archived; memory.restore {{"tier": "{tier}", "ref": "{row.id}"}} brings it back')
 
 
 # -- agent_tables ---------------------------------------------------------------------------------------------------
 
 @FAMILY.command("agent_tables.list", "{}  (my tables, their columns and sizes)", effect="read")
 def list_tables(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.tables.list()
-    return CommandResult("\n".join(f"- {t.name}({', '.join(t.columns)}): {ctx.repos.tables.count(t)} row(s)"
-                                   f"{' — ' + t.description if t.description else ''}" for t in rows)
+    return CommandResult("\n".join(f"- {t.name}({', '.join(t.columns)}): {count} row(s)"
+                                   f"{' — ' + t.description if t.description else ''}"
+                                   for t, count in ctx.managers.catalogues.tables())
                          or "no tables (agent_tables.add)", show=True)
 
 
 @FAMILY.command("agent_tables.add", '{"name": "tides", "columns": ["date", "height_m"], "description": "…"}',
                 args=TableAddArgs, effect="write_self")
 def add_table(cmd: Command, ctx: CommandContext) -> CommandResult:
-    columns = list(dict.fromkeys(arg(cmd, "columns")))
     try:
-        table = ctx.repos.tables.add(arg(cmd, "name"), columns, str(arg(cmd, "description", default="")))
-    except ValueError as exc:
+        table = ctx.managers.catalogues.add_table(name=arg(cmd, "name"), columns=list(arg(cmd, "columns")),
+                                                  description=str(arg(cmd, "description", default="")))
+    except Refused as exc:
         raise CommandError(f"agent_tables.add: {exc}") from None
     return CommandResult(f"table {table.name}({', '.join(table.columns)}) made")
 
@@ -113,23 +115,18 @@ def add_table(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("agent_tables.insert", '{"table": "tides", "row": {"date": "2026-11-24", "height_m": 4.2}}',
                 args=InsertArgs, effect="write_self")
 def insert_row(cmd: Command, ctx: CommandContext) -> CommandResult:
-    table = ctx.repos.tables.active(arg(cmd, "table"))
-    data = dict(arg(cmd, "row"))
-    unknown = [k for k in data if k not in table.columns]
-    if unknown:
-        raise CommandError(f"agent_tables.insert: {table.name} has no column {', '.join(map(repr, unknown))} "
-                           f"(its columns: {', '.join(table.columns)})")
-    if len(str(data)) > MAX_ROW_CHARS:
-        raise CommandError(f"agent_tables.insert: a row is at most {MAX_ROW_CHARS:,} characters")
-    row = ctx.repos.tables.insert(table, data)
+    try:
+        table, row = ctx.managers.catalogues.insert_row(table=arg(cmd, "table"), row=dict(arg(cmd, "row")))
+    except Refused as exc:
+        raise CommandError(f"agent_tables.insert: {exc}") from None
     return CommandResult(f"row {row.id} added to {table.name}")
 
 
 @FAMILY.command("agent_tables.read", '{"table": "tides", "where": {"date": "2026-11-24"}, "limit": 20}',
                 args=TableReadArgs, effect="read")
 def read_table(cmd: Command, ctx: CommandContext) -> CommandResult:
-    table = ctx.repos.tables.active(arg(cmd, "table"))
-    rows = ctx.repos.tables.rows(table, where=arg(cmd, "where", default={}), limit=arg(cmd, "limit", default=20))
+    table, rows = ctx.managers.catalogues.read_table(table=arg(cmd, "table"), where=arg(cmd, "where", default={}),
+                                                     limit=arg(cmd, "limit", default=20))
     lines = [f"[{r.id}] " + ", ".join(f"{c}={r.data.get(c)!r}" for c in table.columns if c in r.data) for r in rows]
     return CommandResult("\n".join(lines) or f"no rows in {table.name}", show=True)
 
@@ -137,15 +134,15 @@ def read_table(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("agent_tables.delete", '{"name": "tides"}  (archives it; needs my human\'s approval)', args=NameArgs,
                 effect="modify_self")
 def delete_table(cmd: Command, ctx: CommandContext) -> CommandResult:
-    table = ctx.repos.tables.active(str(arg(cmd, "name")))
-    return _archived(ctx, cmd, table, "table", f"table {table.name}")
+    return _archived(cmd, lambda: ctx.managers.catalogues.archive_table(str(arg(cmd, "name"))), "table",
+                     lambda table: f"table {table.name}")
 
 
 # -- ratings, services, accounts ------------------------------------------------------------------------------------
 
 @FAMILY.command("ratings.list", '{"prefix": "strategy:"}', args=RatingsListArgs, effect="read")
 def list_ratings(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.records.list("rating", prefix=arg(cmd, "prefix", default=None))
+    rows = ctx.managers.catalogues.ratings(prefix=arg(cmd, "prefix", default=None))
     return CommandResult("\n".join(f"- [{r.id}] {r.name}: {r.data.get('score'):+d}"
                                    f"{' — ' + r.data['comment'] if r.data.get('comment') else ''}" for r in rows)
                          or "no ratings", show=True)
@@ -154,21 +151,21 @@ def list_ratings(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("ratings.add", '{"subject": "strategy:flashback", "score": 3, "comment": "…"}  (−5..+5; rating it '
                 "again replaces the score)", args=RateArgs, effect="write_self")
 def add_rating(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row, replaced = ctx.repos.records.put("rating", arg(cmd, "subject"), {
-        "score": arg(cmd, "score", kind=int), "comment": str(arg(cmd, "comment", default=""))})
+    row, replaced = ctx.managers.catalogues.rate(subject=arg(cmd, "subject"), score=arg(cmd, "score", kind=int),
+                                                 comment=str(arg(cmd, "comment", default="")))
     return CommandResult(f"rating {row.id} {'changed' if replaced else 'added'}: {row.name} {row.data['score']:+d}")
 
 
 @FAMILY.command("ratings.delete", '{"name": 3}  (archives it; needs my human\'s approval)', args=NameArgs,
                 effect="modify_self")
 def delete_rating(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row = ctx.repos.records.find("rating", arg(cmd, "name"))
-    return _archived(ctx, cmd, row, "rating", f"rating of {row.name}")
+    return _archived(cmd, lambda: ctx.managers.catalogues.archive_rating(arg(cmd, "name")), "rating",
+                     lambda row: f"rating of {row.name}")
 
 
 @FAMILY.command("external_services.list", "{}", effect="read")
 def list_services(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.records.list("external_service")
+    rows = ctx.managers.catalogues.services()
     return CommandResult("\n".join(f"- [{r.id}] {r.name}{' (' + r.data['kind'] + ')' if r.data.get('kind') else ''}"
                                    f"{' <' + r.data['url'] + '>' if r.data.get('url') else ''}"
                                    f"{': ' + r.data['description'] if r.data.get('description') else ''}" for r in rows)
@@ -178,21 +175,22 @@ def list_services(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("external_services.add", '{"name": "tide-api", "url": "https://…", "kind": "api", "description": "…"}',
                 args=ServiceArgs, effect="write_self")
 def add_service(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row, replaced = ctx.repos.records.put("external_service", arg(cmd, "name"), {
-        k: str(arg(cmd, k, default="")) for k in ("url", "kind", "description")})
+    row, replaced = ctx.managers.catalogues.put_service(
+        name=arg(cmd, "name"), url=str(arg(cmd, "url", default="")), kind=str(arg(cmd, "kind", default="")),
+        description=str(arg(cmd, "description", default="")))
     return CommandResult(f"service {row.name} {'updated' if replaced else 'added'}")
 
 
 @FAMILY.command("external_services.delete", '{"name": "tide-api"}  (archives it; needs my human\'s approval)',
                 args=NameArgs, effect="modify_self")
 def delete_service(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row = ctx.repos.records.find("external_service", arg(cmd, "name"))
-    return _archived(ctx, cmd, row, "external_service", f"service {row.name}")
+    return _archived(cmd, lambda: ctx.managers.catalogues.archive_service(arg(cmd, "name")), "external_service",
+                     lambda row: f"service {row.name}")
 
 
 @FAMILY.command("external_accounts.list", "{}", effect="read")
 def list_accounts(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.records.list("external_account")
+    rows = ctx.managers.catalogues.accounts()
     return CommandResult("\n".join(f"- [{r.id}] {r.name} at {r.data.get('service')}"
                                    f"{' as ' + r.data['handle'] if r.data.get('handle') else ''}"
                                    f"{' (secret in $' + r.data['credential_env'] + ')' if r.data.get('credential_env') else ''}"
@@ -203,15 +201,14 @@ def list_accounts(cmd: Command, ctx: CommandContext) -> CommandResult:
                 '"credential_env": "TIDE_API_KEY"}  (never a secret itself)', args=AccountArgs, effect="write_self")
 def add_account(cmd: Command, ctx: CommandContext) -> CommandResult:
     service = arg(cmd, "service")
-    ctx.repos.records.find("external_service", service)
-    row, replaced = ctx.repos.records.put("external_account", arg(cmd, "name"), {
-        "service": service, "handle": str(arg(cmd, "handle", default="")),
-        "credential_env": arg(cmd, "credential_env", default=None), "description": str(arg(cmd, "description", default=""))})
+    row, replaced = ctx.managers.catalogues.put_account(
+        name=arg(cmd, "name"), service=service, handle=str(arg(cmd, "handle", default="")),
+        credential_env=arg(cmd, "credential_env", default=None), description=str(arg(cmd, "description", default="")))
     return CommandResult(f"account {row.name} at {service} {'updated' if replaced else 'added'}")
 
 
 @FAMILY.command("external_accounts.delete", '{"name": "my-tides"}  (archives it; needs my human\'s approval)',
                 args=NameArgs, effect="modify_self")
 def delete_account(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row = ctx.repos.records.find("external_account", arg(cmd, "name"))
-    return _archived(ctx, cmd, row, "external_account", f"account {row.name}")
+    return _archived(cmd, lambda: ctx.managers.catalogues.archive_account(arg(cmd, "name")), "external_account",
+                     lambda row: f"account {row.name}")

@@ -10,20 +10,21 @@ never an instruction), cut to `mcp.output_chars`. `mcp.list` shows the tools las
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from managers.errors import Refused
+from managers.mcp import CATALOGUE_KEY, no_servers, server_spec, timeout_of
 from nodes import provenance
 from nodes.commands.args import Args, Word, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from reach import budget
-from reach.mcp import McpError, ServerSpec, ToolInfo, call_tool, list_tools
+from reach.mcp import McpError, ServerSpec, ToolInfo
 
 FAMILY = Family("mcp", "tools of my MCP servers", compact=True)
-CATALOGUE_KEY = "mcp/tools/"  # + server name: the tools last seen there
+__all__ = ["CATALOGUE_KEY", "FAMILY", "call", "no_servers", "server_spec", "timeout_of"]  # managers/mcp.py's, re-exported
 
 ToolName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 
@@ -39,37 +40,11 @@ class McpCallArgs(Args):
     args: dict[str, Any] = Field(default_factory=dict, validation_alias=names("args", "arguments", "input"))
 
 
-def no_servers(settings: Any) -> str | None:
-    return None if settings.mcp.servers else "no MCP servers are configured (config.yaml mcp.servers)"
-
-
-def server_spec(settings: Any, name: str) -> ServerSpec:
-    servers = settings.mcp.servers
-    entry = servers.get(name)
-    if entry is None:
-        known = ", ".join(sorted(servers)) or "none (the operator lists them in config.yaml under mcp.servers)"
-        raise CommandError(f"no MCP server {name!r}; mine: {known}")
-    return ServerSpec(name=name, transport=entry.transport, command=entry.command, args=tuple(entry.args),
-                      env=dict(entry.env), cwd=entry.cwd, url=entry.url, headers=dict(entry.headers),
-                      allow=tuple(entry.allow))
-
-
-def timeout_of(settings: Any, name: str) -> float:
-    return float(settings.mcp.servers[name].timeout_s or settings.mcp.timeout_s)
-
-
-def _remember(ctx: CommandContext, server: str, tools: list[ToolInfo]) -> None:
-    ctx.repos.config.set(CATALOGUE_KEY + server, [{"name": t.name, "description": t.description[:500],
-                                                   "arguments": t.arguments} for t in tools])
-
-
-def _listing(ctx: CommandContext, spec: ServerSpec) -> str:
-    seen = ctx.repos.config.get(CATALOGUE_KEY + spec.name)
+def _listing(spec: ServerSpec, seen: list[ToolInfo] | None) -> str:
     head = f"{spec.name} ({spec.transport}; allowed: {', '.join(spec.allow) or 'no tool'})"
     if seen is None:
         return f"{head}: tools not listed yet — mcp.list {{\"server\": \"{spec.name}\", \"refresh\": true}}"
-    tools = [ToolInfo(t["name"], t.get("description", ""), t.get("arguments") or {}) for t in seen]
-    lines = [f"  - {t.line()}{'' if spec.allows(t.name) else ' (not allowed)'}" for t in tools]
+    lines = [f"  - {t.line()}{'' if spec.allows(t.name) else ' (not allowed)'}" for t in seen]
     return "\n".join([f"{head}:"] + (lines or ["  (no tools)"]))
 
 
@@ -77,40 +52,30 @@ def _listing(ctx: CommandContext, spec: ServerSpec) -> str:
                 '— that leaves the process)', args=McpListArgs, effect="read",
                 escalate=lambda args: "external" if args.get("refresh") else None, unavailable=no_servers)
 def list_mcp(cmd: Command, ctx: CommandContext) -> CommandResult:
-    names_ = [arg(cmd, "server")] if arg(cmd, "server", default=None) else sorted(ctx.settings.mcp.servers)
-    specs = [server_spec(ctx.settings, name) for name in names_]
+    mcp = ctx.managers.mcp
+    specs = mcp.servers(arg(cmd, "server", default=None))
     if arg(cmd, "refresh", default=False, kind=bool):
         for spec in specs:
             try:
-                tools = list_tools(spec, timeout_of(ctx.settings, spec.name))
+                mcp.refresh(spec, thread_id=ctx.thread_id)
             except McpError as exc:
-                ctx.repos.processes.add("mcp.list", str(exc), status="error", thread_id=ctx.thread_id)
                 return CommandResult(str(exc), status="failed")
-            _remember(ctx, spec.name, tools)
-    return CommandResult(budget("\n".join(_listing(ctx, spec) for spec in specs), ctx.settings.mcp.output_chars),
+    return CommandResult(budget("\n".join(_listing(spec, mcp.seen_tools(spec.name)) for spec in specs),
+                                ctx.settings.mcp.output_chars),
                          show=True, sources=[provenance.source("tool", f"{spec.name}: its tools' descriptions")
                                              for spec in specs])
 
 
 def call(ctx: CommandContext, server: str, tool: str, arguments: dict[str, Any], *, name: str = "mcp.call") -> tuple[str, str]:
-    """Call an allowed tool; the call goes to process_log whatever happens. Returns (status, text): status is
-    ok, error (the tool or the server failed) or timeout."""
-    spec = server_spec(ctx.settings, server)
-    if not spec.allows(tool):
-        raise CommandError(f"{name}: {server}.{tool} is not in the server's allow list "
-                           f"({', '.join(spec.allow) or 'empty'}); the operator sets it in config.yaml")
-    limit = ctx.settings.mcp.output_chars
-    shown_args = budget(json.dumps(arguments, ensure_ascii=False), 300)
+    """Call an allowed tool (managers/mcp.py); the call goes to process_log whatever happens. Returns (status, text):
+    status is ok, error (the tool or the server failed) or timeout."""
+    ctx.managers.mcp.servers(server)  # an unknown server: refused as it is
     try:
-        outcome = call_tool(spec, tool, arguments, timeout_of(ctx.settings, server))
-        status, text = ("error" if outcome.is_error else "ok"), outcome.text or "(no output)"
-    except McpError as exc:
-        status, text = ("timeout" if "no answer within" in str(exc) else "error"), str(exc)
-    text = budget(text, limit)
-    ctx.repos.processes.add(name, f"{server}.{tool}({shown_args}) → {text}", status=status, thread_id=ctx.thread_id,
-                            tags=["mcp", f"mcp:{server}"], llm_id=ctx.llm_id, task_id=ctx.task_id,
-                            sources=[provenance.source("tool", f"{server}.{tool}", text)])
-    return status, text
+        return ctx.managers.mcp.call(server=server, tool=tool, arguments=arguments, thread_id=ctx.thread_id,
+                                     llm_id=ctx.llm_id, task_id=ctx.task_id, name=name,
+                                     sources_of=lambda text: [provenance.source("tool", f"{server}.{tool}", text)])
+    except Refused as exc:
+        raise CommandError(f"{name}: {exc}") from None
 
 
 @FAMILY.command("mcp.call", '{"server": "files", "tool": "read_file", "args": {"path": "notes.txt"}}  (a tool of an '

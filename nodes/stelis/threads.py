@@ -3,7 +3,7 @@
 Lifecycle (used by the playbook `stelis_start`/`stelis_end` nodes, the `stelis.*` commands and start-up):
 
 - `open_thread` checks depth and budget, creates the child row (status running, owner = this process)
-  and, in the same transaction, the parent's `stelis_anchor` message.
+  and, in the same transaction, the parent's `stelis_anchor` message (the rules: managers/threads.py).
 - `write_chronicle` reads the child's whole log and summarises it hierarchically (never truncated).
 - `finish_thread` marks it completed or aborted with the chronicle.
 - `recover_orphans` finds children left running by a dead process, aborts them with whatever chronicle
@@ -22,6 +22,8 @@ from managers.owners import owner_alive, process_token
 from memory import Repos
 from memory.models import Thread
 from memory.repositories import TIMELINE_KINDS, anchor_key
+from managers import ManagerDeps, Managers  # the thread rules (managers/threads.py); its names are re-exported here
+from managers.threads import DEFAULT_WINDOW_RATIO, MIN_CHILD_WINDOW, StelisRefused, active_thread_key
 from nodes.context import Services
 from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
@@ -29,16 +31,10 @@ from nodes.summarise import summarise
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW_RATIO = 0.8
-MIN_CHILD_WINDOW = 1024  # tokens; a smaller window cannot hold a useful prompt
 CHRONICLE_TOKENS = 768  # at most per summariser call…
 # …and at most half of the part of the log the anchor does not already show in full (its last messages),
 # so that an anchor costs the parent less than the log it stands for. The chronicle still reads everything.
 CHRONICLE_SHARE = 0.5
-
-
-class StelisRefused(RuntimeError):
-    """Opening the child would break a limit (depth, budget): the caller carries on without it."""
 
 
 @dataclass
@@ -72,11 +68,6 @@ def thread_window(services: Services, repos: Repos, thread_id: str) -> int:
 
 # -- active thread of a root (threads the persona opened with `stelis.start`) -------------------
 
-def active_thread_key(root_id: str) -> str:
-    """The config key naming the thread a root's ticks run in (read with the tick's other keys: nodes/steps/s01)."""
-    return f"stelis/active/{root_id}"
-
-
 def active_thread(repos: Repos, root_id: str) -> str:
     """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
     current = repos.config.get(active_thread_key(root_id)) or root_id
@@ -89,33 +80,25 @@ def active_thread(repos: Repos, root_id: str) -> str:
 
 
 def set_active_thread(repos: Repos, root_id: str, thread_id: str) -> None:
-    repos.config.set(active_thread_key(root_id), thread_id if thread_id != root_id else None)
+    Managers(repos).threads.set_active(root_id, thread_id)
 
 
 # -- lifecycle ------------------------------------------------------------------------------------
 
+def managers_of(services: Services, repos: Repos) -> Managers:
+    """The managers over `repos` with what the tick's services hold (settings, clock, models, memory)."""
+    return Managers(repos, ManagerDeps(settings=services.settings, clock=services.clock, memory=services.memory,
+                                       llms=services.llms))
+
+
 def open_thread(services: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,
                 max_depth: int, origin: str, tick: int = 0, chronicle_prompt: str | None = None,
                 playbook: str = "") -> tuple[Thread, int, bool]:
-    """(child, its window in tokens, whether it already existed). Raises StelisRefused."""
-    existing = repos.threads.get(child_id)
-    if existing is not None:
-        return existing, thread_window(services, repos, child_id), True
-    parent = repos.threads.ensure(parent_id, persona=services.persona.name, origin="root")
-    depth = parent.depth + 1
-    if depth > max_depth:
-        raise StelisRefused(f"Stelis thread {label!r} refused: it would be at depth {depth}, over max_depth {max_depth}")
-    if not 0 < window_ratio <= 1:
-        raise StelisRefused(f"Stelis thread {label!r} refused: window_ratio must be in (0, 1], got {window_ratio}")
-    window = services.window_tokens(repos.threads.ratio_product(parent_id) * window_ratio)
-    if window < MIN_CHILD_WINDOW:
-        raise StelisRefused(f"Stelis thread {label!r} refused: its window would be {window} tokens, "
-                            f"under the minimum of {MIN_CHILD_WINDOW}")
-    child = repos.threads.create_child(child_id, parent, label=label, window_ratio=window_ratio, origin=origin,
-                                       owner=process_token(), chronicle_prompt=chronicle_prompt, playbook=playbook)
-    repos.messages.upsert(anchor_key(child_id), thread_id=parent_id, tick=tick, kind="stelis_anchor", role="system",
-                          content=f'Stelis thread "{label}" ({child_id})', meta={"child": child_id, "label": label})
-    return child, window, False
+    """(child, its window in tokens, whether it already existed). Raises StelisRefused (managers/threads.py)."""
+    return managers_of(services, repos).threads.open_child(
+        parent_id=parent_id, child_id=child_id, label=label, window_ratio=window_ratio, max_depth=max_depth,
+        origin=origin, persona=services.persona.name, owner=process_token(), tick=tick,
+        chronicle_prompt=chronicle_prompt, playbook=playbook)
 
 
 def chronicle_source(repos: Repos, thread_id: str) -> str:
@@ -157,9 +140,7 @@ def write_chronicle(services: Services, thread_id: str, *, use_llm: bool = True)
 
 def finish_thread(services: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None,
                   error: str | None = None) -> StelisResult:
-    thread = repos.threads.finish(thread_id, status=status, chronicle=chronicle, now=services.clock(), error=error)
-    if thread is None:
-        raise KeyError(f"no thread {thread_id!r}")
+    thread = managers_of(services, repos).threads.finish(thread_id, status=status, chronicle=chronicle, error=error)
     return StelisResult.of(thread, thread_window(services, repos, thread_id))
 
 

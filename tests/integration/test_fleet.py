@@ -282,8 +282,8 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
             _populate(repos, SECRET)
         a.memory.sync(flush=True)
         assert any(SECRET in hit.item.text for hit in a.memory.search(Query(text="heron old pier", k=10)))
-        if a.memory._warmup is not None:  # A's own background copy of its vectors: not B's statements
-            a.memory._warmup.join(timeout=60)
+        if a.memory.caches.warmup is not None:  # A's own background copy of its vectors: not B's statements
+            a.memory.caches.warmup.join(timeout=60)
 
         statements: list[str] = []
         listener = lambda *args: statements.append(args[2])  # noqa: E731 - (conn, cursor, statement, …)

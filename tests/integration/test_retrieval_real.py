@@ -121,7 +121,7 @@ def test_a_restarted_index_reads_what_is_stored_and_rebuilds_nothing(store, embe
     before = [refs(index.search(q, k=3)) for q in ("puppy shelter", "sister Lisbon", "deadlines at work")]
     again = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW)
     assert [refs(again.search(q, k=3)) for q in ("puppy shelter", "sister Lisbon", "deadlines at work")] == before
-    assert again._pending == {}  # nothing re-embedded: Chroma and the full-text index were up to date
+    assert again.journal.pending == {}  # nothing re-embedded: Chroma and the full-text index were up to date
     again.close()
 
 
@@ -136,7 +136,7 @@ def test_every_vector_is_stored_in_the_database_and_chroma_holds_the_whole_item_
     assert float(np.dot(whole, stored.vectors[0].astype(np.float32))) > 0.999
     again = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW)  # a restarted process
     with db.unit() as repos:
-        assert np.array_equal(again._vectors_of(repos, [beagle.id])[beagle.id], stored.vectors)
+        assert np.array_equal(again.caches.vectors_of(repos, [beagle.id])[beagle.id], stored.vectors)
     again.close()
 
 

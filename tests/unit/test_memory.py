@@ -163,8 +163,8 @@ def test_a_crash_before_the_chroma_write_is_repaired_from_the_stored_vectors_wit
     with db.unit() as repos:
         note = repos.diary.add("The lighthouse keeper paints the rail green.")
     first.sync()  # embedded and stored; the Chroma write is still queued when the process dies
-    assert first._pending and first.collection.count() == 0
-    first._pending.clear()
+    assert first.journal.pending and first.collection.count() == 0
+    first.journal.pending.clear()
     embedder = HashEmbedder()
     second = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
     assert refs(second.search("lighthouse rail green", k=1)) == [str(note.id)]
@@ -197,13 +197,13 @@ def test_index_writes_wait_for_a_batch_and_searches_see_them_meanwhile(index):
     with index.db.unit() as repos:
         first = repos.diary.add("The lighthouse keeper paints the rail green.")
     index.sync()
-    assert index.collection.count() == 0 and index._pending  # queued, not written yet
+    assert index.collection.count() == 0 and index.journal.pending  # queued, not written yet
     assert refs(index.search("lighthouse rail green", k=1)) == [str(first.id)]  # found through the queue
     with index.db.unit() as repos:
         for n in range(70):  # past FLUSH_RECORDS: the batch is written
             repos.diary.add(f"Entry {n}: gulls over the harbour at dawn, number {n}.")
     index.sync()
-    assert index._pending == {} and index.collection.count() >= 71
+    assert index.journal.pending == {} and index.collection.count() >= 71
     with index.db.unit() as repos:
         assert index.collection.metadata["journal"] == repos.items.journal_head()
     assert refs(index.search("lighthouse rail green", k=1)) == [str(first.id)]  # now found in Chroma
@@ -425,7 +425,7 @@ def test_what_ranking_keeps_in_memory_follows_the_journal(index):
     with index.db.unit() as repos:
         question = record_turn(repos, ref="1", text="Which lighthouse did you paint?", author="Ann", episode="chat")
     first = {h.item.ref: h for h in index.search("lighthouse paint", k=2)}
-    assert set(first) == {"1"} and index._positions  # its neighbours' places are kept: none after it yet
+    assert set(first) == {"1"} and index.caches.positions  # its neighbours' places are kept: none after it yet
     with index.db.unit() as repos:  # written elsewhere (another process, or the next tick): the journal says so
         record_turn(repos, ref="2", text="The red one on the north cape, at dawn.", author="Bob", episode="chat")
     reply = {h.item.ref: h for h in index.search("lighthouse paint", k=2)}["2"]
@@ -445,16 +445,16 @@ def test_a_restarted_index_warms_what_ranking_reads_and_never_keeps_a_row_the_jo
     MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma").sync(flush=True)
     restarted = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
     restarted.search("harbour", k=1)  # starts the background copy
-    restarted._warmup.join(timeout=60)
-    assert set(restarted._ranked) == set(restarted._documents_of) == {t.id for t in turns}
-    assert restarted._positions[("chat", 3)] == turns[3].id and len(restarted._vectors) == 5
+    restarted.caches.warmup.join(timeout=60)
+    assert set(restarted.caches.ranked) == set(restarted.caches.documents_of) == {t.id for t in turns}
+    assert restarted.caches.positions[("chat", 3)] == turns[3].id and len(restarted.caches.vectors) == 5
 
     later = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
     later.sync()
     reads = []
 
     def read_while_a_change_lands(repos, after):
-        page = later._ranking_page(repos, after)
+        page = later.caches.ranking_page(repos, after)
         if not reads:  # the page was read, then the turn was archived and synced before it could be kept
             with db.unit() as writer:
                 writer.items.set_status([turns[2].id], "archived")
@@ -462,7 +462,7 @@ def test_a_restarted_index_warms_what_ranking_reads_and_never_keeps_a_row_the_jo
         reads.append(page)
         return page
 
-    later._warm_pages(read_while_a_change_lands, later._keep_ranking)
+    later.caches.warm_pages(read_while_a_change_lands, later.caches.keep_ranking)
     assert len(reads) == 3  # the stale page read again, then the end
-    assert reads[0][turns[2].id][0].status == "active" and later._ranked[turns[2].id].status == "archived"
+    assert reads[0][turns[2].id][0].status == "active" and later.caches.ranked[turns[2].id].status == "archived"
     db.close()

@@ -1,5 +1,5 @@
-"""Ranking rules of MemoryIndex._search and the query reading they rest on (issue 19: LoCoMo recall), each with the
-setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py)."""
+"""Ranking rules of the memory index (memory/retrieval/ranker.py) and the query reading they rest on (issue 19:
+LoCoMo recall), each with the setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py)."""
 
 from memory.retrieval.index import RetrievalSettings
 from memory.retrieval.query import first_person, named_authors, subjects

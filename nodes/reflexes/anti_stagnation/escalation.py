@@ -1,8 +1,9 @@
 """Anti-stagnation escalation (HMP "Механизмы разрыва цикла"): when reflex-lite did not help.
 
 Diagnose the source, then apply the matching mechanisms cheapest first; each further stagnant tick adds
-the next one (a combination). The mechanisms are rows of `stagnation_strategies` (the built-in ones below are
-seeded; the persona adds its own micro-scenarios and archives what it does not want, nodes/commands/strategies.py);
+the next one (a combination). The mechanisms are rows of `stagnation_strategies` (the built-in ones,
+managers/strategies.py, are seeded; the persona adds its own micro-scenarios and archives what it does not want,
+nodes/commands/strategies.py);
 within a class and cost, the one that more often brought novelty back goes first (a mechanism is counted as used
 once per episode, and as having helped when novelty came back right after it was added; the order is fixed when
 an episode starts). Their effects live in the tick
@@ -25,6 +26,7 @@ from typing import Any, Callable
 
 from managers import Managers
 from managers.loop import context_mode
+from managers.strategies import MECHANISMS, THINKING_METHODS
 from memory import Repos
 from memory.text import emotion_strengths
 from nodes import provenance
@@ -54,23 +56,6 @@ def _came_from(episode: dict[str, Any], source: provenance.Source | None) -> Non
 
 log = logging.getLogger(__name__)
 
-# the built-in mechanisms: name -> (class, relative cost)
-MECHANISMS: dict[str, tuple[str, int]] = {
-    "read_kb": ("external", 1), "world_check": ("external", 1), "ask_human": ("external", 2),
-    "random_iteration": ("context", 1), "change_context": ("context", 2), "task_switch": ("context", 2),
-    "flashback": ("internal", 1), "meta_analysis": ("internal", 1), "rationale_reflex": ("internal", 1),
-    "interest_memory": ("internal", 2), "goal_reformulation": ("internal", 2), "switch_llm": ("internal", 3),
-    "pause": ("radical", 4),
-}
-CLASSES = ("external", "context", "internal", "radical")
-# HMP's patterns of thought ("Начни с аналогии", "Проверь обратное утверждение", "Сформулируй вопрос для оппонента")
-THINKING_METHODS = {
-    "analogy": "Start with an analogy: what else works like this, and what does that suggest here?",
-    "converse": "Check the converse: assume the opposite of what I keep saying and see what follows.",
-    "opponent": "Put the question an opponent would ask me, and answer it honestly.",
-    "smallest_step": "Find the smallest concrete step I could take next, and describe only that.",
-    "first_principles": "Break it down to what I know for certain and build up again from there.",
-}
 INTEREST_RECENT = 30  # recent thoughts a "forgotten" topic must not appear in
 DIAGNOSIS_CLASS = {"no_new_data": "external", "monotone_context": "context", "repeated_thoughts": "internal",
                    "overload": "radical"}

@@ -1,0 +1,154 @@
+"""Scripts the persona writes (HMP `agent_scripts`: data until it runs one) and the processes behind its
+process_log rows (HMP `process list/start/stop/mark/cleanup`).
+
+A run leaves the process: it goes to a sandbox (reach/sandbox.py) on a background job that the door starts once its
+transaction has committed (`StartedRun.run`); its process_log row is `pending` until then. Scripts are off unless
+the operator turns them on (config.yaml `scripts.enabled`; `sh` only when listed in `scripts.languages`), and off
+while the jail cannot run (no bwrap), unless the operator chose `scripts.jail: none`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from managers.errors import Refused
+from reach.sandbox import jail_problem
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from memory.models import AgentScript, ProcessLog, ProcessRun
+    from persona.settings import ScriptSettings, Settings
+
+RUNNING = ("pending", "running")  # a run's states before it ends
+
+
+def scripts_off(settings: Any) -> str | None:
+    """Why no script can run with these settings (None: they can)."""
+    if not settings.scripts.enabled:
+        return "scripts are off (the operator turns them on: config.yaml scripts.enabled)"
+    if settings.scripts.jail == "bwrap":  # fail closed: no jail, no run (tried once per process)
+        return jail_problem()
+    return None
+
+
+@dataclass(frozen=True)
+class SavedScript:
+    script: AgentScript
+    rewritten: bool  # it replaced a script of that name
+    enabled: bool  # its language is one the operator enabled (else it is kept but cannot run)
+
+
+@dataclass(frozen=True)
+class StartedRun:
+    process: ProcessLog  # its process_log row (pending until the background job starts it)
+    run: ProcessRun  # the job to launch once the transaction has committed
+    script: AgentScript
+    timeout_s: float
+    memory_mb: int
+    network: bool  # whether the run may use the network
+
+
+class ProcessManager:
+    def __init__(self, house: Managers) -> None:
+        self.repos = house.repos
+        self.deps = house.deps
+
+    @property
+    def settings(self) -> Settings:
+        if self.deps.settings is None:
+            raise RuntimeError("scripts and processes need the settings (ManagerDeps.settings)")
+        return self.deps.settings
+
+    @property
+    def config(self) -> ScriptSettings:
+        return self.settings.scripts
+
+    # -- scripts -----------------------------------------------------------------------------------------------------
+
+    def scripts(self) -> list[AgentScript]:
+        return self.repos.scripts.list()
+
+    def script(self, name: str) -> AgentScript:
+        """The active script of that name (NotFound otherwise)."""
+        return self.repos.scripts.get(name)
+
+    def save_script(self, *, name: str, language: str, code: str, description: str = "",
+                    replace: bool = False) -> SavedScript:
+        """Store the script (not run). Refused when the code is over `scripts.max_code_chars`, or when a script of
+        that name exists and `replace` is not set."""
+        limit = self.config.max_code_chars
+        if len(code) > limit:
+            raise Refused(f"the code is {len(code):,} characters; at most {limit:,}")
+        try:
+            existing: AgentScript | None = self.repos.scripts.get(name)
+        except LookupError:
+            existing = None
+        if existing is not None and not replace:
+            raise Refused(f"I have a script {name!r} already; {{\"replace\": true}} rewrites it")
+        script, _ = self.repos.scripts.save(name, language, code, description)
+        return SavedScript(script, rewritten=existing is not None, enabled=language in self.config.languages)
+
+    def archive_script(self, name: str) -> AgentScript:
+        script = self.repos.scripts.get(name)
+        self.repos.scripts.archive(script.id)
+        return script
+
+    # -- processes ---------------------------------------------------------------------------------------------------
+
+    def start(self, *, script: str, args: list[str], thread_id: str, timeout_s: float | None = None,
+              memory_mb: int | None = None, llm_id: str | None = None, task_id: int | None = None) -> StartedRun:
+        """A run of the script, recorded and waiting for its background job (the door launches `run` after commit).
+        Refused when its language is not enabled or `scripts.max_running` runs are running; the limits are cut to
+        the operator's maximums."""
+        config = self.config
+        row = self.repos.scripts.get(script)
+        if row.language not in config.languages:
+            raise Refused(f"{row.language} scripts are not enabled here "
+                          f"(config.yaml scripts.languages: {', '.join(config.languages)})")
+        running = len(self.repos.runs.with_status(*RUNNING))
+        if running >= config.max_running:
+            raise Refused(f"{running} of at most {config.max_running} processes are running already")
+        timeout = min(float(config.timeout_s if timeout_s is None else timeout_s), config.max_timeout_s)
+        memory = min(int(config.memory_mb if memory_mb is None else memory_mb), config.max_memory_mb)
+        process = self.repos.processes.add(f"process:{row.name}", f"script {row.name} waits to start", status="pending",
+                                           thread_id=thread_id, tags=["background", "script"], llm_id=llm_id,
+                                           task_id=task_id)
+        run = self.repos.runs.add(process.id, "script", thread_id=thread_id, script_id=row.id,
+                                  spec={"script": row.name, "args": list(args), "timeout_s": timeout,
+                                        "memory_mb": memory, "output_chars": config.output_chars})
+        row.runs = int(row.runs or 0) + 1
+        network = config.jail == "none" or row.name in config.network
+        return StartedRun(process, run, row, timeout, memory, network)
+
+    def listing(self, thread_id: str, *, open_only: bool = True,
+                limit: int = 10) -> list[tuple[ProcessLog, ProcessRun | None]]:
+        """The thread's processes (the open ones, or every recent one), each with its background run if it has one."""
+        return [(p, self.repos.runs.of_process(p.id))
+                for p in self.repos.processes.listing(thread_id, open_only=open_only, limit=limit)]
+
+    def stop(self, process_id: int) -> tuple[ProcessRun, bool]:
+        """The script run behind the process and whether it is still running (the door stops it after commit).
+        Refused when the process is not a script run."""
+        run = self.repos.runs.of_process(process_id)
+        if run is None or run.kind != "script":
+            raise Refused(f"process {process_id} is not a script I started")
+        return run, run.status in RUNNING
+
+    def mark(self, process_id: int, status: str) -> ProcessLog:
+        """Mark a process as dealt with; Refused for an unknown process or one still running."""
+        row = self.repos.processes.get(process_id)
+        if row is None:
+            raise Refused(f"no process {process_id}")
+        if row.status in ("in_progress", "pending"):
+            raise Refused(f"process {process_id} is still running (process.stop stops it)")
+        return self.repos.processes.set_status(process_id, status, now=self.deps.clock())
+
+    def cleanup(self, *, days: float) -> int:
+        """Forget closed processes (and their runs) last changed more than `days` ago; how many."""
+        ids = self.repos.processes.delete_closed(self.deps.clock() - timedelta(days=days))
+        self.repos.runs.delete_for(ids)
+        return len(ids)
+
+
+__all__ = ["RUNNING", "ProcessManager", "SavedScript", "StartedRun", "scripts_off"]

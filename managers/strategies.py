@@ -1,0 +1,93 @@
+"""Loop-breaking strategies and thinking methods (HMP `stagnation_strategies`, `thinking_methods`): the mechanisms
+the anti-stagnation escalation chooses from and the ways of thinking its random iteration draws, as data the
+persona lists, extends and prunes. The built-in ones below are seeded on first use; the persona's own strategy is an
+instruction with a class (external, context, internal, radical) and a cost, which the escalation places among the
+built-in ones (nodes/reflexes/anti_stagnation/escalation.py). Archiving turns one off (restorable)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from managers.errors import Refused
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from memory.models import StagnationStrategy, ThinkingMethod
+
+# the built-in mechanisms: name -> (class, relative cost)
+MECHANISMS: dict[str, tuple[str, int]] = {
+    "read_kb": ("external", 1), "world_check": ("external", 1), "ask_human": ("external", 2),
+    "random_iteration": ("context", 1), "change_context": ("context", 2), "task_switch": ("context", 2),
+    "flashback": ("internal", 1), "meta_analysis": ("internal", 1), "rationale_reflex": ("internal", 1),
+    "interest_memory": ("internal", 2), "goal_reformulation": ("internal", 2), "switch_llm": ("internal", 3),
+    "pause": ("radical", 4),
+}
+CLASSES = ("external", "context", "internal", "radical")
+# HMP's patterns of thought ("Начни с аналогии", "Проверь обратное утверждение", "Сформулируй вопрос для оппонента")
+THINKING_METHODS: dict[str, str] = {
+    "analogy": "Start with an analogy: what else works like this, and what does that suggest here?",
+    "converse": "Check the converse: assume the opposite of what I keep saying and see what follows.",
+    "opponent": "Put the question an opponent would ask me, and answer it honestly.",
+    "smallest_step": "Find the smallest concrete step I could take next, and describe only that.",
+    "first_principles": "Break it down to what I know for certain and build up again from there.",
+}
+
+
+class StrategyManager:
+    def __init__(self, house: Managers) -> None:
+        self.repos = house.repos
+
+    def ensure(self) -> None:
+        """The built-in strategies and thinking methods as rows (seeded once; existing rows are left as they are)."""
+        self.repos.strategies.ensure(MECHANISMS)
+        self.repos.methods.ensure(THINKING_METHODS)
+
+    # -- stagnation strategies ---------------------------------------------------------------------------------------
+
+    def strategies(self, *, include_archived: bool = False) -> list[StagnationStrategy]:
+        self.ensure()
+        return self.repos.strategies.list(include_archived=include_archived)
+
+    def add_strategy(self, *, name: str, instruction: str, mechanism_class: str = "internal",
+                     cost: int = 2) -> StagnationStrategy:
+        """The persona's own strategy; Refused when the name is taken."""
+        if mechanism_class not in CLASSES:
+            raise Refused(f"a strategy's class is one of {', '.join(CLASSES)}, not {mechanism_class!r}")
+        self.ensure()
+        try:
+            return self.repos.strategies.add(name, mechanism_class, cost, instruction)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+
+    def archive_strategy(self, ref: str | int) -> StagnationStrategy:
+        """The strategy (by id or name) archived; Refused when it is archived already."""
+        self.ensure()
+        row: StagnationStrategy = self.repos.strategies.find(ref)
+        if not self.repos.strategies.archive(row.id):
+            raise Refused(f"{row.name} is archived already")
+        return row
+
+    # -- thinking methods --------------------------------------------------------------------------------------------
+
+    def methods(self, *, include_archived: bool = False) -> list[ThinkingMethod]:
+        self.ensure()
+        return self.repos.methods.list(include_archived=include_archived)
+
+    def add_method(self, *, name: str, instruction: str) -> ThinkingMethod:
+        """The persona's own thinking method; Refused when the name is taken."""
+        self.ensure()
+        try:
+            return self.repos.methods.add(name, instruction)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+
+    def archive_method(self, ref: str | int) -> ThinkingMethod:
+        """The method (by id or name) archived; Refused when it is archived already."""
+        self.ensure()
+        row: ThinkingMethod = self.repos.methods.find(ref)
+        if not self.repos.methods.archive(row.id):
+            raise Refused(f"{row.name} is archived already")
+        return row
+
+
+__all__ = ["CLASSES", "MECHANISMS", "THINKING_METHODS", "StrategyManager"]

@@ -1,0 +1,341 @@
+"""What the memory index keeps in memory (memory/retrieval/index.py): caches that a process may lose at any time.
+
+- `EmbeddingCache`: the vectors of recent texts (the reflexes embed the same recent outputs tick after tick) and of
+  memories embedded ahead of their write (`embed_texts(documents=…)`), taken by the write instead of embedding them
+  again.
+- `RetrievalCaches`: what ranking reads of an item — its columns (`Ranked`), full-text document, place in its
+  episode and vectors — kept while the catalogue's journal says it is unchanged (the write journal drops what
+  changed), and the corpus statistics (document count, a uniform random sample). After a start a background thread
+  copies every stored vector and ranking row in (`start_warmup`), so a restarted persona's searches do not each read
+  their few hundred items from the database (~10 ms a query at 100k memories, until warm).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import itertools
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import numpy as np
+
+from memory.db import Database
+from memory.models import MemoryItem
+from memory.repositories import Repos
+from memory.retrieval.embeddings import Embedder
+from memory.retrieval.lexical import CorpusSample
+from memory.retrieval.settings import RetrievalSettings
+from memory.text import chunks, with_author
+
+log = logging.getLogger("memory.retrieval.index")  # the index's lines, under the name they have always had
+
+AHEAD_KEPT = 16  # memories embedded ahead of their write (embed_texts' documents), kept until it: a tick writes one
+WARMUP_PAGE = 5000  # items read at a time by the background copy
+RECOUNT_ALWAYS_BELOW = 10000  # documents: counting them costs ~2 ms at 10k, ~20 ms at 100k (SQLite)
+RANKING_CACHE = 200_000  # items whose ranking columns, full-text document and place are kept in memory (~0.7 KB
+# each, filled in the background after a start): a query reads the few hundred items it ranks from here instead of
+# from SQL (~10 ms at 100k memories)
+
+Document = tuple[str, str, tuple[str, ...]]  # a memory's (prefix, body, chunks of body): what its vectors are of
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def timestamp(value: datetime | None) -> float:
+    """Unix seconds (a naive time is UTC); 0 for none."""
+    if value is None:
+        return 0.0
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def record_texts(text: str, author: str = "", title: str = "") -> tuple[str, str, list[str]]:
+    """(prefix, body, chunks of body) of a memory: its whole vector is of prefix + body, one more per chunk."""
+    prefix = with_author(author, f"{title}\n" if title else "")
+    return prefix, text or "", chunks(text or "")
+
+
+def item_texts(item: MemoryItem) -> tuple[str, str, list[str]]:
+    return record_texts(item.text, item.author, item.title)
+
+
+def texts_key(item: MemoryItem) -> str:
+    """A digest of the texts an item's vectors are made from, the same in every process."""
+    prefix, body, parts = item_texts(item)
+    return hashlib.blake2b("\x1f".join((prefix, body, *parts)).encode(), digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class Ranked:
+    """What ranking knows of an item (memory_items columns, read per query)."""
+
+    tier: str
+    status: str
+    created: float  # unix seconds
+    author: str
+    episode: str | None
+    seq: int | None
+    importance: float
+    raw_tags: list[Any]
+    raw_emotions: list[Any]
+    text: str
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> Ranked:
+        focus = len(row) > 9  # ItemRepo.ranking_rows adds tags and emotions when a query filters by them
+        return cls(row[1], row[2], timestamp(row[3]), row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
+                   (row[9] or []) if focus else [], (row[10] or []) if focus else [], row[8] or "")
+
+    @property
+    def tags(self) -> frozenset[str]:
+        return frozenset(str(t).lower() for t in self.raw_tags)
+
+    @property
+    def emotions(self) -> frozenset[str]:
+        return frozenset(str(e).split(":")[0].strip().lower() for e in self.raw_emotions)
+
+
+class EmbeddingCache:
+    """Vectors of whole texts and of memories about to be written, made by the index's embedder."""
+
+    def __init__(self, embedder: Embedder, lock: threading.RLock, config: RetrievalSettings):
+        self.embedder, self._lock, self.config = embedder, lock, config
+        self.text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
+        self.ahead: OrderedDict[Document, np.ndarray] = OrderedDict()  # memories embedded before their write
+
+    def embed_texts(self, texts: list[str], cache_size: int = 512,
+                    documents: Iterable[tuple[str, str, Sequence[str]]] = ()) -> np.ndarray:
+        """Normalised vectors of whole texts, remembering the last `cache_size`. `documents`: memories about to be
+        written (`record_texts`), embedded in the same call; the write then takes their vectors (`embed_items`)."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self.text_vectors]
+            wanted = [d for d in dict.fromkeys((p, b, tuple(c)) for p, b, c in documents) if d not in self.ahead]
+        ahead: list[np.ndarray] = []
+        fresh: Sequence[np.ndarray] | np.ndarray
+        if wanted:  # one call for both: the texts as documents of one part
+            made = self.document_vectors([("", text, ()) for text in missing] + wanted)
+            fresh, ahead = [vectors[0] for vectors in made[:len(missing)]], made[len(missing):]
+        else:
+            fresh = self.embedder.embed(missing) if missing else []
+        with self._lock:
+            for text, vector in zip(missing, fresh):
+                self.text_vectors[text] = np.asarray(vector, dtype=np.float32)
+            self.ahead.update(zip(wanted, ahead))
+            while len(self.ahead) > AHEAD_KEPT:
+                self.ahead.popitem(last=False)
+            vectors = [self.text_vectors[t] for t in texts]
+            for text in texts:
+                self.text_vectors.move_to_end(text)
+            while len(self.text_vectors) > cache_size:
+                self.text_vectors.popitem(last=False)
+        return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+
+    def embed_items(self, items: list[MemoryItem]) -> list[np.ndarray]:
+        """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
+        documents = [(p, b, tuple(c)) for p, b, c in (item_texts(item) for item in items)]
+        ready = {d: self.ahead.pop(d) for d in documents if d in self.ahead}
+        todo = [d for d in dict.fromkeys(documents) if d not in ready]
+        ready.update(zip(todo, self.document_vectors(todo) if todo else []))
+        return [ready[d] for d in documents]
+
+    def document_vectors(self, documents: list[Document]) -> list[np.ndarray]:
+        """Each (prefix, body, chunks)'s vectors (row 0 prefix + body): one pass per document when the embedder
+        pools its sentences from it (`embed_parts`), else every text on its own; all in one call."""
+        embed_parts = getattr(self.embedder, "embed_parts", None) if self.config.sentence_vectors == "pooled" else None
+        if embed_parts is not None:
+            return [np.asarray(v, dtype=np.float32) for v in embed_parts([(p, b, list(c)) for p, b, c in documents])]
+        texts = [text for prefix, body, parts in documents for text in [prefix + body, *(prefix + p for p in parts)]]
+        flat = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        found, at = [], 0
+        for _, _, parts in documents:
+            found.append(flat[at:at + 1 + len(parts)])
+            at += 1 + len(parts)
+        return found
+
+
+def _kept(cache: dict[K, V], fresh: Mapping[K, V]) -> None:
+    """Add `fresh` to `cache`, dropping its oldest entries past RANKING_CACHE."""
+    cache.update(fresh)
+    for key in list(itertools.islice(cache, max(0, len(cache) - RANKING_CACHE))):
+        del cache[key]
+
+
+class RetrievalCaches:
+    """What ranking reads of items and of the corpus, read through from the database (module doc). The index's
+    lock guards it; the write journal keeps it in step (`applied`, `forget`)."""
+
+    def __init__(self, db: Database, embedder: Embedder, lock: threading.RLock):
+        self.db, self.embedder, self._lock = db, embedder, lock
+        self.applied = 0  # journal position the caches reflect
+        self.authors: set[str] | None = None  # who wrote live items (read once, then kept up to date by the sync)
+        self.vectors: dict[int, np.ndarray] = {}  # item id -> its vectors as float16 (row 0 = whole item)
+        # what ranking reads of an item, kept while the journal says it is unchanged (first in, first out):
+        self.ranked: dict[int, Ranked] = {}  # its columns
+        self.documents_of: dict[int, tuple[str, str]] = {}  # its full-text document (own tokens, context tokens)
+        self.positions: dict[tuple[str, int], int | None] = {}  # (episode, seq) -> the live item there, or None
+        self.documents = 0  # live full-text documents (counted again as the journal moves)
+        self._counted_at = -1  # journal position of that count
+        self.corpus: CorpusSample | None = None  # random documents: BM25 and dense score statistics
+        self._corpus_drawn_at = 0  # documents when it was drawn
+        self.sample_matrix: tuple[np.ndarray, np.ndarray] | None = None  # the sample's vectors, stacked once
+        self.warmup: threading.Thread | None = None
+        self._stop_warmup = threading.Event()
+        self._on_exit: Callable[[], None] | None = None  # what exit calls while the warm-up runs
+
+    # ---- read through ------------------------------------------------------------------------------------
+
+    def ranking_meta(self, repos: Repos, item_ids: Iterable[int], focus: bool) -> dict[int, Ranked]:
+        """What ranking reads of these items (a query filtering by tags or emotions reads them from SQL)."""
+        if focus:
+            return {i: Ranked.of(row) for i, row in repos.items.ranking_rows(item_ids, focus).items()}
+        found = {i: m for i in item_ids if (m := self.ranked.get(i)) is not None}
+        missing = [i for i in item_ids if i not in found]
+        if missing:
+            fresh = {i: Ranked.of(row) for i, row in repos.items.ranking_rows(missing).items()}
+            _kept(self.ranked, fresh)
+            found.update(fresh)
+        return found
+
+    def documents_for(self, repos: Repos, item_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        found = {i: d for i in item_ids if (d := self.documents_of.get(i)) is not None}
+        missing = [i for i in item_ids if i not in found]
+        if missing:
+            fresh = repos.items.lexical.documents(missing)
+            _kept(self.documents_of, fresh)
+            found.update(fresh)
+        return found
+
+    def items_at(self, repos: Repos, positions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """(episode, seq) -> the live item there, for the positions that hold one."""
+        missing = [p for p in positions if p not in self.positions]
+        if missing:
+            at = repos.items.at_positions(missing)
+            _kept(self.positions, {p: at.get(p) for p in missing})
+        return {p: i for p in positions if (i := self.positions.get(p)) is not None}
+
+    def vectors_of(self, repos: Repos, item_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Every stored vector of these items (row 0 = the whole item), from memory or else from the database."""
+        wanted = list(item_ids)
+        missing = [i for i in wanted if i not in self.vectors]
+        if missing:
+            for item_id, stored in repos.items.vectors.get(self.embedder.name, missing).items():
+                self.vectors[item_id] = stored.vectors
+        return {i: self.vectors[i] for i in wanted if i in self.vectors}
+
+    def corpus_sample(self, repos: Repos, sample_size: int) -> CorpusSample:
+        """The number of documents (counted again when the journal moves; past RECOUNT_ALWAYS_BELOW documents, once
+        it has moved by a hundredth of them) and a uniform random sample of them (drawn again once the corpus has
+        changed by a tenth)."""
+        head = self.applied
+        if self._counted_at < 0 or (head != self._counted_at and (self.documents < RECOUNT_ALWAYS_BELOW or
+                                                                  head - self._counted_at > self.documents // 100)):
+            self.documents, self._counted_at = repos.items.lexical.count(), head
+        size = self.documents
+        if self.corpus is None or abs(size - self._corpus_drawn_at) > 0.1 * max(1, self._corpus_drawn_at) or \
+                (size and not len(self.corpus)):
+            self.corpus = CorpusSample.of(repos.items.lexical.sample(sample_size))
+            self._corpus_drawn_at, self.sample_matrix = size, None
+        return self.corpus
+
+    # ---- kept in step by the write journal ---------------------------------------------------------------
+
+    def forget(self, changed: Iterable[int], rows: Iterable[MemoryItem]) -> None:
+        """Drop what ranking keeps of changed items, and the positions they hold or held (a new turn fills one)."""
+        for item_id in changed:
+            self.ranked.pop(item_id, None)
+            self.documents_of.pop(item_id, None)
+        for row in rows:
+            if row.episode is not None and row.seq is not None:  # (a row without a place held none)
+                self.positions.pop((row.episode, row.seq), None)
+
+    def forget_ranking(self) -> None:
+        """Drop every item's ranking columns, document and place (a collection filled again from the start)."""
+        self.ranked, self.documents_of, self.positions = {}, {}, {}
+
+    def sample_vectors_changed(self, item_ids: Iterable[int]) -> None:
+        """New vectors of these items: the sample's stacked vectors are stacked again when it holds one of them."""
+        if self.corpus and set(self.corpus.ids) & set(item_ids):
+            self.sample_matrix = None
+
+    # ---- background warm-up ------------------------------------------------------------------------------
+
+    def start_warmup(self, on_exit: Callable[[], None]) -> None:
+        """Copy every stored vector into memory in the background (once per process, on first use); `on_exit` is
+        called at interpreter exit while it runs (it stops it: `stop_warmup`)."""
+        if self.warmup is not None or self._stop_warmup.is_set():
+            return
+        self.warmup = threading.Thread(target=self._warm, name="memory-warmup", daemon=True)
+        # a daemon thread still inside Chroma's native code when the interpreter finalises crashes it
+        # (measured: SIGSEGV when `kb add` exited mid-warm-up), so exit stops it between two pages first
+        self._on_exit = on_exit
+        atexit.register(on_exit)
+        self.warmup.start()
+
+    def stop_warmup(self) -> None:
+        """Stop the background copy between two pages (safe to call more than once)."""
+        self._stop_warmup.set()
+        if self.warmup is not None:
+            self.warmup.join(timeout=60)
+            if self._on_exit is not None:
+                atexit.unregister(self._on_exit)
+
+    def _warm(self) -> None:
+        """Copy every stored vector, and what ranking reads of every item (its columns, full-text document and
+        place), into the caches."""
+        try:
+            started = time.monotonic()
+            vectors = self.warm_pages(lambda repos, after: repos.items.vectors.page(self.embedder.name, after,
+                                                                                    WARMUP_PAGE), self.keep_vectors)
+            rows = self.warm_pages(lambda repos, after: self.ranking_page(repos, after),
+                                   self.keep_ranking, limit=RANKING_CACHE)
+            log.info("memory warmed: %d items' vectors, %d items' ranking rows in %.1fs", vectors, rows,
+                     time.monotonic() - started)
+        except Exception:  # the caches are only an accelerator; misses are read on demand
+            log.debug("memory warm-up stopped", exc_info=True)
+        finally:
+            if self._on_exit is not None:  # done: nothing to stop at exit, and the index can be collected
+                atexit.unregister(self._on_exit)
+
+    def warm_pages(self, read: Callable[[Repos, int], Mapping[int, V]], keep: Callable[[Mapping[int, V]], None],
+                   limit: int | None = None) -> int:
+        """Page through `read(repos, after_id) -> {id: value}` and `keep` each page, unless the journal moved while
+        it was read (a change the sync has already dropped from the caches must not come back stale): then read it
+        again."""
+        after, copied = 0, 0
+        while not self._stop_warmup.is_set() and (limit is None or copied < limit):
+            seen = self.applied
+            with self.db.unit() as repos:
+                page = read(repos, after)
+            if not page:
+                break
+            with self._lock:
+                if self.applied != seen:
+                    continue
+                keep(page)
+            copied, after = copied + len(page), max(page)
+        return copied
+
+    def keep_vectors(self, page: Mapping[int, Any]) -> None:
+        for item_id, stored in page.items():
+            self.vectors.setdefault(item_id, stored.vectors)
+
+    @staticmethod
+    def ranking_page(repos: Repos, after: int) -> dict[int, tuple[Ranked, tuple[str, str]]]:
+        rows = {row.id: Ranked.of(row) for row in repos.items.ranking_page(after, WARMUP_PAGE)}
+        documents = repos.items.lexical.documents(rows)
+        return {i: (ranked, documents.get(i, ("", ""))) for i, ranked in rows.items()}
+
+    def keep_ranking(self, page: Mapping[int, tuple[Ranked, tuple[str, str]]]) -> None:
+        for item_id, (ranked, document) in page.items():
+            self.ranked.setdefault(item_id, ranked)
+            self.documents_of.setdefault(item_id, document)
+            if ranked.episode is not None and ranked.seq is not None:
+                self.positions.setdefault((ranked.episode, ranked.seq), item_id)

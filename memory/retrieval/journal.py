@@ -1,0 +1,179 @@
+"""The write journal of the memory index (memory/retrieval/index.py): what is pending indexing, and the sync that
+brings the vectors up to the catalogue's journal.
+
+Every change to `memory_items` is journalled in its own transaction (MemoryItemRepo). `WriteJournal.sync` replays
+the journal: it embeds what changed, stores the vectors in `memory_vectors` and queues the whole-item vector for
+Chroma. Chroma writes wait in `pending` (record id -> vector, or None for a metadata-only change, and metadata) and
+`pending_deletes` until `flush`: one write costs ~20 ms whatever its size (measured), and a tick writes a memory or
+two. Searches see pending items through the in-process vectors (`queued`); a crash before the flush loses nothing
+(Chroma's journal position moves only with it, so the next sync writes them again, from the stored vectors).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from memory.db import Database
+from memory.models import MemoryItem
+from memory.repositories import Repos
+from memory.retrieval.caches import EmbeddingCache, RetrievalCaches, texts_key, timestamp
+from memory.retrieval.embeddings import Embedder
+from memory.retrieval.vector_store import VectorStore
+
+log = logging.getLogger("memory.retrieval.index")  # "indexed N/M memories": the benches turn these on by this name
+
+FLUSH_RECORDS = 64  # Chroma records queued before they are written…
+FLUSH_SECONDS = 30.0  # …or this long after the last write
+BACKFILL_PAGE = 2000  # items read at a time when a collection is (re)built
+FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded memory)
+EMBED_BATCH = 256  # changed items embedded (and their vectors stored) at a time
+
+
+def record_meta(item: MemoryItem) -> dict[str, Any]:
+    """An item's Chroma metadata (what a vector search filters by)."""
+    return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": timestamp(item.created_at)}
+
+
+class WriteJournal:
+    """What the vector store is still owed, and the replay of the catalogue's journal that owes it (module doc).
+    The index's lock guards it."""
+
+    def __init__(self, db: Database, embedder: Embedder, lock: threading.RLock, *, store: VectorStore,
+                 caches: RetrievalCaches, embedding: EmbeddingCache):
+        self.db, self.embedder, self._lock = db, embedder, lock
+        self.store, self.caches, self.embedding = store, caches, embedding
+        self.pending: dict[str, tuple[np.ndarray | None, dict[str, Any]]] = {}
+        self.pending_deletes: set[str] = set()
+        self.pending_head = 0  # the journal position the pending writes bring Chroma to
+        self.flushed_at = time.monotonic()
+        self.written: dict[int, str] = {}  # item id -> digest of the texts its vectors were made from (this process)
+
+    def queued(self) -> list[int]:
+        """Items whose new vectors wait for Chroma (a search takes them as dense candidates)."""
+        return [int(record) for record, (vector, _) in self.pending.items() if vector is not None]
+
+    def sync(self, progress: bool = False, flush: bool = False) -> int:
+        """Bring the vectors up to the journal (Chroma when enough has queued up, or when `flush` or `progress`
+        asks: a bulk load); returns the number of items changed."""
+        with self._lock:
+            changed = self._replay(progress)
+            if flush or progress or len(self.pending) >= FLUSH_RECORDS or \
+                    time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
+                self.flush()
+            return changed
+
+    def flush(self) -> int:
+        """Write the queued records to Chroma and move its journal position; returns how many were written."""
+        with self._lock:
+            if not self.pending and not self.pending_deletes and self.pending_head <= self.store.position():
+                return 0
+            deletes = sorted(self.pending_deletes - set(self.pending))
+            full = [(r, v, m) for r, (v, m) in self.pending.items() if v is not None]
+            metadata_only = [(r, m) for r, (v, m) in self.pending.items() if v is None]
+            self.store.write(full, metadata_only, deletes, self.pending_head)
+            written = len(self.pending) + len(deletes)
+            self.pending, self.pending_deletes = {}, set()
+            self.flushed_at = time.monotonic()
+            return written
+
+    def _replay(self, progress: bool) -> int:
+        caches = self.caches
+        with self.db.unit() as repos:
+            head = repos.items.journal_head()
+            chroma_at = max(self.store.position(), self.pending_head)
+            if not caches.applied and not caches.vectors and caches.authors is None:
+                caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
+            if head <= caches.applied and head <= chroma_at:
+                return 0
+            if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
+                return self._backfill(repos, head, progress)
+            since = min(chroma_at, caches.applied)
+            changed = repos.items.changed_since(since, head) if head > since else []
+            rows = repos.items.many(changed)
+            live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
+            removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
+            if caches.authors is not None:
+                caches.authors |= {item.author or "" for item in live}
+            if head > chroma_at:  # (the same range as `changed` when the in-process state is where Chroma is)
+                embedded_here = changed if since == chroma_at else repos.items.changed_since(chroma_at, head)
+                self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
+                                    [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
+                self.pending_head = head
+            else:
+                embedded_here = []
+            # items another process changed and already wrote to Chroma: forget their cached vectors
+            for item_id in set(changed) - set(embedded_here):
+                caches.vectors.pop(item_id, None)
+            for item_id in removed:
+                caches.vectors.pop(item_id, None)
+            caches.forget(changed, rows.values())
+            caches.applied = head
+            return len(changed)
+
+    def _backfill(self, repos: Repos, head: int, progress: bool) -> int:
+        """Embed every live item into a new (or emptied) collection, a page at a time (bounded memory)."""
+        caches = self.caches
+        caches.forget_ranking()
+        total, done, after, started = repos.items.lexical.count() if progress else 0, 0, 0, time.monotonic()
+        while True:
+            page = repos.items.indexed(after_id=after, limit=BACKFILL_PAGE)
+            if not page:
+                break
+            if caches.authors is not None:
+                caches.authors |= {item.author or "" for item in page}
+            self._queue_vectors(repos, page, [], progress, done, total or None, started)
+            done, after = done + len(page), page[-1].id
+        self.pending_head, caches.applied = head, head
+        return done
+
+    def _queue_vectors(self, repos: Repos, items: list[MemoryItem], removed: list[int], progress: bool = False,
+                       done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
+        """Store the vectors of changed items and queue their Chroma records. An item whose texts did not change
+        (a neighbour's context, its status) keeps its vectors: only its metadata is queued, or, when another
+        process or an earlier run made them, the stored vectors are taken instead of embedding it again."""
+        gone = set(removed)
+        for item_id in gone:
+            self.pending_deletes.add(str(item_id))
+            self.pending.pop(str(item_id), None)
+            self.written.pop(item_id, None)
+            self.caches.vectors.pop(item_id, None)
+        if gone:
+            with self.db.unit() as writer:
+                writer.items.vectors.remove(gone)
+        fresh: list[MemoryItem] = []
+        for item in items:
+            if self.written.get(item.id) == texts_key(item):
+                record = str(item.id)
+                self.pending[record] = (self.pending.get(record, (None, None))[0], record_meta(item))
+            else:
+                fresh.append(item)
+        batch, started = EMBED_BATCH, started or time.monotonic()
+        for start in range(0, len(fresh), batch):
+            part_items = fresh[start:start + batch]
+            keys = {item.id: texts_key(item) for item in part_items}
+            stored = repos.items.vectors.get(self.embedder.name, keys)  # read in the sync's own transaction
+            made = {item_id: vectors.vectors for item_id, vectors in stored.items() if vectors.texts_key == keys[item_id]}
+            todo = [item for item in part_items if item.id not in made]
+            if todo:
+                embedded = [(item.id, keys[item.id], vectors) for item, vectors in zip(todo, self.embedding.embed_items(todo))]
+                with self.db.unit() as writer:  # its own short transaction: a bulk load does not hold writers up
+                    writer.items.vectors.put(self.embedder.name, embedded)
+                made.update({item_id: vectors.astype(np.float16) for item_id, _, vectors in embedded})
+            for item in part_items:
+                record = str(item.id)
+                self.caches.vectors[item.id] = made[item.id]
+                self.pending[record] = (made[item.id][0].astype(np.float32), record_meta(item))
+                self.pending_deletes.discard(record)
+                self.written[item.id] = keys[item.id]
+            self.caches.sample_vectors_changed(keys)
+            if len(self.pending) >= FLUSH_BULK:  # a bulk load writes as it goes (Chroma's journal position
+                self.flush()  # stays where it was until everything is written)
+            if progress and (len(fresh) > batch or total):
+                done = done_before + min(len(fresh), start + batch)
+                log.info("indexed %d/%d memories (%.0f/s)", done, total or len(fresh),
+                         (done) / max(1e-6, time.monotonic() - started))

@@ -1,0 +1,317 @@
+"""The ranker of the memory index (memory/retrieval/index.py): candidates from both engines, the fused score, the
+episode's neighbours, and MMR (the formula is in index.py's module doc).
+
+It reads what it ranks through the caches (memory/retrieval/caches.py), the dense candidates from the vector store
+and the write journal's queue, and the query's reading (named authors, periods, "when …?") from
+memory/retrieval/query.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memory.db import Database
+from memory.models import MemoryItem
+from memory.repositories import Repos
+from memory.retrieval import query as reading
+from memory.retrieval.caches import Ranked, RetrievalCaches, timestamp
+from memory.retrieval.journal import WriteJournal
+from memory.retrieval.lexical import idf, scores as bm25_scores, selective_terms
+from memory.retrieval.settings import RetrievalSettings
+from memory.retrieval.vector_store import VectorStore
+from memory.text import tokenize
+
+DENSE_SAMPLE = 512  # of the sample, the items whose vectors estimate the dense scores' spread (a restarted
+# process reads them from the database before its first answer)
+DF_EXACT_UP_TO = 1000  # PostgreSQL counts a term's documents up to this; past it the sample estimates
+
+
+@dataclass
+class Query:
+    text: str
+    k: int = 5
+    tiers: list[str] | None = None
+    tags: list[str] | None = None
+    tags_mode: str = "or"  # or | and
+    emotions: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    mode: str = "standard"  # standard | concentration | meditation
+    include_archived: bool = False
+    exclude: set[int] = field(default_factory=set)
+    mmr_lambda: float | None = None  # overrides the configured λ (the memory manager's diversity_boost)
+
+
+@dataclass
+class Hit:
+    item: MemoryItem
+    score: float
+    parts: dict[str, float]
+
+
+def z_score(value: float, mean: float, std: float) -> float:
+    return (value - mean) / std if std > 1e-9 else value - mean
+
+
+def allowed(meta: Ranked | None, q: Query) -> bool:
+    """Whether the query may return this item (status, tiers, time window)."""
+    if meta is None or meta.status == "deleted" or (meta.status == "archived" and not q.include_archived):
+        return False
+    if q.tiers and meta.tier not in q.tiers:
+        return False
+    if q.since and meta.created < timestamp(q.since):
+        return False
+    if q.until and meta.created > timestamp(q.until):
+        return False
+    return True
+
+
+def matches_focus(meta: Ranked, q: Query) -> bool:
+    """Concentration: tags and/or emotions (`tags_mode` and|or)."""
+    checks = []
+    if q.tags:
+        wanted = {t.lower() for t in q.tags}
+        checks.append(wanted <= meta.tags if q.tags_mode == "and" else bool(wanted & meta.tags))
+    if q.emotions:
+        wanted = {e.lower() for e in q.emotions}
+        checks.append(wanted <= meta.emotions if q.tags_mode == "and" else bool(wanted & meta.emotions))
+    if not checks:
+        return True
+    return all(checks) if q.tags_mode == "and" else any(checks)
+
+
+def stack(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Items' vectors as one float32 matrix, with the row where each item starts."""
+    starts = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]].astype(np.int64)
+    return np.vstack(rows).astype(np.float32), starts
+
+
+def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float) -> list[int]:
+    """Maximal marginal relevance over min-max-scaled scores and whole-item cosine similarity."""
+    if lam >= 1 or len(pool) <= 1:
+        return pool[:k]
+    values = np.array([score[i] for i in pool])
+    relevance = (values - values.min()) / (values.max() - values.min() + 1e-9)
+    dim = next(iter(vectors.values())).shape[1] if vectors else 1
+    matrix = np.vstack([vectors[i][0].astype(np.float32) if i in vectors else np.zeros(dim, dtype=np.float32) for i in pool])
+    similarity = matrix @ matrix.T
+    chosen: list[int] = []
+    left = list(range(len(pool)))
+    while left and len(chosen) < k:
+        if chosen:
+            redundancy = similarity[np.ix_(left, chosen)].max(axis=1)
+        else:
+            redundancy = np.zeros(len(left))
+        best = left[int(np.argmax(lam * relevance[left] - (1 - lam) * redundancy))]
+        chosen.append(best)
+        left.remove(best)
+    return [pool[i] for i in chosen]
+
+
+def farthest_first(matrix: np.ndarray, k: int) -> list[int]:
+    """The rows of `k` mutually most different unit vectors (greedy farthest-first from the last row), in order."""
+    chosen = [len(matrix) - 1]  # start from the newest
+    closest = matrix @ matrix[chosen[0]]
+    while len(chosen) < k:
+        closest[chosen] = np.inf
+        pick = int(np.argmin(closest))
+        chosen.append(pick)
+        closest = np.maximum(closest, matrix @ matrix[pick])
+    return sorted(chosen)
+
+
+class Ranker:
+    """Hybrid ranking of one query over the index's caches, vector store and write queue."""
+
+    def __init__(self, db: Database, config: RetrievalSettings, clock: Callable[[], datetime], *,
+                 caches: RetrievalCaches, store: VectorStore, journal: WriteJournal):
+        self.db, self.config, self.clock = db, config, clock
+        self.caches, self.store, self.journal = caches, store, journal
+        self._blas: Any = None  # threadpoolctl's controller (`small_math`)
+
+    def small_math(self) -> AbstractContextManager[Any]:
+        """One BLAS thread while ranking: its matrices are small, and two threads on a busy 2-core machine wait for
+        each other (measured: a 60×60 product 0.02 ms on one thread, 5 ms on two under load)."""
+        if self._blas is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+        limited: AbstractContextManager[Any] = self._blas.limit(limits=1, user_api="blas")
+        return limited
+
+    def dense_scores(self, stacked: tuple[np.ndarray, np.ndarray], qv: np.ndarray) -> np.ndarray:
+        """Per item: w · its best vector's similarity + (1 − w) · its whole-item vector's similarity."""
+        matrix, starts = stacked
+        sims = matrix @ qv
+        w = self.config.best_vector_weight
+        scores: np.ndarray = w * np.maximum.reduceat(sims, starts) + (1 - w) * sims[starts]
+        return scores
+
+    def _sample_dense(self, qv: np.ndarray, repos: Repos) -> tuple[float, float]:
+        """Mean and std of the sample's dense scores for this query (z-normalisation of dense scores)."""
+        caches = self.caches
+        if caches.sample_matrix is None:
+            everyone = caches.corpus.ids if caches.corpus else []
+            ids = everyone[::max(1, len(everyone) // DENSE_SAMPLE)][:DENSE_SAMPLE]  # spread over the (sorted) sample
+            vectors = caches.vectors_of(repos, ids)
+            if not vectors:
+                return 0.0, 0.0
+            caches.sample_matrix = stack(list(vectors.values()))
+        values = self.dense_scores(caches.sample_matrix, qv)
+        return float(values.mean()), float(values.std())
+
+    def rank(self, q: Query, repos: Repos, embed: Callable[[list[str]], np.ndarray]) -> list[Hit]:
+        """The query's `k` hits, best first; `embed` makes the query's vectors (the index's `embed_texts`)."""
+        cfg, caches = self.config, self.caches
+        if not q.text.strip():
+            return []
+        corpus = caches.corpus_sample(repos, cfg.sample_size)
+        documents = caches.documents
+        if not documents:
+            return []
+        if caches.authors is None:
+            caches.authors = repos.items.authors()
+        authors = caches.authors
+        if cfg.each_author_query:
+            named = reading.named_authors(q.text, authors)
+        else:
+            named = [one] if (one := reading.about_author(q.text, authors)) else []
+        asked = set(reading.subjects(q.text, named))
+        # the dense query of each named author's items, in that author's first person; anyone else's: the first
+        # asked-about author's (or the query as it is)
+        rewrites = {a: reading.first_person(q.text, a) for a in named}
+        dense_text = rewrites[reading.subjects(q.text, named)[0]] if named else q.text
+        dense_texts = list(dict.fromkeys([dense_text, *rewrites.values()]))
+        now = self.clock()
+        periods = [(timestamp(r.start), timestamp(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
+        asks_when = reading.asks_when(q.text)
+
+        # words: the engine's candidates for the selective terms; BM25 weights from the corpus's document counts
+        terms = list(dict.fromkeys(tokenize(q.text)))
+        cap = DF_EXACT_UP_TO
+        held = repos.items.lexical.document_frequencies(terms, cap)
+        for term, count in held.items():  # PostgreSQL counts only up to the cap: estimate past it from the sample
+            if count >= cap and len(corpus):
+                held[term] = max(count, round(corpus.holding(term) / len(corpus) * documents))
+        weights = {t: idf(max(documents, 1), min(c, documents)) for t, c in held.items() if c}
+        pool = cfg.candidates * (3 if q.mode == "meditation" else 1)
+        lexical = repos.items.lexical.candidates(selective_terms(held, cfg.lexical_postings), pool)
+
+        # meaning: Chroma's nearest vectors (and those still queued for it)
+        query_vectors = embed(dense_texts)  # the recall query is often the thought novelty just embedded
+        where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
+        if q.tiers:
+            where.append({"tier": {"$in": list(q.tiers)}})
+        if q.since:
+            where.append({"created": {"$gte": timestamp(q.since)}})
+        if q.until:
+            where.append({"created": {"$lte": timestamp(q.until)}})
+        # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
+        got = self.store.nearest(list(query_vectors), pool,
+                                 (where[0] if len(where) == 1 else {"$and": where}) if where else None)  # ids = item ids
+        dense_items = list(dict.fromkeys([int(record) for records in got["ids"] for record in records]
+                                         + self.journal.queued()))
+
+        focus = bool(q.tags or q.emotions)
+        meta = caches.ranking_meta(repos, list(dict.fromkeys(lexical + dense_items)), focus)
+        lexical = [i for i in lexical if allowed(meta.get(i), q)]
+        dense_items = [i for i in dense_items if allowed(meta.get(i), q)]
+        candidates = list(dict.fromkeys(lexical + dense_items))
+        positions = {(m.episode, m.seq + step) for i in candidates if (m := meta[i]).episode is not None
+                     and m.seq is not None for step in (-1, 1)}
+        at = caches.items_at(repos, positions)
+        meta.update(caches.ranking_meta(repos, [i for i in dict.fromkeys(at.values()) if i not in meta], focus))
+        # (an item outside an episode has no neighbours: `before.get` and `after.get` find none for it)
+        before = {i: at.get((m.episode, m.seq - 1)) for i in candidates
+                  if (m := meta[i]).episode is not None and m.seq is not None}
+        after = {i: at.get((m.episode, m.seq + 1)) for i in candidates
+                 if (m := meta[i]).episode is not None and m.seq is not None}
+        neighbours = {i: [n for n in (before.get(i), after.get(i)) if n is not None and allowed(meta.get(n), q)]
+                      for i in candidates}
+        scored = set(candidates) | {n for ns in neighbours.values() for n in ns}
+
+        bm25 = bm25_scores(caches.documents_for(repos, scored), weights, corpus.average_length)
+        b_mean, b_std = corpus.mean_std(weights, corpus.average_length)
+        vectors = caches.vectors_of(repos, scored)
+        zdense: dict[int, float] = {}  # each item against its author's rewrite of the query, or the first one
+        for n, text in enumerate(dense_texts):
+            mine = [i for i in vectors if rewrites.get(meta[i].author, dense_text) == text]
+            if mine:
+                d_mean, d_std = self._sample_dense(query_vectors[n], repos)
+                zdense.update((i, z_score(v, d_mean, d_std)) for i, v in zip(
+                    mine, self.dense_scores(stack([vectors[i] for i in mine]), query_vectors[n]).tolist()))
+
+        now_ts = timestamp(now)
+        base: dict[int, float] = {}
+        parts: dict[int, dict[str, float]] = {}
+        asks: dict[int, bool] = {}
+        for item_id in scored:
+            m = meta[item_id]
+            zb = z_score(bm25.get(item_id, 0.0), b_mean, b_std)
+            zd = zdense.get(item_id, 0.0)
+            age_days = max(0.0, (now_ts - m.created) / 86400)
+            asks[item_id] = reading.asks_something(m.text)
+            p = {"bm25": zb, "dense": zd,
+                 "author": cfg.author_boost if m.author in asked else 0.0,
+                 "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
+                 "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
+                 "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
+                 "period": cfg.period_boost * max((w for start, end, w in periods if start <= m.created < end), default=0.0),
+                 "asks": -cfg.question_penalty if asks[item_id] else 0.0}
+            base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(
+                v for k, v in p.items() if k not in ("bm25", "dense"))
+            parts[item_id] = p
+        final: dict[int, float] = {}
+        for item_id in candidates:
+            around = [base[n] for n in neighbours[item_id] if n in base]
+            bonus = cfg.neighbour_weight * sum(around) / 2 if around else 0.0
+            question = before.get(item_id)
+            answers = cfg.answer_weight * base[question] if question in base and asks.get(question) else 0.0
+            parts[item_id]["neighbours"], parts[item_id]["answers"] = bonus, answers
+            final[item_id] = base[item_id] + bonus + answers
+        ranked = [i for i in sorted(final, key=final.__getitem__, reverse=True)
+                  if i not in q.exclude and (q.mode != "concentration" or matches_focus(meta[i], q))
+                  and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))]
+        lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
+        chosen = mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam)
+        rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
+        return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
+                for i in chosen if i in rows]
+
+    def closest_older(self, item_ids: Sequence[int], n_results: int, per_item: int) -> dict[int, list[tuple[float, int]]]:
+        """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
+        (cosine similarity of their whole-item vectors, their id), best first (the comparison runs in Chroma)."""
+        with self.db.unit() as repos:
+            vectors = self.caches.vectors_of(repos, item_ids)
+        ids = [i for i in item_ids if i in vectors]
+        found: dict[int, list[tuple[float, int]]] = {}
+        n = max(1, min(n_results, self.store.record_count()))
+        for start in range(0, len(ids), 100):
+            batch = ids[start:start + 100]
+            got = self.store.nearest([vectors[i][0].astype(np.float32) for i in batch], n)
+            others = {int(r) for records in got["ids"] for r in records}
+            with self.db.unit() as repos:
+                status = {i: row.status for i, row in repos.items.ranking_rows(others).items()}
+            for item_id, records, distances in zip(batch, got["ids"], got["distances"] or []):
+                older = [(float(1 - distance), int(record)) for record, distance in zip(records, distances)
+                         if int(record) < item_id and status.get(int(record)) == "active"]
+                found[item_id] = sorted(older, reverse=True)[:per_item]
+        return found
+
+    def diverse(self, refs: list[str], k: int, tier: str) -> list[str]:
+        """The `k` most mutually different of these items (greedy farthest-first from the newest)."""
+        with self.db.unit() as repos:
+            ids = repos.items.id_map(tier, refs)
+            vectors = self.caches.vectors_of(repos, ids.values())
+        known = [ref for ref in refs if ids.get(ref) in vectors]
+        if len(known) <= k:
+            return known
+        matrix = np.vstack([vectors[ids[ref]][0].astype(np.float32) for ref in known])
+        return [known[i] for i in farthest_first(matrix, k)]

@@ -1,0 +1,37 @@
+"""The retrieval settings: the weights of the fused score and the sizes of the candidate pools (the formula is in
+memory/retrieval/index.py's module doc; bench/locomo.py measures each one with `--set`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RetrievalSettings(BaseModel):
+    """The retrieval weights (module doc), as given by the run's settings object (`memory.retrieval`)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    dense_weight: float = Field(default=0.7, ge=0, le=1)  # dense vs BM25 share of the fused score
+    best_vector_weight: float = Field(default=0.6, ge=0, le=1)  # best sentence vs whole item in the dense score
+    author_boost: float = Field(default=1.0, ge=0)
+    neighbour_weight: float = Field(default=0.2, ge=0)
+    answer_weight: float = Field(default=0.3, ge=0)  # a reply inherits this share of the score of the question it answers
+    question_penalty: float = Field(default=0.6, ge=0)  # an item that only asks (ends with "?") tells less than a reply
+    when_boost: float = Field(default=1.0, ge=0)  # "when …?" queries: items that say when (a time expression)
+    period_boost: float = Field(default=0.5, ge=0)  # a query naming a day, month, year or "last week": items written then
+    recency_weight: float = Field(default=0.1, ge=0)
+    recency_half_life_days: float = Field(default=30.0, gt=0)
+    importance_weight: float = Field(default=0.2, ge=0)
+    mmr_lambda: float = Field(default=0.7, ge=0, le=1)
+    meditation_lambda: float = Field(default=0.3, ge=0, le=1)
+    # a query naming several authors: each one's items are scored against the query in their first person, and
+    # the authors it asks about get the boost (off: only a query naming exactly one author is read for it)
+    each_author_query: bool = True
+    candidates: int = Field(default=100, ge=1)
+    sample_size: int = Field(default=2048, ge=16)
+    lexical_postings: int = Field(default=4000, ge=100)  # the most postings a query's full-text candidate search reads
+    # a sentence's vector: pooled from its item's pass ("pooled": one pass per item) or encoded on its own
+    # ("separate": about 3× the embedding time of a bulk import, about +1 point of LoCoMo recall@5)
+    sentence_vectors: Literal["pooled", "separate"] = "pooled"
