@@ -23,7 +23,6 @@ from reach import budget
 from reach.mcp import McpError, ServerSpec, ToolInfo, call_tool, list_tools
 
 FAMILY = Family("mcp", "tools of my MCP servers", compact=True)
-CATALOGUE_KEY = "mcp/tools/"  # + server name: the tools last seen there
 
 ToolName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 
@@ -59,12 +58,12 @@ def timeout_of(settings: Any, name: str) -> float:
 
 
 def _remember(ctx: CommandContext, server: str, tools: list[ToolInfo]) -> None:
-    ctx.repos.config.set(CATALOGUE_KEY + server, [{"name": t.name, "description": t.description[:500],
+    ctx.repos.config.set_mcp_tools(server, [{"name": t.name, "description": t.description[:500],
                                                    "arguments": t.arguments} for t in tools])
 
 
 def _listing(ctx: CommandContext, spec: ServerSpec) -> str:
-    seen = ctx.repos.config.get(CATALOGUE_KEY + spec.name)
+    seen = ctx.repos.config.mcp_tools(spec.name)
     head = f"{spec.name} ({spec.transport}; allowed: {', '.join(spec.allow) or 'no tool'})"
     if seen is None:
         return f"{head}: tools not listed yet — mcp.list {{\"server\": \"{spec.name}\", \"refresh\": true}}"

@@ -112,14 +112,9 @@ def thread_window(services: Services, repos: Repos, thread_id: str) -> int:
 
 # -- active thread of a root (threads the persona opened with `stelis.start`) -------------------
 
-def active_thread_key(root_id: str) -> str:
-    """The config key naming the thread a root's ticks run in (read with the tick's other keys: nodes/steps/s01)."""
-    return f"stelis/active/{root_id}"
-
-
 def active_thread(repos: Repos, root_id: str) -> str:
     """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
-    current = repos.config.get(active_thread_key(root_id)) or root_id
+    current = repos.config.active_thread(root_id) or root_id
     while current != root_id:
         thread = repos.threads.get(current)
         if thread is not None and thread.status == "running":
@@ -129,7 +124,7 @@ def active_thread(repos: Repos, root_id: str) -> str:
 
 
 def set_active_thread(repos: Repos, root_id: str, thread_id: str) -> None:
-    repos.config.set(active_thread_key(root_id), thread_id if thread_id != root_id else None)
+    repos.config.set_active_thread(root_id, thread_id if thread_id != root_id else None)
 
 
 # -- lifecycle ------------------------------------------------------------------------------------
