@@ -170,7 +170,8 @@ class Agent:
                              "step": self.last_failure.step, "error": self.last_failure.error}
         if not self.playbook.loop:
             with self.services.db.unit() as repos:
-                repos.config.set_playbook_run(self.thread_id, self.playbook.name, {"run_id": self.run_id, "status": "done"})
+                repos.config.set_playbook_run(self.thread_id, self.playbook.name,
+                                             {"run_id": self.run_id, "status": "done"})
         prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
@@ -212,8 +213,8 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", check
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
                 checkpoint_prefix: str = "", overrides: Overrides | None = None, **given: Any) -> Agent:
     """Open services from `overrides` and `given` (persona.settings.Settings fields: data_dir, db_url, persona_dir,
-    llm_url, …; graph/services.open_services) unless `services` are given, compile the playbook, and abort Stelis threads a dead process left running (each gets a
-    chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
+    llm_url, …; graph/services.open_services) unless `services` are given, compile the playbook, and abort Stelis
+    threads a dead process left running (each gets a chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
     when the database is Postgres, SqliteSaver in the data dir otherwise), "memory", or a saver."""
     services = services or open_services(overrides, **given)
     if checkpointer == "sqlite" and services.db.is_postgres:  # the state goes where the memory goes

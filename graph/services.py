@@ -1,8 +1,9 @@
 """Opening what a run needs — database, persona, settings, LLM registry, memory index — from the run's settings.
 
 `open_services(overrides)` reads the settings once (persona/settings.py: defaults → config.yaml → the persona's own
-changes → environment → the caller's overrides, e.g. the command line's flags). The persona a data dir belongs to is recorded in it, so a later command on the
-same data dir without `--persona` (inspect, kb, persona show…) reads the same persona, not the default one.
+changes → environment → the caller's overrides, e.g. the command line's flags). The persona a data dir belongs to is
+recorded in it, so a later command on the same data dir without `--persona` (inspect, kb, persona show…) reads the
+same persona, not the default one.
 """
 
 from __future__ import annotations

@@ -642,13 +642,13 @@ def _sources(settings: Settings, given: dict[str, Any], changes: dict[str, Any],
     return sources
 
 
-def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, Any], flags: dict[str, Any]) -> str:
+def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, Any], given: dict[str, Any]) -> str:
     lines = []
     env = _environ()
     for err in exc.errors():
         path = tuple(err["loc"])
         dotted = ".".join(str(p) for p in path if not isinstance(p, int))
-        if path and path[0] in flags:
+        if path and path[0] in given:
             where = f"--{str(path[0]).replace('_', '-')} ({format_path(path)})"
         elif any(_env_name(path[:n]) in env for n in range(1, len(path) + 1)):
             where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in env)
@@ -664,12 +664,12 @@ def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, A
 
 def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[str, Any] | None = None,
                   config: LinedYaml | None = None, overrides: Overrides | None = None,
-                  recorded_persona_dir: str | None = None, **flags: Any) -> Settings:
-    """The run's settings (the module doc's layers). `overrides` (and `flags`, keyword values on top of them, None
+                  recorded_persona_dir: str | None = None, **values: Any) -> Settings:
+    """The run's settings (the module doc's layers). `overrides` (and `values`, keyword values on top of them, None
     meaning not given) are the caller's layer; `persona_dir` names the persona as a flag would. `self_changes` are
     the persona's own `persona/<key>` rows, dotted; `recorded_persona_dir` the persona the data dir was last run
     with (used when the run names none). Raises SettingsError naming the bad layer."""
-    given = (overrides or Overrides()).replace(**{k: v for k, v in flags.items() if v is not None})
+    given = (overrides or Overrides()).replace(**{k: v for k, v in values.items() if v is not None})
     if persona_dir is not None and given.persona_dir is None:
         given = given.replace(persona_dir=str(persona_dir))
     named, persona_source = persona_dir_named(given)

@@ -1,4 +1,4 @@
-"""The app factory: `create_app(flags)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
+"""The app factory: `create_app(overrides)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
 the persona as an MCP server at /mcp, the live streams, the vendored static files, the guard (token, CSRF) and JSON errors. Nothing is opened at import
 time: the services open when the app starts (its lifespan) and close when it stops. Around all of it, the Host check
 (web/security.py `HostGuard`): the app answers only to the names it is served as."""

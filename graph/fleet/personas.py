@@ -146,6 +146,8 @@ class Deployment:
                 repos.config.set_session_export(session_id, None)  # taken
         finally:
             database.close()
+        if result is None:
+            raise FleetError(f"the export of session {session_id} left no result")
         return result
 
     def index(self, name: str, *, timeout_s: float = 3600) -> None:

@@ -199,7 +199,7 @@ class WorkerRuntime:
         services = persona.services
         session_id, _ = open_session(repos, THREAD, playbook=persona.agent.playbook.name, persona=services.persona.name,
                                      now=services.clock())
-        return str(session_id)
+        return session_id
 
     def _maybe_fetch_feeds(self, persona: OpenPersona) -> None:
         """The persona's RSS/Atom feeds that are due (or that its world check asked for), between its ticks."""

@@ -165,14 +165,14 @@ class ConfigRepo(Repo):
         keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY) + ((ACTIVE_THREAD_PREFIX + active_root,) if active_root else ())
         self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
 
-    def revived_from(self, thread_id: str) -> str | None:
+    def revived_from(self, thread_id: str) -> int | None:
         """The session a revived thread continues."""
         return self.get(SESSION_REVIVED_PREFIX + thread_id)
 
-    def set_revived_from(self, thread_id: str, session_id: str | None) -> None:
+    def set_revived_from(self, thread_id: str, session_id: int | None) -> None:
         self.set(SESSION_REVIVED_PREFIX + thread_id, session_id)
 
-    def revived_threads(self) -> dict[str, Any]:
+    def revived_threads(self) -> dict[str, int]:
         """Thread id -> the session it continues, for every revived thread."""
         return {k.removeprefix(SESSION_REVIVED_PREFIX): v for k, v in self.with_prefix(SESSION_REVIVED_PREFIX).items()}
 

@@ -72,7 +72,8 @@ def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     services = ctx.services
     changes = {**ctx.repos.config.self_changes(), key: cmd.args["value"]}
     try:
-        settings = load_settings(self_changes=changes, overrides=services.overrides, recorded_persona_dir=str(services.persona.directory))
+        settings = load_settings(self_changes=changes, overrides=services.overrides,
+                                 recorded_persona_dir=str(services.persona.directory))
     except SettingsError as exc:
         raise CommandError(f"config.update: {exc}") from None
     old, value = current(ctx.settings, key), current(settings, key)
