@@ -21,7 +21,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
                                    "llm_memory, insights) or newborn (persona files with a fresh identity)."),
           parent: Optional[str] = typer.Option(None, "--from", help="The parent's persona directory (default: the one "
                                                "the data dir was run with)."),
-          data_dir: str = DataDir, db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
+          data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
           directory: Optional[Path] = typer.Option(None, "--dir", help="The child's persona directory (default: beside "
                                                    "the parent's, or personas/NAME)."),
           to_data_dir: Optional[Path] = typer.Option(None, "--to-data-dir", help="The child's data dir (default: DATA-NAME)."),

@@ -40,6 +40,7 @@ from graph.checkpoint import DEFAULT_KEEP, close_saver, open_postgres_saver, ope
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
+from persona.settings import Overrides
 from nodes import AnimaContext, Services
 from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
@@ -108,12 +109,9 @@ class Agent:
             return False
         return bool(self.graph.get_state(self.config).next)
 
-    def _run_key(self) -> str:
-        return f"run/{self.thread_id}/{self.playbook.name}"
-
     def _pending_run(self) -> tuple[str | None, dict[str, Any] | None]:
         with self.services.db.unit() as repos:
-            last = repos.config.get(self._run_key()) or {}
+            last = repos.config.playbook_run(self.thread_id, self.playbook.name) or {}
         run_id = last.get("run_id")
         if run_id and last.get("status") == "running":
             return run_id, last.get("inputs") or {}
@@ -136,7 +134,8 @@ class Agent:
                 return None
         self.run_id = uuid.uuid4().hex[:12]
         with self.services.db.unit() as repos:
-            repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "running", "inputs": values})
+            repos.config.set_playbook_run(self.thread_id, self.playbook.name,
+                                         {"run_id": self.run_id, "status": "running", "inputs": values})
         return {**base, "run_id": self.run_id, "vars": values}
 
     def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None, *,
@@ -171,7 +170,8 @@ class Agent:
                              "step": self.last_failure.step, "error": self.last_failure.error}
         if not self.playbook.loop:
             with self.services.db.unit() as repos:
-                repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "done"})
+                repos.config.set_playbook_run(self.thread_id, self.playbook.name,
+                                             {"run_id": self.run_id, "status": "done"})
         prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
@@ -211,12 +211,12 @@ class Agent:
 
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
-                checkpoint_prefix: str = "", **flags: Any) -> Agent:
-    """Open services from `flags` (persona.settings.Settings fields: data_dir, db_url, persona_dir, llm_url, …)
-    unless given, compile the playbook, and abort Stelis threads a dead process left running (each gets a
-    chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
+                checkpoint_prefix: str = "", overrides: Overrides | None = None, **given: Any) -> Agent:
+    """Open services from `overrides` and `given` (persona.settings.Settings fields: data_dir, db_url, persona_dir,
+    llm_url, …; graph/services.open_services) unless `services` are given, compile the playbook, and abort Stelis
+    threads a dead process left running (each gets a chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
     when the database is Postgres, SqliteSaver in the data dir otherwise), "memory", or a saver."""
-    services = services or open_services(**flags)
+    services = services or open_services(overrides, **given)
     if checkpointer == "sqlite" and services.db.is_postgres:  # the state goes where the memory goes
         saver: BaseCheckpointSaver = open_postgres_saver(services.db.libpq_url())
     elif checkpointer == "sqlite":

@@ -8,7 +8,7 @@ from typing import Any
 
 from memory import Repos
 from nodes.commands.cycle import load_cycle
-from persona.drives import REACH_OUT_KEY, compute_drives
+from persona.drives import compute_drives
 from persona.settings import Settings
 
 
@@ -73,7 +73,7 @@ def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int)
     drives: dict[str, Any] = compute_drives(repos, now, settings.drives).as_dict()
     drives["zone"] = str(settings.zone())
     offers = []
-    for offer in repos.config.get(REACH_OUT_KEY) or []:
+    for offer in repos.config.reach_outs:
         sent = [c for c in repos.commands.recent(200, thread_id=offer.get("thread"))
                 if c.tick == offer.get("tick") and c.type == "messages.send" and c.status == "executed"]
         offers.append({**offer, "sent": bool(sent)})

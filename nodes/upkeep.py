@@ -16,7 +16,6 @@ from memory.upkeep.manager import run_pass
 from nodes.context import Services
 
 log = logging.getLogger(__name__)
-EPISODES_CHECKED = "memory/episodes_checked_on"  # the local date on which nothing more was missing
 
 
 def generator(services: Services, purpose: str, max_tokens: int, *, thread_id: str, tick: int,
@@ -32,7 +31,7 @@ def generator(services: Services, purpose: str, max_tokens: int, *, thread_id: s
 
 def episodes_checked(services: Services, repos) -> bool:
     """True when today's look for missing summaries found none (nothing to do until tomorrow or the next dream)."""
-    return repos.config.get(EPISODES_CHECKED) == services.clock().astimezone(services.settings.zone()).date().isoformat()
+    return repos.config.episodes_checked_on == services.clock().astimezone(services.settings.zone()).date().isoformat()
 
 
 def write_episode(services: Services, thread_id: str,
@@ -46,7 +45,7 @@ def write_episode(services: Services, thread_id: str,
             return {}
         period = next_due(repos, today, zone, services.settings.memory.episode_backfill_days)
         if period is None:
-            repos.config.set(EPISODES_CHECKED, today.isoformat())
+            repos.config.episodes_checked_on = today.isoformat()
             return {}
     try:
         with services.db.unit() as repos:

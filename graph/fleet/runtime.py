@@ -31,16 +31,16 @@ from graph.playbook import load_playbook, resolve_playbook_path
 from graph.services import open_services
 from memory.db import schema_lock
 from memory.fleet import Fleet
-from nodes.commands.world import FETCH_NOW_KEY, refresh_feeds
+from nodes.commands.world import refresh_feeds
 from nodes.stelis.threads import recover_orphans
 from persona.dreaming import dream_due
+from persona.settings import Overrides, load_settings
 
 log = logging.getLogger(__name__)
 THREAD = "main"  # a deployed persona thinks on one root thread
 CONTROL_POLL_S = 5.0  # a persona its human paused or stopped (the Controls page) looks again this often
 IDLE_POLL_S = 10.0  # an idle persona checks its other wake conditions this often (a human's note wakes it at once)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
-EXPORT_KEY = "exports/session-{}"  # where an export job leaves its result, in the persona's own config
 
 
 def worker_token() -> str:
@@ -75,17 +75,18 @@ class OpenPersona:
 class WorkerRuntime:
     """The personas a worker has open (least recently used closed past `keep_open`) and the jobs' bodies."""
 
-    def __init__(self, fleet: Fleet, flags: dict[str, Any], *, scheduler, keep_open: int = 256,
+    def __init__(self, fleet: Fleet, overrides: Overrides, *, scheduler, keep_open: int = 256,
                  cache_dir: str | None = None, providers: dict | None = None, entries: list | None = None):
         from memory.retrieval.embeddings import open_embedder
 
-        self.fleet, self.flags, self.scheduler = fleet, dict(flags), scheduler
+        self.fleet, self.overrides, self.scheduler = fleet, overrides, scheduler
         self.keep_open, self.cache_dir = keep_open, cache_dir
         self.providers, self.entries = providers, entries  # tests and benchmarks: in-process models
         with schema_lock(fleet.engine):  # workers starting together must not create LangGraph's tables twice
             self.saver = open_postgres_saver(fleet.libpq_url())
-        self.embedder = open_embedder(flags.get("embed_url"), flags.get("embed_model"),
-                                      flags.get("api_key_env") or "OPENAI_API_KEY")
+        located = load_settings(overrides=overrides.replace(persona_dir=None))  # the worker's own: no persona yet
+        self.cache_dir = cache_dir or located.fleet_cache
+        self.embedder = open_embedder(located.embed_url, located.embed_model, located.api_key_env, located.cache_dir)
         self._open: OrderedDict[str, OpenPersona] = OrderedDict()
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
@@ -122,10 +123,11 @@ class WorkerRuntime:
 
     def _open_persona(self, name: str, playbook: str, stored: bytes | None, digest: str) -> OpenPersona:
         directory = files.materialize(name, stored or b"", digest, self.cache_dir)
-        flags = {**self.flags, "persona_dir": str(directory), "data_dir": str(files.data_dir(name, self.cache_dir)),
-                 "db_url": self.fleet.libpq_url(), "channel": "web"}
-        services = open_services(db=self.fleet.database(name), providers=self.providers, entries=self.entries,
-                                 embedder=self.embedder, **flags)
+        overrides = self.overrides.replace(persona_dir=str(directory), channel="web",
+                                           data_dir=str(files.data_dir(name, self.cache_dir)),
+                                           db_url=self.fleet.libpq_url())
+        services = open_services(overrides, db=self.fleet.database(name), providers=self.providers,
+                                 entries=self.entries, embedder=self.embedder)
         agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, self.saver, thread_id=THREAD,
                       checkpoint_prefix=f"{name}/")
         recover_orphans(services)  # Stelis threads a killed worker left open
@@ -205,7 +207,7 @@ class WorkerRuntime:
         now = services.clock()
         checked = persona.extra.get("feeds_checked")
         with services.db.unit() as repos:
-            asked = bool(repos.config.get(FETCH_NOW_KEY))
+            asked = repos.config.fetch_now
         if checked is not None and now - checked < FEEDS_CHECK_EVERY and not asked:
             return
         persona.extra["feeds_checked"] = now
@@ -285,9 +287,9 @@ class WorkerRuntime:
         persona = self.persona(name)
         with persona.services.db.unit() as repos:
             data, markdown = export_session(repos, session_id)
-            key = EXPORT_KEY.format(session_id)
-            repos.config.set(key, {"json": data, "markdown": markdown, "at": persona.services.clock().isoformat()})
-        return key
+            repos.config.set_session_export(session_id, {"json": data, "markdown": markdown,
+                                                         "at": persona.services.clock().isoformat()})
+        return str(session_id)
 
     def _flush(self, persona: OpenPersona) -> None:
         """The vectors this job queued go to the Chroma server now: the persona's next job may run elsewhere."""

@@ -18,6 +18,7 @@ from typing import Any
 from graph.fleet import jobs
 from graph.fleet.runtime import WorkerRuntime, worker_token
 from memory.fleet import Fleet
+from persona.settings import Overrides
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 1.0
@@ -98,7 +99,7 @@ def resume_active(fleet: Fleet, scheduler: jobs.Scheduler) -> int:
     return len(names)
 
 
-def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_open: int = 256,
+def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_open: int = 256,
                heartbeat_s: float = HEARTBEAT_S, stalled_after_s: float = STALLED_AFTER_S, poll_s: float = POLL_S,
                name: str | None = None, providers: dict | None = None, entries: list | None = None) -> None:
     """Run jobs until SIGINT/SIGTERM (the running jobs finish first; a second signal stops at once). SIGUSR1 prints
@@ -115,7 +116,7 @@ def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_op
         with deferrer.open():
             jobs.ensure_job_schema(deferrer, fleet)
             log.info("worker: %d active persona(s)", resume_active(fleet, jobs.Scheduler(deferrer, fleet)))
-        runtime = WorkerRuntime(fleet, flags, scheduler=None, keep_open=keep_open, providers=providers,
+        runtime = WorkerRuntime(fleet, overrides, scheduler=None, keep_open=keep_open, providers=providers,
                                 entries=entries)
         asyncio.run(_work(app, fleet, runtime, concurrency=concurrency, heartbeat_s=heartbeat_s,
                           stalled_after_s=stalled_after_s, poll_s=poll_s, name=name or worker_token()))

@@ -14,7 +14,7 @@ from graph.agent import Agent
 from graph.loop.sessions import checkpoint_session, close_session, open_session
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
-from nodes.commands.world import FETCH_NOW_KEY, refresh_feeds
+from nodes.commands.world import refresh_feeds
 from persona.dreaming import dream_due
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Autonomy:
 
     def _fetch_asked(self) -> bool:
         with self.agent.services.db.unit() as repos:
-            return bool(repos.config.get(FETCH_NOW_KEY))
+            return repos.config.fetch_now
 
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
         """Run the dream playbook when it is due (persona/dreaming.py); returns its result, or None."""

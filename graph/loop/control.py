@@ -10,25 +10,23 @@ from typing import Any, Literal
 
 from memory import Repos
 
-CONTROL_KEY = "run/control"  # {"want": running|paused|stopped, "by", "at"}: what the human asked for
-STATUS_KEY = "run/status"  # {"state": running|paused|idle|stopped, "pid", "thread", "tick", "at"}: what the loop does
 Wanted = Literal["running", "paused", "stopped"]
 
 
 def wanted(repos: Repos) -> Wanted:
-    return (repos.config.get(CONTROL_KEY) or {}).get("want", "running")
+    return (repos.config.loop_control or {}).get("want", "running")
 
 
 def request(repos: Repos, want: Wanted, *, by: str, now: datetime) -> dict[str, Any]:
     value = {"want": want, "by": by, "at": now.isoformat()}
-    repos.config.set(CONTROL_KEY, value)
+    repos.config.loop_control = value
     return value
 
 
 def record_status(repos: Repos, state: str, *, now: datetime, thread: str, tick: int | None = None,
                   pid: int | None = None) -> None:
-    repos.config.set(STATUS_KEY, {"state": state, "thread": thread, "tick": tick, "pid": pid,
-                                  "host": socket.gethostname(), "at": now.isoformat()})
+    repos.config.loop_status = {"state": state, "thread": thread, "tick": tick, "pid": pid,
+                                 "host": socket.gethostname(), "at": now.isoformat()}
 
 
 def loop_alive(loop: dict[str, Any]) -> bool | None:
@@ -46,4 +44,4 @@ def loop_alive(loop: dict[str, Any]) -> bool | None:
 
 
 def status(repos: Repos) -> dict[str, Any]:
-    return {"control": repos.config.get(CONTROL_KEY) or {"want": "running"}, "loop": repos.config.get(STATUS_KEY) or {}}
+    return {"control": repos.config.loop_control or {"want": "running"}, "loop": repos.config.loop_status or {}}

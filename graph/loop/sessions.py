@@ -57,7 +57,7 @@ def open_session(repos: Repos, thread_id: str, *, playbook: str, persona: str, n
                                tick=thread.tick if thread is not None else 0,
                                first_message_id=repos.messages.newest_id(), now=now)
     row.goal_state = goal_snapshot(repos)
-    row.revived_from = repos.config.get(f"session/revived/{thread_id}") if previous is None else None
+    row.revived_from = repos.config.revived_from(thread_id) if previous is None else None
     return row.id, told
 
 
@@ -171,7 +171,7 @@ def revive_session(repos: Repos, session_id: int, now: datetime) -> str:
     for item in context.get("responses") or []:
         repos.messages.add(thread_id=thread_id, tick=0, kind=item["kind"], role="assistant", content=item["content"],
                            meta={"revived_from": row.id, "original_tick": item["tick"]})
-    repos.config.set(f"session/revived/{thread_id}", session_id)
+    repos.config.set_revived_from(thread_id, session_id)
     return thread_id
 
 

@@ -18,7 +18,6 @@ from memory.upkeep.abstracts import request_abstract
 from nodes.commands.args import Args, Title
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
-from nodes.context import SELF_CHANGE_PREFIX, self_changes
 from persona.settings import SELF_EDITABLE, Settings, SettingsError, check_self_change, load_settings
 
 FAMILY = Family("config", "my tunable settings")
@@ -71,13 +70,14 @@ def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     if "value" not in cmd.args:
         raise CommandError("config.update: missing argument 'value'")
     services = ctx.services
-    changes = {**self_changes(ctx.repos), key: cmd.args["value"]}
+    changes = {**ctx.repos.config.self_changes(), key: cmd.args["value"]}
     try:
-        settings = load_settings(self_changes=changes, **{**services.flags, "persona_dir": str(services.persona.directory)})
+        settings = load_settings(self_changes=changes, overrides=services.overrides,
+                                 recorded_persona_dir=str(services.persona.directory))
     except SettingsError as exc:
         raise CommandError(f"config.update: {exc}") from None
     old, value = current(ctx.settings, key), current(settings, key)
-    ctx.repos.config.set(f"{SELF_CHANGE_PREFIX}{key}", value)
+    ctx.repos.config.set_self_change(key, value)
     services.settings = settings
     if key == "memory_manager.mode" and old != value:
         request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "mode_change", f"{old} -> {value}")

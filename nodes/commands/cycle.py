@@ -64,18 +64,14 @@ class SwitchArgs(Args):
     on: bool = Field(True, validation_alias=names("on", "value"))
 
 
-def cycle_key(thread_id: str) -> str:
-    return f"cycle/{thread_id}"
-
-
 def load_cycle(repos: Repos, thread_id: str) -> dict[str, Any]:
-    return dict(repos.config.get(cycle_key(thread_id), {}) or {})
+    return repos.config.cycle(thread_id)
 
 
 def update_cycle(repos: Repos, thread_id: str, **changes: Any) -> dict[str, Any]:
     cycle = load_cycle(repos, thread_id)
     cycle.update(changes)
-    repos.config.set(cycle_key(thread_id), cycle)
+    repos.config.set_cycle(thread_id, cycle)
     return cycle
 
 

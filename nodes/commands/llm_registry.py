@@ -19,11 +19,9 @@ from memory import Repos
 from nodes.commands.args import Args, Text, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
-from nodes.context import LLM_OVERRIDE_PREFIX, LLM_SELECTED_KEY
 
 FAMILY = Family("llm_registry", "the models I can think with",
                 compact=True, abouts={"llm_registry": "the models I can think with", "llm_task": "another model answers my question in the background"})
-SELECTED_KEY, OVERRIDE_PREFIX = LLM_SELECTED_KEY, LLM_OVERRIDE_PREFIX
 CHANGEABLE = ("priority", "enabled", "is_validator")
 
 LlmId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -56,12 +54,12 @@ class RegistryError(ValueError):
 
 
 def overrides(repos: Repos) -> dict[str, dict[str, Any]]:
-    return {k.removeprefix(OVERRIDE_PREFIX): v for k, v in repos.config.with_prefix(OVERRIDE_PREFIX).items()}
+    return repos.config.llm_overrides()
 
 
 def choices(repos: Repos) -> tuple[dict[str, dict[str, Any]], str | None]:
     """(overrides by model id, the selected model) as persisted."""
-    return overrides(repos), repos.config.get(SELECTED_KEY)
+    return overrides(repos), repos.config.selected_llm
 
 
 def select(repos: Repos, llms: Any | None, llm_id: str | None) -> str:
@@ -75,7 +73,7 @@ def select(repos: Repos, llms: Any | None, llm_id: str | None) -> str:
             raise RegistryError(f"no enabled model {llm_id!r} (enabled: {have})")
     if llms is not None:
         llms.select(llm_id)
-    repos.config.set(SELECTED_KEY, llm_id)
+    repos.config.selected_llm = llm_id
     return f"primary model: {llm_id or 'the highest priority'}"
 
 
@@ -88,7 +86,7 @@ def update(repos: Repos, llms: Any | None, llm_id: str, **changes: Any) -> str:
     merged = {**overrides(repos).get(llm_id, {}), **changes}
     if llms is not None:
         try:
-            llms.apply({llm_id: merged}, repos.config.get(SELECTED_KEY))
+            llms.apply({llm_id: merged}, repos.config.selected_llm)
         except ValueError as exc:
             raise RegistryError(str(exc)) from None
     else:
@@ -96,10 +94,10 @@ def update(repos: Repos, llms: Any | None, llm_id: str, **changes: Any) -> str:
         state[llm_id] = merged.get("enabled", state[llm_id])
         if not any(state.values()):
             raise RegistryError("every LLM of the registry would be disabled: enable another first")
-    repos.config.set(OVERRIDE_PREFIX + llm_id, merged)
+    repos.config.set_llm_override(llm_id, merged)
     repos.llm_registry.upsert(llm_id, **changes)
-    if changes.get("enabled") is False and repos.config.get(SELECTED_KEY) == llm_id:
-        repos.config.set(SELECTED_KEY, None)
+    if changes.get("enabled") is False and repos.config.selected_llm == llm_id:
+        repos.config.selected_llm = None
     return f"{llm_id}: " + ", ".join(f"{k} = {v}" for k, v in changes.items())
 
 

@@ -30,7 +30,6 @@ from reach.search import SearchAnswer, SearchError, parse_results, search_http, 
 FAMILY = Family("world", "the world outside: web search and feeds",
                 compact=True, abouts={"search": "web search through the backend my operator set", "feeds": "RSS/Atom feeds I read; their items are notes (source feed)"})
 log = logging.getLogger(__name__)
-FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
 
 Url = Annotated[str, StringConstraints(strip_whitespace=True, min_length=8, max_length=1000)]
 
@@ -147,9 +146,9 @@ def refresh_feeds(db: Any, settings: Any, clock, *, only_due: bool = True, threa
     with db.unit() as repos:
         sync_subscriptions(repos, settings)
         now = clock()
-        asked = bool(repos.config.get(FETCH_NOW_KEY))
+        asked = repos.config.fetch_now
         if asked:
-            repos.config.set(FETCH_NOW_KEY, None)
+            repos.config.fetch_now = False
         feeds = repos.feeds.due(now, settings.feeds.every_minutes * 60) if only_due and not asked else repos.feeds.list()
         todo = [(f.id, f.url, f.etag, f.modified) for f in feeds]
     counts = {"feeds": 0, "items": 0, "errors": 0}

@@ -19,8 +19,6 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from persona.drives import (
-    ADJUSTMENTS_KEY,
-    REACH_OUT_KEY,
     RESOLUTION_SCHEMA,
     classify_user_emotion,
     compute_drives,
@@ -33,8 +31,6 @@ from nodes.context import UNREAD, AnimaContext, services_of
 from nodes.state import TickState
 
 log = logging.getLogger(__name__)
-EMOTION_POINTER = "drives/emotion_note_id"  # the last human note whose emotion was logged
-RESOLUTION_POINTER = "drives/resolution_note_id"  # the last human note whose conversation was checked
 MAX_NOTES_PER_TICK = 5
 USER_EMOTION_HORIZON = 4  # devotion half-lives: an older note's emotion would count for less than 1/16
 CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settles no open question now
@@ -51,7 +47,7 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
             return {"drives": {}}
         root = _thread(services, repos, state, state.root_thread or thread_id)
         started = root.created_at if root is not None else None
-        repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+        repos.config.preload_drives()
         notes = _notes_to_feel(services, settings, repos)
         conversation = _conversation_to_judge(services, repos, thread_id)
         if not notes and conversation is None:  # the usual tick: nothing to ask the model, one transaction
@@ -61,13 +57,13 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
     felt = _feel(settings, generate, notes)
     verdict = _judge(services, generate, conversation) if conversation is not None else None
     with services.db.unit() as repos:
-        repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+        repos.config.preload_drives()
         if felt:
             for note_id, text, created_at, emotion in felt:
                 if emotion and emotion[0] != "neutral":
                     repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
                                           tick=tick, created_at=created_at)
-            repos.config.set(EMOTION_POINTER, felt[-1][0])
+            repos.config.emotion_note_pointer = felt[-1][0]
         resolved = _settle(services, repos, thread_id, conversation, verdict) if verdict is not None else []
         return {"drives": _take_stock(services, repos, state, started, resolved=resolved)}
 
@@ -84,7 +80,7 @@ def _take_stock(services, repos, state: TickState, started: datetime | None, res
     now = services.clock()
     purged = repos.questions.purge_resolved(now - timedelta(days=settings.resolved_keep_days))
     drives = compute_drives(repos, now, settings, since=started)
-    offers = list(repos.config.get(REACH_OUT_KEY) or [])
+    offers = repos.config.reach_outs
     last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
     limit = services.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
     waiting = bool(services.reads.get(thread_id, tick, (UNREAD, limit, None),
@@ -97,7 +93,7 @@ def _take_stock(services, repos, state: TickState, started: datetime | None, res
         offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
                  "level": drives.dominant_level}
         if not offers or offers[-1].get("tick") != tick or offers[-1].get("thread") != thread_id:  # a re-run
-            repos.config.set(REACH_OUT_KEY, (offers + [offer])[-MAX_OFFERS_KEPT:])
+            repos.config.reach_outs = (offers + [offer])[-MAX_OFFERS_KEPT:]
         repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
                             f"write to its human unprompted", status="close", thread_id=thread_id)
     return {**drives.as_dict(), "inject_at": settings.inject_at, "reach_out": offer, "reach_out_blocked": why_not,
@@ -116,7 +112,7 @@ def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, 
     """The human's new notes, whose emotion goes to the log. Notes older than four devotion half-lives would move
     no drive any more: they are passed over (a backlog of old notes costs nothing)."""
     since = services.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
-    pointer = int(repos.config.get(EMOTION_POINTER) or 0)
+    pointer = repos.config.emotion_note_pointer
     return [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
 
 
@@ -146,13 +142,13 @@ class Conversation:
 def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | None:
     """After a conversation, the open questions it may have answered; None when there is nothing to ask (the
     notes are then marked as looked at when no question is open)."""
-    pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
+    pointer = repos.config.resolution_note_pointer
     notes = repos.notes.human_after(pointer, read=True, since=services.clock() - CONVERSATION_HORIZON, limit=10)
     if not notes:
         return None
     questions = repos.questions.open(limit=10)
     if not questions:
-        repos.config.set(RESOLUTION_POINTER, notes[-1].id)
+        repos.config.resolution_note_pointer = notes[-1].id
         return None
     replies = [m.content for m in repos.messages.recent(thread_id, 2)]  # the notes were read (answered) last tick
     user = services.settings.user_name
@@ -179,5 +175,5 @@ def _settle(services, repos, thread_id: str, conversation: Conversation, verdict
     if verdict:
         repos.processes.add("drives.questions", "resolved in conversation: " + "; ".join(
             f"{qid}: {answer[:80]}" for qid, answer in verdict), status="close", thread_id=thread_id)
-    repos.config.set(RESOLUTION_POINTER, conversation.last_note_id)
+    repos.config.resolution_note_pointer = conversation.last_note_id
     return [qid for qid, _ in verdict]

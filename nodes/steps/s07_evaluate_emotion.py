@@ -41,7 +41,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     with services.db.unit() as repos:
         recent = recent_outputs(services, repos, state)
-        vocabulary = list(repos.config.get("emotions") or services.settings.emotions)
+        vocabulary = list(repos.config.emotion_vocabulary or services.settings.emotions)
     signals = measure(body, recent, services.memory, stagnant_at=reflexes.stagnation_threshold,
                       novel_below=reflexes.novel_below, documents=services.own_turn(body))
     previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
@@ -82,7 +82,7 @@ def _extend_vocabulary(services, state: TickState, vocabulary: list[str], emotio
     new = [name for name, _ in emotion_strengths(emotions) if name not in vocabulary]
     if new:
         with services.db.unit() as repos:
-            repos.config.set("emotions", vocabulary + new)
+            repos.config.emotion_vocabulary = vocabulary + new
             repos.processes.add("emotions.vocabulary", f"new emotion(s) added to my vocabulary: {', '.join(new)}",
                                 status="close", thread_id=state.thread_id)
         log.info("emotion vocabulary extended with %s", new)

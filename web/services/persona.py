@@ -20,7 +20,6 @@ from graph.loop import control
 from memory import Database, Repos
 from memory.db import DatabaseOpenError, SchemaError
 from nodes.commands import registry
-from nodes.context import PERSONA_DIR_KEY, self_changes
 from persona import PersonaError, default_persona_dir, load_persona
 from persona.archive import ArchiveError, extract_archive, write_archive
 from persona.cards import CardError, card_files, is_png, read_card
@@ -47,7 +46,6 @@ from web.uploads import Upload
 
 FILES = (*BOOTSTRAP_ORDER, "seed.txt", "ethics.yaml")
 SEED_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-EDITS_KEY = "human/persona_edits"  # the human's edits, newest last (the page shows them)
 EDITS_KEPT = 200
 CARD_LIMIT = 10 * 1024 * 1024
 ARCHIVE_LIMIT = 200 * 1024 * 1024
@@ -56,12 +54,10 @@ CARD_TYPES = ("image/png", "application/json", "text/json")
 ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar", "application/zip",
                  "application/x-zip-compressed", "application/x-compressed-tar")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-ROOT_ENV = "ANIMA_PERSONAS_ROOT"
-
-
 def personas_root() -> Path:
-    """Where new personas go (cards, archives): `personas/` as for `run.py persona new`, or $ANIMA_PERSONAS_ROOT."""
-    return Path(os.environ.get(ROOT_ENV) or "personas").expanduser().resolve()
+    """Where new personas go (cards, archives): `personas/` as for `run.py persona new`, or the `personas_root`
+    setting (ANIMA_PERSONAS_ROOT)."""
+    return Path(load_settings().personas_root).expanduser().resolve()
 
 
 # -- where, and whether it may be edited ----------------------------------------------------------------------
@@ -75,7 +71,7 @@ def editable(path: Path) -> bool:
 
 
 def _named_by_the_run(services: WebServices) -> bool:
-    return bool(services.flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR"))
+    return services.settings().persona_named
 
 
 def may_edit(services: WebServices) -> bool:
@@ -97,7 +93,7 @@ def _writable(services: WebServices, repos: Repos) -> Path:
     own = Path(services.settings().data_dir).expanduser().resolve() / "persona"
     if not own.exists():
         shutil.copytree(path, own)
-    repos.config.set(PERSONA_DIR_KEY, str(own))
+    repos.config.persona_dir = str(own)
     services.forget_persona()
     return own
 
@@ -120,9 +116,9 @@ def _record(services: WebServices, repos: Repos, what: str, now: datetime) -> No
         services.store_files(directory(services))
     thread = (control.status(repos)["loop"] or {}).get("thread") or "main"
     repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
-    edits = list(repos.config.get(EDITS_KEY) or [])
+    edits = repos.config.persona_edits
     edits.append({"at": now.isoformat(), "what": what, "by": "human (web)"})
-    repos.config.set(EDITS_KEY, edits[-EDITS_KEPT:])
+    repos.config.persona_edits = edits[-EDITS_KEPT:]
 
 
 def _read(path: Path) -> str:
@@ -141,7 +137,7 @@ def overview(services: WebServices, repos: Repos) -> PersonaOverview:
                            files=[_file(persona.directory, name) for name in FILES],
                            truncated=list(persona.truncated),
                            skills=[s.name for s in persona.skills], seeds=[s.name for s in seeds(services).items],
-                           edits=[Edit(**e) for e in reversed(repos.config.get(EDITS_KEY) or [])][:20])
+                           edits=[Edit(**e) for e in reversed(repos.config.persona_edits)][:20])
 
 
 def _file_name(name: str) -> str:
@@ -197,8 +193,8 @@ def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> 
     path = root / "config.yaml"
     try:
         lined = parse_lined_yaml(text, str(path), empty_ok=True)
-        flags = {k: v for k, v in services.flags.items() if k != "persona_dir"}
-        settings = load_settings(root, config=lined, self_changes=self_changes(repos), **flags)
+        settings = load_settings(root, config=lined, self_changes=repos.config.self_changes(),
+                                 overrides=services.overrides.replace(persona_dir=None))
     except (YamlError, SettingsError) as exc:
         raise ServiceError(str(exc), field="text", status=422) from None
     unknown = [n for n in settings.consent.auto_approve if registry().get(n) is None]

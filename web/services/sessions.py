@@ -34,8 +34,7 @@ def _row(repos: Repos, session_id: int):
 
 def detail(repos: Repos, session_id: int) -> SessionDetail:
     row = _row(repos, session_id)
-    revived = sorted(k.removeprefix("session/revived/") for k, v in repos.config.with_prefix("session/revived/").items()
-                     if v == session_id)
+    revived = sorted(k for k, v in repos.config.revived_threads().items() if v == session_id)
     thoughts = [r.get("content", "") for r in (row.context or {}).get("responses", [])]
     return SessionDetail(**session_row(row), goal_state=row.goal_state or {}, last_thoughts=thoughts[-5:],
                          revived_as=revived)

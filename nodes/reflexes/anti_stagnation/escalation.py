@@ -262,8 +262,6 @@ class Escalation:
     def world_check(self, episode: dict[str, Any]) -> None:
         """The newest unread feed item, read now; with none unread, the loop is asked (once an episode) to fetch the
         feeds at once."""
-        from nodes.commands.world import FETCH_NOW_KEY
-
         items = self.repos.feeds.unread_items(1)
         if items:
             self.repos.notes.mark_read([items[0].id])
@@ -271,7 +269,7 @@ class Escalation:
             episode["world_item"] = items[0].id
             _came_from(episode, provenance.of_note(items[0]))
         elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
-            self.repos.config.set(FETCH_NOW_KEY, True)
+            self.repos.config.fetch_now = True
             episode["world_asked"] = True
             episode["stimulus"].append(WORLD_ASKED_LINE)
         else:
