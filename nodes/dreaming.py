@@ -130,5 +130,6 @@ def _describe(outcome: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-apply_dream.produces = ("dream",)  # type: ignore[attr-defined]  (playbook checks: the step sets `dream`)
+# the playbook checks read what a step sets from its `produces` (a function attribute, which mypy does not model)
+apply_dream.produces = ("dream",)  # type: ignore[attr-defined]
 summarise_days.produces = ("dream",)  # type: ignore[attr-defined]

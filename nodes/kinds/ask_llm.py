@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from llm import Sampling
 from llm.json_output import read_json
-from nodes.context import AnimaContext, ContextBudgetError, services_of
+from nodes.context import AnimaContext, ContextBudgetError, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import referenced_names, render
 from nodes.stelis.history import render_timeline
 from nodes.state import TickState
@@ -93,7 +93,7 @@ def parse_structured(text: str) -> Any:
 
 def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, playbook: str = "") -> dict:
     services = services_of(runtime)
-    thread_id = state.thread_id or runtime.execution_info.thread_id or "main"
+    thread_id = state.thread_id or checkpoint_thread_of(runtime) or "main"
     task_id = getattr(runtime.execution_info, "task_id", None) or uuid.uuid4().hex
     needs_history = "history" in referenced_names(node.prompt) | referenced_names(node.system or "")
     with services.db.unit() as repos:

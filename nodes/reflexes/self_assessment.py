@@ -21,6 +21,7 @@ from typing import Any
 
 from llm.json_output import read_json
 from nodes.reflexes.emotion import parse_emotions
+from nodes.state import UnverifiedFactDict
 
 TAG = re.compile(r"\[confidence\s*[=:]\s*([0-9]*\.?[0-9]+%?)\s*\](.*?)\[/confidence\]", re.IGNORECASE | re.DOTALL)
 BLOCK = re.compile(r"unverified[_ ]?facts\s*:\s*", re.IGNORECASE)
@@ -33,7 +34,7 @@ MAX_CLAIM_CHARS = 500
 class SelfAssessment:
     body: str
     confidence: float | None = None
-    facts: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[UnverifiedFactDict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     emotions: list[str] = field(default_factory=list)  # "name:strength (reason)" from an Emotions: line
 
@@ -62,7 +63,7 @@ def _block(text: str, errors: list[str]) -> tuple[list[Any], tuple[int, int] | N
     try:
         items, length = json.JSONDecoder().raw_decode(text[start:])
         return (items if isinstance(items, list) else []), (match.start(), start + length)
-    except ValueError as exc:  # broken JSON: read it leniently up to the Confidence line (or the end)
+    except json.JSONDecodeError as exc:  # broken JSON: read it leniently up to the Confidence line (or the end)
         end = OVERALL.search(text, start)
         chunk = text[start:end.start() if end else len(text)]
         repaired = read_json(chunk).value
@@ -76,7 +77,7 @@ def parse_self_assessment(text: str) -> SelfAssessment:
     items, span = _block(text, errors)
     overall_match = OVERALL.search(text)
     overall = _fraction(overall_match.group(1)) if overall_match else None
-    facts: list[dict[str, Any]] = []
+    facts: list[UnverifiedFactDict] = []
     for n, item in enumerate(items, 1):
         if not isinstance(item, dict) or not str(item.get("claim") or "").strip():
             errors.append(f"UnverifiedFacts item {n}: no claim")
