@@ -8,8 +8,10 @@ same data dir without `--persona` (inspect, kb, persona show…) reads the same 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm import LLMRegistry, Provider
 from memory import Database
@@ -19,6 +21,10 @@ from nodes.context import PERSONA_DIR_KEY, Services, self_changes, utcnow
 from persona import load_persona
 from persona.settings import Settings, SettingsError, load_settings
 from persona.yaml_lines import read_lined_yaml
+
+if TYPE_CHECKING:  # both load Chroma and the embedding model's code: imported when the index is opened
+    from memory.retrieval.embeddings import Embedder
+    from memory.retrieval.index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +64,7 @@ def sync_registry(db: Database, entries: list[dict[str, Any]]) -> list[dict[str,
     return merged
 
 
-def call_recorder(db: Database):
+def call_recorder(db: Database) -> Callable[[dict[str, Any]], None]:
     def record(call: dict[str, Any]) -> None:
         try:
             with db.unit() as repos:
@@ -101,7 +107,7 @@ def check_consent_policy(settings: Settings) -> None:
 
 
 def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,
-                  clock=utcnow, embedder: Any = None, db: Database | None = None, **flags: Any) -> Services:
+                  clock: Callable[[], datetime] = utcnow, embedder: Embedder | None = None, db: Database | None = None, **flags: Any) -> Services:
     """Everything a run needs, from `flags` (Settings fields given on the command line or by the caller). `db`: an
     opened database (a deployment's persona, graph/fleet/); otherwise the one the flags locate."""
     if db is None:
@@ -125,7 +131,8 @@ EMBEDDED_CHROMA_REFUSED = (
     "and pass --chroma-url http://HOST:8000 (or set ANIMA_CHROMA_URL)")
 
 
-def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=None):
+def open_memory_index(db: Database, settings: Settings, clock: Callable[[], datetime] = utcnow,
+                      embedder: Embedder | None = None) -> MemoryIndex:
     """The hybrid retrieval index; nothing is loaded until the first write or search. A persona of a deployment
     (its own database schema) keeps its vectors in its own database on the Chroma server."""
     from memory.retrieval.embeddings import open_embedder

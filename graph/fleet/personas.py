@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph.fleet import files, jobs
 from graph.fleet.runtime import EXPORT_KEY, stop_persona, wait_for_jobs
@@ -15,6 +15,11 @@ from memory.fleet import Fleet, FleetError, check_name, schema_of
 from nodes.context import utcnow
 from persona import load_persona
 from persona.loader import default_persona_dir
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from memory.models import PersonaEntry
 
 
 @dataclass
@@ -32,7 +37,7 @@ class PersonaRow:
 class Deployment:
     """A deployment's database and job engine, for everyone who is not a worker (the command line, the web app)."""
 
-    def __init__(self, fleet: Fleet, app):
+    def __init__(self, fleet: Fleet, app: procrastinate.App) -> None:
         self.fleet, self.app = fleet, app
         self.scheduler = jobs.Scheduler(app, fleet)
 
@@ -77,7 +82,7 @@ class Deployment:
             return self._row(registry.require(name))
 
     @staticmethod
-    def _row(entry) -> PersonaRow:
+    def _row(entry: PersonaEntry) -> PersonaRow:
         def at(value: datetime | None) -> str | None:
             return value.isoformat() if value else None
 
@@ -142,7 +147,7 @@ class Deployment:
         try:
             with database.unit() as repos:
                 key = EXPORT_KEY.format(session_id)
-                result = repos.config.get(key)
+                result: dict[str, Any] = repos.config.get(key)
                 repos.config.set(key, None)  # taken
         finally:
             database.close()
