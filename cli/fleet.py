@@ -4,13 +4,17 @@ which personas should be thinking (graph/fleet/). Both need the deployment's Pos
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
 from cli.options import ChromaUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, flags, print_listing
 from cli.startup import StartupError, starting
+from memory import DatabaseOpenError
+
+if TYPE_CHECKING:
+    from graph.fleet.personas import Deployment
 
 app = typer.Typer(help="The personas of a deployment: which should be thinking (run.py worker runs them).")
 
@@ -18,10 +22,12 @@ FleetDb = typer.Option(..., "--db", envvar="ANIMA_DB_URL", help="The deployment'
 NameArg = typer.Argument(..., help="The persona's name in the deployment (lowercase letters, digits, _).")
 
 
-def open_deployment(db: str):
+def open_deployment(db: Optional[str]) -> Deployment:
     from graph.fleet.personas import Deployment
 
     with starting():
+        if not db:
+            raise DatabaseOpenError("a deployed persona: give the deployment's database (--db postgresql://…)")
         return Deployment.open(db)
 
 

@@ -36,6 +36,7 @@ from nodes.kinds.ask_llm import ask_llm
 from nodes.kinds.assign_vars import assign_vars
 from nodes.kinds.call_subplaybook import call_subplaybook
 from nodes.kinds.variables import lookup
+from nodes.state import VarsUpdate
 from nodes.stelis.region import end_stelis, enter_stelis
 
 Step = Callable[..., Any]  # a node's function: (state, runtime, **bound) → the state keys it writes
@@ -101,7 +102,7 @@ def _stops_on_cancel(step: Step) -> Step:
 
 
 def _stelis_node(node: StelisStartNode, child: CompiledTick, playbook: str) -> Step:
-    def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> dict[str, Any]:
+    def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> VarsUpdate:
         return enter_stelis(state, runtime, node, child, playbook)
 
     return run_stelis_thread
@@ -111,7 +112,7 @@ def _subplaybook_node(node: SubplaybookNode, callee: CompiledTick, callee_pb: Pl
     def prepare(given: dict[str, Any]) -> dict[str, Any]:
         return coerce_inputs(callee_pb, given)
 
-    def run_subplaybook(state: TickState, runtime: Runtime[AnimaContext]) -> dict[str, Any]:
+    def run_subplaybook(state: TickState, runtime: Runtime[AnimaContext]) -> VarsUpdate:
         return call_subplaybook(state, runtime, node, callee, prepare, callee_pb.outputs)
 
     return run_subplaybook

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
 from nodes.context import AnimaContext, services_of
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.upkeep import EPISODES_CHECKED, generator, write_episode
 from persona.dreaming import (LAST_ATTEMPT, apply_dream as apply_dream_output, choose_level, dream_prompt,
                               gather_material, unusable_dream)
@@ -28,7 +28,7 @@ MAX_EPISODES_PER_DREAM = 6
 APPLIED_KEY = "dreams/last_applied"  # {run, outcome} of the last dream run whose answer was applied
 
 
-def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     now = services.clock()
@@ -43,7 +43,7 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
 
 
-def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
@@ -69,7 +69,7 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
                      "dream_attempts": attempt}}
 
 
-def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
@@ -97,7 +97,7 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     return {"vars": {"dream": result}}
 
 
-def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
     services = services_of(runtime)
     with services.db.unit() as repos:

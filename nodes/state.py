@@ -342,6 +342,11 @@ class TickValues(TypedDict, total=False):
 # What each step of the tick returns: the state keys it writes, typed as TickState declares them (LangGraph merges
 # the returned dict into the state as before). update_process_log opens the tick and may write any key (TickValues).
 
+class VarsUpdate(TypedDict, total=False):
+    """The playbook's own nodes (llm, set, subplaybook, stelis, dream steps): the variables they set, merged."""
+    vars: dict[str, Any]
+
+
 class DrivesUpdate(TypedDict, total=False):
     """update_drives (s02)."""
     drives: DrivesReport

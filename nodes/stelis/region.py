@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import ExpressionError, render
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.stelis.threads import (
     StelisRefused,
     StelisResult,
@@ -39,12 +39,12 @@ from nodes.kinds.variables import namespace
 log = logging.getLogger(__name__)
 
 
-def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] | None = None) -> dict:
+def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] | None = None) -> VarsUpdate:
     copied = {name: (child_vars or {}).get(name) for name in node.outputs}
     return {"vars": {node.result: result.as_dict(), **copied}}
 
 
-def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, child: Any, playbook: str = "") -> dict:
+def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, child: Any, playbook: str = "") -> VarsUpdate:
     services = services_of(runtime)
     parent_id = state.thread_id or checkpoint_thread_of(runtime) or "main"
     try:
@@ -104,7 +104,7 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, ch
     return _result_update(node, result, child_vars)
 
 
-def end_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> dict:
+def end_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> VarsUpdate:
     """The last node of the child graph: write the chronicle and mark the thread completed."""
     services = services_of(runtime)
     thread_id = state.thread_id

@@ -10,7 +10,7 @@ import pytest
 from nodes import state as state_module
 from nodes.state import STATE_FIELDS, TickState, TickValues
 
-UPDATES = ["DrivesUpdate", "CompressionUpdate", "PromptUpdate", "AnswerUpdate", "CommandsUpdate", "EmotionUpdate",
+UPDATES = ["VarsUpdate", "DrivesUpdate", "CompressionUpdate", "PromptUpdate", "AnswerUpdate", "CommandsUpdate", "EmotionUpdate",
            "StagnationUpdate", "ValidationUpdate", "WriteMemoryUpdate", "UpkeepUpdate", "ExecutionUpdate"]
 
 
