@@ -81,7 +81,7 @@ class TaskCycles:
     def running(self) -> list[tuple[int, str]]:
         """(task id, thread id) of every running sub-cycle."""
         with self.services.db.unit() as repos:
-            return [(t.id, t.repl_thread) for t in repos.tasks.running_cycles()]
+            return [(t.id, t.repl_thread) for t in repos.tasks.running_cycles() if t.repl_thread is not None]
 
     def step_one(self, task_id: int, thread_id: str, control: RunControl | None = None,
                  on_stream: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
