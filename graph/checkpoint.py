@@ -23,7 +23,8 @@ def open_postgres_saver(conninfo: str) -> BaseCheckpointSaver[Any]:
     from psycopg.rows import DictRow, dict_row
     from psycopg_pool import ConnectionPool
 
-    pool = ConnectionPool(conninfo, connection_class=Connection[DictRow], min_size=1, max_size=POOL_SIZE, open=False, timeout=CONNECT_TIMEOUT_S,
+    pool = ConnectionPool(conninfo, connection_class=Connection[DictRow], min_size=1, max_size=POOL_SIZE, open=False,
+                          timeout=CONNECT_TIMEOUT_S,
                           kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
                                   "connect_timeout": CONNECT_TIMEOUT_S})
     pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -82,5 +83,6 @@ def prune_checkpoints(saver: SqliteSaver, thread_id: str, keep: int = DEFAULT_KE
 
 def count_checkpoints(saver: SqliteSaver, thread_id: str) -> int:
     with saver.lock:
-        count: int = saver.conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()[0]
+        row = saver.conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()
+        count: int = row[0]
         return count

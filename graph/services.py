@@ -107,7 +107,8 @@ def check_consent_policy(settings: Settings) -> None:
 
 
 def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,
-                  clock: Callable[[], datetime] = utcnow, embedder: Embedder | None = None, db: Database | None = None, **flags: Any) -> Services:
+                  clock: Callable[[], datetime] = utcnow, embedder: Embedder | None = None, db: Database | None = None,
+                  **flags: Any) -> Services:
     """Everything a run needs, from `flags` (Settings fields given on the command line or by the caller). `db`: an
     opened database (a deployment's persona, graph/fleet/); otherwise the one the flags locate."""
     if db is None:

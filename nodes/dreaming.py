@@ -97,7 +97,8 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     return {"vars": {"dream": result}}
 
 
-def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
+def summarise_days(state: TickState, runtime: Runtime[AnimaContext],
+                   params: dict[str, Any] | None = None) -> VarsUpdate:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
     services = services_of(runtime)
     with services.db.unit() as repos:

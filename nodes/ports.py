@@ -1,5 +1,5 @@
-"""What the tick's services are to the code that uses them: Protocols of the members `Services` carries (nodes/context.py),
-so a step is checked against what it calls, not against a class it never imports.
+"""What the tick's services are to the code that uses them: Protocols of the members `Services` carries
+(nodes/context.py), so a step is checked against what it calls, not against a class it never imports.
 
 - `RecallIndex`: what the steps, reflexes and loops use of the retrieval index (memory/retrieval/index.py `MemoryIndex`
   is one; a test may give its own).

@@ -41,7 +41,8 @@ def make_app(conninfo: str, *, worker: bool = False, pool_size: int = 4) -> proc
     pool_kwargs = {"connect_timeout": 5}
     connector: procrastinate.BaseConnector
     if worker:
-        connector = procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size, kwargs=pool_kwargs)
+        connector = procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size,
+                                                   kwargs=pool_kwargs)
     else:
         connector = procrastinate.SyncPsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size,
                                                        kwargs=pool_kwargs)

@@ -68,7 +68,8 @@ def register_tasks(app: procrastinate.App, runtime: WorkerRuntime, scheduler: jo
 
 
 async def recover_stalled(app: procrastinate.App, *, every_s: float = WATCH_EVERY_S,
-                          stalled_after_s: float = STALLED_AFTER_S, own: Callable[[], int | None] = lambda: None) -> None:
+                          stalled_after_s: float = STALLED_AFTER_S,
+                          own: Callable[[], int | None] = lambda: None) -> None:
     """The watchdog: jobs of workers whose heartbeat stopped go back to the queue (the engine's own recovery).
     `own()`: this worker's id — its own jobs are never its business (while it stops, its heartbeat stops first)."""
     from procrastinate import exceptions

@@ -69,7 +69,8 @@ class TaskCycles:
                     notify(text)
         return resumed
 
-    def step(self, control: RunControl | None = None, on_stream: Callable[[str, Any], None] | None = None) -> list[dict[str, Any]]:
+    def step(self, control: RunControl | None = None,
+             on_stream: Callable[[str, Any], None] | None = None) -> list[dict[str, Any]]:
         """One tick of every running sub-cycle, then the bookkeeping of those that ended. Returns what happened."""
         report = []
         running = self.running()

@@ -21,7 +21,8 @@ class SubplaybookError(ValueError):
 
 
 def call_subplaybook(state: TickState, runtime: Runtime[AnimaContext], node: Any, callee: Any,
-                     prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]], callee_outputs: list[str]) -> VarsUpdate:
+                     prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]],
+                     callee_outputs: list[str]) -> VarsUpdate:
     services = services_of(runtime)
     scope = namespace(state, services.persona.display_name)
     given: dict[str, Any] = {}

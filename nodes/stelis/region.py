@@ -44,7 +44,8 @@ def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] |
     return {"vars": {node.result: result.as_dict(), **copied}}
 
 
-def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, child: Any, playbook: str = "") -> VarsUpdate:
+def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
+                 node: Any, child: Any, playbook: str = "") -> VarsUpdate:
     services = services_of(runtime)
     parent_id = state.thread_id or checkpoint_thread_of(runtime) or "main"
     try:

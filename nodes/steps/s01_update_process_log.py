@@ -24,7 +24,8 @@ from nodes.state import SamplingParams, TickState, TickValues
 from nodes.stelis.threads import active_thread, active_thread_key
 
 
-def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> TickValues:
+def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
+                       params: dict[str, Any] | None = None) -> TickValues:
     services = services_of(runtime)
     params = params or {}
     root = state.root_thread or state.thread_id or checkpoint_thread_of(runtime) or "main"

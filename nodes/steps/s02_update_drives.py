@@ -42,7 +42,8 @@ CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settl
 MAX_OFFERS_KEPT = 20
 
 
-def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> DrivesUpdate:
+def update_drives(state: TickState, runtime: Runtime[AnimaContext],
+                  params: dict[str, Any] | None = None) -> DrivesUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     settings = services.settings.drives
@@ -104,7 +105,8 @@ def _take_stock(services: Services, repos: Repos, state: TickState, started: dat
         repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
                             f"write to its human unprompted", status="close", thread_id=thread_id)
     return {"levels": drives.levels, "dominant": drives.dominant, "level": drives.dominant_level,
-            "details": drives.details, "at": drives.at, "inject_at": settings.inject_at, "reach_out": offer, "reach_out_blocked": why_not,
+            "details": drives.details, "at": drives.at, "inject_at": settings.inject_at, "reach_out": offer,
+            "reach_out_blocked": why_not,
             "resolved_questions": resolved, "purged_questions": purged}
 
 

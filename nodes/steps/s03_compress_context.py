@@ -31,7 +31,8 @@ def distill(text: str, services: Services, tags: dict[str, Any]) -> tuple[str, i
     return result.text, result.calls
 
 
-def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> CompressionUpdate:
+def compress_context(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> CompressionUpdate:
     services = services_of(runtime)
     if state.mode != "continuation":
         return {}

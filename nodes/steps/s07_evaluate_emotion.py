@@ -28,7 +28,8 @@ from persona.prose import degenerate
 log = logging.getLogger(__name__)
 
 
-def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> EmotionUpdate:
+def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> EmotionUpdate:
     """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
     and, when the cheap novelty signals are uncertain, HMP's novelty comparison, in one JSON answer."""
     services = services_of(runtime)

@@ -49,7 +49,8 @@ def ended(services, state: TickState, episode: StagnationEpisode) -> None:
                                 thread_id=state.thread_id)
 
 
-def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> StagnationUpdate:
+def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> StagnationUpdate:
     services = services_of(runtime)
     settings = services.settings.reflexes
     response = state.response

@@ -24,7 +24,8 @@ from nodes.state import TickState, ValidationReport, ValidationUpdate, Vote
 log = logging.getLogger(__name__)
 
 
-def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> ValidationUpdate:
+def validate_output(state: TickState, runtime: Runtime[AnimaContext],
+                    params: dict[str, Any] | None = None) -> ValidationUpdate:
     services = services_of(runtime)
     response = state.response.strip()
     reflexes = services.settings.reflexes

@@ -20,7 +20,8 @@ from nodes.context import AnimaContext, services_of
 from nodes.state import NoveltyReport, TickState, WriteMemoryUpdate, tick_key
 
 
-def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> WriteMemoryUpdate:
+def write_memory(state: TickState, runtime: Runtime[AnimaContext],
+                 params: dict[str, Any] | None = None) -> WriteMemoryUpdate:
     services = services_of(runtime)
     response = state.response
     if not response.strip():

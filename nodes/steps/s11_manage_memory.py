@@ -22,7 +22,8 @@ from nodes.upkeep import EPISODES_CHECKED, episodes_checked, generator, prune_me
 log = logging.getLogger(__name__)
 
 
-def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> UpkeepUpdate:
+def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
+                  params: dict[str, Any] | None = None) -> UpkeepUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     done: MemoryUpkeep = {}

@@ -208,7 +208,8 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
     return outcomes, events
 
 
-def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> ExecutionUpdate:
+def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> ExecutionUpdate:
     services = services_of(runtime)
     commands = registry()
     executed, events = run_approved(state, services, commands)

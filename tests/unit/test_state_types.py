@@ -10,12 +10,13 @@ import pytest
 from nodes import state as state_module
 from nodes.state import STATE_FIELDS, TickState, TickValues
 
-UPDATES = ["VarsUpdate", "DrivesUpdate", "CompressionUpdate", "PromptUpdate", "AnswerUpdate", "CommandsUpdate", "EmotionUpdate",
-           "StagnationUpdate", "ValidationUpdate", "WriteMemoryUpdate", "UpkeepUpdate", "ExecutionUpdate"]
+UPDATES = ["VarsUpdate", "DrivesUpdate", "CompressionUpdate", "PromptUpdate", "AnswerUpdate", "CommandsUpdate",
+           "EmotionUpdate", "StagnationUpdate", "ValidationUpdate", "WriteMemoryUpdate", "UpkeepUpdate", "ExecutionUpdate"]
 
 
 def _written(kind: object) -> str:
-    return getattr(kind, "__forward_arg__", kind) if not isinstance(kind, str) else kind  # a TypedDict's ForwardRef
+    """An annotation as written: a TypedDict keeps it as a ForwardRef, a dataclass field as the string."""
+    return kind if isinstance(kind, str) else str(getattr(kind, "__forward_arg__", kind))
 
 
 def _declared() -> dict[str, str]:
@@ -36,4 +37,12 @@ def test_step_updates_write_state_fields_as_declared(name):
     update = getattr(state_module, name)
     declared = _declared()
     assert update.__annotations__ and not update.__required_keys__
-    assert {key: _written(kind) for key, kind in update.__annotations__.items()} == {key: declared[key] for key in update.__annotations__}
+    written = {key: _written(kind) for key, kind in update.__annotations__.items()}
+    assert written == {key: declared[key] for key in written}
+
+
+def test_every_tick_step_declares_the_update_it_returns():
+    from nodes.steps import TICK_STEPS
+
+    returns = {name: step.__annotations__.get("return") for name, step in TICK_STEPS.items()}
+    assert all(kind in {*UPDATES, "TickValues"} for kind in returns.values()), returns

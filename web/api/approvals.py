@@ -13,7 +13,8 @@ from web.schemas.approvals import ApprovalDetail, ApprovalList, ApproveIn, DenyI
 from web.services import approvals
 
 router = APIRouter(tags=["approvals"])
-ERRORS: dict[int | str, dict[str, Any]] = {404: {"description": "no such approval"}, 409: {"description": "decided already"}}
+ERRORS: dict[int | str, dict[str, Any]] = {404: {"description": "no such approval"},
+                                           409: {"description": "decided already"}}
 
 
 @router.get("/approvals", response_model=ApprovalList)

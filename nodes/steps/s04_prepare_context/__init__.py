@@ -254,7 +254,8 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
             "report": {}, "untrusted": untrusted}
 
 
-def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> PromptUpdate:
+def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
+                    params: dict[str, Any] | None = None) -> PromptUpdate:
     services = services_of(runtime)
     count = services.llms.primary().count_tokens
     max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))
