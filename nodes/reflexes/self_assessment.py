@@ -63,11 +63,12 @@ def _block(text: str, errors: list[str]) -> tuple[list[Any], tuple[int, int] | N
     try:
         items, length = json.JSONDecoder().raw_decode(text[start:])
         return (items if isinstance(items, list) else []), (match.start(), start + length)
-    except json.JSONDecodeError as exc:  # broken JSON: read it leniently up to the Confidence line (or the end)
+    except ValueError as exc:  # broken JSON: read it leniently up to the Confidence line (or the end)
         end = OVERALL.search(text, start)
         chunk = text[start:end.start() if end else len(text)]
         repaired = read_json(chunk).value
-        errors.append(f"UnverifiedFacts: malformed JSON ({exc.msg} at char {exc.pos}); "
+        why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        errors.append(f"UnverifiedFacts: malformed JSON ({why}); "
                       f"kept {len(repaired) if isinstance(repaired, list) else 0} repaired item(s)")
         return (repaired if isinstance(repaired, list) else []), (match.start(), start + len(chunk))
 

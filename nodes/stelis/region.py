@@ -99,7 +99,7 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
             row = repos.threads.get(child_id)
             still_running = row is not None and row.status == "running"
         result = (close_thread(services, child_id, status="completed", generate=False) if still_running
-                  else StelisResult.of(thread, window))
+                  else StelisResult.of(row or thread, window))  # as the child left it
     writer({"event": "stelis_leave", "thread_id": child_id, "label": label, "status": result.status,
             "chronicle_chars": len(result.chronicle or ""), "error": result.error})
     return _result_update(node, result, child_vars)

@@ -122,7 +122,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                     "ngram_similarity": signals["ngram"], "semantic_similarity": signals.get("semantic"),
                     "llm_novelty": comparison["novelty_score"] if comparison else None,
                     "comparison": comparison, "reflection": reflection_of(comparison),
-                    "tags": (comparison["tags"] if comparison else None) or [],
+                    "tags": (comparison.get("tags") if comparison else None) or [],
                     "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
                     "stagnation_flag": flag, "degenerate": broken,
                     "stagnation_reason": (f"not a thought in words: {broken}" if broken else
