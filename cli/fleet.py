@@ -4,7 +4,7 @@ which personas should be thinking (graph/fleet/). Both need the deployment's Pos
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,9 @@ from cli.options import (ChromaUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model,
                          print_listing)
 from persona.settings import Overrides
 from cli.startup import StartupError, starting
+
+if TYPE_CHECKING:
+    from graph.fleet.personas import Deployment
 
 app = typer.Typer(help="The personas of a deployment: which should be thinking (run.py worker runs them).")
 
@@ -28,7 +31,7 @@ def deployment_db(db: Optional[str]) -> str:
     return url
 
 
-def open_deployment(db: Optional[str]) -> Any:
+def open_deployment(db: Optional[str]) -> Deployment:
     from graph.fleet.personas import Deployment
 
     url = deployment_db(db)

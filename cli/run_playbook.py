@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
@@ -138,8 +138,12 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     try:
         while True:
             with LiveView(services.persona.display_name, web_url=server.url if server else None) as view:
+                def show_and_keep(mode: str, data: Any, view: LiveView = view) -> None:
+                    view(mode, data)
+                    journal(mode, data)
+
                 result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper,
-                                  on_stream=lambda mode, data: (view(mode, data), journal(mode, data)),
+                                  on_stream=show_and_keep,
                                   inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
             if not (result.stopped_by_human and server and wait_for_start(agent, stopper)):
                 break

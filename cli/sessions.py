@@ -86,7 +86,8 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
     try:
         with database.unit() as repos:
             thread_id = revive_session(repos, session_id, utcnow())
-            playbook = repos.sessions.get(session_id).playbook or "repl"
+            revived = repos.sessions.get(session_id)  # revive_session found it
+            playbook = (revived.playbook if revived is not None else None) or "repl"
     except (LookupError, ValueError) as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)

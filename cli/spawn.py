@@ -40,6 +40,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
     database, settings = open_data(data_dir, db, parent, chroma_url=chroma_url)
     child_db = parent_index = child_index = None
     try:
+        assert settings.persona_dir is not None  # load_settings resolved it
         parent_dir = Path(settings.persona_dir)
         with starting():
             places = default_places(name, parent_dir, Path(settings.data_dir), database, create_database=to_db is None)

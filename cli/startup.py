@@ -22,6 +22,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click import Context as ClickContext  # typer vendors click: TyperGroup.invoke takes its Context
 from typer.core import TyperGroup
 
 from memory import Database, DatabaseOpenError, SchemaError
@@ -132,7 +133,7 @@ def with_debug_option(callback: Callable[..., Any]) -> Callable[..., Any]:
 class AnimaGroup(TyperGroup):
     """The app's command group: a StartupError anywhere below it is one message and exit code 2."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         try:
             return super().invoke(ctx)
         except StartupError as exc:

@@ -27,8 +27,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.constants import END
@@ -42,6 +43,7 @@ from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playb
 from graph.services import checkpoint_path, open_services
 from persona.settings import Overrides
 from nodes import AnimaContext, Services
+from nodes.state import TickState, TickValues
 from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
 
@@ -68,15 +70,16 @@ class Agent:
     Both write to the database thread `thread_id`.
     """
 
-    def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver,
-                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = ""):
+    def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver[Any],
+                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = "") -> None:
         self.playbook = playbook
         self.checkpoint_prefix = checkpoint_prefix  # a deployment's personas share one checkpoint table: "<name>/"
         self.services = services
         self.checkpointer = checkpointer
         self.thread_id = thread_id
         self.keep_checkpoints = keep_checkpoints
-        self.graph: CompiledStateGraph = build_graph(playbook).compile(checkpointer=checkpointer)
+        self.graph: CompiledStateGraph[TickState, AnimaContext, Any, Any] = build_graph(playbook).compile(
+            checkpointer=checkpointer)
         self.context = AnimaContext(services=services)
         self.run_id: str | None = None
         self.recovered: list[StelisResult] = []
@@ -96,11 +99,12 @@ class Agent:
                      checkpoint_prefix=self.checkpoint_prefix)
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> RunnableConfig:
         return {"configurable": {"thread_id": self.checkpoint_thread}, "recursion_limit": RECURSION_LIMIT}
 
-    def state(self) -> dict[str, Any]:
-        return dict(self.graph.get_state(self.config).values)
+    def state(self) -> TickValues:
+        """The state the last tick or run left (its checkpoint's values; empty before the first)."""
+        return cast(TickValues, dict(self.graph.get_state(self.config).values))
 
     @property
     def interrupted(self) -> bool:
@@ -152,7 +156,8 @@ class Agent:
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
         try:
             for chunk in chunks:
-                namespace, mode, data = chunk if events else ((), *chunk)
+                # (namespace, mode, data) with subgraphs, else (mode, data): LangGraph's v1 stream types neither
+                namespace, mode, data = cast(tuple[tuple[str, ...], str, Any], chunk if events else ((), *chunk))
                 if mode == "custom" and isinstance(data, dict) and namespace:
                     data = {**data, "namespace": list(namespace)}
                 if mode == "updates" and namespace:
@@ -191,7 +196,7 @@ class Agent:
                 quarantine_tick(repos, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
         return TickFailure(thread_id, tick, step, error)
 
-    def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> TickValues:
         for _ in self.stream(control, inputs, events=False):
             pass
         return self.state()
@@ -209,7 +214,8 @@ class Agent:
         self.services.db.close()
 
 
-def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
+def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main",
+                checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
                 checkpoint_prefix: str = "", overrides: Overrides | None = None, **given: Any) -> Agent:
     """Open services from `overrides` and `given` (persona.settings.Settings fields: data_dir, db_url, persona_dir,
@@ -218,13 +224,15 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", check
     when the database is Postgres, SqliteSaver in the data dir otherwise), "memory", or a saver."""
     services = services or open_services(overrides, **given)
     if checkpointer == "sqlite" and services.db.is_postgres:  # the state goes where the memory goes
-        saver: BaseCheckpointSaver = open_postgres_saver(services.db.libpq_url())
+        saver: BaseCheckpointSaver[Any] = open_postgres_saver(services.db.libpq_url())
     elif checkpointer == "sqlite":
         saver = open_sqlite_saver(checkpoint_path(services.settings.data_dir))
     elif checkpointer == "memory":
         saver = InMemorySaver()
+    elif isinstance(checkpointer, str):
+        raise ValueError(f"unknown checkpointer {checkpointer!r}: sqlite, memory, or a saver")
     else:
-        saver = checkpointer  # type: ignore[assignment]
+        saver = checkpointer
     agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, saver, thread_id=thread_id,
                   checkpoint_prefix=checkpoint_prefix)
     agent.recovered = recover_orphans(services, notify=on_recover)

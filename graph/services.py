@@ -9,8 +9,10 @@ same persona, not the default one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm import LLMRegistry, Provider
 from memory import Database
@@ -20,6 +22,10 @@ from nodes.context import Services, utcnow
 from persona import load_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named
 from persona.yaml_lines import read_lined_yaml
+
+if TYPE_CHECKING:  # both load Chroma and the embedding model's code: imported when the index is opened
+    from memory.retrieval.embeddings import Embedder
+    from memory.retrieval.index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +65,7 @@ def sync_registry(db: Database, entries: list[dict[str, Any]]) -> list[dict[str,
     return merged
 
 
-def call_recorder(db: Database):
+def call_recorder(db: Database) -> Callable[[dict[str, Any]], None]:
     def record(call: dict[str, Any]) -> None:
         try:
             with db.unit() as repos:
@@ -101,8 +107,8 @@ def check_consent_policy(settings: Settings) -> None:
 
 
 def open_services(overrides: Overrides | None = None, *, providers: dict[str, Provider] | None = None,
-                  entries: list[dict[str, Any]] | None = None, clock: Any = utcnow, embedder: Any = None,
-                  db: Database | None = None, **given: Any) -> Services:
+                  entries: list[dict[str, Any]] | None = None, clock: Callable[[], datetime] = utcnow,
+                  embedder: Embedder | None = None, db: Database | None = None, **given: Any) -> Services:
     """Everything a run needs, from `overrides` (the caller's layer: Settings fields given on the command line or by
     the caller; `given` keyword values on top). `db`: an opened database (a deployment's persona, graph/fleet/);
     otherwise the one the overrides locate."""
@@ -128,7 +134,8 @@ EMBEDDED_CHROMA_REFUSED = (
     "and pass --chroma-url http://HOST:8000 (or set ANIMA_CHROMA_URL)")
 
 
-def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=None):
+def open_memory_index(db: Database, settings: Settings, clock: Callable[[], datetime] = utcnow,
+                      embedder: Embedder | None = None) -> MemoryIndex:
     """The hybrid retrieval index; nothing is loaded until the first write or search. A persona of a deployment
     (its own database schema) keeps its vectors in its own database on the Chroma server."""
     from memory.retrieval.embeddings import open_embedder

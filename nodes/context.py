@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from llm import LLMRegistry
 from memory import Database, Repos
+from nodes.ports import BackgroundJobs, RecallIndex
 from persona import Persona, refresh_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings
 
@@ -96,18 +97,18 @@ class Services:
     persona: Persona
     settings: Settings
     clock: Callable[[], datetime] = utcnow
-    memory: Any = None  # memory.retrieval.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
+    memory: RecallIndex | None = None  # hybrid retrieval over every tier (MemoryIndex; None: recall is off)
     reads: TickReads = field(default_factory=TickReads, repr=False)  # what a tick's steps read once and share
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
-    _llm_choices: Any = field(default=None, repr=False)
-    jobs: Any = field(default=None, repr=False)  # nodes.background.Background (graph/services.py opens it)
+    _llm_choices: tuple[dict[str, Any], Any] | None = field(default=None, repr=False)
+    jobs: BackgroundJobs | None = field(default=None, repr=False)  # nodes.background.Background (graph/services.py)
 
     @property
     def overrides(self) -> Overrides:
         """The caller's layer (command line, test, fleet worker) the settings are resolved with again on a reload."""
         return self.settings.overrides
 
-    def background(self):
+    def background(self) -> BackgroundJobs:
         """The jobs that outlive a tick (scripts, questions to other models): nodes/background.py."""
         if self.jobs is None:
             raise RuntimeError("this run has no background jobs (open its services with graph.services.open_services)")
@@ -189,6 +190,12 @@ class MissingServices(RuntimeError):
 
 class ContextBudgetError(RuntimeError):
     """The parts of a prompt that cannot be dropped do not fit the thread's window."""
+
+
+def checkpoint_thread_of(runtime: Runtime[AnimaContext]) -> str | None:
+    """The checkpoint thread the graph runs on (None outside a run)."""
+    info = runtime.execution_info
+    return info.thread_id if info is not None else None
 
 
 def services_of(runtime: Runtime[AnimaContext]) -> Services:

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
 from nodes.context import AnimaContext, services_of
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.upkeep import generator, write_episode
 from persona.dreaming import (apply_dream as apply_dream_output, choose_level, dream_prompt,
                               gather_material, unusable_dream)
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 MAX_EPISODES_PER_DREAM = 6
 
 
-def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     now = services.clock()
@@ -42,7 +42,7 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
 
 
-def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
@@ -68,7 +68,7 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
                      "dream_attempts": attempt}}
 
 
-def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
@@ -96,7 +96,8 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     return {"vars": {"dream": result}}
 
 
-def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def summarise_days(state: TickState, runtime: Runtime[AnimaContext],
+                   params: dict[str, Any] | None = None) -> VarsUpdate:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
     services = services_of(runtime)
     with services.db.unit() as repos:
@@ -129,5 +130,6 @@ def _describe(outcome: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-apply_dream.produces = ("dream",)  # type: ignore[attr-defined]  (playbook checks: the step sets `dream`)
+# the playbook checks read what a step sets from its `produces` (a function attribute, which mypy does not model)
+apply_dream.produces = ("dream",)  # type: ignore[attr-defined]
 summarise_days.produces = ("dream",)  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from llm.json_output import json_object
 from memory.upkeep.episodes import build_episode, next_due
 from memory.upkeep.manager import run_pass
 from nodes.context import Services
+from nodes.state import MemoryUpkeep
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def episodes_checked(services: Services, repos) -> bool:
 
 
 def write_episode(services: Services, thread_id: str,
-                  generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+                  generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> MemoryUpkeep:
     """The oldest missing day/week/month summary (memory/episodes.py), one per call, looked for until none is
     missing on this local day."""
     zone = services.settings.zone()
@@ -60,7 +61,7 @@ def write_episode(services: Services, thread_id: str,
     return {"episode": f"{period.kind} {period.start}"}
 
 
-def prune_memory(services: Services, thread_id: str, tick: int) -> dict[str, Any]:
+def prune_memory(services: Services, thread_id: str, tick: int) -> MemoryUpkeep:
     """The memory manager's pass, every `memory_manager.every` ticks."""
     manager = services.settings.memory_manager
     if manager.every <= 0 or tick <= 0 or tick % manager.every:

@@ -221,9 +221,9 @@ def _apply_goal(repos: Repos, item: dict[str, Any], outcome: DreamOutcome) -> No
         if existing:
             outcome.dropped.append(f"goal_updates: goal {existing[0].id} already has this title")
             return
-        goal = repos.goals.add(title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1),
-                               description=note)
-        outcome.goals.append(f"new {goal.id}")
+        added = repos.goals.add(title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1),
+                                description=note)
+        outcome.goals.append(f"new {added.id}")
         return
     goal_id = item.get("id")
     try:

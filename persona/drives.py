@@ -281,8 +281,8 @@ def parse_resolutions(raw: str, open_ids: set[int]) -> list[tuple[int, str]]:
         if not isinstance(item, dict):
             continue
         try:
-            qid = int(item.get("id"))
-        except (TypeError, ValueError):
+            qid = int(item["id"])
+        except (KeyError, TypeError, ValueError):
             continue
         answer = str(item.get("answer") or "").strip()
         if qid in open_ids and answer and qid not in {q for q, _ in found}:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 from contextvars import ContextVar
+from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -252,12 +253,16 @@ class FeedSettings(Section):
     max_bytes: int = Field(2_000_000, ge=10_000, le=50_000_000)
 
 
+ScriptLanguage = Literal["python", "sh"]
+DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
+
+
 class ScriptSettings(Section):
     """Scripts the persona writes (`scripts.add`) and runs (`process.start`, which needs consent every time). Off
     unless the operator turns them on; `sh` is a shell, so it is never on by default."""
 
     enabled: bool = False
-    languages: list[Literal["python", "sh"]] = Field(default_factory=lambda: ["python"])
+    languages: list[ScriptLanguage] = Field(default_factory=lambda: list(DEFAULT_LANGUAGES))
     timeout_s: float = Field(60.0, gt=0, le=86_400, description="a run's default wall-clock limit")
     max_timeout_s: float = Field(600.0, gt=0, le=86_400)
     memory_mb: int = Field(512, ge=64, le=65_536, description="a run's default address-space limit")
@@ -417,10 +422,10 @@ class Settings(BaseSettings):
                              f"({', '.join(self.mcp.servers) or 'none'})")
         return self
 
-    def zone(self):
-        from datetime import datetime
+    def zone(self) -> tzinfo:
+        from datetime import datetime, timezone
 
-        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo
+        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo or timezone.utc
 
     def window_tokens(self, model_window: int, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph.fleet import files, jobs
 from graph.fleet.runtime import stop_persona, wait_for_jobs
@@ -16,6 +16,11 @@ from nodes.context import utcnow
 from persona import load_persona
 from persona.loader import default_persona_dir
 from persona.settings import Overrides, load_settings
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from memory.models import PersonaEntry
 
 
 @dataclass
@@ -33,7 +38,7 @@ class PersonaRow:
 class Deployment:
     """A deployment's database and job engine, for everyone who is not a worker (the command line, the web app)."""
 
-    def __init__(self, fleet: Fleet, app):
+    def __init__(self, fleet: Fleet, app: procrastinate.App) -> None:
         self.fleet, self.app = fleet, app
         self.scheduler = jobs.Scheduler(app, fleet)
 
@@ -78,7 +83,7 @@ class Deployment:
             return self._row(registry.require(name))
 
     @staticmethod
-    def _row(entry) -> PersonaRow:
+    def _row(entry: PersonaEntry) -> PersonaRow:
         def at(value: datetime | None) -> str | None:
             return value.isoformat() if value else None
 

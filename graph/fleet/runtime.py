@@ -21,6 +21,7 @@ from typing import Any
 from graph.agent import Agent
 from graph.checkpoint import open_postgres_saver
 from graph.fleet import files
+from graph.fleet.jobs import Scheduler
 from graph.loop import control
 from graph.loop.autonomy import FEEDS_CHECK_EVERY
 from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
@@ -29,9 +30,12 @@ from graph.loop.sessions import checkpoint_session, close_session, export_sessio
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from graph.services import open_services
+from llm import Provider
+from memory import Repos
 from memory.db import schema_lock
 from memory.fleet import Fleet
 from nodes.commands.world import refresh_feeds
+from nodes.context import Services
 from nodes.stelis.threads import recover_orphans
 from persona.dreaming import dream_due
 from persona.settings import Overrides, load_settings
@@ -62,7 +66,7 @@ class OpenPersona:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def services(self):
+    def services(self) -> Services:
         return self.agent.services
 
     def close(self) -> None:
@@ -75,8 +79,9 @@ class OpenPersona:
 class WorkerRuntime:
     """The personas a worker has open (least recently used closed past `keep_open`) and the jobs' bodies."""
 
-    def __init__(self, fleet: Fleet, overrides: Overrides, *, scheduler, keep_open: int = 256,
-                 cache_dir: str | None = None, providers: dict | None = None, entries: list | None = None):
+    def __init__(self, fleet: Fleet, overrides: Overrides, *, scheduler: Scheduler | None, keep_open: int = 256,
+                 cache_dir: str | None = None, providers: dict[str, Provider] | None = None,
+                 entries: list[dict[str, Any]] | None = None) -> None:
         from memory.retrieval.embeddings import open_embedder
 
         self.fleet, self.overrides, self.scheduler = fleet, overrides, scheduler
@@ -91,6 +96,11 @@ class WorkerRuntime:
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
         self.token = worker_token()
+
+    def _scheduler(self) -> Scheduler:
+        if self.scheduler is None:
+            raise RuntimeError("the worker defers no job before its engine is open (graph/fleet/worker.py sets it)")
+        return self.scheduler
 
     # ---- opening -------------------------------------------------------------------------------------------
 
@@ -191,7 +201,7 @@ class WorkerRuntime:
         finally:
             self._flush(persona)
 
-    def _session(self, persona: OpenPersona, repos) -> int:
+    def _session(self, persona: OpenPersona, repos: Repos) -> int:
         """A deployed persona's session runs from its start (personas add/resume) to its pause or removal."""
         running = [s for s in repos.sessions.running() if s.thread_id == THREAD]
         if running:
@@ -225,12 +235,12 @@ class WorkerRuntime:
         with services.db.unit() as repos:
             reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=persona.started)
         if reason is not None:
-            self.scheduler.dream(persona.name)
+            self._scheduler().dream(persona.name)
 
     def _defer_task_ticks(self, persona: OpenPersona) -> None:
         persona.cycles._reap_stopped()
         for task_id, _ in persona.cycles.running():
-            self.scheduler.task_tick(persona.name, task_id)
+            self._scheduler().task_tick(persona.name, task_id)
 
     def dream(self, name: str) -> dict[str, Any] | None:
         if not self._active(name):
@@ -279,8 +289,8 @@ class WorkerRuntime:
 
     def index(self, name: str) -> int:
         """Embed and store what the knowledge base (or anything else) added to the persona's memory."""
-        persona = self.persona(name)
-        return persona.services.memory.sync(progress=True, flush=True)
+        memory = self.persona(name).services.memory
+        return memory.sync(progress=True, flush=True) if memory is not None else 0
 
     def export(self, name: str, session_id: int) -> str:
         """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""
@@ -311,7 +321,7 @@ def stop_persona(fleet: Fleet, name: str, *, now: datetime, status: str = "stopp
         database.close()
 
 
-def wait_for_jobs(scheduler, job_ids: list[int], timeout_s: float, poll_s: float = 0.2) -> dict[int, str]:
+def wait_for_jobs(scheduler: Scheduler, job_ids: list[int], timeout_s: float, poll_s: float = 0.2) -> dict[int, str]:
     """The final status of each job (`succeeded`, `failed`, …), waiting at most `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     statuses: dict[int, str] = {}

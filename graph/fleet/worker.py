@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from graph.fleet import jobs
 from graph.fleet.runtime import WorkerRuntime, worker_token
+from llm import Provider
 from memory.fleet import Fleet
 from persona.settings import Overrides
 
+if TYPE_CHECKING:
+    import procrastinate
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 HEARTBEAT_S = 1.0
 STALLED_AFTER_S = 5.0
 WATCH_EVERY_S = 1.0
@@ -28,10 +34,10 @@ FAILED_TICK_RETRY_S = 30.0  # a tick job that raised (a step's failure is quaran
 POLL_S = 1.0  # how soon a scheduled tick (a persona's pause) is noticed; deferred jobs arrive by NOTIFY at once
 
 
-def register_tasks(app, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> None:
+def register_tasks(app: procrastinate.App, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> None:
     """The job bodies: each runs in a thread of the worker, holding its persona's fence."""
 
-    def fenced(name: str, work):
+    def fenced(name: str, work: Callable[[], T]) -> T:
         with runtime.fleet.fence(name):
             return work()
 
@@ -62,8 +68,9 @@ def register_tasks(app, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> No
         return fenced(name, lambda: runtime.export(name, session_id))
 
 
-async def recover_stalled(app, *, every_s: float = WATCH_EVERY_S, stalled_after_s: float = STALLED_AFTER_S,
-                          own=lambda: None) -> None:
+async def recover_stalled(app: procrastinate.App, *, every_s: float = WATCH_EVERY_S,
+                          stalled_after_s: float = STALLED_AFTER_S,
+                          own: Callable[[], int | None] = lambda: None) -> None:
     """The watchdog: jobs of workers whose heartbeat stopped go back to the queue (the engine's own recovery).
     `own()`: this worker's id — its own jobs are never its business (while it stops, its heartbeat stops first)."""
     from procrastinate import exceptions
@@ -101,7 +108,8 @@ def resume_active(fleet: Fleet, scheduler: jobs.Scheduler) -> int:
 
 def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_open: int = 256,
                heartbeat_s: float = HEARTBEAT_S, stalled_after_s: float = STALLED_AFTER_S, poll_s: float = POLL_S,
-               name: str | None = None, providers: dict | None = None, entries: list | None = None) -> None:
+               name: str | None = None, providers: dict[str, Provider] | None = None,
+               entries: list[dict[str, Any]] | None = None) -> None:
     """Run jobs until SIGINT/SIGTERM (the running jobs finish first; a second signal stops at once). SIGUSR1 prints
     every thread's stack (what a worker is doing)."""
     import faulthandler
@@ -126,7 +134,7 @@ def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_ope
         fleet.close()
 
 
-async def _work(app, fleet: Fleet, runtime: WorkerRuntime, *, concurrency: int, heartbeat_s: float,
+async def _work(app: procrastinate.App, fleet: Fleet, runtime: WorkerRuntime, *, concurrency: int, heartbeat_s: float,
                 stalled_after_s: float, poll_s: float, name: str) -> None:
     from procrastinate.worker import Worker
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Callable
 
 from langgraph.errors import GraphDrained
@@ -34,9 +34,9 @@ class Autonomy:
         self.digest: str | None = None
         self.tasks = TaskCycles(agent)
         self.dream_agent: Agent | None = None
-        self.dream_failed_on = None  # the date a dream raised: not retried before the next day
-        self.dream_checked = None  # when maybe_dream last looked
-        self.feeds_checked = None  # when the feeds were last looked at
+        self.dream_failed_on: date | None = None  # the date a dream raised: not retried before the next day
+        self.dream_checked: datetime | None = None  # when maybe_dream last looked
+        self.feeds_checked: datetime | None = None  # when the feeds were last looked at
         self.started = agent.services.clock()
 
     def start(self) -> None:
@@ -53,8 +53,9 @@ class Autonomy:
             self.notify(f"{recovered['offline']} background process(es) were lost when the last run stopped")
 
     def after_tick(self, control: RunControl) -> None:
-        with self.agent.services.db.unit() as repos:
-            self.digest = checkpoint_session(repos, self.session_id, self.digest)
+        if self.session_id is not None:  # start() opened it
+            with self.agent.services.db.unit() as repos:
+                self.digest = checkpoint_session(repos, self.session_id, self.digest)
         self.step_tasks(control)
 
     def step_tasks(self, control: RunControl) -> None:

@@ -14,7 +14,8 @@ Wanted = Literal["running", "paused", "stopped"]
 
 
 def wanted(repos: Repos) -> Wanted:
-    return (repos.config.loop_control or {}).get("want", "running")
+    want: Wanted = (repos.config.loop_control or {}).get("want", "running")
+    return want
 
 
 def request(repos: Repos, want: Wanted, *, by: str, now: datetime) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from graph.loop import control
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
 from nodes.commands.cycle import idle_wake_reason, load_cycle, update_cycle
+from nodes.state import TickValues
 
 log = logging.getLogger(__name__)
 MAX_DEGRADED_BACKOFF_S = 60.0
@@ -32,7 +33,7 @@ class LoopResult:
     stopped_by_human: bool = False  # the human asked the loop to stop (graph/loop/control.py)
     failed_ticks: int = 0  # ticks a step failed in (quarantined, the loop went on)
     dreams: list[dict[str, Any]] = field(default_factory=list)
-    last_state: dict[str, Any] = field(default_factory=dict)
+    last_state: TickValues = field(default_factory=TickValues)
 
 
 class Stopper:

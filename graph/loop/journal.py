@@ -25,7 +25,8 @@ SKIPPED = {"token"}  # per-token events stay in the terminal: a stream reader ge
 def _bounded(data: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps(data, ensure_ascii=False, default=str)
     if len(text) <= DATA_CHARS:
-        return json.loads(text)
+        plain: dict[str, Any] = json.loads(text)
+        return plain
     return {"preview": text[:DATA_CHARS], "truncated": len(text)}
 
 

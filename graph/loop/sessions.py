@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from memory import Repos
+from memory.models import Message, Note
 from nodes.stelis.threads import owner_alive, process_token
 
 SEED_RESPONSES = 10
@@ -123,10 +124,11 @@ def export_session(repos: Repos, session_id: int) -> tuple[dict[str, Any], str]:
     lines = [f"# Session {row.id} — {row.persona or 'persona'} on thread {row.thread_id}",
              f"{row.playbook} · {row.status} · {row.started_at:%Y-%m-%d %H:%M} → "
              f"{row.stopped_at:%Y-%m-%d %H:%M}" if row.stopped_at else f"{row.playbook} · {row.status}", ""]
-    timeline = [(m.created_at, "m", m) for m in messages] + [(n.created_at, "n", n) for n in notes]
+    timeline: list[tuple[datetime, str, Message | Note]] = [(m.created_at, "m", m) for m in messages] + \
+        [(n.created_at, "n", n) for n in notes]
     timeline.sort(key=lambda item: (item[0].replace(tzinfo=None), item[1]))
-    for _, kind, item in timeline:
-        if kind == "m":
+    for _, _, item in timeline:
+        if isinstance(item, Message):
             who = "Human" if item.role == "user" else f"Thought, tick {item.tick}" if item.kind == "response" else item.kind
             lines += [f"**{who}:** {item.content}", ""]
         elif item.source in ("user", "cli"):

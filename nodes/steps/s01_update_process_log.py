@@ -12,17 +12,19 @@ from langgraph.runtime import Runtime
 from nodes.context import (
     TICK_SUMMARY,
     AnimaContext,
+    checkpoint_thread_of,
     services_of,
 )
 from nodes.quarantine import MAX_TICK_STARTS, quarantine_tick
-from nodes.state import SamplingParams, TickState
+from nodes.state import SamplingParams, TickState, TickValues
 from nodes.stelis.threads import active_thread
 
 
-def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
+                       params: dict[str, Any] | None = None) -> TickValues:
     services = services_of(runtime)
     params = params or {}
-    root = state.root_thread or state.thread_id or runtime.execution_info.thread_id or "main"
+    root = state.root_thread or state.thread_id or checkpoint_thread_of(runtime) or "main"
     mode = params.get("mode") or state.mode or "chat"
     now = services.clock()
     with services.db.unit() as repos:

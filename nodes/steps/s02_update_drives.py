@@ -27,8 +27,9 @@ from persona.drives import (
 )
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from persona.settings import DriveSettings
-from nodes.context import UNREAD, AnimaContext, services_of
-from nodes.state import TickState
+from memory import Repos
+from nodes.context import UNREAD, AnimaContext, Services, services_of
+from nodes.state import DrivesReport, DrivesUpdate, ReachOut, TickState
 
 log = logging.getLogger(__name__)
 MAX_NOTES_PER_TICK = 5
@@ -37,7 +38,8 @@ CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settl
 MAX_OFFERS_KEPT = 20
 
 
-def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def update_drives(state: TickState, runtime: Runtime[AnimaContext],
+                  params: dict[str, Any] | None = None) -> DrivesUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     settings = services.settings.drives
@@ -64,7 +66,8 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
                     repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
                                           tick=tick, created_at=created_at)
             repos.config.emotion_note_pointer = felt[-1][0]
-        resolved = _settle(services, repos, thread_id, conversation, verdict) if verdict is not None else []
+        resolved = (_settle(services, repos, thread_id, conversation, verdict)
+                    if verdict is not None and conversation is not None else [])
         return {"drives": _take_stock(services, repos, state, started, resolved=resolved)}
 
 
@@ -73,7 +76,8 @@ def _thread(services, repos, state: TickState, thread_id: str):
     return services.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
 
 
-def _take_stock(services, repos, state: TickState, started: datetime | None, resolved: list[int]) -> dict[str, Any]:
+def _take_stock(services: Services, repos: Repos, state: TickState, started: datetime | None,
+                resolved: list[int]) -> DrivesReport:
     """The drives now, the resolved questions purged, and the reach-out offer if the one rule allows it."""
     settings = services.settings.drives
     thread_id, tick = state.thread_id, state.tick
@@ -88,7 +92,7 @@ def _take_stock(services, repos, state: TickState, started: datetime | None, res
     why_not = reach_out_offer(drives, now, services.settings.zone(), settings,
                               quiet_hours=services.settings.dreaming.quiet_hours,
                               human_waiting=waiting, last_offer_at=last_offer)  # one quiet-hours setting for both
-    offer = None
+    offer: ReachOut | None = None
     if why_not is None:
         offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
                  "level": drives.dominant_level}
@@ -96,7 +100,9 @@ def _take_stock(services, repos, state: TickState, started: datetime | None, res
             repos.config.reach_outs = (offers + [offer])[-MAX_OFFERS_KEPT:]
         repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
                             f"write to its human unprompted", status="close", thread_id=thread_id)
-    return {**drives.as_dict(), "inject_at": settings.inject_at, "reach_out": offer, "reach_out_blocked": why_not,
+    return {"levels": drives.levels, "dominant": drives.dominant, "level": drives.dominant_level,
+            "details": drives.details, "at": drives.at, "inject_at": settings.inject_at, "reach_out": offer,
+            "reach_out_blocked": why_not,
             "resolved_questions": resolved, "purged_questions": purged}
 
 
@@ -119,7 +125,7 @@ def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, 
 def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any, Any]]:
     """Each note's emotion (lexicon first, the model only when it says nothing); a missing model leaves the rest for
     the next tick."""
-    found: list[tuple[int, str, Any, tuple[str, int] | None]] = []
+    found: list[tuple[int, str, Any, tuple[str, int, str] | None]] = []
     for note_id, text, created_at in notes:
         try:
             emotion = classify_user_emotion(text, generate if settings.user_emotion_llm else None, USER_EMOTION_PROMPT)

@@ -22,13 +22,14 @@ from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.emotion import carried_rating, parse_emotions
 from nodes.reflexes.evaluation import evaluate, parse_comparison
-from nodes.state import EmotionEval, TickState
+from nodes.state import EmotionEval, EmotionUpdate, TickState
 from persona.prose import degenerate
 
 log = logging.getLogger(__name__)
 
 
-def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> EmotionUpdate:
     """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
     and, when the cheap novelty signals are uncertain, HMP's novelty comparison, in one JSON answer."""
     services = services_of(runtime)

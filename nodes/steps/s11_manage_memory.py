@@ -16,13 +16,14 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable
 from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
 from nodes.context import AnimaContext, services_of
-from nodes.state import MemoryUpkeep, TickState
+from nodes.state import MemoryUpkeep, TickState, UpkeepUpdate
 from nodes.upkeep import episodes_checked, generator, prune_memory, write_episode
 
 log = logging.getLogger(__name__)
 
 
-def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
+                  params: dict[str, Any] | None = None) -> UpkeepUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     done: MemoryUpkeep = {}
