@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from managers.strategies import StrategyManager
     from managers.threads import ThreadManager
     from memory import Repos
-    from memory.retrieval.index import MemoryIndex
+    from memory.retrieval.recall_index import RecallIndex
     from persona.settings import Settings
 
 
@@ -41,7 +41,7 @@ class ManagerDeps:
 
     settings: Settings | None = None
     clock: Callable[[], datetime] = field(default=_utcnow)
-    memory: MemoryIndex | None = None
+    memory: RecallIndex | None = None
     llms: LLMRegistry | None = None
 
 

@@ -10,6 +10,7 @@ transaction — or loaded beforehand with `preload`, several keys in one query �
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import uuid4
 
@@ -125,12 +126,28 @@ class ConfigRepo(Repo):
     def all(self) -> dict[str, Any]:
         return {row.key: row.value for row in self.session.scalars(select(ConfigEntry)).all()}
 
+    def _dict(self, key: str) -> dict[str, Any] | None:
+        value = self.get(key)
+        return value if isinstance(value, dict) else None
+
+    def _str(self, key: str) -> str | None:
+        value = self.get(key)
+        return value if isinstance(value, str) else None
+
+    def _int(self, key: str) -> int | None:
+        value = self.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _list(self, key: str) -> list[Any] | None:
+        value = self.get(key)
+        return value if isinstance(value, list) else None
+
     # ---- typed accessors: one per key or key family ----------------------------------------------------------
 
     @property
     def persona_dir(self) -> str | None:
         """The persona directory this data dir was last run with (or adopted by the web app)."""
-        return self.get(PERSONA_DIR_KEY)
+        return self._str(PERSONA_DIR_KEY)
 
     @persona_dir.setter
     def persona_dir(self, value: str | None) -> None:
@@ -139,7 +156,7 @@ class ConfigRepo(Repo):
     @property
     def selected_llm(self) -> str | None:
         """The primary model chosen at run time (None: by priority)."""
-        return self.get(LLM_SELECTED_KEY)
+        return self._str(LLM_SELECTED_KEY)
 
     @selected_llm.setter
     def selected_llm(self, value: str | None) -> None:
@@ -167,7 +184,7 @@ class ConfigRepo(Repo):
 
     def revived_from(self, thread_id: str) -> int | None:
         """The session a revived thread continues."""
-        return self.get(SESSION_REVIVED_PREFIX + thread_id)
+        return self._int(SESSION_REVIVED_PREFIX + thread_id)
 
     def set_revived_from(self, thread_id: str, session_id: int | None) -> None:
         self.set(SESSION_REVIVED_PREFIX + thread_id, session_id)
@@ -188,7 +205,7 @@ class ConfigRepo(Repo):
     @property
     def loop_control(self) -> dict[str, Any] | None:
         """What the human asked of the loop: {want, by, at}."""
-        return self.get(LOOP_CONTROL_KEY)
+        return self._dict(LOOP_CONTROL_KEY)
 
     @loop_control.setter
     def loop_control(self, value: dict[str, Any] | None) -> None:
@@ -197,7 +214,7 @@ class ConfigRepo(Repo):
     @property
     def loop_status(self) -> dict[str, Any] | None:
         """What the loop does: {state, pid, thread, tick, at}."""
-        return self.get(LOOP_STATUS_KEY)
+        return self._dict(LOOP_STATUS_KEY)
 
     @loop_status.setter
     def loop_status(self, value: dict[str, Any] | None) -> None:
@@ -205,7 +222,7 @@ class ConfigRepo(Repo):
 
     def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any] | None:
         """A one-shot playbook's run on a thread: {run_id, status, inputs}."""
-        return self.get(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
+        return self._dict(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
 
     def set_playbook_run(self, thread_id: str, playbook: str, value: dict[str, Any] | None) -> None:
         self.set(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}", value)
@@ -216,8 +233,8 @@ class ConfigRepo(Repo):
         return list(self.get(REACH_OUT_KEY) or [])
 
     @reach_outs.setter
-    def reach_outs(self, value: list[dict[str, Any]] | None) -> None:
-        self.set(REACH_OUT_KEY, value)
+    def reach_outs(self, value: Sequence[Mapping[str, Any]] | None) -> None:
+        self.set(REACH_OUT_KEY, None if value is None else [dict(offer) for offer in value])
 
     @property
     def drive_adjustments(self) -> dict[str, Any]:
@@ -261,7 +278,7 @@ class ConfigRepo(Repo):
 
     def session_export(self, session_id: int) -> dict[str, Any] | None:
         """The result an export job left for `session_id` (fleet)."""
-        return self.get(f"{SESSION_EXPORT_PREFIX}{session_id}")
+        return self._dict(f"{SESSION_EXPORT_PREFIX}{session_id}")
 
     def set_session_export(self, session_id: int, value: dict[str, Any] | None) -> None:
         self.set(f"{SESSION_EXPORT_PREFIX}{session_id}", value)
@@ -277,7 +294,7 @@ class ConfigRepo(Repo):
 
     def active_thread(self, root_id: str) -> str | None:
         """The thread a root's ticks run in (None: the root itself)."""
-        return self.get(ACTIVE_THREAD_PREFIX + root_id)
+        return self._str(ACTIVE_THREAD_PREFIX + root_id)
 
     def set_active_thread(self, root_id: str, thread_id: str | None) -> None:
         self.set(ACTIVE_THREAD_PREFIX + root_id, thread_id)
@@ -294,7 +311,7 @@ class ConfigRepo(Repo):
     @property
     def last_dream_attempt(self) -> str | None:
         """When (ISO time) the persona last began a dream."""
-        return self.get(DREAM_ATTEMPT_KEY)
+        return self._str(DREAM_ATTEMPT_KEY)
 
     @last_dream_attempt.setter
     def last_dream_attempt(self, value: str | None) -> None:
@@ -312,7 +329,7 @@ class ConfigRepo(Repo):
     @property
     def episodes_checked_on(self) -> str | None:
         """The local date (ISO) on which no episode was missing."""
-        return self.get(EPISODES_CHECKED_KEY)
+        return self._str(EPISODES_CHECKED_KEY)
 
     @episodes_checked_on.setter
     def episodes_checked_on(self, value: str | None) -> None:
@@ -337,7 +354,7 @@ class ConfigRepo(Repo):
 
     def mcp_tools(self, server: str) -> list[dict[str, Any]] | None:
         """The tools last seen on an MCP server (None: never listed)."""
-        return self.get(MCP_TOOLS_PREFIX + server)
+        return self._list(MCP_TOOLS_PREFIX + server)
 
     def set_mcp_tools(self, server: str, tools: list[dict[str, Any]] | None) -> None:
         self.set(MCP_TOOLS_PREFIX + server, tools)
@@ -345,7 +362,8 @@ class ConfigRepo(Repo):
     @property
     def lineage_parent(self) -> dict[str, Any] | None:
         """A spawned child's parent: {name, mode, …}."""
-        return self.get(LINEAGE_PARENT_KEY)
+        parent: dict[str, Any] | None = self.get(LINEAGE_PARENT_KEY)
+        return parent
 
     @lineage_parent.setter
     def lineage_parent(self, value: dict[str, Any] | None) -> None:
@@ -371,7 +389,8 @@ class ConfigRepo(Repo):
 
     def abstract_request(self, thread_id: str) -> dict[str, Any] | None:
         """A thread's pending request for an abstract: {trigger, what}."""
-        return self.get(ABSTRACT_REQUEST_PREFIX + thread_id)
+        request: dict[str, Any] | None = self.get(ABSTRACT_REQUEST_PREFIX + thread_id)
+        return request
 
     def set_abstract_request(self, thread_id: str, value: dict[str, Any] | None) -> None:
         self.set(ABSTRACT_REQUEST_PREFIX + thread_id, value)

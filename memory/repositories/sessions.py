@@ -12,7 +12,7 @@ from memory.repositories.base import Repo
 
 
 class SessionRepo(Repo):
-    def start(self, thread_id: str, *, playbook: str, persona: str, owner: str, tick: int, first_message_id: int,
+    def start(self, thread_id: str, *, playbook: str, persona: str, owner: str | None, tick: int, first_message_id: int,
               now: datetime, revived_from: int | None = None) -> SessionRow:
         row = SessionRow(thread_id=thread_id, playbook=playbook, persona=persona, owner=owner, first_tick=tick,
                          last_tick=tick, first_message_id=first_message_id, started_at=now, revived_from=revived_from)

@@ -251,7 +251,8 @@ class OpenAIEmbedder:
 
         self.name = f"openai-{model}"
         self.batch_size = batch_size
-        self._client = OpenAIEmbeddings(base_url=base_url, model=model, api_key=SecretStr(os.environ.get(api_key_env) or "none"),
+        self._client = OpenAIEmbeddings(openai_api_base=base_url, model=model,
+                                        openai_api_key=SecretStr(os.environ.get(api_key_env) or "none"),
                                         check_embedding_ctx_length=False, tiktoken_enabled=False, chunk_size=batch_size)
 
     def embed(self, texts: list[str]) -> np.ndarray:
