@@ -15,6 +15,7 @@ import asyncio
 import logging
 from typing import Any
 
+from graph.agent import settle_heap
 from graph.fleet import jobs
 from graph.fleet.runtime import WorkerRuntime, worker_token
 from memory.fleet import Fleet
@@ -117,6 +118,7 @@ def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_op
             log.info("worker: %d active persona(s)", resume_active(fleet, jobs.Scheduler(deferrer, fleet)))
         runtime = WorkerRuntime(fleet, flags, scheduler=None, keep_open=keep_open, providers=providers,
                                 entries=entries)
+        settle_heap()  # started: the modules, the embedding model and the pools live as long as the worker
         asyncio.run(_work(app, fleet, runtime, concurrency=concurrency, heartbeat_s=heartbeat_s,
                           stalled_after_s=stalled_after_s, poll_s=poll_s, name=name or worker_token()))
     finally:
