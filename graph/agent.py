@@ -21,6 +21,7 @@ playbooks (deep_work, novel) run for minutes through many model calls: they are 
 
 from __future__ import annotations
 
+import gc
 import logging
 import traceback
 import uuid
@@ -47,6 +48,8 @@ from nodes.state import TickState, TickValues
 from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
 
+TickGraph = CompiledStateGraph[TickState, AnimaContext, Any, Any]  # a playbook compiled over a checkpointer
+
 log = logging.getLogger(__name__)
 RECURSION_LIMIT = 200
 
@@ -71,15 +74,18 @@ class Agent:
     """
 
     def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver[Any],
-                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = "") -> None:
+                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = "",
+                 graph: TickGraph | None = None) -> None:
         self.playbook = playbook
         self.checkpoint_prefix = checkpoint_prefix  # a deployment's personas share one checkpoint table: "<name>/"
         self.services = services
         self.checkpointer = checkpointer
         self.thread_id = thread_id
         self.keep_checkpoints = keep_checkpoints
-        self.graph: CompiledStateGraph[TickState, AnimaContext, Any, Any] = build_graph(playbook).compile(
-            checkpointer=checkpointer)
+        # `graph`: the playbook already compiled over this checkpointer (it holds nothing of a persona or a thread,
+        # so a fleet worker compiles each playbook once for all its personas, and a sibling reuses its parent's)
+        self.graph: TickGraph = graph if graph is not None else \
+            build_graph(playbook).compile(checkpointer=checkpointer)
         self.context = AnimaContext(services=services)
         self.run_id: str | None = None
         self.recovered: list[StelisResult] = []
@@ -96,7 +102,7 @@ class Agent:
     def sibling(self, playbook: Playbook, thread_id: str) -> "Agent":
         """Another playbook or thread of the same persona (a dream, a task sub-cycle): same services and saver."""
         return Agent(playbook, self.services, self.checkpointer, thread_id=thread_id,
-                     checkpoint_prefix=self.checkpoint_prefix)
+                     checkpoint_prefix=self.checkpoint_prefix, graph=self.graph if playbook is self.playbook else None)
 
     @property
     def config(self) -> RunnableConfig:
@@ -212,6 +218,22 @@ class Agent:
         if self.services.memory is not None:
             self.services.memory.close()
         self.services.db.close()
+
+
+def settle_heap() -> None:
+    """Once a long-running process has started (modules imported, models loaded, the agent compiled): collect, then
+    freeze what survived. Those objects live as long as the process, and the collector no longer walks them on every
+    full collection a tick's allocations trigger (the loop driver and the fleet worker call it when they start; once
+    per process: a second call would only freeze what the first left to come and go)."""
+    global _settled
+    if _settled:
+        return
+    _settled = True
+    gc.collect()
+    gc.freeze()
+
+
+_settled = False
 
 
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main",

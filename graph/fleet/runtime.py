@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from graph.agent import Agent
+from graph.agent import Agent, TickGraph
 from graph.checkpoint import open_postgres_saver
+from graph.compiler import build_graph
 from graph.fleet import files
 from graph.fleet.jobs import Scheduler
 from graph.loop import control
@@ -28,7 +29,7 @@ from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
 from graph.loop.journal import LiveJournal
 from graph.loop.sessions import checkpoint_session, close_session, export_session, open_session
 from graph.loop.task_cycles import TaskCycles
-from graph.playbook import load_playbook, resolve_playbook_path
+from graph.playbook import Playbook, load_playbook, resolve_playbook_path
 from graph.services import open_services
 from llm import Provider
 from memory import Repos
@@ -95,6 +96,7 @@ class WorkerRuntime:
         self._open: OrderedDict[str, OpenPersona] = OrderedDict()
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
+        self._graphs: dict[str, tuple[Playbook, TickGraph]] = {}  # playbook -> (it, compiled): `_playbook`
         self.token = worker_token()
 
     def _scheduler(self) -> Scheduler:
@@ -104,20 +106,23 @@ class WorkerRuntime:
 
     # ---- opening -------------------------------------------------------------------------------------------
 
-    def persona(self, name: str) -> OpenPersona:
-        """The persona, open and current (reopened when its files changed in the registry)."""
+    def persona(self, name: str, known: tuple[str, str, str] | None = None) -> OpenPersona:
+        """The persona, open and current (reopened when its files changed in the registry). `known`: its registry
+        row's (state, files digest, playbook) as the caller just read them (`_lookup`)."""
         with self._lock:
             gate = self._opening.setdefault(name, threading.Lock())
         with gate:
-            with self.fleet.registry() as registry:
-                entry = registry.require(name)
-                digest, playbook = entry.files_digest, entry.playbook
-                stored = entry.files if self._open.get(name) is None or self._open[name].digest != digest else None
+            if known is None:
+                known = self._lookup(name)
+            _, digest, playbook = known
             with self._lock:
                 current = self._open.get(name)
                 if current is not None and current.digest == digest:
                     self._open.move_to_end(name)
                     return current
+            with self.fleet.registry() as registry:  # the files, only to open it (they are the biggest column)
+                entry = registry.require(name)
+                stored, digest, playbook = entry.files, entry.files_digest, entry.playbook
             if current is not None:
                 self._close(name)
             opened = self._open_persona(name, playbook, stored, digest)
@@ -131,6 +136,27 @@ class WorkerRuntime:
                 persona.close()
             return opened
 
+    def _lookup(self, name: str) -> tuple[str, str, str]:
+        """The persona's (state, files digest, playbook) in the registry: one small query per job."""
+        with self.fleet.registry() as registry:
+            found = registry.brief(name)
+            if found is not None:
+                return found
+            entry = registry.require(name)  # NotFound, naming the personas there are
+            return entry.state, entry.files_digest, entry.playbook
+
+    def _playbook(self, playbook: str) -> tuple[Playbook, TickGraph]:
+        """A playbook and its graph compiled over the worker's checkpointer: once per worker, for every persona
+        (a compiled graph holds nothing of a persona; each agent streams it with its own context and thread)."""
+        with self._lock:
+            found = self._graphs.get(playbook)
+        if found is None:
+            loaded = load_playbook(resolve_playbook_path(playbook))
+            found = (loaded, build_graph(loaded).compile(checkpointer=self.saver))
+            with self._lock:
+                found = self._graphs.setdefault(playbook, found)
+        return found
+
     def _open_persona(self, name: str, playbook: str, stored: bytes | None, digest: str) -> OpenPersona:
         directory = files.materialize(name, stored or b"", digest, self.cache_dir)
         overrides = self.overrides.replace(persona_dir=str(directory), channel="web",
@@ -138,8 +164,8 @@ class WorkerRuntime:
                                            db_url=self.fleet.libpq_url())
         services = open_services(overrides, db=self.fleet.database(name), providers=self.providers,
                                  entries=self.entries, embedder=self.embedder)
-        agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, self.saver, thread_id=THREAD,
-                      checkpoint_prefix=f"{name}/")
+        loaded, graph = self._playbook(playbook)
+        agent = Agent(loaded, services, self.saver, thread_id=THREAD, checkpoint_prefix=f"{name}/", graph=graph)
         recover_orphans(services)  # Stelis threads a killed worker left open
         cycles = TaskCycles(agent)
         cycles.resume_interrupted()
@@ -161,36 +187,42 @@ class WorkerRuntime:
 
     # ---- jobs ----------------------------------------------------------------------------------------------
 
-    def _active(self, name: str) -> bool:
-        with self.fleet.registry() as registry:
-            return registry.state_of(name) == "active"
-
     def tick(self, name: str) -> float | None:
         """One tick of the persona (or, paused or idle, a look at whether it should think); returns the seconds to
         its next tick, None when it should not tick again (paused or removed from the registry)."""
-        if not self._active(name):
+        known = self._lookup(name)
+        if known[0] != "active":
             return None
-        persona = self.persona(name)
+        persona = self.persona(name, known)
         agent, services = persona.agent, persona.services
         try:
-            with services.db.unit() as repos:
+            with services.db.unit() as repos:  # what decides whether it thinks now, read in one statement
+                repos.config.preload_tick_decision(THREAD)
                 want = control.wanted(repos)
                 if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
                     control.record_status(repos, want, now=services.clock(), thread=THREAD, pid=os.getpid())
                     persona.extra["reported"] = (want, self.token)
+                feeds_asked = repos.config.fetch_now
+                idle = bool(repos.config.cycle(THREAD).get("idle"))
             if want != "running":
                 return CONTROL_POLL_S
             self._maybe_dream(persona)
-            self._maybe_fetch_feeds(persona)
-            if not agent.interrupted and not idle_should_wake(agent, services.clock()):
+            self._maybe_fetch_feeds(persona, feeds_asked)
+            # idle_should_wake is True at once when the persona is not idle: only an idle one is asked
+            if idle and not agent.interrupted and not idle_should_wake(agent, services.clock()):
                 self._defer_task_ticks(persona)
                 return IDLE_POLL_S
             for mode, data in agent.stream(None, events=True):
                 persona.journal(mode, data)
             state = agent.state()
-            with services.db.unit() as repos:
+            with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
                 checkpoint_session(repos, self._session(persona, repos))
-            self._defer_task_ticks(persona)
+                reap = bool(repos.tasks.with_repl_status("stopped"))
+                cycles = [task.id for task in repos.tasks.running_cycles()]
+            if reap:
+                persona.cycles._reap_stopped()
+            for task_id in cycles:
+                self._scheduler().task_tick(persona.name, task_id)
             with self.fleet.registry() as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
@@ -211,13 +243,12 @@ class WorkerRuntime:
                                      now=services.clock())
         return session_id
 
-    def _maybe_fetch_feeds(self, persona: OpenPersona) -> None:
-        """The persona's RSS/Atom feeds that are due (or that its world check asked for), between its ticks."""
+    def _maybe_fetch_feeds(self, persona: OpenPersona, asked: bool) -> None:
+        """The persona's RSS/Atom feeds that are due (or that its world check asked for: `asked`), between its
+        ticks."""
         services = persona.services
         now = services.clock()
         checked = persona.extra.get("feeds_checked")
-        with services.db.unit() as repos:
-            asked = repos.config.fetch_now
         if checked is not None and now - checked < FEEDS_CHECK_EVERY and not asked:
             return
         persona.extra["feeds_checked"] = now
@@ -243,9 +274,10 @@ class WorkerRuntime:
             self._scheduler().task_tick(persona.name, task_id)
 
     def dream(self, name: str) -> dict[str, Any] | None:
-        if not self._active(name):
+        known = self._lookup(name)
+        if known[0] != "active":
             return None
-        persona = self.persona(name)
+        persona = self.persona(name, known)
         services = persona.services
         with services.db.unit() as repos:
             reason = dream_due(repos, services.clock(), services.settings.zone(), services.settings.dreaming,
@@ -254,8 +286,9 @@ class WorkerRuntime:
             return None
         dreamer = persona.extra.get("dreamer")
         if dreamer is None:
-            dreamer = persona.extra["dreamer"] = persona.agent.sibling(load_playbook(resolve_playbook_path("dream")),
-                                                                       THREAD)
+            loaded, graph = self._playbook("dream")
+            dreamer = persona.extra["dreamer"] = Agent(loaded, services, self.saver, thread_id=THREAD,
+                                                       checkpoint_prefix=persona.agent.checkpoint_prefix, graph=graph)
         try:
             for mode, data in dreamer.stream(None, inputs={"level": 0, "reason": reason}):
                 if mode == "custom":
@@ -271,9 +304,10 @@ class WorkerRuntime:
             self._flush(persona)
 
     def task_tick(self, name: str, task_id: int) -> dict[str, Any] | None:
-        if not self._active(name):
+        known = self._lookup(name)
+        if known[0] != "active":
             return None
-        persona = self.persona(name)
+        persona = self.persona(name, known)
         with persona.services.db.unit() as repos:
             task = repos.tasks.get(task_id)
             thread_id = task.repl_thread if task.repl_status == "running" else None

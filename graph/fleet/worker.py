@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from graph.agent import settle_heap
 from graph.fleet import jobs
 from graph.fleet.runtime import WorkerRuntime, worker_token
 from llm import Provider
@@ -126,6 +127,7 @@ def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_ope
             log.info("worker: %d active persona(s)", resume_active(fleet, jobs.Scheduler(deferrer, fleet)))
         runtime = WorkerRuntime(fleet, overrides, scheduler=None, keep_open=keep_open, providers=providers,
                                 entries=entries)
+        settle_heap()  # started: the modules, the embedding model and the pools live as long as the worker
         asyncio.run(_work(app, fleet, runtime, concurrency=concurrency, heartbeat_s=heartbeat_s,
                           stalled_after_s=stalled_after_s, poll_s=poll_s, name=name or worker_token()))
     finally:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
-from graph.agent import Agent
+from graph.agent import Agent, settle_heap
 from graph.loop import control
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
@@ -102,6 +102,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     life = Autonomy(agent, on_stream, notify) if autonomy else None
     if life:
         life.start()
+    settle_heap()  # started: what lives now lives as long as the loop
     try:
         with agent.services.llms.cancel_when(stopper.event):
             while ticks is None or result.ticks_run < ticks:

@@ -182,6 +182,11 @@ class ConfigRepo(Repo):
         keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY) + ((ACTIVE_THREAD_PREFIX + active_root,) if active_root else ())
         self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
 
+    def preload_tick_decision(self, thread_id: str) -> None:
+        """What decides whether a thread thinks now (the loop control, a feeds check asked for, its cycle), in one
+        query."""
+        self.preload(LOOP_CONTROL_KEY, FETCH_NOW_KEY, CYCLE_PREFIX + thread_id)
+
     def revived_from(self, thread_id: str) -> int | None:
         """The session a revived thread continues."""
         return self._int(SESSION_REVIVED_PREFIX + thread_id)
