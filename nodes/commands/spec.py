@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Callable, Literal
 
+from managers import ManagerDeps, Managers
 from memory import Repos
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
@@ -40,6 +42,14 @@ class CommandContext:
     task_id: int | None = None  # set in a task's sub-cycle: what it writes is marked as the task's
     registry: Any = None  # nodes.commands.Registry (help.show lists it)
     after_commit: list[Callable[[], None]] = field(default_factory=list)  # e.g. start a process its row records
+
+    @cached_property
+    def managers(self) -> Managers:
+        """The domain managers over this command's transaction (managers/)."""
+        services = self.services
+        return Managers(self.repos, ManagerDeps(settings=self.settings, clock=lambda: self.now,
+                                                memory=getattr(services, "memory", None),
+                                                llms=getattr(services, "llms", None)))
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
