@@ -31,6 +31,7 @@ from memory.tiers import (
     UnknownTier,
     Unsupported,
     hit_ref,
+    searchable,
 )
 from memory.tiers import tier_of as _tier_of
 from web.context import WebServices
@@ -126,6 +127,7 @@ def search(services: WebServices, q: str, *, k: int = 10, tiers: list[str] | Non
            archived: bool = False) -> SearchResults:
     """The persona's own hybrid retrieval (BM25 + vectors, fused) across the searchable tiers (or those named)."""
     with _answered():
+        searchable(tiers)  # the tiers are checked even for an empty query (the index is opened only for a query)
         hits = search_index(services.memory, q, k=k, tiers=tiers, archived=archived) if q.strip() else []
     return SearchResults(q=q, hits=[_hit(h) for h in hits])
 
