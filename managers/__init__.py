@@ -26,6 +26,15 @@ if TYPE_CHECKING:
     from managers.processes import ProcessManager
     from managers.strategies import StrategyManager
     from managers.threads import ThreadManager
+    from managers.abstracts import AbstractManager
+    from managers.concepts import ConceptManager
+    from managers.diary import DiaryManager
+    from managers.facts import FactManager
+    from managers.goals import GoalManager, TaskManager
+    from managers.llm_memory import LLMMemoryManager
+    from managers.memory import MemoryManager
+    from managers.notes import NoteManager
+    from managers.tags import TagManager
     from memory import Repos
     from memory.retrieval.recall_index import RecallIndex
     from persona.settings import Settings
@@ -83,6 +92,65 @@ class Managers:
     def threads(self) -> ThreadManager:
         from managers.threads import ThreadManager
         return ThreadManager(self)
+    @cached_property
+    def memory(self) -> MemoryManager:
+        from managers.memory import MemoryManager
+
+        return MemoryManager(self)
+
+    @cached_property
+    def goals(self) -> GoalManager:
+        from managers.goals import GoalManager
+
+        return GoalManager(self)
+
+    @cached_property
+    def tasks(self) -> TaskManager:
+        from managers.goals import TaskManager
+
+        return TaskManager(self)
+
+    @cached_property
+    def diary(self) -> DiaryManager:
+        from managers.diary import DiaryManager
+
+        return DiaryManager(self)
+
+    @cached_property
+    def llm_memory(self) -> LLMMemoryManager:
+        from managers.llm_memory import LLMMemoryManager
+
+        return LLMMemoryManager(self)
+
+    @cached_property
+    def concepts(self) -> ConceptManager:
+        from managers.concepts import ConceptManager
+
+        return ConceptManager(self)
+
+    @cached_property
+    def facts(self) -> FactManager:
+        from managers.facts import FactManager
+
+        return FactManager(self)
+
+    @cached_property
+    def notes(self) -> NoteManager:
+        from managers.notes import NoteManager
+
+        return NoteManager(self)
+
+    @cached_property
+    def tags(self) -> TagManager:
+        from managers.tags import TagManager
+
+        return TagManager(self)
+
+    @cached_property
+    def abstracts(self) -> AbstractManager:
+        from managers.abstracts import AbstractManager
+
+        return AbstractManager(self)
 
 
 __all__ = ["ManagerDeps", "Managers", "cached_property"]
