@@ -46,6 +46,8 @@ run: model
 # as root or via sudo; if it cannot be, those tests skip and say why.
 test: model
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
+	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
+	$(PY) -m mypy
 	$(PY) -m pytest -q -rs
 
 studio: install

@@ -2,12 +2,15 @@
 model server and `run.py worker` processes. Prints JSON:
 
 - per worker count (1, 2, 4 by default; one job at a time each): aggregate ticks/s over a measured window after a
-  warm-up, p50/p95 of a tick's own time (its row's start to finish, minus the model's time: the orchestration,
-  SQL, embedding and Chroma cost of a tick) and of a tick job's whole time (tick plus the job engine and the chain);
+  warm-up (every persona has ticked once — its first job opens it in the worker, about half a second — and then
+  `--warmup` seconds more: the window measures warm ticks; `warm_after_s` says how long the opening took), p50/p95
+  of a tick's own time (its row's start to finish, minus the model's time: the orchestration, SQL, embedding and
+  Chroma cost of a tick) and of a tick job's whole time (tick plus the job engine and the chain), and the workers'
+  own CPU per tick (`worker_cpu_ms_per_tick`: user + system time of the worker processes over the window);
 - takeover: two workers, one killed with -9 in the middle of a tick — seconds until the persona whose tick it was
   finishes its next tick on the other, and how many human notes were lost and commands executed twice (0 and 0).
 
-    python bench/scale.py [--personas 100] [--workers 1 2 4] [--warmup 20] [--window 30]
+    python bench/scale.py [--personas 100] [--workers 1 2 4] [--warmup 20] [--window 30] [--no-takeover]
 
 Run it with `nice -n 10` on a shared machine; progress goes to stderr.
 """
@@ -94,7 +97,11 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
     with Workers(pg_url, chroma_url, llm_url, cache) as procs:
         for _ in range(workers):
             procs.start()
-        say(f"{workers} worker(s): warming up {warmup:.0f} s")
+        before, started = ticks_of(fleet), time.monotonic()
+        say(f"{workers} worker(s): until every persona has ticked once, then {warmup:.0f} s more")
+        wait_until(lambda: all(n > before.get(name, 0) for name, n in ticks_of(fleet).items()), 60 + 5 * len(names),
+                   "every persona ticked once", every=1.0)
+        warm_after = time.monotonic() - started
         time.sleep(warmup)
         start_ticks, start_at = total_ticks(fleet), datetime.now(timezone.utc)
         logs_before = [len(procs.log(i)) for i in range(workers)]
@@ -105,7 +112,8 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
         memory = [rss_mb(p.pid) for p in procs.procs]
         jobs = [t for i in range(workers) for t in job_times(procs.log(i)[logs_before[i]:])]
     costs = tick_costs(fleet, names, start_at, end_at)
-    result = {"workers": workers, "ticks": end_ticks - start_ticks, "window_s": window,
+    result = {"workers": workers, "warm_after_s": round(warm_after, 1), "ticks": end_ticks - start_ticks,
+              "window_s": window,
               "ticks_per_s": round((end_ticks - start_ticks) / window, 2),
               "tick_overhead_ms": {"p50": pct(costs, 0.5), "p95": pct(costs, 0.95), "n": len(costs)},
               "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)},
@@ -176,6 +184,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--warmup", type=float, default=20.0)
     parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument("--no-takeover", action="store_true", help="skip the kill -9 takeover measurement")
     args = parser.parse_args()
     names = [f"b{i:03d}" for i in range(args.personas)]
     base = Path(tempfile.mkdtemp(prefix="anima-scale-"))
@@ -194,7 +203,8 @@ def main() -> None:
         out["add_persona_ms"] = round((time.monotonic() - started) * 1000 / len(names), 1)
         for workers in args.workers:
             out["runs"].append(measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window))
-        out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
+        if not args.no_takeover:
+            out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
         deployment.close()
     __import__("shutil").rmtree(base, ignore_errors=True)
     one = next((r for r in out["runs"] if r["workers"] == 1), None)

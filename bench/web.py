@@ -36,6 +36,7 @@ from graph.services import open_services
 from tests.fakes.llm import FakeLLM
 from tests.fakes.memory import HashEmbedder
 from web.server import start_in_thread
+from persona.settings import Overrides
 
 GOAL_P95_MS = 250.0
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -207,7 +208,7 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="anima-bench-web-"))
     agent = make_agent(data_dir)
     port = free_port()
-    web = start_in_thread({"data_dir": str(data_dir)}, "127.0.0.1", port)
+    web = start_in_thread(Overrides.of(data_dir=str(data_dir)), "127.0.0.1", port)
     progress(f"web app at {web.url} over {data_dir}")
     try:
         sse = bench_sse(agent, web.url, args.ticks, args.pause_s, args.min_events)

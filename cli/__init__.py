@@ -14,14 +14,15 @@
     run.py worker / personas …      fleet.py          many personas: the job engine's workers, the registry
     run.py llm list|select|update   llm.py            the models chosen at run time
     run.py spawn NAME --mode …      spawn.py          a child persona (clone, trained, newborn)
+    run.py config show [--json]     config.py         every effective setting and where it came from
 """
 
 from __future__ import annotations
 
 import typer
 
-from cli import (approvals, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn, talk,
-                 web)
+from cli import (approvals, config, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn,
+                 talk, web)
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -46,3 +47,4 @@ app.add_typer(model.app, name="model")
 app.command()(fleet.worker)
 app.add_typer(fleet.app, name="personas")
 app.add_typer(llm.app, name="llm")
+app.add_typer(config.app, name="config")

@@ -18,7 +18,7 @@ from managers.consent import ApprovalError, answer
 from nodes.context import utcnow
 
 
-def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
+def approvals(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
               show_all: bool = typer.Option(False, "--all", help="Also the decided ones (newest first)."),
               limit: int = typer.Option(50, "--limit"), name: Optional[str] = PersonaName) -> None:
     """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
@@ -40,7 +40,7 @@ def approvals(data_dir: str = DataDir, db: Optional[str] = DbUrl, as_json: bool 
                           soft_wrap=True, highlight=False)
 
 
-def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Optional[str],
+def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str], db: Optional[str],
             name: Optional[str] = None) -> None:
     database = open_database(data_dir, db, name)
     try:
@@ -66,13 +66,13 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: str, db: Opt
 
 def approve(approval_id: int = typer.Argument(..., help="The approval's id (run.py approvals)."),
             reason: str = typer.Option("", "--reason", help="A note kept in the audit log."),
-            data_dir: str = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+            data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Approve a waiting command: it runs exactly once, at the next tick."""
     _answer(approval_id, True, reason, data_dir, db, name)
 
 
 def deny(approval_id: int = typer.Argument(..., help="The approval's id (run.py approvals)."),
          reason: str = typer.Option("", "--reason", help="Why — the persona reads it in its next prompt."),
-         data_dir: str = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+         data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Deny a waiting command: it never runs, and the persona is told why."""
     _answer(approval_id, False, reason, data_dir, db, name)

@@ -4,34 +4,45 @@ which personas should be thinking (graph/fleet/). Both need the deployment's Pos
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, flags, print_listing
+from cli.options import (ChromaUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model, PersonaDir, console, err, located,
+                         print_listing)
+from persona.settings import Overrides
 from cli.startup import StartupError, starting
+
+if TYPE_CHECKING:
+    from graph.fleet.personas import Deployment
 
 app = typer.Typer(help="The personas of a deployment: which should be thinking (run.py worker runs them).")
 
-FleetDb = typer.Option(..., "--db", envvar="ANIMA_DB_URL", help="The deployment's PostgreSQL URL (postgresql://…).")
+FleetDb = typer.Option(None, "--db", help="The deployment's PostgreSQL URL (postgresql://…; default $ANIMA_DB_URL).")
 NameArg = typer.Argument(..., help="The persona's name in the deployment (lowercase letters, digits, _).")
 
 
-def open_deployment(db: str):
+def deployment_db(db: Optional[str]) -> str:
+    """The deployment's database: --db, else ANIMA_DB_URL (the settings' one resolution)."""
+    url = located(None, db).db_url
+    if not url:
+        raise StartupError("deployment", "give the deployment's database: --db postgresql://… (or ANIMA_DB_URL)")
+    return url
+
+
+def open_deployment(db: Optional[str]) -> Deployment:
     from graph.fleet.personas import Deployment
 
+    url = deployment_db(db)
     with starting():
-        return Deployment.open(db)
+        return Deployment.open(url)
 
 
-def worker(db: str = FleetDb, chroma_url: Optional[str] = ChromaUrl,
+def worker(db: Optional[str] = FleetDb, chroma_url: Optional[str] = ChromaUrl,
            concurrency: int = typer.Option(1, "--concurrency", min=1, max=256,
                                            help="Jobs this worker runs at once (threads; one persona never twice)."),
-           llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL",
-                                                 help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
-           model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
-           llm_api: str = typer.Option("chat", "--llm-api", help="chat or completions."),
+           llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model, llm_api: Optional[str] = LlmApi,
            no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
            embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
            keep_open: int = typer.Option(256, "--keep-open", min=1,
@@ -45,25 +56,26 @@ def worker(db: str = FleetDb, chroma_url: Optional[str] = ChromaUrl,
     from graph.fleet.worker import run_worker
     from graph.services import EMBEDDED_CHROMA_REFUSED
 
-    if not chroma_url:
-        err.print(f"[red]{escape(EMBEDDED_CHROMA_REFUSED)}[/]")
-        raise typer.Exit(2)
-    settings = flags(chroma_url=chroma_url, llm_url=llm_url, model=model, llm_api=llm_api if llm_url else None,
-                     embedded=False if (llm_url and no_fallback) else None, embed_url=embed_url,
-                     embed_model=embed_model)
+    overrides = Overrides.of(chroma_url=chroma_url, llm_url=llm_url, model=model, llm_api=llm_api,
+                             embedded=False if no_fallback else None, embed_url=embed_url, embed_model=embed_model)
     with starting():
         from memory.fleet import Fleet
         from persona.settings import load_settings
 
-        load_settings(**settings)  # a bad flag: one line, exit 2
-        Fleet.open(db).close()  # the database answers and is PostgreSQL
-    if settings.get("embedded", True):
+        settings = load_settings(overrides=overrides)  # a bad flag: one line, exit 2
+    if not settings.chroma_url:
+        err.print(f"[red]{escape(EMBEDDED_CHROMA_REFUSED)}[/]")
+        raise typer.Exit(2)
+    url = deployment_db(db)
+    with starting():
+        Fleet.open(url).close()  # the database answers and is PostgreSQL
+    if settings.embedded:
         from cli.run_playbook import install_model_with_progress
 
-        install_model_with_progress()
-    err.print(f"[bold]worker[/] · {concurrency} at a time · jobs from {escape(_masked(db))} · vectors on "
-              f"{escape(chroma_url)} (Ctrl-C stops after the running jobs)")
-    run_worker(db, settings, concurrency=concurrency, keep_open=keep_open, poll_s=poll_s)
+        install_model_with_progress(settings.cache_dir)
+    err.print(f"[bold]worker[/] · {concurrency} at a time · jobs from {escape(_masked(url))} · vectors on "
+              f"{escape(settings.chroma_url)} (Ctrl-C stops after the running jobs)")
+    run_worker(url, overrides, concurrency=concurrency, keep_open=keep_open, poll_s=poll_s)
 
 
 def _masked(url: str) -> str:
@@ -73,7 +85,7 @@ def _masked(url: str) -> str:
 
 
 @app.command("add")
-def personas_add(name: str = NameArg, db: str = FleetDb, persona: Optional[str] = PersonaDir,
+def personas_add(name: str = NameArg, db: Optional[str] = FleetDb, persona: Optional[str] = PersonaDir,
                  playbook: str = typer.Option("repl", "--playbook", "-p", help="repl (chat) or epos (continuation).")) -> None:
     """Add a persona (its files from --persona, default the shipped one, are stored in the database) and start it."""
     deployment = open_deployment(db)
@@ -86,7 +98,7 @@ def personas_add(name: str = NameArg, db: str = FleetDb, persona: Optional[str] 
 
 
 @app.command("list")
-def personas_list(db: str = FleetDb, as_json: bool = typer.Option(False, "--json")) -> None:
+def personas_list(db: Optional[str] = FleetDb, as_json: bool = typer.Option(False, "--json")) -> None:
     """Every persona of the deployment: state, ticks, when and where it last thought, when it thinks next."""
     from dataclasses import asdict
 
@@ -104,18 +116,18 @@ def personas_list(db: str = FleetDb, as_json: bool = typer.Option(False, "--json
 
 
 @app.command("pause")
-def personas_pause(name: str = NameArg, db: str = FleetDb) -> None:
+def personas_pause(name: str = NameArg, db: Optional[str] = FleetDb) -> None:
     """Stop a persona's thinking (its waiting jobs are cancelled, its session saved); `resume` starts it again."""
     _change(db, name, "pause")
 
 
 @app.command("resume")
-def personas_resume(name: str = NameArg, db: str = FleetDb) -> None:
+def personas_resume(name: str = NameArg, db: Optional[str] = FleetDb) -> None:
     """Start a paused persona again (a tick now, on the first free worker)."""
     _change(db, name, "resume")
 
 
-def _change(db: str, name: str, verb: str) -> None:
+def _change(db: Optional[str], name: str, verb: str) -> None:
     from memory.repositories.base import NotFound
 
     deployment = open_deployment(db)
@@ -129,7 +141,7 @@ def _change(db: str, name: str, verb: str) -> None:
 
 
 @app.command("remove")
-def personas_remove(name: str = NameArg, db: str = FleetDb, chroma_url: Optional[str] = ChromaUrl,
+def personas_remove(name: str = NameArg, db: Optional[str] = FleetDb, chroma_url: Optional[str] = ChromaUrl,
                     purge: bool = typer.Option(False, "--purge",
                                                help="Also delete its memory, checkpoints and vectors, for good.")) -> None:
     """Take a persona out of the deployment (it thinks no more). Its memory stays in the database unless --purge."""

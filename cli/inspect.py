@@ -13,7 +13,7 @@ from graph.reports import inspect_report
 from nodes.context import utcnow
 
 
-def inspect(data_dir: str = DataDir, db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir,
+def inspect(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir,
             as_json: bool = typer.Option(False, "--json"),
             limit: int = typer.Option(10, "--limit", help="How many recent rows of each kind.")) -> None:
     """What the persona did: ticks, threads, notes in/out, responses with reflex fields, LLM calls and tokens, drives,

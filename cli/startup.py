@@ -22,13 +22,14 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click import Context as ClickContext  # typer vendors click: TyperGroup.invoke takes its Context
 from typer.core import TyperGroup
 
 from memory import Database, DatabaseOpenError, SchemaError
 from memory.fleet import FleetError
 from memory.repositories.base import NotFound
 from persona import PersonaError
-from persona.settings import SettingsError
+from persona.settings import Overrides, Settings, SettingsError
 
 DEBUG = "anima.debug"  # ctx.meta key: --debug was given
 
@@ -88,21 +89,23 @@ def check_data_dir(data_dir: str | Path) -> None:
                            f"{path}: cannot write files in it ({exc.strerror or exc})") from exc
 
 
-def preflight(settings: dict[str, Any]) -> None:
+def preflight(overrides: Overrides) -> Settings:
     """A run's configuration, checked before any model is installed or loaded: settings, data dir, database and
-    persona files — each failure one message (StartupError)."""
+    persona files — each failure one message (StartupError). Returns the run's settings."""
     from graph.services import open_settings
     from persona import load_persona
     from persona.settings import load_settings
 
     with starting():
-        located = load_settings(**settings)
+        located = load_settings(overrides=overrides)
         check_data_dir(located.data_dir)
         database = Database.open(located.data_dir, located.db_url)
         try:
-            load_persona(open_settings(database, settings).persona_dir)
+            settings = open_settings(database, overrides)
+            load_persona(settings.persona_dir)
         finally:
             database.close()
+    return settings
 
 
 def _remember_debug(ctx: typer.Context, _param: Any, value: bool) -> bool:
@@ -130,7 +133,7 @@ def with_debug_option(callback: Callable[..., Any]) -> Callable[..., Any]:
 class AnimaGroup(TyperGroup):
     """The app's command group: a StartupError anywhere below it is one message and exit code 2."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         try:
             return super().invoke(ctx)
         except StartupError as exc:

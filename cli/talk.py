@@ -10,7 +10,7 @@ import typer
 from cli.options import DataDir, DbUrl, PersonaName, console, open_database
 
 
-def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: str = DataDir, db: Optional[str] = DbUrl,
+def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
         priority: int = typer.Option(1, "--priority", help="Higher is more urgent."),
         tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable)."),
         name: Optional[str] = PersonaName) -> None:

@@ -2,37 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, WebAllowedHosts, WebHost, WebPort, err, flags
-from cli.startup import StartupError, preflight
+from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, WebAllowedHosts, WebHost, WebPort, err
+from persona.settings import Overrides
+from cli.startup import StartupError, preflight, starting
 
 
 def check_web_binding(host: str, allowed_hosts: Optional[str] = None) -> None:
     """Serving beyond this machine without a token is refused before an address is printed or anything is loaded:
     one message, exit 2 (cli/startup.py). So is a bad --allowed-hosts entry."""
-    import os
+    from persona.settings import load_settings
+    from web.security import AllowedHosts, BindingError, check_binding
 
-    from web.security import TOKEN_ENV, AllowedHosts, BindingError, check_binding
-
+    with starting():
+        settings = load_settings()  # ANIMA_API_TOKEN and ANIMA_ALLOWED_HOSTS, read by the settings
     try:
-        check_binding(host, os.environ.get(TOKEN_ENV) or None)
-        AllowedHosts.serving(host, allowed_hosts)
+        check_binding(host, settings.api_token.get_secret_value() if settings.api_token else None)
+        AllowedHosts.serving(host, allowed_hosts if allowed_hosts is not None else settings.allowed_hosts)
     except BindingError as exc:
         raise StartupError("the web app", str(exc)) from exc
 
 
-def start_web(settings: dict, host: str, port: int, allowed_hosts: Optional[str] = None):
+def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: Optional[str] = None) -> Any:
     """The app beside the loop (`run.py`, `make run`). An unsafe binding stops the run (exit 2); a busy port only
     the app: the persona thinks on, and `run.py serve --port …` can serve it later."""
     from web.security import BindingError
     from web.server import PortInUse, start_in_thread
 
     try:
-        web = start_in_thread(settings, host, port, allowed_hosts=allowed_hosts)
+        web = start_in_thread(overrides, host, port, allowed_hosts=allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2)
@@ -43,7 +45,8 @@ def start_web(settings: dict, host: str, port: int, allowed_hosts: Optional[str]
     return web
 
 
-def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = PersonaDir, data_dir: str = DataDir,
+def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = PersonaDir,
+          data_dir: Optional[str] = DataDir,
           db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
           allowed_hosts: Optional[str] = WebAllowedHosts) -> None:
     """Serve the web app and API over a data dir (talk, thoughts, inner life, memory, approvals, sessions, persona,
@@ -51,13 +54,14 @@ def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = Per
     from web.security import BindingError
     from web.server import serve as serve_app
 
-    settings = flags(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
+    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
     check_web_binding(host, allowed_hosts)  # the refusal comes first: no address is printed for a server that will not start
-    preflight(settings)
+    settings = preflight(overrides)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     err.print(f"[bold]web app:[/] http://{shown}:{port}  (Ctrl-C stops)")
     try:
-        serve_app(settings, host, port, allowed_hosts=allowed_hosts)
+        serve_app(overrides, host, port,
+                  allowed_hosts=allowed_hosts if allowed_hosts is not None else settings.allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2)

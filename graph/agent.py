@@ -21,14 +21,16 @@ playbooks (deep_work, novel) run for minutes through many model calls: they are 
 
 from __future__ import annotations
 
+import gc
 import logging
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.constants import END
@@ -40,9 +42,13 @@ from graph.checkpoint import DEFAULT_KEEP, close_saver, open_postgres_saver, ope
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
+from persona.settings import Overrides
 from nodes import AnimaContext, Services
+from nodes.state import TickState, TickValues
 from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
+
+TickGraph = CompiledStateGraph[TickState, AnimaContext, Any, Any]  # a playbook compiled over a checkpointer
 
 log = logging.getLogger(__name__)
 RECURSION_LIMIT = 200
@@ -67,15 +73,19 @@ class Agent:
     Both write to the database thread `thread_id`.
     """
 
-    def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver,
-                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = ""):
+    def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver[Any],
+                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = "",
+                 graph: TickGraph | None = None) -> None:
         self.playbook = playbook
         self.checkpoint_prefix = checkpoint_prefix  # a deployment's personas share one checkpoint table: "<name>/"
         self.services = services
         self.checkpointer = checkpointer
         self.thread_id = thread_id
         self.keep_checkpoints = keep_checkpoints
-        self.graph: CompiledStateGraph = build_graph(playbook).compile(checkpointer=checkpointer)
+        # `graph`: the playbook already compiled over this checkpointer (it holds nothing of a persona or a thread,
+        # so a fleet worker compiles each playbook once for all its personas, and a sibling reuses its parent's)
+        self.graph: TickGraph = graph if graph is not None else \
+            build_graph(playbook).compile(checkpointer=checkpointer)
         self.context = AnimaContext(services=services)
         self.run_id: str | None = None
         self.recovered: list[StelisResult] = []
@@ -92,14 +102,15 @@ class Agent:
     def sibling(self, playbook: Playbook, thread_id: str) -> "Agent":
         """Another playbook or thread of the same persona (a dream, a task sub-cycle): same services and saver."""
         return Agent(playbook, self.services, self.checkpointer, thread_id=thread_id,
-                     checkpoint_prefix=self.checkpoint_prefix)
+                     checkpoint_prefix=self.checkpoint_prefix, graph=self.graph if playbook is self.playbook else None)
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> RunnableConfig:
         return {"configurable": {"thread_id": self.checkpoint_thread}, "recursion_limit": RECURSION_LIMIT}
 
-    def state(self) -> dict[str, Any]:
-        return dict(self.graph.get_state(self.config).values)
+    def state(self) -> TickValues:
+        """The state the last tick or run left (its checkpoint's values; empty before the first)."""
+        return cast(TickValues, dict(self.graph.get_state(self.config).values))
 
     @property
     def interrupted(self) -> bool:
@@ -108,12 +119,9 @@ class Agent:
             return False
         return bool(self.graph.get_state(self.config).next)
 
-    def _run_key(self) -> str:
-        return f"run/{self.thread_id}/{self.playbook.name}"
-
     def _pending_run(self) -> tuple[str | None, dict[str, Any] | None]:
         with self.services.db.unit() as repos:
-            last = repos.config.get(self._run_key()) or {}
+            last = repos.config.playbook_run(self.thread_id, self.playbook.name) or {}
         run_id = last.get("run_id")
         if run_id and last.get("status") == "running":
             return run_id, last.get("inputs") or {}
@@ -136,7 +144,8 @@ class Agent:
                 return None
         self.run_id = uuid.uuid4().hex[:12]
         with self.services.db.unit() as repos:
-            repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "running", "inputs": values})
+            repos.config.set_playbook_run(self.thread_id, self.playbook.name,
+                                         {"run_id": self.run_id, "status": "running", "inputs": values})
         return {**base, "run_id": self.run_id, "vars": values}
 
     def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None, *,
@@ -153,7 +162,8 @@ class Agent:
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
         try:
             for chunk in chunks:
-                namespace, mode, data = chunk if events else ((), *chunk)
+                # (namespace, mode, data) with subgraphs, else (mode, data): LangGraph's v1 stream types neither
+                namespace, mode, data = cast(tuple[tuple[str, ...], str, Any], chunk if events else ((), *chunk))
                 if mode == "custom" and isinstance(data, dict) and namespace:
                     data = {**data, "namespace": list(namespace)}
                 if mode == "updates" and namespace:
@@ -171,7 +181,8 @@ class Agent:
                              "step": self.last_failure.step, "error": self.last_failure.error}
         if not self.playbook.loop:
             with self.services.db.unit() as repos:
-                repos.config.set(self._run_key(), {"run_id": self.run_id, "status": "done"})
+                repos.config.set_playbook_run(self.thread_id, self.playbook.name,
+                                             {"run_id": self.run_id, "status": "done"})
         prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
@@ -191,7 +202,7 @@ class Agent:
                 quarantine_tick(repos, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
         return TickFailure(thread_id, tick, step, error)
 
-    def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> TickValues:
         for _ in self.stream(control, inputs, events=False):
             pass
         return self.state()
@@ -209,22 +220,41 @@ class Agent:
         self.services.db.close()
 
 
-def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main", checkpointer: str | BaseCheckpointSaver = "sqlite",
+def settle_heap() -> None:
+    """Once a long-running process has started (modules imported, models loaded, the agent compiled): collect, then
+    freeze what survived. Those objects live as long as the process, and the collector no longer walks them on every
+    full collection a tick's allocations trigger (the loop driver and the fleet worker call it when they start; once
+    per process: a second call would only freeze what the first left to come and go)."""
+    global _settled
+    if _settled:
+        return
+    _settled = True
+    gc.collect()
+    gc.freeze()
+
+
+_settled = False
+
+
+def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main",
+                checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
                 services: Services | None = None, on_recover: Callable[[str], None] | None = None,
-                checkpoint_prefix: str = "", **flags: Any) -> Agent:
-    """Open services from `flags` (persona.settings.Settings fields: data_dir, db_url, persona_dir, llm_url, …)
-    unless given, compile the playbook, and abort Stelis threads a dead process left running (each gets a
-    chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
+                checkpoint_prefix: str = "", overrides: Overrides | None = None, **given: Any) -> Agent:
+    """Open services from `overrides` and `given` (persona.settings.Settings fields: data_dir, db_url, persona_dir,
+    llm_url, …; graph/services.open_services) unless `services` are given, compile the playbook, and abort Stelis
+    threads a dead process left running (each gets a chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
     when the database is Postgres, SqliteSaver in the data dir otherwise), "memory", or a saver."""
-    services = services or open_services(**flags)
+    services = services or open_services(overrides, **given)
     if checkpointer == "sqlite" and services.db.is_postgres:  # the state goes where the memory goes
-        saver: BaseCheckpointSaver = open_postgres_saver(services.db.libpq_url())
+        saver: BaseCheckpointSaver[Any] = open_postgres_saver(services.db.libpq_url())
     elif checkpointer == "sqlite":
         saver = open_sqlite_saver(checkpoint_path(services.settings.data_dir))
     elif checkpointer == "memory":
         saver = InMemorySaver()
+    elif isinstance(checkpointer, str):
+        raise ValueError(f"unknown checkpointer {checkpointer!r}: sqlite, memory, or a saver")
     else:
-        saver = checkpointer  # type: ignore[assignment]
+        saver = checkpointer
     agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, saver, thread_id=thread_id,
                   checkpoint_prefix=checkpoint_prefix)
     agent.recovered = recover_orphans(services, notify=on_recover)

@@ -16,13 +16,15 @@ POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 5
 
 
-def open_postgres_saver(conninfo: str) -> BaseCheckpointSaver:
+def open_postgres_saver(conninfo: str) -> BaseCheckpointSaver[Any]:
     """PostgresSaver on its own small pool (autocommit, dict rows, no prepared statements: what it requires)."""
     from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg.rows import dict_row
+    from psycopg import Connection
+    from psycopg.rows import DictRow, dict_row
     from psycopg_pool import ConnectionPool
 
-    pool = ConnectionPool(conninfo, min_size=1, max_size=POOL_SIZE, open=False, timeout=CONNECT_TIMEOUT_S,
+    pool = ConnectionPool(conninfo, connection_class=Connection[DictRow], min_size=1, max_size=POOL_SIZE, open=False,
+                          timeout=CONNECT_TIMEOUT_S,
                           kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
                                   "connect_timeout": CONNECT_TIMEOUT_S})
     pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -35,15 +37,15 @@ def is_postgres_saver(saver: Any) -> bool:
     return type(saver).__name__ == "PostgresSaver"
 
 
-def prune(saver: BaseCheckpointSaver, thread_id: str, keep: int = DEFAULT_KEEP) -> None:
+def prune(saver: BaseCheckpointSaver[Any], thread_id: str, keep: int = DEFAULT_KEEP) -> None:
     """Old checkpoints of a thread go: Postgres keeps the latest (its own prune), SQLite the newest `keep`."""
     if is_postgres_saver(saver):
-        saver.prune([thread_id], strategy="keep_latest")  # type: ignore[attr-defined]
+        saver.prune([thread_id], strategy="keep_latest")
     elif isinstance(saver, SqliteSaver):
         prune_checkpoints(saver, thread_id, keep)
 
 
-def close_saver(saver: BaseCheckpointSaver) -> None:
+def close_saver(saver: BaseCheckpointSaver[Any]) -> None:
     conn = getattr(saver, "conn", None)  # a sqlite3 connection, or PostgresSaver's pool
     if conn is not None:
         conn.close()
@@ -81,4 +83,6 @@ def prune_checkpoints(saver: SqliteSaver, thread_id: str, keep: int = DEFAULT_KE
 
 def count_checkpoints(saver: SqliteSaver, thread_id: str) -> int:
     with saver.lock:
-        return saver.conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()[0]
+        row = saver.conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()
+        count: int = row[0]
+        return count

@@ -25,17 +25,23 @@ from graph.playbook import (
     Playbook,
     SetNode,
     StelisStartNode,
+    StepNode,
     SubplaybookNode,
     coerce_inputs,
 )
-from graph.playbook.checks import compute_scopes
+from graph.playbook.checks import Scope, compute_scopes
 from llm import LLMCancelled
 from nodes import STEPS, AnimaContext, TickState
 from nodes.kinds.ask_llm import ask_llm
 from nodes.kinds.assign_vars import assign_vars
 from nodes.kinds.call_subplaybook import call_subplaybook
 from nodes.kinds.variables import lookup
+from nodes.state import VarsUpdate
 from nodes.stelis.region import end_stelis, enter_stelis
+
+Step = Callable[..., Any]  # a node's function: (state, runtime, **bound) → the state keys it writes
+TickGraph = StateGraph[TickState, Any, TickState, TickState]  # a scope's builder; compiled at the edge
+CompiledTick = CompiledStateGraph[TickState, Any, TickState, TickState]
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
@@ -61,8 +67,8 @@ def _coerce(raw: str, like: Any) -> Any:
     return raw
 
 
-def make_router(cond: ConditionalNext) -> Callable[[dict], str]:
-    def route(state: dict) -> str:
+def make_router(cond: ConditionalNext) -> Callable[[TickState], str]:
+    def route(state: TickState) -> str:
         value = lookup(state, cond.field)
         for case, target in cond.cases.items():
             expected = [_coerce(v.strip(), value) for v in case.split(",")] if cond.operator == "in" else _coerce(case, value)
@@ -76,13 +82,13 @@ def make_router(cond: ConditionalNext) -> Callable[[dict], str]:
     return route
 
 
-def _bind(func: Callable, **bound: Any) -> Callable:
+def _bind(func: Step, **bound: Any) -> Step:
     step = functools.partial(func, **bound)
     functools.update_wrapper(step, func)
     return step
 
 
-def _stops_on_cancel(step: Callable) -> Callable:
+def _stops_on_cancel(step: Step) -> Step:
     """A model call cancelled by a stop request ends the step as a drain would: the checkpoint keeps the steps
     before it, nothing of this one is written, and it runs again when the run resumes."""
     @functools.wraps(step)
@@ -95,24 +101,24 @@ def _stops_on_cancel(step: Callable) -> Callable:
     return stoppable
 
 
-def _stelis_node(node: StelisStartNode, child: CompiledStateGraph, playbook: str) -> Callable:
-    def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
+def _stelis_node(node: StelisStartNode, child: CompiledTick, playbook: str) -> Step:
+    def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> VarsUpdate:
         return enter_stelis(state, runtime, node, child, playbook)
 
     return run_stelis_thread
 
 
-def _subplaybook_node(node: SubplaybookNode, callee: CompiledStateGraph, callee_pb: Playbook) -> Callable:
+def _subplaybook_node(node: SubplaybookNode, callee: CompiledTick, callee_pb: Playbook) -> Step:
     def prepare(given: dict[str, Any]) -> dict[str, Any]:
         return coerce_inputs(callee_pb, given)
 
-    def run_subplaybook(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
+    def run_subplaybook(state: TickState, runtime: Runtime[AnimaContext]) -> VarsUpdate:
         return call_subplaybook(state, runtime, node, callee, prepare, callee_pb.outputs)
 
     return run_subplaybook
 
 
-def _add_edges(builder: StateGraph, source: str, node: Any) -> None:
+def _add_edges(builder: TickGraph, source: str, node: Any) -> None:
     if node.next:
         builder.add_edge(source, LG_END if node.next == END else node.next)
     elif node.conditional_next:
@@ -121,18 +127,19 @@ def _add_edges(builder: StateGraph, source: str, node: Any) -> None:
         builder.add_conditional_edges(source, make_router(cond), {t: (LG_END if t == END else t) for t in targets})
 
 
-def build_graph(playbook: Playbook, steps: dict[str, Callable] | None = None,
-                context_schema: type = AnimaContext) -> StateGraph:
+def build_graph(playbook: Playbook, steps: dict[str, Step] | None = None,
+                context_schema: type[Any] = AnimaContext) -> TickGraph:
     scopes, _, _ = compute_scopes(playbook)
     return _build_scope(playbook, scopes, None, steps or STEPS, context_schema)
 
 
-def _build_scope(pb: Playbook, scopes: dict, key: str | None, steps: dict[str, Callable], context_schema: type) -> StateGraph:
+def _build_scope(pb: Playbook, scopes: dict[str | None, Scope], key: str | None, steps: dict[str, Step],
+                 context_schema: type[Any]) -> TickGraph:
     scope = scopes[key]
     by_id = {n.id: n for n in pb.nodes}
-    builder = StateGraph(TickState, context_schema=context_schema)
+    builder: TickGraph = StateGraph(TickState, context_schema=context_schema)
 
-    def add(node_id: str, step: Callable) -> None:
+    def add(node_id: str, step: Step) -> None:
         builder.add_node(node_id, _stops_on_cancel(step))
 
     for node_id in scope.members:
@@ -149,6 +156,7 @@ def _build_scope(pb: Playbook, scopes: dict, key: str | None, steps: dict[str, C
         elif isinstance(node, SetNode):
             add(node_id, _bind(assign_vars, node=node))
         else:
+            assert isinstance(node, StepNode), f"{node_id}: a stelis_end closes its scope, never runs inside it"
             params = {**pb.settings, "playbook": pb.name, **node.params}
             add(node_id, _bind(steps[node.type], params=params))
     if scope.end is not None:
@@ -157,5 +165,6 @@ def _build_scope(pb: Playbook, scopes: dict, key: str | None, steps: dict[str, C
     builder.add_edge(START, scope.entry)
     for node_id in scope.members:
         node = by_id[node_id]
-        _add_edges(builder, node_id, by_id[scopes[node_id].end] if isinstance(node, StelisStartNode) else node)
+        end = scopes[node_id].end if isinstance(node, StelisStartNode) else None  # a region leaves by its end's edges
+        _add_edges(builder, node_id, by_id[end] if end is not None else node)
     return builder

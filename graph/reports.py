@@ -3,16 +3,17 @@ web app shows). One place builds them; the command line and the web only render.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
-from memory import Repos
 from managers import Managers
-from persona.drives import REACH_OUT_KEY, compute_drives
+from memory import Repos
+from memory.models import Approval, AuditEntry, Session
+from persona.drives import compute_drives
 from persona.settings import Settings
 
 
-def iso(value) -> str | None:
+def iso(value: date | None) -> str | None:  # a datetime is a date
     return value.isoformat() if value is not None else None
 
 
@@ -73,7 +74,7 @@ def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int)
     drives: dict[str, Any] = compute_drives(repos, now, settings.drives).as_dict()
     drives["zone"] = str(settings.zone())
     offers = []
-    for offer in repos.config.get(REACH_OUT_KEY) or []:
+    for offer in repos.config.reach_outs:
         sent = [c for c in repos.commands.recent(200, thread_id=offer.get("thread"))
                 if c.tick == offer.get("tick") and c.type == "messages.send" and c.status == "executed"]
         offers.append({**offer, "sent": bool(sent)})
@@ -103,14 +104,14 @@ def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int)
     }
 
 
-def session_row(s) -> dict[str, Any]:
+def session_row(s: Session) -> dict[str, Any]:
     return {"id": s.id, "thread_id": s.thread_id, "playbook": s.playbook, "persona": s.persona, "status": s.status,
             "first_tick": s.first_tick, "last_tick": s.last_tick, "started_at": iso(s.started_at),
             "stopped_at": iso(s.stopped_at), "revived_from": s.revived_from,
             "goals": len((s.goal_state or {}).get("goals", [])), "open_tasks": len((s.goal_state or {}).get("tasks", []))}
 
 
-def approval_row(a) -> dict[str, Any]:
+def approval_row(a: Approval) -> dict[str, Any]:
     return {"id": a.id, "status": a.status, "type": a.type, "args": a.args, "effect": a.effect,
             "description": a.description, "reason": a.reason, "thread_id": a.thread_id, "tick": a.tick,
             "requested_at": iso(a.created_at), "decided_at": iso(a.decided_at), "decided_by": a.decided_by,
@@ -118,7 +119,7 @@ def approval_row(a) -> dict[str, Any]:
             "untrusted_sources": list(a.provenance or [])}
 
 
-def audit_row(e) -> dict[str, Any]:
+def audit_row(e: AuditEntry) -> dict[str, Any]:
     return {"id": e.id, "at": iso(e.created_at), "thread_id": e.thread_id, "tick": e.tick, "type": e.type,
             "effect": e.effect, "decision": e.decision, "actor": e.actor, "reason": e.reason,
             "approval_id": e.approval_id}

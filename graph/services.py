@@ -1,24 +1,31 @@
 """Opening what a run needs — database, persona, settings, LLM registry, memory index — from the run's settings.
 
-`open_services(**flags)` reads the settings once (persona/settings.py: defaults → config.yaml → the persona's own
-changes → environment → flags). The persona a data dir belongs to is recorded in it, so a later command on the
-same data dir without `--persona` (inspect, kb, persona show…) reads the same persona, not the default one.
+`open_services(overrides)` reads the settings once (persona/settings.py: defaults → config.yaml → the persona's own
+changes → environment → the caller's overrides, e.g. the command line's flags). The persona a data dir belongs to is
+recorded in it, so a later command on the same data dir without `--persona` (inspect, kb, persona show…) reads the
+same persona, not the default one.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm import LLMRegistry, Provider
 from memory import Database
 from nodes.background import Background
 from nodes.commands import registry
-from nodes.context import PERSONA_DIR_KEY, Services, self_changes, utcnow
+from nodes.context import Services, utcnow
 from persona import load_persona
-from persona.settings import Settings, SettingsError, load_settings
+from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named
 from persona.yaml_lines import read_lined_yaml
+
+if TYPE_CHECKING:  # both load Chroma and the embedding model's code: imported when the index is opened
+    from memory.retrieval.embeddings import Embedder
+    from memory.retrieval.index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +44,7 @@ def registry_entries(settings: Settings) -> list[dict[str, Any]]:
         entries.append({"id": "embedded", "provider": "llamacpp", "model": "gemma-3-270m-q4_k_m.gguf",
                         "priority": 0 if entries else 100,
                         "config": {"context_window": settings.embedded_context_window,
-                                   **({"cache_dir": settings.cache_dir} if settings.cache_dir else {})}})
+                                   "cache_dir": settings.cache_dir}})
     return entries
 
 
@@ -58,7 +65,7 @@ def sync_registry(db: Database, entries: list[dict[str, Any]]) -> list[dict[str,
     return merged
 
 
-def call_recorder(db: Database):
+def call_recorder(db: Database) -> Callable[[dict[str, Any]], None]:
     def record(call: dict[str, Any]) -> None:
         try:
             with db.unit() as repos:
@@ -71,23 +78,22 @@ def call_recorder(db: Database):
     return record
 
 
-def open_settings(db: Database, flags: dict[str, Any]) -> Settings:
-    """The settings for this data dir: its recorded persona unless one is named, with the persona's own changes."""
-    import os
-
-    named = flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR")
+def open_settings(db: Database, overrides: Overrides | None = None) -> Settings:
+    """The settings for this data dir: its recorded persona unless the run names one, with the persona's own
+    changes (the data dir's layer)."""
+    overrides = overrides or Overrides()
+    named, _ = persona_dir_named(overrides)
     with db.unit() as repos:
-        recorded = None if named else repos.config.get(PERSONA_DIR_KEY)
+        recorded = None if named else repos.config.persona_dir
         if recorded and not Path(recorded).is_dir():
             log.warning("the persona this data dir was run with (%s) is gone; using the default", recorded)
             recorded = None
-        changes = self_changes(repos)
-    settings = load_settings(named or recorded, self_changes=changes,
-                             **{k: v for k, v in flags.items() if k != "persona_dir"})
+        changes = repos.config.self_changes()
+    settings = load_settings(overrides=overrides, self_changes=changes, recorded_persona_dir=recorded)
     check_consent_policy(settings)
     if named:  # recorded only once its settings are valid
         with db.unit() as repos:
-            repos.config.set(PERSONA_DIR_KEY, str(Path(named).expanduser().resolve()))
+            repos.config.persona_dir = str(Path(named).expanduser().resolve())
     return settings
 
 
@@ -100,18 +106,21 @@ def check_consent_policy(settings: Settings) -> None:
                             " (`run.py persona show` lists the commands under 'Available commands')", settings.persona_dir)
 
 
-def open_services(*, providers: dict[str, Provider] | None = None, entries: list[dict[str, Any]] | None = None,
-                  clock=utcnow, embedder: Any = None, db: Database | None = None, **flags: Any) -> Services:
-    """Everything a run needs, from `flags` (Settings fields given on the command line or by the caller). `db`: an
-    opened database (a deployment's persona, graph/fleet/); otherwise the one the flags locate."""
+def open_services(overrides: Overrides | None = None, *, providers: dict[str, Provider] | None = None,
+                  entries: list[dict[str, Any]] | None = None, clock: Callable[[], datetime] = utcnow,
+                  embedder: Embedder | None = None, db: Database | None = None, **given: Any) -> Services:
+    """Everything a run needs, from `overrides` (the caller's layer: Settings fields given on the command line or by
+    the caller; `given` keyword values on top). `db`: an opened database (a deployment's persona, graph/fleet/);
+    otherwise the one the overrides locate."""
+    overrides = (overrides or Overrides()).replace(**{k: v for k, v in given.items() if v is not None})
     if db is None:
-        located = load_settings(**flags)  # where the data is: flags and environment only
+        located = load_settings(overrides=overrides)  # where the data is: overrides and environment only
         db = Database.open(located.data_dir, located.db_url)
-    settings = open_settings(db, flags)
+    settings = open_settings(db, overrides)
     persona = load_persona(settings.persona_dir)
     entries = sync_registry(db, entries if entries is not None else registry_entries(settings))
     llms = LLMRegistry(entries, recorder=call_recorder(db), providers=dict(providers or {}))
-    services = Services(db=db, llms=llms, persona=persona, settings=settings, flags=dict(flags), clock=clock,
+    services = Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock,
                         memory=open_memory_index(db, settings, clock, embedder))
     services.jobs = Background(services)  # nothing starts until a command asks
     with db.unit() as repos:
@@ -125,7 +134,8 @@ EMBEDDED_CHROMA_REFUSED = (
     "and pass --chroma-url http://HOST:8000 (or set ANIMA_CHROMA_URL)")
 
 
-def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=None):
+def open_memory_index(db: Database, settings: Settings, clock: Callable[[], datetime] = utcnow,
+                      embedder: Embedder | None = None) -> MemoryIndex:
     """The hybrid retrieval index; nothing is loaded until the first write or search. A persona of a deployment
     (its own database schema) keeps its vectors in its own database on the Chroma server."""
     from memory.retrieval.embeddings import open_embedder
@@ -133,7 +143,8 @@ def open_memory_index(db: Database, settings: Settings, clock=utcnow, embedder=N
 
     if db.schema and not settings.chroma_url:
         raise SettingsError(EMBEDDED_CHROMA_REFUSED)
-    return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env),
+    return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env,
+                                                     settings.cache_dir),
                        chroma_path=Path(settings.data_dir).expanduser() / "chroma", chroma_url=settings.chroma_url,
                        chroma_database=vector_database(db) if settings.chroma_url else None,
                        config=settings.memory.retrieval, clock=clock)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from langgraph.graph.state import CompiledStateGraph
+from collections.abc import Callable
 
-from graph.compiler import build_graph
+from graph.compiler import CompiledTick, build_graph
 from graph.playbook import load_playbook, shipped_playbooks_dir
 from graph.services import open_services
 from nodes.context import Services
@@ -60,8 +60,8 @@ class StudioContext:
         return SERVER.get()
 
 
-def _make(name: str):
-    def factory() -> CompiledStateGraph:
+def _make(name: str) -> Callable[[], CompiledTick]:
+    def factory() -> CompiledTick:
         playbook = load_playbook(shipped_playbooks_dir() / f"{name}.yaml")
         return build_graph(playbook, context_schema=StudioContext).compile(name=playbook.name)
 

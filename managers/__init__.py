@@ -21,21 +21,30 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llm import LLMRegistry
+    from managers.abstracts import AbstractManager
     from managers.catalogues import CatalogueManager
+    from managers.concepts import ConceptManager
     from managers.consent import ConsentManager
+    from managers.diary import DiaryManager
+    from managers.facts import FactManager
+    from managers.goals import GoalManager, TaskManager
     from managers.identity import IdentityManager
+    from managers.llm_memory import LLMMemoryManager
     from managers.loop import LoopManager
     from managers.mcp import McpManager
+    from managers.memory import MemoryManager
     from managers.models import ModelManager
+    from managers.notes import NoteManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
     from managers.strategies import StrategyManager
+    from managers.tags import TagManager
     from managers.threads import ThreadManager
     from managers.world import WorldManager
     from memory import Repos
-    from memory.retrieval.index import MemoryIndex
+    from memory.retrieval.recall_index import RecallIndex
     from persona.settings import Settings
 
 
@@ -49,7 +58,7 @@ class ManagerDeps:
 
     settings: Settings | None = None
     clock: Callable[[], datetime] = field(default=_utcnow)
-    memory: MemoryIndex | None = None
+    memory: RecallIndex | None = None
     llms: LLMRegistry | None = None
 
 
@@ -121,6 +130,7 @@ class Managers:
         from managers.world import WorldManager
 
         return WorldManager(self)
+
     # the persona's catalogues, loop-breaking strategies, scripts and processes, MCP tools, Stelis threads
     @cached_property
     def catalogues(self) -> CatalogueManager:
@@ -146,6 +156,67 @@ class Managers:
     def threads(self) -> ThreadManager:
         from managers.threads import ThreadManager
         return ThreadManager(self)
+
+    # the memory tiers
+    @cached_property
+    def memory(self) -> MemoryManager:
+        from managers.memory import MemoryManager
+
+        return MemoryManager(self)
+
+    @cached_property
+    def goals(self) -> GoalManager:
+        from managers.goals import GoalManager
+
+        return GoalManager(self)
+
+    @cached_property
+    def tasks(self) -> TaskManager:
+        from managers.goals import TaskManager
+
+        return TaskManager(self)
+
+    @cached_property
+    def diary(self) -> DiaryManager:
+        from managers.diary import DiaryManager
+
+        return DiaryManager(self)
+
+    @cached_property
+    def llm_memory(self) -> LLMMemoryManager:
+        from managers.llm_memory import LLMMemoryManager
+
+        return LLMMemoryManager(self)
+
+    @cached_property
+    def concepts(self) -> ConceptManager:
+        from managers.concepts import ConceptManager
+
+        return ConceptManager(self)
+
+    @cached_property
+    def facts(self) -> FactManager:
+        from managers.facts import FactManager
+
+        return FactManager(self)
+
+    @cached_property
+    def notes(self) -> NoteManager:
+        from managers.notes import NoteManager
+
+        return NoteManager(self)
+
+    @cached_property
+    def tags(self) -> TagManager:
+        from managers.tags import TagManager
+
+        return TagManager(self)
+
+    @cached_property
+    def abstracts(self) -> AbstractManager:
+        from managers.abstracts import AbstractManager
+
+        return AbstractManager(self)
 
 
 __all__ = ["ManagerDeps", "Managers", "cached_property"]

@@ -6,7 +6,7 @@ for the Controls page.
 
 A thread's cycle settings — the pause between ticks, how many recent responses it sees, the notes mode, idle
 (sleeping without model calls until something wakes it), the context mode (standard, concentration, meditation) and
-the manual skills read for the next prompts — live in the `config` table under `cycle/<thread_id>`, written in the
+the manual skills read for the next prompts — live in the `config` table (`repos.config.cycle`), written in the
 caller's transaction (for a command: the same one as its exactly-once record); the loop driver and prepare_context
 read them every tick. The persona changes them with its `cycle.*` and `skills.read` commands; the loop driver wakes
 an idle thread (`wake_if_due`).
@@ -29,17 +29,11 @@ if TYPE_CHECKING:
 
 ContextMode = Literal["standard", "concentration", "meditation"]
 Wanted = Literal["running", "paused", "stopped"]
-CONTROL_KEY = "run/control"  # {"want": running|paused|stopped, "by", "at"}: what the human asked for
-STATUS_KEY = "run/status"  # {"state": running|paused|idle|stopped, "pid", "thread", "tick", "at"}: what the loop does
 SKILLS_LOADED_KEY = "skills_loaded"  # in the thread's cycle settings: [{name, until_tick}]
 
 
 class LoopError(ValueError):
     """A loop setting refused (nothing would wake an idle thread, no such process)."""
-
-
-def cycle_key(thread_id: str) -> str:
-    return f"cycle/{thread_id}"
 
 
 def loop_alive(loop: Mapping[str, Any]) -> bool | None:
@@ -72,24 +66,24 @@ class LoopManager:
 
     def wanted(self) -> Wanted:
         """What the human wants of the loop (running unless asked otherwise)."""
-        return cast(Wanted, (self.repos.config.get(CONTROL_KEY) or {}).get("want", "running"))
+        return cast(Wanted, (self.repos.config.loop_control or {}).get("want", "running"))
 
     def request_state(self, want: Wanted, *, by: str, now: datetime) -> dict[str, Any]:
         """Ask the loop to run, pause or stop (it obeys between ticks)."""
         value = {"want": want, "by": by, "at": now.isoformat()}
-        self.repos.config.set(CONTROL_KEY, value)
+        self.repos.config.loop_control = value
         return value
 
     def record_status(self, state: str, *, now: datetime, thread: str, tick: int | None = None,
                       pid: int | None = None) -> None:
         """What the loop does now (the loop itself reports it)."""
-        self.repos.config.set(STATUS_KEY, {"state": state, "thread": thread, "tick": tick, "pid": pid,
-                                           "host": socket.gethostname(), "at": now.isoformat()})
+        self.repos.config.loop_status = {"state": state, "thread": thread, "tick": tick, "pid": pid,
+                                         "host": socket.gethostname(), "at": now.isoformat()}
 
     def status(self) -> dict[str, Any]:
         """{"control": what is wanted, "loop": what the loop last reported}."""
-        return {"control": self.repos.config.get(CONTROL_KEY) or {"want": "running"},
-                "loop": self.repos.config.get(STATUS_KEY) or {}}
+        return {"control": self.repos.config.loop_control or {"want": "running"},
+                "loop": self.repos.config.loop_status or {}}
 
     def running_thread(self) -> str:
         """The thread the loop last reported running ("main" when none did)."""
@@ -99,13 +93,13 @@ class LoopManager:
 
     def cycle(self, thread_id: str) -> dict[str, Any]:
         """The thread's cycle settings as stored (a copy: change them with `update_cycle`)."""
-        return dict(self.repos.config.get(cycle_key(thread_id), {}) or {})
+        return self.repos.config.cycle(thread_id)
 
     def update_cycle(self, thread_id: str, **changes: Any) -> dict[str, Any]:
         """Store `changes` over the thread's cycle settings; the settings now."""
         cycle = self.cycle(thread_id)
         cycle.update(changes)
-        self.repos.config.set(cycle_key(thread_id), cycle)
+        self.repos.config.set_cycle(thread_id, cycle)
         return cycle
 
     def context_cycle(self, thread_id: str, settings: Settings | None = None) -> dict[str, Any]:

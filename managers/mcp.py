@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from managers import Managers
     from persona.settings import Settings
 
-CATALOGUE_KEY = "mcp/tools/"  # + server name: the tools last seen there
 # the untrusted sources a tool's answer puts in its process_log row (nodes/provenance.py builds them)
 SourcesOf = Callable[[str], list[Any]]
 
@@ -63,7 +62,7 @@ class McpManager:
 
     def seen_tools(self, server: str) -> list[ToolInfo] | None:
         """The tools last seen on the server (None: never listed)."""
-        seen = self.repos.config.get(CATALOGUE_KEY + server)
+        seen = self.repos.config.mcp_tools(server)
         if seen is None:
             return None
         return [ToolInfo(t["name"], t.get("description", ""), t.get("arguments") or {}) for t in seen]
@@ -76,8 +75,8 @@ class McpManager:
         except McpError as exc:
             self.repos.processes.add("mcp.list", str(exc), status="error", thread_id=thread_id)
             raise
-        self.repos.config.set(CATALOGUE_KEY + spec.name, [{"name": t.name, "description": t.description[:500],
-                                                           "arguments": t.arguments} for t in tools])
+        self.repos.config.set_mcp_tools(spec.name, [{"name": t.name, "description": t.description[:500],
+                                                     "arguments": t.arguments} for t in tools])
         return tools
 
     def call(self, *, server: str, tool: str, arguments: dict[str, Any], thread_id: str | None,
@@ -104,4 +103,4 @@ class McpManager:
         return status, text
 
 
-__all__ = ["CATALOGUE_KEY", "McpManager", "no_servers", "server_spec", "timeout_of"]
+__all__ = ["McpManager", "no_servers", "server_spec", "timeout_of"]

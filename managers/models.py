@@ -1,8 +1,8 @@
 """The model registry at run time: which model is primary, and each model's priority, enabled and is_validator.
 
-Choices are persisted in the `config` table — `llm/selected` (the primary model) and `llm/overrides/<id>` — and
-applied at once to the registry of the process that made them (`ManagerDeps.llms`, when it has one) and by every
-other process at its next tick (nodes/context.py `Services.refresh`). The persona (`llm_registry.select/update`),
+Choices are persisted in the `config` table — `repos.config.selected_llm` (the primary model) and
+`repos.config.llm_overrides()` — and applied at once to the registry of the process that made them
+(`ManagerDeps.llms`, when it has one) and by every other process at its next tick (nodes/context.py `Services.refresh`). The persona (`llm_registry.select/update`),
 the operator (`run.py llm …`) and the web app's Controls page make the same change here. `ask` starts a question
 to another model on a background thread (the persona's `llm_task.ask`).
 """
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers import Managers
 
-SELECTED_KEY = "llm/selected"  # the primary model chosen at run time
-OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time
 CHANGEABLE = ("priority", "enabled", "is_validator")
 
 
@@ -50,12 +48,11 @@ class ModelManager:
 
     def overrides(self) -> dict[str, dict[str, Any]]:
         """The persisted changes, by model id."""
-        return {k.removeprefix(OVERRIDE_PREFIX): v for k, v in self.repos.config.with_prefix(OVERRIDE_PREFIX).items()}
+        return self.repos.config.llm_overrides()
 
     def selected(self) -> str | None:
         """The persisted primary model (None: the highest priority)."""
-        selected = self.repos.config.get(SELECTED_KEY)
-        return None if selected is None else str(selected)
+        return self.repos.config.selected_llm
 
     def select(self, llm_id: str | None) -> str:
         """Make `llm_id` the primary model (None: back to the highest priority), persisted and applied; what changed.
@@ -71,7 +68,7 @@ class ModelManager:
                 raise RegistryError(f"no enabled model {llm_id!r} (enabled: {have})")
         if self.llms is not None:
             self.llms.select(llm_id)
-        repos.config.set(SELECTED_KEY, llm_id)
+        repos.config.selected_llm = llm_id
         return f"primary model: {llm_id or 'the highest priority'}"
 
     def update(self, llm_id: str, *, priority: int | None = None, enabled: bool | None = None,
@@ -88,7 +85,7 @@ class ModelManager:
         merged = {**persisted.get(llm_id, {}), **changes}
         if self.llms is not None:
             try:
-                self.llms.apply({llm_id: merged}, repos.config.get(SELECTED_KEY))
+                self.llms.apply({llm_id: merged}, repos.config.selected_llm)
             except ValueError as exc:
                 raise RegistryError(str(exc)) from None
         else:
@@ -96,10 +93,10 @@ class ModelManager:
             state[llm_id] = merged.get("enabled", state[llm_id])
             if not any(state.values()):
                 raise RegistryError("every LLM of the registry would be disabled: enable another first")
-        repos.config.set(OVERRIDE_PREFIX + llm_id, merged)
+        repos.config.set_llm_override(llm_id, merged)
         repos.llm_registry.upsert(llm_id, **changes)
-        if changes.get("enabled") is False and repos.config.get(SELECTED_KEY) == llm_id:
-            repos.config.set(SELECTED_KEY, None)
+        if changes.get("enabled") is False and repos.config.selected_llm == llm_id:
+            repos.config.selected_llm = None
         return f"{llm_id}: " + ", ".join(f"{k} = {v}" for k, v in changes.items())
 
     def listing(self, primary: str | None = None) -> list[ModelRow]:

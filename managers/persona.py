@@ -1,7 +1,7 @@
 """The persona's own settings, and the record of its human's edits of its files.
 
-Its own settings: the few it may change itself (`persona.settings.SELF_EDITABLE`), stored as `persona/<key>` rows
-over its config.yaml, each change checked against the whole settings model before it is kept. The persona changes
+Its own settings: the few it may change itself (`persona.settings.SELF_EDITABLE`), stored in the config table
+(`repos.config.self_changes()`) over its config.yaml, each change checked against the whole settings model before it is kept. The persona changes
 one with `config.update` (after its human's approval); every process takes the change at its next tick
 (nodes/context.py `Services.refresh`). A change of `memory_manager.mode` is an abstract trigger.
 
@@ -19,14 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from memory.upkeep.abstracts import request_abstract
-from persona.spawn import PERSONA_DIR_KEY
 
 if TYPE_CHECKING:
     from managers import Managers
     from persona.settings import Settings
 
-SELF_CHANGE_PREFIX = "persona/"  # + a dotted setting key: the persona's own change of it (config.update)
-EDITS_KEY = "human/persona_edits"  # the human's edits of the persona's files, newest last
 EDITS_KEPT = 200
 
 
@@ -65,25 +62,24 @@ class PersonaManager:
         """Tell the persona (its running thread's process log, read once) and keep the edit in the history."""
         thread = self._house.loop.running_thread()
         self.repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
-        edits = list(self.repos.config.get(EDITS_KEY) or [])
+        edits = self.repos.config.persona_edits
         edits.append({"at": now.isoformat(), "what": what, "by": by})
-        self.repos.config.set(EDITS_KEY, edits[-EDITS_KEPT:])
+        self.repos.config.persona_edits = edits[-EDITS_KEPT:]
 
     def edits(self, limit: int = 20) -> list[PersonaEdit]:
         """The human's latest edits, newest first."""
         return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"])
-                for e in reversed(self.repos.config.get(EDITS_KEY) or [])][:limit]
+                for e in reversed(self.repos.config.persona_edits)][:limit]
 
     def adopt_directory(self, directory: Path) -> None:
         """Run with `directory` as the persona from now on (a copy of the shipped default, made for an edit)."""
-        self.repos.config.set(PERSONA_DIR_KEY, str(directory))
+        self.repos.config.persona_dir = str(directory)
 
     # -- its own settings ---------------------------------------------------------------------------------------
 
     def self_changes(self) -> dict[str, Any]:
         """The persona's own setting changes (config.update), by dotted key."""
-        return {key[len(SELF_CHANGE_PREFIX):]: value
-                for key, value in self.repos.config.with_prefix(SELF_CHANGE_PREFIX).items()}
+        return self.repos.config.self_changes()
 
     def change_setting(self, key: str, value: Any, *, current: Settings,
                        reload: Callable[[dict[str, Any]], Settings], thread_id: str) -> SettingChange:
@@ -91,7 +87,7 @@ class PersonaManager:
         settings with these self changes — accepts it (its SettingsError otherwise, nothing kept)."""
         settings = reload({**self.self_changes(), key: value})
         old, new = setting_value(current, key), setting_value(settings, key)
-        self.repos.config.set(f"{SELF_CHANGE_PREFIX}{key}", new)
+        self.repos.config.set_self_change(key, new)
         if key == "memory_manager.mode" and old != new:
             request_abstract(self.repos, thread_id, "mode_change", f"{old} -> {new}")
         return SettingChange(key, old, new, settings)

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 SEED_RESPONSES = 10
 SEED_NOTES = 10
-REVIVED_PREFIX = "session/revived/"  # + the revived thread's id: the session it was revived from
 
 
 def _digest(snapshot: dict[str, Any]) -> str:
@@ -47,8 +46,7 @@ class SessionManager:
 
     def revived_as(self, session_id: int) -> list[str]:
         """The threads revived from the session."""
-        return sorted(k.removeprefix(REVIVED_PREFIX) for k, v in self.repos.config.with_prefix(REVIVED_PREFIX).items()
-                      if v == session_id)
+        return sorted(thread for thread, revived in self.repos.config.revived_threads().items() if revived == session_id)
 
     def goal_snapshot(self) -> dict[str, Any]:
         repos = self.repos
@@ -80,7 +78,7 @@ class SessionManager:
                                    tick=thread.tick if thread is not None else 0,
                                    first_message_id=repos.messages.newest_id(), now=now)
         row.goal_state = self.goal_snapshot()
-        row.revived_from = repos.config.get(f"{REVIVED_PREFIX}{thread_id}") if previous is None else None
+        row.revived_from = repos.config.revived_from(thread_id) if previous is None else None
         return row.id, told
 
     def checkpoint(self, session_id: int, last_digest: str | None = None) -> str:
@@ -195,7 +193,7 @@ class SessionManager:
         for item in context.get("responses") or []:
             repos.messages.add(thread_id=thread_id, tick=0, kind=item["kind"], role="assistant", content=item["content"],
                                meta={"revived_from": row.id, "original_tick": item["tick"]})
-        repos.config.set(f"{REVIVED_PREFIX}{thread_id}", session_id)
+        repos.config.set_revived_from(thread_id, session_id)
         return thread_id
 
     def adopt_export(self, data: dict[str, Any], now: datetime) -> int:

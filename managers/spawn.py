@@ -7,7 +7,7 @@ own), the operator with `run.py spawn`; both open the child's vector index here,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from memory import Database
 from persona.spawn import SpawnError, default_places, spawn
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from managers import Managers
     from memory.retrieval.index import MemoryIndex
+    from memory.retrieval.recall_index import RecallIndex
 
 __all__ = ["SpawnError", "SpawnManager", "open_child_index"]
 
@@ -39,7 +40,7 @@ class SpawnManager:
 
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
-        self.memory: MemoryIndex | None = house.deps.memory
+        self.memory: RecallIndex | None = house.deps.memory
 
     def spawn(self, name: str, mode: str, *, parent_dir: Path, parent_db: Database, data_dir: Path, thread_id: str,
               now: datetime) -> str:
@@ -49,7 +50,8 @@ class SpawnManager:
         child_db = Database.open(places.data_dir, places.db_url)
         child_index = None
         try:
-            parent_index = self.memory if mode == "clone" else None
+            # a clone takes the parent's vectors: its index is the real one (embedder, Chroma place), not a recall view
+            parent_index = cast("MemoryIndex", self.memory) if mode == "clone" and self.memory is not None else None
             if parent_index is not None:
                 child_index = open_child_index(child_db, places.data_dir, parent_index)
             report = spawn(name, mode, parent_dir=parent_dir, parent_db=parent_db, child_dir=places.persona_dir,

@@ -29,11 +29,6 @@ class StelisRefused(RuntimeError):
     """Opening the child would break a limit (depth, budget): the caller carries on without it."""
 
 
-def active_thread_key(root_id: str) -> str:
-    """The config key naming the thread a root's ticks run in (read with the tick's other keys: nodes/steps/s01)."""
-    return f"stelis/active/{root_id}"
-
-
 class ThreadManager:
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
@@ -87,7 +82,7 @@ class ThreadManager:
 
     def set_active(self, root_id: str, thread_id: str) -> None:
         """Make `thread_id` the thread the root's ticks run in (the root itself: no override)."""
-        self.repos.config.set(active_thread_key(root_id), thread_id if thread_id != root_id else None)
+        self.repos.config.set_active_thread(root_id, thread_id if thread_id != root_id else None)
 
     def opened_by_command(self, thread_id: str) -> Thread:
         """The thread, when it is a Stelis child the persona opened itself; Refused otherwise."""
@@ -105,5 +100,4 @@ class ThreadManager:
         return render(self.repos, anchor, viewer_id, lineage)
 
 
-__all__ = ["DEFAULT_WINDOW_RATIO", "MIN_CHILD_WINDOW", "AnchorRenderer", "StelisRefused", "ThreadManager",
-           "active_thread_key"]
+__all__ = ["DEFAULT_WINDOW_RATIO", "MIN_CHILD_WINDOW", "AnchorRenderer", "StelisRefused", "ThreadManager"]

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from memory import Database
     from persona.settings import Settings
 
-FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
-
-
 class WorldError(ValueError):
     """A feed change refused (too many feeds, the operator's feed)."""
 
@@ -157,16 +154,16 @@ class WorldManager:
 
     def ask_fetch(self) -> None:
         """Ask the loop to fetch every feed at once (the anti-stagnation world check)."""
-        self.repos.config.set(FETCH_NOW_KEY, True)
+        self.repos.config.fetch_now = True
 
     def fetch_asked(self) -> bool:
-        return bool(self.repos.config.get(FETCH_NOW_KEY))
+        return self.repos.config.fetch_now
 
     def take_fetch_request(self) -> bool:
         """Whether a fetch of every feed was asked for; the request is taken (cleared)."""
         asked = self.fetch_asked()
         if asked:
-            self.repos.config.set(FETCH_NOW_KEY, None)
+            self.repos.config.fetch_now = None
         return asked
 
     # -- the prompt --------------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ input. Nothing here is opened at import time.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -21,15 +20,12 @@ from typing import Any, Callable, TypeVar
 from langgraph.runtime import Runtime
 
 from llm import LLMRegistry
-from managers.models import OVERRIDE_PREFIX, SELECTED_KEY
-from managers.persona import SELF_CHANGE_PREFIX
 from memory import Database, Repos
+from nodes.ports import BackgroundJobs, RecallIndex
 from persona import Persona, refresh_persona
-from persona.settings import Settings, SettingsError, load_settings
+from persona.settings import Overrides, Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
-PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
-LLM_SELECTED_KEY, LLM_OVERRIDE_PREFIX = SELECTED_KEY, OVERRIDE_PREFIX  # the models chosen at run time (managers/models.py)
 
 
 def utcnow() -> datetime:
@@ -94,26 +90,25 @@ class TickReads:
         return value
 
 
-def self_changes(repos: Repos) -> dict[str, Any]:
-    """The persona's own setting changes (config.update), dotted keys."""
-    return {key[len(SELF_CHANGE_PREFIX):]: value for key, value in repos.config.with_prefix(SELF_CHANGE_PREFIX).items()}
-
-
 @dataclass
 class Services:
     db: Database
     llms: LLMRegistry
     persona: Persona
     settings: Settings
-    flags: dict[str, Any] = field(default_factory=dict)  # the command line's settings, kept for reloads
     clock: Callable[[], datetime] = utcnow
-    memory: Any = None  # memory.retrieval.index.MemoryIndex: hybrid retrieval over every tier (None: recall is off)
+    memory: RecallIndex | None = None  # hybrid retrieval over every tier (MemoryIndex; None: recall is off)
     reads: TickReads = field(default_factory=TickReads, repr=False)  # what a tick's steps read once and share
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
-    _llm_choices: Any = field(default=None, repr=False)
-    jobs: Any = field(default=None, repr=False)  # nodes.background.Background (graph/services.py opens it)
+    _llm_choices: tuple[dict[str, Any], Any] | None = field(default=None, repr=False)
+    jobs: BackgroundJobs | None = field(default=None, repr=False)  # nodes.background.Background (graph/services.py)
 
-    def background(self):
+    @property
+    def overrides(self) -> Overrides:
+        """The caller's layer (command line, test, fleet worker) the settings are resolved with again on a reload."""
+        return self.settings.overrides
+
+    def background(self) -> BackgroundJobs:
         """The jobs that outlive a tick (scripts, questions to other models): nodes/background.py."""
         if self.jobs is None:
             raise RuntimeError("this run has no background jobs (open its services with graph.services.open_services)")
@@ -123,26 +118,26 @@ class Services:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
         A broken edit is logged and the last good persona and settings stay in use. The model choices made at run time
         (by the persona, the operator's CLI or the web app, in any process) are applied too."""
-        repos.config.preload(PERSONA_DIR_KEY, LLM_SELECTED_KEY, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
+        repos.config.preload_run_choices()
         self.refresh_llms(repos)
         try:
             persona = refresh_persona(self._adopted(repos) or self.persona)
         except Exception as exc:  # PersonaError or an unreadable file
             log.error("persona files not reloaded (the last good version stays in use): %s", exc)
             persona = self.persona
-        changes = self_changes(repos)
+        changes = repos.config.self_changes()
         if persona is self.persona and changes == self._changes:
             return
         try:
-            self.settings = load_settings(self_changes=changes, **{**self.flags, "persona_dir": str(persona.directory)})
+            self.settings = load_settings(self_changes=changes, overrides=self.overrides,
+                                          recorded_persona_dir=str(persona.directory))
         except SettingsError as exc:
             log.error("settings not reloaded (the last good ones stay in use): %s", exc)
             repos.processes.add("settings", f"not reloaded: {exc}"[:2000], status="error")
         self.persona, self._changes = persona, changes
 
     def refresh_llms(self, repos: Repos) -> None:
-        choices = ({k.removeprefix(LLM_OVERRIDE_PREFIX): v for k, v in repos.config.with_prefix(LLM_OVERRIDE_PREFIX).items()},
-                   repos.config.get(LLM_SELECTED_KEY))
+        choices = (repos.config.llm_overrides(), repos.config.selected_llm)
         if choices == self._llm_choices:
             return
         try:
@@ -154,9 +149,9 @@ class Services:
     def _adopted(self, repos: Repos) -> Persona | None:
         """The data dir took its own copy of the persona (the web app does on the first edit of the shipped one):
         the loop moves to it, unless this run names its persona."""
-        if self.flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR"):
+        if self.settings.persona_named:
             return None
-        recorded = repos.config.get(PERSONA_DIR_KEY)
+        recorded = repos.config.persona_dir
         if not recorded or Path(recorded).resolve() == self.persona.directory or not Path(recorded).is_dir():
             return None
         from persona import load_persona
@@ -195,6 +190,12 @@ class MissingServices(RuntimeError):
 
 class ContextBudgetError(RuntimeError):
     """The parts of a prompt that cannot be dropped do not fit the thread's window."""
+
+
+def checkpoint_thread_of(runtime: Runtime[AnimaContext]) -> str | None:
+    """The checkpoint thread the graph runs on (None outside a run)."""
+    info = runtime.execution_info
+    return info.thread_id if info is not None else None
 
 
 def services_of(runtime: Runtime[AnimaContext]) -> Services:

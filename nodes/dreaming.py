@@ -17,18 +17,17 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
 from nodes.context import AnimaContext, services_of
-from nodes.state import TickState
-from nodes.upkeep import EPISODES_CHECKED, generator, write_episode
-from persona.dreaming import (LAST_ATTEMPT, apply_dream as apply_dream_output, choose_level, dream_prompt,
+from nodes.state import TickState, VarsUpdate
+from nodes.upkeep import generator, write_episode
+from persona.dreaming import (apply_dream as apply_dream_output, choose_level, dream_prompt,
                               gather_material, unusable_dream)
 from persona.prompts import DREAM_SCHEMA
 
 log = logging.getLogger(__name__)
 MAX_EPISODES_PER_DREAM = 6
-APPLIED_KEY = "dreams/last_applied"  # {run, outcome} of the last dream run whose answer was applied
 
 
-def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     now = services.clock()
@@ -37,13 +36,13 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         requested = int(variables.get("level") or 0)
         level = requested if requested in (1, 2, 3) else choose_level(repos, now, settings)
         material = gather_material(repos, services.memory, level, now, zone, settings)
-        repos.config.set(LAST_ATTEMPT, now.isoformat())
+        repos.config.last_dream_attempt = now.isoformat()
     runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
                            "material_chars": len(material["text"])})
     return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
 
 
-def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
@@ -69,7 +68,7 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
                      "dream_attempts": attempt}}
 
 
-def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
     services = services_of(runtime)
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
@@ -80,14 +79,14 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     data = json_object(variables["dream_raw"])
     run = state.run_id or variables.get("dream_started")
     with services.db.unit() as repos:
-        done = repos.config.get(APPLIED_KEY) or {}
+        done = repos.config.last_applied_dream
         if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
             result = dict(done.get("outcome") or {})
         else:
             outcome = apply_dream_output(repos, data, level=level, now=datetime.fromisoformat(variables["dream_started"]),
                                          topic=material["topic"], newest_message_id=int(material["newest_message_id"]))
             result = outcome.as_dict()
-            repos.config.set(APPLIED_KEY, {"run": run, "outcome": result})
+            repos.config.last_applied_dream = {"run": run, "outcome": result}
             repos.processes.add("dream", _describe(result), status="close" if outcome.status == "applied"
                                 else "warning", thread_id=state.thread_id)
     result["llm_id"] = variables.get("dream_llm")
@@ -97,11 +96,12 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     return {"vars": {"dream": result}}
 
 
-def summarise_days(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def summarise_days(state: TickState, runtime: Runtime[AnimaContext],
+                   params: dict[str, Any] | None = None) -> VarsUpdate:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
     services = services_of(runtime)
     with services.db.unit() as repos:
-        repos.config.set(EPISODES_CHECKED, None)  # look again even if today's upkeep found nothing missing
+        repos.config.episodes_checked_on = None  # look again even if today's upkeep found nothing missing
     thread_id = state.thread_id or "main"
     generate = generator(services, "episode", 360, thread_id=thread_id, tick=state.tick)
     written = []
@@ -130,5 +130,6 @@ def _describe(outcome: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-apply_dream.produces = ("dream",)  # type: ignore[attr-defined]  (playbook checks: the step sets `dream`)
+# the playbook checks read what a step sets from its `produces` (a function attribute, which mypy does not model)
+apply_dream.produces = ("dream",)  # type: ignore[attr-defined]
 summarise_days.produces = ("dream",)  # type: ignore[attr-defined]

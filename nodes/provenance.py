@@ -53,7 +53,7 @@ def merged(*groups: Iterable[Source] | None) -> list[Source]:
     for group in groups:
         for item in group or ():
             if isinstance(item, dict) and item.get("origin") in UNTRUSTED:
-                out.setdefault((item["origin"], str(item.get("ref", ""))), item)  # type: ignore[arg-type]
+                out.setdefault((item["origin"], str(item.get("ref", ""))), item)
     return list(out.values())[:MAX_SOURCES]
 
 

@@ -8,6 +8,7 @@ has run in the current tick (`update_process_log` empties them at the start of e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal
 
@@ -40,6 +41,7 @@ class DrivesReport(TypedDict, total=False):
     """update_drives: the four drive levels and the reach-out offer (persona/drives.py)."""
     levels: dict[str, float]
     dominant: str
+    level: float  # the dominant drive's
     details: dict[str, Any]
     at: str
     inject_at: float
@@ -244,19 +246,19 @@ class TickState:
     mode: str = "chat"  # chat | continuation
     vars: Annotated[dict[str, Any], merge_vars] = field(default_factory=dict)  # playbook variables
     # update_drives
-    drives: DrivesReport = field(default_factory=dict)
+    drives: DrivesReport = field(default_factory=DrivesReport)
     # prepare_context
     prompt: str = ""
     prompt_messages: list[dict[str, str]] = field(default_factory=list)
     prompt_tokens: int = 0
-    context_report: ContextReport = field(default_factory=dict)
+    context_report: ContextReport = field(default_factory=ContextReport)
     incoming_note_ids: list[int] = field(default_factory=list)
     human_turns: list[str] = field(default_factory=list)  # continuation mode: the marked human turns
     shown_process_ids: list[int] = field(default_factory=list)
     untrusted: list[Source] = field(default_factory=list)  # where untrusted text in the prompt came from
     # call_llm
     response: str = ""
-    llm: LLMCallReport = field(default_factory=dict)
+    llm: LLMCallReport = field(default_factory=LLMCallReport)
     native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     degraded: bool = False
     degraded_ticks: int = 0  # consecutive ticks no LLM answered (kept across ticks; 0 once one answers)
@@ -268,21 +270,21 @@ class TickState:
     unverified_facts: list[UnverifiedFactDict] = field(default_factory=list)
     self_emotions: list[str] = field(default_factory=list)  # the model's own `Emotions:` line
     # call_llm's reply turn (reply_to_note)
-    reply: ReplyReport = field(default_factory=dict)
+    reply: ReplyReport = field(default_factory=ReplyReport)
     # reflexes
     emotions: list[str] = field(default_factory=list)
-    emotion_eval: EmotionEval = field(default_factory=dict)
-    novelty_signals: NoveltySignals = field(default_factory=dict)
-    novelty: NoveltyReport = field(default_factory=dict)
-    validation: ValidationReport = field(default_factory=dict)
+    emotion_eval: EmotionEval = field(default_factory=EmotionEval)
+    novelty_signals: NoveltySignals = field(default_factory=NoveltySignals)
+    novelty: NoveltyReport = field(default_factory=NoveltyReport)
+    validation: ValidationReport = field(default_factory=ValidationReport)
     # write_memory, manage_memory, execute_commands
     response_id: int | None = None
-    memory_upkeep: MemoryUpkeep = field(default_factory=dict)
+    memory_upkeep: MemoryUpkeep = field(default_factory=MemoryUpkeep)
     executed: list[ExecutedCommand] = field(default_factory=list)
     # loop control (kept across ticks)
-    sampling: SamplingParams = field(default_factory=dict)
-    base_sampling: SamplingParams = field(default_factory=dict)
-    stagnation: StagnationEpisode = field(default_factory=dict)
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    base_sampling: SamplingParams = field(default_factory=SamplingParams)
+    stagnation: StagnationEpisode = field(default_factory=StagnationEpisode)
     pause_s: float = 0.0
     idle: bool = False
     error: str | None = None
@@ -291,7 +293,143 @@ class TickState:
 STATE_FIELDS = frozenset(f.name for f in fields(TickState))
 
 
-def state_from(values: dict[str, Any]) -> TickState:
+class TickValues(TypedDict, total=False):
+    """The state as its checkpoint holds it (`Agent.state()`, `Agent.tick()`): TickState's fields as a dict, field
+    by field (tests/unit/test_state_types.py keeps the two the same). Empty before the first tick."""
+    thread_id: str
+    root_thread: str
+    run_id: str
+    tick: int
+    mode: str
+    vars: dict[str, Any]
+    drives: DrivesReport
+    prompt: str
+    prompt_messages: list[dict[str, str]]
+    prompt_tokens: int
+    context_report: ContextReport
+    incoming_note_ids: list[int]
+    human_turns: list[str]
+    shown_process_ids: list[int]
+    untrusted: list[Source]
+    response: str
+    llm: LLMCallReport
+    native_tool_calls: list[dict[str, Any]]
+    degraded: bool
+    degraded_ticks: int
+    thought: str
+    commands: list[CommandDict]
+    parse_errors: list[str]
+    confidence: float | None
+    unverified_facts: list[UnverifiedFactDict]
+    self_emotions: list[str]
+    reply: ReplyReport
+    emotions: list[str]
+    emotion_eval: EmotionEval
+    novelty_signals: NoveltySignals
+    novelty: NoveltyReport
+    validation: ValidationReport
+    response_id: int | None
+    memory_upkeep: MemoryUpkeep
+    executed: list[ExecutedCommand]
+    sampling: SamplingParams
+    base_sampling: SamplingParams
+    stagnation: StagnationEpisode
+    pause_s: float
+    idle: bool
+    error: str | None
+
+
+# What each step of the tick returns: the state keys it writes, typed as TickState declares them (LangGraph merges
+# the returned dict into the state as before). update_process_log opens the tick and may write any key (TickValues).
+
+class VarsUpdate(TypedDict, total=False):
+    """The playbook's own nodes (llm, set, subplaybook, stelis, dream steps): the variables they set, merged."""
+    vars: dict[str, Any]
+
+
+class DrivesUpdate(TypedDict, total=False):
+    """update_drives (s02)."""
+    drives: DrivesReport
+
+
+class CompressionUpdate(TypedDict, total=False):
+    """compress_context (s03)."""
+    context_report: ContextReport
+
+
+class PromptUpdate(TypedDict, total=False):
+    """prepare_context (s04)."""
+    prompt: str
+    prompt_messages: list[dict[str, str]]
+    prompt_tokens: int
+    incoming_note_ids: list[int]
+    human_turns: list[str]
+    shown_process_ids: list[int]
+    untrusted: list[Source]
+    context_report: ContextReport
+
+
+class AnswerUpdate(TypedDict, total=False):
+    """call_llm (s05): the model's answer (also kept with the tick's row), or its reply turn."""
+    response: str
+    native_tool_calls: list[dict[str, Any]]
+    parse_errors: list[str]
+    degraded: bool
+    degraded_ticks: int
+    incoming_note_ids: list[int]
+    llm: LLMCallReport
+    error: str | None
+    reply: ReplyReport
+    commands: list[CommandDict]
+
+
+class CommandsUpdate(TypedDict, total=False):
+    """extract_commands (s06)."""
+    thought: str
+    commands: list[CommandDict]
+    parse_errors: list[str]
+    confidence: float | None
+    unverified_facts: list[UnverifiedFactDict]
+    self_emotions: list[str]
+
+
+class EmotionUpdate(TypedDict, total=False):
+    """evaluate_emotion (s07)."""
+    emotions: list[str]
+    emotion_eval: EmotionEval
+    novelty_signals: NoveltySignals
+
+
+class StagnationUpdate(TypedDict, total=False):
+    """check_stagnation (s08)."""
+    novelty: NoveltyReport
+    sampling: SamplingParams
+    stagnation: StagnationEpisode
+
+
+class ValidationUpdate(TypedDict, total=False):
+    """validate_output (s09)."""
+    validation: ValidationReport
+
+
+class WriteMemoryUpdate(TypedDict, total=False):
+    """write_memory (s10)."""
+    response_id: int | None
+
+
+class UpkeepUpdate(TypedDict, total=False):
+    """manage_memory (s11)."""
+    memory_upkeep: MemoryUpkeep
+
+
+class ExecutionUpdate(TypedDict, total=False):
+    """execute_commands (s12): what ran, and the loop's pause before the next tick."""
+    executed: list[ExecutedCommand]
+    pause_s: float
+    idle: bool
+
+
+def state_from(values: Mapping[str, Any]) -> TickState:
     """A TickState from a checkpoint's values (`Agent.state()`), for calling a step outside the graph."""
     return TickState(**{name: value for name, value in values.items() if name in STATE_FIELDS})
 

@@ -14,9 +14,9 @@ from llm.json_output import json_object
 from memory.upkeep.episodes import build_episode, next_due
 from memory.upkeep.manager import run_pass
 from nodes.context import Services
+from nodes.state import MemoryUpkeep
 
 log = logging.getLogger(__name__)
-EPISODES_CHECKED = "memory/episodes_checked_on"  # the local date on which nothing more was missing
 
 
 def generator(services: Services, purpose: str, max_tokens: int, *, thread_id: str, tick: int,
@@ -32,11 +32,11 @@ def generator(services: Services, purpose: str, max_tokens: int, *, thread_id: s
 
 def episodes_checked(services: Services, repos) -> bool:
     """True when today's look for missing summaries found none (nothing to do until tomorrow or the next dream)."""
-    return repos.config.get(EPISODES_CHECKED) == services.clock().astimezone(services.settings.zone()).date().isoformat()
+    return repos.config.episodes_checked_on == services.clock().astimezone(services.settings.zone()).date().isoformat()
 
 
 def write_episode(services: Services, thread_id: str,
-                  generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+                  generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> MemoryUpkeep:
     """The oldest missing day/week/month summary (memory/episodes.py), one per call, looked for until none is
     missing on this local day."""
     zone = services.settings.zone()
@@ -46,7 +46,7 @@ def write_episode(services: Services, thread_id: str,
             return {}
         period = next_due(repos, today, zone, services.settings.memory.episode_backfill_days)
         if period is None:
-            repos.config.set(EPISODES_CHECKED, today.isoformat())
+            repos.config.episodes_checked_on = today.isoformat()
             return {}
     try:
         with services.db.unit() as repos:
@@ -61,7 +61,7 @@ def write_episode(services: Services, thread_id: str,
     return {"episode": f"{period.kind} {period.start}"}
 
 
-def prune_memory(services: Services, thread_id: str, tick: int) -> dict[str, Any]:
+def prune_memory(services: Services, thread_id: str, tick: int) -> MemoryUpkeep:
     """The memory manager's pass, every `memory_manager.every` ticks."""
     manager = services.settings.memory_manager
     if manager.every <= 0 or tick <= 0 or tick % manager.every:

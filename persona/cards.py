@@ -112,7 +112,11 @@ def parse_card_data(data: Any) -> Card:
     for key in ("tags", "alternate_greetings"):
         value = body.get(key) or []
         lists[key] = [str(v) for v in value] if isinstance(value, list) else []
-    return Card(spec=spec, **values, **lists)
+    return Card(spec=spec, name=values["name"], description=values["description"], personality=values["personality"],
+                scenario=values["scenario"], first_mes=values["first_mes"], mes_example=values["mes_example"],
+                system_prompt=values["system_prompt"], creator_notes=values["creator_notes"],
+                post_history_instructions=values["post_history_instructions"], creator=values["creator"],
+                tags=lists["tags"], alternate_greetings=lists["alternate_greetings"])
 
 
 def read_card(raw: bytes) -> Card:

@@ -26,8 +26,6 @@ from persona.quiet_hours import in_quiet_hours
 from persona.settings import DreamSettings
 from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 
-LAST_DREAM_MESSAGE = "dreams/last_message_id"  # the newest message a dream has seen
-LAST_ATTEMPT = "dreams/last_attempt"  # when the persona last began a dream (applied or not)
 LOG_ITEM_CHARS = 240
 
 
@@ -74,11 +72,11 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
     last = repos.insights.latest()
     if last is not None and _aware(last.created_at, now).astimezone(zone).date() == today:
         return None  # at most once per local day…
-    attempt = repos.config.get(LAST_ATTEMPT)
+    attempt = repos.config.last_dream_attempt
     if attempt and _aware(datetime.fromisoformat(attempt), now).astimezone(zone).date() == today:
         return None  # …even when that dream applied nothing (a rejected dream is not retried until tomorrow)
     newest = repos.messages.newest_id()
-    if newest <= int(repos.config.get(LAST_DREAM_MESSAGE) or 0):
+    if newest <= repos.config.last_dream_message:
         return None  # nothing happened since the last dream
     if in_quiet_hours(now, zone, settings.quiet_hours):
         return f"quiet hours ({settings.quiet_hours})"
@@ -208,7 +206,7 @@ def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime
             q = repos.questions.add(item["topic"], context=str(item.get("context") or ""),
                                     priority=float(item["priority"]), source="dream", created_at=now)
             outcome.questions_added.append(q.id)
-    repos.config.set(LAST_DREAM_MESSAGE, newest_message_id)
+    repos.config.last_dream_message = newest_message_id
     return outcome
 
 
@@ -223,9 +221,9 @@ def _apply_goal(repos: Repos, item: dict[str, Any], outcome: DreamOutcome) -> No
         if existing:
             outcome.dropped.append(f"goal_updates: goal {existing[0].id} already has this title")
             return
-        goal = repos.goals.add(title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1),
-                               description=note)
-        outcome.goals.append(f"new {goal.id}")
+        added = repos.goals.add(title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1),
+                                description=note)
+        outcome.goals.append(f"new {added.id}")
         return
     goal_id = item.get("id")
     try:

@@ -35,9 +35,6 @@ LABELS = {"boredom": "boredom", "curiosity": "curiosity", "goal": "the pull of m
 NEGATIVE = {"sadness", "anger", "fear", "anxious", "tired", "busy", "stressed"}
 POSITIVE = {"joy", "happy", "surprise"}
 USER_EMOTIONS = sorted(NEGATIVE | POSITIVE | {"neutral"})
-REACH_OUT_KEY = "drives/reach_outs"  # the offers made: [{at, tick, thread, drive, level}], newest last
-ADJUSTMENTS_KEY = "drives/adjustments"  # the human's settings in force: {drive: {level, at, by}}
-ADJUSTMENT_HISTORY_KEY = "drives/adjustment_history"  # every change: [{drive, level, at, by, computed}], newest last
 ADJUSTMENT_HISTORY_KEPT = 50
 ADJUSTMENT_FADED = 0.01  # a setting whose remaining weight is below this no longer moves its drive
 MAX_QUESTIONS = 10
@@ -124,7 +121,7 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
     details["devotion"] = {"user_emotion": latest.emotion if latest else None,
                            "snippet": latest.snippet[:120] if latest else None}
     levels = {"boredom": boredom, "curiosity": curiosity, "goal": goal_level, "devotion": min(1.0, devotion_sum)}
-    levels = apply_adjustments(levels, details, repos.config.get(ADJUSTMENTS_KEY) or {}, now,
+    levels = apply_adjustments(levels, details, repos.config.drive_adjustments, now,
                                settings.adjustment_half_life_hours)
     return Drives({k: round(v, 3) for k, v in levels.items()}, details, now.isoformat())
 
@@ -166,16 +163,16 @@ def adjust_drive(repos: Repos, name: str, level: float, now: datetime, *, by: st
     if name not in DRIVES:
         raise UnknownDrive(f"no drive {name!r}; the drives are {', '.join(DRIVES)}")
     setting = {"level": round(min(1.0, max(0.0, float(level))), 3), "at": now.isoformat(), "by": by}
-    repos.config.set(ADJUSTMENTS_KEY, {**(repos.config.get(ADJUSTMENTS_KEY) or {}), name: setting})
+    repos.config.drive_adjustments = {**repos.config.drive_adjustments, name: setting}
     change = {"drive": name, **setting, "computed": computed}
-    history = list(repos.config.get(ADJUSTMENT_HISTORY_KEY) or [])
-    repos.config.set(ADJUSTMENT_HISTORY_KEY, (history + [change])[-ADJUSTMENT_HISTORY_KEPT:])
+    history = repos.config.drive_adjustment_history
+    repos.config.drive_adjustment_history = (history + [change])[-ADJUSTMENT_HISTORY_KEPT:]
     return change
 
 
 def adjustment_history(repos: Repos) -> list[dict[str, Any]]:
     """The human's changes to the drives, newest last."""
-    return list(repos.config.get(ADJUSTMENT_HISTORY_KEY) or [])
+    return repos.config.drive_adjustment_history
 
 
 def reach_out_offer(drives: Drives, now: datetime, zone: tzinfo, settings: DriveSettings, *, quiet_hours: str,
@@ -284,8 +281,8 @@ def parse_resolutions(raw: str, open_ids: set[int]) -> list[tuple[int, str]]:
         if not isinstance(item, dict):
             continue
         try:
-            qid = int(item.get("id"))
-        except (TypeError, ValueError):
+            qid = int(item["id"])
+        except (KeyError, TypeError, ValueError):
             continue
         answer = str(item.get("answer") or "").strip()
         if qid in open_ids and answer and qid not in {q for q, _ in found}:

@@ -57,7 +57,8 @@ class Persona:
     ethics: Ethics = field(default_factory=Ethics)
     truncated: list[str] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
-    signature: tuple = ()  # (path, mtime, size) of every file read: a changed file means a reload
+    # (path, mtime, size) of every file read: a changed file means a reload
+    signature: tuple[tuple[str, int | None, int | None], ...] = ()
 
     def file(self, name: str) -> str:
         return self.files.get(name, "")
@@ -98,11 +99,11 @@ def skill_directories(root: Path, config: dict[str, Any]) -> list[Path]:
     return dirs
 
 
-def _signature(root: Path, config: dict[str, Any]) -> tuple:
+def _signature(root: Path, config: dict[str, Any]) -> tuple[tuple[str, int | None, int | None], ...]:
     paths = [root / n for n in (*BOOTSTRAP_ORDER, "seed.txt", "config.yaml", "ethics.yaml")]
     for directory in skill_directories(root, config):
         paths += sorted(directory.glob("*/SKILL.md")) if directory.is_dir() else []
-    stats = []
+    stats: list[tuple[str, int | None, int | None]] = []
     for path in paths:
         try:
             st = path.stat()

@@ -1,5 +1,7 @@
 """Prompt templates for the persona's inner life: drives, the user's emotion, open questions and dreams."""
 
+from typing import Any
+
 from persona.prose import prose_pattern
 
 USER_EMOTION_PROMPT = """Which emotion does this message from a person show? Choose one of: {emotions}.
@@ -59,7 +61,7 @@ Dream, then wake with one JSON object, written in the first person and in plain 
 JSON:
 """
 
-DREAM_SCHEMA = {
+DREAM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "insight": {"type": "string", "minLength": 10, "maxLength": 600, "pattern": prose_pattern(70)},

@@ -58,7 +58,7 @@ def is_prose(text: str, min_words: int = 3) -> bool:
     words = words_of(text)
     visible = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in visible) / max(1, len(visible))
-    varied = ideographs or len(words) < 8 or len(set(words)) / len(words) >= 0.3
+    varied = ideographs > 0 or len(words) < 8 or len(set(words)) / len(words) >= 0.3
     return len(words) >= min_words and letters >= 0.7 and varied and not _MARKUP.search(text)
 
 

@@ -8,6 +8,13 @@ Layers, later wins:
   4. the environment: `ANIMA_<FIELD>`, nested with `__` (`ANIMA_MEMORY__RECALL_K=8`);
   5. command-line flags.
 A bad value is refused with the layer that set it: `config.yaml:27 memory.recall_k: …`, `ANIMA_DB_URL: …`.
+Every effective value remembers where it came from (`Settings.effective()`: `…/config.yaml:27`, `environment
+ANIMA_DB_URL`, `flag --db`, `data dir override`, `default`); `run.py config show` prints them (cli/config.py).
+
+The caller's layer is an `Overrides` (typed: the command line's flags, a test's or a fleet worker's values): the
+settings are resolved from it once per process and again, with the same overrides, on a reload (nodes/context.py).
+The persona directory is resolved here only (`persona_dir_named`): --persona, else ANIMA_PERSONA_DIR, else the one
+the data dir was last run with, else the shipped default.
 
 The run fields (data_dir, db_url, llm_url, …) come only from layers 4 and 5: a persona directory or a Studio
 client cannot point the run at another database, or send an API key to another server.
@@ -18,13 +25,14 @@ from __future__ import annotations
 import os
 import re
 from contextvars import ContextVar
+from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, StringConstraints, ValidationError,
+                      field_validator, model_validator)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
@@ -245,12 +253,16 @@ class FeedSettings(Section):
     max_bytes: int = Field(2_000_000, ge=10_000, le=50_000_000)
 
 
+ScriptLanguage = Literal["python", "sh"]
+DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
+
+
 class ScriptSettings(Section):
     """Scripts the persona writes (`scripts.add`) and runs (`process.start`, which needs consent every time). Off
     unless the operator turns them on; `sh` is a shell, so it is never on by default."""
 
     enabled: bool = False
-    languages: list[Literal["python", "sh"]] = Field(default_factory=lambda: ["python"])
+    languages: list[ScriptLanguage] = Field(default_factory=lambda: list(DEFAULT_LANGUAGES))
     timeout_s: float = Field(60.0, gt=0, le=86_400, description="a run's default wall-clock limit")
     max_timeout_s: float = Field(600.0, gt=0, le=86_400)
     memory_mb: int = Field(512, ge=64, le=65_536, description="a run's default address-space limit")
@@ -281,7 +293,7 @@ class LLMEntry(Section):
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
               "embedded", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
-              "window_ratio", "channel")
+              "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache")
 # what the persona may change about itself (config.update); everything else is the operator's
 SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
                  "memory_manager.emotion_weight", "memory_manager.goal_focus", "memory_manager.diversity_boost",
@@ -315,12 +327,16 @@ class Settings(BaseSettings):
     context_window: int | None = Field(None, ge=256)
     embedded: bool = Field(True, description="keep the embedded model (primary, or fallback behind a server)")
     embedded_context_window: int = Field(8192, ge=512)
-    cache_dir: str | None = None
+    cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
     embed_model: str | None = None
     chroma_url: str | None = None
     window_ratio: float = Field(1.0, gt=0, le=1)
     channel: Literal["terminal", "studio", "web"] = "terminal"
+    api_token: SecretStr | None = Field(None, description="every web request needs it (a must beyond 127.0.0.1)")
+    allowed_hosts: str | None = Field(None, description="more host names the web app answers to (comma-separated)")
+    personas_root: str = Field("personas", description="where the web app puts imported personas")
+    fleet_cache: str = Field("~/.cache/anima/fleet", description="where a machine keeps its deployed personas' files")
 
     # the persona: config.yaml, its own changes, environment, command line
     name: str = ""
@@ -346,6 +362,9 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     feeds: FeedSettings = Field(default_factory=FeedSettings)
     scripts: ScriptSettings = Field(default_factory=ScriptSettings)
+
+    _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
+    _overrides: "Overrides | None" = PrivateAttr(default=None)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
@@ -403,14 +422,41 @@ class Settings(BaseSettings):
                              f"({', '.join(self.mcp.servers) or 'none'})")
         return self
 
-    def zone(self):
-        from datetime import datetime
+    def zone(self) -> tzinfo:
+        from datetime import datetime, timezone
 
-        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo
+        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo or timezone.utc
 
     def window_tokens(self, model_window: int, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""
         return int((self.context_window or model_window) * self.window_ratio * thread_ratio)
+
+    @property
+    def overrides(self) -> "Overrides":
+        """The caller's layer these settings were resolved with (a reload resolves them again with it)."""
+        return self._overrides if self._overrides is not None else Overrides()
+
+    @property
+    def persona_named(self) -> bool:
+        """The run names its persona (--persona or ANIMA_PERSONA_DIR): the data dir's recorded one is not used, and
+        the shipped default is not adopted into the data dir (web/services/persona.py)."""
+        return self.source("persona_dir").startswith((FLAG, ENVIRONMENT))
+
+    def source(self, dotted: str) -> str:
+        """Where the value of `dotted` (e.g. `memory.recall_k`) came from; for a section, its first value's source."""
+        path = tuple(dotted.split(".")) if dotted else ()
+        if path in self._sources:
+            return self._sources[path]
+        inner = [where for leaf, where in self._sources.items() if leaf[:len(path)] == path]
+        return inner[0] if inner else DEFAULT
+
+    def effective(self, *, masked: bool = True) -> list[tuple[str, Any, str]]:
+        """Every effective value: (dotted name, value, where it came from), secrets masked unless `masked=False`."""
+        rows = []
+        for path, value in _leaves(self.model_dump(mode="json")):
+            dotted = ".".join(path)
+            rows.append((dotted, mask(path, value) if masked else value, self._sources.get(path, DEFAULT)))
+        return rows
 
 
 class SettingsError(ValueError):
@@ -448,17 +494,169 @@ def _env_name(path: tuple) -> str:
     return "ANIMA_" + "__".join(str(p).upper() for p in path if not isinstance(p, int))
 
 
-def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, Any], flags: dict[str, Any]) -> str:
+FLAG, ENVIRONMENT, DATA_DIR_OVERRIDE, DEFAULT = "flag", "environment", "data dir override", "default"
+PERSONA_DIR_ENV = "ANIMA_PERSONA_DIR"
+FLAG_NAMES = {"db_url": "--db", "persona_dir": "--persona"}  # the other run fields: --<field-with-dashes>
+
+
+class Overrides(BaseModel):
+    """The caller's layer, above every other: the command line's flags (or a test's, a benchmark's, a fleet worker's
+    values). The run fields by name; `sections` the persona fields a caller sets (`{"sampling": {"max_tokens": 64}}`).
+    None: not given. Frozen: `replace` makes a changed copy."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
+
+    data_dir: str | None = None
+    db_url: str | None = None
+    persona_dir: str | None = None
+    llm_url: str | None = None
+    model: str | None = None
+    llm_api: str | None = None
+    api_key_env: str | None = None
+    context_window: int | None = None
+    embedded: bool | None = None
+    embedded_context_window: int | None = None
+    cache_dir: str | None = None
+    embed_url: str | None = None
+    embed_model: str | None = None
+    chroma_url: str | None = None
+    window_ratio: float | None = None
+    channel: str | None = None
+    api_token: str | None = None
+    allowed_hosts: str | None = None
+    personas_root: str | None = None
+    fleet_cache: str | None = None
+    sections: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, **given: Any) -> "Overrides":
+        """Overrides from keyword values (Settings field names; None and absent mean the same: not given)."""
+        given = {k: str(v) if isinstance(v, Path) else v for k, v in given.items() if v is not None}
+        run = {k: given.pop(k) for k in RUN_FIELDS if k in given}
+        return cls(**run, sections=given)
+
+    def replace(self, **changes: Any) -> "Overrides":
+        """A copy with these values changed (None: no longer given)."""
+        merged = {**self.given(), **changes}
+        return Overrides.of(**merged)
+
+    def given(self) -> dict[str, Any]:
+        """The values given, as Settings keyword arguments."""
+        run = {k: getattr(self, k) for k in RUN_FIELDS if getattr(self, k) is not None}
+        return {**self.sections, **run}
+
+
+def persona_dir_named(overrides: "Overrides | None" = None) -> tuple[str | None, str]:
+    """The persona directory the run names, and where: --persona (or the caller), else ANIMA_PERSONA_DIR; (None, "")
+    when the run names none (then the data dir's recorded persona, else the shipped default)."""
+    if overrides is not None and overrides.persona_dir:
+        return overrides.persona_dir, _flag_label(("persona_dir",))
+    value = _environ().get(PERSONA_DIR_ENV)
+    if value:
+        return value, f"{ENVIRONMENT} {PERSONA_DIR_ENV}"
+    return None, ""
+
+
+def _environ() -> dict[str, str]:
+    """The ANIMA_ variables, upper-cased (pydantic-settings reads them regardless of case)."""
+    return {k.upper(): v for k, v in os.environ.items() if k.upper().startswith("ANIMA_")}
+
+
+def _flag_label(path: tuple) -> str:
+    name = str(path[0])
+    if name in RUN_FIELDS:
+        return f"{FLAG} {FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}"
+    return f"{FLAG} {format_path(path)} (set by the caller)"
+
+
+def _has(data: Any, path: tuple) -> bool:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _leaves(data: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """(path, value) of every value of a dumped model: mappings are walked, anything else (lists too) is a value."""
+    if isinstance(data, dict) and (data or not path):
+        out: list[tuple[tuple[str, ...], Any]] = []
+        for key, value in data.items():
+            out += _leaves(value, path + (str(key),))
+        return out
+    return [(path, data)]
+
+
+SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "authorization", "credential",
+                          "credentials", "cookie"})
+MASK = "***"
+
+
+def mask(path: tuple, value: Any) -> Any:
+    """`value` with secrets hidden: a value under a name with a word like key, token or password in it (not `…_env`,
+    which names a variable, nor `max_tokens`), and the password in a URL."""
+    name = str(path[-1]).lower() if path else ""
+    words = set(re.split(r"[^a-z0-9]+", name))
+    if value not in (None, "") and words & SECRET_WORDS and not name.endswith("_env"):
+        return MASK
+    if isinstance(value, str) and "://" in value and "@" in value:
+        try:
+            password = urlsplit(value).password
+        except ValueError:
+            return value
+        if password:
+            return value.replace(f":{password}@", f":{MASK}@", 1)
+    return value
+
+
+def _env_source(path: tuple, env: dict[str, str]) -> str | None:
+    """The ANIMA_ variable that set `path` (the deepest name; a section's JSON value counts for what it holds)."""
+    import json
+
+    for n in range(len(path), 0, -1):
+        name = _env_name(path[:n])
+        if name in env:
+            if n == len(path):
+                return name
+            try:
+                if _has(json.loads(env[name]), path[n:]):
+                    return name
+            except ValueError:
+                pass
+    return None
+
+
+def _sources(settings: Settings, given: dict[str, Any], changes: dict[str, Any], config: LinedYaml,
+             persona_source: str) -> dict[tuple[str, ...], str]:
+    env = _environ()
+    nested = nest(changes)
+    sources: dict[tuple[str, ...], str] = {}
+    for path, _ in _leaves(settings.model_dump(mode="json")):
+        if path == ("persona_dir",):
+            sources[path] = persona_source
+        elif _has(given, path) or (path[:1] != path and _has(given, path[:1]) and not isinstance(given[path[0]], dict)):
+            sources[path] = _flag_label(path)
+        elif (variable := _env_source(path, env)) is not None:
+            sources[path] = f"{ENVIRONMENT} {variable}"
+        elif _has(nested, path):
+            sources[path] = f"{DATA_DIR_OVERRIDE} (config.update of {'.'.join(path)})"
+        elif _has(config.data, path):
+            sources[path] = f"{config.source}:{config.line_of(path)}"
+        else:
+            sources[path] = DEFAULT
+    return sources
+
+
+def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, Any], given: dict[str, Any]) -> str:
     lines = []
+    env = _environ()
     for err in exc.errors():
         path = tuple(err["loc"])
         dotted = ".".join(str(p) for p in path if not isinstance(p, int))
-        if path and path[0] in flags:
-            # typer reads a flag's ANIMA_ variable into the flag: name both when that is where the value came from
-            env = _env_name(path[:1]) if os.environ.get(_env_name(path[:1])) == str(flags[path[0]]) else ""
-            where = f"--{str(path[0]).replace('_', '-')}{f' or {env}' if env else ''} ({format_path(path)})"
-        elif any(_env_name(path[:n]) in os.environ for n in range(1, len(path) + 1)):
-            where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in os.environ)
+        if path and path[0] in given:
+            where = f"--{str(path[0]).replace('_', '-')} ({format_path(path)})"
+        elif any(_env_name(path[:n]) in env for n in range(1, len(path) + 1)):
+            where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in env)
         elif dotted in self_changes or path[:1] and str(path[0]) in self_changes:
             where = f"the persona's own change to {dotted} (config.update)"
         elif path and (path[:1] in config.lines or not config.lines):
@@ -470,17 +668,25 @@ def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, A
 
 
 def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[str, Any] | None = None,
-                  config: LinedYaml | None = None, **flags: Any) -> Settings:
-    """The run's settings (the module doc's layers). `self_changes` are the persona's own `persona/<key>` rows,
-    dotted; `flags` the command line's (None means not given). Raises SettingsError naming the bad layer."""
-    flags = {k: v for k, v in flags.items() if v is not None}
-    if persona_dir is not None:
-        flags.setdefault("persona_dir", str(persona_dir))
-    directory = Path(flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR") or _default_persona_dir())
+                  config: LinedYaml | None = None, overrides: Overrides | None = None,
+                  recorded_persona_dir: str | None = None, **values: Any) -> Settings:
+    """The run's settings (the module doc's layers). `overrides` (and `values`, keyword values on top of them, None
+    meaning not given) are the caller's layer; `persona_dir` names the persona as a flag would. `self_changes` are
+    the persona's own `persona/<key>` rows, dotted; `recorded_persona_dir` the persona the data dir was last run
+    with (used when the run names none). Raises SettingsError naming the bad layer."""
+    given = (overrides or Overrides()).replace(**{k: v for k, v in values.items() if v is not None})
+    if persona_dir is not None and given.persona_dir is None:
+        given = given.replace(persona_dir=str(persona_dir))
+    named, persona_source = persona_dir_named(given)
+    if named is None and recorded_persona_dir and Path(recorded_persona_dir).resolve() != _default_persona_dir():
+        named, persona_source = recorded_persona_dir, f"{DATA_DIR_OVERRIDE} (the persona this data dir was run with)"
+    if named is None:
+        named, persona_source = str(_default_persona_dir()), DEFAULT
+    directory = Path(named)
     if not directory.is_dir():
         raise SettingsError(f"persona directory {directory}: "
                             + ("not a directory" if directory.exists() else "no such directory"))
-    flags["persona_dir"] = str(directory)
+    values = {**given.given(), "persona_dir": str(directory)}
     try:
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
     except YamlError as exc:
@@ -494,11 +700,14 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
     changes = {k: v for k, v in (self_changes or {}).items() if k in SELF_EDITABLE}
     token = _persona_layer.set(_merge(persona_keys, nest(changes)))
     try:
-        return Settings(**flags)
+        settings = Settings(**values)
     except ValidationError as exc:
-        raise SettingsError(_describe(exc, config, changes, flags), directory) from None
+        raise SettingsError(_describe(exc, config, changes, values), directory) from None
     finally:
         _persona_layer.reset(token)
+    settings._sources = _sources(settings, given.given(), changes, config, persona_source)
+    settings._overrides = given
+    return settings
 
 
 def check_self_change(key: str, value: Any) -> Any:

@@ -27,9 +27,6 @@ from persona.loader import PersonaError, default_persona_dir, load_persona
 from persona.scaffold import TEXT_SUFFIXES, check_name
 
 MODES = ("clone", "trained", "newborn")
-PARENT_KEY = "lineage/parent"
-CHILDREN_KEY = "lineage/children"
-PERSONA_DIR_KEY = "run/persona_dir"
 FRESH_FILES = ("IDENTITY.md", "MEMORY.md")  # a newborn's: the default persona's, renamed (who it is, what it keeps)
 
 
@@ -137,18 +134,18 @@ def spawn(name: str, mode: str, *, parent_dir: Path, parent_db: Database, child_
         with parent_db.session() as source, child_db.unit() as repos:
             report.rows = copy_memory(source, repos.session, mode,
                                       lambda table, n: say(f"{table}: {n} row(s)") if n else None)
-            repos.config.set(PARENT_KEY, lineage)
-            repos.config.set(PERSONA_DIR_KEY, str(child_dir.resolve()))
+            repos.config.lineage_parent = lineage
+            repos.config.persona_dir = str(child_dir.resolve())
         if mode == "clone" and parent_index is not None and child_index is not None:
             report.vectors = copy_vectors(parent_index, child_index)
             say(f"{report.vectors} vector(s) copied")
         elif mode == "trained" and report.rows.get("memory_items"):
             report.notes.append(f"{report.rows['memory_items']} memories are embedded again on the child's first run")
         with parent_db.unit() as repos:
-            children = list(repos.config.get(CHILDREN_KEY) or [])
+            children = repos.config.lineage_children
             children.append({"name": name, "mode": mode, "persona_dir": report.persona_dir, "database": child_db.url,
                              "spawned_at": now.isoformat()})
-            repos.config.set(CHILDREN_KEY, children)
+            repos.config.lineage_children = children
     except Exception:
         shutil.rmtree(child_dir, ignore_errors=True)
         raise

@@ -14,6 +14,7 @@ from graph.agent import Agent, build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
 from tests.fakes.llm import FakeLLM  # noqa: E402
 from tests.fakes.memory import HashEmbedder  # noqa: E402
+from persona.settings import Overrides
 
 
 def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validators: tuple[str, ...] = (),
@@ -70,7 +71,7 @@ def web(tmp_path):
     from web.context import WebServices
 
     agent = make_agent(tmp_path, FakeLLM("fake"))
-    services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock,
+    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock,
                            _memory=agent.services.memory)
     app = create_app(services=services)
     with TestClient(app, base_url="http://127.0.0.1") as client:

@@ -1,4 +1,4 @@
-"""The app factory: `create_app(flags)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
+"""The app factory: `create_app(overrides)` → FastAPI with the pages, the API under /api (OpenAPI at /openapi.json),
 the persona as an MCP server at /mcp, the live streams, the vendored static files, the guard (token, CSRF) and JSON errors. Nothing is opened at import
 time: the services open when the app starts (its lifespan) and close when it stops. Around all of it, the Host check
 (web/security.py `HostGuard`): the app answers only to the names it is served as."""
@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 
+from persona.settings import Overrides
 from web import errors, security
 from web.api import api_router
 from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
@@ -22,10 +23,10 @@ from web.pages import page_router
 from web.templating import STATIC, make_templates
 
 
-def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = None,
+def create_app(overrides: Overrides | None = None, *, api_token: str | None = None,
                services: WebServices | None = None,
                allowed_hosts: security.AllowedHosts | str | Iterable[str] | None = None) -> FastAPI:
-    """`flags`: the same settings the command line takes (data_dir, db_url, persona_dir, …). `services`: already
+    """`overrides`: the settings the command line gives (data_dir, db_url, persona_dir, …). `services`: already
     opened ones (tests); the app then leaves closing them to the caller. `allowed_hosts`: the names it answers to
     besides the loopback ones (web/server.py adds the one it is bound to)."""
 
@@ -34,10 +35,10 @@ def create_app(flags: dict[str, Any] | None = None, *, api_token: str | None = N
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         owned = app.state.services is None
-        if owned and is_deployment(flags or {}):  # many personas: /personas, /p/<name>/…
-            app.state.services = DeploymentServices.open(flags or {}, api_token=api_token)
+        if owned and is_deployment(overrides or Overrides()):  # many personas: /personas, /p/<name>/…
+            app.state.services = DeploymentServices.open(overrides or Overrides(), api_token=api_token)
         elif owned:
-            app.state.services = WebServices.open(flags or {}, api_token=api_token)
+            app.state.services = WebServices.open(overrides, api_token=api_token)
         try:
             async with mcp.running():
                 yield

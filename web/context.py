@@ -21,13 +21,13 @@ from memory import Database, Repos
 from nodes.context import utcnow
 from persona import Persona, load_persona
 from persona.loader import refresh_persona
-from persona.settings import Settings, load_settings
+from persona.settings import Overrides, Settings, load_settings
 
 
 @dataclass
 class WebServices:
     db: Database
-    flags: dict[str, Any]
+    overrides: Overrides = field(default_factory=Overrides)  # the run's own layer (command line): settings re-read with it
     clock: Callable[[], datetime] = utcnow
     api_token: str | None = None  # required on every request when the app is bound beyond this machine
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -39,17 +39,18 @@ class WebServices:
     listener: Any = None  # a deployment's JournalListener: live streams wake on PostgreSQL's NOTIFY
 
     @classmethod
-    def open(cls, flags: dict[str, Any], *, api_token: str | None = None, clock=utcnow,
+    def open(cls, overrides: Overrides | None = None, *, api_token: str | None = None, clock: Any = utcnow,
              memory: Any = None) -> "WebServices":
-        located = load_settings(**{k: v for k, v in flags.items() if k != "persona_dir"})
+        overrides = overrides or Overrides()
+        located = load_settings(overrides=overrides.replace(persona_dir=None))  # where the data is
         db = Database.open(located.data_dir, located.db_url)
-        return cls(db=db, flags=dict(flags), clock=clock, api_token=api_token, _memory=memory)
+        return cls(db=db, overrides=overrides, clock=clock, api_token=api_token, _memory=memory)
 
     def settings(self) -> Settings:
         """Read again on each use: the persona's config.yaml and its own changes may have moved since."""
         from graph.services import open_settings
 
-        return open_settings(self.db, self.flags)
+        return open_settings(self.db, self.overrides)
 
     def persona(self) -> Persona:
         settings = self.settings()
@@ -82,8 +83,9 @@ class WebServices:
 class DeploymentServices:
     """The app over a deployment: the registry, the job engine, and each persona's WebServices (opened on first use)."""
 
-    def __init__(self, deployment, flags: dict[str, Any], *, api_token: str | None = None, clock=utcnow):
-        self.deployment, self.flags, self.clock, self.api_token = deployment, dict(flags), clock, api_token
+    def __init__(self, deployment: Any, overrides: Overrides, *, api_token: str | None = None,
+                 clock: Any = utcnow) -> None:
+        self.deployment, self.overrides, self.clock, self.api_token = deployment, overrides, clock, api_token
         self.csrf_token = secrets.token_urlsafe(24)
         from web.services.events import JournalListener
 
@@ -92,22 +94,22 @@ class DeploymentServices:
         self._digests: dict[str, str | None] = {}
 
     @classmethod
-    def open(cls, flags: dict[str, Any], *, api_token: str | None = None) -> "DeploymentServices":
+    def open(cls, overrides: Overrides, *, api_token: str | None = None) -> "DeploymentServices":
         from graph.fleet.personas import Deployment
 
-        return cls(Deployment.open(flags["db_url"]), flags, api_token=api_token)
+        return cls(Deployment.open(deployment_url(overrides)), overrides, api_token=api_token)
 
     def persona(self, name: str, digest: str | None = None) -> WebServices:
         """`digest`: of its files in the registry now — an edit stored by another process is taken in."""
         services = self._personas.get(name)
         if services is not None and digest and self._digests.get(name) != digest:
-            services.flags = self.deployment.flags_for(name, self.flags)
+            services.overrides = self.deployment.overrides_for(name, self.overrides)
             services.forget_persona()
             self._digests[name] = digest
         if services is None:
             deployment = self.deployment
             database = deployment.fleet.database(name)  # NotFound (a 404) when it is not registered
-            services = WebServices(db=database, flags=deployment.flags_for(name, self.flags), clock=self.clock,
+            services = WebServices(db=database, overrides=deployment.overrides_for(name, self.overrides), clock=self.clock,
                                    api_token=self.api_token, csrf_token=self.csrf_token, name=name,
                                    listener=self.listener,
                                    wake=lambda: deployment.wake(name),
@@ -123,11 +125,16 @@ class DeploymentServices:
         self.deployment.close()
 
 
-def is_deployment(flags: dict[str, Any]) -> bool:
+def deployment_url(overrides: Overrides) -> str:
+    """The database the app is served over (--db, else ANIMA_DB_URL: the settings' own resolution)."""
+    return load_settings(overrides=overrides.replace(persona_dir=None)).db_url or ""
+
+
+def is_deployment(overrides: Overrides) -> bool:
     """Whether the app serves a deployment: a PostgreSQL database that holds a registry of personas."""
     from memory.fleet import holds_registry
 
-    url = flags.get("db_url") or ""
+    url = deployment_url(overrides)
     return url.startswith("postgresql") and holds_registry(url)
 
 

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
 
+from persona.settings import Overrides
 from web.context import WebServices, get_services
 from web.errors import ServiceError
 from web.schemas.talk import NoteIn
@@ -142,9 +143,9 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
     return server
 
 
-def serve_stdio(flags: dict[str, Any]) -> None:
+def serve_stdio(overrides: Overrides | None) -> None:
     """`run.py mcp`: the persona over stdio until the client closes it."""
-    services = WebServices.open(flags)
+    services = WebServices.open(overrides)
     try:
         build_server(lambda: services).run("stdio")
     finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterable
@@ -11,7 +10,8 @@ from typing import Any
 
 import uvicorn
 
-from web.security import ALLOWED_HOSTS_ENV, TOKEN_ENV, AllowedHosts, check_binding
+from persona.settings import Overrides, load_settings
+from web.security import AllowedHosts, check_binding
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 
@@ -23,21 +23,22 @@ class PortInUse(RuntimeError):
 HostList = str | Iterable[str] | None
 
 
-def _config(flags: dict[str, Any], host: str, port: int, allowed_hosts: HostList = None) -> uvicorn.Config:
+def _config(overrides: Overrides | None, host: str, port: int, allowed_hosts: HostList = None) -> uvicorn.Config:
     """`allowed_hosts`: more names the app answers to (`--allowed-hosts`; None: ANIMA_ALLOWED_HOSTS), besides the
     loopback ones and `host`."""
     from web.app import create_app
 
-    token = os.environ.get(TOKEN_ENV) or None
+    settings = load_settings(overrides=(overrides or Overrides()).replace(persona_dir=None))  # ANIMA_API_TOKEN & co
+    token = settings.api_token.get_secret_value() if settings.api_token else None
     check_binding(host, token)
-    hosts = AllowedHosts.serving(host, os.environ.get(ALLOWED_HOSTS_ENV) if allowed_hosts is None else allowed_hosts)
-    return uvicorn.Config(create_app(flags, api_token=token, allowed_hosts=hosts), host=host, port=port,
+    hosts = AllowedHosts.serving(host, settings.allowed_hosts if allowed_hosts is None else allowed_hosts)
+    return uvicorn.Config(create_app(overrides, api_token=token, allowed_hosts=hosts), host=host, port=port,
                           log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
 
 
-def serve(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
+def serve(overrides: Overrides | None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
           allowed_hosts: HostList = None) -> None:
-    uvicorn.Server(_config(flags, host, port, allowed_hosts)).run()
+    uvicorn.Server(_config(overrides, host, port, allowed_hosts)).run()
 
 
 @dataclass
@@ -51,10 +52,10 @@ class WebThread:
         self.thread.join(timeout=5)
 
 
-def start_in_thread(flags: dict[str, Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+def start_in_thread(overrides: Overrides | None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                     wait_s: float = 20.0, *, allowed_hosts: HostList = None) -> WebThread:
     """The app in a background thread (the loop keeps the main thread and its signals); returns once it listens."""
-    server = uvicorn.Server(_config(flags, host, port, allowed_hosts))
+    server = uvicorn.Server(_config(overrides, host, port, allowed_hosts))
     thread = threading.Thread(target=server.run, name="web", daemon=True)
     thread.start()
     deadline = time.monotonic() + wait_s

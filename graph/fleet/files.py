@@ -32,12 +32,10 @@ def pack(directory: Path) -> tuple[bytes, str]:
     return buffer.getvalue(), digest(directory)
 
 
-CACHE_ENV = "ANIMA_FLEET_CACHE"
-
-
 def cache_root(cache_dir: str | Path | None = None) -> Path:
-    """Where a machine keeps its deployed personas' files: `cache_dir`, $ANIMA_FLEET_CACHE or ~/.cache/anima/fleet."""
-    return Path(cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "anima" / "fleet").expanduser()
+    """Where a machine keeps its deployed personas' files: `cache_dir` (the `fleet_cache` setting, ANIMA_FLEET_CACHE),
+    else ~/.cache/anima/fleet."""
+    return Path(cache_dir or Path.home() / ".cache" / "anima" / "fleet").expanduser()
 
 
 def materialize(name: str, files: bytes, files_digest: str, cache_dir: str | Path | None = None) -> Path:

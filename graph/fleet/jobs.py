@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from memory.fleet import Fleet
 
 log = logging.getLogger(__name__)
 
@@ -28,20 +33,23 @@ def lock_of(name: str) -> str:
     return f"persona:{name}"
 
 
-def make_app(conninfo: str, *, worker: bool = False, pool_size: int = 4):
+def make_app(conninfo: str, *, worker: bool = False, pool_size: int = 4) -> procrastinate.App:
     """A procrastinate App on the deployment's database. A worker's is asynchronous (it runs jobs); anyone else's
     (the command line, the web app) only defers and looks up jobs, synchronously."""
     import procrastinate
 
-    pool = {"min_size": 1, "max_size": pool_size, "kwargs": {"connect_timeout": 5}}
+    pool_kwargs = {"connect_timeout": 5}
+    connector: procrastinate.BaseConnector
     if worker:
-        connector = procrastinate.PsycopgConnector(conninfo=conninfo, **pool)
+        connector = procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size,
+                                                   kwargs=pool_kwargs)
     else:
-        connector = procrastinate.SyncPsycopgConnector(conninfo=conninfo, **pool)
+        connector = procrastinate.SyncPsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size,
+                                                       kwargs=pool_kwargs)
     return procrastinate.App(connector=connector)
 
 
-def ensure_job_schema(app, fleet) -> None:
+def ensure_job_schema(app: procrastinate.App, fleet: Fleet) -> None:
     """The engine's tables, created once per database (under the schema lock every anima process takes)."""
     from memory.db import schema_lock
 
@@ -58,7 +66,7 @@ def ensure_job_schema(app, fleet) -> None:
 class Scheduler:
     """What any process of a deployment asks of the engine for a persona (synchronous; in a worker, from a job)."""
 
-    def __init__(self, app, fleet):
+    def __init__(self, app: procrastinate.App, fleet: Fleet) -> None:
         self.app, self.fleet = app, fleet
 
     def _defer(self, task: str, name: str, kind: str, *, queueing_lock: str | None, delay_s: float = 0.0,
@@ -71,7 +79,8 @@ class Scheduler:
         if delay_s > 0:
             options["schedule_in"] = {"seconds": delay_s}
         try:
-            return self.app.configure_task(task, **options).defer(name=name, **kwargs)
+            job_id: int = self.app.configure_task(task, **options).defer(name=name, **kwargs)
+            return job_id
         except AlreadyEnqueued:
             return None
 
@@ -114,7 +123,7 @@ class Scheduler:
         """Cancel every job of the persona that has not started (it was paused or removed)."""
         cancelled = 0
         for job in self.app.job_manager.list_jobs(lock=lock_of(name), status="todo"):
-            cancelled += bool(self.app.job_manager.cancel_job_by_id(job.id))
+            cancelled += bool(job.id is not None and self.app.job_manager.cancel_job_by_id(job.id))
         return cancelled
 
     def status(self, job_id: int) -> str:
@@ -122,7 +131,8 @@ class Scheduler:
         from procrastinate.exceptions import NoResult
 
         try:
-            return self.app.job_manager.get_job_status(job_id).value
+            status: str = self.app.job_manager.get_job_status(job_id).value
+            return status
         except NoResult:
             return "succeeded"
 

@@ -7,14 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph.fleet import files, jobs
-from graph.fleet.runtime import EXPORT_KEY, stop_persona, wait_for_jobs
+from graph.fleet.runtime import stop_persona, wait_for_jobs
 from memory.fleet import Fleet, FleetError, check_name, schema_of
 from nodes.context import utcnow
 from persona import load_persona
 from persona.loader import default_persona_dir
+from persona.settings import Overrides, load_settings
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from memory.models import PersonaEntry
 
 
 @dataclass
@@ -32,7 +38,7 @@ class PersonaRow:
 class Deployment:
     """A deployment's database and job engine, for everyone who is not a worker (the command line, the web app)."""
 
-    def __init__(self, fleet: Fleet, app):
+    def __init__(self, fleet: Fleet, app: procrastinate.App) -> None:
         self.fleet, self.app = fleet, app
         self.scheduler = jobs.Scheduler(app, fleet)
 
@@ -77,7 +83,7 @@ class Deployment:
             return self._row(registry.require(name))
 
     @staticmethod
-    def _row(entry) -> PersonaRow:
+    def _row(entry: PersonaEntry) -> PersonaRow:
         def at(value: datetime | None) -> str | None:
             return value.isoformat() if value else None
 
@@ -141,11 +147,12 @@ class Deployment:
         database = self.fleet.database(name)
         try:
             with database.unit() as repos:
-                key = EXPORT_KEY.format(session_id)
-                result = repos.config.get(key)
-                repos.config.set(key, None)  # taken
+                result = repos.config.session_export(session_id)
+                repos.config.set_session_export(session_id, None)  # taken
         finally:
             database.close()
+        if result is None:
+            raise FleetError(f"the export of session {session_id} left no result")
         return result
 
     def index(self, name: str, *, timeout_s: float = 3600) -> None:
@@ -173,10 +180,12 @@ class Deployment:
             entry = registry.require(name)
             return files.materialize(name, entry.files or b"", entry.files_digest, cache_dir)
 
-    def flags_for(self, name: str, flags: dict[str, Any], cache_dir: str | None = None) -> dict[str, Any]:
-        """The settings flags that place `name` on this machine (its files and scratch dir from the cache)."""
-        return {**flags, "persona_dir": str(self.persona_dir(name, cache_dir)),
-                "data_dir": str(files.data_dir(name, cache_dir)), "db_url": self.fleet.libpq_url()}
+    def overrides_for(self, name: str, overrides: Overrides, cache_dir: str | None = None) -> Overrides:
+        """The settings that place `name` on this machine (its files and scratch dir from the cache: `cache_dir`, else
+        the `fleet_cache` setting)."""
+        cache_dir = cache_dir or load_settings(overrides=overrides.replace(persona_dir=None)).fleet_cache
+        return overrides.replace(persona_dir=str(self.persona_dir(name, cache_dir)),
+                                 data_dir=str(files.data_dir(name, cache_dir)), db_url=self.fleet.libpq_url())
 
 
 def _job_failed(what: str, status: str) -> str:

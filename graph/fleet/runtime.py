@@ -18,28 +18,33 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from graph.agent import Agent
+from graph.agent import Agent, TickGraph
 from graph.checkpoint import open_postgres_saver
+from graph.compiler import build_graph
 from graph.fleet import files
+from graph.fleet.jobs import Scheduler
 from graph.loop.autonomy import FEEDS_CHECK_EVERY
 from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
 from graph.loop.journal import LiveJournal
 from graph.loop.task_cycles import TaskCycles
-from graph.playbook import load_playbook, resolve_playbook_path
+from graph.playbook import Playbook, load_playbook, resolve_playbook_path
 from graph.services import open_services
+from llm import Provider
 from managers import Managers
 from managers.world import refresh_feeds
+from memory import Repos
 from memory.db import schema_lock
 from memory.fleet import Fleet
+from nodes.context import Services
 from nodes.stelis.threads import recover_orphans
 from persona.dreaming import dream_due
+from persona.settings import Overrides, load_settings
 
 log = logging.getLogger(__name__)
 THREAD = "main"  # a deployed persona thinks on one root thread
 CONTROL_POLL_S = 5.0  # a persona its human paused or stopped (the Controls page) looks again this often
 IDLE_POLL_S = 10.0  # an idle persona checks its other wake conditions this often (a human's note wakes it at once)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
-EXPORT_KEY = "exports/session-{}"  # where an export job leaves its result, in the persona's own config
 
 
 def worker_token() -> str:
@@ -61,7 +66,7 @@ class OpenPersona:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def services(self):
+    def services(self) -> Services:
         return self.agent.services
 
     def close(self) -> None:
@@ -74,38 +79,49 @@ class OpenPersona:
 class WorkerRuntime:
     """The personas a worker has open (least recently used closed past `keep_open`) and the jobs' bodies."""
 
-    def __init__(self, fleet: Fleet, flags: dict[str, Any], *, scheduler, keep_open: int = 256,
-                 cache_dir: str | None = None, providers: dict | None = None, entries: list | None = None):
+    def __init__(self, fleet: Fleet, overrides: Overrides, *, scheduler: Scheduler | None, keep_open: int = 256,
+                 cache_dir: str | None = None, providers: dict[str, Provider] | None = None,
+                 entries: list[dict[str, Any]] | None = None) -> None:
         from memory.retrieval.embeddings import open_embedder
 
-        self.fleet, self.flags, self.scheduler = fleet, dict(flags), scheduler
+        self.fleet, self.overrides, self.scheduler = fleet, overrides, scheduler
         self.keep_open, self.cache_dir = keep_open, cache_dir
         self.providers, self.entries = providers, entries  # tests and benchmarks: in-process models
         with schema_lock(fleet.engine):  # workers starting together must not create LangGraph's tables twice
             self.saver = open_postgres_saver(fleet.libpq_url())
-        self.embedder = open_embedder(flags.get("embed_url"), flags.get("embed_model"),
-                                      flags.get("api_key_env") or "OPENAI_API_KEY")
+        located = load_settings(overrides=overrides.replace(persona_dir=None))  # the worker's own: no persona yet
+        self.cache_dir = cache_dir or located.fleet_cache
+        self.embedder = open_embedder(located.embed_url, located.embed_model, located.api_key_env, located.cache_dir)
         self._open: OrderedDict[str, OpenPersona] = OrderedDict()
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
+        self._graphs: dict[str, tuple[Playbook, TickGraph]] = {}  # playbook -> (it, compiled): `_playbook`
         self.token = worker_token()
+
+    def _scheduler(self) -> Scheduler:
+        if self.scheduler is None:
+            raise RuntimeError("the worker defers no job before its engine is open (graph/fleet/worker.py sets it)")
+        return self.scheduler
 
     # ---- opening -------------------------------------------------------------------------------------------
 
-    def persona(self, name: str) -> OpenPersona:
-        """The persona, open and current (reopened when its files changed in the registry)."""
+    def persona(self, name: str, known: tuple[str, str, str] | None = None) -> OpenPersona:
+        """The persona, open and current (reopened when its files changed in the registry). `known`: its registry
+        row's (state, files digest, playbook) as the caller just read them (`_lookup`)."""
         with self._lock:
             gate = self._opening.setdefault(name, threading.Lock())
         with gate:
-            with self.fleet.registry() as registry:
-                entry = registry.require(name)
-                digest, playbook = entry.files_digest, entry.playbook
-                stored = entry.files if self._open.get(name) is None or self._open[name].digest != digest else None
+            if known is None:
+                known = self._lookup(name)
+            _, digest, playbook = known
             with self._lock:
                 current = self._open.get(name)
                 if current is not None and current.digest == digest:
                     self._open.move_to_end(name)
                     return current
+            with self.fleet.registry() as registry:  # the files, only to open it (they are the biggest column)
+                entry = registry.require(name)
+                stored, digest, playbook = entry.files, entry.files_digest, entry.playbook
             if current is not None:
                 self._close(name)
             opened = self._open_persona(name, playbook, stored, digest)
@@ -119,14 +135,36 @@ class WorkerRuntime:
                 persona.close()
             return opened
 
+    def _lookup(self, name: str) -> tuple[str, str, str]:
+        """The persona's (state, files digest, playbook) in the registry: one small query per job."""
+        with self.fleet.registry() as registry:
+            found = registry.brief(name)
+            if found is not None:
+                return found
+            entry = registry.require(name)  # NotFound, naming the personas there are
+            return entry.state, entry.files_digest, entry.playbook
+
+    def _playbook(self, playbook: str) -> tuple[Playbook, TickGraph]:
+        """A playbook and its graph compiled over the worker's checkpointer: once per worker, for every persona
+        (a compiled graph holds nothing of a persona; each agent streams it with its own context and thread)."""
+        with self._lock:
+            found = self._graphs.get(playbook)
+        if found is None:
+            loaded = load_playbook(resolve_playbook_path(playbook))
+            found = (loaded, build_graph(loaded).compile(checkpointer=self.saver))
+            with self._lock:
+                found = self._graphs.setdefault(playbook, found)
+        return found
+
     def _open_persona(self, name: str, playbook: str, stored: bytes | None, digest: str) -> OpenPersona:
         directory = files.materialize(name, stored or b"", digest, self.cache_dir)
-        flags = {**self.flags, "persona_dir": str(directory), "data_dir": str(files.data_dir(name, self.cache_dir)),
-                 "db_url": self.fleet.libpq_url(), "channel": "web"}
-        services = open_services(db=self.fleet.database(name), providers=self.providers, entries=self.entries,
-                                 embedder=self.embedder, **flags)
-        agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, self.saver, thread_id=THREAD,
-                      checkpoint_prefix=f"{name}/")
+        overrides = self.overrides.replace(persona_dir=str(directory), channel="web",
+                                           data_dir=str(files.data_dir(name, self.cache_dir)),
+                                           db_url=self.fleet.libpq_url())
+        services = open_services(overrides, db=self.fleet.database(name), providers=self.providers,
+                                 entries=self.entries, embedder=self.embedder)
+        loaded, graph = self._playbook(playbook)
+        agent = Agent(loaded, services, self.saver, thread_id=THREAD, checkpoint_prefix=f"{name}/", graph=graph)
         recover_orphans(services)  # Stelis threads a killed worker left open
         cycles = TaskCycles(agent)
         cycles.resume_interrupted()
@@ -148,37 +186,44 @@ class WorkerRuntime:
 
     # ---- jobs ----------------------------------------------------------------------------------------------
 
-    def _active(self, name: str) -> bool:
-        with self.fleet.registry() as registry:
-            return registry.state_of(name) == "active"
-
     def tick(self, name: str) -> float | None:
         """One tick of the persona (or, paused or idle, a look at whether it should think); returns the seconds to
         its next tick, None when it should not tick again (paused or removed from the registry)."""
-        if not self._active(name):
+        known = self._lookup(name)
+        if known[0] != "active":
             return None
-        persona = self.persona(name)
+        persona = self.persona(name, known)
         agent, services = persona.agent, persona.services
         try:
-            with services.db.unit() as repos:
-                loop = Managers(repos).loop
+            with services.db.unit() as repos:  # what decides whether it thinks now, read in one statement
+                repos.config.preload_tick_decision(THREAD)
+                house = Managers(repos)
+                loop = house.loop
                 want = loop.wanted()
                 if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
                     loop.record_status(want, now=services.clock(), thread=THREAD, pid=os.getpid())
                     persona.extra["reported"] = (want, self.token)
+                feeds_asked = house.world.fetch_asked()
+                idle = bool(loop.cycle(THREAD).get("idle"))
             if want != "running":
                 return CONTROL_POLL_S
             self._maybe_dream(persona)
-            self._maybe_fetch_feeds(persona)
-            if not agent.interrupted and not idle_should_wake(agent, services.clock()):
+            self._maybe_fetch_feeds(persona, feeds_asked)
+            # idle_should_wake is True at once when the persona is not idle: only an idle one is asked
+            if idle and not agent.interrupted and not idle_should_wake(agent, services.clock()):
                 self._defer_task_ticks(persona)
                 return IDLE_POLL_S
             for mode, data in agent.stream(None, events=True):
                 persona.journal(mode, data)
             state = agent.state()
-            with services.db.unit() as repos:
+            with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
                 Managers(repos).sessions.checkpoint(self._session(persona, repos))
-            self._defer_task_ticks(persona)
+                reap = bool(repos.tasks.with_repl_status("stopped"))
+                cycles = [task.id for task in repos.tasks.running_cycles()]
+            if reap:
+                persona.cycles._reap_stopped()
+            for task_id in cycles:
+                self._scheduler().task_tick(persona.name, task_id)
             with self.fleet.registry() as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
@@ -189,7 +234,7 @@ class WorkerRuntime:
         finally:
             self._flush(persona)
 
-    def _session(self, persona: OpenPersona, repos) -> int:
+    def _session(self, persona: OpenPersona, repos: Repos) -> int:
         """A deployed persona's session runs from its start (personas add/resume) to its pause or removal."""
         running = [s for s in repos.sessions.running() if s.thread_id == THREAD]
         if running:
@@ -199,13 +244,12 @@ class WorkerRuntime:
                                                       persona=services.persona.name, now=services.clock())
         return session_id
 
-    def _maybe_fetch_feeds(self, persona: OpenPersona) -> None:
-        """The persona's RSS/Atom feeds that are due (or that its world check asked for), between its ticks."""
+    def _maybe_fetch_feeds(self, persona: OpenPersona, asked: bool) -> None:
+        """The persona's RSS/Atom feeds that are due (or that its world check asked for: `asked`), between its
+        ticks."""
         services = persona.services
         now = services.clock()
         checked = persona.extra.get("feeds_checked")
-        with services.db.unit() as repos:
-            asked = Managers(repos).world.fetch_asked()
         if checked is not None and now - checked < FEEDS_CHECK_EVERY and not asked:
             return
         persona.extra["feeds_checked"] = now
@@ -223,17 +267,18 @@ class WorkerRuntime:
         with services.db.unit() as repos:
             reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=persona.started)
         if reason is not None:
-            self.scheduler.dream(persona.name)
+            self._scheduler().dream(persona.name)
 
     def _defer_task_ticks(self, persona: OpenPersona) -> None:
         persona.cycles._reap_stopped()
         for task_id, _ in persona.cycles.running():
-            self.scheduler.task_tick(persona.name, task_id)
+            self._scheduler().task_tick(persona.name, task_id)
 
     def dream(self, name: str) -> dict[str, Any] | None:
-        if not self._active(name):
+        known = self._lookup(name)
+        if known[0] != "active":
             return None
-        persona = self.persona(name)
+        persona = self.persona(name, known)
         services = persona.services
         with services.db.unit() as repos:
             reason = dream_due(repos, services.clock(), services.settings.zone(), services.settings.dreaming,
@@ -242,8 +287,9 @@ class WorkerRuntime:
             return None
         dreamer = persona.extra.get("dreamer")
         if dreamer is None:
-            dreamer = persona.extra["dreamer"] = persona.agent.sibling(load_playbook(resolve_playbook_path("dream")),
-                                                                       THREAD)
+            loaded, graph = self._playbook("dream")
+            dreamer = persona.extra["dreamer"] = Agent(loaded, services, self.saver, thread_id=THREAD,
+                                                       checkpoint_prefix=persona.agent.checkpoint_prefix, graph=graph)
         try:
             for mode, data in dreamer.stream(None, inputs={"level": 0, "reason": reason}):
                 if mode == "custom":
@@ -259,9 +305,10 @@ class WorkerRuntime:
             self._flush(persona)
 
     def task_tick(self, name: str, task_id: int) -> dict[str, Any] | None:
-        if not self._active(name):
+        known = self._lookup(name)
+        if known[0] != "active":
             return None
-        persona = self.persona(name)
+        persona = self.persona(name, known)
         with persona.services.db.unit() as repos:
             task = repos.tasks.get(task_id)
             thread_id = task.repl_thread if task.repl_status == "running" else None
@@ -277,17 +324,17 @@ class WorkerRuntime:
 
     def index(self, name: str) -> int:
         """Embed and store what the knowledge base (or anything else) added to the persona's memory."""
-        persona = self.persona(name)
-        return persona.services.memory.sync(progress=True, flush=True)
+        memory = self.persona(name).services.memory
+        return memory.sync(progress=True, flush=True) if memory is not None else 0
 
     def export(self, name: str, session_id: int) -> str:
         """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""
         persona = self.persona(name)
         with persona.services.db.unit() as repos:
             data, markdown = Managers(repos).sessions.export(session_id)
-            key = EXPORT_KEY.format(session_id)
-            repos.config.set(key, {"json": data, "markdown": markdown, "at": persona.services.clock().isoformat()})
-        return key
+            repos.config.set_session_export(session_id, {"json": data, "markdown": markdown,
+                                                         "at": persona.services.clock().isoformat()})
+        return str(session_id)
 
     def _flush(self, persona: OpenPersona) -> None:
         """The vectors this job queued go to the Chroma server now: the persona's next job may run elsewhere."""
@@ -309,7 +356,7 @@ def stop_persona(fleet: Fleet, name: str, *, now: datetime, status: str = "stopp
         database.close()
 
 
-def wait_for_jobs(scheduler, job_ids: list[int], timeout_s: float, poll_s: float = 0.2) -> dict[int, str]:
+def wait_for_jobs(scheduler: Scheduler, job_ids: list[int], timeout_s: float, poll_s: float = 0.2) -> dict[int, str]:
     """The final status of each job (`succeeded`, `failed`, …), waiting at most `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     statuses: dict[int, str] = {}

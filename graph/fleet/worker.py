@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from graph.agent import settle_heap
 from graph.fleet import jobs
 from graph.fleet.runtime import WorkerRuntime, worker_token
+from llm import Provider
 from memory.fleet import Fleet
+from persona.settings import Overrides
+
+if TYPE_CHECKING:
+    import procrastinate
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 HEARTBEAT_S = 1.0
 STALLED_AFTER_S = 5.0
 WATCH_EVERY_S = 1.0
@@ -27,10 +35,10 @@ FAILED_TICK_RETRY_S = 30.0  # a tick job that raised (a step's failure is quaran
 POLL_S = 1.0  # how soon a scheduled tick (a persona's pause) is noticed; deferred jobs arrive by NOTIFY at once
 
 
-def register_tasks(app, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> None:
+def register_tasks(app: procrastinate.App, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> None:
     """The job bodies: each runs in a thread of the worker, holding its persona's fence."""
 
-    def fenced(name: str, work):
+    def fenced(name: str, work: Callable[[], T]) -> T:
         with runtime.fleet.fence(name):
             return work()
 
@@ -61,8 +69,9 @@ def register_tasks(app, runtime: WorkerRuntime, scheduler: jobs.Scheduler) -> No
         return fenced(name, lambda: runtime.export(name, session_id))
 
 
-async def recover_stalled(app, *, every_s: float = WATCH_EVERY_S, stalled_after_s: float = STALLED_AFTER_S,
-                          own=lambda: None) -> None:
+async def recover_stalled(app: procrastinate.App, *, every_s: float = WATCH_EVERY_S,
+                          stalled_after_s: float = STALLED_AFTER_S,
+                          own: Callable[[], int | None] = lambda: None) -> None:
     """The watchdog: jobs of workers whose heartbeat stopped go back to the queue (the engine's own recovery).
     `own()`: this worker's id — its own jobs are never its business (while it stops, its heartbeat stops first)."""
     from procrastinate import exceptions
@@ -98,9 +107,10 @@ def resume_active(fleet: Fleet, scheduler: jobs.Scheduler) -> int:
     return len(names)
 
 
-def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_open: int = 256,
+def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_open: int = 256,
                heartbeat_s: float = HEARTBEAT_S, stalled_after_s: float = STALLED_AFTER_S, poll_s: float = POLL_S,
-               name: str | None = None, providers: dict | None = None, entries: list | None = None) -> None:
+               name: str | None = None, providers: dict[str, Provider] | None = None,
+               entries: list[dict[str, Any]] | None = None) -> None:
     """Run jobs until SIGINT/SIGTERM (the running jobs finish first; a second signal stops at once). SIGUSR1 prints
     every thread's stack (what a worker is doing)."""
     import faulthandler
@@ -115,8 +125,9 @@ def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_op
         with deferrer.open():
             jobs.ensure_job_schema(deferrer, fleet)
             log.info("worker: %d active persona(s)", resume_active(fleet, jobs.Scheduler(deferrer, fleet)))
-        runtime = WorkerRuntime(fleet, flags, scheduler=None, keep_open=keep_open, providers=providers,
+        runtime = WorkerRuntime(fleet, overrides, scheduler=None, keep_open=keep_open, providers=providers,
                                 entries=entries)
+        settle_heap()  # started: the modules, the embedding model and the pools live as long as the worker
         asyncio.run(_work(app, fleet, runtime, concurrency=concurrency, heartbeat_s=heartbeat_s,
                           stalled_after_s=stalled_after_s, poll_s=poll_s, name=name or worker_token()))
     finally:
@@ -125,7 +136,7 @@ def run_worker(url: str, flags: dict[str, Any], *, concurrency: int = 1, keep_op
         fleet.close()
 
 
-async def _work(app, fleet: Fleet, runtime: WorkerRuntime, *, concurrency: int, heartbeat_s: float,
+async def _work(app: procrastinate.App, fleet: Fleet, runtime: WorkerRuntime, *, concurrency: int, heartbeat_s: float,
                 stalled_after_s: float, poll_s: float, name: str) -> None:
     from procrastinate.worker import Worker
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Callable
 
 from langgraph.errors import GraphDrained
@@ -14,7 +14,7 @@ from graph.agent import Agent
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from managers import Managers
-from managers.world import refresh_feeds
+from managers.world import RefreshCounts, refresh_feeds
 from persona.dreaming import dream_due
 
 log = logging.getLogger(__name__)
@@ -34,9 +34,9 @@ class Autonomy:
         self.digest: str | None = None
         self.tasks = TaskCycles(agent)
         self.dream_agent: Agent | None = None
-        self.dream_failed_on = None  # the date a dream raised: not retried before the next day
-        self.dream_checked = None  # when maybe_dream last looked
-        self.feeds_checked = None  # when the feeds were last looked at
+        self.dream_failed_on: date | None = None  # the date a dream raised: not retried before the next day
+        self.dream_checked: datetime | None = None  # when maybe_dream last looked
+        self.feeds_checked: datetime | None = None  # when the feeds were last looked at
         self.started = agent.services.clock()
 
     def start(self) -> None:
@@ -54,8 +54,9 @@ class Autonomy:
             self.notify(f"{recovered['offline']} background process(es) were lost when the last run stopped")
 
     def after_tick(self, control: RunControl) -> None:
-        with self.agent.services.db.unit() as repos:
-            self.digest = Managers(repos).sessions.checkpoint(self.session_id, self.digest)
+        if self.session_id is not None:  # start() opened it
+            with self.agent.services.db.unit() as repos:
+                self.digest = Managers(repos).sessions.checkpoint(self.session_id, self.digest)
         self.step_tasks(control)
 
     def step_tasks(self, control: RunControl) -> None:
@@ -65,7 +66,7 @@ class Autonomy:
             if not quiet and self.on_stream:  # ended, stopped, restarted or backing off after an error
                 self.on_stream("custom", {"event": "task_cycle", **outcome})
 
-    def maybe_fetch_feeds(self) -> dict[str, int] | None:
+    def maybe_fetch_feeds(self) -> RefreshCounts | None:
         """Fetch the feeds that are due (config.yaml feeds.every_minutes; at once when the world check asked),
         between ticks and while idle; a feed that fails is logged and tried at its next turn."""
         services = self.agent.services

@@ -15,11 +15,12 @@ from typing import Any, Callable
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
-from graph.agent import Agent
+from graph.agent import Agent, settle_heap
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
 from managers import Managers
 from managers.loop import Wanted
+from nodes.state import TickValues
 
 log = logging.getLogger(__name__)
 MAX_DEGRADED_BACKOFF_S = 60.0
@@ -32,7 +33,7 @@ class LoopResult:
     stopped_by_human: bool = False  # the human asked the loop to stop (managers/loop.py)
     failed_ticks: int = 0  # ticks a step failed in (quarantined, the loop went on)
     dreams: list[dict[str, Any]] = field(default_factory=list)
-    last_state: dict[str, Any] = field(default_factory=dict)
+    last_state: TickValues = field(default_factory=TickValues)
 
 
 class Stopper:
@@ -94,6 +95,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     life = Autonomy(agent, on_stream, notify) if autonomy else None
     if life:
         life.start()
+    settle_heap()  # started: what lives now lives as long as the loop
     try:
         with agent.services.llms.cancel_when(stopper.event):
             while ticks is None or result.ticks_run < ticks:

@@ -9,13 +9,14 @@ import json
 import logging
 import queue
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Any
 
 from memory import Database
 
 log = logging.getLogger(__name__)
-FLUSH_EVERY_S = 0.05
+FLUSH_EVERY_S = 0.1  # a batch waits at most this long for the events after its first
 KEEP_EVENTS = 5_000
 DATA_CHARS = 4_000  # a bigger event keeps a preview: the full text is in its own table
 TEXT_CHARS = 2_000
@@ -25,7 +26,8 @@ SKIPPED = {"token"}  # per-token events stay in the terminal: a stream reader ge
 def _bounded(data: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps(data, ensure_ascii=False, default=str)
     if len(text) <= DATA_CHARS:
-        return json.loads(text)
+        plain: dict[str, Any] = json.loads(text)
+        return plain
     return {"preview": text[:DATA_CHARS], "truncated": len(text)}
 
 
@@ -82,13 +84,18 @@ class LiveJournal:
         self._writer.join(timeout=5)
 
     def _write(self) -> None:
+        """Events arriving within FLUSH_EVERY_S of a batch's first go in one transaction (a tick's steps come a few
+        milliseconds apart: one transaction for each of them cost a tick more than its own writes); a tick's last
+        event ("tick") closes its batch at once."""
         written = 0
         while True:
             first = self._queue.get()
             batch, stop = ([] if first is None else [first]), first is None
-            while not stop:
+            deadline = time.monotonic() + FLUSH_EVERY_S
+            while not stop and batch[-1]["kind"] != "tick":
+                left = deadline - time.monotonic()
                 try:
-                    item = self._queue.get(timeout=FLUSH_EVERY_S) if not batch else self._queue.get_nowait()
+                    item = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if item is None:

@@ -28,6 +28,8 @@ from langgraph.runtime import RunControl
 
 from graph.agent import Agent
 from managers.owners import owner_alive, process_token
+from memory import Repos
+from nodes.context import Services
 from nodes.stelis.threads import close_thread, open_thread
 
 log = logging.getLogger(__name__)
@@ -35,12 +37,12 @@ CLOSED = ("done", "failed", "cancelled")
 
 
 class TaskCycles:
-    def __init__(self, parent: Agent):
+    def __init__(self, parent: Agent) -> None:
         self.parent = parent
         self.agents: dict[str, Agent] = {}
 
     @property
-    def services(self):
+    def services(self) -> Services:
         return self.parent.services
 
     def _agent(self, thread_id: str) -> Agent:
@@ -68,7 +70,8 @@ class TaskCycles:
                     notify(text)
         return resumed
 
-    def step(self, control: RunControl | None = None, on_stream: Callable[[str, Any], None] | None = None) -> list[dict]:
+    def step(self, control: RunControl | None = None,
+             on_stream: Callable[[str, Any], None] | None = None) -> list[dict[str, Any]]:
         """One tick of every running sub-cycle, then the bookkeeping of those that ended. Returns what happened."""
         report = []
         running = self.running()
@@ -80,10 +83,10 @@ class TaskCycles:
     def running(self) -> list[tuple[int, str]]:
         """(task id, thread id) of every running sub-cycle."""
         with self.services.db.unit() as repos:
-            return [(t.id, t.repl_thread) for t in repos.tasks.running_cycles()]
+            return [(t.id, t.repl_thread) for t in repos.tasks.running_cycles() if t.repl_thread is not None]
 
     def step_one(self, task_id: int, thread_id: str, control: RunControl | None = None,
-                 on_stream: Callable[[str, Any], None] | None = None) -> dict:
+                 on_stream: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
         """One tick of one sub-cycle (a job of its own in a deployment: graph/fleet/), or its end."""
         outcome = self._finish_if_over(task_id) or self._waiting(task_id)
         if outcome is not None:
@@ -100,7 +103,7 @@ class TaskCycles:
         self._schedule(task_id)
         return self._finish_if_over(task_id) or {"task_id": task_id, "status": "running"}
 
-    def _waiting(self, task_id: int) -> dict | None:
+    def _waiting(self, task_id: int) -> dict[str, Any] | None:
         """The cycle's own schedule (pause_s, or a backoff after an error): not yet → it sits this step out."""
         with self.services.db.unit() as repos:
             next_at = (repos.tasks.get(task_id).repl_config or {}).get("next_at")
@@ -119,7 +122,7 @@ class TaskCycles:
             config.update(errors=0, next_at=(self.services.clock() + timedelta(seconds=pause)).isoformat() if pause else None)
             repos.tasks.set_repl(task_id, repl_config=config)
 
-    def _failed(self, task_id: int, error: str) -> dict:
+    def _failed(self, task_id: int, error: str) -> dict[str, Any]:
         """An error in a tick: retried after a growing delay while `retries` allow, then the task is frozen."""
         with self.services.db.unit() as repos:
             task = repos.tasks.get(task_id)
@@ -132,7 +135,7 @@ class TaskCycles:
                 retry = self.services.clock() + timedelta(seconds=delay)
                 config.update(errors=errors, next_at=retry.isoformat())
                 repos.tasks.set_repl(task_id, repl_config=config, repl_error=error[:2000])
-                thread = repos.threads.get(task.repl_thread)
+                thread = repos.threads.get(task.repl_thread) if task.repl_thread else None
                 repos.processes.add("tasks.cycle", f"task {task_id}'s sub-cycle failed ({error[:300]}); retry {errors} of "
                                     f"{config.get('retries')} in {delay:.0f} s", status="warning",
                                     thread_id=thread.parent_id if thread is not None else None, task_id=task_id)
@@ -140,14 +143,14 @@ class TaskCycles:
             return self._error(task_id, error)
         return {"task_id": task_id, "status": "waiting", "until": retry.isoformat(), "reason": f"error, retry {errors}"}
 
-    def _finish_if_over(self, task_id: int) -> dict | None:
+    def _finish_if_over(self, task_id: int) -> dict[str, Any] | None:
         """Close the cycle if its task is closed or it ran out of ticks/time; None while it should go on."""
         now = self.services.clock()
         with self.services.db.unit() as repos:
             task = repos.tasks.get(task_id)
             if task.repl_status != "running":
                 return {"task_id": task_id, "status": task.repl_status}
-            thread = repos.threads.get(task.repl_thread)
+            thread = repos.threads.get(task.repl_thread) if task.repl_thread else None
             config = dict(task.repl_config or {})
             if task.status in CLOSED:
                 reason = f"task {task.status}"
@@ -168,20 +171,20 @@ class TaskCycles:
         return self._stop(task_id, reason, status="stopped")
 
     @staticmethod
-    def _tokens(repos, thread_id: str | None, config: dict[str, Any]) -> int:
+    def _tokens(repos: Repos, thread_id: str | None, config: dict[str, Any]) -> int:
         """Tokens the cycle's model calls used, restarts included."""
         totals = repos.llm_calls.totals(thread_id) if thread_id else {"prompt_tokens": 0, "completion_tokens": 0}
-        return int(config.get("tokens_before") or 0) + totals["prompt_tokens"] + totals["completion_tokens"]
+        return int(config.get("tokens_before") or 0) + int(totals["prompt_tokens"]) + int(totals["completion_tokens"])
 
-    def _stop(self, task_id: int, reason: str, *, status: str, error: str | None = None) -> dict:
+    def _stop(self, task_id: int, reason: str, *, status: str, error: str | None = None) -> dict[str, Any]:
         with self.services.db.unit() as repos:
             task = repos.tasks.get(task_id)
             thread_id, parent_id, title = task.repl_thread, None, task.title
-            thread = repos.threads.get(thread_id)
+            thread = repos.threads.get(thread_id) if thread_id else None
             parent_id = thread.parent_id if thread is not None else None
             running = thread is not None and thread.status == "running"
         chronicle = None
-        if running:
+        if running and thread_id:
             result = close_thread(self.services, thread_id, status="completed" if status == "stopped" else "aborted",
                                   error=error)
             chronicle = result.chronicle
@@ -194,19 +197,21 @@ class TaskCycles:
                             created_at=self.services.clock())
             repos.processes.add("tasks.cycle", text[:2000], status="error" if status == "error" else "ok",
                                 thread_id=parent_id, task_id=task_id)
-        self.agents.pop(thread_id, None)
+        if thread_id:
+            self.agents.pop(thread_id, None)
         return {"task_id": task_id, "status": status, "reason": reason}
 
-    def _error(self, task_id: int, error: str) -> dict:
+    def _error(self, task_id: int, error: str) -> dict[str, Any]:
         return self._stop(task_id, f"error: {error[:300]}", status="error", error=error[:2000])
 
-    def _timeout(self, task_id: int, config: dict[str, Any]) -> dict:
+    def _timeout(self, task_id: int, config: dict[str, Any]) -> dict[str, Any]:
         restarts = int(config.get("restarts") or 0)
         if restarts >= int(config.get("max_restarts") or 0):
             return self._stop(task_id, f"timeout after {restarts} restart(s)", status="stopped", error="timeout")
         with self.services.db.unit() as repos:
             task = repos.tasks.get(task_id)
-            old = repos.threads.get(task.repl_thread)
+            old = repos.threads.get(task.repl_thread) if task.repl_thread else None
+            assert old is not None and old.parent_id is not None, f"task {task_id}'s sub-cycle has no thread of its own"
             parent_id = old.parent_id
         close_thread(self.services, old.id, status="aborted", error="timeout: restarted")
         self.agents.pop(old.id, None)
@@ -222,7 +227,7 @@ class TaskCycles:
                                 status="warning", thread_id=parent_id, task_id=task_id)
         return {"task_id": task_id, "status": "running", "reason": f"timeout: restart {restarts + 1}"}
 
-    def _reap_stopped(self) -> list[dict]:
+    def _reap_stopped(self) -> list[dict[str, Any]]:
         """Cycles stopped by `tasks.stop` whose thread still runs: close them with a chronicle."""
         with self.services.db.unit() as repos:
             stopped = [t.id for t in repos.tasks.with_repl_status("stopped")

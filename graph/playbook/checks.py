@@ -27,7 +27,8 @@ from nodes.kinds.expressions import syntax_error
 from nodes.state import STATE_FIELDS
 from nodes.kinds.variables import RESERVED_NAMES
 
-Issue = tuple[tuple, str]
+Where = tuple[str | int, ...]  # a place in the playbook: keys and list indexes
+Issue = tuple[Where, str]
 TOP = "(top level)"
 
 
@@ -102,13 +103,13 @@ def _node_issues(pb: Playbook, steps: set[str]) -> list[Issue]:
 def _expression_issues(node: Any, reserved: set[str]) -> list[Issue]:
     issues: list[Issue] = []
 
-    def template(path: tuple, text: str | None, kind: str = "template") -> None:
+    def template(path: Where, text: str | None, kind: str = "template") -> None:
         if text is not None:
             problem = syntax_error(text, kind)
             if problem:
                 issues.append((path, f"bad {kind}: {problem}"))
 
-    def name(path: tuple, var: str) -> None:
+    def name(path: Where, var: str) -> None:
         if var in reserved:
             issues.append((path, f"{var!r} is reserved (a state field or template name); choose another variable name"))
         elif not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", var):
@@ -218,10 +219,9 @@ def compute_scopes(pb: Playbook) -> tuple[dict[str | None, Scope], set[str], lis
 def _subplaybook_issues(pb: Playbook) -> list[Issue]:
     issues: list[Issue] = []
     for index, node in enumerate(pb.nodes):
-        callee = pb.subplaybooks.get(node.id) if isinstance(node, SubplaybookNode) else None
-        if callee is None:
+        if not isinstance(node, SubplaybookNode) or (callee := pb.subplaybooks.get(node.id)) is None:
             continue  # not a subplaybook, or it failed to load (the loader reported why)
-        at = ("nodes", index)
+        at: Where = ("nodes", index)
         for key in node.inputs:
             if key not in callee.inputs:
                 issues.append((at + ("inputs", key), f"{callee.name!r} has no input {key!r} "
@@ -256,9 +256,9 @@ def produced_names(pb: Playbook, registry: dict[str, Any]) -> set[str]:
 def _output_issues(pb: Playbook, registry: dict[str, Any]) -> list[Issue]:
     issues: list[Issue] = []
     produced = produced_names(pb, registry)
-    for index, spec in pb.inputs.items():
+    for key, spec in pb.inputs.items():
         if spec.required and spec.default is not None:
-            issues.append((("inputs", index, "default"), "a required input takes no default"))
+            issues.append((("inputs", key, "default"), "a required input takes no default"))
     for index, var in enumerate(pb.outputs):
         if var not in produced:
             issues.append((("outputs", index), f"output {var!r} is never set by an input, llm, set, subplaybook, step "

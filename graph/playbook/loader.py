@@ -14,13 +14,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from graph.playbook.checks import check_playbook
+from graph.playbook.checks import Issue, Where, check_playbook
 from graph.playbook.model import SPECIAL_TYPES, Playbook, PlaybookError, SubplaybookNode
 from nodes import STEPS
 from persona.yaml_lines import YamlError, format_path, parse_lined_yaml
 
 
-def _error_path(loc: tuple) -> tuple:
+def _error_path(loc: Where) -> Where:
     path = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     if len(path) > 2 and path[0] == "nodes" and isinstance(path[1], int) and path[2] in (*SPECIAL_TYPES, "step"):
         path = path[:2] + path[3:]  # drop the union tag pydantic inserts
@@ -51,9 +51,9 @@ def parse_playbook(text: str, source: str = "<playbook>", steps: set[str] | None
     return pb
 
 
-def _load_subplaybooks(pb: Playbook, stack: tuple[str, ...]) -> list[tuple[tuple, str]]:
+def _load_subplaybooks(pb: Playbook, stack: tuple[str, ...]) -> list[Issue]:
     """Load every `subplaybook` callee into `pb.subplaybooks`; the problems found (cycles, missing, invalid)."""
-    issues: list[tuple[tuple, str]] = []
+    issues: list[Issue] = []
     for index, node in enumerate(pb.nodes):
         if not isinstance(node, SubplaybookNode):
             continue

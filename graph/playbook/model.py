@@ -164,7 +164,9 @@ def _coerce_input(playbook: str, key: str, spec: InputSpec, value: Any) -> Any:
                     raise ValueError(value)
                 return value.strip().lower() in ("true", "1", "yes")
             value = json.loads(value) if spec.type in ("array", "object") else float(value) if spec.type == "number" else int(value)
-        expected = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}[spec.type]
+        kinds: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float),
+                                                     "boolean": bool, "array": list, "object": dict}
+        expected = kinds[spec.type]
         if not isinstance(value, expected) or (spec.type in ("integer", "number") and isinstance(value, bool)):
             raise TypeError(type(value).__name__)
         return value

@@ -1,11 +1,16 @@
 """The `config` table: JSON values by key (cycle settings, the persona's own changes, durable requests).
 
+Every key is named here and only here: the rest of the code reads and writes the table through the typed
+accessors below (`repos.config.persona_dir`, `repos.config.llm_overrides()`, `repos.config.cycle(thread_id)` …);
+`tests/unit/test_architecture.py` checks that no other module calls `get`/`set` on it or spells a key.
+
 A unit of work remembers the rows it has read (and the keys it found absent), so a key read twice in one
 transaction — or loaded beforehand with `preload`, several keys in one query — costs no second statement.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import uuid4
 
@@ -23,13 +28,53 @@ def _keys(prefixes: tuple[str, ...]) -> Select[ConfigEntry]:
                                          *(ConfigEntry.key.startswith(p, autoescape=True) for p in prefixes)))
 
 
+# ---- the keys (nowhere else) ---------------------------------------------------------------------------------
 # the persona's own database on a `chroma run` server outside a deployment (a deployment names it by the persona's
 # schema): made on first use, never inherited by a spawned child (memory/repositories/transfer.py)
 VECTOR_DATABASE_KEY = "vectors/chroma_database"
+PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
+LLM_SELECTED_KEY = "llm/selected"  # the primary model chosen at run time (managers / nodes/commands/llm_registry.py)
+LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time
+SELF_CHANGE_PREFIX = "persona/"  # + dotted setting: the persona's own setting changes (config.update)
+SESSION_REVIVED_PREFIX = "session/revived/"  # + thread id: the session a revived thread continues
+FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
+LOOP_CONTROL_KEY = "run/control"  # {"want": running|paused|stopped, "by", "at"}: what the human asked for
+LOOP_STATUS_KEY = "run/status"  # {"state": running|paused|idle|stopped, "pid", "thread", "tick", "at"}: the loop
+PLAYBOOK_RUN_PREFIX = "run/"  # + "<thread>/<playbook>": a one-shot playbook's run (graph/agent.py)
+REACH_OUT_KEY = "drives/reach_outs"  # the offers made: [{at, tick, thread, drive, level}], newest last
+ADJUSTMENTS_KEY = "drives/adjustments"  # the human's settings in force: {drive: {level, at, by}}
+ADJUSTMENT_HISTORY_KEY = "drives/adjustment_history"  # every change: [{drive, level, at, by, computed}], newest last
+EMOTION_POINTER_KEY = "drives/emotion_note_id"  # the last human note whose emotion was logged
+RESOLUTION_POINTER_KEY = "drives/resolution_note_id"  # the last human note whose conversation was checked
+SESSION_EXPORT_PREFIX = "exports/session-"  # + session id: where an export job leaves its result (fleet)
+PERSONA_EDITS_KEY = "human/persona_edits"  # the human's edits of persona files, newest last (the page shows them)
+ACTIVE_THREAD_PREFIX = "stelis/active/"  # + root thread id: the thread its ticks run in
+DREAM_APPLIED_KEY = "dreams/last_applied"  # {run, outcome} of the last dream run whose answer was applied
+DREAM_ATTEMPT_KEY = "dreams/last_attempt"  # when the persona last began a dream (applied or not)
+DREAM_MESSAGE_KEY = "dreams/last_message_id"  # the newest message a dream has seen
+EPISODES_CHECKED_KEY = "memory/episodes_checked_on"  # the local date on which nothing more was missing
+EMOTIONS_KEY = "emotions"  # the emotion vocabulary as the persona extended it
+CYCLE_PREFIX = "cycle/"  # + thread id: the thread's cycle settings (pause, notes mode, loaded skills …)
+MCP_TOOLS_PREFIX = "mcp/tools/"  # + server name: the tools last seen there
+LINEAGE_PARENT_KEY = "lineage/parent"  # a spawned child's parent
+LINEAGE_CHILDREN_KEY = "lineage/children"  # a parent's spawned children
+MEMORY_MANAGER_CURSOR_KEY = "memory/manager_cursor"  # the last memory the memory manager looked at
+ABSTRACT_REQUEST_PREFIX = "memory/abstract_request/"  # + thread id: a pending request for an abstract
+NOT_INHERITED_PREFIXES = ("run/", "lineage/", "session/", "feeds/", "vectors/")  # a spawned child does not take
+# the parent's run, family, bookkeeping and where its vectors live
+KEYS = tuple(value for name, value in list(globals().items()) if name.endswith(("_KEY", "_PREFIX")))
+
+
+def inherited_by_child(key: str, *, trained: bool) -> bool:
+    """Whether a spawned child takes the parent's row `key` (memory/repositories/transfer.py): not the parent's run,
+    family or bookkeeping; a "trained" child only the persona's own tuned settings."""
+    if key.startswith(NOT_INHERITED_PREFIXES):
+        return False
+    return not trained or key.startswith(SELF_CHANGE_PREFIX)
 
 
 class ConfigRepo(Repo):
-    def __init__(self, session: Session):
+    def __init__(self, session: Session) -> None:
         super().__init__(session)
         self._rows: dict[str, ConfigEntry | None] = {}  # this transaction's reads: key -> row (None: absent)
         self._prefixes: set[str] = set()  # prefixes whose every key is in `_rows`
@@ -80,6 +125,284 @@ class ConfigRepo(Repo):
 
     def all(self) -> dict[str, Any]:
         return {row.key: row.value for row in self.session.scalars(select(ConfigEntry)).all()}
+
+    def _dict(self, key: str) -> dict[str, Any] | None:
+        value = self.get(key)
+        return value if isinstance(value, dict) else None
+
+    def _str(self, key: str) -> str | None:
+        value = self.get(key)
+        return value if isinstance(value, str) else None
+
+    def _int(self, key: str) -> int | None:
+        value = self.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _list(self, key: str) -> list[Any] | None:
+        value = self.get(key)
+        return value if isinstance(value, list) else None
+
+    # ---- typed accessors: one per key or key family ----------------------------------------------------------
+
+    @property
+    def persona_dir(self) -> str | None:
+        """The persona directory this data dir was last run with (or adopted by the web app)."""
+        return self._str(PERSONA_DIR_KEY)
+
+    @persona_dir.setter
+    def persona_dir(self, value: str | None) -> None:
+        self.set(PERSONA_DIR_KEY, value)
+
+    @property
+    def selected_llm(self) -> str | None:
+        """The primary model chosen at run time (None: by priority)."""
+        return self._str(LLM_SELECTED_KEY)
+
+    @selected_llm.setter
+    def selected_llm(self, value: str | None) -> None:
+        self.set(LLM_SELECTED_KEY, value)
+
+    def llm_overrides(self) -> dict[str, dict[str, Any]]:
+        """Model id -> its priority / enabled / is_validator chosen at run time."""
+        return {k.removeprefix(LLM_OVERRIDE_PREFIX): v for k, v in self.with_prefix(LLM_OVERRIDE_PREFIX).items()}
+
+    def set_llm_override(self, llm_id: str, value: dict[str, Any] | None) -> None:
+        self.set(LLM_OVERRIDE_PREFIX + llm_id, value)
+
+    def self_changes(self) -> dict[str, Any]:
+        """The persona's own setting changes (config.update), dotted keys."""
+        return {k.removeprefix(SELF_CHANGE_PREFIX): v for k, v in self.with_prefix(SELF_CHANGE_PREFIX).items()}
+
+    def set_self_change(self, dotted: str, value: Any) -> None:
+        self.set(SELF_CHANGE_PREFIX + dotted, value)
+
+    def preload_run_choices(self, *, active_root: str | None = None) -> None:
+        """What a reload reads (persona dir, chosen model, the persona's own changes, model overrides) — and, with
+        `active_root`, the thread that root's ticks run in — in one query."""
+        keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY) + ((ACTIVE_THREAD_PREFIX + active_root,) if active_root else ())
+        self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
+
+    def preload_tick_decision(self, thread_id: str) -> None:
+        """What decides whether a thread thinks now (the loop control, a feeds check asked for, its cycle), in one
+        query."""
+        self.preload(LOOP_CONTROL_KEY, FETCH_NOW_KEY, CYCLE_PREFIX + thread_id)
+
+    def revived_from(self, thread_id: str) -> int | None:
+        """The session a revived thread continues."""
+        return self._int(SESSION_REVIVED_PREFIX + thread_id)
+
+    def set_revived_from(self, thread_id: str, session_id: int | None) -> None:
+        self.set(SESSION_REVIVED_PREFIX + thread_id, session_id)
+
+    def revived_threads(self) -> dict[str, int]:
+        """Thread id -> the session it continues, for every revived thread."""
+        return {k.removeprefix(SESSION_REVIVED_PREFIX): v for k, v in self.with_prefix(SESSION_REVIVED_PREFIX).items()}
+
+    @property
+    def fetch_now(self) -> bool:
+        """The world check asked the loop to fetch every feed now."""
+        return bool(self.get(FETCH_NOW_KEY))
+
+    @fetch_now.setter
+    def fetch_now(self, value: bool | None) -> None:
+        self.set(FETCH_NOW_KEY, value or None)
+
+    @property
+    def loop_control(self) -> dict[str, Any] | None:
+        """What the human asked of the loop: {want, by, at}."""
+        return self._dict(LOOP_CONTROL_KEY)
+
+    @loop_control.setter
+    def loop_control(self, value: dict[str, Any] | None) -> None:
+        self.set(LOOP_CONTROL_KEY, value)
+
+    @property
+    def loop_status(self) -> dict[str, Any] | None:
+        """What the loop does: {state, pid, thread, tick, at}."""
+        return self._dict(LOOP_STATUS_KEY)
+
+    @loop_status.setter
+    def loop_status(self, value: dict[str, Any] | None) -> None:
+        self.set(LOOP_STATUS_KEY, value)
+
+    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any] | None:
+        """A one-shot playbook's run on a thread: {run_id, status, inputs}."""
+        return self._dict(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
+
+    def set_playbook_run(self, thread_id: str, playbook: str, value: dict[str, Any] | None) -> None:
+        self.set(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}", value)
+
+    @property
+    def reach_outs(self) -> list[dict[str, Any]]:
+        """The drives' offers to reach out, newest last."""
+        return list(self.get(REACH_OUT_KEY) or [])
+
+    @reach_outs.setter
+    def reach_outs(self, value: Sequence[Mapping[str, Any]] | None) -> None:
+        self.set(REACH_OUT_KEY, None if value is None else [dict(offer) for offer in value])
+
+    @property
+    def drive_adjustments(self) -> dict[str, Any]:
+        """The human's drive settings in force: {drive: {level, at, by}}."""
+        return dict(self.get(ADJUSTMENTS_KEY) or {})
+
+    @drive_adjustments.setter
+    def drive_adjustments(self, value: dict[str, Any] | None) -> None:
+        self.set(ADJUSTMENTS_KEY, value)
+
+    @property
+    def drive_adjustment_history(self) -> list[dict[str, Any]]:
+        """Every change of a drive by the human, newest last."""
+        return list(self.get(ADJUSTMENT_HISTORY_KEY) or [])
+
+    @drive_adjustment_history.setter
+    def drive_adjustment_history(self, value: list[dict[str, Any]] | None) -> None:
+        self.set(ADJUSTMENT_HISTORY_KEY, value)
+
+    @property
+    def emotion_note_pointer(self) -> int:
+        """The last human note whose emotion was logged (0: none)."""
+        return int(self.get(EMOTION_POINTER_KEY) or 0)
+
+    @emotion_note_pointer.setter
+    def emotion_note_pointer(self, value: int | None) -> None:
+        self.set(EMOTION_POINTER_KEY, value)
+
+    @property
+    def resolution_note_pointer(self) -> int:
+        """The last human note whose conversation was checked (0: none)."""
+        return int(self.get(RESOLUTION_POINTER_KEY) or 0)
+
+    @resolution_note_pointer.setter
+    def resolution_note_pointer(self, value: int | None) -> None:
+        self.set(RESOLUTION_POINTER_KEY, value)
+
+    def preload_drives(self) -> None:
+        """The keys the drives step reads, in one query."""
+        self.preload(EMOTION_POINTER_KEY, RESOLUTION_POINTER_KEY, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+
+    def session_export(self, session_id: int) -> dict[str, Any] | None:
+        """The result an export job left for `session_id` (fleet)."""
+        return self._dict(f"{SESSION_EXPORT_PREFIX}{session_id}")
+
+    def set_session_export(self, session_id: int, value: dict[str, Any] | None) -> None:
+        self.set(f"{SESSION_EXPORT_PREFIX}{session_id}", value)
+
+    @property
+    def persona_edits(self) -> list[dict[str, Any]]:
+        """The human's edits of persona files, newest last."""
+        return list(self.get(PERSONA_EDITS_KEY) or [])
+
+    @persona_edits.setter
+    def persona_edits(self, value: list[dict[str, Any]] | None) -> None:
+        self.set(PERSONA_EDITS_KEY, value)
+
+    def active_thread(self, root_id: str) -> str | None:
+        """The thread a root's ticks run in (None: the root itself)."""
+        return self._str(ACTIVE_THREAD_PREFIX + root_id)
+
+    def set_active_thread(self, root_id: str, thread_id: str | None) -> None:
+        self.set(ACTIVE_THREAD_PREFIX + root_id, thread_id)
+
+    @property
+    def last_applied_dream(self) -> dict[str, Any]:
+        """{run, outcome} of the last dream run whose answer was applied."""
+        return dict(self.get(DREAM_APPLIED_KEY) or {})
+
+    @last_applied_dream.setter
+    def last_applied_dream(self, value: dict[str, Any] | None) -> None:
+        self.set(DREAM_APPLIED_KEY, value)
+
+    @property
+    def last_dream_attempt(self) -> str | None:
+        """When (ISO time) the persona last began a dream."""
+        return self._str(DREAM_ATTEMPT_KEY)
+
+    @last_dream_attempt.setter
+    def last_dream_attempt(self, value: str | None) -> None:
+        self.set(DREAM_ATTEMPT_KEY, value)
+
+    @property
+    def last_dream_message(self) -> int:
+        """The newest message a dream has seen (0: none)."""
+        return int(self.get(DREAM_MESSAGE_KEY) or 0)
+
+    @last_dream_message.setter
+    def last_dream_message(self, value: int | None) -> None:
+        self.set(DREAM_MESSAGE_KEY, value)
+
+    @property
+    def episodes_checked_on(self) -> str | None:
+        """The local date (ISO) on which no episode was missing."""
+        return self._str(EPISODES_CHECKED_KEY)
+
+    @episodes_checked_on.setter
+    def episodes_checked_on(self, value: str | None) -> None:
+        self.set(EPISODES_CHECKED_KEY, value)
+
+    @property
+    def emotion_vocabulary(self) -> list[str] | None:
+        """The emotion words as the persona extended them (None: the settings' own)."""
+        value = self.get(EMOTIONS_KEY)
+        return None if value is None else list(value)
+
+    @emotion_vocabulary.setter
+    def emotion_vocabulary(self, value: list[str] | None) -> None:
+        self.set(EMOTIONS_KEY, value)
+
+    def cycle(self, thread_id: str) -> dict[str, Any]:
+        """A thread's cycle settings as stored (pause, notes mode, loaded skills …)."""
+        return dict(self.get(CYCLE_PREFIX + thread_id, {}) or {})
+
+    def set_cycle(self, thread_id: str, value: dict[str, Any]) -> None:
+        self.set(CYCLE_PREFIX + thread_id, value)
+
+    def mcp_tools(self, server: str) -> list[dict[str, Any]] | None:
+        """The tools last seen on an MCP server (None: never listed)."""
+        return self._list(MCP_TOOLS_PREFIX + server)
+
+    def set_mcp_tools(self, server: str, tools: list[dict[str, Any]] | None) -> None:
+        self.set(MCP_TOOLS_PREFIX + server, tools)
+
+    @property
+    def lineage_parent(self) -> dict[str, Any] | None:
+        """A spawned child's parent: {name, mode, …}."""
+        parent: dict[str, Any] | None = self.get(LINEAGE_PARENT_KEY)
+        return parent
+
+    @lineage_parent.setter
+    def lineage_parent(self, value: dict[str, Any] | None) -> None:
+        self.set(LINEAGE_PARENT_KEY, value)
+
+    @property
+    def lineage_children(self) -> list[dict[str, Any]]:
+        """A parent's spawned children."""
+        return list(self.get(LINEAGE_CHILDREN_KEY) or [])
+
+    @lineage_children.setter
+    def lineage_children(self, value: list[dict[str, Any]] | None) -> None:
+        self.set(LINEAGE_CHILDREN_KEY, value)
+
+    @property
+    def memory_manager_cursor(self) -> int:
+        """The last memory the memory manager looked at (0: none)."""
+        return int(self.get(MEMORY_MANAGER_CURSOR_KEY) or 0)
+
+    @memory_manager_cursor.setter
+    def memory_manager_cursor(self, value: int) -> None:
+        self.set(MEMORY_MANAGER_CURSOR_KEY, value)
+
+    def abstract_request(self, thread_id: str) -> dict[str, Any] | None:
+        """A thread's pending request for an abstract: {trigger, what}."""
+        request: dict[str, Any] | None = self.get(ABSTRACT_REQUEST_PREFIX + thread_id)
+        return request
+
+    def set_abstract_request(self, thread_id: str, value: dict[str, Any] | None) -> None:
+        self.set(ABSTRACT_REQUEST_PREFIX + thread_id, value)
+
+    def preload_memory_upkeep(self, thread_id: str) -> None:
+        """The keys the memory step reads (the thread's abstract request, the episode check), in one query."""
+        self.preload(ABSTRACT_REQUEST_PREFIX + thread_id, EPISODES_CHECKED_KEY)
 
     def vector_database(self) -> str:
         """This database's own database on a Chroma server, named once: personas that share a server never share

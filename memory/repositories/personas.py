@@ -53,6 +53,12 @@ class PersonaRegistryRepo(Repo):
     def digest_of(self, name: str) -> str | None:
         return self.session.scalar(select(PersonaEntry.files_digest).where(PersonaEntry.name == name))
 
+    def brief(self, name: str) -> tuple[str, str, str] | None:
+        """(state, files digest, playbook) of a persona, without its files: what a worker asks before every job."""
+        row = self.session.execute(select(PersonaEntry.state, PersonaEntry.files_digest, PersonaEntry.playbook)
+                                   .where(PersonaEntry.name == name)).first()
+        return (row[0], row[1], row[2]) if row is not None else None
+
     def state_of(self, name: str) -> str | None:
         return self.session.scalar(select(PersonaEntry.state).where(PersonaEntry.name == name))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,10 +28,10 @@ def _stale() -> Select[ProcessLog]:
 class ProcessLogRepo(Repo):
     def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
             tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
-            task_id: int | None = None, sources: list[dict[str, Any]] | None = None) -> ProcessLog:
+            task_id: int | None = None, sources: Sequence[Mapping[str, Any]] | None = None) -> ProcessLog:
         """`sources`: the untrusted text `value` holds (nodes/provenance.py), shown with the row's provenance."""
         row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
-                         priority=priority, llm_id=llm_id, task_id=task_id, sources=list(sources or []))
+                         priority=priority, llm_id=llm_id, task_id=task_id, sources=[dict(s) for s in sources or []])
         self.session.add(row)
         self.session.flush()
         return row
@@ -66,7 +66,7 @@ class ProcessLogRepo(Repo):
         return list(rows)
 
     def set_status(self, process_id: int, status: str, value: str | None = None, now: datetime | None = None,
-                   sources: list[dict[str, Any]] | None = None) -> ProcessLog:
+                   sources: Sequence[Mapping[str, Any]] | None = None) -> ProcessLog:
         row = self.session.get(ProcessLog, process_id)
         if row is None:
             raise LookupError(f"no process {process_id}")
@@ -74,7 +74,7 @@ class ProcessLogRepo(Repo):
         if value is not None:
             row.value = value
         if sources is not None:
-            row.sources = list(sources)
+            row.sources = [dict(s) for s in sources]
         self.session.flush()
         return row
 

@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from memory.models import Base, MemoryItem, MemoryJournal, Message, Note, Thread, table_of
+from memory.repositories.config import inherited_by_child
 from memory.repositories.lexical import backfill_lexical_index
 
 NEVER_COPIED = ("schema_version", "live_events")  # the target has its own version; the live journal is the run's
@@ -99,18 +100,11 @@ def create_postgres_database(url: str, name: str) -> str:
 # what a "trained" child takes (HMP: cognitive diaries' distillate and semantic graphs, not the episodes)
 TRAINED_TABLES = ("goals", "goal_links", "tasks", "concepts", "links", "llm_memory", "insights", "memory_items")
 TRAINED_TIERS = ("concept", "llm_memory", "insight")
-CONFIG_NOT_INHERITED = ("run/", "lineage/", "session/", "feeds/", "vectors/")  # the parent's run, family,
-# bookkeeping and where its vectors live
 
 
 def _config_row(mode: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     def keep(row: dict[str, Any]) -> dict[str, Any] | None:
-        key = row["key"]
-        if key.startswith(CONFIG_NOT_INHERITED):
-            return None
-        if mode == "trained" and not key.startswith("persona/"):  # only its own tuned settings
-            return None
-        return row
+        return row if inherited_by_child(row["key"], trained=mode == "trained") else None
     return keep
 
 

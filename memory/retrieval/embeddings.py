@@ -39,9 +39,13 @@ def _normalised(rows: np.ndarray) -> np.ndarray:
     return rows / np.where(norms == 0, 1, norms)
 
 
-def models_dir() -> Path:
-    """Where assembled models live (the same place as the embedded LLM's GGUF)."""
-    return Path(os.environ.get("ANIMA_CACHE_DIR", Path.home() / ".cache" / "anima")).expanduser() / "models"
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "anima"  # the `cache_dir` setting's default (persona/settings.py)
+
+
+def models_dir(cache_dir: str | Path | None = None) -> Path:
+    """Where assembled models live (the same place as the embedded LLM's GGUF): `<cache_dir>/models`, the run's
+    `cache_dir` setting (ANIMA_CACHE_DIR is read there, not here)."""
+    return Path(cache_dir or DEFAULT_CACHE_DIR).expanduser() / "models"
 
 
 PRECISIONS = ("float32", "int8")
@@ -247,7 +251,8 @@ class OpenAIEmbedder:
 
         self.name = f"openai-{model}"
         self.batch_size = batch_size
-        self._client = OpenAIEmbeddings(base_url=base_url, model=model, api_key=SecretStr(os.environ.get(api_key_env) or "none"),
+        self._client = OpenAIEmbeddings(openai_api_base=base_url, model=model,
+                                        openai_api_key=SecretStr(os.environ.get(api_key_env) or "none"),
                                         check_embedding_ctx_length=False, tiktoken_enabled=False, chunk_size=batch_size)
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -259,11 +264,14 @@ class OpenAIEmbedder:
 LOCAL_MODELS = {"all-MiniLM-L6-v2": "float32", "all-MiniLM-L6-v2-int8": "int8"}  # the first is the default
 
 
-def open_embedder(url: str | None = None, model: str | None = None, api_key_env: str = "OPENAI_API_KEY") -> Embedder:
-    """A server's model when `url` is given; else the embedded MiniLM, float32 unless `model` names the int8 one."""
+def open_embedder(url: str | None = None, model: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                  cache_dir: str | Path | None = None) -> Embedder:
+    """A server's model when `url` is given; else the embedded MiniLM, float32 unless `model` names the int8 one
+    (assembled under `cache_dir`/models, the run's setting)."""
     if url:
         return OpenAIEmbedder(url, model or "text-embedding", api_key_env)
     if model and model not in LOCAL_MODELS:
         raise ValueError(f"embed_model: without embed_url it names the embedded model, one of "
                          f"{', '.join(LOCAL_MODELS)}; not {model!r}")
-    return LocalEmbedder(precision=LOCAL_MODELS[model or next(iter(LOCAL_MODELS))])
+    return LocalEmbedder(directory=models_dir(cache_dir) if cache_dir else None,
+                         precision=LOCAL_MODELS[model or next(iter(LOCAL_MODELS))])

@@ -20,21 +20,16 @@ MAX_ITEM_CHARS = 600
 THOUGHT_KINDS = ("response", "continuation", "step")  # the messages an abstract digests
 
 
-def request_key(thread_id: str) -> str:
-    """The config key of a thread's pending request."""
-    return f"memory/abstract_request/{thread_id}"
-
-
 def request_abstract(repos: Repos, thread_id: str, trigger: str, what: str = "") -> None:
-    repos.config.set(request_key(thread_id), {"trigger": trigger, "what": what})
+    repos.config.set_abstract_request(thread_id, {"trigger": trigger, "what": what})
 
 
 def pending_request(repos: Repos, thread_id: str) -> dict[str, Any] | None:
-    return repos.config.get(request_key(thread_id))
+    return repos.config.abstract_request(thread_id)
 
 
 def clear_request(repos: Repos, thread_id: str) -> None:
-    repos.config.set(request_key(thread_id), None)
+    repos.config.set_abstract_request(thread_id, None)
 
 
 def _last_source_ids(repos: Repos, thread_id: str) -> dict[str, int]:

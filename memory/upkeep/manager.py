@@ -43,7 +43,6 @@ MODES: tuple[str, ...] = get_args(Mode)
 LRUTier = Literal["llm_memory", "diary", "concept"]  # the tiers whose entries may be pruned for age
 NOVELTY_TIERS = ("message", "diary", "llm_memory")
 INFORMATIVE_WORDS = 3
-CURSOR_KEY = "memory/manager_cursor"
 
 
 class ManagerSettings(BaseModel):
@@ -140,10 +139,10 @@ def _goal_related(item: MemoryItem, goal_words: set[str], goal_tags: set[str]) -
 
 def assess(repos: Repos, index, *, upto_id: int, limit: int, floor: float = 0.6) -> list[MemoryItem]:
     """Give the novelty of items not yet assessed (id order, up to `upto_id`); the cursor moves past them."""
-    cursor = int(repos.config.get(CURSOR_KEY) or 0)
+    cursor = repos.config.memory_manager_cursor
     batch = repos.items.novelty_candidates(cursor, upto_id, NOVELTY_TIERS, limit)
     if not batch:
-        repos.config.set(CURSOR_KEY, max(cursor, upto_id))
+        repos.config.memory_manager_cursor = max(cursor, upto_id)
         return []
     closest = index.closest_older([i.id for i in batch]) if index is not None else {}
     others = repos.items.many({other for pairs in closest.values() for _, other in pairs})
@@ -161,7 +160,7 @@ def assess(repos: Repos, index, *, upto_id: int, limit: int, floor: float = 0.6)
         item.novelty = round(max(0.0, min(stored, 1.0 - redundancy, information(item.text))), 4)
         item.meta = {**(item.meta or {}), "similar_to": similar, "similarity": round(similarity, 4),
                      "redundancy": round(redundancy, 4)}
-    repos.config.set(CURSOR_KEY, batch[-1].id if len(batch) == limit else max(cursor, upto_id))
+    repos.config.memory_manager_cursor = batch[-1].id if len(batch) == limit else max(cursor, upto_id)
     return batch
 
 
@@ -178,7 +177,7 @@ def _label(repos: Repos, item_id: int | None) -> str:
 
 
 def prune_by_novelty(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: tuple[set[str], set[str]]) -> None:
-    cursor = int(repos.config.get(CURSOR_KEY) or 0)
+    cursor = repos.config.memory_manager_cursor
     ceiling = min(0.95, cfg.novelty_threshold * (1 + 0.5 * cfg.goal_focus))  # no item's bar is higher
     rows = repos.items.novelty_below(ceiling, cursor, NOVELTY_TIERS)
     base = cfg.novelty_threshold

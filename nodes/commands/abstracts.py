@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from memory.upkeep.abstracts import request_abstract
+from memory.models import Abstract
 from nodes.commands.args import Args, Days, Id, Limit, Refs, Text, Title, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandResult, Family, arg
@@ -36,7 +36,7 @@ class AbstractUpdateArgs(AbstractIdArgs):
     sources: Refs = []
 
 
-def abstract_line(a) -> str:
+def abstract_line(a: Abstract) -> str:
     tags = f" #{' #'.join(a.tags)}" if a.tags else ""
     return f"[abstract {a.id} {a.created_at:%Y-%m-%d} {a.title}]{tags} {a.summary} (sources: {', '.join(a.sources) or '—'})"
 
@@ -44,31 +44,32 @@ def abstract_line(a) -> str:
 @FAMILY.command("abstracts.list", '{"tags": ["sea"], "days": 7, "limit": 5}', args=AbstractsListArgs, effect="read")
 def list_abstracts(cmd: Command, ctx: CommandContext) -> CommandResult:
     days = arg(cmd, "days", default=None, kind=int)
-    rows = ctx.repos.abstracts.list(tags=arg(cmd, "tags", default=None, kind=list), limit=arg(cmd, "limit", default=5, kind=int),
-                                    since=ctx.now - timedelta(days=days) if days else None)
+    rows = ctx.managers.abstracts.list(tags=arg(cmd, "tags", default=None, kind=list),
+                                       limit=arg(cmd, "limit", default=5, kind=int),
+                                       since=ctx.now - timedelta(days=days) if days else None)
     return CommandResult("\n".join(abstract_line(a) for a in rows) or "no abstracts", show=True)
 
 
 @FAMILY.command("abstracts.read", '{"id": 2}', args=AbstractIdArgs, effect="read")
 def read_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return CommandResult(abstract_line(ctx.repos.abstracts.get(arg(cmd, "id", kind=int))), show=True)
+    return CommandResult(abstract_line(ctx.managers.abstracts.get(arg(cmd, "id", kind=int))), show=True)
 
 
 @FAMILY.command("abstracts.add", '{"title": "…", "summary": "…", "tags": […], "sources": ["message:12"]}  '
                           "(or {} to ask for one to be made from my recent thoughts)", args=AbstractAddArgs, effect="write_self")
 def add_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not cmd.args.get("summary"):
-        request_abstract(ctx.repos, ctx.root_thread or ctx.thread_id, "requested", "asked by the persona")
+        ctx.managers.abstracts.request(ctx.root_thread or ctx.thread_id, "requested", "asked by the persona")
         return CommandResult("an abstract of my recent thoughts will be made after this tick")
-    row = ctx.repos.abstracts.add(str(arg(cmd, "title", default="untitled")), str(arg(cmd, "summary")),
-                                  tags=arg(cmd, "tags", default=[], kind=list), sources=arg(cmd, "sources", default=[], kind=list),
-                                  trigger="manual", thread_id=ctx.thread_id)
+    row = ctx.managers.abstracts.add(str(arg(cmd, "title", default="untitled")), str(arg(cmd, "summary")),
+                                     tags=arg(cmd, "tags", default=[], kind=list),
+                                     sources=arg(cmd, "sources", default=[], kind=list), thread_id=ctx.thread_id)
     return CommandResult(f"abstract {row.id} added")
 
 
 @FAMILY.command("abstracts.update", '{"id": 2, "text": "what to add", "sources": ["diary:4"]}', args=AbstractUpdateArgs, effect="write_self")
 def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     abstract_id = arg(cmd, "id", kind=int)
-    ctx.repos.abstracts.extend(abstract_id, str(arg(cmd, "text")), arg(cmd, "sources", default=[], kind=list))
-    ctx.repos.processes.add("abstracts.update", f"abstract {abstract_id} extended", thread_id=ctx.thread_id)
+    ctx.managers.abstracts.extend(abstract_id, str(arg(cmd, "text")), arg(cmd, "sources", default=[], kind=list),
+                                  thread_id=ctx.thread_id)
     return CommandResult(f"abstract {abstract_id} extended")

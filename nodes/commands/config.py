@@ -4,8 +4,8 @@ Only the keys in `persona.settings.SELF_EDITABLE` are the persona's to change (m
 and everything else are the operator's). A request for another key, or for a value out of the setting's type and
 bounds (`memory.recall_k` −5 or NaN, 1,000 emotions), is refused at admission with the reason the model reads —
 never parked for an approval it could not use. An admitted change is validated again against the whole settings
-model before it is stored (a `persona/<key>` row, by the persona manager: managers/persona.py). Changing a setting is `modify_self`: it waits for the human's
-approval unless validators agree (+2).
+model before it is stored (the persona's own change, by the persona manager: managers/persona.py). Changing a
+setting is `modify_self`: it waits for the human's approval unless validators agree (+2).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     services = ctx.services
 
     def reload(changes: dict[str, Any]) -> Settings:
-        return load_settings(self_changes=changes, **{**services.flags, "persona_dir": str(services.persona.directory)})
+        return load_settings(self_changes=changes, overrides=services.overrides,
+                             recorded_persona_dir=str(services.persona.directory))
 
     try:
         change = ctx.managers.persona.change_setting(key, cmd.args["value"], current=ctx.settings, reload=reload,

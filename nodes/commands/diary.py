@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from memory.models import DiaryEntry
 from nodes.commands.args import Args, Id, Limit, Priority, SearchText, TopK, Word, Words, names
 from nodes.commands.memory import archive_one, run_search
 from nodes.commands.model import Command
@@ -46,7 +47,7 @@ class DiaryUpdateArgs(DiaryIdArgs):
     priority: Priority | None = None
 
 
-def diary_line(entry) -> str:
+def diary_line(entry: DiaryEntry) -> str:
     flags = "".join([" pinned" if entry.pinned else "", " archived" if entry.status == "archived" else ""])
     tags = f" #{' #'.join(entry.tags)}" if entry.tags else ""
     return f"[diary {entry.id} {entry.created_at:%Y-%m-%d}{flags}]{tags} {entry.text}"
@@ -54,26 +55,23 @@ def diary_line(entry) -> str:
 
 @FAMILY.command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}', args=DiaryAddArgs, effect="write_self")
 def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry = ctx.repos.diary.add(str(arg(cmd, "text")), tags=arg(cmd, "tags", default=[], kind=list),
-                                emotions=arg(cmd, "emotions", default=[], kind=list),
-                                priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id, tick=ctx.tick)
+    entry = ctx.managers.diary.add(str(arg(cmd, "text")), tags=arg(cmd, "tags", default=[], kind=list),
+                                   emotions=arg(cmd, "emotions", default=[], kind=list),
+                                   priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id, tick=ctx.tick)
     return CommandResult(f"diary {entry.id} added")
 
 
 @FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}', args=DiaryListArgs, effect="read")
 def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
-                                include_archived=arg(cmd, "archived", default=False, kind=bool),
-                                pinned_only=arg(cmd, "pinned", default=False, kind=bool))
+    rows = ctx.managers.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
+                                   include_archived=arg(cmd, "archived", default=False, kind=bool),
+                                   pinned_only=arg(cmd, "pinned", default=False, kind=bool))
     return CommandResult("\n".join(diary_line(r) for r in rows) or "the diary is empty", show=True)
 
 
 @FAMILY.command("diary.read", '{"id": 3}  (shown in the next tick\'s context)', args=DiaryIdArgs, effect="read")
 def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry = ctx.repos.diary.get(arg(cmd, "id", kind=int))
-    if entry.status == "archived":  # reading an archived entry brings it back
-        ctx.repos.restore("diary", entry.id)
-    ctx.repos.items.touch(ctx.repos.items.ids_of("diary", [str(entry.id)]), ctx.now)
+    entry = ctx.managers.diary.read(arg(cmd, "id", kind=int))  # reading an archived entry brings it back
     return CommandResult(diary_line(entry), show=True)
 
 
@@ -87,8 +85,8 @@ def search_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
 def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry_id = arg(cmd, "id", kind=int)
     text = str(arg(cmd, "text")) if "text" in cmd.args else None
-    ctx.repos.diary.update(entry_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
-                           priority=arg(cmd, "priority", default=None, kind=int))
+    ctx.managers.diary.update(entry_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
+                              priority=arg(cmd, "priority", default=None, kind=int))
     return CommandResult(f"diary {entry_id} updated")
 
 
@@ -100,5 +98,5 @@ def delete_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("diary.pin", '{"id": 3}', args=DiaryIdArgs, effect="write_self")
 @FAMILY.command("diary.unpin", '{"id": 3}', args=DiaryIdArgs, effect="write_self")
 def pin_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry = ctx.repos.diary.set_pinned(arg(cmd, "id", kind=int), cmd.type.endswith(".pin"))
+    entry = ctx.managers.diary.set_pinned(arg(cmd, "id", kind=int), cmd.type.endswith(".pin"))
     return CommandResult(f"diary {entry.id} {'pinned' if entry.pinned else 'unpinned'}")

@@ -33,14 +33,15 @@ class MemoryIdArgs(Args):
 @FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', args=MemoryAddArgs, effect="write_self", aliases=('remember',),
                 prompt_tier="notepad of ideas")
 def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row = ctx.repos.llm_memory.add(str(arg(cmd, "text")), title=str(arg(cmd, "title", default="")), tags=arg(cmd, "tags", default=[], kind=list),
-                                   thread_id=ctx.thread_id, llm_id=ctx.llm_id)
+    row = ctx.managers.llm_memory.add(str(arg(cmd, "text")), title=str(arg(cmd, "title", default="")),
+                                      tags=arg(cmd, "tags", default=[], kind=list), thread_id=ctx.thread_id,
+                                      llm_id=ctx.llm_id)
     return CommandResult(f"llm_memory {row.id} added")
 
 
 @FAMILY.command("llm_memory.list", '{"limit": 20}', args=MemoryListArgs, effect="read")
 def list_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.llm_memory.recent(arg(cmd, "limit", default=20, kind=int))
+    rows = ctx.managers.llm_memory.recent(arg(cmd, "limit", default=20, kind=int))
     return CommandResult("\n".join(f"[{r.id}] {r.title + ': ' if r.title else ''}{r.content}" for r in rows) or "empty",
                          show=True)
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from managers.errors import Refused
-from managers.mcp import CATALOGUE_KEY, no_servers, server_spec, timeout_of
+from managers.mcp import no_servers, server_spec, timeout_of
 from nodes import provenance
 from nodes.commands.args import Args, Word, names
 from nodes.commands.model import Command
@@ -24,7 +24,7 @@ from reach import budget
 from reach.mcp import McpError, ServerSpec, ToolInfo
 
 FAMILY = Family("mcp", "tools of my MCP servers", compact=True)
-__all__ = ["CATALOGUE_KEY", "FAMILY", "call", "no_servers", "server_spec", "timeout_of"]  # managers/mcp.py's, re-exported
+__all__ = ["FAMILY", "call", "no_servers", "server_spec", "timeout_of"]  # managers/mcp.py's, re-exported
 
 ToolName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from pydantic import Field
 
-from memory.retrieval.index import Query
+from managers.memory import SearchUnavailable
+from memory.retrieval.index import Hit
 from nodes import provenance
 from nodes.commands.args import Args, Days, Limit, Ref, SearchText, TopK, Word, Words, names
 from nodes.commands.model import Command
@@ -36,7 +35,7 @@ class ArchivedListArgs(Args):
     limit: Limit = 10
 
 
-def hit_line(hit) -> str:
+def hit_line(hit: Hit) -> str:
     item = hit.item
     title = f" {item.title}" if item.title else ""
     who = f"{item.author}: " if item.author else ""
@@ -45,12 +44,10 @@ def hit_line(hit) -> str:
 
 def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] | None = None, days: int | None = None,
                tags: list[str] | None = None, include_archived: bool = False) -> CommandResult:
-    index = getattr(ctx.services, "memory", None)
-    if index is None:
-        raise CommandError("memory search is not available in this run (no memory index)")
-    hits = index.search(Query(text=text, k=max(1, min(k, 20)), tiers=tiers, tags=tags, include_archived=include_archived,
-                              since=ctx.now - timedelta(days=days) if days else None))
-    ctx.repos.items.touch([h.item.id for h in hits], ctx.now)
+    try:
+        hits = ctx.managers.memory.recall(text, k=k, tiers=tiers, days=days, tags=tags, include_archived=include_archived)
+    except SearchUnavailable as exc:
+        raise CommandError(str(exc)) from exc
     return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True,
                          sources=provenance.of_items(h.item for h in hits))
 
@@ -74,9 +71,8 @@ def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 def archive_one(ctx: CommandContext, cmd_type: str, tier: str, ref: str | int) -> CommandResult:
     """The persona's delete: the thing is archived, out of every list and search, and restorable."""
-    if not ctx.repos.archive(tier, ref, ctx.now):
+    if not ctx.managers.memory.set_aside(tier, ref, by=cmd_type, thread_id=ctx.thread_id):
         raise CommandError(f"{cmd_type}: no {tier} {ref} to archive (already archived, or unknown)")
-    ctx.repos.processes.add(cmd_type, f"{tier} {ref} archived on request", thread_id=ctx.thread_id)
     return CommandResult(f'{tier} {ref} archived; memory.restore {{"tier": "{tier}", "ref": "{ref}"}} brings it back')
 
 
@@ -91,15 +87,14 @@ def archive(cmd: Command, ctx: CommandContext) -> CommandResult:
                 escalate=lambda args: "modify_self" if str(args.get("tier")) in ("core", "notepad") else None)
 def restore(cmd: Command, ctx: CommandContext) -> CommandResult:
     tier, ref = str(arg(cmd, "tier")), str(arg(cmd, "ref"))
-    if not ctx.repos.restore(tier, ref):
+    if not ctx.managers.memory.bring_back(tier, ref, by=cmd.type, thread_id=ctx.thread_id):
         raise CommandError(f"{cmd.type}: no archived {tier} {ref} to restore")
-    ctx.repos.processes.add(cmd.type, f"{tier} {ref} restored on request", thread_id=ctx.thread_id)
     return CommandResult(f"{tier} {ref} restored")
 
 
 @FAMILY.command("memory.archived", '{"limit": 10}  (what the memory manager or I archived, newest first)', args=ArchivedListArgs, effect="read")
 def list_archived(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.archived(limit=arg(cmd, "limit", default=10, kind=int))
+    rows = ctx.managers.memory.archived(limit=arg(cmd, "limit", default=10, kind=int))
     lines = [f"[{r.tier} {r.ref} · archived {r.archived_at:%Y-%m-%d}] {(r.title + ': ') if r.title else ''}{r.text[:160]}"
              for r in rows]
     return CommandResult("\n".join(lines) or "nothing is archived", show=True)

@@ -22,7 +22,6 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not text:
         raise CommandError("messages.send: empty text")
     to = str(arg(cmd, "to", default="user"))
-    note = ctx.repos.notes.add(text, source="llm", thread_id=ctx.thread_id, llm_id=ctx.llm_id, read=True,
-                               tags=["outgoing", f"to:{to}"], created_at=ctx.now)
+    note = ctx.managers.notes.outgoing(text, to=to, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now)
     ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
     return CommandResult(f"message sent (note {note.id})")

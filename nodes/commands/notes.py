@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from memory.models import Note
+from memory.repositories import NotFound
+from memory.tiers import TierError
 from nodes import provenance
 from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names
 from nodes.commands.model import Command
@@ -56,7 +59,7 @@ class ReadmarkArgs(Args):
         return self
 
 
-def _line(note) -> str:
+def _line(note: Note) -> str:
     flag = "" if note.read else " (unread)"
     tags = f" #{' #'.join(note.tags)}" if note.tags else ""
     return f"[note {note.id} from {note.source}, priority {note.priority}{flag}]{tags} {note.text}"
@@ -64,62 +67,58 @@ def _line(note) -> str:
 
 @FAMILY.command("notes.list", '{"unread": true, "source": "user", "limit": 10}', args=NotesListArgs, effect="read")
 def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.repos.notes.list(source=arg(cmd, "source", default=None), unread_only=arg(cmd, "unread", default=False, kind=bool),
-                                limit=arg(cmd, "limit", default=10, kind=int), include_hidden=False)
+    rows = ctx.managers.notes.list(source=arg(cmd, "source", default=None),
+                                   unread_only=arg(cmd, "unread", default=False, kind=bool),
+                                   limit=arg(cmd, "limit", default=10, kind=int))
     return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True, sources=provenance.of_notes(rows))
 
 
 @FAMILY.command("notes.read", '{"id": 12}  (marks it read)', args=NoteArgs, effect="read")
 def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
-    note = ctx.repos.notes.get(note_id)
-    if note is None:
-        raise CommandError(f"notes.read: no note {note_id}")
-    ctx.repos.notes.mark_read([note_id])
+    try:
+        note = ctx.managers.notes.read(note_id)
+    except NotFound as exc:
+        raise CommandError(f"notes.read: {exc}") from exc
     return CommandResult(_line(note), show=True, sources=provenance.of_notes([note]))
 
 
 @FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', args=NoteAddArgs, effect="write_self", aliases=('note',))
 def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
-    from_task = ctx.task_id is not None  # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
-    note = ctx.repos.notes.add(arg(cmd, "text", kind=str), source="llm:task" if from_task else "llm",
-                               tags=arg(cmd, "tags", default=[], kind=list), task_id=ctx.task_id,
-                               priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id,
-                               llm_id=ctx.llm_id, read=not from_task, created_at=ctx.now)
+    # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
+    note = ctx.managers.notes.add(arg(cmd, "text", kind=str), tags=arg(cmd, "tags", default=[], kind=list),
+                                  task_id=ctx.task_id, priority=arg(cmd, "priority", default=0, kind=int),
+                                  thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now)
     return CommandResult(f"note {note.id} added")
 
 
 @FAMILY.command("notes.tag", '{"id": 12, "tags": ["todo"]}', args=NoteTagArgs, effect="write_self")
 def tag_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
-    if ctx.repos.notes.set_tags(note_id, arg(cmd, "tags", kind=list)) is None:
-        raise CommandError(f"notes.tag: no note {note_id}")
+    try:
+        ctx.managers.notes.tag(note_id, arg(cmd, "tags", kind=list))
+    except NotFound as exc:
+        raise CommandError(f"notes.tag: {exc}") from exc
     return CommandResult(f"note {note_id} tagged")
 
 
 @FAMILY.command("notes.readmark", '{"ids": [12, 13], "read": true}', args=ReadmarkArgs, effect="write_self")
 def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     ids = arg(cmd, "ids", default=None, kind=list) or [arg(cmd, "id")]
-    changed = ctx.repos.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))
+    changed = ctx.managers.notes.mark_read([int(i) for i in ids], read=arg(cmd, "read", default=True, kind=bool))
     return CommandResult(f"{changed} note(s) marked")
-
-
-OWN_SOURCES = ("llm", "llm:task")  # what I wrote myself; another's words are never rewritten
 
 
 @FAMILY.command("notes.update", '{"id": 12, "text": "…", "tags": ["idea"], "priority": 1}  (the text only of my own '
                 'notes)', args=NoteUpdateArgs, effect="write_self")
 def update_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
-    note = ctx.repos.notes.get(note_id)
-    if note is None or note.hidden:
-        raise CommandError(f"notes.update: no note {note_id}")
-    text = arg(cmd, "text", default=None)
-    if text is not None and note.source not in OWN_SOURCES:
-        raise CommandError(f"notes.update: note {note_id} is from {note.source}; I change only the text of my own notes "
-                           "(its tags and priority I may change)")
-    ctx.repos.notes.update(note_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
-                           priority=arg(cmd, "priority", default=None, kind=int))
+    try:  # the text only of my own notes (managers.notes.OWN_SOURCES); another's words are never rewritten
+        ctx.managers.notes.update(note_id, text=arg(cmd, "text", default=None),
+                                  tags=arg(cmd, "tags", default=None, kind=list),
+                                  priority=arg(cmd, "priority", default=None, kind=int))
+    except (NotFound, TierError) as exc:
+        raise CommandError(f"notes.update: {exc}") from exc
     return CommandResult(f"note {note_id} updated")
 
 
@@ -127,6 +126,6 @@ def update_note(cmd: Command, ctx: CommandContext) -> CommandResult:
                 effect="modify_self")
 def delete_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
-    if not ctx.repos.notes.archive(note_id):
+    if not ctx.managers.notes.hide(note_id):
         raise CommandError(f"notes.delete: no note {note_id} (or it is deleted already)")
     return CommandResult(f'note {note_id} deleted; memory.restore {{"tier": "note", "ref": "{note_id}"}} brings it back')

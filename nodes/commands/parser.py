@@ -61,7 +61,7 @@ def _loads_tolerant(text: str) -> tuple[Any, str | None]:
 def _to_command(item: Any, default_id: str, syntax: str, aliases: Mapping[str, str]) -> tuple[Command | None, str | None]:
     if not isinstance(item, dict):
         return None, f"command is not an object: {str(item)[:80]!r}"
-    raw_type = next((item[k] for k in TYPE_KEYS if isinstance(item.get(k), str) and item.get(k).strip()), None)
+    raw_type = next((value for k in TYPE_KEYS if isinstance(value := item.get(k), str) and value.strip()), None)
     if raw_type is None:
         return None, f"command without a type: {json.dumps(item)[:80]}"
     args = next((item[k] for k in ARGS_KEYS if k in item), None)

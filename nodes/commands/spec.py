@@ -13,6 +13,8 @@ A spec may raise a command's effect for particular arguments (`escalate`), never
 
 from __future__ import annotations
 
+import builtins
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -22,6 +24,7 @@ from managers import ManagerDeps, Managers
 from memory import Repos
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
+from nodes.provenance import Source
 
 Effect = Literal["read", "write_self", "modify_self", "external"]
 EFFECTS: tuple[Effect, ...] = ("read", "write_self", "modify_self", "external")
@@ -65,7 +68,7 @@ class CommandResult:
     status: str = "executed"  # executed | failed
     show: bool = False  # also put the output in process_log, for the next tick's context
     thread_id: str | None = None  # the thread whose process_log shows it (default: the command's own)
-    sources: list[dict[str, str]] = field(default_factory=list)  # untrusted text in `output` (nodes/provenance.py)
+    sources: list[Source] = field(default_factory=list)  # untrusted text in `output` (nodes/provenance.py)
 
 
 class CommandError(ValueError):
@@ -83,7 +86,7 @@ class CommandSpec:
     usage: str
     aliases: tuple[str, ...] = ()
     escalate: Callable[[dict[str, Any]], Effect | None] | None = None  # a stronger effect for these arguments
-    args: type[Args] = NoArgs
+    args: builtins.type[Args] = NoArgs  # `type` is the command's name in this class
     # why the command cannot run with these settings (None: it can); the guide says so, and it is refused before
     # the consent gate (nothing waits for an approval it could never use)
     unavailable: Callable[[Any], str | None] | None = None

@@ -17,5 +17,5 @@ class TagStatsArgs(Args):
 
 @FAMILY.command("tags.stats", '{"source": "all|diary|concepts|links|goals|tasks"}', args=TagStatsArgs, effect="read")
 def stats(cmd: Command, ctx: CommandContext) -> CommandResult:
-    counts = ctx.repos.tags.stats(str(arg(cmd, "source", default="all")))
+    counts = ctx.managers.tags.stats(str(arg(cmd, "source", default="all")))
     return CommandResult(", ".join(f"{tag}: {n}" for tag, n in counts.items()) or "no tags yet", show=True)

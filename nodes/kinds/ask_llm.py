@@ -19,10 +19,10 @@ from langgraph.runtime import Runtime
 
 from llm import Sampling
 from llm.json_output import read_json
-from nodes.context import AnimaContext, ContextBudgetError, services_of
+from nodes.context import AnimaContext, ContextBudgetError, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import referenced_names, render
 from nodes.stelis.history import render_timeline
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.stelis.threads import thread_window
 from nodes.kinds.variables import namespace
 
@@ -91,9 +91,9 @@ def parse_structured(text: str) -> Any:
     return reading.value if reading.ok else {"_raw": text}
 
 
-def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, playbook: str = "") -> dict:
+def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, playbook: str = "") -> VarsUpdate:
     services = services_of(runtime)
-    thread_id = state.thread_id or runtime.execution_info.thread_id or "main"
+    thread_id = state.thread_id or checkpoint_thread_of(runtime) or "main"
     task_id = getattr(runtime.execution_info, "task_id", None) or uuid.uuid4().hex
     needs_history = "history" in referenced_names(node.prompt) | referenced_names(node.system or "")
     with services.db.unit() as repos:

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext
 from nodes.kinds.expressions import ExpressionError, evaluate
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.kinds.variables import namespace
 
 
@@ -16,7 +16,7 @@ class AssignmentError(ValueError):
     pass
 
 
-def assign_vars(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> dict:
+def assign_vars(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> VarsUpdate:
     scope = namespace(state)
     assigned: dict[str, Any] = {}
     for name, expression in node.assign.items():

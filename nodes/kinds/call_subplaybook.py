@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext, services_of
 from nodes.kinds.expressions import ExpressionError, evaluate
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.kinds.variables import namespace
 
 
@@ -21,7 +21,8 @@ class SubplaybookError(ValueError):
 
 
 def call_subplaybook(state: TickState, runtime: Runtime[AnimaContext], node: Any, callee: Any,
-                     prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]], callee_outputs: list[str]) -> dict:
+                     prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]],
+                     callee_outputs: list[str]) -> VarsUpdate:
     services = services_of(runtime)
     scope = namespace(state, services.persona.display_name)
     given: dict[str, Any] = {}

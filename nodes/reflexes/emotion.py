@@ -8,6 +8,7 @@ from typing import Any
 
 from llm.json_output import read_json
 from memory.text import emotion_strengths
+from nodes.state import NoveltySignals
 
 LOOSE = re.compile(r"([^\W\d_][\w-]{1,15})\s*[:=]\s*\"?([1-5])\b(?:\s*\(([^)]{0,80})\))?", re.UNICODE)
 ANXIOUS = {"anxiety", "fear", "panic", "worry", "stress", "alarm", "dread", "nervousness"}
@@ -45,7 +46,7 @@ def _dedupe(items: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
     return list(best.values())
 
 
-def carried_rating(recent: list[Any], signals: dict[str, Any], *, human_spoke: bool, every: int) -> Any | None:
+def carried_rating(recent: list[Any], signals: NoveltySignals, *, human_spoke: bool, every: int) -> Any | None:
     """The earlier output whose rating this one may inherit without asking the LLM, or None.
 
     A repeat inherits its original's. Otherwise, with `every` > 1, the last output's rating carries over

@@ -4,11 +4,12 @@ uncertain, HMP's novelty comparison — in one structured JSON answer."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from llm import Sampling
 from llm.json_output import json_object
 from nodes.reflexes.prompts import COMPARISON_PART, COMPARISON_SCHEMA, EMOTION_PART, EMOTION_SCHEMA, EVALUATION_TAIL
+from nodes.state import Comparison
 
 MAX_EVAL_CHARS = 1500
 
@@ -22,7 +23,7 @@ def evaluation_schema(emotions: bool, comparison: bool) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def evaluation_prompt(response: str, vocabulary: list[str], previous: str | None) -> str:
+def evaluation_prompt(response: str, vocabulary: list[str] | None, previous: str | None) -> str:
     parts = []
     if vocabulary is not None:
         parts.append(EMOTION_PART.format(vocabulary=json.dumps(vocabulary, ensure_ascii=False)))
@@ -49,7 +50,7 @@ def _phrases(value: Any, limit: int = 5) -> list[str]:
     return [str(i).strip()[:120] for i in items if str(i).strip()][:limit]
 
 
-def parse_comparison(data: Any) -> dict[str, Any] | None:
+def parse_comparison(data: Any) -> Comparison | None:
     """HMP's novelty comparison from a JSON object, tolerant of types; None when there is no usable score."""
     if not isinstance(data, dict):
         return None
@@ -65,11 +66,11 @@ def parse_comparison(data: Any) -> dict[str, Any] | None:
             "tags": [t.lower() for t in _phrases(data.get("tags"), 6) if len(t) <= 32]}
 
 
-def reflection_of(comparison: dict[str, Any] | None) -> str | None:
+def reflection_of(comparison: Comparison | None) -> str | None:
     """HMP's automatic summary: new / refined / discarded ideas, whichever are present."""
     if not comparison:
         return None
-    parts = [f"{label}: {'; '.join(comparison[key])}" for key, label in
-             (("new_ideas", "new ideas"), ("refined_ideas", "refined ideas"), ("discarded_ideas", "discarded ideas"))
-             if comparison.get(key)]
+    sections: tuple[tuple[Literal["new_ideas", "refined_ideas", "discarded_ideas"], str], ...] = (
+        ("new_ideas", "new ideas"), ("refined_ideas", "refined ideas"), ("discarded_ideas", "discarded ideas"))
+    parts = [f"{label}: {'; '.join(comparison[key])}" for key, label in sections if comparison.get(key)]
     return ". ".join(parts) or None

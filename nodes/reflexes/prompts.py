@@ -1,5 +1,7 @@
 """Prompt templates and answer schemas of the reflexes (emotion, comparison, reflex-lite, escalation, validation)."""
 
+from typing import Any
+
 # The shared evaluation call (HMP's emotions and novelty comparison in one JSON answer); each part is optional.
 EMOTION_PART = """Determine the emotional state of the new response from its context.
 Use this list of emotions as a guide: {vocabulary}. If you detect an emotion not in the list, add it.
@@ -22,7 +24,7 @@ New response:
 Answer as JSON:
 """
 
-COMPARISON_SCHEMA = {
+COMPARISON_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "assessment": {"enum": ["identical", "not identical"]},
@@ -76,7 +78,7 @@ KB_LINE = "From my knowledge base ({title}): {text}"
 ASK_HUMAN_TEXT = ("I notice my thoughts keep circling around the same point ({topic}). "
                   "Could you give me a new question, a fact or a different angle?")
 
-EMOTION_SCHEMA = {
+EMOTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "emotions": {

@@ -21,6 +21,7 @@ from typing import Any
 
 from llm.json_output import read_json
 from nodes.reflexes.emotion import parse_emotions
+from nodes.state import UnverifiedFactDict
 
 TAG = re.compile(r"\[confidence\s*[=:]\s*([0-9]*\.?[0-9]+%?)\s*\](.*?)\[/confidence\]", re.IGNORECASE | re.DOTALL)
 BLOCK = re.compile(r"unverified[_ ]?facts\s*:\s*", re.IGNORECASE)
@@ -33,7 +34,7 @@ MAX_CLAIM_CHARS = 500
 class SelfAssessment:
     body: str
     confidence: float | None = None
-    facts: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[UnverifiedFactDict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     emotions: list[str] = field(default_factory=list)  # "name:strength (reason)" from an Emotions: line
 
@@ -66,7 +67,8 @@ def _block(text: str, errors: list[str]) -> tuple[list[Any], tuple[int, int] | N
         end = OVERALL.search(text, start)
         chunk = text[start:end.start() if end else len(text)]
         repaired = read_json(chunk).value
-        errors.append(f"UnverifiedFacts: malformed JSON ({exc.msg} at char {exc.pos}); "
+        why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        errors.append(f"UnverifiedFacts: malformed JSON ({why}); "
                       f"kept {len(repaired) if isinstance(repaired, list) else 0} repaired item(s)")
         return (repaired if isinstance(repaired, list) else []), (match.start(), start + len(chunk))
 
@@ -76,7 +78,7 @@ def parse_self_assessment(text: str) -> SelfAssessment:
     items, span = _block(text, errors)
     overall_match = OVERALL.search(text)
     overall = _fraction(overall_match.group(1)) if overall_match else None
-    facts: list[dict[str, Any]] = []
+    facts: list[UnverifiedFactDict] = []
     for n, item in enumerate(items, 1):
         if not isinstance(item, dict) or not str(item.get("claim") or "").strip():
             errors.append(f"UnverifiedFacts item {n}: no claim")

@@ -7,7 +7,11 @@ import re
 from collections import Counter
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from llm.json_output import read_json
+from nodes.context import Services
+from nodes.state import Vote
 
 LOOSE_RATING = re.compile(r"([+-]?\d)\s*(?:--\s*(.*))?", re.DOTALL)
 
@@ -22,37 +26,44 @@ def parse_rating(text: str) -> tuple[int, str] | None:
     return None
 
 
-def aggregate(votes: list[dict[str, Any]]) -> dict[str, Any]:
+class Tally(TypedDict):
+    """The validators' votes, weighed: the rating, how the votes fell, and the tie-break when one decided."""
+    rating: float
+    distribution: dict[str, int]
+    tie_break: str | None
+
+
+def aggregate(votes: list[Vote]) -> Tally:
     """Trust-weighted rating, distribution, and HMP's tie-break rules."""
-    counted = [v for v in votes if v.get("rating") is not None]
-    distribution = Counter(f"{v['rating']:+d}" if v["rating"] else "0" for v in counted)
+    counted = [(given, v) for v in votes if (given := v.get("rating")) is not None]
+    distribution = Counter(f"{given:+d}" if given else "0" for given, _ in counted)
     if not counted:
         return {"rating": 0.0, "distribution": {}, "tie_break": "no valid votes"}
-    total_trust = sum(v["trust"] for v in counted) or 1.0
-    rating = sum(v["rating"] * v["trust"] for v in counted) / total_trust
+    total_trust = sum(v["trust"] for _, v in counted) or 1.0
+    rating = sum(vote * v["trust"] for vote, v in counted) / total_trust
     tie_break = None
-    if abs(rating) < 1e-9 and len({v["rating"] for v in counted}) > 1:
-        top = max(v["trust"] for v in counted)
-        leaders = [v for v in counted if v["trust"] == top]
+    if abs(rating) < 1e-9 and len({vote for vote, _ in counted}) > 1:
+        top = max(v["trust"] for _, v in counted)
+        leaders = [(vote, v) for vote, v in counted if v["trust"] == top]
         if len(leaders) == 1:
-            rating, tie_break = float(leaders[0]["rating"]), f"decided by most trusted validator {leaders[0]['LLM']}"
+            rating, tie_break = float(leaders[0][0]), f"decided by most trusted validator {leaders[0][1]['LLM']}"
         else:
             rating, tie_break = 0.0, "equal trust: rating 0, commands blocked"
     return {"rating": round(rating, 3), "distribution": dict(distribution), "tie_break": tie_break}
 
 
-def drift_trust(services, votes: list[dict[str, Any]], rating: float, thread_id: str) -> None:
+def drift_trust(services: Services, votes: list[Vote], rating: float, thread_id: str) -> None:
     """A validator whose vote is 2 or more from the consensus loses `trust_drift`; one closer regains
     `trust_recovery` (up to 1; a trust configured above 1 is kept). Below `min_trust` it is excluded from validation (logged). Needs two votes."""
-    counted = [v for v in votes if v.get("rating") is not None]
+    counted = [(given, v) for v in votes if (given := v.get("rating")) is not None]
     if len(counted) < 2:
         return
     settings = services.settings.reflexes
     with services.db.unit() as repos:
-        for vote in counted:
+        for given, vote in counted:
             entry = services.llms.entry(vote["id"])
             before = float(entry.get("trust_score", 1.0))
-            disagrees = abs(vote["rating"] - rating) >= 2
+            disagrees = abs(given - rating) >= 2
             after = round(max(0.0, before - settings.trust_drift) if disagrees
                           else max(before, min(1.0, before + settings.trust_recovery)), 4)
             entry["trust_score"] = after
@@ -60,5 +71,5 @@ def drift_trust(services, votes: list[dict[str, Any]], rating: float, thread_id:
             repos.llm_registry.upsert(vote["id"], trust_score=after)
             if before >= settings.min_trust > after:
                 repos.processes.add("validation.trust", f"validator {vote['id']} excluded: trust {after:.2f} fell below "
-                                    f"{settings.min_trust} (voted {vote['rating']:+d} against a consensus of {rating:+.2f})",
+                                    f"{settings.min_trust} (voted {given:+d} against a consensus of {rating:+.2f})",
                                     status="warning", thread_id=thread_id)

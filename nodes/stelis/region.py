@@ -23,9 +23,9 @@ from langgraph.errors import GraphDrained, GraphInterrupt
 from langgraph.runtime import Runtime
 
 from managers.owners import owner_alive, process_token
-from nodes.context import AnimaContext, services_of
+from nodes.context import AnimaContext, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import ExpressionError, render
-from nodes.state import TickState
+from nodes.state import TickState, VarsUpdate
 from nodes.stelis.threads import (
     StelisRefused,
     StelisResult,
@@ -38,14 +38,15 @@ from nodes.kinds.variables import namespace
 log = logging.getLogger(__name__)
 
 
-def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] | None = None) -> dict:
+def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] | None = None) -> VarsUpdate:
     copied = {name: (child_vars or {}).get(name) for name in node.outputs}
     return {"vars": {node.result: result.as_dict(), **copied}}
 
 
-def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, child: Any, playbook: str = "") -> dict:
+def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
+                 node: Any, child: Any, playbook: str = "") -> VarsUpdate:
     services = services_of(runtime)
-    parent_id = state.thread_id or runtime.execution_info.thread_id or "main"
+    parent_id = state.thread_id or checkpoint_thread_of(runtime) or "main"
     try:
         label = render(node.label, namespace(state, services.persona.display_name)).strip() or node.id
     except ExpressionError as exc:
@@ -94,16 +95,16 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any, ch
         result = close_thread(services, child_id, status="aborted", error=f"{type(exc).__name__}: {exc}"[:2000])
     else:
         with services.db.unit() as repos:
-            thread = repos.threads.get(child_id)
-            still_running = thread is not None and thread.status == "running"
+            row = repos.threads.get(child_id)
+            still_running = row is not None and row.status == "running"
         result = (close_thread(services, child_id, status="completed", generate=False) if still_running
-                  else StelisResult.of(thread, window))
+                  else StelisResult.of(row or thread, window))  # as the child left it
     writer({"event": "stelis_leave", "thread_id": child_id, "label": label, "status": result.status,
             "chronicle_chars": len(result.chronicle or ""), "error": result.error})
     return _result_update(node, result, child_vars)
 
 
-def end_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> dict:
+def end_stelis(state: TickState, runtime: Runtime[AnimaContext], node: Any = None) -> VarsUpdate:
     """The last node of the child graph: write the chronicle and mark the thread completed."""
     services = services_of(runtime)
     thread_id = state.thread_id

@@ -23,7 +23,7 @@ from memory import Repos
 from memory.models import Thread
 from memory.repositories import TIMELINE_KINDS, anchor_key
 from managers import ManagerDeps, Managers  # the thread rules (managers/threads.py); its names are re-exported here
-from managers.threads import DEFAULT_WINDOW_RATIO, MIN_CHILD_WINDOW, StelisRefused, active_thread_key
+from managers.threads import DEFAULT_WINDOW_RATIO, MIN_CHILD_WINDOW, StelisRefused
 from nodes.context import Services
 from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
@@ -70,7 +70,7 @@ def thread_window(services: Services, repos: Repos, thread_id: str) -> int:
 
 def active_thread(repos: Repos, root_id: str) -> str:
     """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
-    current = repos.config.get(active_thread_key(root_id)) or root_id
+    current = repos.config.active_thread(root_id) or root_id
     while current != root_id:
         thread = repos.threads.get(current)
         if thread is not None and thread.status == "running":

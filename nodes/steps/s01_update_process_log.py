@@ -10,28 +10,25 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from nodes.context import (
-    LLM_OVERRIDE_PREFIX,
-    LLM_SELECTED_KEY,
-    PERSONA_DIR_KEY,
-    SELF_CHANGE_PREFIX,
     TICK_SUMMARY,
     AnimaContext,
+    checkpoint_thread_of,
     services_of,
 )
 from nodes.quarantine import MAX_TICK_STARTS, quarantine_tick
-from nodes.state import SamplingParams, TickState
-from nodes.stelis.threads import active_thread, active_thread_key
+from nodes.state import SamplingParams, TickState, TickValues
+from nodes.stelis.threads import active_thread
 
 
-def update_process_log(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
+                       params: dict[str, Any] | None = None) -> TickValues:
     services = services_of(runtime)
     params = params or {}
-    root = state.root_thread or state.thread_id or runtime.execution_info.thread_id or "main"
+    root = state.root_thread or state.thread_id or checkpoint_thread_of(runtime) or "main"
     mode = params.get("mode") or state.mode or "chat"
     now = services.clock()
     with services.db.unit() as repos:
-        repos.config.preload(PERSONA_DIR_KEY, LLM_SELECTED_KEY, active_thread_key(root),
-                             prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
+        repos.config.preload_run_choices(active_root=root)
         services.refresh(repos)
         repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
                              persona=services.persona.name, origin="root")

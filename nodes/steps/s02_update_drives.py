@@ -19,8 +19,6 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from persona.drives import (
-    ADJUSTMENTS_KEY,
-    REACH_OUT_KEY,
     RESOLUTION_SCHEMA,
     classify_user_emotion,
     compute_drives,
@@ -29,19 +27,19 @@ from persona.drives import (
 )
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from persona.settings import DriveSettings
-from nodes.context import UNREAD, AnimaContext, services_of
-from nodes.state import TickState
+from memory import Repos
+from nodes.context import UNREAD, AnimaContext, Services, services_of
+from nodes.state import DrivesReport, DrivesUpdate, ReachOut, TickState
 
 log = logging.getLogger(__name__)
-EMOTION_POINTER = "drives/emotion_note_id"  # the last human note whose emotion was logged
-RESOLUTION_POINTER = "drives/resolution_note_id"  # the last human note whose conversation was checked
 MAX_NOTES_PER_TICK = 5
 USER_EMOTION_HORIZON = 4  # devotion half-lives: an older note's emotion would count for less than 1/16
 CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settles no open question now
 MAX_OFFERS_KEPT = 20
 
 
-def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def update_drives(state: TickState, runtime: Runtime[AnimaContext],
+                  params: dict[str, Any] | None = None) -> DrivesUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     settings = services.settings.drives
@@ -51,7 +49,7 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
             return {"drives": {}}
         root = _thread(services, repos, state, state.root_thread or thread_id)
         started = root.created_at if root is not None else None
-        repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+        repos.config.preload_drives()
         notes = _notes_to_feel(services, settings, repos)
         conversation = _conversation_to_judge(services, repos, thread_id)
         if not notes and conversation is None:  # the usual tick: nothing to ask the model, one transaction
@@ -61,14 +59,15 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext], params: dict
     felt = _feel(settings, generate, notes)
     verdict = _judge(services, generate, conversation) if conversation is not None else None
     with services.db.unit() as repos:
-        repos.config.preload(EMOTION_POINTER, RESOLUTION_POINTER, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+        repos.config.preload_drives()
         if felt:
             for note_id, text, created_at, emotion in felt:
                 if emotion and emotion[0] != "neutral":
                     repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
                                           tick=tick, created_at=created_at)
-            repos.config.set(EMOTION_POINTER, felt[-1][0])
-        resolved = _settle(services, repos, thread_id, conversation, verdict) if verdict is not None else []
+            repos.config.emotion_note_pointer = felt[-1][0]
+        resolved = (_settle(services, repos, thread_id, conversation, verdict)
+                    if verdict is not None and conversation is not None else [])
         return {"drives": _take_stock(services, repos, state, started, resolved=resolved)}
 
 
@@ -77,14 +76,15 @@ def _thread(services, repos, state: TickState, thread_id: str):
     return services.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
 
 
-def _take_stock(services, repos, state: TickState, started: datetime | None, resolved: list[int]) -> dict[str, Any]:
+def _take_stock(services: Services, repos: Repos, state: TickState, started: datetime | None,
+                resolved: list[int]) -> DrivesReport:
     """The drives now, the resolved questions purged, and the reach-out offer if the one rule allows it."""
     settings = services.settings.drives
     thread_id, tick = state.thread_id, state.tick
     now = services.clock()
     purged = repos.questions.purge_resolved(now - timedelta(days=settings.resolved_keep_days))
     drives = compute_drives(repos, now, settings, since=started)
-    offers = list(repos.config.get(REACH_OUT_KEY) or [])
+    offers = repos.config.reach_outs
     last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
     limit = services.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
     waiting = bool(services.reads.get(thread_id, tick, (UNREAD, limit, None),
@@ -92,15 +92,17 @@ def _take_stock(services, repos, state: TickState, started: datetime | None, res
     why_not = reach_out_offer(drives, now, services.settings.zone(), settings,
                               quiet_hours=services.settings.dreaming.quiet_hours,
                               human_waiting=waiting, last_offer_at=last_offer)  # one quiet-hours setting for both
-    offer = None
+    offer: ReachOut | None = None
     if why_not is None:
         offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
                  "level": drives.dominant_level}
         if not offers or offers[-1].get("tick") != tick or offers[-1].get("thread") != thread_id:  # a re-run
-            repos.config.set(REACH_OUT_KEY, (offers + [offer])[-MAX_OFFERS_KEPT:])
+            repos.config.reach_outs = (offers + [offer])[-MAX_OFFERS_KEPT:]
         repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
                             f"write to its human unprompted", status="close", thread_id=thread_id)
-    return {**drives.as_dict(), "inject_at": settings.inject_at, "reach_out": offer, "reach_out_blocked": why_not,
+    return {"levels": drives.levels, "dominant": drives.dominant, "level": drives.dominant_level,
+            "details": drives.details, "at": drives.at, "inject_at": settings.inject_at, "reach_out": offer,
+            "reach_out_blocked": why_not,
             "resolved_questions": resolved, "purged_questions": purged}
 
 
@@ -116,14 +118,14 @@ def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, 
     """The human's new notes, whose emotion goes to the log. Notes older than four devotion half-lives would move
     no drive any more: they are passed over (a backlog of old notes costs nothing)."""
     since = services.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
-    pointer = int(repos.config.get(EMOTION_POINTER) or 0)
+    pointer = repos.config.emotion_note_pointer
     return [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
 
 
 def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any, Any]]:
     """Each note's emotion (lexicon first, the model only when it says nothing); a missing model leaves the rest for
     the next tick."""
-    found: list[tuple[int, str, Any, tuple[str, int] | None]] = []
+    found: list[tuple[int, str, Any, tuple[str, int, str] | None]] = []
     for note_id, text, created_at in notes:
         try:
             emotion = classify_user_emotion(text, generate if settings.user_emotion_llm else None, USER_EMOTION_PROMPT)
@@ -146,13 +148,13 @@ class Conversation:
 def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | None:
     """After a conversation, the open questions it may have answered; None when there is nothing to ask (the
     notes are then marked as looked at when no question is open)."""
-    pointer = int(repos.config.get(RESOLUTION_POINTER) or 0)
+    pointer = repos.config.resolution_note_pointer
     notes = repos.notes.human_after(pointer, read=True, since=services.clock() - CONVERSATION_HORIZON, limit=10)
     if not notes:
         return None
     questions = repos.questions.open(limit=10)
     if not questions:
-        repos.config.set(RESOLUTION_POINTER, notes[-1].id)
+        repos.config.resolution_note_pointer = notes[-1].id
         return None
     replies = [m.content for m in repos.messages.recent(thread_id, 2)]  # the notes were read (answered) last tick
     user = services.settings.user_name
@@ -179,5 +181,5 @@ def _settle(services, repos, thread_id: str, conversation: Conversation, verdict
     if verdict:
         repos.processes.add("drives.questions", "resolved in conversation: " + "; ".join(
             f"{qid}: {answer[:80]}" for qid, answer in verdict), status="close", thread_id=thread_id)
-    repos.config.set(RESOLUTION_POINTER, conversation.last_note_id)
+    repos.config.resolution_note_pointer = conversation.last_note_id
     return [qid for qid, _ in verdict]

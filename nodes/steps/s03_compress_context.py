@@ -18,7 +18,7 @@ from llm import AllLLMsUnavailable
 from nodes.context import AnimaContext, Services, services_of
 from nodes.steps.prompts import COMPRESSION_PROMPT
 from nodes.summarise import summarise
-from nodes.state import TickState, tick_key
+from nodes.state import CompressionUpdate, TickState, tick_key
 
 log = logging.getLogger(__name__)
 SUMMARY_TOKENS = 400
@@ -31,7 +31,8 @@ def distill(text: str, services: Services, tags: dict[str, Any]) -> tuple[str, i
     return result.text, result.calls
 
 
-def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def compress_context(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> CompressionUpdate:
     services = services_of(runtime)
     if state.mode != "continuation":
         return {}
@@ -57,6 +58,6 @@ def compress_context(state: TickState, runtime: Runtime[AnimaContext], params: d
                               meta={"source_ids": [m.id for m in chunks], "previous_compression": last.id if last else None,
                                     "pre_chars": len(text), "llm_calls": calls})
     log.info("compressed %s chars into %s (%s calls)", len(text), len(summary), calls)
-    report = dict(state.context_report)
+    report = state.context_report.copy()
     report["compressed"] = {"pre_chars": len(text), "post_chars": len(summary), "calls": calls}
     return {"context_report": report}

@@ -24,7 +24,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
@@ -33,7 +33,7 @@ from llm.json_output import bound
 from nodes.commands import Command, registry
 from nodes.commands.admission import admit
 from nodes.context import TICK_SUMMARY, AnimaContext, Services, services_of
-from nodes.state import CommandDict, ReplyReport, TickState
+from nodes.state import AnswerUpdate, CommandDict, ReplyReport, TickState
 from persona.prose import PROSE_LETTERS
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
 
@@ -44,7 +44,7 @@ CONTINUATION_STOPS = ["My human writes:", "\n[note "]
 REPLY_STOPS = ["\n", "Human:"]
 
 
-def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> AnswerUpdate:
     if (params or {}).get("turn") == "reply":
         return reply_turn(state, runtime)
     services = services_of(runtime)
@@ -94,7 +94,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
                 "degraded_ticks": state.degraded_ticks + 1}
     text, tool_calls, problems = _bounded(gen, services.settings.limits.output_chars)
-    answer = {
+    answer: AnswerUpdate = {
         "response": text,
         "native_tool_calls": tool_calls,
         "parse_errors": problems,
@@ -109,7 +109,8 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
                 "failed_over_from": gen.failed_over_from},
     }
     with services.db.unit() as repos:
-        repos.ticks.keep_answer(state.thread_id, state.tick, answer, summary=summary)
+        # the tick row keeps it as a plain dict (memory/ knows no tick state)
+        repos.ticks.keep_answer(state.thread_id, state.tick, cast("dict[str, Any]", answer), summary=summary)
         if gen.failed_over_from or state.degraded_ticks:
             _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
     fault_after_answer_kept()
@@ -175,7 +176,7 @@ def _provider_of(services: Services, prefer: str | None) -> str:
 HUMAN_SOURCES = ("user", "cli")
 
 
-def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> dict:
+def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate:
     """The reply turn (module doc): at most one call (a second only when the first reply is not in words)."""
     services = services_of(runtime)
     voice = services.settings.voice

@@ -17,10 +17,11 @@ from nodes.commands.admission import admit
 from nodes.commands.args import MAX_TEXT
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.self_assessment import parse_self_assessment
-from nodes.state import CommandDict, TickState
+from nodes.state import CommandDict, CommandsUpdate, TickState
 
 
-def extract_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def extract_commands(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> CommandsUpdate:
     commands_registry = registry()
     parsed = parse_commands(state.response, state.tick, state.native_tool_calls, commands_registry.aliases)
     admission = admit(parsed.commands, commands_registry, services_of(runtime).settings.limits)

@@ -22,13 +22,14 @@ from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.emotion import carried_rating, parse_emotions
 from nodes.reflexes.evaluation import evaluate, parse_comparison
-from nodes.state import EmotionEval, TickState
+from nodes.state import EmotionEval, EmotionUpdate, TickState
 from persona.prose import degenerate
 
 log = logging.getLogger(__name__)
 
 
-def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> EmotionUpdate:
     """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
     and, when the cheap novelty signals are uncertain, HMP's novelty comparison, in one JSON answer."""
     services = services_of(runtime)
@@ -41,7 +42,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext], params: d
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
     with services.db.unit() as repos:
         recent = recent_outputs(services, repos, state)
-        vocabulary = list(repos.config.get("emotions") or services.settings.emotions)
+        vocabulary = list(repos.config.emotion_vocabulary or services.settings.emotions)
     signals = measure(body, recent, services.memory, stagnant_at=reflexes.stagnation_threshold,
                       novel_below=reflexes.novel_below, documents=services.own_turn(body))
     previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
@@ -82,7 +83,7 @@ def _extend_vocabulary(services, state: TickState, vocabulary: list[str], emotio
     new = [name for name, _ in emotion_strengths(emotions) if name not in vocabulary]
     if new:
         with services.db.unit() as repos:
-            repos.config.set("emotions", vocabulary + new)
+            repos.config.emotion_vocabulary = vocabulary + new
             repos.processes.add("emotions.vocabulary", f"new emotion(s) added to my vocabulary: {', '.join(new)}",
                                 status="close", thread_id=state.thread_id)
         log.info("emotion vocabulary extended with %s", new)

@@ -33,7 +33,7 @@ from nodes.reflexes.anti_stagnation.verdict import (
 from nodes.reflexes.emotion import anxious, emotional_dynamics
 from nodes.reflexes.evaluation import evaluate, parse_comparison, reflection_of
 from nodes.reflexes.prompts import TASK_RETURN_LINE
-from nodes.state import StagnationEpisode, TickState
+from nodes.state import StagnationEpisode, StagnationUpdate, TickState
 from nodes.steps.prompts import CHAT_INSTRUCTION
 from persona.prose import degenerate
 
@@ -49,14 +49,15 @@ def ended(services, state: TickState, episode: StagnationEpisode) -> None:
                                 thread_id=state.thread_id)
 
 
-def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> StagnationUpdate:
     services = services_of(runtime)
     settings = services.settings.reflexes
     response = state.response
     if not response.strip():
         return {"novelty": {"skipped": "no output"}}
     body = state.thought or response
-    signals = dict(state.novelty_signals)
+    signals = state.novelty_signals.copy()
     tags = {"thread_id": state.thread_id, "tick": state.tick}
     with services.db.unit() as repos:
         recent = recent_outputs(services, repos, state)
@@ -83,9 +84,9 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
                                                           and signals["ngram"] >= settings.stagnation_soft_threshold))
     emotions = emotion_strengths(state.emotions)
     anxiety_streak = len(previous) == ANXIETY_TICKS - 1 and all(anxious(e) for e in previous + [emotions])
-    sampling = dict(state.sampling)
-    base = dict(state.base_sampling or sampling)
-    episode: StagnationEpisode = dict(state.stagnation)  # type: ignore[assignment]
+    sampling = state.sampling.copy()
+    base = (state.base_sampling or sampling).copy()
+    episode = state.stagnation.copy()
     actions: list[str] = []
     if flag:
         episode["streak"] = int(episode.get("streak", 0)) + 1
@@ -115,13 +116,13 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext], params: d
         if episode:
             actions.append("stagnation_ended")
             ended(services, state, episode)
-            episode = {}
+            episode = StagnationEpisode()
     return {
         "novelty": {"novelty_score": novelty_score, "max_similarity": round(value, 3), "method": method,
                     "ngram_similarity": signals["ngram"], "semantic_similarity": signals.get("semantic"),
                     "llm_novelty": comparison["novelty_score"] if comparison else None,
                     "comparison": comparison, "reflection": reflection_of(comparison),
-                    "tags": (comparison or {}).get("tags") or [],
+                    "tags": (comparison.get("tags") if comparison else None) or [],
                     "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
                     "stagnation_flag": flag, "degenerate": broken,
                     "stagnation_reason": (f"not a thought in words: {broken}" if broken else

@@ -19,12 +19,13 @@ from llm import LLMUnavailable, Sampling
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.prompts import VALIDATION_PROMPT, VALIDATION_SCHEMA
 from nodes.reflexes.validation import aggregate, drift_trust, parse_rating
-from nodes.state import TickState, ValidationReport, Vote
+from nodes.state import TickState, ValidationReport, ValidationUpdate, Vote
 
 log = logging.getLogger(__name__)
 
 
-def validate_output(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def validate_output(state: TickState, runtime: Runtime[AnimaContext],
+                    params: dict[str, Any] | None = None) -> ValidationUpdate:
     services = services_of(runtime)
     response = state.response.strip()
     reflexes = services.settings.reflexes

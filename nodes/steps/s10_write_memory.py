@@ -8,18 +8,20 @@ short `stagnation_record` replaces it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
+from memory import Repos
 from memory.store import record_turn
 from memory.text import emotion_strengths
 from nodes import provenance
 from nodes.context import AnimaContext, services_of
-from nodes.state import TickState, tick_key
+from nodes.state import NoveltyReport, TickState, WriteMemoryUpdate, tick_key
 
 
-def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def write_memory(state: TickState, runtime: Runtime[AnimaContext],
+                 params: dict[str, Any] | None = None) -> WriteMemoryUpdate:
     services = services_of(runtime)
     response = state.response
     if not response.strip():
@@ -36,7 +38,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     else:
         kind = "continuation" if continuation else "response"
         content = response if continuation else (state.thought or response)
-    llm = state.llm
+    llm, comparison = state.llm, novelty.get("comparison")
     thread_id = state.thread_id
     emotions = emotion_strengths(state.emotions)
     strongest = max((s for _, s in emotions), default=0)
@@ -60,9 +62,9 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
             llm_id=llm.get("llm_id"),
             novelty_score=novelty.get("novelty_score"),
             reflection=novelty.get("reflection"),
-            new_ideas=list((novelty.get("comparison") or {}).get("new_ideas") or []),
-            refined_ideas=list((novelty.get("comparison") or {}).get("refined_ideas") or []),
-            discarded_ideas=list((novelty.get("comparison") or {}).get("discarded_ideas") or []),
+            new_ideas=list(comparison.get("new_ideas") or []) if comparison else [],
+            refined_ideas=list(comparison.get("refined_ideas") or []) if comparison else [],
+            discarded_ideas=list(comparison.get("discarded_ideas") or []) if comparison else [],
             tags=list(novelty.get("tags") or []),
             emotions=list(state.emotions),
             rating=validation.get("rating"),
@@ -87,7 +89,8 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         facts = state.unverified_facts
         if facts:
             threshold = services.settings.reflexes.factcheck_threshold
-            repos.facts.register(row.id, facts, threshold)
+            # the repository takes the facts as plain dicts (memory/ knows no tick state)
+            repos.facts.register(row.id, cast("list[dict[str, Any]]", facts), threshold)
         if kind != "stagnation_record":  # a repeat is not remembered twice
             record_turn(repos, ref=f"msg:{row.id}", text=content, author=services.persona.display_name, episode=thread_id,
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
@@ -104,16 +107,17 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     return {"response_id": response_id}
 
 
-def _record_metrics(repos, state: TickState, novelty: dict[str, Any], message_id: int) -> None:
+def _record_metrics(repos: Repos, state: TickState, novelty: NoveltyReport, message_id: int) -> None:
     """The tick's anti_stagnation_metrics row; the previous reflex learns its 'after'."""
-    comparison = novelty.get("comparison") or {}
+    comparison = novelty.get("comparison")
     repos.stagnation.add(
         thread_id=state.thread_id, tick=state.tick, message_id=message_id,
         novelty_score=novelty.get("novelty_score"), ngram_similarity=novelty.get("ngram_similarity"),
         semantic_similarity=novelty.get("semantic_similarity"), llm_novelty=novelty.get("llm_novelty"),
-        method=novelty.get("method") or "cheap", new_ideas=len(comparison.get("new_ideas") or []),
-        refined_ideas=len(comparison.get("refined_ideas") or []),
-        discarded_ideas=len(comparison.get("discarded_ideas") or []),
+        method=novelty.get("method") or "cheap",
+        new_ideas=len(comparison.get("new_ideas") or []) if comparison else 0,
+        refined_ideas=len(comparison.get("refined_ideas") or []) if comparison else 0,
+        discarded_ideas=len(comparison.get("discarded_ideas") or []) if comparison else 0,
         stagnation_flag=bool(novelty.get("stagnation_flag")), reason=novelty.get("stagnation_reason"),
         streak=int(novelty.get("streak") or 0), diagnosis=novelty.get("diagnosis"),
         mechanisms=list(novelty.get("mechanisms") or []), triggered_actions=list(novelty.get("triggered_actions") or []),

@@ -14,21 +14,22 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
-from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract, request_key
+from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
 from nodes.context import AnimaContext, services_of
-from nodes.state import MemoryUpkeep, TickState
-from nodes.upkeep import EPISODES_CHECKED, episodes_checked, generator, prune_memory, write_episode
+from nodes.state import MemoryUpkeep, TickState, UpkeepUpdate
+from nodes.upkeep import episodes_checked, generator, prune_memory, write_episode
 
 log = logging.getLogger(__name__)
 
 
-def manage_memory(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
+                  params: dict[str, Any] | None = None) -> UpkeepUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     done: MemoryUpkeep = {}
     every = services.settings.memory.abstract_every
     with services.db.unit() as repos:
-        repos.config.preload(request_key(thread_id), EPISODES_CHECKED)
+        repos.config.preload_memory_upkeep(thread_id)
         if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
             request_abstract(repos, thread_id, "every_n", f"tick {tick}")
         request = pending_request(repos, thread_id)

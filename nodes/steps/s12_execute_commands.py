@@ -20,7 +20,7 @@ from nodes.commands import Command, CommandContext, CommandError, CommandResult,
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
 from nodes.context import CYCLE, AnimaContext, Services, services_of
-from nodes.state import ExecutedCommand, TickState
+from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
 
 log = logging.getLogger(__name__)
 # HMP auxiliary cycles in read_only mode: read anything, create notes/tasks/llm_memory, edit only their own task.
@@ -98,14 +98,15 @@ def _run_one(cmd: Command, state: TickState, services: Services, commands: Regis
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
             verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted)
-            where = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, now=now)
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
                 repos.commands.record(**record, status=status, result=verdict.reason)
-                audit(repos, verdict, cmd, decision="blocked", **where)
+                audit(repos, verdict, cmd, decision="blocked", cmd_key=key, thread_id=thread_id, tick=state.tick,
+                      now=now)
                 return {**base, "status": status, "result": verdict.reason}, []
             if verdict.action == "park":
-                row, created = park(repos, cmd, verdict, root_thread=state.root_thread or thread_id, **where)
+                row, created = park(repos, cmd, verdict, root_thread=state.root_thread or thread_id, cmd_key=key,
+                                    thread_id=thread_id, tick=state.tick, now=now)
                 message = (f"waits for my human's approval (approval {row.id})" if created
                            else f"already waiting for my human's approval (approval {row.id})")
                 repos.commands.record(**record, status="pending_approval", result=message)
@@ -118,9 +119,11 @@ def _run_one(cmd: Command, state: TickState, services: Services, commands: Regis
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
                                     sources=result.sources)
             repos.commands.record(**record, status=result.status, result=result.output)
-            audit(repos, verdict, cmd, decision="executed", **where)
+            audit(repos, verdict, cmd, decision="executed", cmd_key=key, thread_id=thread_id, tick=state.tick,
+                  now=now)
             committed = ctx.after_commit
-            outcome = {**base, "status": result.status, "result": result.output}, ctx.events
+            outcome: tuple[ExecutedCommand, list[dict[str, Any]]] = (
+                {**base, "status": result.status, "result": result.output}, ctx.events)
         after_commit(committed)
         return outcome
     except IntegrityError:  # another process committed the same cmd_key first
@@ -163,6 +166,8 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
         try:
             with services.db.unit() as repos:
                 row = repos.approvals.get(approval_id)
+                if row is None:  # approvals are never deleted: nothing left to run
+                    continue
                 spec = commands.get(row.type)
                 if spec is None:
                     raise CommandError(f"{row.type} no longer exists")
@@ -189,6 +194,8 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
             message = _failure_message(exc)
             with services.db.unit() as repos:
                 row = repos.approvals.get(approval_id)
+                if row is None:
+                    continue
                 if repos.approvals.mark_failed(approval_id, message[:2000], now):
                     repos.commands.set_status(row.cmd_key, "failed", message[:2000])
                     repos.audit.add(thread_id=row.thread_id, tick=state.tick, cmd_key=row.cmd_key, type=row.type,
@@ -201,7 +208,8 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
     return outcomes, events
 
 
-def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
+                     params: dict[str, Any] | None = None) -> ExecutionUpdate:
     services = services_of(runtime)
     commands = registry()
     executed, events = run_approved(state, services, commands)
@@ -234,8 +242,8 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext], params: d
                      "context": state.context_report, "error": state.error,
                      "drives": {k: state.drives.get(k) for k in ("levels", "dominant", "reach_out")}
                      if state.drives.get("levels") else None},
-            llm_calls=totals["calls"], prompt_tokens=totals["prompt_tokens"],
-            completion_tokens=totals["completion_tokens"], llm_ms=totals["latency_ms"],
+            llm_calls=int(totals["calls"]), prompt_tokens=int(totals["prompt_tokens"]),
+            completion_tokens=int(totals["completion_tokens"]), llm_ms=totals["latency_ms"],
         )
     chosen = cycle.get("pause_s")  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
     pause_s = max(float(services.settings.cycle.pause_s if chosen is None else chosen),

@@ -15,6 +15,7 @@ from memory.fleet import Fleet, schema_of
 from memory.models import Base, DiaryEntry, ExecutedCommand, Note, Tick
 from tests.integration.fleet_parts import THOUGHT, Workers, anima, wait_until, write_persona
 from tests.integration.servers import postgres_server
+from persona.settings import Overrides
 
 pytestmark = pytest.mark.integration
 NAMES = [f"p{i}" for i in range(6)]
@@ -369,7 +370,7 @@ def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_u
     for name in ("web_a", "web_b"):
         deployment.add(name, write_persona(tmp_path / name, name=name.replace("_", " ").title()))
     port = free_port()
-    web = start_in_thread({"db_url": pg_url, "chroma_url": chroma_url}, "127.0.0.1", port)
+    web = start_in_thread(Overrides.of(db_url=pg_url, chroma_url=chroma_url), "127.0.0.1", port)
 
     def get(path: str) -> tuple[int, str]:
         with urllib.request.urlopen(f"{web.url}{path}", timeout=20) as response:

@@ -19,6 +19,7 @@ from graph.loop.driver import run_loop
 from tests.fakes.llm import FakeLLM
 from tests.conftest import make_agent
 from tests.integration.servers import free_port
+from persona.settings import Overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 90
@@ -103,7 +104,7 @@ def test_the_web_app_serves_mcp_at_slash_mcp_behind_its_token(tmp_path, monkeypa
     agent = seeded(tmp_path, FakeLLM("fake"))
     monkeypatch.setenv("ANIMA_API_TOKEN", "s3cret")
     port = free_port()
-    web = start_in_thread({"data_dir": str(tmp_path)}, "127.0.0.1", port)
+    web = start_in_thread(Overrides.of(data_dir=str(tmp_path)), "127.0.0.1", port)
     url = f"{web.url}/mcp"
 
     async def go(headers):

@@ -17,6 +17,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
 from web.app import create_app
+from persona.settings import Overrides
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +96,7 @@ def api(tmp_path_factory):
     shipped = tree_digest(SHIPPED_PERSONA)
     agent = make_agent(base / "data", FakeLLM("fake"), persona_dir=str(persona_dir))
     agent.tick()  # a tick, a thought, a message: something for the read operations to find
-    services = WebServices(db=agent.services.db, flags={"data_dir": str(base / "data"), "persona_dir": str(persona_dir)},
+    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(base / "data"), persona_dir=str(persona_dir)),
                            clock=agent.services.clock, _memory=agent.services.memory)
     app = create_app(services=services)
     # the app answers only to the names it is served as (web/security.py): the schema is read as from 127.0.0.1

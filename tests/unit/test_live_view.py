@@ -19,6 +19,7 @@ from llm import LLMUnavailable
 from tests.fakes.llm import FakeLLM
 from tests.unit.test_llm_failures import HangsUntilCancelled
 from web.services import events
+from persona.settings import Overrides
 
 
 
@@ -52,7 +53,7 @@ def test_a_long_thought_says_how_many_characters_it_leaves_out_and_links_to_the_
         assert run_loop(agent, 1, on_stream=view, autonomy=False, idle_poll_s=0).ticks_run == 1
     (line,) = [line for line in said(out).splitlines() if line.startswith(answer[:40])]
     assert line == f"{answer[:400]}… (31,600 more characters) — full text: http://127.0.0.1:8765/api/ticks/main/1"
-    services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock,
+    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock,
                            _memory=agent.services.memory)
     with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
         card = client.get(line.split("full text: http://127.0.0.1:8765")[1])

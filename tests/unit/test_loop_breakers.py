@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 from tests.fakes.llm import FakeLLM
-from managers.world import FETCH_NOW_KEY
 from nodes.reflexes.anti_stagnation.escalation import Escalation
 from nodes.state import TickState
 
@@ -41,12 +40,12 @@ def test_the_world_check_brings_a_fresh_feed_item_into_a_loop_with_no_new_data(a
     assert states[2]["novelty"]["mechanisms"] == ["world_check"]  # no knowledge base: the world comes first
     with agent.services.db.unit() as repos:
         assert repos.feeds.unread_count() == 0  # read by the check
-        assert repos.config.get(FETCH_NOW_KEY) is None
+        assert repos.config.fetch_now is False
     fourth = agent.tick()  # still looping, no unread item left: the loop is asked to fetch the feeds at once
     assert "News from outside (a feed): Spring tide tonight" in stimulus(prompts(fake)[3])
     assert fourth["novelty"]["mechanisms"] == ["world_check", "ask_human"]
     with agent.services.db.unit() as repos:
-        assert repos.config.get(FETCH_NOW_KEY) is True
+        assert repos.config.fetch_now is True
     fifth = agent.tick()
     assert "I asked for fresh news from my feeds" in stimulus(prompts(fake)[-1])
     [last_added] = fifth["stagnation"]["added"]

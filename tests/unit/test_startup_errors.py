@@ -212,8 +212,9 @@ def test_a_good_configuration_is_not_refused(persona, tmp_path):
     result = invoke("inspect", "--data-dir", data, "--persona", str(persona), "--json")
     assert result.exit_code == 0, result.stderr
     from cli.startup import preflight
+    from persona.settings import Overrides
 
-    preflight({"data_dir": data, "persona_dir": str(persona), "llm_url": "https://models.example/v1"})
+    preflight(Overrides.of(data_dir=data, persona_dir=str(persona), llm_url="https://models.example/v1"))
 
 
 def _run_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:

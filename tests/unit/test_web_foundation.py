@@ -14,6 +14,7 @@ from managers import Managers
 from graph.loop.journal import LiveJournal
 from web.security import CSRF_HEADER, TOKEN_COOKIE, TOKEN_ENV, BindingError, check_binding, is_loopback
 from web.services import events
+from persona.settings import Overrides
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -44,7 +45,7 @@ def test_the_server_refuses_to_start_on_0000_without_the_token(monkeypatch, tmp_
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(BindingError, match=TOKEN_ENV):
-        start_in_thread({"data_dir": str(tmp_path)}, "0.0.0.0", 1, wait_s=2)
+        start_in_thread(Overrides.of(data_dir=str(tmp_path)), "0.0.0.0", 1, wait_s=2)
 
 
 # ---- the token -----------------------------------------------------------------------------------------------------

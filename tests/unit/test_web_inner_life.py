@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from persona.drives import ADJUSTMENT_HISTORY_KEY, ADJUSTMENTS_KEY, compute_drives
+from persona.drives import compute_drives
 from persona.settings import DriveSettings
 
 
@@ -26,8 +26,8 @@ def test_a_drive_the_human_sets_is_recorded_computed_and_reaches_the_next_prompt
     assert boredom["adjusted"]["by"] == "human" and "my human set it to 0.80" in boredom["context"]
     assert answer.json()["dominant"] == "boredom"
     with web.agent.services.db.unit() as repos:
-        assert repos.config.get(ADJUSTMENTS_KEY)["boredom"]["level"] == 0.8
-        assert [(c["drive"], c["level"], c["by"]) for c in repos.config.get(ADJUSTMENT_HISTORY_KEY)] == [
+        assert repos.config.drive_adjustments["boredom"]["level"] == 0.8
+        assert [(c["drive"], c["level"], c["by"]) for c in repos.config.drive_adjustment_history] == [
             ("boredom", 0.8, "human")]
         drives = compute_drives(repos, web.services.clock(), web.agent.services.settings.drives)
     assert drives.levels["boredom"] == pytest.approx(0.8, abs=0.01)
@@ -63,7 +63,7 @@ def test_a_bad_drive_change_names_the_field(web):
         answer = web.client.put("/api/drives/boredom", json=body)
         assert answer.status_code == 422 and answer.json()["field"] == field, answer.json()
     with web.agent.services.db.unit() as repos:
-        assert repos.config.get(ADJUSTMENTS_KEY) is None
+        assert repos.config.drive_adjustments == {}
 
 
 def test_the_page_shows_the_sliders_and_a_change_persists_across_a_reload(web):

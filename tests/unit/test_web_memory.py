@@ -159,3 +159,16 @@ def test_the_page_archives_and_deletes_rows_as_fragments(web):
     assert panel.status_code == 200 and 'hx-post="/memory/kb"' in panel.text and 'name="file"' in panel.text
     found = web.client.get("/memory/search", params={"q": "anything"})
     assert found.status_code == 200
+
+
+def test_a_human_closing_a_goal_closes_it_for_the_persona_too(web):
+    from memory.upkeep.abstracts import pending_request
+
+    with web.agent.services.db.unit() as repos:
+        goal_id = repos.goals.add("Map the harbour").id
+    failed = web.client.patch(f"/api/memory/goal/{goal_id}", json={"status": "failed", "reason": "the fog"})
+    assert failed.status_code == 200 and failed.json()["record"]["fields"]["status"] == "failed"
+    with web.agent.services.db.unit() as repos:  # the same rule as the persona's own goals.update
+        warnings = [(p.value, p.status) for p in repos.processes.of_thread("main") if p.name == "goals.failed"]
+        assert warnings == [(f"goal {goal_id} failed: the fog", "warning")]
+        assert pending_request(repos, "main") == {"trigger": "goal_closed", "what": f"goal {goal_id}"}

@@ -19,6 +19,7 @@ from memory import Database
 from persona import default_persona_dir, load_persona
 from persona.cards import read_card
 from persona.scaffold import scaffold_persona
+from persona.settings import Overrides
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def own(web, tmp_path, monkeypatch):
     directory = tmp_path / "own" / "lumen"
     directory.parent.mkdir()
     scaffold_persona("Lumen", directory)
-    web.services.flags["persona_dir"] = str(directory)
+    web.services.overrides = web.services.overrides.replace(persona_dir=str(directory))
     monkeypatch.setenv("ANIMA_PERSONAS_ROOT", str(tmp_path / "personas"))
     web.persona_dir, web.personas = directory, tmp_path / "personas"
     return web
@@ -262,7 +263,7 @@ def test_the_persona_page_shows_files_seeds_skills_and_imports(own):
 
 
 def test_the_shipped_persona_a_run_names_explicitly_is_shown_read_only(web):
-    web.services.flags["persona_dir"] = str(default_persona_dir())
+    web.services.overrides = web.services.overrides.replace(persona_dir=str(default_persona_dir()))
     editor = web.client.get("/persona/config").text
     assert "readonly" in editor and "disabled" in editor
     refused = web.client.put("/api/persona/files/IDENTITY.md", json={"text": "# Identity\n\nSomeone else.\n"})

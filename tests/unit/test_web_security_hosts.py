@@ -19,6 +19,7 @@ from persona.scaffold import scaffold_persona
 from web.app import create_app
 from web.security import (ALLOWED_HOSTS_ENV, ALLOWED_HOSTS_FLAG, CSRF_HEADER, AllowedHosts, BindingError, HostGuard,
                           parse_host)
+from persona.settings import Overrides
 
 PORT = 8765
 EVIL = f"evil.example:{PORT}"
@@ -38,7 +39,7 @@ def own(web, tmp_path):
     directory = tmp_path / "own" / "lumen"
     directory.parent.mkdir()
     scaffold_persona("Lumen", directory)
-    web.services.flags["persona_dir"] = str(directory)
+    web.services.overrides = web.services.overrides.replace(persona_dir=str(directory))
     web.persona_dir = directory
     return web
 
@@ -281,7 +282,7 @@ def test_a_real_server_refuses_the_rebinding_requests(tmp_path, monkeypatch):
     identity = persona_dir / "IDENTITY.md"
     before = identity.read_bytes()
     port = free_port()
-    web = start_in_thread({"data_dir": str(tmp_path / "data"), "persona_dir": str(persona_dir)}, "127.0.0.1", port,
+    web = start_in_thread(Overrides.of(data_dir=str(tmp_path / "data"), persona_dir=str(persona_dir)), "127.0.0.1", port,
                           wait_s=30)
     evil = f"evil.example:{port}"
     try:
@@ -309,7 +310,7 @@ def test_the_server_does_not_start_with_a_wildcard_allowed_host(tmp_path):
     from web.server import start_in_thread
 
     with pytest.raises(BindingError, match="'\\*'"):
-        start_in_thread({"data_dir": str(tmp_path)}, "127.0.0.1", 1, wait_s=2, allowed_hosts="*")
+        start_in_thread(Overrides.of(data_dir=str(tmp_path)), "127.0.0.1", 1, wait_s=2, allowed_hosts="*")
 
 
 def test_serve_passes_allowed_hosts_from_the_flag_and_the_environment(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@ messages.send) joins the conversation, and an unprompted message names the drive
 
 from __future__ import annotations
 
-from persona.drives import REACH_OUT_KEY
 from web.pages.live import _talk_fragment, talk_status
 
 SEND = '# Commands:\n[{"cmd_id": "r1", "type": "messages.send", "args": {"text": "I am Lumen; I think about tides."}}]\n# End commands'
@@ -46,7 +45,7 @@ def test_an_unprompted_message_names_the_drive_that_moved_the_persona(web):
     web.agent.services.llms.providers["fake"].responses = [SEND]
     web.agent.tick()
     with web.agent.services.db.unit() as repos:
-        repos.config.set(REACH_OUT_KEY, [{"at": "2026-11-23T10:00:00+00:00", "tick": 1, "thread": "main",
+        repos.config.reach_outs = ([{"at": "2026-11-23T10:00:00+00:00", "tick": 1, "thread": "main",
                                           "drive": "boredom", "level": 0.72}])
     reply = web.client.get("/api/conversation").json()["items"][-1]
     assert reply["unprompted"] is True and reply["drive"] == "boredom" and reply["drive_level"] == 0.72

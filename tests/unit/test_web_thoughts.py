@@ -12,6 +12,7 @@ from tests.fakes.llm import FakeLLM
 from web.app import create_app
 from web.context import WebServices
 from web.pages.live import _thought_fragment
+from persona.settings import Overrides
 
 THOUGHT = ("The tide comes back twice a day; I want to know why.\n# Commands:\n"
            '[{"cmd_id": "c1", "type": "notes.add", "args": {"text": "ask about tides"}},'
@@ -76,7 +77,7 @@ def test_an_unknown_tick_is_a_404_naming_the_field(web):
 
 def test_failed_model_calls_and_a_degraded_tick_are_shown_not_hidden(agent_factory, tmp_path):
     agent = agent_factory(FakeLLM("first", down=True), FakeLLM("second"))
-    services = WebServices(db=agent.services.db, flags={"data_dir": str(tmp_path)}, clock=agent.services.clock)
+    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock)
     with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
         agent.tick()
         card = client.get("/api/ticks/main/1").json()

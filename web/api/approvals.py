@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
 
@@ -13,7 +13,8 @@ from web.schemas.approvals import ApprovalDetail, ApprovalList, ApproveIn, DenyI
 from web.services import approvals
 
 router = APIRouter(tags=["approvals"])
-ERRORS = {404: {"description": "no such approval"}, 409: {"description": "decided already"}}
+ERRORS: dict[int | str, dict[str, Any]] = {404: {"description": "no such approval"},
+                                           409: {"description": "decided already"}}
 
 
 @router.get("/approvals", response_model=ApprovalList)

@@ -3,6 +3,8 @@ persona as one archive, import one, or import a character card as a new persona.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
@@ -25,7 +27,7 @@ from web.services import persona
 from web.uploads import receive_upload
 
 router = APIRouter(prefix="/persona", tags=["persona"])
-REFUSED = {409: {"description": "the shipped default persona is read-only"},
+REFUSED: dict[int | str, dict[str, Any]] = {409: {"description": "the shipped default persona is read-only"},
            422: {"description": "the edit is refused (the message names file:line)"}}
 UPLOAD = {"requestBody": {"content": {"multipart/form-data": {"schema": {
     "type": "object", "properties": {"file": {"type": "string", "format": "binary"}}, "required": ["file"]}}}}}

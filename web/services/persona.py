@@ -53,12 +53,10 @@ CARD_TYPES = ("image/png", "application/json", "text/json")
 ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar", "application/zip",
                  "application/x-zip-compressed", "application/x-compressed-tar")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-ROOT_ENV = "ANIMA_PERSONAS_ROOT"
-
-
 def personas_root() -> Path:
-    """Where new personas go (cards, archives): `personas/` as for `run.py persona new`, or $ANIMA_PERSONAS_ROOT."""
-    return Path(os.environ.get(ROOT_ENV) or "personas").expanduser().resolve()
+    """Where new personas go (cards, archives): `personas/` as for `run.py persona new`, or the `personas_root`
+    setting (ANIMA_PERSONAS_ROOT)."""
+    return Path(load_settings().personas_root).expanduser().resolve()
 
 
 # -- where, and whether it may be edited ----------------------------------------------------------------------
@@ -72,7 +70,7 @@ def editable(path: Path) -> bool:
 
 
 def _named_by_the_run(services: WebServices) -> bool:
-    return bool(services.flags.get("persona_dir") or os.environ.get("ANIMA_PERSONA_DIR"))
+    return services.settings().persona_named
 
 
 def may_edit(services: WebServices) -> bool:
@@ -190,8 +188,8 @@ def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> 
     path = root / "config.yaml"
     try:
         lined = parse_lined_yaml(text, str(path), empty_ok=True)
-        flags = {k: v for k, v in services.flags.items() if k != "persona_dir"}
-        settings = load_settings(root, config=lined, self_changes=Managers(repos).persona.self_changes(), **flags)
+        settings = load_settings(root, config=lined, self_changes=Managers(repos).persona.self_changes(),
+                                 overrides=services.overrides.replace(persona_dir=None))
     except (YamlError, SettingsError) as exc:
         raise ServiceError(str(exc), field="text", status=422) from None
     unknown = unknown_commands(settings.consent.auto_approve)

@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 
 from memory import Repos
 from memory.repositories.notes import HUMAN_SOURCES
-from persona.drives import REACH_OUT_KEY
 from web.schemas.talk import Conversation, ConversationItem, NoteIn
 
 
@@ -26,7 +25,7 @@ def _item(note, offers: list[tuple[datetime, datetime, dict]]) -> ConversationIt
 def _offers(repos: Repos) -> list[tuple[datetime, datetime, dict]]:
     """The ticks in which a drive offered the persona to write unprompted (persona/drives.py)."""
     windows = []
-    for offer in (repos.config.get(REACH_OUT_KEY) or [])[-50:]:
+    for offer in repos.config.reach_outs[-50:]:
         tick = repos.ticks.get(offer.get("thread") or "main", int(offer.get("tick") or 0))
         if tick is not None:
             end = tick.finished_at or datetime.now(timezone.utc)

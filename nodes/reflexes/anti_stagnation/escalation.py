@@ -30,7 +30,7 @@ from managers.strategies import MECHANISMS, THINKING_METHODS
 from memory import Repos
 from memory.text import emotion_strengths
 from nodes import provenance
-from nodes.context import CYCLE
+from nodes.context import CYCLE, Services
 from nodes.reflexes.prompts import (
     ASK_HUMAN_TEXT,
     FLASHBACK_LINE,
@@ -45,10 +45,10 @@ from nodes.reflexes.prompts import (
     WORLD_LINE,
     WORLD_NOTHING_LINE,
 )
-from nodes.state import TickState
+from nodes.state import StagnationEpisode, TickState
 
 
-def _came_from(episode: dict[str, Any], source: provenance.Source | None) -> None:
+def _came_from(episode: StagnationEpisode, source: provenance.Source | None) -> None:
     """The stimulus holds untrusted text: say where from (the tick that shows it reads `stimulus_sources`)."""
     if source is not None:
         episode["stimulus_sources"] = provenance.merged(episode.get("stimulus_sources"), [source])
@@ -81,7 +81,7 @@ def plan(diagnosis: str, strategies: list[tuple[str, str, int, int, int]] | None
     return order
 
 
-def diagnose(repos: Repos, state: TickState, episode: dict[str, Any], recalled: list[int]) -> str:
+def diagnose(repos: Repos, state: TickState, episode: StagnationEpisode, recalled: list[int]) -> str:
     report = state.context_report
     budget = report.get("budget_tokens") or 0
     tired = max((s for n, s in emotion_strengths(state.emotions) if n in FATIGUE), default=0)
@@ -104,10 +104,13 @@ def _naive(value: datetime) -> datetime:
 class Escalation:
     """Applies mechanisms for one stagnant tick; `emit` sends stream events (the CLI shows messages)."""
 
-    def __init__(self, services, repos: Repos, state: TickState, thought: str, emit: Callable[[dict], None]):
+    _forgotten: tuple[str, int] | None  # set once asked (None is an answer: every topic is recent)
+
+    def __init__(self, services: Services, repos: Repos, state: TickState, thought: str,
+                 emit: Callable[[dict[str, Any]], None]):
         self.services, self.repos, self.state, self.thought, self.emit = services, repos, state, thought, emit
 
-    def applicable(self, mechanism: str, episode: dict[str, Any]) -> bool:
+    def applicable(self, mechanism: str, episode: StagnationEpisode) -> bool:
         if mechanism == "read_kb":
             return self.repos.items.any_active(["kb"])
         if mechanism == "switch_llm":
@@ -126,7 +129,7 @@ class Escalation:
             return self._forgotten_topic() is not None
         return True
 
-    def run(self, episode: dict[str, Any], level: int) -> dict[str, Any]:
+    def run(self, episode: StagnationEpisode, level: int) -> StagnationEpisode:
         """Apply the first `level` applicable mechanisms of the diagnosis's plan; returns the new episode."""
         recalled = list(self.state.context_report.get("recalled") or [])
         diagnosis = episode.get("diagnosis") or diagnose(self.repos, self.state, episode, recalled)
@@ -172,7 +175,7 @@ class Escalation:
         scores = vectors[1:] @ vectors[0]
         return items[int(scores.argmin())]
 
-    def flashback(self, episode: dict[str, Any]) -> None:
+    def flashback(self, episode: StagnationEpisode) -> None:
         recent = {m.content for m in self._recent_thoughts(20)}
         items = [i for i in self.repos.items.sample(FLASHBACK_TIERS, 40) if i.text not in recent] or \
             self.repos.items.sample(FLASHBACK_TIERS, 40)
@@ -182,13 +185,13 @@ class Escalation:
         episode["flashback_item"] = item.id
         _came_from(episode, provenance.of_item(item))
 
-    def read_kb(self, episode: dict[str, Any]) -> None:
+    def read_kb(self, episode: StagnationEpisode) -> None:
         item = self._distant(self.repos.items.sample(["kb"], 20))
         episode["stimulus"].append(KB_LINE.format(title=item.title or "a document", text=item.text[:800]))
         episode["kb_item"] = item.id
         _came_from(episode, provenance.of_item(item))
 
-    def ask_human(self, episode: dict[str, Any]) -> None:
+    def ask_human(self, episode: StagnationEpisode) -> None:
         if episode.get("asked_human"):
             return
         topic = " ".join(self.thought.split()[:12])
@@ -200,20 +203,20 @@ class Escalation:
         self.emit({"event": "message", "to": "user", "text": text, "note_id": note.id, "tick": self.state.tick})
 
     @staticmethod
-    def _instruct(episode: dict[str, Any], text: str) -> None:
+    def _instruct(episode: StagnationEpisode, text: str) -> None:
         episode["instruction"] = "\n".join(part for part in (episode.get("instruction"), text) if part)
 
-    def meta_analysis(self, episode: dict[str, Any]) -> None:
+    def meta_analysis(self, episode: StagnationEpisode) -> None:
         self._instruct(episode, META_ANALYSIS_INSTRUCTION)
 
-    def rationale_reflex(self, episode: dict[str, Any]) -> None:
+    def rationale_reflex(self, episode: StagnationEpisode) -> None:
         self._instruct(episode, RATIONALE_INSTRUCTION)
 
-    def goal_reformulation(self, episode: dict[str, Any]) -> None:
+    def goal_reformulation(self, episode: StagnationEpisode) -> None:
         goal = self.repos.goals.list(status="active", limit=1)[0]
         self._instruct(episode, GOAL_REFORMULATION_INSTRUCTION.format(id=goal.id, title=goal.title))
 
-    def task_switch(self, episode: dict[str, Any]) -> None:
+    def task_switch(self, episode: StagnationEpisode) -> None:
         """Set the task in front aside for a while and take up another; the return is due when the loop ends."""
         current, *others = self.repos.tasks.list(open_only=True, limit=10)
         switch = episode.get("task_switch") or {}
@@ -222,10 +225,12 @@ class Escalation:
         self._instruct(episode, TASK_SWITCH_INSTRUCTION.format(current=current.id, current_title=current.title,
                                                                other=target.id, other_title=target.title))
 
-    def random_iteration(self, episode: dict[str, Any]) -> None:
+    def random_iteration(self, episode: StagnationEpisode) -> None:
         """A thinking method drawn at random (HMP: a random action from the allowed set)."""
         rng = random.Random(f"{self.state.thread_id}:{self.state.tick}")
         method = self.repos.methods.draw(rng, self._active_methods())
+        if method is None:  # applicable() found active methods; none left by now
+            return
         episode["thinking_method"] = method.name
         self._instruct(episode, RANDOM_ITERATION_INSTRUCTION.format(name=method.name, instruction=method.instruction))
 
@@ -253,14 +258,17 @@ class Escalation:
                                 if tag.lower() not in seen and tag.lower() not in seen_tags), None)
         return self._forgotten
 
-    def interest_memory(self, episode: dict[str, Any]) -> None:
-        tag, uses = self._forgotten_topic()
+    def interest_memory(self, episode: StagnationEpisode) -> None:
+        forgotten = self._forgotten_topic()
+        if forgotten is None:  # applicable() found one; nothing to bring back by now
+            return
+        tag, uses = forgotten
         entries = self.repos.diary.list(tag=tag, limit=1)
         example = entries[0].text[:400] if entries else ""
         episode["stimulus"].append(INTEREST_LINE.format(tag=tag, uses=uses, example=example).rstrip(": "))
         episode["interest_tag"] = tag
 
-    def world_check(self, episode: dict[str, Any]) -> None:
+    def world_check(self, episode: StagnationEpisode) -> None:
         """The newest unread feed item, read now; with none unread, the loop is asked (once an episode) to fetch the
         feeds at once."""
         items = self.repos.feeds.unread_items(1)
@@ -276,7 +284,7 @@ class Escalation:
         else:
             episode["stimulus"].append(WORLD_NOTHING_LINE)
 
-    def change_context(self, episode: dict[str, Any]) -> None:
+    def change_context(self, episode: StagnationEpisode) -> None:
         cycle = self.services.reads.get(self.state.thread_id, self.state.tick, CYCLE,
                                    lambda: Managers(self.repos).loop.context_cycle(self.state.thread_id, self.services.settings))
         current = context_mode(cycle)
@@ -286,8 +294,8 @@ class Escalation:
         author = self.state.llm.get("llm_id")
         return next((i for i in self.services.llms.order(author) if i != author), None)
 
-    def switch_llm(self, episode: dict[str, Any]) -> None:
+    def switch_llm(self, episode: StagnationEpisode) -> None:
         episode["llm"] = self._other_llm()
 
-    def pause(self, episode: dict[str, Any]) -> None:
+    def pause(self, episode: StagnationEpisode) -> None:
         episode["pause_s"] = float(self.services.settings.reflexes.stagnation_pause_s)

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from nodes.state import NoveltySignals
 
 log = logging.getLogger(__name__)
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -55,7 +58,7 @@ def semantic_similarity(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine - SEMANTIC_FLOOR) / (SEMANTIC_CEILING - SEMANTIC_FLOOR)))
 
 
-def band_of(value: float, stagnant_at: float, novel_below: float) -> str:
+def band_of(value: float, stagnant_at: float, novel_below: float) -> Literal["new", "uncertain", "stagnant"]:
     return "stagnant" if value >= stagnant_at else "new" if value < novel_below else "uncertain"
 
 
@@ -68,7 +71,7 @@ def recent_outputs(services: Any, repos: Any, state: Any) -> list[Any]:
 
 
 def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, novel_below: float,
-            documents: list[tuple[str, str, list[str]]] = ()) -> dict[str, Any]:
+            documents: Iterable[tuple[str, str, list[str]]] = ()) -> NoveltySignals:
     """Cheap signals of `text` against `recent` messages (oldest first); no LLM. `documents`: memories the tick will
     write (the output as the memory stores it), embedded in the same call."""
     texts = [m.content for m in recent]

@@ -8,13 +8,15 @@ from typing import Any
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
 from nodes.reflexes.prompts import REPHRASE_PROMPT, REPHRASE_SCHEMA
+from nodes.state import NoveltySignals, SamplingParams
+from persona.settings import ReflexSettings
 
 ANXIETY_TICKS = 3  # anxiety > 3 on this many outputs in a row triggers reflex-lite
 MAX_TEMPERATURE, MAX_TOP_P = 1.5, 0.95
 REPHRASE_EVERY = 4  # a stagnation episode asks the model to rephrase its request at most once per this many ticks
 
 
-def reflex_lite(sampling: dict[str, float]) -> dict[str, float]:
+def reflex_lite(sampling: SamplingParams) -> SamplingParams:
     return {**sampling,
             "temperature": round(min(MAX_TEMPERATURE, sampling.get("temperature", 0.8) + 0.2), 3),
             "top_p": round(min(MAX_TOP_P, sampling.get("top_p", 0.9) + 0.05), 3),
@@ -34,7 +36,7 @@ def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any]
     return text[:400] if len(text) >= 12 else None
 
 
-def decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
+def decide(signals: NoveltySignals, settings: ReflexSettings) -> tuple[bool, float, str]:
     """(stagnant, similarity reported, method). The cheap bands decide alone; in the uncertain band the cheap
     similarity flags from `stagnation_soft_threshold`, and the LLM comparison, when there is one, may clear that
     flag (it found new ideas and novelty ≥ 50) but never raise one: a false alarm perturbs genuinely new
@@ -45,7 +47,7 @@ def decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
         return True, value, "cheap"
     if signals.get("band") != "uncertain":
         return False, value, "cheap"
-    flag = value >= settings.stagnation_soft_threshold  # settings: persona.settings.ReflexSettings
+    flag = value >= settings.stagnation_soft_threshold
     if not comparison:
         return flag, value, "cheap"
     llm_similarity = 1 - comparison["novelty_score"] / 100
@@ -56,12 +58,13 @@ def decide(signals: dict[str, Any], settings) -> tuple[bool, float, str]:
     return flag and not cleared, (value + llm_similarity) / 2, "llm"
 
 
-def stagnation_reason(signals: dict[str, Any], method: str, repeated: bool) -> str:
+def stagnation_reason(signals: NoveltySignals, method: str, repeated: bool) -> str:
     tick = signals.get("similar_to_tick")
     if repeated:
         return f"identical to tick {tick}"
-    if method == "llm":
-        return f"the LLM comparison found little new against tick {tick} (novelty {signals['comparison']['novelty_score']:g})"
+    comparison = signals.get("comparison")
+    if method == "llm" and comparison:
+        return f"the LLM comparison found little new against tick {tick} (novelty {comparison['novelty_score']:g})"
     if signals["ngram"] >= signals["similarity"]:
         return f"repeats tick {tick} (word overlap {signals['ngram']:.2f})"
     return f"says again what tick {tick} said (meaning similarity {signals.get('semantic') or 0:.2f})"

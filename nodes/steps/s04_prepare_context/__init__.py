@@ -23,7 +23,7 @@ from nodes import provenance
 from nodes.commands import registry
 from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.prompts import STIMULUS_TITLE
-from nodes.state import ContextReport, StagnationEpisode, TickState
+from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
     CHANNEL_HINT,
     CHAT_INSTRUCTION,
@@ -236,8 +236,8 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     if not turns:  # a passing thought: not while the human's turn is open (then the next words are the answer)
         feelings = _feelings(dict(state.drives))
         inner = CONTINUATION_FEELINGS.format(name=name, feelings="; ".join(feelings)) if feelings else ""
-        if state.drives.get("reach_out"):
-            inner += CONTINUATION_REACH_OUT.format(name=name, drive=state.drives["reach_out"]["drive"])
+        if offer := state.drives.get("reach_out"):
+            inner += CONTINUATION_REACH_OUT.format(name=name, drive=offer["drive"])
     if inner and count(inner) + sum(sizes) + fixed > budget:
         drops.append("feelings: no room in the budget")
         inner = ""
@@ -253,7 +253,8 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
             "report": {}, "untrusted": untrusted}
 
 
-def prepare_context(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> dict:
+def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
+                    params: dict[str, Any] | None = None) -> PromptUpdate:
     services = services_of(runtime)
     count = services.llms.primary().count_tokens
     max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))

@@ -1,0 +1,42 @@
+"""`run.py config show [--json]`: every effective setting of a run and where it came from — `…/config.yaml:27`,
+`environment ANIMA_X`, `flag --x`, `data dir override` (the persona's own changes, the data dir's recorded persona)
+or `default`. Secrets (API keys, tokens, a URL's password) are masked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model, PersonaDir, console,
+                         open_data)
+
+app = typer.Typer(help="The run's settings: every effective value and where it came from.")
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@app.command("show")
+def config_show(persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+                llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model, llm_api: Optional[str] = LlmApi,
+                embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
+                chroma_url: Optional[str] = ChromaUrl,
+                as_json: bool = typer.Option(False, "--json", help="A JSON list of {name, value, source}.")) -> None:
+    """Every effective setting (defaults → the persona's config.yaml → the data dir's overrides → ANIMA_*
+    environment → flags) with where its value came from; secrets masked."""
+    database, settings = open_data(data_dir, db, persona, llm_url=llm_url, model=model, llm_api=llm_api,
+                                   embed_url=embed_url, embed_model=embed_model, chroma_url=chroma_url)
+    database.close()
+    rows = settings.effective()
+    if as_json:
+        print(json.dumps([{"name": name, "value": value, "source": source} for name, value, source in rows],
+                         indent=2, ensure_ascii=False, default=str))
+        return
+    width = max(len(name) for name, _, _ in rows)
+    for name, value, source in rows:
+        console.print(f"{name:<{width}}  {escape(_shown(value))}  [dim]({escape(source)})[/]", highlight=False,
+                      soft_wrap=True)

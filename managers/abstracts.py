@@ -1,0 +1,45 @@
+"""Abstracts (HMP): thematic digests with the ids of their sources. One asked for without a text is made from the
+recent thoughts after the tick (memory/upkeep/abstracts.py)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memory.models import Abstract
+from memory.upkeep.abstracts import request_abstract
+
+if TYPE_CHECKING:
+    from managers import Managers
+
+
+class AbstractManager:
+    def __init__(self, house: Managers) -> None:
+        self.house = house
+        self.repos = house.repos
+
+    def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None,
+             limit: int = 5) -> builtins.list[Abstract]:
+        return self.repos.abstracts.list(tags=tags, since=since, limit=limit)
+
+    def get(self, abstract_id: int) -> Abstract:
+        return self.repos.abstracts.get(abstract_id)
+
+    def add(self, title: str, summary: str, *, tags: Iterable[str] = (), sources: Iterable[str] = (),
+            thread_id: str | None = None) -> Abstract:
+        return self.repos.abstracts.add(title, summary, tags=tags, sources=sources, trigger="manual",
+                                        thread_id=thread_id)
+
+    def request(self, root_thread: str, trigger: str = "requested", what: str = "asked by the persona") -> None:
+        """Ask for an abstract of the thread's recent thoughts, made after the tick."""
+        request_abstract(self.repos, root_thread, trigger, what)
+
+    def extend(self, abstract_id: int, text: str, sources: Iterable[str] = (), *, thread_id: str) -> Abstract:
+        row = self.repos.abstracts.extend(abstract_id, text, sources)
+        self.repos.processes.add("abstracts.update", f"abstract {abstract_id} extended", thread_id=thread_id)
+        return row
+
+
+__all__ = ["AbstractManager"]

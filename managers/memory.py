@@ -1,0 +1,284 @@
+"""Memory as a whole: browse and search every tier (memory/tiers.py), edit, archive, restore and purge a row, the
+history of every change, knowledge-base uploads — and the persona's own recall, archive and restore.
+
+The tiers are declared once in `memory/tiers.py`; this manager is what a door calls with them. It works in the unit
+of work it is given and never commits: a door that writes as the human opens its unit with `actor="human"` (so the
+memory history names who did it), and brings the retrieval index up to date after the commit (`sync_index`), so
+search sees the change at once. A human's delete purges for good; the persona's own deletes only archive
+(`set_aside`).
+
+A change that is a goal's or a task's status goes through the goals manager's rule whichever door made it: a human
+closing a goal on the memory page closes it for the persona's memory upkeep too (a failed goal is a warning in the
+process log, a closed goal or task asks for an abstract) — the same as the persona's own `goals.update`. The human's
+change is recorded on the main thread (`MAIN_THREAD`), where the persona's loop runs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.knowledge import KnowledgeError, ingest
+from memory.models import MemoryChange
+from memory.repositories import ArchivedRow, NotFound
+from memory.retrieval.index import Hit, Query
+from memory.tiers import (
+    TIERS,
+    AnyTier,
+    GoalEdit,
+    Invalid,
+    MemoryRecord,
+    RowNotFound,
+    TaskEdit,
+    TierEdit,
+    TierError,
+    TooLarge,
+    Unsupported,
+    hit_ref,
+    ref_id,
+    searchable,
+    tier_of,
+)
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from memory.retrieval.index import MemoryIndex
+
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # a knowledge-base document
+UPLOAD_DIR = "knowledge"  # under the data dir: the uploaded files, one directory per content hash
+MAX_LIST = 500
+MAIN_THREAD = "main"  # where a human's change is recorded (the persona's main loop)
+MAX_RECALL = 20
+
+
+class SearchUnavailable(LookupError):
+    """This run has no retrieval index."""
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What a write did: whether anything changed, and the row as it is now (None after a purge)."""
+
+    tier: str
+    ref: str
+    changed: bool
+    record: MemoryRecord | None = None
+
+
+@dataclass(frozen=True)
+class KBUpload:
+    """A knowledge-base upload: the document, its chunks, or why nothing was added (`skipped`)."""
+
+    doc_id: int | None
+    title: str
+    chunks: int
+    chars: int
+    skipped: str | None
+
+
+class MemoryManager:
+    def __init__(self, house: Managers) -> None:
+        self.house = house
+        self.repos = house.repos
+
+    # ---- reading -----------------------------------------------------------------------------------------------
+
+    @property
+    def index(self) -> MemoryIndex:
+        index = self.house.deps.memory
+        if index is None:
+            raise SearchUnavailable("memory search is not available in this run (no memory index)")
+        return index
+
+    def count(self, tier: str) -> int:
+        return tier_of(tier).count(self.repos)
+
+    def list(self, tier: str, *, q: str | None = None, archived: bool = False, limit: int = 50) -> builtins.list[MemoryRecord]:
+        """A tier's rows, newest first (archived ones instead when asked), each with what may be done to it; `q`
+        narrows them: by hybrid search in a searchable tier, by the words in the others."""
+        found = tier_of(tier)
+        q = (q or "").strip() or None
+        wanted = "archived" if archived else "active"
+        if q is None:
+            items = found.rows(self.repos, archived, limit)
+        elif found.item_tier is not None:
+            hits = self.index.search(Query(text=q, k=limit, tiers=[found.item_tier], include_archived=archived))
+            items = []
+            for ref in dict.fromkeys(hit_ref(hit.item.tier, hit.item.ref) for hit in hits):
+                try:
+                    record = found.one(self.repos, ref)
+                except RowNotFound:
+                    continue
+                if record.status == wanted:
+                    items.append(record)
+        else:
+            words = q.lower().split()
+            items = [r for r in found.rows(self.repos, archived, MAX_LIST)
+                     if all(w in f"{r.title}\n{r.text}".lower() for w in words)][:limit]
+        return [found.actions(r) for r in items]
+
+    def get(self, tier: str, ref: str) -> MemoryRecord:
+        found = tier_of(tier)
+        return found.actions(found.one(self.repos, str(ref)))
+
+    def search(self, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None, archived: bool = False) -> builtins.list[Hit]:
+        """The persona's own hybrid retrieval (BM25 + vectors, fused) across the searchable tiers (or those named)."""
+        return search_index(self.index, q, k=k, tiers=tiers, archived=archived)
+
+    def history(self, *, tier: str | None = None, ref: str | None = None, actor: str | None = None, limit: int = 50,
+                before_id: int | None = None) -> builtins.list[MemoryChange]:
+        """Changes, newest first: of one row (tier + ref), one tier, or all."""
+        if tier is not None:
+            tier_of(tier)
+        return self.repos.history.list(tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
+
+    # ---- writing -----------------------------------------------------------------------------------------------
+
+    def edit(self, tier: str, ref: str, edit: TierEdit | Mapping[str, Any], *,
+             thread_id: str = MAIN_THREAD) -> Changed:
+        """Only the given fields change (checked against the tier's edit model when given as a mapping)."""
+        found: AnyTier = tier_of(tier)
+        fields = edit if isinstance(edit, TierEdit) else found.parse_edit(edit)
+        before = found.one(self.repos, ref)
+        if fields.given():
+            try:
+                found.edit(self.repos, ref, fields, self.house.deps.clock())
+            except TierError:
+                raise
+            except NotFound as exc:
+                raise RowNotFound(str(exc), field="ref") from exc
+            except ValueError as exc:
+                raise Invalid(str(exc)) from exc
+            self._consequences(ref, fields, thread_id)
+        record = found.one(self.repos, ref)
+        return Changed(tier, ref, record != before, found.actions(record))
+
+    def _consequences(self, ref: str, edit: TierEdit, thread_id: str) -> None:
+        """What a status change also changes, the same for every door (managers/goals.py)."""
+        if isinstance(edit, GoalEdit) and edit.status is not None:
+            self.house.goals.status_set(self.repos.goals.get(ref_id(ref)), edit.status, thread_id=thread_id,
+                                        root_thread=thread_id)
+        elif isinstance(edit, TaskEdit) and edit.status is not None:
+            self.house.tasks.status_set(ref_id(ref), edit.status, root_thread=thread_id)
+
+    def archive(self, tier: str, ref: str) -> Changed:
+        """Set a row aside: out of the persona's lists and retrieval, restorable."""
+        found = tier_of(tier)
+        changed = found.archive(self.repos, ref, self.house.deps.clock())
+        return Changed(tier, ref, bool(changed), found.actions(found.one(self.repos, ref)))
+
+    def restore(self, tier: str, ref: str) -> Changed:
+        """Bring an archived row back (for core memory and the notepad: put a replaced version back — the ref of
+        what it answers is then the block's name)."""
+        found = tier_of(tier)
+        changed = found.restore(self.repos, ref)
+        record = found.one(self.repos, tier if found.versioned else ref)
+        return Changed(tier, record.ref, bool(changed), found.actions(record))
+
+    def purge(self, tier: str, ref: str) -> Changed:
+        """A human's delete: gone for good (its history stays)."""
+        tier_of(tier).purge(self.repos, ref)
+        return Changed(tier, ref, True)
+
+    # ---- the knowledge base -------------------------------------------------------------------------------------
+
+    def upload_kb(self, filename: str, data: bytes) -> KBUpload:
+        """A document for the knowledge base (PDF, text or markdown, at most 20 MB): kept under the data dir,
+        chunked, stored. The same text twice is skipped. The door syncs the index after the commit."""
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise TooLarge(f"the file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; split it or upload a smaller "
+                           "one", field="file")
+        if not data.strip():
+            raise Invalid("the file is empty", field="file")
+        suffix = _kind(filename, data)
+        if suffix is None:
+            raise Unsupported("not a PDF or UTF-8 text/markdown file (checked by its content)", field="file")
+        settings = self.house.deps.settings
+        assert settings is not None, "a knowledge-base upload needs the settings (the data dir)"
+        directory = Path(settings.data_dir).expanduser() / UPLOAD_DIR / hashlib.sha256(data).hexdigest()[:16]
+        path = directory / f"{_safe_stem(filename)}{suffix}"
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        try:
+            result = ingest(self.repos, path)
+        except KnowledgeError as exc:
+            path.unlink(missing_ok=True)
+            raise Invalid(str(exc).replace(str(path), filename or "the file"), field="file") from exc
+        doc = self.repos.kb.get(result.doc_id) if result.doc_id is not None else None
+        title, chars = (doc.title, doc.chars) if doc is not None else (path.stem, 0)
+        if result.skipped and Path(result.path) == path and doc is not None and doc.path != str(path):
+            path.unlink(missing_ok=True)
+        return KBUpload(doc_id=result.doc_id, title=title, chunks=result.chunks, chars=chars, skipped=result.skipped)
+
+    # ---- the persona's own ---------------------------------------------------------------------------------------
+
+    def recall(self, text: str, *, k: int = 5, tiers: builtins.list[str] | None = None, days: int | None = None,
+               tags: builtins.list[str] | None = None, include_archived: bool = False) -> builtins.list[Hit]:
+        """The persona's search: what it finds counts as used (its last-used time moves)."""
+        now = self.house.deps.clock()
+        hits = self.index.search(Query(text=text, k=max(1, min(k, MAX_RECALL)), tiers=tiers, tags=tags,
+                                       include_archived=include_archived,
+                                       since=now - timedelta(days=days) if days else None))
+        self.repos.items.touch([h.item.id for h in hits], now)
+        return hits
+
+    def touch(self, tier: str, ref: str | int) -> None:
+        """The row was used now (its retrieval item's last-used time)."""
+        self.repos.items.touch(self.repos.items.ids_of(tier, [str(ref)]), self.house.deps.clock())
+
+    def set_aside(self, tier: str, ref: str | int, *, by: str, thread_id: str) -> bool:
+        """The persona's delete: archived, out of every list and search, restorable; `by` (the command) is named in
+        the process log. False when there was nothing to archive."""
+        if not self.repos.archive(tier, ref, self.house.deps.clock()):
+            return False
+        self.repos.processes.add(by, f"{tier} {ref} archived on request", thread_id=thread_id)
+        return True
+
+    def bring_back(self, tier: str, ref: str | int, *, by: str, thread_id: str, message: str | None = None,
+                   status: str = "ok") -> bool:
+        """The persona's restore (of an archived row, or a replaced core/notepad version), said in the process log
+        (`message`, or "restored on request"); False when nothing was archived."""
+        if not self.repos.restore(tier, ref):
+            return False
+        text = message or f"{tier} {ref} restored on request"
+        self.repos.processes.add(by, text, status=status, thread_id=thread_id)
+        return True
+
+    def archived(self, limit: int = 10) -> builtins.list[ArchivedRow]:
+        """What is archived, of every tier, most recently archived first."""
+        return self.repos.archived(limit=limit)
+
+
+def search_index(index: MemoryIndex, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None,
+                 archived: bool = False) -> builtins.list[Hit]:
+    """`MemoryManager.search` without a unit of work (the index reads on its own): Invalid naming the tiers that
+    are not searchable; nothing for an empty query."""
+    wanted = searchable(tiers)
+    return index.search(Query(text=q, k=k, tiers=wanted, include_archived=archived)) if q.strip() else []
+
+
+def _kind(filename: str, data: bytes) -> str | None:
+    """The suffix ingestion reads the upload as, from its content: a PDF's magic bytes, or UTF-8 text."""
+    if data.startswith(b"%PDF"):
+        return ".pdf"
+    if b"\x00" in data:
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return ".md" if filename.lower().endswith((".md", ".markdown")) else ".txt"
+
+
+def _safe_stem(filename: str) -> str:
+    stem = Path(filename.replace("\\", "/")).name.rsplit(".", 1)[0] if filename else ""
+    return re.sub(r"[^\w.\- ]+", "_", stem).strip(" .")[:120] or "document"
+
+
+__all__ = ["MAIN_THREAD", "MAX_UPLOAD_BYTES", "TIERS", "Changed", "KBUpload", "MemoryManager", "SearchUnavailable", "search_index"]
