@@ -48,7 +48,7 @@ from memory.tiers import (
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory.retrieval.index import MemoryIndex
+    from memory.retrieval.recall_index import RecallIndex
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # a knowledge-base document
 UPLOAD_DIR = "knowledge"  # under the data dir: the uploaded files, one directory per content hash
@@ -90,7 +90,7 @@ class MemoryManager:
     # ---- reading -----------------------------------------------------------------------------------------------
 
     @property
-    def index(self) -> MemoryIndex:
+    def index(self) -> RecallIndex:
         index = self.house.deps.memory
         if index is None:
             raise SearchUnavailable("memory search is not available in this run (no memory index)")
@@ -255,7 +255,7 @@ class MemoryManager:
         return self.repos.archived(limit=limit)
 
 
-def search_index(index: MemoryIndex, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None,
+def search_index(index: RecallIndex, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None,
                  archived: bool = False) -> builtins.list[Hit]:
     """`MemoryManager.search` without a unit of work (the index reads on its own): Invalid naming the tiers that
     are not searchable; nothing for an empty query."""

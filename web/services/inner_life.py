@@ -4,6 +4,7 @@ hand; emotions, novelty and tokens over time; and the layers of the last prompt 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -134,7 +135,7 @@ def valence(emotions: list[tuple[str, int]]) -> float | None:
     return round(sum(v * strength for v, strength in mapped) / total, 3) if total else None
 
 
-def _aligned(key: str, title: str, y_label: str, columns: dict[str, dict[float, float | None]],
+def _aligned(key: str, title: str, y_label: str, columns: Mapping[str, Mapping[float, float | None]],
              points_only: tuple[str, ...] = ()) -> Chart:
     """Series with points at different times on one x axis (uPlot's shape): None where a series has no point."""
     xs = sorted({x for points in columns.values() for x in points})

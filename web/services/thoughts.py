@@ -65,7 +65,10 @@ def _cards(repos: Repos, ticks: list[Any]) -> list[TickCard]:
     by_thread: dict[str, list[int]] = defaultdict(list)
     for row in ticks:
         by_thread[row.thread_id].append(row.tick)
-    thoughts, commands, calls, metrics = {}, defaultdict(list), defaultdict(list), {}
+    thoughts: dict[tuple[str, int | None], Any] = {}
+    commands: defaultdict[tuple[str, int | None], list[Any]] = defaultdict(list)
+    calls: defaultdict[tuple[str, int | None], list[Any]] = defaultdict(list)
+    metrics: dict[tuple[str, int | None], Any] = {}
     for thread_id, numbers in by_thread.items():
         for message in repos.messages.at_ticks(thread_id, numbers, THOUGHT_KINDS):
             thoughts.setdefault((thread_id, message.tick), message)  # the first is the thought; a record follows it
@@ -102,7 +105,7 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
     context = summary.get("context") or {}
     return TickCard(
         id=row.id, thread=row.thread_id, tick=row.tick, status=row.status, mode=row.mode, started_at=started,
-        finished_at=finished, duration_s=round((finished - started).total_seconds(), 3) if finished else None,
+        finished_at=finished, duration_s=round((finished - started).total_seconds(), 3) if finished and started else None,
         llm_id=(message.llm_id if message else None) or answered_by,
         thought=message.content if message else None, thought_kind=message.kind if message else None,
         commands=[CommandOutcome(cmd_id=c.cmd_id, type=c.type, args=dict(c.args or {}), status=c.status,
@@ -159,7 +162,7 @@ def thread_tree(repos: Repos) -> ThreadTree:
             effective_ratio=round(repos.threads.ratio_product(t.id), 4), window_tokens=window.get("window_tokens"),
             budget_tokens=window.get("budget_tokens"), messages=repos.messages.count(t.id), chronicle=t.chronicle,
             error=t.error, created_at=_utc(t.created_at), completed_at=_utc(t.completed_at))
-    roots = []
+    roots: list[ThreadNode] = []
     for t in threads:
         parent = nodes.get(t.parent_id) if t.parent_id else None
         (parent.children if parent is not None else roots).append(nodes[t.id])
