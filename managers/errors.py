@@ -4,9 +4,11 @@ that reports bad input already reports it; an unknown name or id stays a `Lookup
 
 from __future__ import annotations
 
+from memory.repositories import NotFound
+
 
 class Refused(ValueError):
     """A rule of the domain refused the request (a name taken, a limit reached, a row in the wrong state)."""
 
 
-__all__ = ["Refused"]
+__all__ = ["NotFound", "Refused"]

@@ -7,13 +7,14 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from managers.goals import CYCLE_KINDS
+from managers.owners import process_token
+from managers.threads import StelisRefused
 from memory.models import Goal, Task
 from memory.tiers import TierError
 from nodes.commands.args import Args, Description, Id, Priority, Seconds, Title, Words, lowered, names
 from nodes.commands.memory import archive_one
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
-from nodes.stelis.threads import StelisRefused, open_thread
 
 FAMILY = Family("goals", "goals and tasks")
 
@@ -219,11 +220,11 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     config = tasks.cycle_config(task, given, started_at=ctx.now.isoformat())
     root = _root(ctx)
     try:
-        # the sub-cycle's thread: opened by the Stelis threads (nodes/stelis), in this command's transaction
-        child, window, _ = open_thread(ctx.services, ctx.managers.repos, parent_id=root,
-                                       child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}",
-                                       label=f"task {task.id}: {task.title}"[:200], window_ratio=config["window_ratio"],
-                                       max_depth=ctx.settings.stelis.max_depth, origin="task", tick=ctx.tick)
+        # the sub-cycle's thread: a Stelis child opened in this command's transaction, owned by this process
+        child, window, _ = ctx.managers.threads.open_child(
+            parent_id=root, child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}", label=f"task {task.id}: {task.title}"[:200],
+            window_ratio=config["window_ratio"], max_depth=ctx.settings.stelis.max_depth, origin="task",
+            persona=ctx.services.persona.name, owner=process_token(), tick=ctx.tick)
     except StelisRefused as exc:
         raise CommandError(f"tasks.run: {exc}") from exc
     mode = arg(cmd, "mode", default="read_only")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from memory.models import Note
-from memory.repositories import NotFound
+from managers.errors import NotFound
 from memory.tiers import TierError
 from nodes import provenance
 from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names

@@ -106,9 +106,6 @@ def test_no_door_imports_another_door():
 # Command modules that are the commands' own machinery, not a family of commands: they build the context a handler
 # runs in (spec.py), admit, parse and check arguments.
 COMMAND_INFRASTRUCTURE = {"__init__", "spec", "admission", "parser", "args", "model"}
-# NOT YET CONVERTED (issue 28): families whose handlers still reach the repositories themselves. Each is being moved
-# onto its manager on its own branch; the lead empties this list once they are merged. Do not add to it.
-NOT_YET_CONVERTED = {"goals", "notes"}
 
 
 def _touches_repositories(path: Path) -> list[str]:
@@ -130,12 +127,10 @@ def _touches_repositories(path: Path) -> list[str]:
 
 def test_commands_reach_repositories_only_through_managers():
     families = {p.stem: p for p in (ROOT / "nodes" / "commands").glob("*.py") if p.stem not in COMMAND_INFRASTRUCTURE}
+    assert len(families) > 20, "the command families were not found"
     wrong = [f"nodes/commands/{name}.py {where}" for name, path in sorted(families.items())
-             if name not in NOT_YET_CONVERTED for where in _touches_repositories(path)]
+             for where in _touches_repositories(path)]
     assert not wrong, "a command calls a manager (ctx.managers.<resource>), never the repositories:\n" + "\n".join(wrong)
-    converted = sorted(name for name in NOT_YET_CONVERTED & set(families) if not _touches_repositories(families[name]))
-    assert not converted, f"converted already: take them off NOT_YET_CONVERTED: {converted}"
-    assert NOT_YET_CONVERTED <= set(families), f"no such family: {sorted(NOT_YET_CONVERTED - set(families))}"
 
 
 def test_managers_import_no_door_and_nothing_above_them():
