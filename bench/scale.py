@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
 import tempfile
 import time

@@ -61,6 +61,12 @@ class ManagerDeps:
     memory: RecallIndex | None = None
     llms: LLMRegistry | None = None
 
+    def settings_for(self, what: str) -> Settings:
+        """The settings, for a manager that cannot work without them (`what` names it in the error)."""
+        if self.settings is None:
+            raise RuntimeError(f"{what} need the settings (ManagerDeps.settings)")
+        return self.settings
+
 
 class Managers:
     """One unit of work's managers. `repos` is the transaction every manager of this unit writes in."""

@@ -51,9 +51,7 @@ class McpManager:
 
     @property
     def settings(self) -> Settings:
-        if self.deps.settings is None:
-            raise RuntimeError("MCP tools need the settings (ManagerDeps.settings)")
-        return self.deps.settings
+        return self.deps.settings_for("MCP tools")
 
     def servers(self, name: str | None = None) -> list[ServerSpec]:
         """The server `name`, or every configured one (by name); Refused for an unknown name."""

@@ -56,9 +56,7 @@ class ProcessManager:
 
     @property
     def settings(self) -> Settings:
-        if self.deps.settings is None:
-            raise RuntimeError("scripts and processes need the settings (ManagerDeps.settings)")
-        return self.deps.settings
+        return self.deps.settings_for("scripts and processes")
 
     @property
     def config(self) -> ScriptSettings:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from graph.agent import Agent, build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
 from tests.fakes.llm import FakeLLM  # noqa: E402
 from tests.fakes.memory import HashEmbedder  # noqa: E402
-from persona.settings import Overrides
+from persona import default_persona_dir  # noqa: E402
+from persona.settings import Overrides  # noqa: E402
 
 
 def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validators: tuple[str, ...] = (),
@@ -78,3 +80,19 @@ def web(tmp_path):
         yield SimpleNamespace(client=client, agent=agent, app=app, services=services, data_dir=tmp_path,
                               csrf={"X-CSRF-Token": services.csrf_token, "Origin": "http://127.0.0.1"})
     agent.services.db.close()
+
+
+@pytest.fixture
+def persona(tmp_path):
+    """A copy of the default persona to change freely."""
+    target = tmp_path / "persona"
+    shutil.copytree(default_persona_dir(), target)
+    return target
+
+
+@pytest.fixture
+def no_anima_environment(monkeypatch):
+    """None of the machine's ANIMA_* variables (a test that resolves settings sets its own)."""
+    for name in list(os.environ):
+        if name.upper().startswith("ANIMA_"):
+            monkeypatch.delenv(name)

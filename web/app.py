@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles

@@ -6,7 +6,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import uvicorn
 

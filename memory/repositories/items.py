@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypeAlias, Unpack
 
-from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo, prepared

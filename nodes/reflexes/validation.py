@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 from typing_extensions import TypedDict
 

@@ -23,11 +23,11 @@ from langgraph.errors import GraphDrained, GraphInterrupt
 from langgraph.runtime import Runtime
 
 from managers.owners import owner_alive, process_token
+from managers.threads import StelisRefused
 from nodes.context import AnimaContext, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import ExpressionError, render
 from nodes.state import TickState, VarsUpdate
 from nodes.stelis.threads import (
-    StelisRefused,
     StelisResult,
     child_thread_id,
     close_thread,

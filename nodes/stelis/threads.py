@@ -23,7 +23,6 @@ from memory import Repos
 from memory.models import Thread
 from memory.repositories import TIMELINE_KINDS, anchor_key
 from managers import ManagerDeps, Managers  # the thread rules (managers/threads.py); its names are re-exported here
-from managers.threads import DEFAULT_WINDOW_RATIO, MIN_CHILD_WINDOW, StelisRefused
 from nodes.context import Services
 from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT

@@ -10,7 +10,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client

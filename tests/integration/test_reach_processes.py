@@ -7,7 +7,6 @@ do not run, and the model and the human read why."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import socket
 

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from memory import Database
 from memory.retrieval.embeddings import LocalEmbedder
-from memory.retrieval.index import MemoryIndex, Query
+from memory.retrieval.index import MemoryIndex
 from memory.store import record_turn
 from memory.text import chunks
 from tests.integration.servers import postgres_server

@@ -60,24 +60,6 @@ def imports_of(path: Path, known: set[str], type_only: bool = False) -> set[str]
     return out
 
 
-def every_import_of(path: Path, known: set[str]) -> set[str]:
-    """Project modules `path` imports anywhere, type-only imports (`if TYPE_CHECKING:`) included."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        else:
-            continue
-        for name in names:
-            while name and name not in known:
-                name = name.rpartition(".")[0]
-            if name:
-                out.add(name)
-    return out
-
-
 # The doors: what a person, a program or the persona itself comes in by. A door validates what it is given, calls a
 # manager (managers/) and reports in its own medium; it never goes through another door.
 DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker")
@@ -96,7 +78,7 @@ def test_no_door_imports_another_door():
         door = door_of(name)
         if door is None:
             continue
-        for target in every_import_of(path, set(known)):
+        for target in imports_of(path, set(known), type_only=True):
             other = door_of(target)
             if other is not None and other != door and target not in LAUNCH_POINTS.get(door, set()):
                 wrong.append(f"{name} imports {target}")
@@ -139,7 +121,7 @@ def test_managers_import_no_door_and_nothing_above_them():
     known = modules()
     allowed = ALLOWED["managers"] | {"managers"}
     wrong = [f"{name} imports {target}" for name, path in known.items() if name.split(".")[0] == "managers"
-             for target in every_import_of(path, set(known)) if target.split(".")[0] not in allowed]
+             for target in imports_of(path, set(known), type_only=True) if target.split(".")[0] not in allowed]
     assert not wrong, "\n".join(sorted(wrong))
 
 

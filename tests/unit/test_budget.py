@@ -16,7 +16,8 @@ from nodes.kinds.ask_llm import fit_prompt
 from nodes.context import AnimaContext, ContextBudgetError
 from nodes.state import TickState
 from nodes.steps.s04_prepare_context import prepare_context
-from nodes.stelis.threads import MIN_CHILD_WINDOW, StelisRefused, open_thread, thread_window
+from managers.threads import MIN_CHILD_WINDOW, StelisRefused
+from nodes.stelis.threads import open_thread, thread_window
 
 sizes = st.integers(min_value=0, max_value=30_000)  # characters (≈ 4 per token)
 thread_spec = st.fixed_dictionaries({

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -25,17 +24,10 @@ PACKAGES = ("cli", "web", "graph", "nodes", "managers", "persona", "memory", "ll
 
 
 @pytest.fixture(autouse=True)
-def no_anima_environment(monkeypatch):
-    for name in list(os.environ):
-        if name.upper().startswith("ANIMA_"):
-            monkeypatch.delenv(name)
+def _no_anima_environment(no_anima_environment):
+    """Settings resolved here see none of the machine's ANIMA_* variables."""
 
 
-@pytest.fixture
-def persona(tmp_path):
-    target = tmp_path / "persona"
-    shutil.copytree(default_persona_dir(), target)
-    return target
 
 
 def add_config(persona: Path, text: str) -> int:

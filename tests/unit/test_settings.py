@@ -3,7 +3,6 @@ the operator, and a data dir that remembers its persona."""
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -11,11 +10,6 @@ from persona import default_persona_dir
 from persona.settings import SettingsError, load_settings
 
 
-@pytest.fixture
-def persona(tmp_path):
-    target = tmp_path / "persona"
-    shutil.copytree(default_persona_dir(), target)
-    return target
 
 
 def add_config(persona, text: str) -> int:

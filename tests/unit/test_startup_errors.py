@@ -5,7 +5,6 @@ and no fallback, and every case fails before a model would be needed."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,17 +21,10 @@ NO_MODEL = ("--llm-url", "http://127.0.0.1:9/v1", "--no-fallback")
 
 
 @pytest.fixture(autouse=True)
-def no_anima_environment(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("ANIMA_"):
-            monkeypatch.delenv(name)
+def _no_anima_environment(no_anima_environment):
+    """Settings resolved here see none of the machine's ANIMA_* variables."""
 
 
-@pytest.fixture
-def persona(tmp_path):
-    target = tmp_path / "persona"
-    shutil.copytree(default_persona_dir(), target)
-    return target
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from memory import Database
 from persona import default_persona_dir, load_persona
 from persona.cards import read_card
 from persona.scaffold import scaffold_persona
-from persona.settings import Overrides
 
 
 @pytest.fixture

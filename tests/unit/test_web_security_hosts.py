@@ -14,7 +14,6 @@ import httpx
 import pytest
 from starlette.testclient import TestClient, WebSocketDenialResponse
 
-from tests.fakes.llm import FakeLLM
 from persona.scaffold import scaffold_persona
 from web.app import create_app
 from web.security import (ALLOWED_HOSTS_ENV, ALLOWED_HOSTS_FLAG, CSRF_HEADER, AllowedHosts, BindingError, HostGuard,
