@@ -67,7 +67,7 @@ def test_a_query_parameter_the_route_does_not_take_is_refused(web):
 
 
 def test_a_body_is_taken_as_its_schema_says(web):
-    for bad in ({"text": "hi", "priority": True}, {"text": "hi", "priority": "5"}, {"text": "   "}):
+    for bad in ({"text": "hi", "priority": True}, {"text": "hi", "priority": "5"}, {"text": "   "}, {"text": "\x1e"}):
         refused = web.client.post("/api/notes", json=bad)
         assert refused.status_code == 422, bad
     assert web.client.post("/api/notes", json={"text": "hi", "priority": 9.0}).json()["text"] == "hi"

@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from web.schemas.requests import REQUEST_BODY
+from web.schemas.requests import REQUEST_BODY, VISIBLE
 
 NO_REASON = "a denial needs a reason: the persona reads it in its next prompt"
 
@@ -71,7 +71,7 @@ class ApproveIn(BaseModel):
 
 class DenyIn(BaseModel):
     model_config = REQUEST_BODY
-    reason: str = Field(min_length=1, max_length=2000, pattern=r"\S",
+    reason: str = Field(min_length=1, max_length=2000, pattern=VISIBLE,
                         description="Why — the persona reads it in its next prompt.")
 
     @field_validator("reason")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from web.schemas.requests import JSON_NUMBER, REQUEST_BODY
+from web.schemas.requests import JSON_NUMBER, REQUEST_BODY, VISIBLE
 
 
 class DriveLevelIn(BaseModel):
@@ -74,7 +74,7 @@ class QuestionList(BaseModel):
 
 class ResolutionIn(BaseModel):
     model_config = REQUEST_BODY
-    resolution: str = Field(min_length=1, max_length=1000, pattern=r"\S", description="The answer, in a few words.")
+    resolution: str = Field(min_length=1, max_length=1000, pattern=VISIBLE, description="The answer, in a few words.")
 
 
 class Series(BaseModel):

@@ -5,12 +5,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from web.schemas.requests import JSON_NUMBER, REQUEST_BODY
+from web.schemas.requests import JSON_NUMBER, REQUEST_BODY, VISIBLE
 
 
 class NoteIn(BaseModel):
     model_config = REQUEST_BODY
-    text: str = Field(min_length=1, max_length=8000, pattern=r"\S", description="What to tell the persona.")
+    text: str = Field(min_length=1, max_length=8000, pattern=VISIBLE, description="What to tell the persona.")
     priority: Annotated[int, Field(ge=0, le=10), JSON_NUMBER] = Field(1, description="Higher is more urgent.")
     tags: list[str] = Field(default_factory=list, max_length=16)
 
