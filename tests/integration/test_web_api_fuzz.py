@@ -93,7 +93,8 @@ def test_schemathesis_command_line_passes_against_the_served_app(served_app):
         pytest.fail(f"st run did not end within {ST_GUARD_S}s:\n{(exc.stdout or '')[-3000:]}")
     report = done.stdout + done.stderr
     summary = report[report.rfind("SUMMARY"):] if "SUMMARY" in report else report[-3000:]
-    failures = report[report.find("= FAILURES ="):][:6000] if "= FAILURES =" in report else ""
+    sections = [at for at in (report.find("= ERRORS ="), report.find("= FAILURES =")) if at >= 0]
+    failures = report[min(sections):][:6000] if sections else ""
     assert done.returncode == 0, f"st run exited {done.returncode}:\n{failures}\n{summary}"
     assert "Tested:" in summary and " passed" in report
     assert tree_digest(SHIPPED_PERSONA) == before, "the run changed the shipped persona"
