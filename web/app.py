@@ -13,8 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 
 from persona.settings import Overrides
-from web import errors, security
-from web.api import api_router
+from web import api, errors, security
 from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
 from web.mcp import MCP_PATH
 from web.mcp import Mount as McpMount
@@ -58,7 +57,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
     app.add_middleware(security.HostGuard, allowed=hosts)  # the outermost: before the prefix, the guard, /static, /mcp
     errors.install(app)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
-    app.include_router(api_router())
+    api.install(app)  # the JSON API under /api and its OpenAPI (web/api/)
     app.include_router(page_router())
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp))  # the persona as an MCP server (web/mcp.py; /p/<name>/mcp)
     return app

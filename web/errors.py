@@ -3,11 +3,16 @@ comes back as a fragment the page shows in place."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from markupsafe import escape
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 class ServiceError(Exception):
@@ -23,11 +28,20 @@ class NotFoundError(ServiceError):
         super().__init__(message, field=field, status=404)
 
 
-def _respond(request: Request, status: int, message: str, field: str | None):
+def _respond(request: Request, status: int, message: str, field: str | None, headers: Mapping[str, str] | None = None):
     if request.headers.get("hx-request") and not request.url.path.startswith("/api/"):
         where = f"<b>{escape(field)}</b>: " if field else ""
-        return HTMLResponse(f'<p class="error" role="alert">{where}{escape(message)}</p>', status_code=status)
-    return JSONResponse({"error": message, "field": field, "status": status}, status_code=status)
+        return HTMLResponse(f'<p class="error" role="alert">{where}{escape(message)}</p>', status_code=status,
+                            headers=headers)
+    return JSONResponse({"error": message, "field": field, "status": status}, status_code=status, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method some route answers at this path (Starlette's 405 names only the first route's)."""
+    methods = [method for method in METHODS
+               if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+                      for route in request.app.router.routes)]
+    return ", ".join(methods) or None
 
 
 def _field(loc) -> str:
@@ -54,4 +68,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException):
-        return _respond(request, exc.status_code, str(exc.detail), None)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            headers["Allow"] = allowed  # RFC 9110: a 405 lists the methods the resource answers
+        return _respond(request, exc.status_code, str(exc.detail), None, headers)

@@ -1,5 +1,5 @@
 """Uploads, size-limited and type-checked before anything reads them: a multipart form's `file` field, or the raw
-request body. Too large → 413, the wrong type → 415, both naming the field `file`."""
+request body. Too large → 413, the wrong type → 415, no file → 422, each naming the field `file`."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ async def receive_upload(request: Request, *, limit: int, types: tuple[str, ...]
         raise ServiceError("the upload needs a Content-Length", field=FIELD, status=411)
     if not length.isdigit() or int(length) > limit + 64 * 1024:  # room for the multipart framing
         raise _too_large(limit)
+    if int(length) == 0:  # nothing sent: no file, whatever type it was said to be
+        raise ServiceError("choose a file to upload", field=FIELD, status=422)
     body_type = request.headers.get("content-type", "")
     if body_type.startswith("multipart/form-data"):
         form = await request.form(max_files=1, max_fields=10)

@@ -17,6 +17,20 @@ def chroma_url():
 
 
 @pytest.fixture(scope="session")
+def served_app(tmp_path_factory):
+    """`run.py serve` over a fresh data dir and a copy of the shipped persona (a fuzzer may rewrite its files, never
+    the shipped ones): the web app alone, as a user starts it; its URL."""
+    import shutil
+
+    from tests.integration.servers import ROOT, served_web_app
+
+    base = tmp_path_factory.mktemp("served")
+    shutil.copytree(ROOT / "persona" / "default", base / "persona")
+    with served_web_app(base / "data", base / "persona") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def scripted_server():
     """tests/integration/scripted_llm_server.py: an OpenAI-compatible server whose answers each test scripts."""
     with scripted_llm_server() as server:

@@ -171,3 +171,39 @@ def finish(proc: subprocess.Popen, guard_s: float = CLI_GUARD_S) -> tuple[int, s
         out, err = proc.communicate(timeout=30)
         pytest.fail(f"run.py did not end within {guard_s}s:\n{err[-3000:]}")
     return proc.returncode, out, err
+
+
+SERVE_START_S = 120.0  # run.py serve: settings, persona, memory index, then the app listens
+SERVE_STOP_S = 30.0
+
+
+@contextmanager
+def served_web_app(data_dir: Path, persona_dir: Path | None = None):
+    """`run.py serve` (the web app alone, no loop) on a free loopback port, its output in a log file; yields its URL
+    once /api/loop answers; Ctrl-C after (killed if it outlives SERVE_STOP_S)."""
+    import signal
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    command = [sys.executable, "run.py", "serve", "--data-dir", str(data_dir), "--port", str(port)]
+    if persona_dir is not None:
+        command += ["--persona", str(persona_dir)]
+    log = data_dir / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_http(f"{url}/api/loop", SERVE_START_S, proc)
+        except (RuntimeError, TimeoutError) as exc:
+            raise RuntimeError(f"{exc}\n{log.read_text(errors='replace')[-3000:]}") from None
+        yield url
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=SERVE_STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=SERVE_STOP_S)

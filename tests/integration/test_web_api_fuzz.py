@@ -1,12 +1,21 @@
-"""The JSON API fuzzed from its own OpenAPI schema (/openapi.json) with schemathesis, in process (ASGI): every
-operation, valid and invalid inputs, must never answer a server error (5xx, or an exception escaping the app).
-The live streams (text/event-stream) never end by design and are left out. The persona is a copy: the fuzzer may
-rewrite its files, never the shipped ones."""
+"""The JSON API against its own OpenAPI schema (/openapi.json), with schemathesis:
+
+- its command line, as anyone runs it — `st run http://…/openapi.json --checks all` from the repository (which reads
+  schemathesis.toml there) against `run.py serve` — passes: every status a route answers is documented, it takes
+  what the schema says and refuses what the schema refuses, and nothing answers a server error;
+- in process (ASGI), every operation, valid and invalid inputs, never answers a server error (5xx, or an exception
+  escaping the app), over a persona that has ticked.
+
+The live stream (/api/events) never ends by design and is left out. The persona is a copy: the fuzzer may rewrite its
+files, never the shipped ones. Hypothesis and hypothesis-jsonschema are pinned to a pair that works together
+(pyproject.toml's `test` extra)."""
 
 from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +31,12 @@ from persona.settings import Overrides
 pytestmark = pytest.mark.integration
 
 MAX_EXAMPLES = 20  # per operation and mode: bounded, a hang guard on the whole run
-SHIPPED_PERSONA = Path(__file__).resolve().parents[2] / "persona" / "default"
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED_PERSONA = ROOT / "persona" / "default"
+ST = Path(sys.executable).with_name("st")  # schemathesis's command line, beside this Python
+ST_EXAMPLES = "5"  # per operation in the fuzzing phase (the coverage phase's cases are its own)
+ST_SEED = "20261125"  # the same cases every run: a failure here is the API's, reproducible with this seed
+ST_GUARD_S = 600  # a hang guard for the whole run, not a timing
 SCHEMA = create_app().openapi()  # building the app opens nothing: the schema is known at collection time
 
 
@@ -36,46 +50,6 @@ OPERATIONS = sorted(f"{method.upper()} {path}" for path, item in SCHEMA["paths"]
                     if method in ("get", "put", "post", "patch", "delete") and not is_stream(path, operation))
 SKIPPED_STREAMS = sorted(f"{m.upper()} {p}" for p, item in SCHEMA["paths"].items() for m, o in item.items()
                          if m in ("get", "post") and is_stream(p, o))
-
-
-class _IteratedMany:
-    """hypothesis-jsonschema 0.23.1 drives `many(...)` with `.more()`; the pinned Hypothesis only iterates it inside a
-    `with` block. The same draws, the old way round (used by the object strategy schemathesis builds on)."""
-
-    def __init__(self, data, **kwargs) -> None:
-        from hypothesis.internal.conjecture.utils import many
-
-        self._many = many(data, **kwargs)
-        self._many.__enter__()
-        self._elements = iter(self._many)
-
-    def more(self) -> bool:
-        try:
-            next(self._elements)
-            return True
-        except StopIteration:
-            self._many.__exit__(None, None, None)
-            return False
-
-    def reject(self, why: str | None = None) -> None:
-        self._many.reject(why)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _jsonschema_strategies_on_this_hypothesis():
-    import types
-
-    from hypothesis.internal.conjecture import utils
-    from hypothesis_jsonschema import _from_schema
-
-    if hasattr(utils.many, "more"):  # a Hypothesis that still has it: nothing to adapt
-        yield
-        return
-    adapted = types.SimpleNamespace(**{name: getattr(utils, name) for name in dir(utils) if not name.startswith("__")})
-    adapted.many = _IteratedMany
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_from_schema, "cu", adapted)
-        yield
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -104,6 +78,27 @@ def api(tmp_path_factory):
     yield schema, app
     agent.services.db.close()
     assert tree_digest(SHIPPED_PERSONA) == shipped, "the fuzz run changed the shipped persona"
+
+
+def test_schemathesis_command_line_passes_against_the_served_app(served_app):
+    """`st run <url>/openapi.json --checks all` exits 0: all of its checks (undocumented statuses, positive data
+    accepted, negative data refused, Allow on a 405, response schemas, …) pass against `run.py serve`."""
+    assert ST.exists(), f"schemathesis's command line is not installed beside {sys.executable}"
+    before = tree_digest(SHIPPED_PERSONA)
+    command = [str(ST), "run", f"{served_app}/openapi.json", "--checks", "all", "--max-examples", ST_EXAMPLES,
+               "--seed", ST_SEED, "--workers", "1", "--request-timeout", "20", "--generation-database", "none",
+               "--no-color"]  # one worker: two threads of Hypothesis parsing lambdas at once crash CPython 3.11.7
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=ST_GUARD_S)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"st run did not end within {ST_GUARD_S}s:\n{(exc.stdout or '')[-3000:]}")
+    report = done.stdout + done.stderr
+    summary = report[report.rfind("SUMMARY"):] if "SUMMARY" in report else report[-3000:]
+    sections = [at for at in (report.find("= ERRORS ="), report.find("= FAILURES =")) if at >= 0]
+    failures = report[min(sections):][:6000] if sections else ""
+    assert done.returncode == 0, f"st run exited {done.returncode}:\n{failures}\n{summary}"
+    assert "Tested:" in summary and " passed" in report
+    assert tree_digest(SHIPPED_PERSONA) == before, "the run changed the shipped persona"
 
 
 def test_the_schema_lists_the_api_and_only_the_streams_are_left_out():

@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Path, Query
 
 from memory import Repos
+from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
 from web.schemas.approvals import ApprovalDetail, ApprovalList, ApproveIn, DenyIn
 from web.services import approvals
 
-router = APIRouter(tags=["approvals"])
-ERRORS: dict[int | str, dict[str, Any]] = {404: {"description": "no such approval"},
-                                           409: {"description": "decided already"}}
+router = APIRouter(tags=["approvals"], responses=PERSONA)
+DECIDE = errors(403, (404, "no such approval"), (409, "decided already"), 422)
 
 
-@router.get("/approvals", response_model=ApprovalList)
+@router.get("/approvals", response_model=ApprovalList, responses=errors(422))
 def list_approvals(status: Literal["pending", "approved", "denied", "expired", "executed", "failed", "all"] = Query("pending"),
                    limit: int = Query(50, ge=1, le=500), repos: Repos = unit_of_work()):
     """Pending ones oldest first; any other status (or `all`) newest first."""
     return approvals.listing(repos, None if status == "all" else status, limit)
 
 
-@router.get("/approvals/{approval_id}", response_model=ApprovalDetail, responses=ERRORS)
+@router.get("/approvals/{approval_id}", response_model=ApprovalDetail,
+            responses=errors((404, "no such approval"), 422))
 def read_approval(approval_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
     """One approval with its trail in the audit log (requested, approved/denied, executed/failed)."""
     return approvals.detail(repos, approval_id)
 
 
-@router.post("/approvals/{approval_id}/approve", response_model=ApprovalDetail, responses=ERRORS)
+@router.post("/approvals/{approval_id}/approve", response_model=ApprovalDetail, responses=DECIDE)
 def approve(body: ApproveIn | None = None, approval_id: int = Path(ge=1, le=MAX_ID),
             services: WebServices = Depends(get_services)):
     """It runs exactly once, at the persona's next tick."""
@@ -38,7 +39,7 @@ def approve(body: ApproveIn | None = None, approval_id: int = Path(ge=1, le=MAX_
                             now=services.clock())
 
 
-@router.post("/approvals/{approval_id}/deny", response_model=ApprovalDetail, responses=ERRORS)
+@router.post("/approvals/{approval_id}/deny", response_model=ApprovalDetail, responses=DECIDE)
 def deny(body: DenyIn, approval_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     """It never runs; the persona reads the denial and its reason in its next prompt."""
     return approvals.decide(services.db, approval_id, approve=False, reason=body.reason, now=services.clock())

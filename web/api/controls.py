@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, BackgroundTasks, Depends
+from starlette.convertors import Convertor, register_url_convertor
 
 from memory import Repos
+from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas.controls import ControlIn, LLMHealth, LLMSelectIn, LLMUpdateIn, LoopStatus
 from web.services import controls
 
-router = APIRouter(tags=["controls"])
+router = APIRouter(tags=["controls"], responses=PERSONA)
+
+
+class ModelId(Convertor[str]):
+    """A model's id in a path: any segment but `selected` (/api/llms/selected is the choice, PUT only: a PATCH of
+    it is a 405, not an edit of a model called "selected")."""
+
+    regex = "(?!selected$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("model_id", ModelId())
 
 
 @router.get("/loop", response_model=LoopStatus)
@@ -17,7 +35,7 @@ def read_loop(repos: Repos = unit_of_work()):
     return controls.loop_status(repos)
 
 
-@router.put("/loop", response_model=LoopStatus)
+@router.put("/loop", response_model=LoopStatus, responses=errors(403, 422))
 def control_loop(body: ControlIn, background: BackgroundTasks, repos: Repos = unit_of_work(),
                  services: WebServices = Depends(get_services)):
     """`running`, `paused` or `stopped`: the loop obeys before its next tick."""
@@ -31,13 +49,15 @@ def read_llms(repos: Repos = unit_of_work()):
     return controls.llm_health(repos)
 
 
-@router.put("/llms/selected", response_model=list[LLMHealth])
+@router.put("/llms/selected", response_model=list[LLMHealth],
+            responses=errors(403, (409, "no such enabled model"), 422))
 def select_llm(body: LLMSelectIn, repos: Repos = unit_of_work()):
     """Think with this model (persisted; the loop takes it at its next tick); null: the highest priority again."""
     return controls.select_llm(repos, body.id)
 
 
-@router.patch("/llms/{llm_id}", response_model=list[LLMHealth])
+@router.patch("/llms/{llm_id:model_id}", response_model=list[LLMHealth],
+              responses=errors(403, (404, "no such model"), (409, "refused: it would leave no model enabled"), 422))
 def update_llm(llm_id: str, body: LLMUpdateIn, repos: Repos = unit_of_work()):
     """A model's priority, whether it is enabled, whether it validates (persisted; at least one stays enabled)."""
     return controls.update_llm(repos, llm_id, body)

@@ -5,15 +5,17 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
+from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services
 from web.schemas import MAX_ID
 from web.services import events
 
-router = APIRouter(tags=["events"])
+router = APIRouter(tags=["events"], responses=PERSONA)
 
 
 @router.get("/events", response_class=EventSourceResponse,
-            responses={200: {"content": {"text/event-stream": {}}, "description": "a stream of loop events"}})
+            responses={200: {"content": {"text/event-stream": {}}, "description": "a stream of loop events"},
+                       **errors((403, "an Origin that is not this app's"), 422)})
 async def stream_events(request: Request, kinds: list[str] = Query([], max_length=20),
                         since: int | None = Query(None, ge=0, le=MAX_ID, description="replay events after this id"),
                         last_event_id: int | None = Header(None, ge=0, le=MAX_ID),

@@ -9,27 +9,29 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from memory import Repos
+from web.api.responses import PERSONA, UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
 from web.schemas.sessions import Revived, SessionDetail, SessionList
 from web.services import sessions
 from web.uploads import receive_upload
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], responses=PERSONA)
 
 
-@router.get("/sessions", response_model=SessionList)
+@router.get("/sessions", response_model=SessionList, responses=errors(422))
 def list_sessions(limit: int = Query(50, ge=1, le=500), repos: Repos = unit_of_work()):
     return sessions.listing(repos, limit)
 
 
-@router.get("/sessions/{session_id}", response_model=SessionDetail, responses={404: {"description": "no such session"}})
+@router.get("/sessions/{session_id:int}", response_model=SessionDetail, responses=errors((404, "no such session"), 422))
 def read_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
     return sessions.detail(repos, session_id)
 
 
-@router.get("/sessions/{session_id}/export", response_class=Response,
-            responses={200: {"content": {"application/json": {}, "text/markdown": {}}}})
+@router.get("/sessions/{session_id:int}/export", response_class=Response,
+            responses={200: {"content": {"application/json": {}, "text/markdown": {}}},
+                       **errors((404, "no such session"), 422)})
 def export_session(session_id: int = Path(ge=1, le=MAX_ID), format: Literal["json", "md"] = Query("json"),
                    repos: Repos = unit_of_work()):
     """A download: session-ID.json (everything) or session-ID.md (the transcript)."""
@@ -37,8 +39,8 @@ def export_session(session_id: int = Path(ge=1, le=MAX_ID), format: Literal["jso
     return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
-@router.post("/sessions/{session_id}/revive", response_model=Revived, status_code=201,
-             responses={409: {"description": "the session still runs"}})
+@router.post("/sessions/{session_id:int}/revive", response_model=Revived, status_code=201,
+             responses=errors(403, (404, "no such session"), (409, "the session still runs"), 422))
 def revive_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work(),
                    services: WebServices = Depends(get_services)):
     """A new thread seeded with the session's last thoughts; run the loop on it with the command returned."""
@@ -48,9 +50,11 @@ def revive_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_
 @router.post("/sessions/revive", response_model=Revived, status_code=201,
              openapi_extra={"requestBody": {"content": {
                  "multipart/form-data": {"schema": {"type": "object", "properties": {
-                     "file": {"type": "string", "format": "binary"}}}},
+                     "file": {"type": "string", "format": "binary"}},
+                     "required": ["file"], "additionalProperties": False}},
                  "application/json": {"schema": {"type": "object", "description": "a session-ID.json export"}}}}},
-             responses={413: {"description": "too large"}, 415: {"description": "not JSON"}})
+             responses=errors(*UPLOAD_ERRORS, (413, "over the export limit"), (415, "not JSON"),
+                              (422, "not a session export")))
 async def revive_export(request: Request, services: WebServices = Depends(get_services)):
     """Revive a session exported elsewhere (its session-ID.json): uploaded as `file` (multipart), or the JSON body."""
     upload = await receive_upload(request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES,

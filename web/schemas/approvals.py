@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
+
+from web.schemas.requests import REQUEST_BODY, VISIBLE
 
 NO_REASON = "a denial needs a reason: the persona reads it in its next prompt"
 
@@ -63,13 +65,14 @@ class ApprovalsOverview(BaseModel):
 
 
 class ApproveIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
     reason: str = Field("", max_length=2000, description="A note kept in the audit log.")
 
 
 class DenyIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str = Field(min_length=1, max_length=2000, description="Why — the persona reads it in its next prompt.")
+    model_config = REQUEST_BODY
+    reason: str = Field(min_length=1, max_length=2000, pattern=VISIBLE,
+                        description="Why — the persona reads it in its next prompt.")
 
     @field_validator("reason")
     @classmethod

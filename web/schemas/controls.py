@@ -1,12 +1,14 @@
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from web.schemas.requests import JSON_BOOLEAN, JSON_NUMBER, REQUEST_BODY
 
 
 class ControlIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
     want: Literal["running", "paused", "stopped"] = Field(description="What the loop should do from its next step.")
 
 
@@ -42,12 +44,12 @@ class LoopStatus(BaseModel):
 
 
 class LLMSelectIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
     id: str | None = Field(description="The model to think with (null: back to the highest priority).", max_length=200)
 
 
 class LLMUpdateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    priority: int | None = Field(None, ge=-1000, le=1000)
-    enabled: bool | None = None
-    is_validator: bool | None = None
+    model_config = REQUEST_BODY
+    priority: Annotated[int | None, JSON_NUMBER] = Field(None, ge=-1000, le=1000)
+    enabled: Annotated[bool | None, JSON_BOOLEAN] = None
+    is_validator: Annotated[bool | None, JSON_BOOLEAN] = None

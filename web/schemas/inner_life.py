@@ -4,13 +4,17 @@ the plots over time, and the layers of the last prompt."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from web.schemas.requests import JSON_NUMBER, REQUEST_BODY, VISIBLE
 
 
 class DriveLevelIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    level: float = Field(ge=0, le=1, description="The level to set; it fades back to the computed one.")
+    model_config = REQUEST_BODY
+    level: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] = Field(
+        description="The level to set; it fades back to the computed one.")
 
 
 class DriveAdjustment(BaseModel):
@@ -69,8 +73,8 @@ class QuestionList(BaseModel):
 
 
 class ResolutionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    resolution: str = Field(min_length=1, max_length=1000, description="The answer, in a few words.")
+    model_config = REQUEST_BODY
+    resolution: str = Field(min_length=1, max_length=1000, pattern=VISIBLE, description="The answer, in a few words.")
 
 
 class Series(BaseModel):

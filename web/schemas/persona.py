@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from persona.loader import FILE_CAP, TOTAL_CAP
+from web.schemas.requests import REQUEST_BODY
 
 
 class PersonaFile(BaseModel):
@@ -12,8 +15,14 @@ class PersonaFile(BaseModel):
 
 
 class FileIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
     text: str = Field(max_length=200_000)
+
+
+class PersonaFileIn(BaseModel):
+    model_config = REQUEST_BODY
+    text: str = Field(max_length=FILE_CAP, description="The file's whole text (the bootstrap files together hold at "
+                                                         f"most {TOTAL_CAP:,} characters).")
 
 
 class ConfigFile(BaseModel):
@@ -39,7 +48,7 @@ class SeedList(BaseModel):
 
 
 class SeedIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
     text: str | None = Field(None, max_length=20_000, description="The seed's text; omitted: the current seed.txt.")
 
 
@@ -53,7 +62,7 @@ class Skill(BaseModel):
 
 
 class SkillIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_BODY
     text: str = Field(min_length=1, max_length=30_000, description="The whole SKILL.md, frontmatter included.")
 
 

@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from web.schemas.requests import JSON_NUMBER, REQUEST_BODY, VISIBLE
 
 
 class NoteIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str = Field(min_length=1, max_length=8000, description="What to tell the persona.")
-    priority: int = Field(1, ge=0, le=10, description="Higher is more urgent.")
+    model_config = REQUEST_BODY
+    text: str = Field(min_length=1, max_length=8000, pattern=VISIBLE, description="What to tell the persona.")
+    priority: Annotated[int, Field(ge=0, le=10), JSON_NUMBER] = Field(1, description="Higher is more urgent.")
     tags: list[str] = Field(default_factory=list, max_length=16)
 
 
