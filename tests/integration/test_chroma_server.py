@@ -14,6 +14,7 @@ from tests.fakes.llm import FakeLLM
 from memory import Database
 from managers.consent import answer
 from nodes.context import utcnow
+from persona.settings import Overrides
 from tests.conftest import make_agent
 from tests.unit.test_spawn import block, parent
 
@@ -83,8 +84,8 @@ def test_run_py_spawn_clone_copies_the_vectors_into_the_child_s_own_server_datab
     parent_database, child_database = vector_database(data), vector_database(tmp_path / "data-nova")
     assert parent_database and child_database and parent_database != child_database
     child_db = Database.open(tmp_path / "data-nova")
-    settings = open_settings(child_db, {"data_dir": str(tmp_path / "data-nova"), "chroma_url": chroma_url,
-                                        "persona_dir": str(tmp_path / "personas" / "nova")})
+    settings = open_settings(child_db, Overrides.of(data_dir=str(tmp_path / "data-nova"), chroma_url=chroma_url,
+                                                    persona_dir=str(tmp_path / "personas" / "nova")))
     index = open_memory_index(child_db, settings)  # the embedder `run.py` uses, as the spawn did
     try:
         assert index.chroma_database == child_database and index.collection.count() == report["vectors"]
