@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeAlias, Unpack
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Column, Row, Select, bindparam, func, select
+from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Message
 from memory.repositories.base import Repo, prepared
+
+# A message as the tick reads it (recent thoughts, the timeline): a plain row of the columns a `Message` loads at
+# once (not the deferred reflex details), by the same names — read only, never changed through it.
+MessageLine: TypeAlias = "Row[Unpack[tuple[Any, ...]]]"
 
 # What a thread's history shows, oldest first. Anchors stand for whole child threads.
 TIMELINE_KINDS = ("response", "stagnation_record", "step", "stelis_anchor")
@@ -43,6 +48,31 @@ def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select
     return q.order_by(Message.id.desc()).limit(bindparam("last")) if last else q.order_by(Message.id)
 
 
+def _line_columns() -> list[Column[Any]]:
+    deferred = {prop.key for prop in sa_inspect(Message).column_attrs if prop.deferred}
+    return [column for column in Message.__table__.columns if column.key not in deferred]
+
+
+@prepared
+def _newest_lines(kinds: tuple[str, ...]) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_newest` as plain rows."""
+    c = Message.__table__.c
+    return (select(*_line_columns()).where(c.thread_id == bindparam("thread_id"), c.kind.in_(kinds))
+            .order_by(c.id.desc()).limit(bindparam("limit")))
+
+
+@prepared
+def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_thread_log` as plain rows."""
+    c = Message.__table__.c
+    q = select(*_line_columns()).where(c.thread_id == bindparam("thread_id"))
+    if upto:
+        q = q.where(c.id <= bindparam("upto_id"))
+    if kinds is not None:
+        q = q.where(c.kind.in_(kinds))
+    return q.order_by(c.id.desc()).limit(bindparam("last")) if last else q.order_by(c.id)
+
+
 class MessageRepo(Repo):
     def upsert(self, dedup_key: str, **fields: Any) -> Message:
         """Insert, or update the row with this key (a node re-run after a kill writes once)."""
@@ -62,6 +92,11 @@ class MessageRepo(Repo):
     def recent(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
         """The last `limit` messages of these kinds, oldest first."""
         rows = self.session.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
+        return list(reversed(rows))
+
+    def recent_lines(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[MessageLine]:
+        """`recent` as plain rows (`MessageLine`), for a reader of the tick's hot path."""
+        rows = self.core(_newest_lines(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
     def newest_id(self) -> int:
@@ -98,6 +133,13 @@ class MessageRepo(Repo):
         """A thread's messages oldest first: all of them, or those up to `upto_id`, or the `last` N."""
         q = _thread_log(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
         rows = self.session.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
+        return list(reversed(rows)) if last is not None else list(rows)
+
+    def log_lines(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
+                  last: int | None = None) -> list[MessageLine]:
+        """`log` as plain rows (`MessageLine`), for a reader of the tick's hot path."""
+        q = _log_lines(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
+        rows = self.core(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
         return list(reversed(rows)) if last is not None else list(rows)
 
     def _oldest_first(self, q: Select[Message], last: int | None) -> list[Message]:
