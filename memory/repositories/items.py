@@ -61,18 +61,19 @@ def _refs(column: str) -> Select[str, Any]:
 
 @prepared
 def _journal_head() -> Select[int | None]:
-    return select(func.max(MemoryJournal.id))
+    return select(func.max(MemoryJournal.__table__.c.id))  # Core, as the two below: one number or ids back
 
 
 @prepared
 def _changed_since() -> Select[int]:
-    return select(MemoryJournal.item_id).where(MemoryJournal.id > bindparam("after"),
-                                               MemoryJournal.id <= bindparam("upto")).distinct()
+    c = MemoryJournal.__table__.c
+    return select(c.item_id).where(c.id > bindparam("after"), c.id <= bindparam("upto")).distinct()
 
 
 @prepared
 def _any_active(tiers: tuple[str, ...]) -> Select[int]:
-    return select(MemoryItem.id).where(MemoryItem.status == "active", MemoryItem.tier.in_(tiers)).limit(1)
+    c = MemoryItem.__table__.c
+    return select(c.id).where(c.status == "active", c.tier.in_(tiers)).limit(1)
 
 
 class MemoryItemRepo(Repo):
@@ -268,14 +269,14 @@ class MemoryItemRepo(Repo):
         return self.session.scalar(select(func.max(MemoryItem.id))) or 0
 
     def journal_head(self) -> int:
-        return self.session.scalar(_journal_head()) or 0
+        return self.core(_journal_head()).scalar() or 0
 
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
-        return list(self.session.scalars(_changed_since(), {"after": journal_id, "upto": upto}).all())
+        return list(self.core(_changed_since(), {"after": journal_id, "upto": upto}).scalars().all())
 
     def any_active(self, tiers: Iterable[str]) -> bool:
         """Whether any active item of these tiers exists (an index lookup, where `sample` sorts them all)."""
-        return self.session.scalar(_any_active(tuple(tiers))) is not None
+        return self.core(_any_active(tuple(tiers))).scalar() is not None
 
     def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
         """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""
