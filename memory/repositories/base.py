@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar, Unpack, cast
 
-from sqlalchemy import JSON, CursorResult, Executable, Result
+from sqlalchemy import JSON, CursorResult, Executable, Result, Table
 from sqlalchemy.orm import Session
 
 from memory.models import Base, utcnow
@@ -36,6 +36,11 @@ def matched(result: Result[Unpack[tuple[Any, ...]]]) -> int:
     return cast("CursorResult[Unpack[tuple[Any, ...]]]", result).rowcount
 
 
+def table_of(model: type[Base]) -> Table:
+    """A mapped class's table, for Core statements over it."""
+    return cast(Table, model.__table__)
+
+
 def insert_values(model: type[Base], fields: Mapping[str, Any]) -> dict[str, Any]:
     """`fields` as a Core INSERT of `model`'s table takes them to store what `session.add(model(**fields))` would:
     the ORM leaves a None out of its INSERT (the column's default applies) except in a JSON column (stored as JSON
@@ -46,7 +51,7 @@ def insert_values(model: type[Base], fields: Mapping[str, Any]) -> dict[str, Any
 
 @cache
 def _json_columns(model: type[Base]) -> frozenset[str]:
-    return frozenset(column.key for column in model.__table__.columns if isinstance(column.type, JSON))
+    return frozenset(column.key for column in table_of(model).columns if isinstance(column.type, JSON))
 
 
 class Repo:

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import Select, func, select
 
 from memory.models import Feed, FeedItem, Note
-from memory.repositories.base import NotFound, Repo, prepared
+from memory.repositories.base import NotFound, Repo, prepared, table_of
 
 FEED_SOURCE = "feed"
 
@@ -17,7 +17,7 @@ FEED_SOURCE = "feed"
 @prepared
 def _unread_count() -> Select[int]:
     """Core: the unread feed notes, counted."""
-    c = Note.__table__.c
+    c = table_of(Note).c
     return select(func.count(c.id)).where(c.source == FEED_SOURCE, c.read.is_(False))
 
 

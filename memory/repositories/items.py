@@ -15,7 +15,7 @@ from typing import Any, TypeAlias, Unpack
 from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, text, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 from memory.repositories.lexical import LexicalRepo, qualified
 from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
@@ -61,18 +61,18 @@ def _refs(column: str) -> Select[str, Any]:
 
 @prepared
 def _journal_head() -> Select[int | None]:
-    return select(func.max(MemoryJournal.__table__.c.id))  # Core, as the two below: one number or ids back
+    return select(func.max(table_of(MemoryJournal).c.id))  # Core, as the two below: one number or ids back
 
 
 @prepared
 def _changed_since() -> Select[int]:
-    c = MemoryJournal.__table__.c
+    c = table_of(MemoryJournal).c
     return select(c.item_id).where(c.id > bindparam("after"), c.id <= bindparam("upto")).distinct()
 
 
 @prepared
 def _any_active(tiers: tuple[str, ...]) -> Select[int]:
-    c = MemoryItem.__table__.c
+    c = table_of(MemoryItem).c
     return select(c.id).where(c.status == "active", c.tier.in_(tiers)).limit(1)
 
 

@@ -8,13 +8,13 @@ from typing import Any
 from sqlalchemy import Insert, Select, bindparam, case, func, insert, select, update
 
 from memory.models import LLMCall, LLMRegistryEntry
-from memory.repositories.base import Repo, insert_values, prepared
+from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
 @prepared
 def _totals(thread: bool, tick: bool) -> Select[int, int, int, float]:
     """Core (the table's columns): plain numbers back."""
-    c = LLMCall.__table__.c
+    c = table_of(LLMCall).c
     q = select(func.count(c.id), func.coalesce(func.sum(c.prompt_tokens), 0),
                func.coalesce(func.sum(c.completion_tokens), 0), func.coalesce(func.sum(c.latency_ms), 0.0))
     if thread:
@@ -26,7 +26,7 @@ def _totals(thread: bool, tick: bool) -> Select[int, int, int, float]:
 
 @prepared
 def _insert_call() -> Insert:
-    return insert(LLMCall.__table__)
+    return insert(table_of(LLMCall))
 
 
 class LLMRegistryRepo(Repo):

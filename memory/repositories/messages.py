@@ -9,7 +9,7 @@ from sqlalchemy import Column, Row, Select, bindparam, func, select
 from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Message
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 # A message as the tick reads it (recent thoughts, the timeline): a plain row of the columns a `Message` loads at
 # once (not the deferred reflex details), by the same names — read only, never changed through it.
@@ -50,13 +50,13 @@ def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select
 
 def _line_columns() -> list[Column[Any]]:
     deferred = {prop.key for prop in sa_inspect(Message).column_attrs if prop.deferred}
-    return [column for column in Message.__table__.columns if column.key not in deferred]
+    return [column for column in table_of(Message).columns if column.key not in deferred]
 
 
 @prepared
 def _newest_lines(kinds: tuple[str, ...]) -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_newest` as plain rows."""
-    c = Message.__table__.c
+    c = table_of(Message).c
     return (select(*_line_columns()).where(c.thread_id == bindparam("thread_id"), c.kind.in_(kinds))
             .order_by(c.id.desc()).limit(bindparam("limit")))
 
@@ -64,7 +64,7 @@ def _newest_lines(kinds: tuple[str, ...]) -> Select[Unpack[tuple[Any, ...]]]:
 @prepared
 def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_thread_log` as plain rows."""
-    c = Message.__table__.c
+    c = table_of(Message).c
     q = select(*_line_columns()).where(c.thread_id == bindparam("thread_id"))
     if upto:
         q = q.where(c.id <= bindparam("upto_id"))

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.models import Thread
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
@@ -24,7 +24,7 @@ def _by_id() -> Select[Thread]:
 
 @prepared
 def _set_tick() -> Update:
-    table = Thread.__table__
+    table = table_of(Thread)
     return update(table).where(table.c.id == bindparam("thread_id")).values(tick=bindparam("new_tick"))
 
 

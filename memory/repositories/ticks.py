@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.models import Tick, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
@@ -25,7 +25,7 @@ def _of_tick() -> Select[Tick]:
 @prepared
 def _update_tick(*columns: str) -> Update:
     """Core: a tick's row (by thread and tick) set to the values given for `columns` when it runs."""
-    table = Tick.__table__
+    table = table_of(Tick)
     return (update(table).where(table.c.thread_id == bindparam("w_thread_id"), table.c.tick == bindparam("w_tick"))
             .values({name: bindparam(f"v_{name}") for name in columns}))
 

@@ -156,9 +156,9 @@ class Escalation:
             else:  # the persona's own strategy: its instruction leads the next thought
                 self._instruct(episode, rows[mechanism].instruction)
         self.repos.strategies.record(added, used=True)
-        self.repos.processes.add("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
-                                 f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
-                                 thread_id=self.state.thread_id)
+        self.repos.processes.note("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
+                                  f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
+                                  thread_id=self.state.thread_id)
         return episode
 
     def _distant(self, items: list[Any]) -> Any:
