@@ -76,6 +76,19 @@ def _any_active(tiers: tuple[str, ...]) -> Select[int]:
     return select(c.id).where(c.status == "active", c.tier.in_(tiers)).limit(1)
 
 
+SAMPLE_COLUMNS = ("id", "tier", "ref", "thread_id", "author", "title", "text", "meta", "created_at")
+
+
+@prepared
+def _sample_lines(tiers: tuple[str, ...], exclude_thread: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `sample`'s query, as plain rows of SAMPLE_COLUMNS."""
+    c = table_of(MemoryItem).c
+    q = select(*(c[name] for name in SAMPLE_COLUMNS)).where(c.tier.in_(tiers), c.status == "active")
+    if exclude_thread:
+        q = q.where((c.thread_id.is_(None)) | (c.thread_id != bindparam("exclude_thread")))
+    return q.order_by(func.random()).limit(bindparam("limit"))
+
+
 class MemoryItemRepo(Repo):
     def _journal(self, item_id: int, op: str, *more: int) -> None:
         """Journal a change to these items, in one statement (the rows are never read back as objects)."""
@@ -284,6 +297,12 @@ class MemoryItemRepo(Repo):
         if exclude_thread is not None:
             q = q.where((MemoryItem.thread_id.is_(None)) | (MemoryItem.thread_id != exclude_thread))
         return list(self.session.scalars(q.order_by(func.random()).limit(limit)).all())
+
+    def sample_lines(self, tiers: Iterable[str], limit: int = 50,
+                     exclude_thread: str | None = None) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """`sample` as plain rows of SAMPLE_COLUMNS (by the same names), for a reader of the tick's hot path."""
+        return list(self.core(_sample_lines(tuple(tiers), exclude_thread is not None),
+                              {"limit": limit, "exclude_thread": exclude_thread}).all())
 
     def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
         q = select(MemoryItem).where(MemoryItem.tier == tier)

@@ -8,24 +8,36 @@ import builtins
 import random
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from typing import Any, Unpack
+
+from sqlalchemy import Row, Select, select
 
 from memory.models import StagnationStrategy, ThinkingMethod
-from memory.repositories.base import NamedRowRepo
+from memory.repositories.base import NamedRowRepo, prepared, table_of
+
+
+@prepared
+def _strategy_lines() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: every strategy as a plain row, oldest first."""
+    table = table_of(StagnationStrategy)
+    return select(table).order_by(table.c.id)
 
 
 class StrategyRepo(NamedRowRepo):
     model, what = StagnationStrategy, "stagnation strategy"
-    def ensure(self, builtins: dict[str, tuple[str, int]]) -> list[StagnationStrategy]:
+    def ensure(self, builtins: dict[str, tuple[str, int]]) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are. Returns the
-        active rows, as `active` would (read in the same query)."""
-        rows = list(self.session.scalars(select(StagnationStrategy).order_by(StagnationStrategy.id)).all())
+        active rows, as `active` would (read in the same query), as plain rows (by the same names: read only — the
+        escalation reads them every tick; `record` counts their uses)."""
+        rows = self.core(_strategy_lines()).all()
         have = {row.name for row in rows}
         added = [StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True, status="active")
                  for name, (klass, cost) in builtins.items() if name not in have]
-        self.session.add_all(added)
-        self.session.flush()
-        return [row for row in rows + added if row.status == "active"]
+        if added:  # the first time only: the new rows are read back with the others
+            self.session.add_all(added)
+            self.session.flush()
+            rows = self.core(_strategy_lines()).all()
+        return [row for row in rows if row.status == "active"]
 
     def active(self) -> list[StagnationStrategy]:
         return list(self.session.scalars(select(StagnationStrategy).where(StagnationStrategy.status == "active")

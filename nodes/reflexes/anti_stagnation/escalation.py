@@ -176,8 +176,8 @@ class Escalation:
 
     def flashback(self, episode: StagnationEpisode) -> None:
         recent = {m.content for m in self._recent_thoughts(20)}
-        items = [i for i in self.repos.items.sample(FLASHBACK_TIERS, 40) if i.text not in recent] or \
-            self.repos.items.sample(FLASHBACK_TIERS, 40)
+        items = [i for i in self.repos.items.sample_lines(FLASHBACK_TIERS, 40) if i.text not in recent] or \
+            self.repos.items.sample_lines(FLASHBACK_TIERS, 40)
         item = self._distant(items)
         when = f"{item.created_at:%Y-%m-%d}" if item.created_at else "earlier"
         episode["stimulus"].append(FLASHBACK_LINE.format(tier=item.tier, when=when, text=item.text[:600]))
@@ -185,7 +185,7 @@ class Escalation:
         _came_from(episode, provenance.of_item(item))
 
     def read_kb(self, episode: StagnationEpisode) -> None:
-        item = self._distant(self.repos.items.sample(["kb"], 20))
+        item = self._distant(self.repos.items.sample_lines(["kb"], 20))
         episode["stimulus"].append(KB_LINE.format(title=item.title or "a document", text=item.text[:800]))
         episode["kb_item"] = item.id
         _came_from(episode, provenance.of_item(item))
