@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypeAlias, Unpack
 
-from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, func, insert, or_, select, text, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo, prepared, table_of
@@ -60,6 +60,24 @@ def _refs(column: str) -> Select[str, Any]:
 
 
 @prepared
+def _journal_rows() -> Insert:
+    return insert(table_of(MemoryJournal))
+
+
+@prepared
+def _touch() -> Update:
+    c = table_of(MemoryItem).c
+    return (update(table_of(MemoryItem)).where(c.id.in_(bindparam("ids", expanding=True)))
+            .values(access_count=c.access_count + 1, last_accessed_at=bindparam("now")))
+
+
+@prepared
+def _ranking_rows(focus: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    columns = [*MemoryItemRepo.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
+    return select(*columns).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
+
+
+@prepared
 def _journal_head() -> Select[int | None]:
     return select(func.max(table_of(MemoryJournal).c.id))  # Core, as the two below: one number or ids back
 
@@ -92,7 +110,7 @@ def _sample_lines(tiers: tuple[str, ...], exclude_thread: bool) -> Select[Unpack
 class MemoryItemRepo(Repo):
     def _journal(self, item_id: int, op: str, *more: int) -> None:
         """Journal a change to these items, in one statement (the rows are never read back as objects)."""
-        self.session.execute(insert(MemoryJournal), [{"item_id": i, "op": op} for i in (item_id, *more)])
+        self.core(_journal_rows(), [{"item_id": i, "op": op} for i in (item_id, *more)])
 
     @property
     def lexical(self) -> LexicalRepo:
@@ -211,12 +229,10 @@ class MemoryItemRepo(Repo):
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
         emotions only with `focus` (decoding JSON is most of the cost)."""
         ids = sorted({int(i) for i in item_ids})
-        columns = [*self.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
         found: dict[int, RankingRow] = {}
-        connection = self.session.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
+        q = _ranking_rows(focus)  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
-            q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
-            found.update({row.id: row for row in connection.execute(q)})
+            found.update({row.id: row for row in self.core(q, {"ids": ids[start:start + 500]})})
         return found
 
     def ranking_page(self, after_id: int, limit: int) -> list[RankingRow]:
@@ -250,8 +266,8 @@ class MemoryItemRepo(Repo):
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)
         if ids:
-            self.session.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
-                           .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
+            self.core(_touch(), {"ids": ids, "now": now})  # Core: counters, no memory history (as the ORM's bulk
+            # UPDATE before it, which no flush saw either)
 
     def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
         """Items that belong in the indexes (not deleted), by id, for building them from scratch."""
@@ -263,14 +279,14 @@ class MemoryItemRepo(Repo):
         refs = list(refs)
         if not refs:
             return {}
-        return dict(self.session.execute(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
+        return dict(self.core(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
 
     def statuses(self, tier: str, refs: Iterable[str | int]) -> dict[str, str]:
         """ref -> the item's status (active | archived | deleted), for the refs of `tier` that have an item."""
         refs = [str(r) for r in refs]
         if not refs:
             return {}
-        return dict(self.session.execute(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
+        return dict(self.core(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
 
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)
