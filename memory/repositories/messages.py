@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeAlias, Unpack
 
-from sqlalchemy import Column, Row, Select, bindparam, func, select
+from sqlalchemy import Column, Insert, Row, Select, bindparam, func, insert, select
 from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Message
-from memory.repositories.base import Repo, prepared, table_of
+from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 # A message as the tick reads it (recent thoughts, the timeline): a plain row of the columns a `Message` loads at
 # once (not the deferred reflex details), by the same names — read only, never changed through it.
@@ -23,6 +23,11 @@ NON_INDEXED_KINDS = ("stelis_anchor",)
 
 def anchor_key(child_id: str) -> str:
     return f"stelis_anchor:{child_id}"
+
+
+@prepared
+def _insert_message() -> Insert:
+    return insert(table_of(Message))
 
 
 @prepared
@@ -79,9 +84,13 @@ class MessageRepo(Repo):
         row = self.session.scalars(_keyed(), {"key": dedup_key}).first()
         return self._upsert(row, Message, {"dedup_key": dedup_key, **fields})
 
-    def add_keyed(self, dedup_key: str, **fields: Any) -> Message:
-        """Insert a row under this key when none can exist yet (`upsert` when one may: a re-run after a kill)."""
-        return self.add(dedup_key=dedup_key, **fields)
+    def add_keyed(self, dedup_key: str, **fields: Any) -> int:
+        """Insert a row under this key when none can exist yet (`upsert` when one may: a re-run after a kill); its
+        id. One Core INSERT (the tick writes its thought with it; the table is no memory history)."""
+        result = self.core(_insert_message(), insert_values(Message, {"dedup_key": dedup_key, **fields}))
+        key = result.inserted_primary_key
+        assert key is not None  # an INSERT of one row
+        return int(key[0])
 
     def add(self, **fields: Any) -> Message:
         row = Message(**fields)

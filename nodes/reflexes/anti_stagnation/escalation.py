@@ -133,7 +133,7 @@ class Escalation:
         recalled = list(self.state.context_report.get("recalled") or [])
         diagnosis = episode.get("diagnosis") or diagnose(self.repos, self.state, episode, recalled)
         rows = {r.name: r for r in self.repos.strategies.ensure(MECHANISMS)}  # the active ones
-        self._methods = self.repos.methods.ensure(THINKING_METHODS)
+        self._methods: list[Any] = self.repos.methods.ensure(THINKING_METHODS)
         chosen: list[str] = []
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
         order = [m for m in episode.get("plan") or [] if m in rows] or \
