@@ -59,10 +59,11 @@ def _line_columns() -> list[Column[Any]]:
 
 
 @prepared
-def _newest_lines(kinds: tuple[str, ...]) -> Select[Unpack[tuple[Any, ...]]]:
-    """Core: `_newest` as plain rows."""
+def _newest_lines(kinds: tuple[str, ...], columns: tuple[str, ...] | None) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_newest` as plain rows (of these columns only, when named)."""
     c = table_of(Message).c
-    return (select(*_line_columns()).where(c.thread_id == bindparam("thread_id"), c.kind.in_(kinds))
+    shown = _line_columns() if columns is None else [c[name] for name in columns]
+    return (select(*shown).where(c.thread_id == bindparam("thread_id"), c.kind.in_(kinds))
             .order_by(c.id.desc()).limit(bindparam("limit")))
 
 
@@ -103,9 +104,11 @@ class MessageRepo(Repo):
         rows = self.session.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
-    def recent_lines(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[MessageLine]:
-        """`recent` as plain rows (`MessageLine`), for a reader of the tick's hot path."""
-        rows = self.core(_newest_lines(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
+    def recent_lines(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",),
+                     columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+        """`recent` as plain rows (`MessageLine`), for a reader of the tick's hot path; `columns`: only these (a
+        JSON column costs a decode per row)."""
+        rows = self.core(_newest_lines(tuple(kinds), columns), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
     def newest_id(self) -> int:

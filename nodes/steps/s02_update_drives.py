@@ -157,7 +157,7 @@ def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | No
     if not questions:
         repos.config.resolution_note_pointer = notes[-1].id
         return None
-    replies = [m.content for m in repos.messages.recent_lines(thread_id, 2)]  # the notes were read (answered) last tick
+    replies = [m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were read (answered) last tick
     user = services.settings.user_name
     conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
                              [f"{services.persona.display_name}: {r[-600:]}" for r in replies])

@@ -236,7 +236,8 @@ class Escalation:
     def _recent_thoughts(self, n: int) -> list[Any]:
         """The thread's last `n` thoughts (at most INTEREST_RECENT), read once for every mechanism that asks."""
         if getattr(self, "_recent", None) is None:
-            self._recent = self.repos.messages.recent_lines(self.state.thread_id, max(n, INTEREST_RECENT))
+            self._recent = self.repos.messages.recent_lines(self.state.thread_id, max(n, INTEREST_RECENT),
+                                                            columns=("id", "content", "tags"))
         return self._recent[-n:]
 
     def _active_methods(self) -> list[Any]:
