@@ -279,14 +279,14 @@ class MemoryItemRepo(Repo):
         refs = list(refs)
         if not refs:
             return {}
-        return dict(self.core(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
+        return {ref: item_id for ref, item_id in self.core(_refs("id"), {"tier": tier, "refs": refs})}
 
     def statuses(self, tier: str, refs: Iterable[str | int]) -> dict[str, str]:
         """ref -> the item's status (active | archived | deleted), for the refs of `tier` that have an item."""
         refs = [str(r) for r in refs]
         if not refs:
             return {}
-        return dict(self.core(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
+        return {ref: status for ref, status in self.core(_refs("status"), {"tier": tier, "refs": refs})}
 
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)

@@ -152,8 +152,9 @@ class LexicalRepo(Repo):
             return {}
         if self._sqlite:
             marks = ", ".join(f":t{n}" for n in range(len(terms)))
-            got: dict[str, int] = dict(self._conn.execute(text(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
-                                          {f"t{n}": t for n, t in enumerate(terms)}).tuples().all())
+            got: dict[str, int] = {term: doc for term, doc in self._conn.execute(
+                text(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
+                {f"t{n}": t for n, t in enumerate(terms)})}
             return {t: int(got.get(t, 0)) for t in terms}
         found = {}
         for term in terms:
