@@ -120,12 +120,11 @@ class MemoryItemRepo(Repo):
     def vectors(self) -> VectorRepo:
         return VectorRepo(self.session)
 
-    def _index_text(self, item: MemoryItem) -> None:
-        """Write the item's full-text document (its words and its neighbours')."""
-        self.lexical.put(item.id, *lexical_document(created_at=item.created_at, author=item.author or "",
-                                                     title=item.title or "", text=item.text or "",
-                                                     context_before=item.context_before or "",
-                                                     context_after=item.context_after or ""))
+    def _index_texts(self, items: Iterable[MemoryItem]) -> None:
+        """Write the items' full-text documents (their words and their neighbours'), in one statement per kind."""
+        self.lexical.put_many([(item.id, *lexical_document(
+            created_at=item.created_at, author=item.author or "", title=item.title or "", text=item.text or "",
+            context_before=item.context_before or "", context_after=item.context_after or "")) for item in items])
 
     def get(self, item_id: int) -> MemoryItem | None:
         return self.session.get(MemoryItem, item_id)
@@ -177,8 +176,7 @@ class MemoryItemRepo(Repo):
             self.session.add(item)
         self.session.flush()
         self._journal(item.id, "upsert", *(row.id for row in changed))
-        for row in (*changed, item):
-            self._index_text(row)  # the full-text documents, in this transaction
+        self._index_texts((*changed, item))  # the full-text documents, in this transaction
         return item
 
     def last_of(self, episode: str) -> MemoryItem | None:
