@@ -89,7 +89,7 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
     details["boredom"] = {"idle_hours": round(idle_hours, 2), "last_interaction": last.isoformat() if last else None}
 
     weighted = []
-    for q in repos.questions.open():
+    for q in repos.questions.open_lines():
         age_days = max(0.0, (now - _aware(q.created_at, now)).total_seconds() / 86400)
         weighted.append((q.priority * 0.5 ** (age_days / settings.question_half_life_days), q))
     weighted.sort(key=lambda pair: pair[0], reverse=True)

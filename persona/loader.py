@@ -7,7 +7,9 @@ files past the total are dropped and listed in `Persona.truncated`; skills: see 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,14 @@ class PersonaError(ValueError):
 
 
 def default_persona_dir() -> Path:
-    return Path(__file__).resolve().parent / "default"
+    return _default_dirs()[0]
+
+
+@cache
+def _default_dirs() -> tuple[Path, Path]:
+    """The shipped persona's directory, and it resolved (asked every tick: `refresh_persona`)."""
+    directory = Path(__file__).resolve().parent / "default"
+    return directory, directory.resolve()
 
 
 def cap_text(text: str, cap: int = FILE_CAP) -> tuple[str, bool]:
@@ -92,24 +101,26 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def skill_directories(root: Path, config: dict[str, Any]) -> list[Path]:
     """The shipped skills, then the persona's own, then config `skills_dirs` (relative to the persona)."""
-    dirs = [default_persona_dir() / "skills"]
-    if root.resolve() != default_persona_dir().resolve():
+    shipped, resolved = _default_dirs()
+    dirs = [shipped / "skills"]
+    if root.resolve() != resolved:
         dirs.append(root / "skills")
     dirs += [(root / d) for d in config.get("skills_dirs") or []]
     return dirs
 
 
 def _signature(root: Path, config: dict[str, Any]) -> tuple[tuple[str, int | None, int | None], ...]:
-    paths = [root / n for n in (*BOOTSTRAP_ORDER, "seed.txt", "config.yaml", "ethics.yaml")]
+    base = str(root)
+    paths = [os.path.join(base, n) for n in (*BOOTSTRAP_ORDER, "seed.txt", "config.yaml", "ethics.yaml")]
     for directory in skill_directories(root, config):
-        paths += sorted(directory.glob("*/SKILL.md")) if directory.is_dir() else []
+        paths += [str(p) for p in sorted(directory.glob("*/SKILL.md"))] if directory.is_dir() else []
     stats: list[tuple[str, int | None, int | None]] = []
-    for path in paths:
+    for path in paths:  # plain strings and os.stat: asked every tick
         try:
-            st = path.stat()
-            stats.append((str(path), st.st_mtime_ns, st.st_size))
+            st = os.stat(path)
+            stats.append((path, st.st_mtime_ns, st.st_size))
         except FileNotFoundError:
-            stats.append((str(path), None, None))
+            stats.append((path, None, None))
     return tuple(stats)
 
 

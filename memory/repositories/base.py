@@ -4,11 +4,11 @@ memory/repositories/tiered.py (the catalogue's repository is built on this modul
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar, Unpack, cast
 
-from sqlalchemy import CursorResult, Result
+from sqlalchemy import JSON, CursorResult, Executable, Result, Table
 from sqlalchemy.orm import Session
 
 from memory.models import Base, utcnow
@@ -36,9 +36,38 @@ def matched(result: Result[Unpack[tuple[Any, ...]]]) -> int:
     return cast("CursorResult[Unpack[tuple[Any, ...]]]", result).rowcount
 
 
+def table_of(model: type[Base]) -> Table:
+    """A mapped class's table, for Core statements over it."""
+    return cast(Table, model.__table__)
+
+
+def insert_values(model: type[Base], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`fields` as a Core INSERT of `model`'s table takes them to store what `session.add(model(**fields))` would:
+    the ORM leaves a None out of its INSERT (the column's default applies) except in a JSON column (stored as JSON
+    null), so the same Nones are left out here."""
+    json_columns = _json_columns(model)
+    return {key: value for key, value in fields.items() if value is not None or key in json_columns}
+
+
+@cache
+def _json_columns(model: type[Base]) -> frozenset[str]:
+    return frozenset(column.key for column in table_of(model).columns if isinstance(column.type, JSON))
+
+
 class Repo:
     def __init__(self, session: Session):
         self.session = session
+
+    def core(self, statement: Executable,
+             params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None) -> CursorResult[Unpack[tuple[Any, ...]]]:
+        """A Core statement (over a table, not a mapped class) in the unit's transaction, without the ORM around it:
+        no objects loaded or synchronised, plain rows back — for the tick's hot statements, whose rows are only
+        read. What the unit has pending is flushed first, as an ORM statement's autoflush would (so the memory
+        history's flush listener sees the same changes). Never for a table whose writes are memory history
+        (memory/history.py listens to the ORM's flushes only)."""
+        session = self.session
+        session._autoflush()
+        return session.connection().execute(statement, params)
 
     def _upsert(self, row: M | None, model: type[M], fields: dict[str, Any]) -> M:
         """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""

@@ -64,7 +64,8 @@ class ConceptRepo(StatusTierRepo[Concept]):
         ids = list(concept_ids)
         if not ids:
             return {}
-        return dict(self.session.execute(select(Concept.id, Concept.name).where(Concept.id.in_(ids))).tuples().all())
+        return {concept_id: name for concept_id, name in
+                self.session.execute(select(Concept.id, Concept.name).where(Concept.id.in_(ids)))}
 
     def update(self, concept_id: int, **fields: Any) -> Concept:
         concept = self.get(concept_id)

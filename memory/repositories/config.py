@@ -14,18 +14,42 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import Select, bindparam, or_, select
+from dataclasses import dataclass
+
+from sqlalchemy import Insert, Select, Update, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from memory.models import ConfigEntry, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
 @prepared
-def _keys(prefixes: tuple[str, ...]) -> Select[ConfigEntry]:
-    """These keys, and every key under `prefixes` (a few fixed prefixes: one statement for each set of them)."""
-    return select(ConfigEntry).where(or_(ConfigEntry.key.in_(bindparam("keys", expanding=True)),
-                                         *(ConfigEntry.key.startswith(p, autoescape=True) for p in prefixes)))
+def _keys(prefixes: tuple[str, ...]) -> Select[str, Any]:
+    """These keys, and every key under `prefixes` (a few fixed prefixes: one statement for each set of them). Core,
+    as the writes below: the table is read and written by key, never as objects (and is no memory history)."""
+    c = table_of(ConfigEntry).c
+    return select(c.key, c.value).where(or_(c.key.in_(bindparam("keys", expanding=True)),
+                                            *(c.key.startswith(p, autoescape=True) for p in prefixes)))
+
+
+@prepared
+def _insert_entry() -> Insert:
+    return insert(table_of(ConfigEntry))
+
+
+@prepared
+def _update_entry() -> Update:
+    table = table_of(ConfigEntry)
+    return (update(table).where(table.c.key == bindparam("entry_key"))
+            .values(value=bindparam("new_value"), updated_at=bindparam("at")))
+
+
+@dataclass
+class Entry:
+    """A key's value as this unit of work read or wrote it."""
+
+    key: str
+    value: Any
 
 
 # ---- the keys (nowhere else) ---------------------------------------------------------------------------------
@@ -76,10 +100,10 @@ def inherited_by_child(key: str, *, trained: bool) -> bool:
 class ConfigRepo(Repo):
     def __init__(self, session: Session) -> None:
         super().__init__(session)
-        self._rows: dict[str, ConfigEntry | None] = {}  # this transaction's reads: key -> row (None: absent)
+        self._rows: dict[str, Entry | None] = {}  # this transaction's reads and writes: key -> entry (None: absent)
         self._prefixes: set[str] = set()  # prefixes whose every key is in `_rows`
 
-    def _row(self, key: str) -> ConfigEntry | None:
+    def _row(self, key: str) -> Entry | None:
         if key not in self._rows:
             self.preload(key)
         return self._rows[key]
@@ -90,8 +114,8 @@ class ConfigRepo(Repo):
         prefixes = tuple(p for p in prefixes if p not in self._prefixes)
         if not wanted and not prefixes:
             return
-        for row in self.session.scalars(_keys(prefixes), {"keys": wanted}).all():
-            self._rows[row.key] = row
+        for key, value in self.core(_keys(prefixes), {"keys": wanted}).all():
+            self._rows[key] = Entry(key, value)
         for key in wanted:
             self._rows.setdefault(key, None)
         self._prefixes.update(prefixes)
@@ -103,14 +127,13 @@ class ConfigRepo(Repo):
     def set(self, key: str, value: Any) -> None:
         row = self._row(key)
         if row is None:
-            row = self._rows[key] = ConfigEntry(key=key, value=value)
-            self.session.add(row)
+            self.core(_insert_entry(), insert_values(ConfigEntry, {"key": key, "value": value}))
+            self._rows[key] = Entry(key, value)
         elif row.value == value:
             return
         else:
+            self.core(_update_entry(), {"entry_key": key, "new_value": value, "at": utcnow()})
             row.value = value
-            row.updated_at = utcnow()
-        self.session.flush()
 
     def many(self, *keys: str) -> dict[str, Any]:
         """Several keys in one query (absent ones are None)."""

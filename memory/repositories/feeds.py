@@ -6,12 +6,27 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 
 from memory.models import Feed, FeedItem, Note
-from memory.repositories.base import NotFound, Repo
+from memory.repositories.base import NotFound, Repo, prepared, table_of
 
 FEED_SOURCE = "feed"
+
+
+@prepared
+def _unread_count() -> Select[int]:
+    """Core: the unread feed notes, counted."""
+    c = table_of(Note).c
+    return select(func.count(c.id)).where(c.source == FEED_SOURCE, c.read.is_(False))
+
+
+@prepared
+def _feeds(active_only: bool) -> Select[Feed]:
+    q = select(Feed)
+    if active_only:
+        q = q.where(Feed.status == "active")
+    return q.order_by(Feed.id)
 
 
 class FeedRepo(Repo):
@@ -37,10 +52,7 @@ class FeedRepo(Repo):
         return self.session.scalars(select(Feed).where(Feed.url == url)).first()
 
     def list(self, *, active_only: bool = True) -> list[Feed]:
-        q = select(Feed)
-        if active_only:
-            q = q.where(Feed.status == "active")
-        return list(self.session.scalars(q.order_by(Feed.id)).all())
+        return list(self.session.scalars(_feeds(active_only)).all())
 
     def unsubscribe(self, feed_id: int) -> Feed:
         row = self.get(feed_id)
@@ -81,7 +93,7 @@ class FeedRepo(Repo):
                                    .order_by(Note.id.desc()).limit(limit)).all())
 
     def unread_count(self) -> int:
-        return self.session.scalar(select(func.count(Note.id)).where(Note.source == FEED_SOURCE, Note.read.is_(False))) or 0
+        return self.core(_unread_count()).scalar() or 0
 
     def find(self, ref: str | int) -> Feed:
         """A feed by id, URL or name."""

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypeAlias, Unpack
 
-from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, func, insert, or_, select, update
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 from memory.repositories.lexical import LexicalRepo, qualified
 from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
@@ -60,25 +60,57 @@ def _refs(column: str) -> Select[str, Any]:
 
 
 @prepared
+def _journal_rows() -> Insert:
+    return insert(table_of(MemoryJournal))
+
+
+@prepared
+def _touch() -> Update:
+    c = table_of(MemoryItem).c
+    return (update(table_of(MemoryItem)).where(c.id.in_(bindparam("ids", expanding=True)))
+            .values(access_count=c.access_count + 1, last_accessed_at=bindparam("now")))
+
+
+@prepared
+def _ranking_rows(focus: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    columns = [*MemoryItemRepo.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
+    return select(*columns).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
+
+
+@prepared
 def _journal_head() -> Select[int | None]:
-    return select(func.max(MemoryJournal.id))
+    return select(func.max(table_of(MemoryJournal).c.id))  # Core, as the two below: one number or ids back
 
 
 @prepared
 def _changed_since() -> Select[int]:
-    return select(MemoryJournal.item_id).where(MemoryJournal.id > bindparam("after"),
-                                               MemoryJournal.id <= bindparam("upto")).distinct()
+    c = table_of(MemoryJournal).c
+    return select(c.item_id).where(c.id > bindparam("after"), c.id <= bindparam("upto")).distinct()
 
 
 @prepared
 def _any_active(tiers: tuple[str, ...]) -> Select[int]:
-    return select(MemoryItem.id).where(MemoryItem.status == "active", MemoryItem.tier.in_(tiers)).limit(1)
+    c = table_of(MemoryItem).c
+    return select(c.id).where(c.status == "active", c.tier.in_(tiers)).limit(1)
+
+
+SAMPLE_COLUMNS = ("id", "tier", "ref", "thread_id", "author", "title", "text", "meta", "created_at")
+
+
+@prepared
+def _sample_lines(tiers: tuple[str, ...], exclude_thread: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `sample`'s query, as plain rows of SAMPLE_COLUMNS."""
+    c = table_of(MemoryItem).c
+    q = select(*(c[name] for name in SAMPLE_COLUMNS)).where(c.tier.in_(tiers), c.status == "active")
+    if exclude_thread:
+        q = q.where((c.thread_id.is_(None)) | (c.thread_id != bindparam("exclude_thread")))
+    return q.order_by(func.random()).limit(bindparam("limit"))
 
 
 class MemoryItemRepo(Repo):
     def _journal(self, item_id: int, op: str, *more: int) -> None:
         """Journal a change to these items, in one statement (the rows are never read back as objects)."""
-        self.session.execute(insert(MemoryJournal), [{"item_id": i, "op": op} for i in (item_id, *more)])
+        self.core(_journal_rows(), [{"item_id": i, "op": op} for i in (item_id, *more)])
 
     @property
     def lexical(self) -> LexicalRepo:
@@ -88,12 +120,11 @@ class MemoryItemRepo(Repo):
     def vectors(self) -> VectorRepo:
         return VectorRepo(self.session)
 
-    def _index_text(self, item: MemoryItem) -> None:
-        """Write the item's full-text document (its words and its neighbours')."""
-        self.lexical.put(item.id, *lexical_document(created_at=item.created_at, author=item.author or "",
-                                                     title=item.title or "", text=item.text or "",
-                                                     context_before=item.context_before or "",
-                                                     context_after=item.context_after or ""))
+    def _index_texts(self, items: Iterable[MemoryItem]) -> None:
+        """Write the items' full-text documents (their words and their neighbours'), in one statement per kind."""
+        self.lexical.put_many([(item.id, *lexical_document(
+            created_at=item.created_at, author=item.author or "", title=item.title or "", text=item.text or "",
+            context_before=item.context_before or "", context_after=item.context_after or "")) for item in items])
 
     def get(self, item_id: int) -> MemoryItem | None:
         return self.session.get(MemoryItem, item_id)
@@ -145,8 +176,7 @@ class MemoryItemRepo(Repo):
             self.session.add(item)
         self.session.flush()
         self._journal(item.id, "upsert", *(row.id for row in changed))
-        for row in (*changed, item):
-            self._index_text(row)  # the full-text documents, in this transaction
+        self._index_texts((*changed, item))  # the full-text documents, in this transaction
         return item
 
     def last_of(self, episode: str) -> MemoryItem | None:
@@ -197,12 +227,10 @@ class MemoryItemRepo(Repo):
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
         emotions only with `focus` (decoding JSON is most of the cost)."""
         ids = sorted({int(i) for i in item_ids})
-        columns = [*self.RANKING_COLUMNS, *((MemoryItem.tags, MemoryItem.emotions) if focus else ())]
         found: dict[int, RankingRow] = {}
-        connection = self.session.connection()  # Core rows: no ORM bookkeeping for hundreds of rows a query
+        q = _ranking_rows(focus)  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
-            q = select(*columns).where(MemoryItem.id.in_(ids[start:start + 500]))
-            found.update({row.id: row for row in connection.execute(q)})
+            found.update({row.id: row for row in self.core(q, {"ids": ids[start:start + 500]})})
         return found
 
     def ranking_page(self, after_id: int, limit: int) -> list[RankingRow]:
@@ -236,8 +264,8 @@ class MemoryItemRepo(Repo):
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)
         if ids:
-            self.session.execute(update(MemoryItem).where(MemoryItem.id.in_(ids))
-                           .values(access_count=MemoryItem.access_count + 1, last_accessed_at=now))
+            self.core(_touch(), {"ids": ids, "now": now})  # Core: counters, no memory history (as the ORM's bulk
+            # UPDATE before it, which no flush saw either)
 
     def indexed(self, after_id: int = 0, limit: int | None = 5000) -> list[MemoryItem]:
         """Items that belong in the indexes (not deleted), by id, for building them from scratch."""
@@ -249,14 +277,14 @@ class MemoryItemRepo(Repo):
         refs = list(refs)
         if not refs:
             return {}
-        return dict(self.session.execute(_refs("id"), {"tier": tier, "refs": refs}).tuples().all())
+        return {ref: item_id for ref, item_id in self.core(_refs("id"), {"tier": tier, "refs": refs})}
 
     def statuses(self, tier: str, refs: Iterable[str | int]) -> dict[str, str]:
         """ref -> the item's status (active | archived | deleted), for the refs of `tier` that have an item."""
         refs = [str(r) for r in refs]
         if not refs:
             return {}
-        return dict(self.session.execute(_refs("status"), {"tier": tier, "refs": refs}).tuples().all())
+        return {ref: status for ref, status in self.core(_refs("status"), {"tier": tier, "refs": refs})}
 
     def ids_of(self, tier: str, refs: Iterable[str]) -> set[int]:
         refs = list(refs)
@@ -268,14 +296,14 @@ class MemoryItemRepo(Repo):
         return self.session.scalar(select(func.max(MemoryItem.id))) or 0
 
     def journal_head(self) -> int:
-        return self.session.scalar(_journal_head()) or 0
+        return self.core(_journal_head()).scalar() or 0
 
     def changed_since(self, journal_id: int, upto: int) -> list[int]:
-        return list(self.session.scalars(_changed_since(), {"after": journal_id, "upto": upto}).all())
+        return list(self.core(_changed_since(), {"after": journal_id, "upto": upto}).scalars().all())
 
     def any_active(self, tiers: Iterable[str]) -> bool:
         """Whether any active item of these tiers exists (an index lookup, where `sample` sorts them all)."""
-        return self.session.scalar(_any_active(tuple(tiers))) is not None
+        return self.core(_any_active(tuple(tiers))).scalar() is not None
 
     def sample(self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None) -> list[MemoryItem]:
         """A random handful of active items of these tiers (flashbacks, knowledge-base stimuli)."""
@@ -283,6 +311,12 @@ class MemoryItemRepo(Repo):
         if exclude_thread is not None:
             q = q.where((MemoryItem.thread_id.is_(None)) | (MemoryItem.thread_id != exclude_thread))
         return list(self.session.scalars(q.order_by(func.random()).limit(limit)).all())
+
+    def sample_lines(self, tiers: Iterable[str], limit: int = 50,
+                     exclude_thread: str | None = None) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """`sample` as plain rows of SAMPLE_COLUMNS (by the same names), for a reader of the tick's hot path."""
+        return list(self.core(_sample_lines(tuple(tiers), exclude_thread is not None),
+                              {"limit": limit, "exclude_thread": exclude_thread}).all())
 
     def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
         q = select(MemoryItem).where(MemoryItem.tier == tier)

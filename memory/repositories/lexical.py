@@ -20,7 +20,9 @@ import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from sqlalchemy import Connection, text
+from functools import lru_cache
+
+from sqlalchemy import Connection, TextClause, text
 from sqlalchemy.orm import Session
 
 from memory.repositories.base import Repo
@@ -29,6 +31,12 @@ from memory.text import lexical_document
 log = logging.getLogger(__name__)
 
 TABLE = "memory_fts"
+
+
+@lru_cache(maxsize=512)
+def _sql(statement: str) -> TextClause:
+    """A fixed-shape statement's `text()`, built (its bound names parsed) once: the tick runs several."""
+    return text(statement)
 BACKFILL_PAGE = 2000
 
 
@@ -115,10 +123,10 @@ class LexicalRepo(Repo):
         if not rows:
             return
         if self._sqlite:  # an FTS5 table has no upsert: replace the row
-            self._conn.execute(text(f"DELETE FROM {self._table} WHERE rowid = :id"), rows)
-            self._conn.execute(text(f"INSERT INTO {self._table}(rowid, own, context) VALUES (:id, :own, :context)"), rows)
+            self._conn.execute(_sql(f"DELETE FROM {self._table} WHERE rowid = :id"), rows)
+            self._conn.execute(_sql(f"INSERT INTO {self._table}(rowid, own, context) VALUES (:id, :own, :context)"), rows)
             return
-        self._conn.execute(text(
+        self._conn.execute(_sql(
             f"INSERT INTO {self._table} (item_id, own, context, document) VALUES (:id, :own, :context, "
             "setweight(to_tsvector('simple', :own), 'A') || setweight(to_tsvector('simple', :context), 'B')) "
             "ON CONFLICT (item_id) DO UPDATE SET own = EXCLUDED.own, context = EXCLUDED.context, "
@@ -126,12 +134,12 @@ class LexicalRepo(Repo):
 
     def remove(self, item_id: int) -> None:
         key = "rowid" if self._sqlite else "item_id"
-        self._conn.execute(text(f"DELETE FROM {self._table} WHERE {key} = :id"), {"id": int(item_id)})
+        self._conn.execute(_sql(f"DELETE FROM {self._table} WHERE {key} = :id"), {"id": int(item_id)})
 
     # ---- reads -------------------------------------------------------------------------------------------
 
     def count(self) -> int:
-        return int(self._conn.execute(text(f"SELECT count(*) FROM {self._table}")).scalar() or 0)
+        return int(self._conn.execute(_sql(f"SELECT count(*) FROM {self._table}")).scalar() or 0)
 
     def documents(self, item_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
         """item id -> (own tokens, context tokens), space-separated."""
@@ -152,12 +160,13 @@ class LexicalRepo(Repo):
             return {}
         if self._sqlite:
             marks = ", ".join(f":t{n}" for n in range(len(terms)))
-            got: dict[str, int] = dict(self._conn.execute(text(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
-                                          {f"t{n}": t for n, t in enumerate(terms)}).tuples().all())
+            got: dict[str, int] = {term: doc for term, doc in self._conn.execute(
+                _sql(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
+                {f"t{n}": t for n, t in enumerate(terms)})}
             return {t: int(got.get(t, 0)) for t in terms}
         found = {}
         for term in terms:
-            found[term] = int(self._conn.execute(text(
+            found[term] = int(self._conn.execute(_sql(
                 f"SELECT count(*) FROM (SELECT 1 FROM {self._table} WHERE document @@ to_tsquery('simple', :t) LIMIT :cap) m"),
                 {"t": _tsquery_term(term), "cap": cap}).scalar() or 0)
         return found
@@ -170,11 +179,11 @@ class LexicalRepo(Repo):
             return []
         if self._sqlite:
             query = " OR ".join(f'"{t}"' for t in terms)
-            rows = self._conn.execute(text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q "
+            rows = self._conn.execute(_sql(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q "
                                            f"ORDER BY bm25({TABLE}, 1.0, 0.5) LIMIT :n"), {"q": query, "n": limit})
         else:
             query = " | ".join(_tsquery_term(t) for t in terms)
-            rows = self._conn.execute(text(
+            rows = self._conn.execute(_sql(
                 f"SELECT item_id FROM {self._table}, to_tsquery('simple', :q) query WHERE document @@ query "
                 "ORDER BY ts_rank('{0.1, 0.2, 0.5, 1.0}', document, query, 1) DESC LIMIT :n"), {"q": query, "n": limit})
         return [int(r[0]) for r in rows]
@@ -184,12 +193,12 @@ class LexicalRepo(Repo):
         uniformly from the catalogue's id range and kept when they are live, so the cost follows the sample, not the
         corpus (`ORDER BY random()` sorts every row: 80 ms of a restarted persona's first search at 100k)."""
         items = qualified(self._conn, "memory_items")
-        low, high = self._conn.execute(text(f"SELECT min(id), max(id) FROM {items}")).one()
+        low, high = self._conn.execute(_sql(f"SELECT min(id), max(id) FROM {items}")).one()
         if low is None:
             return {}
         span, size = high - low + 1, int(size)
         if span <= 4 * size:  # a small catalogue: draw from all of it
-            ids = [int(r[0]) for r in self._conn.execute(text(
+            ids = [int(r[0]) for r in self._conn.execute(_sql(
                 f"SELECT id FROM {items} WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": size})]
             return self.documents(ids)
         rng, drawn, live = random.Random(), set[int](), list[int]()

@@ -5,21 +5,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Select, bindparam, case, func, select, update
+from sqlalchemy import Insert, Select, bindparam, case, func, insert, select, update
 
 from memory.models import LLMCall, LLMRegistryEntry
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
 @prepared
 def _totals(thread: bool, tick: bool) -> Select[int, int, int, float]:
-    q = select(func.count(LLMCall.id), func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
-               func.coalesce(func.sum(LLMCall.completion_tokens), 0), func.coalesce(func.sum(LLMCall.latency_ms), 0.0))
+    """Core (the table's columns): plain numbers back."""
+    c = table_of(LLMCall).c
+    q = select(func.count(c.id), func.coalesce(func.sum(c.prompt_tokens), 0),
+               func.coalesce(func.sum(c.completion_tokens), 0), func.coalesce(func.sum(c.latency_ms), 0.0))
     if thread:
-        q = q.where(LLMCall.thread_id == bindparam("thread_id"))
+        q = q.where(c.thread_id == bindparam("thread_id"))
     if tick:
-        q = q.where(LLMCall.tick == bindparam("tick"))
+        q = q.where(c.tick == bindparam("tick"))
     return q
+
+
+@prepared
+def _insert_call() -> Insert:
+    return insert(table_of(LLMCall))
 
 
 class LLMRegistryRepo(Repo):
@@ -49,8 +56,12 @@ class LLMCallRepo(Repo):
         self.session.flush()
         return row
 
+    def record(self, **fields: Any) -> None:
+        """One call's accounting, as `add` stores it, in one Core INSERT (a tick records every call it makes)."""
+        self.core(_insert_call(), insert_values(LLMCall, fields))
+
     def totals(self, thread_id: str | None = None, tick: int | None = None) -> dict[str, float]:
-        calls, prompt, completion, ms = self.session.execute(_totals(thread_id is not None, tick is not None),
+        calls, prompt, completion, ms = self.core(_totals(thread_id is not None, tick is not None),
                                                        {"thread_id": thread_id, "tick": tick}).one()
         return {"calls": int(calls), "prompt_tokens": int(prompt), "completion_tokens": int(completion),
                 "latency_ms": float(ms)}

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeAlias, Unpack
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Column, Insert, Row, Select, bindparam, func, insert, select
+from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Message
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, insert_values, prepared, table_of
+
+# A message as the tick reads it (recent thoughts, the timeline): a plain row of the columns a `Message` loads at
+# once (not the deferred reflex details), by the same names — read only, never changed through it.
+MessageLine: TypeAlias = "Row[Unpack[tuple[Any, ...]]]"
 
 # What a thread's history shows, oldest first. Anchors stand for whole child threads.
 TIMELINE_KINDS = ("response", "stagnation_record", "step", "stelis_anchor")
@@ -18,6 +23,11 @@ NON_INDEXED_KINDS = ("stelis_anchor",)
 
 def anchor_key(child_id: str) -> str:
     return f"stelis_anchor:{child_id}"
+
+
+@prepared
+def _insert_message() -> Insert:
+    return insert(table_of(Message))
 
 
 @prepared
@@ -43,15 +53,45 @@ def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select
     return q.order_by(Message.id.desc()).limit(bindparam("last")) if last else q.order_by(Message.id)
 
 
+def _line_columns() -> list[Column[Any]]:
+    deferred = {prop.key for prop in sa_inspect(Message).column_attrs if prop.deferred}
+    return [column for column in table_of(Message).columns if column.key not in deferred]
+
+
+@prepared
+def _newest_lines(kinds: tuple[str, ...], columns: tuple[str, ...] | None) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_newest` as plain rows (of these columns only, when named)."""
+    c = table_of(Message).c
+    shown = _line_columns() if columns is None else [c[name] for name in columns]
+    return (select(*shown).where(c.thread_id == bindparam("thread_id"), c.kind.in_(kinds))
+            .order_by(c.id.desc()).limit(bindparam("limit")))
+
+
+@prepared
+def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_thread_log` as plain rows."""
+    c = table_of(Message).c
+    q = select(*_line_columns()).where(c.thread_id == bindparam("thread_id"))
+    if upto:
+        q = q.where(c.id <= bindparam("upto_id"))
+    if kinds is not None:
+        q = q.where(c.kind.in_(kinds))
+    return q.order_by(c.id.desc()).limit(bindparam("last")) if last else q.order_by(c.id)
+
+
 class MessageRepo(Repo):
     def upsert(self, dedup_key: str, **fields: Any) -> Message:
         """Insert, or update the row with this key (a node re-run after a kill writes once)."""
         row = self.session.scalars(_keyed(), {"key": dedup_key}).first()
         return self._upsert(row, Message, {"dedup_key": dedup_key, **fields})
 
-    def add_keyed(self, dedup_key: str, **fields: Any) -> Message:
-        """Insert a row under this key when none can exist yet (`upsert` when one may: a re-run after a kill)."""
-        return self.add(dedup_key=dedup_key, **fields)
+    def add_keyed(self, dedup_key: str, **fields: Any) -> int:
+        """Insert a row under this key when none can exist yet (`upsert` when one may: a re-run after a kill); its
+        id. One Core INSERT (the tick writes its thought with it; the table is no memory history)."""
+        result = self.core(_insert_message(), insert_values(Message, {"dedup_key": dedup_key, **fields}))
+        key = result.inserted_primary_key
+        assert key is not None  # an INSERT of one row
+        return int(key[0])
 
     def add(self, **fields: Any) -> Message:
         row = Message(**fields)
@@ -62,6 +102,13 @@ class MessageRepo(Repo):
     def recent(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
         """The last `limit` messages of these kinds, oldest first."""
         rows = self.session.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
+        return list(reversed(rows))
+
+    def recent_lines(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",),
+                     columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+        """`recent` as plain rows (`MessageLine`), for a reader of the tick's hot path; `columns`: only these (a
+        JSON column costs a decode per row)."""
+        rows = self.core(_newest_lines(tuple(kinds), columns), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
     def newest_id(self) -> int:
@@ -98,6 +145,13 @@ class MessageRepo(Repo):
         """A thread's messages oldest first: all of them, or those up to `upto_id`, or the `last` N."""
         q = _thread_log(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
         rows = self.session.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
+        return list(reversed(rows)) if last is not None else list(rows)
+
+    def log_lines(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
+                  last: int | None = None) -> list[MessageLine]:
+        """`log` as plain rows (`MessageLine`), for a reader of the tick's hot path."""
+        q = _log_lines(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
+        rows = self.core(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
         return list(reversed(rows)) if last is not None else list(rows)
 
     def _oldest_first(self, q: Select[Message], last: int | None) -> list[Message]:

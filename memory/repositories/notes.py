@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any, Unpack
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import Row, Select, bindparam, func, select, update
 
 from memory.models import Note, utcnow
-from memory.repositories.base import Repo, matched, prepared
+from memory.repositories.base import Repo, matched, prepared, table_of
 
 INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task")  # llm_task: another model's answer
 HUMAN_SOURCES = ("user", "cli")
@@ -22,6 +23,21 @@ def _human_after(read: bool | None, since: bool) -> Select[Note]:
     if since:
         q = q.where(Note.created_at >= bindparam("since"))
     return q.order_by(Note.id).limit(bindparam("limit"))
+
+
+LINE_COLUMNS = ("id", "text", "source", "created_at", "read", "thread_id")
+
+
+@prepared
+def _human_after_lines(read: bool | None, since: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_human_after` as plain rows of LINE_COLUMNS."""
+    c = table_of(Note).c
+    q = select(*(c[name] for name in LINE_COLUMNS)).where(c.id > bindparam("after"), c.source.in_(HUMAN_SOURCES))
+    if read is not None:
+        q = q.where(c.read.is_(read))
+    if since:
+        q = q.where(c.created_at >= bindparam("since"))
+    return q.order_by(c.id).limit(bindparam("limit"))
 
 
 @prepared
@@ -89,6 +105,12 @@ class NoteRepo(Repo):
         """The human's notes after `note_id` (written at `since` or later), oldest first."""
         return list(self.session.scalars(_human_after(read, since is not None),
                                    {"after": note_id, "since": since, "limit": limit}).all())
+
+    def human_after_lines(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
+                          limit: int = 10) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """`human_after` as plain rows of LINE_COLUMNS (by the same names), for a reader of the tick's hot path."""
+        return list(self.core(_human_after_lines(read, since is not None),
+                              {"after": note_id, "since": since, "limit": limit}).all())
 
     def between(self, start: datetime, end: datetime | None = None) -> list[Note]:
         q = select(Note).where(Note.created_at >= start)

@@ -6,10 +6,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Insert, Select, bindparam, insert, select, update
 
 from memory.models import ProcessLog, utcnow
-from memory.repositories.base import Repo, matched, prepared
+from memory.repositories.base import Repo, insert_values, matched, prepared, table_of
+
+
+@prepared
+def _insert_row() -> Insert:
+    return insert(table_of(ProcessLog))
 
 
 @prepared
@@ -35,6 +40,12 @@ class ProcessLogRepo(Repo):
         self.session.add(row)
         self.session.flush()
         return row
+
+    def note(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None) -> None:
+        """`add` in one Core INSERT, for a writer that needs no row back (the tick's own reports)."""
+        self.core(_insert_row(), insert_values(ProcessLog, {
+            "name": name, "value": value, "status": status, "thread_id": thread_id, "tags": [], "priority": 0,
+            "llm_id": None, "task_id": None, "sources": []}))
 
     def open(self, thread_id: str, limit: int = 20) -> list[ProcessLog]:
         return list(self.session.scalars(_open(), {"thread_id": thread_id, "limit": limit}).all())

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, Unpack
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Row, Select, bindparam, func, select
 
 from memory.models import OpenQuestion, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
 def _open(limited: bool) -> Select[OpenQuestion]:
     q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
                                                                            OpenQuestion.id.desc())
+    return q.limit(bindparam("limit")) if limited else q
+
+
+@prepared
+def _open_lines(limited: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_open` as plain rows (every column)."""
+    table = table_of(OpenQuestion)
+    q = select(table).where(table.c.status == "open").order_by(table.c.priority.desc(), table.c.id.desc())
     return q.limit(bindparam("limit")) if limited else q
 
 
@@ -54,6 +63,10 @@ class QuestionRepo(Repo):
 
     def open(self, limit: int | None = None) -> list[OpenQuestion]:
         return list(self.session.scalars(_open(bool(limit)), {"limit": limit}).all())
+
+    def open_lines(self, limit: int | None = None) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """`open` as plain rows (by the same names; read only: the drives weigh them every tick)."""
+        return list(self.core(_open_lines(bool(limit)), {"limit": limit}).all())
 
     def list(self, limit: int = 50) -> list[OpenQuestion]:
         return list(self.session.scalars(select(OpenQuestion).order_by(OpenQuestion.id.desc()).limit(limit)).all())

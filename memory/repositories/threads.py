@@ -9,16 +9,23 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Select, Update, bindparam, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.models import Thread
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
 def _by_id() -> Select[Thread]:
     return select(Thread).where(Thread.id == bindparam("thread_id"))
+
+
+@prepared
+def _set_tick() -> Update:
+    table = table_of(Thread)
+    return update(table).where(table.c.id == bindparam("thread_id")).values(tick=bindparam("new_tick"))
 
 
 class ThreadRepo(Repo):
@@ -43,7 +50,10 @@ class ThreadRepo(Repo):
         return thread
 
     def set_tick(self, thread_id: str, tick: int) -> None:
-        self.session.execute(update(Thread).where(Thread.id == thread_id).values(tick=tick))  # held rows see it
+        self.core(_set_tick(), {"thread_id": thread_id, "new_tick": tick})
+        held = self._held.get(thread_id)  # a row this unit holds sees it, as the ORM's UPDATE would have made it
+        if held is not None:
+            set_committed_value(held, "tick", tick)
 
     def all(self) -> Sequence[Thread]:
         return self.session.scalars(select(Thread).order_by(Thread.created_at)).all()

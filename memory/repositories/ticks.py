@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import Select, Update, bindparam, func, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.models import Tick, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
@@ -19,6 +20,14 @@ def _from_tick() -> Select[Tick]:
 @prepared
 def _of_tick() -> Select[Tick]:
     return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick == bindparam("tick"))
+
+
+@prepared
+def _update_tick(*columns: str) -> Update:
+    """Core: a tick's row (by thread and tick) set to the values given for `columns` when it runs."""
+    table = table_of(Tick)
+    return (update(table).where(table.c.thread_id == bindparam("w_thread_id"), table.c.tick == bindparam("w_tick"))
+            .values({name: bindparam(f"v_{name}") for name in columns}))
 
 
 class TickRepo(Repo):
@@ -76,8 +85,7 @@ class TickRepo(Repo):
         """The model's answer for a tick, kept until the tick finishes: a tick run again after a kill reuses it.
         `summary`: the row's summary as read earlier in the tick (then the row is written without reading it)."""
         if summary is not None:
-            self.session.execute(update(Tick).where(Tick.thread_id == thread_id, Tick.tick == tick)
-                           .values(summary={**summary, "answer": answer}))
+            self._set(thread_id, tick, summary={**summary, "answer": answer})
             return
         row = self.get(thread_id, tick)
         if row is not None:
@@ -90,12 +98,19 @@ class TickRepo(Repo):
 
     def finish(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any],
                llm_calls: int, prompt_tokens: int, completion_tokens: int, llm_ms: float) -> None:
-        self.session.execute(
-            update(Tick)
-            .where(Tick.thread_id == thread_id, Tick.tick == tick)
-            .values(status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
-        )
+        self._set(thread_id, tick, status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
+                  completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
+
+    def _set(self, thread_id: str, tick: int, **values: Any) -> None:
+        """The tick's row updated in one Core statement; a row this unit holds (read with `next_unfinished`) sees
+        the new values, as the ORM's UPDATE would have synchronised it."""
+        self.core(_update_tick(*values), {"w_thread_id": thread_id, "w_tick": tick,
+                                          **{f"v_{name}": value for name, value in values.items()}})
+        known = self._from.get(thread_id)
+        held = known[1].get(tick) if known is not None and tick >= known[0] else None
+        if held is not None:
+            for name, value in values.items():
+                set_committed_value(held, name, value)
 
     def recent(self, limit: int = 20, thread_id: str | None = None, *, before_id: int | None = None) -> list[Tick]:
         """The last `limit` ticks (of a thread; older than row `before_id` for paging), oldest first."""

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
-from sqlalchemy import Row, delete, insert, select
+from sqlalchemy import Delete, Insert, Row, Select, bindparam, delete, insert, select
 
 from memory.models import MemoryVector
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared, table_of
 
 DTYPE = np.float16  # half the bytes of float32; similarities agree to ~1e-3
 
@@ -26,7 +26,27 @@ def _decoded(row: Row[int, str, int, bytes]) -> StoredVectors:
     return StoredVectors(row.texts_key, matrix)
 
 
+@prepared
+def _delete_of() -> Delete:
+    table = table_of(MemoryVector)
+    return delete(table).where(table.c.item_id.in_(bindparam("ids", expanding=True)))
+
+
+@prepared
+def _insert_rows() -> Insert:
+    return insert(table_of(MemoryVector))
+
+
+@prepared
+def _vectors_of() -> Select[int, str, int, bytes]:
+    c = table_of(MemoryVector).c
+    return select(c.item_id, c.texts_key, c.parts, c.vectors).where(c.item_id.in_(bindparam("ids", expanding=True)),
+                                                                   c.embedder == bindparam("embedder"))
+
+
 class VectorRepo(Repo):
+    """Core statements throughout: the table is read and written by item id, never as objects."""
+
     def put(self, embedder: str, rows: Iterable[tuple[int, str, np.ndarray]]) -> int:
         """Store (item id, texts key, vectors) rows, replacing what the items had."""
         values = [{"item_id": item_id, "embedder": embedder, "texts_key": key, "parts": len(vectors),
@@ -35,18 +55,16 @@ class VectorRepo(Repo):
             return 0
         ids = [v["item_id"] for v in values]
         for start in range(0, len(ids), 500):
-            self.session.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
-        self.session.execute(insert(MemoryVector), values)
+            self.core(_delete_of(), {"ids": ids[start:start + 500]})
+        self.core(_insert_rows(), values)
         return len(values)
 
     def get(self, embedder: str, item_ids: Iterable[int]) -> dict[int, StoredVectors]:
         ids = sorted({int(i) for i in item_ids})
         found: dict[int, StoredVectors] = {}
-        connection = self.session.connection()  # Core rows: a query reads a few hundred
-        for start in range(0, len(ids), 500):
-            q = select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors).where(
-                MemoryVector.item_id.in_(ids[start:start + 500]), MemoryVector.embedder == embedder)
-            found.update({row.item_id: _decoded(row) for row in connection.execute(q)})
+        for start in range(0, len(ids), 500):  # Core rows: a query reads a few hundred
+            found.update({row.item_id: _decoded(row) for row in self.core(
+                _vectors_of(), {"ids": ids[start:start + 500], "embedder": embedder})})
         return found
 
     def page(self, embedder: str, after_id: int = 0, limit: int = 5000) -> dict[int, StoredVectors]:
@@ -59,4 +77,4 @@ class VectorRepo(Repo):
     def remove(self, item_ids: Iterable[int]) -> None:
         ids = list(item_ids)
         for start in range(0, len(ids), 500):
-            self.session.execute(delete(MemoryVector).where(MemoryVector.item_id.in_(ids[start:start + 500])))
+            self.core(_delete_of(), {"ids": ids[start:start + 500]})

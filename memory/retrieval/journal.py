@@ -83,13 +83,14 @@ class WriteJournal:
 
     def _replay(self, progress: bool) -> int:
         caches = self.caches
-        with self.db.unit() as repos:
-            head = repos.items.journal_head()
-            chroma_at = max(self.store.position(), self.pending_head)
-            if not caches.applied and not caches.vectors and caches.authors is None:
-                caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
-            if head <= caches.applied and head <= chroma_at:
-                return 0
+        with self.db.session() as session:  # the usual answer is "nothing new": read without a unit to commit
+            head = Repos(session).items.journal_head()
+        chroma_at = max(self.store.position(), self.pending_head)
+        if not caches.applied and not caches.vectors and caches.authors is None:
+            caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
+        if head <= caches.applied and head <= chroma_at:
+            return 0
+        with self.db.unit() as repos:  # what changed up to `head` (later changes are the next sync's)
             if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
                 return self._backfill(repos, head, progress)
             since = min(chroma_at, caches.applied)

@@ -72,6 +72,11 @@ class Registry:
                     if self.aliases.setdefault(alias, spec.type) != spec.type:
                         raise ValueError(f"alias {alias!r} names two commands")
 
+        # the commands settings can turn off: the guide depends on the settings only through them, so it is built
+        # once per (brief, their reasons) and kept (a tick's prompt asks for it every time)
+        self._conditional = [spec for _, spec in sorted(self.specs.items()) if spec.unavailable is not None]
+        self._guides: dict[tuple[bool, tuple[str | None, ...]], str] = {}
+
     def get(self, type_: str) -> CommandSpec | None:
         return self.specs.get(type_)
 
@@ -81,28 +86,35 @@ class Registry:
         ESSENTIAL commands; with `only` (a command or family), each match with its arguments as its model defines
         them (help.show)."""
         if only is None:
-            lines: dict[str, str] = {}
-            grouped: dict[str, list[CommandSpec]] = {}
-            for t, spec in sorted(self.specs.items()):
-                if t in self.compact or (brief and t not in ESSENTIAL):
-                    grouped.setdefault(t.split(".", 1)[0], []).append(spec)
-                    continue
-                why = spec.off_because(settings)
-                lines[t] = f"- {t} {spec.usage}" + (f" — OFF: {why}" if why else "")
-            for prefix, specs in grouped.items():
-                verbs = "|".join(s.type.split(".", 1)[1] for s in specs)
-                off = {s.type.split(".", 1)[1]: why for s in specs if (why := s.off_because(settings))}
-                family = self.family_of[specs[0].type]
-                about = family.abouts.get(prefix, family.about)
-                if off and len(off) < len(specs):  # only some are off: say which
-                    about += " — OFF: " + "; ".join(f"{prefix}.{verb}: {why}" for verb, why in off.items())
-                elif off:
-                    about += f" — OFF: {next(iter(off.values()))}"
-                lines[prefix] = f'- {prefix}.{verbs} — {about} (help.show {{"command": "{prefix}"}} shows how)'
-            return "\n".join(lines[k] for k in sorted(lines))
+            key = (brief, tuple(spec.off_because(settings) for spec in self._conditional))
+            text = self._guides.get(key)
+            if text is None:
+                text = self._guides[key] = self._full_guide(settings, brief)
+            return text
         only = self.aliases.get(only.strip().lower(), only.strip().lower())
         lines_ = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
         return "\n".join(lines_) or f"no command matches {only!r}"
+
+    def _full_guide(self, settings: Any, brief: bool) -> str:
+        lines: dict[str, str] = {}
+        grouped: dict[str, list[CommandSpec]] = {}
+        for t, spec in sorted(self.specs.items()):
+            if t in self.compact or (brief and t not in ESSENTIAL):
+                grouped.setdefault(t.split(".", 1)[0], []).append(spec)
+                continue
+            why = spec.off_because(settings)
+            lines[t] = f"- {t} {spec.usage}" + (f" — OFF: {why}" if why else "")
+        for prefix, specs in grouped.items():
+            verbs = "|".join(s.type.split(".", 1)[1] for s in specs)
+            off = {s.type.split(".", 1)[1]: why for s in specs if (why := s.off_because(settings))}
+            family = self.family_of[specs[0].type]
+            about = family.abouts.get(prefix, family.about)
+            if off and len(off) < len(specs):  # only some are off: say which
+                about += " — OFF: " + "; ".join(f"{prefix}.{verb}: {why}" for verb, why in off.items())
+            elif off:
+                about += f" — OFF: {next(iter(off.values()))}"
+            lines[prefix] = f'- {prefix}.{verbs} — {about} (help.show {{"command": "{prefix}"}} shows how)'
+        return "\n".join(lines[k] for k in sorted(lines))
 
 
 # what a persona needs word for word even when the window is small: talking, and finding out the rest

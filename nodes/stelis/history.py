@@ -8,19 +8,24 @@ itself or any of its descendants it is one line, so a thread never contains itse
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from memory import Repos
 from memory.models import Message, Thread
 from memory.repositories import TIMELINE_KINDS
+from memory.repositories.messages import MessageLine
+
+Shown: TypeAlias = "Message | MessageLine"  # a message as its history renders it (only its loaded columns are read)
 
 ANCHOR_LAST_MESSAGES = 3
 
 
-def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS) -> list[Message]:
+def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS) -> list[MessageLine]:
     """The viewer's history oldest first: its ancestors' messages up to each anchor, then its own."""
     lineage = repos.threads.lineage(viewer_id) or []
     if not lineage:
-        return repos.messages.log(viewer_id, kinds=kinds, last=last)
-    parts: list[list[Message]] = []
+        return repos.messages.log_lines(viewer_id, kinds=kinds, last=last)
+    parts: list[list[MessageLine]] = []
     remaining = last
     for index in range(len(lineage) - 1, -1, -1):
         thread = lineage[index]
@@ -30,7 +35,7 @@ def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELI
             if anchor is None or anchor.thread_id != thread.id:
                 break  # an anchor was lost: show nothing from before the child was opened
             upto = anchor.id
-        rows = repos.messages.log(thread.id, upto_id=upto, kinds=kinds, last=remaining)
+        rows = repos.messages.log_lines(thread.id, upto_id=upto, kinds=kinds, last=remaining)
         parts.append(rows)
         if remaining is not None:
             remaining -= len(rows)
@@ -39,7 +44,7 @@ def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELI
     return [m for rows in reversed(parts) for m in rows]
 
 
-def render_message(message: Message) -> str:
+def render_message(message: Shown) -> str:
     if message.kind == "step":
         node = (message.meta or {}).get("node", "step")
         return f"[{node}] {message.content.strip()}"
@@ -58,7 +63,7 @@ def _when(moment) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S} UTC" if moment else "?"
 
 
-def render_anchor(repos: Repos, anchor: Message, viewer_id: str, viewer_lineage: set[str], nested: bool = False) -> str:
+def render_anchor(repos: Repos, anchor: Shown, viewer_id: str, viewer_lineage: set[str], nested: bool = False) -> str:
     """Full expansion for outsiders; one line for the child itself, its descendants, and anchors
     quoted inside another anchor (so expansion never recurses)."""
     child_id = (anchor.meta or {}).get("child", "")
@@ -82,14 +87,14 @@ def render_anchor(repos: Repos, anchor: Message, viewer_id: str, viewer_lineage:
     if child.status == "aborted" and child.error:
         lines.append(f"Aborted because: {child.error}")
     lines.append("Chronicle: " + (child.chronicle.strip() if child.chronicle else "(not written yet)"))
-    last = repos.messages.log(child.id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES)
+    last = repos.messages.log_lines(child.id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES)
     if last:
         lines.append(f"Its last {len(last)} message(s), in full:")
         lines += [render_item(repos, m, viewer_id, viewer_lineage, nested=True) for m in last]
     return "\n".join(lines)
 
 
-def render_item(repos: Repos, message: Message, viewer_id: str, viewer_lineage: set[str], nested: bool = False) -> str:
+def render_item(repos: Repos, message: Shown, viewer_id: str, viewer_lineage: set[str], nested: bool = False) -> str:
     if message.kind == "stelis_anchor":
         return render_anchor(repos, message, viewer_id, viewer_lineage, nested)
     return render_message(message)

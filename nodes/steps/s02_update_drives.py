@@ -119,7 +119,8 @@ def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, 
     no drive any more: they are passed over (a backlog of old notes costs nothing)."""
     since = services.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
     pointer = repos.config.emotion_note_pointer
-    return [(n.id, n.text, n.created_at) for n in repos.notes.human_after(pointer, since=since, limit=MAX_NOTES_PER_TICK)]
+    return [(n.id, n.text, n.created_at) for n in repos.notes.human_after_lines(pointer, since=since,
+                                                                                  limit=MAX_NOTES_PER_TICK)]
 
 
 def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any, Any]]:
@@ -149,14 +150,14 @@ def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | No
     """After a conversation, the open questions it may have answered; None when there is nothing to ask (the
     notes are then marked as looked at when no question is open)."""
     pointer = repos.config.resolution_note_pointer
-    notes = repos.notes.human_after(pointer, read=True, since=services.clock() - CONVERSATION_HORIZON, limit=10)
+    notes = repos.notes.human_after_lines(pointer, read=True, since=services.clock() - CONVERSATION_HORIZON, limit=10)
     if not notes:
         return None
-    questions = repos.questions.open(limit=10)
+    questions = repos.questions.open_lines(limit=10)
     if not questions:
         repos.config.resolution_note_pointer = notes[-1].id
         return None
-    replies = [m.content for m in repos.messages.recent(thread_id, 2)]  # the notes were read (answered) last tick
+    replies = [m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were read (answered) last tick
     user = services.settings.user_name
     conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
                              [f"{services.persona.display_name}: {r[-600:]}" for r in replies])

@@ -45,7 +45,12 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
     user_name = services.settings.user_name
     first = services.reads.first_run(thread_id, state.tick)  # no earlier run of this tick stored anything
     with services.db.unit() as repos:
-        write = repos.messages.add_keyed if first else repos.messages.upsert
+
+        def write(dedup_key: str, **fields: Any) -> int:  # the row's id
+            if first:
+                return repos.messages.add_keyed(dedup_key, **fields)
+            return repos.messages.upsert(dedup_key, **fields).id
+
         for position, turn in enumerate(state.human_turns):
             write(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
                   kind="human", role="user", content=turn)
@@ -56,7 +61,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
                 record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
                             thread_id=thread_id, tags=note.tags or [], created_at=note.created_at,
                             meta={"origin": came["origin"]} if came else None)
-        row = write(
+        row_id = write(
             f"{key}:response",
             thread_id=state.thread_id, tick=state.tick, kind=kind, role="assistant", content=content,
             llm_id=llm.get("llm_id"),
@@ -85,14 +90,14 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
                   "parse_errors": state.parse_errors, "raw_chars": len(response)},
         )
         if "novelty_score" in novelty:
-            _record_metrics(repos, state, novelty, row.id)
+            _record_metrics(repos, state, novelty, row_id)
         facts = state.unverified_facts
         if facts:
             threshold = services.settings.reflexes.factcheck_threshold
             # the repository takes the facts as plain dicts (memory/ knows no tick state)
-            repos.facts.register(row.id, cast("list[dict[str, Any]]", facts), threshold)
+            repos.facts.register(row_id, cast("list[dict[str, Any]]", facts), threshold)
         if kind != "stagnation_record":  # a repeat is not remembered twice
-            record_turn(repos, ref=f"msg:{row.id}", text=content, author=services.persona.display_name, episode=thread_id,
+            record_turn(repos, ref=f"msg:{row_id}", text=content, author=services.persona.display_name, episode=thread_id,
                         thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
                         novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
@@ -102,7 +107,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
             repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,
                                   tick=state.tick)
         repos.notes.mark_read(state.incoming_note_ids)
-        response_id = row.id
+        response_id = row_id
     services.sync_memory()
     return {"response_id": response_id}
 

@@ -226,7 +226,7 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     feedback = what_went_wrong(state.parse_errors, executed)
     with services.db.unit() as repos:
         if feedback:
-            repos.processes.add("tick.feedback", feedback, status="error", thread_id=state.thread_id)
+            repos.processes.note("tick.feedback", feedback, status="error", thread_id=state.thread_id)
         totals = repos.llm_calls.totals(state.thread_id, state.tick)
         # what ran may have changed the cycle; otherwise it is as prepare_context read it
         cycle = services.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None

@@ -134,7 +134,7 @@ class Escalation:
         recalled = list(self.state.context_report.get("recalled") or [])
         diagnosis = episode.get("diagnosis") or diagnose(self.repos, self.state, episode, recalled)
         rows = {r.name: r for r in self.repos.strategies.ensure(MECHANISMS)}  # the active ones
-        self._methods = self.repos.methods.ensure(THINKING_METHODS)
+        self._methods: list[Any] = self.repos.methods.ensure(THINKING_METHODS)
         chosen: list[str] = []
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
         order = [m for m in episode.get("plan") or [] if m in rows] or \
@@ -157,9 +157,9 @@ class Escalation:
             else:  # the persona's own strategy: its instruction leads the next thought
                 self._instruct(episode, rows[mechanism].instruction)
         self.repos.strategies.record(added, used=True)
-        self.repos.processes.add("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
-                                 f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
-                                 thread_id=self.state.thread_id)
+        self.repos.processes.note("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
+                                  f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
+                                  thread_id=self.state.thread_id)
         return episode
 
     def _distant(self, items: list[Any]) -> Any:
@@ -177,8 +177,8 @@ class Escalation:
 
     def flashback(self, episode: StagnationEpisode) -> None:
         recent = {m.content for m in self._recent_thoughts(20)}
-        items = [i for i in self.repos.items.sample(FLASHBACK_TIERS, 40) if i.text not in recent] or \
-            self.repos.items.sample(FLASHBACK_TIERS, 40)
+        items = [i for i in self.repos.items.sample_lines(FLASHBACK_TIERS, 40) if i.text not in recent] or \
+            self.repos.items.sample_lines(FLASHBACK_TIERS, 40)
         item = self._distant(items)
         when = f"{item.created_at:%Y-%m-%d}" if item.created_at else "earlier"
         episode["stimulus"].append(FLASHBACK_LINE.format(tier=item.tier, when=when, text=item.text[:600]))
@@ -186,7 +186,7 @@ class Escalation:
         _came_from(episode, provenance.of_item(item))
 
     def read_kb(self, episode: StagnationEpisode) -> None:
-        item = self._distant(self.repos.items.sample(["kb"], 20))
+        item = self._distant(self.repos.items.sample_lines(["kb"], 20))
         episode["stimulus"].append(KB_LINE.format(title=item.title or "a document", text=item.text[:800]))
         episode["kb_item"] = item.id
         _came_from(episode, provenance.of_item(item))
@@ -237,7 +237,8 @@ class Escalation:
     def _recent_thoughts(self, n: int) -> list[Any]:
         """The thread's last `n` thoughts (at most INTEREST_RECENT), read once for every mechanism that asks."""
         if getattr(self, "_recent", None) is None:
-            self._recent = self.repos.messages.recent(self.state.thread_id, max(n, INTEREST_RECENT))
+            self._recent = self.repos.messages.recent_lines(self.state.thread_id, max(n, INTEREST_RECENT),
+                                                            columns=("id", "content", "tags"))
         return self._recent[-n:]
 
     def _active_methods(self) -> list[Any]:

@@ -67,7 +67,7 @@ def recent_outputs(services: Any, repos: Any, state: Any) -> list[Any]:
     new output with them, and nothing is stored in between)."""
     limit = services.settings.cycle.responses
     return services.reads.get(state.thread_id, state.tick, ("recent_outputs", limit),
-                         lambda: repos.messages.recent(state.thread_id, limit, kinds=RECENT_KINDS))
+                         lambda: repos.messages.recent_lines(state.thread_id, limit, kinds=RECENT_KINDS))
 
 
 def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, novel_below: float,

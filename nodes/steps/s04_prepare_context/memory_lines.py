@@ -16,7 +16,7 @@ from managers.loop import context_mode
 from memory import Repos
 from memory.upkeep.episodes import Period
 from memory.retrieval.index import Query
-from memory.models import Message
+from memory.repositories.messages import MessageLine
 from nodes import provenance
 from nodes.stelis.history import render_item, lineage_ids, timeline
 
@@ -48,7 +48,7 @@ def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any],
     return [render_item(repos, m, thread_id, seen) for m in rows], [m.id for m in rows]
 
 
-def _focused(message: Message, cycle: dict[str, Any]) -> bool:
+def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
     tags = {t.lower() for t in cycle.get("focus_tags") or []}
     emotions = {e.lower() for e in cycle.get("focus_emotions") or []}
     have_tags = {str(t).lower() for t in message.tags or []}
@@ -63,7 +63,7 @@ def _focused(message: Message, cycle: dict[str, Any]) -> bool:
     return all(checks) if cycle.get("focus_logic") == "and" else any(checks)
 
 
-def _diverse(pool: list[Message], k: int, memory) -> list[Message]:
+def _diverse(pool: list[MessageLine], k: int, memory) -> list[MessageLine]:
     """Greedy farthest-first over the messages' vectors (meditation); oldest-first order is kept."""
     if len(pool) <= k or memory is None:
         return pool[-k:]
