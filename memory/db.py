@@ -398,6 +398,13 @@ class Database:
                 raise
 
     @contextmanager
+    def reading(self) -> Iterator[Repos]:
+        """Repositories for reads only: nothing is committed (the session's transaction ends when it closes), so a
+        check that usually finds nothing new costs no commit."""
+        with self.sessions() as session:
+            yield Repos(session)
+
+    @contextmanager
     def session(self) -> Iterator[Session]:
         with self.sessions() as session:
             yield session

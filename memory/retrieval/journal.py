@@ -83,8 +83,8 @@ class WriteJournal:
 
     def _replay(self, progress: bool) -> int:
         caches = self.caches
-        with self.db.session() as session:  # the usual answer is "nothing new": read without a unit to commit
-            head = Repos(session).items.journal_head()
+        with self.db.reading() as reads:  # the usual answer is "nothing new": read without a unit to commit
+            head = reads.items.journal_head()
         chroma_at = max(self.store.position(), self.pending_head)
         if not caches.applied and not caches.vectors and caches.authors is None:
             caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
