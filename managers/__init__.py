@@ -75,11 +75,7 @@ class Managers:
         self.repos = repos
         self.deps = deps or ManagerDeps()
 
-    # one cached property per resource, added with its module, e.g.:
-    #     @cached_property
-    #     def goals(self) -> GoalManager:
-    #         from managers.goals import GoalManager
-    #         return GoalManager(self)
+    # one cached property per resource; each imports its module when first used (a door pays only for what it calls)
 
     @cached_property
     def loop(self) -> LoopManager:
