@@ -221,4 +221,4 @@ class Managers:
         return AbstractManager(self)
 
 
-__all__ = ["ManagerDeps", "Managers", "cached_property"]
+__all__ = ["ManagerDeps", "Managers"]
