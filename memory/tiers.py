@@ -10,6 +10,7 @@ door reports in its own medium (the web maps them to HTTP statuses).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
@@ -254,7 +255,7 @@ def _tags(values: Iterable[Any] | None) -> list[str]:
     return [str(v) for v in values or []]
 
 
-class Tier(Generic[E]):
+class Tier(ABC, Generic[E]):
     """One tier of memory and what may be done to it. `item_tier`: its tier in the retrieval catalogue (None: not
     searchable). `edit_model` is None when the tier is not edited; `deletable` says whether `purge` works."""
 
@@ -268,11 +269,13 @@ class Tier(Generic[E]):
     fields: tuple[FieldInfo, ...] = ()
     model: ClassVar[type | None] = None  # the table `count` sizes
 
+    @abstractmethod
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def one(self, repos: Repos, ref: str) -> MemoryRecord:
-        raise NotImplementedError
+        ...
 
     def count(self, repos: Repos) -> int:
         """Rows of the tier, archived ones included."""
@@ -319,7 +322,7 @@ class Tier(Generic[E]):
         self._purge(repos, ref)
 
     def _purge(self, repos: Repos, ref: str) -> None:
-        raise NotImplementedError
+        raise NotEditable(f"{self.label.lower()} is not deleted; edit it (empty clears it)", field="tier")
 
     def archive(self, repos: Repos, ref: str, now: datetime) -> bool:
         """Set one row aside (out of the persona's lists and retrieval, restorable); True when something changed."""
@@ -417,11 +420,13 @@ class RowTier(Tier[E]):
 
     what: str = "row"
 
+    @abstractmethod
     def _get(self, repos: Repos, row_id: int) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _record(self, repos: Repos, row: Any) -> MemoryRecord:
-        raise NotImplementedError
+        ...
 
     def one(self, repos: Repos, ref: str) -> MemoryRecord:
         try:
@@ -435,8 +440,9 @@ class RowTier(Tier[E]):
 class StatusTier(RowTier[E]):
     """Rows whose own status says archived or not: a wider window, then those asked for, newest first."""
 
+    @abstractmethod
     def _window(self, repos: Repos, limit: int) -> list[Any]:
-        raise NotImplementedError
+        ...
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         records = [self._record(repos, row) for row in self._window(repos, min(MAX_LIST, limit * 4))]
@@ -689,11 +695,13 @@ class ItemTier(RowTier[E]):
     def _item_ref(self, row: Any) -> str:
         return str(row.id)
 
+    @abstractmethod
     def _latest(self, repos: Repos, limit: int) -> list[Any]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _as_record(self, row: Any, status: Status) -> MemoryRecord:
-        raise NotImplementedError
+        ...
 
     def _record(self, repos: Repos, row: Any) -> MemoryRecord:
         ref = self._item_ref(row)

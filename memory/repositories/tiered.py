@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
@@ -23,16 +25,16 @@ class TierRepo(Repo):
         self.items = items
 
 
-class StatusTierRepo(Archivable, TierRepo, Generic[M]):
+class StatusTierRepo(ABC, Archivable, TierRepo, Generic[M]):
     """A tier whose rows carry their own status (active | archived) besides their catalogue item's: archiving
     sets both, so the row leaves its lists and the item leaves retrieval; restoring brings both back."""
 
     model: type[M]  # a mapped class with `id`, `status` and `updated_at` columns
     tier: str
 
+    @abstractmethod
     def _index(self, row: M) -> None:
         """Write the row's catalogue item (each tier says what of the row is retrievable)."""
-        raise NotImplementedError
 
     def _insert(self, row: M) -> M:
         self.session.add(row)
