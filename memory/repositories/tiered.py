@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
