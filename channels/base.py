@@ -1,0 +1,106 @@
+"""The contract every channel keeps (see the package's docstring for what a channel is not).
+
+Exactly once, both ways:
+- in: `fetch(cursor)` may return a message again (after a crash before the cursor was stored); the manager keeps
+  one note per `(channel, platform_id)`, so a repeat is dropped;
+- out: the outbox gives every message an `idempotency_key` before it is sent; `send` uses it where the platform
+  deduplicates (Matrix's transaction id, the e-mail's Message-ID) and `already_sent` asks the platform where it can,
+  so a kill between sending and recording neither loses nor doubles a message.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar, Literal
+
+AttachmentKind = Literal["text", "audio", "image", "file"]
+
+
+@dataclass(frozen=True)
+class Attachment:
+    kind: AttachmentKind
+    name: str
+    mime: str
+    size: int
+    ref: str  # the platform's reference (an mxc:// URI, a Telegram file_id, a MIME part's index)
+    data: bytes | None = None  # the content when it was fetched within the channel's size cap
+
+
+@dataclass(frozen=True)
+class Incoming:
+    channel: str  # the channel's name in config.yaml ("matrix", "telegram", "email", …)
+    platform_id: str  # the platform's message id: the deduplication key
+    sender: str  # the sender's identity on this channel ("@ann:example.org", a Telegram user id, an address)
+    sender_name: str
+    conversation: str  # where to answer: a room id, a chat id, an e-mail thread's root Message-ID
+    text: str
+    sent_at: datetime
+    reply_to: str | None = None  # the platform id this message answers (In-Reply-To, a Matrix reply)
+    attachments: tuple[Attachment, ...] = ()
+    extra: Mapping[str, str] = field(default_factory=dict)  # e.g. an e-mail's subject and References
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    idempotency_key: str  # given by the outbox before the first attempt; the same on every retry
+    recipient: str  # the person's identity on this channel
+    text: str
+    conversation: str | None = None  # None: the channel's direct conversation with the recipient
+    reply_to: str | None = None
+    audio: bytes | None = None  # a spoken answer (OGG/Opus or WAV), sent beside the text where the platform can
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Batch:
+    messages: tuple[Incoming, ...]
+    cursor: str | None  # stored after the messages are recorded; the next fetch starts from it
+
+
+class ChannelDown(Exception):
+    """The platform cannot be reached now (network, 5xx, rate limit): the runner backs off and keeps the outbox."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ChannelRefused(Exception):
+    """The platform refused this message for good (unknown recipient, too large): the outbox marks it failed."""
+
+
+class Channel(abc.ABC):
+    """One configured channel. Secrets reach it from the environment or a secrets file, never from the database."""
+
+    kind: ClassVar[str]  # "matrix", "telegram", "email"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Log in / connect; raise ChannelDown when the platform cannot be reached."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def fetch(self, cursor: str | None, *, wait_s: float) -> Batch:
+        """What arrived after `cursor`, waiting up to `wait_s` for something (long polling, IMAP IDLE, /sync)."""
+
+    @abc.abstractmethod
+    async def send(self, message: Outgoing) -> str:
+        """Deliver and return the platform's id of the sent message."""
+
+    async def already_sent(self, message: Outgoing) -> str | None:
+        """The platform id of a message sent earlier with this idempotency key, where the platform can tell."""
+        return None
+
+    async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
+        """An attachment's content, refused (ChannelRefused) beyond `max_bytes`."""
+        if attachment.data is not None and len(attachment.data) <= max_bytes:
+            return attachment.data
+        raise ChannelRefused(f"{attachment.name}: not available within {max_bytes} bytes")
