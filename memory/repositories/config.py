@@ -24,12 +24,14 @@ from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
 @prepared
-def _keys(prefixes: tuple[str, ...]) -> Select[str, Any]:
-    """These keys, and every key under `prefixes` (a few fixed prefixes: one statement for each set of them). Core,
-    as the writes below: the table is read and written by key, never as objects (and is no memory history)."""
+def _keys(count: int, prefixes: tuple[str, ...]) -> Select[str, Any]:
+    """`count` keys (bound as `key0`, `key1`, …), and every key under `prefixes` (a few fixed prefixes: one statement
+    for each set of them). A fixed number of bound keys rather than an expanding IN, which SQLAlchemy re-renders on
+    every execution. Core, as the writes below: the table is read and written by key, never as objects (and is no
+    memory history)."""
     c = table_of(ConfigEntry).c
-    return select(c.key, c.value).where(or_(c.key.in_(bindparam("keys", expanding=True)),
-                                            *(c.key.startswith(p, autoescape=True) for p in prefixes)))
+    wanted = [c.key.in_([bindparam(f"key{i}") for i in range(count)])] if count else []
+    return select(c.key, c.value).where(or_(*wanted, *(c.key.startswith(p, autoescape=True) for p in prefixes)))
 
 
 @prepared
@@ -114,7 +116,8 @@ class ConfigRepo(Repo):
         prefixes = tuple(p for p in prefixes if p not in self._prefixes)
         if not wanted and not prefixes:
             return
-        for key, value in self.core(_keys(prefixes), {"keys": wanted}).all():
+        bound = {f"key{i}": key for i, key in enumerate(wanted)}
+        for key, value in self.core(_keys(len(wanted), prefixes), bound).all():
             self._rows[key] = Entry(key, value)
         for key in wanted:
             self._rows.setdefault(key, None)

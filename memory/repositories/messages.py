@@ -68,15 +68,24 @@ def _newest_lines(kinds: tuple[str, ...], columns: tuple[str, ...] | None) -> Se
 
 
 @prepared
-def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select[Unpack[tuple[Any, ...]]]:
-    """Core: `_thread_log` as plain rows."""
+def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool,
+               columns: tuple[str, ...] | None = None) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_thread_log` as plain rows (of these columns only, when named)."""
     c = table_of(Message).c
-    q = select(*_line_columns()).where(c.thread_id == bindparam("thread_id"))
+    shown = _line_columns() if columns is None else [c[name] for name in columns]
+    q = select(*shown).where(c.thread_id == bindparam("thread_id"))
     if upto:
         q = q.where(c.id <= bindparam("upto_id"))
     if kinds is not None:
         q = q.where(c.kind.in_(kinds))
     return q.order_by(c.id.desc()).limit(bindparam("last")) if last else q.order_by(c.id)
+
+
+@prepared
+def _lines_by_id() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: messages by id as plain rows."""
+    c = table_of(Message).c
+    return select(*_line_columns()).where(c.id.in_(bindparam("ids", expanding=True)))
 
 
 class MessageRepo(Repo):
@@ -148,11 +157,20 @@ class MessageRepo(Repo):
         return list(reversed(rows)) if last is not None else list(rows)
 
     def log_lines(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
-                  last: int | None = None) -> list[MessageLine]:
-        """`log` as plain rows (`MessageLine`), for a reader of the tick's hot path."""
-        q = _log_lines(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
+                  last: int | None = None, columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+        """`log` as plain rows (`MessageLine`), for a reader of the tick's hot path; `columns`: only these (each
+        row's JSON columns and time cost a decode)."""
+        q = _log_lines(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None, columns)
         rows = self.core(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
         return list(reversed(rows)) if last is not None else list(rows)
+
+    def lines_by_id(self, ids: Iterable[int]) -> list[MessageLine]:
+        """These messages as plain rows (`MessageLine`), in the order of `ids` (an id without a row is left out)."""
+        wanted = list(ids)
+        if not wanted:
+            return []
+        found = {row.id: row for row in self.core(_lines_by_id(), {"ids": wanted}).all()}
+        return [found[i] for i in wanted if i in found]
 
     def _oldest_first(self, q: Select[Message], last: int | None) -> list[Message]:
         """The rows of `q` oldest first: all of them, or the `last` N."""

@@ -20,11 +20,13 @@ Shown: TypeAlias = "Message | MessageLine"  # a message as its history renders i
 ANCHOR_LAST_MESSAGES = 3
 
 
-def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS) -> list[MessageLine]:
-    """The viewer's history oldest first: its ancestors' messages up to each anchor, then its own."""
+def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS,
+             columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+    """The viewer's history oldest first: its ancestors' messages up to each anchor, then its own. `columns`: only
+    these of each message (a reader that needs only ids skips decoding the rest)."""
     lineage = repos.threads.lineage(viewer_id) or []
     if not lineage:
-        return repos.messages.log_lines(viewer_id, kinds=kinds, last=last)
+        return repos.messages.log_lines(viewer_id, kinds=kinds, last=last, columns=columns)
     parts: list[list[MessageLine]] = []
     remaining = last
     for index in range(len(lineage) - 1, -1, -1):
@@ -35,7 +37,7 @@ def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELI
             if anchor is None or anchor.thread_id != thread.id:
                 break  # an anchor was lost: show nothing from before the child was opened
             upto = anchor.id
-        rows = repos.messages.log_lines(thread.id, upto_id=upto, kinds=kinds, last=remaining)
+        rows = repos.messages.log_lines(thread.id, upto_id=upto, kinds=kinds, last=remaining, columns=columns)
         parts.append(rows)
         if remaining is not None:
             remaining -= len(rows)

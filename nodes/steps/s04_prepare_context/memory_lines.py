@@ -38,12 +38,10 @@ def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any],
     mode = context_mode(cycle)
     if mode == "standard" or not k:
         rows = timeline(repos, thread_id, last=k) if k else []
-    else:
-        pool = timeline(repos, thread_id, last=k * 5)
-        if mode == "concentration":
-            rows = [m for m in pool if _focused(m, cycle)][-k:]
-        else:
-            rows = _diverse(pool, k, memory)
+    elif mode == "concentration":
+        rows = [m for m in timeline(repos, thread_id, last=k * 5) if _focused(m, cycle)][-k:]
+    else:  # meditation: the wider window's ids only; the K chosen are read whole
+        rows = repos.messages.lines_by_id(_diverse(timeline(repos, thread_id, last=k * 5, columns=("id",)), k, memory))
     seen = lineage_ids(repos, thread_id)
     return [render_item(repos, m, thread_id, seen) for m in rows], [m.id for m in rows]
 
@@ -63,13 +61,13 @@ def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
     return all(checks) if cycle.get("focus_logic") == "and" else any(checks)
 
 
-def _diverse(pool: list[MessageLine], k: int, memory) -> list[MessageLine]:
-    """Greedy farthest-first over the messages' vectors (meditation); oldest-first order is kept."""
+def _diverse(pool: list[MessageLine], k: int, memory) -> list[int]:
+    """The ids of the K most different messages of `pool` (greedy farthest-first over their vectors; meditation),
+    in the pool's oldest-first order."""
     if len(pool) <= k or memory is None:
-        return pool[-k:]
-    chosen = memory.diverse([f"msg:{m.id}" for m in pool], k)
-    keep = set(chosen)
-    return [m for m in pool if f"msg:{m.id}" in keep]
+        return [m.id for m in pool[-k:]]
+    keep = set(memory.diverse([f"msg:{m.id}" for m in pool], k))
+    return [m.id for m in pool if f"msg:{m.id}" in keep]
 
 
 def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] | None = None) -> str:
