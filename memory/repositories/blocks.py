@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import Select, bindparam, select
 
 from memory.models import MemoryBlock, MemoryBlockVersion, utcnow
-from memory.repositories.base import NotFound, Repo, prepared
+from memory.repositories.base import NotFound, Repo, prepared, table_of
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}
 
@@ -20,6 +20,13 @@ class MemoryLimitError(ValueError):
 @prepared
 def _named() -> Select[MemoryBlock]:
     return select(MemoryBlock).where(MemoryBlock.name.in_(bindparam("names", expanding=True)))
+
+
+@prepared
+def _named_contents() -> Select[str, str]:
+    """Core: blocks' names and texts (the prompt reads nothing else of them)."""
+    c = table_of(MemoryBlock).c
+    return select(c.name, c.content).where(c.name.in_(bindparam("names", expanding=True)))
 
 
 class BlockRepo(Repo):
@@ -35,6 +42,14 @@ class BlockRepo(Repo):
         """Several blocks in one query (each made, empty, when it does not exist yet)."""
         found = {b.name: b for b in self.session.scalars(_named(), {"names": list(names)}).all()}
         return {name: found[name] if name in found else self.get(name) for name in names}
+
+    def contents(self, *names: str) -> dict[str, str]:
+        """Several blocks' texts in one query, as plain rows (the prompt's read); a block that does not exist yet is
+        made, empty, as `many` makes it."""
+        found = {name: content for name, content in self.core(_named_contents(), {"names": list(names)}).all()}
+        if len(found) < len(set(names)):
+            return {name: block.content for name, block in self.many(*names).items()}
+        return {name: found[name] for name in names}
 
     def write(self, name: str, content: str, keep_previous: bool = True) -> MemoryBlock:
         """Set the block's text; what it replaces is kept as a version unless told otherwise (an append loses nothing)."""

@@ -7,13 +7,20 @@ from datetime import datetime
 from sqlalchemy import Select, select
 
 from memory.models import Insight, utcnow
-from memory.repositories.base import prepared
+from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 
 
 @prepared
 def _latest() -> Select[Insight]:
     return select(Insight).order_by(Insight.id.desc()).limit(1)
+
+
+@prepared
+def _latest_strategy() -> Select[str]:
+    """Core: the latest insight's strategy (the prompt's one line of it)."""
+    c = table_of(Insight).c
+    return select(c.strategy).order_by(c.id.desc()).limit(1)
 
 
 class InsightRepo(TierRepo):
@@ -51,6 +58,10 @@ class InsightRepo(TierRepo):
 
     def latest(self) -> Insight | None:
         return self.session.scalars(_latest()).first()
+
+    def latest_strategy(self) -> str | None:
+        """The latest insight's strategy (None when there is no insight), read as a plain value."""
+        return self.core(_latest_strategy()).scalar()
 
     def recent(self, limit: int = 10) -> list[Insight]:
         return list(self.session.scalars(select(Insight).order_by(Insight.id.desc()).limit(limit)).all())

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, Unpack
 
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Row, Select, bindparam, select
 
 from memory.models import LLMMemory, utcnow
-from memory.repositories.base import prepared
+from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import StatusTierRepo
 
 
@@ -15,6 +16,13 @@ from memory.repositories.tiered import StatusTierRepo
 def _newest(include_archived: bool) -> Select[LLMMemory]:
     q = select(LLMMemory) if include_archived else select(LLMMemory).where(LLMMemory.status == "active")
     return q.order_by(LLMMemory.id.desc()).limit(bindparam("limit"))
+
+
+@prepared
+def _newest_lines() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: the newest active entries' ids, titles and texts (what the prompt shows of them)."""
+    c = table_of(LLMMemory).c
+    return select(c.id, c.title, c.content).where(c.status == "active").order_by(c.id.desc()).limit(bindparam("limit"))
 
 
 class LLMMemoryRepo(StatusTierRepo[LLMMemory]):
@@ -38,6 +46,10 @@ class LLMMemoryRepo(StatusTierRepo[LLMMemory]):
 
     def recent(self, limit: int = 20, include_archived: bool = False) -> list[LLMMemory]:
         return list(reversed(self.session.scalars(_newest(include_archived), {"limit": limit}).all()))
+
+    def recent_lines(self, limit: int = 20) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """`recent` (active entries, oldest first) as plain rows of `id`, `title` and `content`, for the prompt."""
+        return list(reversed(self.core(_newest_lines(), {"limit": limit}).all()))
 
     def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
                tags: list[str] | None = None) -> LLMMemory:

@@ -113,8 +113,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
     recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals)
     recalled, recalled_ids = recall.lines, recall.ids
-    written = repos.blocks.many("core", "notepad")
-    core, notepad = written["core"].content, written["notepad"].content
+    written = repos.blocks.contents("core", "notepad")
+    core, notepad = written["core"], written["notepad"]
     now = services.clock()
     bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
@@ -150,7 +150,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                      CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",
-              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent(20)], 110,
+              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)], 110,
               trim_oldest=True),
     ]
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources

@@ -157,5 +157,5 @@ def entity_lines(repos: Repos, texts: list[str], limit: int = 3) -> list[str]:
 
 
 def strategy_line(repos: Repos) -> list[str]:
-    latest = repos.insights.latest()
-    return [latest.strategy] if latest is not None and latest.strategy else []
+    strategy = repos.insights.latest_strategy()
+    return [strategy] if strategy else []

@@ -1,0 +1,43 @@
+"""The prompt's plain-row reads give what the objects they replace gave: the latest strategy, the core and notepad
+blocks (made, empty, when missing), the newest active llm_memory entries oldest first."""
+
+from __future__ import annotations
+
+from memory.db import Database
+from nodes.steps.s04_prepare_context.memory_lines import strategy_line
+
+
+def test_strategy_line_is_the_latest_insights_strategy(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        assert strategy_line(repos) == []
+        repos.insights.add("first", strategy="walk the shore")
+        assert strategy_line(repos) == ["walk the shore"]
+        repos.insights.add("second", strategy="")
+        assert strategy_line(repos) == []  # the latest has none: nothing older is shown
+    db.close()
+
+
+def test_block_contents_make_missing_blocks_as_many_does(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        assert repos.blocks.contents("core", "notepad") == {"core": "", "notepad": ""}
+    with db.unit() as repos:
+        assert set(repos.blocks.many("core", "notepad")) == {"core", "notepad"}  # stored by the first read
+        repos.blocks.write("notepad", "tides at six")
+    with db.unit() as repos:
+        assert repos.blocks.contents("core", "notepad") == {"core": "", "notepad": "tides at six"}
+    db.close()
+
+
+def test_llm_memory_recent_lines_match_recent(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        for i in range(5):
+            repos.llm_memory.add(f"idea {i}", title=f"t{i}" if i % 2 else "")
+        repos.llm_memory.archive(repos.llm_memory.recent(5)[2].id)
+        rows = repos.llm_memory.recent_lines(3)
+        assert [(r.id, r.title, r.content) for r in rows] == [(m.id, m.title, m.content)
+                                                              for m in repos.llm_memory.recent(3)]
+        assert [r.content for r in rows] == ["idea 1", "idea 3", "idea 4"]
+    db.close()
