@@ -237,4 +237,4 @@ class TaskRepo(_ArchivableRepo):
         return list(self.session.scalars(q.order_by(Task.id)).all())
 
     def counts(self, include_archived: bool = False) -> dict[str, int]:
-        return {status: int(n) for status, n in self.session.execute(_task_counts(include_archived)).all()}
+        return {status: int(n) for status, n in self.core(_task_counts(include_archived)).all()}  # Core: two numbers

@@ -98,7 +98,7 @@ class NoteRepo(Repo):
 
     def latest_human_at(self) -> datetime | None:
         """When the human last wrote (the drives' and dreams' idle time counts from it)."""
-        return self.session.scalar(_latest_at(HUMAN_SOURCES))
+        return self.core(_latest_at(HUMAN_SOURCES)).scalar()  # Core: one value back, no objects
 
     def human_after(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
                     limit: int = 10) -> list[Note]:

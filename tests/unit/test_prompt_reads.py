@@ -41,3 +41,34 @@ def test_llm_memory_recent_lines_match_recent(tmp_path):
                                                               for m in repos.llm_memory.recent(3)]
         assert [r.content for r in rows] == ["idea 1", "idea 3", "idea 4"]
     db.close()
+
+
+def test_focus_text_takes_the_last_thought_else_the_last_continuation(tmp_path):
+    from memory.models import Thread
+    from nodes.steps.s04_prepare_context.memory_lines import focus_text
+
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        repos.session.add(Thread(id="main"))
+        repos.session.flush()
+        assert focus_text(repos, "main", [], []) == ""
+        repos.messages.add_keyed("c", thread_id="main", kind="continuation", content="a continued line")
+        assert focus_text(repos, "main", [], []) == "a continued line"
+        repos.messages.add_keyed("r1", thread_id="main", kind="response", content="first thought")
+        repos.messages.add_keyed("r2", thread_id="main", kind="response", content="x" * 900 + "latest thought")
+        text = focus_text(repos, "main", [], [])
+        assert text.endswith("latest thought") and "first" not in text and len(text) < 900
+    db.close()
+
+
+def test_task_counts_and_the_humans_last_note_time(tmp_path):
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        assert repos.tasks.counts() == {} and repos.notes.latest_human_at() is None
+        repos.tasks.add("one")
+        repos.tasks.add("two")
+        note = repos.notes.add("hello", source="user")
+        assert repos.tasks.counts() == {"open": 2}
+        at = repos.notes.latest_human_at()
+        assert at is not None and at.replace(tzinfo=None) == note.created_at.replace(tzinfo=None)
+    db.close()

@@ -74,9 +74,10 @@ def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] 
     """What recall searches with: the notes, the last thought and the three leading active goals (`goals`: the
     active goals in priority order, when the caller has them)."""
     parts = [n.text for n in notes]
-    last = repos.messages.last_of_kind(thread_id, "response") or repos.messages.last_of_kind(thread_id, "continuation")
+    last = next((rows[-1].content for kind in ("response", "continuation")
+                 if (rows := repos.messages.recent_lines(thread_id, 1, kinds=(kind,), columns=("content",)))), None)
     if last is not None:
-        parts.append(last.content[-FOCUS_CHARS:])
+        parts.append(last[-FOCUS_CHARS:])
     parts += [g.title for g in (repos.goals.list(status="active", limit=3) if goals is None else goals[:3])]
     return "\n".join(p for p in parts if p and p.strip())
 
