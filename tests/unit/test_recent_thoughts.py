@@ -23,8 +23,9 @@ def _thoughts(db: Database, n: int) -> list[int]:
     with db.unit() as repos:
         repos.session.add(Thread(id="main"))
         repos.session.flush()
-        return [repos.messages.add_keyed(f"main:{i}", thread_id="main", tick=i, kind="response", content=f"thought {i}",
-                                         emotions=[f"calm:{i % 3 + 1}"], novelty_score=float(i)) for i in range(1, n + 1)]
+        return [repos.messages.add_keyed(f"main:{i}", thread_id="main", tick=i, kind="response",
+                                         content=f"thought {i}", emotions=[f"calm:{i % 3 + 1}"], novelty_score=float(i))
+                for i in range(1, n + 1)]
 
 
 def test_meditation_renders_the_chosen_messages_whole_oldest_first(tmp_path):
@@ -35,7 +36,8 @@ def test_meditation_renders_the_chosen_messages_whole_oldest_first(tmp_path):
         lines, shown = recent_thoughts(repos, "main", 3, {"context_mode": "meditation"}, memory)
     assert memory.offered == [[f"msg:{i}" for i in ids]]  # the window (k × 5 ≥ 12): every message, oldest first
     assert shown == [ids[1], ids[5], ids[9]]
-    assert lines == ["[tick 2] thought 2  (emotions calm:3; novelty 2)", "[tick 6] thought 6  (emotions calm:1; novelty 6)",
+    assert lines == ["[tick 2] thought 2  (emotions calm:3; novelty 2)",
+                     "[tick 6] thought 6  (emotions calm:1; novelty 6)",
                      "[tick 10] thought 10  (emotions calm:2; novelty 10)"]
     db.close()
 
@@ -46,5 +48,6 @@ def test_meditation_without_an_index_shows_the_last_k(tmp_path):
     with db.unit() as repos:
         lines, shown = recent_thoughts(repos, "main", 2, {"context_mode": "meditation"}, None)
     assert shown == ids[-2:]
-    assert lines == ["[tick 4] thought 4  (emotions calm:2; novelty 4)", "[tick 5] thought 5  (emotions calm:3; novelty 5)"]
+    assert lines == ["[tick 4] thought 4  (emotions calm:2; novelty 4)",
+                     "[tick 5] thought 5  (emotions calm:3; novelty 5)"]
     db.close()

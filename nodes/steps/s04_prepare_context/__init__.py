@@ -150,7 +150,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                      CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])], 150),
         Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
         Block("llm_memory", "My notepad of ideas (llm_memory)",
-              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)], 110,
+              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)],
+              110,
               trim_oldest=True),
     ]
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources
