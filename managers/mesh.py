@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 KEY_FILE = Path("mesh") / "identity.key"
 REFUSAL_REASONS = ("forged", "replay", "expired", "oversized", "unknown_type", "malformed", "revoked", "flood",
                    "blocked", "distrusted")
-PENALISED = frozenset({"forged", "expired", "oversized", "unknown_type", "malformed", "revoked", "flood"})
+PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed", "flood"})
 PUBLISHABLE = ("diary", "concept", "abstract")
 
 
@@ -164,34 +164,35 @@ class MeshManager:
         settings = self.settings
         try:
             checked = check(raw, now_ms=now_ms, max_bytes=settings.max_container_bytes)
-        except Refused as refused:
-            return self._refuse(refused.reason, refused.detail, refused.sender, refused.container_id)
+        except Refused as refused:  # an unproven sender is not blamed: the peer that delivered it is
+            blamed = refused.sender if refused.verified else relay
+            return self._refuse(refused.reason, refused.detail, refused.sender or relay, refused.container_id,
+                                blamed=blamed)
         sender, cid = checked.sender, checked.id
         if sender == self.my_did():
             return Outcome("refused", "own", cid, sender)  # an echo of our own container: not counted
         reputation = self.house.reputation
         if reputation.is_blocked(sender):
-            return self._refuse("blocked", "", sender, cid)
-        if self.is_revoked(sender):
-            return self._refuse("revoked", "the sender's key was revoked or rotated", sender, cid)
-        if self.session.get(MeshContainer, cid) is not None:
-            outcome = self._refuse("replay", "already have it", relay, cid, penalise=False)
-            if relay and relay != sender:
-                reputation.penalise(relay, "replay", about=cid)
-            return outcome
+            return self._refuse("blocked", "", sender, cid, blamed=None)
+        if self.is_revoked(sender):  # whoever holds a revoked key: not its successor's fault
+            return self._refuse("revoked", "the sender's key was revoked or rotated", sender, cid, blamed=None)
+        if self.session.get(MeshContainer, cid) is not None:  # anyone can replay a peer's container: blame the relay
+            return self._refuse("replay", "already have it", sender, cid, blamed=relay if relay != sender else None)
         if limiter is not None and not limiter.allow(sender):
-            return self._refuse("flood", f"over {settings.rate_per_s}/s", sender, cid)
+            return self._refuse("flood", f"over {settings.rate_per_s}/s", sender, cid, blamed=sender)
         trust = reputation.trust(sender)
         if trust < settings.min_trust:
-            return self._refuse("distrusted", f"trust {trust:.2f} < {settings.min_trust}", sender, cid)
+            return self._refuse("distrusted", f"trust {trust:.2f} < {settings.min_trust}", sender, cid, blamed=None)
         return self._accept(checked, trust)
 
     def _refuse(self, reason: str, detail: str, sender: str | None, container_id: str | None, *,
-                penalise: bool = True) -> Outcome:
+                blamed: str | None) -> Outcome:
+        """Count the refusal (under the DID the container names) and lower the trust of `blamed` — the proven
+        sender, or the peer that delivered what no signature proves."""
         self.session.add(MeshRefusal(sender=sender, reason=reason, container_id=container_id, detail=detail[:300],
                                      at=self.house.deps.clock()))
-        if penalise and sender and reason in PENALISED:
-            self.house.reputation.penalise(sender, reason, about=container_id)
+        if blamed and reason in PENALISED:
+            self.house.reputation.penalise(blamed, reason, about=container_id)
         self.session.flush()
         return Outcome("refused", reason, container_id, sender)
 

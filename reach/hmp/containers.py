@@ -9,8 +9,10 @@ The body is every field but `id` and `sig`; its canonical encoding is RFC 8785 (
 changing one byte of the body changes the id and breaks the signature; nothing can be edited in place: a correction
 is a new container whose lineage names the old one).
 
-`check()` verifies what arrived, in order, and says why it refuses: oversized, malformed, unknown_type, expired
-(or dated too far ahead), forged (id or signature does not match). Replays, revoked keys, blocklisted peers and
+`check()` verifies what arrived, in order, and says why it refuses: oversized, malformed, forged (id or signature
+does not match), then — the sender now proven (`Refused.verified`) — unknown_type and expired (or dated too far
+ahead). A refusal whose sender is not proven must not be held against the DID it names (that would let anyone frame
+a peer): the receiver holds it against the peer that delivered it. Replays, revoked keys, blocklisted peers and
 floods need the receiver's state; the manager checks those (managers/mesh.py)."""
 
 from __future__ import annotations
@@ -48,12 +50,14 @@ BODY_FIELDS = ("v", "type", "sender", "ts", "ttl", "nonce", "recipient", "topic"
 class Refused(Exception):
     """A container that was refused; `reason` is the counter it goes to."""
 
-    def __init__(self, reason: str, detail: str = "", *, sender: str | None = None, container_id: str | None = None):
+    def __init__(self, reason: str, detail: str = "", *, sender: str | None = None, container_id: str | None = None,
+                 verified: bool = False):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
-        self.sender = sender
+        self.sender = sender  # who the container claims sent it
         self.container_id = container_id
+        self.verified = verified  # the signature held: `sender` really sent it (else it may be framed)
 
 
 def canonical(body: Mapping[str, Any]) -> bytes:
@@ -129,8 +133,6 @@ def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_B
     sender = container.get("sender")
     cid = container.get("id") if isinstance(container.get("id"), str) else None
     where = {"sender": sender if isinstance(sender, str) else None, "container_id": cid}
-    if container["type"] not in TYPES:
-        raise Refused("unknown_type", str(container["type"])[:40], **where)
     if container["v"] != VERSION or not isinstance(container["payload"], dict) \
             or not isinstance(container["lineage"], list) or not isinstance(container["ts"], int) \
             or not isinstance(container["ttl"], int) or not isinstance(container["sig"], str):
@@ -139,12 +141,6 @@ def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_B
         public_key_of(str(sender))
     except BadDid as exc:
         raise Refused("forged", str(exc), **where) from exc
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    if container["ttl"] <= 0 or container["ttl"] > MAX_TTL_SECONDS \
-            or container["ts"] + container["ttl"] * 1000 < now:
-        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", **where)
-    if container["ts"] > now + CLOCK_SKEW_SECONDS * 1000:
-        raise Refused("expired", "dated in the future", **where)
     try:
         encoded = canonical(container)
     except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:  # floats out of range and the like
@@ -157,6 +153,15 @@ def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_B
         raise Refused("forged", "signature is not base64url", **where) from exc
     if not verify(str(sender), signature, encoded):
         raise Refused("forged", "signature does not verify", **where)
+    # from here on the sender is proven: what is wrong is its own doing
+    if container["type"] not in TYPES:
+        raise Refused("unknown_type", str(container["type"])[:40], **where, verified=True)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if container["ttl"] <= 0 or container["ttl"] > MAX_TTL_SECONDS \
+            or container["ts"] + container["ttl"] * 1000 < now:
+        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", **where, verified=True)
+    if container["ts"] > now + CLOCK_SKEW_SECONDS * 1000:
+        raise Refused("expired", "dated in the future", **where, verified=True)
     return Checked(container, len(data))
 
 
