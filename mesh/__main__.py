@@ -41,12 +41,20 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     node.start()
-    if options.state:
-        state = {"did": node.did, "peer_id": transport.peer_id, "addrs": transport.addresses()}
-        Path(options.state).write_text(json.dumps(state), encoding="utf-8")
     print(json.dumps({"did": node.did, "addrs": transport.addresses()}), flush=True)
+    written = ""
     try:
-        node.run(stop)
+        while not stop.is_set():
+            node.step(0.2)
+            if options.state:  # who this node is and whom it reaches, rewritten when it changes
+                state = json.dumps({"did": node.did, "peer_id": transport.peer_id, "addrs": transport.addresses(),
+                                    "peers": transport.peers(), "isolated": node.isolated,
+                                    "dids": sorted(set(node.peer_dids.values())), "stats": dict(node.stats)})
+                if state != written:
+                    temporary = Path(options.state + ".tmp")
+                    temporary.write_text(state, encoding="utf-8")
+                    temporary.replace(options.state)
+                    written = state
     finally:
         node.stop()
         database.close()

@@ -181,6 +181,9 @@ class Libp2pTransport:
     def peer_count(self) -> int:
         return len(self._peers)
 
+    def peers(self) -> list[str]:
+        return list(self._peers)
+
     def addresses(self) -> list[str]:
         return list(self._addresses)
 
