@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from sqlalchemy import func, select, update
 
-from memory.models import MeshContainer, MeshRefusal, MeshRevocation, MeshSubscription
+from memory.models import MeshContainer, MeshRefusal
 from persona.settings import MeshSettings
 from reach.hmp.containers import Checked, Refused, check, seal
 from reach.hmp.identity import Identity, verify
@@ -63,7 +62,7 @@ def _voter_weight(trust: float) -> float:
 class MeshManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
-        self.session = house.repos.session
+        self.repo = house.repos.mesh
         self._identity: Identity | None = None
 
     @property
@@ -114,13 +113,10 @@ class MeshManager:
         return container
 
     def _retire(self, did: str, *, replaced_by: str | None, container_id: str | None) -> None:
-        if self.session.get(MeshRevocation, did) is None:
-            self.session.add(MeshRevocation(did=did, replaced_by=replaced_by, container_id=container_id,
-                                            at=self.house.deps.clock()))
-            self.session.flush()
+        self.repo.revoke(did, replaced_by=replaced_by, container_id=container_id, at=self.house.deps.clock())
 
     def is_revoked(self, did: str) -> bool:
-        return self.session.get(MeshRevocation, did) is not None
+        return self.repo.revocation(did) is not None
 
     # ---- sending (the outbox) ---------------------------------------------------------------------------------------
     def compose(self, type_: str, payload: Mapping[str, Any], *, recipient: str | None = None,
@@ -133,28 +129,19 @@ class MeshManager:
 
     def _queue(self, container: dict[str, Any], *, ref: str | None = None) -> dict[str, Any]:
         payload = container["payload"]
-        self.session.add(MeshContainer(
+        self.repo.add(MeshContainer(
             id=container["id"], direction="out", type=container["type"], sender=container["sender"],
             recipient=container["recipient"], topic=container["topic"],
             ref=ref or payload.get("case") or payload.get("about") or None, body=container, status="queued",
             created_at=self.house.deps.clock()))
-        self.session.flush()
         return container
 
     def outbox(self, limit: int = 200) -> builtins.list[dict[str, Any]]:
-        rows = self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "out",
-                                                                MeshContainer.status == "queued")
-                                    .order_by(MeshContainer.created_at).limit(limit)).all()
-        return [dict(r.body) for r in rows]
+        return [dict(r.body) for r in self.repo.outbox(limit)]
 
     def mark_sent(self, ids: Iterable[str]) -> int:
         ids = list(ids)
-        if not ids:
-            return 0
-        result = self.session.execute(update(MeshContainer).where(MeshContainer.id.in_(ids),
-                                                                  MeshContainer.direction == "out")
-                                      .values(status="sent", sent_at=self.house.deps.clock()))
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return self.repo.mark_sent(ids, self.house.deps.clock()) if ids else 0
 
     # ---- receiving --------------------------------------------------------------------------------------------------
     def receive(self, raw: bytes | str, *, limiter: TokenBuckets | None = None, relay: str | None = None,
@@ -176,7 +163,7 @@ class MeshManager:
             return self._refuse("blocked", "", sender, cid, blamed=None)
         if self.is_revoked(sender):  # whoever holds a revoked key: not its successor's fault
             return self._refuse("revoked", "the sender's key was revoked or rotated", sender, cid, blamed=None)
-        if self.session.get(MeshContainer, cid) is not None:  # anyone can replay a peer's container: blame the relay
+        if self.repo.get(cid) is not None:  # anyone can replay a peer's container: blame the relay
             return self._refuse("replay", "already have it", sender, cid, blamed=relay if relay != sender else None)
         if limiter is not None and not limiter.allow(sender):
             return self._refuse("flood", f"over {settings.rate_per_s}/s", sender, cid, blamed=sender)
@@ -189,11 +176,10 @@ class MeshManager:
                 blamed: str | None) -> Outcome:
         """Count the refusal (under the DID the container names) and lower the trust of `blamed` — the proven
         sender, or the peer that delivered what no signature proves."""
-        self.session.add(MeshRefusal(sender=sender, reason=reason, container_id=container_id, detail=detail[:300],
+        self.repo.refuse(MeshRefusal(sender=sender, reason=reason, container_id=container_id, detail=detail[:300],
                                      at=self.house.deps.clock()))
         if blamed and reason in PENALISED:
             self.house.reputation.penalise(blamed, reason, about=container_id)
-        self.session.flush()
         return Outcome("refused", reason, container_id, sender)
 
     def _accept(self, checked: Checked, trust: float) -> Outcome:
@@ -204,8 +190,7 @@ class MeshManager:
                             ref=str(payload.get("case") or payload.get("about") or "")[:80] or None,
                             body=container, status="accepted", trust=round(trust, 4),
                             created_at=self.house.deps.clock())
-        self.session.add(row)
-        self.session.flush()
+        self.repo.add(row)
         applied = self._apply(row, payload)
         return Outcome("accepted", "", checked.id, checked.sender, applied)
 
@@ -270,36 +255,25 @@ class MeshManager:
             item.meta = {**(item.meta or {}), "origin": "peer", "peer": row.sender, "trust": row.trust,
                          "container": row.id}
         row.local_tier, row.local_id = tier, local_id
-        self.session.flush()
+        self.house.repos.session.flush()
         return f"{tier} {local_id}"
 
     # ---- CogSync ----------------------------------------------------------------------------------------------------
     def subscribe(self, topic: str) -> bool:
-        if self.session.get(MeshSubscription, topic) is not None:
-            return False
-        self.session.add(MeshSubscription(topic=topic, at=self.house.deps.clock()))
-        self.session.flush()
-        return True
+        return self.repo.subscribe(topic, self.house.deps.clock())
 
     def unsubscribe(self, topic: str) -> bool:
-        row = self.session.get(MeshSubscription, topic)
-        if row is None:
-            return False
-        self.session.delete(row)
-        self.session.flush()
-        return True
+        return self.repo.unsubscribe(topic)
 
     def subscriptions(self) -> builtins.list[str]:
-        return sorted({*self.session.scalars(select(MeshSubscription.topic)).all(), *self.settings.topics})
+        return sorted({*self.repo.topics(), *self.settings.topics})
 
     def publish(self, tag: str, *, tier: str = "diary", limit: int = 10) -> builtins.list[dict[str, Any]]:
         """Queue this persona's own `tier` memories tagged `tag` (never what it learned from peers) as CogSync
         containers under the topic `tag`; one already published is not published again."""
         if tier not in PUBLISHABLE:
             raise ValueError(f"publishable tiers: {', '.join(PUBLISHABLE)}")
-        already = {(r.body.get("payload") or {}).get("local") for r in self.session.scalars(
-            select(MeshContainer).where(MeshContainer.direction == "out", MeshContainer.type == "cogsync",
-                                        MeshContainer.topic == tag)).all()}
+        already = {(r.body.get("payload") or {}).get("local") for r in self.repo.published(tag)}
         items: builtins.list[tuple[str, dict[str, Any]]] = []
         if tier == "diary":
             for entry in self.house.repos.diary.list(limit=limit, tag=tag):
@@ -324,20 +298,17 @@ class MeshManager:
 
     def learned(self, limit: int = 50) -> builtins.list[MeshContainer]:
         """What arrived by CogSync and became memory here (newest first)."""
-        return list(self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "in",
-                                                                     MeshContainer.local_tier.is_not(None))
-                                         .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+        return self.repo.learned(limit)
 
     def reject(self, container_id: str) -> bool:
         """The owner's no to what a peer taught: its memory is archived and the sender's trust lowered a little."""
-        row = self.session.get(MeshContainer, container_id)
+        row = self.repo.get(container_id)
         if row is None or row.direction != "in" or row.status == "rejected":
             return False
         if row.local_tier and row.local_id is not None:
             self.house.repos.archive(row.local_tier, row.local_id, self.house.deps.clock())
         row.status = "rejected"
         self.house.reputation.evaluate(row.sender, -0.2, reason="the owner rejected what it taught", about=row.id)
-        self.session.flush()
         return True
 
     # ---- consensus --------------------------------------------------------------------------------------------------
@@ -362,14 +333,14 @@ class MeshManager:
             payload["score"] = max(-1.0, min(1.0, float(score)))
         return self.compose("vote", payload, lineage=[case_id], ref=case_id)
 
-    def _rows(self, case_id: str) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(
-            (MeshContainer.id == case_id) | (MeshContainer.ref == case_id))).all())
+    def case_rows(self, case_id: str) -> builtins.list[MeshContainer]:
+        """The case (or claim) and every container that refers to it."""
+        return self.repo.of_case(case_id)
 
     def tally(self, case_id: str) -> Tally:
         """The trust-weighted result: each voter's last vote counts once, weighed by its trust (this persona's own
         vote by 1)."""
-        rows = self._rows(case_id)
+        rows = self.case_rows(case_id)
         case = next((r for r in rows if r.id == case_id), None)
         if case is None:
             raise KeyError(f"no case {case_id}")
@@ -400,9 +371,7 @@ class MeshManager:
                      solutions.get(best) if best else None, None)
 
     def open_cases(self, limit: int = 20) -> builtins.list[Tally]:
-        cases = self.session.scalars(select(MeshContainer).where(MeshContainer.type.in_(("ethics_case", "claim")))
-                                     .order_by(MeshContainer.created_at.desc()).limit(limit)).all()
-        return [self.tally(c.id) for c in cases]
+        return [self.tally(c.id) for c in self.repo.cases(limit)]
 
     def adopt(self, case_id: str) -> str:
         """Write an ethics case's result into the persona's ethics.yaml as a principle (the command doing this is
@@ -429,36 +398,26 @@ class MeshManager:
     def have(self, limit: int = 5000) -> builtins.list[str]:
         """The ids of the containers this persona holds that a peer may lack (its own, sent or queued, and what it
         accepted), newest first."""
-        return list(self.session.scalars(select(MeshContainer.id).where(MeshContainer.status != "rejected")
-                                         .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+        return self.repo.ids(limit)
 
     def want(self, ids: Iterable[str]) -> builtins.list[str]:
         """Of a peer's ids, those this persona lacks."""
         ids = list(dict.fromkeys(ids))
-        have: set[str] = set()
-        for start in range(0, len(ids), 500):
-            have |= set(self.session.scalars(select(MeshContainer.id)
-                                             .where(MeshContainer.id.in_(ids[start:start + 500]))).all())
+        have = self.repo.existing(ids)
         return [i for i in ids if i not in have]
 
     def bodies(self, ids: Iterable[str]) -> builtins.list[dict[str, Any]]:
-        ids = list(ids)[:5000]
-        return [dict(r.body) for r in self.session.scalars(select(MeshContainer).where(MeshContainer.id.in_(ids)))]
+        return [dict(r.body) for r in self.repo.many(list(ids)[:5000])]
 
     # ---- what the pages and status show ------------------------------------------------------------------------------
     def refused_counts(self, did: str | None = None) -> dict[str, int]:
-        query = select(MeshRefusal.reason, func.count()).group_by(MeshRefusal.reason)
-        if did is not None:
-            query = query.where(MeshRefusal.sender == did)
-        return {str(reason): int(count) for reason, count in self.session.execute(query).tuples().all()}
+        return self.repo.refused_counts(did)
 
     def refused_recent(self, limit: int = 20) -> builtins.list[MeshRefusal]:
-        return list(self.session.scalars(select(MeshRefusal).order_by(MeshRefusal.id.desc()).limit(limit)).all())
+        return self.repo.refused_recent(limit)
 
     def counts(self) -> dict[str, int]:
-        rows = self.session.execute(select(MeshContainer.direction, MeshContainer.status, func.count())
-                                    .group_by(MeshContainer.direction, MeshContainer.status)).tuples().all()
-        return {f"{direction}_{status}": int(count) for direction, status, count in rows}
+        return self.repo.counts()
 
     def status(self) -> dict[str, Any]:
         return {"did": self.my_did(), "containers": self.counts(), "refused": self.refused_counts(),

@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, func, select
-
-from memory.models import MeshBlock, MeshEvaluation, MeshRefusal
+from memory.models import MeshBlock, MeshEvaluation
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -46,7 +44,7 @@ def _aware(moment: datetime) -> datetime:
 class ReputationManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
-        self.session = house.repos.session
+        self.repo = house.repos.trust
 
     @property
     def half_life(self) -> timedelta:
@@ -67,33 +65,27 @@ class ReputationManager:
                              about=about, reason=reason[:200], container_id=container_id,
                              at=at or self.house.deps.clock())
         if evaluator != subject:
-            self.session.add(row)
-            self.session.flush()
+            self.repo.add(row)
         return row
 
     def penalise(self, subject: str, reason: str, *, about: str | None = None) -> None:
         self.evaluate(subject, PENALTY, reason=f"refused: {reason}", about=about)
 
     def block(self, did: str, reason: str = "") -> None:
-        if self.session.get(MeshBlock, did) is None:
-            self.session.add(MeshBlock(did=did, reason=reason, at=self.house.deps.clock()))
-            self.session.flush()
+        self.repo.block(did, reason, self.house.deps.clock())
 
     def unblock(self, did: str) -> bool:
-        return bool(self.session.execute(delete(MeshBlock).where(MeshBlock.did == did)).rowcount)  # type: ignore[attr-defined]
+        return self.repo.unblock(did)
 
     def is_blocked(self, did: str) -> bool:
-        return self.session.get(MeshBlock, did) is not None
+        return self.repo.blocked(did)
 
     def blocklist(self) -> list[MeshBlock]:
-        return list(self.session.scalars(select(MeshBlock).order_by(MeshBlock.at)).all())
+        return self.repo.blocklist()
 
     # ---- reading --------------------------------------------------------------------------------------------------
     def _evaluations(self, subject: str, before: datetime | None = None) -> list[MeshEvaluation]:
-        query = select(MeshEvaluation).where(MeshEvaluation.subject == subject)
-        if before is not None:
-            query = query.where(MeshEvaluation.at <= before)
-        return list(self.session.scalars(query).all())
+        return self.repo.of(subject, before)
 
     def direct_trust(self, did: str, *, now: datetime | None = None) -> float:
         """Trust from this persona's own evaluations only."""
@@ -115,7 +107,7 @@ class ReputationManager:
     def trust_history(self, did: str, *, points: int = 20, since: datetime | None = None) -> list[tuple[datetime, float]]:
         """Trust over time: `points` moments from the first evaluation (or `since`) to now."""
         now = self.house.deps.clock()
-        first = self.session.scalar(select(func.min(MeshEvaluation.at)).where(MeshEvaluation.subject == did))
+        first = self.repo.first_at(did)
         start = _aware(since or first or now)
         step = (now - start) / max(1, points - 1)
         return [(start + step * i, self.trust(did, now=start + step * i)) for i in range(points)]
@@ -125,25 +117,21 @@ class ReputationManager:
         return sorted((d for d in dids if not self.is_blocked(d)), key=lambda d: -self.trust(d))
 
     def known(self) -> list[str]:
-        subjects = set(self.session.scalars(select(MeshEvaluation.subject).distinct()).all())
-        subjects |= {s for s in self.session.scalars(select(MeshRefusal.sender).distinct()).all() if s}
+        subjects = set(self.repo.subjects()) | set(self.house.repos.mesh.refused_by_sender())
         subjects |= {b.did for b in self.blocklist()}
-        return sorted(subjects)
+        return sorted(subjects - {LOCAL})
 
     def table(self) -> list[PeerTrust]:
         """Every known peer's trust, evaluations, refusals, blocked."""
-        evaluations = dict(self.session.execute(select(MeshEvaluation.subject, func.count())
-                                                .group_by(MeshEvaluation.subject)).tuples().all())
-        refusals = dict(self.session.execute(select(MeshRefusal.sender, func.count())
-                                             .group_by(MeshRefusal.sender)).tuples().all())
-        return [PeerTrust(did, round(self.trust(did), 4), int(evaluations.get(did, 0)), int(refusals.get(did, 0)),
+        evaluations, refusals = self.repo.subjects(), self.house.repos.mesh.refused_by_sender()
+        return [PeerTrust(did, round(self.trust(did), 4), evaluations.get(did, 0), refusals.get(did, 0),
                           self.is_blocked(did)) for did in self.known()]
 
     def drift(self, *, window: int = 20) -> dict[str, dict[str, float]]:
         """Each evaluator's mean distance from the other evaluators' mean on the same subject/about, over its last
         `window` evaluations (`recent`) and the `window` before them (`before`); `drift` = recent − before (> 0: it
         strays more than it did)."""
-        rows = list(self.session.scalars(select(MeshEvaluation).order_by(MeshEvaluation.at)).all())
+        rows = self.repo.all()
         groups: dict[tuple[str, str], list[MeshEvaluation]] = defaultdict(list)
         for row in rows:
             groups[(row.subject, row.about or "")].append(row)

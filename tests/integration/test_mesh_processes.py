@@ -177,7 +177,7 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
 
 def _case_rows(door: Door, case_id: str) -> int:
     for house in door.managers():
-        return len(house.mesh._rows(case_id))
+        return len(house.mesh.case_rows(case_id))
     return 0
 
 
