@@ -132,36 +132,36 @@ def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_B
         raise Refused("malformed", "missing fields")
     sender = container.get("sender")
     cid = container.get("id") if isinstance(container.get("id"), str) else None
-    where = {"sender": sender if isinstance(sender, str) else None, "container_id": cid}
+    claimed = sender if isinstance(sender, str) else None
     if container["v"] != VERSION or not isinstance(container["payload"], dict) \
             or not isinstance(container["lineage"], list) or not isinstance(container["ts"], int) \
             or not isinstance(container["ttl"], int) or not isinstance(container["sig"], str):
-        raise Refused("malformed", "bad field types", **where)
+        raise Refused("malformed", "bad field types", sender=claimed, container_id=cid)
     try:
         public_key_of(str(sender))
     except BadDid as exc:
-        raise Refused("forged", str(exc), **where) from exc
+        raise Refused("forged", str(exc), sender=claimed, container_id=cid) from exc
     try:
         encoded = canonical(container)
     except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:  # floats out of range and the like
-        raise Refused("malformed", f"not canonicalisable ({exc})", **where) from exc
+        raise Refused("malformed", f"not canonicalisable ({exc})", sender=claimed, container_id=cid) from exc
     if cid != "sha256:" + hashlib.sha256(encoded).hexdigest():
-        raise Refused("forged", "id is not the hash of the body", **where)
+        raise Refused("forged", "id is not the hash of the body", sender=claimed, container_id=cid)
     try:
         signature = _unb64(container["sig"])
     except ValueError as exc:
-        raise Refused("forged", "signature is not base64url", **where) from exc
+        raise Refused("forged", "signature is not base64url", sender=claimed, container_id=cid) from exc
     if not verify(str(sender), signature, encoded):
-        raise Refused("forged", "signature does not verify", **where)
+        raise Refused("forged", "signature does not verify", sender=claimed, container_id=cid)
     # from here on the sender is proven: what is wrong is its own doing
     if container["type"] not in TYPES:
-        raise Refused("unknown_type", str(container["type"])[:40], **where, verified=True)
+        raise Refused("unknown_type", str(container["type"])[:40], sender=claimed, container_id=cid, verified=True)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if container["ttl"] <= 0 or container["ttl"] > MAX_TTL_SECONDS \
             or container["ts"] + container["ttl"] * 1000 < now:
-        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", **where, verified=True)
+        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", sender=claimed, container_id=cid, verified=True)
     if container["ts"] > now + CLOCK_SKEW_SECONDS * 1000:
-        raise Refused("expired", "dated in the future", **where, verified=True)
+        raise Refused("expired", "dated in the future", sender=claimed, container_id=cid, verified=True)
     return Checked(container, len(data))
 
 
