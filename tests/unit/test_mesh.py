@@ -284,3 +284,25 @@ def test_sync_messages_are_small_json(tmp_path: Path) -> None:
     message = json.loads(listener.poll(0)[0].data)
     assert message["kind"] == "have" and message["did"] == node.did and message["ids"] == []
     db.close()
+
+
+def test_the_memory_page_marks_what_came_from_peers_and_archive_rejects_it(web) -> None:  # type: ignore[no-untyped-def]
+    peer = Identity.generate()
+    container = seal(peer, "cogsync", {"kind": "diary", "text": "peers say the tide turns at six", "tags": ["tides"]},
+                     topic="tides")
+    with web.services.db.unit() as repos:
+        managers = Managers(repos, ManagerDeps(settings=settings_for(web.data_dir)))
+        managers.mesh.subscribe("tides")
+        outcome = managers.mesh.receive(encode(container))
+        assert outcome.applied and outcome.applied.startswith("diary ")
+        own = managers.diary.add("my own tide note", tags=["tides"])
+    ref = outcome.applied.split()[1]
+    page = web.client.get("/memory", params={"tier": "diary"}).text
+    row = page[page.index(f'id="row-diary-{ref}"'):]
+    row = row[:row.index("</tr>")]
+    assert "from peers" in row and peer.did[:20] in row
+    mine = page[page.index(f'id="row-diary-{own.id}"'):]
+    assert "from peers" not in mine[:mine.index("</tr>")]
+    assert web.client.post(f"/api/memory/diary/{ref}/archive").status_code == 200
+    with web.services.db.unit() as repos:
+        assert repos.diary.get(int(ref)).status == "archived"
