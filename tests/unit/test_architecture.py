@@ -14,7 +14,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("cli", "web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh")
 # what each layer may import (besides itself); run.py may import everything
-ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
+ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh"},
            "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
            "graph": {"nodes", "managers", "persona", "memory", "llm", "reach"},
            "nodes": {"managers", "persona", "memory", "llm", "reach"},
@@ -66,7 +66,7 @@ def imports_of(path: Path, known: set[str], type_only: bool = False) -> set[str]
 # manager (managers/) and reports in its own medium; it never goes through another door.
 DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker", "mesh")
 # the command line starts the other doors' servers and workers: their launch points are its to import
-LAUNCH_POINTS = {"cli": {"web.server", "web.security", "web.mcp", "graph.fleet.worker"}}
+LAUNCH_POINTS = {"cli": {"web.server", "web.security", "web.mcp", "graph.fleet.worker", "mesh.runner"}}
 
 
 def door_of(module: str) -> str | None:
