@@ -306,3 +306,25 @@ def test_the_memory_page_marks_what_came_from_peers_and_archive_rejects_it(web) 
     assert web.client.post(f"/api/memory/diary/{ref}/archive").status_code == 200
     with web.services.db.unit() as repos:
         assert repos.diary.get(int(ref)).status == "archived"
+
+
+def test_cogconsensus_on_a_claim_is_a_trust_weighted_mean(tmp_path: Path) -> None:
+    a_db, b_db = Database.open(tmp_path / "a"), Database.open(tmp_path / "b")
+    a_settings, b_settings = settings_for(tmp_path / "a"), settings_for(tmp_path / "b")
+    try:
+        for a in house(a_db, a_settings):
+            claim = a.mesh.open_case("The harbour silts up every spring", kind="claim")
+            a.mesh.vote(claim["id"], score=0.8)
+        for b in house(b_db, b_settings):
+            assert b.mesh.receive(encode(claim)).status == "accepted"
+            vote = b.mesh.vote(claim["id"], score=-1.0)
+        for a in house(a_db, a_settings):
+            a.mesh.receive(encode(vote))
+            unknown = a.mesh.tally(claim["id"])  # b unknown: weight 0.5 → (0.8 − 0.5) / 1.5 = 0.2
+            assert unknown.votes == 2 and unknown.score == pytest.approx(0.2, abs=1e-3)
+            a.reputation.evaluate(vote["sender"], 1.0)
+            trusted = a.mesh.tally(claim["id"])
+            assert trusted.score is not None and trusted.score < unknown.score
+    finally:
+        a_db.close()
+        b_db.close()
