@@ -132,6 +132,8 @@ def propagation(peers: int, entries: int, root: Path) -> dict[str, Any]:
                         latencies.append(created.timestamp() - row.body["ts"] / 1000)
             finally:
                 receiver.close()
+        time.sleep(1.5)  # the doors rewrite their state files
+        stats = [json.loads(state.read_text()).get("stats", {}) for state in states[1:]]
         door_rss = [rss_kib(p.pid) for p in processes]
         sidecar_rss = [sum(rss_kib(c) for c in children(p.pid)) for p in processes]
         latencies.sort()
@@ -139,6 +141,8 @@ def propagation(peers: int, entries: int, root: Path) -> dict[str, Any]:
             "peers": peers, "entries": entries, "deliveries": len(latencies), "missing": missing,
             "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
             "p95_ms": round(1000 * latencies[int(0.95 * (len(latencies) - 1))], 1) if latencies else None,
+            "arrived_by_gossip": sum(int(x.get("accepted", 0)) for x in stats),
+            "arrived_by_sync": sum(int(x.get("synced_accepted", 0)) for x in stats),
             "door_rss_mib": round(statistics.mean(door_rss) / 1024, 1),
             "sidecar_rss_mib": round(statistics.mean(sidecar_rss) / 1024, 1),
         }

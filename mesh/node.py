@@ -50,6 +50,7 @@ class MeshNode:
         self.wanted: set[str] = set()  # ids we asked for: only those are taken from a `bodies`
         self.isolated = True
         self.last_have = 0.0
+        self.last_channels = 0.0
         self.stats: Counter[str] = Counter()
 
     @contextmanager
@@ -95,7 +96,9 @@ class MeshNode:
         connected = self.transport.peer_count() > 0
         now = time.monotonic()
         if connected:
-            self._refresh_channels()
+            if now - self.last_channels >= 5.0:  # a topic subscribed since (mesh.subscribe) joins its channel
+                self._refresh_channels()
+                self.last_channels = now
             self.flush()
             if self.isolated or now - self.last_have >= self.settings.mesh.sync_every_s:
                 self.announce()
