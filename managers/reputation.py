@@ -105,9 +105,12 @@ class ReputationManager:
         return math.tanh(total)
 
     def trust_history(self, did: str, *, points: int = 20, since: datetime | None = None) -> list[tuple[datetime, float]]:
-        """Trust over time: `points` moments from the first evaluation (or `since`) to now."""
+        """Trust over time: `points` moments from the first evaluation (or `since`) to now; [] for a peer nobody
+        evaluated (its 0.0 is "unknown", not a measured trust)."""
         now = self.house.deps.clock()
         first = self.repo.first_at(did)
+        if first is None and since is None:
+            return []
         start = _aware(since or first or now)
         step = (now - start) / max(1, points - 1)
         return [(start + step * i, self.trust(did, now=start + step * i)) for i in range(points)]
