@@ -328,3 +328,33 @@ def test_cogconsensus_on_a_claim_is_a_trust_weighted_mean(tmp_path: Path) -> Non
     finally:
         a_db.close()
         b_db.close()
+
+
+def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(persona: tuple[Database, Settings]) -> None:
+    from nodes.commands import FAMILIES, Registry
+    from nodes.commands.model import Command
+    from nodes.commands.spec import CommandContext
+
+    registry = Registry(FAMILIES)
+    effects = {t: registry.get(t).effect for t in ("mesh.send", "mesh.publish", "mesh.subscribe", "mesh.case",  # type: ignore[union-attr]
+                                                 "mesh.vote", "mesh.adopt", "mesh.rotate", "mesh.status",
+                                                 "reputation.evaluate", "reputation.block", "reputation.show")}
+    assert effects == {"mesh.send": "external", "mesh.publish": "external", "mesh.subscribe": "external",
+                       "mesh.case": "external", "mesh.vote": "external", "mesh.adopt": "modify_self",
+                       "mesh.rotate": "modify_self", "mesh.status": "read", "reputation.evaluate": "external",
+                       "reputation.block": "write_self", "reputation.show": "read"}
+    db, settings = persona
+    spec = registry.get("mesh.send")
+    assert spec is not None and spec.off_because(Settings(data_dir=settings.data_dir)) is not None  # off by default
+    with pytest.raises(Exception, match="to"):
+        spec.check({"to": "not a did", "text": "hi"})
+    peer = Identity.generate()
+    with db.unit() as repos:
+        ctx = CommandContext(repos=repos, thread_id="main", tick=1, llm_id=None, settings=settings,
+                             now=datetime.now(timezone.utc))
+        args = spec.check({"to": peer.did, "text": "hello peer"})
+        result = spec.handler(Command(cmd_id="c1", type="mesh.send", args=args), ctx)
+        assert "queued" in result.output
+        queued = ctx.managers.mesh.outbox()
+        assert len(queued) == 1 and check(encode(queued[0])).container["payload"] == {"text": "hello peer"}
+        assert queued[0]["recipient"] == peer.did
