@@ -19,12 +19,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import rfc8785
+
 from managers import ManagerDeps, Managers
 from memory import Database
 from mesh.transport import Delivery, Transport, TransportError
 from persona.settings import Settings
 from reach.hmp.containers import encode
-from reach.hmp.identity import Identity
+from reach.hmp.identity import Identity, verify
 from reach.hmp.limits import TokenBuckets
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,33 @@ HAVE_LIMIT = 2000  # ids in one `have`
 BODIES_BYTES = 256 * 1024  # one `bodies` message at most (several are sent when more is wanted)
 
 
+BINDING_SKEW_MS = 10 * 60 * 1000  # a `have` older or newer than this is not taken as proof of who a peer is
+
+
 def channel_of(tag: str) -> str:
     return f"anima/topic/{tag}"
+
+
+def binding(identity: Identity, peer_id: str, now_ms: int | None = None) -> dict[str, Any]:
+    """A signed statement "this transport peer is this DID", carried by every `have`: the DID's key signs the
+    canonical {did, peer, ts}. The receiver checks it against the peer the transport says published it (gossipsub
+    signs its messages with the peer's own key), so a peer cannot pass itself off as another DID — what no container
+    signature proves (forged, replayed, oversized) is then held against the right peer."""
+    statement = {"did": identity.did, "peer": peer_id, "ts": int(time.time() * 1000) if now_ms is None else now_ms}
+    return {**statement, "sig": identity.sign(rfc8785.dumps(statement)).hex()}
+
+
+def bound_did(message: dict[str, Any], peer_id: str, now_ms: int | None = None) -> str | None:
+    """The DID a `have` proves for `peer_id`, or None."""
+    try:
+        statement = {"did": str(message["did"]), "peer": str(message["peer"]), "ts": int(message["ts"])}
+        signature = bytes.fromhex(str(message["sig"]))
+    except (KeyError, ValueError, TypeError):
+        return None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if statement["peer"] != peer_id or abs(now - statement["ts"]) > BINDING_SKEW_MS:
+        return None
+    return statement["did"] if verify(statement["did"], signature, rfc8785.dumps(statement)) else None
 
 
 class MeshNode:
@@ -128,7 +155,8 @@ class MeshNode:
         """Tell the peers which containers this persona holds (they ask for what they lack)."""
         with self.managers() as house:
             ids = house.mesh.have(HAVE_LIMIT)
-        self._publish_sync({"kind": "have", "did": self.did, "ids": ids})
+        assert self.identity is not None
+        self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids})
         self.last_have = time.monotonic()
 
     def _publish_sync(self, message: dict[str, Any]) -> None:
@@ -159,7 +187,10 @@ class MeshNode:
         message = json.loads(delivery.data)
         kind = message.get("kind")
         if kind == "have":
-            did = str(message["did"])
+            did = bound_did(message, delivery.peer)
+            if did is None:  # an unsigned or misbound `have`: who it is stays unknown, nothing is sent to it
+                self.stats["bad_binding"] += 1
+                return []
             self.peer_dids[delivery.peer] = did
             missing = house.mesh.want([str(i) for i in message.get("ids", [])][:HAVE_LIMIT])
             if missing:

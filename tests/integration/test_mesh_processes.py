@@ -20,7 +20,7 @@ import pytest
 from managers import ManagerDeps, Managers
 from memory import Database
 from memory.models import DiaryEntry
-from mesh.node import ALL, SYNC
+from mesh.node import ALL, SYNC, binding
 from mesh.transport import Libp2pTransport, wait_for
 from persona.settings import MeshSettings, Settings
 from reach.hmp.containers import encode, seal
@@ -205,7 +205,11 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
         attacker.subscribe(ALL)
         assert wait_for(lambda: attacker.peer_count() > 0, WAIT)
         wait_for(lambda: False, 3.0)  # gossipsub meshes form on heartbeats
-        attacker.publish(SYNC, json.dumps({"kind": "have", "did": mallory.did, "ids": []}).encode())
+        # a `have` claiming the honest peer's DID is not believed (not signed by its key) …
+        attacker.publish(SYNC, json.dumps({"kind": "have", "did": honest.did, "peer": attacker.peer_id, "ts": 0,
+                                           "sig": "00" * 64, "ids": []}).encode())
+        # … its own, signed, binds the attacker's libp2p peer to mallory's DID
+        attacker.publish(SYNC, json.dumps({"kind": "have", **binding(mallory, attacker.peer_id), "ids": []}).encode())
         original = seal(honest, "message", {"text": "an honest peer's words"})
         sent = {"forged": 0, "replay": 0, "expired": 0, "oversized": 0, "flood": 0}
         for i in range(3):

@@ -18,7 +18,7 @@ import pytest
 from managers import ManagerDeps, Managers
 from memory import Database
 from memory.models import DiaryEntry, MeshContainer, Note
-from mesh.node import MeshNode
+from mesh.node import MeshNode, bound_did
 from mesh.transport import InMemoryHub
 from persona.settings import MeshSettings, Settings
 from reach.hmp.containers import Refused, canonical, check, encode, seal
@@ -283,6 +283,9 @@ def test_sync_messages_are_small_json(tmp_path: Path) -> None:
     node.announce()
     message = json.loads(listener.poll(0)[0].data)
     assert message["kind"] == "have" and message["did"] == node.did and message["ids"] == []
+    assert bound_did(message, "a") == node.did  # signed: "transport peer a is this DID"
+    assert bound_did(message, "ear") is None  # replayed by another peer: not its binding
+    assert bound_did({**message, "did": Identity.generate().did}, "a") is None
     db.close()
 
 
