@@ -48,21 +48,26 @@ def binding(identity: Identity, peer_id: str, now_ms: int | None = None) -> dict
     canonical {did, peer, ts}. The receiver checks it against the peer the transport says published it (gossipsub
     signs its messages with the peer's own key), so a peer cannot pass itself off as another DID — what no container
     signature proves (forged, replayed, oversized) is then held against the right peer."""
-    statement = {"did": identity.did, "peer": peer_id, "ts": int(time.time() * 1000) if now_ms is None else now_ms}
-    return {**statement, "sig": identity.sign(rfc8785.dumps(statement)).hex()}
+    moment = int(time.time() * 1000) if now_ms is None else now_ms
+    return {"did": identity.did, "peer": peer_id, "ts": moment,
+            "sig": identity.sign(_binding_bytes(identity.did, peer_id, moment)).hex()}
+
+
+def _binding_bytes(did: str, peer_id: str, moment: int) -> bytes:
+    return rfc8785.dumps({"did": did, "peer": peer_id, "ts": moment})
 
 
 def bound_did(message: dict[str, Any], peer_id: str, now_ms: int | None = None) -> str | None:
     """The DID a `have` proves for `peer_id`, or None."""
     try:
-        statement = {"did": str(message["did"]), "peer": str(message["peer"]), "ts": int(message["ts"])}
+        did, peer, moment = str(message["did"]), str(message["peer"]), int(message["ts"])
         signature = bytes.fromhex(str(message["sig"]))
     except (KeyError, ValueError, TypeError):
         return None
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    if statement["peer"] != peer_id or abs(now - statement["ts"]) > BINDING_SKEW_MS:
+    if peer != peer_id or abs(now - moment) > BINDING_SKEW_MS:
         return None
-    return statement["did"] if verify(statement["did"], signature, rfc8785.dumps(statement)) else None
+    return did if verify(did, signature, _binding_bytes(did, peer, moment)) else None
 
 
 class MeshNode:
