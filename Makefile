@@ -12,7 +12,7 @@ LLAMA_VERSION = 0.3.36
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 STAMP   = $(VENV)/.installed
 
-.PHONY: run test install system model studio bench clean-data
+.PHONY: run test install system model studio bench clean-data mesh
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,17 @@ install: $(STAMP) system
 system:
 	@sh tools/system_package.sh bwrap bubblewrap "the persona's scripts run in its jail" "scripts will not run"
 
-model: install
+# The mesh's libp2p node (py-libp2p: trio, its own pins) runs as a child process from its own venv, never imported
+# by the persona's (mesh/p2p_sidecar.py); built once per machine, checked by the stamp
+LIBP2P_VENV ?= $(HOME)/.cache/anima/libp2p
+LIBP2P_VERSION = 0.8.1
+mesh: $(LIBP2P_VENV)/.installed-$(LIBP2P_VERSION)
+$(LIBP2P_VENV)/.installed-$(LIBP2P_VERSION):
+	$(PYTHON) -m venv $(LIBP2P_VENV)
+	$(LIBP2P_VENV)/bin/python -m pip install --quiet "libp2p==$(LIBP2P_VERSION)"
+	touch $@
+
+model: install mesh
 	$(PY) run.py model install
 
 run: model
@@ -65,6 +75,7 @@ bench: model
 	$(PY) bench/converse.py
 	$(PY) bench/scale.py
 	$(PY) bench/job_engines.py
+	$(PY) bench/mesh.py
 
 clean-data:
 	rm -rf data

@@ -133,6 +133,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         run_once(agent, given, stopper)
         return
     server = start_web(overrides, *web) if web else None
+    mesh_door = start_mesh(services.db, services.settings) if services.settings.mesh.enabled else None
     journal = LiveJournal(services.db, thread)
     with services.db.unit() as repos:
         Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
@@ -153,10 +154,24 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         journal.close()
         if server:
             server.stop()
+        if mesh_door:
+            mesh_door.stop()
         agent.close()
     dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "
               f"state saved, session closed — run again to continue (or: run.py sessions list).")
+
+
+def start_mesh(database: Any, settings: Any) -> Any:
+    """The mesh door beside the loop (mesh/runner.py); None when it cannot start (the persona thinks on alone)."""
+    from mesh.runner import start_in_thread
+
+    door = start_in_thread(database, settings)
+    if door is None:
+        err.print("[yellow]mesh door not started (make mesh builds its libp2p venv) — the persona runs isolated[/]")
+    else:
+        err.print(f"[bold]mesh:[/] {door.node.did} at {door.address}  (peers join with --bootstrap {door.address})")
+    return door
 
 
 def read_playbook(reference: str):

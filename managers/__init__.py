@@ -33,10 +33,12 @@ if TYPE_CHECKING:
     from managers.loop import LoopManager
     from managers.mcp import McpManager
     from managers.memory import MemoryManager
+    from managers.mesh import MeshManager
     from managers.models import ModelManager
     from managers.notes import NoteManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
+    from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
     from managers.strategies import StrategyManager
@@ -219,6 +221,21 @@ class Managers:
         from managers.abstracts import AbstractManager
 
         return AbstractManager(self)
+
+    # the mesh (issue 30)
+    @cached_property
+    def mesh(self) -> MeshManager:
+        """Identity, signed containers in and out, CogSync, consensus, sync (managers/mesh.py)."""
+        from managers.mesh import MeshManager
+
+        return MeshManager(self)
+
+    @cached_property
+    def reputation(self) -> ReputationManager:
+        """Peers' trust from signed evaluations, decay, blocklist, validators' drift (managers/reputation.py)."""
+        from managers.reputation import ReputationManager
+
+        return ReputationManager(self)
 
 
 __all__ = ["ManagerDeps", "Managers"]

@@ -842,3 +842,83 @@ class AgentRecord(Base):
     status: Mapped[str] = mapped_column(String(16), default="active")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# ---- the mesh (issue 30): containers in and out, refusals, evaluations, blocklist, revoked keys, topics ----------
+class MeshContainer(Base):
+    """A signed container (reach/hmp/containers.py) this persona sent or accepted, kept whole (`body`), keyed by its
+    id (a hash of its canonical body: one row per container, so one arriving twice is applied once). Out: queued →
+    sent (the outbox of Isolated Mode). In: accepted; `applied` says what it became locally (a CogSync diary entry…);
+    `rejected` is the owner's no (the memory it became is archived)."""
+
+    __tablename__ = "mesh_containers"
+    __table_args__ = (Index("ix_mesh_containers_dir_status", "direction", "status"),
+                      Index("ix_mesh_containers_ref", "ref"))
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    direction: Mapped[str] = mapped_column(String(4))  # in | out
+    type: Mapped[str] = mapped_column(String(24))
+    sender: Mapped[str] = mapped_column(String(120), index=True)
+    recipient: Mapped[Optional[str]] = mapped_column(String(120))
+    topic: Mapped[Optional[str]] = mapped_column(String(120))
+    ref: Mapped[Optional[str]] = mapped_column(String(80))  # the case / claim / ask a container belongs to
+    body: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16))  # queued | sent | accepted | rejected
+    trust: Mapped[Optional[float]] = mapped_column(Float)  # the sender's trust when it arrived
+    local_tier: Mapped[Optional[str]] = mapped_column(String(32))
+    local_id: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class MeshRefusal(Base):
+    """A container refused, and why: forged, replay, expired, oversized, unknown_type, malformed, revoked, flood,
+    blocked, distrusted (the counters of the Mesh page and `mesh.status`)."""
+
+    __tablename__ = "mesh_refusals"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    sender: Mapped[Optional[str]] = mapped_column(String(120), index=True)
+    reason: Mapped[str] = mapped_column(String(24), index=True)
+    container_id: Mapped[Optional[str]] = mapped_column(String(80))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MeshEvaluation(Base):
+    """One evaluation −1…+1 of a peer (`subject`) by `evaluator` (a peer's signed `evaluation` container, this
+    persona's own, or the door's verdict on a refused container: `about` says of what)."""
+
+    __tablename__ = "mesh_evaluations"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    evaluator: Mapped[str] = mapped_column(String(120), index=True)
+    subject: Mapped[str] = mapped_column(String(120), index=True)
+    score: Mapped[float] = mapped_column(Float)
+    about: Mapped[Optional[str]] = mapped_column(String(80))  # a container id, or a claim's
+    reason: Mapped[str] = mapped_column(String(200), default="")
+    container_id: Mapped[Optional[str]] = mapped_column(String(80))  # the signed evaluation, when it came as one
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MeshBlock(Base):
+    __tablename__ = "mesh_blocklist"
+    did: Mapped[str] = mapped_column(String(120), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MeshRevocation(Base):
+    """A key that must no longer be trusted (revoked, or retired by a rotation to `replaced_by`)."""
+
+    __tablename__ = "mesh_revocations"
+    did: Mapped[str] = mapped_column(String(120), primary_key=True)
+    replaced_by: Mapped[Optional[str]] = mapped_column(String(120))
+    container_id: Mapped[Optional[str]] = mapped_column(String(80))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MeshSubscription(Base):
+    __tablename__ = "mesh_subscriptions"
+    topic: Mapped[str] = mapped_column(String(120), primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+MESH_TABLES = (MeshContainer, MeshRefusal, MeshEvaluation, MeshBlock, MeshRevocation, MeshSubscription)

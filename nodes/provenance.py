@@ -28,6 +28,7 @@ UNTRUSTED: dict[str, str] = {
     "mcp_client": "an MCP client",
     "script": "a script's output",
     "model": "another model's answer",
+    "peer": "a mesh peer (a signed container)",
 }
 EXCERPT_CHARS = 160
 MAX_SOURCES = 12  # kept per tick, per process row and per approval: enough to judge, never unbounded
@@ -61,7 +62,7 @@ def of_note(note: Any) -> Source | None:
     """A note's source, or None for the owner's own words and the persona's own notes."""
     tags = list(getattr(note, "tags", None) or [])
     text = getattr(note, "text", "")
-    origin = {"feed": "feed", "llm_task": "model"}.get(getattr(note, "source", ""))
+    origin = {"feed": "feed", "llm_task": "model", "peer": "peer"}.get(getattr(note, "source", ""))
     if origin is None and "via:mcp" in tags:
         origin = "mcp_client"
     if origin is None:

@@ -257,6 +257,27 @@ ScriptLanguage = Literal["python", "sh"]
 DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
 
 
+class MeshSettings(Section):
+    """The mesh (mesh/, issue 30): this persona's peer-to-peer door. Off unless turned on. Its Ed25519 key is a file
+    with mode 0600 in the data dir (mesh/identity.key), never in the database, a log or an export."""
+
+    enabled: bool = False
+    listen: str = Field("/ip4/127.0.0.1/tcp/0", description="the libp2p listen multiaddr (tcp/0: any free port)")
+    bootstrap: list[str] = Field(default_factory=list, description=(
+        "multiaddrs of peers to join through, /ip4/…/tcp/…/p2p/<peer id>"))
+    topics: list[str] = Field(default_factory=list, description="CogSync topics (tags) to subscribe to at start")
+    interests: list[str] = Field(default_factory=list, description="what this persona is announced for in the DHT")
+    max_container_bytes: int = Field(64 * 1024, ge=1024, le=1_048_576)
+    default_ttl_s: int = Field(24 * 3600, ge=10, le=30 * 24 * 3600)
+    rate_per_s: float = Field(5.0, gt=0, le=1000, description="containers a second one peer may send (average)")
+    burst: int = Field(40, ge=1, le=10_000, description="… and in a burst")
+    min_trust: float = Field(-0.5, ge=-1, le=1, description="a peer below this trust is not accepted from")
+    trust_half_life_days: float = Field(14.0, gt=0, le=3650)
+    sync_every_s: float = Field(5.0, gt=0, le=3600, description="how often the door flushes the outbox and syncs")
+    sidecar_python: str = Field("~/.cache/anima/libp2p/bin/python", description=(
+        "the Python of the libp2p venv (make mesh builds it) that runs mesh/p2p_sidecar.py"))
+
+
 class ScriptSettings(Section):
     """Scripts the persona writes (`scripts.add`) and runs (`process.start`, which needs consent every time). Off
     unless the operator turns them on; `sh` is a shell, so it is never on by default."""
@@ -362,6 +383,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     feeds: FeedSettings = Field(default_factory=FeedSettings)
     scripts: ScriptSettings = Field(default_factory=ScriptSettings)
+    mesh: MeshSettings = Field(default_factory=MeshSettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
     _overrides: "Overrides | None" = PrivateAttr(default=None)

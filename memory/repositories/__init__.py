@@ -37,6 +37,7 @@ from memory.repositories.kb import KnowledgeBaseRepo
 from memory.repositories.live import LiveEventRepo
 from memory.repositories.llm import LLMCallRepo, LLMRegistryRepo
 from memory.repositories.llm_memory import LLMMemoryRepo
+from memory.repositories.mesh import MeshRepo, TrustRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
 from memory.repositories.processes import ProcessLogRepo
@@ -211,6 +212,14 @@ class Repos:
     @cached_property
     def history(self) -> HistoryRepo:
         return HistoryRepo(self.session)
+
+    @cached_property
+    def mesh(self) -> MeshRepo:
+        return MeshRepo(self.session)
+
+    @cached_property
+    def trust(self) -> TrustRepo:
+        return TrustRepo(self.session)
 
     @cached_property
     def feeds(self) -> FeedRepo:

@@ -12,14 +12,16 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cli", "web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach")
+PACKAGES = ("cli", "web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh")
 # what each layer may import (besides itself); run.py may import everything
-ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
+ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh"},
            "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
            "graph": {"nodes", "managers", "persona", "memory", "llm", "reach"},
            "nodes": {"managers", "persona", "memory", "llm", "reach"},
            "managers": {"persona", "memory", "llm", "reach"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set(),
-           "reach": set()}
+           "reach": set(),
+           # a door beside the loop: its transport, then managers (the sidecar imports only libp2p and the stdlib)
+           "mesh": {"managers", "persona", "memory", "llm", "reach"}}
 
 
 def modules() -> dict[str, Path]:
@@ -62,9 +64,9 @@ def imports_of(path: Path, known: set[str], type_only: bool = False) -> set[str]
 
 # The doors: what a person, a program or the persona itself comes in by. A door validates what it is given, calls a
 # manager (managers/) and reports in its own medium; it never goes through another door.
-DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker")
+DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker", "mesh")
 # the command line starts the other doors' servers and workers: their launch points are its to import
-LAUNCH_POINTS = {"cli": {"web.server", "web.security", "web.mcp", "graph.fleet.worker"}}
+LAUNCH_POINTS = {"cli": {"web.server", "web.security", "web.mcp", "graph.fleet.worker", "mesh.runner"}}
 
 
 def door_of(module: str) -> str | None:

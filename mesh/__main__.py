@@ -1,0 +1,64 @@
+"""`python -m mesh --data-dir DIR [--persona-dir P] [--bootstrap ADDR]… [--topic T]… [--state FILE]`: the mesh door
+alone over a persona's data dir, until SIGTERM/SIGINT. `--state` writes {"did", "peer_id", "addrs"} once it listens
+(how a second persona learns the bootstrap address; what `run.py` prints when the door starts beside the loop)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import threading
+from pathlib import Path
+
+from memory import Database
+from mesh.node import MeshNode
+from mesh.transport import Libp2pTransport
+from persona.settings import load_settings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m mesh")
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--persona-dir")
+    parser.add_argument("--listen")
+    parser.add_argument("--bootstrap", action="append", default=[])
+    parser.add_argument("--topic", action="append", default=[])
+    parser.add_argument("--state")
+    options = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = load_settings(options.persona_dir, data_dir=options.data_dir)
+    mesh = settings.mesh.model_copy(update={
+        "enabled": True, "listen": options.listen or settings.mesh.listen,
+        "bootstrap": [*settings.mesh.bootstrap, *options.bootstrap],
+        "topics": [*settings.mesh.topics, *options.topic]})
+    settings.mesh = mesh
+    database = Database.open(settings.data_dir, settings.db_url)
+    transport = Libp2pTransport(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
+                                interests=mesh.interests or ["anima"])
+    node = MeshNode(database, settings, transport)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    node.start()
+    print(json.dumps({"did": node.did, "addrs": transport.addresses()}), flush=True)
+    written = ""
+    try:
+        while not stop.is_set():
+            node.step(0.2)
+            if options.state:  # who this node is and whom it reaches, rewritten when it changes
+                state = json.dumps({"did": node.did, "peer_id": transport.peer_id, "addrs": transport.addresses(),
+                                    "peers": transport.peers(), "isolated": node.isolated,
+                                    "dids": sorted(set(node.peer_dids.values())), "stats": dict(node.stats)})
+                if state != written:
+                    temporary = Path(options.state + ".tmp")
+                    temporary.write_text(state, encoding="utf-8")
+                    temporary.replace(options.state)
+                    written = state
+    finally:
+        node.stop()
+        database.close()
+
+
+if __name__ == "__main__":
+    main()

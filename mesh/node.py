@@ -1,0 +1,234 @@
+"""One persona's mesh node: the outbox out, arrivals in, and sync by container ids.
+
+Topics: `anima/all` (every container but CogSync's), `anima/topic/<tag>` (CogSync, one per tag: a persona hears only
+the tags it subscribed to), `anima/sync` (have / want / bodies, plain JSON: which containers a peer holds, which it
+lacks, and those containers — each still verified on arrival like any other).
+
+Isolated Mode: with no peer reachable the node publishes nothing; the persona keeps thinking and its containers
+wait in the outbox (`mesh_containers`, status queued). When a peer is back the outbox is flushed and a `have` goes
+out; a peer that lacks some of ours asks for them (`want`), and so do we — so a container lost in transit arrives
+at the next sync round, and one that arrives twice is applied once (one row per container id)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import rfc8785
+
+from managers import ManagerDeps, Managers
+from memory import Database
+from mesh.transport import Delivery, Transport, TransportError
+from persona.settings import Settings
+from reach.hmp.containers import encode
+from reach.hmp.identity import Identity, verify
+from reach.hmp.limits import TokenBuckets
+
+log = logging.getLogger(__name__)
+ALL = "anima/all"
+SYNC = "anima/sync"
+HAVE_LIMIT = 2000  # ids in one `have`
+BODIES_BYTES = 256 * 1024  # one `bodies` message at most (several are sent when more is wanted)
+
+
+BINDING_SKEW_MS = 10 * 60 * 1000  # a `have` older or newer than this is not taken as proof of who a peer is
+
+
+def channel_of(tag: str) -> str:
+    return f"anima/topic/{tag}"
+
+
+def binding(identity: Identity, peer_id: str, now_ms: int | None = None) -> dict[str, Any]:
+    """A signed statement "this transport peer is this DID", carried by every `have`: the DID's key signs the
+    canonical {did, peer, ts}. The receiver checks it against the peer the transport says published it (gossipsub
+    signs its messages with the peer's own key), so a peer cannot pass itself off as another DID — what no container
+    signature proves (forged, replayed, oversized) is then held against the right peer."""
+    moment = int(time.time() * 1000) if now_ms is None else now_ms
+    return {"did": identity.did, "peer": peer_id, "ts": moment,
+            "sig": identity.sign(_binding_bytes(identity.did, peer_id, moment)).hex()}
+
+
+def _binding_bytes(did: str, peer_id: str, moment: int) -> bytes:
+    return rfc8785.dumps({"did": did, "peer": peer_id, "ts": moment})
+
+
+def bound_did(message: dict[str, Any], peer_id: str, now_ms: int | None = None) -> str | None:
+    """The DID a `have` proves for `peer_id`, or None."""
+    try:
+        did, peer, moment = str(message["did"]), str(message["peer"]), int(message["ts"])
+        signature = bytes.fromhex(str(message["sig"]))
+    except (KeyError, ValueError, TypeError):
+        return None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if peer != peer_id or abs(now - moment) > BINDING_SKEW_MS:
+        return None
+    return did if verify(did, signature, _binding_bytes(did, peer, moment)) else None
+
+
+class MeshNode:
+    def __init__(self, database: Database, settings: Settings, transport: Transport, *,
+                 identity: Identity | None = None) -> None:
+        self.database, self.settings, self.transport = database, settings, transport
+        self.identity = identity
+        mesh = settings.mesh
+        self.limiter = TokenBuckets(rate=mesh.rate_per_s, burst=float(mesh.burst))
+        self.peer_dids: dict[str, str] = {}  # transport peer id -> DID (from their `have`)
+        self.channels: set[str] = set()
+        self.wanted: set[str] = set()  # ids we asked for: only those are taken from a `bodies`
+        self.isolated = True
+        self.last_have = 0.0
+        self.last_channels = 0.0
+        self.stats: Counter[str] = Counter()
+
+    @contextmanager
+    def managers(self) -> Iterator[Managers]:
+        with self.database.unit(actor="mesh") as repos:
+            house = Managers(repos, ManagerDeps(settings=self.settings))
+            if self.identity is not None:
+                house.mesh.use_identity(self.identity)
+            yield house
+
+    @property
+    def did(self) -> str:
+        assert self.identity is not None
+        return self.identity.did
+
+    def start(self) -> None:
+        with self.managers() as house:
+            self.identity = house.mesh.identity()
+        self.transport.start()
+        for channel in (ALL, SYNC):
+            self._join(channel)
+        self._refresh_channels()
+
+    def stop(self) -> None:
+        self.transport.stop()
+
+    def _join(self, channel: str) -> None:
+        if channel not in self.channels:
+            self.transport.subscribe(channel)
+            self.channels.add(channel)
+
+    def _refresh_channels(self) -> None:
+        with self.managers() as house:
+            topics = house.mesh.subscriptions()
+        for topic in topics:
+            self._join(channel_of(topic))
+
+    # ---- one round ----------------------------------------------------------------------------------------------
+    def step(self, timeout: float = 0.2) -> None:
+        deliveries = self.transport.poll(timeout)
+        if deliveries:
+            self._handle_all(deliveries)
+        connected = self.transport.peer_count() > 0
+        now = time.monotonic()
+        if connected:
+            if now - self.last_channels >= 5.0:  # a topic subscribed since (mesh.subscribe) joins its channel
+                self._refresh_channels()
+                self.last_channels = now
+            self.flush()
+            if self.isolated or now - self.last_have >= self.settings.mesh.sync_every_s:
+                self.announce()
+        elif not self.isolated:
+            log.info("mesh: no peer reachable — isolated mode (the outbox keeps what is sent)")
+        self.isolated = not connected
+
+    def flush(self) -> int:
+        """Publish what waits in the outbox; marked sent once handed to the transport."""
+        with self.managers() as house:
+            queued = house.mesh.outbox()
+            sent: list[str] = []
+            for container in queued:
+                channel = channel_of(container["topic"]) if container["type"] == "cogsync" and container["topic"] \
+                    else ALL
+                try:
+                    self.transport.publish(channel, encode(container))
+                except TransportError as exc:
+                    log.info("mesh: publish failed (%s); the outbox keeps it", exc)
+                    break
+                sent.append(container["id"])
+            house.mesh.mark_sent(sent)
+        self.stats["sent"] += len(sent)
+        return len(sent)
+
+    def announce(self) -> None:
+        """Tell the peers which containers this persona holds (they ask for what they lack)."""
+        with self.managers() as house:
+            ids = house.mesh.have(HAVE_LIMIT)
+        assert self.identity is not None
+        self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids})
+        self.last_have = time.monotonic()
+
+    def _publish_sync(self, message: dict[str, Any]) -> None:
+        try:
+            self.transport.publish(SYNC, json.dumps(message, separators=(",", ":")).encode())
+        except TransportError as exc:
+            log.info("mesh: sync message not sent (%s)", exc)
+
+    # ---- arrivals -------------------------------------------------------------------------------------------------
+    def _handle_all(self, deliveries: list[Delivery]) -> None:
+        replies: list[dict[str, Any]] = []
+        with self.managers() as house:
+            for delivery in deliveries:
+                try:
+                    if delivery.topic == SYNC:
+                        replies += self._sync_message(house, delivery)
+                    else:
+                        outcome = house.mesh.receive(delivery.data, limiter=self.limiter,
+                                                     relay=self.peer_dids.get(delivery.peer))
+                        self.stats[outcome.status] += 1
+                except (ValueError, KeyError, TypeError) as exc:
+                    self.stats["bad_sync"] += 1
+                    log.info("mesh: a bad message from %s: %s", delivery.peer, exc)
+        for reply in replies:
+            self._publish_sync(reply)
+
+    def _sync_message(self, house: Managers, delivery: Delivery) -> list[dict[str, Any]]:
+        message = json.loads(delivery.data)
+        kind = message.get("kind")
+        if kind == "have":
+            did = bound_did(message, delivery.peer)
+            if did is None:  # an unsigned or misbound `have`: who it is stays unknown, nothing is sent to it
+                self.stats["bad_binding"] += 1
+                return []
+            self.peer_dids[delivery.peer] = did
+            missing = house.mesh.want([str(i) for i in message.get("ids", [])][:HAVE_LIMIT])
+            if missing:
+                self.wanted |= set(missing)
+                return [{"kind": "want", "to": did, "from": self.did, "ids": missing}]
+            return []
+        if kind == "want" and message.get("to") == self.did:
+            replies: list[dict[str, Any]] = []
+            batch: list[dict[str, Any]] = []
+            size = 0
+            for body in house.mesh.bodies([str(i) for i in message.get("ids", [])]):
+                encoded = len(encode(body))
+                if batch and size + encoded > BODIES_BYTES:
+                    replies.append({"kind": "bodies", "to": message["from"], "containers": batch})
+                    batch, size = [], 0
+                batch.append(body)
+                size += encoded
+            if batch:
+                replies.append({"kind": "bodies", "to": message["from"], "containers": batch})
+            return replies
+        if kind == "bodies" and message.get("to") == self.did:
+            for body in message.get("containers", []):
+                if not isinstance(body, dict) or body.get("id") not in self.wanted:
+                    continue  # only what we asked for
+                self.wanted.discard(str(body["id"]))
+                outcome = house.mesh.receive(encode(body), relay=self.peer_dids.get(delivery.peer))
+                self.stats["synced_" + outcome.status] += 1
+        return []
+
+    def run(self, stop: Any) -> None:
+        """Until `stop.is_set()` (a threading.Event): rounds of poll → apply → flush → sync."""
+        while not stop.is_set():
+            self.step(0.2)
+
+
+__all__ = ["ALL", "SYNC", "MeshNode", "channel_of"]

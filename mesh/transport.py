@@ -1,0 +1,219 @@
+"""How containers move: a topic-based publish/subscribe transport.
+
+`Libp2pTransport` runs mesh/p2p_sidecar.py under the libp2p venv's Python (JSON lines over its stdin/stdout; a
+reader thread queues what arrives). `InMemoryHub` connects transports in one process, for unit tests (a member
+can be taken down and brought back to test Isolated Mode)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import queue
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+SIDECAR = Path(__file__).with_name("p2p_sidecar.py")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    topic: str
+    data: bytes
+    peer: str  # the transport's id of the peer that published it
+
+
+class Transport(Protocol):
+    peer_id: str
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def subscribe(self, topic: str) -> None: ...
+    def publish(self, topic: str, data: bytes) -> None: ...
+    def poll(self, timeout: float) -> list[Delivery]: ...
+    def peer_count(self) -> int: ...
+    def addresses(self) -> list[str]: ...
+
+
+class TransportError(RuntimeError):
+    pass
+
+
+# ---- in memory (unit tests) -----------------------------------------------------------------------------------------
+@dataclass
+class InMemoryHub:
+    members: dict[str, InMemoryTransport] = field(default_factory=dict)
+
+    def join(self, peer_id: str) -> InMemoryTransport:
+        transport = InMemoryTransport(self, peer_id)
+        self.members[peer_id] = transport
+        return transport
+
+    def deliver(self, sender: str, topic: str, data: bytes) -> None:
+        for member in self.members.values():
+            if member.peer_id != sender and member.up and topic in member.topics:
+                member.inbox.put(Delivery(topic, data, sender))
+
+
+@dataclass
+class InMemoryTransport:
+    hub: InMemoryHub
+    peer_id: str
+    up: bool = True
+    topics: set[str] = field(default_factory=set)
+    inbox: queue.Queue[Delivery] = field(default_factory=queue.Queue)
+    published: int = 0
+
+    def start(self) -> None:
+        self.up = True
+
+    def stop(self) -> None:
+        self.up = False
+
+    def subscribe(self, topic: str) -> None:
+        self.topics.add(topic)
+
+    def publish(self, topic: str, data: bytes) -> None:
+        if not self.up:
+            raise TransportError("down")
+        self.published += 1
+        self.hub.deliver(self.peer_id, topic, data)
+
+    def poll(self, timeout: float) -> list[Delivery]:
+        out: list[Delivery] = []
+        try:
+            out.append(self.inbox.get(timeout=timeout) if timeout > 0 else self.inbox.get_nowait())
+            while True:
+                out.append(self.inbox.get_nowait())
+        except queue.Empty:
+            pass
+        return out if self.up else []
+
+    def peer_count(self) -> int:
+        return sum(1 for m in self.hub.members.values() if m.up and m.peer_id != self.peer_id) if self.up else 0
+
+    def addresses(self) -> list[str]:
+        return [f"memory://{self.peer_id}"]
+
+
+# ---- libp2p through the sidecar ---------------------------------------------------------------------------------------
+class Libp2pTransport:
+    """py-libp2p in a child process (its own venv: trio and libp2p's pins stay out of the persona's)."""
+
+    def __init__(self, python: str, *, listen: str, bootstrap: list[str], interests: list[str],
+                 ready_timeout: float = 30.0) -> None:
+        self.python = str(Path(python).expanduser())
+        self.listen, self.bootstrap, self.interests = listen, list(bootstrap), list(interests) or ["anima"]
+        self.ready_timeout = ready_timeout
+        self.peer_id = ""
+        self._addresses: list[str] = []
+        self._peers: list[str] = []
+        self._process: subprocess.Popen[str] | None = None
+        self._inbox: queue.Queue[Delivery] = queue.Queue()
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self.errors: list[str] = []
+
+    def start(self) -> None:
+        if not Path(self.python).exists():
+            raise TransportError(f"no libp2p venv at {self.python} (make mesh builds it)")
+        args = [self.python, str(SIDECAR), "--listen", self.listen]
+        for address in self.bootstrap:
+            args += ["--bootstrap", address]
+        for interest in self.interests:
+            args += ["--interest", interest]
+        self._process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        assert self._process.stdout is not None
+        threading.Thread(target=self._read, args=(self._process.stdout,), name="mesh-sidecar", daemon=True).start()
+        if not self._ready.wait(self.ready_timeout):
+            self.stop()
+            raise TransportError(f"the libp2p sidecar did not start within {self.ready_timeout}s")
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            try:
+                event: dict[str, Any] = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "ready":
+                self.peer_id, self._addresses = str(event["peer_id"]), list(event["addrs"])
+                self._ready.set()
+            elif kind == "message":
+                self._inbox.put(Delivery(str(event["topic"]), base64.b64decode(event["data"]), str(event["from"])))
+            elif kind == "peers":
+                self._peers = list(event["ids"])
+            elif kind == "error":
+                self.errors = [*self.errors[-20:], str(event.get("detail", ""))]
+        self._peers = []
+
+    def _send(self, command: dict[str, Any]) -> None:
+        process = self._process
+        if process is None or process.poll() is not None or process.stdin is None:
+            raise TransportError("the libp2p sidecar is not running")
+        with self._lock:
+            try:
+                process.stdin.write(json.dumps(command) + "\n")
+                process.stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                raise TransportError(f"the libp2p sidecar is gone ({exc})") from exc
+
+    def subscribe(self, topic: str) -> None:
+        self._send({"op": "subscribe", "topic": topic})
+
+    def publish(self, topic: str, data: bytes) -> None:
+        self._send({"op": "publish", "topic": topic, "data": base64.b64encode(data).decode("ascii")})
+
+    def poll(self, timeout: float) -> list[Delivery]:
+        out: list[Delivery] = []
+        try:
+            out.append(self._inbox.get(timeout=timeout))
+            while len(out) < 1000:
+                out.append(self._inbox.get_nowait())
+        except queue.Empty:
+            pass
+        return out
+
+    def peer_count(self) -> int:
+        return len(self._peers)
+
+    def peers(self) -> list[str]:
+        return list(self._peers)
+
+    def addresses(self) -> list[str]:
+        return list(self._addresses)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None and process.poll() is None:
+                process.stdin.write('{"op": "stop"}\n')
+                process.stdin.flush()
+                process.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def wait_for(condition: Any, timeout: float, every: float = 0.05) -> bool:
+    """Poll `condition()` until true or `timeout` seconds pass (bounded waits for tests and the door)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(every)
+    return bool(condition())
+
+
+__all__ = ["SIDECAR", "Delivery", "InMemoryHub", "InMemoryTransport", "Libp2pTransport", "Transport",
+           "TransportError", "wait_for"]

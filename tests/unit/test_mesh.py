@@ -1,0 +1,363 @@
+"""The mesh without a network: identity and did:key, signed containers and every refusal, reputation, CogSync,
+consensus, and Isolated Mode + sync over the in-memory transport (the real libp2p run is
+tests/integration/test_mesh_processes.py)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from managers import ManagerDeps, Managers
+from memory import Database
+from memory.models import DiaryEntry, MeshContainer, Note
+from mesh.node import MeshNode, bound_did
+from mesh.transport import InMemoryHub
+from persona.settings import MeshSettings, Settings
+from reach.hmp.containers import Refused, canonical, check, encode, seal
+from reach.hmp.identity import Identity, did_of, public_key_of
+from reach.hmp.limits import TokenBuckets
+
+
+def settings_for(tmp: Path, **mesh: object) -> Settings:
+    return Settings(data_dir=str(tmp), mesh=MeshSettings(enabled=True, **mesh))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def persona(tmp_path: Path) -> Iterator[tuple[Database, Settings]]:
+    db = Database.open(tmp_path / "a")
+    yield db, settings_for(tmp_path / "a")
+    db.close()
+
+
+def house(db: Database, settings: Settings, identity: Identity | None = None) -> Iterator[Managers]:
+    with db.unit() as repos:
+        managers = Managers(repos, ManagerDeps(settings=settings))
+        if identity is not None:
+            managers.mesh.use_identity(identity)
+        yield managers
+
+
+def signed_as(identity: Identity, container: dict[str, object]) -> dict[str, object]:
+    """A container re-hashed and re-signed after a change (what a sender could do to itself)."""
+    encoded = canonical(container)
+    sig = base64.urlsafe_b64encode(identity.sign(encoded)).rstrip(b"=").decode()
+    return {**container, "id": "sha256:" + hashlib.sha256(encoded).hexdigest(), "sig": sig}
+
+
+def test_identity_is_a_did_key_in_a_0600_file(tmp_path: Path) -> None:
+    path = tmp_path / "mesh" / "identity.key"
+    me = Identity.load_or_create(path)
+    assert me.did.startswith("did:key:z6Mk")  # ed25519-pub multicodec 0xed01, base58btc
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert Identity.load_or_create(path).did == me.did
+    assert did_of(public_key_of(me.did)) == me.did
+    assert "PRIVATE" not in repr(me)
+    os.chmod(path, 0o644)
+    with pytest.raises(PermissionError):
+        Identity.load(path)
+
+
+def test_a_container_verifies_and_every_tampering_is_refused() -> None:
+    me = Identity.generate()
+    container = seal(me, "message", {"text": "hello"}, ttl=60)
+    assert check(encode(container)).id == container["id"]
+    forged = {**container, "payload": {"text": "HELLO"}}
+    with pytest.raises(Refused, match="forged"):
+        check(encode(forged))
+    rehashed = seal(Identity.generate(), "message", {"text": "x"})
+    with pytest.raises(Refused, match="forged"):  # someone else's signature under my name
+        check(encode({**rehashed, "sender": me.did}))
+    with pytest.raises(Refused, match="expired"):
+        check(encode(seal(me, "message", {}, ttl=1, now_ms=1_000)))
+    with pytest.raises(Refused, match="oversized"):
+        check(encode(seal(me, "message", {"text": "x" * 70_000})))
+    with pytest.raises(Refused, match="forged"):  # a type changed after signing
+        check(encode({**container, "type": "launch"}))
+    with pytest.raises(Refused, match="unknown_type") as refused:  # signed, but of no known type
+        check(encode(signed_as(me, {**container, "type": "launch"})))
+    assert refused.value.verified
+
+
+def test_refusals_are_counted_and_lower_the_senders_trust(persona: tuple[Database, Settings]) -> None:
+    db, settings = persona
+    peer, mallory = Identity.generate(), Identity.generate()
+    good = seal(peer, "message", {"text": "hi"})
+    for managers in house(db, settings):
+        assert managers.mesh.receive(encode(good)).status == "accepted"
+        note = managers.repos.session.query(Note).filter(Note.source == "peer").one()
+        assert note.text == "hi" and f"peer:{peer.did}" in note.tags  # a note from that peer: data
+        # the door knows which peer delivered it (`relay`); what no signature proves is held against that peer
+        assert managers.mesh.receive(encode(good), relay=peer.did).reason == "replay"
+        assert managers.reputation.trust(peer.did) == 0.0  # its own container, replayed: not held against it
+        assert managers.mesh.receive(encode(good), relay=mallory.did).reason == "replay"
+        assert managers.mesh.receive(encode({**good, "payload": {"text": "evil"}}), relay=mallory.did).reason \
+            == "forged"
+        assert managers.reputation.trust(peer.did) == 0.0  # framing the peer does not work
+        big = seal(mallory, "message", {"t": "x" * 70_000})
+        assert managers.mesh.receive(encode(big), relay=mallory.did).reason == "oversized"
+        assert managers.mesh.receive(encode(seal(mallory, "message", {}, ttl=1, now_ms=1000))).reason == "expired"
+        assert managers.reputation.trust(mallory.did) < -0.5
+        assert managers.mesh.refused_counts(peer.did) == {"replay": 2, "forged": 1}
+        assert managers.mesh.refused_counts(mallory.did) == {"oversized": 1, "expired": 1}
+        # below min_trust, even a valid container from it is refused
+        assert managers.mesh.receive(encode(seal(mallory, "message", {"text": "trust me"}))).reason == "distrusted"
+
+
+def test_a_flood_is_cut_by_the_token_bucket(persona: tuple[Database, Settings]) -> None:
+    db, settings = persona
+    peer = Identity.generate()
+    moments = iter(float(i) * 0.001 for i in range(10_000))
+    limiter = TokenBuckets(rate=5, burst=10, clock=lambda: next(moments))
+    for managers in house(db, settings):
+        outcomes = [managers.mesh.receive(encode(seal(peer, "message", {"n": i})), limiter=limiter).reason
+                    for i in range(30)]
+        assert outcomes.count("") == 10 and outcomes.count("flood") >= 15
+        assert managers.mesh.refused_counts()["flood"] == outcomes.count("flood")
+
+
+def test_a_rotated_or_revoked_key_is_refused_from_then_on(tmp_path: Path) -> None:
+    a_db, b_db = Database.open(tmp_path / "a"), Database.open(tmp_path / "b")
+    a_settings, b_settings = settings_for(tmp_path / "a"), settings_for(tmp_path / "b")
+    try:
+        for a in house(a_db, a_settings):
+            old_did = a.mesh.my_did()
+            old_message = seal(a.mesh.identity(), "message", {"text": "before"})
+            rotation = a.mesh.rotate()
+            new_did = a.mesh.my_did()
+        assert new_did != old_did and Identity.load(tmp_path / "a" / "mesh" / "identity.key").did == new_did
+        for b in house(b_db, b_settings):
+            b.reputation.evaluate(old_did, 0.8)
+            assert b.mesh.receive(encode(rotation)).status == "accepted"
+            assert b.mesh.receive(encode(old_message)).reason == "revoked"
+            assert b.reputation.trust(new_did) > 0  # the successor inherits
+        for a in house(a_db, a_settings):
+            revocation = a.mesh.revoke()
+        for b in house(b_db, b_settings):
+            assert b.mesh.receive(encode(revocation)).status == "accepted"
+            assert b.mesh.is_revoked(new_did)
+    finally:
+        a_db.close()
+        b_db.close()
+
+
+def test_trust_decays_weighs_evaluators_and_shows_drift(persona: tuple[Database, Settings]) -> None:
+    db, settings = persona
+    now = datetime(2026, 11, 25, 12, tzinfo=timezone.utc)
+    for managers in house(db, settings):
+        reputation = managers.reputation
+        reputation.evaluate("did:key:zSubject", 1.0, at=now - timedelta(days=14))
+        half = reputation.trust("did:key:zSubject", now=now)
+        fresh = reputation.trust("did:key:zSubject", now=now - timedelta(days=14))
+        assert half < fresh  # one half-life later
+        # an evaluator nobody here trusts moves nothing; a trusted one does
+        reputation.evaluate("did:key:zOther", 1.0, evaluator="did:key:zStranger", at=now)
+        assert reputation.trust("did:key:zOther", now=now) == 0.0
+        reputation.evaluate("did:key:zFriend", 1.0, at=now)
+        reputation.evaluate("did:key:zOther", 1.0, evaluator="did:key:zFriend", at=now)
+        assert reputation.trust("did:key:zOther", now=now) > 0.0
+        for i in range(4):
+            reputation.evaluate("did:key:zX", 0.9, evaluator="did:key:zFriend", about=f"c{i}", at=now)
+            reputation.evaluate("did:key:zX", 0.9, evaluator="did:key:zStranger", about=f"c{i}", at=now)
+        for i in range(4, 8):
+            reputation.evaluate("did:key:zX", 0.9, evaluator="did:key:zFriend", about=f"c{i}", at=now)
+            reputation.evaluate("did:key:zX", -0.9, evaluator="did:key:zStranger", about=f"c{i}", at=now)
+        drift = reputation.drift(window=4)
+        assert drift["did:key:zStranger"]["drift"] > 1.0
+        reputation.block("did:key:zX", "spam")
+        assert reputation.rank(["did:key:zX", "did:key:zFriend"]) == ["did:key:zFriend"]
+
+
+def test_cogsync_arrives_as_data_from_a_peer_and_the_owner_can_reject_it(tmp_path: Path) -> None:
+    a_db, b_db = Database.open(tmp_path / "a"), Database.open(tmp_path / "b")
+    a_settings, b_settings = settings_for(tmp_path / "a"), settings_for(tmp_path / "b")
+    try:
+        for a in house(a_db, a_settings):
+            a.diary.add("the spring tide peaks at 4.6 m", tags=["tides"])
+            a.diary.add("a private thought", tags=["self"])
+            published = a.mesh.publish("tides")
+            assert len(published) == 1 and a.mesh.publish("tides") == []  # never twice
+            sender = a.mesh.my_did()
+        for b in house(b_db, b_settings):
+            b.mesh.subscribe("tides")
+            outcome = b.mesh.receive(encode(published[0]))
+            assert outcome.applied and outcome.applied.startswith("diary ")
+            entry = b_db_entry = b.repos.diary.get(int(outcome.applied.split()[1]))
+            assert "from:peer" in entry.tags and f"peer:{sender}" in entry.tags
+            item = b.repos.items.find("diary", entry.id)
+            assert item is not None and item.meta["origin"] == "peer" and item.meta["peer"] == sender
+            assert [row.id for row in b.mesh.learned()] == [published[0]["id"]]
+            assert b.mesh.reject(published[0]["id"])
+            assert b.repos.session.get(DiaryEntry, b_db_entry.id).status == "archived"
+            assert b.reputation.trust(sender) < 0
+    finally:
+        a_db.close()
+        b_db.close()
+
+
+def test_an_ethics_case_is_decided_by_trust_weighted_votes(tmp_path: Path) -> None:
+    dbs = [Database.open(tmp_path / n) for n in "abc"]
+    settings = [settings_for(tmp_path / n) for n in "abc"]
+    try:
+        for a in house(dbs[0], settings[0]):
+            case = a.mesh.open_case("May a persona share its owner's notes?", ["never without consent", "always"])
+            queued = a.mesh.outbox()
+            solutions = [c for c in queued if c["type"] == "solution"]
+            a.mesh.vote(case["id"], solution=solutions[0]["id"])
+            queued = a.mesh.outbox()
+        votes = []
+        for index, db in enumerate(dbs[1:], start=1):
+            for peer in house(db, settings[index]):
+                for container in queued:
+                    assert peer.mesh.receive(encode(container)).status == "accepted"
+                votes.append(peer.mesh.vote(case["id"], solution=solutions[index - 1]["id"]))
+        for a in house(dbs[0], settings[0]):
+            for vote in votes:
+                a.mesh.receive(encode(vote))
+            a.reputation.evaluate(votes[1]["sender"], -1.0)  # the one voting "always" is distrusted here
+            tally = a.mesh.tally(case["id"])
+            assert tally.votes == 3 and tally.result == "never without consent"
+            assert a.mesh.open_cases()[0].case_id == case["id"]
+    finally:
+        for db in dbs:
+            db.close()
+
+
+def test_isolated_mode_keeps_the_outbox_and_sync_loses_nothing_and_applies_nothing_twice(tmp_path: Path) -> None:
+    hub = InMemoryHub()
+    nodes = []
+    for name in "abc":
+        db = Database.open(tmp_path / name)
+        node = MeshNode(db, settings_for(tmp_path / name, topics=["tides"], sync_every_s=0.01), hub.join(name))
+        node.start()
+        nodes.append(node)
+    a, b, c = nodes
+    try:
+        c.transport.stop()  # c is unreachable: a and b go on
+        with a.managers() as house_a:
+            house_a.diary.add("neap tide today", tags=["tides"])
+            house_a.mesh.publish("tides")
+            house_a.mesh.compose("message", {"text": "hello all"})
+        with c.managers() as house_c:  # c, isolated, keeps thinking and queues
+            house_c.diary.add("c alone: low water at noon", tags=["tides"])
+            house_c.mesh.publish("tides")
+        for _ in range(5):
+            for node in nodes:
+                node.step(0)
+        assert c.isolated
+        with c.managers() as house_c:
+            assert len(house_c.mesh.outbox()) == 1  # waiting
+        c.transport.start()
+        for _ in range(8):
+            for node in nodes:
+                node.step(0)
+        for node in nodes:
+            with node.managers() as managers:
+                rows = managers.repos.session.query(MeshContainer).all()
+                assert len(rows) == 3, [r.type for r in rows]  # a's cogsync + message, c's cogsync: 0 lost
+                learned = managers.repos.diary.list(limit=20, tag="from:peer")
+                texts = sorted(e.text for e in learned)
+                assert len(texts) == len(set(texts))  # 0 applied twice
+                assert len(texts) == (1 if node in (a, c) else 2)
+                assert managers.mesh.outbox() == []
+    finally:
+        for node in nodes:
+            node.stop()
+            node.database.close()
+
+
+def test_sync_messages_are_small_json(tmp_path: Path) -> None:
+    hub = InMemoryHub()
+    db = Database.open(tmp_path / "a")
+    node = MeshNode(db, settings_for(tmp_path / "a"), hub.join("a"))
+    listener = hub.join("ear")
+    listener.subscribe("anima/sync")
+    node.start()
+    node.announce()
+    message = json.loads(listener.poll(0)[0].data)
+    assert message["kind"] == "have" and message["did"] == node.did and message["ids"] == []
+    assert bound_did(message, "a") == node.did  # signed: "transport peer a is this DID"
+    assert bound_did(message, "ear") is None  # replayed by another peer: not its binding
+    assert bound_did({**message, "did": Identity.generate().did}, "a") is None
+    db.close()
+
+
+def test_the_memory_page_marks_what_came_from_peers_and_archive_rejects_it(web) -> None:  # type: ignore[no-untyped-def]
+    peer = Identity.generate()
+    container = seal(peer, "cogsync", {"kind": "diary", "text": "peers say the tide turns at six", "tags": ["tides"]},
+                     topic="tides")
+    with web.services.db.unit() as repos:
+        managers = Managers(repos, ManagerDeps(settings=settings_for(web.data_dir)))
+        managers.mesh.subscribe("tides")
+        outcome = managers.mesh.receive(encode(container))
+        assert outcome.applied and outcome.applied.startswith("diary ")
+        own = managers.diary.add("my own tide note", tags=["tides"])
+    ref = outcome.applied.split()[1]
+    page = web.client.get("/memory", params={"tier": "diary"}).text
+    row = page[page.index(f'id="row-diary-{ref}"'):]
+    row = row[:row.index("</tr>")]
+    assert "from peers" in row and peer.did[:20] in row
+    mine = page[page.index(f'id="row-diary-{own.id}"'):]
+    assert "from peers" not in mine[:mine.index("</tr>")]
+    assert web.client.post(f"/api/memory/diary/{ref}/archive").status_code == 200
+    with web.services.db.unit() as repos:
+        assert repos.diary.get(int(ref)).status == "archived"
+
+
+def test_cogconsensus_on_a_claim_is_a_trust_weighted_mean(tmp_path: Path) -> None:
+    a_db, b_db = Database.open(tmp_path / "a"), Database.open(tmp_path / "b")
+    a_settings, b_settings = settings_for(tmp_path / "a"), settings_for(tmp_path / "b")
+    try:
+        for a in house(a_db, a_settings):
+            claim = a.mesh.open_case("The harbour silts up every spring", kind="claim")
+            a.mesh.vote(claim["id"], score=0.8)
+        for b in house(b_db, b_settings):
+            assert b.mesh.receive(encode(claim)).status == "accepted"
+            vote = b.mesh.vote(claim["id"], score=-1.0)
+        for a in house(a_db, a_settings):
+            a.mesh.receive(encode(vote))
+            unknown = a.mesh.tally(claim["id"])  # b unknown: weight 0.5 → (0.8 − 0.5) / 1.5 = 0.2
+            assert unknown.votes == 2 and unknown.score == pytest.approx(0.2, abs=1e-3)
+            a.reputation.evaluate(vote["sender"], 1.0)
+            trusted = a.mesh.tally(claim["id"])
+            assert trusted.score is not None and trusted.score < unknown.score
+    finally:
+        a_db.close()
+        b_db.close()
+
+
+def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(persona: tuple[Database, Settings]) -> None:
+    from nodes.commands import FAMILIES, Registry
+    from nodes.commands.model import Command
+    from nodes.commands.spec import CommandContext
+
+    registry = Registry(FAMILIES)
+    effects = {t: registry.get(t).effect for t in ("mesh.send", "mesh.publish", "mesh.subscribe", "mesh.case",  # type: ignore[union-attr]
+                                                 "mesh.vote", "mesh.adopt", "mesh.rotate", "mesh.status",
+                                                 "reputation.evaluate", "reputation.block", "reputation.show")}
+    assert effects == {"mesh.send": "external", "mesh.publish": "external", "mesh.subscribe": "external",
+                       "mesh.case": "external", "mesh.vote": "external", "mesh.adopt": "modify_self",
+                       "mesh.rotate": "modify_self", "mesh.status": "read", "reputation.evaluate": "external",
+                       "reputation.block": "write_self", "reputation.show": "read"}
+    db, settings = persona
+    spec = registry.get("mesh.send")
+    assert spec is not None and spec.off_because(Settings(data_dir=settings.data_dir)) is not None  # off by default
+    with pytest.raises(Exception, match="to"):
+        spec.check({"to": "not a did", "text": "hi"})
+    peer = Identity.generate()
+    with db.unit() as repos:
+        ctx = CommandContext(repos=repos, thread_id="main", tick=1, llm_id=None, settings=settings,
+                             now=datetime.now(timezone.utc))
+        args = spec.check({"to": peer.did, "text": "hello peer"})
+        result = spec.handler(Command(cmd_id="c1", type="mesh.send", args=args), ctx)
+        assert "queued" in result.output
+        queued = ctx.managers.mesh.outbox()
+        assert len(queued) == 1 and check(encode(queued[0])).container["payload"] == {"text": "hello peer"}
+        assert queued[0]["recipient"] == peer.did
