@@ -35,6 +35,8 @@ install: $(STAMP) system
 # Debian packages: bubblewrap, the jail the persona's scripts run in (checked every time: cheap when present)
 system:
 	@sh tools/system_package.sh bwrap bubblewrap "the persona's scripts run in its jail" "scripts will not run"
+	@sh tools/system_package.sh espeak-ng espeak-ng "the persona answers in speech (English, Russian)" "no spoken answers; the speech tests skip"
+	@sh tools/system_package.sh ffmpeg ffmpeg "spoken answers as OGG/Opus (Telegram voice)" "spoken answers are WAV only"
 
 model: install
 	$(PY) run.py model install
@@ -65,6 +67,7 @@ bench: model
 	$(PY) bench/converse.py
 	$(PY) bench/scale.py
 	$(PY) bench/job_engines.py
+	$(PY) bench/voice.py
 
 clean-data:
 	rm -rf data

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from managers.processes import ProcessManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
+    from managers.speech import SpeechManager
     from managers.strategies import StrategyManager
     from managers.tags import TagManager
     from managers.threads import ThreadManager
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from memory import Repos
     from memory.retrieval.recall_index import RecallIndex
     from persona.settings import Settings
+    from reach.speech import SpeechEngines
 
 
 def _utcnow() -> datetime:
@@ -60,6 +62,7 @@ class ManagerDeps:
     clock: Callable[[], datetime] = field(default=_utcnow)
     memory: RecallIndex | None = None
     llms: LLMRegistry | None = None
+    speech: SpeechEngines | None = None  # loaded speech models a door keeps (web app, channel runner)
 
     def settings_for(self, what: str) -> Settings:
         """The settings, for a manager that cannot work without them (`what` names it in the error)."""
@@ -111,6 +114,13 @@ class Managers:
         from managers.persona import PersonaManager
 
         return PersonaManager(self)
+
+    @cached_property
+    def speech(self) -> SpeechManager:
+        """Voice messages heard as notes, replies spoken: transcribe, speak, speak_ogg (managers/speech.py)."""
+        from managers.speech import SpeechManager
+
+        return SpeechManager(self)
 
     @cached_property
     def sessions(self) -> SessionManager:
