@@ -54,6 +54,7 @@ class SpeechManager:
             return self.m.deps.speech
         settings = self.m.deps.settings_for("speech")
         return SpeechEngines(cache_dir=settings.cache_dir, voices=dict(settings.speech.tts_voices),
+                             words_per_minute=dict(settings.speech.tts_words_per_minute),
                              languages=tuple(settings.speech.languages), beam_size=settings.speech.beam_size)
 
     # --- hearing ---

@@ -146,6 +146,9 @@ class SpeechSettings(Section):
     beam_size: int = Field(1, ge=1, le=5, description="1: greedy, fastest; 5: a little more accurate, ~2x slower")
     tts_voices: dict[str, str] = Field(default_factory=lambda: {"en": "en-us", "ru": "ru"}, description=(
         "espeak-ng voice per language (espeak-ng --voices)"))
+    tts_words_per_minute: dict[str, Annotated[int, Field(ge=60, le=400)]] = Field(
+        default_factory=lambda: {"en": 160, "ru": 120}, description=(
+            "espeak-ng's speed per language (Russian slower: measured clearer to the speech model, bench/voice.py)"))
     answer_in_speech: Literal["off", "when_spoken_to", "always"] = Field("when_spoken_to", description=(
         "whether the persona's replies are also offered as audio: never, after the human spoke, or always"))
     max_audio_mb: int = Field(10, ge=1, le=100, description="the largest voice message taken")

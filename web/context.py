@@ -81,9 +81,11 @@ class WebServices:
 
         settings = self.settings()
         speech = settings.speech
-        key = (settings.cache_dir, tuple(sorted(speech.tts_voices.items())), tuple(speech.languages), speech.beam_size)
+        key = (settings.cache_dir, tuple(sorted(speech.tts_voices.items())), tuple(speech.languages), speech.beam_size,
+               tuple(sorted(speech.tts_words_per_minute.items())))
         if self._speech is None or self._speech[0] != key:
             self._speech = (key, SpeechEngines(cache_dir=settings.cache_dir, voices=dict(speech.tts_voices),
+                                               words_per_minute=dict(speech.tts_words_per_minute),
                                                languages=tuple(speech.languages), beam_size=speech.beam_size))
         return self._speech[1]
 

@@ -19,6 +19,7 @@ class SpeechUnavailable(RuntimeError):
 class SpeechEngines:
     cache_dir: str
     voices: dict[str, str]
+    words_per_minute: dict[str, int] = field(default_factory=dict)
     languages: tuple[str, ...] = ("en", "ru")
     threads: int = 2
     beam_size: int = 1
@@ -44,4 +45,4 @@ class SpeechEngines:
     def speak(self, text: str, language: str) -> bytes:
         if not has_espeak():
             raise SpeechUnavailable("espeak-ng is not installed; run make system")
-        return EspeakSynthesizer(self.voices).speak(text, language)
+        return EspeakSynthesizer(self.voices, self.words_per_minute).speak(text, language)

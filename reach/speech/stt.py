@@ -39,21 +39,25 @@ class WhisperTranscriber:
         return self._model
 
     def transcribe(self, audio: bytes, language_hint: str | None = None) -> Transcript:
+        """What `audio` (any container PyAV reads) says. ValueError: it cannot be decoded."""
+        import av
+        from faster_whisper.audio import decode_audio
+
         model = self._loaded()
         started = time.perf_counter()
+        try:
+            samples = decode_audio(io.BytesIO(audio))
+        except (av.FFmpegError, IndexError, StopIteration) as unreadable:  # not audio PyAV knows, or no audio stream
+            raise ValueError(f"the audio could not be decoded: {unreadable}") from None
+        if len(samples) == 0:
+            return Transcript(text="", language=language_hint or "", seconds=0.0, elapsed=0.0)
         language = language_hint
         if language is None and self.languages:
-            from faster_whisper.audio import decode_audio
-
-            samples = decode_audio(io.BytesIO(audio))
-            detected, _, ranked = model.detect_language(samples)
-            allowed = [(code, p) for code, p in ranked if code in self.languages]
-            language = allowed[0][0] if allowed else self.languages[0]
-            segments, info = model.transcribe(samples, language=language, beam_size=self.beam_size,
-                                              condition_on_previous_text=False)
-        else:
-            segments, info = model.transcribe(io.BytesIO(audio), language=language, beam_size=self.beam_size,
-                                              condition_on_previous_text=False)
+            _, _, ranked = model.detect_language(samples)
+            allowed = [code for code, _ in ranked if code in self.languages]
+            language = allowed[0] if allowed else self.languages[0]
+        segments, info = model.transcribe(samples, language=language, beam_size=self.beam_size,
+                                          condition_on_previous_text=False)
         text = " ".join(s.text.strip() for s in segments).strip()
         return Transcript(text=text, language=info.language, seconds=round(float(info.duration), 3),
                           elapsed=time.perf_counter() - started)

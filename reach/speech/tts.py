@@ -20,9 +20,9 @@ def has_espeak() -> bool:
 
 
 class EspeakSynthesizer:
-    def __init__(self, voices: dict[str, str], *, words_per_minute: int = 160):
+    def __init__(self, voices: dict[str, str], words_per_minute: dict[str, int] | None = None):
         self.voices = voices  # language → espeak-ng voice name
-        self.words_per_minute = words_per_minute
+        self.words_per_minute = words_per_minute or {}  # language → speed (espeak-ng's default: 175)
 
     def speak(self, text: str, language: str) -> bytes:
         """The text spoken as a WAV (16-bit mono, 22 050 Hz)."""
@@ -30,7 +30,8 @@ class EspeakSynthesizer:
         if binary is None:
             raise SynthesisError("espeak-ng is not installed (make system)")
         voice = self.voices.get(language) or self.voices.get("en") or "en-us"
-        done = subprocess.run([binary, "--stdout", "-v", voice, "-s", str(self.words_per_minute), "-b", "1"],
+        done = subprocess.run([binary, "--stdout", "-v", voice, "-s", str(self.words_per_minute.get(language, 160)),
+                               "-b", "1"],
                               input=text.encode("utf-8"), capture_output=True, timeout=TIMEOUT, check=False)
         if done.returncode != 0 or not done.stdout.startswith(b"RIFF"):
             raise SynthesisError(f"espeak-ng failed: {done.stderr.decode(errors='replace')[:200]}")
