@@ -84,10 +84,10 @@ function pushToTalk() {
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) { say(answer.error || `The voice message was not taken (${response.status}).`); return; }
     const bubble = document.createElement("article");
-    bubble.className = "bubble human"; bubble.id = `note-${answer.note.id}`; bubble.dataset.note = answer.note.id;
+    bubble.className = "bubble human spoken"; bubble.id = `note-${answer.note.id}`; bubble.dataset.note = answer.note.id;
     const header = document.createElement("header"), small = document.createElement("small"), text = document.createElement("p");
     small.textContent = "you · just now · voice"; header.append(small);
-    text.textContent = `🎙 ${answer.transcript}`; bubble.append(header, text);
+    text.textContent = answer.transcript; bubble.append(header, text);
     const box = document.getElementById("conversation");
     box.append(bubble); box.scrollTop = box.scrollHeight;
     say(`Heard (${answer.language}, ${answer.seconds.toFixed(1)} s).`);
