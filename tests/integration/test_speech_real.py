@@ -94,16 +94,21 @@ def test_noise_that_is_not_audio_is_refused_and_no_note_is_made(speech_ready, se
     assert len(json.loads(get(f"{served.url}/api/conversation?limit=500")[2])["items"]) == before
 
 
-def test_the_personas_reply_is_a_playable_wav(speech_ready, served):
+def _persona_replies(data_dir: Path, text: str) -> int:
+    """The persona's message, as its messages.send stores it (the served app runs no loop)."""
     from memory import Database
 
-    db = Database.open(served.data_dir)
+    db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            reply = repos.notes.add("I will remind you to water the plants.", source="llm", tags=["outgoing"])
+            return repos.notes.add(text, source="llm", tags=["outgoing"]).id
     finally:
         db.close()
-    status, media_type, audio = get(f"{served.url}/api/talk/speech/{reply.id}")
+
+
+def test_the_personas_reply_is_a_playable_wav(speech_ready, served):
+    reply_id = _persona_replies(served.data_dir, "I will remind you to water the plants.")
+    status, media_type, audio = get(f"{served.url}/api/talk/speech/{reply_id}")
     assert status == 200 and media_type == "audio/wav"
     with wave.open(io.BytesIO(audio)) as reader:
         assert reader.getnchannels() == 1 and reader.getsampwidth() == 2 and reader.getframerate() > 8000
@@ -162,6 +167,15 @@ def test_holding_push_to_talk_in_chromium_puts_the_spoken_words_on_the_talk_page
             assert word_error_rate([sentence], [heard]) <= 0.35, heard
             items = json.loads(get(f"{served.url}/api/conversation?limit=500")[2])["items"]
             assert any(i["spoken"] and i["text"] == heard for i in items)  # stored, not only shown
+            reply_id = _persona_replies(served.data_dir, "We could cook a vegetable soup.")
+            page.reload()  # the reply to a voice message is offered as audio (answer_in_speech: when_spoken_to)
+            player = page.locator(f"#note-{reply_id} audio.reply-audio")
+            expect(player).to_have_count(1)
+            seconds = page.evaluate("""(audio) => new Promise((done, failed) => {
+                audio.addEventListener("loadedmetadata", () => done(audio.duration), { once: true });
+                audio.addEventListener("error", () => failed(new Error("the audio did not load")), { once: true });
+                audio.load(); })""", player.element_handle())
+            assert seconds > 0.5  # the browser decoded the spoken reply
         finally:
             browser.close()
 
