@@ -87,6 +87,7 @@ def main() -> None:
         result[f"language_right_{language}"] = sum(d == language for d in detected) / len(detected)
         result[f"examples_{language}"] = [[s, h] for s, h in list(zip(sentences, heard, strict=True))[:3]]
     result["stt_model_mb"] = round(sum(f.stat().st_size for f in model_dir.iterdir()) / 1e6, 1)
+    result["load_avg_1m"] = round(os.getloadavg()[0], 2)  # the machine is shared: a high load inflates the RTFs
     result["tts_model_mb"] = 0.0  # espeak-ng: rules and dictionaries (~10 MB, the Debian package), no model
     print(json.dumps(result, ensure_ascii=False, indent=1))
 

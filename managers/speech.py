@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +33,7 @@ CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 LETTER = re.compile(r"[^\W\d_]")
 
 
-def guess_language(text: str, languages: list[str] | tuple[str, ...]) -> str:
+def guess_language(text: str, languages: Sequence[str]) -> str:
     """'ru' when most letters are Cyrillic and Russian is spoken here, else the first language that is not."""
     letters = len(LETTER.findall(text)) or 1
     if "ru" in languages and len(CYRILLIC.findall(text)) / letters > 0.5:

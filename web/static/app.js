@@ -84,8 +84,10 @@ function pushToTalk() {
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) { say(answer.error || `The voice message was not taken (${response.status}).`); return; }
     const bubble = document.createElement("article");
-    bubble.className = "bubble human spoken"; bubble.id = `note-${answer.note.id}`; bubble.dataset.note = answer.note.id;
-    const header = document.createElement("header"), small = document.createElement("small"), text = document.createElement("p");
+    bubble.className = "bubble human spoken";
+    bubble.id = `note-${answer.note.id}`; bubble.dataset.note = answer.note.id;
+    const header = document.createElement("header"), small = document.createElement("small");
+    const text = document.createElement("p");
     small.textContent = "you · just now · voice"; header.append(small);
     text.textContent = answer.transcript; bubble.append(header, text);
     const box = document.getElementById("conversation");
@@ -94,7 +96,10 @@ function pushToTalk() {
   };
   button.addEventListener("pointerdown", (event) => { event.preventDefault(); start(); });
   ["pointerup", "pointerleave"].forEach((name) => button.addEventListener(name, stop));
-  button.addEventListener("keydown", (event) => { if ((event.key === " " || event.key === "Enter") && !event.repeat) { event.preventDefault(); start(); } });
-  button.addEventListener("keyup", (event) => { if (event.key === " " || event.key === "Enter") stop(); });
+  const isPress = (event) => event.key === " " || event.key === "Enter";
+  button.addEventListener("keydown", (event) => {
+    if (isPress(event) && !event.repeat) { event.preventDefault(); start(); }
+  });
+  button.addEventListener("keyup", (event) => { if (isPress(event)) stop(); });
 }
 document.addEventListener("DOMContentLoaded", pushToTalk);
