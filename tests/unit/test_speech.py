@@ -215,3 +215,14 @@ def test_speech_answers_off_leave_replies_unspeakable(web, monkeypatch):
         later = repos.notes.add("Typed answer.", source="llm", tags=["outgoing"])
     items = {i["id"]: i for i in web.client.get("/api/conversation").json()["items"]}
     assert items[reply.id]["speakable"] is True and items[later.id]["speakable"] is False  # when_spoken_to
+
+
+def test_speak_ogg_without_ffmpeg_says_so_and_the_wav_is_still_there(db, tmp_path, monkeypatch):
+    from reach.speech import tts
+
+    monkeypatch.setattr(tts, "has_ffmpeg", lambda: False)
+    with db.unit() as repos:
+        speech = managers_for(repos, tmp_path, FakeEngines()).speech
+        with pytest.raises(SpeechUnavailable, match="ffmpeg"):
+            speech.speak_ogg("Hello")
+        assert speech.speak("Hello").startswith(b"RIFF")
