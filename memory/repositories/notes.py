@@ -93,6 +93,11 @@ class NoteRepo(Repo):
         found = {n.id: n for n in self.session.scalars(select(Note).where(Note.id.in_(ids))).all()} if ids else {}
         return [found[i] for i in ids if i in found]
 
+    def last_human_before(self, note_id: int) -> Note | None:
+        """The human's newest note with an id below `note_id` (whether a reply answers a voice message)."""
+        return self.session.scalars(select(Note).where(Note.source.in_(HUMAN_SOURCES), Note.id < note_id)
+                                    .order_by(Note.id.desc()).limit(1)).first()
+
     def newest_id(self) -> int:
         return self.session.scalar(select(func.max(Note.id))) or 0
 

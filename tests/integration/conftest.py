@@ -17,17 +17,24 @@ def chroma_url():
 
 
 @pytest.fixture(scope="session")
-def served_app(tmp_path_factory):
+def served(tmp_path_factory):
     """`run.py serve` over a fresh data dir and a copy of the shipped persona (a fuzzer may rewrite its files, never
-    the shipped ones): the web app alone, as a user starts it; its URL."""
+    the shipped ones): the web app alone, as a user starts it; `.url`, `.data_dir`."""
     import shutil
+    from types import SimpleNamespace
 
     from tests.integration.servers import ROOT, served_web_app
 
     base = tmp_path_factory.mktemp("served")
     shutil.copytree(ROOT / "persona" / "default", base / "persona")
     with served_web_app(base / "data", base / "persona") as url:
-        yield url
+        yield SimpleNamespace(url=url, data_dir=base / "data")
+
+
+@pytest.fixture(scope="session")
+def served_app(served):
+    """The served web app's URL (see `served`)."""
+    return served.url
 
 
 @pytest.fixture(scope="session")

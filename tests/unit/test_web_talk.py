@@ -60,6 +60,7 @@ def test_the_live_talk_fragment_renders_the_message_the_loop_journaled(web):
 
     class Request:
         app = web.app
+        scope = {"root_path": ""}
 
     html = _talk_fragment(Request(), web.services, {"data": {"note_id": note_id}})
     assert f'id="note-{note_id}"' in html and "I am Lumen; I think about tides." in html

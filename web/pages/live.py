@@ -18,10 +18,12 @@ def _talk_fragment(request: Request, services: WebServices, event: dict) -> str 
     if not note_id:
         return None
     with services.db.unit() as repos:
-        items = [i for i in talk.conversation(repos, "", limit=5, after_id=int(note_id) - 1).items if i.id == note_id]
+        items = [i for i in talk.conversation(repos, "", limit=5, after_id=int(note_id) - 1,
+                                              speech=talk.speech_mode(services)).items if i.id == note_id]
     if not items:
         return None
-    return request.app.state.templates.get_template("fragments/conversation_item.html").render(item=items[0])
+    return request.app.state.templates.get_template("fragments/conversation_item.html").render(
+        item=items[0], base=request.scope.get("root_path", ""))
 
 
 STEP_LABELS = {"update_process_log": "opens a tick", "update_drives": "feels its drives", "prepare_context": "gathers its memories",

@@ -15,7 +15,8 @@ router = APIRouter()
 
 @router.get("/")
 def talk_page(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    conversation = talk.conversation(repos, services.persona().display_name, limit=100)
+    conversation = talk.conversation(repos, services.persona().display_name, limit=100,
+                                     speech=talk.speech_mode(services))
     return render(request, "pages/talk.html", "talk", conversation=conversation)
 
 

@@ -25,6 +25,16 @@ class ConversationItem(BaseModel):
     drive: str | None = Field(None, description="For an unprompted message: the drive that moved the persona to write.")
     drive_level: float | None = None
     llm_id: str | None = None
+    spoken: bool = Field(False, description="A human note that came as a voice message (its text is the transcript).")
+    speakable: bool = Field(False, description=(
+        "A persona's message offered as audio (speech.answer_in_speech): GET /api/talk/speech/{id} plays it."))
+
+
+class VoiceNoteOut(BaseModel):
+    note: ConversationItem
+    transcript: str
+    language: str = Field(description="ISO 639-1: detected, or as hinted")
+    seconds: float = Field(description="The audio's length")
 
 
 class Conversation(BaseModel):

@@ -1,5 +1,5 @@
 // anima's only script: keep the conversation scrolled to the newest message, draw the Inner life charts (uPlot),
-// and keep one card per tick on Thoughts.
+// keep one card per tick on Thoughts, and push-to-talk on Talk (MediaRecorder → POST /api/talk/voice).
 // Everything else is htmx.
 document.addEventListener("htmx:afterSwap", (event) => {
   const box = document.getElementById("conversation");
@@ -44,3 +44,62 @@ document.addEventListener("htmx:afterRequest", (event) => {
     flash.replaceChildren();
   }
 });
+
+// Talk: push-to-talk. Hold the button (mouse, touch or Space/Enter) to record with MediaRecorder; letting go posts
+// the recording to /api/talk/voice, which transcribes it offline and answers the note, shown like a written one.
+function pushToTalk() {
+  const button = document.getElementById("push-to-talk");
+  if (!button || button.dataset.ready) return;
+  button.dataset.ready = "1";
+  const status = document.getElementById("voice-status");
+  const say = (text) => { if (status) status.textContent = text; };
+  if (!navigator.mediaDevices || typeof MediaRecorder === "undefined") {
+    button.disabled = true; say("This browser cannot record here (a microphone needs https or localhost)."); return;
+  }
+  let recorder = null, chunks = [], stream = null, held = false;
+  const start = async () => {
+    held = true;
+    if (recorder) return;
+    try { stream = await navigator.mediaDevices.getUserMedia({ audio: true }); }
+    catch (error) { say(`No microphone: ${error.message}`); return; }
+    chunks = [];
+    recorder = new MediaRecorder(stream);
+    recorder.ondataavailable = (event) => { if (event.data.size) chunks.push(event.data); };
+    recorder.onstop = () => send(new Blob(chunks, { type: recorder.mimeType || "audio/webm" }));
+    recorder.start(250);
+    button.setAttribute("aria-pressed", "true"); say("Listening… let go to send.");
+    if (!held) stop();  // let go while the microphone was opening
+  };
+  const stop = () => {
+    held = false;
+    if (!recorder || recorder.state === "inactive") return;
+    recorder.stop(); stream.getTracks().forEach((track) => track.stop());
+    button.setAttribute("aria-pressed", "false"); say("Transcribing…");
+  };
+  const send = async (blob) => {
+    recorder = null;
+    const headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    headers["Content-Type"] = blob.type.split(";")[0] || "audio/webm";
+    const response = await fetch(button.dataset.voiceUrl, { method: "POST", headers, body: blob });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) { say(answer.error || `The voice message was not taken (${response.status}).`); return; }
+    const bubble = document.createElement("article");
+    bubble.className = "bubble human spoken";
+    bubble.id = `note-${answer.note.id}`; bubble.dataset.note = answer.note.id;
+    const header = document.createElement("header"), small = document.createElement("small");
+    const text = document.createElement("p");
+    small.textContent = "you · just now · voice"; header.append(small);
+    text.textContent = answer.transcript; bubble.append(header, text);
+    const box = document.getElementById("conversation");
+    box.append(bubble); box.scrollTop = box.scrollHeight;
+    say(`Heard (${answer.language}, ${answer.seconds.toFixed(1)} s).`);
+  };
+  button.addEventListener("pointerdown", (event) => { event.preventDefault(); start(); });
+  ["pointerup", "pointerleave"].forEach((name) => button.addEventListener(name, stop));
+  const isPress = (event) => event.key === " " || event.key === "Enter";
+  button.addEventListener("keydown", (event) => {
+    if (isPress(event) && !event.repeat) { event.preventDefault(); start(); }
+  });
+  button.addEventListener("keyup", (event) => { if (isPress(event)) stop(); });
+}
+document.addEventListener("DOMContentLoaded", pushToTalk);
