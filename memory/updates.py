@@ -28,7 +28,12 @@ UPDATE_MARKERS = re.compile(
 FRAME_WORDS = frozenset({"w:favourit", "w:favorit", "w:live", "w:work", "w:job", "w:name", "w:call", "w:own",
                          "w:drive", "w:car", "w:pet", "w:dog", "w:cat", "w:home", "w:citi", "w:studi", "w:team",
                          "w:phone", "w:address", "w:age", "w:prefer", "w:hobbi", "w:partner", "w:girlfriend",
-                         "w:boyfriend", "w:wife", "w:husband", "w:school", "w:compani", "w:employ", "w:plan"})
+                         "w:boyfriend", "w:friend", "w:best", "w:wife", "w:husband", "w:school", "w:compani", "w:employ", "w:plan"})
+
+
+SMALL_TALK = frozenset("""hey thank thanks great sound sounds kind lot wow awesome glad yeah happi happy make made
+realli really good amaz amazing love cool nice talk talked chat chatting anyth anything someth something much
+appreci appreciate mean means look take thing way time feel""".split())
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,14 @@ class Supersession:
     reason: str  # "marker" | "frame"
 
 
+_VOCATIVE = re.compile(r"(?:^|[.!?]\s+)(?:(?i:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|awesome|great|congrats|"
+                       r"sorry|aww|haha|ha|agreed|sounds great|same here)[,!.]?\s+)?[A-Z][a-z]+[!,.]\s*|,\s*[A-Z][a-z]+(?=[!?.]|$)")
+
+
 def _content(text: str) -> set[str]:
-    return {e for e in extract(text) if not e.startswith("n:") or e.count(" ") < 3}
+    """The statement's entities, less the name of whoever it is said to ("Thanks, Mel!", "Hey Caroline,")."""
+    return {e for e in extract(_VOCATIVE.sub(" ", text))
+            if (not e.startswith("n:") or e.count(" ") < 3) and e[2:] not in SMALL_TALK}
 
 
 def supersedes(newer: Statement, older: Statement, *, min_overlap: float = 0.3,
