@@ -149,3 +149,25 @@ def chain(repos: Any, item_id: int) -> list[int]:
         seen.append(forward)
         current = forward
     return seen
+
+
+def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[Supersession]:
+    """The write-time check (a background job's, never the tick's): the item's closest memories by the hybrid
+    search, the older ones by the same author, and those it updates marked superseded (`mark`), in one unit."""
+    from memory.retrieval.ranker import Query
+
+    with index.db.unit() as repos:
+        row = repos.items.many([item_id]).get(item_id)
+        if row is None or row.status != "active":
+            return []
+        newer = Statement(row.id, row.author, row.text, row.created_at)
+        tier = row.tier
+    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={item_id}, mmr_lambda=1.0))
+    older = [Statement(h.item.id, h.item.author, h.item.text, h.item.created_at) for h in hits
+             if h.item.id < item_id and h.item.status == "active"]
+    found = find_superseded(newer, older)
+    if found:
+        with index.db.unit() as repos:
+            mark(repos, found)
+        index.sync()
+    return found

@@ -65,3 +65,19 @@ def test_the_older_is_kept_superseded_ranked_below_the_newer_and_restorable(inde
         rows = repos.items.many([old, new])
         assert rows[old].status == "active" and "superseded_by" not in rows[old].meta
         assert rows[new].meta["replaces"] == []
+
+
+def test_the_write_time_check_finds_the_older_statement_through_the_index(index):
+    old = _write(index, "1", "I work at Acme as a tester.", 0)
+    _write(index, "2", "I painted a sunset by the lake.", 1)
+    other = _write(index, "3", "I work at Acme as a tester.", 2, author="Bob")
+    new = _write(index, "4", "I quit Acme, I work at Globex now.", 3)
+    index.sync()
+    from memory.updates import supersede_older
+
+    found = supersede_older(index, new)
+    assert [(s.older, s.newer) for s in found] == [(old, new)]  # not Bob's
+    with index.db.unit() as repos:
+        rows = repos.items.many([old, other, new])
+        assert rows[old].status == "superseded" and rows[other].status == "active"
+    assert supersede_older(index, new) == []  # already done: the older one is no longer active

