@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TypeVar
 
 from memory.text import STOP_WORDS, tokenize
 
@@ -52,12 +53,14 @@ def extract(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+Key = TypeVar("Key", bound=Hashable)  # a memory's id (or a benchmark's turn id)
+
 ENTITY_KIND_WEIGHT = {"n": 1.5, "d": 1.0, "w": 0.6}
 
 
-def activation(query_entities: Iterable[str], holders: Mapping[str, Iterable[int]],
-               entities_of: Mapping[int, Iterable[str]], documents: int, *, damping: float = 0.5,
-               max_fanout: int = 200) -> dict[int, float]:
+def activation(query_entities: Iterable[str], holders: Mapping[str, Iterable[Key]],
+               entities_of: Mapping[Key, Iterable[str]], documents: int, *, damping: float = 0.5,
+               max_fanout: int = 200) -> dict[Key, float]:
     """Memories' activation from the query's entities (module doc): first hop Σ idf of the seeds a memory holds,
     plus `damping` × what it reaches through the memories of the first hop. `holders`: entity → memory ids
     holding it; `entities_of`: memory id → its entities (only the first hop's are read). Entities held by more
@@ -65,7 +68,7 @@ def activation(query_entities: Iterable[str], holders: Mapping[str, Iterable[int
     def weight(entity: str, count: int) -> float:
         return ENTITY_KIND_WEIGHT.get(entity[:1], 1.0) * math.log(1 + documents / max(1, count))
 
-    first: dict[int, float] = defaultdict(float)
+    first: dict[Key, float] = defaultdict(float)
     for entity in dict.fromkeys(query_entities):
         held = list(holders.get(entity, ()))
         if not held or len(held) > max_fanout:
@@ -80,7 +83,7 @@ def activation(query_entities: Iterable[str], holders: Mapping[str, Iterable[int
     for item, value in first.items():
         for entity in entities_of.get(item, ()):
             spread[entity] += value / top
-    second: dict[int, float] = defaultdict(float)
+    second: dict[Key, float] = defaultdict(float)
     for entity, value in spread.items():
         held = list(holders.get(entity, ()))
         if len(held) < 2 or len(held) > max_fanout:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.retrieval.entities import extract
+from memory.retrieval.entities import activation, extract
 
 MODEL_PATH = Path(__file__).with_name("ranker_model.json")
 PARTS = ["bm25", "dense", "author", "recency", "importance", "when", "period", "asks", "neighbours", "answers"]
@@ -68,13 +68,11 @@ def candidate_features(question: str, keys: Sequence[Hashable], scores: Sequence
     score = np.asarray(scores, dtype=np.float64)
     query_entities = extract(question)
     names = {e for e in query_entities if e.startswith("n:")}
-    if first_hop is None:
-        from memory.retrieval.entities import activation
-
-        first_hop = activation(query_entities, graph.holders, graph.entities_of, graph.documents, damping=0.0)
+    hop: Mapping[Hashable, float] = first_hop if first_hop is not None else activation(
+        query_entities, graph.holders, graph.entities_of, graph.documents, damping=0.0)
     activated = np.array([act.get(k, 0.0) for k in keys])
     top_act = activated.max() if n and activated.max() > 0 else 1.0
-    first = np.array([first_hop.get(k, 0.0) for k in keys]) / top_act
+    first = np.array([hop.get(k, 0.0) for k in keys]) / top_act
     by_key = dict(zip(keys, score.tolist()))
     floor = float(score.min()) if n else 0.0
     window_best = np.empty(n)
