@@ -45,6 +45,7 @@ from memory.tiers import (
     searchable,
     tier_of,
 )
+from memory.updates import Supersession, chain, restore, supersede_older
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -253,6 +254,28 @@ class MemoryManager:
     def archived(self, limit: int = 10) -> builtins.list[ArchivedRow]:
         """What is archived, of every tier, most recently archived first."""
         return self.repos.archived(limit=limit)
+
+    # ---- knowledge updates (memory/updates.py) -------------------------------------------------------------------
+
+    def supersede_older(self, tier: str, ref: str | int) -> builtins.list[Supersession]:
+        """The row's older statements it updates or contradicts, marked superseded (kept, restorable, ranked
+        lower); run after its commit, by a background job, never on the tick's path."""
+        item = self.repos.items.find(tier, ref)
+        return [] if item is None else supersede_older(self.index, item.id)
+
+    def versions(self, tier: str, ref: str | int) -> builtins.list[tuple[str, str, str]]:
+        """The row's line of versions, oldest first, as (ref, status, text) (the Memory page's chain)."""
+        item = self.repos.items.find(tier, ref)
+        if item is None:
+            return []
+        ids = chain(self.repos, item.id)
+        rows = self.repos.items.many(ids)
+        return [(rows[i].ref, rows[i].status, rows[i].text) for i in ids if i in rows]
+
+    def restore_superseded(self, tier: str, ref: str | int) -> bool:
+        """Undo a supersession: the older row is active again."""
+        item = self.repos.items.find(tier, ref)
+        return item is not None and restore(self.repos, item.id)
 
 
 def search_index(index: RecallIndex, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None,

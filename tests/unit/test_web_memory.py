@@ -172,3 +172,21 @@ def test_a_human_closing_a_goal_closes_it_for_the_persona_too(web):
         warnings = [(p.value, p.status) for p in repos.processes.of_thread("main") if p.name == "goals.failed"]
         assert warnings == [(f"goal {goal_id} failed: the fog", "warning")]
         assert pending_request(repos, "main") == {"trigger": "goal_closed", "what": f"goal {goal_id}"}
+
+
+def test_search_shows_the_chain_of_a_knowledge_update(web):
+    from memory.store import record_turn
+    from memory.updates import supersede_older
+
+    with web.agent.services.db.unit() as repos:
+        old = record_turn(repos, ref="upd:1", text="My favourite colour is blue.", author="Ann", episode="upd").id
+        new = record_turn(repos, ref="upd:2", text="My favourite colour is green now.", author="Ann", episode="upd").id
+    index = web.agent.services.memory
+    index.sync()
+    assert [(s.older, s.newer) for s in supersede_older(index, new)] == [(old, new)]
+    hits = {h["text"]: h for h in web.client.get("/api/memory/search", params={"q": "Ann favourite colour"}).json()["hits"]}
+    newer, older = hits["My favourite colour is green now."], hits["My favourite colour is blue."]
+    assert newer["replaced"] == ["My favourite colour is blue."] and newer["superseded_by"] is None
+    assert older["status"] == "superseded" and older["superseded_by"] == "My favourite colour is green now."
+    page = web.client.get("/memory/search", params={"q": "Ann favourite colour"}).text
+    assert "replaces: My favourite colour is blue." in page and "updated by: My favourite colour is green now." in page

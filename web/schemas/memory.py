@@ -81,6 +81,10 @@ class SearchHit(BaseModel):
     score: float
     status: str
     browsable: bool = Field(description="A row the memory page lists (a conversation turn is not).")
+    replaced: list[str] = Field(default_factory=list,
+                                description="Knowledge updates: the texts of the older memories this one updated.")
+    superseded_by: str | None = Field(None, description="Knowledge updates: the newer memory that updated this one "
+                                                        "(status `superseded`: kept, ranked lower, restorable).")
 
 
 class SearchResults(BaseModel):

@@ -118,9 +118,23 @@ def get_record(repos: Repos, name: str, ref: str) -> MemoryRecord:
         return Managers(repos).memory.get(name, ref)
 
 
-def _hit(hit: Hit) -> SearchHit:
+def _hit(hit: Hit, texts: Mapping[int, str] | None = None) -> SearchHit:
+    meta, texts = hit.item.meta or {}, texts or {}
+    newer = meta.get("superseded_by")
     return SearchHit(tier=hit.item.tier, ref=hit_ref(hit.item.tier, hit.item.ref), title=hit.item.title,
-                     text=hit.item.text, score=hit.score, status=hit.item.status, browsable=hit.item.tier in TIERS)
+                     text=hit.item.text, score=hit.score, status=hit.item.status, browsable=hit.item.tier in TIERS,
+                     replaced=[texts[i] for i in reversed(meta.get("replaces", [])) if i in texts],
+                     superseded_by=texts.get(newer) if newer is not None else None)
+
+
+def _versions_of(services: WebServices, hits: list[Hit]) -> dict[int, str]:
+    """The texts of the memories the hits updated or were updated by (memory/updates.py's chain, one step)."""
+    ids = {i for h in hits for i in [*(h.item.meta or {}).get("replaces", []), (h.item.meta or {}).get("superseded_by")]
+           if isinstance(i, int)}
+    if not ids:
+        return {}
+    with services.db.unit() as repos:
+        return {i: row.text for i, row in repos.items.many(ids).items()}
 
 
 def search(services: WebServices, q: str, *, k: int = 10, tiers: list[str] | None = None,
@@ -129,7 +143,8 @@ def search(services: WebServices, q: str, *, k: int = 10, tiers: list[str] | Non
     with _answered():
         searchable(tiers)  # the tiers are checked even for an empty query (the index is opened only for a query)
         hits = search_index(services.memory, q, k=k, tiers=tiers, archived=archived) if q.strip() else []
-    return SearchResults(q=q, hits=[_hit(h) for h in hits])
+        texts = _versions_of(services, hits)
+    return SearchResults(q=q, hits=[_hit(h, texts) for h in hits])
 
 
 def history(repos: Repos, *, tier: str | None = None, ref: str | None = None, actor: str | None = None,

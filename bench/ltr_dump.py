@@ -1,0 +1,85 @@
+"""Candidate lists for learning to rank: per LoCoMo-format question, the hybrid ranking's top `--pool` candidates
+with the ranker's feature parts, written to a pickle that bench/train_ranker.py reads (the ingestion and search
+are bench/locomo.py's: anima's write path and `MemoryIndex.search`, with MMR off so the list is the fused order).
+
+    python bench/ltr_dump.py --data ../shared/data/locomo/locomo_dev.json --out /tmp/ltr.pickle --cache-dir /tmp/c
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.locomo import CachedEmbedder, conversation_store, sessions  # noqa: E402
+from bench.mpnet import bench_embedder  # noqa: E402
+from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
+from memory.store import record_turn  # noqa: E402
+
+
+def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str]) -> dict:
+    samples = json.loads(data.read_text())
+    embedder = bench_embedder(None, None, "float32")
+    if cache_dir:
+        embedder = CachedEmbedder(embedder, cache_dir)
+    config = RetrievalSettings(**overrides)
+    conversations = []
+    for sample in samples:
+        conversation = sample["conversation"]
+        turns_out = []
+        with conversation_store(None) as (db, tmp):
+            last_time = None
+            with db.unit() as repos:
+                for session, when, turns in sessions(conversation):
+                    for position, turn in enumerate(turns):
+                        at = (when + timedelta(seconds=position)) if when else None
+                        last_time = at or last_time
+                        record_turn(repos, ref=f"{sample['sample_id']}:{turn['dia_id']}", text=turn.get("text", ""),
+                                    author=turn.get("speaker", ""), episode=f"{sample['sample_id']}:session_{session}",
+                                    created_at=at)
+                        turns_out.append({"ref": turn["dia_id"], "text": turn.get("text", ""),
+                                          "author": turn.get("speaker", ""), "session": session, "seq": position,
+                                          "at": at})
+            now = (last_time or datetime.now(timezone.utc)) + timedelta(days=1)
+            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
+            index.sync(progress=True)
+            valid = {t["ref"] for t in turns_out}
+            questions = []
+            for q in sample["qa"]:
+                evidence = [e for e in q.get("evidence") or [] if e in valid]
+                if q.get("category") == 5 or not evidence:
+                    continue
+                hits = index.search(Query(text=str(q["question"]), k=pool, mmr_lambda=1.0))
+                questions.append({"question": str(q["question"]), "category": int(q["category"]),
+                                  "evidence": evidence,
+                                  "candidates": [{"ref": h.item.ref.split(":", 1)[1], "score": h.score,
+                                                  "parts": h.parts} for h in hits]})
+            index.close()
+        conversations.append({"sample_id": sample["sample_id"], "turns": turns_out, "questions": questions,
+                              "now": now})
+        print(f"{sample['sample_id']}: {len(questions)} questions", file=sys.stderr, flush=True)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
+    return {"data": str(data), "pool": pool, "conversations": conversations}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--pool", type=int, default=100)
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args()
+    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set))
+    args.out.write_bytes(pickle.dumps(result))
+    print(json.dumps({"out": str(args.out), "conversations": len(result["conversations"])}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Knowledge updates: a memory that updates or contradicts an older one about the same subject marks the older as
+superseded — kept (status `superseded`: still searchable, ranked below what replaced it, restorable), linked both
+ways in the items' `meta` (`superseded_by` on the older, `replaces` on the newer), so recall prefers the newest
+and can say what it replaced.
+
+Detection runs offline, without a model: the same author, the same subject (at least two shared content words,
+a shared name and word, or one shared frame word — live, work, favourite, … — with a marker), and a word overlap of at least `min_overlap` of the smaller statement), a different value (each
+side holds a name, number or content word the other lacks), and either an update marker in the newer statement
+("now", "moved", "no longer", "switched", "instead", "anymore", "quit", "changed", "new") or a near-identical
+frame (overlap ≥ `frame_overlap`: "my favourite colour is blue" → "… is green"). bench/updates.py measures it.
+Event time (when it happened, `meta.event_at` when the text names a date) is kept apart from record time
+(`created_at`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from memory.retrieval.entities import extract
+
+UPDATE_MARKERS = re.compile(
+    r"\b(now|nowadays|moved|move|moving|no longer|anymore|any more|switched|switch|instead|quit|changed|change|"
+    r"new|left|stopped|started|these days|currently|not .{0,20} any ?more|actually)\b", re.IGNORECASE)
+FRAME_WORDS = frozenset({"w:favourit", "w:favorit", "w:live", "w:work", "w:job", "w:name", "w:call", "w:own",
+                         "w:drive", "w:car", "w:pet", "w:dog", "w:cat", "w:home", "w:citi", "w:studi", "w:team",
+                         "w:phone", "w:address", "w:age", "w:prefer", "w:hobbi", "w:partner", "w:girlfriend",
+                         "w:boyfriend", "w:friend", "w:best", "w:wife", "w:husband", "w:school", "w:compani", "w:employ", "w:plan"})
+
+
+SMALL_TALK = frozenset("""hey thank thanks great sound sounds kind lot wow awesome glad yeah happi happy make made
+realli really good amaz amazing love cool nice talk talked chat chatting anyth anything someth something much
+appreci appreciate mean means look take thing way time feel""".split())
+
+
+@dataclass(frozen=True)
+class Statement:
+    item_id: int
+    author: str
+    text: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Supersession:
+    older: int
+    newer: int
+    subject: list[str]  # the shared words that make it the same subject
+    reason: str  # "marker" | "frame"
+
+
+_VOCATIVE = re.compile(r"(?:^|[.!?]\s+)(?:(?i:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|awesome|great|congrats|"
+                       r"sorry|aww|haha|ha|agreed|sounds great|same here)[,!.]?\s+)?[A-Z][a-z]+[!,.]\s*|,\s*[A-Z][a-z]+(?=[!?.]|$)")
+
+
+def _content(text: str) -> set[str]:
+    """The statement's entities, less the name of whoever it is said to ("Thanks, Mel!", "Hey Caroline,")."""
+    return {e for e in extract(_VOCATIVE.sub(" ", text))
+            if (not e.startswith("n:") or e.count(" ") < 3) and e[2:] not in SMALL_TALK}
+
+
+def supersedes(newer: Statement, older: Statement, *, min_overlap: float = 0.3,
+               frame_overlap: float = 0.5) -> Supersession | None:
+    """Whether `newer` updates or contradicts `older` (module doc), and why."""
+    if newer.author.strip().lower() != older.author.strip().lower() or newer.item_id == older.item_id:
+        return None
+    a, b = _content(older.text), _content(newer.text)
+    shared = a & b
+    words = {e for e in shared if e.startswith("w:")}
+    names = {e for e in shared if e.startswith("n:")}
+    marker = bool(UPDATE_MARKERS.search(newer.text))
+    if len(words) < 2 and not (names and words) and not (marker and words & FRAME_WORDS):
+        return None
+    smaller = max(1, min(len(a), len(b)))
+    overlap = len(shared) / smaller
+    if overlap < min_overlap and not (marker and words & FRAME_WORDS):
+        return None
+    only_old, only_new = a - b, b - a
+    if not only_old or not only_new:
+        return None  # a repetition, not a change
+    if not (shared & FRAME_WORDS or names):
+        return None  # no subject a fact is about
+    if marker:
+        return Supersession(older.item_id, newer.item_id, sorted(shared), "marker")
+    if overlap >= frame_overlap:
+        return Supersession(older.item_id, newer.item_id, sorted(shared), "frame")
+    return None
+
+
+def find_superseded(newer: Statement, older: Iterable[Statement]) -> list[Supersession]:
+    """Every older statement the newer one replaces (the newest first)."""
+    found = [s for o in sorted(older, key=lambda s: s.item_id, reverse=True) if (s := supersedes(newer, o))]
+    return found
+
+
+def mark(repos: Any, found: Sequence[Supersession], now: datetime | None = None) -> int:
+    """Record the chain on the items (`meta`) and set the older ones' status to `superseded`; returns how many."""
+    when = (now or datetime.now(timezone.utc)).isoformat()
+    changed = 0
+    for s in found:
+        rows = repos.items.many([s.older, s.newer])
+        old, new = rows.get(s.older), rows.get(s.newer)
+        if old is None or new is None or old.status == "deleted":
+            continue
+        old.meta = {**(old.meta or {}), "superseded_by": s.newer, "superseded_at": when,
+                    "superseded_subject": s.subject[:8], "status_before": old.status}
+        new.meta = {**(new.meta or {}), "replaces": sorted({*(new.meta or {}).get("replaces", []), s.older})}
+        changed += repos.items.set_status([s.older], "superseded")
+    return changed
+
+
+def restore(repos: Any, item_id: int) -> bool:
+    """Undo a supersession: the older item is active again and the newer no longer lists it."""
+    row = repos.items.many([item_id]).get(item_id)
+    if row is None or row.status != "superseded":
+        return False
+    meta = dict(row.meta or {})
+    newer = meta.pop("superseded_by", None)
+    meta.pop("superseded_at", None)
+    meta.pop("superseded_subject", None)
+    status = meta.pop("status_before", "active")
+    row.meta = {**meta, "restored_from": newer}
+    if newer is not None and (new := repos.items.many([newer]).get(newer)) is not None:
+        new.meta = {**(new.meta or {}), "replaces": [i for i in (new.meta or {}).get("replaces", []) if i != item_id]}
+    return repos.items.set_status([item_id], status) > 0
+
+
+def chain(repos: Any, item_id: int) -> list[int]:
+    """The item's line of versions, oldest first (following `replaces` back and `superseded_by` forward)."""
+    seen: list[int] = [item_id]
+    current = item_id
+    while True:
+        row = repos.items.many([current]).get(current)
+        back = (row.meta or {}).get("replaces", []) if row is not None else []
+        older = [i for i in back if i not in seen]
+        if not older:
+            break
+        current = max(older)
+        seen.insert(0, current)
+    current = item_id
+    while True:
+        row = repos.items.many([current]).get(current)
+        forward = (row.meta or {}).get("superseded_by") if row is not None else None
+        if forward is None or forward in seen:
+            break
+        seen.append(forward)
+        current = forward
+    return seen
+
+
+def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[Supersession]:
+    """The write-time check (a background job's, never the tick's): the item's closest memories by the hybrid
+    search, the older ones by the same author, and those it updates marked superseded (`mark`), in one unit."""
+    from memory.retrieval.ranker import Query
+
+    with index.db.unit() as repos:
+        row = repos.items.many([item_id]).get(item_id)
+        if row is None or row.status != "active":
+            return []
+        newer = Statement(row.id, row.author, row.text, row.created_at)
+        tier = row.tier
+    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={item_id}, mmr_lambda=1.0))
+    older = [Statement(h.item.id, h.item.author, h.item.text, h.item.created_at) for h in hits
+             if h.item.id < item_id and h.item.status == "active"]
+    found = find_superseded(newer, older)
+    if found:
+        with index.db.unit() as repos:
+            mark(repos, found)
+        index.sync()
+    return found
