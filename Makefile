@@ -35,6 +35,8 @@ install: $(STAMP) system
 # Debian packages: bubblewrap, the jail the persona's scripts run in (checked every time: cheap when present)
 system:
 	@sh tools/system_package.sh bwrap bubblewrap "the persona's scripts run in its jail" "scripts will not run"
+	@sh tools/system_package.sh dovecot dovecot-imapd "the e-mail channel's tests run a real IMAP server (Dovecot)" "the e-mail channel's tests will skip"
+	@sh tools/system_package.sh /usr/lib/dovecot/lmtp dovecot-lmtpd "the e-mail channel's tests deliver mail into Dovecot over LMTP" "the e-mail channel's tests will skip"
 
 model: install
 	$(PY) run.py model install

@@ -49,9 +49,14 @@ T = TypeVar("T")
 class ChannelEntryLike(Protocol):
     """What `from_entry` reads of a `channels.entries` item (persona.settings.ChannelEntry)."""
 
-    name: str
-    options: Mapping[str, str]
-    max_attachment_bytes: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> Mapping[str, str]: ...
+
+    @property
+    def max_attachment_bytes(self) -> int: ...
 
 
 class EmailOptions(BaseModel):
@@ -219,7 +224,8 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
             kind=attachment_kind(mime, filename or ""), name=filename or f"part-{index}", mime=mime, size=len(data),
             ref=f"{ref_prefix}:{index}", data=data if len(data) <= max_attachment_bytes else None))
     text = "\n".join(p.strip() for p in plain) if plain else "\n".join(html_to_text(m) for m in markup)
-    in_reply_to = (message_ids(str(mail.get("In-Reply-To", ""))) or [None])[0]
+    parents = message_ids(str(mail.get("In-Reply-To", "")))
+    in_reply_to = parents[0] if parents else None
     return ParsedMail(message_id=message_id, sender=address.lower(), sender_name=name or address,
                       subject=str(mail.get("Subject", "")), text=text.strip(), sent_at=sent_at,
                       in_reply_to=in_reply_to, references=" ".join(message_ids(str(mail.get("References", "")))),

@@ -38,9 +38,14 @@ MAX_TEXT = 4096
 class ChannelEntryLike(Protocol):
     """What `from_entry` reads of a `channels.entries` item (persona.settings.ChannelEntry)."""
 
-    name: str
-    options: Mapping[str, str]
-    max_attachment_bytes: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> Mapping[str, str]: ...
+
+    @property
+    def max_attachment_bytes(self) -> int: ...
 
 
 class TelegramOptions(BaseModel):
