@@ -25,7 +25,7 @@ import re
 import ssl
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from email import policy
 from email.headerregistry import Address
@@ -462,6 +462,11 @@ class EmailChannel(Channel):
 
         o = self.options
         message_id = self.message_id_for(message)
+        parent = message.reply_to or message.conversation
+        if parent and "subject" not in message.extra:  # the outbox keeps no headers: the thread's mail has them
+            found = await asyncio.to_thread(self._thread_headers, parent)
+            if found:
+                message = replace(message, extra={**found, **message.extra})
         mail = build_mail(o, message, message_id)
         try:
             await aiosmtplib.send(
@@ -482,6 +487,32 @@ class EmailChannel(Channel):
             except Exception:  # noqa: BLE001 - the mail went out; only the copy (and so already_sent) is missing
                 pass
         return message_id
+
+    def _thread_headers(self, parent: str) -> dict[str, str] | None:
+        """The subject and References of the mail `parent` names (the inbox, else the sent folder), or None when it
+        cannot be found or the server cannot be asked now (the answer then starts from the configured subject)."""
+        try:
+            client = self._connect_imap()
+        except Exception:  # noqa: BLE001 - a missing subject is no reason not to send
+            return None
+        try:
+            for folder in dict.fromkeys(f for f in (self.options.folder, self.options.sent_folder) if f):
+                if not client.folder_exists(folder):
+                    continue
+                client.select_folder(folder, readonly=True)
+                uids = client.search(["HEADER", "Message-ID", parent])
+                if uids:
+                    head = client.fetch(uids[-1:], [b"BODY.PEEK[HEADER]"])[uids[-1]][b"BODY[HEADER]"]
+                    mail = BytesParser(policy=policy.default).parsebytes(head, headersonly=True)
+                    found = {"subject": str(mail.get("Subject", ""))}
+                    refs = message_ids(str(mail.get("References", ""))) + [parent]
+                    found["references"] = " ".join(dict.fromkeys(refs))
+                    return found
+            return None
+        except Exception:  # noqa: BLE001 - as above
+            return None
+        finally:
+            _quietly(client.logout)
 
     def _append_sent(self, raw: bytes) -> None:
         client = self._connect_imap()  # its own short connection: fetch may be idling on the other one

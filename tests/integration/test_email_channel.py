@@ -168,3 +168,20 @@ def test_a_wrong_password_is_channel_down_not_a_crash(servers, tmp_path: Path):
     channel = EmailChannel("email", options, lambda: "wrong")
     with pytest.raises(ChannelDown):
         run(channel.fetch(None, wait_s=0))
+
+
+def test_an_answer_with_only_the_conversation_finds_the_threads_subject_and_references(servers):
+    """As the outbox hands it over: no subject, no References — the thread's mail in the inbox has them."""
+    ann_sends(servers, "<root-3@example.org>", "Books", "Which book next?")
+    ann_sends(servers, "<ann-4@example.org>", "Re: Books", "Or a film?", references="<root-3@example.org>")
+
+    async def scenario() -> str:
+        channel = channel_for(servers)
+        return await channel.send(Outgoing(idempotency_key="outbox-books", recipient=ANN, text="A film.",
+                                           conversation="<root-3@example.org>", reply_to="<ann-4@example.org>"))
+
+    sent_id = run(scenario())
+    [landed] = [m for m in ann_mailbox(servers) if m["Message-ID"] == sent_id]
+    assert landed["Subject"] == "Re: Books"
+    assert landed["In-Reply-To"] == "<ann-4@example.org>"
+    assert landed["References"] == "<root-3@example.org> <ann-4@example.org>"
