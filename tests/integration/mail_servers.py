@@ -16,9 +16,12 @@ import pwd
 import shutil
 import smtplib
 import socket
+import tempfile
 import subprocess
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,3 +209,16 @@ def start(root: Path) -> MailServers:
         raise
     return MailServers(root=root, imap_port=imap_port, lmtp_port=lmtp_port, smtp_port=smtp_port, dovecot=dovecot,
                        smtp=smtp)
+
+
+@contextmanager
+def running() -> Iterator[MailServers]:
+    """Dovecot and the SMTP server for a test module; not under pytest's tmp dir (0700 there, and Dovecot's own
+    users must reach the maildirs)."""
+    root = Path(tempfile.mkdtemp(prefix="anima-mail-"))
+    servers = start(root)
+    try:
+        yield servers
+    finally:
+        servers.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -20,6 +20,8 @@ import hashlib
 import itertools
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -198,6 +200,39 @@ def make_app(token: str) -> Starlette:
         Route("/_test/sent", api.list_sent, methods=["GET"]),
         Route("/_test/flood", api.flood, methods=["POST"]),
     ])
+
+
+@contextmanager
+def serving(token: str) -> Iterator[str]:
+    """This server in its own process on a free loopback port, for a test module: its base URL."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    process = subprocess.Popen([sys.executable, __file__, "--port", str(port), "--token", token])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the stand-in Bot API exited with {process.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the stand-in Bot API did not listen on {port} within 30s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 def main() -> None:

@@ -6,9 +6,7 @@ Message-ID. One pair of servers for the module; every wait is bounded."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import smtplib
-import tempfile
 from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
@@ -30,14 +28,8 @@ ANIMA, ANN = "anima@example.org", "ann@example.org"
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[mail_servers.MailServers]:
-    # not under pytest's tmp dir: that is 0700, and Dovecot's own users must reach the maildirs
-    root = Path(tempfile.mkdtemp(prefix="anima-mail-"))
-    running = mail_servers.start(root)
-    try:
+    with mail_servers.running() as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def channel_for(servers: mail_servers.MailServers, **extra: str) -> EmailChannel:

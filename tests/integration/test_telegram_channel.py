@@ -9,8 +9,6 @@ import asyncio
 import base64
 import hashlib
 import json
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +17,7 @@ import pytest
 
 from channels.base import Batch, ChannelDown, ChannelRefused, Outgoing
 from channels.telegram import TelegramChannel, parse_options
-from tests.integration.servers import ROOT, free_port, wait_port
+from tests.integration import telegram_bot_api
 
 TOKEN = "123456:stand-in-token"
 ANN = {"id": 777, "first_name": "Ann", "last_name": "Lee", "username": "ann"}
@@ -28,19 +26,8 @@ VOICE = b"OggS" + bytes(range(256)) * 4
 
 @pytest.fixture(scope="module")
 def bot_api() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "tests/integration/telegram_bot_api.py"),
-                                "--port", str(port), "--token", TOKEN], cwd=ROOT)
-    try:
-        wait_port(port, 30, process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    with telegram_bot_api.serving(TOKEN) as base:
+        yield base
 
 
 def control(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
