@@ -23,6 +23,7 @@ import hashlib
 import html
 import re
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -301,8 +302,9 @@ class EmailChannel(Channel):
         self.options = options
         self._password = password  # resolved when connecting; never stored on the channel
         self.max_attachment_bytes = max_attachment_bytes
-        self._imap: Any = None  # IMAPClient, used only inside `_in_thread` under `_lock`
-        self._lock = asyncio.Lock()
+        self._imap: Any = None  # the long-lived IMAPClient: touched only by a worker thread holding `_using`
+        self._using = threading.Lock()
+        self._closing = threading.Event()  # close() asks an idling or polling fetch to stop within a second
         self._idle_supported = False
 
     @classmethod
@@ -343,36 +345,50 @@ class EmailChannel(Channel):
         except Exception as exc:  # imaplib's errors, socket errors, ssl errors: the server is not usable now
             raise ChannelDown(f"{self.name}: IMAP {type(exc).__name__}: {exc}") from exc
 
+    def _with_client(self, work: Callable[[Any], T]) -> T:
+        """`work(client)` on the long-lived connection, one thread at a time; a failure drops the connection (the
+        next call connects again)."""
+        with self._using:
+            if self._imap is None:
+                self._imap = self._connect_imap()
+                self._idle_supported = bool(self.options.idle and self._imap.has_capability("IDLE"))
+            try:
+                return work(self._imap)
+            except ChannelRefused:
+                raise
+            except Exception:
+                client, self._imap = self._imap, None
+                _quietly(client.shutdown)
+                raise
+
     async def open(self) -> None:
-        async with self._lock:
-            self._imap = await self._in_thread(self._connect_imap)
-            self._idle_supported = bool(self.options.idle and self._imap.has_capability("IDLE"))
+        self._closing.clear()
+        await self._in_thread(lambda: self._with_client(lambda client: None))
 
     async def close(self) -> None:
-        async with self._lock:
-            client, self._imap = self._imap, None
-            if client is not None:
-                await asyncio.to_thread(_quietly, client.logout)
+        """Logs out once a fetch still running in its thread (a cancelled one idles on) has let go of the
+        connection: it is asked to stop, and does within a second."""
+        self._closing.set()
 
-    def _client(self) -> Any:
-        if self._imap is None:
-            self._imap = self._connect_imap()
-        return self._imap
+        def logout() -> None:
+            if not self._using.acquire(timeout=self.options.timeout_s):
+                return  # a thread stuck on the network: its socket's timeout ends it
+            try:
+                client, self._imap = self._imap, None
+            finally:
+                self._using.release()
+            if client is not None:
+                _quietly(client.logout)
+
+        await asyncio.to_thread(logout)
 
     # in
 
     async def fetch(self, cursor: str | None, *, wait_s: float) -> Batch:
-        async with self._lock:
-            try:
-                return await self._in_thread(lambda: self._fetch(cursor, wait_s))
-            except ChannelDown:
-                client, self._imap = self._imap, None  # reconnect next time
-                if client is not None:
-                    await asyncio.to_thread(_quietly, client.shutdown)
-                raise
+        self._closing.clear()
+        return await self._in_thread(lambda: self._with_client(lambda client: self._fetch(client, cursor, wait_s)))
 
-    def _fetch(self, cursor: str | None, wait_s: float) -> Batch:
-        client = self._client()
+    def _fetch(self, client: Any, cursor: str | None, wait_s: float) -> Batch:
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
             status = client.select_folder(self.options.folder, readonly=True)
@@ -383,20 +399,27 @@ class EmailChannel(Channel):
             else:
                 uids = sorted(u for u in client.search(["UID", f"{last + 1}:*"]) if u > last)[:self.options.batch]
             remaining = deadline - time.monotonic()
-            if uids or remaining <= 0:
+            if uids or remaining <= 0 or self._closing.is_set():
                 break
             if self._idle_supported:
-                client.idle()
-                try:
-                    client.idle_check(timeout=remaining)
-                finally:
-                    client.idle_done()
+                self._idle(client, deadline)
             else:
-                time.sleep(min(self.options.poll_s, remaining))
+                self._closing.wait(min(self.options.poll_s, remaining))
         if not uids:
             return Batch(messages=(), cursor=cursor if last is not None else f"{validity}:0")
         messages = self._read(client, validity, uids)
         return Batch(messages=tuple(messages), cursor=f"{validity}:{uids[-1]}")
+
+    def _idle(self, client: Any, deadline: float) -> None:
+        """IDLE until the server reports a change, the deadline passes or close() asks (checked every second)."""
+        client.idle()
+        try:
+            while not self._closing.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0 or client.idle_check(timeout=min(1.0, left)):
+                    break
+        finally:
+            client.idle_done()
 
     def _read(self, client: Any, validity: int, uids: list[int]) -> list[Incoming]:
         sizes = client.fetch(uids, [b"RFC822.SIZE", b"INTERNALDATE"])
@@ -436,8 +459,7 @@ class EmailChannel(Channel):
         except ValueError as exc:
             raise ChannelRefused(f"{attachment.ref!r} is not this channel's attachment reference") from exc
 
-        def work() -> bytes:
-            client = self._client()
+        def work(client: Any) -> bytes:
             status = client.select_folder(self.options.folder, readonly=True)
             if int(status[b"UIDVALIDITY"]) != validity:
                 raise ChannelRefused(f"{attachment.name}: the mailbox was rebuilt (UIDVALIDITY changed)")
@@ -446,8 +468,7 @@ class EmailChannel(Channel):
                 raise ChannelRefused(f"{attachment.name}: the mail is gone")
             return part_bytes(found[b"BODY[]"], index)
 
-        async with self._lock:
-            data = await self._in_thread(work)
+        data = await self._in_thread(lambda: self._with_client(work))
         if len(data) > max_bytes:
             raise ChannelRefused(f"{attachment.name}: {len(data)} bytes, more than {max_bytes}")
         return data
