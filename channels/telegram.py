@@ -19,6 +19,8 @@ telegram-bot-api, or the tests' stand-in).
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -33,6 +35,27 @@ if TYPE_CHECKING:
     from telegram import Bot, Message
 
 MAX_TEXT = 4096
+BOT_PATH = re.compile(r"/(file/)?bot[^/\s\"']+")
+# python-telegram-bot and httpx log Bot API URLs, which carry the token: these loggers get the redactor
+URL_LOGGERS = ("httpx", "telegram", "telegram.Bot", "telegram.BaseRequest", "telegram.HTTPXRequest")
+
+
+class RedactBotToken(logging.Filter):
+    """`/bot<token>` → `/bot***` in a log record's message and arguments (a secret is never logged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and "/bot" in record.msg:
+            record.msg = BOT_PATH.sub(r"/\1bot***", record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(BOT_PATH.sub(r"/\1bot***", str(a)) if "/bot" in str(a) else a for a in record.args)
+        return True
+
+
+def redact_tokens_in_logs() -> None:
+    for name in URL_LOGGERS:
+        target = logging.getLogger(name)
+        if not any(isinstance(f, RedactBotToken) for f in target.filters):
+            target.addFilter(RedactBotToken())
 
 
 class ChannelEntryLike(Protocol):
@@ -163,6 +186,7 @@ class TelegramChannel(Channel):
         from telegram import Bot
         from telegram.request import HTTPXRequest
 
+        redact_tokens_in_logs()
         t = self.options.timeout_s
         api = self.options.api_url
         return Bot(self._token(), base_url=f"{api}/bot", base_file_url=f"{api}/file/bot",

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import logging
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -47,7 +48,8 @@ def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, timeout=60))
 
 
-def test_messages_in_and_out_with_a_voice_note_both_ways(bot_api: str) -> None:
+def test_messages_in_and_out_with_a_voice_note_both_ways(bot_api: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     control(bot_api, "message", {"chat_id": 777, "user": ANN, "text": "Hello, Anima"})
 
     async def scenario() -> tuple[Batch, Batch, Batch, Batch, str, str, bytes, str | None]:
@@ -101,6 +103,7 @@ def test_messages_in_and_out_with_a_voice_note_both_ways(bot_api: str) -> None:
     assert voice_sent["voice_sha256"] == hashlib.sha256(b"OggS-spoken-answer").hexdigest()
     assert spoken_id == f"777:{voice_sent['message_id']}"
     assert already is None  # the Bot API cannot tell; the outbox's record is all there is
+    assert "getUpdates" in caplog.text and TOKEN.split(":")[1] not in caplog.text  # URLs logged, the token never
 
 
 def test_a_text_document_is_a_text_attachment_fetched_within_the_cap(bot_api: str) -> None:

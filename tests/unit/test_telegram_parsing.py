@@ -72,3 +72,18 @@ def test_options_and_from_entry():
         TelegramChannel.from_entry(entry, {})
     channel = TelegramChannel.from_entry(entry, {"token": "1:abc"})
     assert (channel.name, channel.kind, channel.max_attachment_bytes) == ("tg", "telegram", 500)
+
+
+def test_the_token_in_logged_bot_api_urls_is_masked(caplog):
+    import logging
+
+    from channels.telegram import redact_tokens_in_logs
+
+    redact_tokens_in_logs()
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("httpx").info('HTTP Request: %s %s "%s %d %s"', "POST",
+                                        "https://api.telegram.org/bot123:SECRET/getUpdates", "HTTP/1.1", 200, "OK")
+        logging.getLogger("telegram.Bot").debug("Set Bot API File URL: https://x/file/bot123:SECRET/")
+    text = caplog.text
+    assert "SECRET" not in text
+    assert "/bot***/getUpdates" in text and "200" in text and "/file/bot***/" in text
