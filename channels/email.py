@@ -7,7 +7,8 @@ a worker thread: it is synchronous) and aiosmtplib (asyncio SMTP with implicit T
   `batch` messages), so does no cursor.
 - in: `Incoming.platform_id` is the mail's Message-ID (`<…>`; `imap:<validity>:<uid>` when it has none), so a fetch
   after a rewound cursor gives the same ids; `conversation` is the thread's root (the first of References, else
-  In-Reply-To, else the mail's own Message-ID); `reply_to` its In-Reply-To. Attachments: text/* and PDF are "text",
+  In-Reply-To, else the mail's own Message-ID); `reply_to` its In-Reply-To; the text without the quoted mail at its
+  end (the thread is already in memory). Attachments: text/* and PDF are "text",
   audio/* "audio", image/* "image", anything else "file"; each with its size and, within the size cap, its bytes.
 - out: the Message-ID is derived from the outbox's idempotency key, replies carry In-Reply-To and References and
   the subject "Re: …"; a copy is appended to the sent folder, where `already_sent` looks for that Message-ID.
@@ -150,6 +151,26 @@ def html_to_text(markup: str) -> str:
     parser = _HtmlText()
     parser.feed(markup)
     return re.sub(r"\n{3,}", "\n\n", html.unescape("".join(parser.parts))).strip()
+
+
+WROTE = re.compile(r"(wrote|написал|писал|schrieb|a écrit|escribió)(\(а\))?:\s*$", re.IGNORECASE)
+
+
+def strip_quoted_tail(text: str) -> str:
+    """The text without the quoted mail at its end (`> …` lines and the "On …, Ann wrote:" line before them, which
+    mail programs often wrap onto two lines); text with no such tail, or nothing but a quote, is kept whole."""
+    lines = text.splitlines()
+    end = len(lines)
+    while end and (lines[end - 1].startswith(">") or not lines[end - 1].strip()):
+        end -= 1
+    if end == len(lines) or not any(line.startswith(">") for line in lines[end:]):
+        return text
+    if end and WROTE.search(lines[end - 1]):
+        end -= 1
+        if end and not lines[end].lstrip().lower().startswith("on ") and lines[end - 1].lstrip()[:3].lower() == "on ":
+            end -= 1
+    kept = "\n".join(lines[:end]).rstrip()
+    return kept or text
 
 
 def message_ids(value: str | None) -> list[str]:
@@ -443,9 +464,12 @@ class EmailChannel(Channel):
                 extra["references"] = mail.references
             if uid in heads:
                 extra["truncated"] = "headers only: larger than max_message_bytes"
+            text = strip_quoted_tail(mail.text)
+            if text != mail.text:
+                extra["quoted_tail"] = "left out"
             out.append(Incoming(
                 channel=self.name, platform_id=mail.message_id, sender=mail.sender, sender_name=mail.sender_name,
-                conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=mail.text,
+                conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=text,
                 sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra))
         return out
 

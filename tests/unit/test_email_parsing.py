@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from channels.base import Outgoing
-from channels.email import (EmailChannel, attachment_kind, build_mail, html_to_text, message_ids, outgoing_message_id,
+from channels.email import (EmailChannel, strip_quoted_tail, attachment_kind, build_mail, html_to_text, message_ids, outgoing_message_id,
                             parse_mail, parse_options, reply_subject, thread_root)
 
 OPTIONS = parse_options("email", {"address": "anima@example.org", "display_name": "Anima", "imap_host": "mail.example.org"})
@@ -110,3 +110,12 @@ def test_options_ports_by_tls_mode_clear_text_only_on_loopback_and_from_entry_ne
     channel = EmailChannel.from_entry(entry, {"password": "pw"})
     assert (channel.name, channel.kind, channel.max_attachment_bytes) == ("mail", "email", 123)
     assert "pw" not in repr(vars(channel))  # kept inside a closure, not as a visible attribute
+
+
+def test_the_quoted_tail_of_a_reply_is_left_out_but_a_quote_in_between_and_a_bare_quote_stay():
+    wrapped = "Five is fine.\n\nOn Tue, 24 Nov 2026 at 10:00, Anima <\nanima@example.org> wrote:\n> Tea at four?\n> \n"
+    assert strip_quoted_tail(wrapped) == "Five is fine."
+    assert strip_quoted_tail("Да.\n\n24.11.2026 Анима написал(а):\n> Чай?") == "Да."
+    inline = "> Tea at four?\nNo, at five.\n"
+    assert strip_quoted_tail(inline) == inline
+    assert strip_quoted_tail("> only a quote") == "> only a quote"
