@@ -77,6 +77,7 @@ class EmailOptions(BaseModel):
     smtp_tls: TlsMode = "starttls"
     folder: str = "INBOX"
     sent_folder: str = Field("Sent", description="copies of sent mail, where already_sent looks; '' = none")
+    append_sent: bool = Field(True, description="put a copy there (false where the server files sent mail itself)")
     idle: bool = Field(True, description="use IDLE where the server offers it (else poll)")
     poll_s: float = Field(30.0, gt=0, le=3600, description="between polls without IDLE")
     batch: int = Field(50, ge=1, le=1000, description="messages per fetch at most")
@@ -526,7 +527,7 @@ class EmailChannel(Channel):
             raise ChannelDown(f"{self.name}: SMTP {exc.code} {exc.message}") from exc
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise ChannelDown(f"{self.name}: SMTP {type(exc).__name__}: {exc}") from exc
-        if o.sent_folder:
+        if o.sent_folder and o.append_sent:
             try:
                 await asyncio.to_thread(self._append_sent, bytes(mail))
             except Exception:  # noqa: BLE001 - the mail went out; only the copy (and so already_sent) is missing
