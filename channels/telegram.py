@@ -8,7 +8,7 @@ the loop), long polling with getUpdates.
   the chat id; text or a caption; a document is "text" (text/*, PDF) or "file", a voice note or audio file "audio",
   a photo "image" — by reference (the file_id), fetched by `download` (getFile) within the size cap.
 - out: sendMessage (cut into 4096-character pieces; the first piece's id is the message's), a reply when `reply_to`
-  names a message of that chat; `Outgoing.audio` goes as a voice note (sendVoice) after the text.
+  names a message of that chat; `Outgoing.audio` goes after the text as a voice note (sendVoice) when it is OGG/Opus, else as a file (sendDocument).
 - already_sent: the Bot API cannot tell (no idempotency key, no history): None, so a crash between sending and
   recording may send a message twice — the outbox's recorded state is all there is.
 
@@ -257,8 +257,13 @@ class TelegramChannel(Channel):
                 first = first or f"{chat_id}:{sent.message_id}"
                 reply = None
         if message.audio:
-            voice = await self._call(bot.send_voice(chat_id, message.audio, reply_parameters=reply))
-            first = first or f"{chat_id}:{voice.message_id}"
+            if message.audio[:4] == b"OggS":  # a voice note must be OGG/Opus; anything else goes as a file
+                spoken = await self._call(bot.send_voice(chat_id, message.audio, reply_parameters=reply))
+            else:
+                name = "answer.wav" if message.audio[:4] == b"RIFF" else "answer.bin"
+                spoken = await self._call(bot.send_document(chat_id, message.audio, filename=name,
+                                                            reply_parameters=reply))
+            first = first or f"{chat_id}:{spoken.message_id}"
         assert first is not None
         return first
 

@@ -1,7 +1,7 @@
 """A stand-in Telegram Bot API server for the Telegram channel's tests (the real one cannot be reached from here):
 a small Starlette app, started as its own process by the test, speaking the methods the channel uses the way the
-Bot API does — getMe, getUpdates (offset confirms, long polling with `timeout`), sendMessage, sendVoice (multipart
-upload), getFile and the file download under /file/bot<token>/<path> — with the Bot API's answer shapes
+Bot API does — getMe, getUpdates (offset confirms, long polling with `timeout`), sendMessage, sendVoice and sendDocument
+(multipart uploads), getFile and the file download under /file/bot<token>/<path> — with the Bot API's answer shapes
 ({"ok": true, "result": …}, errors with error_code/description, 429 with parameters.retry_after).
 
 The test drives it through /_test/…: `message` queues an update from a person (text, a voice note or a document,
@@ -108,6 +108,18 @@ class BotApi:
                             "mime_type": "audio/ogg"}
         self.sent.append({"method": "sendVoice", **message, "voice_bytes": len(data),
                           "voice_sha256": hashlib.sha256(data).hexdigest()})
+        return message
+
+    async def api_sendDocument(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
+        chat_id = int(params["chat_id"])
+        data = files.get("document")
+        if data is None:
+            raise LookupError("document must be uploaded")
+        message = self.bot_message(chat_id, params)
+        message["document"] = {**self.store_file(data, "documents", "bin", "application/octet-stream"),
+                               "file_name": "document"}
+        self.sent.append({"method": "sendDocument", **message, "document_bytes": len(data),
+                          "document_sha256": hashlib.sha256(data).hexdigest()})
         return message
 
     async def api_getFile(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:

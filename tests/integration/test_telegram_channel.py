@@ -1,7 +1,8 @@
 """The Telegram channel — python-telegram-bot itself, pointed by `api_url` at a stand-in Bot API server
 (tests/integration/telegram_bot_api.py, its own process: the real Bot API cannot be reached from here; this is the
 one channel tested against a stand-in). Long polling with offsets, text in and out, replies, a voice note in
-(getFile + download) and a spoken answer out (sendVoice), flood control as ChannelDown. Every wait is bounded."""
+(getFile + download) and a spoken answer out (sendVoice; a WAV as a file), flood control as ChannelDown. Every wait
+is bounded."""
 
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def test_messages_in_and_out_with_a_voice_note_both_ways(bot_api: str, caplog: p
                                                   conversation="777", reply_to=first.messages[0].platform_id))
             spoken_id = await channel.send(Outgoing(idempotency_key="k2", recipient="777", text="",
                                                     audio=b"OggS-spoken-answer"))
+            await channel.send(Outgoing(idempotency_key="k2w", recipient="777", text="", audio=b"RIFF-a-wav"))
             return first, second, rewound, quiet, text_id, spoken_id, heard, await channel.already_sent(
                 Outgoing(idempotency_key="k1", recipient="777", text="Hello, Ann!"))
         finally:
@@ -95,7 +97,8 @@ def test_messages_in_and_out_with_a_voice_note_both_ways(bot_api: str, caplog: p
     assert quiet.messages == () and quiet.cursor == "1002"
 
     sent = control(bot_api, "sent")
-    text_sent, voice_sent = sent[-2], sent[-1]
+    text_sent, voice_sent, wav_sent = sent[-3], sent[-2], sent[-1]
+    assert (wav_sent["method"], wav_sent["document_bytes"]) == ("sendDocument", len(b"RIFF-a-wav"))
     assert (text_sent["method"], text_sent["chat"]["id"], text_sent["text"]) == ("sendMessage", 777, "Hello, Ann!")
     assert text_sent["reply_to_message_id"] == 1
     assert text_id == f"777:{text_sent['message_id']}"
