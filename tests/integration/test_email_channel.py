@@ -79,6 +79,7 @@ def test_a_mail_arrives_threaded_and_the_reply_lands_threaded_in_the_senders_mai
     async def scenario() -> tuple[Batch, Batch, Batch, str, str | None, str | None, bytes]:
         channel = channel_for(servers)
         await channel.open()
+        assert channel._idle_supported  # Dovecot offers IDLE: the wait below is an IDLE
         try:
             first = await channel.fetch(None, wait_s=5)
             # a second mail from Ann, in the same thread, arrives while the channel waits (IDLE)
@@ -177,3 +178,21 @@ def test_an_answer_with_only_the_conversation_finds_the_threads_subject_and_refe
     assert landed["Subject"] == "Re: Books"
     assert landed["In-Reply-To"] == "<ann-4@example.org>"
     assert landed["References"] == "<root-3@example.org> <ann-4@example.org>"
+
+
+def test_without_idle_a_poll_finds_the_mail_that_arrives_while_waiting(servers):
+    async def scenario() -> tuple[bool, Batch]:
+        channel = channel_for(servers, idle="false", poll_s="0.2")
+        await channel.open()
+        try:
+            start = await channel.fetch(None, wait_s=0)
+            waiting = asyncio.create_task(channel.fetch(start.cursor, wait_s=20))
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(ann_sends, servers, "<polled@example.org>", "Polled", "Found by polling")
+            return channel._idle_supported, await waiting
+        finally:
+            await channel.close()
+
+    idled, batch = run(scenario())
+    assert idled is False
+    assert [m.platform_id for m in batch.messages] == ["<polled@example.org>"]
