@@ -322,7 +322,7 @@ class EmailChannel(Channel):
                  max_attachment_bytes: int = 2_000_000):
         super().__init__(name)
         self.options = options
-        self._password = password  # resolved when connecting; never stored on the channel
+        self._password = password  # called when connecting: the secret is no attribute of the channel
         self.max_attachment_bytes = max_attachment_bytes
         self._imap: Any = None  # the long-lived IMAPClient: touched only by a worker thread holding `_using`
         self._using = threading.Lock()
