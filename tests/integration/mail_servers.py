@@ -1,6 +1,6 @@
-"""A real mail system on loopback for the e-mail channel's tests: Dovecot (IMAP with IDLE, LMTP delivery) started
-with a throwaway configuration (passwd-file users, maildirs in a temporary directory), and an SMTP server
-(aiosmtpd, with AUTH) that hands every accepted mail to Dovecot's LMTP, so a mail sent over SMTP lands in the
+"""A real mail system on loopback for the e-mail channel's tests: Dovecot (IMAP with IDLE, plain + STARTTLS and implicit TLS, LMTP
+delivery) started with a throwaway configuration (passwd-file users, maildirs in a temporary directory, a
+self-signed certificate for 127.0.0.1), and an SMTP server (aiosmtpd, with AUTH and STARTTLS) that hands every accepted mail to Dovecot's LMTP, so a mail sent over SMTP lands in the
 recipient's Dovecot mailbox the way a real MTA's local delivery does.
 
 Runs as root (Dovecot's own `dovenull`/`dovecot` users for its login and internal processes) or as an ordinary user
@@ -16,6 +16,7 @@ import pwd
 import shutil
 import smtplib
 import socket
+import ssl
 import tempfile
 import subprocess
 import time
@@ -48,9 +49,11 @@ def missing() -> str | None:
 @dataclass
 class MailServers:
     root: Path
-    imap_port: int
+    imap_port: int  # plain, with STARTTLS
+    imaps_port: int  # implicit TLS
     lmtp_port: int
-    smtp_port: int
+    smtp_port: int  # with STARTTLS
+    certificate: Path  # the servers' self-signed certificate (a client's CA file)
     dovecot: subprocess.Popen[bytes]
     smtp: Any  # aiosmtpd.controller.Controller
 
@@ -68,7 +71,7 @@ class MailServers:
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
-def _dovecot_conf(root: Path, imap_port: int, lmtp_port: int) -> str:
+def _dovecot_conf(root: Path, imap_port: int, imaps_port: int, lmtp_port: int) -> str:
     me = pwd.getpwuid(os.getuid())
     group = grp.getgrgid(os.getgid()).gr_name
     if os.getuid() == 0:  # Dovecot's own users, and Debian's `mail` user owns the maildirs (uid 0 may not)
@@ -83,7 +86,9 @@ state_dir = {root}/state
 log_path = {root}/dovecot.log
 protocols = imap lmtp
 listen = 127.0.0.1
-ssl = no
+ssl = yes
+ssl_cert = <{root}/cert.pem
+ssl_key = <{root}/key.pem
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 default_login_user = {login_user}
@@ -114,7 +119,9 @@ service imap-login {{
     port = {imap_port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {imaps_port}
+    ssl = yes
   }}
 }}
 service lmtp {{
@@ -182,6 +189,14 @@ def _wait_port(port: int, process: subprocess.Popen[bytes], root: Path, deadline
     raise RuntimeError(f"dovecot did not listen on {port} within {deadline_s}s")
 
 
+def _self_signed_certificate(root: Path) -> Path:
+    """A certificate for 127.0.0.1 and localhost (openssl comes with Dovecot): the servers' TLS and the clients' CA."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(root / "key.pem"),
+                    "-out", str(root / "cert.pem")], check=True, capture_output=True, timeout=60)
+    return root / "cert.pem"
+
+
 def start(root: Path) -> MailServers:
     from aiosmtpd.controller import Controller
 
@@ -192,23 +207,27 @@ def start(root: Path) -> MailServers:
     if os.getuid() == 0:
         os.chown(root / "home", *_mail_owner())
     (root / "passwd").write_text("".join(f"{user}:{{PLAIN}}{password}::::::\n" for user, password in USERS.items()))
-    imap_port, lmtp_port, smtp_port = free_port(), free_port(), free_port()
-    (root / "dovecot.conf").write_text(_dovecot_conf(root, imap_port, lmtp_port))
+    imap_port, imaps_port, lmtp_port, smtp_port = free_port(), free_port(), free_port(), free_port()
+    certificate = _self_signed_certificate(root)
+    (root / "dovecot.conf").write_text(_dovecot_conf(root, imap_port, imaps_port, lmtp_port))
     dovecot = subprocess.Popen([DOVECOT, "-F", "-c", str(root / "dovecot.conf")], stdout=subprocess.DEVNULL,
                                stderr=open(root / "dovecot.stderr", "wb"))
     try:
-        _wait_port(imap_port, dovecot, root)
-        _wait_port(lmtp_port, dovecot, root)
+        for port in (imap_port, imaps_port, lmtp_port):
+            _wait_port(port, dovecot, root)
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(root / "cert.pem", root / "key.pem")
         warnings.filterwarnings("ignore", message="Requiring AUTH while not requiring TLS")
         smtp = Controller(_DeliverOverLmtp(lmtp_port), hostname="127.0.0.1", port=smtp_port,
-                          authenticator=_authenticate, auth_required=True, auth_require_tls=False, ready_timeout=20)
+                          authenticator=_authenticate, auth_required=True, auth_require_tls=False, ready_timeout=20,
+                          tls_context=tls)
         smtp.start()
     except BaseException:
         dovecot.kill()
         dovecot.wait(timeout=10)
         raise
-    return MailServers(root=root, imap_port=imap_port, lmtp_port=lmtp_port, smtp_port=smtp_port, dovecot=dovecot,
-                       smtp=smtp)
+    return MailServers(root=root, imap_port=imap_port, imaps_port=imaps_port, lmtp_port=lmtp_port,
+                       smtp_port=smtp_port, certificate=certificate, dovecot=dovecot, smtp=smtp)
 
 
 @contextmanager

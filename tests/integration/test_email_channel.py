@@ -196,3 +196,37 @@ def test_without_idle_a_poll_finds_the_mail_that_arrives_while_waiting(servers):
     idled, batch = run(scenario())
     assert idled is False
     assert [m.platform_id for m in batch.messages] == ["<polled@example.org>"]
+
+
+def test_over_tls_and_starttls_with_the_servers_certificate(servers):
+    """The default modes: IMAP over implicit TLS (and STARTTLS), SMTP with STARTTLS, verified against a CA file."""
+    ann_sends(servers, "<tls-1@example.org>", "Secure?", "Over TLS")
+    tls = {"imap_tls": "tls", "imap_port": str(servers.imaps_port), "smtp_tls": "starttls",
+           "ca_file": str(servers.certificate)}
+    starttls = {"imap_tls": "starttls", "imap_port": str(servers.imap_port), "smtp_tls": "starttls",
+                "ca_file": str(servers.certificate)}
+
+    async def scenario() -> tuple[list[str], list[str], str]:
+        over_tls, over_starttls = channel_for(servers, **tls), channel_for(servers, **starttls)
+        found: list[list[str]] = []
+        for channel in (over_tls, over_starttls):
+            await channel.open()
+            try:
+                batch = await channel.fetch(None, wait_s=0)
+                found.append([m.platform_id for m in batch.messages])
+            finally:
+                await channel.close()
+        sent = await over_tls.send(Outgoing(idempotency_key="outbox-tls", recipient=ANN, text="Yes, over TLS.",
+                                            conversation="<tls-1@example.org>"))
+        return found[0], found[1], sent
+
+    over_tls, over_starttls, sent_id = run(scenario())
+    assert "<tls-1@example.org>" in over_tls and over_tls == over_starttls
+    [landed] = [m for m in ann_mailbox(servers) if m["Message-ID"] == sent_id]
+    assert landed["Subject"] == "Re: Secure?" and landed["In-Reply-To"] == "<tls-1@example.org>"
+
+
+def test_a_certificate_the_client_does_not_trust_is_refused_as_channel_down(servers):
+    channel = channel_for(servers, imap_tls="tls", imap_port=str(servers.imaps_port))  # the system CAs only
+    with pytest.raises(ChannelDown, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+        run(channel.open())
