@@ -8,7 +8,8 @@ a worker thread: it is synchronous) and aiosmtplib (asyncio SMTP with implicit T
 - in: `Incoming.platform_id` is the mail's Message-ID (`<…>`; `imap:<validity>:<uid>` when it has none), so a fetch
   after a rewound cursor gives the same ids; `conversation` is the thread's root (the first of References, else
   In-Reply-To, else the mail's own Message-ID); `reply_to` its In-Reply-To; the text without the quoted mail at its
-  end (the thread is already in memory). Attachments: text/* and PDF are "text",
+  end (the thread is already in memory). Auto-replies, bounces (Auto-Submitted, Precedence bulk/junk, mailer-daemon)
+  and the persona's own mails are passed over: answering them could loop. Attachments: text/* and PDF are "text",
   audio/* "audio", image/* "image", anything else "file"; each with its size and, within the size cap, its bytes.
 - out: the Message-ID is derived from the outbox's idempotency key, replies carry In-Reply-To and References and
   the subject "Re: …"; a copy is appended to the sent folder, where `already_sent` looks for that Message-ID.
@@ -209,6 +210,7 @@ class ParsedMail:
     in_reply_to: str | None
     references: str
     attachments: tuple[Attachment, ...]
+    automatic: bool = False  # an auto-reply, a bounce or a list's automatic mail (RFC 3834 Auto-Submitted, …)
 
 
 def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_bytes: int,
@@ -252,7 +254,16 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
     return ParsedMail(message_id=message_id, sender=address.lower(), sender_name=name or address,
                       subject=str(mail.get("Subject", "")), text=text.strip(), sent_at=sent_at,
                       in_reply_to=in_reply_to, references=" ".join(message_ids(str(mail.get("References", "")))),
-                      attachments=tuple(attachments))
+                      attachments=tuple(attachments), automatic=is_automatic(mail, address))
+
+
+def is_automatic(mail: EmailMessage, address: str) -> bool:
+    """Sent by a program, not a person: answering it could loop with an autoresponder (RFC 3834)."""
+    submitted = str(mail.get("Auto-Submitted", "no")).strip().lower()
+    precedence = str(mail.get("Precedence", "")).strip().lower()
+    local = address.partition("@")[0].lower()
+    return (submitted != "no" or precedence in ("bulk", "junk", "auto_reply") or local in ("mailer-daemon", "postmaster")
+            or mail.get("X-Autoreply") is not None or mail.get("X-Autorespond") is not None)
 
 
 def part_bytes(raw: bytes, index: int) -> bytes:
@@ -328,6 +339,7 @@ class EmailChannel(Channel):
         self._using = threading.Lock()
         self._closing = threading.Event()  # close() asks an idling or polling fetch to stop within a second
         self._idle_supported = False
+        self.own_address = parseaddr(options.address)[1].lower()
 
     @classmethod
     def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> "EmailChannel":
@@ -460,6 +472,8 @@ class EmailChannel(Channel):
             mail = parse_mail(bodies[uid], ref_prefix=f"{validity}:{uid}", fallback_id=f"imap:{validity}:{uid}",
                               max_attachment_bytes=self.max_attachment_bytes,
                               received=received if isinstance(received, datetime) else None)
+            if mail.automatic or mail.sender == self.own_address:
+                continue  # an autoresponder's or a bounce (answering could loop), or the persona's own mail
             extra = {"subject": mail.subject, "message_id": mail.message_id, "imap_uid": f"{validity}:{uid}"}
             if mail.references:
                 extra["references"] = mail.references

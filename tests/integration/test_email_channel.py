@@ -230,3 +230,26 @@ def test_a_certificate_the_client_does_not_trust_is_refused_as_channel_down(serv
     channel = channel_for(servers, imap_tls="tls", imap_port=str(servers.imaps_port))  # the system CAs only
     with pytest.raises(ChannelDown, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
         run(channel.open())
+
+
+def test_an_auto_reply_and_the_personas_own_mail_are_passed_over(servers):
+    async def scenario() -> Batch:
+        channel = channel_for(servers)
+        await channel.open()
+        try:
+            start = await channel.fetch(None, wait_s=0)
+            vacation = EmailMessage()
+            vacation["From"], vacation["To"], vacation["Subject"] = ANN, ANIMA, "Out of office"
+            vacation["Message-ID"], vacation["Auto-Submitted"] = "<vacation@example.org>", "auto-replied"
+            vacation.set_content("I am away.")
+            with smtplib.SMTP("127.0.0.1", servers.smtp_port, timeout=20) as smtp:
+                smtp.login(ANN, mail_servers.USERS[ANN])
+                smtp.send_message(vacation)
+            await channel.send(Outgoing(idempotency_key="to-myself", recipient=ANIMA, text="a note to self"))
+            await asyncio.to_thread(ann_sends, servers, "<person@example.org>", "Back", "I am back.")
+            return await channel.fetch(start.cursor, wait_s=5)
+        finally:
+            await channel.close()
+
+    batch = run(scenario())
+    assert [m.platform_id for m in batch.messages] == ["<person@example.org>"]

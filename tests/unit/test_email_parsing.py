@@ -119,3 +119,16 @@ def test_the_quoted_tail_of_a_reply_is_left_out_but_a_quote_in_between_and_a_bar
     inline = "> Tea at four?\nNo, at five.\n"
     assert strip_quoted_tail(inline) == inline
     assert strip_quoted_tail("> only a quote") == "> only a quote"
+
+
+def test_auto_replies_and_bounces_are_automatic_and_a_persons_mail_is_not():
+    def parsed(**headers: str) -> bool:
+        mail = mail_bytes(**headers)
+        mail.set_content("x")
+        return parse_mail(bytes(mail), ref_prefix="1:1", fallback_id="f", max_attachment_bytes=0).automatic
+
+    assert parsed(From="ann@example.org", Auto_Submitted="auto-replied")
+    assert parsed(From="ann@example.org", Precedence="bulk")
+    assert parsed(From="MAILER-DAEMON@example.org")
+    assert not parsed(From="ann@example.org", Auto_Submitted="no")
+    assert not parsed(From="ann@example.org")
