@@ -36,30 +36,19 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import format_datetime, parseaddr, parsedate_to_datetime
 from html.parser import HTMLParser
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming,
                            Outgoing)
+from channels.options import ChannelEntryLike
+from channels.options import parse_options as parse_entry_options
 
 TlsMode = Literal["tls", "starttls", "none"]
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 MESSAGE_ID = re.compile(r"<[^<>\s]+>")
 T = TypeVar("T")
-
-
-class ChannelEntryLike(Protocol):
-    """What `from_entry` reads of a `channels.entries` item (persona.settings.ChannelEntry)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def options(self) -> Mapping[str, str]: ...
-
-    @property
-    def max_attachment_bytes(self) -> int: ...
 
 
 class EmailOptions(BaseModel):
@@ -118,12 +107,7 @@ class EmailOptions(BaseModel):
 
 
 def parse_options(name: str, options: Mapping[str, str]) -> EmailOptions:
-    try:
-        return EmailOptions.model_validate(dict(options))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "options"
-        raise ValueError(f"{name}: option {where}: {first['msg']}") from exc
+    return parse_entry_options(EmailOptions, name, options)
 
 
 # --- parsing (pure: unit-tested) ---------------------------------------------------------------------------------

@@ -23,13 +23,15 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming,
                            Outgoing)
+from channels.options import ChannelEntryLike
+from channels.options import parse_options as parse_entry_options
 
 if TYPE_CHECKING:
     from telegram import Bot, Message
@@ -58,19 +60,6 @@ def redact_tokens_in_logs() -> None:
             target.addFilter(RedactBotToken())
 
 
-class ChannelEntryLike(Protocol):
-    """What `from_entry` reads of a `channels.entries` item (persona.settings.ChannelEntry)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def options(self) -> Mapping[str, str]: ...
-
-    @property
-    def max_attachment_bytes(self) -> int: ...
-
-
 class TelegramOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     api_url: str = Field("https://api.telegram.org", description="the Bot API server (…/bot<token>/<method>)")
@@ -89,12 +78,7 @@ class TelegramOptions(BaseModel):
 
 
 def parse_options(name: str, options: Mapping[str, str]) -> TelegramOptions:
-    try:
-        return TelegramOptions.model_validate(dict(options))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "options"
-        raise ValueError(f"{name}: option {where}: {first['msg']}") from exc
+    return parse_entry_options(TelegramOptions, name, options)
 
 
 def utc(moment: datetime) -> datetime:
