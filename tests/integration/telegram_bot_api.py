@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+UNKNOWN_CHAT = 404  # sendMessage to it answers 400 "chat not found", as for a chat the bot never saw
 BOT_USER = {"id": 4242, "is_bot": True, "first_name": "Anima", "username": "anima_bot"}
 
 
@@ -93,6 +94,8 @@ class BotApi:
 
     async def api_sendMessage(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
         chat_id = int(params["chat_id"])
+        if chat_id == UNKNOWN_CHAT:
+            raise LookupError("chat not found")
         message = self.bot_message(chat_id, params)
         message["text"] = str(params["text"])
         self.sent.append({"method": "sendMessage", **message})

@@ -139,7 +139,7 @@ def test_a_text_document_is_a_text_attachment_fetched_within_the_cap(bot_api: st
     assert refused is not None
 
 
-def test_flood_control_and_a_wrong_token_are_channel_down(bot_api: str) -> None:
+def test_flood_control_and_a_wrong_token_are_channel_down_an_unknown_chat_refused(bot_api: str) -> None:
     async def flooded() -> ChannelDown:
         channel = channel_for(bot_api)
         await channel.open()
@@ -152,6 +152,17 @@ def test_flood_control_and_a_wrong_token_are_channel_down(bot_api: str) -> None:
             await channel.close()
 
     assert run(flooded()).retry_after_s == 3
+
+    async def unknown_chat() -> None:
+        channel = channel_for(bot_api)
+        await channel.open()
+        try:
+            await channel.send(Outgoing(idempotency_key="k4", recipient=str(telegram_bot_api.UNKNOWN_CHAT), text="hi"))
+        finally:
+            await channel.close()
+
+    with pytest.raises(ChannelRefused, match="(?i)chat not found"):
+        run(unknown_chat())
 
     with pytest.raises(ChannelDown):
         run(channel_for(bot_api, token="999:wrong").open())
