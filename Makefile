@@ -37,6 +37,8 @@ system:
 	@sh tools/system_package.sh bwrap bubblewrap "the persona's scripts run in its jail" "scripts will not run"
 	@sh tools/system_package.sh espeak-ng espeak-ng "the persona answers in speech (English, Russian)" "no spoken answers; the speech tests skip"
 	@sh tools/system_package.sh ffmpeg ffmpeg "spoken answers as OGG/Opus (Telegram voice)" "spoken answers are WAV only"
+	@sh tools/system_package.sh dovecot dovecot-imapd "the e-mail channel's tests run a real IMAP server (Dovecot)" "the e-mail channel's tests will skip"
+	@sh tools/system_package.sh /usr/lib/dovecot/lmtp dovecot-lmtpd "the e-mail channel's tests deliver mail into Dovecot over LMTP" "the e-mail channel's tests will skip"
 
 # The mesh's libp2p node (py-libp2p: trio, its own pins) runs as a child process from its own venv, never imported
 # by the persona's (mesh/p2p_sidecar.py); built once per machine, checked by the stamp
