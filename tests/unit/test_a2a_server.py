@@ -105,10 +105,8 @@ def test_the_sdk_client_gets_the_persona_reply_as_the_task_result(agent_factory,
         assert repos.peers.waiting_inbound("tester") is None
 
 
-def test_a_reply_that_takes_too_long_leaves_the_task_working_saying_still_thinking(web, monkeypatch):
-    from persona.settings import A2ASettings
-
-    monkeypatch.setattr(A2ASettings.model_fields["reply_wait_s"], "default", 0.3)
+def test_a_reply_that_takes_too_long_leaves_the_task_working_saying_still_thinking(web):
+    web.services.overrides = web.services.overrides.replace(a2a={"reply_wait_s": 0.3})
     got = sdk_send(web.app, "Are you there?")
     assert got["state"] == "TASK_STATE_WORKING" and got["status"] == STILL_THINKING
     with web.agent.services.db.unit() as repos:
