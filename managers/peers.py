@@ -116,24 +116,53 @@ class PeerManager:
         self.repos.peers.flush()
         return peer
 
+    # ---- what the mesh (managers/reputation.py, managers/mesh.py) knows, when it is there ----
+    def _mesh_hook(self, manager: str, method: str) -> Any:
+        """A method of the mesh's managers, or None when they are not part of this build (their tables absent)."""
+        owner = getattr(self.house, manager, None)
+        found = getattr(owner, method, None)
+        return found if callable(found) else None
+
     def refuses(self, key: str) -> bool:
         """A blocked peer (ours, or the mesh's reputation blocklist when it is there)."""
         peer = self.find(key)
         if peer is not None and peer.blocked:
             return True
-        reputation = getattr(self.house, "reputation", None)  # meshcore's manager, when on this branch
         did = peer.did if peer is not None else (key if key.startswith("did:") else None)
-        blocked = getattr(reputation, "blocked", None)
-        return bool(did and callable(blocked) and blocked(did))
+        is_blocked = self._mesh_hook("reputation", "is_blocked")
+        return bool(did and is_blocked is not None and is_blocked(did))
+
+    def trust_history(self, did: str | None, points: int = 20) -> builtins.list[tuple[datetime, float]]:
+        history = self._mesh_hook("reputation", "trust_history")
+        if not did or history is None:
+            return []
+        return [(at, float(value)) for at, value in history(did, points=points)]
 
     def trust(self, did: str | None) -> float | None:
-        """The mesh's trust in a peer, or None when there is no reputation yet (no number is invented)."""
-        reputation = getattr(self.house, "reputation", None)
-        read = getattr(reputation, "trust", None)
-        if not did or not callable(read):
+        """The mesh's trust in a peer, or None when nothing was evaluated yet (no number is invented)."""
+        read = self._mesh_hook("reputation", "trust")
+        if not did or read is None or not self.trust_history(did, points=1):
             return None
-        value = read(did)
-        return None if value is None else float(value)
+        return float(read(did))
+
+    def mesh_view(self, *, limit: int = 50) -> dict[str, Any]:
+        """What the Mesh page shows: each peer with its trust over time, what was learned from whom, open consensus
+        cases, refused containers (each None when the mesh's managers are not in this build), the A2A outbox and
+        what peers wrote."""
+        def hooked(manager: str, method: str, **kwargs: Any) -> builtins.list[Any] | None:
+            found = self._mesh_hook(manager, method)
+            return None if found is None else builtins.list(found(**kwargs))
+
+        counts = self._mesh_hook("mesh", "refused_counts")
+        return {
+            "peers": [{"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)} for p in self.list()],
+            "learned": hooked("mesh", "learned", limit=limit),
+            "open_cases": hooked("mesh", "open_cases"),
+            "refused": hooked("mesh", "refused_recent", limit=limit),
+            "refused_counts": dict(counts()) if counts is not None else None,
+            "outbox": self.outbox(limit=limit),
+            "heard": self.heard_from(limit),
+        }
 
     def info(self, key: str | int) -> dict[str, Any]:
         peer = self.get(key)

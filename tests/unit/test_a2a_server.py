@@ -124,3 +124,20 @@ def test_a_blocked_peer_is_refused_and_leaves_no_note(web):
     assert got["state"] == "TASK_STATE_REJECTED" and "blocked" in got["status"]
     with web.agent.services.db.unit() as repos:
         assert repos.notes.list(source="peer") == []
+
+
+def test_peers_over_the_api_and_the_mesh_page_say_no_trust_yet_rather_than_a_number(web):
+    added = web.client.post("/api/peers", json={"name": "ada", "a2a_url": "http://127.0.0.1:8801", "note": "a friend"})
+    assert added.status_code == 201 and added.json()["trust"] is None and added.json()["added_by"] == "owner"
+    assert web.client.post("/api/peers", json={"name": "ada"}).status_code == 409
+    assert web.client.post("/api/peers", json={"name": "bad name"}).json()["field"] == "name"
+    assert [p["name"] for p in web.client.get("/api/peers").json()] == ["ada"]
+    mesh = web.client.get("/api/mesh").json()
+    assert mesh["learned"] is None and mesh["open_cases"] is None and mesh["refused"] is None  # not in this build
+    page = web.client.get("/mesh")
+    assert page.status_code == 200 and 'data-peer="ada"' in page.text and "no trust yet" in page.text
+    assert "not part of this build" in page.text
+    assert web.client.delete("/api/peers/ada").status_code == 204
+    assert web.client.get("/api/peers/ada").status_code == 404
+    with web.agent.services.db.unit() as repos:
+        assert repos.peers.list() == []
