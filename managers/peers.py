@@ -173,11 +173,21 @@ class PeerManager:
                 "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
 
     # ---- what arrives ----
+    def known_name(self, claimed: str) -> str:
+        """The peer a caller's name (or DID) stands for — a known peer's own spelling (`Ada` is the peer `ada`) —,
+        else the name as given."""
+        peer = self.find(claimed)
+        if peer is None:
+            lowered = claimed.lower()
+            peer = next((p for p in self.list() if p.name.lower() == lowered), None)
+        return peer.name if peer is not None else claimed
+
     def incoming(self, author: str, text: str, *, task_id: str | None, message_id: str | None = None,
                  now: datetime | None = None) -> tuple[Note, A2AInbound | None]:
         """A message from a peer (or an unnamed A2A agent): a note from it, unread, fenced as data in the prompt; with
         `task_id`, the A2A task that waits for the persona's reply. The same `message_id` again (a sender's retry) is
         not a second note: the first one's task is returned. Refused for a blocked peer."""
+        author = self.known_name(author)
         if self.refuses(author):
             raise Refused(f"{author} is blocked")
         text = text.strip()

@@ -259,9 +259,11 @@ class A2ASettings(Section):
 
     enabled: bool = Field(True, description="serve the A2A endpoint and deliver the outbox")
     public_url: str | None = Field(None, description="the base URL the agent card names (default: the request's)")
-    reply_wait_s: float = Field(60.0, gt=0, le=3600, description="how long an A2A task waits for the persona's reply "
+    reply_wait_s: float = Field(30.0, gt=0, le=3600, description="how long an A2A task waits for the persona's reply "
                                 "before it answers 'still thinking' (the reply then goes back as a message)")
-    send_timeout_s: float = Field(30.0, gt=0, le=600)
+    send_timeout_s: float = Field(45.0, gt=0, le=3600, description="how long a message to a peer waits for its answer "
+                                  "(more than the peer's reply_wait_s; a send that times out is retried with the same "
+                                  "message id, which the peer does not take twice)")
     retry_after_s: float = Field(15.0, gt=0, le=3600, description="first retry of an undelivered message (doubling)")
     max_attempts: int = Field(12, ge=1, le=1000)
     outbox_every_s: float = Field(2.0, gt=0, le=600, description="how often the web app delivers the outbox")

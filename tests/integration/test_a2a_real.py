@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.browser import http_json, web_loop
+from tests.integration.browser import http_json, varied_thoughts, web_loop
 from tests.integration.servers import ROOT, free_port
 
-# every thought sends to each name; where the name is no peer and no task waits, that command fails (and is told so)
-THOUGHT = ("Thought {n}: the tide and the gulls.\n# Commands:\n"
-           + json.dumps([{"type": "messages.send", "args": {"to": to, "text": f"Reply {{n}} to {to}"}}
-                         for to in ("tester", "bob", "ada")])
-           + "\n# End commands\n")
+# every thought (each unlike the others, so the anti-stagnation reflex does not pause the loops) sends to each name;
+# where the name is no peer and no task waits, that command fails (and the persona is told so)
+COMMANDS = ("\n# Commands:\n" + json.dumps([{"type": "messages.send", "args": {"to": to, "text": f"Reply {{n}} to {to}"}}
+                                            for to in ("tester", "bob", "ada", "carol")]) + "\n# End commands\n")
 WAIT_S = 120  # a hang guard, not a timing
 
 
@@ -43,7 +42,8 @@ def persona_named(base: Path, name: str) -> Path:
 @pytest.fixture(scope="module")
 def pair(scripted_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("a2a")
-    scripted_server.script(default={"do": "whole", "text": THOUGHT}, record=False)
+    scripted_server.script(*({"do": "whole", "text": thought + COMMANDS} for thought in varied_thoughts(3000, seed=30)),
+                           default={"do": "whole", "text": "The last scripted thought." + COMMANDS}, record=False)
     with ExitStack() as stack:
         ada = stack.enter_context(web_loop(base / "ada", llm_url=scripted_server.url, pace_s=1.0,
                                            persona_dir=persona_named(base, "Ada")))
