@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from web.context import WebServices, get_services
 from web.errors import ServiceError
 
 if TYPE_CHECKING:
+    from persona.settings import A2ASettings
     from a2a.server.agent_execution import AgentExecutor, RequestContext
     from a2a.server.events import EventQueue
     from a2a.types import AgentCard
@@ -85,7 +87,10 @@ def agent_card(services: WebServices, base_url: str) -> AgentCard:
     return card
 
 
-def _executor(services: WebServices) -> AgentExecutor:
+SETTINGS_TTL_S = 5.0  # the A2A section is read again at most this often (reading the settings costs tens of ms)
+
+
+def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings]) -> AgentExecutor:
     from a2a.helpers import new_task_from_user_message, new_text_message, new_text_part
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.tasks import TaskUpdater
@@ -125,7 +130,7 @@ def _executor(services: WebServices) -> AgentExecutor:
             if services.wake is not None:
                 services.wake()
             await updater.start_work(updater.new_agent_message([new_text_part("thinking")]))
-            wait_s = services.settings().a2a.reply_wait_s
+            wait_s = a2a_settings().reply_wait_s
             reply = await _wait_for_reply(services, waiting_on, wait_s)
             if reply is None:
                 await anyio.to_thread.run_sync(lambda: _give_up(services, waiting_on))
@@ -175,6 +180,16 @@ class A2AServer:
 
     def __init__(self) -> None:
         self._routers: dict[int, Any] = {}
+        self._settings: dict[int, tuple[float, A2ASettings]] = {}
+
+    def a2a_settings(self, services: WebServices) -> A2ASettings:
+        """The persona's `a2a` settings, read again when older than SETTINGS_TTL_S."""
+        now = time.monotonic()
+        cached = self._settings.get(id(services))
+        if cached is None or now - cached[0] > SETTINGS_TTL_S:
+            cached = (now, services.settings().a2a)
+            self._settings[id(services)] = cached
+        return cached[1]
 
     async def card(self, request: Request) -> Response:
         from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -195,7 +210,8 @@ class A2AServer:
 
         router = self._routers.get(id(services))
         if router is None:
-            handler = DefaultRequestHandler(agent_executor=_executor(services), task_store=InMemoryTaskStore(),
+            executor = _executor(services, lambda: self.a2a_settings(services))
+            handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(),
                                             agent_card=agent_card(services, base_url))
             router = Router(routes=create_jsonrpc_routes(handler, rpc_url=A2A_PATH))
             self._routers[id(services)] = router
@@ -209,7 +225,7 @@ class A2AServer:
             await JSONResponse({"error": exc.message, "field": exc.field, "status": exc.status},
                                status_code=exc.status)(scope, receive, send)
             return
-        if not services.settings().a2a.enabled:
+        if not self.a2a_settings(services).enabled:
             await JSONResponse({"error": "A2A is off (a2a.enabled)", "field": None, "status": 404},
                                status_code=404)(scope, receive, send)
             return

@@ -86,6 +86,10 @@ class PeerRepo(Repo):
         q = select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.message_id == message_id)
         return self.session.scalars(q.order_by(A2AInbound.id).limit(1)).first()
 
+    def waiting_all(self, limit: int = 100) -> builtins.list[A2AInbound]:
+        q = select(A2AInbound).where(A2AInbound.status == "waiting").order_by(A2AInbound.id).limit(limit)
+        return builtins.list(self.session.scalars(q).all())
+
     def inbound(self, task_id: str) -> A2AInbound | None:
         return self.session.scalars(select(A2AInbound).where(A2AInbound.task_id == task_id)).first()
 
