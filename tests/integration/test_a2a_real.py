@@ -107,3 +107,24 @@ def test_two_personas_talk_over_a2a_and_a_down_peer_keeps_its_message(pair):
     peers = {p["name"]: p for p in ada.api("/api/peers")}
     assert peers["bob"]["last_seen"] is not None and peers["bob"]["trust"] is None
     time.sleep(0)  # nothing else to wait for: both loops are stopped by the fixture
+
+
+def test_the_mesh_page_in_chromium_shows_peers_and_what_they_wrote_and_the_owner_adds_and_removes_one(pair, page):
+    from playwright.sync_api import expect
+
+    ada, _bob = pair  # after the talk above: Ada knows bob and carol, and bob has written to her
+    page.goto(ada.url + "/mesh")
+    expect(page.locator('tr[data-peer="bob"]')).to_be_visible()
+    expect(page.get_by_test_id("trust-bob")).to_have_text("no trust yet")  # no reputation yet: no number invented
+    expect(page.get_by_test_id("heard").locator("tr", has_text="bob").first).to_be_visible()
+    expect(page.get_by_test_id("learned-absent")).to_be_visible()
+    form = page.get_by_test_id("add-peer")
+    form.get_by_label("peer name").fill("dora")
+    form.get_by_label("A2A URL").fill("http://127.0.0.1:9/")
+    form.get_by_role("button", name="Add peer").click()
+    expect(page.locator('tr[data-peer="dora"]')).to_contain_text("http://127.0.0.1:9")
+    assert {p["name"]: p["added_by"] for p in ada.api("/api/peers")}["dora"] == "owner"
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.get_by_test_id("remove-dora").click()
+    expect(page.locator('tr[data-peer="dora"]')).to_have_count(0)
+    assert "dora" not in {p["name"] for p in ada.api("/api/peers")}
