@@ -43,7 +43,6 @@ async def send_text(url: str, text: str, *, metadata: Mapping[str, Any] | None =
     from a2a.client import A2AClientError, ClientConfig, create_client
     from a2a.helpers import get_artifact_text, get_message_text, new_text_message
     from a2a.types import Role, SendMessageRequest, TaskState
-    from google.protobuf.json_format import ParseDict
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
@@ -56,7 +55,7 @@ async def send_text(url: str, text: str, *, metadata: Mapping[str, Any] | None =
         if message_id:
             message.message_id = message_id
         if metadata:
-            ParseDict(dict(metadata), message.metadata)
+            message.metadata.update(dict(metadata))
         request = SendMessageRequest(message=message)
         try:
             async for event in client.send_message(request):

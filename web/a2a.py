@@ -95,7 +95,6 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings]) ->
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.tasks import TaskUpdater
     from a2a.types import TaskState
-    from google.protobuf.json_format import MessageToDict
 
     from managers import ManagerDeps, Managers
     from managers.errors import Refused
@@ -111,8 +110,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings]) ->
             if context.current_task is None:
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            author = caller_name(MessageToDict(message.metadata) if message.HasField("metadata") else {},
-                                 task.context_id)
+            metadata = dict(message.metadata.items()) if message.HasField("metadata") else {}
+            author = caller_name(metadata, task.context_id)
             text = context.get_user_input()
 
             def arrive() -> str:
