@@ -41,7 +41,9 @@ def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
     try:
         row = peers.add(body.name, a2a_url=body.a2a_url, did=body.did, note=body.note, added_by="owner")
     except Refused as exc:
-        raise ServiceError(str(exc), field="name", status=409) from None
+        taken = "already" in str(exc)
+        raise ServiceError(str(exc), field=("name" if "name" in str(exc) else "did") if taken else "a2a_url",
+                           status=409 if taken else 422) from None
     return _peer(peers, row)
 
 
