@@ -32,8 +32,13 @@ MAX_TEXT = 20_000
 
 
 def is_agent_url(value: str) -> bool:
-    parts = urlsplit(value)
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
+    """An http(s) URL with a host (a malformed one — a broken IPv6 literal, a bad port — is not)."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def valid_name(name: str) -> str:
