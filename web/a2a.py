@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 A2A_PATH = "/a2a"
 CARD_PATH = "/.well-known/agent-card.json"
-POLL_S = 0.2
+POLL_FIRST_S, POLL_MAX_S = 0.02, 0.5  # how often a waiting task looks for the reply: soon at first, then less often
 STILL_THINKING = "still thinking — the reply will follow as a message of its own"
 _GUEST = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -155,11 +155,14 @@ async def _wait_for_reply(services: WebServices, task_id: str, wait_s: float) ->
             return Managers(repos).peers.reply_for(task_id)
 
     deadline = anyio.current_time() + wait_s
+    pause = POLL_FIRST_S
     while True:
         reply = await anyio.to_thread.run_sync(read)
-        if reply is not None or anyio.current_time() >= deadline:
+        left = deadline - anyio.current_time()
+        if reply is not None or left <= 0:
             return reply
-        await anyio.sleep(POLL_S)
+        await anyio.sleep(min(pause, left))
+        pause = min(pause * 1.5, POLL_MAX_S)
 
 
 def _give_up(services: WebServices, task_id: str) -> None:
