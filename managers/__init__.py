@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from managers.mesh import MeshManager
     from managers.models import ModelManager
     from managers.notes import NoteManager
+    from managers.peers import PeerManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
     from managers.reputation import ReputationManager
@@ -219,6 +220,13 @@ class Managers:
         from managers.notes import NoteManager
 
         return NoteManager(self)
+
+    @cached_property
+    def peers(self) -> PeerManager:
+        """The personas and A2A agents this one knows; messages to and from them over A2A (managers/peers.py)."""
+        from managers.peers import PeerManager
+
+        return PeerManager(self)
 
     @cached_property
     def tags(self) -> TagManager:

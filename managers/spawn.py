@@ -39,6 +39,7 @@ class SpawnManager:
     """A persona's descendants, from one unit of work of the parent (which records the birth)."""
 
     def __init__(self, house: Managers) -> None:
+        self.house = house
         self.repos = house.repos
         self.memory: RecallIndex | None = house.deps.memory
 
@@ -56,6 +57,7 @@ class SpawnManager:
                 child_index = open_child_index(child_db, places.data_dir, parent_index)
             report = spawn(name, mode, parent_dir=parent_dir, parent_db=parent_db, child_dir=places.persona_dir,
                            child_db=child_db, now=now, parent_index=parent_index, child_index=child_index)
+            self._become_peers(name, mode, parent_dir, child_db)
         finally:
             if child_index is not None:
                 child_index.close()
@@ -66,3 +68,22 @@ class SpawnManager:
                 f"it starts with: {run}")
         self.repos.processes.add("persona.spawn", text, status="ok", thread_id=thread_id)
         return text
+
+    def _become_peers(self, child_name: str, mode: str, parent_dir: Path, child_db: Database) -> None:
+        """Parent and child know each other as peers from the birth (`added_by` "spawn"); their A2A addresses come
+        when they are served (agents.add, or the mesh). A name already taken by another peer is left as it is."""
+        from managers import Managers
+        from managers.peers import valid_name
+        from persona.loader import load_persona
+
+        def befriend(house: Managers, name: str, note: str) -> None:
+            try:
+                if house.peers.find(valid_name(name)) is None:
+                    house.peers.add(name, added_by="spawn", note=note)
+            except ValueError:
+                pass  # a name no peer can have: the birth stands, the peer is added by hand
+
+        befriend(self.house, child_name, f"my child ({mode})")
+        parent_name = load_persona(parent_dir).display_name
+        with child_db.unit() as repos:
+            befriend(Managers(repos, self.house.deps), parent_name, "my parent")

@@ -922,3 +922,55 @@ class MeshSubscription(Base):
 
 
 MESH_TABLES = (MeshContainer, MeshRefusal, MeshEvaluation, MeshBlock, MeshRevocation, MeshSubscription)
+class Peer(Base):
+    """Another persona (or any A2A agent) this one knows: by name, its DID when known, where its A2A endpoint is and
+    its peer-to-peer addresses. Added and removed with the owner's approval (`agents.*`), or at a child's birth."""
+
+    __tablename__ = "peers"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    did: Mapped[Optional[str]] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    a2a_url: Mapped[Optional[str]] = mapped_column(String(500))  # base URL; its card at /.well-known/agent-card.json
+    p2p_addrs: Mapped[list[Any]] = mapped_column(default=list)  # multiaddrs (the mesh's)
+    added_by: Mapped[str] = mapped_column(String(32), default="owner")  # owner | persona | spawn | bootstrap
+    note: Mapped[str] = mapped_column(Text, default="")
+    blocked: Mapped[bool] = mapped_column(Boolean, default=False)
+    first_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    last_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class A2AOutbox(Base):
+    """A message to a peer over A2A, kept until it is delivered (a peer that is down is retried, not lost)."""
+
+    __tablename__ = "a2a_outbox"
+    __table_args__ = (Index("ix_a2a_outbox_pending", "status", "next_attempt_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    peer_name: Mapped[str] = mapped_column(String(120))
+    url: Mapped[str] = mapped_column(String(500))  # the agent's base URL (its card's place)
+    text: Mapped[str] = mapped_column(Text)
+    note_id: Mapped[Optional[int]] = mapped_column(Integer)  # the outgoing note it carries
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | sent | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[Optional[str]] = mapped_column(Text)
+    reply: Mapped[Optional[str]] = mapped_column(Text)  # what the agent answered, when it answered at once
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class A2AInbound(Base):
+    """An A2A task another agent opened with this persona: the note it became, and the persona's reply once written
+    (its next message to that peer), which the waiting task returns."""
+
+    __tablename__ = "a2a_inbound"
+    __table_args__ = (Index("ix_a2a_inbound_open", "peer_name", "status"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    task_id: Mapped[str] = mapped_column(String(100), unique=True)
+    message_id: Mapped[Optional[str]] = mapped_column(String(200), index=True)  # a retried send is the same message
+    peer_name: Mapped[str] = mapped_column(String(120))
+    note_id: Mapped[int] = mapped_column(Integer)
+    reply_note_id: Mapped[Optional[int]] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="waiting")  # waiting | answered | expired
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    answered_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))

@@ -28,7 +28,7 @@ UNTRUSTED: dict[str, str] = {
     "mcp_client": "an MCP client",
     "script": "a script's output",
     "model": "another model's answer",
-    "peer": "a mesh peer (a signed container)",
+    "peer": "a peer (another agent, over A2A or the mesh)",
 }
 EXCERPT_CHARS = 160
 MAX_SOURCES = 12  # kept per tick, per process row and per approval: enough to judge, never unbounded
@@ -68,7 +68,15 @@ def of_note(note: Any) -> Source | None:
     if origin is None:
         return None
     feed = next((t.split(":", 1)[1] for t in tags if isinstance(t, str) and t.startswith("feed:")), "")
+    if origin == "peer":
+        return source(origin, f"note {note.id} (from {note_author(note) or 'an unknown peer'})", text)
     return source(origin, f"note {note.id}" + (f" (feed {feed})" if feed else ""), text)
+
+
+def note_author(note: Any) -> str | None:
+    """Who wrote a note that arrived from outside (`from:<name>` among its tags), or None."""
+    return next((t.split(":", 1)[1] for t in (getattr(note, "tags", None) or [])
+                 if isinstance(t, str) and t.startswith("from:")), None)
 
 
 def of_notes(notes: Iterable[Any]) -> list[Source]:

@@ -276,6 +276,23 @@ class FeedSettings(Section):
     max_bytes: int = Field(2_000_000, ge=10_000, le=50_000_000)
 
 
+class A2ASettings(Section):
+    """A2A (the `a2a-sdk`): the agent card at /.well-known/agent-card.json and the endpoint at /a2a in the web app;
+    messages to peers over A2A (an outbox, retried while a peer is down)."""
+
+    enabled: bool = Field(True, description="serve the A2A endpoint and deliver the outbox")
+    public_url: str | None = Field(None, description="the base URL the agent card names (default: the request's)")
+    reply_wait_s: float = Field(30.0, gt=0, le=3600, description="how long an A2A task waits for the persona's reply "
+                                "before it answers 'still thinking' (the reply then goes back as a message)")
+    send_timeout_s: float = Field(45.0, gt=0, le=3600, description="how long a message to a peer waits for its answer "
+                                  "(more than the peer's reply_wait_s; a send that times out is retried with the same "
+                                  "message id, which the peer does not take twice)")
+    retry_after_s: float = Field(15.0, gt=0, le=3600, description="first retry of an undelivered message (doubling)")
+    max_attempts: int = Field(12, ge=1, le=1000)
+    outbox_every_s: float = Field(2.0, gt=0, le=600, description="how often the web app delivers the outbox")
+    peer_token: SecretStr | None = Field(None, description="the bearer token sent to peers (their ANIMA_API_TOKEN)")
+
+
 ScriptLanguage = Literal["python", "sh"]
 DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
 
@@ -408,6 +425,7 @@ class Settings(BaseSettings):
     feeds: FeedSettings = Field(default_factory=FeedSettings)
     scripts: ScriptSettings = Field(default_factory=ScriptSettings)
     mesh: MeshSettings = Field(default_factory=MeshSettings)
+    a2a: A2ASettings = Field(default_factory=A2ASettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
     _overrides: "Overrides | None" = PrivateAttr(default=None)

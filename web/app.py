@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from persona.settings import Overrides
 from web import api, errors, security
+from web.a2a import A2A_PATH, CARD_PATH, A2AServer, outbox_running
 from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
 from web.mcp import MCP_PATH
 from web.mcp import Mount as McpMount
@@ -29,6 +30,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
     besides the loopback ones (web/server.py adds the one it is bound to)."""
 
     mcp = McpMount()
+    a2a = A2AServer()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -38,7 +40,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
         elif owned:
             app.state.services = WebServices.open(overrides, api_token=api_token)
         try:
-            async with mcp.running():
+            async with mcp.running(), outbox_running(lambda: app.state.services):
                 yield
         finally:
             if owned:
@@ -60,4 +62,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
     api.install(app)  # the JSON API under /api and its OpenAPI (web/api/)
     app.include_router(page_router())
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp))  # the persona as an MCP server (web/mcp.py; /p/<name>/mcp)
+    # the persona as an A2A agent (web/a2a.py): its public card, and the endpoint behind the guard
+    app.router.routes.append(Route(CARD_PATH, endpoint=a2a.card, methods=["GET"], include_in_schema=False))
+    app.router.routes.append(Route(A2A_PATH, endpoint=a2a, methods=["POST"]))
     return app

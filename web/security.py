@@ -29,10 +29,11 @@ TOKEN_COOKIE = "anima_token"
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 OPEN_PATHS = ("/static/",)  # vendored assets and the app's own CSS/JS: nothing private (the Host is checked still)
+OPEN_DOCUMENTS = ("/.well-known/agent-card.json",)  # the A2A agent card (of any persona): public, as discovery needs
 ALLOWED_HOSTS_ENV = "ANIMA_ALLOWED_HOSTS"
 ALLOWED_HOSTS_FLAG = "--allowed-hosts"
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
-LIVE_PATHS = re.compile(r"^(?:/p/[^/]+)?/(?:api/events|live|mcp)(?:/|$)")  # streams and MCP, of any persona
+LIVE_PATHS = re.compile(r"^(?:/p/[^/]+)?/(?:api/events|live|mcp|a2a)(?:/|$)")  # streams, MCP and A2A, of any persona
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 _HOST = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?$")
 
@@ -247,7 +248,7 @@ def _refuse(status: int, message: str) -> Response:
 async def guard(request: Request, call_next):
     services = request.app.state.services
     path = request.url.path
-    if path.startswith(OPEN_PATHS):
+    if path.startswith(OPEN_PATHS) or (path.endswith(OPEN_DOCUMENTS) and request.method in SAFE_METHODS):
         return await call_next(request)
     if services.api_token:
         given = request.query_params.get("token")

@@ -40,6 +40,7 @@ from memory.repositories.llm_memory import LLMMemoryRepo
 from memory.repositories.mesh import MeshRepo, TrustRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
+from memory.repositories.peers import PeerRepo
 from memory.repositories.processes import ProcessLogRepo
 from memory.repositories.questions import QuestionRepo
 from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
@@ -224,6 +225,10 @@ class Repos:
     @cached_property
     def feeds(self) -> FeedRepo:
         return FeedRepo(self.session)
+
+    @cached_property
+    def peers(self) -> PeerRepo:
+        return PeerRepo(self.session)
 
     @cached_property
     def scripts(self) -> ScriptRepo:

@@ -11,7 +11,8 @@ from sqlalchemy import Row, Select, bindparam, func, select, update
 from memory.models import Note, utcnow
 from memory.repositories.base import Repo, matched, prepared, table_of
 
-INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task")  # llm_task: another model's answer
+INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task", "peer")  # llm_task: another model's answer;
+# peer: another agent over A2A (its author in the tag `from:<peer>`)
 HUMAN_SOURCES = ("user", "cli")
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from nodes.commands import (
     abstracts,
+    agents,
     catalogues,
     concepts,
     config,
@@ -49,7 +50,7 @@ FAMILIES: tuple[Family, ...] = (
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
     llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY, spawn.FAMILY,
-    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION,
+    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION, agents.FAMILY,
 )
 
 

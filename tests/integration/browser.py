@@ -208,7 +208,8 @@ class WebLoop:
 
 @contextmanager
 def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "forever", pace_s: float | None = 1.5,
-             start_s: float = LOOP_START_S, env: dict[str, str] | None = None) -> Iterator[WebLoop]:
+             start_s: float = LOOP_START_S, env: dict[str, str] | None = None,
+             persona_dir: Path | None = None) -> Iterator[WebLoop]:
     """`run.py --ticks … --port <free> --data-dir …` (with `--llm-url … --no-fallback`, or the embedded model), its
     output in a log file (a pipe nobody reads would stall it); yields once the web app answers, stops it after."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -218,6 +219,8 @@ def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "foreve
     command = [sys.executable, "run.py", "--ticks", ticks, "--data-dir", str(data_dir), "--port", str(port)]
     if llm_url:
         command += ["--llm-url", llm_url, "--model", "scripted", "--no-fallback"]
+    if persona_dir is not None:
+        command += ["--persona", str(persona_dir)]
     log = data_dir / "run.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,

@@ -82,14 +82,14 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
         assert spec.effect in EFFECTS, spec.type
     assert all(target in commands.specs for target in commands.aliases.values())
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
-    assert privileged == ["agent_tables.delete", "concepts.delete", "config.update", "diary.delete",
+    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "concepts.delete", "config.update", "diary.delete",
                           "external_accounts.delete", "external_services.delete", "feeds.fetch", "feeds.subscribe",
                           "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
                           "llm_registry.update", "mcp.call", "memory.archive", "notepad.clear", "notes.delete",
                           "persona.spawn", "process.start", "ratings.delete", "scripts.delete", "search.web",
                           "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
-    assert escalating == ["core.update", "mcp.list", "memory.restore", "notepad.update"]
+    assert escalating == ["core.update", "mcp.list", "memory.restore", "messages.send", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself
 
 

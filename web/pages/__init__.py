@@ -3,9 +3,9 @@ their HTML fragments over Server-Sent Events."""
 
 from fastapi import APIRouter
 
-from web.pages import approvals, controls, inner_life, live, memory, persona, personas, sessions, talk, thoughts
+from web.pages import approvals, controls, inner_life, live, memory, mesh, persona, personas, sessions, talk, thoughts
 
-PAGES = (talk, thoughts, inner_life, memory, approvals, sessions, persona, controls, live, personas)
+PAGES = (talk, thoughts, inner_life, memory, approvals, sessions, persona, controls, live, personas, mesh)
 
 
 def page_router() -> APIRouter:

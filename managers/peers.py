@@ -1,0 +1,298 @@
+"""Peers: the personas and A2A agents this one knows, and what goes between them over A2A.
+
+Rules:
+- a peer has a unique name (what `messages.send {"to": name}` and `agents.*` use) and, when known, a unique DID;
+  adding and removing one is the owner's decision (the commands are `modify_self`); a spawned child is added to its
+  parent's peers at birth (`added_by` "spawn"); a blocked peer's messages are refused.
+- what a peer writes arrives as a note with source `peer` and the tag `from:<name>`: data, never an instruction
+  (nodes/provenance.py origin "peer"). An A2A task waits for the persona's reply: its next message to that peer is
+  the task's answer (`reply_for`), not a second delivery.
+- a message to a peer with no task waiting goes into the A2A outbox and is delivered by the web app (web/a2a.py),
+  retried with a doubling delay while the peer is down, never lost; an answer the agent gives at once becomes a note
+  from it. Any A2A agent can be written to by its URL (`to` = "https://…"): it is then an unnamed peer.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from managers.errors import NotFound, Refused
+from memory.models import A2AInbound, A2AOutbox, Note, Peer
+
+if TYPE_CHECKING:
+    from managers import Managers
+
+PEER_SOURCE = "peer"
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+MAX_TEXT = 20_000
+
+
+def is_agent_url(value: str) -> bool:
+    """An http(s) URL with a host (a malformed one — a broken IPv6 literal, a bad port — is not)."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def valid_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 120 or not set(name) <= NAME_CHARS:
+        raise Refused(f"a peer's name is 1-120 letters, digits, '-', '_' or '.', not {name!r}")
+    if name in ("user", "human", "owner"):
+        raise Refused(f"{name!r} names the owner, not a peer")
+    return name
+
+
+class PeerManager:
+    def __init__(self, house: Managers) -> None:
+        self.house = house
+        self.repos = house.repos
+
+    def _now(self) -> datetime:
+        return self.house.deps.clock()
+
+    # ---- the peers ----
+    def list(self, *, include_blocked: bool = True) -> builtins.list[Peer]:
+        return self.repos.peers.list(include_blocked=include_blocked)
+
+    def find(self, key: str | int) -> Peer | None:
+        return self.repos.peers.find(key)
+
+    def by_did(self, did: str) -> Peer | None:
+        return self.repos.peers.find(did) if did else None
+
+    def get(self, key: str | int) -> Peer:
+        peer = self.find(key)
+        if peer is None:
+            raise NotFound(f"no peer {key!r} (agents.list shows them)")
+        return peer
+
+    def add(self, name: str, *, a2a_url: str | None = None, did: str | None = None, p2p_addrs: Iterable[str] = (),
+            added_by: str = "owner", note: str = "") -> Peer:
+        name = valid_name(name)
+        if a2a_url is not None:
+            a2a_url = a2a_url.strip().rstrip("/")
+            if not is_agent_url(a2a_url):
+                raise Refused(f"an A2A address is an http(s) URL, not {a2a_url!r}")
+        if self.repos.peers.find(name) is not None:
+            raise Refused(f"a peer named {name!r} is already known")
+        if did and self.repos.peers.find(did) is not None:
+            raise Refused(f"a peer with DID {did} is already known")
+        return self.repos.peers.add(name, did=did or None, a2a_url=a2a_url, p2p_addrs=[str(a) for a in p2p_addrs],
+                                    added_by=added_by, note=note[:2000], now=self._now())
+
+    def remove(self, key: str | int) -> Peer:
+        peer = self.get(key)
+        self.repos.peers.delete(peer)
+        return peer
+
+    def set_blocked(self, key: str | int, blocked: bool) -> Peer:
+        peer = self.get(key)
+        peer.blocked = blocked
+        self.repos.peers.flush()
+        return peer
+
+    def seen(self, key: str | int, now: datetime | None = None) -> None:
+        peer = self.find(key)
+        if peer is None:
+            return
+        moment = now or self._now()
+        peer.first_seen = peer.first_seen or moment
+        peer.last_seen = moment
+        self.repos.peers.flush()
+
+    def attach_addresses(self, key: str | int, *, did: str | None = None, p2p_addrs: Iterable[str] | None = None) -> Peer:
+        """The mesh learned a peer's DID or multiaddrs on the wire."""
+        peer = self.get(key)
+        if did and did != peer.did:
+            other = self.repos.peers.find(did)
+            if other is not None and other.id != peer.id:
+                raise Refused(f"DID {did} already belongs to peer {other.name!r}")
+            peer.did = did
+        if p2p_addrs is not None:
+            peer.p2p_addrs = sorted({*(peer.p2p_addrs or []), *(str(a) for a in p2p_addrs)})
+        self.repos.peers.flush()
+        return peer
+
+    # ---- what the mesh (managers/reputation.py, managers/mesh.py) knows, when it is there ----
+    def _mesh_hook(self, manager: str, method: str) -> Any:
+        """A method of the mesh's managers, or None when they are not part of this build (their tables absent)."""
+        owner = getattr(self.house, manager, None)
+        found = getattr(owner, method, None)
+        return found if callable(found) else None
+
+    def refuses(self, key: str) -> bool:
+        """A blocked peer (ours, or the mesh's reputation blocklist when it is there)."""
+        peer = self.find(key)
+        if peer is not None and peer.blocked:
+            return True
+        did = peer.did if peer is not None else (key if key.startswith("did:") else None)
+        is_blocked = self._mesh_hook("reputation", "is_blocked")
+        return bool(did and is_blocked is not None and is_blocked(did))
+
+    def trust_history(self, did: str | None, points: int = 20) -> builtins.list[tuple[datetime, float]]:
+        history = self._mesh_hook("reputation", "trust_history")
+        if not did or history is None:
+            return []
+        return [(at, float(value)) for at, value in history(did, points=points)]
+
+    def trust(self, did: str | None) -> float | None:
+        """The mesh's trust in a peer, or None when nothing was evaluated yet (no number is invented)."""
+        read = self._mesh_hook("reputation", "trust")
+        if not did or read is None or not self.trust_history(did, points=1):
+            return None
+        return float(read(did))
+
+    def mesh_view(self, *, limit: int = 50) -> dict[str, Any]:
+        """What the Mesh page shows: each peer with its trust over time, what was learned from whom, open consensus
+        cases, refused containers (each None when the mesh's managers are not in this build), the A2A outbox and
+        what peers wrote."""
+        def hooked(manager: str, method: str, **kwargs: Any) -> builtins.list[Any] | None:
+            found = self._mesh_hook(manager, method)
+            return None if found is None else builtins.list(found(**kwargs))
+
+        counts = self._mesh_hook("mesh", "refused_counts")
+        return {
+            "peers": [{"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)} for p in self.list()],
+            "learned": hooked("mesh", "learned", limit=limit),
+            "open_cases": hooked("mesh", "open_cases"),
+            "refused": hooked("mesh", "refused_recent", limit=limit),
+            "refused_counts": dict(counts()) if counts is not None else None,
+            "outbox": self.outbox(limit=limit),
+            "heard": self.heard_from(limit),
+        }
+
+    def info(self, key: str | int) -> dict[str, Any]:
+        peer = self.get(key)
+        sent = [r for r in self.repos.peers.outbox(limit=500) if r.peer_name == peer.name]
+        return {"name": peer.name, "did": peer.did, "a2a_url": peer.a2a_url, "p2p_addrs": list(peer.p2p_addrs or []),
+                "added_by": peer.added_by, "note": peer.note, "blocked": peer.blocked,
+                "first_seen": peer.first_seen, "last_seen": peer.last_seen, "trust": self.trust(peer.did),
+                "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
+
+    # ---- what arrives ----
+    def known_name(self, claimed: str) -> str:
+        """The peer a caller's name (or DID) stands for — a known peer's own spelling (`Ada` is the peer `ada`) —,
+        else the name as given."""
+        peer = self.find(claimed)
+        if peer is None:
+            lowered = claimed.lower()
+            peer = next((p for p in self.list() if p.name.lower() == lowered), None)
+        return peer.name if peer is not None else claimed
+
+    def incoming(self, author: str, text: str, *, task_id: str | None, message_id: str | None = None,
+                 now: datetime | None = None) -> tuple[Note, A2AInbound | None]:
+        """A message from a peer (or an unnamed A2A agent): a note from it, unread, fenced as data in the prompt; with
+        `task_id`, the A2A task that waits for the persona's reply. The same `message_id` again (a sender's retry) is
+        not a second note: the first one's task is returned. Refused for a blocked peer."""
+        author = self.known_name(author)
+        if self.refuses(author):
+            raise Refused(f"{author} is blocked")
+        text = text.strip()
+        if not text:
+            raise Refused("an empty message")
+        if message_id:
+            known = self.repos.peers.inbound_by_message(author, message_id)
+            if known is not None:
+                note = self.repos.peers.note(known.note_id)
+                if note is not None:
+                    return note, known
+        moment = now or self._now()
+        tags = ["via:a2a", f"from:{author}"] + ([f"a2a_task:{task_id}"] if task_id else [])
+        note = self.repos.notes.add(text[:MAX_TEXT], source=PEER_SOURCE, tags=tags, priority=1, read=False,
+                                    created_at=moment)
+        self.seen(author, moment)
+        inbound = None
+        if task_id:
+            inbound = self.repos.peers.open_inbound(task_id=task_id, message_id=message_id, peer_name=author,
+                                                    note_id=note.id, now=moment)
+        return note, inbound
+
+    def reply_for(self, task_id: str) -> str | None:
+        """The persona's reply to an A2A task, once it has written one."""
+        row = self.repos.peers.inbound(task_id)
+        if row is None or row.reply_note_id is None:
+            return None
+        note = self.repos.peers.note(row.reply_note_id)
+        return note.text if note is not None else None
+
+    def give_up_waiting(self, task_id: str) -> None:
+        """The task answered 'still thinking': the persona's reply, when it comes, goes back as a message."""
+        row = self.repos.peers.inbound(task_id)
+        if row is not None and row.status == "waiting":
+            row.status = "expired"
+            self.repos.peers.flush()
+
+    # ---- what goes out ----
+    def send(self, to: str, text: str, *, thread_id: str | None, llm_id: str | None, now: datetime) -> tuple[Note, str]:
+        """The persona's message to a peer (a name, a DID, or any A2A agent's URL): an outgoing note, then the
+        answer to the peer's waiting A2A task, or a row in the outbox. (note, what happened)."""
+        text = text.strip()
+        if not text:
+            raise Refused("an empty message")
+        peer = self.find(to)
+        if peer is None and is_agent_url(to):
+            peer = self.repos.peers.by_url(to.rstrip("/"))
+        name = peer.name if peer is not None else to.rstrip("/")
+        url = peer.a2a_url if peer is not None else (name if is_agent_url(name) else None)
+        waiting = self.repos.peers.waiting_inbound(name)  # an unnamed A2A caller is answered in its task
+        if peer is None and url is None and waiting is None:
+            raise NotFound(f"no peer {to!r}: agents.list shows them; any A2A agent is reached by its URL")
+        if peer is not None and peer.blocked:
+            raise Refused(f"{peer.name} is blocked")
+        note = self.house.notes.outgoing(text[:MAX_TEXT], to=name, thread_id=thread_id, llm_id=llm_id, now=now)
+        if waiting is not None:
+            waiting.reply_note_id, waiting.status, waiting.answered_at = note.id, "answered", now
+            self.repos.peers.flush()
+            return note, f"the answer to {name}'s A2A task"
+        if url is None:
+            raise Refused(f"{name} has no A2A address (agents.add with a2a_url)")
+        row = self.repos.peers.enqueue(peer_name=name, url=url, text=text[:MAX_TEXT], note_id=note.id, now=now)
+        return note, f"queued for {name} over A2A (outbox {row.id})"
+
+    def due(self, limit: int = 20) -> builtins.list[A2AOutbox]:
+        return self.repos.peers.due(self._now(), limit)
+
+    def delivered(self, row_id: int, *, reply: str | None) -> None:
+        """Sent; an answer the agent gave at once becomes a note from it."""
+        row = self.repos.peers.outbox_row(row_id)
+        if row is None or row.status != "pending":
+            return
+        now = self._now()
+        row.status, row.sent_at, row.attempts, row.last_error = "sent", now, row.attempts + 1, None
+        row.reply = reply
+        self.seen(row.peer_name, now)
+        if reply and reply.strip() and not self.refuses(row.peer_name):
+            self.incoming(row.peer_name, reply, task_id=None, now=now)
+        self.repos.peers.flush()
+
+    def undelivered(self, row_id: int, error: str, *, retry_after_s: float, max_attempts: int) -> None:
+        """Not sent: tried again after a doubling delay, given up after `max_attempts` (kept, marked failed)."""
+        row = self.repos.peers.outbox_row(row_id)
+        if row is None or row.status != "pending":
+            return
+        row.attempts += 1
+        row.last_error = error[:1000]
+        if row.attempts >= max_attempts:
+            row.status = "failed"
+        else:
+            delay = min(retry_after_s * 2 ** (row.attempts - 1), 3600.0)
+            row.next_attempt_at = self._now() + timedelta(seconds=delay)
+        self.repos.peers.flush()
+
+    def outbox(self, *, status: str | None = None, limit: int = 50) -> builtins.list[A2AOutbox]:
+        return self.repos.peers.outbox(status=status, limit=limit)
+
+    def heard_from(self, limit: int = 50) -> builtins.list[Note]:
+        """What peers wrote, newest first."""
+        return self.repos.peers.notes_from(PEER_SOURCE, limit)
+
+
+__all__ = ["PEER_SOURCE", "PeerManager", "is_agent_url", "valid_name"]

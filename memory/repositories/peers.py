@@ -1,0 +1,105 @@
+"""Peers (the personas and A2A agents this one knows), the A2A outbox (messages waiting for delivery, retried) and
+the A2A tasks waiting for the persona's reply. All SQL of the mesh's A2A side lives here."""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select
+
+from memory.models import A2AInbound, A2AOutbox, Note, Peer
+from memory.repositories.base import Repo
+
+
+class PeerRepo(Repo):
+    def list(self, *, include_blocked: bool = True) -> builtins.list[Peer]:
+        q = select(Peer).order_by(Peer.name)
+        if not include_blocked:
+            q = q.where(Peer.blocked.is_(False))
+        return builtins.list(self.session.scalars(q).all())
+
+    def find(self, key: str | int) -> Peer | None:
+        """By id, name or DID."""
+        if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+            row = self.session.get(Peer, int(key))
+            if row is not None:
+                return row
+        text = str(key)
+        return self.session.scalars(select(Peer).where(or_(Peer.name == text, Peer.did == text))).first()
+
+    def by_url(self, url: str) -> Peer | None:
+        return self.session.scalars(select(Peer).where(Peer.a2a_url == url)).first()
+
+    def add(self, name: str, *, did: str | None, a2a_url: str | None, p2p_addrs: builtins.list[str], added_by: str,
+            note: str, now: datetime) -> Peer:
+        row = Peer(name=name, did=did, a2a_url=a2a_url, p2p_addrs=builtins.list(p2p_addrs), added_by=added_by,
+                   note=note, created_at=now)
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def delete(self, row: Peer) -> None:
+        self.session.delete(row)
+        self.session.flush()
+
+    def flush(self) -> None:
+        self.session.flush()
+
+    # ---- the outbox ----
+    def enqueue(self, *, peer_name: str, url: str, text: str, note_id: int | None, now: datetime) -> A2AOutbox:
+        row = A2AOutbox(peer_name=peer_name, url=url, text=text, note_id=note_id, next_attempt_at=now, created_at=now)
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def due(self, now: datetime, limit: int = 20) -> builtins.list[A2AOutbox]:
+        q = (select(A2AOutbox).where(A2AOutbox.status == "pending", A2AOutbox.next_attempt_at <= now)
+             .order_by(A2AOutbox.id).limit(limit))
+        return builtins.list(self.session.scalars(q).all())
+
+    def outbox(self, *, status: str | None = None, limit: int = 50) -> builtins.list[A2AOutbox]:
+        q = select(A2AOutbox).order_by(A2AOutbox.id.desc()).limit(limit)
+        if status:
+            q = q.where(A2AOutbox.status == status)
+        return builtins.list(self.session.scalars(q).all())
+
+    def outbox_row(self, row_id: int) -> A2AOutbox | None:
+        return self.session.get(A2AOutbox, row_id)
+
+    # ---- inbound A2A tasks ----
+    def open_inbound(self, *, task_id: str, message_id: str | None, peer_name: str, note_id: int,
+                     now: datetime) -> A2AInbound:
+        row = A2AInbound(task_id=task_id, message_id=message_id, peer_name=peer_name, note_id=note_id, created_at=now)
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def waiting_inbound(self, peer_name: str) -> A2AInbound | None:
+        """The oldest A2A task from this peer still waiting for a reply."""
+        q = (select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.status == "waiting")
+             .order_by(A2AInbound.id).limit(1))
+        return self.session.scalars(q).first()
+
+    def inbound_by_message(self, peer_name: str, message_id: str) -> A2AInbound | None:
+        q = select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.message_id == message_id)
+        return self.session.scalars(q.order_by(A2AInbound.id).limit(1)).first()
+
+    def waiting_all(self, limit: int = 100) -> builtins.list[A2AInbound]:
+        q = select(A2AInbound).where(A2AInbound.status == "waiting").order_by(A2AInbound.id).limit(limit)
+        return builtins.list(self.session.scalars(q).all())
+
+    def inbound(self, task_id: str) -> A2AInbound | None:
+        return self.session.scalars(select(A2AInbound).where(A2AInbound.task_id == task_id)).first()
+
+    def note(self, note_id: int) -> Note | None:
+        return self.session.get(Note, note_id)
+
+    def notes_from(self, source: str, limit: int) -> builtins.list[Note]:
+        q = select(Note).where(Note.source == source).order_by(Note.id.desc()).limit(limit)
+        return builtins.list(self.session.scalars(q).all())
+
+    def counts(self) -> dict[str, Any]:
+        rows = self.session.scalars(select(A2AOutbox.status)).all()
+        return {status: rows.count(status) for status in ("pending", "sent", "failed")}

@@ -1,0 +1,39 @@
+"""The Mesh page: peers and their trust over time, what was learned from whom, open consensus cases, refused
+containers, the A2A outbox and what peers wrote; the owner adds and removes peers here."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Form, Request
+
+from memory import Repos
+from web.context import unit_of_work
+from web.errors import ServiceError
+from web.schemas.mesh import PeerIn
+from web.services import mesh
+from web.templating import render
+
+router = APIRouter()
+
+
+@router.get("/mesh")
+def mesh_page(request: Request, repos: Repos = unit_of_work()):
+    return render(request, "pages/mesh.html", "mesh", mesh=mesh.view(repos), error=None)
+
+
+@router.post("/mesh/peers")
+def add_peer(request: Request, name: str = Form(..., max_length=120), a2a_url: str = Form("", max_length=500),
+             note: str = Form("", max_length=2000), repos: Repos = unit_of_work()):
+    error = None
+    try:
+        mesh.add_peer(repos, PeerIn(name=name, a2a_url=a2a_url or None, note=note))
+    except ServiceError as exc:
+        error = exc.message
+    except ValueError as exc:  # the form's fields, checked as the API's body is
+        error = str(exc).splitlines()[0] if str(exc) else "invalid peer"
+    return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=error)
+
+
+@router.post("/mesh/peers/{name}/remove")
+def remove_peer(request: Request, name: str, repos: Repos = unit_of_work()):
+    mesh.remove_peer(repos, name)
+    return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=None)

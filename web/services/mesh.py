@@ -1,0 +1,80 @@
+"""The Mesh page and /api/peers: peers over managers/peers.py (adding one from the web is the owner's own act), and
+what the mesh's managers know (reputation, CogSync, consensus, refusals) read through it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from managers import Managers
+from managers.errors import NotFound, Refused
+from memory import Repos
+from memory.models import Peer
+from nodes.provenance import note_author
+from web.errors import NotFoundError, ServiceError
+from web.schemas.mesh import HeardOut, MeshView, OutboxOut, PeerIn, PeerOut, TrustPoint
+
+
+def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
+    points = peers.trust_history(row.did) if history else []
+    return PeerOut(name=row.name, did=row.did, a2a_url=row.a2a_url, p2p_addrs=list(row.p2p_addrs or []),
+                   added_by=row.added_by, note=row.note, blocked=row.blocked, first_seen=row.first_seen,
+                   last_seen=row.last_seen, trust=peers.trust(row.did),
+                   trust_history=[TrustPoint(at=at, trust=value) for at, value in points])
+
+
+def list_peers(repos: Repos) -> list[PeerOut]:
+    peers = Managers(repos).peers
+    return [_peer(peers, row) for row in peers.list()]
+
+
+def read_peer(repos: Repos, name: str) -> PeerOut:
+    peers = Managers(repos).peers
+    try:
+        return _peer(peers, peers.get(name))
+    except NotFound as exc:
+        raise NotFoundError(str(exc), field="name") from None
+
+
+def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
+    peers = Managers(repos).peers
+    try:
+        row = peers.add(body.name, a2a_url=body.a2a_url, did=body.did, note=body.note, added_by="owner")
+    except Refused as exc:
+        taken = "already" in str(exc)
+        raise ServiceError(str(exc), field=("name" if "name" in str(exc) else "did") if taken else "a2a_url",
+                           status=409 if taken else 422) from None
+    return _peer(peers, row)
+
+
+def remove_peer(repos: Repos, name: str) -> None:
+    try:
+        Managers(repos).peers.remove(name)
+    except NotFound as exc:
+        raise NotFoundError(str(exc), field="name") from None
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return {str(k): v for k, v in item.items()}
+    if is_dataclass(item) and not isinstance(item, type):
+        return asdict(item)
+    return {k: v for k, v in vars(item).items() if not k.startswith("_")}
+
+
+def view(repos: Repos) -> MeshView:
+    peers = Managers(repos).peers
+    seen = peers.mesh_view()
+
+    def rows(key: str) -> list[dict[str, Any]] | None:
+        return None if seen[key] is None else [_plain(r) for r in seen[key]]
+
+    return MeshView(
+        peers=[_peer(peers, item["peer"]) for item in seen["peers"]],
+        learned=rows("learned"), open_cases=rows("open_cases"), refused=rows("refused"),
+        refused_counts=seen["refused_counts"],
+        outbox=[OutboxOut(id=r.id, peer=r.peer_name, text=r.text, status=r.status, attempts=r.attempts,
+                          last_error=r.last_error, reply=r.reply, created_at=r.created_at, sent_at=r.sent_at)
+                for r in seen["outbox"]],
+        heard=[HeardOut(note_id=n.id, peer=note_author(n), text=n.text, read=n.read, at=n.created_at)
+               for n in seen["heard"]])
