@@ -31,6 +31,10 @@ from memory.models import (
     Approval,
     AuditEntry,
     Base,
+    ChannelCursor,
+    ChannelInbox,
+    ChannelOutbox,
+    ContactRequest,
     Feed,
     FeedItem,
     LiveEvent,
@@ -39,6 +43,8 @@ from memory.models import (
     MemoryVector,
     Note,
     OpenQuestion,
+    Person,
+    PersonIdentity,
     ProcessRun,
     SchemaVersion,
     StagnationStrategy,
@@ -55,7 +61,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -140,12 +146,26 @@ def _v12_provenance(conn: Connection) -> None:
     _add_missing_columns(conn, "approvals", ["provenance JSON"])
 
 
+def _v13_people_and_channels(conn: Connection) -> None:
+    """Several humans (people, their identities per channel, contact requests) and the channels' inbox, outbox
+    and cursors; every note gets its author. The one human there was becomes the owner, author of their notes."""
+    for table in (Person, PersonIdentity, ContactRequest, ChannelInbox, ChannelOutbox, ChannelCursor):
+        table_of(table).create(conn, checkfirst=True)
+    _add_missing_columns(conn, "notes", ["author_id INTEGER"])
+    if conn.execute(select(Person.id).limit(1)).first() is None:
+        conn.execute(table_of(Person).insert().values(name="User", role="owner", added_by="migration", about=""))
+    owner = conn.execute(select(Person.id).where(Person.role == "owner").order_by(Person.id)).scalar_one()
+    conn.execute(text("UPDATE notes SET author_id = :owner WHERE source IN ('user', 'cli') AND author_id IS NULL"),
+                 {"owner": owner})
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
                                                        8: _v8_live_events_and_history, 9: _v9_reach,
                                                        10: _v10_full_text_index, 11: _v11_memory_vectors,
-                                                       12: _v12_provenance}
+                                                       12: _v12_provenance,
+                                                       13: _v13_people_and_channels}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -37,6 +37,7 @@ from memory.repositories.kb import KnowledgeBaseRepo
 from memory.repositories.live import LiveEventRepo
 from memory.repositories.llm import LLMCallRepo, LLMRegistryRepo
 from memory.repositories.llm_memory import LLMMemoryRepo
+from memory.repositories.people import ChannelRepo, PeopleRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
 from memory.repositories.processes import ProcessLogRepo
@@ -215,6 +216,14 @@ class Repos:
     @cached_property
     def feeds(self) -> FeedRepo:
         return FeedRepo(self.session)
+
+    @cached_property
+    def people(self) -> PeopleRepo:
+        return PeopleRepo(self.session)
+
+    @cached_property
+    def channels(self) -> ChannelRepo:
+        return ChannelRepo(self.session)
 
     @cached_property
     def scripts(self) -> ScriptRepo:

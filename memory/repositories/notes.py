@@ -11,8 +11,8 @@ from sqlalchemy import Row, Select, bindparam, func, select, update
 from memory.models import Note, utcnow
 from memory.repositories.base import Repo, matched, prepared, table_of
 
-INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task")  # llm_task: another model's answer
-HUMAN_SOURCES = ("user", "cli")
+INCOMING_SOURCES = ("user", "cli", "channel", "system", "llm:task", "llm_task")  # llm_task: another model's answer
+HUMAN_SOURCES = ("user", "cli", "channel")  # channel: a person over Matrix, Telegram, e-mail
 
 
 @prepared
@@ -67,6 +67,7 @@ class NoteRepo(Repo):
         hidden: bool = False,
         read: bool = False,
         created_at: datetime | None = None,
+        author_id: int | None = None,
     ) -> Note:
         note = Note(
             created_at=created_at or utcnow(),
@@ -79,6 +80,7 @@ class NoteRepo(Repo):
             llm_id=llm_id,
             hidden=hidden,
             read=read,
+            author_id=author_id,
         )
         self.session.add(note)
         self.session.flush()

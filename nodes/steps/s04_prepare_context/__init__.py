@@ -60,8 +60,13 @@ GUIDE_SHARE = 0.25  # above this share of the budget the command guide lists fam
 BOOTSTRAP_LAYER = ("AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md")  # claw0 layer 6: the remaining bootstrap files
 
 
-def _note_line(note) -> str:
-    return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
+def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
+    """`[note 7 from Ann (guest, via matrix), priority 0] …`: who wrote it, as the people table knows them."""
+    author = (authors or {}).get(getattr(note, "author_id", None) or -1)
+    if author is None:
+        return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
+    via = next((t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")), note.source)
+    return f"[note {note.id} from {author[0]} ({author[1]}, via {via}), priority {note.priority}] {note.text}"
 
 
 def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> list[int] | None:
@@ -88,7 +93,8 @@ def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[st
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
         lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
         return [], lines if counts else []
-    return notes, [_note_line(n) for n in notes]
+    authors = repos.people.names([n.author_id for n in notes if getattr(n, "author_id", None)])
+    return notes, [_note_line(n, authors) for n in notes]
 
 
 def _feelings(drives: dict[str, Any]) -> list[str]:
