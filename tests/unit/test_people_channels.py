@@ -141,3 +141,98 @@ def test_secrets_come_from_the_environment_and_the_file_only(tmp_path: Path, mon
     assert entry.secrets() == {"password": "from-env", "token": "t1"}
     with pytest.raises(ValueError, match="look like secrets"):
         ChannelEntry(kind="matrix", name="m", options={"password": "x"})
+
+
+# -- the runner, over a fake channel (the real one: tests/integration/test_matrix_channel.py) ------------------------
+
+import asyncio  # noqa: E402
+
+from channels.base import Batch, Channel, ChannelDown, Incoming, Outgoing  # noqa: E402
+from channels.runner import ChannelRunner  # noqa: E402
+from persona.settings import ChannelsSettings  # noqa: E402
+
+
+class FakeChannel(Channel):
+    kind = "fake"
+
+    def __init__(self, name: str, inbox: list[Incoming], *, down_opens: int = 0, known: dict[str, str] | None = None):
+        super().__init__(name)
+        self.inbox, self.down_opens, self.known = inbox, down_opens, known or {}
+        self.sent: list[Outgoing] = []
+        self.cursors: list[str | None] = []
+
+    async def open(self) -> None:
+        if self.down_opens:
+            self.down_opens -= 1
+            raise ChannelDown("connection refused", retry_after_s=0.01)
+
+    async def close(self) -> None:
+        pass
+
+    async def fetch(self, cursor: str | None, *, wait_s: float) -> Batch:
+        self.cursors.append(cursor)
+        await asyncio.sleep(0.01)
+        start = int(cursor or 0)
+        return Batch(tuple(self.inbox[start:]), str(len(self.inbox)))
+
+    async def send(self, message: Outgoing) -> str:
+        self.sent.append(message)
+        return f"$out{len(self.sent)}"
+
+    async def already_sent(self, message: Outgoing) -> str | None:
+        return self.known.get(message.idempotency_key)
+
+
+def run_until(runner: ChannelRunner, done, limit_s: float = 10.0) -> None:
+    async def main() -> None:
+        task = asyncio.ensure_future(runner.run())
+        for _ in range(int(limit_s / 0.02)):
+            await asyncio.sleep(0.02)
+            if done():
+                break
+        assert runner._stop is not None
+        runner._stop.set()
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(main())
+
+
+def test_the_runner_records_then_stores_the_cursor_sends_once_and_backs_off(db) -> None:
+    settings = Settings(user_name="Ada", timezone="UTC",
+                        channels=ChannelsSettings(entries=[ChannelEntry(kind="fake", name="fake")], poll_wait_s=0,
+                                                  backoff_initial_s=0.01))
+    incoming = [Incoming(channel="fake", platform_id=f"${i}", sender="@ada:hs", sender_name="Ada",
+                         conversation="!r", text=f"message {i}", sent_at=NOW) for i in range(3)]
+    with db.unit() as repos:
+        m = house(repos, settings)
+        owner = m.people.owner()
+        m.people.add_identity(owner.id, "fake", "@ada:hs")
+    fake = FakeChannel("fake", incoming, down_opens=2)
+    runner = ChannelRunner(db, settings, factory=lambda entry: fake)
+    with db.unit() as repos:
+        row = house(repos, settings).channels.send(owner, "queued before", now=NOW)
+    assert row is None  # they have not written from the channel yet: nowhere to send but the page
+
+    seen: list[str] = []
+    runner.after_send = lambda row_id: seen.append(str(row_id))
+    run_until(runner, lambda: len(fake.cursors) >= 2)
+    with db.unit() as repos:
+        m = house(repos, settings)
+        assert [n.text for n in repos.notes.list()] == ["message 0", "message 1", "message 2"]
+        assert m.channels.cursor("fake") == "3"
+        assert fake.cursors[:2] == [None, "3"]
+        state = m.channels.states()[0]
+        assert state["channel"] == "fake" and state["state"] == "stopped"
+        queued = m.channels.send(owner, "hello", now=NOW)
+        assert queued is not None and queued.conversation == "!r"
+        # a second row left `sending` by a killed process, which the platform had in fact accepted
+        ghost = m.channels.send(owner, "sent before the kill", now=NOW)
+        m.channels.begin_send(ghost.id)
+        ghost_key = ghost.idempotency_key
+    fake.known[ghost_key] = "$ghost"
+    run_until(runner, lambda: len(fake.sent) >= 1 and len(seen) >= 2)
+    with db.unit() as repos:
+        rows = {r.text: r for r in house(repos, settings).channels.outbox()}
+    assert [m.text for m in fake.sent] == ["hello"]  # the ghost was not sent again
+    assert rows["hello"].state == "sent" and rows["hello"].platform_id == "$out1"
+    assert rows["sent before the kill"].state == "sent" and rows["sent before the kill"].platform_id == "$ghost"
