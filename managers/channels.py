@@ -18,7 +18,7 @@ import builtins
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from persona.settings import ChannelEntry
 
 TEXT_MIMES = ("text/plain", "text/markdown", "text/csv", "application/json")
+RECENT_NOTES = 20  # a reply goes to the author of the latest human note among these
+PROMPTED_WITHIN = timedelta(hours=1)  # a message later than this after the note it answers is unprompted
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,30 @@ class ChannelManager:
         return self.repos.channels.inbox(limit)
 
     # -- out ----------------------------------------------------------------------------------------------------
+
+    def addressee(self, to: str, note_id: int | None, now: datetime) -> tuple[Person, bool]:
+        """Who a message goes to and whether it answers something: the author of the note it names, else (to
+        "user") of the latest human note — a reply goes back to whoever wrote, where they wrote — else the person
+        named. Prompted: it answers a note of the last hour (an unprompted one waits past quiet hours).
+        NotFound for an unknown person."""
+        from memory.repositories.notes import HUMAN_SOURCES
+
+        notes = self.repos.notes
+        answered: Note | None = None
+        if note_id is not None:
+            named = notes.get(int(note_id))
+            answered = named if named is not None and named.source in HUMAN_SOURCES else None
+        elif to == "user":
+            answered = next((n for n in reversed(notes.list(limit=RECENT_NOTES, include_hidden=False))
+                             if n.source in HUMAN_SOURCES), None)
+        if answered is not None and answered.author_id is not None:
+            person = self.house.people.get(answered.author_id)
+        else:
+            person = self.house.people.find(to)
+        if answered is None:
+            return person, False
+        created = answered.created_at if answered.created_at.tzinfo else answered.created_at.replace(tzinfo=timezone.utc)
+        return person, now - created <= PROMPTED_WITHIN
 
     def send(self, person: Person, text: str, *, now: datetime, note_id: int | None = None,
              unprompted: bool = False) -> ChannelOutbox | None:

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from managers.people import PeopleError, PersonView
-from memory.repositories import NotFound
+from managers.errors import NotFound
 from nodes.commands.args import Args, Description, Ref, Word, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
