@@ -119,6 +119,7 @@ class PeopleManager:
     def add(self, name: str, *, role: str = "guest", preferred_channel: str | None = None,
             language: str | None = None, quiet_hours: str | None = None, about: str = "",
             by: str = "operator") -> Person:
+        self.owner()  # the owner comes first (a new database's first person)
         name = " ".join(str(name).split())
         if not 1 <= len(name) <= 120:
             raise PeopleError("a name is 1 to 120 characters")

@@ -236,3 +236,30 @@ def test_the_runner_records_then_stores_the_cursor_sends_once_and_backs_off(db) 
     assert [m.text for m in fake.sent] == ["hello"]  # the ghost was not sent again
     assert rows["hello"].state == "sent" and rows["hello"].platform_id == "$out1"
     assert rows["sent before the kill"].state == "sent" and rows["sent before the kill"].platform_id == "$ghost"
+
+
+def test_run_py_users(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    runner, where = CliRunner(), ["--data-dir", str(tmp_path)]
+    added = runner.invoke(app, ["users", "add", "Ann", "--role", "trusted", "--channel", "matrix", "--address",
+                                "@ann:hs", *where])
+    assert added.exit_code == 0 and "person 2 added: Ann (trusted)" in added.output
+    assert runner.invoke(app, ["users", "add", "Ann", *where]).exit_code == 1
+    updated = runner.invoke(app, ["users", "update", "Ann", "--quiet-hours", "22:00-08:00", *where])
+    assert updated.exit_code == 0
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        Managers(repos).channels.receive(arrival("$1", sender="@eve:hs", text="hi"), ENTRY, now=NOW)
+    db.close()
+    listing = runner.invoke(app, ["users", "list", *where])
+    assert "Ann (trusted) · matrix:@ann:hs" in listing.output and "contact request 1" in listing.output
+    assert runner.invoke(app, ["users", "refuse", "1", *where]).exit_code == 0
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        ann = repos.people.by_name("Ann")
+        assert ann.quiet_hours == "22:00-08:00" and repos.notes.count() == 0
+        assert repos.people.contact_requests(None)[0].status == "refused"
+    db.close()
