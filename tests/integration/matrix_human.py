@@ -66,11 +66,12 @@ class MatrixHuman:
                   and e.source.get("sender") == sender]
         return list(reversed(events))
 
-    async def wait_message(self, room_id: str, sender: str, text: str, timeout_s: float = 30) -> dict[str, Any]:
+    async def wait_message(self, room_id: str, sender: str, text: str, timeout_s: float = 30,
+                           poll_s: float = 0.2) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for event in await self.messages_from(room_id, sender):
                 if event["content"].get("body") == text:
                     return event
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(poll_s)
         raise TimeoutError(f"{text!r} from {sender} did not arrive in {room_id} within {timeout_s}s")
