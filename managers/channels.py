@@ -158,10 +158,11 @@ class ChannelManager:
 
     # -- out ----------------------------------------------------------------------------------------------------
 
-    def addressee(self, to: str, note_id: int | None, now: datetime) -> tuple[Person, bool]:
-        """Who a message goes to and whether it answers something: the author of the note it names, else (to
-        "user") of the latest human note — a reply goes back to whoever wrote, where they wrote — else the person
-        named. Prompted: it answers a note of the last hour (an unprompted one waits past quiet hours).
+    def addressee(self, to: str, note_id: int | None, now: datetime) -> tuple[Person, bool, bool]:
+        """Who a message goes to, whether it answers something, and whether it goes over a channel: the author of
+        the note it names, else (to "user") of the latest human note — a reply goes back to whoever wrote, where
+        they wrote (a note from the web page or the terminal is answered there) — else the person named (reached
+        on their channel). Prompted: it answers a note of the last hour (an unprompted one waits past quiet hours).
         NotFound for an unknown person."""
         from memory.repositories.notes import HUMAN_SOURCES
 
@@ -178,9 +179,9 @@ class ChannelManager:
         else:
             person = self.house.people.find(to)
         if answered is None:
-            return person, False
+            return person, False, True
         created = answered.created_at if answered.created_at.tzinfo else answered.created_at.replace(tzinfo=timezone.utc)
-        return person, now - created <= PROMPTED_WITHIN
+        return person, now - created <= PROMPTED_WITHIN, answered.source == "channel"
 
     def send(self, person: Person, text: str, *, now: datetime, note_id: int | None = None,
              unprompted: bool = False) -> ChannelOutbox | None:

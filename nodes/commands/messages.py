@@ -29,12 +29,13 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     to = str(arg(cmd, "to", default="user"))
     channels = ctx.managers.channels
     try:
-        person, prompted = channels.addressee(to, arg(cmd, "note", default=None), ctx.now)
+        person, prompted, over_channel = channels.addressee(to, arg(cmd, "note", default=None), ctx.now)
     except NotFound as exc:
         raise CommandError(f"messages.send: {exc}") from None
     note = ctx.managers.notes.outgoing(text, to=to if to == "user" else person.name, thread_id=ctx.thread_id,
                                        llm_id=ctx.llm_id, now=ctx.now)
-    queued = channels.send(person, text, now=ctx.now, note_id=note.id, unprompted=not prompted)
+    queued = channels.send(person, text, now=ctx.now, note_id=note.id, unprompted=not prompted) if over_channel \
+        else None
     ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
     if queued is None:
         return CommandResult(f"message sent (note {note.id})")

@@ -263,3 +263,30 @@ def test_run_py_users(tmp_path: Path) -> None:
         assert ann.quiet_hours == "22:00-08:00" and repos.notes.count() == 0
         assert repos.people.contact_requests(None)[0].status == "refused"
     db.close()
+
+
+def test_a_tick_answers_where_the_note_came_from(tmp_path: Path) -> None:
+    from tests.conftest import make_agent
+    from tests.fakes.llm import FakeLLM
+
+    send = '# Commands:\n[{"cmd_id": "c1", "type": "messages.send", "args": {"text": "Hi Ada!"}}]\n# End commands'
+    fake = FakeLLM("fake", responses=[send])
+    agent = make_agent(tmp_path, fake)
+    db = agent.services.db
+    with db.unit() as repos:
+        m = house(repos)
+        owner = m.people.owner()
+        m.people.add_identity(owner.id, "matrix", "@ada:hs")
+        m.channels.receive(arrival("$1", text="are you there?"), ENTRY, now=datetime.now(timezone.utc))
+    agent.tick()
+    assert "from Ada (owner, via matrix), priority 1] are you there?" in fake.calls[0]["prompt"]  # who wrote, fenced
+    with db.unit() as repos:
+        rows = house(repos).channels.outbox()
+        assert [(r.text, r.channel, r.recipient, r.conversation) for r in rows] == [
+            ("Hi Ada!", "matrix", "@ada:hs", "!room:hs")]
+        repos.notes.add("and from the page", source="user", author_id=owner.id)
+    agent.tick()
+    with db.unit() as repos:
+        assert len(house(repos).channels.outbox()) == 1  # the page's note is answered on the page
+        lines = [n for n in repos.notes.list() if n.source == "llm" and "outgoing" in (n.tags or [])]
+        assert len(lines) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from managers import Managers
 from memory import Repos
 from memory.repositories.notes import HUMAN_SOURCES
 from web.schemas.talk import Conversation, ConversationItem, NoteIn
@@ -42,6 +43,7 @@ def conversation(repos: Repos, persona_name: str, *, limit: int = 50, after_id: 
 
 
 def post_note(repos: Repos, note: NoteIn, now: datetime) -> ConversationItem:
+    owner = Managers(repos).people.owner()  # the web page (and the MCP client) is the owner's own door
     row = repos.notes.add(note.text.strip(), source="user", priority=note.priority, tags=list(note.tags),
-                          created_at=now)
+                          created_at=now, author_id=owner.id)
     return _item(row, [])

@@ -65,7 +65,8 @@ def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     author = (authors or {}).get(getattr(note, "author_id", None) or -1)
     if author is None:
         return f"[note {note.id} from {note.source}, priority {note.priority}] {note.text}"
-    via = next((t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")), note.source)
+    via = next((t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")),
+               {"user": "the web page", "cli": "the terminal"}.get(note.source, note.source))
     return f"[note {note.id} from {author[0]} ({author[1]}, via {via}), priority {note.priority}] {note.text}"
 
 
