@@ -151,17 +151,42 @@ class ChannelRunner:
 
     async def _arrival(self, entry: ChannelEntry, channel: Channel, message: Incoming) -> Arrival:
         attachments = []
+        text = message.text
         for item in message.attachments:
             data = item.data
-            if item.kind == "text" and data is None and 0 < item.size <= entry.max_attachment_bytes:
+            if item.kind in ("text", "audio") and data is None and 0 < item.size <= entry.max_attachment_bytes:
                 try:
                     data = await channel.download(item, max_bytes=entry.max_attachment_bytes)
                 except (ChannelRefused, ChannelDown) as exc:
                     log.info("channel %s: attachment %s kept by reference: %s", entry.name, item.name, exc)
-            attachments.append(_attachment(item, data))
+            described = _attachment(item, data)
+            if item.kind == "audio" and data is not None:
+                heard = await self._transcribe(entry, data, item.mime)
+                if heard:
+                    text = f"{text}\n{heard}".strip()
+                    described["transcribed"] = True
+                    described.pop("data", None)  # the words went into the note; the audio stays a reference
+            attachments.append(described)
         return Arrival(channel=entry.name, platform_id=message.platform_id, sender=message.sender,
-                       sender_name=message.sender_name, conversation=message.conversation, text=message.text,
+                       sender_name=message.sender_name, conversation=message.conversation, text=text,
                        sent_at=message.sent_at, attachments=tuple(attachments))
+
+    async def _transcribe(self, entry: ChannelEntry, data: bytes, mime: str) -> str | None:
+        """A voice message's words, through the speech manager (managers/speech.py) where this build has it; None
+        (the audio stays a reference) when it has not, or the audio could not be heard."""
+        if not hasattr(Managers, "speech"):
+            return None
+
+        def hear() -> str:
+            with self.db.unit() as repos:
+                speech = getattr(self._managers(repos), "speech")
+                return str(speech.transcribe(data, mime, language_hint=None).text)
+
+        try:
+            return (await asyncio.to_thread(hear)).strip() or None
+        except Exception as exc:  # noqa: BLE001 - refused, undecodable, no model: kept by reference
+            log.info("channel %s: a voice message kept by reference: %s", entry.name, exc)
+            return None
 
     async def _outbox(self, entry: ChannelEntry, channel: Channel) -> None:
         while not self.stopping:

@@ -89,7 +89,8 @@ class ChannelManager:
         if identity is not None:
             identity.last_seen_at, identity.conversation = now, arrival.conversation
         lines = [text] + self._attachment_lines(person, arrival, limits)
-        note = self._note(person, arrival.channel, "\n".join(line for line in lines if line), now)
+        spoken = any(a.get("transcribed") for a in arrival.attachments)
+        note = self._note(person, arrival.channel, "\n".join(line for line in lines if line), now, spoken=spoken)
         row.note_id = note.id
         return Received("noted", note_id=note.id, person_id=person.id)
 
@@ -117,10 +118,10 @@ class ChannelManager:
             candidate, n = f"{base} ({n})", n + 1
         return candidate
 
-    def _note(self, person: Person, channel: str, text: str, now: datetime) -> Note:
+    def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False) -> Note:
         return self.repos.notes.add(text, source="channel", author_id=person.id, created_at=now,
                                     priority=1 if person.role == "owner" else 0,
-                                    tags=[f"via:{channel}", f"role:{person.role}"])
+                                    tags=[f"via:{channel}", f"role:{person.role}"] + (["voice"] if spoken else []))
 
     def _attachment_lines(self, person: Person, arrival: Arrival, limits: ChannelEntry) -> list[str]:
         lines = []
@@ -136,6 +137,9 @@ class ChannelManager:
                 except Exception as exc:  # noqa: BLE001 - an unreadable document stays a reference
                     lines.append(f"[attachment {name}: not added to the knowledge base: {str(exc)[:120]}]")
                     continue
+            if item.get("transcribed"):
+                lines.append(f"[voice message {name}: transcribed above; the recording kept by reference]")
+                continue
             lines.append(f"[attachment {name} ({mime or 'unknown type'}, {size} bytes): kept by reference "
                          f"{str(item.get('ref', ''))[:200]}]")
         return lines

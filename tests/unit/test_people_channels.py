@@ -290,3 +290,37 @@ def test_a_tick_answers_where_the_note_came_from(tmp_path: Path) -> None:
         assert len(house(repos).channels.outbox()) == 1  # the page's note is answered on the page
         lines = [n for n in repos.notes.list() if n.source == "llm" and "outgoing" in (n.tags or [])]
         assert len(lines) == 2
+
+
+def test_a_voice_message_is_transcribed_where_the_speech_manager_is(db, monkeypatch) -> None:
+    from channels.base import Attachment
+    from managers import Managers as House
+
+    class Heard:
+        text = "remind me about the tide"
+
+    class Speech:
+        def transcribe(self, data: bytes, mime: str, *, language_hint: str | None) -> Heard:
+            assert data == b"OggS..." and mime == "audio/ogg"
+            return Heard()
+
+    settings = Settings(user_name="Ada", timezone="UTC",
+                        channels=ChannelsSettings(entries=[ChannelEntry(kind="fake", name="fake")], poll_wait_s=0))
+    voice = Incoming(channel="fake", platform_id="$v", sender="@ada:hs", sender_name="Ada", conversation="!r",
+                     text="", sent_at=NOW, attachments=(Attachment(kind="audio", name="voice.ogg", mime="audio/ogg",
+                                                                   size=7, ref="mxc://hs/v", data=b"OggS..."),))
+    with db.unit() as repos:
+        m = house(repos, settings)
+        m.people.add_identity(m.people.owner().id, "fake", "@ada:hs")
+    fake = FakeChannel("fake", [voice])
+    runner = ChannelRunner(db, settings, factory=lambda entry: fake)
+    run_until(runner, lambda: len(fake.cursors) >= 1)  # this build has no speech manager: a reference
+    monkeypatch.setattr(House, "speech", property(lambda self: Speech()), raising=False)
+    fake.inbox = [Incoming(**{**voice.__dict__, "platform_id": "$v2"})]
+    with db.unit() as repos:
+        repos.channels.store_cursor("fake", None)
+    run_until(runner, lambda: len(fake.cursors) >= 2)
+    with db.unit() as repos:
+        first, second = [n for n in repos.notes.list() if n.source == "channel"]
+    assert "kept by reference mxc://hs/v" in first.text and "voice" not in first.tags
+    assert second.text.startswith("remind me about the tide") and "voice" in second.tags
