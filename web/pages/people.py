@@ -35,7 +35,7 @@ def add_person(request: Request, name: str = Form(..., max_length=120), role: st
                language: str = Form("", max_length=16), quiet_hours: str = Form("", max_length=16),
                services: WebServices = Depends(get_services)):
     try:
-        body = PersonIn(name=name, role=role, channel=channel or None, address=address or None,  # type: ignore[arg-type]
+        body = PersonIn(name=name, role=role, channel=channel or None, address=address or None,
                         language=language or None, quiet_hours=quiet_hours or None)
     except ValidationError as exc:
         first = exc.errors()[0]

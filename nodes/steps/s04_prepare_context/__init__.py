@@ -94,7 +94,7 @@ def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[st
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
         lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
         return [], lines if counts else []
-    authors = repos.people.names([n.author_id for n in notes if getattr(n, "author_id", None)])
+    authors = repos.people.names([a for a in (getattr(n, "author_id", None) for n in notes) if a is not None])
     return notes, [_note_line(n, authors) for n in notes]
 
 
