@@ -162,7 +162,8 @@ class MatrixChannel(Channel):
     # -- out ----------------------------------------------------------------------------------------------------
 
     async def send(self, message: Outgoing) -> str:
-        room_id = message.conversation or await self._direct_room(message.recipient)
+        room_id = message.conversation or self._known_direct_room(message.recipient) \
+            or await self._direct_room(message.recipient)
         content: dict[str, Any] = {"msgtype": "m.text", "body": message.text, KEY_FIELD: message.idempotency_key}
         if message.reply_to:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": message.reply_to}}
@@ -171,15 +172,23 @@ class MatrixChannel(Channel):
         return str(answer.event_id)
 
     async def already_sent(self, message: Outgoing) -> str | None:
-        if not message.conversation:
+        room_id = message.conversation or self._known_direct_room(message.recipient)
+        if not room_id:
             return None
-        answer = await self._call("history", self.client.room_messages(message.conversation, start="",
-                                                                       limit=HISTORY_LOOKUP))
+        answer = await self._call("history", self.client.room_messages(room_id, start="", limit=HISTORY_LOOKUP))
         for event in answer.chunk:
             source = getattr(event, "source", None) or {}
             if source.get("sender") == self.user_id and \
                     (source.get("content") or {}).get(KEY_FIELD) == message.idempotency_key:
                 return str(source.get("event_id"))
+        return None
+
+    def _known_direct_room(self, recipient: str) -> str | None:
+        """A room (as the last sync knew it) whose only members are the persona and `recipient`, invited or joined:
+        where an earlier try opened the conversation."""
+        for room_id, room in self.client.rooms.items():
+            if set(room.users) | set(room.invited_users) == {self.user_id, recipient}:
+                return str(room_id)
         return None
 
     async def _direct_room(self, recipient: str) -> str:

@@ -156,3 +156,38 @@ def test_a_kill_after_sending_neither_loses_nor_doubles(synapse, accounts, tmp_p
         row = repos.channels.by_key(key)
         assert len(events) == 1 and row.platform_id == events[0]["event_id"] and row.attempts == 2
     db.close()
+
+
+def test_a_person_who_never_wrote_is_reached_in_a_direct_room(synapse, accounts, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MATRIX_TEST_PASSWORD", ANIMA_PASSWORD)
+    bo = synapse.register("bo", "bo-pw")
+    db = persona_db(tmp_path / "data", accounts["ada"])
+    with db.unit() as repos:
+        people = Managers(repos).people
+        person = people.add("Bo", role="trusted")
+        people.add_identity(person.id, "matrix", bo)
+        people.update(person.id, preferred_channel="matrix")
+        row = Managers(repos).channels.send(person, "Hello Bo, Ada asked me to write.", now=person.created_at)
+        assert row is not None and row.conversation is None
+        key = row.idempotency_key
+    runner = ChannelRunner(db, matrix_settings(synapse.url, accounts["anima"])).start()
+    try:
+        def sent():
+            with db.unit() as repos:
+                return repos.channels.by_key(key).state == "sent"
+
+        wait_for(sent, what="the message to Bo")
+
+        async def bo_reads() -> list[str]:
+            async with MatrixHuman(synapse.url, bo, "bo-pw") as human:
+                assert human.client is not None
+                await human.client.sync(timeout=1000)
+                invited = list(human.client.invited_rooms)
+                assert len(invited) == 1
+                await human.join(invited[0])
+                return [e["content"]["body"] for e in await human.messages_from(invited[0], accounts["anima"])]
+
+        assert asyncio.run(bo_reads()) == ["Hello Bo, Ada asked me to write."]
+    finally:
+        runner.stop()
+        db.close()
