@@ -353,3 +353,32 @@ def test_a_v12_database_gets_its_owner_and_the_human_notes_their_author(tmp_path
 
         assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 13
     db.close()
+
+
+def test_the_loop_starts_its_channels_and_a_down_one_backs_off(tmp_path: Path, monkeypatch) -> None:
+    """`run_loop` starts the configured channels beside the ticks (the real Matrix class, its homeserver down):
+    the channel backs off, its state says why, and it is stopped with the loop."""
+    from graph.loop.driver import run_loop
+    from tests.conftest import make_agent
+    from tests.integration.servers import free_port
+
+    monkeypatch.setenv("MY_MATRIX_PW", "pw")
+    agent = make_agent(tmp_path, channels={"entries": [{"kind": "matrix", "name": "matrix", "options": {
+        "homeserver": f"http://127.0.0.1:{free_port()}", "user_id": "@anima:localhost"},
+        "secret_env": {"password": "MY_MATRIX_PW"}}], "backoff_initial_s": 0.05})
+    seen: list[str] = []
+
+    def watch(mode: str, data: object) -> None:  # during the first tick: until the runner has tried (bounded)
+        import time
+
+        deadline = time.monotonic() + 10
+        while "backing_off" not in seen and time.monotonic() < deadline:
+            with agent.services.db.unit() as repos:
+                seen.extend(s["state"] for s in Managers(repos).channels.states())
+            time.sleep(0.02)
+
+    run_loop(agent, ticks=3, on_stream=watch, autonomy=True, idle_poll_s=0.05)
+    with agent.services.db.unit() as repos:
+        final = Managers(repos).channels.states()
+    assert "backing_off" in seen
+    assert [s["state"] for s in final] == ["stopped"]
