@@ -49,3 +49,13 @@ def test_people_api_and_page(web) -> None:
         Managers(repos).channels.set_status("matrix", "backing_off", error="connection refused")
     fragment = client.get("/controls/channels").text
     assert "backing_off" in fragment and "connection refused" in fragment
+
+
+def test_people_api_refuses_what_its_schema_refuses(web) -> None:
+    client = web.client
+    for bad in ("0", "-1", "x", "4.5", str(2**63)):
+        assert client.get(f"/api/people/{bad}").status_code == 422, bad
+    assert client.post("/api/people", json={"name": "Cy", "quiet_hours": " 22:00-08:00"}).status_code == 422
+    assert client.post("/api/people", json={"name": "Cy", "quiet_hours": "22:00-08:00"}).status_code == 201
+    assert client.post("/api/people", json={"name": "Dee", "role": "king"}).status_code == 422
+    assert client.post("/api/people", json={"name": "Dee", "extra": 1}).status_code == 422

@@ -10,7 +10,7 @@ from web.schemas.requests import REQUEST_BODY, VISIBLE
 
 Role = Literal["owner", "trusted", "guest"]
 NAME = Field(min_length=1, max_length=120, pattern=f"{VISIBLE}")
-QUIET = r"^\s*\d{1,2}:\d{2}\s*-\s*\d{1,2}:\d{2}\s*$"
+QUIET = r"^[0-9]{1,2}:[0-9]{2}-[0-9]{1,2}:[0-9]{2}$"  # ASCII classes: the JSON Schema's (ECMA) and Python's agree
 
 
 class Identity(BaseModel):
