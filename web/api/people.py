@@ -29,7 +29,7 @@ def read_person(person_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_w
 
 
 @router.post("/people", response_model=Person, status_code=201,
-             responses=errors(403, (409, "a person of that name or identity exists"), 422))
+             responses=errors(403, (409, "refused: a name or identity taken, an owner made by the persona"), 422))
 def add_person(body: PersonIn, services: WebServices = Depends(get_services)):
     return people.add(services.db, body, services.settings())
 

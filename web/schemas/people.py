@@ -10,7 +10,8 @@ from web.schemas.requests import REQUEST_BODY, VISIBLE
 
 Role = Literal["owner", "trusted", "guest"]
 NAME = Field(min_length=1, max_length=120, pattern=f"{VISIBLE}")
-QUIET = r"^[0-9]{1,2}:[0-9]{2}-[0-9]{1,2}:[0-9]{2}$"  # ASCII classes: the JSON Schema's (ECMA) and Python's agree
+# HH:MM-HH:MM (the end may be 24:00), in ASCII classes: the JSON Schema's (ECMA) regex and Python's agree
+QUIET = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]-([01]?[0-9]|2[0-4]):[0-5][0-9]$"
 
 
 class Identity(BaseModel):

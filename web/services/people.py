@@ -54,7 +54,7 @@ def add(db: Database, body: PersonIn, settings: Any = None) -> Person:
                 house.people.add_identity(person.id, body.channel, body.address)
             return _person(house, person)
     except PeopleError as exc:
-        raise ServiceError(str(exc), status=409 if "already" in str(exc) else 422) from None
+        raise ServiceError(str(exc), status=409) from None
 
 
 def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = None) -> Person:
