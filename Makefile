@@ -12,7 +12,7 @@ LLAMA_VERSION = 0.3.36
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 STAMP   = $(VENV)/.installed
 
-.PHONY: run test install system model studio bench clean-data mesh
+.PHONY: synapse run test install system model studio bench clean-data mesh
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,12 +53,17 @@ $(LIBP2P_VENV)/.installed-$(LIBP2P_VERSION):
 model: install mesh
 	$(PY) run.py model install
 
+# A real Matrix homeserver for the Matrix channel's tests and bench/channels.py: Synapse (pinned, with the
+# prometheus-client it imports) in its own venv under ~/.cache/anima (never in .venv); idempotent, cached.
+synapse: install
+	$(PY) -c "from tests.integration.synapse_server import synapse_python; print(synapse_python())"
+
 run: model
 	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS) $(ARGS)
 
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
 # as root or via sudo; if it cannot be, those tests skip and say why.
-test: model
+test: model synapse
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
 	$(PY) -m mypy

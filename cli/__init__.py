@@ -7,6 +7,7 @@
     run.py inspect [--json]         inspect.py        what it did and is (graph/reports.py)
     run.py approvals / approve / deny  approvals.py   the human's side of consent
     run.py sessions …               sessions.py       list, export, revive
+    run.py users …                  users.py          the persona's people, contact requests
     run.py kb …                     kb.py             the knowledge base
     run.py persona new|show         persona.py        persona directories and their prompt
     run.py playbook check|schema|draw  playbook.py    the playbook language
@@ -22,7 +23,7 @@ from __future__ import annotations
 import typer
 
 from cli import (approvals, config, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn,
-                 talk, web)
+                 talk, users, web)
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -41,6 +42,7 @@ app.command()(approvals.approve)
 app.command()(approvals.deny)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(kb.app, name="kb")
+app.add_typer(users.app, name="users")
 app.add_typer(persona.app, name="persona")
 app.add_typer(playbook.app, name="playbook")
 app.add_typer(model.app, name="model")

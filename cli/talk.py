@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from cli.options import DataDir, DbUrl, PersonaName, console, open_database
+from managers import Managers
 
 
 def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
@@ -18,7 +19,8 @@ def say(text: str = typer.Argument(..., help="What to tell the persona."), data_
     database = open_database(data_dir, db, name)
     try:
         with database.unit() as repos:
-            note_id = repos.notes.add(text, source="user", priority=priority, tags=tags).id
+            owner = Managers(repos).people.owner()  # the terminal is the owner's own door
+            note_id = repos.notes.add(text, source="user", priority=priority, tags=tags, author_id=owner.id).id
     finally:
         database.close()
     if name:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers.abstracts import AbstractManager
     from managers.catalogues import CatalogueManager
+    from managers.channels import ChannelManager
     from managers.concepts import ConceptManager
     from managers.consent import ConsentManager
     from managers.diary import DiaryManager
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from managers.models import ModelManager
     from managers.notes import NoteManager
     from managers.peers import PeerManager
+    from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
     from managers.reputation import ReputationManager
@@ -96,6 +98,21 @@ class Managers:
         from managers.consent import ConsentManager
 
         return ConsentManager(self)
+
+    @cached_property
+    def people(self) -> PeopleManager:
+        """The persona's humans: owner, trusted, guests; identities per channel; contact requests (managers/people.py)."""
+        from managers.people import PeopleManager
+
+        return PeopleManager(self)
+
+    @cached_property
+    def channels(self) -> ChannelManager:
+        """The channels' inbox (dedup, limits, contact requests) and outbox (idempotent), cursors, state
+        (managers/channels.py)."""
+        from managers.channels import ChannelManager
+
+        return ChannelManager(self)
 
     @cached_property
     def models(self) -> ModelManager:

@@ -29,6 +29,7 @@ class ConsentManager:
     """Approvals and the audit log, in one unit of work."""
 
     def __init__(self, house: Managers) -> None:
+        self.house = house
         self.repos = house.repos
 
     # -- what the gate decided -------------------------------------------------------------------------------------
@@ -58,10 +59,15 @@ class ConsentManager:
 
     # -- the human's side ----------------------------------------------------------------------------------------
 
-    def answer(self, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime) -> Approval:
+    def answer(self, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime,
+               by_person: int | None = None) -> Approval:
         """Approve or deny a pending approval; a denial reaches the persona's next prompt with its reason.
-        ApprovalError when there is no such approval or it was decided already."""
+        ApprovalError when there is no such approval or it was decided already, or when `by_person` (someone
+        answering over a channel) is not an owner — only an owner answers approvals (None: the operator's own
+        door, the web page or the terminal)."""
         repos = self.repos
+        if by_person is not None and not self.house.people.is_owner(by_person):
+            raise ApprovalError("only an owner answers approvals")
         row = repos.approvals.get(approval_id)
         if row is None:
             raise ApprovalError(f"no approval {approval_id}")

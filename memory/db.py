@@ -34,6 +34,10 @@ from memory.models import (
     Approval,
     AuditEntry,
     Base,
+    ChannelCursor,
+    ChannelInbox,
+    ChannelOutbox,
+    ContactRequest,
     Feed,
     FeedItem,
     LiveEvent,
@@ -43,6 +47,8 @@ from memory.models import (
     Note,
     OpenQuestion,
     Peer,
+    Person,
+    PersonIdentity,
     ProcessRun,
     SchemaVersion,
     StagnationStrategy,
@@ -59,7 +65,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -157,13 +163,27 @@ def _v14_peers_and_a2a(conn: Connection) -> None:
         table_of(table).create(conn, checkfirst=True)
 
 
+def _v15_people_and_channels(conn: Connection) -> None:
+    """Several humans (people, their identities per channel, contact requests) and the channels' inbox, outbox
+    and cursors; every note gets its author. The one human there was becomes the owner, author of their notes."""
+    for table in (Person, PersonIdentity, ContactRequest, ChannelInbox, ChannelOutbox, ChannelCursor):
+        table_of(table).create(conn, checkfirst=True)
+    _add_missing_columns(conn, "notes", ["author_id INTEGER"])
+    if conn.execute(select(Person.id).limit(1)).first() is None:
+        conn.execute(table_of(Person).insert().values(name="User", role="owner", added_by="migration", about=""))
+    owner = conn.execute(select(Person.id).where(Person.role == "owner").order_by(Person.id)).scalar_one()
+    conn.execute(text("UPDATE notes SET author_id = :owner WHERE source IN ('user', 'cli') AND author_id IS NULL"),
+                 {"owner": owner})
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
                                                        8: _v8_live_events_and_history, 9: _v9_reach,
                                                        10: _v10_full_text_index, 11: _v11_memory_vectors,
                                                        12: _v12_provenance, 13: _v13_mesh,
-                                                       14: _v14_peers_and_a2a}
+                                                       14: _v14_peers_and_a2a,
+                                                       15: _v15_people_and_channels}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -130,6 +130,7 @@ class Note(Base):
     llm_id: Mapped[Optional[str]] = mapped_column(String(200))
     read_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    author_id: Mapped[Optional[int]] = mapped_column(Integer)  # people.id of the human who wrote it (None: the persona, the system)
 
 
 class ProcessLog(Base):
@@ -922,6 +923,9 @@ class MeshSubscription(Base):
 
 
 MESH_TABLES = (MeshContainer, MeshRefusal, MeshEvaluation, MeshBlock, MeshRevocation, MeshSubscription)
+
+
+# ---- peers and A2A ------------------------------------------------------------------------------------------
 class Peer(Base):
     """Another persona (or any A2A agent) this one knows: by name, its DID when known, where its A2A endpoint is and
     its peer-to-peer addresses. Added and removed with the owner's approval (`agents.*`), or at a child's birth."""
@@ -974,3 +978,109 @@ class A2AInbound(Base):
     status: Mapped[str] = mapped_column(String(16), default="waiting")  # waiting | answered | expired
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     answered_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+# ---- people and channels ------------------------------------------------------------------------------
+
+
+class Person(Base):
+    """One of the persona's humans (HMP `users`): the owner (answers approvals), trusted people and guests."""
+
+    __tablename__ = "people"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(120))
+    role: Mapped[str] = mapped_column(String(16), default="guest")  # owner | trusted | guest
+    preferred_channel: Mapped[Optional[str]] = mapped_column(String(64))
+    language: Mapped[Optional[str]] = mapped_column(String(16))
+    quiet_hours: Mapped[Optional[str]] = mapped_column(String(16))  # "22:00-08:00" in the persona's zone
+    about: Mapped[str] = mapped_column(Text, default="")
+    added_by: Mapped[str] = mapped_column(String(64), default="operator")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PersonIdentity(Base):
+    """Who a person is on one channel ("@ann:example.org" on `matrix`), and where they last wrote from."""
+
+    __tablename__ = "person_identities"
+    __table_args__ = (UniqueConstraint("channel", "address", name="uq_person_identity"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    person_id: Mapped[int] = mapped_column(ForeignKey("people.id"), index=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    address: Mapped[str] = mapped_column(String(300))
+    conversation: Mapped[Optional[str]] = mapped_column(String(300))  # where to answer them (a room, a chat)
+    last_seen_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class ContactRequest(Base):
+    """An unknown sender: held (nothing of it in memory) until the owner accepts or refuses."""
+
+    __tablename__ = "contact_requests"
+    __table_args__ = (UniqueConstraint("channel", "address", name="uq_contact_request"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    address: Mapped[str] = mapped_column(String(300))
+    sender_name: Mapped[str] = mapped_column(String(200), default="")
+    conversation: Mapped[Optional[str]] = mapped_column(String(300))
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | accepted | refused
+    messages: Mapped[int] = mapped_column(Integer, default=0)
+    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    decided_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    decided_by: Mapped[Optional[str]] = mapped_column(String(64))
+
+
+class ChannelInbox(Base):
+    """Every message a channel delivered, once per (channel, platform id): noted, held for a contact request,
+    or dropped (rate limit, size cap) — a repeat of the same platform id is recognised here."""
+
+    __tablename__ = "channel_inbox"
+    __table_args__ = (UniqueConstraint("channel", "platform_id", name="uq_channel_inbox"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    platform_id: Mapped[str] = mapped_column(String(300))
+    sender: Mapped[str] = mapped_column(String(300))
+    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))  # noted | held | dropped
+    reason: Mapped[str] = mapped_column(Text, default="")
+    note_id: Mapped[Optional[int]] = mapped_column(Integer)
+    contact_request_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)
+    held_text: Mapped[Optional[str]] = mapped_column(Text)  # a held message's text, until the owner decides
+    attachments: Mapped[list[Any]] = mapped_column(default=list)  # references: kind, name, mime, size, ref
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChannelOutbox(Base):
+    """A message to a person over a channel: queued → sending → sent | failed. The idempotency key is given before
+    the first attempt and kept on every retry, so a kill between sending and recording neither loses nor doubles it."""
+
+    __tablename__ = "channel_outbox"
+    __table_args__ = (Index("ix_channel_outbox_state", "channel", "state", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    idempotency_key: Mapped[str] = mapped_column(String(120), unique=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    recipient: Mapped[str] = mapped_column(String(300))
+    conversation: Mapped[Optional[str]] = mapped_column(String(300))
+    reply_to: Mapped[Optional[str]] = mapped_column(String(300))
+    text: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="queued")  # queued | sending | sent | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    platform_id: Mapped[Optional[str]] = mapped_column(String(300))
+    last_error: Mapped[Optional[str]] = mapped_column(Text)
+    note_id: Mapped[Optional[int]] = mapped_column(Integer)
+    not_before: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # held past quiet hours
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class ChannelCursor(Base):
+    """Where a channel's next fetch starts (stored after the fetched messages are recorded), and how the channel
+    is doing as its runner last saw it (shown on the Controls page, from any process)."""
+
+    __tablename__ = "channel_cursors"
+    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    cursor: Mapped[Optional[str]] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="stopped")  # up | down | backing_off | stopped
+    last_error: Mapped[Optional[str]] = mapped_column(Text)
+    retry_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -29,6 +29,7 @@ UNTRUSTED: dict[str, str] = {
     "script": "a script's output",
     "model": "another model's answer",
     "peer": "a peer (another agent, over A2A or the mesh)",
+    "channel": "a message from someone other than my owner (Matrix, Telegram, e-mail)",
 }
 EXCERPT_CHARS = 160
 MAX_SOURCES = 12  # kept per tick, per process row and per approval: enough to judge, never unbounded
@@ -65,6 +66,8 @@ def of_note(note: Any) -> Source | None:
     origin = {"feed": "feed", "llm_task": "model", "peer": "peer"}.get(getattr(note, "source", ""))
     if origin is None and "via:mcp" in tags:
         origin = "mcp_client"
+    if origin is None and getattr(note, "source", "") == "channel" and "role:owner" not in tags:
+        origin = "channel"
     if origin is None:
         return None
     feed = next((t.split(":", 1)[1] for t in tags if isinstance(t, str) and t.startswith("feed:")), "")

@@ -339,6 +339,81 @@ class ScriptSettings(Section):
         default_factory=list, description="scripts (by name) whose runs may use the network; the others have none")
 
 
+CHANNEL_NAME = r"[A-Za-z0-9_.-]{1,64}"
+
+
+class ChannelEntry(Section):
+    """One channel (config.yaml `channels.entries`): its kind (matrix, telegram, email), its name, who may write,
+    its limits, its non-secret options. Secrets come only from the environment variables named in `secret_env` or
+    from `secrets_file` (a YAML mapping) — never from config.yaml, the database, a page, a log or an export."""
+
+    kind: str = Field(description="a registered channel kind: matrix, telegram, email")
+    name: str = Field(description="the channel's own name (several of one kind may run)")
+    enabled: bool = True
+    allowed_senders: list[str] = Field(default_factory=list, description=(
+        "identities let in besides the known people; anyone else becomes a contact request"))
+    rate_per_minute: int = Field(30, ge=1, le=10_000, description="messages per sender per minute; more are dropped")
+    max_message_chars: int = Field(8000, ge=16, le=1_000_000, description="a longer message is cut here")
+    max_attachment_bytes: int = Field(2_000_000, ge=0, le=1_000_000_000, description=(
+        "an attachment beyond this is kept by reference only"))
+    options: dict[str, str] = Field(default_factory=dict, description="the kind's non-secret options (homeserver, …)")
+    secret_env: dict[str, str] = Field(default_factory=dict, description=(
+        "a secret option's name -> the environment variable holding it"))
+    secrets_file: str | None = Field(None, description="a YAML file: secret option name -> value")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.fullmatch(CHANNEL_NAME, value):
+            raise ValueError(f"a channel name is letters, digits, _ . - (at most 64), not {value!r}")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets_in_options(cls, value: dict[str, str]) -> dict[str, str]:
+        secret = [k for k in value if set(re.split(r"[^a-z0-9]+", k.lower())) & SECRET_WORDS]
+        if secret:
+            raise ValueError(f"options {secret} look like secrets: name their variable in secret_env "
+                             "or put them in secrets_file")
+        return value
+
+    def secrets(self) -> dict[str, str]:
+        """The channel's secrets: the secrets file's, then the named environment variables' (a missing one is
+        left out; the channel says what it lacks)."""
+        import yaml
+
+        found: dict[str, str] = {}
+        if self.secrets_file:
+            path = Path(self.secrets_file).expanduser()
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if not isinstance(loaded, dict):
+                raise ValueError(f"{path}: a secrets file is a mapping of name: value")
+            found.update({str(k): str(v) for k, v in loaded.items()})
+        for option, variable in self.secret_env.items():
+            value = os.environ.get(variable)
+            if value:
+                found[option] = value
+        return found
+
+
+class ChannelsSettings(Section):
+    """The channels the persona's humans reach it through (channels/runner.py runs them beside the loop)."""
+
+    entries: list[ChannelEntry] = Field(default_factory=list)
+    poll_wait_s: float = Field(20.0, ge=0, le=300, description="how long one fetch waits for something")
+    backoff_initial_s: float = Field(1.0, gt=0, le=600)
+    backoff_max_s: float = Field(300.0, gt=0, le=86_400)
+
+    @field_validator("entries")
+    @classmethod
+    def _unique(cls, value: list[ChannelEntry]) -> list[ChannelEntry]:
+        names = [e.name for e in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"channel names must differ: {twice}")
+        return value
+
+
 class LLMEntry(Section):
     """A registry model from config.yaml (validators, more servers)."""
 
@@ -426,6 +501,7 @@ class Settings(BaseSettings):
     scripts: ScriptSettings = Field(default_factory=ScriptSettings)
     mesh: MeshSettings = Field(default_factory=MeshSettings)
     a2a: A2ASettings = Field(default_factory=A2ASettings)
+    channels: ChannelsSettings = Field(default_factory=ChannelsSettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
     _overrides: "Overrides | None" = PrivateAttr(default=None)

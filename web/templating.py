@@ -13,7 +13,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 NAV = (("talk", "/", "Talk"), ("thoughts", "/thoughts", "Thoughts"), ("inner_life", "/inner-life", "Inner life"),
        ("memory", "/memory", "Memory"), ("approvals", "/approvals", "Approvals"), ("sessions", "/sessions", "Sessions"),
-       ("persona", "/persona", "Persona"), ("controls", "/controls", "Controls"), ("mesh", "/mesh", "Mesh"))
+       ("people", "/people", "People"), ("persona", "/persona", "Persona"), ("controls", "/controls", "Controls"),
+       ("mesh", "/mesh", "Mesh"))
 
 
 def make_templates() -> Jinja2Templates:

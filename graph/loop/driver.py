@@ -95,6 +95,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     life = Autonomy(agent, on_stream, notify) if autonomy else None
     if life:
         life.start()
+    channels = start_channels(agent) if autonomy else None
     settle_heap()  # started: what lives now lives as long as the loop
     try:
         with agent.services.llms.cancel_when(stopper.event):
@@ -152,8 +153,21 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     finally:
         if life:
             life.stop()
+        if channels is not None:
+            channels.stop()
         _report(agent, reported, "stopped")
     return result
+
+
+def start_channels(agent: Agent) -> Any:
+    """The configured channels (config.yaml `channels.entries`), running beside the loop in their own thread
+    (channels/runner.py); None when there are none."""
+    settings = agent.services.settings
+    if not any(entry.enabled for entry in settings.channels.entries):
+        return None
+    from channels.runner import ChannelRunner
+
+    return ChannelRunner(agent.services.db, settings).start()
 
 
 def _report(agent: Agent, reported: list[str], state: str) -> None:

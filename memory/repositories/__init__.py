@@ -38,6 +38,7 @@ from memory.repositories.live import LiveEventRepo
 from memory.repositories.llm import LLMCallRepo, LLMRegistryRepo
 from memory.repositories.llm_memory import LLMMemoryRepo
 from memory.repositories.mesh import MeshRepo, TrustRepo
+from memory.repositories.people import ChannelRepo, PeopleRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
 from memory.repositories.peers import PeerRepo
@@ -229,6 +230,14 @@ class Repos:
     @cached_property
     def peers(self) -> PeerRepo:
         return PeerRepo(self.session)
+
+    @cached_property
+    def people(self) -> PeopleRepo:
+        return PeopleRepo(self.session)
+
+    @cached_property
+    def channels(self) -> ChannelRepo:
+        return ChannelRepo(self.session)
 
     @cached_property
     def scripts(self) -> ScriptRepo:

@@ -11,9 +11,9 @@ from sqlalchemy import Row, Select, bindparam, func, select, update
 from memory.models import Note, utcnow
 from memory.repositories.base import Repo, matched, prepared, table_of
 
-INCOMING_SOURCES = ("user", "cli", "system", "llm:task", "llm_task", "peer")  # llm_task: another model's answer;
-# peer: another agent over A2A (its author in the tag `from:<peer>`)
-HUMAN_SOURCES = ("user", "cli")
+INCOMING_SOURCES = ("user", "cli", "channel", "system", "llm:task", "llm_task", "peer")  # llm_task: another model's
+# answer; peer: another agent over A2A (its author in the tag `from:<peer>`)
+HUMAN_SOURCES = ("user", "cli", "channel")  # channel: a person over Matrix, Telegram, e-mail
 
 
 @prepared
@@ -68,6 +68,7 @@ class NoteRepo(Repo):
         hidden: bool = False,
         read: bool = False,
         created_at: datetime | None = None,
+        author_id: int | None = None,
     ) -> Note:
         note = Note(
             created_at=created_at or utcnow(),
@@ -80,6 +81,7 @@ class NoteRepo(Repo):
             llm_id=llm_id,
             hidden=hidden,
             read=read,
+            author_id=author_id,
         )
         self.session.add(note)
         self.session.flush()

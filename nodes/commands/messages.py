@@ -1,7 +1,11 @@
-"""messages: talking to the human — and to a peer (`"to": "<peer>"`, or any A2A agent's URL): that message leaves
-this machine over A2A (managers/peers.py), an `external` effect my human approves (consent); it answers the peer's
-waiting A2A task, or waits in the outbox until the peer is reachable. To the human it is stored as an outgoing note
-and shown live."""
+"""messages: talking to the persona's humans and its peers. A sent message is stored as an outgoing note and shown
+live; to a person reached on a channel (their preferred one, else where they last wrote) it also goes through that
+channel's outbox (exactly once, managers/channels.py), and a message nobody prompted waits past the person's quiet
+hours. To a peer (another agent: by name, or any A2A agent's URL) it leaves over A2A (managers/peers.py): it answers
+the peer's waiting A2A task, or waits in the outbox until the peer is reachable.
+
+People and peers by name were added with the owner's approval (`users.add`, `agents.add`), so writing to them is the
+persona's own act; an agent named only by its URL is one nobody approved: that message is `external` (consent)."""
 
 from __future__ import annotations
 
@@ -10,42 +14,57 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from managers.errors import NotFound, Refused
-from nodes.commands.args import Args, Text, names
+from managers.peers import is_agent_url
+from nodes.commands.args import Args, Id, Text, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Effect, Family, arg
 
-FAMILY = Family("messages", "talking to my human and my peers")
+FAMILY = Family("messages", "talking to my humans and my peers")
 Recipient = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
 
 class MessageArgs(Args):
     text: Text = Field(validation_alias=names("text", "message", "content", "value"))
     to: Recipient = "user"
+    note: Id | None = Field(None, description="the note this answers (its author is the recipient)")
 
 
-OWNER = ("user", "human", "owner")
+def _to_an_unapproved_agent(args: dict[str, Any]) -> Effect | None:
+    """A message to an A2A agent known only by its URL leaves this machine for someone nobody approved: external."""
+    return "external" if is_agent_url(str(args.get("to") or "")) else None
 
 
-def _to_a_peer(args: dict[str, Any]) -> Effect | None:
-    """A message to anyone but my human leaves this machine: external."""
-    to = str(args.get("to") or "user").strip()
-    return None if to in OWNER else "external"
-
-
-@FAMILY.command("messages.send", '{"text": "…"}  (to your human; "to": a peer or an A2A agent\'s URL)', args=MessageArgs,
-                effect="write_self", escalate=_to_a_peer, aliases=('message', 'send_message', 'send', 'reply'))
+@FAMILY.command("messages.send", '{"text": "…", "to": "Ann"}  (to your human, a person or a peer by name, or an A2A '
+                "agent's URL)", args=MessageArgs, effect="write_self", escalate=_to_an_unapproved_agent,
+                aliases=('message', 'send_message', 'send', 'reply'))
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text")).strip()
     if not text:
         raise CommandError("messages.send: empty text")
     to = str(arg(cmd, "to", default="user"))
-    if to not in OWNER:
-        try:
-            note, what = ctx.managers.peers.send(to, text, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now)
-        except (NotFound, Refused) as exc:
-            raise CommandError(f"messages.send: {exc}") from None
-        ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
-        return CommandResult(f"message sent (note {note.id}): {what}")
-    note = ctx.managers.notes.outgoing(text, to=to, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now)
+    channels = ctx.managers.channels
+    try:
+        person, prompted, over_channel = channels.addressee(to, arg(cmd, "note", default=None), ctx.now)
+    except NotFound as not_a_person:
+        return _to_a_peer(to, text, ctx, not_a_person)
+    note = ctx.managers.notes.outgoing(text, to=to if to == "user" else person.name, thread_id=ctx.thread_id,
+                                       llm_id=ctx.llm_id, now=ctx.now)
+    queued = channels.send(person, text, now=ctx.now, note_id=note.id, unprompted=not prompted) if over_channel \
+        else None
     ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
-    return CommandResult(f"message sent (note {note.id})")
+    if queued is None:
+        return CommandResult(f"message sent (note {note.id})")
+    later = f", held past {person.name}'s quiet hours" if queued.not_before is not None else ""
+    return CommandResult(f"message sent (note {note.id}) to {person.name} over {queued.channel}{later}")
+
+
+def _to_a_peer(to: str, text: str, ctx: CommandContext, not_a_person: NotFound) -> CommandResult:
+    try:
+        note, what = ctx.managers.peers.send(to, text, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now)
+    except NotFound:
+        raise CommandError(f"messages.send: {not_a_person}; and no peer {to!r} (agents.list shows them; any A2A "
+                           "agent is reached by its URL)") from None
+    except Refused as exc:
+        raise CommandError(f"messages.send: {exc}") from None
+    ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
+    return CommandResult(f"message sent (note {note.id}): {what}")

@@ -173,7 +173,7 @@ def _provider_of(services: Services, prefer: str | None) -> str:
     return str(services.llms.entry(first).get("provider", ""))
 
 
-HUMAN_SOURCES = ("user", "cli")
+HUMAN_SOURCES = ("user", "cli", "channel")
 
 
 def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate:
@@ -216,7 +216,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
     if not reply:
         return {"reply": {**report, "error": "no reply in words"},
                 "parse_errors": state.parse_errors + ["the reply turn gave no reply in words"]}
-    admitted = admit([Command(cmd_id=f"t{state.tick}-reply", type="messages.send", args={"text": reply},
+    admitted = admit([Command(cmd_id=f"t{state.tick}-reply", type="messages.send", args={"text": reply, "note": ids[-1]},
                               description=f"reply to note {ids[-1]}", syntax="reply_turn")],
                      registry(), services.settings.limits)
     command: CommandDict = admitted.commands[0]

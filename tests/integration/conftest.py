@@ -100,3 +100,12 @@ def pytest_runtest_teardown(item, nextitem):
     if _BROWSER is not None and _BROWSER.is_open and (nextitem is None or "browser" not in nextitem.fixturenames):
         _BROWSER.close()
     return result
+
+
+@pytest.fixture(scope="session")
+def synapse(tmp_path_factory):
+    """One real Synapse homeserver for the session (tests/integration/synapse_server.py): loopback, SQLite."""
+    from tests.integration.synapse_server import synapse_server
+
+    with synapse_server(tmp_path_factory.mktemp("synapse")) as server:
+        yield server

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from managers import ManagerDeps, Managers
 from managers.consent import answer
+from nodes.commands import registry
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
 
@@ -69,7 +70,11 @@ def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered
         assert (row.peer_name, row.url, row.text, row.status, row.attempts) == (
             "ada", "http://127.0.0.1:8801", "Shall we talk about tides?", "pending", 0)
         audit = [(e.type, e.effect, e.decision) for e in repos.audit.recent(20) if e.type == "messages.send"]
-        assert ("messages.send", "external", "executed") in audit  # the escalated effect, approved in advance
+        # ada was added with the owner's approval: writing to her is the persona's own act; a bare URL is not
+        assert ("messages.send", "write_self", "executed") in audit
+    spec = registry().specs["messages.send"]
+    assert spec.effect_for({"to": "http://127.0.0.1:8801", "text": "hi"}) == "external"
+    assert spec.effect_for({"to": "ada", "text": "hi"}) == "write_self"
 
     clock = [utcnow()]
     deps = ManagerDeps(clock=lambda: clock[0])

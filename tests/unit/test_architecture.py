@@ -12,11 +12,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cli", "web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh")
+PACKAGES = ("cli", "web", "graph", "channels", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh")
 # what each layer may import (besides itself); run.py may import everything
 ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh"},
            "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
-           "graph": {"nodes", "managers", "persona", "memory", "llm", "reach"},
+           "graph": {"channels", "nodes", "managers", "persona", "memory", "llm", "reach"},
+           "channels": {"managers", "persona", "memory", "llm", "reach"},
            "nodes": {"managers", "persona", "memory", "llm", "reach"},
            "managers": {"persona", "memory", "llm", "reach"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set(),
            "reach": set(),
@@ -64,7 +65,7 @@ def imports_of(path: Path, known: set[str], type_only: bool = False) -> set[str]
 
 # The doors: what a person, a program or the persona itself comes in by. A door validates what it is given, calls a
 # manager (managers/) and reports in its own medium; it never goes through another door.
-DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker", "mesh")
+DOORS = ("nodes.commands", "cli", "web", "graph.fleet.worker", "channels", "mesh")
 # the command line starts the other doors' servers and workers: their launch points are its to import
 LAUNCH_POINTS = {"cli": {"web.server", "web.security", "web.mcp", "graph.fleet.worker", "mesh.runner"}}
 

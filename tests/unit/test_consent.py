@@ -87,7 +87,8 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
                           "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
                           "llm_registry.update", "mcp.call", "memory.archive", "notepad.clear", "notes.delete",
                           "persona.spawn", "process.start", "ratings.delete", "scripts.delete", "search.web",
-                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete"]
+                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete", "users.add",
+                          "users.update"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
     assert escalating == ["core.update", "mcp.list", "memory.restore", "messages.send", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself

@@ -9,11 +9,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
 
-from web.api import approvals, controls, events, inner_life, memory, peers, persona, personas, sessions, talk, thoughts
+from web.api import (approvals, controls, events, inner_life, memory, peers, people, persona, personas, sessions,
+                     talk, thoughts)
 from web.api.responses import EVERY_ROUTE
 from web.errors import ServiceError
 
-RESOURCES = (talk, thoughts, inner_life, memory, approvals, sessions, persona, controls, events, personas, peers)
+RESOURCES = (talk, thoughts, inner_life, memory, approvals, people, sessions, persona, controls, events, personas, peers)
 
 
 def _query_names(dependant: Dependant) -> list[str]:

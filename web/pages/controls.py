@@ -9,16 +9,26 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas.controls import LLMUpdateIn
-from web.services import controls
+from web.services import controls, people
 from web.templating import render
 
 router = APIRouter()
 
 
+def _channels(repos: Repos, services: WebServices) -> list:
+    return people.channel_states(repos, [e.name for e in services.settings().channels.entries])
+
+
 @router.get("/controls")
-def controls_page(request: Request, repos: Repos = unit_of_work()):
+def controls_page(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     status = controls.loop_status(repos)
-    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms)
+    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms,
+                  channels=_channels(repos, services))
+
+
+@router.get("/controls/channels")
+def channel_states(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    return render(request, "fragments/channel_states.html", channels=_channels(repos, services))
 
 
 @router.post("/controls/loop")

@@ -64,8 +64,9 @@ def _last_human_spoke(repos: Repos, before_id: int) -> bool:
 
 
 def post_note(repos: Repos, note: NoteIn, now: datetime) -> ConversationItem:
+    owner = Managers(repos).people.owner()  # the web page (and the MCP client) is the owner's own door
     row = repos.notes.add(note.text.strip(), source="user", priority=note.priority, tags=list(note.tags),
-                          created_at=now)
+                          created_at=now, author_id=owner.id)
     return _item(row, [])
 
 

@@ -1,0 +1,129 @@
+"""`run.py users …`: the persona's humans (managers/people.py) — list, info, add, update, identities, and the contact
+requests from unknown senders (accept / refuse). This is the operator's door: what is added here the owner added."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, print_listing, read_rows
+from managers import Managers
+from managers.errors import NotFound
+from managers.people import PeopleError
+from nodes.context import utcnow
+
+app = typer.Typer(help="The persona's people: owner, trusted, guests; their channels; contact requests.",
+                  no_args_is_help=True)
+BY = "operator (cli)"
+
+
+def _rows(repos) -> list[dict]:
+    return [v.as_dict() for v in Managers(repos).people.list()]
+
+
+@app.command("list")
+def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName,
+                as_json: bool = typer.Option(False, "--json")) -> None:
+    """Everyone the persona knows, and the pending contact requests."""
+    rows = read_rows(data_dir, db, _rows, name)
+    requests = read_rows(data_dir, db, lambda repos: [
+        {"id": r.id, "channel": r.channel, "address": r.address, "name": r.sender_name, "messages": r.messages}
+        for r in Managers(repos).people.contact_requests()], name)
+    if as_json:
+        print(json.dumps({"people": rows, "contact_requests": requests}, indent=2, ensure_ascii=False))
+        return
+    for r in rows:
+        where = ", ".join(f"{i['channel']}:{i['address']}" for i in r["identities"]) or "the web page"
+        console.print(f"[bold]{r['id']}[/] {escape(r['name'])} ({r['role']}) · {escape(where)}", highlight=False)
+    for q in requests:
+        console.print(f"[yellow]contact request {q['id']}[/] {escape(q['name'] or q['address'])} on "
+                      f"{escape(q['channel'])}:{escape(q['address'])} · {q['messages']} message(s) held "
+                      f"(run.py users accept {q['id']} / refuse {q['id']})", highlight=False)
+
+
+@app.command("info")
+def info(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+         name: Optional[str] = PersonaName) -> None:
+    """One person, by id or name."""
+    try:
+        rows = read_rows(data_dir, db, lambda repos: [
+            Managers(repos).people.view(Managers(repos).people.find(person)).as_dict()], name)
+    except NotFound as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    print_listing(rows, True, "")
+
+
+def _change(action, data_dir: Optional[str], db: Optional[str], name: Optional[str]) -> None:
+    database = open_database(data_dir, db, name)
+    try:
+        with database.unit() as repos:
+            message = action(Managers(repos))
+    except (PeopleError, NotFound) as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    console.print(message, highlight=False)
+
+
+@app.command("add")
+def add(person: str, role: str = typer.Option("guest", "--role", help="owner, trusted or guest"),
+        channel: Optional[str] = typer.Option(None, "--channel"),
+        address: Optional[str] = typer.Option(None, "--address", help="their identity on --channel"),
+        language: Optional[str] = typer.Option(None, "--language"),
+        quiet_hours: Optional[str] = typer.Option(None, "--quiet-hours", help="e.g. 22:00-08:00"),
+        data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """Add a person (optionally with their identity on a channel)."""
+    def action(house: Managers) -> str:
+        row = house.people.add(person, role=role, language=language, quiet_hours=quiet_hours, by=BY)
+        if channel and address:
+            house.people.add_identity(row.id, channel, address)
+        return f"person {row.id} added: {row.name} ({row.role})"
+
+    _change(action, data_dir, db, name)
+
+
+@app.command("update")
+def update(person: str, role: Optional[str] = typer.Option(None, "--role"),
+           channel: Optional[str] = typer.Option(None, "--channel"),
+           address: Optional[str] = typer.Option(None, "--address"),
+           preferred_channel: Optional[str] = typer.Option(None, "--preferred-channel"),
+           language: Optional[str] = typer.Option(None, "--language"),
+           quiet_hours: Optional[str] = typer.Option(None, "--quiet-hours"),
+           data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """Change a person (by id or name); --channel with --address adds an identity."""
+    def action(house: Managers) -> str:
+        row = house.people.update(person, by=BY, role=role, preferred_channel=preferred_channel, language=language,
+                                  quiet_hours=quiet_hours)
+        if channel and address:
+            house.people.add_identity(row.id, channel, address)
+        return f"person {row.id} ({row.name}) updated"
+
+    _change(action, data_dir, db, name)
+
+
+@app.command("accept")
+def accept(request_id: int, as_name: Optional[str] = typer.Option(None, "--as", help="an existing person's name"),
+           role: str = typer.Option("guest", "--role"), data_dir: Optional[str] = DataDir,
+           db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """Let an unknown sender in: their held messages become notes from them."""
+    def action(house: Managers) -> str:
+        person = house.people.accept(request_id, name=as_name, role=role, now=utcnow())
+        return f"contact request {request_id} accepted: person {person.id} ({person.name})"
+
+    _change(action, data_dir, db, name)
+
+
+@app.command("refuse")
+def refuse(request_id: int, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+           name: Optional[str] = PersonaName) -> None:
+    """Refuse an unknown sender: their held messages are deleted, later ones dropped."""
+    def action(house: Managers) -> str:
+        house.people.refuse(request_id, now=utcnow())
+        return f"contact request {request_id} refused"
+
+    _change(action, data_dir, db, name)

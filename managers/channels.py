@@ -1,0 +1,265 @@
+"""Channels' inbox and outbox: exactly once, both ways (the channels themselves are doors: channels/).
+
+In: every message is recorded once per (channel, platform id) — a repeat (a fetch again after a crash before its
+cursor was stored) is dropped. A known person's message becomes a note from them (source `channel`, author their
+person id, tagged with the channel and their role; the prompt fences it as data); an unknown sender's is held for a
+contact request (nothing of it in a note, so nothing in memory, until the owner accepts); a sender over the
+channel's rate limit is dropped, a text over its size cap is cut. Attachments are kept by reference; a text document
+the owner sent goes to the knowledge base (theirs is the consent), anyone else's stays a reference.
+
+Out: a message to a person is an outbox row with an idempotency key given before the first attempt; the runner marks
+it `sending` (committed) before it calls the platform, and a row found `sending` later (the process was killed
+between sending and recording) is first looked up on the platform (`already_sent`, Matrix's transaction id), so it
+is neither lost nor sent twice. An unprompted message waits past the person's quiet hours (`not_before`)."""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
+from persona.quiet_hours import parse_hours
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from persona.settings import ChannelEntry
+
+TEXT_MIMES = ("text/plain", "text/markdown", "text/csv", "application/json")
+RECENT_NOTES = 20  # a reply goes to the author of the latest human note among these
+PROMPTED_WITHIN = timedelta(hours=1)  # a message later than this after the note it answers is unprompted
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What a channel delivered, as the manager needs it (the door converts its `Incoming`)."""
+
+    channel: str
+    platform_id: str
+    sender: str
+    sender_name: str
+    conversation: str
+    text: str
+    sent_at: datetime
+    attachments: Sequence[dict[str, Any]] = field(default_factory=tuple)  # kind, name, mime, size, ref, data?
+
+
+@dataclass(frozen=True)
+class Received:
+    state: str  # noted | held | dropped | repeat
+    note_id: int | None = None
+    person_id: int | None = None
+    contact_request_id: int | None = None
+    reason: str = ""
+
+
+class ChannelManager:
+    def __init__(self, house: Managers) -> None:
+        self.house = house
+        self.repos = house.repos
+
+    # -- in -----------------------------------------------------------------------------------------------------
+
+    def receive(self, arrival: Arrival, limits: ChannelEntry, *, now: datetime) -> Received:
+        repos, people = self.repos, self.house.people
+        if repos.channels.seen(arrival.channel, arrival.platform_id) is not None:
+            return Received("repeat")
+        text = arrival.text[:limits.max_message_chars]
+        refs = [{k: v for k, v in a.items() if k != "data"} for a in arrival.attachments]
+        person = people.identify(arrival.channel, arrival.sender)
+        if person is None and arrival.sender in limits.allowed_senders:
+            person = people.add(self._free_name(arrival.sender_name or arrival.sender), role="guest",
+                                by=f"channel {arrival.channel} allowed_senders")
+            people.add_identity(person.id, arrival.channel, arrival.sender)
+        base = {"channel": arrival.channel, "platform_id": arrival.platform_id, "sender": arrival.sender,
+                "attachments": refs, "received_at": now}
+        if person is None:
+            return self._hold(arrival, text, base, now)
+        since = now - timedelta(minutes=1)
+        if repos.channels.recent_from(arrival.channel, arrival.sender, since) >= limits.rate_per_minute:
+            repos.channels.record_incoming(**base, person_id=person.id, state="dropped", reason="rate limit")
+            return Received("dropped", person_id=person.id, reason="rate limit")
+        row = repos.channels.record_incoming(**base, person_id=person.id, state="noted")
+        if row is None:
+            return Received("repeat")
+        identity = repos.people.identity(arrival.channel, arrival.sender)
+        if identity is not None:
+            identity.last_seen_at, identity.conversation = now, arrival.conversation
+        lines = [text] + self._attachment_lines(person, arrival, limits)
+        spoken = any(a.get("transcribed") for a in arrival.attachments)
+        note = self._note(person, arrival.channel, "\n".join(line for line in lines if line), now, spoken=spoken)
+        row.note_id = note.id
+        return Received("noted", note_id=note.id, person_id=person.id)
+
+    def _hold(self, arrival: Arrival, text: str, base: dict[str, Any], now: datetime) -> Received:
+        repos = self.repos
+        request = repos.people.contact_request_of(arrival.channel, arrival.sender)
+        if request is not None and request.status == "refused":
+            repos.channels.record_incoming(**base, state="dropped", reason="refused contact",
+                                           contact_request_id=request.id)
+            return Received("dropped", contact_request_id=request.id, reason="refused contact")
+        if request is None:
+            request = repos.people.add_contact_request(arrival.channel, arrival.sender,
+                                                       arrival.sender_name[:200], arrival.conversation, now)
+        row = repos.channels.record_incoming(**base, state="held", contact_request_id=request.id, held_text=text)
+        if row is None:
+            return Received("repeat")
+        request.messages = (request.messages or 0) + 1
+        request.conversation = arrival.conversation
+        return Received("held", contact_request_id=request.id)
+
+    def _free_name(self, name: str) -> str:
+        base = " ".join(name.split())[:100] or "guest"
+        candidate, n = base, 2
+        while self.repos.people.by_name(candidate) is not None:
+            candidate, n = f"{base} ({n})", n + 1
+        return candidate
+
+    def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False) -> Note:
+        return self.repos.notes.add(text, source="channel", author_id=person.id, created_at=now,
+                                    priority=1 if person.role == "owner" else 0,
+                                    tags=[f"via:{channel}", f"role:{person.role}"] + (["voice"] if spoken else []))
+
+    def _attachment_lines(self, person: Person, arrival: Arrival, limits: ChannelEntry) -> list[str]:
+        lines = []
+        for item in arrival.attachments:
+            name, mime, size = str(item.get("name", "file")), str(item.get("mime", "")), int(item.get("size", 0))
+            data = item.get("data")
+            if (item.get("kind") == "text" or mime in TEXT_MIMES) and isinstance(data, bytes | bytearray) \
+                    and person.role == "owner" and size <= limits.max_attachment_bytes:
+                try:
+                    upload = self.house.memory.upload_kb(name, bytes(data))
+                    lines.append(f"[attachment {name}: added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)]")
+                    continue
+                except Exception as exc:  # noqa: BLE001 - an unreadable document stays a reference
+                    lines.append(f"[attachment {name}: not added to the knowledge base: {str(exc)[:120]}]")
+                    continue
+            if item.get("transcribed"):
+                lines.append(f"[voice message {name}: transcribed above; the recording kept by reference]")
+                continue
+            lines.append(f"[attachment {name} ({mime or 'unknown type'}, {size} bytes): kept by reference "
+                         f"{str(item.get('ref', ''))[:200]}]")
+        return lines
+
+    def release_held(self, request: ContactRequest, person: Person) -> builtins.list[int]:
+        """The accepted contact's held messages, as notes from them (in the order they came)."""
+        ids = []
+        for row in self.repos.channels.held(request.id):
+            note = self._note(person, row.channel, row.held_text or "", row.received_at)
+            row.state, row.note_id, row.person_id, row.held_text = "noted", note.id, person.id, None
+            ids.append(note.id)
+        return ids
+
+    def drop_held(self, request: ContactRequest) -> None:
+        for row in self.repos.channels.held(request.id):
+            row.state, row.held_text, row.reason = "dropped", None, "refused contact"
+
+    def inbox(self, limit: int = 50) -> builtins.list[ChannelInbox]:
+        return self.repos.channels.inbox(limit)
+
+    # -- out ----------------------------------------------------------------------------------------------------
+
+    def addressee(self, to: str, note_id: int | None, now: datetime) -> tuple[Person, bool, bool]:
+        """Who a message goes to, whether it answers something, and whether it goes over a channel: the author of
+        the note it names, else (to "user") of the latest human note — a reply goes back to whoever wrote, where
+        they wrote (a note from the web page or the terminal is answered there) — else the person named (reached
+        on their channel). Prompted: it answers a note of the last hour (an unprompted one waits past quiet hours).
+        NotFound for an unknown person."""
+        from memory.repositories.notes import HUMAN_SOURCES
+
+        notes = self.repos.notes
+        answered: Note | None = None
+        if note_id is not None:
+            named = notes.get(int(note_id))
+            answered = named if named is not None and named.source in HUMAN_SOURCES else None
+        elif to == "user":
+            answered = next((n for n in reversed(notes.list(limit=RECENT_NOTES, include_hidden=False))
+                             if n.source in HUMAN_SOURCES), None)
+        if answered is not None and answered.author_id is not None:
+            person = self.house.people.get(answered.author_id)
+        else:
+            person = self.house.people.find(to)
+        if answered is None:
+            return person, False, True
+        created = answered.created_at if answered.created_at.tzinfo else answered.created_at.replace(tzinfo=timezone.utc)
+        return person, now - created <= PROMPTED_WITHIN, answered.source == "channel"
+
+    def send(self, person: Person, text: str, *, now: datetime, note_id: int | None = None,
+             unprompted: bool = False) -> ChannelOutbox | None:
+        """Queue `text` for `person` where they are reached (people.reach); None: they have no channel (the web
+        page shows the outgoing note). Unprompted, it waits past their quiet hours."""
+        identity = self.house.people.reach(person)
+        if identity is None:
+            return None
+        not_before = self._after_quiet(person, now) if unprompted else None
+        return self.repos.channels.enqueue(idempotency_key=uuid.uuid4().hex, channel=identity.channel,
+                                           person_id=person.id, recipient=identity.address,
+                                           conversation=identity.conversation, text=text, state="queued",
+                                           note_id=note_id, not_before=not_before, created_at=now)
+
+    def _after_quiet(self, person: Person, now: datetime) -> datetime | None:
+        if not self.house.people.quiet_now(person, now):
+            return None
+        assert person.quiet_hours is not None
+        _, end = parse_hours(person.quiet_hours)
+        settings = self.house.deps.settings
+        local = now.astimezone(settings.zone()) if settings is not None else now
+        at = local.replace(hour=end.hour, minute=end.minute, second=0, microsecond=0)
+        return at if at > local else at + timedelta(days=1)
+
+    def due(self, channel: str, now: datetime, limit: int = 20) -> builtins.list[ChannelOutbox]:
+        return self.repos.channels.pending(channel, now, limit)
+
+    def begin_send(self, row_id: int) -> ChannelOutbox | None:
+        """Mark the row `sending` (commit before the platform call); None if it is not due any more."""
+        row = self.repos.channels.outbox_row(row_id)
+        if row is None or row.state not in ("queued", "sending"):
+            return None
+        row.state, row.attempts = "sending", (row.attempts or 0) + 1
+        return row
+
+    def mark_sent(self, row_id: int, platform_id: str, now: datetime) -> None:
+        self.repos.channels.set_state(row_id, "sent", platform_id=platform_id, sent_at=now, last_error=None)
+
+    def mark_failed(self, row_id: int, error: str) -> None:
+        self.repos.channels.set_state(row_id, "failed", last_error=error[:500])
+
+    def note_error(self, row_id: int, error: str) -> None:
+        """A try that hit a channel that is down: the row stays due (looked up on the platform before a resend)."""
+        row = self.repos.channels.outbox_row(row_id)
+        if row is not None:
+            row.last_error = error[:500]
+
+    def outbox(self, limit: int = 50) -> builtins.list[ChannelOutbox]:
+        return self.repos.channels.outbox(limit)
+
+    # -- cursors and state --------------------------------------------------------------------------------------
+
+    def cursor(self, channel: str) -> str | None:
+        return self.repos.channels.cursor(channel)
+
+    def store_cursor(self, channel: str, cursor: str | None) -> None:
+        self.repos.channels.store_cursor(channel, cursor)
+
+    def set_status(self, channel: str, state: str, *, error: str | None = None,
+                   retry_at: datetime | None = None) -> None:
+        self.repos.channels.set_status(channel, state, error=(error or None) and error[:500], retry_at=retry_at)
+
+    def states(self, configured: Sequence[str] = ()) -> builtins.list[dict[str, Any]]:
+        """Every channel's state as its runner last recorded it, with its outbox depth (configured ones that never
+        ran are `stopped`)."""
+        rows = {r.channel: r for r in self.repos.channels.statuses()}
+        out = []
+        for name in sorted(set(rows) | set(configured)):
+            row = rows.get(name)
+            out.append({"channel": name, "state": row.state if row else "stopped",
+                        "last_error": row.last_error if row else None,
+                        "retry_at": row.retry_at.isoformat() if row and row.retry_at else None,
+                        "outbox_depth": self.repos.channels.depth(name)})
+        return out
+
+
+__all__ = ["Arrival", "ChannelManager", "Received"]

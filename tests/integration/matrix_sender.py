@@ -1,0 +1,35 @@
+"""A persona's channel runner in its own process, killed (SIGKILL) right after Matrix accepted a message and before
+the outbox recorded it — the crash the outbox must survive without losing or doubling the message.
+
+    python -m tests.integration.matrix_sender DATA_DIR HOMESERVER USER_ID   (the password in MATRIX_TEST_PASSWORD)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+from channels.runner import ChannelRunner
+from memory import Database
+from persona.settings import ChannelEntry, ChannelsSettings, Settings
+
+
+def matrix_settings(homeserver: str, user_id: str, *, poll_wait_s: float = 1.0) -> Settings:
+    entry = ChannelEntry(kind="matrix", name="matrix", options={"homeserver": homeserver, "user_id": user_id},
+                         secret_env={"password": "MATRIX_TEST_PASSWORD"})
+    return Settings(user_name="Ada", timezone="UTC",
+                    channels=ChannelsSettings(entries=[entry], poll_wait_s=poll_wait_s, backoff_initial_s=0.2))
+
+
+def main() -> None:
+    data_dir, homeserver, user_id = sys.argv[1:4]
+    db = Database.open(data_dir)
+    runner = ChannelRunner(db, matrix_settings(homeserver, user_id),
+                           after_send=lambda row_id: os.kill(os.getpid(), signal.SIGKILL))
+    asyncio.run(asyncio.wait_for(runner.run(), 120))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""The People page and /api/people over the test client: the operator adds and changes people, answers contact
+requests (held messages become notes only when accepted), and the Controls page shows the channels' state."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from managers import Managers
+from managers.channels import Arrival
+from persona.settings import ChannelEntry
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+
+
+def test_people_api_and_page(web) -> None:
+    client, db = web.client, web.agent.services.db
+    listed = client.get("/api/people").json()
+    assert [(p["role"]) for p in listed["people"]] == ["owner"]
+    made = client.post("/api/people", json={"name": "Ann", "role": "trusted", "channel": "matrix",
+                                            "address": "@ann:hs", "quiet_hours": "22:00-08:00"})
+    assert made.status_code == 201, made.text
+    ann = made.json()
+    assert ann["identities"] == [{"channel": "matrix", "address": "@ann:hs"}] and ann["added_by"] == "operator (web)"
+    assert client.post("/api/people", json={"name": "Ann"}).status_code == 409
+    assert client.post("/api/people", json={"name": "Bo", "quiet_hours": "late"}).status_code == 422
+    changed = client.patch(f"/api/people/{ann['id']}", json={"language": "ru"}).json()
+    assert changed["language"] == "ru"
+    owner_id = listed["people"][0]["id"]
+    assert client.patch(f"/api/people/{owner_id}", json={"role": "guest"}).status_code == 409  # the last owner
+    assert client.get("/api/people/999").status_code == 404
+
+    with db.unit() as repos:
+        Managers(repos).channels.receive(Arrival(channel="matrix", platform_id="$1", sender="@eve:hs",
+                                                 sender_name="Eve", conversation="!r", text="let me in",
+                                                 sent_at=NOW), ChannelEntry(kind="matrix", name="matrix"), now=NOW)
+        assert repos.notes.count() == 0
+    page = client.get("/people")
+    assert page.status_code == 200 and "Ann" in page.text and "Eve" in page.text and "1 message(s) held" in page.text
+    request_id = client.get("/api/people").json()["contact_requests"][0]["id"]
+    accepted = client.post(f"/api/people/requests/{request_id}/accept", json={"role": "guest"})
+    assert accepted.json()["status"] == "accepted"
+    assert client.post(f"/api/people/requests/{request_id}/refuse").status_code == 409
+    with db.unit() as repos:
+        assert [n.text for n in repos.notes.list()] == ["let me in"]
+
+    controls = client.get("/controls")
+    assert controls.status_code == 200 and "No channels configured" in controls.text
+    with db.unit() as repos:
+        Managers(repos).channels.set_status("matrix", "backing_off", error="connection refused")
+    fragment = client.get("/controls/channels").text
+    assert "backing_off" in fragment and "connection refused" in fragment
+
+
+def test_people_api_refuses_what_its_schema_refuses(web) -> None:
+    client = web.client
+    for bad in ("0", "-1", "x", "4.5", str(2**63)):
+        assert client.get(f"/api/people/{bad}").status_code == 422, bad
+    assert client.post("/api/people", json={"name": "Cy", "quiet_hours": " 22:00-08:00"}).status_code == 422
+    assert client.post("/api/people", json={"name": "Cy", "quiet_hours": "22:00-08:00"}).status_code == 201
+    assert client.post("/api/people", json={"name": "Dee", "role": "king"}).status_code == 422
+    assert client.post("/api/people", json={"name": "Dee", "extra": 1}).status_code == 422

@@ -1,0 +1,56 @@
+"""/api/people: the persona's humans (owner, trusted, guests; identities per channel) and the contact requests that
+wait for the owner. This is the operator's door: what is added here the owner added (the persona cannot add anyone
+by itself: its `users.add` waits for approval)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Path
+
+from memory import Repos
+from web.api.responses import PERSONA, errors
+from web.context import WebServices, get_services, unit_of_work
+from web.schemas import MAX_ID
+from web.schemas.people import AcceptIn, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate
+from web.services import people
+
+router = APIRouter(tags=["people"], responses=PERSONA)
+DECIDE = errors(403, (404, "no such contact request"), (409, "decided already"), 422)
+
+
+@router.get("/people", response_model=PeopleOverview, responses=errors(422))
+def list_people(services: WebServices = Depends(get_services), repos: Repos = unit_of_work()):
+    """Everyone the persona knows, the contact requests, and the channels' state."""
+    return people.overview(repos, services.settings())
+
+
+@router.get("/people/{person_id}", response_model=Person, responses=errors((404, "no such person"), 422))
+def read_person(person_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
+    return people.get(repos, person_id)
+
+
+@router.post("/people", response_model=Person, status_code=201,
+             responses=errors(403, (409, "refused: a name or identity taken, an owner made by the persona"), 422))
+def add_person(body: PersonIn, services: WebServices = Depends(get_services)):
+    return people.add(services.db, body, services.settings())
+
+
+@router.patch("/people/{person_id}", response_model=Person,
+              responses=errors(403, (404, "no such person"), (409, "refused: the last owner, a taken identity"), 422))
+def update_person(body: PersonUpdate, person_id: int = Path(ge=1, le=MAX_ID),
+                  services: WebServices = Depends(get_services)):
+    return people.update(services.db, person_id, body, services.settings())
+
+
+@router.post("/people/requests/{request_id}/accept", response_model=ContactRequest, responses=DECIDE)
+def accept_request(body: AcceptIn | None = None, request_id: int = Path(ge=1, le=MAX_ID),
+                   services: WebServices = Depends(get_services)):
+    """The sender becomes a person (or an identity of `name`); their held messages become notes from them."""
+    body = body or AcceptIn()
+    return people.decide(services.db, request_id, accept=True, now=services.clock(), name=body.name, role=body.role,
+                         settings=services.settings())
+
+
+@router.post("/people/requests/{request_id}/refuse", response_model=ContactRequest, responses=DECIDE)
+def refuse_request(request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    """The held messages are deleted; later ones from that sender are dropped."""
+    return people.decide(services.db, request_id, accept=False, now=services.clock(), settings=services.settings())

@@ -1,0 +1,56 @@
+"""People: who the persona knows (role, identities per channel, language, quiet hours), add or change one, and the
+contact requests from unknown senders that wait for the owner."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Form, Path, Request
+from pydantic import ValidationError
+
+from web.context import WebServices, get_services
+from web.errors import ServiceError
+from web.schemas import MAX_ID
+from web.schemas.people import PersonIn
+from web.services import people
+from web.templating import render
+
+router = APIRouter()
+
+
+def _overview(request: Request, services: WebServices):
+    with services.db.unit() as repos:
+        overview = people.overview(repos, services.settings())
+    return render(request, "fragments/people_overview.html", overview=overview)
+
+
+@router.get("/people")
+def people_page(request: Request, services: WebServices = Depends(get_services)):
+    with services.db.unit() as repos:
+        overview = people.overview(repos, services.settings())
+    return render(request, "pages/people.html", "people", overview=overview)
+
+
+@router.post("/people")
+def add_person(request: Request, name: str = Form(..., max_length=120), role: str = Form("guest", max_length=16),
+               channel: str = Form("", max_length=64), address: str = Form("", max_length=300),
+               language: str = Form("", max_length=16), quiet_hours: str = Form("", max_length=16),
+               services: WebServices = Depends(get_services)):
+    try:
+        body = PersonIn(name=name, role=role, channel=channel or None, address=address or None,
+                        language=language or None, quiet_hours=quiet_hours or None)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ServiceError(str(first.get("msg")), field=str(first.get("loc", ["?"])[0]), status=422) from None
+    people.add(services.db, body, services.settings())
+    return _overview(request, services)
+
+
+@router.post("/people/requests/{request_id}/accept")
+def accept(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    people.decide(services.db, request_id, accept=True, now=services.clock(), settings=services.settings())
+    return _overview(request, services)
+
+
+@router.post("/people/requests/{request_id}/refuse")
+def refuse(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    people.decide(services.db, request_id, accept=False, now=services.clock(), settings=services.settings())
+    return _overview(request, services)

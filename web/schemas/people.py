@@ -1,0 +1,87 @@
+"""The persona's humans (People page, /api/people), their contact requests, and the channels' state (Controls)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from web.schemas.requests import REQUEST_BODY, VISIBLE
+
+Role = Literal["owner", "trusted", "guest"]
+NAME = Field(min_length=1, max_length=120, pattern=f"{VISIBLE}")
+# HH:MM-HH:MM (the end may be 24:00), in ASCII classes: the JSON Schema's (ECMA) regex and Python's agree
+QUIET = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]-([01]?[0-9]|2[0-4]):[0-5][0-9]$"
+
+
+class Identity(BaseModel):
+    channel: str
+    address: str
+
+
+class Person(BaseModel):
+    id: int
+    name: str
+    role: Role = Field(description="owner (answers approvals and contact requests), trusted or guest.")
+    preferred_channel: str | None = Field(None, description="Where messages to them go; none: where they last wrote.")
+    language: str | None = None
+    quiet_hours: str | None = Field(None, description="HH:MM-HH:MM: unprompted messages wait past it.")
+    about: str = ""
+    added_by: str
+    identities: list[Identity] = Field(default_factory=list)
+    last_channel: str | None = Field(None, description="The channel they last wrote from.")
+
+
+class ContactRequest(BaseModel):
+    id: int
+    channel: str
+    address: str
+    sender_name: str
+    status: Literal["pending", "accepted", "refused"]
+    messages: int = Field(description="How many messages wait held (none reached a note or memory).")
+    requested_at: str | None = None
+
+
+class ChannelState(BaseModel):
+    channel: str
+    state: str = Field(description="up, backing_off, down or stopped, as its runner last recorded it.")
+    last_error: str | None = None
+    retry_at: str | None = None
+    outbox_depth: int = Field(description="Messages queued or being sent.")
+
+
+class PeopleOverview(BaseModel):
+    people: list[Person]
+    contact_requests: list[ContactRequest]
+    channels: list[ChannelState]
+
+
+class PersonIn(BaseModel):
+    model_config = REQUEST_BODY
+    name: str = NAME
+    role: Role = "guest"
+    preferred_channel: str | None = Field(None, max_length=64)
+    language: str | None = Field(None, max_length=16)
+    quiet_hours: str | None = Field(None, pattern=QUIET)
+    about: str = Field("", max_length=2000)
+    channel: str | None = Field(None, max_length=64, description="With `address`: their identity on a channel.")
+    address: str | None = Field(None, max_length=300)
+
+
+class PersonUpdate(BaseModel):
+    model_config = REQUEST_BODY
+    name: str | None = Field(None, min_length=1, max_length=120, pattern=f"{VISIBLE}")
+    role: Role | None = None
+    preferred_channel: str | None = Field(None, max_length=64)
+    language: str | None = Field(None, max_length=16)
+    quiet_hours: str | None = Field(None, pattern=QUIET)
+    about: str | None = Field(None, max_length=2000)
+    channel: str | None = Field(None, max_length=64)
+    address: str | None = Field(None, max_length=300)
+
+
+class AcceptIn(BaseModel):
+    model_config = REQUEST_BODY
+    name: str | None = Field(None, min_length=1, max_length=120, pattern=f"{VISIBLE}",
+                             description="An existing person who gets this identity, or the new person's name.")
+    role: Literal["trusted", "guest"] = "guest"

@@ -1,0 +1,93 @@
+"""People: the persona's humans and the contact requests that wait for the owner — managers/people.py is the one
+implementation (the web page and the API are the operator's door: what they add the owner added)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from managers import ManagerDeps, Managers
+from managers.errors import NotFound
+from managers.people import PeopleError
+from memory import Database, Repos
+from web.errors import NotFoundError, ServiceError
+from web.schemas.people import ChannelState, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate
+
+BY = "operator (web)"
+
+
+def _person(house: Managers, person: Any) -> Person:
+    return Person(**house.people.view(person).as_dict())
+
+
+def overview(repos: Repos, settings: Any = None) -> PeopleOverview:
+    house = Managers(repos, ManagerDeps(settings=settings))
+    configured = [e.name for e in settings.channels.entries] if settings is not None else []
+    return PeopleOverview(
+        people=[Person(**v.as_dict()) for v in house.people.list()],
+        contact_requests=[ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
+                                         status=r.status, messages=r.messages or 0,
+                                         requested_at=r.created_at.isoformat() if r.created_at else None)
+                          for r in house.people.contact_requests(None)],
+        channels=channel_states(repos, configured))
+
+
+def channel_states(repos: Repos, configured: list[str]) -> list[ChannelState]:
+    return [ChannelState(**s) for s in Managers(repos).channels.states(configured)]
+
+
+def get(repos: Repos, person_id: int) -> Person:
+    house = Managers(repos)
+    try:
+        return _person(house, house.people.get(person_id))
+    except NotFound:
+        raise NotFoundError(f"no person {person_id}", field="person_id") from None
+
+
+def add(db: Database, body: PersonIn, settings: Any = None) -> Person:
+    try:
+        with db.unit() as repos:
+            house = Managers(repos, ManagerDeps(settings=settings))
+            person = house.people.add(body.name, role=body.role, preferred_channel=body.preferred_channel,
+                                      language=body.language, quiet_hours=body.quiet_hours, about=body.about, by=BY)
+            if body.channel and body.address:
+                house.people.add_identity(person.id, body.channel, body.address)
+            return _person(house, person)
+    except PeopleError as exc:
+        raise ServiceError(str(exc), status=409) from None
+
+
+def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = None) -> Person:
+    changes = body.model_dump(exclude_unset=True, exclude={"channel", "address"})
+    try:
+        with db.unit() as repos:
+            house = Managers(repos, ManagerDeps(settings=settings))
+            house.people.get(person_id)
+            person = house.people.update(person_id, by=BY, **changes)
+            if body.channel and body.address:
+                house.people.add_identity(person.id, body.channel, body.address)
+            return _person(house, person)
+    except NotFound:
+        raise NotFoundError(f"no person {person_id}", field="person_id") from None
+    except PeopleError as exc:
+        raise ServiceError(str(exc), status=409) from None
+
+
+def decide(db: Database, request_id: int, *, accept: bool, now: datetime, name: str | None = None,
+           role: str = "guest", settings: Any = None) -> ContactRequest:
+    try:
+        with db.unit() as repos:
+            house = Managers(repos, ManagerDeps(settings=settings))
+            if accept:
+                house.people.accept(request_id, name=name, role=role, now=now)
+            else:
+                house.people.refuse(request_id, now=now)
+            row = repos.people.contact_request(request_id)
+            assert row is not None
+            return ContactRequest(id=row.id, channel=row.channel, address=row.address, sender_name=row.sender_name,
+                                  status=row.status, messages=row.messages or 0,
+                                  requested_at=row.created_at.isoformat() if row.created_at else None)
+    except NotFound:
+        raise NotFoundError(f"no contact request {request_id}", field="request_id") from None
+    except PeopleError as exc:
+        raise ServiceError(str(exc), field="request_id", status=409) from None
