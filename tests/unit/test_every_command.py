@@ -82,10 +82,15 @@ def test_tasks_stop_stops_a_running_sub_cycle(agent_factory):
         assert (task.repl_status, task.repl_error) == ("stopped", "stopped by the main loop")
 
 
-def test_goals_update_of_a_failed_goal_warns_and_asks_for_an_abstract(agent_factory):
-    agent, status = run(agent_factory, lambda repos: repos.goals.add("Swim across the bay"),
-                        ("goals.update", {"id": 1, "status": "failed", "reason": "the water is too cold"}))
-    assert executed(status)["c1"] == "goal 1 updated"
+def test_goals_update_of_a_failed_goal_warns_asks_for_an_abstract_and_may_reopen_it(agent_factory):
+    fake = FakeLLM("fake", responses=[
+        block(("goals.update", {"id": 1, "status": "failed", "reason": "the water is too cold"})),
+        block(("goals.update", {"id": 1, "status": "active", "reason": "a wetsuit arrived"})), "Quiet."])
+    agent = agent_factory(fake)
+    with agent.services.db.unit() as repos:
+        repos.goals.add("Swim across the bay")
+    [failed] = agent.tick()["executed"]
+    assert (failed["status"], failed["result"]) == ("executed", "goal 1 updated")
     with agent.services.db.unit() as repos:
         goal = repos.goals.get(1)
         assert (goal.status, goal.reason) == ("failed", "the water is too cold")
@@ -93,6 +98,13 @@ def test_goals_update_of_a_failed_goal_warns_and_asks_for_an_abstract(agent_fact
         assert [(w.status, w.value) for w in warnings] == [("warning", "goal 1 failed: the water is too cold")]
         request = repos.config.get("memory/abstract_request/main")
         assert request is not None and request["trigger"] == "goal_closed"
+    agent.tick()  # the failure is in the next prompt; the goal is reopened
+    prompt = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
+    assert "goal 1 failed: the water is too cold" in prompt
+    with agent.services.db.unit() as repos:
+        goal = repos.goals.get(1)
+        assert (goal.status, goal.reason) == ("active", "a wetsuit arrived")
+        assert len([r for r in repos.processes.recent(50) if r.name == "goals.failed"]) == 1  # no second warning
 
 
 # ---- notes -----------------------------------------------------------------------------------------------------
