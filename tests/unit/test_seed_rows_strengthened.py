@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 import graph.loop.driver as driver
 from tests.fakes.llm import FakeLLM
 
@@ -125,3 +127,57 @@ def test_a_named_seed_applied_is_the_text_an_epos_continuation_starts_from(web, 
         assert again == evening + " The harbour is quiet tonight."
     finally:
         agent.services.db.close()
+
+
+def test_cycle_mode_manual_shows_only_the_notes_ids_and_auto_their_text(agent_factory):
+    """HMP's notes modes through ticks: manual lists the unread notes by id (they stay unread), auto shows them."""
+    fake = FakeLLM("fake", responses=[block(("cycle.mode", {"mode": "manual"})), block(("cycle.mode", {"mode": "auto"})),
+                                      "Quiet."])
+    agent = agent_factory(fake)
+    [manual] = agent.tick()["executed"]
+    assert (manual["status"], manual["result"]) == ("executed", "notes mode: manual")
+    with agent.services.db.unit() as repos:
+        assert repos.config.cycle("main")["notes_mode"] == "manual"
+        note = repos.notes.add("The ferry leaves at nine.", source="user", priority=2)
+    agent.tick()
+    second = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
+    assert f"- note {note.id} from user, priority 2" in second and "The ferry leaves at nine." not in second
+    with agent.services.db.unit() as repos:
+        assert repos.notes.get(note.id).read is False and repos.config.cycle("main")["notes_mode"] == "auto"
+    agent.tick()
+    third = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
+    assert "The ferry leaves at nine." in third
+    with agent.services.db.unit() as repos:
+        assert repos.notes.get(note.id).read is True
+
+
+@pytest.mark.parametrize("policy", ["log_only", "block_commands_and_log"])
+def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_to_the_gate(agent_factory, persona, policy):
+    """ethics.yaml `log_only`: a violation is logged, and its commands meet the usual gate (here notes.add needs a
+    rating of -3 or more, so it runs); `block_commands_and_log` blocks them, whatever the gate would say."""
+    (persona / "ethics.yaml").write_text((persona / "ethics.yaml").read_text().replace(
+        "on_violation: block_commands_and_log", f"on_violation: {policy}"))
+    lie = ("My human is anxious about the storm. I will note that it has passed, though it has not.\n"
+           + block(("notes.add", {"text": "The storm has passed."})).split("\n", 1)[1])
+
+    def judge(prompt: str) -> dict[str, Any]:
+        return {"rating": -3 if "though it has not" in prompt else 2, "comment": "deceives the human"}
+
+    main = FakeLLM("main", responses=[lie])
+    validators = [FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)]
+    agent = agent_factory(main, *validators, validators=("v1", "v2"), persona_dir=str(persona),
+                          reflexes={"command_thresholds": {"notes.add": -3.0}})
+    assert agent.services.persona.ethics.violation_policy.on_violation == policy
+    state = agent.tick()
+    assert state["validation"]["rating"] == -3.0
+    assert state["validation"]["violation"] is (policy == "block_commands_and_log")
+    with agent.services.db.unit() as repos:
+        [logged] = [p for p in repos.processes.open("main") if p.name == "ethics.violation"]
+        assert logged.status == "warning" and logged.value.endswith(f"policy {policy}")
+        stored = [n.text for n in repos.notes.list(source="llm", limit=5) if "storm" in n.text]
+        audit = [(a.decision, a.actor) for a in repos.audit.recent()]
+    if policy == "log_only":
+        assert state["executed"][0]["status"] == "executed" and stored == ["The storm has passed."]
+        assert ("blocked", "ethics") not in audit
+    else:
+        assert state["executed"][0]["status"] == "blocked" and stored == [] and ("blocked", "ethics") in audit
