@@ -181,3 +181,42 @@ def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_t
         assert ("blocked", "ethics") not in audit
     else:
         assert state["executed"][0]["status"] == "blocked" and stored == [] and ("blocked", "ethics") in audit
+
+
+def test_abstracts_every_n_ticks_and_on_a_goal_closing(agent_factory):
+    """HMP's abstract triggers through ticks: every `memory.abstract_every` ticks one is built (trigger every_n),
+    and closing a goal asks for one that is built after that tick (trigger goal_closed)."""
+    thoughts = ["The tide tables say high water at nine.", "Gulls follow the ferry out of the harbour.",
+                "The lighthouse was painted green last spring.", "Bread rises faster in a warm kitchen.",
+                block(("goals.update", {"id": 1, "status": "completed", "reason": "I know the tides now"})),
+                "Quiet."]
+    fake = FakeLLM("fake", responses=thoughts,
+                   json_answer=lambda prompt: {"title": "The sea week", "summary": "Tides, gulls and a green lighthouse.",
+                                               "tags": ["sea"]} if "abstract" in prompt.lower() else
+                   {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
+    agent = agent_factory(fake, memory={"abstract_every": 3})
+    with agent.services.db.unit() as repos:
+        repos.goals.add("Learn the tides")
+
+    def abstracts():
+        with agent.services.db.unit() as repos:
+            return [(a.trigger, a.title) for a in repos.abstracts.list(limit=10)]
+
+    agent.tick()
+    agent.tick()
+    assert abstracts() == []
+    third = agent.tick()
+    assert third["memory_upkeep"]["abstract"] is not None, third["memory_upkeep"]
+    assert abstracts() == [("every_n", "The sea week")]
+    agent.tick()
+    fifth = agent.tick()  # closes the goal (commands run after the upkeep): the request waits for the next tick
+    assert fifth["executed"][0]["result"] == "goal 1 updated" and abstracts() == [("every_n", "The sea week")]
+    with agent.services.db.unit() as repos:
+        assert repos.config.get("memory/abstract_request/main") == {"trigger": "goal_closed", "what": "goal 1"}
+    sixth = agent.tick()
+    assert sixth["memory_upkeep"]["abstract"] is not None
+    built = abstracts()
+    assert len(built) == 2 and ("goal_closed", "The sea week") in built
+    with agent.services.db.unit() as repos:
+        assert repos.goals.get(1).status == "completed"
+        assert repos.config.get("memory/abstract_request/main") is None
