@@ -22,11 +22,11 @@ def block(*commands: tuple[str, dict[str, Any]]) -> str:
 
 
 def run(agent_factory: Callable[..., Any], seed: Callable[[Any], None] | None,
-        *commands: tuple[str, dict[str, Any]], fakes: tuple[FakeLLM, ...] = ()) -> tuple[Any, dict[str, tuple[str, str]]]:
+        *commands: tuple[str, dict[str, Any]]) -> tuple[Any, dict[str, tuple[str, str]]]:
     """One tick whose thought gives `commands` (after `seed(repos)` wrote what they act on); the agent and
     {"c1": (status, result), …}."""
     fake = FakeLLM("fake", responses=[block(*commands), "Quiet."])
-    agent = agent_factory(fake, *fakes)
+    agent = agent_factory(fake)
     if seed is not None:
         with agent.services.db.unit() as repos:
             seed(repos)
@@ -50,7 +50,8 @@ def test_goals_read_update_and_tasks_list_read_unpin_stop(agent_factory):
 
     agent, status = run(agent_factory, seed,
                         ("goals.read", {"id": 1}),
-                        ("goals.update", {"id": 1, "priority": 3, "progress": "read one chapter", "title": "Know the sea"}),
+                        ("goals.update", {"id": 1, "priority": 3, "progress": "read one chapter",
+                                          "title": "Know the sea"}),
                         ("tasks.list", {"goal_id": 1}),
                         ("tasks.read", {"id": 1}),
                         ("tasks.unpin", {"id": 1}),
@@ -72,8 +73,8 @@ def test_goals_read_update_and_tasks_list_read_unpin_stop(agent_factory):
 def test_tasks_stop_stops_a_running_sub_cycle(agent_factory):
     def seed(repos):
         repos.tasks.add("Read about tides")
-        repos.tasks.set_repl(1, repl_mode="read_only", repl_status="running", repl_config={}, repl_thread="main/task-1-t1",
-                             repl_error=None)
+        repos.tasks.set_repl(1, repl_mode="read_only", repl_status="running", repl_config={},
+                             repl_thread="main/task-1-t1", repl_error=None)
 
     agent, status = run(agent_factory, seed, ("tasks.stop", {"id": 1}))
     assert executed(status)["c1"] == "task 1's sub-cycle stopped; its chronicle will follow as a note"
@@ -142,7 +143,8 @@ def test_diary_search_update_llm_memory_list_and_reads_of_self(agent_factory):
                         ("core.update", {"text": "My human lives by the sea."}),
                         ("notepad.update", {"text": "buy a tide almanac"}),
                         ("diary.search", {"query": "tide tables"}),
-                        ("diary.update", {"id": 1, "text": "Today I learnt the tide tables by heart.", "tags": ["sea", "moon"]}),
+                        ("diary.update", {"id": 1, "text": "Today I learnt the tide tables by heart.",
+                                          "tags": ["sea", "moon"]}),
                         ("llm_memory.list", {"limit": 5}),
                         ("core.read", {}),
                         ("notepad.read", {}),
@@ -174,7 +176,8 @@ def test_concepts_and_links_list_pin_update_read(agent_factory):
     agent, status = run(agent_factory, seed,
                         ("concepts.list", {}),
                         ("concepts.pin", {"id": 1}),
-                        ("concepts.update", {"id": 2, "description": "Earth's satellite; it pulls the sea.", "weight": 2}),
+                        ("concepts.update", {"id": 2, "description": "Earth's satellite; it pulls the sea.",
+                                             "weight": 2}),
                         ("concepts.pin", {"id": 2}),
                         ("concepts.unpin", {"id": 2}),
                         ("links.update", {"id": 1, "relation": "caused_by", "weight": 3}),
@@ -231,8 +234,8 @@ def test_cycle_meditation_sets_the_context_mode_and_asks_for_an_abstract(agent_f
 
 
 def test_cycle_meditation_off_returns_to_standard(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("cycle.meditation", {"on": True})), block(("cycle.meditation", {"on": False})),
-                                      "Quiet."])
+    fake = FakeLLM("fake", responses=[block(("cycle.meditation", {"on": True})),
+                                      block(("cycle.meditation", {"on": False})), "Quiet."])
     agent = agent_factory(fake)
     agent.tick()
     [off] = agent.tick()["executed"]
@@ -256,9 +259,10 @@ def test_scripts_feeds_services_llm_task_and_stelis_show(agent_factory):
 
     def open_child(agent):
         with agent.services.db.unit() as repos:
-            child, _, _ = open_thread(agent.services, repos, parent_id="main", child_id="main/research", label="research",
-                                      window_ratio=0.8, max_depth=3, origin="command")
-            repos.messages.add(thread_id=child.id, kind="step", content="child found the tide tables", meta={"node": "n"})
+            child, _, _ = open_thread(agent.services, repos, parent_id="main", child_id="main/research",
+                                      label="research", window_ratio=0.8, max_depth=3, origin="command")
+            repos.messages.add(thread_id=child.id, kind="step", content="child found the tide tables",
+                               meta={"node": "n"})
 
     fake = FakeLLM("fake", responses=[block(
         ("scripts.list", {}), ("scripts.read", {"name": "count_words"}), ("feeds.unsubscribe", {"feed": 1}),

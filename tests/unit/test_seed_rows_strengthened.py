@@ -61,7 +61,8 @@ def test_concentration_by_emotions_keeps_the_thoughts_felt_so_with_or_and_and(ag
     assert state["executed"][0]["result"] == "concentration on: tags [], emotions ['anxiety'] (or)"
     with agent.services.db.unit() as repos:
         cycle = repos.config.cycle("main")
-        assert (cycle["context_mode"], cycle["focus_emotions"], cycle["focus_logic"]) == ("concentration", ["anxiety"], "or")
+        focus = (cycle["context_mode"], cycle["focus_emotions"], cycle["focus_logic"])
+        assert focus == ("concentration", ["anxiety"], "or")
     agent.tick()
     recent = recent_thoughts_in([c["prompt"] for c in fake.calls if "My recent thoughts" in c["prompt"]][-1])
     assert "About the storm." in recent and "About the harbour." in recent and "About bread." not in recent
@@ -131,8 +132,8 @@ def test_a_named_seed_applied_is_the_text_an_epos_continuation_starts_from(web, 
 
 def test_cycle_mode_manual_shows_only_the_notes_ids_and_auto_their_text(agent_factory):
     """HMP's notes modes through ticks: manual lists the unread notes by id (they stay unread), auto shows them."""
-    fake = FakeLLM("fake", responses=[block(("cycle.mode", {"mode": "manual"})), block(("cycle.mode", {"mode": "auto"})),
-                                      "Quiet."])
+    fake = FakeLLM("fake", responses=[block(("cycle.mode", {"mode": "manual"})),
+                                      block(("cycle.mode", {"mode": "auto"})), "Quiet."])
     agent = agent_factory(fake)
     [manual] = agent.tick()["executed"]
     assert (manual["status"], manual["result"]) == ("executed", "notes mode: manual")
@@ -152,7 +153,8 @@ def test_cycle_mode_manual_shows_only_the_notes_ids_and_auto_their_text(agent_fa
 
 
 @pytest.mark.parametrize("policy", ["log_only", "block_commands_and_log"])
-def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_to_the_gate(agent_factory, persona, policy):
+def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_to_the_gate(agent_factory, persona,
+                                                                                         policy):
     """ethics.yaml `log_only`: a violation is logged, and its commands meet the usual gate (here notes.add needs a
     rating of -3 or more, so it runs); `block_commands_and_log` blocks them, whatever the gate would say."""
     (persona / "ethics.yaml").write_text((persona / "ethics.yaml").read_text().replace(
@@ -191,8 +193,9 @@ def test_abstracts_every_n_ticks_and_on_a_goal_closing(agent_factory):
                 block(("goals.update", {"id": 1, "status": "completed", "reason": "I know the tides now"})),
                 "Quiet."]
     fake = FakeLLM("fake", responses=thoughts,
-                   json_answer=lambda prompt: {"title": "The sea week", "summary": "Tides, gulls and a green lighthouse.",
-                                               "tags": ["sea"]} if "abstract" in prompt.lower() else
+                   json_answer=lambda prompt: {"title": "The sea week", "tags": ["sea"],
+                                               "summary": "Tides, gulls and a green lighthouse."}
+                   if "abstract" in prompt.lower() else
                    {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
     agent = agent_factory(fake, memory={"abstract_every": 3})
     with agent.services.db.unit() as repos:
