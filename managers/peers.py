@@ -121,50 +121,36 @@ class PeerManager:
         self.repos.peers.flush()
         return peer
 
-    # ---- what the mesh (managers/reputation.py, managers/mesh.py) knows, when it is there ----
-    def _mesh_hook(self, manager: str, method: str) -> Any:
-        """A method of the mesh's managers, or None when they are not part of this build (their tables absent)."""
-        owner = getattr(self.house, manager, None)
-        found = getattr(owner, method, None)
-        return found if callable(found) else None
-
+    # ---- what the mesh (managers/reputation.py, managers/mesh.py) knows ----
     def refuses(self, key: str) -> bool:
-        """A blocked peer (ours, or the mesh's reputation blocklist when it is there)."""
+        """A blocked peer (ours, or the mesh's reputation blocklist)."""
         peer = self.find(key)
         if peer is not None and peer.blocked:
             return True
         did = peer.did if peer is not None else (key if key.startswith("did:") else None)
-        is_blocked = self._mesh_hook("reputation", "is_blocked")
-        return bool(did and is_blocked is not None and is_blocked(did))
+        return bool(did and self.house.reputation.is_blocked(did))
 
     def trust_history(self, did: str | None, points: int = 20) -> builtins.list[tuple[datetime, float]]:
-        history = self._mesh_hook("reputation", "trust_history")
-        if not did or history is None:
+        if not did:
             return []
-        return [(at, float(value)) for at, value in history(did, points=points)]
+        return [(at, float(value)) for at, value in self.house.reputation.trust_history(did, points=points)]
 
     def trust(self, did: str | None) -> float | None:
         """The mesh's trust in a peer, or None when nothing was evaluated yet (no number is invented)."""
-        read = self._mesh_hook("reputation", "trust")
-        if not did or read is None or not self.trust_history(did, points=1):
+        if not did or not self.trust_history(did, points=1):
             return None
-        return float(read(did))
+        return float(self.house.reputation.trust(did))
 
     def mesh_view(self, *, limit: int = 50) -> dict[str, Any]:
         """What the Mesh page shows: each peer with its trust over time, what was learned from whom, open consensus
-        cases, refused containers (each None when the mesh's managers are not in this build), the A2A outbox and
-        what peers wrote."""
-        def hooked(manager: str, method: str, **kwargs: Any) -> builtins.list[Any] | None:
-            found = self._mesh_hook(manager, method)
-            return None if found is None else builtins.list(found(**kwargs))
-
-        counts = self._mesh_hook("mesh", "refused_counts")
+        cases, refused containers, the A2A outbox and what peers wrote."""
+        mesh = self.house.mesh
         return {
             "peers": [{"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)} for p in self.list()],
-            "learned": hooked("mesh", "learned", limit=limit),
-            "open_cases": hooked("mesh", "open_cases"),
-            "refused": hooked("mesh", "refused_recent", limit=limit),
-            "refused_counts": dict(counts()) if counts is not None else None,
+            "learned": builtins.list(mesh.learned(limit=limit)),
+            "open_cases": builtins.list(mesh.open_cases()),
+            "refused": builtins.list(mesh.refused_recent(limit=limit)),
+            "refused_counts": dict(mesh.refused_counts()),
             "outbox": self.outbox(limit=limit),
             "heard": self.heard_from(limit),
         }

@@ -11,6 +11,7 @@ import time
 
 import httpx
 
+from managers import Managers
 from web.a2a import STILL_THINKING
 
 
@@ -116,7 +117,6 @@ def test_a_reply_that_takes_too_long_leaves_the_task_working_saying_still_thinki
 
 def test_a_blocked_peer_is_refused_and_leaves_no_note(web):
     with web.agent.services.db.unit() as repos:
-        from managers import Managers
 
         Managers(repos).peers.add("mallory", a2a_url="http://127.0.0.1:9", added_by="owner")
         Managers(repos).peers.set_blocked("mallory", True)
@@ -133,11 +133,21 @@ def test_peers_over_the_api_and_the_mesh_page_say_no_trust_yet_rather_than_a_num
     assert web.client.post("/api/peers", json={"name": "bad name"}).json()["field"] == "name"
     assert [p["name"] for p in web.client.get("/api/peers").json()] == ["ada"]
     mesh = web.client.get("/api/mesh").json()
-    assert mesh["learned"] is None and mesh["open_cases"] is None and mesh["refused"] is None  # not in this build
+    assert mesh["learned"] == [] and mesh["open_cases"] == [] and mesh["refused"] == []  # nothing arrived yet
     page = web.client.get("/mesh")
     assert page.status_code == 200 and 'data-peer="ada"' in page.text and "no trust yet" in page.text
-    assert "not part of this build" in page.text
     assert web.client.delete("/api/peers/ada").status_code == 204
     assert web.client.get("/api/peers/ada").status_code == 404
     with web.agent.services.db.unit() as repos:
         assert repos.peers.list() == []
+
+
+def test_the_mesh_page_shows_a_refused_container_with_its_reason(web):
+    with web.agent.services.db.unit() as repos:
+        outcome = Managers(repos).mesh.receive(b'{"not": "a container"}', relay="did:key:z6MkRelay")
+    assert outcome.status == "refused"
+    mesh = web.client.get("/api/mesh").json()
+    [refused] = mesh["refused"]
+    assert refused["reason"] == outcome.reason and mesh["refused_counts"] == {outcome.reason: 1}
+    page = web.client.get("/mesh")
+    assert page.status_code == 200 and 'data-testid="refused"' in page.text and outcome.reason in page.text

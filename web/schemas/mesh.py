@@ -1,5 +1,5 @@
 """The Mesh: peers (the personas and A2A agents this one knows), trust over time, what arrived from whom, consensus
-cases and refused containers (from the mesh's managers, when they are part of this build), the A2A outbox."""
+cases and refused containers (managers/mesh.py, managers/reputation.py), the A2A outbox."""
 
 from __future__ import annotations
 
@@ -62,12 +62,41 @@ class HeardOut(BaseModel):
     at: datetime
 
 
+class LearnedOut(BaseModel):
+    """A peer's container that CogSync turned into memory here (data with its source DID and the sender's trust)."""
+    container_id: str
+    sender: str
+    tier: str | None
+    local_id: int | None
+    trust: float | None
+    at: datetime
+
+
+class CaseOut(BaseModel):
+    """An open consensus case: an ethics case (solutions and their trust-weighted votes) or a shared claim."""
+    case_id: str
+    kind: str
+    question: str
+    solutions: dict[str, str]
+    weights: dict[str, float]
+    votes: int
+    result: str | None
+    score: float | None
+
+
+class RefusedOut(BaseModel):
+    sender: str | None
+    reason: str
+    container_id: str | None
+    detail: str
+    at: datetime
+
+
 class MeshView(BaseModel):
     peers: list[PeerOut]
-    learned: list[dict[str, Any]] | None = Field(description="What arrived by CogSync, from whom; null: the mesh's "
-                                                 "managers are not in this build.")
-    open_cases: list[dict[str, Any]] | None
-    refused: list[dict[str, Any]] | None
-    refused_counts: dict[str, int] | None
+    learned: list[LearnedOut] = Field(description="What arrived by CogSync, from whom, newest first.")
+    open_cases: list[CaseOut]
+    refused: list[RefusedOut]
+    refused_counts: dict[str, int] = Field(description="Refused containers by reason: forged, replay, expired, …")
     outbox: list[OutboxOut]
     heard: list[HeardOut]

@@ -3,7 +3,7 @@ what the mesh's managers know (reputation, CogSync, consensus, refusals) read th
 
 from __future__ import annotations
 
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict
 from typing import Any
 
 from managers import Managers
@@ -12,7 +12,8 @@ from memory import Repos
 from memory.models import Peer
 from nodes.provenance import note_author
 from web.errors import NotFoundError, ServiceError
-from web.schemas.mesh import HeardOut, MeshView, OutboxOut, PeerIn, PeerOut, TrustPoint
+from web.schemas.mesh import (CaseOut, HeardOut, LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut, RefusedOut,
+                              TrustPoint)
 
 
 def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
@@ -54,24 +55,16 @@ def remove_peer(repos: Repos, name: str) -> None:
         raise NotFoundError(str(exc), field="name") from None
 
 
-def _plain(item: Any) -> dict[str, Any]:
-    if isinstance(item, dict):
-        return {str(k): v for k, v in item.items()}
-    if is_dataclass(item) and not isinstance(item, type):
-        return asdict(item)
-    return {k: v for k, v in vars(item).items() if not k.startswith("_")}
-
-
 def view(repos: Repos) -> MeshView:
     peers = Managers(repos).peers
     seen = peers.mesh_view()
-
-    def rows(key: str) -> list[dict[str, Any]] | None:
-        return None if seen[key] is None else [_plain(r) for r in seen[key]]
-
     return MeshView(
         peers=[_peer(peers, item["peer"]) for item in seen["peers"]],
-        learned=rows("learned"), open_cases=rows("open_cases"), refused=rows("refused"),
+        learned=[LearnedOut(container_id=c.id, sender=c.sender, tier=c.local_tier, local_id=c.local_id, trust=c.trust,
+                            at=c.created_at) for c in seen["learned"]],
+        open_cases=[CaseOut(**asdict(t)) for t in seen["open_cases"]],
+        refused=[RefusedOut(sender=r.sender, reason=r.reason, container_id=r.container_id, detail=r.detail, at=r.at)
+                 for r in seen["refused"]],
         refused_counts=seen["refused_counts"],
         outbox=[OutboxOut(id=r.id, peer=r.peer_name, text=r.text, status=r.status, attempts=r.attempts,
                           last_error=r.last_error, reply=r.reply, created_at=r.created_at, sent_at=r.sent_at)
