@@ -206,6 +206,25 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
 
 
+def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
+    """The continuation text within `max_chars` (Epos's hard cap beside the token window): the base (the
+    compression or the seed) stays; the oldest chunks go first, then the newest chunk loses its front; a base
+    longer than the cap on its own keeps its end."""
+    parts = list(parts)
+    total = sum(len(p) for p in parts)
+    while len(parts) > 2 and total > max_chars:
+        drops.append(f"continuation: oldest chunk ({len(parts[1])} chars) over the {max_chars}-char cap")
+        total -= len(parts.pop(1))
+    if total > max_chars and len(parts) == 2:
+        drops.append(f"continuation: newest chunk cut at the front to the {max_chars}-char cap")
+        parts[1] = parts[1][min(len(parts[1]), total - max_chars):]
+        total = sum(len(p) for p in parts)
+    if total > max_chars:
+        drops.append(f"continuation: base cut at the front to the {max_chars}-char cap")
+        parts = [parts[0][len(parts[0]) - max_chars:]]
+    return [parts[0], *(p for p in parts[1:] if p)]
+
+
 def _continuation_prompt(services: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
                          episode: StagnationEpisode) -> dict[str, Any]:
     """The growing text: last compression (or the seed), every chunk since, then new human turns."""
@@ -226,6 +245,7 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
             fixed += size
         else:
             drops.append(f"note {note.id}: waits for a later tick ({size} tokens)")
+    parts = _capped(parts, services.settings.continuation.max_chars, drops)
     sizes = [count(p) for p in parts]
     total = sum(sizes) + fixed
     while len(parts) > 1 and total > budget:
