@@ -50,8 +50,8 @@ from nodes.steps.s04_prepare_context.memory_lines import (
 from nodes.steps.s04_prepare_context.untrusted import defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
-from persona.drives import Drives, feeling_lines
-from persona.prompts import FEELINGS_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
+from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
+from persona.prompts import FEELINGS_TITLE, INTERNAL_STATE_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
 from persona.settings import DriveSettings
 
 log = logging.getLogger(__name__)
@@ -91,11 +91,15 @@ def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[st
     return notes, [_note_line(n) for n in notes]
 
 
-def _feelings(drives: dict[str, Any]) -> list[str]:
+def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
+    """The drives at `inject_at` or above; on a tick the persona may reach out unprompted (and `repos` given), its
+    full internal state instead (Nexus Ark): every drive, the open questions, the motivation line."""
     if not drives.get("levels"):
         return []
-    return feeling_lines(Drives(drives["levels"], drives.get("details") or {}),
-                         DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
+    current = Drives(drives["levels"], drives.get("details") or {})
+    if drives.get("reach_out") and repos is not None:
+        return internal_state_lines(current, repos.questions.open_lines(MAX_QUESTIONS))
+    return feeling_lines(current, DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
 
 
 def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
@@ -136,7 +140,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
               trim_oldest=True),
         Block("episodes", "Recent days", episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
-        Block("feelings", FEELINGS_TITLE, _feelings(dict(state.drives)), 140),
+        Block("feelings", INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE,
+              _feelings(dict(state.drives), repos), 140),
         Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags")), 105,
               trim_oldest=True),
         Block("processes", "Open processes (results of my commands)",
@@ -255,7 +260,7 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     stimulus = ("\n\n(" + defuse(" ".join(episode["stimulus"])) + ")\n") if episode.get("stimulus") else ""
     inner = ""
     if not turns:  # a passing thought: not while the human's turn is open (then the next words are the answer)
-        feelings = _feelings(dict(state.drives))
+        feelings = _feelings(dict(state.drives), repos)
         inner = CONTINUATION_FEELINGS.format(name=name, feelings="; ".join(feelings)) if feelings else ""
         if offer := state.drives.get("reach_out"):
             inner += CONTINUATION_REACH_OUT.format(name=name, drive=offer["drive"])
