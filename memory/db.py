@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -147,12 +147,19 @@ def _v13_mesh(conn: Connection) -> None:
         table_of(table).create(conn, checkfirst=True)
 
 
+def _v14_goal_related_values(conn: Connection) -> None:
+    """Nexus Ark's long-term goals carry `related_values` (the values they serve): a JSON list on every goal."""
+    _add_missing_columns(conn, "goals", ["related_values JSON"])
+    conn.execute(text("UPDATE goals SET related_values = '[]' WHERE related_values IS NULL"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
                                                        8: _v8_live_events_and_history, 9: _v9_reach,
                                                        10: _v10_full_text_index, 11: _v11_memory_vectors,
-                                                       12: _v12_provenance, 13: _v13_mesh}
+                                                       12: _v12_provenance, 13: _v13_mesh,
+                                                       14: _v14_goal_related_values}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
