@@ -188,6 +188,7 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             description=task.description or "(no description)",
             goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
             system=True))
+    blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
     fixed_text = _instruction(services, state, episode)
     if count(fixed_text) + 8 > budget:
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
