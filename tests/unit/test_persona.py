@@ -122,6 +122,9 @@ def test_the_prompt_has_the_layers_in_order_and_an_edit_shapes_the_next_tick(tmp
     layers = [layer["layer"] for layer in state["context_report"]["layers"]]
     assert "recent" in layers and layers[-2:] == ["runtime", "instruction"], layers
     assert user.find("reads my messages.send in their terminal") > user.find("First thought.") > 0
+    # the system message (identity … bootstrap files) is the same text tick after tick: a prompt cache keeps it
+    # (bench/prompt_layers.py) — why the bootstrap files stay in it, before memory, unlike claw0's layer 6
+    assert state["prompt_messages"][0]["content"] == system
     (persona_dir / "SOUL.md").write_text("# Soul\n\nI love lighthouses above everything.\n")
     write_skill(persona_dir / "skills", "tide-watch", description="Watch the tides.")
     agent.tick()
