@@ -126,13 +126,3 @@ def test_the_thought_log_is_exported_as_csv_and_jsonl_with_debug_diary_entries_m
         (r["record"], r["kind"], ";".join(r["tags"])) for r in records]  # the same log, as a table
     assert next(r for r in rows if r["kind"] == "debug")["tags"] == "debug:stagnation_loop"
 
-
-def test_debug_diary_entries_are_kept_apart_from_the_diary(web):
-    with web.agent.services.db.unit() as repos:
-        managers = Managers(repos)
-        managers.diary.add("The gulls are loud today.", tags=["sea"])
-        managers.diary.add("Third identical thought in a row.", tags=["debug:stagnation_loop"])
-        assert [e.text for e in managers.diary.list()] == ["The gulls are loud today."]
-        assert [e.text for e in managers.diary.list(debug=True)] == ["Third identical thought in a row."]
-        assert [e.text for e in managers.diary.list(tag="debug:*")] == ["Third identical thought in a row."]
-        assert len(managers.diary.list(debug=None)) == 2
