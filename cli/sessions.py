@@ -14,6 +14,7 @@ from cli.options import (DataDir, DbUrl, LlmUrl, Model, PersonaDir, PersonaName,
 from cli.run_playbook import run
 from graph.reports import session_row
 from managers import Managers
+from managers.sessions import trace_csv, trace_jsonl
 from nodes.context import utcnow
 from persona.settings import Overrides
 
@@ -36,9 +37,10 @@ def sessions_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, 
 
 @app.command("export")
 def sessions_export(session_id: int = typer.Argument(...),
-                    out: Path = typer.Option(Path("."), "--out", help="Directory for the two files."),
+                    out: Path = typer.Option(Path("."), "--out", help="Directory for the four files."),
                     data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
-    """Write session-ID.json (everything) and session-ID.md (the transcript). A deployed persona's (`--name`) is
+    """Write session-ID.json (everything), session-ID.md (the transcript) and the thought log — one record per
+    thought, message, note and diary entry — as session-ID.csv and session-ID.jsonl. A deployed persona's (`--name`) is
     made by a worker between its ticks."""
     if name:
         data, markdown = _export_deployed(db, name, session_id)
@@ -53,9 +55,11 @@ def sessions_export(session_id: int = typer.Argument(...),
         finally:
             database.close()
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"session-{session_id}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-    (out / f"session-{session_id}.md").write_text(markdown, encoding="utf-8")
-    console.print(f"{out / f'session-{session_id}.json'}\n{out / f'session-{session_id}.md'}", soft_wrap=True)
+    files = {"json": json.dumps(data, indent=2, ensure_ascii=False), "md": markdown, "csv": trace_csv(data),
+             "jsonl": trace_jsonl(data)}
+    for suffix, text in files.items():
+        (out / f"session-{session_id}.{suffix}").write_text(text, encoding="utf-8")
+    console.print("\n".join(str(out / f"session-{session_id}.{suffix}") for suffix in files), soft_wrap=True)
 
 
 def _export_deployed(db: Optional[str], name: str, session_id: int) -> tuple[dict, str]:

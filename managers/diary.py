@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from memory.models import DiaryEntry
+from memory.repositories.diary import DEBUG_TAG_PREFIX
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -24,8 +25,13 @@ class DiaryManager:
                                     tick=tick)
 
     def list(self, *, limit: int = 10, tag: str | None = None, include_archived: bool = False,
-             pinned_only: bool = False) -> builtins.list[DiaryEntry]:
-        return self.repos.diary.list(limit=limit, tag=tag, include_archived=include_archived, pinned_only=pinned_only)
+             pinned_only: bool = False, debug: bool | None = False) -> builtins.list[DiaryEntry]:
+        """Entries tagged `debug:*` (HMP's debug marks, traces) are kept apart: left out unless `debug` is True (only
+        them) or None (all), or the tag asked for is a debug one."""
+        if tag and tag.startswith(DEBUG_TAG_PREFIX):
+            debug = None
+        return self.repos.diary.list(limit=limit, tag=tag, include_archived=include_archived, pinned_only=pinned_only,
+                                     debug=debug)
 
     def read(self, entry_id: int) -> DiaryEntry:
         """The entry, restored if it was archived, and marked used now."""

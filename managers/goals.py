@@ -50,10 +50,10 @@ class GoalManager:
 
     def add(self, title: str, *, description: str = "", horizon: str = "short", priority: int = 1,
             constraints: Iterable[str] = (), success_criteria: Iterable[str] = (), tags: Iterable[str] = (),
-            parent_id: int | None = None) -> Goal:
+            parent_id: int | None = None, related_values: Iterable[str] = ()) -> Goal:
         return self.repos.goals.add(title, description=description, horizon=horizon, priority=priority,
                                     constraints=constraints, success_criteria=success_criteria, tags=tags,
-                                    parent_id=parent_id)
+                                    parent_id=parent_id, related_values=related_values)
 
     def list(self, *, status: str | None = None, horizon: str | None = None) -> builtins.list[Goal]:
         return self.repos.goals.list(status=status, horizon=horizon)
@@ -68,10 +68,12 @@ class GoalManager:
 
     def update(self, goal_id: int, *, thread_id: str, root_thread: str, status: str | None = None,
                reason: str | None = None, progress: str | None = None, priority: int | None = None,
-               title: str | None = None, description: str | None = None, horizon: str | None = None) -> Goal:
+               title: str | None = None, description: str | None = None, horizon: str | None = None,
+               related_values: builtins.list[str] | None = None) -> Goal:
         """Change what is given (None: unchanged; `progress` adds a note); a status goes through `status_set`."""
         goal = self.repos.goals.update(goal_id, status=status, reason=reason, progress=progress, priority=priority,
-                                       title=title, description=description, horizon=horizon)
+                                       title=title, description=description, horizon=horizon,
+                                       related_values=related_values)
         if status is not None:
             self.status_set(goal, status, thread_id=thread_id, root_thread=root_thread)
         return goal

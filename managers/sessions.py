@@ -13,13 +13,16 @@ the fleet open, checkpoint and close sessions; the command line and the web app 
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from managers.owners import owner_alive, process_token
 from memory.models import Message, Note, Session
+from memory.repositories.diary import is_debug
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -30,6 +33,42 @@ SEED_NOTES = 10
 
 def _digest(snapshot: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(snapshot, sort_keys=True, default=str).encode()).hexdigest()
+
+
+TRACE_COLUMNS = ("at", "record", "id", "tick", "who", "kind", "tags", "emotions", "text")
+
+
+def trace_records(export: dict[str, Any]) -> list[dict[str, Any]]:
+    """A session export (`SessionManager.export`'s JSON) as one time-ordered record per thought, message, note and
+    diary entry — the thought log HMP's tracing and Epos's `epos_log/` keep; `kind` of a diary entry tagged
+    `debug:*` is `debug`."""
+    records = [{"at": m["created_at"], "record": "message", "id": m["id"], "tick": m["tick"], "who": m["role"],
+                "kind": m["kind"], "tags": [], "emotions": m.get("emotions") or [], "text": m["content"]}
+               for m in export.get("messages", [])]
+    records += [{"at": n["created_at"], "record": "note", "id": n["id"], "tick": None, "who": n["source"],
+                 "kind": "note", "tags": n.get("tags") or [], "emotions": [], "text": n["text"]}
+                for n in export.get("notes", [])]
+    records += [{"at": e["created_at"], "record": "diary", "id": e["id"], "tick": e.get("tick"), "who": "persona",
+                 "kind": "debug" if e.get("debug") else "diary", "tags": e.get("tags") or [],
+                 "emotions": e.get("emotions") or [], "text": e["text"]} for e in export.get("diary", [])]
+    records.sort(key=lambda r: (r["at"][:26], r["record"], r["id"]))
+    return records
+
+
+def trace_jsonl(export: dict[str, Any]) -> str:
+    """The thought log as JSON Lines: one record a line."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trace_records(export))
+
+
+def trace_csv(export: dict[str, Any]) -> str:
+    """The thought log as CSV (beside the JSON export), for a spreadsheet or pandas; lists joined with `;`."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=TRACE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for record in trace_records(export):
+        writer.writerow({**record, "tags": ";".join(map(str, record["tags"])),
+                         "emotions": ";".join(map(str, record["emotions"]))})
+    return out.getvalue()
 
 
 class SessionManager:
@@ -130,6 +169,7 @@ class SessionManager:
                     if m.id > row.first_message_id and (upto is None or m.id <= upto)]
         until = row.stopped_at
         notes = repos.notes.between(row.started_at, until)
+        diary = [e for e in repos.diary.between(row.started_at, until) if e.thread_id in (None, row.thread_id)]
         data = {
             "session": {"id": row.id, "thread_id": row.thread_id, "playbook": row.playbook, "persona": row.persona,
                         "status": row.status, "started_at": row.started_at.isoformat(),
@@ -140,6 +180,8 @@ class SessionManager:
                           "emotions": m.emotions, "created_at": m.created_at.isoformat()} for m in messages],
             "notes": [{"id": n.id, "source": n.source, "text": n.text, "tags": n.tags,
                        "created_at": n.created_at.isoformat()} for n in notes],
+            "diary": [{"id": e.id, "tick": e.tick, "text": e.text, "tags": e.tags, "emotions": e.emotions,
+                       "debug": is_debug(e), "created_at": e.created_at.isoformat()} for e in diary],
         }
         lines = [f"# Session {row.id} — {row.persona or 'persona'} on thread {row.thread_id}",
                  f"{row.playbook} · {row.status} · {row.started_at:%Y-%m-%d %H:%M} → "

@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -176,6 +176,12 @@ def _v15_people_and_channels(conn: Connection) -> None:
                  {"owner": owner})
 
 
+def _v16_goal_related_values(conn: Connection) -> None:
+    """Nexus Ark's long-term goals carry `related_values` (the values they serve): a JSON list on every goal."""
+    _add_missing_columns(conn, "goals", ["related_values JSON"])
+    conn.execute(text("UPDATE goals SET related_values = '[]' WHERE related_values IS NULL"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -183,7 +189,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        10: _v10_full_text_index, 11: _v11_memory_vectors,
                                                        12: _v12_provenance, 13: _v13_mesh,
                                                        14: _v14_peers_and_a2a,
-                                                       15: _v15_people_and_channels}
+                                                       15: _v15_people_and_channels,
+                                                       16: _v16_goal_related_values}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -405,6 +405,7 @@ class Goal(_Lifecycle, Base):
     success_criteria: Mapped[list[Any]] = mapped_column(default=list)
     tags: Mapped[list[Any]] = mapped_column(default=list)
     progress_notes: Mapped[list[Any]] = mapped_column(default=list)
+    related_values: Mapped[list[Any]] = mapped_column(default=list)  # v14, Nexus Ark: the values a (long) goal serves
     reason: Mapped[Optional[str]] = mapped_column(Text)  # why it failed / was paused
     completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     archived_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable

@@ -180,6 +180,7 @@ class GoalEdit(TierEdit):
     status: GoalStatus | None = None
     priority: int | None = Field(None, ge=0, le=10)
     tags: Tags | None = Field(None, max_length=32)
+    related_values: Tags | None = Field(None, max_length=32)
     reason: str | None = Field(None, max_length=2000)
 
 
@@ -570,7 +571,7 @@ class GoalTier(RowTier[GoalEdit]):
     fields = (_field("title"), _field("description", "textarea"),
               _field("horizon", "choice", choices=("short", "long")),
               _field("status", "choice", choices=("active", "paused", "completed", "failed")), _field("priority", "int"),
-              _field("tags", "list"), _field("reason"))
+              _field("tags", "list"), _field("related_values", "list"), _field("reason"))
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         goals = repos.goals.archived(limit) if archived else repos.goals.list(limit=limit)
@@ -584,12 +585,13 @@ class GoalTier(RowTier[GoalEdit]):
                             status=_status(g.archived_at is not None), at=g.updated_at,
                             fields={"title": g.title, "description": g.description, "horizon": g.horizon,
                                     "status": g.status, "priority": g.priority, "tags": _tags(g.tags),
-                                    "reason": g.reason},
+                                    "related_values": _tags(g.related_values), "reason": g.reason},
                             details={"progress": _tags(g.progress_notes)[-5:], "completed_at": g.completed_at})
 
     def edit(self, repos: Repos, ref: str, edit: GoalEdit, now: datetime) -> None:
         repos.goals.update(ref_id(ref), title=edit.title, description=edit.description, horizon=edit.horizon,
-                           status=edit.status, priority=edit.priority, tags=edit.tags, reason=edit.reason)
+                           status=edit.status, priority=edit.priority, tags=edit.tags, reason=edit.reason,
+                           related_values=edit.related_values)
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.goals.purge(ref_id(ref))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -199,6 +199,20 @@ def feeling_lines(drives: Drives, settings: DriveSettings) -> list[str]:
         if level < settings.inject_at:
             continue
         lines.append(f"{LABELS[name]} {level:.2f}: {describe(name, drives.details.get(name) or {})}")
+    return lines
+
+
+def internal_state_lines(drives: Drives, questions: Sequence[Any]) -> list[str]:
+    """Nexus Ark's full internal-state log, for the tick the persona may reach out unprompted: every drive with
+    its level and context (not only those at `inject_at`), the open questions (`topic`, `context`, `priority`),
+    and the motivation line (the dominant drive and why)."""
+    lines = [f"{LABELS[name]} {drives.levels.get(name, 0.0):.2f}: {describe(name, drives.details.get(name) or {})}"
+             for name in sorted(DRIVES, key=lambda n: drives.levels.get(n, 0.0), reverse=True)]
+    lines += [f"open question (priority {float(q.priority):.1f}): {q.topic}" + (f" — {q.context}" if q.context else "")
+              for q in questions[:MAX_QUESTIONS]]
+    dominant = drives.dominant
+    lines.append(f"motivation: {LABELS[dominant]} leads at {drives.dominant_level:.2f}, because "
+                 f"{describe(dominant, drives.details.get(dominant) or {})}")
     return lines
 
 

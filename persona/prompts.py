@@ -24,6 +24,7 @@ sentence. Leave out questions it does not answer. Answer as JSON:
 """
 
 FEELINGS_TITLE = "How I feel right now (my drives)"
+INTERNAL_STATE_TITLE = "My internal state (every drive, my open questions, what moves me now)"
 
 # Per dominant drive: what writing to the human unprompted would be for.
 REACH_OUT = {

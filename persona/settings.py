@@ -83,6 +83,8 @@ class ReflexSettings(Section):
 
 class ContinuationSettings(Section):
     compress_at_chars: int = Field(75_000, ge=2_000)
+    max_chars: int = Field(90_000, ge=2_000, description="hard cap on the continuation text in the prompt, beside the "
+                           "token window: beyond it the oldest text is cut (compression usually comes first)")
 
 
 class MemorySettings(Section):

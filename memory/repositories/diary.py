@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
+from datetime import datetime
 
 from sqlalchemy import select
 
 from memory.models import DiaryEntry, utcnow
 from memory.repositories.tiered import StatusTierRepo
 from memory.text import emotion_score, emotion_strengths
+
+
+DEBUG_TAG_PREFIX = "debug:"  # HMP's debug marks (`debug:stagnation_loop`): traces for whoever debugs the persona
+
+
+def is_debug(entry: DiaryEntry) -> bool:
+    return any(str(t).startswith(DEBUG_TAG_PREFIX) for t in (entry.tags or []))
+
+
+def has_tag(entry: DiaryEntry, tag: str) -> bool:
+    """`tag` exactly, or every tag it starts when it ends with `*` (`debug:*`)."""
+    tags = [str(t) for t in (entry.tags or [])]
+    return any(t.startswith(tag[:-1]) for t in tags) if tag.endswith("*") else tag in tags
 
 
 class DiaryRepo(StatusTierRepo[DiaryEntry]):
@@ -27,16 +41,26 @@ class DiaryRepo(StatusTierRepo[DiaryEntry]):
         return self._insert(entry)
 
     def list(self, *, limit: int = 20, tag: str | None = None, include_archived: bool = False,
-             pinned_only: bool = False) -> list[DiaryEntry]:
+             pinned_only: bool = False, debug: bool | None = None) -> list[DiaryEntry]:
+        """The newest `limit` entries, oldest first; `debug`: None all, False without `debug:*` tags, True only them."""
         q = select(DiaryEntry)
         if not include_archived:
             q = q.where(DiaryEntry.status == "active")
         if pinned_only:
             q = q.where(DiaryEntry.pinned.is_(True))
-        rows = list(self.session.scalars(q.order_by(DiaryEntry.id.desc()).limit(limit * (5 if tag else 1))).all())
+        filtered = bool(tag) or debug is not None
+        rows = list(self.session.scalars(q.order_by(DiaryEntry.id.desc()).limit(limit * (5 if filtered else 1))).all())
         if tag:
-            rows = [r for r in rows if tag in (r.tags or [])][:limit]
-        return list(reversed(rows))
+            rows = [r for r in rows if has_tag(r, tag)]
+        if debug is not None:
+            rows = [r for r in rows if is_debug(r) == debug]
+        return list(reversed(rows[:limit]))
+
+    def between(self, start: datetime, end: datetime | None = None) -> builtins.list[DiaryEntry]:
+        q = select(DiaryEntry).where(DiaryEntry.created_at >= start)
+        if end is not None:
+            q = q.where(DiaryEntry.created_at <= end)
+        return list(self.session.scalars(q.order_by(DiaryEntry.id)).all())
 
     def newer_than(self, entry_id: int, limit: int) -> builtins.list[DiaryEntry]:
         """The newest `limit` entries after `entry_id`, archived ones too, newest first."""

@@ -101,11 +101,12 @@ class GoalRepo(_ArchivableRepo):
 
     def add(self, title: str, *, description: str = "", horizon: str = "short", priority: int = 1,
             constraints: Iterable[str] = (), success_criteria: Iterable[str] = (), tags: Iterable[str] = (),
-            parent_id: int | None = None) -> Goal:
+            parent_id: int | None = None, related_values: Iterable[str] = ()) -> Goal:
         if horizon not in ("short", "long"):
             raise ValueError(f"horizon must be short or long, not {horizon!r}")
         goal = Goal(title=title, description=description, horizon=horizon, priority=priority,
-                    constraints=list(constraints), success_criteria=list(success_criteria), tags=list(tags))
+                    constraints=list(constraints), success_criteria=list(success_criteria), tags=list(tags),
+                    related_values=list(related_values))
         self.session.add(goal)
         self.session.flush()
         if parent_id is not None:
@@ -139,7 +140,8 @@ class GoalRepo(_ArchivableRepo):
         goal = self.get(goal_id)
         if fields.get("status") is not None:
             self.set_status(goal_id, fields.pop("status"), fields.get("reason"))
-        for name in ("title", "description", "horizon", "priority", "constraints", "success_criteria", "tags", "reason"):
+        for name in ("title", "description", "horizon", "priority", "constraints", "success_criteria", "tags", "reason",
+                     "related_values"):
             if fields.get(name) is not None:
                 setattr(goal, name, fields[name])
         if fields.get("progress"):

@@ -29,6 +29,7 @@ class DiaryListArgs(Args):
     tag: Word | None = None
     archived: bool = False
     pinned: bool = False
+    debug: bool = False
 
 
 class DiaryIdArgs(Args):
@@ -61,11 +62,13 @@ def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"diary {entry.id} added")
 
 
-@FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false}', args=DiaryListArgs, effect="read")
+@FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false, "debug": false}  '
+                "(debug: only the entries tagged debug:*, which are otherwise left out)", args=DiaryListArgs, effect="read")
 def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
                                    include_archived=arg(cmd, "archived", default=False, kind=bool),
-                                   pinned_only=arg(cmd, "pinned", default=False, kind=bool))
+                                   pinned_only=arg(cmd, "pinned", default=False, kind=bool),
+                                   debug=arg(cmd, "debug", default=False, kind=bool))
     return CommandResult("\n".join(diary_line(r) for r in rows) or "the diary is empty", show=True)
 
 

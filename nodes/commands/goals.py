@@ -33,6 +33,7 @@ class GoalAddArgs(Args):
     constraints: Criteria = []
     success_criteria: Criteria = []
     tags: Words = []
+    related_values: Words = Field([], validation_alias=names("related_values", "values"))
     parent: Id | None = Field(None, validation_alias=names("parent", "parent_id"))
 
 
@@ -53,6 +54,7 @@ class GoalUpdateArgs(GoalIdArgs):
     title: Title | None = None
     description: Description | None = None
     horizon: Horizon | None = None
+    related_values: Words | None = Field(None, validation_alias=names("related_values", "values"))
 
 
 class TaskAddArgs(Args):
@@ -96,7 +98,9 @@ class TaskRunArgs(TaskIdArgs):
 
 
 def goal_line(g: Goal) -> str:
-    return f"[goal {g.id} {g.horizon} {g.status} priority {g.priority}] {g.title}" + (f" — {g.description}" if g.description else "")
+    values = f"; values: {', '.join(map(str, g.related_values))}" if g.related_values else ""
+    return (f"[goal {g.id} {g.horizon} {g.status} priority {g.priority}{values}] {g.title}"
+            + (f" — {g.description}" if g.description else ""))
 
 
 def task_line(t: Task) -> str:
@@ -110,13 +114,14 @@ def _root(ctx: CommandContext) -> str:
 
 
 @FAMILY.command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
-                      '"constraints": […], "success_criteria": […]}', args=GoalAddArgs, effect="write_self")
+                      '"constraints": […], "success_criteria": […], "related_values": ["care"]}', args=GoalAddArgs, effect="write_self")
 def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     g = ctx.managers.goals.add(str(arg(cmd, "title")), description=str(arg(cmd, "description", default="")),
                                horizon=str(arg(cmd, "horizon", default="short")), priority=arg(cmd, "priority", default=1, kind=int),
                                constraints=arg(cmd, "constraints", default=[], kind=list),
                                success_criteria=arg(cmd, "success_criteria", default=[], kind=list),
-                               tags=arg(cmd, "tags", default=[], kind=list), parent_id=arg(cmd, "parent", default=None, kind=int))
+                               tags=arg(cmd, "tags", default=[], kind=list), parent_id=arg(cmd, "parent", default=None, kind=int),
+                               related_values=arg(cmd, "related_values", default=[], kind=list))
     return CommandResult(f"goal {g.id} added")
 
 
@@ -150,7 +155,8 @@ def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
                               status=arg(cmd, "status", default=None), reason=arg(cmd, "reason", default=None),
                               progress=arg(cmd, "progress", default=None), priority=arg(cmd, "priority", default=None, kind=int),
                               title=arg(cmd, "title", default=None), description=arg(cmd, "description", default=None),
-                              horizon=arg(cmd, "horizon", default=None))
+                              horizon=arg(cmd, "horizon", default=None),
+                              related_values=arg(cmd, "related_values", default=None, kind=list))
     return CommandResult(f"goal {goal_id} updated")
 
 

@@ -3,8 +3,8 @@
 COMMANDS_GUIDE = """# How to act: commands
 End your thought with a commands block when you want to act, exactly like this:
 # Commands:
-[{{"cmd_id": "t{tick}-1", "type": "messages.send", "args": {{"text": "Hello!"}}, "description": "greet my human"}},
- {{"cmd_id": "t{tick}-2", "type": "llm_memory.add", "args": {{"text": "My human likes the sea."}}}}]
+[{{"cmd_id": "c1", "type": "messages.send", "args": {{"text": "Hello!"}}, "description": "greet my human"}},
+ {{"cmd_id": "c2", "type": "llm_memory.add", "args": {{"text": "My human likes the sea."}}}}]
 # End commands
 Mark a claim you are not sure of as [confidence=0.6]the claim[/confidence]; you may end with
 UnverifiedFacts: [{{"claim": "…", "confidence": 0.5, "why_unverified": "…"}}] and a line Confidence: 0.8.

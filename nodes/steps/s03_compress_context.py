@@ -36,7 +36,9 @@ def compress_context(state: TickState, runtime: Runtime[AnimaContext],
     services = services_of(runtime)
     if state.mode != "continuation":
         return {}
-    threshold = int((params or {}).get("compress_at_chars") or services.settings.continuation.compress_at_chars)
+    settings = services.settings.continuation
+    threshold = min(int((params or {}).get("compress_at_chars") or settings.compress_at_chars),
+                    settings.max_chars)  # never later than the hard cap (prepare_context cuts beyond it)
     thread_id = state.thread_id
     with services.db.unit() as repos:
         last = repos.messages.last_of_kind(thread_id, "compression")

@@ -128,6 +128,33 @@ def test_a_sad_message_raises_devotion_and_a_strong_drive_lets_the_persona_write
 
 
 
+def test_reaching_out_unprompted_the_persona_sees_its_full_internal_state(agent_factory):
+    clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
+    fake = FakeLLM("fake", responses=["I think about the sea."] * 3)
+    agent = utc_agent(agent_factory, fake, clock=clock)
+    with agent.services.db.unit() as repos:
+        repos.notes.add("I feel so sad and lonely, everything went wrong today!", source="user", created_at=clock())
+        repos.questions.add("Why do tides wait for the moon", context="she laughed at the pier", priority=0.3,
+                            created_at=clock())
+    agent.tick()  # no offer (a human note waiting): only the drives at inject_at show
+    ordinary = think_calls(fake)[-1]["prompt"]
+    assert "How I feel right now" in ordinary and "the pull of my goal" not in ordinary
+    assert "Why do tides wait for the moon" not in ordinary and "motivation:" not in ordinary
+    with agent.services.db.unit() as repos:
+        repos.emotion_log.add("anxious", 4, subject="user", snippet="and I'm worried", created_at=clock())
+    clock.advance(minutes=5)
+    agent.tick()  # devotion dominant above 0.6: the offer, and with it the whole internal state
+    assert agent.state()["drives"]["reach_out"]["drive"] == "devotion"
+    prompt = think_calls(fake)[-1]["prompt"]
+    levels = agent.state()["drives"]["levels"]
+    assert "My internal state (every drive, my open questions, what moves me now)" in prompt
+    for label, name in (("boredom", "boredom"), ("curiosity", "curiosity"), ("the pull of my goal", "goal"),
+                        ("devotion", "devotion")):
+        assert f"{label} {levels[name]:.2f}: " in prompt  # every drive, the weak ones too
+    assert "open question (priority 0.3): Why do tides wait for the moon — she laughed at the pier" in prompt
+    assert f"motivation: devotion leads at {levels['devotion']:.2f}, because my human seemed" in prompt
+
+
 def test_in_continuation_mode_the_drives_enter_the_stream_as_a_passing_thought(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     call = '<tool_call>{"name": "message", "arguments": {"text": "Are you all right?"}}</tool_call>'

@@ -106,7 +106,7 @@ def test_bootstrap_files_are_capped_at_a_line_end_and_marked(tmp_path):
 
 def test_the_prompt_has_the_layers_in_order_and_an_edit_shapes_the_next_tick(tmp_path):
     persona_dir = copy_persona(tmp_path)
-    fake = FakeLLM("fake", responses=["First thought.", "Second thought.", "Third thought."])
+    fake = FakeLLM("fake", responses=["First thought.", "Second thought.", "Third thought.", "Fourth thought."])
     agent = agent_for(tmp_path, persona_dir, fake)
     state = agent.tick()
     system, user = (m["content"] for m in state["prompt_messages"])
@@ -117,6 +117,14 @@ def test_the_prompt_has_the_layers_in_order_and_an_edit_shapes_the_next_tick(tmp
     assert "What I always keep in mind" in user and "reads my messages.send in their terminal" in user
     assert [layer["layer"] for layer in state["context_report"]["layers"]][:6] == [
         "identity", "soul", "commands", "skills", "ethics", "bootstrap"]
+    state = agent.tick()  # now with recent thoughts: claw0's runtime context and channel hint stay the last layers
+    user = state["prompt_messages"][1]["content"]
+    layers = [layer["layer"] for layer in state["context_report"]["layers"]]
+    assert "recent" in layers and layers[-2:] == ["runtime", "instruction"], layers
+    assert user.find("reads my messages.send in their terminal") > user.find("First thought.") > 0
+    # the system message (identity … bootstrap files) is the same text tick after tick: a prompt cache keeps it
+    # (bench/prompt_layers.py) — why the bootstrap files stay in it, before memory, unlike claw0's layer 6
+    assert state["prompt_messages"][0]["content"] == system
     (persona_dir / "SOUL.md").write_text("# Soul\n\nI love lighthouses above everything.\n")
     write_skill(persona_dir / "skills", "tide-watch", description="Watch the tides.")
     agent.tick()

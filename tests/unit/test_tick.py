@@ -247,6 +247,34 @@ def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_f
     assert all("core insights" in p and '"Open questions:"' in p for p in distill_prompts)  # what the distillation keeps
 
 
+def test_continuation_text_is_held_under_the_hard_char_cap_beside_the_token_window(agent_factory):
+    # compression yields nothing (an empty summary), the token window is wide: only the char cap holds the text
+    def respond(prompt: str) -> str:
+        return "" if "Distil it" in prompt else " " + " ".join(f"wave{len(prompt)}-{i}" for i in range(150)) + "."
+
+    fake = FakeLLM("fake", responses=respond, context_window=200_000)
+    agent = agent_factory(fake, playbook="epos", continuation={"compress_at_chars": 50_000, "max_chars": 3000})
+    seed = agent.services.persona.seed
+    reports = [agent.tick()["context_report"] for _ in range(4)]
+    think_prompts = [c["prompt"] for c in fake.calls if "Distil it" not in c["prompt"]]
+    assert any("Distil it" in c["prompt"] for c in fake.calls)  # compression fired at the cap, not at 50,000
+    assert len(think_prompts[-1]) <= 3000 + 500  # the text (≤ 3000) plus at most a passing thought's line
+    assert think_prompts[-1].startswith(seed)  # the seed (the base) stays, the oldest chunks went
+    assert any("over the 3000-char cap" in d for r in reports for d in r["dropped"])
+    with agent.services.db.unit() as repos:  # nothing deleted: the chunks stay in the database
+        assert sum(len(m.content) for m in repos.messages.since("main", 0, ("continuation",))) > 3000
+
+
+def test_the_char_cap_cuts_oldest_chunks_then_the_newest_front_then_the_base():
+    from nodes.steps.s04_prepare_context import _capped
+
+    drops: list[str] = []
+    assert _capped(["seed ", "a" * 10, "b" * 10, "c" * 10], 30, drops) == ["seed ", "b" * 10, "c" * 10]
+    assert _capped(["seed ", "a" * 10, "b" * 40], 30, drops) == ["seed ", "b" * 25]
+    assert _capped(["s" * 40, "a" * 10], 30, drops) == ["s" * 30]
+    assert len(drops) == 5
+
+
 def test_distillation_terminates_when_summaries_do_not_shrink(agent_factory):
     from nodes.steps.s03_compress_context import distill
 

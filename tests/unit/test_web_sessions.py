@@ -98,3 +98,31 @@ def test_the_sessions_page_lists_downloads_and_revives(web):
     uploaded = web.client.post("/sessions/revive", files={"file": ("s.json", export, "application/json")},
                                headers=web.csrf)
     assert uploaded.status_code == 200 and "~r" in uploaded.text
+
+
+def test_the_thought_log_is_exported_as_csv_and_jsonl_with_debug_diary_entries_marked(web):
+    import csv
+    import io
+
+    cmds = "# Commands:\n" + json.dumps([
+        {"cmd_id": "c1", "type": "diary.add", "args": {"text": "I keep circling the same tide.",
+                                                         "tags": ["debug:stagnation_loop"]}},
+        {"cmd_id": "c2", "type": "diary.add", "args": {"text": "The moon pulls the sea.", "tags": ["sea"]}}]) \
+        + "\n# End commands"
+    session_id = run_session(web, "I think of tides, again.\n" + cmds)
+    jsonl = web.client.get(f"/api/sessions/{session_id}/export?format=jsonl")
+    assert jsonl.status_code == 200 and jsonl.headers["content-type"].startswith("application/x-ndjson")
+    assert jsonl.headers["content-disposition"] == f'attachment; filename="session-{session_id}.jsonl"'
+    records = [json.loads(line) for line in jsonl.text.splitlines()]
+    assert [(r["record"], r["kind"], r["text"]) for r in records if r["record"] != "message"] == [
+        ("note", "note", "Hello, Lumen."),
+        ("diary", "debug", "I keep circling the same tide."), ("diary", "diary", "The moon pulls the sea.")]
+    assert any(r["record"] == "message" and r["kind"] == "response" and "I think of tides, again." in r["text"]
+               for r in records)
+    table = web.client.get(f"/api/sessions/{session_id}/export?format=csv")
+    assert table.status_code == 200 and table.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(table.text)))
+    assert [(r["record"], r["kind"], r["tags"]) for r in rows] == [
+        (r["record"], r["kind"], ";".join(r["tags"])) for r in records]  # the same log, as a table
+    assert next(r for r in rows if r["kind"] == "debug")["tags"] == "debug:stagnation_loop"
+

@@ -30,11 +30,13 @@ def read_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of
 
 
 @router.get("/sessions/{session_id:int}/export", response_class=Response,
-            responses={200: {"content": {"application/json": {}, "text/markdown": {}}},
+            responses={200: {"content": {"application/json": {}, "text/markdown": {}, "text/csv": {},
+                                         "application/x-ndjson": {}}},
                        **errors((404, "no such session"), 422)})
-def export_session(session_id: int = Path(ge=1, le=MAX_ID), format: Literal["json", "md"] = Query("json"),
-                   repos: Repos = unit_of_work()):
-    """A download: session-ID.json (everything) or session-ID.md (the transcript)."""
+def export_session(session_id: int = Path(ge=1, le=MAX_ID),
+                   format: Literal["json", "md", "csv", "jsonl"] = Query("json"), repos: Repos = unit_of_work()):
+    """A download: session-ID.json (everything), session-ID.md (the transcript), or the thought log — one record per
+    thought, message, note and diary entry (`debug:*` ones marked) — as session-ID.csv or session-ID.jsonl."""
     body, filename, media = sessions.export(repos, session_id, format)
     return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from graph.reports import session_row
 from managers import Managers
+from managers.sessions import trace_csv, trace_jsonl
 from memory import Database, Repos
 from memory.models import Session as SessionRow
 from web.errors import NotFoundError, ServiceError
@@ -47,6 +48,10 @@ def export(repos: Repos, session_id: int, fmt: str) -> tuple[bytes, str, str]:
     data, markdown = Managers(repos).sessions.export(session_id)
     if fmt == "md":
         return markdown.encode("utf-8"), f"session-{session_id}.md", "text/markdown; charset=utf-8"
+    if fmt == "csv":
+        return trace_csv(data).encode("utf-8"), f"session-{session_id}.csv", "text/csv; charset=utf-8"
+    if fmt == "jsonl":
+        return trace_jsonl(data).encode("utf-8"), f"session-{session_id}.jsonl", "application/x-ndjson"
     return (json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8"), f"session-{session_id}.json",
             "application/json")
 

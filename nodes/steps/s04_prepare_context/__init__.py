@@ -50,8 +50,8 @@ from nodes.steps.s04_prepare_context.memory_lines import (
 from nodes.steps.s04_prepare_context.untrusted import defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
-from persona.drives import Drives, feeling_lines
-from persona.prompts import FEELINGS_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
+from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
+from persona.prompts import FEELINGS_TITLE, INTERNAL_STATE_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
 from persona.settings import DriveSettings
 
 log = logging.getLogger(__name__)
@@ -103,11 +103,15 @@ def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[st
     return notes, [_note_line(n, authors) for n in notes]
 
 
-def _feelings(drives: dict[str, Any]) -> list[str]:
+def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
+    """The drives at `inject_at` or above; on a tick the persona may reach out unprompted (and `repos` given), its
+    full internal state instead (Nexus Ark): every drive, the open questions, the motivation line."""
     if not drives.get("levels"):
         return []
-    return feeling_lines(Drives(drives["levels"], drives.get("details") or {}),
-                         DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
+    current = Drives(drives["levels"], drives.get("details") or {})
+    if drives.get("reach_out") and repos is not None:
+        return internal_state_lines(current, repos.questions.open_lines(MAX_QUESTIONS))
+    return feeling_lines(current, DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
 
 
 def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
@@ -148,7 +152,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
               trim_oldest=True),
         Block("episodes", "Recent days", episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
-        Block("feelings", FEELINGS_TITLE, _feelings(dict(state.drives)), 140),
+        Block("feelings", INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE,
+              _feelings(dict(state.drives), repos), 140),
         Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags")), 105,
               trim_oldest=True),
         Block("processes", "Open processes (results of my commands)",
@@ -195,6 +200,7 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             description=task.description or "(no description)",
             goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
             system=True))
+    blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
     fixed_text = _instruction(services, state, episode)
     if count(fixed_text) + 8 > budget:
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
@@ -218,6 +224,25 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
 
 
+def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
+    """The continuation text within `max_chars` (Epos's hard cap beside the token window): the base (the
+    compression or the seed) stays; the oldest chunks go first, then the newest chunk loses its front; a base
+    longer than the cap on its own keeps its end."""
+    parts = list(parts)
+    total = sum(len(p) for p in parts)
+    while len(parts) > 2 and total > max_chars:
+        drops.append(f"continuation: oldest chunk ({len(parts[1])} chars) over the {max_chars}-char cap")
+        total -= len(parts.pop(1))
+    if total > max_chars and len(parts) == 2:
+        drops.append(f"continuation: newest chunk cut at the front to the {max_chars}-char cap")
+        parts[1] = parts[1][min(len(parts[1]), total - max_chars):]
+        total = sum(len(p) for p in parts)
+    if total > max_chars:
+        drops.append(f"continuation: base cut at the front to the {max_chars}-char cap")
+        parts = [parts[0][len(parts[0]) - max_chars:]]
+    return [parts[0], *(p for p in parts[1:] if p)]
+
+
 def _continuation_prompt(services: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
                          episode: StagnationEpisode) -> dict[str, Any]:
     """The growing text: last compression (or the seed), every chunk since, then new human turns."""
@@ -238,6 +263,7 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
             fixed += size
         else:
             drops.append(f"note {note.id}: waits for a later tick ({size} tokens)")
+    parts = _capped(parts, services.settings.continuation.max_chars, drops)
     sizes = [count(p) for p in parts]
     total = sum(sizes) + fixed
     while len(parts) > 1 and total > budget:
@@ -247,7 +273,7 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     stimulus = ("\n\n(" + defuse(" ".join(episode["stimulus"])) + ")\n") if episode.get("stimulus") else ""
     inner = ""
     if not turns:  # a passing thought: not while the human's turn is open (then the next words are the answer)
-        feelings = _feelings(dict(state.drives))
+        feelings = _feelings(dict(state.drives), repos)
         inner = CONTINUATION_FEELINGS.format(name=name, feelings="; ".join(feelings)) if feelings else ""
         if offer := state.drives.get("reach_out"):
             inner += CONTINUATION_REACH_OUT.format(name=name, drive=offer["drive"])

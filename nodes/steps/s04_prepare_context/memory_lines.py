@@ -123,12 +123,17 @@ def goal_lines(repos: Repos, goals: list[Any] | None = None) -> list[str]:
     pinned = [t for t in open_tasks if t.pinned]
     lines = [f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}" for t in pinned]
     lines += [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in goals if g.horizon == "short"][:3]
-    lines += [f"[goal {g.id} long, priority {g.priority}] {g.title}" for g in goals if g.horizon == "long"][:2]
+    lines += [f"[goal {g.id} long, priority {g.priority}{_values(g)}] {g.title}" for g in goals if g.horizon == "long"][:2]
     counts = repos.tasks.counts()
     if counts:
         lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
     lines += [f"[task {t.id} {t.status}, priority {t.priority}{_cycle(t)}] {t.title}" for t in open_tasks if not t.pinned][:5]
     return lines
+
+
+def _values(goal: Any) -> str:
+    """Nexus Ark: a long-term goal names the values it serves."""
+    return f"; serves {', '.join(map(str, goal.related_values))}" if goal.related_values else ""
 
 
 def _cycle(task) -> str:
