@@ -59,6 +59,7 @@ VECTOR_DATABASE_KEY = "vectors/chroma_database"
 PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
 LLM_SELECTED_KEY = "llm/selected"  # the primary model chosen at run time (managers / nodes/commands/llm_registry.py)
 LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time
+LLM_ADDED_PREFIX = "llm/added/"  # + model id: a model added at run time (its registry entry; a key only by file path)
 SELF_CHANGE_PREFIX = "persona/"  # + dotted setting: the persona's own setting changes (config.update)
 SESSION_REVIVED_PREFIX = "session/revived/"  # + thread id: the session a revived thread continues
 FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
@@ -192,6 +193,14 @@ class ConfigRepo(Repo):
     def set_llm_override(self, llm_id: str, value: dict[str, Any] | None) -> None:
         self.set(LLM_OVERRIDE_PREFIX + llm_id, value)
 
+    def added_llms(self) -> dict[str, dict[str, Any]]:
+        """Model id -> the registry entry of a model added at run time (Controls, `run.py llm add`, the API)."""
+        return {k.removeprefix(LLM_ADDED_PREFIX): v for k, v in self.with_prefix(LLM_ADDED_PREFIX).items() if v}
+
+    def set_added_llm(self, llm_id: str, entry: dict[str, Any] | None) -> None:
+        """Record (or, None, forget) a model added at run time."""
+        self.set(LLM_ADDED_PREFIX + llm_id, entry)
+
     def self_changes(self) -> dict[str, Any]:
         """The persona's own setting changes (config.update), dotted keys."""
         return {k.removeprefix(SELF_CHANGE_PREFIX): v for k, v in self.with_prefix(SELF_CHANGE_PREFIX).items()}
@@ -203,7 +212,7 @@ class ConfigRepo(Repo):
         """What a reload reads (persona dir, chosen model, the persona's own changes, model overrides) — and, with
         `active_root`, the thread that root's ticks run in — in one query."""
         keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY) + ((ACTIVE_THREAD_PREFIX + active_root,) if active_root else ())
-        self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
+        self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX, LLM_ADDED_PREFIX))
 
     def preload_tick_decision(self, thread_id: str) -> None:
         """What decides whether a thread thinks now (the loop control, a feeds check asked for, its cycle), in one
