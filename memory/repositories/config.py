@@ -64,6 +64,7 @@ SELF_CHANGE_PREFIX = "persona/"  # + dotted setting: the persona's own setting c
 SESSION_REVIVED_PREFIX = "session/revived/"  # + thread id: the session a revived thread continues
 FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
 LOOP_CONTROL_KEY = "run/control"  # {"want": running|paused|stopped, "by", "at"}: what the human asked for
+WAKE_REQUEST_KEY = "run/wake"  # {"by", "at"}: the human asked a dreaming persona to wake up (Controls → Wake up)
 LOOP_STATUS_KEY = "run/status"  # {"state": running|paused|idle|stopped, "pid", "thread", "tick", "at"}: the loop
 PLAYBOOK_RUN_PREFIX = "run/"  # + "<thread>/<playbook>": a one-shot playbook's run (graph/agent.py)
 REACH_OUT_KEY = "drives/reach_outs"  # the offers made: [{at, tick, thread, drive, level}], newest last
@@ -247,6 +248,15 @@ class ConfigRepo(Repo):
     @loop_control.setter
     def loop_control(self, value: dict[str, Any] | None) -> None:
         self.set(LOOP_CONTROL_KEY, value)
+
+    @property
+    def wake_request(self) -> dict[str, Any] | None:
+        """The human's last "Wake up": {by, at}."""
+        return self._dict(WAKE_REQUEST_KEY)
+
+    @wake_request.setter
+    def wake_request(self, value: dict[str, Any] | None) -> None:
+        self.set(WAKE_REQUEST_KEY, value)
 
     @property
     def loop_status(self) -> dict[str, Any] | None:

@@ -44,6 +44,12 @@ def control_loop(body: ControlIn, background: BackgroundTasks, repos: Repos = un
     return controls.set_control(repos, body.want, services.clock())
 
 
+@router.post("/loop/wake", response_model=LoopStatus, responses=errors(403))
+def wake_up(repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    """Wake a dreaming persona (state `dreaming`): its dream ends at its next model call; a note wakes it too."""
+    return controls.wake_up(repos, services.clock())
+
+
 @router.get("/llms", response_model=list[LLMHealth])
 def read_llms(repos: Repos = unit_of_work()):
     return controls.llm_health(repos)

@@ -19,9 +19,15 @@ router = APIRouter()
 
 
 @router.get("/controls")
-def controls_page(request: Request, repos: Repos = unit_of_work()):
+def controls_page(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     status = controls.loop_status(repos)
-    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms)
+    dreaming = services.settings().dreaming
+    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms, dreaming=dreaming)
+
+
+@router.post("/controls/wake")
+def wake_up(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    return render(request, "fragments/loop_status.html", status=controls.wake_up(repos, services.clock()))
 
 
 @router.post("/controls/loop")

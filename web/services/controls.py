@@ -111,6 +111,12 @@ def loop_status(repos: Repos) -> LoopStatus:
                       reported_at=loop.get("at"), ticks=repos.ticks.count(), last_tick=tick, llms=llm_health(repos))
 
 
+def wake_up(repos: Repos, now: datetime) -> LoopStatus:
+    """Ask a dreaming persona to wake up: the loop ends the dream at its next model call (within about a second)."""
+    Managers(repos).loop.request_wake(by="human (web)", now=now)
+    return loop_status(repos)
+
+
 def set_control(repos: Repos, want: Wanted, now: datetime) -> LoopStatus:
     Managers(repos).loop.request_state(want, by="human (web)", now=now)
     return loop_status(repos)

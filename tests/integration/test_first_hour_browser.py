@@ -1,15 +1,18 @@
-"""Connecting a model from the browser (issue 32): Controls → "Add a model" against a real OpenAI-compatible server —
+"""The first hour (issue 32). Connecting a model from the browser: Controls → "Add a model" against a real OpenAI-compatible server —
 llama-cpp-python's own server (`python -m llama_cpp.server`, its [server] extras) on the embedded Gemma model,
 started here with an API key it requires. The health check refuses a wrong key and a wrong address; the right one is
 saved, listed, thinks through the registry (the key read from its 0600 secrets file), never appears in the database,
-the API or the page, and is removed again. Local servers on loopback are found with their models. One server and one
-web app for the module; every wait is bounded."""
+the API or the page, and is removed again. Local servers on loopback are found with their models. Controls shows the
+quiet hours, a dreaming persona and its Wake up button. One server and one web app for the module; every wait is
+bounded."""
 
 from __future__ import annotations
 
 import shutil
-import stat
 import sqlite3
+import stat
+import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -127,3 +130,32 @@ def test_the_api_adds_and_deletes_a_model(app, model_server):
     assert status == 200 and ALIAS not in [m["id"] for m in left]
     status, body = http_json(app[0] + "/api/llms/embedded", "DELETE")
     assert status == 409  # configured, not added: disabled instead
+
+
+def test_controls_shows_quiet_hours_and_a_dreaming_persona_with_wake_up(page, app):
+    """The loop reports "dreaming" while it dreams (tests/unit/test_autonomy.py drives that and the waking): here
+    the page shows it, with its button, and the button records the human's wake-up the loop looks for."""
+    from playwright.sync_api import expect
+
+    from memory import Database
+    from managers import Managers
+
+    web, data_dir = app
+    database = Database.open(str(data_dir), None)
+    try:
+        with database.unit() as repos:
+            Managers(repos).loop.record_status("dreaming", now=datetime.now(timezone.utc), thread="main", pid=None)
+        page.goto(web + "/controls")
+        expect(page.get_by_test_id("quiet-hours")).to_contain_text("00:00-07:00")
+        expect(page.get_by_test_id("loop-state")).to_have_text("dreaming")
+        page.get_by_role("button", name="Wake up").click()
+        screenshot(page, "controls-wake-up")
+        deadline = time.monotonic() + 10
+        asked = None
+        while time.monotonic() < deadline and asked is None:
+            with database.unit() as repos:
+                asked = repos.config.wake_request
+            time.sleep(0.1)
+        assert asked is not None and asked["by"] == "human (web)"
+    finally:
+        database.close()
