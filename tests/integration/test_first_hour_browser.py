@@ -159,3 +159,61 @@ def test_controls_shows_quiet_hours_and_a_dreaming_persona_with_wake_up(page, ap
         assert asked is not None and asked["by"] == "human (web)"
     finally:
         database.close()
+
+
+def _seed_ticks(data_dir, times, first_tick: int) -> None:
+    from memory import Database
+
+    database = Database.open(str(data_dir), None)
+    try:
+        with database.unit() as repos:
+            repos.threads.ensure("main")
+            for number, at in enumerate(times, start=first_tick):
+                row = repos.ticks.start("main", number, "repl")
+                row.started_at = at
+                repos.ticks.finish("main", number, status="ok", summary={}, llm_calls=1, prompt_tokens=500 + number,
+                                   completion_tokens=40, llm_ms=1.0)
+    finally:
+        database.close()
+
+
+def _drawn(page, key: str) -> tuple[dict, list[str]]:
+    import json
+
+    box = page.locator(f'[data-chart="chart-{key}-data"]')
+    box.wait_for()
+    page.wait_for_function(f"() => document.querySelector('[data-chart=\"chart-{key}-data\"]').dataset.domain")
+    return json.loads(box.get_attribute("data-domain")), json.loads(box.get_attribute("data-x-labels"))
+
+
+def test_charts_read_right_with_one_point_a_few_and_thousands(page, app):
+    """Issue 32: one point drew an axis from January 2027 to July 2029. The drawn scales (uPlot's own) and the time
+    axis's labels, with one point, a few, and (the same domain function) thousands."""
+    from datetime import timedelta
+
+    web, data_dir = app
+    at = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
+    _seed_ticks(data_dir, [at], 1)
+    page.goto(web + "/inner-life")
+    domain, labels = _drawn(page, "tokens")
+    x = at.timestamp()
+    assert domain["x"] == [x - 1800, x + 1800]  # half an hour either side of the one point
+    assert domain["y"] == pytest.approx([40 - 0.08 * 461, 501 + 0.08 * 461])  # completion 40, prompt 501
+    assert labels and not any(str(year) in " ".join(labels) for year in (2027, 2028, 2029))
+    screenshot(page, "inner-life-one-point")
+
+    _seed_ticks(data_dir, [at + timedelta(minutes=m) for m in (5, 9, 20, 31)], 2)  # a few, over half an hour
+    page.reload()
+    domain, labels = _drawn(page, "tokens")
+    span = 31 * 60
+    assert domain["x"][0] == pytest.approx(x - max(0.03 * span, 60)) and domain["x"][1] == pytest.approx(x + span + 60)
+    assert len(labels) >= 2 and all(":" in label for label in labels)  # times of day, not dates years apart
+    screenshot(page, "inner-life-few-points")
+
+    many = page.evaluate("""() => {
+        const xs = Array.from({length: 3000}, (_, i) => 1764064800 + i * 60);
+        const ys = xs.map((_, i) => 100 + (i % 50));
+        return chartDomain(xs, [ys, ys.map((v) => v / 2)]);
+    }""")
+    assert many["x"] == pytest.approx([1764064800 - 0.03 * 2999 * 60, 1764064800 + 2999 * 60 * 1.03])
+    assert many["y"] == pytest.approx([50 - 0.08 * 99, 149 + 0.08 * 99])
