@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml | $(PY)
 	fi
 	$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	@echo "==> installing anima and its dependencies"
-	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench]"
+	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench,docs]"
 	@echo "==> installed: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 	touch $(STAMP)
 
@@ -72,6 +72,11 @@ bench: model
 	$(PY) bench/converse.py
 	$(PY) bench/scale.py
 	$(PY) bench/job_engines.py
+
+# The documentation site (docs/ → site/), offline; tests/unit/test_docs.py builds it the same way.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	@echo "==> the docs: site/index.html"
 
 clean-data:
 	rm -rf data
