@@ -11,7 +11,7 @@ signals plus the embedded model's comparison in the uncertain band. Per label: s
 flag precision, ticks from the first repeat to the flag, false alarms on novel sequences.
 Target: recall ≥ 0.95 on loops, no false alarms on the novel sequences.
 
-    python bench/reflexes.py [--ticks 8] [--skip-cost] [--skip-detection] [--max-tokens 64]
+    python bench/reflexes.py [--ticks 8] [--skip-cost] [--skip-detection] [--max-tokens 64] [--only CONFIG]
 
 Each stage (detection, cost/<configuration>) that raises, exits, or leaves stdout/stderr redirected stops the
 bench: `bench/reflexes.py: stage <name> failed: <reason>` on stderr, exit 1 (130 on Ctrl-C), and the results so
@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument("--skip-detection", action="store_true")
     parser.add_argument("--no-llm-detection", action="store_true", help="cheap signals only in the detection part")
+    parser.add_argument("--only", choices=[c[0] for c in COST_CONFIGS], action="append",
+                        help="run only this cost configuration (repeatable; default: all three)")
     args = parser.parse_args(argv)
     streams = Streams()
     try:
@@ -285,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_detection:
             stages.append(("detection", lambda: result.update(detection=detection(with_llm=not args.no_llm_detection))))
         if not args.skip_cost:
-            stages += cost_stages(args.ticks, args.max_tokens, result)
+            stages += [stage for stage in cost_stages(args.ticks, args.max_tokens, result)
+                       if not args.only or stage[0].removeprefix("cost/") in args.only]
         code, failed, reason = run_stages(stages)
         if failed is not None:  # what the stages before it measured, marked incomplete
             result = {"incomplete": True, "failed_stage": failed, "error": reason, **result}

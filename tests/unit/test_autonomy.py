@@ -97,6 +97,24 @@ def test_user_emotion_lexicon():
     assert detect_user_emotion("What time is it?") is None
 
 
+def test_the_model_judges_a_notes_emotion_only_when_cheap_signals_leave_it_ambiguous():
+    from persona.drives import classify_user_emotion, emotion_ambiguous
+
+    asked: list[str] = []
+
+    def model(prompt: str, schema: dict) -> str:
+        asked.append(prompt)
+        return json.dumps({"emotion": "sadness", "strength": 4})
+
+    greeting = "Good morning, Lumen. What will you think about today?"
+    assert not emotion_ambiguous(greeting) and classify_user_emotion(greeting, model, "{text} {emotions}") is None
+    assert classify_user_emotion("I'm so happy today", model, "{text} {emotions}") == ("happy", 3, "lexicon")
+    assert asked == []  # a plain question and a lexicon hit cost no call
+    moody = "Honestly I feel like nothing I do at work matters anymore"
+    assert emotion_ambiguous(moody)
+    assert classify_user_emotion(moody, model, "{text} {emotions}") == ("sadness", 4, "llm") and len(asked) == 1
+
+
 def test_a_sad_message_raises_devotion_and_a_strong_drive_lets_the_persona_write(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     send = '# Commands:\n[{"cmd_id": "t2-1", "type": "messages.send", "args": {"text": "Are you all right?"}}]\n# End commands'
