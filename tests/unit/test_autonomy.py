@@ -732,3 +732,15 @@ def test_a_dreaming_persona_shows_dreaming_and_wakes_up_on_the_button_or_a_note(
         assert repos.insights.latest() is None  # nothing of the dream was applied
         assert any(p.value == f"dream ended: {expected}" for p in repos.processes.recent(10))
         assert repos.config.playbook_run("main", "dream")["status"] == "woken"  # the next dream starts afresh
+
+
+def test_a_thought_that_names_its_emotions_is_rated_from_its_words_without_a_call():
+    from nodes.reflexes.emotion import lexicon_rating
+
+    vocabulary = ["joy", "curiosity", "calm", "sadness", "anxiety"]
+    assert lexicon_rating("I wonder why the tide is so curious tonight; I am glad.", vocabulary) == [
+        "curiosity:3 (named in the thought)", "joy:2 (named in the thought)"]
+    assert lexicon_rating("Мне грустно и тревожно.", vocabulary) == ["sadness:2 (named in the thought)",
+                                                                     "anxiety:2 (named in the thought)"]
+    assert lexicon_rating("The harbour lantern counts the gulls.", vocabulary) == []  # the model rates it
+    assert lexicon_rating("I am glad.", ["calm"]) == []  # only the vocabulary's emotions
