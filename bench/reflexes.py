@@ -102,7 +102,8 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
 
     with tempfile.TemporaryDirectory(prefix=f"anima-reflex-{name}-") as tmp:
         flags = {"data_dir": tmp, "embedded_context_window": 4096, "sampling": {"max_tokens": max_tokens},
-                 "reflexes": {"emotion": reflexes, "compare_with_llm": reflexes}}
+                 "reflexes": {"emotion": reflexes, "compare_with_llm": reflexes,
+                              **({"emotion_every": EMOTION_EVERY[0]} if EMOTION_EVERY else {})}}
         entries = registry_entries(load_settings(**flags))
         main = entries[0]
         for i in range(validators):
@@ -134,6 +135,8 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
                                   for p in by_purpose},
             "stagnant_ticks": flags, "wall_s_per_tick": round(wall / ticks, 2)}
 
+
+EMOTION_EVERY: list[int] = []  # --emotion-every: the reflexes.emotion_every the cost runs use (default: the persona's)
 
 COST_CONFIGS = (("reflexes_off", 0, False), ("reflexes_on_0_validators", 0, True),
                 ("reflexes_on_2_validators", 2, True))
@@ -279,7 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-llm-detection", action="store_true", help="cheap signals only in the detection part")
     parser.add_argument("--only", choices=[c[0] for c in COST_CONFIGS], action="append",
                         help="run only this cost configuration (repeatable; default: all three)")
+    parser.add_argument("--emotion-every", type=int, default=None,
+                        help="reflexes.emotion_every for the cost runs (default: the persona's config)")
     args = parser.parse_args(argv)
+    EMOTION_EVERY[:] = [args.emotion_every] if args.emotion_every else []
     streams = Streams()
     try:
         result: dict = {}
