@@ -1,4 +1,4 @@
-# Two commands on a fresh machine:  make run   /   make test
+# Two commands on a fresh machine:  make run   /   make test      (make doctor: what this machine still lacks)
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -11,23 +11,30 @@ LLAMA_VERSION = 0.3.36
 # do not grant AMX (measured here). AVX2/FMA/F16C keep it fast on any machine since 2013.
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 STAMP   = $(VENV)/.installed
+TORCH_VERSION = 2.13.0
 
-.PHONY: synapse run test install system model studio bench clean-data mesh
+.PHONY: run test install system model studio bench clean-data doctor docs synapse mesh
+
+# The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
+doctor:
+	@sh tools/doctor.sh $(PYTHON)
 
 $(PY):
+	@sh tools/doctor.sh $(PYTHON) --quiet
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
 
 $(STAMP): pyproject.toml | $(PY)
-	@echo "==> installing torch (CPU build)"
-	$(PIP) install --progress-bar on "torch==2.13.0"
+	@echo "==> installing (about 3 GB in $(VENV) and 0.4 GB of models in ~/.cache/anima; progress below)"
+	@sh tools/install_torch.sh "$(PIP)" $(TORCH_VERSION)
 	@if ! ls $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
 	  echo "==> building llama-cpp-python $(LLAMA_VERSION) from source (about 8 minutes, once per machine)"; \
 	  mkdir -p $(WHEELS) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-deps --no-cache-dir -w $(WHEELS) "llama-cpp-python==$(LLAMA_VERSION)"; \
 	fi
 	$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	@echo "==> installing anima and its dependencies"
-	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench]"
+	$(PIP) install --progress-bar on --find-links $(WHEELS) -e ".[studio,test,bench,docs]"
+	@echo "==> installed: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 	touch $(STAMP)
 
 install: $(STAMP) system
@@ -86,6 +93,11 @@ bench: model
 	$(PY) bench/job_engines.py
 	$(PY) bench/mesh.py
 	$(PY) bench/voice.py
+
+# The documentation site (docs/ → site/), offline; tests/unit/test_docs.py builds it the same way.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	@echo "==> the docs: site/index.html"
 
 clean-data:
 	rm -rf data

@@ -11,7 +11,7 @@ signals plus the embedded model's comparison in the uncertain band. Per label: s
 flag precision, ticks from the first repeat to the flag, false alarms on novel sequences.
 Target: recall ≥ 0.95 on loops, no false alarms on the novel sequences.
 
-    python bench/reflexes.py [--ticks 8] [--skip-cost] [--skip-detection] [--max-tokens 64]
+    python bench/reflexes.py [--ticks 8] [--skip-cost] [--skip-detection] [--max-tokens 64] [--only CONFIG]
 
 Each stage (detection, cost/<configuration>) that raises, exits, or leaves stdout/stderr redirected stops the
 bench: `bench/reflexes.py: stage <name> failed: <reason>` on stderr, exit 1 (130 on Ctrl-C), and the results so
@@ -102,7 +102,8 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
 
     with tempfile.TemporaryDirectory(prefix=f"anima-reflex-{name}-") as tmp:
         flags = {"data_dir": tmp, "embedded_context_window": 4096, "sampling": {"max_tokens": max_tokens},
-                 "reflexes": {"emotion": reflexes, "compare_with_llm": reflexes}}
+                 "reflexes": {"emotion": reflexes, "compare_with_llm": reflexes,
+                              **({"emotion_every": EMOTION_EVERY[0]} if EMOTION_EVERY else {})}}
         entries = registry_entries(load_settings(**flags))
         main = entries[0]
         for i in range(validators):
@@ -134,6 +135,8 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
                                   for p in by_purpose},
             "stagnant_ticks": flags, "wall_s_per_tick": round(wall / ticks, 2)}
 
+
+EMOTION_EVERY: list[int] = []  # --emotion-every: the reflexes.emotion_every the cost runs use (default: the persona's)
 
 COST_CONFIGS = (("reflexes_off", 0, False), ("reflexes_on_0_validators", 0, True),
                 ("reflexes_on_2_validators", 2, True))
@@ -277,7 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument("--skip-detection", action="store_true")
     parser.add_argument("--no-llm-detection", action="store_true", help="cheap signals only in the detection part")
+    parser.add_argument("--only", choices=[c[0] for c in COST_CONFIGS], action="append",
+                        help="run only this cost configuration (repeatable; default: all three)")
+    parser.add_argument("--emotion-every", type=int, default=None,
+                        help="reflexes.emotion_every for the cost runs (default: the persona's config)")
     args = parser.parse_args(argv)
+    EMOTION_EVERY[:] = [args.emotion_every] if args.emotion_every else []
     streams = Streams()
     try:
         result: dict = {}
@@ -285,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_detection:
             stages.append(("detection", lambda: result.update(detection=detection(with_llm=not args.no_llm_detection))))
         if not args.skip_cost:
-            stages += cost_stages(args.ticks, args.max_tokens, result)
+            stages += [stage for stage in cost_stages(args.ticks, args.max_tokens, result)
+                       if not args.only or stage[0].removeprefix("cost/") in args.only]
         code, failed, reason = run_stages(stages)
         if failed is not None:  # what the stages before it measured, marked incomplete
             result = {"incomplete": True, "failed_stage": failed, "error": reason, **result}

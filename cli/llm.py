@@ -1,4 +1,4 @@
-"""`run.py llm list|select|update`: the operator's side of the models chosen at run time (managers/models.py; the
+"""`run.py llm list|select|update|add|remove`: the operator's side of the models chosen at run time (managers/models.py; the
 persona has llm_registry.select/update, the web app its Controls page); persisted in the data dir, taken by a running loop at
 its next tick."""
 
@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err, open_database, print_listing
-from managers import Managers
+from cli.options import DataDir, DbUrl, console, err, located, open_database, print_listing
+from managers import ManagerDeps, Managers
 from managers.models import ModelManager, RegistryError
 
 app = typer.Typer(help="The models a persona thinks with: list them, choose the primary one, change their order.")
@@ -67,3 +67,52 @@ def update_llm(llm_id: str = typer.Argument(...), data_dir: Optional[str] = Data
         raise typer.Exit(2)
     _change(data_dir, db, lambda models: models.update(llm_id, priority=priority, enabled=enabled,
                                                        is_validator=validator))
+
+
+@app.command("add")
+def add_llm(base_url: str = typer.Argument(..., help="The OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1"),
+            model: str = typer.Argument(..., help="The model the server runs (its /models lists them)."),
+            name: Optional[str] = typer.Option(None, "--name", help="What to call it here (its id)."),
+            api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+                                                      help="An environment variable holding the key (kept by name)."),
+            ask_key: bool = typer.Option(False, "--api-key", help="Ask for the key (hidden); it is kept in a 0600 file "
+                                                                  "of the data dir's secrets/, never in the database."),
+            no_check: bool = typer.Option(False, "--no-check", help="Skip the health check (model list, one answer)."),
+            data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
+    """Add a model on an OpenAI-compatible server (Ollama, LM Studio, llama.cpp server, vLLM, a hosted API), after a
+    health check; a running loop thinks with it from its next tick."""
+    api_key = typer.prompt("API key", hide_input=True) if ask_key else None
+    settings = located(data_dir, db)
+    database = open_database(data_dir, db)
+    try:
+        with database.unit(actor="human") as repos:
+            row = Managers(repos, ManagerDeps(settings=settings)).models.add(
+                base_url, model, name=name, api_key=api_key, api_key_env=api_key_env, check=not no_check)
+    except RegistryError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    console.print(f"added {escape(row['id'])}: {escape(row['model'])}, priority {row['priority']} "
+                  "(a running loop takes it at its next tick)", highlight=False)
+
+
+@app.command("remove")
+def remove_llm(llm_id: str = typer.Argument(..., help="A model added with `llm add` or the web app."),
+               data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
+    """Forget a model added at run time (and its key file)."""
+    _change(data_dir, db, lambda models: models.remove(llm_id))
+
+
+@app.command("local")
+def local_servers(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """The model servers running on this machine (Ollama, LM Studio, llama.cpp server, vLLM…) and their models."""
+    from llm.discovery import detect_local
+
+    found = detect_local()
+    rows = [{"name": s.name, "base_url": s.base_url, "models": s.models} for s in found]
+    if print_listing(rows, as_json, "no model server found on loopback"):
+        return
+    for server in found:
+        console.print(f"{escape(server.offer)}  [dim]run.py llm add {escape(server.base_url)} "
+                      f"{escape(server.models[0] if server.models else 'MODEL')}[/]", highlight=False)

@@ -127,6 +127,13 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
               f"data {escape(services.db.url)}")
     with services.db.unit() as repos:
         waiting = len(repos.approvals.pending())
+        first_meeting = repos.notes.latest_human_at() is None
+    if agent.playbook.loop and services.settings.dreaming.enabled:
+        dreaming = services.settings.dreaming
+        awake = (f" — not before it has met you (your first note, or {dreaming.awake_until_met_ticks} ticks)"
+                 if first_meeting else "")
+        err.print(f"quiet hours {dreaming.quiet_hours} ({services.settings.zone()}): the persona dreams then{awake}; "
+                  "change them with dreaming.quiet_hours in its config.yaml")
     if waiting:
         err.print(f"[yellow]{waiting} command(s) wait for your approval: run.py approvals[/]")
     if not agent.playbook.loop:

@@ -48,6 +48,15 @@ def registry_entries(settings: Settings) -> list[dict[str, Any]]:
     return entries
 
 
+def with_added_models(db: Database, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The configured models and, after them, the ones added at run time (Controls, `run.py llm add`, the API)."""
+    with db.unit() as repos:
+        added = repos.config.added_llms()
+    configured = {e["id"] for e in entries}
+    return entries + [{**entry, "id": llm_id, "added": True} for llm_id, entry in added.items()
+                      if llm_id not in configured]
+
+
 def sync_registry(db: Database, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Record the configured models in `llm_registry`; trust scores learnt earlier are kept."""
     merged = []
@@ -118,7 +127,7 @@ def open_services(overrides: Overrides | None = None, *, providers: dict[str, Pr
         db = Database.open(located.data_dir, located.db_url)
     settings = open_settings(db, overrides)
     persona = load_persona(settings.persona_dir)
-    entries = sync_registry(db, entries if entries is not None else registry_entries(settings))
+    entries = sync_registry(db, with_added_models(db, entries if entries is not None else registry_entries(settings)))
     llms = LLMRegistry(entries, recorder=call_recorder(db), providers=dict(providers or {}))
     services = Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock,
                         memory=open_memory_index(db, settings, clock, embedder))

@@ -90,6 +90,19 @@ class LLMRegistry:
             raise
         self._selected = selected if selected in self._slots else None
 
+    def adopt(self, added: dict[str, dict[str, Any]]) -> None:
+        """The models added at run time (Controls, `run.py llm add`), by id: a new one joins the registry, one no
+        longer listed leaves it (only models added at run time come and go here; configured ones stay)."""
+        for llm_id, entry in added.items():
+            if llm_id not in self._all:
+                self._all[llm_id] = _Slot(entry={**entry, "id": llm_id, "added": True})
+        for llm_id in [i for i, s in self._all.items() if s.entry.get("added") and i not in added]:
+            slot = self._all.pop(llm_id)
+            close = getattr(slot.provider, "close", None)
+            if callable(close):
+                close()
+        self._order()
+
     @property
     def known(self) -> list[str]:
         """Every registered model, enabled or not."""

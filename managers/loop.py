@@ -80,6 +80,21 @@ class LoopManager:
         self.repos.config.loop_status = {"state": state, "thread": thread, "tick": tick, "pid": pid,
                                          "host": socket.gethostname(), "at": now.isoformat()}
 
+    def request_wake(self, *, by: str, now: datetime) -> dict[str, Any]:
+        """Ask a dreaming persona to wake up (the loop ends the dream at its next model call)."""
+        value = {"by": by, "at": now.isoformat()}
+        self.repos.config.wake_request = value
+        return value
+
+    def woken_since(self, since: datetime, notes_after: int) -> str | None:
+        """Why a dream begun at `since` should end now: the human's "Wake up", or a note newer than `notes_after`."""
+        asked = self.repos.config.wake_request
+        if asked and datetime.fromisoformat(asked["at"]) >= since:
+            return f"woken up by {asked.get('by') or 'the human'}"
+        if self.repos.notes.human_after(notes_after, limit=1):
+            return "woken up by a note from the human"
+        return None
+
     def status(self) -> dict[str, Any]:
         """{"control": what is wanted, "loop": what the loop last reported}."""
         return {"control": self.repos.config.loop_control or {"want": "running"},

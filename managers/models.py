@@ -5,10 +5,19 @@ Choices are persisted in the `config` table — `repos.config.selected_llm` (the
 (`ManagerDeps.llms`, when it has one) and by every other process at its next tick (nodes/context.py `Services.refresh`). The persona (`llm_registry.select/update`),
 the operator (`run.py llm …`) and the web app's Controls page make the same change here. `ask` starts a question
 to another model on a background thread (the persona's `llm_task.ask`).
+
+Models are also added at run time (`add`: Controls → "Add a model", `POST /api/llms`, `run.py llm add`) after a
+health check, and removed again (`remove`): their entries are kept in the `config` table (`repos.config.added_llms()`)
+and join the registry of every process (graph/services.py at start, `Services.refresh` at each tick). An API key is
+never in the database: it is written to `<data dir>/secrets/llm-<id>.key` (mode 0600) and the entry keeps only that
+path (or, from the command line, the name of an environment variable holding it).
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from memory.models import ProcessLog, ProcessRun
@@ -16,12 +25,42 @@ from memory.models import ProcessLog, ProcessRun
 if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers import Managers
+    from persona.settings import Settings
 
 CHANGEABLE = ("priority", "enabled", "is_validator")
+ADDED_PRIORITY = 50  # a model added at run time thinks before the embedded one (0), after the operator's server (100)
+SECRETS_DIR = "secrets"  # under the data dir: one 0600 file per model key, never in the database, a page or an export
+
+
+def model_slug(text: str) -> str:
+    """An id from a name or a model: lower case letters, digits, dots and dashes."""
+    slug = re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")
+    return (slug or "model")[:60]
+
+
+def write_secret(directory: Path, name: str, secret: str) -> Path:
+    """A secret in its own file readable by the owner only (0600, created so: never world-readable in between)."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, secret.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.chmod(path, 0o600)
+    return path
 
 
 class RegistryError(ValueError):
     """A change the registry refuses (no such model, the last enabled one disabled)."""
+
+
+class ModelNotFound(RegistryError):
+    """No model by that id."""
+
+
+class ServerCheckFailed(RegistryError):
+    """The server did not pass the health check (its model list and one short completion): nothing was saved."""
 
 
 class ModelRow(TypedDict):
@@ -45,6 +84,7 @@ class ModelManager:
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
         self.llms: LLMRegistry | None = house.deps.llms
+        self.house_deps = house.deps
 
     def overrides(self) -> dict[str, dict[str, Any]]:
         """The persisted changes, by model id."""
@@ -115,6 +155,76 @@ class ModelManager:
                                  trust_score=r.trust_score, selected=r.id == selected, primary=r.id == primary,
                                  last_call_ok=None if last is None else last.ok))
         return sorted(rows, key=lambda row: (not row["enabled"], -row["priority"], row["id"]))
+
+    def add(self, base_url: str, model: str, *, name: str | None = None, api_key: str | None = None,
+            api_key_env: str | None = None, check: bool = True) -> ModelRow:
+        """A model on an OpenAI-compatible server, added to the registry after a health check (its model list and
+        one short completion; `check=False` skips it); persisted, applied here and by a running loop at its next tick.
+        The key, when given, goes to a 0600 file in the data dir's secrets/ (the entry keeps only its path);
+        `api_key_env` names a variable instead. ServerCheckFailed when the check fails, RegistryError when the id is
+        taken."""
+        from llm.discovery import check_server, normalize_base_url
+
+        try:
+            root = normalize_base_url(base_url)
+        except ValueError as exc:
+            raise ServerCheckFailed(str(exc)) from None
+        model = model.strip()
+        if not model:
+            raise RegistryError("model: name the model the server should run")
+        llm_id = model_slug(name or model)
+        taken = {r.id for r in self.repos.llm_registry.all()}
+        if llm_id in taken:
+            raise RegistryError(f"a model {llm_id!r} is already registered: give it another name")
+        if check:
+            key = api_key if api_key is not None else (os.environ.get(api_key_env) if api_key_env else None)
+            result = check_server(root, model, key)
+            if not result.ok:
+                raise ServerCheckFailed(result.error)
+        config: dict[str, Any] = {"base_url": root, "api": "chat"}
+        if api_key:
+            secrets = Path(self._settings("a model's API key").data_dir).expanduser() / SECRETS_DIR
+            config["api_key_file"] = str(write_secret(secrets, f"llm-{llm_id}.key", api_key).resolve())
+        elif api_key_env:
+            config["api_key_env"] = api_key_env
+        entry = {"id": llm_id, "provider": "openai", "model": model, "priority": ADDED_PRIORITY, "config": config,
+                 "description": name or ""}
+        self.repos.config.set_added_llm(llm_id, entry)
+        self.repos.llm_registry.upsert(llm_id, provider="openai", model=model, priority=ADDED_PRIORITY,
+                                       is_validator=False, trust_score=1.0, enabled=True, config=config,
+                                       description=name or "")
+        if self.llms is not None:
+            self.llms.adopt(self.repos.config.added_llms())
+        return next(row for row in self.listing() if row["id"] == llm_id)
+
+    def remove(self, llm_id: str) -> str:
+        """Forget a model added at run time (and its key file); RegistryError for a configured one or none."""
+        added = self.repos.config.added_llms()
+        if llm_id not in added:
+            known = {r.id for r in self.repos.llm_registry.all()}
+            if llm_id in known:
+                raise RegistryError(f"{llm_id!r} is configured (config.yaml or the command line), not added here: "
+                                    "disable it instead")
+            raise ModelNotFound(f"no model {llm_id!r}")
+        key_file = (added[llm_id].get("config") or {}).get("api_key_file")
+        rest = {i: e for i, e in added.items() if i != llm_id}
+        if self.llms is not None:
+            try:
+                self.llms.adopt(rest)
+            except ValueError as exc:
+                self.llms.adopt(added)
+                raise RegistryError(str(exc)) from None
+        self.repos.config.set_added_llm(llm_id, None)
+        self.repos.config.set_llm_override(llm_id, None)
+        if self.repos.config.selected_llm == llm_id:
+            self.repos.config.selected_llm = None
+        self.repos.llm_registry.remove(llm_id)
+        if key_file:
+            Path(key_file).unlink(missing_ok=True)
+        return f"{llm_id}: removed"
+
+    def _settings(self, what: str) -> Settings:
+        return self.house_deps.settings_for(what)
 
     def ask(self, llm_id: str, question: str, *, max_tokens: int, thread_id: str,
             task_id: int | None = None) -> tuple[ProcessLog, ProcessRun]:

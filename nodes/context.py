@@ -100,7 +100,7 @@ class Services:
     memory: RecallIndex | None = None  # hybrid retrieval over every tier (MemoryIndex; None: recall is off)
     reads: TickReads = field(default_factory=TickReads, repr=False)  # what a tick's steps read once and share
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
-    _llm_choices: tuple[dict[str, Any], Any] | None = field(default=None, repr=False)
+    _llm_choices: tuple[dict[str, Any], Any, dict[str, Any]] | None = field(default=None, repr=False)
     jobs: BackgroundJobs | None = field(default=None, repr=False)  # nodes.background.Background (graph/services.py)
 
     @property
@@ -137,11 +137,13 @@ class Services:
         self.persona, self._changes = persona, changes
 
     def refresh_llms(self, repos: Repos) -> None:
-        choices = (repos.config.llm_overrides(), repos.config.selected_llm)
+        added = repos.config.added_llms()
+        choices = (repos.config.llm_overrides(), repos.config.selected_llm, added)
         if choices == self._llm_choices:
             return
         try:
-            self.llms.apply(*choices)
+            self.llms.adopt(added)
+            self.llms.apply(choices[0], choices[1])
         except ValueError as exc:
             log.error("model choices not applied: %s", exc)
         self._llm_choices = choices

@@ -1,7 +1,9 @@
 """Dreaming (Nexus Ark's sleep-time reflection): when, how deep, on what, and applying what the dream decided.
 
 - When (`dream_due`): in quiet hours (default 00:00–07:00 local) or after `after_idle_minutes` without the
-  human, at most once per local day, and only if something happened since the last dream.
+  human, at most once per local day, only if something happened since the last dream, and never before the
+  persona has met its human (`has_met_human`: a first note, or `awake_until_met_ticks` ticks). While it dreams
+  the loop reports "dreaming"; the human's "Wake up" (Controls) or a note ends the dream (graph/loop/autonomy.py).
 - How deep (`choose_level`): level 3 when 30 days passed since the last level-3 dream (or the first dream),
   else level 2 when 7 days passed since the last level ≥ 2, else level 1.
 - On what (`gather_material`): the recent log (level 1: the last day; 2: the week's day summaries; 3: the
@@ -63,6 +65,11 @@ def choose_level(repos: Repos, now: datetime, settings: DreamSettings) -> int:
     return 1
 
 
+def has_met_human(repos: Repos, settings: DreamSettings) -> bool:
+    """The human has written at least once, or the persona has been up `awake_until_met_ticks` ticks."""
+    return repos.notes.latest_human_at() is not None or repos.ticks.count() >= settings.awake_until_met_ticks
+
+
 def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings,
               started: datetime | None = None) -> str | None:
     """Why the persona should dream now, or None."""
@@ -78,6 +85,8 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
     newest = repos.messages.newest_id()
     if newest <= repos.config.last_dream_message:
         return None  # nothing happened since the last dream
+    if not has_met_human(repos, settings):
+        return None  # a new persona stays awake until its human has written (or it has been up a while)
     if in_quiet_hours(now, zone, settings.quiet_hours):
         return f"quiet hours ({settings.quiet_hours})"
     since = repos.notes.latest_human_at() or started

@@ -55,6 +55,13 @@ _LEXICON = {
 }
 _LEXICON_RE = {name: re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE) for name, pattern in _LEXICON.items()}
 _INTENSIFIERS = re.compile(r"(?<!\w)(very|so|really|extremely|terribly|completely|очень|так|совсем)(?!\w)|!", re.IGNORECASE)
+# Cues that a message without an emotion word may still carry a feeling (the speaker about themselves, a mood, an
+# exclamation, an emoticon): only then is the model asked. A plain question or greeting is taken as neutral.
+_FEELING_CUES = re.compile(
+    r"(?<!\w)(i feel|i'm feeling|i am feeling|feeling|felt|i'm not|i am not|i can't|i cannot|my day|today was|"
+    r"mood|tough|hard day|rough|awful|terrible|horrible|fine|okay|ok|not good|not great|"
+    r"я чувствую|чувствую|мне плохо|мне хорошо|настроени\w*|тяжело|ужасно)(?!\w)"
+    r"|!|[:;]-?[()]|\u2639|\u263a|[\U0001F600-\U0001F64F]|[\U0001F90C-\U0001F9FF]", re.IGNORECASE)
 
 
 @dataclass
@@ -267,13 +274,21 @@ RESOLUTION_SCHEMA = {
 }
 
 
+def emotion_ambiguous(text: str) -> bool:
+    """A message the lexicon found no emotion in, but which may carry one: long enough and with a feeling cue
+    (the speaker about themselves, a mood word, an exclamation, an emoticon). Only such a message costs a model
+    call; a plain question or greeting is neutral."""
+    return len(text.split()) >= LLM_MIN_WORDS and bool(_FEELING_CUES.search(text))
+
+
 def classify_user_emotion(text: str, generate: Callable[[str, dict[str, Any]], str] | None,
                           prompt: str) -> tuple[str, int, str] | None:
-    """(emotion, strength, method): the lexicon first; the model only for a longer message it says nothing about."""
+    """(emotion, strength, method): the lexicon first; the model only for a message it says nothing about that
+    still looks like it carries a feeling (`emotion_ambiguous`)."""
     found = detect_user_emotion(text)
     if found:
         return found[0], found[1], "lexicon"
-    if generate is None or len(text.split()) < LLM_MIN_WORDS:
+    if generate is None or not emotion_ambiguous(text):
         return None
     data = json_object(generate(prompt.format(text=text[-1500:], emotions=", ".join(USER_EMOTIONS)),
                                 USER_EMOTION_SCHEMA))

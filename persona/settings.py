@@ -112,6 +112,8 @@ class DreamSettings(Section):
     enabled: bool = True
     quiet_hours: str = Field("00:00-07:00", description="local time; also no unprompted messages then")
     after_idle_minutes: float = Field(120.0, ge=0)
+    awake_until_met_ticks: int = Field(30, ge=0, description="no dream before the human's first note or this many "
+                                       "ticks: a new persona does not fall asleep before it has met its human")
     log_items: int = Field(30, ge=1, le=500)
     recall_k: int = Field(6, ge=0, le=50)
     max_tokens: int = Field(700, ge=64, le=8192)

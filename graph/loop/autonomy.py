@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from datetime import date, datetime, timedelta
 from typing import Any, Callable
 
@@ -13,12 +15,14 @@ from langgraph.runtime import RunControl
 from graph.agent import Agent
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
+from llm import LLMCancelled
 from managers import Managers
 from managers.world import RefreshCounts, refresh_feeds
 from persona.dreaming import dream_due
 
 log = logging.getLogger(__name__)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
+WAKE_POLL_S = 1.0  # while dreaming: how often the human's "Wake up" and new notes are looked for
 FEEDS_CHECK_EVERY = timedelta(minutes=1)
 
 
@@ -103,12 +107,24 @@ class Autonomy:
             return None
         if self.dream_agent is None:
             self.dream_agent = self.agent.sibling(load_playbook(resolve_playbook_path("dream")), self.agent.thread_id)
+        with services.db.unit() as repos:
+            notes_seen = repos.notes.newest_id()
+            Managers(repos).loop.record_status("dreaming", now=now, thread=self.agent.thread_id, pid=os.getpid())
+        outer = services.llms.cancel  # the loop's stop: it still cancels the dream's model call
+        wake = threading.Event()
+        woken: list[str] = []
+        watcher = threading.Thread(target=self._watch_for_waking, args=(now, notes_seen, outer, wake, woken),
+                                   name="dream-wake-watch", daemon=True)
+        watcher.start()
         try:
-            for mode, data in self.dream_agent.stream(control, inputs={"level": 0, "reason": reason}):
-                if self.on_stream and mode == "custom":
-                    self.on_stream(mode, data)
-        except GraphDrained:
-            raise
+            with services.llms.cancel_when(wake):
+                for mode, data in self.dream_agent.stream(control, inputs={"level": 0, "reason": reason}):
+                    if self.on_stream and mode == "custom":
+                        self.on_stream(mode, data)
+        except (GraphDrained, LLMCancelled):
+            if not woken or outer.is_set():
+                raise
+            return self._woken(woken[0])
         except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; tried again tomorrow
             log.exception("dream failed")
             self.dream_failed_on = now.date()
@@ -116,7 +132,43 @@ class Autonomy:
                 repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
                                     status="error", thread_id=self.agent.thread_id)
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            wake.set()  # ends the watcher
+            watcher.join(timeout=WAKE_POLL_S * 5)
         return self.dream_agent.outputs().get("dream")
+
+    def _watch_for_waking(self, since: datetime, notes_seen: int, outer: threading.Event, wake: threading.Event,
+                          woken: list[str]) -> None:
+        """While the dream runs: the human's "Wake up" or a note ends it (its model call is cancelled); so does a
+        stop of the loop."""
+        db = self.agent.services.db
+        while not wake.wait(WAKE_POLL_S):
+            if outer.is_set():
+                wake.set()
+                return
+            try:
+                with db.unit() as repos:
+                    why = Managers(repos).loop.woken_since(since, notes_seen)
+            except Exception:  # noqa: BLE001 - a failed look is tried again at the next poll
+                log.exception("looking for a wake-up failed")
+                continue
+            if why:
+                woken.append(why)
+                wake.set()
+                return
+
+    def _woken(self, why: str) -> dict[str, Any]:
+        """The dream was ended by the human: recorded, its unfinished run dropped (the next dream starts afresh)."""
+        assert self.dream_agent is not None
+        services = self.agent.services
+        log.info("dream ended: %s", why)
+        with services.db.unit() as repos:
+            repos.config.set_playbook_run(self.agent.thread_id, self.dream_agent.playbook.name,
+                                         {"run_id": self.dream_agent.run_id, "status": "woken"})
+            repos.processes.add("dream", f"dream ended: {why}", status="done", thread_id=self.agent.thread_id)
+        if self.on_stream:
+            self.on_stream("custom", {"event": "dream_woken", "reason": why})
+        return {"status": "woken", "reason": why}
 
     def stop(self, status: str = "stopped") -> None:
         if self.session_id is None:

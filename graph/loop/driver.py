@@ -113,6 +113,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     dreamt = life.maybe_dream(stopper.control)
                     if dreamt is not None:
                         result.dreams.append(dreamt)
+                        reported.clear()  # it reported "dreaming": say what it does now
                 if not agent.interrupted and not idle_should_wake(agent, agent.services.clock()):
                     if life:
                         life.step_tasks(stopper.control)

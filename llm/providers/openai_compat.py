@@ -22,7 +22,7 @@ server), from the server's own tokenizer endpoint (`/extras/tokenize/count` ther
 vLLM's), so a prompt in a language or markup that tokenizes densely still fits the window. (A llama-cpp-python
 server asked for more than its window drops the stream without a status: that would read as an outage.)
 
-Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env, context_window,
+Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env (or api_key_file), context_window,
 timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5).
 """
 
@@ -62,6 +62,16 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 CANCEL_POLL_S = 0.1
 CALIBRATION_CHARS = 2000
 TOKEN_MARGIN = 1.04  # above the learned ratio: one prompt tokenizes a little denser than the last
+
+
+def read_secret_file(path: str) -> str | None:
+    """A key kept in a secrets file (its whole text, stripped); None when the file is gone."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip() or None
+    except FileNotFoundError:
+        log.warning("the secrets file %s is gone: no key sent", path)
+        return None
 
 
 @dataclass
@@ -105,7 +115,7 @@ class OpenAICompatible:
 
     def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str | None = None,
                  context_window: int = 32768, timeout: float = DEFAULT_TIMEOUT_S,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S):
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S, api_key_file: str | None = None):
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
         self.id = id
@@ -113,6 +123,7 @@ class OpenAICompatible:
         self.model = model
         self.api = api
         self.api_key_env = api_key_env  # the key itself is never stored; no variable named, no key sent
+        self.api_key_file = api_key_file  # or a secrets file (0600, the data dir's secrets/: a model added at run time)
         self.context_window = context_window
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -132,6 +143,7 @@ class OpenAICompatible:
             model=entry.get("model") or cfg.get("model", "default"),
             api=cfg.get("api", "chat"),
             api_key_env=cfg.get("api_key_env"),
+            api_key_file=cfg.get("api_key_file"),
             context_window=int(cfg.get("context_window", 32768)),
             timeout=_seconds(cfg, "timeout", DEFAULT_TIMEOUT_S, entry["id"]),
             connect_timeout=_seconds(cfg, "connect_timeout", DEFAULT_CONNECT_TIMEOUT_S, entry["id"]),
@@ -143,6 +155,8 @@ class OpenAICompatible:
                 import httpx
 
                 key = os.environ.get(self.api_key_env) if self.api_key_env else None
+                if key is None and self.api_key_file:
+                    key = read_secret_file(self.api_key_file)
                 self._http = httpx.Client(
                     base_url=self.base_url, headers={"Authorization": f"Bearer {key}"} if key else {},
                     timeout=httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout)))

@@ -61,10 +61,12 @@ VECTOR_DATABASE_KEY = "vectors/chroma_database"
 PERSONA_DIR_KEY = "run/persona_dir"  # the persona directory the data dir was last run with (or adopted, web/)
 LLM_SELECTED_KEY = "llm/selected"  # the primary model chosen at run time (managers / nodes/commands/llm_registry.py)
 LLM_OVERRIDE_PREFIX = "llm/overrides/"  # + model id: its priority / enabled / is_validator chosen at run time
+LLM_ADDED_PREFIX = "llm/added/"  # + model id: a model added at run time (its registry entry; a key only by file path)
 SELF_CHANGE_PREFIX = "persona/"  # + dotted setting: the persona's own setting changes (config.update)
 SESSION_REVIVED_PREFIX = "session/revived/"  # + thread id: the session a revived thread continues
 FETCH_NOW_KEY = "feeds/fetch_now"  # the world check asks the loop to fetch every feed now
 LOOP_CONTROL_KEY = "run/control"  # {"want": running|paused|stopped, "by", "at"}: what the human asked for
+WAKE_REQUEST_KEY = "run/wake"  # {"by", "at"}: the human asked a dreaming persona to wake up (Controls → Wake up)
 LOOP_STATUS_KEY = "run/status"  # {"state": running|paused|idle|stopped, "pid", "thread", "tick", "at"}: the loop
 PLAYBOOK_RUN_PREFIX = "run/"  # + "<thread>/<playbook>": a one-shot playbook's run (graph/agent.py)
 REACH_OUT_KEY = "drives/reach_outs"  # the offers made: [{at, tick, thread, drive, level}], newest last
@@ -195,6 +197,14 @@ class ConfigRepo(Repo):
     def set_llm_override(self, llm_id: str, value: dict[str, Any] | None) -> None:
         self.set(LLM_OVERRIDE_PREFIX + llm_id, value)
 
+    def added_llms(self) -> dict[str, dict[str, Any]]:
+        """Model id -> the registry entry of a model added at run time (Controls, `run.py llm add`, the API)."""
+        return {k.removeprefix(LLM_ADDED_PREFIX): v for k, v in self.with_prefix(LLM_ADDED_PREFIX).items() if v}
+
+    def set_added_llm(self, llm_id: str, entry: dict[str, Any] | None) -> None:
+        """Record (or, None, forget) a model added at run time."""
+        self.set(LLM_ADDED_PREFIX + llm_id, entry)
+
     def self_changes(self) -> dict[str, Any]:
         """The persona's own setting changes (config.update), dotted keys."""
         return {k.removeprefix(SELF_CHANGE_PREFIX): v for k, v in self.with_prefix(SELF_CHANGE_PREFIX).items()}
@@ -206,7 +216,7 @@ class ConfigRepo(Repo):
         """What a reload reads (persona dir, chosen model, the persona's own changes, model overrides) — and, with
         `active_root`, the thread that root's ticks run in — in one query."""
         keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY) + ((ACTIVE_THREAD_PREFIX + active_root,) if active_root else ())
-        self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX))
+        self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX, LLM_ADDED_PREFIX))
 
     def preload_tick_decision(self, thread_id: str) -> None:
         """What decides whether a thread thinks now (the loop control, a feeds check asked for, its cycle), in one
@@ -241,6 +251,15 @@ class ConfigRepo(Repo):
     @loop_control.setter
     def loop_control(self, value: dict[str, Any] | None) -> None:
         self.set(LOOP_CONTROL_KEY, value)
+
+    @property
+    def wake_request(self) -> dict[str, Any] | None:
+        """The human's last "Wake up": {by, at}."""
+        return self._dict(WAKE_REQUEST_KEY)
+
+    @wake_request.setter
+    def wake_request(self, value: dict[str, Any] | None) -> None:
+        self.set(WAKE_REQUEST_KEY, value)
 
     @property
     def loop_status(self) -> dict[str, Any] | None:

@@ -44,6 +44,15 @@ class LLMRegistryRepo(Repo):
     def all(self) -> list[LLMRegistryEntry]:
         return list(self.session.scalars(select(LLMRegistryEntry).order_by(LLMRegistryEntry.priority.desc())).all())
 
+    def remove(self, entry_id: str) -> bool:
+        """Forget a model (one added at run time and removed again); its recorded calls stay. False: none."""
+        row = self.session.get(LLMRegistryEntry, entry_id)
+        if row is None:
+            return False
+        self.session.delete(row)
+        self.session.flush()
+        return True
+
     def disable_missing(self, keep_ids: Iterable[str]) -> None:
         keep = list(keep_ids)
         self.session.execute(update(LLMRegistryEntry).where(LLMRegistryEntry.id.notin_(keep)).values(enabled=False))

@@ -1,5 +1,6 @@
 """The emotional reflex's logic (HMP): reading ratings `emotion:strength (reason)`, which earlier rating a new
-output may inherit, and the dynamics of emotions × novelty."""
+output may inherit, a rating read from the thought's own words (a cheap signal: the model is asked only when it
+finds none), and the dynamics of emotions × novelty."""
 
 from __future__ import annotations
 
@@ -12,6 +13,27 @@ from nodes.state import NoveltySignals
 
 LOOSE = re.compile(r"([^\W\d_][\w-]{1,15})\s*[:=]\s*\"?([1-5])\b(?:\s*\(([^)]{0,80})\))?", re.UNICODE)
 ANXIOUS = {"anxiety", "fear", "panic", "worry", "stress", "alarm", "dread", "nervousness"}
+
+
+# The words that name an emotion of the persona's vocabulary in its own thought (English and Russian stems). Only
+# emotions of the vocabulary are read; a thought with none of these words goes to the model.
+THOUGHT_LEXICON = {
+    "joy": r"joy\w*|glad|happy|happiness|delight\w*|wonderful|радост\w*|рад|рада|счаст\w*",
+    "curiosity": r"curious|curiosity|wonder|wondering|intrigu\w*|любопыт\w*|интересно",
+    "calm": r"calm\w*|peace\w*|serene|tranquil\w*|спокой\w*|тишин\w*",
+    "sadness": r"sad|sadness|sorrow\w*|lonely|loneliness|melanchol\w*|грус\w*|печал\w*|тоск\w*",
+    "anxiety": r"anxious|anxiety|afraid|fear\w*|worr\w*|nervous|uneasy|тревог\w*|тревож\w*|страх\w*|боюсь",
+}
+_THOUGHT_LEXICON_RE = {name: re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE)
+                       for name, pattern in THOUGHT_LEXICON.items()}
+
+
+def lexicon_rating(text: str, vocabulary: list[str]) -> list[str]:
+    """`emotion:strength (reason)` for each vocabulary emotion the thought names in its own words (strength 2, 3
+    when named more than once), strongest first; [] when it names none (then the model rates it)."""
+    counts = [(name, len(rx.findall(text))) for name, rx in _THOUGHT_LEXICON_RE.items() if name in vocabulary]
+    found = sorted(((name, n) for name, n in counts if n), key=lambda pair: -pair[1])
+    return [f"{name}:{min(3, 1 + n)} (named in the thought)" for name, n in found[:3]]
 
 
 def anxious(emotions: list[tuple[str, int]]) -> bool:

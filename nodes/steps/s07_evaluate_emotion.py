@@ -2,7 +2,8 @@
 
 The LLM that produced the output rates it. That costs nothing when the output ends with its own
 `Emotions:` line; a repeat inherits its original's rating, and with `reflexes.emotion_every` = N a similar
-output inherits the last rating up to N − 1 times in a row. Otherwise one structured call asks for the
+output inherits the last rating up to N − 1 times in a row; a thought that names emotions of the vocabulary in its
+own words (`lexicon_rating`) is rated from them. Otherwise one structured call asks for the
 emotions and — only when n-grams and embeddings leave the novelty uncertain — HMP's novelty comparison too.
 On llama.cpp the answer is grammar-constrained JSON (even the 270M model returns valid JSON); anything
 else is parsed leniently. Emotions not in the vocabulary (config `emotions`) extend it (logged).
@@ -20,7 +21,7 @@ from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
-from nodes.reflexes.emotion import carried_rating, parse_emotions
+from nodes.reflexes.emotion import carried_rating, lexicon_rating, parse_emotions
 from nodes.reflexes.evaluation import evaluate, parse_comparison
 from nodes.state import EmotionEval, EmotionUpdate, TickState
 from persona.prose import degenerate
@@ -57,6 +58,9 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
                                                      every=reflexes.emotion_every)) is not None:
         emotions, want_emotions = list(source.emotions), False
         evaluation = {"source": "carried", "carried_from": source.tick, "llm_id": source.llm_id, "llm_mismatch": False}
+    elif want_emotions and (named := lexicon_rating(body, vocabulary)):
+        emotions, want_emotions = named, False  # the thought names its emotions: no call (a cheap signal)
+        evaluation = {"source": "lexicon", "llm_id": None, "llm_mismatch": False}
     want_comparison = signals["band"] == "uncertain" and reflexes.compare_with_llm and previous is not None
     if want_emotions or want_comparison:
         author = state.llm.get("llm_id")

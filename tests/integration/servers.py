@@ -49,14 +49,17 @@ def wait_port(port: int, timeout: float, proc: subprocess.Popen | None = None) -
 
 
 @contextmanager
-def llama_cpp_server(model_path: Path, port: int | None = None):
+def llama_cpp_server(model_path: Path, port: int | None = None, extra: tuple[str, ...] = ()):
+    """llama-cpp-python's OpenAI-compatible server (its [server] extras) on `model_path`; `extra`: more of its flags
+    (--model_alias, --api_key…)."""
     port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "4096", "--verbose", "False"],
+         "--port", str(port), "--n_ctx", "4096", "--verbose", "False", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     try:
-        wait_http(f"http://127.0.0.1:{port}/v1/models", 120, proc)
+        # with --api_key every /v1 route answers 401 until the key is sent: its open /docs page says it is up
+        wait_http(f"http://127.0.0.1:{port}/{'docs' if '--api_key' in extra else 'v1/models'}", 120, proc)
         yield f"http://127.0.0.1:{port}/v1", proc
     finally:
         if proc.poll() is None:

@@ -97,6 +97,24 @@ def test_user_emotion_lexicon():
     assert detect_user_emotion("What time is it?") is None
 
 
+def test_the_model_judges_a_notes_emotion_only_when_cheap_signals_leave_it_ambiguous():
+    from persona.drives import classify_user_emotion, emotion_ambiguous
+
+    asked: list[str] = []
+
+    def model(prompt: str, schema: dict) -> str:
+        asked.append(prompt)
+        return json.dumps({"emotion": "sadness", "strength": 4})
+
+    greeting = "Good morning, Lumen. What will you think about today?"
+    assert not emotion_ambiguous(greeting) and classify_user_emotion(greeting, model, "{text} {emotions}") is None
+    assert classify_user_emotion("I'm so happy today", model, "{text} {emotions}") == ("happy", 3, "lexicon")
+    assert asked == []  # a plain question and a lexicon hit cost no call
+    moody = "Honestly I feel like nothing I do at work matters anymore"
+    assert emotion_ambiguous(moody)
+    assert classify_user_emotion(moody, model, "{text} {emotions}") == ("sadness", 4, "llm") and len(asked) == 1
+
+
 def test_a_sad_message_raises_devotion_and_a_strong_drive_lets_the_persona_write(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     send = '# Commands:\n[{"cmd_id": "t2-1", "type": "messages.send", "args": {"text": "Are you all right?"}}]\n# End commands'
@@ -661,3 +679,95 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     assert set(report["drives"]["levels"]) == {"boredom", "curiosity", "goal", "devotion"}
     assert {q["topic"] for q in report["open_questions"]} >= {"What does Anna fear about the sea?"}
     assert report["goals"][0]["title"] == "Learn the moon's phases"
+
+
+# -- the first hour: no sleep before meeting the human; Wake up ----------------------------------------------------
+
+def test_a_new_persona_does_not_dream_before_it_has_met_its_human(agent_factory):
+    clock = Clock(datetime(2026, 11, 21, 2, 0, tzinfo=UTC))  # in quiet hours
+    agent = utc_agent(agent_factory, FakeLLM("fake"), clock=clock)
+    settings = DreamSettings(awake_until_met_ticks=3)
+    with agent.services.db.unit() as repos:
+        repos.threads.ensure("main")
+        repos.messages.add(thread_id="main", tick=1, kind="response", content="a first thought")
+        assert dream_due(repos, clock(), UTC, settings, started=clock()) is None  # not met yet
+    for _ in range(3):
+        agent.tick()
+    with agent.services.db.unit() as repos:
+        assert repos.ticks.count() == 3
+        assert dream_due(repos, clock(), UTC, settings) == "quiet hours (00:00-07:00)"  # up long enough
+        assert dream_due(repos, clock(), UTC, DreamSettings(awake_until_met_ticks=10)) is None
+        repos.notes.add("hello", source="user", created_at=clock())
+        assert dream_due(repos, clock(), UTC, DreamSettings(awake_until_met_ticks=10)) == "quiet hours (00:00-07:00)"
+
+
+class DreamsUntilWoken(FakeLLM):
+    """Thinks at once; a dream's answer (a JSON schema) waits until the call is cancelled (bounded: 30 s)."""
+
+    def complete(self, prompt, sampling, *, stop=None, json_schema=None, on_token=None, cancel=None):
+        from llm import LLMCancelled
+
+        if json_schema is not None and "dreaming" in prompt:
+            self.calls.append({"prompt": prompt, "sampling": sampling, "json_schema": json_schema, "stop": stop})
+            if cancel is not None and cancel.wait(30):
+                raise LLMCancelled("cancelled")
+            raise AssertionError("the dream was not woken within 30 s")
+        return super().complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
+                                cancel=cancel)
+
+
+@pytest.mark.parametrize("how", ["wake up", "a note"])
+def test_a_dreaming_persona_shows_dreaming_and_wakes_up_on_the_button_or_a_note(agent_factory, how):
+    import threading
+    import time
+
+    from langgraph.runtime import RunControl
+
+    from graph.loop.autonomy import Autonomy
+
+    clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=UTC))
+    fake = DreamsUntilWoken("fake", json_answer={"emotions": []})
+    agent = utc_agent(agent_factory, fake, clock=clock)
+    with agent.services.db.unit() as repos:
+        repos.notes.add("Anna here: good night.", source="user", created_at=clock() - timedelta(hours=1))
+    agent.tick()
+    life = Autonomy(agent)
+    seen: list[str] = []
+
+    def human() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with agent.services.db.unit() as repos:
+                state = Managers(repos).loop.status()["loop"].get("state")
+                if state == "dreaming" and fake.calls and fake.calls[-1]["json_schema"]:
+                    seen.append(state)
+                    if how == "wake up":
+                        Managers(repos).loop.request_wake(by="human (test)", now=clock())
+                    else:
+                        repos.notes.add("Are you awake?", source="user", created_at=clock())
+                    return
+            time.sleep(0.05)
+
+    helper = threading.Thread(target=human)
+    helper.start()
+    result = life.maybe_dream(RunControl())
+    helper.join(timeout=30)
+    assert seen == ["dreaming"]
+    expected = "woken up by human (test)" if how == "wake up" else "woken up by a note from the human"
+    assert result == {"status": "woken", "reason": expected}
+    with agent.services.db.unit() as repos:
+        assert repos.insights.latest() is None  # nothing of the dream was applied
+        assert any(p.value == f"dream ended: {expected}" for p in repos.processes.recent(10))
+        assert repos.config.playbook_run("main", "dream")["status"] == "woken"  # the next dream starts afresh
+
+
+def test_a_thought_that_names_its_emotions_is_rated_from_its_words_without_a_call():
+    from nodes.reflexes.emotion import lexicon_rating
+
+    vocabulary = ["joy", "curiosity", "calm", "sadness", "anxiety"]
+    assert lexicon_rating("I wonder why the tide is so curious tonight; I am glad.", vocabulary) == [
+        "curiosity:3 (named in the thought)", "joy:2 (named in the thought)"]
+    assert lexicon_rating("Мне грустно и тревожно.", vocabulary) == ["sadness:2 (named in the thought)",
+                                                                     "anxiety:2 (named in the thought)"]
+    assert lexicon_rating("The harbour lantern counts the gulls.", vocabulary) == []  # the model rates it
+    assert lexicon_rating("I am glad.", ["calm"]) == []  # only the vocabulary's emotions

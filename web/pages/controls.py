@@ -6,9 +6,12 @@ from typing import Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 
+from pydantic import ValidationError
+
 from memory import Repos
+from web.errors import ServiceError
 from web.context import WebServices, get_services, unit_of_work
-from web.schemas.controls import LLMUpdateIn
+from web.schemas.controls import LLMAddIn, LLMUpdateIn
 from web.services import controls, people
 from web.templating import render
 
@@ -22,13 +25,19 @@ def _channels(repos: Repos, services: WebServices) -> list:
 @router.get("/controls")
 def controls_page(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     status = controls.loop_status(repos)
-    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms,
+    dreaming = services.settings().dreaming
+    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms, dreaming=dreaming,
                   channels=_channels(repos, services))
 
 
 @router.get("/controls/channels")
 def channel_states(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     return render(request, "fragments/channel_states.html", channels=_channels(repos, services))
+
+
+@router.post("/controls/wake")
+def wake_up(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    return render(request, "fragments/loop_status.html", status=controls.wake_up(repos, services.clock()))
 
 
 @router.post("/controls/loop")
@@ -38,6 +47,32 @@ def control_loop(request: Request, background: BackgroundTasks, want: Literal["r
     if want == "running" and services.wake is not None:
         background.add_task(services.wake)  # a deployed persona: started again at once
     return render(request, "fragments/loop_status.html", status=status)
+
+
+@router.get("/controls/llms/local")
+def local_servers(request: Request, repos: Repos = unit_of_work()):
+    """The servers found on loopback, offered with their models (loaded after the page: the probes take a moment)."""
+    return render(request, "fragments/llm_local.html", servers=controls.local_servers(repos))
+
+
+@router.post("/controls/llms")
+def add_llm(request: Request, base_url: str = Form(..., max_length=500), model: str = Form(..., max_length=200),
+            name: str = Form("", max_length=100), api_key: str = Form("", max_length=500),
+            repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    """Controls → "Add a model": checked, then saved; the table of models comes back with it."""
+    try:
+        body = LLMAddIn(base_url=base_url.strip(), model=model.strip(), name=name.strip() or None,
+                        api_key=api_key.strip() or None)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ServiceError(str(first.get("msg")), field=".".join(map(str, first.get("loc", ()))), status=422) from None
+    added = controls.add_llm(repos, services.settings(), body)
+    return render(request, "fragments/llm_models.html", llms=controls.llm_health(repos), added=added)
+
+
+@router.post("/controls/llms/{llm_id}/remove")
+def remove_llm(request: Request, llm_id: str, repos: Repos = unit_of_work()):
+    return render(request, "fragments/llm_models.html", llms=controls.remove_llm(repos, llm_id))
 
 
 @router.post("/controls/llms/selected")

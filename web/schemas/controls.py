@@ -28,12 +28,13 @@ class LLMHealth(BaseModel):
     last_error: str | None = None
     last_latency_ms: float | None = None
     healthy: bool | None = Field(None, description="The last call succeeded (None: never called).")
+    added: bool = Field(False, description="Added at run time (Controls, POST /api/llms, run.py llm add): removable.")
 
 
 class LoopStatus(BaseModel):
     want: str
     requested_by: str | None = None
-    state: str = Field(description="What the loop last reported: running, paused, stopped (or unknown).")
+    state: str = Field(description="What the loop last reported: running, paused, dreaming, stopped (or unknown).")
     thread: str | None = None
     pid: int | None = None
     alive: bool | None = Field(None, description="The loop's process is running (None: another machine, or none yet).")
@@ -53,3 +54,23 @@ class LLMUpdateIn(BaseModel):
     priority: Annotated[int | None, JSON_NUMBER] = Field(None, ge=-1000, le=1000)
     enabled: Annotated[bool | None, JSON_BOOLEAN] = None
     is_validator: Annotated[bool | None, JSON_BOOLEAN] = None
+
+
+class LLMAddIn(BaseModel):
+    model_config = REQUEST_BODY
+    base_url: str = Field(description="The OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (…/v1 is added "
+                                      "to a bare host:port).", min_length=8, max_length=500,
+                          pattern=r"^https?://[^\s/]+(/\S*)?$")
+    model: str = Field(description="The model the server runs, as its /models lists it.", min_length=1, max_length=200,
+                       pattern=r"^\S(.*\S)?$")
+    name: str | None = Field(None, description="What to call it here (its id is made from this, else from the model).",
+                             max_length=100)
+    api_key: str | None = Field(None, description="Sent only to that server; kept in a 0600 file of the data dir's "
+                                                  "secrets/, never shown back or exported.", max_length=500)
+
+
+class LocalServer(BaseModel):
+    name: str = Field(description="What the server probably is, from its port (Ollama, LM Studio, llama.cpp server…).")
+    base_url: str
+    models: list[str]
+    offer: str = Field(description='"Ollama is running with qwen3:8b — think with it?"')

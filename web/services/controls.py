@@ -9,15 +9,17 @@ from datetime import datetime
 
 from managers import Managers
 from managers.loop import Wanted, loop_alive
-from managers.models import RegistryError
+from managers.models import ModelNotFound, RegistryError, ServerCheckFailed
 from memory import Repos
 from web.errors import NotFoundError, ServiceError
-from web.schemas.controls import LLMHealth, LLMUpdateIn, LoopStatus
+from persona.settings import Settings
+from web.schemas.controls import LLMAddIn, LLMHealth, LLMUpdateIn, LocalServer, LoopStatus
 
 
 def llm_health(repos: Repos) -> list[LLMHealth]:
     recent = repos.llm_calls.recent(200)
     chosen = {row["id"]: row for row in Managers(repos).models.listing()}
+    added = repos.config.added_llms()
     rows = []
     for entry in repos.llm_registry.all():
         calls = [c for c in recent if c.llm_id == entry.id]
@@ -30,7 +32,7 @@ def llm_health(repos: Repos) -> list[LLMHealth]:
                               failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
                               last_error=last.error if last else None,
                               last_latency_ms=last.latency_ms if last else None,
-                              healthy=last.ok if last else None))
+                              healthy=last.ok if last else None, added=entry.id in added))
     return rows
 
 
@@ -56,6 +58,42 @@ def update_llm(repos: Repos, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth
     return llm_health(repos)
 
 
+def add_llm(repos: Repos, settings: Settings, body: LLMAddIn) -> LLMHealth:
+    """A model on an OpenAI-compatible server, after its health check (422 naming base_url when it fails, 409 when
+    its id is taken); persisted, taken by the loop at its next tick."""
+    from managers import ManagerDeps
+
+    models = Managers(repos, ManagerDeps(settings=settings)).models
+    try:
+        row = models.add(body.base_url, body.model, name=body.name or None, api_key=body.api_key or None)
+    except ServerCheckFailed as exc:
+        raise ServiceError(f"the server did not pass the health check: {exc}", field="base_url", status=422) from None
+    except RegistryError as exc:
+        raise ServiceError(str(exc), field="name", status=409) from None
+    return next(h for h in llm_health(repos) if h.id == row["id"])
+
+
+def remove_llm(repos: Repos, llm_id: str) -> list[LLMHealth]:
+    """Forget a model added at run time (404: none; 409: a configured one, disable it instead)."""
+    try:
+        Managers(repos).models.remove(llm_id)
+    except ModelNotFound as exc:
+        raise NotFoundError(str(exc), field="llm_id") from None
+    except RegistryError as exc:
+        raise ServiceError(str(exc), field="llm_id", status=409) from None
+    return llm_health(repos)
+
+
+def local_servers(repos: Repos) -> list[LocalServer]:
+    """The OpenAI-compatible servers answering on loopback (short timeouts), with their models — those whose base
+    URL is already registered left out."""
+    from llm.discovery import detect_local
+
+    registered = {(e.config or {}).get("base_url") for e in repos.llm_registry.all()}
+    return [LocalServer(name=s.name, base_url=s.base_url, models=s.models, offer=s.offer)
+            for s in detect_local() if s.base_url not in registered and s.models]
+
+
 def loop_status(repos: Repos) -> LoopStatus:
     state = Managers(repos).loop.status()
     wanted, loop = state["control"], state["loop"]
@@ -71,6 +109,12 @@ def loop_status(repos: Repos) -> LoopStatus:
                       state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
                       alive=loop_alive(loop),
                       reported_at=loop.get("at"), ticks=repos.ticks.count(), last_tick=tick, llms=llm_health(repos))
+
+
+def wake_up(repos: Repos, now: datetime) -> LoopStatus:
+    """Ask a dreaming persona to wake up: the loop ends the dream at its next model call (within about a second)."""
+    Managers(repos).loop.request_wake(by="human (web)", now=now)
+    return loop_status(repos)
 
 
 def set_control(repos: Repos, want: Wanted, now: datetime) -> LoopStatus:

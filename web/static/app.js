@@ -12,18 +12,51 @@ document.addEventListener("DOMContentLoaded", () => {
 
 // Inner life: draw the uPlot charts whose data the server embedded (<script type="application/json">).
 const CHART_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00"];
+const ONE_POINT_WINDOW_S = 1800;  // a single point in time: half an hour either side
+const MIN_TIME_PAD_S = 60;
+
+// One axis's range from its values, padded: `share` of the span on each side (at least `minPad`); a single value (or
+// a flat line) gets a window around it — `window` on each side, or, without one, 10% of its size (1 around zero).
+function paddedRange(values, share, window, minPad) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) {
+    if (typeof v === "number" && isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  }
+  if (lo === Infinity) return [0, 1];
+  if (hi === lo) {
+    const pad = window != null ? window : (lo === 0 ? 1 : Math.abs(lo) * 0.1);
+    return [lo - pad, hi + pad];
+  }
+  const pad = Math.max((hi - lo) * share, minPad || 0);
+  return [lo - pad, hi + pad];
+}
+
+// The chart's domain: x (seconds since the epoch) and y (every series' values) from the data, with padding.
+function chartDomain(xs, columns) {
+  return { x: paddedRange(xs, 0.03, ONE_POINT_WINDOW_S, MIN_TIME_PAD_S), y: paddedRange(columns.flat(), 0.08, null, 0) };
+}
+
 function drawCharts() {
   if (typeof uPlot === "undefined") return;
   document.querySelectorAll("[data-chart]:not([data-drawn])").forEach((box) => {
     box.dataset.drawn = "1";
     const chart = JSON.parse(document.getElementById(box.dataset.chart).textContent);
     if (!chart.x.length) return;
+    const columns = chart.series.map((s) => s.values);
+    const domain = chartDomain(chart.x, columns);
     const series = chart.series.map((s, i) => ({
       label: s.label, stroke: CHART_COLOURS[i % CHART_COLOURS.length], spanGaps: true,
       width: s.points_only ? 0 : 1.5, points: { show: s.points_only || chart.x.length < 40, size: s.points_only ? 8 : 4 },
     }));
+    // once drawn, what was drawn (for the browser tests and anyone inspecting): the scales' range, the axes' labels
+    const drawn = (u) => {
+      box.dataset.domain = JSON.stringify({ x: [u.scales.x.min, u.scales.x.max], y: [u.scales.y.min, u.scales.y.max] });
+      box.dataset.xLabels = JSON.stringify((u.axes[0]._values || []).map(String));
+      box.dataset.yLabels = JSON.stringify((u.axes[1]._values || []).map(String));
+    };
     new uPlot({ width: Math.max(280, box.clientWidth || 600), height: 220, series: [{}, ...series],
-                axes: [{}, { label: chart.y_label }] }, [chart.x, ...chart.series.map((s) => s.values)], box);
+                scales: { x: { time: true, range: () => domain.x }, y: { range: () => domain.y } },
+                axes: [{}, { label: chart.y_label }], hooks: { draw: [drawn] } }, [chart.x, ...columns], box);
   });
 }
 document.addEventListener("DOMContentLoaded", drawCharts);
