@@ -13,16 +13,19 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from channels.base import Attachment, Channel, ChannelDown, ChannelRefused, Incoming, Outgoing
 from channels.kinds import build_channel
 from managers import ManagerDeps, Managers
+from managers.speech import engines_for
 from managers.channels import Arrival
 
 if TYPE_CHECKING:
     from memory import Database
+    from reach.speech import SpeechEngines
     from persona.settings import ChannelEntry, Settings
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,7 @@ class ChannelRunner:
         self.db, self.settings, self.factory, self.clock = db, settings, factory, clock
         self.after_send = after_send
         self.entries = [e for e in settings.channels.entries if e.enabled]
+        self._speech: SpeechEngines | None = None  # loaded once for every voice message and spoken reply
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -86,7 +90,9 @@ class ChannelRunner:
     # -- one channel --------------------------------------------------------------------------------------------
 
     def _managers(self, repos: Any) -> Managers:
-        return Managers(repos, ManagerDeps(settings=self.settings, clock=self.clock))
+        if self._speech is None:
+            self._speech = engines_for(self.settings)
+        return Managers(repos, ManagerDeps(settings=self.settings, clock=self.clock, speech=self._speech))
 
     def _status(self, name: str, state: str, error: str | None = None, retry_at: datetime | None = None) -> None:
         with self.db.unit() as repos:
@@ -172,21 +178,21 @@ class ChannelRunner:
                        sent_at=message.sent_at, attachments=tuple(attachments))
 
     async def _transcribe(self, entry: ChannelEntry, data: bytes, mime: str) -> str | None:
-        """A voice message's words, through the speech manager (managers/speech.py) where this build has it; None
-        (the audio stays a reference) when it has not, or the audio could not be heard."""
-        if not hasattr(Managers, "speech"):
-            return None
-
+        """A voice message's words (managers/speech.py); None — the audio stays a reference — when it could not be
+        heard (no model, undecodable, over the size cap)."""
         def hear() -> str:
             with self.db.unit() as repos:
-                speech = getattr(self._managers(repos), "speech")
-                return str(speech.transcribe(data, mime, language_hint=None).text)
+                return str(self._managers(repos).speech.transcribe(data, mime, language_hint=None).text)
 
         try:
             return (await asyncio.to_thread(hear)).strip() or None
         except Exception as exc:  # noqa: BLE001 - refused, undecodable, no model: kept by reference
             log.info("channel %s: a voice message kept by reference: %s", entry.name, exc)
             return None
+
+    def _spoken(self, row_id: int) -> bytes | None:
+        with self.db.unit() as repos:
+            return self._managers(repos).channels.spoken_reply(row_id)
 
     async def _outbox(self, entry: ChannelEntry, channel: Channel) -> None:
         while not self.stopping:
@@ -204,6 +210,9 @@ class ChannelRunner:
             tried_before = (row.attempts or 0) > 1
             message = Outgoing(idempotency_key=row.idempotency_key, recipient=row.recipient, text=row.text,
                                conversation=row.conversation, reply_to=row.reply_to)
+        audio = await asyncio.to_thread(self._spoken, row_id)
+        if audio is not None:
+            message = replace(message, audio=audio)
         try:
             platform_id = await channel.already_sent(message) if tried_before else None
             if platform_id is None:

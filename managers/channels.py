@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from managers.speech import VOICE_TAG
 from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
 from persona.quiet_hours import parse_hours
 
@@ -121,7 +122,7 @@ class ChannelManager:
     def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False) -> Note:
         return self.repos.notes.add(text, source="channel", author_id=person.id, created_at=now,
                                     priority=1 if person.role == "owner" else 0,
-                                    tags=[f"via:{channel}", f"role:{person.role}"] + (["voice"] if spoken else []))
+                                    tags=[f"via:{channel}", f"role:{person.role}"] + ([VOICE_TAG] if spoken else []))
 
     def _attachment_lines(self, person: Person, arrival: Arrival, limits: ChannelEntry) -> list[str]:
         lines = []
@@ -220,6 +221,17 @@ class ChannelManager:
             return None
         row.state, row.attempts = "sending", (row.attempts or 0) + 1
         return row
+
+    def spoken_reply(self, row_id: int) -> bytes | None:
+        """The outbox row's reply spoken, when speech answers are on for it (`speech.answer_in_speech`: always, or
+        when the person's last message before it was a voice message); None: text only."""
+        row = self.repos.channels.outbox_row(row_id)
+        if row is None:
+            return None
+        last = self.repos.notes.last_from(row.person_id, source="channel", before_id=row.note_id) \
+            if row.person_id is not None else None
+        spoken_to = last is not None and VOICE_TAG in (last.tags or [])
+        return self.house.speech.reply_for_channel(row.text, spoken_to=spoken_to)
 
     def mark_sent(self, row_id: int, platform_id: str, now: datetime) -> None:
         self.repos.channels.set_state(row_id, "sent", platform_id=platform_id, sent_at=now, last_error=None)

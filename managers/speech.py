@@ -7,6 +7,7 @@ The engines (reach/speech/) come from `ManagerDeps.speech` when the door keeps t
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -20,7 +21,9 @@ from reach.speech import SpeechEngines, Transcript
 if TYPE_CHECKING:
     from managers import Managers
     from memory.models import Note
-    from persona.settings import SpeechSettings
+    from persona.settings import Settings, SpeechSettings
+
+log = logging.getLogger(__name__)
 
 AUDIO_DIR = "audio"
 VOICE_TAG = "voice"
@@ -53,10 +56,7 @@ class SpeechManager:
     def engines(self) -> SpeechEngines:
         if self.m.deps.speech is not None:
             return self.m.deps.speech
-        settings = self.m.deps.settings_for("speech")
-        return SpeechEngines(cache_dir=settings.cache_dir, voices=dict(settings.speech.tts_voices),
-                             words_per_minute=dict(settings.speech.tts_words_per_minute),
-                             languages=tuple(settings.speech.languages), beam_size=settings.speech.beam_size)
+        return engines_for(self.m.deps.settings_for("speech"))
 
     # --- hearing ---
 
@@ -84,7 +84,8 @@ class SpeechManager:
         if not transcript.text:
             raise Refused("no words were heard in the voice message")
         stored = self.keep_audio(audio_bytes, mime)
-        note = self.m.repos.notes.add(transcript.text, source=source, priority=1, created_at=now,
+        author = self.m.people.owner().id if source in ("user", "cli") else None  # the page, the terminal: the owner's
+        note = self.m.repos.notes.add(transcript.text, source=source, priority=1, created_at=now, author_id=author,
                                       tags=[VOICE_TAG, f"{AUDIO_TAG}{stored.name}", f"lang:{transcript.language}"])
         return note, transcript
 
@@ -132,6 +133,22 @@ class SpeechManager:
         mode = self.settings.answer_in_speech
         return mode == "always" or (mode == "when_spoken_to" and spoken_to)
 
+    def reply_for_channel(self, text: str, *, spoken_to: bool) -> bytes | None:
+        """A channel reply's spoken form when speech answers are on for it: OGG/Opus (a Telegram or Matrix voice
+        message) where ffmpeg is, else WAV; None when it is not to be spoken or cannot be (the text still goes)."""
+        from reach.speech.engines import SpeechUnavailable
+
+        if not self.answers_in_speech(spoken_to) or not text.strip():
+            return None
+        try:
+            try:
+                return self.speak_ogg(text)
+            except SpeechUnavailable:
+                return self.speak(text)
+        except (SpeechUnavailable, Refused) as unspoken:
+            log.info("a channel reply goes as text only: %s", unspoken)
+            return None
+
     def reply_audio(self, note_id: int) -> bytes:
         """The persona's message `note_id` spoken (WAV). NotFound: no such message of the persona's; Refused: speech
         answers are off."""
@@ -141,3 +158,12 @@ class SpeechManager:
         if self.settings.answer_in_speech == "off":
             raise Refused("speech answers are off (speech.answer_in_speech)")
         return self.speak(note.text)
+
+
+def engines_for(settings: Settings) -> SpeechEngines:
+    """The speech engines for these settings (the model loads on first use): a door keeps one and passes it as
+    `ManagerDeps.speech`."""
+    speech = settings.speech
+    return SpeechEngines(cache_dir=settings.cache_dir, voices=dict(speech.tts_voices),
+                         words_per_minute=dict(speech.tts_words_per_minute), languages=tuple(speech.languages),
+                         beam_size=speech.beam_size)

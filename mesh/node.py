@@ -197,6 +197,10 @@ class MeshNode:
                 self.stats["bad_binding"] += 1
                 return []
             self.peer_dids[delivery.peer] = did
+            known = house.peers.by_did(did)  # a peer the owner added by its DID: seen now, at this transport id
+            if known is not None:
+                house.peers.attach_addresses(known.id, p2p_addrs=[f"/p2p/{delivery.peer}"])
+                house.peers.seen(known.id)
             missing = house.mesh.want([str(i) for i in message.get("ids", [])][:HAVE_LIMIT])
             if missing:
                 self.wanted |= set(missing)

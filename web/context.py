@@ -77,16 +77,14 @@ class WebServices:
 
     def speech(self) -> Any:
         """The speech engines (reach/speech/), kept while their settings stay the same; the model loads on first use."""
-        from reach.speech import SpeechEngines
+        from managers.speech import engines_for
 
         settings = self.settings()
         speech = settings.speech
         key = (settings.cache_dir, tuple(sorted(speech.tts_voices.items())), tuple(speech.languages), speech.beam_size,
                tuple(sorted(speech.tts_words_per_minute.items())))
         if self._speech is None or self._speech[0] != key:
-            self._speech = (key, SpeechEngines(cache_dir=settings.cache_dir, voices=dict(speech.tts_voices),
-                                               words_per_minute=dict(speech.tts_words_per_minute),
-                                               languages=tuple(speech.languages), beam_size=speech.beam_size))
+            self._speech = (key, engines_for(settings))
         return self._speech[1]
 
     def close(self) -> None:

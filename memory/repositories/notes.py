@@ -101,6 +101,13 @@ class NoteRepo(Repo):
         return self.session.scalars(select(Note).where(Note.source.in_(HUMAN_SOURCES), Note.id < note_id)
                                     .order_by(Note.id.desc()).limit(1)).first()
 
+    def last_from(self, author_id: int, *, source: str, before_id: int | None = None) -> Note | None:
+        """A person's newest note from one source (e.g. "channel"), below `before_id` when given."""
+        query = select(Note).where(Note.author_id == author_id, Note.source == source)
+        if before_id is not None:
+            query = query.where(Note.id < before_id)
+        return self.session.scalars(query.order_by(Note.id.desc()).limit(1)).first()
+
     def newest_id(self) -> int:
         return self.session.scalar(select(func.max(Note.id))) or 0
 

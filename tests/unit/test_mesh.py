@@ -361,3 +361,32 @@ def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(per
         queued = ctx.managers.mesh.outbox()
         assert len(queued) == 1 and check(encode(queued[0])).container["payload"] == {"text": "hello peer"}
         assert queued[0]["recipient"] == peer.did
+
+
+def test_a_peer_the_owner_added_by_its_did_is_seen_when_its_have_proves_it(tmp_path: Path) -> None:
+    hub = InMemoryHub()
+    nodes = []
+    for name in "ab":
+        db = Database.open(tmp_path / name)
+        node = MeshNode(db, settings_for(tmp_path / name, topics=["tides"], sync_every_s=0.01), hub.join(name))
+        node.start()
+        nodes.append(node)
+    a, b = nodes
+    try:
+        with a.managers() as house_a:
+            a_did = house_a.mesh.my_did()
+        with b.managers() as house_b:
+            house_b.peers.add("ada", did=a_did)
+            house_b.peers.add("stranger", did="did:key:z6MkNotOnTheWire")
+        for _ in range(4):
+            for node in nodes:
+                node.step(0)
+        with b.managers() as house_b:
+            ada, stranger = house_b.peers.get("ada"), house_b.peers.get("stranger")
+            assert ada.last_seen is not None and ada.p2p_addrs == ["/p2p/a"]
+            assert stranger.last_seen is None and stranger.p2p_addrs == []
+            assert [p.name for p in house_b.peers.list()] == ["ada", "stranger"]  # nobody was added by the wire
+    finally:
+        for node in nodes:
+            node.stop()
+            node.database.close()

@@ -292,42 +292,68 @@ def test_a_tick_answers_where_the_note_came_from(tmp_path: Path) -> None:
         assert len(lines) == 2
 
 
-def test_a_voice_message_is_transcribed_where_the_speech_manager_is(db, monkeypatch) -> None:
+def test_a_voice_message_is_transcribed_and_answered_in_speech(db, monkeypatch) -> None:
     from channels.base import Attachment
     from managers import Managers as House
+    from managers.errors import Refused
+    from persona.settings import SpeechSettings
+
+    heard: list[bytes] = []
 
     class Heard:
         text = "remind me about the tide"
 
     class Speech:
         def transcribe(self, data: bytes, mime: str, *, language_hint: str | None) -> Heard:
-            assert data == b"OggS..." and mime == "audio/ogg"
+            heard.append(data)
+            if data == b"noise":
+                raise Refused("the audio could not be read")
+            assert mime == "audio/ogg"
             return Heard()
 
-    settings = Settings(user_name="Ada", timezone="UTC",
+        def reply_for_channel(self, text: str, *, spoken_to: bool) -> bytes | None:
+            return f"OggS spoken: {text}".encode() if spoken_to else None
+
+    monkeypatch.setattr(House, "speech", property(lambda self: Speech()))
+    settings = Settings(user_name="Ada", timezone="UTC", speech=SpeechSettings(answer_in_speech="when_spoken_to"),
                         channels=ChannelsSettings(entries=[ChannelEntry(kind="fake", name="fake")], poll_wait_s=0))
     voice = Incoming(channel="fake", platform_id="$v", sender="@ada:hs", sender_name="Ada", conversation="!r",
                      text="", sent_at=NOW, attachments=(Attachment(kind="audio", name="voice.ogg", mime="audio/ogg",
-                                                                   size=7, ref="mxc://hs/v", data=b"OggS..."),))
+                                                                   size=5, ref="mxc://hs/v", data=b"noise"),))
     with db.unit() as repos:
         m = house(repos, settings)
-        m.people.add_identity(m.people.owner().id, "fake", "@ada:hs")
+        owner = m.people.owner()
+        m.people.add_identity(owner.id, "fake", "@ada:hs")
     fake = FakeChannel("fake", [voice])
     runner = ChannelRunner(db, settings, factory=lambda entry: fake)
-    def channel_notes() -> int:
-        with db.unit() as repos:
-            return sum(n.source == "channel" for n in repos.notes.list())
 
-    run_until(runner, lambda: channel_notes() >= 1)  # this build has no speech manager: a reference
-    monkeypatch.setattr(House, "speech", property(lambda self: Speech()), raising=False)
-    fake.inbox = [Incoming(**{**voice.__dict__, "platform_id": "$v2"})]
+    def channel_notes() -> list:
+        with db.unit() as repos:
+            return [n for n in repos.notes.list() if n.source == "channel"]
+
+    run_until(runner, lambda: len(channel_notes()) >= 1)  # noise: not heard, kept by reference
+    fake.inbox = [Incoming(**{**voice.__dict__, "platform_id": "$v2", "attachments": (
+        Attachment(kind="audio", name="voice.ogg", mime="audio/ogg", size=7, ref="mxc://hs/v2", data=b"OggS..."),)})]
     with db.unit() as repos:
         repos.channels.store_cursor("fake", None)
-    run_until(runner, lambda: channel_notes() >= 2)
-    with db.unit() as repos:
-        first, second = [n for n in repos.notes.list() if n.source == "channel"]
+    run_until(runner, lambda: len(channel_notes()) >= 2)
+    first, second = channel_notes()
+    assert heard == [b"noise", b"OggS..."]
     assert "kept by reference mxc://hs/v" in first.text and "voice" not in first.tags
     assert second.text.startswith("remind me about the tide") and "voice" in second.tags
+
+    with db.unit() as repos:  # the answer to a voice message goes out spoken too; one to a typed message does not
+        m = house(repos, settings)
+        spoken = m.channels.send(m.people.owner(), "The tide turns at six.", now=NOW)
+        assert spoken is not None
+    run_until(runner, lambda: len(fake.sent) >= 1)
+    assert fake.sent[0].text == "The tide turns at six." and fake.sent[0].audio == b"OggS spoken: The tide turns at six."
+    with db.unit() as repos:
+        repos.notes.add("typed this time", source="channel", author_id=owner.id, tags=["via:fake"])
+        m = house(repos, settings)
+        m.channels.send(m.people.owner(), "Noted.", now=NOW)
+    run_until(runner, lambda: len(fake.sent) >= 2)
+    assert fake.sent[1].text == "Noted." and fake.sent[1].audio is None
 
 
 def test_a_v12_database_gets_its_owner_and_the_human_notes_their_author(tmp_path: Path) -> None:
@@ -355,7 +381,7 @@ def test_a_v12_database_gets_its_owner_and_the_human_notes_their_author(tmp_path
     with db.session() as s:
         from sqlalchemy import text
 
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 13
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 16
     db.close()
 
 
