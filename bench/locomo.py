@@ -61,6 +61,22 @@ def sessions(conversation: dict) -> list[tuple[int, datetime | None, list[dict]]
     return sorted(found, key=lambda s: s[0])
 
 
+def record_conversation(db: Database, sample: dict) -> list[dict]:
+    """Every turn of a LoCoMo conversation stored as a memory through anima's write path (a session's turns a second
+    apart from its date); the turns as recorded: ref, text, author, session, seq, at."""
+    recorded = []
+    with db.unit() as repos:
+        for session, when, turns in sessions(sample["conversation"]):
+            for position, turn in enumerate(turns):
+                at = (when + timedelta(seconds=position)) if when else None
+                record_turn(repos, ref=f"{sample['sample_id']}:{turn['dia_id']}", text=turn.get("text", ""),
+                            author=turn.get("speaker", ""), episode=f"{sample['sample_id']}:session_{session}",
+                            created_at=at)
+                recorded.append({"ref": turn["dia_id"], "text": turn.get("text", ""), "author": turn.get("speaker", ""),
+                                 "session": session, "seq": position, "at": at})
+    return recorded
+
+
 def percentile(values: list[float], p: float) -> float:
     if not values:
         return 0.0
@@ -159,18 +175,11 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
     for number, sample in enumerate(samples, 1):
         conversation = sample["conversation"]
         with conversation_store(db_url) as (db, tmp):
-            last_time = None
             started = time.perf_counter()
-            with db.unit() as repos:
-                for session, when, turns in sessions(conversation):
-                    for position, turn in enumerate(turns):
-                        at = (when + timedelta(seconds=position)) if when else None
-                        last_time = at or last_time
-                        record_turn(repos, ref=f"{sample['sample_id']}:{turn['dia_id']}", text=turn.get("text", ""),
-                                    author=turn.get("speaker", ""), episode=f"{sample['sample_id']}:session_{session}",
-                                    created_at=at)
-                        turns_total += 1
-            now = (last_time or datetime.now(timezone.utc)) + timedelta(days=1)
+            recorded = record_conversation(db, sample)
+            turns_total += len(recorded)
+            now = (max((t["at"] for t in recorded if t["at"]), default=None) or datetime.now(timezone.utc)) \
+                + timedelta(days=1)
             index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
             index.sync(progress=True)
             ingest_seconds += time.perf_counter() - started

@@ -16,10 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.locomo import CachedEmbedder, conversation_store, sessions  # noqa: E402
+from bench.locomo import CachedEmbedder, conversation_store, record_conversation  # noqa: E402
 from bench.mpnet import bench_embedder  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
-from memory.store import record_turn  # noqa: E402
 
 
 def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str]) -> dict:
@@ -30,22 +29,10 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
     config = RetrievalSettings(**overrides)
     conversations = []
     for sample in samples:
-        conversation = sample["conversation"]
-        turns_out = []
         with conversation_store(None) as (db, tmp):
-            last_time = None
-            with db.unit() as repos:
-                for session, when, turns in sessions(conversation):
-                    for position, turn in enumerate(turns):
-                        at = (when + timedelta(seconds=position)) if when else None
-                        last_time = at or last_time
-                        record_turn(repos, ref=f"{sample['sample_id']}:{turn['dia_id']}", text=turn.get("text", ""),
-                                    author=turn.get("speaker", ""), episode=f"{sample['sample_id']}:session_{session}",
-                                    created_at=at)
-                        turns_out.append({"ref": turn["dia_id"], "text": turn.get("text", ""),
-                                          "author": turn.get("speaker", ""), "session": session, "seq": position,
-                                          "at": at})
-            now = (last_time or datetime.now(timezone.utc)) + timedelta(days=1)
+            turns_out = record_conversation(db, sample)
+            now = (max((t["at"] for t in turns_out if t["at"]), default=None) or datetime.now(timezone.utc)) \
+                + timedelta(days=1)
             index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
             index.sync(progress=True)
             valid = {t["ref"] for t in turns_out}

@@ -10,6 +10,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -43,6 +44,24 @@ def house(db: Database, settings: Settings, identity: Identity | None = None) ->
         if identity is not None:
             managers.mesh.use_identity(identity)
         yield managers
+
+
+@contextmanager
+def mesh_of(tmp: Path, names: str) -> Iterator[list[MeshNode]]:
+    """Personas on one in-memory hub, each with its own database, started; stopped and closed after."""
+    hub = InMemoryHub()
+    nodes = []
+    try:
+        for name in names:
+            node = MeshNode(Database.open(tmp / name), settings_for(tmp / name, topics=["tides"], sync_every_s=0.01),
+                            hub.join(name))
+            node.start()
+            nodes.append(node)
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+            node.database.close()
 
 
 def signed_as(identity: Identity, container: dict[str, object]) -> dict[str, object]:
@@ -231,15 +250,8 @@ def test_an_ethics_case_is_decided_by_trust_weighted_votes(tmp_path: Path) -> No
 
 
 def test_isolated_mode_keeps_the_outbox_and_sync_loses_nothing_and_applies_nothing_twice(tmp_path: Path) -> None:
-    hub = InMemoryHub()
-    nodes = []
-    for name in "abc":
-        db = Database.open(tmp_path / name)
-        node = MeshNode(db, settings_for(tmp_path / name, topics=["tides"], sync_every_s=0.01), hub.join(name))
-        node.start()
-        nodes.append(node)
-    a, b, c = nodes
-    try:
+    with mesh_of(tmp_path, "abc") as nodes:
+        a, b, c = nodes
         c.transport.stop()  # c is unreachable: a and b go on
         with a.managers() as house_a:
             house_a.diary.add("neap tide today", tags=["tides"])
@@ -267,10 +279,6 @@ def test_isolated_mode_keeps_the_outbox_and_sync_loses_nothing_and_applies_nothi
                 assert len(texts) == len(set(texts))  # 0 applied twice
                 assert len(texts) == (1 if node in (a, c) else 2)
                 assert managers.mesh.outbox() == []
-    finally:
-        for node in nodes:
-            node.stop()
-            node.database.close()
 
 
 def test_sync_messages_are_small_json(tmp_path: Path) -> None:
@@ -364,15 +372,8 @@ def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(per
 
 
 def test_a_peer_the_owner_added_by_its_did_is_seen_when_its_have_proves_it(tmp_path: Path) -> None:
-    hub = InMemoryHub()
-    nodes = []
-    for name in "ab":
-        db = Database.open(tmp_path / name)
-        node = MeshNode(db, settings_for(tmp_path / name, topics=["tides"], sync_every_s=0.01), hub.join(name))
-        node.start()
-        nodes.append(node)
-    a, b = nodes
-    try:
+    with mesh_of(tmp_path, "ab") as nodes:
+        a, b = nodes
         with a.managers() as house_a:
             a_did = house_a.mesh.my_did()
         with b.managers() as house_b:
@@ -386,7 +387,3 @@ def test_a_peer_the_owner_added_by_its_did_is_seen_when_its_have_proves_it(tmp_p
             assert ada.last_seen is not None and ada.p2p_addrs == ["/p2p/a"]
             assert stranger.last_seen is None and stranger.p2p_addrs == []
             assert [p.name for p in house_b.peers.list()] == ["ada", "stranger"]  # nobody was added by the wire
-    finally:
-        for node in nodes:
-            node.stop()
-            node.database.close()
