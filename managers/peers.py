@@ -41,6 +41,9 @@ def is_agent_url(value: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
+DISCOVERED_KEPT = 200  # peers seen on the mesh and not added, remembered for the Mesh page
+
+
 def valid_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 120 or not set(name) <= NAME_CHARS:
@@ -162,6 +165,29 @@ class PeerManager:
                 "added_by": peer.added_by, "note": peer.note, "blocked": peer.blocked,
                 "first_seen": peer.first_seen, "last_seen": peer.last_seen, "trust": self.trust(peer.did),
                 "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
+
+    # ---- seen on the mesh, not added ----
+    def discovered_on_mesh(self, did: str, transport: str, now: datetime | None = None) -> bool:
+        """A DID a signed `have` proved at a transport peer id, which is no peer of ours: remembered for the Mesh page
+        ("seen on the mesh, not added"), never added — adding stays the owner's act (or agents.add, approved). The
+        most recent DISCOVERED_KEPT are kept. True when it was not seen before."""
+        if self.by_did(did) is not None:
+            return False
+        moment = (now or self._now()).isoformat()
+        seen = self.repos.config.mesh_discovered
+        fresh = did not in seen
+        seen[did] = {"transport": transport, "first_seen": seen.get(did, {}).get("first_seen", moment),
+                     "last_seen": moment}
+        if len(seen) > DISCOVERED_KEPT:
+            seen = dict(sorted(seen.items(), key=lambda kv: str(kv[1]["last_seen"]))[-DISCOVERED_KEPT:])
+        self.repos.config.mesh_discovered = seen
+        return fresh
+
+    def discovered(self) -> builtins.list[dict[str, Any]]:
+        """Peers seen on the mesh and not added, the most recently seen first."""
+        rows = [{"did": did, **info} for did, info in self.repos.config.mesh_discovered.items()
+                if self.by_did(did) is None]
+        return sorted(rows, key=lambda r: str(r["last_seen"]), reverse=True)
 
     # ---- what arrives ----
     def known_name(self, claimed: str) -> str:

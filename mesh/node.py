@@ -250,6 +250,8 @@ class MeshNode:
             if known is not None:
                 house.peers.attach_addresses(known.id, p2p_addrs=[f"/p2p/{delivery.peer}"])
                 house.peers.seen(known.id)
+            elif did != self.did:  # seen on the mesh, not added: the Mesh page offers the owner to add it
+                house.peers.discovered_on_mesh(did, delivery.peer)
             if not self._trusted(house, did):  # nothing is asked of (or sent to) a distrusted peer
                 self.stats["ignored_distrusted"] += 1
                 return []

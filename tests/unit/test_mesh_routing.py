@@ -73,3 +73,47 @@ def test_wants_relays_and_the_have_follow_trust_and_a_distrusted_peer_gets_nothi
     finally:
         node.stop()
         db.close()
+
+
+def test_a_did_proven_on_the_mesh_is_seen_not_added(tmp_path: Path) -> None:
+    hub = InMemoryHub()
+    nodes = []
+    for name in "ab":
+        db = Database.open(tmp_path / name)
+        node = MeshNode(db, Settings(data_dir=str(tmp_path / name), mesh=MeshSettings(enabled=True, sync_every_s=0.01)),
+                        hub.join(name))
+        node.start()
+        nodes.append(node)
+    a, b = nodes
+    try:
+        for _ in range(3):
+            for node in nodes:
+                node.step(0)
+        with b.managers() as house:
+            assert house.peers.list() == []  # nobody is added by the wire
+            assert [(d["did"], d["transport"]) for d in house.peers.discovered()] == [(a.did, "a")]
+            house.peers.add("ada", did=a.did, added_by="owner")
+            assert house.peers.discovered() == []  # once added it is a peer, no longer "not added"
+    finally:
+        for node in nodes:
+            node.stop()
+            node.database.close()
+
+
+def test_the_mesh_page_offers_the_owner_to_add_a_peer_seen_on_the_mesh(web) -> None:  # type: ignore[no-untyped-def]
+    from managers import Managers
+
+    stranger = Identity.generate().did
+    with web.agent.services.db.unit() as repos:
+        assert Managers(repos).peers.discovered_on_mesh(stranger, "12D3KooWStranger")
+    page = web.client.get("/mesh")
+    assert page.status_code == 200 and "Seen on the mesh, not added" in page.text
+    assert f'data-discovered="{stranger}"' in page.text and 'data-peer="' not in page.text
+    assert web.client.get("/api/mesh").json()["discovered"][0]["did"] == stranger
+    added = web.client.post("/mesh/discovered/add", data={"did": stranger, "name": "drifter"})
+    assert added.status_code == 200 and 'data-peer="drifter"' in added.text
+    assert f'data-discovered="{stranger}"' not in added.text
+    with web.agent.services.db.unit() as repos:
+        peer = Managers(repos).peers.get("drifter")
+        assert (peer.did, peer.added_by) == (stranger, "owner")
+        assert Managers(repos).peers.discovered() == []
