@@ -214,17 +214,17 @@ class MeshNode:
         for reply in replies:
             self._publish_sync(reply)
 
-    def _sender_did(self, delivery: Delivery) -> str | None:
-        """The DID behind a delivery: a `want` names it (`from`), otherwise the transport id's proven DID."""
-        if delivery.topic == SYNC:
-            try:
-                message = json.loads(delivery.data)
-            except ValueError:
-                return None
-            if isinstance(message, dict) and message.get("kind") in ("have", "want"):
-                claimed = message.get("did") if message.get("kind") == "have" else message.get("from")
-                return str(claimed) if claimed else None
-        return self.peer_dids.get(delivery.peer)
+    def _sync_kind_and_sender(self, delivery: Delivery) -> tuple[str, str | None]:
+        """A sync message's kind and the DID behind it: a `have` names it (`did`), a `want` too (`from`)."""
+        try:
+            message = json.loads(delivery.data)
+        except ValueError:
+            return "", None
+        if not isinstance(message, dict):
+            return "", None
+        kind = str(message.get("kind", ""))
+        claimed = message.get("did") if kind == "have" else message.get("from") if kind == "want" else None
+        return kind, (str(claimed) if claimed else self.peer_dids.get(delivery.peer))
 
     def _by_trust(self, house: Managers, deliveries: list[Delivery]) -> list[Delivery]:
         """Sync messages from the most trusted peers first — haves before wants (a have proves who asks), wants
@@ -233,9 +233,11 @@ class MeshNode:
         sync = [d for d in deliveries if d.topic == SYNC]
         if len(sync) < 2:
             return deliveries
-        trust = {id(d): self._trust(house, did) if (did := self._sender_did(d)) else 0.0 for d in sync}
-        have = {id(d): b'"kind":"have"' in d.data for d in sync}
-        return sorted(sync, key=lambda d: (not have[id(d)], -trust[id(d)])) + [d for d in deliveries if d.topic != SYNC]
+        keys: dict[int, tuple[bool, float]] = {}
+        for d in sync:
+            kind, did = self._sync_kind_and_sender(d)
+            keys[id(d)] = (kind != "have", -(self._trust(house, did) if did else 0.0))
+        return sorted(sync, key=lambda d: keys[id(d)]) + [d for d in deliveries if d.topic != SYNC]
 
     def _sync_message(self, house: Managers, delivery: Delivery) -> list[dict[str, Any]]:
         message = json.loads(delivery.data)

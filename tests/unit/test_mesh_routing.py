@@ -43,10 +43,9 @@ def test_wants_relays_and_the_have_follow_trust_and_a_distrusted_peer_gets_nothi
             house.reputation.evaluate(mal.did, -1.0)  # below the threshold
             held = house.mesh.compose("message", {"text": "for the record"})
             house.mesh.mark_sent([held["id"]])  # held here, not yet elsewhere: peers must ask for it
-        for transport, identity in ((mt, mal), (ct, cid), (bt, bob)):  # arrival order: least trusted first
-            _say(transport, {"kind": "have", **binding(identity, transport.peer_id), "ids": []})
-        for transport, identity in ((mt, mal), (ct, cid), (bt, bob)):
-            _say(transport, {"kind": "want", "to": node.did, "from": identity.did, "ids": [held["id"]]})
+        for transport, identity in ((mt, mal), (ct, cid), (bt, bob)):  # arrival order: least trusted first, each
+            _say(transport, {"kind": "want", "to": node.did, "from": identity.did, "ids": [held["id"]]})  # want
+            _say(transport, {"kind": "have", **binding(identity, transport.peer_id), "ids": []})  # before its have
         for transport in (bt, ct, mt):
             transport.poll(0)  # what the peers said to each other
         node.step(0)
