@@ -41,6 +41,9 @@ def is_agent_url(value: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
+DISCOVERED_KEPT = 200  # peers seen on the mesh and not added, remembered for the Mesh page
+
+
 def valid_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 120 or not set(name) <= NAME_CHARS:
@@ -163,6 +166,29 @@ class PeerManager:
                 "first_seen": peer.first_seen, "last_seen": peer.last_seen, "trust": self.trust(peer.did),
                 "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
 
+    # ---- seen on the mesh, not added ----
+    def discovered_on_mesh(self, did: str, transport: str, now: datetime | None = None) -> bool:
+        """A DID a signed `have` proved at a transport peer id, which is no peer of ours: remembered for the Mesh page
+        ("seen on the mesh, not added"), never added — adding stays the owner's act (or agents.add, approved). The
+        most recent DISCOVERED_KEPT are kept. True when it was not seen before."""
+        if self.by_did(did) is not None:
+            return False
+        moment = (now or self._now()).isoformat()
+        seen = self.repos.config.mesh_discovered
+        fresh = did not in seen
+        seen[did] = {"transport": transport, "first_seen": seen.get(did, {}).get("first_seen", moment),
+                     "last_seen": moment}
+        if len(seen) > DISCOVERED_KEPT:
+            seen = dict(sorted(seen.items(), key=lambda kv: str(kv[1]["last_seen"]))[-DISCOVERED_KEPT:])
+        self.repos.config.mesh_discovered = seen
+        return fresh
+
+    def discovered(self) -> builtins.list[dict[str, Any]]:
+        """Peers seen on the mesh and not added, the most recently seen first."""
+        rows = [{"did": did, **info} for did, info in self.repos.config.mesh_discovered.items()
+                if self.by_did(did) is None]
+        return sorted(rows, key=lambda r: str(r["last_seen"]), reverse=True)
+
     # ---- what arrives ----
     def known_name(self, claimed: str) -> str:
         """The peer a caller's name (or DID) stands for — a known peer's own spelling (`Ada` is the peer `ada`) —,
@@ -174,7 +200,7 @@ class PeerManager:
         return peer.name if peer is not None else claimed
 
     def incoming(self, author: str, text: str, *, task_id: str | None, message_id: str | None = None,
-                 now: datetime | None = None) -> tuple[Note, A2AInbound | None]:
+                 now: datetime | None = None, context_id: str | None = None) -> tuple[Note, A2AInbound | None]:
         """A message from a peer (or an unnamed A2A agent): a note from it, unread, fenced as data in the prompt; with
         `task_id`, the A2A task that waits for the persona's reply. The same `message_id` again (a sender's retry) is
         not a second note: the first one's task is returned. Refused for a blocked peer."""
@@ -191,7 +217,8 @@ class PeerManager:
                 if note is not None:
                     return note, known
         moment = now or self._now()
-        tags = ["via:a2a", f"from:{author}"] + ([f"a2a_task:{task_id}"] if task_id else [])
+        tags = ["via:a2a", f"from:{author}"] + ([f"a2a_task:{task_id}"] if task_id else []) \
+            + ([f"a2a_context:{context_id}"] if task_id and context_id else [])
         note = self.repos.notes.add(text[:MAX_TEXT], source=PEER_SOURCE, tags=tags, priority=1, read=False,
                                     created_at=moment)
         self.seen(author, moment)
@@ -208,6 +235,28 @@ class PeerManager:
             return None
         note = self.repos.peers.note(row.reply_note_id)
         return note.text if note is not None else None
+
+    def task_view(self, task_id: str) -> dict[str, Any] | None:
+        """An A2A task as the database keeps it (it outlives the server's in-memory task store): its context, the
+        peer's message and the persona's reply once written; None for a task this persona never had."""
+        row = self.repos.peers.inbound(task_id)
+        if row is None:
+            return None
+        note = self.repos.peers.note(row.note_id)
+        tags = list(note.tags or []) if note is not None else []
+        context = next((t.split(":", 1)[1] for t in tags if t.startswith("a2a_context:")), task_id)
+        return {"task_id": row.task_id, "context_id": context, "peer": row.peer_name, "status": row.status,
+                "asked": note.text if note is not None else "", "reply": self.reply_for(task_id)}
+
+    def orphan_waiting(self) -> int:
+        """At a (re)start nothing waits on the tasks left `waiting` by the process before: they become `expired` —
+        the persona's reply is then written into the task (for the peer's tasks/get) and also sent as a message."""
+        rows = self.repos.peers.waiting_all(limit=10_000)
+        for row in rows:
+            row.status = "expired"
+        if rows:
+            self.repos.peers.flush()
+        return len(rows)
 
     def give_up_waiting(self, task_id: str) -> None:
         """The task answered 'still thinking': the persona's reply, when it comes, goes back as a message."""
@@ -238,6 +287,12 @@ class PeerManager:
             waiting.reply_note_id, waiting.status, waiting.answered_at = note.id, "answered", now
             self.repos.peers.flush()
             return note, f"the answer to {name}'s A2A task"
+        late = self.repos.peers.unanswered_expired(name)  # a task nobody waits on any more (timed out, restart)
+        if late is not None:
+            late.reply_note_id, late.answered_at = note.id, now
+            self.repos.peers.flush()
+            if url is None:
+                return note, f"the answer to {name}'s A2A task (it reads it with tasks/get)"
         if url is None:
             raise Refused(f"{name} has no A2A address (agents.add with a2a_url)")
         row = self.repos.peers.enqueue(peer_name=name, url=url, text=text[:MAX_TEXT], note_id=note.id, now=now)

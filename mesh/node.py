@@ -80,6 +80,7 @@ class MeshNode:
         self.peer_dids: dict[str, str] = {}  # transport peer id -> DID (from their `have`)
         self.channels: set[str] = set()
         self.wanted: set[str] = set()  # ids we asked for: only those are taken from a `bodies`
+        self.asked_this_round: set[str] = set()  # ids asked of some peer while handling one batch
         self.isolated = True
         self.last_have = 0.0
         self.last_channels = 0.0
@@ -138,10 +139,31 @@ class MeshNode:
             log.info("mesh: no peer reachable — isolated mode (the outbox keeps what is sent)")
         self.isolated = not connected
 
+    def _trust(self, house: Managers, did: str) -> float:
+        return house.reputation.trust(did)
+
+    def _trusted(self, house: Managers, did: str | None) -> bool:
+        """Whether this door sends anything to `did` (None = everyone: a broadcast)."""
+        if did is None:
+            return True
+        if house.reputation.is_blocked(did):
+            return False
+        return self._trust(house, did) >= self.settings.mesh.relay_min_trust
+
     def flush(self) -> int:
-        """Publish what waits in the outbox; marked sent once handed to the transport."""
+        """Publish what waits in the outbox, containers addressed to the most trusted peers first (broadcasts keep
+        their place after them); one addressed to a peer below `mesh.relay_min_trust` stays queued — nothing is
+        relayed to it. Marked sent once handed to the transport."""
         with self.managers() as house:
             queued = house.mesh.outbox()
+            addressed = [c for c in queued if c.get("recipient")]
+            ranked = house.reputation.rank(sorted({str(c["recipient"]) for c in addressed}))
+            order = {did: place for place, did in enumerate(ranked)}
+            held = [c for c in addressed if not self._trusted(house, str(c["recipient"]))]
+            if held:
+                self.stats["held_distrusted"] += len(held)
+            queued = sorted((c for c in addressed if c not in held), key=lambda c: order.get(str(c["recipient"]), 0)) \
+                + [c for c in queued if not c.get("recipient")]
             sent: list[str] = []
             for container in queued:
                 channel = channel_of(container["topic"]) if container["type"] == "cogsync" and container["topic"] \
@@ -160,8 +182,11 @@ class MeshNode:
         """Tell the peers which containers this persona holds (they ask for what they lack)."""
         with self.managers() as house:
             ids = house.mesh.have(HAVE_LIMIT)
+            prefer = [did for did in house.reputation.rank(sorted(set(self.peer_dids.values())))
+                      if self._trusted(house, did)]
         assert self.identity is not None
-        self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids})
+        self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids,
+                            "prefer": prefer})
         self.last_have = time.monotonic()
 
     def _publish_sync(self, message: dict[str, Any]) -> None:
@@ -173,8 +198,9 @@ class MeshNode:
     # ---- arrivals -------------------------------------------------------------------------------------------------
     def _handle_all(self, deliveries: list[Delivery]) -> None:
         replies: list[dict[str, Any]] = []
+        self.asked_this_round = set()
         with self.managers() as house:
-            for delivery in deliveries:
+            for delivery in self._by_trust(house, deliveries):
                 try:
                     if delivery.topic == SYNC:
                         replies += self._sync_message(house, delivery)
@@ -187,6 +213,31 @@ class MeshNode:
                     log.info("mesh: a bad message from %s: %s", delivery.peer, exc)
         for reply in replies:
             self._publish_sync(reply)
+
+    def _sync_kind_and_sender(self, delivery: Delivery) -> tuple[str, str | None]:
+        """A sync message's kind and the DID behind it: a `have` names it (`did`), a `want` too (`from`)."""
+        try:
+            message = json.loads(delivery.data)
+        except ValueError:
+            return "", None
+        if not isinstance(message, dict):
+            return "", None
+        kind = str(message.get("kind", ""))
+        claimed = message.get("did") if kind == "have" else message.get("from") if kind == "want" else None
+        return kind, (str(claimed) if claimed else self.peer_dids.get(delivery.peer))
+
+    def _by_trust(self, house: Managers, deliveries: list[Delivery]) -> list[Delivery]:
+        """Sync messages from the most trusted peers first — haves before wants (a have proves who asks), wants
+        answered most trusted first, and what several peers offer asked of the most trusted one; containers keep
+        their arrival order after them."""
+        sync = [d for d in deliveries if d.topic == SYNC]
+        if len(sync) < 2:
+            return deliveries
+        keys: dict[int, tuple[bool, float]] = {}
+        for d in sync:
+            kind, did = self._sync_kind_and_sender(d)
+            keys[id(d)] = (kind != "have", -(self._trust(house, did) if did else 0.0))
+        return sorted(sync, key=lambda d: keys[id(d)]) + [d for d in deliveries if d.topic != SYNC]
 
     def _sync_message(self, house: Managers, delivery: Delivery) -> list[dict[str, Any]]:
         message = json.loads(delivery.data)
@@ -201,12 +252,23 @@ class MeshNode:
             if known is not None:
                 house.peers.attach_addresses(known.id, p2p_addrs=[f"/p2p/{delivery.peer}"])
                 house.peers.seen(known.id)
-            missing = house.mesh.want([str(i) for i in message.get("ids", [])][:HAVE_LIMIT])
+            elif did != self.did:  # seen on the mesh, not added: the Mesh page offers the owner to add it
+                house.peers.discovered_on_mesh(did, delivery.peer)
+            if not self._trusted(house, did):  # nothing is asked of (or sent to) a distrusted peer
+                self.stats["ignored_distrusted"] += 1
+                return []
+            missing = [i for i in house.mesh.want([str(i) for i in message.get("ids", [])][:HAVE_LIMIT])
+                       if i not in self.asked_this_round]  # already asked of a more trusted peer
+            self.asked_this_round |= set(missing)
             if missing:
                 self.wanted |= set(missing)
                 return [{"kind": "want", "to": did, "from": self.did, "ids": missing}]
             return []
         if kind == "want" and message.get("to") == self.did:
+            asker = self.peer_dids.get(delivery.peer)
+            if asker is None or asker != message.get("from") or not self._trusted(house, asker):
+                self.stats["unanswered_want"] += 1  # an unproven or distrusted asker gets nothing
+                return []
             replies: list[dict[str, Any]] = []
             batch: list[dict[str, Any]] = []
             size = 0

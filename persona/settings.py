@@ -316,6 +316,9 @@ class MeshSettings(Section):
     rate_per_s: float = Field(5.0, gt=0, le=1000, description="containers a second one peer may send (average)")
     burst: int = Field(40, ge=1, le=10_000, description="… and in a burst")
     min_trust: float = Field(-0.5, ge=-1, le=1, description="a peer below this trust is not accepted from")
+    relay_min_trust: float = Field(-0.2, ge=-1, le=1, description=(
+        "a peer below this trust gets nothing from this persona's door: no container addressed to it is sent, its "
+        "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
     sync_every_s: float = Field(5.0, gt=0, le=3600, description="how often the door flushes the outbox and syncs")
     sidecar_python: str = Field("~/.cache/anima/libp2p/bin/python", description=(

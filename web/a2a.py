@@ -117,7 +117,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings]) ->
             def arrive() -> str:
                 with services.db.unit(actor="peer") as repos:
                     _note, inbound = Managers(repos, ManagerDeps(clock=services.clock)).peers.incoming(
-                        author, text, task_id=task.id, message_id=message.message_id or None)
+                        author, text, task_id=task.id, message_id=message.message_id or None,
+                        context_id=task.context_id or None)
                     assert inbound is not None
                     return inbound.task_id
 
@@ -165,6 +166,54 @@ async def _wait_for_reply(services: WebServices, task_id: str, wait_s: float) ->
         pause = min(pause * 1.5, POLL_MAX_S)
 
 
+def _task_store(services: WebServices) -> Any:
+    """The SDK's in-memory task store, with the database behind it: a task this process does not hold (the persona
+    restarted) is rebuilt from `a2a_inbound`, and a task whose reply the persona wrote after the request stopped
+    waiting is returned completed with that reply — so a peer's tasks/get finds its answer across restarts."""
+    from a2a.helpers import new_task, new_text_artifact, new_text_message
+    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.types import Task, TaskState
+
+    from managers import Managers
+
+    def view(task_id: str) -> dict[str, Any] | None:
+        with services.db.unit() as repos:
+            return Managers(repos).peers.task_view(task_id)
+
+    class PersonaTaskStore(InMemoryTaskStore):
+        async def get(self, task_id: str, context: Any = None) -> Task | None:
+            task = await super().get(task_id, context)
+            if task is not None and task.status.state != TaskState.TASK_STATE_WORKING:
+                return task
+            kept = await anyio.to_thread.run_sync(lambda: view(task_id))
+            if kept is None or (task is not None and kept["status"] != "expired"):
+                return task  # unknown here, or a request of this process still waits on it
+            context_id = task.context_id if task is not None else str(kept["context_id"])
+            if kept["reply"] is None:
+                if task is not None:
+                    return task
+                rebuilt = new_task(task_id, context_id, TaskState.TASK_STATE_WORKING)
+                rebuilt.status.message.CopyFrom(new_text_message(STILL_THINKING, context_id=context_id,
+                                                                 task_id=task_id))
+                return rebuilt
+            answered = new_task(task_id, context_id, TaskState.TASK_STATE_COMPLETED,
+                                artifacts=[new_text_artifact("reply", str(kept["reply"]))])
+            answered.status.message.CopyFrom(new_text_message(str(kept["reply"]), context_id=context_id,
+                                                              task_id=task_id))
+            if task is not None:
+                answered.history.extend(task.history)
+            return answered
+
+    return PersonaTaskStore()
+
+
+def _orphan_waiting(services: WebServices) -> int:
+    from managers import Managers
+
+    with services.db.unit(actor="peer") as repos:
+        return Managers(repos).peers.orphan_waiting()
+
+
 def _give_up(services: WebServices, task_id: str) -> None:
     from managers import Managers
 
@@ -207,13 +256,16 @@ class A2AServer:
     def _router(self, services: WebServices, base_url: str) -> Any:
         from a2a.server.request_handlers import DefaultRequestHandler
         from a2a.server.routes import create_jsonrpc_routes
-        from a2a.server.tasks import InMemoryTaskStore
         from starlette.routing import Router
 
         router = self._routers.get(id(services))
         if router is None:
+            orphaned = _orphan_waiting(services)  # this process holds no task yet: none of those waits any more
+            if orphaned:
+                log.info("A2A: %d task(s) left waiting by the last run; their replies go by tasks/get and message",
+                         orphaned)
             executor = _executor(services, lambda: self.a2a_settings(services))
-            handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(),
+            handler = DefaultRequestHandler(agent_executor=executor, task_store=_task_store(services),
                                             agent_card=agent_card(services, base_url))
             router = Router(routes=create_jsonrpc_routes(handler, rpc_url=A2A_PATH))
             self._routers[id(services)] = router

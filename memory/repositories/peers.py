@@ -82,6 +82,12 @@ class PeerRepo(Repo):
              .order_by(A2AInbound.id).limit(1))
         return self.session.scalars(q).first()
 
+    def unanswered_expired(self, peer_name: str) -> A2AInbound | None:
+        """The oldest A2A task from this peer that nobody waits on any more and has no reply yet."""
+        q = (select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.status == "expired",
+                                      A2AInbound.reply_note_id.is_(None)).order_by(A2AInbound.id).limit(1))
+        return self.session.scalars(q).first()
+
     def inbound_by_message(self, peer_name: str, message_id: str) -> A2AInbound | None:
         q = select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.message_id == message_id)
         return self.session.scalars(q.order_by(A2AInbound.id).limit(1)).first()

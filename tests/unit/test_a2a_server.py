@@ -151,3 +151,45 @@ def test_the_mesh_page_shows_a_refused_container_with_its_reason(web):
     assert refused["reason"] == outcome.reason and mesh["refused_counts"] == {outcome.reason: 1}
     page = web.client.get("/mesh")
     assert page.status_code == 200 and 'data-testid="refused"' in page.text and outcome.reason in page.text
+
+
+def sdk_get(app, task_id: str) -> dict:
+    """The a2a-sdk client's tasks/get over the app."""
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import get_artifact_text, get_message_text
+    from a2a.types import GetTaskRequest, TaskState
+
+    async def run() -> dict:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+                                     timeout=30) as http:
+            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
+                                                                                         httpx_client=http))
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            return {"state": TaskState.Name(task.status.state), "status": get_message_text(task.status.message),
+                    "artifacts": [get_artifact_text(a) for a in task.artifacts], "context": task.context_id}
+
+    return asyncio.run(run())
+
+
+def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the_outbox(web):
+    from datetime import datetime, timezone
+
+    from web.app import create_app
+
+    with web.agent.services.db.unit() as repos:  # the last run: a task arrived, the process died while it waited
+        Managers(repos).peers.add("tester", a2a_url="http://127.0.0.1:9", added_by="owner")
+        Managers(repos).peers.incoming("tester", "Still there after the storm?", task_id="task-before-restart",
+                                       message_id="m-1", context_id="ctx-1")
+    restarted = create_app(services=web.services)  # a new process: its task store has never seen that task
+    got = sdk_get(restarted, "task-before-restart")
+    assert got["state"] == "TASK_STATE_WORKING" and got["status"] == STILL_THINKING and got["context"] == "ctx-1"
+    with web.agent.services.db.unit() as repos:
+        assert repos.peers.waiting_inbound("tester") is None  # nothing waits on it in this process
+        note, how = Managers(repos).peers.send("tester", "Yes — the reply, after the restart.", thread_id=None,
+                                               llm_id=None, now=datetime.now(timezone.utc))
+        assert "outbox" in how
+        assert [(r.peer_name, r.text, r.status) for r in repos.peers.outbox()] == [
+            ("tester", "Yes — the reply, after the restart.", "pending")]  # and it also goes as a message
+    got = sdk_get(restarted, "task-before-restart")
+    assert got["state"] == "TASK_STATE_COMPLETED", got
+    assert got["status"] == "Yes — the reply, after the restart." and got["artifacts"] == [got["status"]]

@@ -33,6 +33,20 @@ def add_peer(request: Request, name: str = Form(..., max_length=120), a2a_url: s
     return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=error)
 
 
+@router.post("/mesh/discovered/add")
+def add_discovered(request: Request, did: str = Form(..., max_length=200), name: str = Form(..., max_length=120),
+                   repos: Repos = unit_of_work()):
+    """One click on a peer seen on the mesh: the owner adds it by its DID."""
+    error = None
+    try:
+        mesh.add_discovered(repos, did, name)
+    except ServiceError as exc:
+        error = exc.message
+    except ValueError as exc:
+        error = str(exc).splitlines()[0] if str(exc) else "invalid peer"
+    return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=error)
+
+
 @router.post("/mesh/peers/{name}/remove")
 def remove_peer(request: Request, name: str, repos: Repos = unit_of_work()):
     mesh.remove_peer(repos, name)

@@ -92,6 +92,16 @@ class RefusedOut(BaseModel):
     at: datetime
 
 
+class DiscoveredOut(BaseModel):
+    """A peer whose DID a signed `have` proved on the mesh, not added: the owner may add it (as a peer, by its DID)."""
+    did: str
+    transport: str = Field(description="The transport (libp2p) peer id it was seen at.")
+    first_seen: str
+    last_seen: str
+    trust: float | None = Field(description="Its trust here; None when nobody evaluated it.")
+    suggested_name: str
+
+
 class MeshView(BaseModel):
     peers: list[PeerOut]
     learned: list[LearnedOut] = Field(description="What arrived by CogSync, from whom, newest first.")
@@ -100,3 +110,5 @@ class MeshView(BaseModel):
     refused_counts: dict[str, int] = Field(description="Refused containers by reason: forged, replay, expired, …")
     outbox: list[OutboxOut]
     heard: list[HeardOut]
+    discovered: list[DiscoveredOut] = Field(default_factory=list, description=(
+        "Seen on the mesh, not added: peers whose DID a signed `have` proved; adding one is the owner's act."))

@@ -12,8 +12,8 @@ from memory import Repos
 from memory.models import Peer
 from nodes.provenance import note_author
 from web.errors import NotFoundError, ServiceError
-from web.schemas.mesh import (CaseOut, HeardOut, LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut, RefusedOut,
-                              TrustPoint)
+from web.schemas.mesh import (CaseOut, DiscoveredOut, HeardOut, LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut,
+                              RefusedOut, TrustPoint)
 
 
 def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
@@ -70,4 +70,20 @@ def view(repos: Repos) -> MeshView:
                           last_error=r.last_error, reply=r.reply, created_at=r.created_at, sent_at=r.sent_at)
                 for r in seen["outbox"]],
         heard=[HeardOut(note_id=n.id, peer=note_author(n), text=n.text, read=n.read, at=n.created_at)
-               for n in seen["heard"]])
+               for n in seen["heard"]],
+        discovered=[DiscoveredOut(did=d["did"], transport=str(d["transport"]), first_seen=str(d["first_seen"]),
+                                  last_seen=str(d["last_seen"]), trust=peers.trust(d["did"]),
+                                  suggested_name=suggested_name(d["did"]))
+                    for d in peers.discovered()])
+
+
+def suggested_name(did: str) -> str:
+    """A name for a peer known only by its DID: `peer-` and the DID's last 8 characters."""
+    tail = "".join(ch for ch in did.rsplit(":", 1)[-1] if ch.isalnum())[-8:]
+    return f"peer-{tail or 'unknown'}"
+
+
+def add_discovered(repos: Repos, did: str, name: str) -> PeerOut:
+    """The owner adds a peer seen on the mesh: the same path as adding one by hand (PeerManager.add, as agents.add
+    does once approved), by its proven DID."""
+    return add_peer(repos, PeerIn(name=name, did=did))
