@@ -51,3 +51,52 @@ def test_concentration_by_emotion_thresholds_keeps_only_the_thoughts_felt_strong
     agent.tick()
     recent = last_recent(fake)  # and: both thresholds met — only the storm
     assert "About the storm." in recent and "About the harbour." not in recent and "About bread." not in recent
+
+
+LIE = ("My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
+       + json.dumps([{"cmd_id": "c1", "type": "messages.send", "args": {"text": "The storm has passed."}}])
+       + "\n# End commands")
+
+
+def judge(prompt: str) -> dict[str, Any]:
+    return {"rating": -3 if "though it has not" in prompt else 2, "comment": "deceives the human"}
+
+
+def ethics_model(on_violation: str) -> Any:
+    from persona.ethics import Ethics
+
+    return Ethics.model_validate({
+        "principles": ["Be honest with my human."], "model_type": "deontological",
+        "model_weights": {"honesty": 0.9, "care": 0.6},
+        "violation_policy": {"on_violation": on_violation, "violation_at": -2},
+        "audit_json": {"keep": "every decision", "reviewer": "owner"}})
+
+
+def test_an_ethics_decision_keeps_the_ethics_model_on_its_audit_entry(agent_factory):
+    main = FakeLLM("main", responses=[LIE])
+    agent = agent_factory(main, *[FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)], validators=("v1", "v2"))
+    agent.services.persona.ethics = ethics_model("block_commands_and_log")
+    state = agent.tick()
+    assert state["executed"][0]["status"] == "blocked"
+    with agent.services.db.unit() as repos:
+        [entry] = repos.audit.recent()
+        assert (entry.decision, entry.actor) == ("blocked", "ethics")
+        assert entry.ethics == {"model_type": "deontological", "model_weights": {"honesty": 0.9, "care": 0.6},
+                                "violation_policy": {"on_violation": "block_commands_and_log", "violation_at": -2.0},
+                                "audit_json": {"keep": "every decision", "reviewer": "owner"}, "rating": -3.0}
+
+
+def test_log_only_logs_the_violation_and_leaves_the_command_to_the_usual_gate_with_the_model_audited(agent_factory):
+    main = FakeLLM("main", responses=[LIE])
+    agent = agent_factory(main, *[FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)], validators=("v1", "v2"))
+    agent.services.persona.ethics = ethics_model("log_only")
+    state = agent.tick()
+    assert state["validation"]["violation"] is False and state["validation"]["ethics"]["rating"] == -3.0
+    assert state["executed"][0]["status"] != "blocked"  # not blocked by ethics: the usual gate decides
+    with agent.services.db.unit() as repos:
+        assert [p.name for p in repos.processes.open("main")][0] == "ethics.violation"
+        entries = repos.audit.recent()
+        assert entries and all(e.actor != "ethics" for e in entries)
+        ethical = [e for e in entries if e.ethics]
+        assert ethical and all(e.ethics["violation_policy"]["on_violation"] == "log_only" for e in ethical)
+        assert all(e.ethics["model_type"] == "deontological" for e in ethical)
