@@ -4,6 +4,8 @@ resumed after a crash, the ethics model's fields on each audit entry — each th
 from __future__ import annotations
 
 import json
+import os
+import socket
 from typing import Any
 
 from tests.fakes.llm import FakeLLM
@@ -100,3 +102,34 @@ def test_log_only_logs_the_violation_and_leaves_the_command_to_the_usual_gate_wi
         ethical = [e for e in entries if e.ethics]
         assert ethical and all(e.ethics["violation_policy"]["on_violation"] == "log_only" for e in ethical)
         assert all(e.ethics["model_type"] == "deontological" for e in ethical)
+
+
+def test_a_task_cycle_interrupted_by_a_crash_resumes_at_start_up_and_the_human_is_told(agent_factory):
+    from graph.loop import Stopper, run_loop
+    from graph.loop.task_cycles import TaskCycles
+    from managers.owners import process_token
+
+    fake = FakeLLM("fake", responses=lambda p: "thinking.\n# Commands:\n" + json.dumps(
+        [{"cmd_id": "c1", "type": "tasks.run", "args": {"id": 1, "max_ticks": 10}}]) + "\n# End commands"
+        if "tick 1)" in p and "I am a sub-cycle of" not in p else "thinking.")
+    main = agent_factory(fake)
+    with main.services.db.unit() as repos:
+        repos.tasks.add("Chart the tides")
+    main.tick()
+    TaskCycles(main).step()  # the sub-cycle's first tick
+    with main.services.db.unit() as repos:
+        thread_id = repos.tasks.get(1).repl_thread
+        thread = repos.threads.get(thread_id)
+        assert thread.tick == 1
+        # the process that ran it is gone: its pid now belongs to another process (this one, started later)
+        thread.owner = f"{socket.gethostname()}:{os.getpid()}:1"
+    told: list[str] = []
+    run_loop(main, ticks=1, stopper=Stopper(), idle_poll_s=0, notify=told.append)
+    expected = "task 1's sub-cycle was interrupted at tick 1 (the process stopped); it resumes from its last checkpoint"
+    assert expected in told  # the human is told
+    with main.services.db.unit() as repos:
+        assert [n.text for n in repos.notes.list(source="system") if n.task_id == 1] == [expected]
+        assert any(p.name == "tasks.cycle" and p.value == expected for p in repos.processes.open("main"))
+        thread = repos.threads.get(thread_id)
+        assert thread.owner == process_token() and repos.tasks.get(1).repl_status == "running"
+        assert thread.tick == 2  # resumed from its checkpoint: its next tick, not a fresh start
