@@ -133,3 +133,34 @@ def test_a_task_cycle_interrupted_by_a_crash_resumes_at_start_up_and_the_human_i
         thread = repos.threads.get(thread_id)
         assert thread.owner == process_token() and repos.tasks.get(1).repl_status == "running"
         assert thread.tick == 2  # resumed from its checkpoint: its next tick, not a fresh start
+
+
+def test_goal_metrics_from_the_manager_are_shown_on_the_inner_life_page(web):
+    from datetime import datetime, timedelta, timezone
+
+    from managers import Managers
+
+    start = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    page = web.client.get("/inner-life").text
+    assert 'id="goal-metrics"' in page and "No goal yet" in page
+    with web.agent.services.db.unit() as repos:
+        goals = Managers(repos).goals
+        quick, slow, broken, paused, open_ = (goals.add(t) for t in ("Quick", "Slow", "Broken", "Paused", "Open"))
+        for goal, status in ((quick, "completed"), (slow, "completed"), (broken, "failed"), (paused, "paused")):
+            goals.update(goal.id, thread_id="main", root_thread="main", status=status, reason="because")
+        quick.created_at, quick.completed_at = start, start + timedelta(days=1)
+        slow.created_at, slow.completed_at = start, start + timedelta(days=3)
+        for title, goal in (("a", quick), ("b", quick), ("c", slow), ("d", broken), ("e", open_), ("f", open_)):
+            repos.tasks.add(title, goal_id=goal.id)
+        repos.tasks.add("no goal")
+    with web.agent.services.db.unit() as repos:
+        metrics = Managers(repos).goals.metrics()
+    assert (metrics.goals, metrics.achieved, metrics.failed, metrics.interrupted) == (5, 2, 1, 1)
+    assert metrics.share_achieved == 2 / 3 and metrics.mean_days_to_achieve == 2.0
+    assert metrics.tasks_per_goal == 6 / 5
+    assert metrics.tasks_by_goal == {quick.id: 2, slow.id: 1, broken.id: 1, paused.id: 0, open_.id: 2}
+    page = web.client.get("/inner-life").text
+    section = page.split('id="goal-metrics"', 1)[1].split("</section>", 1)[0]
+    for metric, shown in (("achieved", "2"), ("share_achieved", "67%"), ("mean_days_to_achieve", "2.0 days"),
+                          ("interrupted", "1"), ("failed", "1"), ("tasks_per_goal", "1.2")):
+        assert f'<td data-metric="{metric}">{shown}</td>' in section, (metric, section)
