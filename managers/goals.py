@@ -185,6 +185,34 @@ class TaskManager:
                                   repl_thread=thread_id, repl_error=None)
         return self.repos.tasks.update(task_id, status="in_progress")
 
+    def _rank(self, task: Task) -> tuple[bool, int, int]:
+        """HMP's order when tasks compete: pinned first, then its goal's priority, then its own."""
+        goal_priority = self.repos.goals.get(task.goal_id).priority if task.goal_id is not None else 0
+        return (bool(task.pinned), goal_priority, task.priority)
+
+    def arbitrate(self, task: Task, *, limit: int, thread_id: str | None = None) -> tuple[Task | None, str]:
+        """Before `task`'s sub-cycle starts with `limit` already running (HMP re-prioritisation when tasks
+        conflict): the lowest-ranked running one of another goal is deferred when `task` outranks it — (that task,
+        why); otherwise `task` itself is deferred — (task, why). (None, "") when there is room."""
+        running = [t for t in self.repos.tasks.running_cycles() if t.id != task.id]
+        if len(running) < limit:
+            return None, ""
+        weakest = min(running, key=lambda t: (self._rank(t), -t.id))
+        mine, theirs = self._rank(task), self._rank(weakest)
+        if mine > theirs and weakest.goal_id != task.goal_id:
+            loser, winner = weakest, task
+        else:
+            loser, winner = task, weakest
+        why = (f"deferred: task {winner.id} (goal {winner.goal_id}, priority {self._rank(winner)[1]}) outranks task "
+               f"{loser.id} (goal {loser.goal_id}, priority {self._rank(loser)[1]}); at most {limit} sub-cycles at once")
+        if loser is task:
+            self.repos.tasks.set_repl(task.id, repl_status="deferred", repl_error=why)
+        else:
+            self.repos.tasks.set_repl(loser.id, repl_status="stopped", repl_error=why)
+        self.repos.processes.add("tasks.deferred", f"task {loser.id} {why}", status="warning", task_id=loser.id,
+                                 thread_id=thread_id)
+        return loser, why
+
     def stop_cycle(self, task_id: int) -> Task:
         return self.repos.tasks.set_repl(task_id, repl_status="stopped", repl_error="stopped by the main loop")
 

@@ -164,3 +164,34 @@ def test_goal_metrics_from_the_manager_are_shown_on_the_inner_life_page(web):
     for metric, shown in (("achieved", "2"), ("share_achieved", "67%"), ("mean_days_to_achieve", "2.0 days"),
                           ("interrupted", "1"), ("failed", "1"), ("tasks_per_goal", "1.2")):
         assert f'<td data-metric="{metric}">{shown}</td>' in section, (metric, section)
+
+
+def test_competing_task_cycles_the_higher_priority_goals_task_runs_and_the_other_is_deferred_with_why(agent_factory):
+    def run(task_id: int) -> str:
+        return block(("tasks.run", {"id": task_id, "max_ticks": 10}))
+
+    fake = FakeLLM("fake", responses=[run(1), run(2), run(3)])  # the main loop's ticks only: no sub-cycle ticks here
+    agent = agent_factory(fake)
+    agent.services.settings.cycle.task_cycles = 1  # one sub-cycle at a time: every second one competes
+    with agent.services.db.unit() as repos:
+        low, high, lowest = (repos.goals.add(t, priority=p) for t, p in (("Tidy", 1), ("Storm", 5), ("Idle", 0)))
+        for title, goal in (("Sort shells", low), ("Secure the boat", high), ("Count clouds", lowest)):
+            repos.tasks.add(title, goal_id=goal.id)
+    agent.tick()
+    with agent.services.db.unit() as repos:
+        assert repos.tasks.get(1).repl_status == "running"
+    state = agent.tick()  # task 2's goal (priority 5) outranks task 1's (priority 1): task 1 is deferred
+    why = ("deferred: task 2 (goal 2, priority 5) outranks task 1 (goal 1, priority 1); at most 1 sub-cycles at once")
+    assert state["executed"][0]["result"].endswith("; task 1's sub-cycle was " + why)
+    with agent.services.db.unit() as repos:
+        assert (repos.tasks.get(1).repl_status, repos.tasks.get(1).repl_error) == ("stopped", why)
+        assert repos.tasks.get(2).repl_status == "running"
+    state = agent.tick()  # task 3's goal (priority 0) loses to the running task 2: task 3 is deferred
+    why = ("deferred: task 2 (goal 2, priority 5) outranks task 3 (goal 3, priority 0); at most 1 sub-cycles at once")
+    assert state["executed"][0]["result"] == "task 3's sub-cycle is " + why
+    with agent.services.db.unit() as repos:
+        assert (repos.tasks.get(3).repl_status, repos.tasks.get(3).repl_error) == ("deferred", why)
+        assert repos.tasks.get(3).repl_thread is None and repos.tasks.get(2).repl_status == "running"
+        logged = [p.value for p in repos.processes.open("main") if p.name == "tasks.deferred"]
+        assert logged == ["task 1 " + why.replace("task 3 (goal 3, priority 0)", "task 1 (goal 1, priority 1)"),
+                          "task 3 " + why]
