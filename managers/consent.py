@@ -52,10 +52,10 @@ class ConsentManager:
         return row, created
 
     def record(self, *, thread_id: str, tick: int, cmd_key: str, type: str, effect: str, decision: str, actor: str,
-               reason: str, now: datetime) -> AuditEntry:
-        """One decision in the audit log."""
+               reason: str, now: datetime, ethics: dict[str, Any] | None = None) -> AuditEntry:
+        """One decision in the audit log (`ethics`: the ethics model an ethics decision was taken under)."""
         return self.repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=effect,
-                                    decision=decision, actor=actor, reason=reason, created_at=now)
+                                    decision=decision, actor=actor, reason=reason, created_at=now, ethics=ethics)
 
     # -- the human's side ----------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memory.models import Goal, Task
@@ -43,6 +44,26 @@ class GoalOverview:
     progress: dict[str, Any] = field(default_factory=dict)
 
 
+def _aware(moment: datetime) -> datetime:
+    """A stored time as UTC (SQLite gives it back without its zone)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class GoalMetrics:
+    """HMP's goal metrics: how many goals were achieved (of those closed), how long achieving one took on
+    average, how many were interrupted (paused) or failed, and how many tasks each goal has."""
+
+    goals: int
+    achieved: int
+    failed: int
+    interrupted: int
+    share_achieved: float | None  # achieved / (achieved + failed); None before any goal closed
+    mean_days_to_achieve: float | None  # created → completed, over the achieved goals
+    tasks_per_goal: float | None  # the mean over all goals
+    tasks_by_goal: dict[int, int]  # goal id → its tasks
+
+
 class GoalManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
@@ -65,6 +86,26 @@ class GoalManager:
         goal = self.repos.goals.get(goal_id)
         return GoalOverview(goal, self.repos.goals.subgoals(goal.id), self.repos.tasks.list(goal_id=goal.id),
                             self.repos.goals.progress(goal.id))
+
+    def metrics(self, limit: int = 10_000) -> GoalMetrics:
+        """The goal metrics over every goal (archived ones too: they were pursued)."""
+        goals = self.repos.goals.list(limit=limit, include_archived=True)
+        tasks = self.repos.tasks.list(limit=limit * 10, include_archived=True)
+        by_goal = {g.id: 0 for g in goals}
+        for task in tasks:
+            if task.goal_id in by_goal:
+                by_goal[task.goal_id] += 1
+        achieved = [g for g in goals if g.status == "completed"]
+        failed = sum(g.status == "failed" for g in goals)
+        durations = [(_aware(g.completed_at) - _aware(g.created_at)).total_seconds() / 86400 for g in achieved
+                     if g.completed_at is not None and g.created_at is not None]
+        closed = len(achieved) + failed
+        return GoalMetrics(goals=len(goals), achieved=len(achieved), failed=failed,
+                           interrupted=sum(g.status == "paused" for g in goals),
+                           share_achieved=len(achieved) / closed if closed else None,
+                           mean_days_to_achieve=sum(durations) / len(durations) if durations else None,
+                           tasks_per_goal=sum(by_goal.values()) / len(goals) if goals else None,
+                           tasks_by_goal=by_goal)
 
     def update(self, goal_id: int, *, thread_id: str, root_thread: str, status: str | None = None,
                reason: str | None = None, progress: str | None = None, priority: int | None = None,
@@ -143,6 +184,34 @@ class TaskManager:
         self.repos.tasks.set_repl(task_id, repl_mode=mode, repl_status="running", repl_config=config,
                                   repl_thread=thread_id, repl_error=None)
         return self.repos.tasks.update(task_id, status="in_progress")
+
+    def _rank(self, task: Task) -> tuple[bool, int, int]:
+        """HMP's order when tasks compete: pinned first, then its goal's priority, then its own."""
+        goal_priority = self.repos.goals.get(task.goal_id).priority if task.goal_id is not None else 0
+        return (bool(task.pinned), goal_priority, task.priority)
+
+    def arbitrate(self, task: Task, *, limit: int, thread_id: str | None = None) -> tuple[Task | None, str]:
+        """Before `task`'s sub-cycle starts with `limit` already running (HMP re-prioritisation when tasks
+        conflict): the lowest-ranked running one of another goal is deferred when `task` outranks it — (that task,
+        why); otherwise `task` itself is deferred — (task, why). (None, "") when there is room."""
+        running = [t for t in self.repos.tasks.running_cycles() if t.id != task.id]
+        if len(running) < limit:
+            return None, ""
+        weakest = min(running, key=lambda t: (self._rank(t), -t.id))
+        mine, theirs = self._rank(task), self._rank(weakest)
+        if mine > theirs and weakest.goal_id != task.goal_id:
+            loser, winner = weakest, task
+        else:
+            loser, winner = task, weakest
+        why = (f"deferred: task {winner.id} (goal {winner.goal_id}, priority {self._rank(winner)[1]}) outranks task "
+               f"{loser.id} (goal {loser.goal_id}, priority {self._rank(loser)[1]}); at most {limit} sub-cycles at once")
+        if loser is task:
+            self.repos.tasks.set_repl(task.id, repl_status="deferred", repl_error=why)
+        else:
+            self.repos.tasks.set_repl(loser.id, repl_status="stopped", repl_error=why)
+        self.repos.processes.add("tasks.deferred", f"task {loser.id} {why}", status="warning", task_id=loser.id,
+                                 thread_id=thread_id)
+        return loser, why
 
     def stop_cycle(self, task_id: int) -> Task:
         return self.repos.tasks.set_repl(task_id, repl_status="stopped", repl_error="stopped by the main loop")

@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -182,6 +182,12 @@ def _v16_goal_related_values(conn: Connection) -> None:
     conn.execute(text("UPDATE goals SET related_values = '[]' WHERE related_values IS NULL"))
 
 
+def _v17_ethics_on_audit_entries(conn: Connection) -> None:
+    """An audit entry of an ethics decision keeps the ethics model it was taken under (model type, weights,
+    violation policy, audit settings, the rating): a JSON object, empty for the other entries."""
+    _add_missing_columns(conn, "audit_log", ["ethics JSON"])
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -190,7 +196,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        12: _v12_provenance, 13: _v13_mesh,
                                                        14: _v14_peers_and_a2a,
                                                        15: _v15_people_and_channels,
-                                                       16: _v16_goal_related_values}
+                                                       16: _v16_goal_related_values,
+                                                       17: _v17_ethics_on_audit_entries}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

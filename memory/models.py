@@ -648,6 +648,9 @@ class AuditEntry(Base):
     actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
     reason: Mapped[str] = mapped_column(Text, default="")
     approval_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)
+    # v17: an ethics decision's model (persona/ethics.py `Ethics.decision_record`): model_type, model_weights,
+    # violation_policy, audit_json, rating; None for the other entries
+    ethics: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)
 
 
 # ---- v8: the face (web app) -------------------------------------------------------------------------------

@@ -228,6 +228,7 @@ class ValidationReport(TypedDict, total=False):
     tie_break: str | None
     skipped: str
     violation: bool
+    ethics: dict[str, Any]  # an ethics decision (a violation, whatever the policy): Ethics.decision_record
 
 
 class MemoryUpkeep(TypedDict, total=False):

@@ -9,7 +9,7 @@ consent gate still holds every self-modifying command for the human.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,9 +23,22 @@ class ViolationPolicy(BaseModel):
 
 
 class Ethics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """HMP's ethics_policies row: the principles, the ethics model (its type and weights), the violation policy
+    and the audit settings (`audit_json`), all kept on each audit entry of an ethics decision."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
     principles: list[str] = Field(default_factory=list)
+    model_type: str = Field("principles", max_length=64,
+                            description="the ethics model: principles, deontological, utilitarian, virtue, hybrid, …")
+    model_weights: dict[str, float] = Field(default_factory=dict, description="the model's parameters, by name")
     violation_policy: ViolationPolicy = Field(default_factory=ViolationPolicy)
+    audit_json: dict[str, Any] = Field(default_factory=dict, description="the audit settings, kept as given")
+
+    def decision_record(self, rating: float | None) -> dict[str, Any]:
+        """What an audit entry of an ethics decision keeps: the model it was decided under, and the rating."""
+        return {"model_type": self.model_type, "model_weights": dict(self.model_weights),
+                "violation_policy": self.violation_policy.model_dump(), "audit_json": dict(self.audit_json),
+                "rating": rating}
 
 
 class EthicsError(ValueError):

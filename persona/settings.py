@@ -63,6 +63,8 @@ class CycleSettings(Section):
     notes_mode: Literal["auto", "manual"] = "auto"
     notes_limit: int = Field(10, ge=1, le=100)
     process_timeout_s: float = Field(600.0, gt=0, le=7 * 86400)
+    task_cycles: int = Field(4, ge=1, le=32, description="task sub-cycles running at once; when one more competes, "
+                             "the task of the higher-priority goal runs and the other is deferred with the reason")
 
 
 class ReflexSettings(Section):

@@ -22,6 +22,7 @@ from memory.models import MemoryItem
 from memory.repositories import Repos
 from memory.retrieval import query as reading
 from memory.retrieval.caches import Ranked, RetrievalCaches, timestamp
+from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.journal import WriteJournal
 from memory.retrieval.lexical import idf, scores as bm25_scores, selective_terms
 from memory.retrieval.settings import RetrievalSettings
@@ -74,14 +75,13 @@ def allowed(meta: Ranked | None, q: Query) -> bool:
 
 
 def matches_focus(meta: Ranked, q: Query) -> bool:
-    """Concentration: tags and/or emotions (`tags_mode` and|or)."""
+    """Concentration: tags and/or emotions with thresholds (`anxiety:≥2`; `tags_mode` and|or)."""
     checks = []
     if q.tags:
         wanted = {t.lower() for t in q.tags}
         checks.append(wanted <= meta.tags if q.tags_mode == "and" else bool(wanted & meta.tags))
     if q.emotions:
-        wanted = {e.lower() for e in q.emotions}
-        checks.append(wanted <= meta.emotions if q.tags_mode == "and" else bool(wanted & meta.emotions))
+        checks.append(emotions_match(q.emotions, meta.raw_emotions, q.tags_mode))
     if not checks:
         return True
     return all(checks) if q.tags_mode == "and" else any(checks)

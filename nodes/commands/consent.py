@@ -20,7 +20,7 @@ answer). Every decision goes to the audit log.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ class Verdict:
     actor: str  # auto_pass | validators | policy | ethics | provenance
     reason: str
     sources: list[provenance.Source] = field(default_factory=list)  # provenance: the untrusted text the tick read
+    ethics: dict[str, Any] | None = None  # the tick's ethics decision (Ethics.decision_record), kept on its audit entry
 
 
 def required_rating(cmd_type: str, effect: Effect, settings: Any) -> float:
@@ -57,7 +58,16 @@ def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings
     effect = spec.effect_for(cmd.args)
     if validation.get("violation"):
         return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
-                                                  "an ethics violation; its commands do not run")
+                                                  "an ethics violation; its commands do not run",
+                       ethics=validation.get("ethics"))
+    if validation.get("ethics"):  # a violation under `log_only`: logged, the commands go to the usual gate
+        return replace(_gate(spec, cmd, validation, settings, untrusted), ethics=validation["ethics"])
+    return _gate(spec, cmd, validation, settings, untrusted)
+
+
+def _gate(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any,
+          untrusted: list[provenance.Source] | None) -> Verdict:
+    effect = spec.effect_for(cmd.args)
     if spec.prompt_tier and untrusted:
         return Verdict("park", effect, "provenance",
                        f"it writes my {spec.prompt_tier}, which is in every prompt, from a tick that read untrusted "
@@ -89,8 +99,9 @@ def park(repos: Repos, cmd: Command, verdict: Verdict, *, cmd_key: str, thread_i
 
 def audit(repos: Repos, verdict: Verdict, cmd: Command, *, cmd_key: str, thread_id: str, tick: int, now: datetime,
           decision: str) -> None:
-    """Decisions about privileged commands, and every refusal, are kept in the audit log."""
-    if verdict.effect in PRIVILEGED or decision in ("blocked", "refused"):
+    """Decisions about privileged commands, every refusal and every command of a tick with an ethics decision are
+    kept in the audit log (the latter with the ethics model they were decided under)."""
+    if verdict.effect in PRIVILEGED or decision in ("blocked", "refused") or verdict.ethics:
         Managers(repos).consent.record(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=cmd.type,
                                        effect=verdict.effect, decision=decision, actor=verdict.actor,
-                                       reason=verdict.reason, now=now)
+                                       reason=verdict.reason, now=now, ethics=verdict.ethics)

@@ -111,7 +111,7 @@ def idle(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("idle on until " + " or ".join(wakes))
 
 
-@FAMILY.command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy"], "mode": "and|or"}', args=ConcentrationArgs, effect="write_self")
+@FAMILY.command("cycle.concentration", '{"on": true, "tags": ["sea"], "emotions": ["joy", "anxiety:>=2"], "mode": "and|or"}  (an emotion with a threshold: name:≥N, >N, ≤N, <N)', args=ConcentrationArgs, effect="write_self")
 def concentration(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not arg(cmd, "on", default=True, kind=bool):
         ctx.managers.loop.set_context_mode(ctx.thread_id, "standard", root_thread=ctx.root_thread)

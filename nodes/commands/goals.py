@@ -222,6 +222,9 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
         tasks.check_runnable(task)
     except TierError as exc:
         raise CommandError(f"tasks.run: {exc}") from exc
+    deferred, why = tasks.arbitrate(task, limit=ctx.settings.cycle.task_cycles, thread_id=_root(ctx))
+    if deferred is not None and deferred.id == task.id:
+        return CommandResult(f"task {task.id}'s sub-cycle is {why}", show=True)
     given = {name: arg(cmd, name, default=None, kind=kind) for name, kind in CYCLE_KINDS.items()}  # bounds: TaskRunArgs
     config = tasks.cycle_config(task, given, started_at=ctx.now.isoformat())
     root = _root(ctx)
@@ -236,9 +239,10 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     mode = arg(cmd, "mode", default="read_only")
     tasks.cycle_started(task.id, mode=mode, config=config, thread_id=child.id)
     ctx.emit({"event": "task_cycle", "task_id": task.id, "status": "running", "thread_id": child.id})
+    outranked = f"; task {deferred.id}'s sub-cycle was {why}" if deferred is not None else ""
     return CommandResult(f"task {task.id}'s {mode} sub-cycle started in {child.id} (window {window} tokens, at most "
-                         f"{config['max_ticks']} ticks and {config['token_budget']:,} tokens); its notes will reach you",
-                         show=True)
+                         f"{config['max_ticks']} ticks and {config['token_budget']:,} tokens); its notes will reach you"
+                         + outranked, show=True)
 
 
 @FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', args=TaskIdArgs, effect="write_self")

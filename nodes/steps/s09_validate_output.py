@@ -71,6 +71,7 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext],
                                 "passed": result["rating"] >= threshold, "threshold": threshold}
     if result["rating"] <= ethics.violation_policy.violation_at and any(v.get("rating") is not None for v in votes):
         report["violation"] = ethics.violation_policy.on_violation == "block_commands_and_log"
+        report["ethics"] = ethics.decision_record(result["rating"])
         with services.db.unit() as repos:
             repos.processes.add("ethics.violation", f"the validators rated my output {result['rating']:+g} (at or below "
                                 f"{ethics.violation_policy.violation_at:+g}); policy {ethics.violation_policy.on_violation}",

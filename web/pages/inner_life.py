@@ -21,7 +21,7 @@ def inner_life_page(request: Request, repos: Repos = unit_of_work(), services: W
     return render(request, "pages/inner_life.html", "inner_life",
                   view=inner_life.drives_view(repos, services.settings(), services.clock()),
                   listing=inner_life.questions(repos), charts=inner_life.charts(repos),
-                  layers=inner_life.prompt_layers(repos))
+                  layers=inner_life.prompt_layers(repos), metrics=inner_life.goal_metrics(repos))
 
 
 @router.get("/inner-life/drives")

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from managers import Managers
+from managers.goals import GoalMetrics
 from memory import Repos
 from memory.repositories import NotFound
 from memory.text import emotion_strengths
@@ -96,6 +98,11 @@ def _question(q) -> QuestionView:
     return QuestionView(id=q.id, topic=q.topic, context=q.context or "", priority=q.priority, source=q.source,
                         status=q.status, resolution=q.resolution, created_at=_utc(q.created_at),
                         resolved_at=_utc(q.resolved_at))
+
+
+def goal_metrics(repos: Repos) -> GoalMetrics:
+    """HMP's goal metrics (managers/goals.py)."""
+    return Managers(repos).goals.metrics()
 
 
 def questions(repos: Repos, limit: int = 200) -> QuestionList:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from managers.loop import context_mode
 from memory import Repos
 from memory.upkeep.episodes import Period
+from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
 from memory.repositories.messages import MessageLine
 from nodes import provenance
@@ -48,14 +49,13 @@ def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any],
 
 def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
     tags = {t.lower() for t in cycle.get("focus_tags") or []}
-    emotions = {e.lower() for e in cycle.get("focus_emotions") or []}
+    emotions = [str(e) for e in cycle.get("focus_emotions") or []]
     have_tags = {str(t).lower() for t in message.tags or []}
-    have_emotions = {str(e).split(":")[0].strip().lower() for e in message.emotions or []}
     checks = []
     if tags:
         checks.append(tags <= have_tags if cycle.get("focus_logic") == "and" else bool(tags & have_tags))
     if emotions:
-        checks.append(emotions <= have_emotions if cycle.get("focus_logic") == "and" else bool(emotions & have_emotions))
+        checks.append(emotions_match(emotions, message.emotions or [], str(cycle.get("focus_logic") or "or")))
     if not checks:
         return True
     return all(checks) if cycle.get("focus_logic") == "and" else any(checks)
