@@ -286,6 +286,77 @@ def test_scripts_feeds_services_llm_task_and_stelis_show(agent_factory):
         assert "Rivers carry dissolved salts to it." in note.text
 
 
+# ---- the mesh, reputation and people ------------------------------------------------------------------------------
+
+
+def test_mesh_and_reputation_commands_through_a_tick(agent_factory, tmp_path):
+    from managers import ManagerDeps, Managers
+    from memory import Database
+    from memory.models import DiaryEntry
+    from persona.settings import MeshSettings, Settings
+    from reach.hmp.containers import encode
+    from reach.hmp.identity import Identity
+
+    spammer = Identity.generate().did
+
+    peer_db = Database.open(tmp_path / "peer")
+    try:
+        with peer_db.unit() as repos:
+            peer = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(tmp_path / "peer"),
+                                                                 mesh=MeshSettings(enabled=True))))
+            peer.diary.add("the spring tide peaks at 4.6 m", tags=["tides"])
+            [published] = peer.mesh.publish("tides")
+            sender = peer.mesh.my_did()
+    finally:
+        peer_db.close()
+    fake = FakeLLM("fake")
+    agent = agent_factory(fake, mesh={"enabled": True})
+    with agent.services.db.unit() as repos:
+        house = Managers(repos, ManagerDeps(settings=agent.services.settings))
+        house.mesh.subscribe("tides")
+        house.mesh.subscribe("storms")
+        learned = house.mesh.receive(encode(published))
+        assert learned.status == "accepted"
+        case = house.mesh.open_case("May a persona keep a secret for its human?", ["yes, if it harms nobody"])
+        house.mesh.compose("message", {"text": "waiting for a peer"})
+        house.reputation.block(spammer, "spam")
+        for i in range(4):
+            house.reputation.evaluate("did:key:zX", 0.9, evaluator="did:key:zFriend", about=f"c{i}")
+            house.reputation.evaluate("did:key:zX", -0.9, evaluator="did:key:zStranger", about=f"c{i}")
+    fake.responses = [block(("mesh.unsubscribe", {"topic": "storms"}), ("mesh.sync", {}),
+                            ("mesh.tally", {"case": case["id"]}), ("mesh.reject", {"container": published["id"]}),
+                            ("reputation.unblock", {"peer": spammer}), ("reputation.drift", {})),
+                      "Quiet."]
+    state = agent.tick()
+    statuses = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
+    result = executed(statuses)
+    assert result["c1"] == "unsubscribed"
+    assert re.match(r"outbox: [1-9]\d* waiting; holding \d+ containers", result["c2"])
+    assert result["c3"].startswith("May a persona keep a secret for its human?: ")
+    assert result["c4"] == "rejected" and result["c5"] == "unblocked"
+    assert "did:key:zStranger" in result["c6"] and "did:key:zFriend" in result["c6"]
+    with agent.services.db.unit() as repos:
+        house = Managers(repos, ManagerDeps(settings=agent.services.settings))
+        assert house.mesh.subscriptions() == ["tides"]
+        assert not house.reputation.is_blocked(spammer)
+        assert house.reputation.trust(sender) < 0  # what it taught was rejected
+        [entry] = [e for e in repos.diary.list(include_archived=True) if "from:peer" in (e.tags or [])]
+        assert repos.session.get(DiaryEntry, entry.id).status == "archived"
+
+
+def test_users_list_and_info_through_a_tick(agent_factory):
+    def seed(repos):
+        from managers import Managers
+        people = Managers(repos).people
+        ann = people.add("Ann", role="trusted")
+        people.add_identity(ann.id, "matrix", "@ann:example.org")
+
+    _, status = run(agent_factory, seed, ("users.list", {}), ("users.info", {"person": "Ann"}))
+    result = executed(status)
+    assert "Ann" in result["c1"] and "trusted" in result["c1"]
+    assert "@ann:example.org" in result["c2"] and "matrix" in result["c2"]
+
+
 # ---- every command is named by a test ------------------------------------------------------------------------------
 
 
