@@ -926,7 +926,7 @@ class MeshSubscription(Base):
 MESH_TABLES = (MeshContainer, MeshRefusal, MeshEvaluation, MeshBlock, MeshRevocation, MeshSubscription)
 
 
-# ---- long-term memory: the tools and links used often (HMP "часто используемые инструменты и связи") ---------
+# ---- long-term memory: tools and links used often (HMP "часто используемые инструменты и связи") -----
 
 
 class ToolUse(Base):

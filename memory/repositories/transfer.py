@@ -122,8 +122,8 @@ def _diary_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def copy_memory(source: Session, target: Session, mode: str, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
     """A spawn's memory: `clone` every table (ids kept, vectors stay valid), `trained` the goals, tasks, concepts
-    and links, llm_memory, insights, the diary and the known peers with their catalogue items (journalled anew, so the child's index embeds
-    them), `newborn` nothing. Returns rows written per table."""
+    and links, llm_memory, insights, the diary and the known peers, with their catalogue items (journalled anew,
+    so the child's index embeds them), `newborn` nothing. Returns rows written per table."""
     if mode == "newborn":
         return {}
     chosen = tables(None if mode == "clone" else TRAINED_TABLES + ("config",))
