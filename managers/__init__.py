@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from managers.models import ModelManager
     from managers.notes import NoteManager
     from managers.peers import PeerManager
+    from managers.tool_uses import ToolUseManager
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
@@ -244,6 +245,13 @@ class Managers:
         from managers.peers import PeerManager
 
         return PeerManager(self)
+
+    @cached_property
+    def tool_uses(self) -> ToolUseManager:
+        """HMP's frequently used tools and links: use counts and the most used (managers/tool_uses.py)."""
+        from managers.tool_uses import ToolUseManager
+
+        return ToolUseManager(self)
 
     @cached_property
     def tags(self) -> TagManager:

@@ -53,6 +53,7 @@ from memory.models import (
     SchemaVersion,
     StagnationStrategy,
     ThinkingMethod,
+    ToolUse,
     table_of,
 )
 from memory.models import (
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -188,6 +189,11 @@ def _v17_ethics_on_audit_entries(conn: Connection) -> None:
     _add_missing_columns(conn, "audit_log", ["ethics JSON"])
 
 
+def _v18_tool_uses(conn: Connection) -> None:
+    """HMP's long-term store of frequently used tools and links: a use count per tool and per semantic link."""
+    table_of(ToolUse).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -197,7 +203,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        14: _v14_peers_and_a2a,
                                                        15: _v15_people_and_channels,
                                                        16: _v16_goal_related_values,
-                                                       17: _v17_ethics_on_audit_entries}
+                                                       17: _v17_ethics_on_audit_entries,
+                                                       18: _v18_tool_uses}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

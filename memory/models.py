@@ -929,6 +929,23 @@ class MeshSubscription(Base):
 MESH_TABLES = (MeshContainer, MeshRefusal, MeshEvaluation, MeshBlock, MeshRevocation, MeshSubscription)
 
 
+# ---- long-term memory: tools and links used often (HMP "часто используемые инструменты и связи") -----
+
+
+class ToolUse(Base):
+    """How often the persona used a tool (`mcp.call` server.tool, `search.web`) or a link of its semantic graph
+    (`links.*`), kept apart from the diary: counted when such a command runs, shown by `tools.used`."""
+
+    __tablename__ = "tool_uses"
+    __table_args__ = (UniqueConstraint("kind", "name", name="uq_tool_uses_kind_name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # tool | link
+    name: Mapped[str] = mapped_column(String(300))
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    first_used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 # ---- peers and A2A ------------------------------------------------------------------------------------------
 class Peer(Base):
     """Another persona (or any A2A agent) this one knows: by name, its DID when known, where its A2A endpoint is and

@@ -225,10 +225,13 @@ class SearchSettings(Section):
     """Web search (`search.web`) through a backend the operator names; `none` turns it off (and the prompt says so).
     mcp: a tool of one of `mcp.servers` (`server`, `tool`, the query in `query_arg`); http: GET `url` with the
     query in `query_param` (plus `params`), answering JSON results (SearXNG's shape) or text; openai: a model that
-    searches, on an OpenAI-compatible server (`url` …/v1, `model`). `api_key_env` names the variable whose key goes
-    to that backend only."""
+    searches, on an OpenAI-compatible server (`url` …/v1, `model`); command: a local program (Epos's `claude -p`
+    backend) run as `command` (program and args; `{query}` in an arg is replaced by the query, else the query is
+    the last arg), its stdout the results (JSON or text) — when the program is not installed, search is quietly off.
+    `api_key_env` names the variable whose key goes to that backend only."""
 
-    backend: Literal["none", "mcp", "http", "openai"] = "none"
+    backend: Literal["none", "mcp", "http", "openai", "command"] = "none"
+    command: list[str] = Field(default_factory=list)
     server: str | None = None
     tool: str | None = None
     query_arg: str = "query"
@@ -249,12 +252,15 @@ class SearchSettings(Section):
             raise ValueError(f"search.backend {self.backend} needs `url` (http:// or https://)")
         if self.backend == "openai" and not self.model:
             raise ValueError("search.backend openai needs `model`")
+        if self.backend == "command" and not (self.command and self.command[0].strip()):
+            raise ValueError("search.backend command needs `command` (the program and its args)")
         return self
 
     def describe(self) -> str:
         if self.backend == "none":
             return "off (no search backend is configured)"
-        target = f"{self.server}.{self.tool}" if self.backend == "mcp" else self.url
+        target = (f"{self.server}.{self.tool}" if self.backend == "mcp"
+                  else self.command[0] if self.backend == "command" else self.url)
         return f"on ({self.backend}: {target})"
 
 

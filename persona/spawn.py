@@ -3,8 +3,10 @@
 
 | mode      | persona files                         | memory                                                         |
 | clone     | the parent's, renamed                 | all of it, ids kept, and the vectors copied (no re-embedding)  |
-| trained   | the parent's, renamed                 | goals and tasks, concepts and links, llm_memory, insights, its |
-|           |                                       | own tuned settings — no episodes, diary, conversation or notes |
+| trained   | the parent's, renamed                 | HMP's "cognitive diaries, semantic graphs, known agents": the  |
+|           |                                       | diary, concepts and links, peers; goals and tasks, llm_memory, |
+|           |                                       | insights, its own tuned settings — no episodes, conversation   |
+|           |                                       | or notes                                                       |
 | newborn   | the parent's, with a fresh identity   | none                                                           |
 
 The child records its parent (`lineage/parent` in its config table) and the parent its children

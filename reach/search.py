@@ -1,12 +1,16 @@
 """Web search through a backend the operator names: an HTTP endpoint answering JSON (SearXNG's `/search?q=…&format=
 json` shape: `results: [{title, url, content}]`; any other JSON or text is taken as it comes), an OpenAI-compatible
 server (a model that searches, asked in one chat turn), or an MCP tool (the caller passes its text through
-`parse_results`). Every request has a timeout and a size limit."""
+`parse_results`), or a local command-line program (Epos's `claude -p` backend: `search_command`). Every request has
+a timeout and a size limit."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,3 +114,62 @@ def search_openai(url: str, query: str, *, model: str, api_key_env: str | None =
     except Exception as exc:  # noqa: BLE001
         raise _failure(url, exc) from None
     return SearchAnswer([], str(text or "").strip())
+
+
+def command_program(argv: list[str]) -> str | None:
+    """The full path of a search command's program, or None when it is not installed (search is then off)."""
+    return shutil.which(argv[0]) if argv and argv[0] else None
+
+
+def command_argv(argv: list[str], query: str) -> list[str]:
+    """`argv` with `{query}` replaced by the query in every arg that names it; without any, the query goes last.
+    The query is one argument, never passed through a shell."""
+    if any("{query}" in a for a in argv[1:]):
+        return [argv[0], *(a.replace("{query}", query) for a in argv[1:])]
+    return [*argv, query]
+
+
+def search_command(argv: list[str], query: str, *, max_results: int = 5, timeout_s: float = 20,
+                   max_bytes: int = MAX_BYTES) -> SearchAnswer:
+    """Run the search program (no shell, no stdin) and take its stdout as the results (JSON or text). It is killed
+    past `timeout_s` or once it has written more than `max_bytes`; a non-zero exit is a SearchError with its stderr."""
+    program = command_program(argv)
+    if program is None:
+        raise SearchError(f"search command {argv[0] if argv else '(none)'!r} is not installed")
+    name = os.path.basename(program)
+    try:
+        process = subprocess.Popen([program, *command_argv(argv, query)[1:]], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise SearchError(f"search command {name}: {exc}"[:500]) from None
+    out, err = bytearray(), bytearray()
+    overflow = threading.Event()
+
+    def drain(stream: Any, into: bytearray, cap: int, stop_at_cap: bool) -> None:
+        while chunk := stream.read1(65536):
+            room = cap + 1 - len(into)
+            into.extend(chunk[:max(room, 0)])
+            if len(into) > cap and stop_at_cap:
+                overflow.set()
+                process.kill()
+                return
+
+    readers = [threading.Thread(target=drain, args=(process.stdout, out, max_bytes, True), daemon=True),
+               threading.Thread(target=drain, args=(process.stderr, err, 4000, False), daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        code = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise SearchError(f"search command {name}: no answer within {timeout_s:g} s") from None
+    finally:
+        for reader in readers:
+            reader.join(timeout=5)
+    if overflow.is_set():
+        raise SearchError(f"search command {name} wrote more than {max_bytes:,} bytes")
+    if code != 0:
+        detail = " ".join(err.decode("utf-8", "replace").split())[:300]
+        raise SearchError(f"search command {name} exited with {code}: {detail}")
+    return parse_results(out.decode("utf-8", "replace"), max_results)

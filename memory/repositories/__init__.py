@@ -42,6 +42,7 @@ from memory.repositories.people import ChannelRepo, PeopleRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
 from memory.repositories.peers import PeerRepo
+from memory.repositories.tool_uses import ToolUseRepo
 from memory.repositories.processes import ProcessLogRepo
 from memory.repositories.questions import QuestionRepo
 from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
@@ -230,6 +231,10 @@ class Repos:
     @cached_property
     def peers(self) -> PeerRepo:
         return PeerRepo(self.session)
+
+    @cached_property
+    def tool_uses(self) -> ToolUseRepo:
+        return ToolUseRepo(self.session)
 
     @cached_property
     def people(self) -> PeopleRepo:

@@ -97,9 +97,12 @@ def create_postgres_database(url: str, name: str) -> str:
     return parsed.set(database=name).render_as_string(hide_password=False)
 
 
-# what a "trained" child takes (HMP: cognitive diaries' distillate and semantic graphs, not the episodes)
-TRAINED_TABLES = ("goals", "goal_links", "tasks", "concepts", "links", "llm_memory", "insights", "memory_items")
-TRAINED_TIERS = ("concept", "llm_memory", "insight")
+# what a "trained" child takes — HMP's table of descendants: "cognitive diaries, semantic graphs, known agents"
+# (diary_entries; concepts and links; peers), with the distilled tiers (goals, tasks, llm_memory, insights) — not
+# the episodes, conversation or notes
+TRAINED_TABLES = ("goals", "goal_links", "tasks", "concepts", "links", "llm_memory", "insights", "diary_entries",
+                  "peers", "memory_items")
+TRAINED_TIERS = ("concept", "llm_memory", "insight", "diary")
 
 
 def _config_row(mode: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
@@ -113,10 +116,14 @@ def _task_row(row: dict[str, Any]) -> dict[str, Any]:
             "repl_error": None}
 
 
+def _diary_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "thread_id": None}  # the parent's threads stay with the parent
+
+
 def copy_memory(source: Session, target: Session, mode: str, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
     """A spawn's memory: `clone` every table (ids kept, vectors stay valid), `trained` the goals, tasks, concepts
-    and links, llm_memory and insights with their catalogue items (journalled anew, so the child's index embeds
-    them), `newborn` nothing. Returns rows written per table."""
+    and links, llm_memory, insights, the diary and the known peers, with their catalogue items (journalled anew,
+    so the child's index embeds them), `newborn` nothing. Returns rows written per table."""
     if mode == "newborn":
         return {}
     chosen = tables(None if mode == "clone" else TRAINED_TABLES + ("config",))
@@ -129,6 +136,8 @@ def copy_memory(source: Session, target: Session, mode: str, progress: Callable[
             where = table.c.tier.in_(TRAINED_TIERS)
         elif mode == "trained" and table.name == "tasks":
             transform = _task_row
+        elif mode == "trained" and table.name == "diary_entries":
+            transform = _diary_row
         counts[table.name] = copy_table(source, target, table, where, transform)
         if progress is not None:
             progress(table.name, counts[table.name])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from managers.memory import SearchUnavailable
@@ -98,3 +100,16 @@ def list_archived(cmd: Command, ctx: CommandContext) -> CommandResult:
     lines = [f"[{r.tier} {r.ref} · archived {r.archived_at:%Y-%m-%d}] {(r.title + ': ') if r.title else ''}{r.text[:160]}"
              for r in rows]
     return CommandResult("\n".join(lines) or "nothing is archived", show=True)
+
+
+class ToolsUsedArgs(Args):
+    kind: Literal["tool", "link"] | None = None
+    limit: Limit = 10
+
+
+@FAMILY.command("tools.used", '{"kind": "tool|link", "limit": 10}  (the tools and links I use most, with their counts)',
+                args=ToolsUsedArgs, effect="read")
+def tools_used(cmd: Command, ctx: CommandContext) -> CommandResult:
+    kind = arg(cmd, "kind", default=None)
+    lines = ctx.managers.tool_uses.lines(kind=kind, limit=arg(cmd, "limit", default=10, kind=int))
+    return CommandResult("\n".join(lines) or "no tool or link used yet", show=True)

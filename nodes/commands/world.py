@@ -25,7 +25,8 @@ from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 from reach import budget
 from reach.mcp import McpError, call_tool
-from reach.search import SearchAnswer, SearchError, parse_results, search_http, search_openai
+from reach.search import (SearchAnswer, SearchError, command_program, parse_results, search_command, search_http,
+                          search_openai)
 
 FAMILY = Family("world", "the world outside: web search and feeds",
                 compact=True, abouts={"search": "web search through the backend my operator set", "feeds": "RSS/Atom feeds I read; their items are notes (source feed)"})
@@ -61,7 +62,12 @@ class FetchArgs(Args):
 
 
 def search_off(settings: Any) -> str | None:
-    return None if settings.search.backend != "none" else "no search backend is configured (config.yaml search)"
+    config = settings.search
+    if config.backend == "none":
+        return "no search backend is configured (config.yaml search)"
+    if config.backend == "command" and command_program(config.command) is None:  # Epos: no CLI, no search, quietly
+        return f"the search program {config.command[0]!r} is not installed"
+    return None
 
 
 def run_search(settings: Any, query: str, k: int) -> SearchAnswer:
@@ -71,6 +77,8 @@ def run_search(settings: Any, query: str, k: int) -> SearchAnswer:
     if config.backend == "http":
         return search_http(config.url, query, query_param=config.query_param, params=config.params,
                            api_key_env=config.api_key_env, max_results=k, timeout_s=config.timeout_s)
+    if config.backend == "command":
+        return search_command(config.command, query, max_results=k, timeout_s=config.timeout_s)
     if config.backend == "openai":
         return search_openai(config.url, query, model=config.model, api_key_env=config.api_key_env, max_results=k,
                              timeout_s=config.timeout_s)

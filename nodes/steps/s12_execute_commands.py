@@ -119,6 +119,8 @@ def _run_one(cmd: Command, state: TickState, services: Services, commands: Regis
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
                                     sources=result.sources)
             repos.commands.record(**record, status=result.status, result=result.output)
+            if result.status == "executed":
+                ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
             audit(repos, verdict, cmd, decision="executed", cmd_key=key, thread_id=thread_id, tick=state.tick,
                   now=now)
             committed = ctx.after_commit

@@ -54,7 +54,7 @@ def test_a_v13_database_gains_related_values_on_its_goals(tmp_path):
     conn.close()
     db = Database.open(tmp_path)
     with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 17
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 18
     with db.unit() as repos:
         goal = repos.goals.get(1)
         assert (goal.title, goal.related_values) == ("Learn the tides", [])

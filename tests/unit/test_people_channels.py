@@ -381,7 +381,7 @@ def test_a_v12_database_gets_its_owner_and_the_human_notes_their_author(tmp_path
     with db.session() as s:
         from sqlalchemy import text
 
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 17
+        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 18
     db.close()
 
 

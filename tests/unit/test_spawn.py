@@ -5,6 +5,7 @@ a fresh identity) — that records its parent, and then thinks on its own."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -100,6 +101,10 @@ def test_a_consented_clone_copies_all_memory_and_vectors_and_thinks_on_its_own(t
 
 def test_run_py_spawn_trained_and_newborn(tmp_path):
     agent, persona, data = parent(tmp_path)
+    with agent.services.db.unit() as repos:  # a known agent: HMP's `trained` child takes it along
+        repos.peers.add("Orion", did=None, a2a_url="http://127.0.0.1:9/", p2p_addrs=[], added_by="owner",
+                       note="a friend", now=datetime.now(timezone.utc))
+        repos.diary.add("The keeper wrote this in the main thread.", tags=["log"], thread_id="main")
     agent.tick()
     agent.services.sync_memory()
     agent.services.db.close()
@@ -109,14 +114,21 @@ def test_run_py_spawn_trained_and_newborn(tmp_path):
     report = json.loads(said.output[said.output.index("{"):])
     assert report["parent"]["name"] == "Lumen" and report["mode"] == "trained"
     trained = Database.open(tmp_path / "data-nova")
-    assert counts(trained) == {"diary": 0, "goals": 1, "tasks": 1, "concepts": 2, "links": 1, "llm_memory": 1,
+    # HMP's table of descendants: `trained` takes "cognitive diaries, semantic graphs, known agents"
+    assert counts(trained) == {"diary": 2, "goals": 1, "tasks": 1, "concepts": 2, "links": 1, "llm_memory": 1,
                                "insights": 1, "notes": 0, "messages": 0}
     with trained.unit() as repos:
+        diary = {d.text: d.thread_id for d in repos.diary.list(limit=100)}
+        assert diary == {"The storm of March broke two windows in the lamp room.": None,
+                         "The keeper wrote this in the main thread.": None}  # the parent's threads stay behind
+        peers = {p.name: p.added_by for p in repos.peers.list()}
+        assert peers == {"Orion": "owner"}  # the known agent
         tiers = sorted({i.tier for i in repos.items.indexed(limit=None)})
-        assert tiers == ["concept", "insight", "llm_memory"] and repos.items.journal_head() >= 4
+        assert tiers == ["concept", "diary", "insight", "llm_memory"] and repos.items.journal_head() >= 6
     trained.close()
     child = make_agent(tmp_path / "data-nova", FakeLLM("fake"), persona_dir=str(tmp_path / "personas" / "nova"))
     assert any("Storms come in threes" in h.item.text for h in child.services.memory.search("storms in threes"))
+    assert any("storm of March" in h.item.text for h in child.services.memory.search("storm broke the windows"))
     child.services.db.close()
 
     said = runner.invoke(app, ["spawn", "Iris", "--mode", "newborn", "--data-dir", str(data)])
