@@ -320,7 +320,8 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
                 reply = await send_text(url, text, metadata={"from": me}, token=token,
                                         timeout_s=settings.a2a.send_timeout_s, message_id=f"anima-{me}-{row_id}")
             except A2AError as exc:
-                await anyio.to_thread.run_sync(lambda: record(row_id, None, str(exc)))
+                error = str(exc)
+                await anyio.to_thread.run_sync(lambda: record(row_id, None, error))
                 return False
             await anyio.to_thread.run_sync(lambda: record(row_id, reply.text if reply.done else None, None))
             return True

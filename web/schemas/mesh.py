@@ -4,7 +4,7 @@ cases and refused containers (managers/mesh.py, managers/reputation.py), the A2A
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 
