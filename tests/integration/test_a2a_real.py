@@ -117,7 +117,7 @@ def test_the_mesh_page_in_chromium_shows_peers_and_what_they_wrote_and_the_owner
     expect(page.locator('tr[data-peer="bob"]')).to_be_visible()
     expect(page.get_by_test_id("trust-bob")).to_have_text("no trust yet")  # no reputation yet: no number invented
     expect(page.get_by_test_id("heard").locator("tr", has_text="bob").first).to_be_visible()
-    expect(page.get_by_test_id("learned-absent")).to_be_visible()
+    expect(page.get_by_test_id("learned-empty")).to_be_visible()  # nothing arrived by CogSync yet
     form = page.get_by_test_id("add-peer")
     form.get_by_label("peer name").fill("dora")
     form.get_by_label("A2A URL").fill("http://127.0.0.1:9/")
