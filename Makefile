@@ -74,7 +74,7 @@ test: model synapse
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
 	$(PY) -m mypy
-	$(PY) -m pytest -q -rs
+	$(PY) -m pytest -q -rs --durations=25
 
 studio: install
 	$(VENV)/bin/langgraph dev --no-browser

@@ -32,6 +32,9 @@ ADDED_PRIORITY = 50  # a model added at run time thinks before the embedded one 
 SECRETS_DIR = "secrets"  # under the data dir: one 0600 file per model key, never in the database, a page or an export
 
 
+RESERVED_IDS = ("selected", "local")  # /api/llms/selected and /api/llms/local are routes, not models
+
+
 def model_slug(text: str) -> str:
     """An id from a name or a model: lower case letters, digits, dots and dashes."""
     slug = re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")
@@ -173,8 +176,9 @@ class ModelManager:
         if not model:
             raise RegistryError("model: name the model the server should run")
         llm_id = model_slug(name or model)
-        taken = {r.id for r in self.repos.llm_registry.all()}
-        if llm_id in taken:
+        if llm_id in RESERVED_IDS:
+            raise RegistryError(f"{llm_id!r} names a route, not a model: give it another name")
+        if llm_id in {r.id for r in self.repos.llm_registry.all()}:
             raise RegistryError(f"a model {llm_id!r} is already registered: give it another name")
         if check:
             key = api_key if api_key is not None else (os.environ.get(api_key_env) if api_key_env else None)

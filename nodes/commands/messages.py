@@ -34,7 +34,7 @@ def _to_an_unapproved_agent(args: dict[str, Any]) -> Effect | None:
     return "external" if is_agent_url(str(args.get("to") or "")) else None
 
 
-@FAMILY.command("messages.send", '{"text": "…", "to": "Ann"}  (to your human, a person or a peer by name, or an A2A '
+@FAMILY.command("messages.send", '{"text": "…"}  (to your human; "to": a person or a peer by name, or an A2A '
                 "agent's URL)", args=MessageArgs, effect="write_self", escalate=_to_an_unapproved_agent,
                 aliases=('message', 'send_message', 'send', 'reply'))
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:

@@ -15,7 +15,7 @@ SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text
 
 
 def test_tick_stores_response_with_reflexes_and_answers_a_note(agent_factory):
-    fake = FakeLLM("fake", responses=["The sea is calm today.\n" + SEND])
+    fake = FakeLLM("fake", responses=["The sea looks grey today.\n" + SEND])
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         note_id = repos.notes.add("What do you see?", source="user").id
@@ -30,7 +30,8 @@ def test_tick_stores_response_with_reflexes_and_answers_a_note(agent_factory):
         outgoing = repos.notes.list(source="llm")
         assert [n.text for n in outgoing] == ["Hi human!"]
         msg = repos.messages.recent("main", 5)[0]
-        assert msg.content == "The sea is calm today."  # the commands block is not part of the thought
+        assert msg.content == "The sea looks grey today."  # the commands block is not part of the thought
+        # a thought that names no feeling: the model rates it (one that does is rated from its own words)
         assert msg.emotions == ["curiosity:3 (new idea)"] and msg.auto_pass and msg.novelty_score == 100.0
         assert repos.commands.get("main:1:t1-1").status == "executed"
         totals = repos.llm_calls.totals("main", 1)

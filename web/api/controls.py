@@ -15,10 +15,10 @@ router = APIRouter(tags=["controls"], responses=PERSONA)
 
 
 class ModelId(Convertor[str]):
-    """A model's id in a path: any segment but `selected` (/api/llms/selected is the choice, PUT only: a PATCH of
-    it is a 405, not an edit of a model called "selected")."""
+    """A model's id in a path: any segment but the reserved ones (managers/models.py RESERVED_IDS):
+    /api/llms/selected (PUT only) and /api/llms/local (GET only) answer other methods 405, they are no model."""
 
-    regex = "(?!selected$)[^/]+"
+    regex = "(?!(?:selected|local)$)[^/]+"
 
     def convert(self, value: str) -> str:
         return value
