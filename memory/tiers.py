@@ -243,7 +243,7 @@ E = TypeVar("E", bound=TierEdit)
 
 def ref_id(ref: str) -> int:
     """A row tier's ref as its id; RowNotFound when it is not one."""
-    if not str(ref).isdigit() or int(ref) > MAX_REF:
+    if not (str(ref).isascii() and str(ref).isdigit()) or int(ref) > MAX_REF:
         raise RowNotFound(f"no row {str(ref)[:40]!r}: this tier's refs are numbers", field="ref")
     return int(ref)
 
@@ -711,7 +711,7 @@ class ItemTier(RowTier[E]):
 
     def _archived_ids(self, repos: Repos, limit: int) -> list[int]:
         refs = [item.ref.split(":", 1)[0] for item in repos.items.of_tier(self.name, "archived")]
-        return sorted({int(r) for r in refs if r.isdigit()}, reverse=True)[:limit]
+        return sorted({int(r) for r in refs if r.isascii() and r.isdigit()}, reverse=True)[:limit]
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         found: list[Any] = []

@@ -45,7 +45,7 @@ async def receive_upload(request: Request, *, limit: int, types: tuple[str, ...]
     length = request.headers.get("content-length")
     if length is None:
         raise ServiceError("the upload needs a Content-Length", field=FIELD, status=411)
-    if not length.isdigit() or int(length) > limit + 64 * 1024:  # room for the multipart framing
+    if not (length.isascii() and length.isdigit()) or int(length) > limit + 64 * 1024:  # room for the multipart framing
         raise _too_large(limit)
     if int(length) == 0:  # nothing sent: no file, whatever type it was said to be
         raise ServiceError("choose a file to upload", field=FIELD, status=422)
