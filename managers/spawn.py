@@ -6,6 +6,8 @@ own), the operator with `run.py spawn`; both open the child's vector index here,
 
 from __future__ import annotations
 
+import logging
+
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SpawnError", "SpawnManager", "open_child_index"]
 
+
+log = logging.getLogger(__name__)
 
 def open_child_index(child_db: Database, data_dir: Path, parent_index: MemoryIndex) -> MemoryIndex:
     """The child's vector index with the parent's embedder (so its vectors fit): embedded in its data dir, or — when
@@ -80,8 +84,8 @@ class SpawnManager:
             try:
                 if house.peers.find(valid_name(name)) is None:
                     house.peers.add(name, added_by="spawn", note=note)
-            except ValueError:
-                pass  # a name no peer can have: the birth stands, the peer is added by hand
+            except ValueError as unfit:  # the birth stands; the owner adds the peer by hand
+                log.info("spawn: %r is not a name a peer can have (%s): add it with agents.add", name, unfit)
 
         befriend(self.house, child_name, f"my child ({mode})")
         parent_name = load_persona(parent_dir).display_name

@@ -1,7 +1,6 @@
 """E-mail and Telegram through the channel runner (channels/runner.py) as configured in settings: a mail in the
 owner's thread becomes a note by its author, the persona's answer queued in the outbox goes out over SMTP into
-the owner's mailbox threaded to it; the same for a Telegram message and its answer through the stand-in Bot API.
-Skips where the runner is not there yet (it comes with the people/inbox/outbox work)."""
+the owner's mailbox threaded to it; the same for a Telegram message and its answer through the stand-in Bot API."""
 
 from __future__ import annotations
 
@@ -13,15 +12,12 @@ from typing import Any
 
 import pytest
 
+from channels.runner import ChannelRunner
 from tests.integration import mail_servers, telegram_bot_api
 from tests.integration.test_email_channel import ANIMA, ANN, ann_mailbox, ann_sends
 from tests.integration.test_telegram_channel import ANN as TG_ANN
 from tests.integration.test_telegram_channel import TOKEN, control
 
-runner_module = pytest.importorskip("channels.runner", reason="the channel runner is not in this tree yet")
-settings_module = pytest.importorskip("persona.settings")
-if not hasattr(settings_module, "ChannelEntry"):
-    pytest.skip("persona.settings has no ChannelEntry yet", allow_module_level=True)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
 
@@ -100,7 +96,7 @@ def test_a_mail_becomes_a_note_and_the_answer_lands_threaded(servers, db, monkey
         m.people.add_identity(owner.id, "email", ANN)
     ann_sends(servers, "<runner-root@example.org>", "Plans", "What shall we do on Sunday?")
 
-    runner = runner_module.ChannelRunner(db, settings)
+    runner = ChannelRunner(db, settings)
     run_until(runner, lambda: any("Sunday" in n.text for n in notes(db)))
     [note] = [n for n in notes(db) if "Sunday" in n.text]
     assert note.text == "What shall we do on Sunday?" and note.author_id == owner.id
@@ -131,7 +127,7 @@ def test_a_telegram_message_becomes_a_note_and_the_answer_goes_to_the_chat(bot_a
         m.people.add_identity(owner.id, "telegram", str(TG_ANN["id"]))
     control(bot_api, "message", {"chat_id": TG_ANN["id"], "user": TG_ANN, "text": "Are you there?"})
 
-    runner = runner_module.ChannelRunner(db, settings)
+    runner = ChannelRunner(db, settings)
     run_until(runner, lambda: any(n.text == "Are you there?" for n in notes(db)))
     [note] = [n for n in notes(db) if n.text == "Are you there?"]
     assert note.author_id == owner.id

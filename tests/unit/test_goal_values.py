@@ -5,13 +5,11 @@ older database by the v14 migration."""
 from __future__ import annotations
 
 import json
-import sqlite3
-
-from sqlalchemy import text
 
 from memory import SCHEMA_VERSION, Database
 from memory.tiers import TIERS
 from tests.fakes.llm import FakeLLM
+from tests.old_databases import as_version, schema_version
 
 
 def commands(*items) -> str:
@@ -47,14 +45,9 @@ def test_a_v13_database_gains_related_values_on_its_goals(tmp_path):
     with db.unit() as repos:
         repos.goals.add("Learn the tides", horizon="long")
     db.close()
-    conn = sqlite3.connect(tmp_path / "anima.sqlite")
-    conn.execute("ALTER TABLE goals DROP COLUMN related_values")
-    conn.execute("UPDATE schema_version SET version = 13")
-    conn.commit()
-    conn.close()
+    as_version(tmp_path, 13, "ALTER TABLE goals DROP COLUMN related_values")
     db = Database.open(tmp_path)
-    with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 18
+    assert schema_version(db) == SCHEMA_VERSION
     with db.unit() as repos:
         goal = repos.goals.get(1)
         assert (goal.title, goal.related_values) == ("Learn the tides", [])

@@ -357,31 +357,23 @@ def test_a_voice_message_is_transcribed_and_answered_in_speech(db, monkeypatch) 
 
 
 def test_a_v12_database_gets_its_owner_and_the_human_notes_their_author(tmp_path: Path) -> None:
-    import sqlite3
-
     from memory.db import SCHEMA_VERSION
+    from tests.old_databases import as_version, schema_version
 
     Database.open(tmp_path).close()
-    conn = sqlite3.connect(tmp_path / "anima.sqlite")
-    for table in ("people", "person_identities", "contact_requests", "channel_inbox", "channel_outbox",
-                  "channel_cursors"):
-        conn.execute(f"DROP TABLE {table}")
-    conn.execute("ALTER TABLE notes DROP COLUMN author_id")
-    conn.execute("INSERT INTO notes (text, tags, user_did, source, links, read, hidden, priority, created_at) VALUES "
-                 "('hello from v12', '[]', 'ALL', 'user', '', 0, 0, 0, '2026-01-01'), "
-                 "('my own thought', '[]', 'ALL', 'llm', '', 1, 0, 0, '2026-01-01')")
-    conn.execute("UPDATE schema_version SET version = 12")
-    conn.commit()
-    conn.close()
+    as_version(tmp_path, 12,
+               *(f"DROP TABLE {table}" for table in ("people", "person_identities", "contact_requests",
+                                                     "channel_inbox", "channel_outbox", "channel_cursors")),
+               "ALTER TABLE notes DROP COLUMN author_id",
+               "INSERT INTO notes (text, tags, user_did, source, links, read, hidden, priority, created_at) VALUES "
+               "('hello from v12', '[]', 'ALL', 'user', '', 0, 0, 0, '2026-01-01'), "
+               "('my own thought', '[]', 'ALL', 'llm', '', 1, 0, 0, '2026-01-01')")
     db = Database.open(tmp_path)
     with db.unit() as repos:
         owner = repos.people.owners()[0]
         assert (owner.role, owner.added_by) == ("owner", "migration")
         assert {n.text: n.author_id for n in repos.notes.list()} == {"hello from v12": owner.id, "my own thought": None}
-    with db.session() as s:
-        from sqlalchemy import text
-
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 18
+    assert schema_version(db) == SCHEMA_VERSION
     db.close()
 
 

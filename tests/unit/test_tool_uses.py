@@ -5,15 +5,14 @@ used first. An older database gains the table (v18)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
+from datetime import datetime
 from pathlib import Path
-
-from sqlalchemy import text
 
 from memory import Database
 from memory.db import SCHEMA_VERSION
 from tests.fakes.llm import FakeLLM
+from tests.old_databases import as_version, schema_version
 
 SEARCHER = f"""#!{sys.executable}
 import json, sys
@@ -65,14 +64,9 @@ def test_mcp_calls_are_counted_by_server_and_tool():
 
 def test_a_v16_database_gains_the_tool_uses_table(tmp_path: Path):
     Database.open(tmp_path).close()
-    conn = sqlite3.connect(tmp_path / "anima.sqlite")
-    conn.execute("DROP TABLE tool_uses")
-    conn.execute("UPDATE schema_version SET version = 16")
-    conn.commit()
-    conn.close()
+    as_version(tmp_path, 16, "DROP TABLE tool_uses")
     db = Database.open(tmp_path)
-    with db.session() as s:
-        assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION == 18
+    assert schema_version(db) == SCHEMA_VERSION
     with db.unit() as repos:
-        assert repos.tool_uses.count("tool", "search.web", now=__import__("datetime").datetime.now()).uses == 1
+        assert repos.tool_uses.count("tool", "search.web", now=datetime.now()).uses == 1
     db.close()
