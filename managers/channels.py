@@ -174,10 +174,15 @@ class ChannelManager:
                 f"(approval {approval.id})]")
 
     def release_held(self, request: ContactRequest, person: Person) -> builtins.list[int]:
-        """The accepted contact's held messages, as notes from them (in the order they came)."""
+        """The accepted contact's held messages, as notes from them (in the order they came); their attachments as
+        references only (their content was never kept: a document is sent again to be offered to the knowledge
+        base)."""
         ids = []
         for row in self.repos.channels.held(request.id):
-            note = self._note(person, row.channel, row.held_text or "", row.received_at)
+            lines = [row.held_text or ""] + [
+                f"[attachment {a.get('name', 'file')} ({a.get('mime') or 'unknown type'}, {a.get('size', 0)} bytes): "
+                f"kept by reference {str(a.get('ref', ''))[:200]}]" for a in row.attachments or [] if isinstance(a, dict)]
+            note = self._note(person, row.channel, "\n".join(line for line in lines if line), row.received_at)
             row.state, row.note_id, row.person_id, row.held_text = "noted", note.id, person.id, None
             ids.append(note.id)
         return ids
