@@ -477,6 +477,12 @@ def test_a_refused_document_is_deleted_and_stays_a_reference_the_owners_goes_str
         assert "recipes.md: added to my knowledge base (doc 1" in repos.notes.get(mine.note_id).text
         assert kb_state(repos)[0] == [("recipes", "Ada (owner, via matrix)")]
 
+        m.channels.receive(document("$4", "@bob:hs", name="gone.md", data=b"soon gone", who="Bob"), ENTRY, now=NOW)
+        [gone] = m.consent.pending()
+        Path(gone.args["path"]).unlink()  # the data dir lost it: approving fails, said, and adds nothing
+        assert m.consent.answer(gone.id, approve=True, by="human (web)", now=NOW).status == "failed"
+        assert "gone.md is no longer kept" in gone.result and len(repos.kb.list()) == 1
+
         too_big = ChannelEntry(kind="matrix", name="matrix", max_attachment_bytes=100)
         over = m.channels.receive(document("$3", "@bob:hs", who="Bob"), too_big, now=NOW)
         assert "over the channel's 100-byte cap, kept by reference mxc://hs/x" in repos.notes.get(over.note_id).text
