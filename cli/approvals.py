@@ -14,7 +14,7 @@ from rich.markup import escape
 from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, preview, print_listing, read_rows
 from graph.reports import approval_row
 from managers import Managers
-from managers.consent import ApprovalError, answer
+from managers.consent import DOCUMENT_APPROVAL, ApprovalError, answer
 from nodes.context import utcnow
 
 
@@ -58,7 +58,11 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str
             deployment.wake(name)
         finally:
             deployment.close()
-    if approve:
+    if row.type == DOCUMENT_APPROVAL:  # settled at once (managers/consent.py)
+        console.print(f"{'approved' if approve else 'denied'} {approval_id} ({row.type}): "
+                      f"{escape(row.result or 'the document stays a reference; its kept copy is deleted')}",
+                      soft_wrap=True, highlight=False)
+    elif approve:
         console.print(f"approved {approval_id} ({row.type}); it runs once, at the persona's next tick")
     else:
         console.print(f"denied {approval_id} ({row.type}); the persona sees the denial in its next prompt")

@@ -5,7 +5,9 @@ cursor was stored) is dropped. A known person's message becomes a note from them
 person id, tagged with the channel and their role; the prompt fences it as data); an unknown sender's is held for a
 contact request (nothing of it in a note, so nothing in memory, until the owner accepts); a sender over the
 channel's rate limit is dropped, a text over its size cap is cut. Attachments are kept by reference; a text document
-the owner sent goes to the knowledge base (theirs is the consent), anyone else's stays a reference.
+within the channel's size cap that the owner sent goes to the knowledge base (their sending it is their consent),
+anyone else's waits for the owner's approval (`kb.add_document`: approved, it joins the knowledge base with its
+sender as its source; refused, its bytes are deleted and it stays a reference).
 
 Out: a message to a person is an outbox row with an idempotency key given before the first attempt; the runner marks
 it `sending` (committed) before it calls the platform, and a row found `sending` later (the process was killed
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from managers.consent import DOCUMENT_APPROVAL
+from managers.memory import MAIN_THREAD
 from managers.speech import VOICE_TAG
 from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
 from persona.quiet_hours import parse_hours
@@ -89,7 +93,7 @@ class ChannelManager:
         identity = repos.people.identity(arrival.channel, arrival.sender)
         if identity is not None:
             identity.last_seen_at, identity.conversation = now, arrival.conversation
-        lines = [text] + self._attachment_lines(person, arrival, limits)
+        lines = [text] + self._attachment_lines(person, arrival, limits, now)
         spoken = any(a.get("transcribed") for a in arrival.attachments)
         note = self._note(person, arrival.channel, "\n".join(line for line in lines if line), now, spoken=spoken)
         row.note_id = note.id
@@ -124,32 +128,61 @@ class ChannelManager:
                                     priority=1 if person.role == "owner" else 0,
                                     tags=[f"via:{channel}", f"role:{person.role}"] + ([VOICE_TAG] if spoken else []))
 
-    def _attachment_lines(self, person: Person, arrival: Arrival, limits: ChannelEntry) -> list[str]:
+    def _attachment_lines(self, person: Person, arrival: Arrival, limits: ChannelEntry, now: datetime) -> list[str]:
         lines = []
-        for item in arrival.attachments:
+        for index, item in enumerate(arrival.attachments):
             name, mime, size = str(item.get("name", "file")), str(item.get("mime", "")), int(item.get("size", 0))
             data = item.get("data")
-            if (item.get("kind") == "text" or mime in TEXT_MIMES) and isinstance(data, bytes | bytearray) \
-                    and person.role == "owner" and size <= limits.max_attachment_bytes:
-                try:
-                    upload = self.house.memory.upload_kb(name, bytes(data))
-                    lines.append(f"[attachment {name}: added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)]")
-                    continue
-                except Exception as exc:  # noqa: BLE001 - an unreadable document stays a reference
-                    lines.append(f"[attachment {name}: not added to the knowledge base: {str(exc)[:120]}]")
-                    continue
             if item.get("transcribed"):
                 lines.append(f"[voice message {name}: transcribed above; the recording kept by reference]")
+                continue
+            if item.get("kind") == "text" or mime in TEXT_MIMES:
+                if isinstance(data, bytes | bytearray) and size <= limits.max_attachment_bytes:
+                    lines.append(self._document(person, arrival, index, name, bytes(data), now))
+                    continue
+                lines.append(f"[attachment {name} ({mime or 'text'}, {size} bytes): over the channel's "
+                             f"{limits.max_attachment_bytes}-byte cap, kept by reference "
+                             f"{str(item.get('ref', ''))[:200]}]")
                 continue
             lines.append(f"[attachment {name} ({mime or 'unknown type'}, {size} bytes): kept by reference "
                          f"{str(item.get('ref', ''))[:200]}]")
         return lines
 
+    def _document(self, person: Person, arrival: Arrival, index: int, name: str, data: bytes, now: datetime) -> str:
+        """A text document within the cap: the owner's goes to the knowledge base (their sending it is their
+        consent); anyone else's is kept under the data dir and waits for the owner's approval (`kb.add_document`,
+        answered on the Approvals page, `/api/approvals`, `run.py approve|deny`; managers/consent.py adds or drops
+        it). The note says which."""
+        memory = self.house.memory
+        source = f"{person.name} ({person.role}, via {arrival.channel})"
+        try:
+            if person.role == "owner":
+                upload = memory.upload_kb(name, data, source=source, author=person.name)
+                return f"[attachment {name}: added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)]"
+            path = memory.keep_document(name, data)
+        except Exception as exc:  # noqa: BLE001 - an unreadable document stays a reference
+            return f"[attachment {name}: not added to the knowledge base: {str(exc)[:120]}]"
+        args = {"document": name, "size": len(data), "from": source, "person_id": person.id,
+                "channel": arrival.channel, "message": arrival.platform_id, "path": str(path),
+                "excerpt": "" if data.startswith(b"%PDF") else " ".join(data.decode("utf-8", "replace").split())[:300]}
+        approval, _ = self.house.consent.request(
+            cmd_key=f"document:{arrival.channel}:{arrival.platform_id}:{index}", cmd_id="", type=DOCUMENT_APPROVAL,
+            args=args, effect="modify_self", description=f"{person.name} sent {name} ({_size(len(data))}) — add "
+            "to the knowledge base?", reason=f"a document from {source} joins my knowledge base only with my "
+            "owner's consent", thread_id=MAIN_THREAD, root_thread=MAIN_THREAD, tick=0, now=now)
+        return (f"[attachment {name} ({_size(len(data))}): waits for my owner's consent to join my knowledge base "
+                f"(approval {approval.id})]")
+
     def release_held(self, request: ContactRequest, person: Person) -> builtins.list[int]:
-        """The accepted contact's held messages, as notes from them (in the order they came)."""
+        """The accepted contact's held messages, as notes from them (in the order they came); their attachments as
+        references only (their content was never kept: a document is sent again to be offered to the knowledge
+        base)."""
         ids = []
         for row in self.repos.channels.held(request.id):
-            note = self._note(person, row.channel, row.held_text or "", row.received_at)
+            lines = [row.held_text or ""] + [
+                f"[attachment {a.get('name', 'file')} ({a.get('mime') or 'unknown type'}, {a.get('size', 0)} bytes): "
+                f"kept by reference {str(a.get('ref', ''))[:200]}]" for a in row.attachments or [] if isinstance(a, dict)]
+            note = self._note(person, row.channel, "\n".join(line for line in lines if line), row.received_at)
             row.state, row.note_id, row.person_id, row.held_text = "noted", note.id, person.id, None
             ids.append(note.id)
         return ids
@@ -167,7 +200,8 @@ class ChannelManager:
         """Who a message goes to, whether it answers something, and whether it goes over a channel: the author of
         the note it names, else (to "user") of the latest human note — a reply goes back to whoever wrote, where
         they wrote (a note from the web page or the terminal is answered there) — else the person named (reached
-        on their channel). Prompted: it answers a note of the last hour (an unprompted one waits past quiet hours).
+        on their channel). Prompted: it answers a note of the last hour — the one named, the latest human one, or
+        the named person's own latest message (an unprompted one waits past their quiet hours).
         NotFound for an unknown person."""
         from memory.repositories.notes import HUMAN_SOURCES
 
@@ -183,6 +217,8 @@ class ChannelManager:
             person = self.house.people.get(answered.author_id)
         else:
             person = self.house.people.find(to)
+        if answered is None and to != "user":  # to a person by name: it answers their own latest message, if any
+            answered = notes.last_from(person.id, source="channel")
         if answered is None:
             return person, False, True
         created = answered.created_at if answered.created_at.tzinfo else answered.created_at.replace(tzinfo=timezone.utc)
@@ -272,6 +308,11 @@ class ChannelManager:
                         "retry_at": row.retry_at.isoformat() if row and row.retry_at else None,
                         "outbox_depth": self.repos.channels.depth(name)})
         return out
+
+
+def _size(size: int) -> str:
+    return f"{size} bytes" if size < 1024 else f"{size / 1024:.0f} KB" if size < 1024 * 1024 else \
+        f"{size / (1024 * 1024):.1f} MB"
 
 
 __all__ = ["Arrival", "ChannelManager", "Received"]

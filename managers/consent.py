@@ -4,13 +4,16 @@ and the human's answer.
 The tick's gate (nodes/commands/consent.py `decide`) says whether a command runs, waits or is refused; what it
 decides is recorded here (`request`, `record`). The human answers from any door — `run.py approve/deny`, the web
 app, the MCP server — through `answer`: approved, the command runs once at the persona's next tick; denied, it never
-runs and the persona reads the denial, with its reason, in its next prompt. An idle loop wakes on the answer.
+runs and the persona reads the denial, with its reason, in its next prompt. An idle loop wakes on the answer. A
+document sent over a channel (`kb.add_document`, no command of the persona's) is settled at once: added to the
+knowledge base, or its kept bytes deleted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory.models import Approval, AuditEntry
@@ -19,6 +22,9 @@ from memory.repositories.consent import canonical_args
 if TYPE_CHECKING:
     from managers import Managers
     from memory import Database
+
+
+DOCUMENT_APPROVAL = "kb.add_document"  # a text document someone other than the owner sent over a channel
 
 
 class ApprovalError(ValueError):
@@ -78,12 +84,52 @@ class ConsentManager:
         repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
                         decision="approved" if approve else "denied", actor="human", reason=reason or by,
                         approval_id=row.id, created_at=now)
+        if row.type == DOCUMENT_APPROVAL:
+            self._settle_document(row, approve=approve, reason=reason, now=now)
+            return row
         if not approve:
             because = f": {reason}" if reason else " (no reason given)"
             repos.processes.add("approval.denied", f"my human denied {row.type} {canonical_args(row.args)[:200]} "
                                 f"(approval {row.id}){because}", status="error", thread_id=row.thread_id)
             repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
         return row
+
+    def _settle_document(self, row: Approval, *, approve: bool, reason: str, now: datetime) -> None:
+        """A document someone sent over a channel (managers/channels.py), settled at once — it is no command of the
+        persona's, nothing waits for a tick: approved, it joins the knowledge base with its sender as its source
+        (its chunks are data like every knowledge-base text: fenced in the prompt, an untrusted source for the
+        consent gate); refused, its kept bytes are deleted and the note keeps the reference. The persona reads
+        either in its process log."""
+        repos, args = self.repos, dict(row.args or {})
+        name, source, path = str(args.get("document", "document")), str(args.get("from", "")), Path(str(args.get("path")))
+        if not approve:
+            self.house.memory.drop_kept_document(path)
+            because = f": {reason}" if reason else ""
+            repos.processes.add("document.refused", f"my owner kept {name} from {source} out of my knowledge base "
+                                f"(approval {row.id}){because}; it stays a reference", status="close",
+                                thread_id=row.thread_id)
+            return
+        author = source.split(" (", 1)[0]
+        try:
+            if not path.is_file():
+                raise FileNotFoundError(f"{name} is no longer kept under the data dir")
+            upload = self.house.memory.add_kept_document(path, source=source, author=author, filename=name)
+        except (OSError, ValueError) as exc:
+            message = f"{name} could not be added: {exc}"
+            repos.approvals.mark_failed(row.id, message[:2000], now)
+            repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type,
+                            effect=row.effect, decision="failed", actor="loop", reason=message[:2000],
+                            approval_id=row.id, created_at=now)
+            repos.processes.add("document.failed", message[:2000], status="error", thread_id=row.thread_id)
+            return
+        result = (upload.skipped or f"{name} from {source} added to my knowledge base (doc {upload.doc_id}, "
+                  f"{upload.chunks} chunks)")
+        repos.approvals.mark_executed(row.id, result, now)
+        repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
+                        decision="executed", actor="human", reason=f"approval {row.id}", approval_id=row.id,
+                        created_at=now)
+        repos.processes.add("document.added", f"my owner approved: {result} (approval {row.id})", status="ok",
+                            thread_id=row.thread_id)
 
     def get(self, approval_id: int) -> Approval | None:
         return self.repos.approvals.get(approval_id)

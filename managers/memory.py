@@ -189,9 +189,18 @@ class MemoryManager:
 
     # ---- the knowledge base -------------------------------------------------------------------------------------
 
-    def upload_kb(self, filename: str, data: bytes) -> KBUpload:
+    def upload_kb(self, filename: str, data: bytes, *, source: str = "", author: str = "") -> KBUpload:
         """A document for the knowledge base (PDF, text or markdown, at most 20 MB): kept under the data dir,
-        chunked, stored. The same text twice is skipped. The door syncs the index after the commit."""
+        chunked, stored. The same text twice is skipped. `source`: who gave it when it was not the owner at the
+        web page (`Ann (guest, via matrix)`), kept with the document; `author`: their name, every chunk's author.
+        The door syncs the index after the commit."""
+        return self.add_kept_document(self.keep_document(filename, data), source=source, author=author,
+                                      filename=filename)
+
+    def keep_document(self, filename: str, data: bytes) -> Path:
+        """A document's bytes under the data dir, where the knowledge base keeps it (one directory per content
+        hash), checked first (size, not empty, PDF or UTF-8 text by its content); nothing ingested yet — a channel
+        keeps a document there while it waits for the owner's consent."""
         if len(data) > MAX_UPLOAD_BYTES:
             raise TooLarge(f"the file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; split it or upload a smaller "
                            "one", field="file")
@@ -201,21 +210,34 @@ class MemoryManager:
         if suffix is None:
             raise Unsupported("not a PDF or UTF-8 text/markdown file (checked by its content)", field="file")
         settings = self.house.deps.settings
-        assert settings is not None, "a knowledge-base upload needs the settings (the data dir)"
+        assert settings is not None, "a knowledge-base document needs the settings (the data dir)"
         directory = Path(settings.data_dir).expanduser() / UPLOAD_DIR / hashlib.sha256(data).hexdigest()[:16]
         path = directory / f"{_safe_stem(filename)}{suffix}"
         directory.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        return path.resolve()
+
+    def add_kept_document(self, path: Path, *, source: str = "", author: str = "", filename: str = "") -> KBUpload:
+        """A kept document (`keep_document`) into the knowledge base: chunked and stored, `source` with it."""
         try:
-            result = ingest(self.repos, path)
+            result = ingest(self.repos, path, source=source, author=author)
         except KnowledgeError as exc:
             path.unlink(missing_ok=True)
-            raise Invalid(str(exc).replace(str(path), filename or "the file"), field="file") from exc
+            raise Invalid(str(exc).replace(str(path), filename or path.name), field="file") from exc
         doc = self.repos.kb.get(result.doc_id) if result.doc_id is not None else None
         title, chars = (doc.title, doc.chars) if doc is not None else (path.stem, 0)
         if result.skipped and Path(result.path) == path and doc is not None and doc.path != str(path):
             path.unlink(missing_ok=True)
         return KBUpload(doc_id=result.doc_id, title=title, chunks=result.chunks, chars=chars, skipped=result.skipped)
+
+    @staticmethod
+    def drop_kept_document(path: Path) -> None:
+        """A kept document the owner refused: its bytes are deleted (the note keeps the reference)."""
+        path.unlink(missing_ok=True)
+        try:
+            path.parent.rmdir()
+        except OSError:  # not empty (the same bytes under another name), or gone
+            pass
 
     # ---- the persona's own ---------------------------------------------------------------------------------------
 

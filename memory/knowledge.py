@@ -78,7 +78,9 @@ def split_document(text: str, size: int = CHUNK_CHARS) -> list[str]:
     return packed
 
 
-def ingest(repos: Repos, path: Path) -> Ingested:
+def ingest(repos: Repos, path: Path, *, source: str = "", author: str = "") -> Ingested:
+    """`path` into the knowledge base; `source`: who gave it and how (empty: the owner), kept with the document;
+    `author`: their name, each chunk's author."""
     path = path.expanduser().resolve()
     if not path.is_file():
         raise KnowledgeError(f"{path}: no such file")
@@ -90,5 +92,5 @@ def ingest(repos: Repos, path: Path) -> Ingested:
     pieces = split_document(text)
     if not pieces:
         raise KnowledgeError(f"{path}: no text found")
-    doc = repos.kb.add(str(path), path.stem, digest, pieces)
+    doc = repos.kb.add(str(path), path.stem, digest, pieces, source=source, author=author)
     return Ingested(str(path), doc.id, len(pieces))

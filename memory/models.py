@@ -558,6 +558,8 @@ class KBDocument(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     chunks: Mapped[int] = mapped_column(Integer, default=0)
     chars: Mapped[int] = mapped_column(Integer, default=0)
+    # who gave it when not the owner at the web page or the terminal: "Ann (guest, via matrix)" (issue 29)
+    source: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

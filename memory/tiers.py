@@ -827,7 +827,8 @@ class KBTier(ItemTier[NoEdit]):
 
     def _as_record(self, d: KBDocument, status: Status) -> MemoryRecord:
         return MemoryRecord(tier=self.name, ref=str(d.id), title=d.title, text=d.path, status=status,
-                            at=d.created_at, details={"chunks": d.chunks, "chars": d.chars, "path": d.path})
+                            at=d.created_at, details={"chunks": d.chunks, "chars": d.chars, "path": d.path,
+                                                   **({"from": d.source} if d.source else {})})
 
     def _archive(self, repos: Repos, ref: str, now: datetime) -> bool:
         return repos.kb.set_status(int(ref), "archived")

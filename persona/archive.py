@@ -30,12 +30,38 @@ class ArchiveError(ValueError):
 
 
 def archive_files(root: Path) -> Iterator[Path]:
-    """The files an archive of `root` holds (no caches, no links), in order."""
+    """The files an archive of `root` holds (no caches, no links, no secrets: `secret_files`), in order."""
+    secrets = secret_files(root)
     for path in sorted(root.rglob("*")):
         if any(part in SKIP_NAMES for part in path.relative_to(root).parts) or path.is_symlink():
             continue
-        if path.is_file():
+        if path.is_file() and path.resolve() not in secrets and not _looks_secret(path.name):
             yield path
+
+
+def secret_files(root: Path) -> set[Path]:
+    """The channels' `secrets_file`s that config.yaml names (relative ones against `root` and the working
+    directory): never archived — an export, or a deployment's copy of the persona in its database, holds no secret."""
+    try:
+        import yaml
+
+        config = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8")) or {}
+        entries = ((config.get("channels") or {}).get("entries") or []) if isinstance(config, dict) else []
+    except (OSError, ValueError, AttributeError, yaml.YAMLError):
+        return set()
+    found: set[Path] = set()
+    for entry in entries:
+        named = entry.get("secrets_file") if isinstance(entry, dict) else None
+        if isinstance(named, str) and named.strip():
+            path = Path(named).expanduser()
+            found |= {path.resolve(), (root / path).resolve()}
+    return found
+
+
+def _looks_secret(name: str) -> bool:
+    """A file named like a secrets file (`secrets.yaml`, `.env`): left out even when config.yaml does not name it."""
+    lowered = name.lower()
+    return "secret" in lowered or lowered == ".env" or lowered.startswith(".env.")
 
 
 def sqlite_snapshot(database: Path, out: Path) -> None:

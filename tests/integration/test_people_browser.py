@@ -90,3 +90,45 @@ def test_controls_show_a_channels_state_live(page, served):
     expect(row).to_contain_text("backing_off", timeout=15_000)  # the fragment refreshes every 3 s, no reload
     expect(row).to_contain_text("connection refused")
     screenshot(page, "controls-channels")
+
+
+def test_a_guests_document_is_approved_on_the_approvals_page_and_joins_the_knowledge_base(page, served):
+    from playwright.sync_api import expect
+
+    from managers import ManagerDeps, Managers
+    from managers.channels import Arrival
+    from memory import Database
+    from persona.settings import ChannelEntry, Settings
+
+    url, data_dir = served
+    text = b"# Harbour\n\nThe ferry leaves at 06:40 when the tide allows.\n"
+    db = Database.open(data_dir)
+    try:
+        with db.unit() as repos:  # what the channel runner records when a guest sends a file
+            house = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(data_dir)), clock=lambda: NOW))
+            bea = house.people.add("Bea", role="guest")
+            house.people.add_identity(bea.id, "matrix", "@bea:example.org")
+            house.channels.receive(Arrival(
+                channel="matrix", platform_id="$doc1", sender="@bea:example.org", sender_name="Bea", conversation="!r",
+                text="the timetable", sent_at=NOW, attachments=({"kind": "text", "name": "harbour.md",
+                                                                 "mime": "text/markdown", "size": len(text),
+                                                                 "ref": "mxc://example.org/h", "data": text},)),
+                ChannelEntry(kind="matrix", name="matrix"), now=NOW)
+            [waiting] = house.consent.pending()
+    finally:
+        db.close()
+    page.goto(url + "/approvals")
+    item = page.locator(f"#approval-{waiting.id}")
+    expect(item.get_by_test_id("document-question")).to_have_text(
+        f"Bea sent harbour.md ({len(text)} bytes) — add to the knowledge base?")
+    item.get_by_role("button", name="Approve").click()
+    decided = page.locator(f"#approval-{waiting.id}").get_by_test_id("decision")
+    expect(decided).to_contain_text("executed")
+    expect(decided).to_contain_text("harbour.md from Bea (guest, via matrix) added to my knowledge base")
+    screenshot(page, "approvals-document")
+    db = Database.open(data_dir)
+    try:
+        with db.unit() as repos:
+            assert [(d.title, d.source) for d in repos.kb.list()] == [("harbour", "Bea (guest, via matrix)")]
+    finally:
+        db.close()

@@ -171,10 +171,11 @@ def test_holding_push_to_talk_in_chromium_puts_the_spoken_words_on_the_talk_page
             page.reload()  # the reply to a voice message is offered as audio (answer_in_speech: when_spoken_to)
             player = page.locator(f"#note-{reply_id} audio.reply-audio")
             expect(player).to_have_count(1)
-            seconds = page.evaluate("""(audio) => new Promise((done, failed) => {
+            seconds = page.evaluate("""([audio, limit]) => new Promise((done, failed) => {
                 audio.addEventListener("loadedmetadata", () => done(audio.duration), { once: true });
                 audio.addEventListener("error", () => failed(new Error("the audio did not load")), { once: true });
-                audio.load(); })""", player.element_handle())
+                setTimeout(() => failed(new Error("no metadata within the page timeout")), limit);
+                audio.load(); })""", [player.element_handle(), PAGE_TIMEOUT_MS])  # evaluate has no timeout
             assert seconds > 0.5  # the browser decoded the spoken reply
         finally:
             browser.close()

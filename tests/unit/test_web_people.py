@@ -59,3 +59,40 @@ def test_people_api_refuses_what_its_schema_refuses(web) -> None:
     assert client.post("/api/people", json={"name": "Cy", "quiet_hours": "22:00-08:00"}).status_code == 201
     assert client.post("/api/people", json={"name": "Dee", "role": "king"}).status_code == 422
     assert client.post("/api/people", json={"name": "Dee", "extra": 1}).status_code == 422
+
+
+def test_a_guests_document_is_refused_over_the_api_and_approved_on_the_page(web) -> None:
+    from pathlib import Path
+
+    from managers import ManagerDeps
+    from persona.settings import Settings
+
+    client, db = web.client, web.agent.services.db
+    text = b"# Recipes\n\nSoup: leeks, potatoes, an hour.\n"
+
+    def sent_by_ann(pid: str, name: str) -> int:
+        with db.unit() as repos:
+            house = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(web.data_dir)), clock=lambda: NOW))
+            if repos.people.by_name("Ann") is None:
+                house.people.add_identity(house.people.add("Ann").id, "matrix", "@ann:hs")
+            house.channels.receive(Arrival(channel="matrix", platform_id=pid, sender="@ann:hs", sender_name="Ann",
+                                           conversation="!r", text="", sent_at=NOW, attachments=(
+                                               {"kind": "text", "name": name, "mime": "text/markdown",
+                                                "size": len(text), "ref": "mxc://hs/r", "data": text},)),
+                                   ChannelEntry(kind="matrix", name="matrix"), now=NOW)
+            return house.consent.pending()[-1].id
+
+    first = sent_by_ann("$d1", "recipes.md")
+    listed = client.get("/api/approvals").json()["items"]
+    assert [(a["type"], a["description"]) for a in listed] == [
+        ("kb.add_document", f"Ann sent recipes.md ({len(text)} bytes) — add to the knowledge base?")]
+    kept = Path(listed[0]["args"]["path"])
+    denied = client.post(f"/api/approvals/{first}/deny", json={"reason": "not now"})
+    assert denied.status_code == 200 and denied.json()["status"] == "denied" and not kept.exists()
+
+    second = sent_by_ann("$d2", "recipes-again.md")
+    assert "Ann sent recipes-again.md" in client.get("/approvals").text
+    approved = client.post(f"/approvals/{second}/approve", data={"reason": ""}, headers=web.csrf)
+    assert approved.status_code == 200 and "added to my knowledge base" in approved.text
+    with db.unit() as repos:
+        assert [(d.title, d.source) for d in repos.kb.list()] == [("recipes-again", "Ann (guest, via matrix)")]
