@@ -17,6 +17,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from managers import ManagerDeps, Managers
+from managers.abstracts import delivery
 from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
@@ -154,7 +155,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("episodes", "Recent days", episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
         Block("feelings", INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE,
               _feelings(dict(state.drives), repos), 140),
-        Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags")), 105,
+        Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags"),
+                                                                                   delivery=delivery(cycle, services.settings)), 105,
               trim_oldest=True),
         Block("processes", "Open processes (results of my commands)",
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,

@@ -19,6 +19,7 @@ from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
 from memory.repositories.messages import MessageLine
 from nodes import provenance
+from nodes.steps.prompts import ABSTRACTS_ON_REQUEST
 from nodes.stelis.history import render_item, lineage_ids, timeline
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,12 @@ def _cycle(task) -> str:
     return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
 
 
-def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> list[str]:
+def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, delivery: str = "auto") -> list[str]:
+    """auto: the newest two of the last `days` (those of the focus tags first); manual: only that they wait to be
+    asked for (HMP's manual delivery: the persona requests them)."""
+    if delivery == "manual":
+        newest = repos.abstracts.latest()
+        return [ABSTRACTS_ON_REQUEST.format(id=newest.id)] if newest is not None else []
     rows = repos.abstracts.list(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
     rows = rows or repos.abstracts.list(since=now - timedelta(days=days), limit=2)
     return [f"[abstract {a.id} {a.title}] {a.summary}" for a in reversed(rows)]
