@@ -75,6 +75,10 @@ class ReflexSettings(Section):
     novel_below: float = Field(0.5, ge=0, le=1)
     compare_with_llm: bool = True
     stagnation_pause_s: float = Field(60.0, ge=0, le=3600)
+    simulation_ticks: int = Field(3, ge=1, le=50, description=(
+        "ticks a task moved into a simulated environment (the loop-breaker `simulate`) is rehearsed there before "
+        "its chronicle returns to the thread it came from"))
+    mesh_ask_peers: int = Field(3, ge=1, le=20, description="peers the loop-breaker `ask_mesh` asks, most trusted first")
     validation_threshold: float = Field(1.0, ge=-3, le=3)
     command_thresholds: dict[str, float] = Field(default_factory=dict, description="command type -> minimum rating")
     trust_drift: float = Field(0.05, ge=0, le=1)

@@ -23,7 +23,8 @@ from memory import Repos
 from nodes import provenance
 from nodes.commands import registry
 from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
-from nodes.reflexes.prompts import STIMULUS_TITLE
+from nodes.reflexes.anti_stagnation.escalation import SIMULATION
+from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
     CHANNEL_HINT,
@@ -201,6 +202,11 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
             description=task.description or "(no description)",
             goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
+            system=True))
+    thread = repos.threads.get(state.thread_id)
+    if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
+        blocks.append(Block("simulation", "", [SIMULATION_SEED.format(
+            title=thread.label.removeprefix("simulation: "), ticks=services.settings.reflexes.simulation_ticks)], 198,
             system=True))
     blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
     fixed_text = _instruction(services, state, episode)
