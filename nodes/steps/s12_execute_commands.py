@@ -96,7 +96,7 @@ def after_commit(actions: list) -> None:
             log.exception("after-commit action failed")
 
 
-def _run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
+def run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
              refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
     key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
@@ -252,7 +252,7 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     llm_id = state.llm.get("llm_id")
     for raw in state.commands:
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
-        outcome, produced = _run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
+        outcome, produced = run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)
         events += produced
     left = end_simulation(services, state)
