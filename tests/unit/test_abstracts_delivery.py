@@ -65,12 +65,13 @@ def test_manual_delivery_makes_none_on_the_triggers_and_delivers_only_what_is_re
         assert repos.config.get("memory/abstract_request/main") is None
         refused = [p.value for p in repos.processes.listing(limit=50) if p.name == "memory.abstract"]
     assert any("abstracts are manual (goal_closed" in v for v in refused), refused
-    agent.tick()  # the persona asks for one: made after this tick
-    assert made(agent) == [("requested", "The sea week")]
+    agent.tick()  # the persona asks for one (commands run after the upkeep): it is made in the next tick's upkeep
+    assert made(agent) == []
     agent.tick()
-    assert SUMMARY not in prompts(fake)[-1]
-    assert "My abstracts wait until I ask for them (manual): the newest is abstract 1" in prompts(fake)[-1]
-    read = agent.tick()["executed"][0]["result"]
+    assert made(agent) == [("requested", "The sea week")]
+    read = agent.tick()["executed"][0]["result"]  # this tick's prompt only said that it waits
+    assert SUMMARY not in prompts(fake)[5]
+    assert "My abstracts wait until I ask for them (manual): the newest is abstract 1" in prompts(fake)[5]
     assert SUMMARY in read  # delivered on request
     agent.tick()
     assert SUMMARY in prompts(fake)[-1]  # as the command's result, fenced with the others

@@ -12,6 +12,7 @@ import logging
 from datetime import date, timedelta
 from typing import Any, NamedTuple
 
+from managers.abstracts import delivery
 from managers.loop import context_mode
 from memory import Repos
 from memory.upkeep.episodes import Period
@@ -105,6 +106,8 @@ def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
         log.exception("auto_recall failed")
         return Recall([], [], f"{type(exc).__name__}: {exc}", {})
+    if delivery(cycle, services.settings) == "manual":  # abstracts are read only when requested
+        hits = [hit for hit in hits if hit.item.tier != "abstract"]
     lines = []
     for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
         item = hit.item
