@@ -33,7 +33,7 @@ import random
 from datetime import datetime
 from typing import Any, Callable
 
-from managers import ManagerDeps, Managers
+from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
 from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
@@ -63,7 +63,7 @@ from nodes.reflexes.prompts import (
     WORLD_NOTHING_LINE,
 )
 from nodes.state import StagnationEpisode, TickState
-from nodes.stelis.threads import child_thread_id
+from nodes.stelis.threads import child_thread_id, managers_of
 
 
 def _came_from(episode: StagnationEpisode, source: provenance.Source | None) -> None:
@@ -335,7 +335,7 @@ class Escalation:
     # ---- ask the mesh ------------------------------------------------------------------------------------------------
 
     def _house(self) -> Managers:
-        return Managers(self.repos, ManagerDeps(settings=self.services.settings, clock=self.services.clock))
+        return managers_of(self.services, self.repos)
 
     def _mesh_peers(self) -> tuple[list[str], str]:
         """(the peers to ask, most trusted first; why none when there are none)."""
