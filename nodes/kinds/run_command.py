@@ -1,7 +1,8 @@
 """Playbook `command` node: one of the persona's commands (`mcp.call`, `process.start`, `notes.add`, …), its
 arguments evaluated from the variables, run through the same consent gate as a command the persona writes in a
 tick (nodes/steps/s12_execute_commands.py: `external` and `modify_self` wait for the human's approval unless
-`consent.auto_approve` names the type; every decision is audited). The output variable receives
+`consent.auto_approve` names the type — a playbook without a validate_output step has no validators, so its
+commands pass as the persona's do with none; every decision is audited). The output variable receives
 {status, result}; the call and its outcome go to the thread's message log (kind `step`, once per task even when a
 killed run is resumed, and the command itself runs once: its key is the node's task), so a Stelis thread's
 chronicle records every tool call and answer."""
@@ -59,7 +60,10 @@ def run_command(state: TickState, runtime: Runtime[AnimaContext], node: Any = No
                   description=node.description or f"playbook {playbook}: {node.id}")
     with services.db.unit() as repos:
         repos.threads.ensure(thread_id, persona=services.persona.name, playbook=playbook, origin="root")
-    here = dataclasses.replace(state, thread_id=thread_id, root_thread=state.root_thread or thread_id)
+    # no validators rated this (no validate_output step ran): external and modify_self wait for the human
+    validation = state.validation or {"auto_pass": True}
+    here = dataclasses.replace(state, thread_id=thread_id, root_thread=state.root_thread or thread_id,
+                               validation=validation)
     outcome, events = run_one(cmd, here, services, commands, state.llm.get("llm_id"), refusal)
     for event in events:
         runtime.stream_writer(event)
