@@ -35,7 +35,8 @@ from cryptography.fernet import Fernet, InvalidToken
 
 from managers.models import SECRETS_DIR, write_secret
 from memory.models import Abstract
-from memory.retrieval.entities import extract
+from memory.retrieval.entities import MONTHS, extract
+from memory.text import STOP_WORDS
 from memory.tiers import TIERS, AnyTier, TierEdit
 
 if TYPE_CHECKING:
@@ -85,6 +86,22 @@ def replacer(mapping: dict[str, str], *, ignore_case: bool = True) -> Callable[[
         return value
 
     return replace
+
+
+def _looks_like_name(name: str, corpus: str) -> bool:
+    """A name the extractor found is one when it is several words, or a single word written capitalised somewhere
+    other than at a sentence's start and never in lower case ("Call Alice" is a name, not a call)."""
+    if name.lower() in MONTHS:  # months and weekdays identify no one
+        return False
+    if " " in name.strip():
+        return True
+    if re.search(rf"(?<![\w\[]){re.escape(name.lower())}(?!\w)", corpus):
+        return False
+    for match in re.finditer(rf"(?<![\w\[]){re.escape(name)}(?!\w)", corpus, re.IGNORECASE):
+        before = corpus[:match.start()].rstrip(" \"'(\u201c")
+        if before and before[-1] not in ".!?:\n":
+            return True
+    return False
 
 
 def _text_fields(tier: AnyTier) -> list[str]:
@@ -155,6 +172,10 @@ class AnonymisationManager:
         for person in self.repos.people.all():
             if person.name:
                 kinds.setdefault(person.name.lower(), "PERSON")
+        for name, kind in list(kinds.items()):  # "Alice" of "Alice Moreau" is a person too
+            for word in name.split():
+                if len(word) >= MIN_NAME and word[:1].isalpha() and word not in STOP_WORDS:
+                    kinds.setdefault(word, kind)
         return kinds
 
     def find(self, *, names: Iterable[str] = (), keep: Iterable[str] = (), tiers: Iterable[str] | None = None,
@@ -171,8 +192,8 @@ class AnonymisationManager:
         corpus = "\n".join(texts)
         wanted: list[str] = [n.strip() for n in names if n.strip()]
         if auto:
-            wanted += [e[2:] for e in extract(corpus) if e.startswith("n:")]
             wanted += [name for name in kinds if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", corpus, re.IGNORECASE)]
+            wanted += [e[2:] for e in extract(corpus) if e.startswith("n:") and _looks_like_name(e[2:], corpus)]
         found: dict[str, str] = {}
         for name in wanted:
             lowered = name.lower()
