@@ -222,7 +222,7 @@ class AnonymisationManager:
 
     def _rewrite(self, change: Callable[[Any], Any], tiers: list[str] | None) -> tuple[int, dict[str, int]]:
         now = self.house.deps.clock()
-        changed, per_tier = 0, {}
+        changed, per_tier = 0, dict[str, int]()
         for tier, ref, fields in list(self._records(tiers)):
             new = {name: change(value) for name, value in fields.items()}
             edit = {name: value for name, value in new.items() if value != fields[name]}

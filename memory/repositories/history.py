@@ -4,6 +4,7 @@ Written by the flush listener in memory/history.py (one place for every tier); r
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,7 +41,7 @@ class HistoryRepo(Repo):
         """Rows in each of these tables, archived ones included (the memory page's tier sizes)."""
         return {model: int(self.session.scalar(select(func.count()).select_from(model)) or 0) for model in models}
 
-    def ids(self, model: Any) -> list[int]:
+    def ids(self, model: Any) -> builtins.list[int]:
         """Every row id of a memory table, archived rows included, oldest first (anonymisation walks them all)."""
         return [int(i) for i in self.session.scalars(select(model.id).order_by(model.id)).all()]
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from managers.abstracts import Delivery
 from memory.models import Abstract
 from nodes.commands.args import Args, Days, Id, Limit, Refs, Text, Title, Words, names
 from nodes.commands.model import Command
@@ -84,6 +85,6 @@ def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
 @FAMILY.command("abstracts.mode", '{"mode": "manual"}  (auto: made on their triggers and the newest shown to me each '
                 "tick; manual: made and read only when I ask)", args=AbstractModeArgs, effect="write_self")
 def abstracts_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
-    mode = "manual" if arg(cmd, "mode") == "manual" else "auto"
+    mode: Delivery = "manual" if arg(cmd, "mode") == "manual" else "auto"
     ctx.managers.abstracts.set_delivery(ctx.thread_id, mode)
     return CommandResult(f"abstracts: {mode}")
