@@ -20,7 +20,7 @@ state's `stagnation` episode, so they survive a restart and end together when no
   notes from peers (data). With the mesh off or no peer known it says so in the stimulus, and the next mechanism
   takes its place;
 - move the task to a simulated environment (HMP "Перенос задачи в … симулированную среду", context, costly): the
-  open task (or active goal) is rehearsed in a Stelis child thread of origin `simulation`; the ticks run there, its
+  open task in front is rehearsed in a Stelis child thread of origin `simulation`; the ticks run there, its
   prompt says it is a rehearsal, commands that would reach outside or change the persona are simulated, not run
   (execute_commands), and after `reflexes.simulation_ticks` thoughts the thread closes and its chronicle returns to
   the parent through its anchor.
@@ -386,12 +386,9 @@ class Escalation:
         return thread.origin if thread is not None else None
 
     def _task_to_move(self) -> str | None:
-        """The title of what would be rehearsed: the open task in front, else the first active goal."""
+        """The title of what would be rehearsed: the open task in front (HMP moves a task, not a goal)."""
         tasks = self.repos.tasks.list(open_only=True, limit=1)
-        if tasks:
-            return f"task {tasks[0].id}: {tasks[0].title}"
-        goals = self.repos.goals.list(status="active", limit=1)
-        return f"goal {goals[0].id}: {goals[0].title}" if goals else None
+        return f"task {tasks[0].id}: {tasks[0].title}" if tasks else None
 
     def simulate(self, episode: StagnationEpisode) -> None:
         """Open a Stelis child of origin `simulation` for the task and make it the thread the next ticks run in."""
