@@ -8,6 +8,7 @@ human's decision."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -23,13 +24,22 @@ from managers.anonymise import AnonymisationError, AnonymisationManager, Anonymi
 app = typer.Typer(help="The persona's memory as a whole: anonymise it on your request, and undo that.")
 
 
-def _run(action, data_dir, db, persona, embed_url, embed_model, chroma_url) -> Anonymised:
+def _run(kind: str, action: Callable[[Managers], Anonymised], refused: type[Exception], code: int,
+         data_dir, db, persona, embed_url, embed_model, chroma_url) -> Anonymised:
+    """`action` in one unit of work as the human, audited as the human's decision when it changed memory; then the
+    vectors of what it rewrote. What `refused` raises is one red line and exit `code`."""
     database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
                                    chroma_url=chroma_url)
     try:
         with database.unit(actor="human") as repos:
             house = Managers(repos, ManagerDeps(settings=settings))
             result = action(house)
+            if result.rows:
+                now = house.deps.clock()
+                house.consent.record(thread_id="main", tick=0, cmd_key=f"human:{kind}:{now.isoformat()}",
+                                     type=f"memory.{kind}", effect="modify_self", decision="executed", actor="human",
+                                     reason=f"my human's own request: {len(result.mapping)} name(s), {result.rows} "
+                                            f"row(s), {result.history} history entries", now=now)
         if result.rows:
             with starting():
                 index = open_memory_index(database, settings)
@@ -38,15 +48,11 @@ def _run(action, data_dir, db, persona, embed_url, embed_model, chroma_url) -> A
             finally:
                 index.close()
         return result
+    except refused as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(code) from None
     finally:
         database.close()
-
-
-def _audit(house: Managers, kind: str, result: Anonymised) -> None:
-    house.consent.record(thread_id="main", tick=0, cmd_key=f"human:{kind}:{house.deps.clock().isoformat()}",
-                         type=f"memory.{kind}", effect="modify_self", decision="executed", actor="human",
-                         reason=f"my human's own request: {len(result.mapping)} name(s), {result.rows} row(s), "
-                                f"{result.history} history entries", now=house.deps.clock())
 
 
 @app.command("anonymise")
@@ -59,18 +65,9 @@ def anonymise(name: Optional[list[str]] = typer.Option(None, "--name", help="A n
               embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
               chroma_url: Optional[str] = ChromaUrl) -> None:
     """Replace names and places in the persona's memory by placeholders (reversible only with the owner's key)."""
-    def action(house: Managers) -> Anonymised:
-        result = house.anonymise.anonymise(names=name or [], keep=keep or [], tiers=tier or None, auto=auto,
-                                           dry_run=dry_run)
-        if result.rows and not dry_run:
-            _audit(house, "anonymise", result)
-        return result
-
-    try:
-        result = _run(action, data_dir, db, persona, embed_url, embed_model, chroma_url)
-    except ValueError as exc:
-        err.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2) from None
+    result = _run("anonymise", lambda house: house.anonymise.anonymise(
+        names=name or [], keep=keep or [], tiers=tier or None, auto=auto, dry_run=dry_run),
+        ValueError, 2, data_dir, db, persona, embed_url, embed_model, chroma_url)
     if not result.mapping:
         console.print("nothing to anonymise")
         return
@@ -90,16 +87,8 @@ def deanonymise(key_file: Optional[Path] = typer.Option(None, "--key-file", help
                 embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                 chroma_url: Optional[str] = ChromaUrl) -> None:
     """Put the originals back (the owner's key opens the saved mappings)."""
-    def action(house: Managers) -> Anonymised:
-        result = house.anonymise.restore(key_file=key_file)
-        _audit(house, "deanonymise", result)
-        return result
-
-    try:
-        result = _run(action, data_dir, db, persona, embed_url, embed_model, chroma_url)
-    except AnonymisationError as exc:
-        err.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(1) from None
+    result = _run("deanonymise", lambda house: house.anonymise.restore(key_file=key_file), AnonymisationError, 1,
+                  data_dir, db, persona, embed_url, embed_model, chroma_url)
     AnonymisationManager.forget(result.consumed)
     console.print(f"restored: {len(result.mapping)} name(s) in {result.rows} row(s); {result.history} history "
                   "entries rewritten")
