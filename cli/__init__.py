@@ -9,6 +9,7 @@
     run.py sessions …               sessions.py       list, export, revive
     run.py users …                  users.py          the persona's people, contact requests
     run.py kb …                     kb.py             the knowledge base
+    run.py memory anonymise|deanonymise  memory.py    names and places in memory → placeholders, and back (owner)
     run.py persona new|show         persona.py        persona directories and their prompt
     run.py playbook check|schema|draw  playbook.py    the playbook language
     run.py model install            model.py          the embedded model
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import typer
 
-from cli import (approvals, config, fleet, inspect, kb, llm, mcp, model, persona, playbook, run_playbook, sessions, spawn,
-                 talk, users, web)
+from cli import (approvals, config, fleet, inspect, kb, llm, mcp, memory, model, persona, playbook, run_playbook,
+                 sessions, spawn, talk, users, web)
 from cli.startup import AnimaGroup, with_debug_option
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
@@ -42,6 +43,7 @@ app.command()(approvals.approve)
 app.command()(approvals.deny)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(kb.app, name="kb")
+app.add_typer(memory.app, name="memory")
 app.add_typer(users.app, name="users")
 app.add_typer(persona.app, name="persona")
 app.add_typer(playbook.app, name="playbook")

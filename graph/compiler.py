@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 from graph.playbook import (
     END,
     ConditionalNext,
+    CommandNode,
     LLMNode,
     Playbook,
     SetNode,
@@ -34,6 +35,7 @@ from llm import LLMCancelled
 from nodes import STEPS, AnimaContext, TickState
 from nodes.kinds.ask_llm import ask_llm
 from nodes.kinds.assign_vars import assign_vars
+from nodes.kinds.run_command import run_command
 from nodes.kinds.call_subplaybook import call_subplaybook
 from nodes.kinds.variables import lookup
 from nodes.state import VarsUpdate
@@ -155,6 +157,8 @@ def _build_scope(pb: Playbook, scopes: dict[str | None, Scope], key: str | None,
             add(node_id, _bind(ask_llm, node=node, playbook=pb.name))
         elif isinstance(node, SetNode):
             add(node_id, _bind(assign_vars, node=node))
+        elif isinstance(node, CommandNode):
+            add(node_id, _bind(run_command, node=node, playbook=pb.name))
         else:
             assert isinstance(node, StepNode), f"{node_id}: a stelis_end closes its scope, never runs inside it"
             params = {**pb.settings, "playbook": pb.name, **node.params}

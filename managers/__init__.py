@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers.abstracts import AbstractManager
+    from managers.anonymise import AnonymisationManager
     from managers.catalogues import CatalogueManager
     from managers.channels import ChannelManager
     from managers.concepts import ConceptManager
@@ -258,6 +259,13 @@ class Managers:
         from managers.tags import TagManager
 
         return TagManager(self)
+
+    @cached_property
+    def anonymise(self) -> AnonymisationManager:
+        """Names and places in memory → placeholders on the human's request; back only with the owner's key."""
+        from managers.anonymise import AnonymisationManager
+
+        return AnonymisationManager(self)
 
     @cached_property
     def abstracts(self) -> AbstractManager:

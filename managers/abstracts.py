@@ -1,18 +1,33 @@
 """Abstracts (HMP): thematic digests with the ids of their sources. One asked for without a text is made from the
-recent thoughts after the tick (memory/upkeep/abstracts.py)."""
+recent thoughts after the tick (memory/upkeep/abstracts.py).
+
+Their delivery (HMP "выбор режима предоставления конспектов", auto/manual): `auto` — made on their automatic
+triggers (every N ticks, a goal or task closed, a change of mode) and the newest shown in every prompt; `manual` —
+made only when the persona or the human asks, and read only when the persona requests them (abstracts.list/read).
+`memory.abstracts` sets it for the persona; `abstracts.mode` for one thread (kept in its cycle settings)."""
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from memory.models import Abstract
 from memory.upkeep.abstracts import request_abstract
 
 if TYPE_CHECKING:
     from managers import Managers
+
+
+Delivery = Literal["auto", "manual"]
+AUTOMATIC_TRIGGERS = frozenset({"every_n", "goal_closed", "mode_change"})  # what manual delivery does not act on
+
+
+def delivery(cycle: dict[str, Any], settings: Any) -> Delivery:
+    """The thread's delivery of abstracts: its own (abstracts.mode), else the persona's `memory.abstracts`."""
+    mode = cycle.get("abstracts_mode") or settings.memory.abstracts
+    return "manual" if mode == "manual" else "auto"
 
 
 class AbstractManager:
@@ -36,10 +51,13 @@ class AbstractManager:
         """Ask for an abstract of the thread's recent thoughts, made after the tick."""
         request_abstract(self.repos, root_thread, trigger, what)
 
+    def set_delivery(self, thread_id: str, mode: Delivery) -> None:
+        self.house.loop.update_cycle(thread_id, abstracts_mode=mode)
+
     def extend(self, abstract_id: int, text: str, sources: Iterable[str] = (), *, thread_id: str) -> Abstract:
         row = self.repos.abstracts.extend(abstract_id, text, sources)
         self.repos.processes.add("abstracts.update", f"abstract {abstract_id} extended", thread_id=thread_id)
         return row
 
 
-__all__ = ["AbstractManager"]
+__all__ = ["AUTOMATIC_TRIGGERS", "AbstractManager", "Delivery", "delivery"]

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 # the built-in mechanisms: name -> (class, relative cost)
 MECHANISMS: dict[str, tuple[str, int]] = {
-    "read_kb": ("external", 1), "world_check": ("external", 1), "ask_human": ("external", 2),
+    "read_kb": ("external", 1), "world_check": ("external", 1), "ask_mesh": ("external", 1), "ask_human": ("external", 2),
     "random_iteration": ("context", 1), "change_context": ("context", 2), "task_switch": ("context", 2),
+    "simulate": ("context", 3),
     "flashback": ("internal", 1), "meta_analysis": ("internal", 1), "rationale_reflex": ("internal", 1),
     "interest_memory": ("internal", 2), "goal_reformulation": ("internal", 2), "switch_llm": ("internal", 3),
     "pause": ("radical", 4),

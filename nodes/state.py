@@ -205,6 +205,9 @@ class StagnationEpisode(TypedDict, total=False):
     interest_tag: str  # the topic interest memory brought back
     plan: list[str]  # the escalation's order, fixed for the episode
     added: list[str]  # the mechanisms the last escalation added (credited if novelty comes back next)
+    mesh_asked: dict[str, str]  # ask_mesh: peer DID -> the container sent, or the approval it waits in
+    mesh_unavailable: str  # why ask_mesh had no peer to ask (said in the stimulus)
+    simulation: str  # the Stelis thread the task was moved into (or why it could not be)
 
 
 class Vote(TypedDict, total=False):

@@ -75,6 +75,10 @@ class ReflexSettings(Section):
     novel_below: float = Field(0.5, ge=0, le=1)
     compare_with_llm: bool = True
     stagnation_pause_s: float = Field(60.0, ge=0, le=3600)
+    simulation_ticks: int = Field(3, ge=1, le=50, description=(
+        "ticks a task moved into a simulated environment (the loop-breaker `simulate`) is rehearsed there before "
+        "its chronicle returns to the thread it came from"))
+    mesh_ask_peers: int = Field(3, ge=1, le=20, description="peers the loop-breaker `ask_mesh` asks, most trusted first")
     validation_threshold: float = Field(1.0, ge=-3, le=3)
     command_thresholds: dict[str, float] = Field(default_factory=dict, description="command type -> minimum rating")
     trust_drift: float = Field(0.05, ge=0, le=1)
@@ -92,6 +96,10 @@ class ContinuationSettings(Section):
 class MemorySettings(Section):
     recall_k: int = Field(5, ge=0, le=50)
     abstract_every: int = Field(20, ge=0, le=100_000, description="ticks between abstracts (0 = only on triggers)")
+    abstracts: Literal["auto", "manual"] = Field("auto", description=(
+        "HMP's delivery of abstracts: auto — made on their triggers (every N ticks, a goal closed, a mode change) "
+        "and the newest put in every prompt; manual — made only when asked for (abstracts.add, the human) and read "
+        "only when requested (abstracts.list/read); abstracts.mode changes it per thread"))
     episode_days: int = Field(3, ge=0, le=60)
     episode_backfill_days: int = Field(7, ge=0, le=366)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
@@ -448,7 +456,7 @@ RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api"
 # what the persona may change about itself (config.update); everything else is the operator's
 SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
                  "memory_manager.emotion_weight", "memory_manager.goal_focus", "memory_manager.diversity_boost",
-                 "memory.recall_k", "memory.abstract_every", "memory.episode_days", "emotions")
+                 "memory.recall_k", "memory.abstract_every", "memory.abstracts", "memory.episode_days", "emotions")
 
 _persona_layer: ContextVar[dict[str, Any]] = ContextVar("anima_persona_layer", default={})
 

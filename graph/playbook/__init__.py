@@ -10,6 +10,7 @@ from graph.playbook.loader import (
 )
 from graph.playbook.model import (
     END,
+    CommandNode,
     ConditionalNext,
     InputError,
     LLMNode,
@@ -23,6 +24,6 @@ from graph.playbook.model import (
     coerce_inputs,
 )
 
-__all__ = ["END", "ConditionalNext", "InputError", "LLMNode", "Playbook", "PlaybookError", "SetNode", "StelisEndNode",
+__all__ = ["END", "CommandNode", "ConditionalNext", "InputError", "LLMNode", "Playbook", "PlaybookError", "SetNode", "StelisEndNode",
            "StelisStartNode", "StepNode", "SubplaybookNode", "coerce_inputs", "load_playbook", "parse_playbook",
            "playbook_json_schema", "resolve_playbook_path", "shipped_playbooks_dir"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from graph.playbook.model import (
     END,
+    CommandNode,
     LLMNode,
     Playbook,
     SetNode,
@@ -124,6 +125,10 @@ def _expression_issues(node: Any, reserved: set[str]) -> list[Issue]:
             name(("assign", var), var)
             if isinstance(expr, str):
                 template(("assign", var), expr, "expression")
+    elif isinstance(node, CommandNode):
+        name(("output",), node.output)
+        for path, expr in _strings(node.args, ("args",)):
+            template(path, expr, "expression")
     elif isinstance(node, SubplaybookNode):
         for var, expr in node.inputs.items():
             if isinstance(expr, str):
@@ -134,6 +139,17 @@ def _expression_issues(node: Any, reserved: set[str]) -> list[Issue]:
         template(("label",), node.label)
         name(("result",), node.result)
     return issues
+
+
+def _strings(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """Every string inside a command node's args (an expression each), with its path."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _strings(item, path + (key,))]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in _strings(item, path + (index,))]
+    return []
 
 
 def compute_scopes(pb: Playbook) -> tuple[dict[str | None, Scope], set[str], list[Issue]]:
@@ -243,6 +259,8 @@ def produced_names(pb: Playbook, registry: dict[str, Any]) -> set[str]:
             names.add(node.output)
         elif isinstance(node, SetNode):
             names |= set(node.assign)
+        elif isinstance(node, CommandNode):
+            names.add(node.output)
         elif isinstance(node, SubplaybookNode):
             callee = pb.subplaybooks.get(node.id)
             names |= set(node.outputs or (callee.outputs if callee else []))

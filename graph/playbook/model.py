@@ -1,8 +1,8 @@
 """The playbook language: the pydantic model a playbook YAML is validated against (loader.py reads the YAML,
 checks.py checks the graph).
 
-Node types: the built-in tick steps (nodes.STEPS, options under `params`), `llm`, `set`,
-`subplaybook`, `stelis_start` and `stelis_end`. Variables (inputs, `llm` outputs, `set` assignments)
+Node types: the built-in tick steps (nodes.STEPS, options under `params`), `llm`, `set`, `command` (one of the
+persona's commands, through the consent gate), `subplaybook`, `stelis_start` and `stelis_end`. Variables (inputs, `llm` outputs, `set` assignments)
 live in the state's `vars`; templates and expressions see them by name.
 """
 
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 END = "END"
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
-SPECIAL_TYPES = ("llm", "set", "subplaybook", "stelis_start", "stelis_end")
+SPECIAL_TYPES = ("llm", "set", "command", "subplaybook", "stelis_start", "stelis_end")
 
 
 class ConditionalNext(BaseModel):
@@ -63,6 +63,15 @@ class SetNode(_Node):
     assign: dict[str, Any] = Field(min_length=1, description="name -> expression (strings) or literal; evaluated in order")
 
 
+class CommandNode(_Node):
+    type: Literal["command"]
+    command: str = Field(pattern=r"^[a-z_]+\.[a-z_]+$", description="a persona command (help.show lists them), e.g. "
+                         "mcp.call; it passes the consent gate as the persona's own would")
+    args: dict[str, Any] = Field(default_factory=dict, description="argument -> expression (strings, also inside "
+                                 "lists and objects) or literal; a literal string is quoted: \"'tools'\"")
+    output: str = Field(pattern=IDENTIFIER, description="variable that receives {status, result}")
+
+
 class SubplaybookNode(_Node):
     type: Literal["subplaybook"]
     playbook: str = Field(min_length=1, description="file path (relative to this playbook) or shipped name")
@@ -95,6 +104,7 @@ PlaybookNode = Annotated[
     Union[
         Annotated[LLMNode, Tag("llm")],
         Annotated[SetNode, Tag("set")],
+        Annotated[CommandNode, Tag("command")],
         Annotated[SubplaybookNode, Tag("subplaybook")],
         Annotated[StelisStartNode, Tag("stelis_start")],
         Annotated[StelisEndNode, Tag("stelis_end")],

@@ -40,6 +40,14 @@ class AbstractRepo(TierRepo):
         self.items.put("abstract", row.id, row.summary, title=row.title, tags=row.tags, importance=0.6)
         return row
 
+    def rewrite(self, abstract_id: int, *, title: str, summary: str, tags: Iterable[str]) -> Abstract:
+        """Replace an abstract's words (anonymisation), its searchable item with it."""
+        row = self.get(abstract_id)
+        row.title, row.summary, row.tags, row.updated_at = title, summary, list(tags), utcnow()
+        self.items.put("abstract", row.id, row.summary, title=row.title, tags=row.tags, importance=0.6,
+                       thread_id=row.thread_id)
+        return row
+
     def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5) -> list[Abstract]:
         rows = list(self.session.scalars(_newest(since is not None),
                                    {"since": since, "limit": limit * 10 if tags else limit}).all())

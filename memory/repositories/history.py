@@ -4,7 +4,8 @@ Written by the flush listener in memory/history.py (one place for every tier); r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import builtins
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import func, insert, select
@@ -39,6 +40,22 @@ class HistoryRepo(Repo):
     def table_sizes(self, models: Iterable[type]) -> dict[type, int]:
         """Rows in each of these tables, archived ones included (the memory page's tier sizes)."""
         return {model: int(self.session.scalar(select(func.count()).select_from(model)) or 0) for model in models}
+
+    def ids(self, model: Any) -> builtins.list[int]:
+        """Every row id of a memory table, archived rows included, oldest first (anonymisation walks them all)."""
+        return [int(i) for i in self.session.scalars(select(model.id).order_by(model.id)).all()]
+
+    def rewrite(self, change: Callable[[Any], Any]) -> int:
+        """Every change's before and after passed through `change` (anonymisation: the history keeps no name the
+        rows no longer hold); how many changes were rewritten."""
+        rewritten = 0
+        for row in self.session.scalars(select(MemoryChange).order_by(MemoryChange.id)).all():
+            before, after = change(row.before), change(row.after)
+            if before != row.before or after != row.after:
+                row.before, row.after = before, after
+                rewritten += 1
+        self.session.flush()
+        return rewritten
 
     def count(self, tier: str | None = None) -> int:
         q = select(func.count(MemoryChange.id))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from typing import Literal
+
 from pydantic import Field
 
+from managers.abstracts import Delivery
 from memory.models import Abstract
 from nodes.commands.args import Args, Days, Id, Limit, Refs, Text, Title, Words, names
 from nodes.commands.model import Command
@@ -34,6 +37,10 @@ class AbstractAddArgs(Args):
 class AbstractUpdateArgs(AbstractIdArgs):
     text: Text = Field(validation_alias=names("text", "summary"))
     sources: Refs = []
+
+
+class AbstractModeArgs(Args):
+    mode: Literal["auto", "manual"]
 
 
 def abstract_line(a: Abstract) -> str:
@@ -73,3 +80,11 @@ def update_abstract(cmd: Command, ctx: CommandContext) -> CommandResult:
     ctx.managers.abstracts.extend(abstract_id, str(arg(cmd, "text")), arg(cmd, "sources", default=[], kind=list),
                                   thread_id=ctx.thread_id)
     return CommandResult(f"abstract {abstract_id} extended")
+
+
+@FAMILY.command("abstracts.mode", '{"mode": "manual"}  (auto: made on their triggers and the newest shown to me each '
+                "tick; manual: made and read only when I ask)", args=AbstractModeArgs, effect="write_self")
+def abstracts_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
+    mode: Delivery = "manual" if arg(cmd, "mode") == "manual" else "auto"
+    ctx.managers.abstracts.set_delivery(ctx.thread_id, mode)
+    return CommandResult(f"abstracts: {mode}")

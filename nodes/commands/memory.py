@@ -113,3 +113,25 @@ def tools_used(cmd: Command, ctx: CommandContext) -> CommandResult:
     kind = arg(cmd, "kind", default=None)
     lines = ctx.managers.tool_uses.lines(kind=kind, limit=arg(cmd, "limit", default=10, kind=int))
     return CommandResult("\n".join(lines) or "no tool or link used yet", show=True)
+
+
+class AnonymiseArgs(Args):
+    tiers: Words | None = None
+
+
+@FAMILY.command("memory.anonymise", '{"tiers": ["diary", "entity"]}  (my human asked: names and places in my memory '
+                "become placeholders — found offline, none named here; changes my memory: needs my human's approval; "
+                "only my human can undo it)", args=AnonymiseArgs, effect="modify_self")
+def anonymise(cmd: Command, ctx: CommandContext) -> CommandResult:
+    persona = ctx.services.persona
+    try:
+        result = ctx.managers.anonymise.anonymise(tiers=arg(cmd, "tiers", default=None, kind=list),
+                                                  keep=[persona.name, persona.display_name])
+    except ValueError as exc:
+        raise CommandError(f"memory.anonymise: {exc}") from None
+    if not result.mapping:
+        return CommandResult("nothing to anonymise: no names or places found", show=True)
+    # the originals never reach a result, a log or a prompt: only the placeholders and the counts
+    return CommandResult(f"anonymised {len(result.mapping)} name(s) in {result.rows} memories: "
+                         f"{', '.join(result.placeholders())}; {result.history} history entries rewritten; "
+                         "the key to undo it is my human's alone", show=True)

@@ -75,6 +75,21 @@ WORLD_ASKED_LINE = "I asked for fresh news from my feeds; they arrive as notes (
 STIMULUS_TITLE = "Something new to think about (my last thoughts repeated each other)"
 FLASHBACK_LINE = "A distant memory ({tier}, {when}): {text}"
 KB_LINE = "From my knowledge base ({title}): {text}"
+MESH_QUESTION = ("My thoughts keep circling around the same point ({topic}). Tell me something new: what would you "
+                 "explore now?")
+MESH_ASKED_LINE = ("I asked {peers} peer(s) on the mesh what they would explore now ({how}); their answers arrive as "
+                   "notes from peers.")
+MESH_NONE_LINE = "I wanted to ask the mesh for something new, but {reason}; I try something else instead."
+SIMULATION_LINE = ("I moved “{title}” into a simulated environment (Stelis thread {thread}): I rehearse it there, "
+                   "where nothing I do leaves the rehearsal, and its chronicle comes back here.")
+SIMULATION_REFUSED_LINE = "I could not move “{title}” into a simulated environment: {reason}."
+SIMULATION_SEED = """# A simulated environment
+This thread is a rehearsal of “{title}” in a simulated environment, opened because my thinking was stuck in a loop.
+Nothing I do here leaves it: commands that would reach outside me or change who I am are simulated, not run. I
+describe the situation as a small world, try the next step of the task in it, imagine how the world answers, and
+note what I learn. After {ticks} thoughts this rehearsal ends and its chronicle returns to my main thread."""
+SIMULATION_CHRONICLE = ("Record what was rehearsed in this simulated environment: the situation imagined, each step "
+                        "tried, how the simulated world answered, and what was learned for the real task.")
 ASK_HUMAN_TEXT = ("I notice my thoughts keep circling around the same point ({topic}). "
                   "Could you give me a new question, a fact or a different angle?")
 

@@ -70,3 +70,6 @@ Text:
 
 Distillation:
 """
+
+ABSTRACTS_ON_REQUEST = ("My abstracts wait until I ask for them (manual): the newest is abstract {id} — "
+                        'abstracts.list, or abstracts.read {{"id": {id}}}.')

@@ -15,7 +15,9 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
 from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
-from nodes.context import AnimaContext, services_of
+from managers import Managers
+from managers.abstracts import AUTOMATIC_TRIGGERS, delivery
+from nodes.context import CYCLE, AnimaContext, services_of
 from nodes.state import MemoryUpkeep, TickState, UpkeepUpdate
 from nodes.upkeep import episodes_checked, generator, prune_memory, write_episode
 
@@ -30,9 +32,17 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
     every = services.settings.memory.abstract_every
     with services.db.unit() as repos:
         repos.config.preload_memory_upkeep(thread_id)
-        if every > 0 and tick > 0 and tick % every == 0 and pending_request(repos, thread_id) is None:
+        cycle = services.reads.get(thread_id, tick, CYCLE,
+                                   lambda: Managers(repos).loop.context_cycle(thread_id, services.settings))
+        manual = delivery(cycle, services.settings) == "manual"
+        if every > 0 and tick > 0 and tick % every == 0 and not manual and pending_request(repos, thread_id) is None:
             request_abstract(repos, thread_id, "every_n", f"tick {tick}")
         request = pending_request(repos, thread_id)
+        if request and manual and request.get("trigger") in AUTOMATIC_TRIGGERS:  # manual: only what was asked for
+            clear_request(repos, thread_id)
+            repos.processes.add("memory.abstract", f"abstract not made: abstracts are manual ({request.get('trigger')}: "
+                                f"{request.get('what', '')})", status="ok", thread_id=thread_id)
+            request = None
         thread = services.reads.get(thread_id, tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
         child = thread is not None and thread.parent_id is not None
         episodes_due = not child and not episodes_checked(services, repos)

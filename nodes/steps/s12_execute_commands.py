@@ -20,7 +20,9 @@ from nodes.commands import Command, CommandContext, CommandError, CommandResult,
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
 from nodes.context import CYCLE, AnimaContext, Services, services_of
+from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
+from nodes.stelis.threads import close_thread, set_active_thread
 
 log = logging.getLogger(__name__)
 # HMP auxiliary cycles in read_only mode: read anything, create notes/tasks/llm_memory, edit only their own task.
@@ -40,6 +42,35 @@ def read_only_refusal(cmd: Command, effect: str, task_id: int) -> str | None:
                 "propose the change to the main loop with notes.add")
     return (f"{cmd.type} would change records a read-only task cycle may not touch; "
             "propose it to the main loop with notes.add")
+
+
+SIMULATED = {"external": "reach outside me", "modify_self": "change who I am"}  # not run in a simulation thread
+
+
+def _thread_origin(services: Services, state: TickState, repos: Any) -> str | None:
+    thread = services.reads.get(state.thread_id, state.tick, ("thread", state.thread_id),
+                                lambda: repos.threads.get(state.thread_id))
+    return thread.origin if thread is not None else None
+
+
+def end_simulation(services: Services, state: TickState) -> dict[str, Any] | None:
+    """A task rehearsed in a simulated environment for `reflexes.simulation_ticks` thoughts: its thread closes with a
+    chronicle (the parent's anchor shows it) and the ticks return to the parent. The event, or None."""
+    with services.db.unit() as repos:
+        thread = repos.threads.get(state.thread_id)
+        if thread is None or thread.origin != SIMULATION or thread.status != "running" or thread.parent_id is None:
+            return None
+        if repos.messages.count(thread.id) < services.settings.reflexes.simulation_ticks:
+            return None
+        parent_id, label = thread.parent_id, thread.label
+    result = close_thread(services, thread.id, status="completed")
+    with services.db.unit() as repos:
+        set_active_thread(repos, state.root_thread or parent_id, parent_id)
+        repos.processes.add("stelis.simulation", f"the rehearsal “{label}” ended after "
+                            f"{services.settings.reflexes.simulation_ticks} thoughts; its chronicle is in {parent_id}",
+                            status="ok", thread_id=parent_id)
+    return {"event": "stelis_leave", "thread_id": result.thread_id, "label": label, "status": "completed",
+            "origin": SIMULATION}
 
 
 def _failure_message(exc: Exception) -> str:
@@ -65,7 +96,7 @@ def after_commit(actions: list) -> None:
             log.exception("after-commit action failed")
 
 
-def _run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
+def run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
              refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
     key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
@@ -94,6 +125,9 @@ def _run_one(cmd: Command, state: TickState, services: Services, commands: Regis
             task = repos.tasks.by_repl_thread(thread_id)
             effect = spec.effect_for(cmd.args)
             refusal = read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None
+            if refusal is None and effect in SIMULATED and _thread_origin(services, state, repos) == SIMULATION:
+                refusal = (f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
+                           "in a simulated environment (nothing leaves it)")
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
@@ -218,9 +252,12 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     llm_id = state.llm.get("llm_id")
     for raw in state.commands:
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
-        outcome, produced = _run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
+        outcome, produced = run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)
         events += produced
+    left = end_simulation(services, state)
+    if left is not None:
+        events.append(left)
     for event in events:
         runtime.stream_writer(event)
     if executed:

@@ -21,7 +21,7 @@ from graph.loop.task_cycles import TaskCycles
 from nodes.commands import Command, registry
 from managers import Managers
 from nodes.state import TickState
-from nodes.steps.s12_execute_commands import _run_one
+from nodes.steps.s12_execute_commands import run_one
 from persona.prose import is_prose
 
 pytestmark = pytest.mark.integration
@@ -102,7 +102,7 @@ def test_a_task_sub_cycle_on_the_embedded_model_changes_no_row_but_its_own(tmp_p
                     [(d.id, d.text, d.status) for d in repos.diary.list(include_archived=True)],
                     repos.blocks.get("core").content, repos.messages.count("main"))
 
-    outcome, _ = _run_one(Command(cmd_id="run-1", type="tasks.run", args={"id": 1, "max_ticks": 2, "max_restarts": 0}),
+    outcome, _ = run_one(Command(cmd_id="run-1", type="tasks.run", args={"id": 1, "max_ticks": 2, "max_restarts": 0}),
                           TickState(thread_id="main", tick=1, validation={"auto_pass": True}), agent.services,
                           registry(), None)
     assert outcome["status"] == "executed", outcome

@@ -108,10 +108,10 @@ def test_forced_stagnation_flags_then_reflex_lite_then_escalates_and_recovers(ag
 
 
 def test_the_plan_puts_the_diagnosed_class_first_and_cheapest_first():
-    assert plan("no_new_data")[:3] == ["read_kb", "world_check", "ask_human"]
+    assert plan("no_new_data")[:4] == ["ask_mesh", "read_kb", "world_check", "ask_human"]
     assert plan("repeated_thoughts")[:6] == ["flashback", "meta_analysis", "rationale_reflex", "goal_reformulation",
                                              "interest_memory", "switch_llm"]
-    assert plan("monotone_context")[:3] == ["random_iteration", "change_context", "task_switch"]
+    assert plan("monotone_context")[:4] == ["random_iteration", "change_context", "task_switch", "simulate"]
     assert plan("overload")[0] == "pause"
     # what helped before goes first among equals; the persona's own strategy takes its class and cost
     used = [("flashback", "internal", 1, 5, 0), ("meta_analysis", "internal", 1, 5, 4), ("mine", "internal", 1, 0, 0),

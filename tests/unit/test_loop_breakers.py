@@ -1,7 +1,9 @@
 """The loop-breakers HMP names beyond the first seven, chosen by the escalation through ticks: world check (a fresh
 feed item, or a fetch asked for), task switch (and the return to the task when the loop ends), goal reformulation,
-random iteration (a thinking method), interest memory, the rationale reflex; the persona's own strategies and
-thinking methods as data it lists, adds and (with consent) deletes; notes.update and the soft notes.delete."""
+random iteration (a thinking method), interest memory, the rationale reflex, asking the mesh (through the consent
+model; with no peer it says so and falls back), moving the task to a simulated environment (a Stelis rehearsal whose
+chronicle returns); the persona's own strategies and thinking methods as data it lists, adds and (with consent)
+deletes; notes.update and the soft notes.delete."""
 
 from __future__ import annotations
 
@@ -96,7 +98,7 @@ def test_the_persona_curates_its_strategies_and_thinking_methods(agent_factory):
         LOOP, LOOP, LOOP, block(("stagnation_strategies.list", {}))])
     agent = agent_factory(fake, consent={"auto_approve": ["stagnation_strategies.delete"]})
     added, method, deleted, methods = agent.tick()["executed"]
-    assert added["result"] == "strategy 14 five_whys added (external, cost 1)"
+    assert added["result"] == "strategy 16 five_whys added (external, cost 1)"
     assert method["result"].startswith("thinking method 6 reverse added")
     assert deleted["result"].startswith("stagnation strategy read_kb archived")
     assert "- [6] reverse, drawn 0×: Start from the end and work back." in methods["result"]
@@ -133,3 +135,99 @@ def test_notes_update_and_soft_delete(agent_factory):
     agent.tick()
     with agent.services.db.unit() as repos:
         assert repos.notes.get(2).hidden is False
+
+
+def test_ask_the_mesh_with_no_peer_says_so_and_falls_back(agent_factory):
+    fake = FakeLLM("fake", responses=[LOOP] * 4)
+    agent = agent_factory(fake, mesh={"enabled": True})
+    with agent.services.db.unit() as repos:
+        feed, _ = repos.feeds.subscribe("http://tides.test/rss", "tides", ["sea"])
+        repos.feeds.add_item(feed, "g1", "Spring tide tonight (Tide News)\nThe highest tide of the year.",
+                             "http://tides.test/1", agent.services.clock())
+    third = [agent.tick() for _ in range(3)][-1]
+    assert third["novelty"]["diagnosis"] == "no_new_data"
+    assert third["novelty"]["mechanisms"] == ["world_check"]  # ask_mesh came first in the plan, but no peer
+    assert third["stagnation"]["plan"][0] == "ask_mesh"
+    assert third["stagnation"]["mesh_unavailable"] == "no peer on the mesh is known yet"
+    agent.tick()
+    assert "I wanted to ask the mesh for something new, but no peer on the mesh is known yet" in stimulus(prompts(fake)[3])
+    with agent.services.db.unit() as repos:
+        assert repos.approvals.pending() == [] and repos.mesh.outbox(10) == []
+
+
+def test_ask_the_mesh_asks_the_trusted_peers_through_the_consent_model(agent_factory):
+    from managers import ManagerDeps, Managers
+    from reach.hmp.identity import Identity
+
+    fake = FakeLLM("fake", responses=[LOOP] * 5)
+    agent = agent_factory(fake, mesh={"enabled": True}, reflexes={"mesh_ask_peers": 3})
+    trusted, fair, shunned = (Identity.generate().did for _ in range(3))
+    deps = ManagerDeps(settings=agent.services.settings, clock=agent.services.clock)
+    with agent.services.db.unit() as repos:
+        reputation = Managers(repos, deps).reputation
+        for did, score in ((trusted, 0.9), (fair, 0.6), (shunned, -0.9)):
+            reputation.evaluate(did, score)
+    third = [agent.tick() for _ in range(3)][-1]
+    assert third["novelty"]["mechanisms"] == ["ask_mesh"]
+    asked = third["stagnation"]["mesh_asked"]
+    assert list(asked) == [trusted, fair]  # the most trusted first; the distrusted one is not asked
+    with agent.services.db.unit() as repos:
+        pending = sorted(repos.approvals.pending(), key=lambda a: a.id)
+        assert [(a.type, a.args["to"], a.effect) for a in pending] == [("mesh.ask", trusted, "external"),
+                                                                       ("mesh.ask", fair, "external")]
+        assert "what would you explore now?" in pending[0].args["text"]
+        assert repos.mesh.outbox(10) == []  # nothing left before the human said yes
+        Managers(repos, deps).consent.answer(pending[0].id, approve=True, by="owner", now=agent.services.clock())
+    fourth = agent.tick()  # the approved ask runs at the start of the next tick; the episode asks no one again
+    assert fourth["stagnation"]["mesh_asked"] == asked
+    assert "I asked 2 peer(s) on the mesh what they would explore now" in stimulus(prompts(fake)[3])
+    with agent.services.db.unit() as repos:
+        [sent] = repos.mesh.outbox(10)
+        assert (sent.type, sent.recipient) == ("ask", trusted)
+        assert "what would you explore now?" in sent.body["payload"]["text"]
+        assert len(repos.approvals.pending()) == 1
+
+
+def test_a_task_moved_to_a_simulated_environment_is_rehearsed_there_and_its_chronicle_returns(agent_factory,
+                                                                                                monkeypatch):
+    from nodes.reflexes.anti_stagnation import escalation
+
+    chronicle = "Rehearsal: in a model harbour the beam swept twelve degrees a second; a timer measures it."
+    main_thoughts = iter([LOOP] * 5 + [FRESH, FRESH + " Still fresh."])
+
+    def answer(prompt: str) -> str:
+        if "Record what was rehearsed in this simulated environment" in prompt:
+            return chronicle
+        if "# A simulated environment" in prompt:
+            return block(("feeds.subscribe", {"url": "http://harbour.test/rss", "name": "harbour"}),
+                         text="In the model harbour I time the beam with a stopwatch: twelve degrees a second.")
+        return next(main_thoughts)
+
+    fake = FakeLLM("fake", responses=answer)
+    agent = agent_factory(fake, reflexes={"simulation_ticks": 2})
+    with agent.services.db.unit() as repos:
+        repos.tasks.add("Measure the beam", priority=5)
+    monkeypatch.setattr(escalation, "diagnose", lambda *args: "monotone_context")
+    fifth = [agent.tick() for _ in range(5)][-1]
+    assert fifth["novelty"]["mechanisms"] == ["random_iteration", "change_context", "simulate"]
+    child = fifth["stagnation"]["simulation"]
+    assert child.startswith("main/")
+    with agent.services.db.unit() as repos:
+        thread = repos.threads.get(child)
+        assert (thread.origin, thread.status, thread.label) == ("simulation", "running",
+                                                               "simulation: task 1: Measure the beam")
+    sixth = agent.tick()  # the next tick runs in the rehearsal
+    assert sixth["thread_id"] == child
+    assert "rehearsal of “task 1: Measure the beam” in a simulated environment" in prompts(fake)[-1]
+    [subscribe] = sixth["executed"]
+    assert subscribe["status"] == "refused" and subscribe["result"].startswith("simulated, not run: feeds.subscribe")
+    seventh = agent.tick()  # the second thought of the rehearsal: it ends, its chronicle goes to the parent
+    assert seventh["thread_id"] == child
+    with agent.services.db.unit() as repos:
+        thread = repos.threads.get(child)
+        assert (thread.status, thread.chronicle) == ("completed", chronicle)
+        assert repos.feeds.list() == []  # the simulated subscription never happened
+        assert repos.approvals.pending() == []
+    eighth = agent.tick()
+    assert eighth["thread_id"] == "main"
+    assert chronicle in prompts(fake)[-1]  # the anchor in the parent shows the chronicle

@@ -156,9 +156,9 @@ def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, ag
     # execute_commands re-run (as after a kill inside it): the command is not run twice
     from nodes.commands import Command, registry
     from nodes.state import state_from
-    from nodes.steps.s12_execute_commands import _run_one
+    from nodes.steps.s12_execute_commands import run_one
 
-    outcome, events = _run_one(Command.model_validate(state["commands"][0]), state_from(state), resumed.services,
+    outcome, events = run_one(Command.model_validate(state["commands"][0]), state_from(state), resumed.services,
                                registry(), "fake")
     assert outcome["already_done"] and events == []
     with resumed.services.db.unit() as repos:

@@ -13,8 +13,17 @@ state's `stagnation` episode, so they survive a restart and end together when no
   (meta-analysis, rationale reflex, goal reformulation, task switch, random iteration: a thinking method drawn
   at random, the persona's own strategies; reflex-lite's rephrased request is `rephrased`);
 - `context_mode` overriding the thread's (change of context), `llm` preferred by call_llm (switch LLM),
-  `pause_s` taken by execute_commands (radical pause); ask-the-human sends one message per episode.
-HMP's mesh query is left out: this persona has no mesh.
+  `pause_s` taken by execute_commands (radical pause); ask-the-human sends one message per episode;
+- ask the mesh (HMP "Mesh-запрос: расскажи что-нибудь новое", external, cheap): once an episode the most trusted
+  peers (`reflexes.mesh_ask_peers`) are asked what they would explore now — each `mesh.ask` goes through the consent
+  model (a pending approval, or sent at once when `consent.auto_approve` names mesh.ask); the answers arrive as
+  notes from peers (data). With the mesh off or no peer known it says so in the stimulus, and the next mechanism
+  takes its place;
+- move the task to a simulated environment (HMP "Перенос задачи в … симулированную среду", context, costly): the
+  open task in front is rehearsed in a Stelis child thread of origin `simulation`; the ticks run there, its
+  prompt says it is a rehearsal, commands that would reach outside or change the persona are simulated, not run
+  (execute_commands), and after `reflexes.simulation_ticks` thoughts the thread closes and its chronicle returns to
+  the parent through its anchor.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from typing import Any, Callable
 
 from managers import Managers
 from managers.loop import context_mode
+from managers.owners import process_token
+from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
 from managers.strategies import MECHANISMS, THINKING_METHODS
 from memory import Repos
 from memory.text import emotion_strengths
@@ -37,15 +48,22 @@ from nodes.reflexes.prompts import (
     GOAL_REFORMULATION_INSTRUCTION,
     INTEREST_LINE,
     KB_LINE,
+    MESH_ASKED_LINE,
+    MESH_NONE_LINE,
+    MESH_QUESTION,
     META_ANALYSIS_INSTRUCTION,
     RANDOM_ITERATION_INSTRUCTION,
     RATIONALE_INSTRUCTION,
+    SIMULATION_CHRONICLE,
+    SIMULATION_LINE,
+    SIMULATION_REFUSED_LINE,
     TASK_SWITCH_INSTRUCTION,
     WORLD_ASKED_LINE,
     WORLD_LINE,
     WORLD_NOTHING_LINE,
 )
 from nodes.state import StagnationEpisode, TickState
+from nodes.stelis.threads import child_thread_id, managers_of
 
 
 def _came_from(episode: StagnationEpisode, source: provenance.Source | None) -> None:
@@ -61,6 +79,7 @@ DIAGNOSIS_CLASS = {"no_new_data": "external", "monotone_context": "context", "re
                    "overload": "radical"}
 FATIGUE = {"fatigue", "tiredness", "exhaustion", "overwhelm", "apathy"}  # strong (≥ 4): overload
 NO_DATA_TICKS = 5  # no note from outside during this many ticks: "no new data"
+SIMULATION = "simulation"  # the origin of a thread the escalation moved a task into
 FLASHBACK_TIERS = ("diary", "message", "concept", "llm_memory", "episode", "insight", "abstract")
 
 
@@ -127,6 +146,11 @@ class Escalation:
             return bool(self._active_methods())
         if mechanism == "interest_memory":
             return self._forgotten_topic() is not None
+        if mechanism == "ask_mesh":
+            return bool(self._mesh_peers()[0]) or bool(episode.get("mesh_asked"))
+        if mechanism == "simulate":
+            return bool(episode.get("simulation")) or (self._thread_origin() != SIMULATION
+                                                       and self._task_to_move() is not None)
         return True
 
     def run(self, episode: StagnationEpisode, level: int) -> StagnationEpisode:
@@ -136,6 +160,7 @@ class Escalation:
         rows = {r.name: r for r in self.repos.strategies.ensure(MECHANISMS)}  # the active ones
         self._methods: list[Any] = self.repos.methods.ensure(THINKING_METHODS)
         chosen: list[str] = []
+        wanted_mesh = False  # ask_mesh came up but had no peer: said so, and the next mechanism took its place
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
         order = [m for m in episode.get("plan") or [] if m in rows] or \
             plan(diagnosis, [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()],
@@ -146,6 +171,8 @@ class Escalation:
             if (mechanism not in MECHANISMS and rows[mechanism].instruction) or \
                     (mechanism in MECHANISMS and self.applicable(mechanism, episode)):
                 chosen.append(mechanism)
+            elif mechanism == "ask_mesh":
+                wanted_mesh = True
         before = set(episode.get("mechanisms") or [])
         added = [m for m in chosen if m not in before]
         episode = {**episode, "diagnosis": diagnosis, "mechanisms": chosen, "stimulus": [], "stimulus_sources": [],
@@ -156,6 +183,10 @@ class Escalation:
                 getattr(self, mechanism)(episode)
             else:  # the persona's own strategy: its instruction leads the next thought
                 self._instruct(episode, rows[mechanism].instruction)
+        if wanted_mesh:
+            reason = self._mesh_peers()[1]
+            episode["mesh_unavailable"] = reason
+            episode["stimulus"].append(MESH_NONE_LINE.format(reason=reason))
         self.repos.strategies.record(added, used=True)
         self.repos.processes.note("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
                                   f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
@@ -300,3 +331,87 @@ class Escalation:
 
     def pause(self, episode: StagnationEpisode) -> None:
         episode["pause_s"] = float(self.services.settings.reflexes.stagnation_pause_s)
+
+    # ---- ask the mesh ------------------------------------------------------------------------------------------------
+
+    def _house(self) -> Managers:
+        return managers_of(self.services, self.repos)
+
+    def _mesh_peers(self) -> tuple[list[str], str]:
+        """(the peers to ask, most trusted first; why none when there are none)."""
+        if getattr(self, "_peers", None) is None:
+            settings = self.services.settings
+            if not settings.mesh.enabled:
+                self._peers: tuple[list[str], str] = ([], "the mesh is off (config.yaml mesh.enabled)")
+            else:
+                reputation = self._house().reputation
+                peers = [did for did in reputation.rank(reputation.known())
+                         if reputation.trust(did) >= settings.mesh.min_trust][:settings.reflexes.mesh_ask_peers]
+                self._peers = (peers, "" if peers else "no peer on the mesh is known yet")
+        return self._peers
+
+    def ask_mesh(self, episode: StagnationEpisode) -> None:
+        """Once an episode: `mesh.ask` to each peer, through the consent model (reaching out is `external`)."""
+        asked = episode.get("mesh_asked")
+        if not asked:
+            settings, state, now = self.services.settings, self.state, self.services.clock()
+            text = MESH_QUESTION.format(topic=" ".join(self.thought.split()[:12]))
+            house = self._house()
+            approved = "mesh.ask" in settings.consent.auto_approve
+            asked = {}
+            for n, did in enumerate(self._mesh_peers()[0], 1):
+                key = f"{state.thread_id}:{state.tick}:ask_mesh-{n}"
+                reason = "anti-stagnation: ask the mesh for something new"
+                if approved:
+                    container = house.mesh.compose("ask", {"text": text}, recipient=did)
+                    house.consent.record(thread_id=state.thread_id, tick=state.tick, cmd_key=key, type="mesh.ask",
+                                         effect="external", decision="executed", actor="policy", now=now,
+                                         reason=f"{reason}; mesh.ask is approved in advance (consent.auto_approve)")
+                    asked[did] = container["id"]
+                else:
+                    row, _ = house.consent.request(
+                        cmd_key=key, cmd_id=f"ask_mesh-{n}", type="mesh.ask", args={"to": did, "text": text},
+                        effect="external", description=reason, reason=f"{reason}: external needs my human's approval",
+                        thread_id=state.thread_id, root_thread=state.root_thread or state.thread_id, tick=state.tick,
+                        now=now)
+                    asked[did] = f"approval {row.id}"
+            episode["mesh_asked"] = asked
+        how = "sent" if any(str(v).startswith("sha256:") for v in asked.values()) else "waiting for my human's approval"
+        episode["stimulus"].append(MESH_ASKED_LINE.format(peers=len(asked), how=how))
+
+    # ---- move the task to a simulated environment --------------------------------------------------------------------
+
+    def _thread_origin(self) -> str | None:
+        thread = self.repos.threads.get(self.state.thread_id)
+        return thread.origin if thread is not None else None
+
+    def _task_to_move(self) -> str | None:
+        """The title of what would be rehearsed: the open task in front (HMP moves a task, not a goal)."""
+        tasks = self.repos.tasks.list(open_only=True, limit=1)
+        return f"task {tasks[0].id}: {tasks[0].title}" if tasks else None
+
+    def simulate(self, episode: StagnationEpisode) -> None:
+        """Open a Stelis child of origin `simulation` for the task and make it the thread the next ticks run in."""
+        if episode.get("simulation"):
+            return
+        title = self._task_to_move()
+        if title is None:  # applicable() found one; none left by now
+            return
+        state, settings = self.state, self.services.settings
+        label = f"simulation: {title}"[:200]
+        threads = self._house().threads
+        try:
+            child, _, _ = threads.open_child(
+                parent_id=state.thread_id, child_id=child_thread_id(state.thread_id, label, f"t{state.tick}-simulate"),
+                label=label, window_ratio=DEFAULT_WINDOW_RATIO, max_depth=settings.stelis.max_depth,
+                origin=SIMULATION, persona=self.services.persona.name, owner=process_token(), tick=state.tick,
+                chronicle_prompt=SIMULATION_CHRONICLE)
+        except StelisRefused as exc:
+            episode["simulation"] = f"refused: {exc}"
+            episode["stimulus"].append(SIMULATION_REFUSED_LINE.format(title=title, reason=exc))
+            return
+        threads.set_active(state.root_thread or state.thread_id, child.id)
+        episode["simulation"] = child.id
+        episode["stimulus"].append(SIMULATION_LINE.format(title=title, thread=child.id))
+        self.emit({"event": "stelis_enter", "thread_id": child.id, "label": label, "depth": child.depth,
+                   "origin": SIMULATION})

@@ -17,12 +17,14 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from managers import ManagerDeps, Managers
+from managers.abstracts import delivery
 from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
 from nodes.commands import registry
 from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
-from nodes.reflexes.prompts import STIMULUS_TITLE
+from nodes.reflexes.anti_stagnation.escalation import SIMULATION
+from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
     CHANNEL_HINT,
@@ -154,7 +156,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("episodes", "Recent days", episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
         Block("feelings", INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE,
               _feelings(dict(state.drives), repos), 140),
-        Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags")), 105,
+        Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags"),
+                                                                                   delivery=delivery(cycle, services.settings)), 105,
               trim_oldest=True),
         Block("processes", "Open processes (results of my commands)",
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
@@ -199,6 +202,11 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
             description=task.description or "(no description)",
             goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
+            system=True))
+    thread = repos.threads.get(state.thread_id)
+    if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
+        blocks.append(Block("simulation", "", [SIMULATION_SEED.format(
+            title=thread.label.removeprefix("simulation: "), ticks=services.settings.reflexes.simulation_ticks)], 198,
             system=True))
     blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
     fixed_text = _instruction(services, state, episode)

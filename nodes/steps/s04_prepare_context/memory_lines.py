@@ -12,6 +12,7 @@ import logging
 from datetime import date, timedelta
 from typing import Any, NamedTuple
 
+from managers.abstracts import delivery
 from managers.loop import context_mode
 from memory import Repos
 from memory.upkeep.episodes import Period
@@ -19,6 +20,7 @@ from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
 from memory.repositories.messages import MessageLine
 from nodes import provenance
+from nodes.steps.prompts import ABSTRACTS_ON_REQUEST
 from nodes.stelis.history import render_item, lineage_ids, timeline
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,8 @@ def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
         log.exception("auto_recall failed")
         return Recall([], [], f"{type(exc).__name__}: {exc}", {})
+    if delivery(cycle, services.settings) == "manual":  # abstracts are read only when requested
+        hits = [hit for hit in hits if hit.item.tier != "abstract"]
     lines = []
     for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
         item = hit.item
@@ -140,7 +144,12 @@ def _cycle(task) -> str:
     return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
 
 
-def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7) -> list[str]:
+def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, delivery: str = "auto") -> list[str]:
+    """auto: the newest two of the last `days` (those of the focus tags first); manual: only that they wait to be
+    asked for (HMP's manual delivery: the persona requests them)."""
+    if delivery == "manual":
+        newest = repos.abstracts.latest()
+        return [ABSTRACTS_ON_REQUEST.format(id=newest.id)] if newest is not None else []
     rows = repos.abstracts.list(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
     rows = rows or repos.abstracts.list(since=now - timedelta(days=days), limit=2)
     return [f"[abstract {a.id} {a.title}] {a.summary}" for a in reversed(rows)]
