@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from i18n import N_
 from managers import Managers
 from managers.goals import GoalMetrics
 from memory import Repos
@@ -177,11 +178,11 @@ def charts(repos: Repos, limit: int = 200) -> Charts:
         if (x := _seconds(tick.started_at)) is not None:
             prompt[x], completion[x] = tick.prompt_tokens or 0, tick.completion_tokens or 0
     return Charts(
-        emotions=_aligned("emotions", "Emotions (valence)", "valence −1 … 1",
+        emotions=_aligned("emotions", N_("Emotions (valence)"), "valence −1 … 1",
                           {"persona": persona, "human": human}),
-        novelty=_aligned("novelty", "Novelty of each thought", "novelty 0 … 100",
+        novelty=_aligned("novelty", N_("Novelty of each thought"), "novelty 0 … 100",
                          {"novelty": novelty, "stagnant": stagnant}, points_only=("stagnant",)),
-        tokens=_aligned("tokens", "Tokens per tick", "tokens", {"prompt": prompt, "completion": completion}),
+        tokens=_aligned("tokens", N_("Tokens per tick"), "tokens", {"prompt": prompt, "completion": completion}),
         valence=VALENCE)
 
 
