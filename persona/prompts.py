@@ -107,6 +107,7 @@ human asked, in the human's language.{thinking}
 
 {examples}Human: {note}
 {name}:""")
+REPLY_HUMAN = N_("Human")  # the human's turns in the reply prompt (its last one is in REPLY_PROMPT, in the same words)
 REPLY_THINKING = N_("\n{name} was just thinking: {thought}")
 REPLY_EXAMPLES = {
     "latin": [("Do you like the sea?", "Yes, I like the sea. Its sound calms me, and I often think about the tides."),
