@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KEYWORDS = {"_": None, "gettext": None, "ngettext": (1, 2), "N_": None}
 METHODS = [("**/templates/**.html", "jinja2"), ("**.py", "python")]
 OPTIONS = {"**/templates/**.html": {"extensions": "jinja2.ext.i18n"}}
-PYTHON_FORMAT = re.compile(r"%\((\w+)\)[sd]")
+PYTHON_FORMAT = re.compile(r"%\((\w+)\)[sdr]")
 BRACES = re.compile(r"(?<!\{)\{([a-z_]+)(?::[^{}]*)?\}(?!\})")
 
 
@@ -197,3 +197,10 @@ def test_the_language_setting_has_its_flag_and_its_source(no_anima_environment, 
     assert set(Settings.model_fields["language"].annotation.__args__) == {"auto", *i18n.LANGUAGES}
     with pytest.raises(Exception, match="language"):
         load_settings(overrides=Overrides.of(data_dir=str(tmp_path), language="de"))
+
+
+def test_an_error_meant_for_people_comes_in_their_language(web):
+    russian = web.client.get("/api/approvals/999", headers={"Accept-Language": "ru"})
+    assert russian.status_code == 404 and russian.json() == {"error": "одобрения 999 нет", "field": "approval_id",
+                                                             "status": 404}
+    assert web.client.get("/api/approvals/999").json()["error"] == "no approval 999"  # no preference: English

@@ -116,7 +116,7 @@ def _find_question(repos: Repos, question_id: int):
     try:
         return repos.questions.get(question_id)
     except NotFound as exc:
-        raise NotFoundError(f"no question {question_id}", field="id") from exc
+        raise NotFoundError(N_("no question %(question_id)s"), question_id=question_id, field="id") from exc
 
 
 def resolve_question(repos: Repos, question_id: int, answer: ResolutionIn, now: datetime) -> QuestionView:
@@ -124,7 +124,7 @@ def resolve_question(repos: Repos, question_id: int, answer: ResolutionIn, now: 
     if question.status != "open":
         raise ServiceError(f"question {question_id} is already {question.status}", field="id", status=409)
     if not answer.resolution.strip():
-        raise ServiceError("the resolution is empty", field="resolution", status=422)
+        raise ServiceError(N_("the resolution is empty"), field="resolution", status=422)
     return _question(repos.questions.resolve(question_id, answer.resolution, now))
 
 
