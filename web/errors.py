@@ -13,6 +13,8 @@ from markupsafe import escape
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+import i18n
+
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
@@ -28,10 +30,11 @@ class ServiceError(Exception):
         self.message, self.field, self.status = filled, field, status
 
     def for_people(self, request: Request) -> str:
-        from web.templating import translated
-
+        """The message in the request's language (the app's `language_of`, web/templating.py, set by create_app)."""
+        language_of = getattr(request.app.state, "language_of", None)
+        text = i18n.translations(language_of(request) if language_of else i18n.SOURCE, "web").gettext(self.template)
         try:
-            return translated(request, self.template, **self.values)
+            return text % self.values if self.values else text
         except (KeyError, ValueError, TypeError):  # a translation that does not fit its values: the English
             return self.message
 
