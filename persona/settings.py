@@ -821,7 +821,8 @@ def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, A
         path = tuple(err["loc"])
         dotted = ".".join(str(p) for p in path if not isinstance(p, int))
         if path and path[0] in given:
-            where = f"--{str(path[0]).replace('_', '-')} ({format_path(path)})"
+            flag = SECTION_FLAGS.get(str(path[0])) or f"--{str(path[0]).replace('_', '-')}"
+            where = f"{flag} ({format_path(path)})"
         elif any(_env_name(path[:n]) in env for n in range(1, len(path) + 1)):
             where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in env)
         elif dotted in self_changes or path[:1] and str(path[0]) in self_changes:
