@@ -131,6 +131,9 @@ def test_pages_render_in_the_browser_s_language(web):
     assert "Дневник" in ru.text  # a tier's label (memory/tiers.py) through the same catalogue
     en = web.client.get("/memory")
     assert '<html lang="en"' in en.text and "<h1>Memory</h1>" in en.text and "Diary" in en.text
+    talk = web.client.get("/", headers={"Accept-Language": "ru"}).text  # app.js reads its lines from the button
+    assert 'data-msg-listening="Слушаю… отпустите, чтобы отправить."' in talk
+    assert 'data-msg-heard="Услышано (%(language)s, %(seconds)s с)."' in talk
     approvals = web.client.get("/approvals", headers={"Accept-Language": "ru"})
     assert "Ничто не ждёт вашего одобрения." in approvals.text and "Журнал аудита" in approvals.text
 
