@@ -6,7 +6,7 @@ Standard machinery: GNU gettext catalogues (`i18n/locales/<lang>/LC_MESSAGES/<do
 `text()` in Python. Two domains: `web` (pages, fragments, messages the web shows people) and `prompts` (the
 persona's fixed prompt texts). The .po files are read directly and compiled in memory (Babel's `read_po` then
 `write_mo` into a buffer) once per process at first use: no build step to forget, no binary .mo in the repository
-or out of date with its .po, nothing fetched — a fresh clone speaks every language (tests/unit/test_i18n.py times it).
+or out of date with its .po, nothing fetched — a fresh clone speaks every language (its cost: docs/languages.md).
 
 Which language: `negotiate()` for a browser (the page's switcher, a cookie, first; then the `language` setting
 unless it is `auto`; then Accept-Language); `of_text()` for a human's note whose author names no language
@@ -21,7 +21,6 @@ import unicodedata
 from functools import lru_cache
 from io import BytesIO
 from pathlib import Path
-from typing import Iterable, Literal
 
 LANGUAGES: tuple[str, ...] = ("en", "ja", "ru")
 SOURCE = "en"  # the msgids' language: no catalogue
@@ -29,7 +28,6 @@ NAMES = {"en": "English", "ja": "日本語", "ru": "Русский"}  # each in 
 DOMAINS = ("web", "prompts")
 LOCALES = Path(__file__).parent / "locales"
 COOKIE = "anima_lang"  # the page's switcher remembers the choice here
-Language = Literal["en", "ja", "ru"]
 
 
 def N_(message: str) -> str:
@@ -120,6 +118,3 @@ def text(message: str, language: str | None, domain: str = "prompts") -> str:
     """`message` (its English msgid) in `language`; the English itself when the catalogue has no translation."""
     return translations(language or SOURCE, domain).gettext(message)
 
-
-def texts(messages: Iterable[str], language: str | None, domain: str = "prompts") -> list[str]:
-    return [text(m, language, domain) for m in messages]
