@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 STAMP   = $(VENV)/.installed
 TORCH_VERSION = 2.13.0
 
-.PHONY: run test install system model studio bench clean-data doctor docs synapse mesh
+.PHONY: run test install system model studio bench clean-data doctor docs synapse mesh i18n-extract i18n-update
 
 # The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
 doctor:
@@ -98,6 +98,20 @@ bench: model
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 	@echo "==> the docs: site/index.html"
+
+# The gettext catalogues (i18n/locales, docs/languages.md): extract every marked text into the two templates (.pot),
+# then merge them into each language's .po — new texts come in untranslated, gone ones are kept as obsolete (#~).
+I18N = i18n/locales
+WEB_SOURCES = web memory/tiers.py
+PROMPT_SOURCES = nodes/steps/prompts.py nodes/reflexes/prompts.py nodes/stelis/prompts.py memory/upkeep/prompts.py \
+                 persona/prompts.py
+i18n-extract:
+	$(VENV)/bin/pybabel extract -F babel.cfg --no-location --sort-output -o $(I18N)/web.pot $(WEB_SOURCES)
+	$(VENV)/bin/pybabel extract -F babel.cfg --no-location --sort-output -o $(I18N)/prompts.pot $(PROMPT_SOURCES)
+
+i18n-update: i18n-extract
+	for domain in web prompts; do $(VENV)/bin/pybabel update --no-fuzzy-matching --ignore-obsolete \
+	  -D $$domain -i $(I18N)/$$domain.pot -d $(I18N); done
 
 clean-data:
 	rm -rf data

@@ -10,8 +10,8 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model, PersonaDir, console,
-                         open_data)
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, Lang, LlmApi, LlmUrl, Model, PersonaDir,
+                         console, open_data)
 
 app = typer.Typer(help="The run's settings: every effective value and where it came from.")
 
@@ -24,12 +24,13 @@ def _shown(value: Any) -> str:
 def config_show(persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
                 llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model, llm_api: Optional[str] = LlmApi,
                 embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
-                chroma_url: Optional[str] = ChromaUrl,
+                chroma_url: Optional[str] = ChromaUrl, lang: Optional[str] = Lang,
                 as_json: bool = typer.Option(False, "--json", help="A JSON list of {name, value, source}.")) -> None:
     """Every effective setting (defaults → the persona's config.yaml → the data dir's overrides → ANIMA_*
     environment → flags) with where its value came from; secrets masked."""
     database, settings = open_data(data_dir, db, persona, llm_url=llm_url, model=model, llm_api=llm_api,
-                                   embed_url=embed_url, embed_model=embed_model, chroma_url=chroma_url)
+                                   embed_url=embed_url, embed_model=embed_model, chroma_url=chroma_url,
+                                   language=lang)
     database.close()
     rows = settings.effective()
     if as_json:

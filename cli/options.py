@@ -43,6 +43,8 @@ LlmUrl = typer.Option(None, "--llm-url", help="OpenAI-compatible server, e.g. ht
                                              "$ANIMA_LLM_URL).")
 Model = typer.Option(None, "--model", help="Model name on that server (default: $ANIMA_MODEL).")
 LlmApi = typer.Option(None, "--llm-api", help="chat or completions (base models, continuation); default chat.")
+Lang = typer.Option(None, "--lang", help="The web app's and the prompts' language: auto, en, ja or ru (default: "
+                                         "$ANIMA_LANGUAGE, else the persona's config.yaml `language`, else auto).")
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
 PersonaName = typer.Option(None, "--name", envvar="ANIMA_PERSONA_NAME",
                            help="A persona of a deployment (run.py personas list), with --db postgresql://…")

@@ -11,8 +11,8 @@ import typer
 from rich.markup import escape
 
 from cli.live import LiveView
-from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model, PersonaDir, Thread,
-                         WebAllowedHosts, WebHost, WebPort, err)
+from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, Lang, LlmApi, LlmUrl, Model, PersonaDir,
+                         Thread, WebAllowedHosts, WebHost, WebPort, err)
 from cli.startup import StartupError, _in_directory, preflight
 from cli.web import check_web_binding, start_web
 from persona.settings import Overrides
@@ -51,7 +51,7 @@ def run_playbook(ctx: typer.Context,
                                            help="Loop playbooks: number of ticks, or 'forever' (Ctrl-C stops cleanly, exit 0)."),
                  llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model, llm_api: Optional[str] = LlmApi,
                  context_window: Optional[int] = typer.Option(None, "--context-window", help="Model context window in tokens."),
-                 thread: str = Thread,
+                 thread: str = Thread, lang: Optional[str] = Lang,
                  no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
                  embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                  chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v"),
@@ -67,7 +67,7 @@ def run_playbook(ctx: typer.Context,
         overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
                                llm_api=llm_api, context_window=context_window,
                                embedded=False if no_fallback else None, embed_url=embed_url,
-                               embed_model=embed_model, chroma_url=chroma_url))
+                               embed_model=embed_model, chroma_url=chroma_url, language=lang))
 
 
 def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", verbose: bool = False,

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir, WebAllowedHosts, WebHost, WebPort, err
+from cli.options import ChromaUrl, DataDir, DbUrl, Lang, PersonaDir, WebAllowedHosts, WebHost, WebPort, err
 from persona.settings import Overrides
 from cli.startup import StartupError, preflight, starting
 
@@ -48,13 +48,13 @@ def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: Optiona
 def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = PersonaDir,
           data_dir: Optional[str] = DataDir,
           db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
-          allowed_hosts: Optional[str] = WebAllowedHosts) -> None:
+          allowed_hosts: Optional[str] = WebAllowedHosts, lang: Optional[str] = Lang) -> None:
     """Serve the web app and API over a data dir (talk, thoughts, inner life, memory, approvals, sessions, persona,
     controls). The loop may run in another process: the app reads and writes the same database."""
     from web.security import BindingError
     from web.server import serve as serve_app
 
-    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)
+    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url, language=lang)
     check_web_binding(host, allowed_hosts)  # the refusal comes first: no address is printed for a server that will not start
     settings = preflight(overrides)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host

@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from i18n import N_
 from memory.models import (
     Concept,
     ConceptLink,
@@ -293,7 +294,7 @@ class Tier(ABC, Generic[E]):
 
     @property
     def archived_label(self) -> str:
-        return "replaced versions" if self.versioned else "archived"
+        return N_("replaced versions") if self.versioned else N_("archived")
 
     @property
     def uploads(self) -> bool:
@@ -452,7 +453,7 @@ class StatusTier(RowTier[E]):
 
 
 class LLMMemoryTier(StatusTier[LLMMemoryEdit]):
-    name, label, what, item_tier, model = "llm_memory", "LLM memory", "llm_memory entry", "llm_memory", LLMMemory
+    name, label, what, item_tier, model = "llm_memory", N_("LLM memory"), "llm_memory entry", "llm_memory", LLMMemory
     edit_model = LLMMemoryEdit
     fields = (_field("title"), _field("content", "textarea"), _field("tags", "list"))
 
@@ -476,7 +477,7 @@ class LLMMemoryTier(StatusTier[LLMMemoryEdit]):
 
 
 class DiaryTier(StatusTier[DiaryEdit]):
-    name, label, what, item_tier, model = "diary", "Diary", "diary entry", "diary", DiaryEntry
+    name, label, what, item_tier, model = "diary", N_("Diary"), "diary entry", "diary", DiaryEntry
     edit_model = DiaryEdit
     fields = (_field("text", "textarea"), _field("tags", "list"), _field("priority", "int"), _field("pinned", "bool"))
 
@@ -504,7 +505,7 @@ class DiaryTier(StatusTier[DiaryEdit]):
 
 
 class ConceptTier(StatusTier[ConceptEdit]):
-    name, label, what, item_tier, model = "concept", "Concepts", "concept", "concept", Concept
+    name, label, what, item_tier, model = "concept", N_("Concepts"), "concept", "concept", Concept
     edit_model = ConceptEdit
     fields = (_field("name"), _field("description", "textarea"), _field("tags", "list"), _field("weight", "float"),
               _field("pinned", "bool"))
@@ -533,7 +534,7 @@ class ConceptTier(StatusTier[ConceptEdit]):
 
 
 class LinkTier(RowTier[LinkEdit]):
-    name, label, what, model = "link", "Links", "link", ConceptLink
+    name, label, what, model = "link", N_("Links"), "link", ConceptLink
     edit_model = LinkEdit
     fields = (_field("relation"), _field("weight", "float"), _field("tags", "list"))
 
@@ -566,7 +567,7 @@ class GoalTier(RowTier[GoalEdit]):
     """Goals. The consequences of a status change (a warning when one fails, an abstract when one closes) are the
     goal manager's rule (managers/goals.py), which every door's edit goes through."""
 
-    name, label, what, model = "goal", "Goals", "goal", Goal
+    name, label, what, model = "goal", N_("Goals"), "goal", Goal
     edit_model = GoalEdit
     fields = (_field("title"), _field("description", "textarea"),
               _field("horizon", "choice", choices=("short", "long")),
@@ -598,7 +599,7 @@ class GoalTier(RowTier[GoalEdit]):
 
 
 class TaskTier(RowTier[TaskEdit]):
-    name, label, what, model = "task", "Tasks", "task", Task
+    name, label, what, model = "task", N_("Tasks"), "task", Task
     edit_model = TaskEdit
     fields = (_field("title"), _field("description", "textarea"),
               _field("status", "choice", choices=("open", "in_progress", "done", "failed", "cancelled", "frozen")),
@@ -627,12 +628,12 @@ class TaskTier(RowTier[TaskEdit]):
 
 
 class FactTier(RowTier[FactEdit]):
-    name, label, what, model = "fact", "Unverified facts", "fact", UnverifiedFact
+    name, label, what, model = "fact", N_("Unverified facts"), "fact", UnverifiedFact
     archivable = False
     edit_model = FactEdit
     fields = (_field("claim", "textarea"), _field("context", "textarea"), _field("confidence", "float"),
               _field("priority", "int"),
-              _field("status", "choice", label="Resolve as", choices=("verified", "rejected")),
+              _field("status", "choice", label=N_("Resolve as"), choices=("verified", "rejected")),
               _field("resolution", optional=True))
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
@@ -660,11 +661,11 @@ class FactTier(RowTier[FactEdit]):
 
 
 class QuestionTier(RowTier[QuestionEdit]):
-    name, label, what, model = "question", "Open questions", "question", OpenQuestion
+    name, label, what, model = "question", N_("Open questions"), "question", OpenQuestion
     archivable = False
     edit_model = QuestionEdit
     fields = (_field("topic", "textarea"), _field("context", "textarea"), _field("priority", "float"),
-              _field("resolution", label="Resolve with", optional=True))
+              _field("resolution", label=N_("Resolve with"), optional=True))
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         return [] if archived else [self._record(repos, q) for q in repos.questions.list(limit=limit)]
@@ -733,7 +734,7 @@ def _as_status(status: str) -> Status:
 
 
 class EpisodeTier(ItemTier[EpisodeEdit]):
-    name, label, what, item_tier, model = "episode", "Episodes", "episode", "episode", Episode
+    name, label, what, item_tier, model = "episode", N_("Episodes"), "episode", "episode", Episode
     edit_model = EpisodeEdit
     fields = (_field("summary", "textarea"), _field("emotional_tone"), _field("key_events", "lines"))
 
@@ -759,7 +760,7 @@ class EpisodeTier(ItemTier[EpisodeEdit]):
 
 
 class EntityTier(ItemTier[EntityEdit]):
-    name, label, what, item_tier, model = "entity", "Entities", "entity", "entity", Entity
+    name, label, what, item_tier, model = "entity", N_("Entities"), "entity", "entity", Entity
     edit_model = EntityEdit
     fields = (_field("name"), _field("kind", "choice", choices=("person", "place", "thing", "concept")),
               _field("description", "textarea"), _field("facts", "lines"), _field("aliases", "list"))
@@ -784,7 +785,7 @@ class EntityTier(ItemTier[EntityEdit]):
 
 
 class InsightTier(ItemTier[InsightEdit]):
-    name, label, what, item_tier, model = "insight", "Dream insights", "insight", "insight", Insight
+    name, label, what, item_tier, model = "insight", N_("Dream insights"), "insight", "insight", Insight
     edit_model = InsightEdit
     fields = (_field("insight", "textarea"), _field("strategy", "textarea"), _field("log_entry", "textarea"),
               _field("trigger_topic"))
@@ -813,7 +814,7 @@ class KBTier(ItemTier[NoEdit]):
     """Knowledge-base documents: archived and restored through the document's status (all its chunks), not edited;
     uploads go through the memory manager."""
 
-    name, label, what, item_tier, model = "kb", "Knowledge base", "kb", "kb", KBDocument
+    name, label, what, item_tier, model = "kb", N_("Knowledge base"), "kb", "kb", KBDocument
     edit_model = None
 
     def _item_ref(self, row: Any) -> str:
@@ -847,7 +848,7 @@ class KBTier(ItemTier[NoEdit]):
 
 # ---- all of them ------------------------------------------------------------------------------------------------
 
-CORE, NOTEPAD = BlockTier("core", "Core memory"), BlockTier("notepad", "Notepad")
+CORE, NOTEPAD = BlockTier("core", N_("Core memory")), BlockTier("notepad", N_("Notepad"))
 LLM_MEMORY, DIARY, CONCEPTS, LINKS = LLMMemoryTier(), DiaryTier(), ConceptTier(), LinkTier()
 GOALS, TASKS, EPISODES, ENTITIES, INSIGHTS = GoalTier(), TaskTier(), EpisodeTier(), EntityTier(), InsightTier()
 FACTS, QUESTIONS, KB = FactTier(), QuestionTier(), KBTier()

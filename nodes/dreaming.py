@@ -48,7 +48,7 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
     level, material = int(variables["dream_level"]), variables["dream_material"]
     max_tokens = services.settings.dreaming.max_tokens
     prompt = dream_prompt(services.persona.display_name, services.persona.file("IDENTITY.md") or services.persona.display_name,
-                          level, material["text"])
+                          level, material["text"], services.settings.prompt_language)
     attempts = services.settings.dreaming.attempts
     for attempt in range(1, attempts + 1):
         try:

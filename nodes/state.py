@@ -73,6 +73,7 @@ class ContextReport(TypedDict, total=False):
     recall_error: str | None
     layers: list[PromptLayer]
     compressed: dict[str, int]
+    language: str  # the language of the prompt's fixed texts (the human's: s04_prepare_context/language.py)
 
 
 class LLMCallReport(TypedDict, total=False):

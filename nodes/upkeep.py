@@ -50,7 +50,8 @@ def write_episode(services: Services, thread_id: str,
             return {}
     try:
         with services.db.unit() as repos:
-            row = build_episode(repos, period, zone, generate, services.persona.display_name)
+            row = build_episode(repos, period, zone, generate, services.persona.display_name,
+                                    services.settings.prompt_language)
             if row is not None:
                 repos.processes.add("memory.episode", f"{period.describe()} summarised from {len(row.sources)} sources",
                                     status="close", thread_id=thread_id)

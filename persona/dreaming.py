@@ -26,6 +26,7 @@ from memory import Repos
 from persona.prose import is_prose
 from persona.quiet_hours import in_quiet_hours
 from persona.settings import DreamSettings
+import i18n
 from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 
 LOG_ITEM_CHARS = 240
@@ -147,9 +148,9 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
             "newest_message_id": repos.messages.newest_id(), "recalled": len(recalled)}
 
 
-def dream_prompt(name: str, identity: str, level: int, material: str) -> str:
-    return DREAM_PROMPT.format(name=name, level_text=DREAM_LEVELS[level], identity=identity.strip()[:1500],
-                               material=material)
+def dream_prompt(name: str, identity: str, level: int, material: str, language: str = "en") -> str:
+    return i18n.text(DREAM_PROMPT, language).format(name=name, level_text=i18n.text(DREAM_LEVELS[level], language),
+                                                    identity=identity.strip()[:1500], material=material)
 
 
 def _valid_items(data: dict[str, Any], key: str, dropped: list[str]) -> list[dict[str, Any]]:

@@ -2,18 +2,19 @@
 
 from typing import Any
 
+from i18n import N_
 from persona.prose import prose_pattern
 
-USER_EMOTION_PROMPT = """Which emotion does this message from a person show? Choose one of: {emotions}.
+USER_EMOTION_PROMPT = N_("""Which emotion does this message from a person show? Choose one of: {emotions}.
 Give its strength from 1 (faint) to 5 (overwhelming).
 
 Message:
 \"\"\"{text}\"\"\"
 
 Answer as JSON:
-"""
+""")
 
-RESOLUTION_PROMPT = """{name} had these open questions:
+RESOLUTION_PROMPT = N_("""{name} had these open questions:
 {questions}
 
 Then this conversation happened:
@@ -21,29 +22,29 @@ Then this conversation happened:
 
 Which of the questions does the conversation answer? For each one it answers, give its id and the answer in one
 sentence. Leave out questions it does not answer. Answer as JSON:
-"""
+""")
 
-FEELINGS_TITLE = "How I feel right now (my drives)"
-INTERNAL_STATE_TITLE = "My internal state (every drive, my open questions, what moves me now)"
+FEELINGS_TITLE = N_("How I feel right now (my drives)")
+INTERNAL_STATE_TITLE = N_("My internal state (every drive, my open questions, what moves me now)")
 
 # Per dominant drive: what writing to the human unprompted would be for.
 REACH_OUT = {
-    "boredom": "Nothing has happened for a while. If you like, start a conversation with your human: "
-               "share something you have been thinking about.",
-    "curiosity": "You want to know something. If it feels right, ask your human about it.",
-    "goal": "Your goal is pulling at you. If you need your human for it, tell them where you are and what you need.",
-    "devotion": "Your human did not seem well. If it feels right, check on how they are, gently.",
+    "boredom": N_("Nothing has happened for a while. If you like, start a conversation with your human: "
+               "share something you have been thinking about."),
+    "curiosity": N_("You want to know something. If it feels right, ask your human about it."),
+    "goal": N_("Your goal is pulling at you. If you need your human for it, tell them where you are and what you need."),
+    "devotion": N_("Your human did not seem well. If it feels right, check on how they are, gently."),
 }
-REACH_OUT_INSTRUCTION = ("My {drive} is strong ({level:.2f}). {why} You may write to your human now, unprompted, "
-                         "with one short messages.send — or let it be.")
+REACH_OUT_INSTRUCTION = (N_("My {drive} is strong ({level:.2f}). {why} You may write to your human now, unprompted, "
+                         "with one short messages.send — or let it be."))
 
 DREAM_LEVELS = {
-    1: "a daily reflection: look back over the last day, find what it meant",
-    2: "a weekly reflection: find the patterns of the last week and adjust your short-term goals",
-    3: "a monthly reflection: re-examine your values and review your long-term goals",
+    1: N_("a daily reflection: look back over the last day, find what it meant"),
+    2: N_("a weekly reflection: find the patterns of the last week and adjust your short-term goals"),
+    3: N_("a monthly reflection: re-examine your values and review your long-term goals"),
 }
 
-DREAM_PROMPT = """You are {name}, dreaming: {level_text}.
+DREAM_PROMPT = N_("""You are {name}, dreaming: {level_text}.
 
 Who you are:
 {identity}
@@ -60,7 +61,7 @@ Dream, then wake with one JSON object, written in the first person and in plain 
 - resolved_questions: ids of open questions the material answers, each with the answer.
 
 JSON:
-"""
+""")
 
 DREAM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -101,12 +102,13 @@ DREAM_SCHEMA: dict[str, Any] = {
 # The reply turn (persona/voice.py): a few-shot conversation a small base model continues by one line, sampled
 # only from tokens of the note's script. The examples answer what was asked, naming its words; they are in the
 # note's language when there are examples for it (else English), and none uses a character the mask forbids (digits, quotes, dashes).
-REPLY_PROMPT = """{name} is {nature}. {name} talks with their human: warm, brief, and always about exactly what the
+REPLY_PROMPT = N_("""{name} is {nature}. {name} talks with their human: warm, brief, and always about exactly what the
 human asked, in the human's language.{thinking}
 
 {examples}Human: {note}
-{name}:"""
-REPLY_THINKING = "\n{name} was just thinking: {thought}"
+{name}:""")
+REPLY_HUMAN = N_("Human")  # the human's turns in the reply prompt (its last one is in REPLY_PROMPT, in the same words)
+REPLY_THINKING = N_("\n{name} was just thinking: {thought}")
 REPLY_EXAMPLES = {
     "latin": [("Do you like the sea?", "Yes, I like the sea. Its sound calms me, and I often think about the tides."),
               ("Who are you?", "I am {name}. I am a mind that thinks one thought at a time, and I am glad you are here."),

@@ -501,6 +501,10 @@ class Settings(BaseSettings):
     name: str = ""
     user_name: str = "User"
     timezone: str | None = None
+    language: Literal["auto", "en", "ja", "ru"] = Field("auto", description=(
+        "the web app's and the persona's fixed prompts' language (--lang): auto follows the browser and the human "
+        "(else English); a language here is the web app's unless the page's switcher chose another, and the "
+        "prompts' when the human's is not known (docs/languages.md)"))
     emotions: list[str] = Field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"],
                                 max_length=64)
     skills_dirs: list[str] = Field(default_factory=list)
@@ -600,6 +604,11 @@ class Settings(BaseSettings):
         return self._overrides if self._overrides is not None else Overrides()
 
     @property
+    def prompt_language(self) -> str:
+        """The language of the persona's fixed prompt texts when no human's language applies (`auto`: English)."""
+        return "en" if self.language == "auto" else self.language
+
+    @property
     def persona_named(self) -> bool:
         """The run names its persona (--persona or ANIMA_PERSONA_DIR): the data dir's recorded one is not used, and
         the shipped default is not adopted into the data dir (web/services/persona.py)."""
@@ -659,7 +668,8 @@ def _env_name(path: tuple) -> str:
 
 FLAG, ENVIRONMENT, DATA_DIR_OVERRIDE, DEFAULT = "flag", "environment", "data dir override", "default"
 PERSONA_DIR_ENV = "ANIMA_PERSONA_DIR"
-FLAG_NAMES = {"db_url": "--db", "persona_dir": "--persona"}  # the other run fields: --<field-with-dashes>
+FLAG_NAMES = {"db_url": "--db", "persona_dir": "--persona"}
+SECTION_FLAGS = {"language": "--lang"}  # persona settings the command line sets with a flag of its own  # the other run fields: --<field-with-dashes>
 
 
 class Overrides(BaseModel):
@@ -729,6 +739,8 @@ def _flag_label(path: tuple) -> str:
     name = str(path[0])
     if name in RUN_FIELDS:
         return f"{FLAG} {FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}"
+    if name in SECTION_FLAGS:
+        return f"{FLAG} {SECTION_FLAGS[name]}"
     return f"{FLAG} {format_path(path)} (set by the caller)"
 
 
@@ -817,7 +829,8 @@ def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, A
         path = tuple(err["loc"])
         dotted = ".".join(str(p) for p in path if not isinstance(p, int))
         if path and path[0] in given:
-            where = f"--{str(path[0]).replace('_', '-')} ({format_path(path)})"
+            flag = SECTION_FLAGS.get(str(path[0])) or f"--{str(path[0]).replace('_', '-')}"
+            where = f"{flag} ({format_path(path)})"
         elif any(_env_name(path[:n]) in env for n in range(1, len(path) + 1)):
             where = next(_env_name(path[:n]) for n in range(len(path), 0, -1) if _env_name(path[:n]) in env)
         elif dotted in self_changes or path[:1] and str(path[0]) in self_changes:

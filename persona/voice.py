@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 
-from persona.prompts import REPLY_EXAMPLES, REPLY_PROMPT, REPLY_THINKING
+import i18n
+from persona.prompts import REPLY_EXAMPLES, REPLY_HUMAN, REPLY_PROMPT, REPLY_THINKING
 from persona.prose import SCRIPT_LETTERS, is_prose, script_of
 
 EMBEDDED_PROVIDERS = ("llamacpp",)
@@ -65,10 +66,13 @@ def reply_prompt(name: str, identity: str, notes: list[str], thought: str = "") 
     note = notes[-1]
     script = script_of(note)
     examples = REPLY_EXAMPLES.get(script, REPLY_EXAMPLES["latin"])
-    lines = [f"Human: {q}\n{name}: {a.format(name=name)}\n\n" for q, a in examples]
-    lines += [f"Human: {' '.join(earlier.split())}\n" for earlier in notes[:-1]]
-    thinking = REPLY_THINKING.format(name=name, thought=_short(thought)) if thought and is_prose(thought) else ""
-    return REPLY_PROMPT.format(name=name, nature=nature_of(identity), thinking=thinking, examples="".join(lines),
+    language = i18n.of_text(note) or i18n.SOURCE  # the frame in the note's language, like its examples
+    human = i18n.text(REPLY_HUMAN, language)
+    lines = [f"{human}: {q}\n{name}: {a.format(name=name)}\n\n" for q, a in examples]
+    lines += [f"{human}: {' '.join(earlier.split())}\n" for earlier in notes[:-1]]
+    thinking = (i18n.text(REPLY_THINKING, language).format(name=name, thought=_short(thought))
+                if thought and is_prose(thought) else "")
+    return i18n.text(REPLY_PROMPT, language).format(name=name, nature=nature_of(identity), thinking=thinking, examples="".join(lines),
                                note=" ".join(note.split()))
 
 

@@ -19,7 +19,7 @@ from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deplo
 from web.mcp import MCP_PATH
 from web.mcp import Mount as McpMount
 from web.pages import page_router
-from web.templating import STATIC, make_templates
+from web.templating import STATIC, language_of, make_templates
 
 
 def create_app(overrides: Overrides | None = None, *, api_token: str | None = None,
@@ -54,6 +54,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
              else security.AllowedHosts.serving(None, allowed_hosts))
     app.state.allowed_hosts = hosts
     app.state.templates = make_templates()
+    app.state.language_of = language_of  # the request's language, for the error handlers (web/errors.py)
     app.middleware("http")(security.guard)
     app.add_middleware(PersonaPrefix)
     app.add_middleware(security.HostGuard, allowed=hosts)  # the outermost: before the prefix, the guard, /static, /mcp

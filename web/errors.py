@@ -4,6 +4,7 @@ comes back as a fragment the page shows in place."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -12,20 +13,35 @@ from markupsafe import escape
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+import i18n
+
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 class ServiceError(Exception):
-    """A request the service layer refuses: a message for the human, the field it is about, an HTTP status."""
+    """A request the service layer refuses: a message for the human, the field it is about, an HTTP status.
+    `values`: the message is a template marked with N_ (`N_("no approval %(approval_id)s"), approval_id=7`), shown
+    in the request's language (the `web` catalogue) and filled in then; `message` is the English."""
 
-    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
-        super().__init__(message)
-        self.message, self.field, self.status = message, field, status
+    def __init__(self, message: str, *, field: str | None = None, status: int = 400, **values: Any):
+        self.template, self.values = message, values
+        filled = message % values if values else message
+        super().__init__(filled)
+        self.message, self.field, self.status = filled, field, status
+
+    def for_people(self, request: Request) -> str:
+        """The message in the request's language (the app's `language_of`, web/templating.py, set by create_app)."""
+        language_of = getattr(request.app.state, "language_of", None)
+        text = i18n.translations(language_of(request) if language_of else i18n.SOURCE, "web").gettext(self.template)
+        try:
+            return text % self.values if self.values else text
+        except (KeyError, ValueError, TypeError):  # a translation that does not fit its values: the English
+            return self.message
 
 
 class NotFoundError(ServiceError):
-    def __init__(self, message: str, *, field: str | None = None):
-        super().__init__(message, field=field, status=404)
+    def __init__(self, message: str, *, field: str | None = None, **values: Any):
+        super().__init__(message, field=field, status=404, **values)
 
 
 def _respond(request: Request, status: int, message: str, field: str | None, headers: Mapping[str, str] | None = None):
@@ -52,7 +68,7 @@ def _field(loc) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError):
-        return _respond(request, exc.status, exc.message, exc.field)
+        return _respond(request, exc.status, exc.for_people(request), exc.field)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import i18n
 from memory.models import Abstract
 from memory.upkeep.prompts import ABSTRACT_PROMPT, ABSTRACT_SCHEMA
 from memory.repositories import Repos
@@ -54,13 +55,13 @@ def gather_sources(repos: Repos, thread_id: str, limit: int = 30) -> list[tuple[
 
 
 def build_abstract(repos: Repos, thread_id: str, trigger: str, generate: Generate, persona_name: str,
-                   min_sources: int = 2) -> Abstract | None:
+                   min_sources: int = 2, language: str = "en") -> Abstract | None:
     """Digest what is new since the last abstract; None when there is too little to digest."""
     sources = gather_sources(repos, thread_id)
     if len(sources) < min_sources:
         return None
     items = "\n".join(f"- ({sid}) {text[:MAX_ITEM_CHARS]}" for sid, text in sources)
-    data = generate(ABSTRACT_PROMPT.format(name=persona_name, count=len(sources), items=items), ABSTRACT_SCHEMA)
+    data = generate(i18n.text(ABSTRACT_PROMPT, language).format(name=persona_name, count=len(sources), items=items), ABSTRACT_SCHEMA)
     summary = str(data.get("summary") or "").strip()
     if not summary:  # the model gave nothing usable: keep the sources' own words rather than nothing
         summary = " / ".join(text[:160] for _, text in sources[-5:])

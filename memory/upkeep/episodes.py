@@ -15,6 +15,7 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import i18n
 from memory.models import MemoryItem
 from memory.upkeep.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
 from memory.repositories import Repos
@@ -101,7 +102,8 @@ def _sample(items: list[MemoryItem], limit: int) -> list[MemoryItem]:
     return [i for i in items if id(i) in chosen]
 
 
-def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate, persona_name: str):
+def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate, persona_name: str,
+                  language: str = "en"):
     """Summarise one period into its Episode row (updated if it exists). None when it has nothing to tell."""
     if period.kind == "day":
         items = repos.items.written_between(DAY_TIERS, *_bounds(period, zone))
@@ -118,7 +120,7 @@ def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate
         cap = ROLLUP_CHARS[period.kind]
         lines = [f"- {d.start}: {d.summary[:cap]}" for d in days]
         sources = [f"day:{d.start}" for d in days]
-    data = generate(EPISODE_PROMPT.format(name=persona_name, period_text=period.describe(), items="\n".join(lines)),
+    data = generate(i18n.text(EPISODE_PROMPT, language).format(name=persona_name, period_text=period.describe(), items="\n".join(lines)),
                     EPISODE_SCHEMA)
     summary = str(data.get("summary") or "").strip()
     if not summary:  # the model gave nothing usable: keep the period's own words

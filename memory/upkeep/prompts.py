@@ -1,6 +1,8 @@
 """Prompts of the memory builders (abstracts, episodes), kept apart from their logic."""
 
-ABSTRACT_PROMPT = """You are {name}. Below are your recent thoughts and notes ({count} items).
+from i18n import N_
+
+ABSTRACT_PROMPT = N_("""You are {name}. Below are your recent thoughts and notes ({count} items).
 Write a short thematic abstract of them: the main themes, new and refined ideas, and conclusions.
 Give it a title and a few one-word tags.
 
@@ -8,7 +10,7 @@ Items:
 {items}
 
 Abstract as JSON:
-"""
+""")
 
 ABSTRACT_SCHEMA = {
     "type": "object",
@@ -20,14 +22,14 @@ ABSTRACT_SCHEMA = {
     "required": ["title", "summary", "tags"],
 }
 
-EPISODE_PROMPT = """You are {name}. Summarise {period_text} from your memory below: what happened, with whom,
+EPISODE_PROMPT = N_("""You are {name}. Summarise {period_text} from your memory below: what happened, with whom,
 what was decided, and the overall emotional tone (one word).
 
 Memory:
 {items}
 
 Summary as JSON:
-"""
+""")
 
 EPISODE_SCHEMA = {
     "type": "object",

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from llm import Sampling
 from llm.json_output import json_object
+import i18n
 from nodes.reflexes.prompts import COMPARISON_PART, COMPARISON_SCHEMA, EMOTION_PART, EMOTION_SCHEMA, EVALUATION_TAIL
 from nodes.state import Comparison
 
@@ -23,23 +24,23 @@ def evaluation_schema(emotions: bool, comparison: bool) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def evaluation_prompt(response: str, vocabulary: list[str] | None, previous: str | None) -> str:
+def evaluation_prompt(response: str, vocabulary: list[str] | None, previous: str | None, language: str = "en") -> str:
     parts = []
     if vocabulary is not None:
-        parts.append(EMOTION_PART.format(vocabulary=json.dumps(vocabulary, ensure_ascii=False)))
+        parts.append(i18n.text(EMOTION_PART, language).format(vocabulary=json.dumps(vocabulary, ensure_ascii=False)))
     if previous is not None:
-        parts.append(COMPARISON_PART.format(previous=previous[-MAX_EVAL_CHARS:]))
-    return "\n".join(parts) + EVALUATION_TAIL.format(response=response[-MAX_EVAL_CHARS:])
+        parts.append(i18n.text(COMPARISON_PART, language).format(previous=previous[-MAX_EVAL_CHARS:]))
+    return "\n".join(parts) + i18n.text(EVALUATION_TAIL, language).format(response=response[-MAX_EVAL_CHARS:])
 
 
 def evaluate(llms, response: str, *, vocabulary: list[str] | None, previous: str | None, prefer: str | None,
-             tags: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+             tags: dict[str, Any], language: str = "en") -> tuple[Any, dict[str, Any]]:
     """One structured call: the emotional rating (when `vocabulary` is given) and/or the comparison with
     `previous`. Returns (generation, parsed JSON object — {} when the answer was no JSON at all)."""
     schema = evaluation_schema(vocabulary is not None, previous is not None)
     max_tokens = (128 if vocabulary is not None else 0) + (160 if previous is not None else 0)
     gen = llms.generate("evaluate" if previous is not None else "emotion",
-                        prompt=evaluation_prompt(response, vocabulary, previous),
+                        prompt=evaluation_prompt(response, vocabulary, previous, language),
                         sampling=Sampling(temperature=0.2, top_p=0.9, max_tokens=max_tokens),
                         json_schema=schema, prefer=prefer, tags=tags)
     return gen, json_object(gen.text)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from llm import AllLLMsUnavailable
+import i18n
 from managers.owners import owner_alive, process_token
 from memory import Repos
 from memory.models import Thread
@@ -122,19 +123,22 @@ def write_chronicle(services: Services, thread_id: str, *, use_llm: bool = True)
         return ""
     if not text.strip():
         return "(The thread ended before it wrote anything.)"
+    language = services.settings.prompt_language
+    fallback = i18n.text(CHRONICLE_FALLBACK, language)
     if not use_llm:
-        return CHRONICLE_FALLBACK.format(reason="the run was interrupted", count=count, thread_id=thread_id)
+        return fallback.format(reason="the run was interrupted", count=count, thread_id=thread_id)
     tokens = services.llms.primary().count_tokens
     budget = max(64, min(CHRONICLE_TOKENS, int((tokens(text) - tokens(shown)) * CHRONICLE_SHARE)))
     try:
-        result = summarise(text, services.llms, CHRONICLE_PROMPT, merge_prompt=CHRONICLE_MERGE_PROMPT, purpose="chronicle",
+        result = summarise(text, services.llms, i18n.text(CHRONICLE_PROMPT, language),
+                           merge_prompt=i18n.text(CHRONICLE_MERGE_PROMPT, language), purpose="chronicle",
                            max_tokens=budget, tags={"thread_id": thread_id, "tick": thread.tick},
                            name=services.persona.display_name, label=thread.label,
-                           instruction=thread.chronicle_prompt or CHRONICLE_INSTRUCTION)
+                           instruction=thread.chronicle_prompt or i18n.text(CHRONICLE_INSTRUCTION, language))
     except AllLLMsUnavailable as exc:
-        return CHRONICLE_FALLBACK.format(reason=str(exc), count=count, thread_id=thread_id)
+        return fallback.format(reason=str(exc), count=count, thread_id=thread_id)
     log.info("chronicle of %s: %s chars from %s chars in %s call(s)", thread_id, len(result.text), len(text), result.calls)
-    return result.text or CHRONICLE_FALLBACK.format(reason="the model returned nothing", count=count, thread_id=thread_id)
+    return result.text or fallback.format(reason="the model returned nothing", count=count, thread_id=thread_id)
 
 
 def finish_thread(services: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None,

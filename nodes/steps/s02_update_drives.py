@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+import i18n
 from llm import AllLLMsUnavailable, Sampling
 from persona.drives import (
     RESOLUTION_SCHEMA,
@@ -56,7 +57,7 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext],
             return {"drives": _take_stock(services, repos, state, started, resolved=[])}
     # a model may be asked: outside any transaction
     generate = _generator(services, state)
-    felt = _feel(settings, generate, notes)
+    felt = _feel(settings, generate, notes, services.settings.prompt_language)
     verdict = _judge(services, generate, conversation) if conversation is not None else None
     with services.db.unit() as repos:
         repos.config.preload_drives()
@@ -123,13 +124,15 @@ def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, 
                                                                                   limit=MAX_NOTES_PER_TICK)]
 
 
-def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any, Any]]:
+def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]],
+          language: str = "en") -> list[tuple[int, str, Any, Any]]:
     """Each note's emotion (lexicon first, the model only when it says nothing); a missing model leaves the rest for
     the next tick."""
     found: list[tuple[int, str, Any, tuple[str, int, str] | None]] = []
     for note_id, text, created_at in notes:
         try:
-            emotion = classify_user_emotion(text, generate if settings.user_emotion_llm else None, USER_EMOTION_PROMPT)
+            emotion = classify_user_emotion(text, generate if settings.user_emotion_llm else None,
+                                            i18n.text(USER_EMOTION_PROMPT, language))
         except AllLLMsUnavailable as exc:  # the rest waits for the next tick
             log.warning("user emotion not classified yet: %s", exc)
             break
@@ -162,7 +165,7 @@ def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | No
     conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
                              [f"{services.persona.display_name}: {r[-600:]}" for r in replies])
     listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
-    prompt = RESOLUTION_PROMPT.format(name=services.persona.display_name, questions=listing, conversation=conversation)
+    prompt = i18n.text(RESOLUTION_PROMPT, services.settings.prompt_language).format(name=services.persona.display_name, questions=listing, conversation=conversation)
     return Conversation(prompt, {q.id for q in questions}, notes[-1].id)
 
 

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable
 from nodes.context import AnimaContext, Services, services_of
 from nodes.steps.prompts import COMPRESSION_PROMPT
+import i18n
 from nodes.summarise import summarise
 from nodes.state import CompressionUpdate, TickState, tick_key
 
@@ -26,7 +27,7 @@ SUMMARY_TOKENS = 400
 
 def distill(text: str, services: Services, tags: dict[str, Any]) -> tuple[str, int]:
     """All of `text` distilled hierarchically; returns (summary, LLM calls made)."""
-    result = summarise(text, services.llms, COMPRESSION_PROMPT, purpose="compress", max_tokens=SUMMARY_TOKENS,
+    result = summarise(text, services.llms, i18n.text(COMPRESSION_PROMPT, services.settings.prompt_language), purpose="compress", max_tokens=SUMMARY_TOKENS,
                        tags=tags, name=services.persona.display_name)
     return result.text, result.calls
 

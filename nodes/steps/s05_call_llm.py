@@ -23,25 +23,47 @@ import logging
 import os
 import signal
 import time
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
+import i18n
 from llm import AllLLMsUnavailable, Generation, Sampling
 from llm.json_output import bound
 from nodes.commands import Command, registry
 from nodes.commands.admission import admit
 from nodes.context import TICK_SUMMARY, AnimaContext, Services, services_of
 from nodes.state import AnswerUpdate, CommandDict, ReplyReport, TickState
+from nodes.steps.prompts import BLOCK_TITLES, HUMAN_WRITES
+from persona.prompts import REPLY_HUMAN
 from persona.prose import PROSE_LETTERS
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
 
 log = logging.getLogger(__name__)
 
-CHAT_STOPS = ["\n## ", "\n# Incoming notes", "\n# My recent thoughts", "\n# Runtime", "\n[note "]
-CONTINUATION_STOPS = ["My human writes:", "\n[note "]
-REPLY_STOPS = ["\n", "Human:"]
+
+
+def _in_every_language(*texts: str) -> list[str]:
+    """The texts as every catalogue words them (the prompt was assembled in one of them)."""
+    return list(dict.fromkeys(i18n.text(t, language) for t in texts for language in i18n.LANGUAGES))
+
+
+@cache
+def chat_stops() -> list[str]:
+    titles = _in_every_language(BLOCK_TITLES["notes"], BLOCK_TITLES["recent"], BLOCK_TITLES["runtime"])
+    return ["\n## ", *("\n# " + title for title in titles), "\n[note "]
+
+
+@cache
+def continuation_stops() -> list[str]:
+    return [*_in_every_language(HUMAN_WRITES), "\n[note "]
+
+
+@cache
+def reply_stops() -> list[str]:
+    return ["\n", *(human + ":" for human in _in_every_language(REPLY_HUMAN))]
 
 
 def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> AnswerUpdate:
@@ -72,9 +94,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
 
     def generate():
         if state.mode == "continuation":
-            return services.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=CONTINUATION_STOPS,
+            return services.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=continuation_stops(),
                                      prefer=prefer, on_token=on_token, tags=tags)
-        return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=CHAT_STOPS,
+        return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=chat_stops(),
                                  prefer=prefer, on_token=on_token, tags=tags)
 
     try:
@@ -202,7 +224,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
     for temperature in (voice.reply_temperature, min(1.2, voice.reply_temperature + 0.4)):
         report["attempts"] += 1
         try:
-            gen = services.llms.generate("reply", prompt=prompt, stop=REPLY_STOPS, prefer=state.llm.get("llm_id"),
+            gen = services.llms.generate("reply", prompt=prompt, stop=reply_stops(), prefer=state.llm.get("llm_id"),
                                     sampling=Sampling(temperature=temperature, top_p=0.9, letters=letters,
                                                       max_tokens=voice.reply_max_tokens), tags=tags)
         except AllLLMsUnavailable as exc:

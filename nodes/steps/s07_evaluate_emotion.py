@@ -67,7 +67,8 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
         try:
             gen, answer = evaluate(services.llms, response, vocabulary=vocabulary if want_emotions else None,
                                    previous=previous if want_comparison else None, prefer=author,
-                                   tags={"thread_id": state.thread_id, "tick": state.tick})
+                                   tags={"thread_id": state.thread_id, "tick": state.tick},
+                                   language=services.settings.prompt_language)
         except AllLLMsUnavailable as exc:
             log.warning("evaluation call skipped: %s", exc)
         else:

@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+import i18n
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
@@ -45,7 +46,7 @@ def ended(services, state: TickState, episode: StagnationEpisode) -> None:
         repos.strategies.record(episode.get("added") or [], helped=True)
         switch = episode.get("task_switch")
         if switch:
-            repos.processes.add("anti_stagnation", TASK_RETURN_LINE.format(id=switch["from"], title=switch["from_title"]),
+            repos.processes.add("anti_stagnation", i18n.text(TASK_RETURN_LINE, services.settings.prompt_language).format(id=switch["from"], title=switch["from_title"]),
                                 thread_id=state.thread_id)
 
 
@@ -70,7 +71,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
             and previous_text is not None):
         try:
             _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
-                                 tags=tags)
+                                 tags=tags, language=services.settings.prompt_language)
             signals["comparison"] = parse_comparison(answer.get("comparison"))
         except AllLLMsUnavailable:
             signals["comparison"] = None
@@ -98,8 +99,9 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
         actions.append("reflex_lite")
         if capped and due:
             episode["rephrase_asked_at"] = episode["streak"]
-            if instruction := rephrase(services.llms, episode.get("rephrased") or CHAT_INSTRUCTION,
-                                       prefer=state.llm.get("llm_id"), tags=tags):
+            language = services.settings.prompt_language
+            if instruction := rephrase(services.llms, episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
+                                       prefer=state.llm.get("llm_id"), tags=tags, language=language):
                 episode["rephrased"] = instruction
                 actions.append("rephrase")
         if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick

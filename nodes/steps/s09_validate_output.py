@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+import i18n
 from llm import LLMUnavailable, Sampling
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.prompts import VALIDATION_PROMPT, VALIDATION_SCHEMA
@@ -46,7 +47,7 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext],
     self_validation = len(validators) == 1 and validators[0]["id"] == main_id
     ethics = services.persona.ethics
     principles = "; ".join(ethics.principles) or "none stated"
-    prompt = VALIDATION_PROMPT.format(ethics=principles, response=response[-3000:])
+    prompt = i18n.text(VALIDATION_PROMPT, services.settings.prompt_language).format(ethics=principles, response=response[-3000:])
     tags = {"thread_id": state.thread_id, "tick": state.tick}
 
     def ask(entry: dict[str, Any]) -> Vote:

@@ -51,7 +51,8 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
         generate = generator(services, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)
         try:
             with services.db.unit() as repos:
-                row = build_abstract(repos, thread_id, request.get("trigger", "manual"), generate, services.persona.display_name)
+                row = build_abstract(repos, thread_id, request.get("trigger", "manual"), generate, services.persona.display_name,
+                                     language=services.settings.prompt_language)
                 clear_request(repos, thread_id)
                 message = (f"abstract {row.id} '{row.title}' from {len(row.sources)} sources ({request.get('trigger')}: "
                            f"{request.get('what', '')})" if row else f"abstract skipped: too little new ({request.get('trigger')})")

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cli", "web", "graph", "channels", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh")
+PACKAGES = ("cli", "web", "graph", "channels", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh", "i18n")
 # what each layer may import (besides itself); run.py may import everything
 ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh"},
            "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
@@ -22,7 +22,11 @@ ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "ll
            "managers": {"persona", "memory", "llm", "reach"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set(),
            "reach": set(),
            # a door beside the loop: its transport, then managers (the sidecar imports only libp2p and the stdlib)
-           "mesh": {"managers", "persona", "memory", "llm", "reach"}}
+           "mesh": {"managers", "persona", "memory", "llm", "reach"},
+           "i18n": set()}
+for _layer, _below in ALLOWED.items():  # the catalogues are beneath everything: any room may translate
+    if _layer != "i18n":
+        _below.add("i18n")
 
 
 def modules() -> dict[str, Path]:

@@ -151,8 +151,10 @@ def test_prose_gate_and_scripts():
 def test_reply_prompt_and_parse():
     prompt = reply_prompt("Lumen", "# Identity\n- Nature: a curious, patient mind", ["Как тебя зовут?"],
                           "I was thinking about the tides and the moon.")
-    assert prompt.endswith("Human: Как тебя зовут?\nLumen:") and "a curious, patient mind" in prompt
-    assert "Ты любишь море?" in prompt  # the examples are in the note's language
+    # the frame, the examples and the human's turns are in the note's language (i18n: its script says Russian)
+    assert prompt.endswith("Человек: Как тебя зовут?\nLumen:") and "a curious, patient mind" in prompt
+    assert "Человек: Ты любишь море?" in prompt and "говорит со своим человеком" in prompt
+    assert reply_prompt("Lumen", "", ["Do you like the sea?"]).endswith("Human: Do you like the sea?\nLumen:")
     assert "thinking about the tides" in prompt
     assert "was just thinking" not in reply_prompt("Lumen", "", ["Hi?"], '":":":"')  # no junk thought shown
     assert parse_reply(" My name is Lumen.\nHuman: next") == "My name is Lumen."

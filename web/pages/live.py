@@ -7,13 +7,15 @@ from fastapi import APIRouter, Depends, Request
 from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
+from i18n import SOURCE, N_
 from web.context import WebServices, get_services
 from web.services import events, talk, thoughts
+from web.templating import gettext_for, language_of
 
 router = APIRouter()
 
 
-def _talk_fragment(request: Request, services: WebServices, event: dict) -> str | None:
+def _talk_fragment(request: Request, services: WebServices, event: dict, lang: str = SOURCE) -> str | None:
     note_id = (event.get("data") or {}).get("note_id")
     if not note_id:
         return None
@@ -23,36 +25,39 @@ def _talk_fragment(request: Request, services: WebServices, event: dict) -> str 
     if not items:
         return None
     return request.app.state.templates.get_template("fragments/conversation_item.html").render(
-        item=items[0], base=request.scope.get("root_path", ""))
+        item=items[0], base=request.scope.get("root_path", ""), lang=lang)
 
 
-STEP_LABELS = {"update_process_log": "opens a tick", "update_drives": "feels its drives", "prepare_context": "gathers its memories",
-               "call_llm": "thinks", "extract_commands": "reads its own commands", "execute_commands": "acts",
-               "reply_to_human": "writes to you"}
+STEP_LABELS = {"update_process_log": N_("opens a tick"), "update_drives": N_("feels its drives"),
+               "prepare_context": N_("gathers its memories"), "call_llm": N_("thinks"),
+               "extract_commands": N_("reads its own commands"), "execute_commands": N_("acts"),
+               "reply_to_human": N_("writes to you")}
 
 
-def talk_status(event: dict) -> str | None:
-    """One line under the conversation while a tick runs: which step the persona is in."""
+def talk_status(event: dict, lang: str | None = None) -> str | None:
+    """One line under the conversation while a tick runs: which step the persona is in (in the page's language)."""
+    _ = gettext_for(lang)
     if event["kind"] == "tick":
-        return f"tick {event.get('tick')} done"
+        return _("tick %(tick)s done") % {"tick": event.get("tick")}
     label = STEP_LABELS.get(event.get("node") or "")
-    return f"tick {event.get('tick')} · {label}…" if label else None
+    return _("tick %(tick)s · %(step)s…") % {"tick": event.get("tick"), "step": _(label)} if label else None
 
 
 @router.get("/live/talk")
 async def live_talk(request: Request, services: WebServices = Depends(get_services)):
     cursor = events.newest_id(services.db)
+    lang = language_of(request)
 
     async def fragments():
         async for event in events.follow(services.db, cursor, kinds=["message", "step", "tick", "keepalive"],
                                          is_disconnected=request.is_disconnected,
                                          listener=services.listener):
             if event["kind"] == "message":
-                html = _talk_fragment(request, services, event)
+                html = _talk_fragment(request, services, event, lang)
                 if html:
                     yield {"event": "message", "id": str(event["id"]), "data": html.replace("\n", " ")}
             elif event["kind"] in ("step", "tick"):
-                line = talk_status(event)
+                line = talk_status(event, lang)
                 if line:
                     yield {"event": "status", "id": str(event["id"]), "data": str(escape(line))}
 
@@ -62,24 +67,25 @@ async def live_talk(request: Request, services: WebServices = Depends(get_servic
 THOUGHT_KINDS = ("step", "tick", "tick_failed", "keepalive")
 
 
-def _thought_fragment(request: Request, services: WebServices, event: dict) -> dict | None:
+def _thought_fragment(request: Request, services: WebServices, event: dict, lang: str = SOURCE) -> dict | None:
     """A journal event as the Thoughts page's fragment: a closed (or failed) tick's card, or the step under way."""
     templates = request.app.state.templates
     if event["kind"] == "step":
-        html = templates.get_template("fragments/tick_progress.html").render(event=event)
+        html = templates.get_template("fragments/tick_progress.html").render(event=event, lang=lang)
         return {"event": "step", "id": str(event["id"]), "data": html.strip()}
     tick = (event.get("data") or {}).get("tick", event.get("tick"))
     with services.db.unit() as repos:
         card = thoughts.latest_card(repos, event.get("thread_id"), tick)
     if card is None:
         return None
-    html = templates.get_template("fragments/tick_card.html").render(card=card)
+    html = templates.get_template("fragments/tick_card.html").render(card=card, lang=lang)
     return {"event": "tick", "id": str(event["id"]), "data": html.replace("\n", " "), "card": card.id}
 
 
 @router.get("/live/thoughts")
 async def live_thoughts(request: Request, services: WebServices = Depends(get_services)):
     cursor = events.newest_id(services.db)
+    lang = language_of(request)
 
     async def fragments():
         sent: set[int] = set()  # a Stelis child's tick is journaled under its root: one card per tick all the same
@@ -88,7 +94,7 @@ async def live_thoughts(request: Request, services: WebServices = Depends(get_se
                                          listener=services.listener):
             if event["kind"] == "keepalive":
                 continue
-            fragment = _thought_fragment(request, services, event)
+            fragment = _thought_fragment(request, services, event, lang)
             if fragment is None or fragment.get("card") in sent:
                 continue
             if "card" in fragment:

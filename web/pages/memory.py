@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
+from i18n import N_
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
 from web.services import memory
@@ -68,19 +69,19 @@ async def save_edit(request: Request, tier: str, ref: str, services: WebServices
     form = await request.form()
     body = memory.form_fields(tier, {key: str(value) for key, value in form.items()})
     done = await run_in_threadpool(memory.edit, services, tier, ref, body)
-    return _row(request, tier, done.record, flash="saved" if done.changed else "nothing changed")
+    return _row(request, tier, done.record, flash=N_("saved") if done.changed else N_("nothing changed"))
 
 
 @router.post("/{tier}/{ref}/archive")
 def archive(request: Request, tier: str, ref: str, services: WebServices = Depends(get_services)):
     done = memory.archive(services, tier, ref)
-    return _row(request, tier, done.record, flash="archived" if done.changed else "already archived")
+    return _row(request, tier, done.record, flash=N_("archived") if done.changed else N_("already archived"))
 
 
 @router.post("/{tier}/{ref}/restore")
 def restore(request: Request, tier: str, ref: str, services: WebServices = Depends(get_services)):
     done = memory.restore(services, tier, ref)
-    return _row(request, tier, done.record, flash="restored" if done.changed else "nothing to restore")
+    return _row(request, tier, done.record, flash=N_("restored") if done.changed else N_("nothing to restore"))
 
 
 @router.delete("/{tier}/{ref}")

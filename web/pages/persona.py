@@ -7,10 +7,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Form, Path, Request
 from fastapi.concurrency import run_in_threadpool
 
+from i18n import N_
 from memory import Repos
 from web.context import WebServices, get_services, unit_of_work
 from web.services import persona
-from web.templating import render
+from web.templating import render, translated
 from web.uploads import receive_upload
 
 router = APIRouter(prefix="/persona")
@@ -41,7 +42,8 @@ def file_editor(request: Request, name: str = Name, services: WebServices = Depe
 def save_file(request: Request, name: str = Name, text: str = Form("", max_length=200_000),
               repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     f = persona.write_file(services, repos, name, text, services.clock())
-    return _editor(request, title=name, action=f"/persona/files/{name}", text=f.text, cap=f.cap, saved=f"{name} saved")
+    return _editor(request, title=name, action=f"/persona/files/{name}", text=f.text, cap=f.cap,
+                   saved=translated(request, N_("%(name)s saved"), name=name))
 
 
 @router.get("/config")
@@ -54,7 +56,8 @@ def config_editor(request: Request, services: WebServices = Depends(get_services
 def save_config(request: Request, text: str = Form("", max_length=200_000), repos: Repos = unit_of_work(),
                 services: WebServices = Depends(get_services)):
     saved = persona.write_config(services, repos, text, services.clock())
-    return _editor(request, title="config.yaml", action="/persona/config", text=saved.text, saved="config.yaml saved")
+    return _editor(request, title="config.yaml", action="/persona/config", text=saved.text,
+                   saved=translated(request, N_("%(name)s saved"), name="config.yaml"))
 
 
 @router.get("/seeds/{name}")
@@ -69,7 +72,8 @@ def save_seed(request: Request, name: str = Form(..., max_length=64), text: str 
               repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     """Save the editor's text under a name (its seed.txt when the editor is empty)."""
     persona.save_seed(services, repos, name, text or None, services.clock())
-    return render(request, "fragments/persona_seeds.html", seeds=persona.seeds(services), saved=f"seed {name} saved")
+    return render(request, "fragments/persona_seeds.html", seeds=persona.seeds(services),
+                  saved=translated(request, N_("seed %(name)s saved"), name=name))
 
 
 @router.post("/seeds/{name}/apply")
@@ -77,7 +81,7 @@ def apply_seed(request: Request, name: str = Name, repos: Repos = unit_of_work()
                services: WebServices = Depends(get_services)):
     persona.apply_seed(services, repos, name, services.clock())
     return render(request, "fragments/persona_seeds.html", seeds=persona.seeds(services),
-                  saved=f"seed.txt is now the seed {name}")
+                  saved=translated(request, N_("seed.txt is now the seed %(name)s"), name=name))
 
 
 @router.get("/skills/{name}")
@@ -93,7 +97,7 @@ def save_skill(request: Request, name: str = Name, text: str = Form(..., max_len
                repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
     skill = persona.write_skill(services, repos, name, text, services.clock())
     return _editor(request, title=f"skill {name}", action=f"/persona/skills/{name}", text=skill.text, kind="skill",
-                   saved=f"skill {name} saved")
+                   saved=translated(request, N_("skill %(name)s saved"), name=name))
 
 
 @router.post("/import")

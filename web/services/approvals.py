@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from graph.reports import approval_row, audit_row
+from i18n import N_
 from managers import Managers
 from managers.consent import ApprovalError
 from memory import Database, Repos
@@ -33,7 +34,7 @@ def detail(repos: Repos, approval_id: int) -> ApprovalDetail:
     consent = Managers(repos).consent
     row = consent.get(approval_id)
     if row is None:
-        raise NotFoundError(f"no approval {approval_id}", field="approval_id")
+        raise NotFoundError(N_("no approval %(approval_id)s"), approval_id=approval_id, field="approval_id")
     return ApprovalDetail(**approval_row(row), audit=[AuditEntry(**audit_row(e)) for e in consent.audit_of(approval_id)])
 
 
@@ -42,11 +43,11 @@ def decide(db: Database, approval_id: int, *, approve: bool, reason: str, now: d
     404 when there is no such approval, 409 when it was decided already."""
     with db.unit() as repos:
         if Managers(repos).consent.get(approval_id) is None:
-            raise NotFoundError(f"no approval {approval_id}", field="approval_id")
+            raise NotFoundError(N_("no approval %(approval_id)s"), approval_id=approval_id, field="approval_id")
     try:
         with db.unit() as repos:
             Managers(repos).consent.answer(approval_id, approve=approve, by=DECIDED_BY, reason=reason.strip(), now=now)
     except ApprovalError as exc:
-        raise ServiceError(f"{exc} (it was decided already)", field="approval_id", status=409) from None
+        raise ServiceError(N_("%(exc)s (it was decided already)"), exc=exc, field="approval_id", status=409) from None
     with db.unit() as repos:
         return detail(repos, approval_id)

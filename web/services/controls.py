@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from i18n import N_
 from managers import Managers
 from managers.loop import Wanted, loop_alive
 from managers.models import ModelNotFound, RegistryError, ServerCheckFailed
@@ -52,7 +53,7 @@ def select_llm(repos: Repos, llm_id: str | None) -> list[LLMHealth]:
 
 def update_llm(repos: Repos, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
     if llm_id not in {r.id for r in repos.llm_registry.all()}:
-        raise NotFoundError(f"no model {llm_id!r}", field="llm_id")
+        raise NotFoundError(N_("no model %(llm_id)r"), llm_id=llm_id, field="llm_id")
     _registry_change(lambda: Managers(repos).models.update(llm_id, priority=change.priority, enabled=change.enabled,
                                                            is_validator=change.is_validator))
     return llm_health(repos)
@@ -67,7 +68,7 @@ def add_llm(repos: Repos, settings: Settings, body: LLMAddIn) -> LLMHealth:
     try:
         row = models.add(body.base_url, body.model, name=body.name or None, api_key=body.api_key or None)
     except ServerCheckFailed as exc:
-        raise ServiceError(f"the server did not pass the health check: {exc}", field="base_url", status=422) from None
+        raise ServiceError(N_("the server did not pass the health check: %(exc)s"), exc=exc, field="base_url", status=422) from None
     except RegistryError as exc:
         raise ServiceError(str(exc), field="name", status=409) from None
     return next(h for h in llm_health(repos) if h.id == row["id"])

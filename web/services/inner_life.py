@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from i18n import N_
 from managers import Managers
 from managers.goals import GoalMetrics
 from memory import Repos
@@ -115,7 +116,7 @@ def _find_question(repos: Repos, question_id: int):
     try:
         return repos.questions.get(question_id)
     except NotFound as exc:
-        raise NotFoundError(f"no question {question_id}", field="id") from exc
+        raise NotFoundError(N_("no question %(question_id)s"), question_id=question_id, field="id") from exc
 
 
 def resolve_question(repos: Repos, question_id: int, answer: ResolutionIn, now: datetime) -> QuestionView:
@@ -123,7 +124,7 @@ def resolve_question(repos: Repos, question_id: int, answer: ResolutionIn, now: 
     if question.status != "open":
         raise ServiceError(f"question {question_id} is already {question.status}", field="id", status=409)
     if not answer.resolution.strip():
-        raise ServiceError("the resolution is empty", field="resolution", status=422)
+        raise ServiceError(N_("the resolution is empty"), field="resolution", status=422)
     return _question(repos.questions.resolve(question_id, answer.resolution, now))
 
 
@@ -177,11 +178,11 @@ def charts(repos: Repos, limit: int = 200) -> Charts:
         if (x := _seconds(tick.started_at)) is not None:
             prompt[x], completion[x] = tick.prompt_tokens or 0, tick.completion_tokens or 0
     return Charts(
-        emotions=_aligned("emotions", "Emotions (valence)", "valence −1 … 1",
+        emotions=_aligned("emotions", N_("Emotions (valence)"), "valence −1 … 1",
                           {"persona": persona, "human": human}),
-        novelty=_aligned("novelty", "Novelty of each thought", "novelty 0 … 100",
+        novelty=_aligned("novelty", N_("Novelty of each thought"), "novelty 0 … 100",
                          {"novelty": novelty, "stagnant": stagnant}, points_only=("stagnant",)),
-        tokens=_aligned("tokens", "Tokens per tick", "tokens", {"prompt": prompt, "completion": completion}),
+        tokens=_aligned("tokens", N_("Tokens per tick"), "tokens", {"prompt": prompt, "completion": completion}),
         valence=VALENCE)
 
 

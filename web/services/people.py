@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from i18n import N_
 from managers import ManagerDeps, Managers
 from managers.errors import NotFound
 from managers.people import PeopleError
@@ -41,7 +42,7 @@ def get(repos: Repos, person_id: int) -> Person:
     try:
         return _person(house, house.people.get(person_id))
     except NotFound:
-        raise NotFoundError(f"no person {person_id}", field="person_id") from None
+        raise NotFoundError(N_("no person %(person_id)s"), person_id=person_id, field="person_id") from None
 
 
 def add(db: Database, body: PersonIn, settings: Any = None) -> Person:
@@ -68,7 +69,7 @@ def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = Non
                 house.people.add_identity(person.id, body.channel, body.address)
             return _person(house, person)
     except NotFound:
-        raise NotFoundError(f"no person {person_id}", field="person_id") from None
+        raise NotFoundError(N_("no person %(person_id)s"), person_id=person_id, field="person_id") from None
     except PeopleError as exc:
         raise ServiceError(str(exc), status=409) from None
 
@@ -88,6 +89,6 @@ def decide(db: Database, request_id: int, *, accept: bool, now: datetime, name: 
                                   status=row.status, messages=row.messages or 0,
                                   requested_at=row.created_at.isoformat() if row.created_at else None)
     except NotFound:
-        raise NotFoundError(f"no contact request {request_id}", field="request_id") from None
+        raise NotFoundError(N_("no contact request %(request_id)s"), request_id=request_id, field="request_id") from None
     except PeopleError as exc:
         raise ServiceError(str(exc), field="request_id", status=409) from None

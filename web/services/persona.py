@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from graph.catalogue import unknown_commands
+from i18n import N_
 from managers import Managers
 from memory import Database, Repos
 from memory.db import DatabaseOpenError, SchemaError
@@ -211,7 +212,7 @@ def write_config(services: WebServices, repos: Repos, text: str, now: datetime) 
 
 def _seed_path(root: Path, name: str) -> Path:
     if not re.fullmatch(SEED_NAME, name):
-        raise ServiceError(f"{name!r} is not a seed name (letters, digits, - and _; at most 64)", field="name",
+        raise ServiceError(N_("%(name)r is not a seed name (letters, digits, - and _; at most 64)"), name=name, field="name",
                            status=422)
     return root / "seeds" / f"{name}.txt"
 
@@ -230,7 +231,7 @@ def seeds(services: WebServices) -> SeedList:
 def read_seed(services: WebServices, name: str) -> Seed:
     path = _seed_path(directory(services), name)
     if not path.exists():
-        raise NotFoundError(f"no seed named {name!r}", field="name")
+        raise NotFoundError(N_("no seed named %(name)r"), name=name, field="name")
     text = _read(path)
     return Seed(name=name, text=text, chars=len(text))
 
@@ -271,7 +272,7 @@ def skills(services: WebServices) -> list[Skill]:
 def write_skill(services: WebServices, repos: Repos, name: str, text: str, now: datetime) -> Skill:
     """Edit a skill's SKILL.md (a shipped skill becomes the persona's own, overriding it), or add a new one."""
     if not re.fullmatch(SEED_NAME, name):
-        raise ServiceError(f"{name!r} is not a skill name (letters, digits, - and _; at most 64)", field="name",
+        raise ServiceError(N_("%(name)r is not a skill name (letters, digits, - and _; at most 64)"), name=name, field="name",
                            status=422)
     if len(text) > MAX_SKILL_CHARS:
         raise ServiceError(f"a skill may hold at most {MAX_SKILL_CHARS} characters", field="text", status=422)
@@ -330,7 +331,7 @@ def import_archive(upload: Upload, root: Path) -> Created:
     upload.file.seek(0)
     head = upload.file.read(512)
     if not _is_archive(head):
-        raise ServiceError("not a persona archive (tar.gz, tar or zip)", field="file", status=415)
+        raise ServiceError(N_("not a persona archive (tar.gz, tar or zip)"), field="file", status=415)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=root, prefix=".upload-", suffix=".archive") as copy:
         upload.file.seek(0)
@@ -342,14 +343,14 @@ def import_archive(upload: Upload, root: Path) -> Created:
             manifest = extract_archive(Path(copy.name), staging, max_bytes=UNPACKED_LIMIT)
         except ArchiveError as exc:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise ServiceError(f"refused: {exc}", field="file", status=422) from None
+            raise ServiceError(N_("refused: %(exc)s"), exc=exc, field="file", status=422) from None
     try:
         persona = load_persona(staging / "persona")
         if (staging / "data").is_dir():
             Database.open(staging / "data").close()
     except (PersonaError, DatabaseOpenError, SchemaError) as exc:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise ServiceError(f"the archive's persona cannot be used: {exc}", field="file", status=422) from None
+        raise ServiceError(N_("the archive's persona cannot be used: %(exc)s"), exc=exc, field="file", status=422) from None
     name = str(manifest.get("name") or persona.display_name)
     target = free_directory(root, slug(name))
     os.replace(staging, target)
@@ -363,14 +364,14 @@ def import_archive(upload: Upload, root: Path) -> Created:
 def _card_name(raw: str) -> str:
     name = re.sub(r"[^\w .-]+", "", raw).strip(" .-")[:64].strip()
     if not re.fullmatch(NAME_PATTERN, name):
-        raise ServiceError(f"the card's name {raw!r} cannot name a persona", field="file", status=422)
+        raise ServiceError(N_("the card's name %(raw)r cannot name a persona"), raw=raw, field="file", status=422)
     return name
 
 
 def import_card(services: WebServices, upload: Upload, root: Path) -> Created:
     raw = upload.read()
     if not (is_png(raw) or raw.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"):
-        raise ServiceError("a character card is a PNG or a JSON file", field="file", status=415)
+        raise ServiceError(N_("a character card is a PNG or a JSON file"), field="file", status=415)
     try:
         card = read_card(raw)
     except CardError as exc:
@@ -389,7 +390,7 @@ def import_card(services: WebServices, upload: Upload, root: Path) -> Created:
         persona = load_persona(target)
     except (PersonaError, OSError) as exc:
         shutil.rmtree(target, ignore_errors=True)
-        raise ServiceError(f"the card could not become a persona: {exc}", field="file", status=422) from None
+        raise ServiceError(N_("the card could not become a persona: %(exc)s"), exc=exc, field="file", status=422) from None
     return Created(name=persona.display_name, persona_dir=str(target), files=sorted(persona.files),
                    command=f"python run.py --persona {target}")
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from graph.reports import session_row
+from i18n import N_
 from managers import Managers
 from managers.sessions import trace_csv, trace_jsonl
 from memory import Database, Repos
@@ -30,7 +31,7 @@ def listing(repos: Repos, limit: int = 50) -> SessionList:
 def _row(repos: Repos, session_id: int) -> SessionRow:
     row = Managers(repos).sessions.get(session_id)
     if row is None:
-        raise NotFoundError(f"no session {session_id}", field="session_id")
+        raise NotFoundError(N_("no session %(session_id)s"), session_id=session_id, field="session_id")
     return row
 
 
@@ -76,7 +77,7 @@ def parse_export(raw: bytes) -> SessionExport:
     try:
         data: Any = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ServiceError(f"not a session export (JSON): {exc}", field="file", status=422) from None
+        raise ServiceError(N_("not a session export (JSON): %(exc)s"), exc=exc, field="file", status=422) from None
     try:
         return SessionExport.model_validate(data)
     except ValidationError as exc:

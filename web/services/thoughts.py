@@ -8,6 +8,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from i18n import N_
 from memory import Repos
 from web.errors import NotFoundError
 from web.schemas.thoughts import (
@@ -132,7 +133,7 @@ def tick_page(repos: Repos, *, limit: int = 20, before: int | None = None, threa
 def tick_card(repos: Repos, thread_id: str, tick: int) -> TickCard:
     row = repos.ticks.get(thread_id, tick)
     if row is None:
-        raise NotFoundError(f"no tick {tick} in thread {thread_id!r}", field="tick")
+        raise NotFoundError(N_("no tick %(tick)s in thread %(thread_id)r"), tick=tick, thread_id=thread_id, field="tick")
     return _cards(repos, [row])[0]
 
 

@@ -86,28 +86,30 @@ function pushToTalk() {
   button.dataset.ready = "1";
   const status = document.getElementById("voice-status");
   const say = (text) => { if (status) status.textContent = text; };
+  // the page's language: the template puts each line, translated, on the button (data-msg-*; %(name)s filled here)
+  const msg = (key, values = {}) => (button.dataset[key] || key).replace(/%\((\w+)\)s/g, (_, name) => values[name] ?? "");
   if (!navigator.mediaDevices || typeof MediaRecorder === "undefined") {
-    button.disabled = true; say("This browser cannot record here (a microphone needs https or localhost)."); return;
+    button.disabled = true; say(msg("msgUnsupported")); return;
   }
   let recorder = null, chunks = [], stream = null, held = false;
   const start = async () => {
     held = true;
     if (recorder) return;
     try { stream = await navigator.mediaDevices.getUserMedia({ audio: true }); }
-    catch (error) { say(`No microphone: ${error.message}`); return; }
+    catch (error) { say(msg("msgNoMicrophone", { error: error.message })); return; }
     chunks = [];
     recorder = new MediaRecorder(stream);
     recorder.ondataavailable = (event) => { if (event.data.size) chunks.push(event.data); };
     recorder.onstop = () => send(new Blob(chunks, { type: recorder.mimeType || "audio/webm" }));
     recorder.start(250);
-    button.setAttribute("aria-pressed", "true"); say("Listening… let go to send.");
+    button.setAttribute("aria-pressed", "true"); say(msg("msgListening"));
     if (!held) stop();  // let go while the microphone was opening
   };
   const stop = () => {
     held = false;
     if (!recorder || recorder.state === "inactive") return;
     recorder.stop(); stream.getTracks().forEach((track) => track.stop());
-    button.setAttribute("aria-pressed", "false"); say("Transcribing…");
+    button.setAttribute("aria-pressed", "false"); say(msg("msgTranscribing"));
   };
   const send = async (blob) => {
     recorder = null;
@@ -115,17 +117,17 @@ function pushToTalk() {
     headers["Content-Type"] = blob.type.split(";")[0] || "audio/webm";
     const response = await fetch(button.dataset.voiceUrl, { method: "POST", headers, body: blob });
     const answer = await response.json().catch(() => ({}));
-    if (!response.ok) { say(answer.error || `The voice message was not taken (${response.status}).`); return; }
+    if (!response.ok) { say(answer.error || msg("msgNotTaken", { status: response.status })); return; }
     const bubble = document.createElement("article");
     bubble.className = "bubble human spoken";
     bubble.id = `note-${answer.note.id}`; bubble.dataset.note = answer.note.id;
     const header = document.createElement("header"), small = document.createElement("small");
     const text = document.createElement("p");
-    small.textContent = "you · just now · voice"; header.append(small);
+    small.textContent = msg("msgJustNow"); header.append(small);
     text.textContent = answer.transcript; bubble.append(header, text);
     const box = document.getElementById("conversation");
     box.append(bubble); box.scrollTop = box.scrollHeight;
-    say(`Heard (${answer.language}, ${answer.seconds.toFixed(1)} s).`);
+    say(msg("msgHeard", { language: answer.language, seconds: answer.seconds.toFixed(1) }));
   };
   button.addEventListener("pointerdown", (event) => { event.preventDefault(); start(); });
   ["pointerup", "pointerleave"].forEach((name) => button.addEventListener(name, stop));

@@ -33,6 +33,7 @@ import random
 from datetime import datetime
 from typing import Any, Callable
 
+import i18n
 from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
@@ -186,7 +187,7 @@ class Escalation:
         if wanted_mesh:
             reason = self._mesh_peers()[1]
             episode["mesh_unavailable"] = reason
-            episode["stimulus"].append(MESH_NONE_LINE.format(reason=reason))
+            episode["stimulus"].append(self._t(MESH_NONE_LINE).format(reason=reason))
         self.repos.strategies.record(added, used=True)
         self.repos.processes.note("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
                                   f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
@@ -212,13 +213,13 @@ class Escalation:
             self.repos.items.sample_lines(FLASHBACK_TIERS, 40)
         item = self._distant(items)
         when = f"{item.created_at:%Y-%m-%d}" if item.created_at else "earlier"
-        episode["stimulus"].append(FLASHBACK_LINE.format(tier=item.tier, when=when, text=item.text[:600]))
+        episode["stimulus"].append(self._t(FLASHBACK_LINE).format(tier=item.tier, when=when, text=item.text[:600]))
         episode["flashback_item"] = item.id
         _came_from(episode, provenance.of_item(item))
 
     def read_kb(self, episode: StagnationEpisode) -> None:
         item = self._distant(self.repos.items.sample_lines(["kb"], 20))
-        episode["stimulus"].append(KB_LINE.format(title=item.title or "a document", text=item.text[:800]))
+        episode["stimulus"].append(self._t(KB_LINE).format(title=item.title or "a document", text=item.text[:800]))
         episode["kb_item"] = item.id
         _came_from(episode, provenance.of_item(item))
 
@@ -226,26 +227,30 @@ class Escalation:
         if episode.get("asked_human"):
             return
         topic = " ".join(self.thought.split()[:12])
-        text = ASK_HUMAN_TEXT.format(topic=topic)
+        text = self._t(ASK_HUMAN_TEXT).format(topic=topic)
         note = self.repos.notes.add(text, source="llm", thread_id=self.state.thread_id,
                                     llm_id=self.state.llm.get("llm_id"), read=True,
                                     tags=["outgoing", "to:user", "anti_stagnation"])
         episode["asked_human"] = note.id
         self.emit({"event": "message", "to": "user", "text": text, "note_id": note.id, "tick": self.state.tick})
 
+    def _t(self, text: str) -> str:
+        """A fixed prompt text in the persona's prompt language (i18n)."""
+        return i18n.text(text, self.services.settings.prompt_language)
+
     @staticmethod
     def _instruct(episode: StagnationEpisode, text: str) -> None:
         episode["instruction"] = "\n".join(part for part in (episode.get("instruction"), text) if part)
 
     def meta_analysis(self, episode: StagnationEpisode) -> None:
-        self._instruct(episode, META_ANALYSIS_INSTRUCTION)
+        self._instruct(episode, self._t(META_ANALYSIS_INSTRUCTION))
 
     def rationale_reflex(self, episode: StagnationEpisode) -> None:
-        self._instruct(episode, RATIONALE_INSTRUCTION)
+        self._instruct(episode, self._t(RATIONALE_INSTRUCTION))
 
     def goal_reformulation(self, episode: StagnationEpisode) -> None:
         goal = self.repos.goals.list(status="active", limit=1)[0]
-        self._instruct(episode, GOAL_REFORMULATION_INSTRUCTION.format(id=goal.id, title=goal.title))
+        self._instruct(episode, self._t(GOAL_REFORMULATION_INSTRUCTION).format(id=goal.id, title=goal.title))
 
     def task_switch(self, episode: StagnationEpisode) -> None:
         """Set the task in front aside for a while and take up another; the return is due when the loop ends."""
@@ -253,7 +258,7 @@ class Escalation:
         switch = episode.get("task_switch") or {}
         target = next((t for t in others if t.id == switch.get("to")), None) or others[0]
         episode["task_switch"] = {"from": current.id, "from_title": current.title, "to": target.id}
-        self._instruct(episode, TASK_SWITCH_INSTRUCTION.format(current=current.id, current_title=current.title,
+        self._instruct(episode, self._t(TASK_SWITCH_INSTRUCTION).format(current=current.id, current_title=current.title,
                                                                other=target.id, other_title=target.title))
 
     def random_iteration(self, episode: StagnationEpisode) -> None:
@@ -263,7 +268,7 @@ class Escalation:
         if method is None:  # applicable() found active methods; none left by now
             return
         episode["thinking_method"] = method.name
-        self._instruct(episode, RANDOM_ITERATION_INSTRUCTION.format(name=method.name, instruction=method.instruction))
+        self._instruct(episode, self._t(RANDOM_ITERATION_INSTRUCTION).format(name=method.name, instruction=method.instruction))
 
     def _recent_thoughts(self, n: int) -> list[Any]:
         """The thread's last `n` thoughts (at most INTEREST_RECENT), read once for every mechanism that asks."""
@@ -297,7 +302,7 @@ class Escalation:
         tag, uses = forgotten
         entries = self.repos.diary.list(tag=tag, limit=1)
         example = entries[0].text[:400] if entries else ""
-        episode["stimulus"].append(INTEREST_LINE.format(tag=tag, uses=uses, example=example).rstrip(": "))
+        episode["stimulus"].append(self._t(INTEREST_LINE).format(tag=tag, uses=uses, example=example).rstrip(": "))
         episode["interest_tag"] = tag
 
     def world_check(self, episode: StagnationEpisode) -> None:
@@ -306,15 +311,15 @@ class Escalation:
         items = self.repos.feeds.unread_items(1)
         if items:
             self.repos.notes.mark_read([items[0].id])
-            episode["stimulus"].append(WORLD_LINE.format(text=items[0].text[:800]))
+            episode["stimulus"].append(self._t(WORLD_LINE).format(text=items[0].text[:800]))
             episode["world_item"] = items[0].id
             _came_from(episode, provenance.of_note(items[0]))
         elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
             Managers(self.repos).world.ask_fetch()
             episode["world_asked"] = True
-            episode["stimulus"].append(WORLD_ASKED_LINE)
+            episode["stimulus"].append(self._t(WORLD_ASKED_LINE))
         else:
-            episode["stimulus"].append(WORLD_NOTHING_LINE)
+            episode["stimulus"].append(self._t(WORLD_NOTHING_LINE))
 
     def change_context(self, episode: StagnationEpisode) -> None:
         cycle = self.services.reads.get(self.state.thread_id, self.state.tick, CYCLE,
@@ -355,7 +360,7 @@ class Escalation:
         asked = episode.get("mesh_asked")
         if not asked:
             settings, state, now = self.services.settings, self.state, self.services.clock()
-            text = MESH_QUESTION.format(topic=" ".join(self.thought.split()[:12]))
+            text = self._t(MESH_QUESTION).format(topic=" ".join(self.thought.split()[:12]))
             house = self._house()
             approved = "mesh.ask" in settings.consent.auto_approve
             asked = {}
@@ -377,7 +382,7 @@ class Escalation:
                     asked[did] = f"approval {row.id}"
             episode["mesh_asked"] = asked
         how = "sent" if any(str(v).startswith("sha256:") for v in asked.values()) else "waiting for my human's approval"
-        episode["stimulus"].append(MESH_ASKED_LINE.format(peers=len(asked), how=how))
+        episode["stimulus"].append(self._t(MESH_ASKED_LINE).format(peers=len(asked), how=how))
 
     # ---- move the task to a simulated environment --------------------------------------------------------------------
 
@@ -405,13 +410,13 @@ class Escalation:
                 parent_id=state.thread_id, child_id=child_thread_id(state.thread_id, label, f"t{state.tick}-simulate"),
                 label=label, window_ratio=DEFAULT_WINDOW_RATIO, max_depth=settings.stelis.max_depth,
                 origin=SIMULATION, persona=self.services.persona.name, owner=process_token(), tick=state.tick,
-                chronicle_prompt=SIMULATION_CHRONICLE)
+                chronicle_prompt=self._t(SIMULATION_CHRONICLE))
         except StelisRefused as exc:
             episode["simulation"] = f"refused: {exc}"
-            episode["stimulus"].append(SIMULATION_REFUSED_LINE.format(title=title, reason=exc))
+            episode["stimulus"].append(self._t(SIMULATION_REFUSED_LINE).format(title=title, reason=exc))
             return
         threads.set_active(state.root_thread or state.thread_id, child.id)
         episode["simulation"] = child.id
-        episode["stimulus"].append(SIMULATION_LINE.format(title=title, thread=child.id))
+        episode["stimulus"].append(self._t(SIMULATION_LINE).format(title=title, thread=child.id))
         self.emit({"event": "stelis_enter", "thread_id": child.id, "label": label, "depth": child.depth,
                    "origin": SIMULATION})

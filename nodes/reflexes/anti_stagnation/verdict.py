@@ -7,6 +7,7 @@ from typing import Any
 
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
+import i18n
 from nodes.reflexes.prompts import REPHRASE_PROMPT, REPHRASE_SCHEMA
 from nodes.state import NoveltySignals, SamplingParams
 from persona.settings import ReflexSettings
@@ -24,10 +25,10 @@ def reflex_lite(sampling: SamplingParams) -> SamplingParams:
             "frequency_penalty": round(min(1.0, sampling.get("frequency_penalty", 0.0) + 0.2), 3)}
 
 
-def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any]) -> str | None:
+def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any], language: str = "en") -> str | None:
     """HMP reflex-lite's rephrased request, once sampling cannot be raised further; None if no LLM answers."""
     try:
-        gen = llms.generate("rephrase", prompt=REPHRASE_PROMPT.format(instruction=instruction),
+        gen = llms.generate("rephrase", prompt=i18n.text(REPHRASE_PROMPT, language).format(instruction=instruction),
                             sampling=Sampling(temperature=0.9, top_p=0.95, max_tokens=120),
                             json_schema=REPHRASE_SCHEMA, prefer=prefer, tags=tags)
     except AllLLMsUnavailable:

@@ -16,6 +16,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+import i18n
 from managers import ManagerDeps, Managers
 from managers.abstracts import delivery
 from managers.loop import context_mode, loaded_skills
@@ -27,6 +28,8 @@ from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
+    ABSTRACTS_ON_REQUEST,
+    BLOCK_TITLES,
     CHANNEL_HINT,
     CHAT_INSTRUCTION,
     COMMANDS_GUIDE,
@@ -37,9 +40,13 @@ from nodes.steps.prompts import (
     DATA_RULE,
     TASK_CYCLE_SEED,
     TASK_CYCLE_SEED_FULL,
+    TASK_NO_DESCRIPTION,
+    TASK_SERVES_GOAL,
+    TASK_SERVES_NO_GOAL,
     THOUGHT_HEADER,
 )
 from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks
+from nodes.steps.s04_prepare_context.language import tick_language
 from nodes.steps.s04_prepare_context.memory_lines import (
     abstract_lines,
     auto_recall,
@@ -117,13 +124,15 @@ def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
 
 
 def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], fence: str,
-                 budget: int) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
+                 note_lines: list[str], processes: list[Any], fence: str, budget: int,
+                 language: str) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
     persona, tick, thread_id = services.persona, state.tick, state.thread_id
-    guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=services.settings), data_rule=DATA_RULE)
+    t, title = (lambda text: i18n.text(text, language)), (lambda name: i18n.text(BLOCK_TITLES[name], language))
+    guide_text, data_rule = t(COMMANDS_GUIDE), t(DATA_RULE)
+    guide = guide_text.format(tick=tick, commands=registry().guide(settings=services.settings), data_rule=data_rule)
     if services.llms.primary().count_tokens(guide) > budget * GUIDE_SHARE:  # a small window: memories need the room
-        guide = COMMANDS_GUIDE.format(tick=tick, commands=registry().guide(settings=services.settings, brief=True),
-                                      data_rule=DATA_RULE)
+        guide = guide_text.format(tick=tick, commands=registry().guide(settings=services.settings, brief=True),
+                                  data_rule=data_rule)
     if persona.file("TOOLS.md"):
         guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
@@ -142,34 +151,35 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("commands", "", [guide], 180, system=True),
         Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True),
         Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
-        Block("ethics", "Ethics", [f"- {p}" for p in persona.ethics.principles], 170, system=True),
+        Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True),
         Block("bootstrap", "", bootstrap, 160, system=True),
-        Block("core", "Core memory (who I am, my human, my promises)",
+        Block("core", title("core"),
               [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
-        Block("notepad", "My notepad", [notepad.strip()] if notepad.strip() else [], 118),
-        Block("strategy", "Strategy from my last dream", strategy_line(repos), 115),
-        Block("goals", "My goals and tasks", goal_lines(repos, goals), 122),
-        Block("recall", "Memories that came to mind", recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
+        Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
+        Block("strategy", title("strategy"), strategy_line(repos), 115),
+        Block("goals", title("goals"), goal_lines(repos, goals), 122),
+        Block("recall", title("recall"), recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
               fence=fence, source="my memories and documents"),
-        Block("entities", "People and things I know", entity_lines(repos, [n.text for n in notes] + recalled), 108,
+        Block("entities", title("entities"), entity_lines(repos, [n.text for n in notes] + recalled), 108,
               trim_oldest=True),
-        Block("episodes", "Recent days", episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
-        Block("feelings", INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE,
+        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
+        Block("feelings", t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
               _feelings(dict(state.drives), repos), 140),
-        Block("abstracts", "Abstracts of my recent thinking", abstract_lines(repos, now, cycle.get("focus_tags"),
-                                                                                   delivery=delivery(cycle, services.settings)), 105,
+        Block("abstracts", title("abstracts"), abstract_lines(repos, now, cycle.get("focus_tags"),
+                                                              delivery=delivery(cycle, services.settings),
+                                                              on_request=t(ABSTRACTS_ON_REQUEST)), 105,
               trim_oldest=True),
-        Block("processes", "Open processes (results of my commands)",
+        Block("processes", title("processes"),
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
               fence=fence, source="results of my commands"),
-        Block("notes", "Incoming notes", note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
+        Block("notes", title("notes"), note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
               source="notes to me"),
-        Block("runtime", "Runtime", [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
+        Block("runtime", title("runtime"), [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
                                      f"context {context_mode(cycle)}; thread {thread_id}",
                                      Managers(repos, ManagerDeps(settings=services.settings)).world.line(),
-                                     CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])], 150),
-        Block("recent", "My recent thoughts", history, 100, trim_oldest=True),
-        Block("llm_memory", "My notepad of ideas (llm_memory)",
+                                     t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))], 150),
+        Block("recent", title("recent"), history, 100, trim_oldest=True),
+        Block("llm_memory", title("llm_memory"),
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)],
               110,
               trim_oldest=True),
@@ -177,39 +187,42 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources
 
 
-def _instruction(services: Services, state: TickState, episode: StagnationEpisode) -> str:
-    instruction = episode.get("rephrased") or CHAT_INSTRUCTION  # reflex-lite's rephrased request
+def _instruction(services: Services, state: TickState, episode: StagnationEpisode, language: str) -> str:
+    t = lambda text: i18n.text(text, language)  # noqa: E731
+    instruction = episode.get("rephrased") or t(CHAT_INSTRUCTION)  # reflex-lite's rephrased request
     if episode.get("instruction"):  # the meta-analysis mechanism
         instruction = episode["instruction"] + "\n" + instruction
     offer = state.drives.get("reach_out")
     if offer:  # the drives' one rule allowed an unprompted message this tick
-        instruction = REACH_OUT_INSTRUCTION.format(drive=offer["drive"], level=offer["level"],
-                                                   why=REACH_OUT[offer["drive"]]) + "\n" + instruction
-    return instruction + "\n\n" + THOUGHT_HEADER.format(name=services.persona.display_name, tick=state.tick)
+        instruction = t(REACH_OUT_INSTRUCTION).format(drive=offer["drive"], level=offer["level"],
+                                                      why=t(REACH_OUT[offer["drive"]])) + "\n" + instruction
+    return instruction + "\n\n" + t(THOUGHT_HEADER).format(name=services.persona.display_name, tick=state.tick)
 
 
 def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode,
-                 task: Any) -> dict[str, Any]:
+                 task: Any, language: str) -> dict[str, Any]:
     count = services.llms.primary().count_tokens
+    t = lambda text: i18n.text(text, language)  # noqa: E731
     fence = new_fence()
-    blocks, report, recall_sources = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, budget)
-    blocks.append(Block("stimulus", STIMULUS_TITLE, list(episode.get("stimulus") or []), 160, fence=fence,
+    blocks, report, recall_sources = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence,
+                                                  budget, language)
+    blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
-        blocks.append(Block("task", "", [seed.format(
+        blocks.append(Block("task", "", [t(seed).format(
             name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
-            description=task.description or "(no description)",
-            goal=f"it serves goal {task.goal_id}" if task.goal_id else "it serves no goal in particular")], 198,
+            description=task.description or t(TASK_NO_DESCRIPTION),
+            goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL))], 198,
             system=True))
     thread = repos.threads.get(state.thread_id)
     if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
-        blocks.append(Block("simulation", "", [SIMULATION_SEED.format(
+        blocks.append(Block("simulation", "", [t(SIMULATION_SEED).format(
             title=thread.label.removeprefix("simulation: "), ticks=services.settings.reflexes.simulation_ticks)], 198,
             system=True))
     blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
-    fixed_text = _instruction(services, state, episode)
+    fixed_text = _instruction(services, state, episode, language)
     if count(fixed_text) + 8 > budget:
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
     blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
@@ -252,18 +265,19 @@ def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
 
 
 def _continuation_prompt(services: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
-                         episode: StagnationEpisode) -> dict[str, Any]:
+                         episode: StagnationEpisode, language: str) -> dict[str, Any]:
     """The growing text: last compression (or the seed), every chunk since, then new human turns."""
     count = services.llms.primary().count_tokens
+    t = lambda text: i18n.text(text, language)  # noqa: E731
     compression = repos.messages.last_of_kind(state.thread_id, "compression")
-    base = (compression.content + CONTINUATION_TOOLS) if compression else (services.persona.seed or "")
+    base = (compression.content + t(CONTINUATION_TOOLS)) if compression else (services.persona.seed or "")
     parts = [base, *(m.content for m in repos.messages.since(state.thread_id, compression.id if compression else 0,
                                                              ("continuation", "human")))]
     now, name = services.clock(), services.persona.display_name
     drops: list[str] = []
     shown_notes, turns, fixed = [], [], 0
     for note in notes:  # human turns take at most half the budget
-        turn = CONTINUATION_HUMAN_TURN.format(time=f"{now:%H:%M}", text=defuse(note.text), name=name)
+        turn = t(CONTINUATION_HUMAN_TURN).format(time=f"{now:%H:%M}", text=defuse(note.text), name=name)
         size = count(turn)
         if fixed + size <= budget // 2:
             shown_notes.append(note)
@@ -282,9 +296,9 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     inner = ""
     if not turns:  # a passing thought: not while the human's turn is open (then the next words are the answer)
         feelings = _feelings(dict(state.drives), repos)
-        inner = CONTINUATION_FEELINGS.format(name=name, feelings="; ".join(feelings)) if feelings else ""
+        inner = t(CONTINUATION_FEELINGS).format(name=name, feelings="; ".join(feelings)) if feelings else ""
         if offer := state.drives.get("reach_out"):
-            inner += CONTINUATION_REACH_OUT.format(name=name, drive=offer["drive"])
+            inner += t(CONTINUATION_REACH_OUT).format(name=name, drive=offer["drive"])
     if inner and count(inner) + sum(sizes) + fixed > budget:
         drops.append("feelings: no room in the budget")
         inner = ""
@@ -318,16 +332,18 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
         notes, note_lines = _incoming(repos, services, state, cycle) if task is None else ([], [])
         processes = repos.processes.open(state.thread_id)
+        language = tick_language(repos, services.settings, notes)
         if state.mode == "continuation":
-            built = _continuation_prompt(services, repos, state, notes, budget, episode)
+            built = _continuation_prompt(services, repos, state, notes, budget, episode, language)
         else:
-            built = _chat_prompt(services, repos, state, cycle, notes, note_lines, processes, budget, episode, task)
+            built = _chat_prompt(services, repos, state, cycle, notes, note_lines, processes, budget, episode, task,
+                                 language)
     for drop in built["drops"]:
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,
                              "max_tokens": max_tokens, "dropped": built["drops"],
                              "notes": [n.id for n in built["shown_notes"]], "processes": [p.id for p in processes],
-                             **built["report"]}
+                             "language": language, **built["report"]}
     return {
         "prompt": built["prompt"],
         "prompt_messages": built["prompt_messages"],

@@ -144,12 +144,13 @@ def _cycle(task) -> str:
     return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
 
 
-def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, delivery: str = "auto") -> list[str]:
+def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, delivery: str = "auto",
+                   on_request: str = ABSTRACTS_ON_REQUEST) -> list[str]:
     """auto: the newest two of the last `days` (those of the focus tags first); manual: only that they wait to be
     asked for (HMP's manual delivery: the persona requests them)."""
     if delivery == "manual":
         newest = repos.abstracts.latest()
-        return [ABSTRACTS_ON_REQUEST.format(id=newest.id)] if newest is not None else []
+        return [on_request.format(id=newest.id)] if newest is not None else []
     rows = repos.abstracts.list(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
     rows = rows or repos.abstracts.list(since=now - timedelta(days=days), limit=2)
     return [f"[abstract {a.id} {a.title}] {a.summary}" for a in reversed(rows)]

@@ -1,0 +1,31 @@
+"""The language of a tick's fixed prompt texts: the language of the human the persona answers (Epos: the persona
+speaks its human's language), so the instructions around the human's words are in the words' language too.
+
+The first human note of the tick decides: its author's `language` (the People page, `run.py users`) when it is
+one we have a catalogue for, else the language its letters are written in (`i18n.of_text`: the script, counted —
+no model). No human note this tick: the owner's language, else the `language` setting (`auto`: English)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import i18n
+from memory import Repos
+from memory.repositories.notes import HUMAN_SOURCES
+from persona.settings import Settings
+
+
+def tick_language(repos: Repos, settings: Settings, notes: Sequence[Any]) -> str:
+    for note in notes:
+        if note.source not in HUMAN_SOURCES:
+            continue
+        author_id = getattr(note, "author_id", None)
+        person = repos.people.get(author_id) if author_id is not None else None
+        code = i18n.supported(person.language if person is not None else None) or i18n.of_text(note.text or "")
+        if code:
+            return code
+    for owner in repos.people.owners():
+        if code := i18n.supported(owner.language):
+            return code
+    return settings.prompt_language
