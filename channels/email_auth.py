@@ -103,10 +103,10 @@ def check_results(results: Sequence[Result], from_domain: str, mode: Alignment =
     for found in results:
         if found.method == "dkim":
             domain = found.get("header.d") or _domain_of(found.get("header.i"))
-            label = f"dkim={found.result} header.d={domain or '?'}"
+            label = f"dkim={found.result}" + (f" header.d={domain}" if domain else "")
         elif found.method == "spf":
             domain = _domain_of(found.get("smtp.mailfrom"))
-            label = f"spf={found.result} smtp.mailfrom={domain or '?'}"
+            label = f"spf={found.result}" + (f" smtp.mailfrom={domain}" if domain else "")
         else:
             continue
         if found.result == "pass" and aligned(domain, from_domain, mode):
@@ -124,7 +124,7 @@ def check_sender(mail: EmailMessage, authserv_id: str, mode: Alignment = "relaxe
     headers = [str(v) for v in mail.get_all("Authentication-Results", [])]
     results, ignored = trusted_results(headers, authserv_id)
     if not results:
-        others = f" ({ignored} from another server, ignored)" if ignored else ""
+        others = f" ({ignored} other ignored: another server's or unreadable)" if ignored else ""
         return SenderCheck(False, f"no Authentication-Results from {authserv_id}{others}")
     return check_results(results, from_domain, mode)
 
