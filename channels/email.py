@@ -86,6 +86,8 @@ class EmailOptions(BaseModel):
                                          "SPF result passed for an aligned domain; false: for a private server you "
                                          "trust, the From alone")
     alignment: Alignment = Field("relaxed", description="DMARC's: relaxed (same organisational domain) or strict")
+    verify_dkim: bool = Field(False, description="verify a mail's DKIM signature here too (dkimpy, its key from the "
+                              "DNS) when the server's headers do not vouch for it")
 
     @model_validator(mode="after")
     def _clear_text_only_on_loopback(self) -> "EmailOptions":
@@ -94,10 +96,10 @@ class EmailOptions(BaseModel):
                 raise ValueError(f"{what}_tls none sends the password in clear: only on loopback, not to {host}")
         if "@" not in parseaddr(self.address)[1]:
             raise ValueError(f"address {self.address!r} is not an e-mail address")
-        if self.require_authentication and not self.trusted_authserv_id.strip():
+        if self.require_authentication and not (self.trusted_authserv_id.strip() or self.verify_dkim):
             raise ValueError("trusted_authserv_id is needed while require_authentication is on (the default): the "
                              "name your receiving server writes in Authentication-Results (e.g. mx.example.org); "
-                             "or require_authentication: false for a private server you trust")
+                             "or verify_dkim: true, or require_authentication: false for a private server you trust")
         return self
 
     @property
@@ -215,7 +217,8 @@ class ParsedMail:
 
 def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_bytes: int,
                received: datetime | None = None, authserv_id: str | None = None,
-               alignment: Alignment = "relaxed") -> ParsedMail:
+               alignment: Alignment = "relaxed", verify_dkim: bool = False,
+               dnsfunc: Callable[..., Any] | None = None) -> ParsedMail:
     """A mail's sender, text (plain, else HTML as text), thread headers and attachments (`ref` = ref_prefix:N, N the
     part's index in `walk()` order); with `authserv_id`, whether its From is its sender's (channels/email_auth.py)."""
     mail = BytesParser(policy=policy.default).parsebytes(raw)
@@ -256,7 +259,8 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
                       subject=str(mail.get("Subject", "")), text=text.strip(), sent_at=sent_at,
                       in_reply_to=in_reply_to, references=" ".join(message_ids(str(mail.get("References", "")))),
                       attachments=tuple(attachments), automatic=is_automatic(mail, address),
-                      sender_check=check_sender(mail, authserv_id, alignment) if authserv_id is not None else None)
+                      sender_check=None if authserv_id is None else check_sender(
+                          mail, authserv_id, alignment, raw=raw if verify_dkim else None, dnsfunc=dnsfunc))
 
 
 def is_automatic(mail: EmailMessage, address: str) -> bool:
@@ -342,6 +346,7 @@ class EmailChannel(Channel):
         self._closing = threading.Event()  # close() asks an idling or polling fetch to stop within a second
         self._idle_supported = False
         self.own_address = parseaddr(options.address)[1].lower()
+        self.dnsfunc: Callable[..., Any] | None = None  # dkimpy's DNS lookup for verify_dkim (None: the DNS)
 
     @classmethod
     def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> "EmailChannel":
@@ -475,7 +480,8 @@ class EmailChannel(Channel):
                               max_attachment_bytes=self.max_attachment_bytes,
                               received=received if isinstance(received, datetime) else None,
                               authserv_id=self.options.trusted_authserv_id.strip()
-                              if self.options.require_authentication else None, alignment=self.options.alignment)
+                              if self.options.require_authentication else None, alignment=self.options.alignment,
+                              verify_dkim=self.options.verify_dkim, dnsfunc=self.dnsfunc)
             if mail.automatic or mail.sender == self.own_address:
                 continue  # an autoresponder's or a bounce (answering could loop), or the persona's own mail
             extra = {"subject": mail.subject, "message_id": mail.message_id, "imap_uid": f"{validity}:{uid}"}

@@ -14,12 +14,12 @@ addresses — leaves the sender unverified, and says why.
 
 Libraries: `authres` parses the header (RFC 8601 and its extensions: quoted values, comments, `none`), the parser
 of the dkimpy / authheaders family; `publicsuffixlist` gives the organisational domain from the list it ships
-(nothing is fetched at run time).
+(nothing is fetched at run time); dkimpy verifies a signature itself (`verify_dkim`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import getaddresses
@@ -115,19 +115,45 @@ def check_results(results: Sequence[Result], from_domain: str, mode: Alignment =
     return SenderCheck(False, "; ".join(seen) if seen else "no DKIM or SPF result")
 
 
-def check_sender(mail: EmailMessage, authserv_id: str, mode: Alignment = "relaxed") -> SenderCheck:
-    """Whether `mail`'s From is its sender's, by the Authentication-Results headers of `authserv_id`."""
+def check_signature(raw: bytes, from_domain: str, mode: Alignment = "relaxed",
+                    dnsfunc: Callable[..., Any] | None = None) -> SenderCheck:
+    """The mail's own (topmost) DKIM signature, verified here with dkimpy — its key looked up in the DNS (or through
+    `dnsfunc`, dkimpy's hook) — and its d= aligned with the From domain."""
+    import dkim
+
+    checker = dkim.DKIM(raw)
+    try:
+        passed = bool(checker.verify(dnsfunc=dnsfunc) if dnsfunc is not None else checker.verify())
+    except dkim.DKIMException as exc:
+        return SenderCheck(False, f"own dkim check: {str(exc)[:200]}")
+    domain = (checker.domain or b"").decode(errors="replace").lower()
+    if not passed:
+        return SenderCheck(False, f"own dkim check: the signature of {domain or 'no domain'} does not verify")
+    if not aligned(domain, from_domain, mode):
+        return SenderCheck(False, f"own dkim check: signed by {domain} (not aligned with {from_domain})")
+    return SenderCheck(True, f"own dkim check: pass d={domain}")
+
+
+def check_sender(mail: EmailMessage, authserv_id: str, mode: Alignment = "relaxed", *, raw: bytes | None = None,
+                 dnsfunc: Callable[..., Any] | None = None) -> SenderCheck:
+    """Whether `mail`'s From is its sender's, by the Authentication-Results headers of `authserv_id` (none when
+    empty), else — given its `raw` bytes — by its DKIM signature, verified here."""
     addresses = [address for _, address in getaddresses([str(v) for v in mail.get_all("From", [])]) if address]
     if len(addresses) != 1 or "@" not in addresses[0]:
         return SenderCheck(False, f"{len(addresses)} From addresses: one is needed")
     from_domain = _domain_of(addresses[0])
-    headers = [str(v) for v in mail.get_all("Authentication-Results", [])]
-    results, ignored = trusted_results(headers, authserv_id)
-    if not results:
+    verdict = SenderCheck(False, "no trusted_authserv_id")
+    if authserv_id:
+        headers = [str(v) for v in mail.get_all("Authentication-Results", [])]
+        results, ignored = trusted_results(headers, authserv_id)
         others = f" ({ignored} other ignored: another server's or unreadable)" if ignored else ""
-        return SenderCheck(False, f"no Authentication-Results from {authserv_id}{others}")
-    return check_results(results, from_domain, mode)
+        verdict = check_results(results, from_domain, mode) if results else \
+            SenderCheck(False, f"no Authentication-Results from {authserv_id}{others}")
+    if verdict.verified or raw is None:
+        return verdict
+    own = check_signature(raw, from_domain, mode, dnsfunc)
+    return own if own.verified else SenderCheck(False, f"{verdict.reason}; {own.reason}")
 
 
-__all__ = ["Alignment", "Result", "SenderCheck", "aligned", "check_results", "check_sender", "organisational_domain",
+__all__ = ["Alignment", "Result", "SenderCheck", "aligned", "check_results", "check_sender", "check_signature", "organisational_domain",
            "trusted_results"]

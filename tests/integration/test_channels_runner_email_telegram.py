@@ -52,6 +52,17 @@ def settings_with(entry: Any) -> Any:
                     channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
 
 
+def email_entry(servers: mail_servers.MailServers) -> Any:
+    """The e-mail channel over the module's servers, believing their Authentication-Results (the password from
+    MAILTG_TEST_EMAIL_PASSWORD)."""
+    from persona.settings import ChannelEntry
+
+    return ChannelEntry(kind="email", name="email", secret_env={"password": "MAILTG_TEST_EMAIL_PASSWORD"}, options={
+        "address": ANIMA, "imap_host": "127.0.0.1", "imap_port": str(servers.imap_port), "imap_tls": "none",
+        "smtp_port": str(servers.smtp_port), "smtp_tls": "none", "poll_s": "0.2",
+        "trusted_authserv_id": mail_servers.AUTHSERV_ID})
+
+
 def house(repos: Any, settings: Any) -> Any:
     from managers import ManagerDeps, Managers
 
@@ -83,13 +94,8 @@ def outbox(db: Any, settings: Any) -> list[Any]:
 
 
 def test_a_mail_becomes_a_note_and_the_answer_lands_threaded(servers, db, monkeypatch) -> None:
-    from persona.settings import ChannelEntry
-
     monkeypatch.setenv("MAILTG_TEST_EMAIL_PASSWORD", mail_servers.USERS[ANIMA])
-    entry = ChannelEntry(kind="email", name="email", secret_env={"password": "MAILTG_TEST_EMAIL_PASSWORD"}, options={
-        "address": ANIMA, "imap_host": "127.0.0.1", "imap_port": str(servers.imap_port), "imap_tls": "none",
-        "smtp_port": str(servers.smtp_port), "smtp_tls": "none", "poll_s": "0.2",
-        "trusted_authserv_id": mail_servers.AUTHSERV_ID})
+    entry = email_entry(servers)
     settings = settings_with(entry)
     with db.unit() as repos:
         m = house(repos, settings)
@@ -253,13 +259,10 @@ def test_a_guests_mailed_document_joins_the_knowledge_base_only_when_the_owner_a
     from typer.testing import CliRunner
 
     from cli import app as cli_app
-    from persona.settings import ChannelEntry, ChannelsSettings, Settings
+    from persona.settings import ChannelsSettings, Settings
 
     monkeypatch.setenv("MAILTG_TEST_EMAIL_PASSWORD", mail_servers.USERS[ANIMA])
-    entry = ChannelEntry(kind="email", name="email", secret_env={"password": "MAILTG_TEST_EMAIL_PASSWORD"}, options={
-        "address": ANIMA, "imap_host": "127.0.0.1", "imap_port": str(servers.imap_port), "imap_tls": "none",
-        "smtp_port": str(servers.smtp_port), "smtp_tls": "none", "poll_s": "0.2",
-        "trusted_authserv_id": mail_servers.AUTHSERV_ID})
+    entry = email_entry(servers)
     settings = Settings(user_name="Ada", timezone="UTC", data_dir=str(tmp_path),
                         channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
     with db.unit() as repos:
@@ -307,13 +310,10 @@ def test_a_forged_owner_mail_is_a_contact_request_and_a_signed_one_the_owners_no
     the knowledge base. Her own DKIM-signed mail with a document is her note, the document in the knowledge base."""
     from email.message import EmailMessage
 
-    from persona.settings import ChannelEntry, ChannelsSettings, Settings
+    from persona.settings import ChannelsSettings, Settings
 
     monkeypatch.setenv("MAILTG_TEST_EMAIL_PASSWORD", mail_servers.USERS[ANIMA])
-    entry = ChannelEntry(kind="email", name="email", secret_env={"password": "MAILTG_TEST_EMAIL_PASSWORD"}, options={
-        "address": ANIMA, "imap_host": "127.0.0.1", "imap_port": str(servers.imap_port), "imap_tls": "none",
-        "smtp_port": str(servers.smtp_port), "smtp_tls": "none", "poll_s": "0.2",
-        "trusted_authserv_id": mail_servers.AUTHSERV_ID})
+    entry = email_entry(servers)
     settings = Settings(user_name="Ann", timezone="UTC", data_dir=str(tmp_path),
                         channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
     with db.unit() as repos:

@@ -155,3 +155,35 @@ def test_an_unverified_mail_from_an_accepted_guest_asks_the_owner_again(db) -> N
         assert reopened.id == request.id and reopened.status == "pending"
         assert reopened.warning.startswith("claims to be bo@example.net (Bo's address, guest) but failed")
         assert "diary" not in " ".join(n.text for n in repos.notes.list())
+
+
+def test_verify_dkim_checks_the_signature_here_with_a_key_published_through_dnsfunc() -> None:
+    """No trusted header: the mail's own DKIM signature decides (the key comes from dkimpy's dnsfunc hook, no DNS)."""
+    from email.message import EmailMessage
+
+    from tests.integration.mail_servers import dns_txt, signed
+
+    def ada(sender: str = "Ada <ada@example.org>") -> EmailMessage:
+        message = EmailMessage()
+        message["From"], message["To"], message["Subject"] = sender, "anima@example.org", "hi"
+        message.set_content("Here are my notes.")
+        return message
+
+    def check(raw: bytes):
+        return parse_mail(raw, ref_prefix="1:1", fallback_id="x", max_attachment_bytes=100, authserv_id=MX,
+                          verify_dkim=True, dnsfunc=dns_txt).sender_check
+
+    good = check(signed(ada()))
+    assert good.verified and good.reason == "own dkim check: pass d=example.org"
+    tampered = signed(ada()).replace(b"Here are my notes.", b"Obey the bearer.  ")
+    assert not check(tampered).verified and check(tampered).reason.startswith(
+        "no Authentication-Results from mx.anima.test; own dkim check: body hash mismatch")
+    assert check(signed(ada(), "evil.org")).reason.endswith("signed by evil.org (not aligned with example.org)")
+    unpublished = check(signed(ada("Ada <ada@other.net>"), "other.net"))
+    assert not unpublished.verified and "own dkim check" in unpublished.reason
+    assert not check(ada().as_bytes()).verified  # unsigned
+    # without verify_dkim nothing is looked up: the headers alone decide
+    assert not parse_mail(signed(ada()), ref_prefix="1:1", fallback_id="x", max_attachment_bytes=100,
+                          authserv_id=MX).sender_check.verified
+    base = {"address": "anima@example.org", "imap_host": "mail.example.org"}
+    assert parse_options("email", {**base, "verify_dkim": "true"}).verify_dkim
