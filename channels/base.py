@@ -41,6 +41,9 @@ class Incoming:
     reply_to: str | None = None  # the platform id this message answers (In-Reply-To, a Matrix reply)
     attachments: tuple[Attachment, ...] = ()
     extra: Mapping[str, str] = field(default_factory=dict)  # e.g. an e-mail's subject and References
+    # why the channel cannot vouch that `sender` sent it ("" = it can: the platform authenticated them); an e-mail
+    # whose From failed authentication (channels/email_auth.py) is handled as from an unverified stranger
+    unverified: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,10 @@ a worker thread: it is synchronous) and aiosmtplib (asyncio SMTP with implicit T
   end (the thread is already in memory). Auto-replies, bounces (Auto-Submitted, Precedence bulk/junk, mailer-daemon)
   and the persona's own mails are passed over: answering them could loop. Attachments: text/* and PDF are "text",
   audio/* "audio", image/* "image", anything else "file"; each with its size and, within the size cap, its bytes.
+- who sent it: the From address is believed only when the receiving server's Authentication-Results (its
+  `trusted_authserv_id`; any other is the sender's own word) says DKIM or SPF passed for a domain aligned with it
+  (channels/email_auth.py); a mail that fails is handed out `unverified` — a stranger's, whatever its From says.
+  `require_authentication: false` believes the From alone (a private server the operator trusts).
 - out: the Message-ID is derived from the outbox's idempotency key, replies carry In-Reply-To and References and
   the subject "Re: …"; a copy is appended to the sent folder, where `already_sent` looks for that Message-ID.
 
@@ -42,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming,
                            Outgoing)
+from channels.email_auth import Alignment, SenderCheck, check_sender
 from channels.options import ChannelEntryLike
 from channels.options import parse_options as parse_entry_options
 
@@ -75,6 +80,14 @@ class EmailOptions(BaseModel):
     timeout_s: float = Field(30.0, gt=0, le=600)
     ca_file: str = Field("", description="a CA bundle for a server with a private certificate")
     subject: str = Field("A message", description="the subject of a message that starts a thread")
+    trusted_authserv_id: str = Field("", description="the authserv-id the receiving server writes in its "
+                                     "Authentication-Results headers; the only one believed")
+    require_authentication: bool = Field(True, description="a From is believed only when that server's DKIM or "
+                                         "SPF result passed for an aligned domain; false: for a private server you "
+                                         "trust, the From alone")
+    alignment: Alignment = Field("relaxed", description="DMARC's: relaxed (same organisational domain) or strict")
+    verify_dkim: bool = Field(False, description="verify a mail's DKIM signature here too (dkimpy, its key from the "
+                              "DNS) when the server's headers do not vouch for it")
 
     @model_validator(mode="after")
     def _clear_text_only_on_loopback(self) -> "EmailOptions":
@@ -83,6 +96,10 @@ class EmailOptions(BaseModel):
                 raise ValueError(f"{what}_tls none sends the password in clear: only on loopback, not to {host}")
         if "@" not in parseaddr(self.address)[1]:
             raise ValueError(f"address {self.address!r} is not an e-mail address")
+        if self.require_authentication and not (self.trusted_authserv_id.strip() or self.verify_dkim):
+            raise ValueError("trusted_authserv_id is needed while require_authentication is on (the default): the "
+                             "name your receiving server writes in Authentication-Results (e.g. mx.example.org); "
+                             "or verify_dkim: true, or require_authentication: false for a private server you trust")
         return self
 
     @property
@@ -195,12 +212,15 @@ class ParsedMail:
     references: str
     attachments: tuple[Attachment, ...]
     automatic: bool = False  # an auto-reply, a bounce or a list's automatic mail (RFC 3834 Auto-Submitted, …)
+    sender_check: SenderCheck | None = None  # the receiving server's verdict on From (None: not asked)
 
 
 def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_bytes: int,
-               received: datetime | None = None) -> ParsedMail:
+               received: datetime | None = None, authserv_id: str | None = None,
+               alignment: Alignment = "relaxed", verify_dkim: bool = False,
+               dnsfunc: Callable[..., Any] | None = None) -> ParsedMail:
     """A mail's sender, text (plain, else HTML as text), thread headers and attachments (`ref` = ref_prefix:N, N the
-    part's index in `walk()` order)."""
+    part's index in `walk()` order); with `authserv_id`, whether its From is its sender's (channels/email_auth.py)."""
     mail = BytesParser(policy=policy.default).parsebytes(raw)
     message_id = (message_ids(str(mail.get("Message-ID", ""))) or [fallback_id])[0]
     name, address = parseaddr(str(mail.get("From", "")))
@@ -238,7 +258,9 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
     return ParsedMail(message_id=message_id, sender=address.lower(), sender_name=name or address,
                       subject=str(mail.get("Subject", "")), text=text.strip(), sent_at=sent_at,
                       in_reply_to=in_reply_to, references=" ".join(message_ids(str(mail.get("References", "")))),
-                      attachments=tuple(attachments), automatic=is_automatic(mail, address))
+                      attachments=tuple(attachments), automatic=is_automatic(mail, address),
+                      sender_check=None if authserv_id is None else check_sender(
+                          mail, authserv_id, alignment, raw=raw if verify_dkim else None, dnsfunc=dnsfunc))
 
 
 def is_automatic(mail: EmailMessage, address: str) -> bool:
@@ -324,6 +346,7 @@ class EmailChannel(Channel):
         self._closing = threading.Event()  # close() asks an idling or polling fetch to stop within a second
         self._idle_supported = False
         self.own_address = parseaddr(options.address)[1].lower()
+        self.dnsfunc: Callable[..., Any] | None = None  # dkimpy's DNS lookup for verify_dkim (None: the DNS)
 
     @classmethod
     def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> "EmailChannel":
@@ -455,7 +478,10 @@ class EmailChannel(Channel):
             received = sizes.get(uid, {}).get(b"INTERNALDATE")
             mail = parse_mail(bodies[uid], ref_prefix=f"{validity}:{uid}", fallback_id=f"imap:{validity}:{uid}",
                               max_attachment_bytes=self.max_attachment_bytes,
-                              received=received if isinstance(received, datetime) else None)
+                              received=received if isinstance(received, datetime) else None,
+                              authserv_id=self.options.trusted_authserv_id.strip()
+                              if self.options.require_authentication else None, alignment=self.options.alignment,
+                              verify_dkim=self.options.verify_dkim, dnsfunc=self.dnsfunc)
             if mail.automatic or mail.sender == self.own_address:
                 continue  # an autoresponder's or a bounce (answering could loop), or the persona's own mail
             extra = {"subject": mail.subject, "message_id": mail.message_id, "imap_uid": f"{validity}:{uid}"}
@@ -466,10 +492,15 @@ class EmailChannel(Channel):
             text = strip_quoted_tail(mail.text)
             if text != mail.text:
                 extra["quoted_tail"] = "left out"
+            unverified = ""
+            if mail.sender_check is not None:
+                extra["authentication"] = mail.sender_check.reason
+                unverified = "" if mail.sender_check.verified else mail.sender_check.reason or "not authenticated"
             out.append(Incoming(
                 channel=self.name, platform_id=mail.message_id, sender=mail.sender, sender_name=mail.sender_name,
                 conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=text,
-                sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra))
+                sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra,
+                unverified=unverified))
         return out
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:

@@ -30,7 +30,8 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
     """Everyone the persona knows, and the pending contact requests."""
     rows = read_rows(data_dir, db, _rows, name)
     requests = read_rows(data_dir, db, lambda repos: [
-        {"id": r.id, "channel": r.channel, "address": r.address, "name": r.sender_name, "messages": r.messages}
+        {"id": r.id, "channel": r.channel, "address": r.address, "name": r.sender_name, "messages": r.messages,
+         "warning": r.warning or ""}
         for r in Managers(repos).people.contact_requests()], name)
     if as_json:
         print(json.dumps({"people": rows, "contact_requests": requests}, indent=2, ensure_ascii=False))
@@ -42,6 +43,8 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
         console.print(f"[yellow]contact request {q['id']}[/] {escape(q['name'] or q['address'])} on "
                       f"{escape(q['channel'])}:{escape(q['address'])} · {q['messages']} message(s) held "
                       f"(run.py users accept {q['id']} / refuse {q['id']})", highlight=False)
+        if q["warning"]:
+            console.print(f"  [red]unverified:[/] {escape(q['warning'])}", highlight=False)
 
 
 @app.command("info")

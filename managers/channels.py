@@ -3,7 +3,10 @@
 In: every message is recorded once per (channel, platform id) — a repeat (a fetch again after a crash before its
 cursor was stored) is dropped. A known person's message becomes a note from them (source `channel`, author their
 person id, tagged with the channel and their role; the prompt fences it as data); an unknown sender's is held for a
-contact request (nothing of it in a note, so nothing in memory, until the owner accepts); a sender over the
+contact request (nothing of it in a note, so nothing in memory, until the owner accepts) — and so is a sender the
+channel cannot vouch for (an e-mail whose From failed authentication: `Arrival.unverified`), whatever address it
+claims, the request saying so ("claims to be ann@example.org (Ann's address, owner) but failed authentication"); a
+sender over the
 channel's rate limit is dropped, a text over its size cap is cut. Attachments are kept by reference; a text document
 within the channel's size cap that the owner sent goes to the knowledge base (their sending it is their consent),
 anyone else's waits for the owner's approval (`kb.add_document`: approved, it joins the knowledge base with its
@@ -50,6 +53,7 @@ class Arrival:
     text: str
     sent_at: datetime
     attachments: Sequence[dict[str, Any]] = field(default_factory=tuple)  # kind, name, mime, size, ref, data?
+    unverified: str = ""  # why the channel cannot vouch that `sender` sent it ("" = it can): held, never theirs
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,10 @@ class ChannelManager:
             return Received("repeat")
         text = arrival.text[:limits.max_message_chars]
         refs = [{k: v for k, v in a.items() if k != "data"} for a in arrival.attachments]
-        person = people.identify(arrival.channel, arrival.sender)
-        if person is None and arrival.sender in limits.allowed_senders:
+        # a sender the channel cannot vouch for (an e-mail whose From failed authentication) is nobody we know,
+        # whatever address it claims: a contact request, nothing in memory, no privilege
+        person = None if arrival.unverified else people.identify(arrival.channel, arrival.sender)
+        if person is None and not arrival.unverified and arrival.sender in limits.allowed_senders:
             person = people.add(self._free_name(arrival.sender_name or arrival.sender), role="guest",
                                 by=f"channel {arrival.channel} allowed_senders")
             people.add_identity(person.id, arrival.channel, arrival.sender)
@@ -109,12 +115,26 @@ class ChannelManager:
         if request is None:
             request = repos.people.add_contact_request(arrival.channel, arrival.sender,
                                                        arrival.sender_name[:200], arrival.conversation, now)
-        row = repos.channels.record_incoming(**base, state="held", contact_request_id=request.id, held_text=text)
+        elif request.status == "accepted":  # an unverified mail from a known address: the owner decides again
+            request.status, request.decided_at, request.decided_by = "pending", None, None
+        reason = ""
+        if arrival.unverified:
+            request.warning = self._claim(arrival)[:1000]
+            reason = f"unverified: {arrival.unverified}"[:1000]
+        row = repos.channels.record_incoming(**base, state="held", contact_request_id=request.id, held_text=text,
+                                             reason=reason)
         if row is None:
             return Received("repeat")
         request.messages = (request.messages or 0) + 1
         request.conversation = arrival.conversation
         return Received("held", contact_request_id=request.id)
+
+    def _claim(self, arrival: Arrival) -> str:
+        """What the owner reads on the contact request: the address claimed, whose it is, and why it is not
+        believed."""
+        known = self.house.people.identify(arrival.channel, arrival.sender)
+        whose = f" ({known.name}'s address, {known.role})" if known is not None else ""
+        return f"claims to be {arrival.sender}{whose} but failed authentication: {arrival.unverified}"
 
     def _free_name(self, name: str) -> str:
         base = " ".join(name.split())[:100] or "guest"

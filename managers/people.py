@@ -5,7 +5,9 @@ Rules: there is always an owner (the single human of an older database became it
 database gets one named after `user_name` when first asked); only an owner answers approvals and contact requests;
 the persona never adds a person or an identity by itself (its `users.add`/`users.update` are modify_self: they run
 after the owner's approval); a message from an unknown sender is held as a contact request — nothing of it reaches
-a note, and so memory, until the owner accepts it (refused: its held texts are deleted)."""
+a note, and so memory, until the owner accepts it (refused: its held texts are deleted); so is a sender the channel
+could not authenticate, whatever address it claims — a request that claims someone's address cannot be accepted
+as them."""
 
 from __future__ import annotations
 
@@ -204,6 +206,12 @@ class PeopleManager:
         messages become notes from them."""
         self.require_owner(by_person, "accepts a contact request")
         request = self._pending(request_id)
+        taken = self.repos.people.identity(request.channel, request.address)
+        if request.warning and taken is not None:
+            whose = self.get(taken.person_id).name
+            raise PeopleError(f"{request.address} on {request.channel} is {whose}'s, and this sender failed "
+                              f"authentication: it cannot be let in as {whose} (refuse it; {whose}'s own "
+                              "authenticated mail arrives as theirs)")
         existing = self.repos.people.by_name(name) if name else None
         person = existing or self.add(name or request.sender_name or request.address, role=role,
                                       by=f"contact request {request.id}")

@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -201,6 +201,13 @@ def _v19_kb_document_source(conn: Connection) -> None:
     conn.execute(text("UPDATE kb_documents SET source = '' WHERE source IS NULL"))
 
 
+def _v20_contact_request_warning(conn: Connection) -> None:
+    """A contact request says what the owner should know of it ("claims to be the owner's address but failed
+    authentication"); the requests before it had nothing to say: empty."""
+    _add_missing_columns(conn, "contact_requests", ["warning TEXT DEFAULT ''"])
+    conn.execute(text("UPDATE contact_requests SET warning = '' WHERE warning IS NULL"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -212,7 +219,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        16: _v16_goal_related_values,
                                                        17: _v17_ethics_on_audit_entries,
                                                        18: _v18_tool_uses,
-                                                       19: _v19_kb_document_source}
+                                                       19: _v19_kb_document_source,
+                                                       20: _v20_contact_request_warning}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -1045,6 +1045,8 @@ class ContactRequest(Base):
     sender_name: Mapped[str] = mapped_column(String(200), default="")
     conversation: Mapped[Optional[str]] = mapped_column(String(300))
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | accepted | refused
+    # what the owner should know ("claims to be ann@example.org (Ann's address) but failed authentication: …")
+    warning: Mapped[str] = mapped_column(Text, default="")
     messages: Mapped[int] = mapped_column(Integer, default=0)
     person_id: Mapped[Optional[int]] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,7 +1,11 @@
 """A real mail system on loopback for the e-mail channel's tests: Dovecot (IMAP with IDLE, plain + STARTTLS and implicit TLS, LMTP
 delivery) started with a throwaway configuration (passwd-file users, maildirs in a temporary directory, a
 self-signed certificate for 127.0.0.1), and an SMTP server (aiosmtpd, with AUTH and STARTTLS) that hands every accepted mail to Dovecot's LMTP, so a mail sent over SMTP lands in the
-recipient's Dovecot mailbox the way a real MTA's local delivery does.
+recipient's Dovecot mailbox the way a real MTA's local delivery does. Like a receiving MTA with a DKIM milter, the
+SMTP server removes the `Authentication-Results` headers that arrive under its own authserv-id (RFC 8601 §5), checks
+the mail's DKIM signature with dkimpy — the keys are "published" through dkimpy's `dnsfunc` hook, so nothing asks
+the real DNS — and stamps its verdict on top (`Authentication-Results: mx.anima.test; dkim=pass header.d=…`).
+`signed()` signs a mail the way the sender's own server would.
 
 Runs as root (Dovecot's own `dovenull`/`dovecot` users for its login and internal processes) or as an ordinary user
 (then everything runs as that user). Dovecot comes from Debian (`make system` installs dovecot-imapd and
@@ -10,9 +14,12 @@ dovecot-lmtpd); without it the tests skip and say so.
 
 from __future__ import annotations
 
+import base64
+import functools
 import grp
 import os
 import pwd
+import re
 import shutil
 import smtplib
 import socket
@@ -24,12 +31,82 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from email import policy
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 DOVECOT = shutil.which("dovecot") or "/usr/sbin/dovecot"
 LMTP_BINARY = "/usr/lib/dovecot/lmtp"
 USERS = {"anima@example.org": "anima-secret", "ann@example.org": "ann-secret"}
+AUTHSERV_ID = "mx.anima.test"  # the name the SMTP server stamps its Authentication-Results with
+SELECTOR = "anima"
+PUBLISHED = ("example.org", "evil.org")  # the domains whose DKIM keys the stand-in DNS answers for
+
+
+@functools.cache
+def dkim_key(domain: str) -> tuple[bytes, bytes]:
+    """A domain's DKIM key: the private key (PEM) and the TXT record that publishes its public half."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                            serialization.NoEncryption())
+    der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return pem, b"v=DKIM1; k=rsa; p=" + base64.b64encode(der)
+
+
+def dns_txt(name: bytes, timeout: int = 5) -> bytes | None:
+    """dkimpy's `dnsfunc`: the TXT record of `<selector>._domainkey.<domain>` for the published domains."""
+    wanted = name.decode().rstrip(".").lower()
+    for domain in PUBLISHED:
+        if wanted == f"{SELECTOR}._domainkey.{domain}":
+            return dkim_key(domain)[1]
+    return None
+
+
+def signed(mail: EmailMessage, domain: str = "example.org") -> bytes:
+    """`mail` as it leaves its sender's server: DKIM-signed for `domain` (a key published above, or not)."""
+    import dkim
+
+    raw = mail.as_bytes(policy=policy.SMTP)
+    return bytes(dkim.sign(raw, SELECTOR.encode(), domain.encode(), dkim_key(domain)[0])) + raw
+
+
+def submit(smtp_port: int, raw: bytes, *, sender: str, to: str, login: str = "ann@example.org") -> None:
+    with smtplib.SMTP("127.0.0.1", smtp_port, timeout=20) as smtp:
+        smtp.login(login, USERS[login])
+        smtp.sendmail(sender, [to], raw)
+
+
+def _own_results(field: bytes) -> bool:
+    name, _, value = field.partition(b":")
+    return name.strip().lower() == b"authentication-results" and \
+        value.split(b";")[0].split()[:1] == [AUTHSERV_ID.encode()]
+
+
+def stamp(raw: bytes) -> bytes:
+    """What a receiving server with a DKIM milter does: drop the Authentication-Results that claim its name, verify
+    the (topmost) DKIM signature, put its own verdict on top."""
+    import dkim
+
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, body = raw.partition(b"\n\n")
+    fields = re.split(rb"\r?\n(?![ \t])", head)
+    raw = b"\r\n".join(f for f in fields if not _own_results(f)) + sep + body
+    if not any(f.lower().startswith(b"dkim-signature:") for f in fields):
+        verdict = "dkim=none"
+    else:
+        checker = dkim.DKIM(raw)
+        try:
+            passed = bool(checker.verify(dnsfunc=dns_txt))
+        except dkim.DKIMException:
+            passed = False
+        domain = (checker.domain or b"").decode(errors="replace")
+        verdict = f"dkim={'pass' if passed else 'fail'} header.d={domain or 'unknown'}"
+    return f"Authentication-Results: {AUTHSERV_ID}; {verdict}\r\n".encode() + raw
 
 
 def free_port() -> int:
@@ -157,7 +234,8 @@ class _DeliverOverLmtp:
 
         def deliver() -> None:
             with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=20) as lmtp:
-                lmtp.sendmail(envelope.mail_from, envelope.rcpt_tos, envelope.original_content or envelope.content)
+                lmtp.sendmail(envelope.mail_from, envelope.rcpt_tos,
+                              stamp(envelope.original_content or envelope.content))
 
         try:
             await asyncio.to_thread(deliver)

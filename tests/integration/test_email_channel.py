@@ -1,7 +1,7 @@
 """The e-mail channel against a real Dovecot (IMAP, IDLE) and a real SMTP server delivering into it over LMTP
 (tests/integration/mail_servers.py): a mail in the inbox arrives as an Incoming with its thread, the reply sent over
 SMTP lands in the sender's mailbox threaded to it, a rewound cursor gives the same ids, already_sent finds a sent
-Message-ID. One pair of servers for the module; every wait is bounded."""
+Message-ID. Ann's mails are DKIM-signed for example.org and the SMTP server stamps its verdict, as real ones do. One pair of servers for the module; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def servers() -> Iterator[mail_servers.MailServers]:
 def channel_for(servers: mail_servers.MailServers, **extra: str) -> EmailChannel:
     options = {"address": ANIMA, "display_name": "Anima", "imap_host": "127.0.0.1",
                "imap_port": str(servers.imap_port), "imap_tls": "none", "smtp_port": str(servers.smtp_port),
-               "smtp_tls": "none", "poll_s": "0.2", "timeout_s": "20", **extra}
+               "smtp_tls": "none", "poll_s": "0.2", "timeout_s": "20",
+               "trusted_authserv_id": mail_servers.AUTHSERV_ID, **extra}
     password = mail_servers.USERS[ANIMA]
     return EmailChannel("email", parse_options("email", options), lambda: password)
 
@@ -51,9 +52,7 @@ def ann_sends(servers: mail_servers.MailServers, message_id: str, subject: str, 
     if attach:
         mail.add_attachment(b"# notes\nremember the tea", maintype="text", subtype="markdown", filename="notes.md")
         mail.add_attachment(b"OggS" + b"\0" * 300, maintype="audio", subtype="ogg", filename="voice.ogg")
-    with smtplib.SMTP("127.0.0.1", servers.smtp_port, timeout=20) as smtp:
-        smtp.login(ANN, mail_servers.USERS[ANN])
-        smtp.send_message(mail)
+    mail_servers.submit(servers.smtp_port, mail_servers.signed(mail), sender=ANN, to=ANIMA)
 
 
 def ann_mailbox(servers: mail_servers.MailServers) -> list[Any]:
@@ -157,7 +156,8 @@ def test_an_unreachable_server_is_channel_down(servers):
 
 def test_a_wrong_password_is_channel_down_not_a_crash(servers, tmp_path: Path):
     options = parse_options("email", {"address": ANIMA, "imap_host": "127.0.0.1", "imap_tls": "none",
-                                      "imap_port": str(servers.imap_port), "smtp_tls": "none"})
+                                      "imap_port": str(servers.imap_port), "smtp_tls": "none",
+                                      "require_authentication": "false"})
     channel = EmailChannel("email", options, lambda: "wrong")
     with pytest.raises(ChannelDown):
         run(channel.fetch(None, wait_s=0))

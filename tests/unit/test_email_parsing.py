@@ -13,7 +13,8 @@ from channels.base import Outgoing
 from channels.email import (EmailChannel, strip_quoted_tail, attachment_kind, build_mail, html_to_text, message_ids, outgoing_message_id,
                             parse_mail, parse_options, reply_subject, thread_root)
 
-OPTIONS = parse_options("email", {"address": "anima@example.org", "display_name": "Anima", "imap_host": "mail.example.org"})
+OPTIONS = parse_options("email", {"address": "anima@example.org", "display_name": "Anima", "imap_host": "mail.example.org",
+                                  "trusted_authserv_id": "mail.example.org"})
 
 
 def mail_bytes(**headers: str) -> EmailMessage:
@@ -103,7 +104,8 @@ def test_options_ports_by_tls_mode_clear_text_only_on_loopback_and_from_entry_ne
         parse_options("mail", {"address": "a@example.org", "imap_host": "mail.example.org", "imap_tls": "none"})
     with pytest.raises(ValueError, match="mail: option imap_host"):
         parse_options("mail", {"address": "a@example.org"})
-    entry = SimpleNamespace(name="mail", options={"address": "a@example.org", "imap_host": "127.0.0.1"},
+    entry = SimpleNamespace(name="mail", options={"address": "a@example.org", "imap_host": "127.0.0.1",
+                                                     "require_authentication": "false"},
                             max_attachment_bytes=123)
     with pytest.raises(ValueError, match="`password` is missing"):
         EmailChannel.from_entry(entry, {})

@@ -37,6 +37,8 @@ class ContactRequest(BaseModel):
     channel: str
     address: str
     sender_name: str
+    warning: str = Field("", description="What the owner should know: e.g. the sender claims someone's address "
+                         "but failed authentication.")
     status: Literal["pending", "accepted", "refused"]
     messages: int = Field(description="How many messages wait held (none reached a note or memory).")
     requested_at: str | None = None

@@ -27,7 +27,7 @@ def overview(repos: Repos, settings: Any = None) -> PeopleOverview:
     return PeopleOverview(
         people=[Person(**v.as_dict()) for v in house.people.list()],
         contact_requests=[ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
-                                         status=r.status, messages=r.messages or 0,
+                                         warning=r.warning or "", status=r.status, messages=r.messages or 0,
                                          requested_at=r.created_at.isoformat() if r.created_at else None)
                           for r in house.people.contact_requests(None)],
         channels=channel_states(repos, configured))
@@ -86,7 +86,7 @@ def decide(db: Database, request_id: int, *, accept: bool, now: datetime, name: 
             row = repos.people.contact_request(request_id)
             assert row is not None
             return ContactRequest(id=row.id, channel=row.channel, address=row.address, sender_name=row.sender_name,
-                                  status=row.status, messages=row.messages or 0,
+                                  warning=row.warning or "", status=row.status, messages=row.messages or 0,
                                   requested_at=row.created_at.isoformat() if row.created_at else None)
     except NotFound:
         raise NotFoundError(N_("no contact request %(request_id)s"), request_id=request_id, field="request_id") from None
