@@ -37,6 +37,7 @@ from langgraph.constants import END
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
+from langgraph.types import StreamMode
 
 from graph.checkpoint import (
     DEFAULT_KEEP,
@@ -195,7 +196,7 @@ class Agent:
         self.last_failure = None
         self._finished = None
         # "values": the state after each step, the last of them the state the tick leaves (kept, not yielded)
-        modes = ["updates", "custom", "values"] if events else ["updates", "values"]
+        modes: list[StreamMode] = ["updates", "custom", "values"] if events else ["updates", "values"]
         chunks = self.graph.stream(payload, self.config, context=self.context, stream_mode=modes, subgraphs=events,
                                    durability="exit" if self.playbook.loop else "sync", control=control)
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
