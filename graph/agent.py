@@ -17,6 +17,11 @@ effect is keyed by thread:tick — the model's answer is kept with the tick and 
 messages are upserted, commands run exactly once by cmd_id, a finished tick is never run again. One-shot
 playbooks (deep_work, novel) run for minutes through many model calls: they are checkpointed after every step
 (`durability="sync"`), so a killed run resumes at the step that was running.
+
+A loop agent remembers the state its last tick left (the stream's last values) and the checkpoint that tick ended
+on: while that is still the thread's newest checkpoint — one small query; a kill, a drain, a quarantine or another
+process's tick makes a newer one, or none — the next tick starts without loading the checkpoint to ask "resume or
+start?", and `state()` answers from memory.
 """
 
 from __future__ import annotations
