@@ -19,9 +19,10 @@ playbooks (deep_work, novel) run for minutes through many model calls: they are 
 (`durability="sync"`), so a killed run resumes at the step that was running.
 
 A loop agent remembers the state its last tick left (the stream's last values) and the checkpoint that tick ended
-on: while that is still the thread's newest checkpoint — one small query; a kill, a drain, a quarantine or another
-process's tick makes a newer one, or none — the next tick starts without loading the checkpoint to ask "resume or
-start?", and `state()` answers from memory.
+on: while that is still the thread's newest checkpoint — one small query; a drain, a quarantine or another
+process's tick makes a newer one — the next tick starts without loading the checkpoint to ask "resume or start?",
+and `state()` answers from memory. A tick that did not run to its end here remembers nothing (nor does a new
+process): the checkpoint is loaded as before.
 """
 
 from __future__ import annotations
