@@ -13,9 +13,11 @@ model call timed, for the split (timing them costs a tick a few milliseconds: `i
                     flushing and committing sessions, loading rows into objects
   sql_ms            inside the database driver (executing statements, fetching rows, commits)
   embedding_ms      inside the embedding model (novelty, the recall query, the memory index)
+  vectors_ms        inside Chroma, the vector database (recall's nearest-vector query, the memory index's writes)
   checkpoint_ms     writing LangGraph checkpoints (the saver's own SQLite file)
   llm_ms            inside the (fake, instant) model calls
-`orchestration_ms` = graph + steps: what is neither the database, the embedding model, the checkpoint nor the model.
+`orchestration_ms` = graph + steps: what is neither the databases (SQL, Chroma), the embedding model, the checkpoint
+nor the model.
 `bare_tick_ms` is the yardstick, measured beside each workload (between its plain and its instrumented ticks): a
 bare 9-node LangGraph tick — nine no-op nodes in a row over the tick's state schema, on a SqliteSaver opened as a
 loop tick's, streamed with durability "exit", then the resume read (`bare_tick_cpu_ms`: its CPU time). `vs_bare`
@@ -218,6 +220,13 @@ def instrument_embedder(patches: Patches, embedder, watch: Stopwatch) -> None:
             patches.set(embedder, name, outermost.wrap(counted(watch, getattr(embedder, name), outermost)))
 
 
+def instrument_vectors(patches: Patches, store, watch: Stopwatch) -> None:
+    """Time inside Chroma (the vector database): the nearest-vector query and the memory index's writes."""
+    outermost = Outermost(watch, "vectors")
+    for name in ("nearest", "write", "position", "record_count"):
+        patches.set(store, name, outermost.wrap(getattr(store, name)))
+
+
 def instrument(patches: Patches, agent, fake, watch: Stopwatch) -> None:
     """One bench agent's engine, model and checkpointer."""
     engine = agent.services.db.engine
@@ -237,6 +246,9 @@ def instrument(patches: Patches, agent, fake, watch: Stopwatch) -> None:
     saver = agent.checkpointer
     patches.set(saver, "put", timed(watch, "checkpoint", saver.put))
     patches.set(saver, "put_writes", timed(watch, "checkpoint", saver.put_writes))
+    store = getattr(agent.services.memory, "store", None)  # MemoryIndex's Chroma collection
+    if store is not None:
+        instrument_vectors(patches, store, watch)
 
 
 def seed_rows(services, rows: int) -> None:
@@ -289,7 +301,7 @@ def calls_by_purpose(services) -> dict[str, int]:
     return found
 
 
-SPLIT = ("graph", "steps", "orm", "sql", "embedding", "checkpoint", "llm")
+SPLIT = ("graph", "steps", "orm", "sql", "embedding", "vectors", "checkpoint", "llm")
 COUNTS = ("statements", "transactions", "texts_embedded", "embed_calls")
 
 
@@ -381,10 +393,11 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
                 for key in COUNTS:
                     counts[key] += parts.get(key, 0) / 1000
                 steps, db, sql = parts.get("steps", 0.0), parts.get("db", 0.0), parts.get("sql", 0.0)
-                model = parts.get("embedding", 0.0) + parts.get("llm", 0.0)
+                outside = sum(parts.get(k, 0.0) for k in ("embedding", "llm", "vectors"))  # models, Chroma
                 parts_of.append({"graph": moment - steps - parts.get("checkpoint", 0.0),
-                                 "steps": steps - db - model, "orm": db - sql, "sql": sql,
-                                 "embedding": parts.get("embedding", 0.0), "checkpoint": parts.get("checkpoint", 0.0),
+                                 "steps": steps - db - outside, "orm": db - sql, "sql": sql,
+                                 "embedding": parts.get("embedding", 0.0), "vectors": parts.get("vectors", 0.0),
+                                 "checkpoint": parts.get("checkpoint", 0.0),
                                  "llm": parts.get("llm", 0.0)})
 
             instrumented, _ = run_ticks(agent, services, workload, ticks, on_tick=split)

@@ -17,6 +17,12 @@ effect is keyed by thread:tick — the model's answer is kept with the tick and 
 messages are upserted, commands run exactly once by cmd_id, a finished tick is never run again. One-shot
 playbooks (deep_work, novel) run for minutes through many model calls: they are checkpointed after every step
 (`durability="sync"`), so a killed run resumes at the step that was running.
+
+A loop agent remembers the state its last tick left (the stream's last values) and the checkpoint that tick ended
+on: while that is still the thread's newest checkpoint — one small query; a drain, a quarantine or another
+process's tick makes a newer one — the next tick starts without loading the checkpoint to ask "resume or start?",
+and `state()` answers from memory. A tick that did not run to its end here remembers nothing (nor does a new
+process): the checkpoint is loaded as before.
 """
 
 from __future__ import annotations
@@ -37,8 +43,16 @@ from langgraph.constants import END
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
+from langgraph.types import StreamMode
 
-from graph.checkpoint import DEFAULT_KEEP, close_saver, open_postgres_saver, open_sqlite_saver, prune
+from graph.checkpoint import (
+    DEFAULT_KEEP,
+    close_saver,
+    latest_checkpoint_id,
+    open_postgres_saver,
+    open_sqlite_saver,
+    prune,
+)
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
@@ -90,6 +104,10 @@ class Agent:
         self.run_id: str | None = None
         self.recovered: list[StelisResult] = []
         self.last_failure: TickFailure | None = None  # of the last tick run; None when it finished
+        # a loop tick this agent ran to its end: the checkpoint it ended on and the state it left. While that is
+        # still the thread's newest checkpoint (one small query), the next tick's "resume or start?", `state()` and
+        # `interrupted` need not load it again; anything else that writes the thread makes a newer one
+        self._finished: tuple[str, TickValues] | None = None
         if not playbook.loop:
             self.run_id = self._pending_run()[0]
 
@@ -110,6 +128,9 @@ class Agent:
 
     def state(self) -> TickValues:
         """The state the last tick or run left (its checkpoint's values; empty before the first)."""
+        finished = self._still_finished()
+        if finished is not None:
+            return cast(TickValues, dict(finished))
         return cast(TickValues, dict(self.graph.get_state(self.config).values))
 
     @property
@@ -117,7 +138,28 @@ class Agent:
         """True when the last tick or run stopped between steps (Ctrl-C or a kill) and will resume."""
         if not self.playbook.loop and self.run_id is None:
             return False
+        if self._still_finished() is not None:
+            return False
         return bool(self.graph.get_state(self.config).next)
+
+    def _still_finished(self) -> TickValues | None:
+        """The state this agent's last loop tick left when it ran to its end here and its checkpoint is still the
+        thread's newest (no other process or agent wrote the thread since), else None."""
+        if self._finished is None:
+            return None
+        checkpoint_id, values = self._finished
+        return values if latest_checkpoint_id(self.checkpointer, self.checkpoint_thread) == checkpoint_id else None
+
+    def _remember_finished(self, values: TickValues | None) -> None:
+        self._finished = None
+        if values is None or not self.playbook.loop:
+            return
+        try:
+            checkpoint_id = latest_checkpoint_id(self.checkpointer, self.checkpoint_thread)
+        except NotImplementedError:  # a saver we cannot ask cheaply: every read loads the checkpoint
+            return
+        if checkpoint_id is not None:
+            self._finished = (checkpoint_id, values)
 
     def _pending_run(self) -> tuple[str | None, dict[str, Any] | None]:
         with self.services.db.unit() as repos:
@@ -130,7 +172,9 @@ class Agent:
     def _start_payload(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
         base = {"thread_id": self.thread_id, "root_thread": self.thread_id}
         if self.playbook.loop:
-            snapshot = self.graph.get_state(self.config)  # one read per tick: resume, or first tick?
+            if self._still_finished() is not None:  # the last tick ended here, and nothing wrote since: start one
+                return {**base, "vars": coerce_inputs(self.playbook, inputs)} if inputs is not None else base
+            snapshot = self.graph.get_state(self.config)  # resume, or first tick?
             if snapshot.next:
                 return None
             if inputs is not None or not snapshot.values:
@@ -156,14 +200,21 @@ class Agent:
         updates, and LangGraph runs each step inline rather than beside a stream waiter, which is cheaper."""
         payload = self._start_payload(inputs)
         self.last_failure = None
-        chunks = self.graph.stream(payload, self.config, context=self.context,
-                                   stream_mode=["updates", "custom"] if events else ["updates"], subgraphs=events,
+        self._finished = None
+        # "values": the state after each step, the last of them the state the tick leaves (kept, not yielded)
+        modes: list[StreamMode] = ["updates", "custom", "values"] if events else ["updates", "values"]
+        chunks = self.graph.stream(payload, self.config, context=self.context, stream_mode=modes, subgraphs=events,
                                    durability="exit" if self.playbook.loop else "sync", control=control)
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
+        left: TickValues | None = None  # the state after the last step
         try:
             for chunk in chunks:
                 # (namespace, mode, data) with subgraphs, else (mode, data): LangGraph's v1 stream types neither
                 namespace, mode, data = cast(tuple[tuple[str, ...], str, Any], chunk if events else ((), *chunk))
+                if mode == "values":
+                    if not namespace:
+                        left = cast(TickValues, data)
+                    continue
                 if mode == "custom" and isinstance(data, dict) and namespace:
                     data = {**data, "namespace": list(namespace)}
                 if mode == "updates" and namespace:
@@ -179,11 +230,13 @@ class Agent:
             self.last_failure = self._quarantine(exc, opened)
             yield "custom", {"event": "tick_failed", "tick": self.last_failure.tick,
                              "step": self.last_failure.step, "error": self.last_failure.error}
+            left = None
         if not self.playbook.loop:
             with self.services.db.unit() as repos:
                 repos.config.set_playbook_run(self.thread_id, self.playbook.name,
                                              {"run_id": self.run_id, "status": "done"})
         prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
+        self._remember_finished(left)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
         """A step raised: close the tick as failed with the reason, set its answer aside, and clear the checkpoint's

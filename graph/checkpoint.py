@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 DEFAULT_KEEP = 30  # per checkpoint thread: a loop writes ~2 a tick, a one-shot run one per step
@@ -43,6 +44,28 @@ def prune(saver: BaseCheckpointSaver[Any], thread_id: str, keep: int = DEFAULT_K
         saver.prune([thread_id], strategy="keep_latest")
     elif isinstance(saver, SqliteSaver):
         prune_checkpoints(saver, thread_id, keep)
+
+
+def latest_checkpoint_id(saver: BaseCheckpointSaver[Any], thread_id: str) -> str | None:
+    """The id of the thread's newest top-level checkpoint (None: it has none), read without loading it: one small
+    query (the savers order checkpoint ids by time, as their own `get_tuple` does). Raises NotImplementedError for a
+    saver it does not know."""
+    if isinstance(saver, SqliteSaver):
+        with saver.lock:
+            row = saver.conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+                "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)).fetchone()
+        return None if row is None else str(row[0])
+    if is_postgres_saver(saver):
+        with saver._cursor() as cur:  # type: ignore[attr-defined]  # PostgresSaver's own locked connection
+            cur.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+                        "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,))
+            found = cur.fetchone()
+        return None if found is None else str(found["checkpoint_id"])
+    if isinstance(saver, InMemorySaver):
+        stored = saver.storage.get(thread_id, {}).get("", {})
+        return max(stored) if stored else None
+    raise NotImplementedError(type(saver).__name__)
 
 
 def close_saver(saver: BaseCheckpointSaver[Any]) -> None:

@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.history import install as record_history
@@ -296,6 +297,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 SCHEMA_LOCK_KEY = 0x616E696D61  # "anima": the advisory lock id PostgreSQL schema changes take
 SCHEMA_LOCK_POLL_S = 0.05
 POOL_RECYCLE_S = 600
+PING_AFTER_IDLE_S = 5.0  # a pooled PostgreSQL connection idle this long is checked before it is used again
 
 
 def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
@@ -308,7 +310,33 @@ def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     # a deployment's pool serves every persona's schema: recycled, so no connection caches every table it touched
     sizing = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S} if pool_size else {}
-    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, **sizing)
+    engine = create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, **sizing)
+    _ping_when_idle(engine)
+    return engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """SQLAlchemy's pessimistic disconnect handling, only for a connection that sat idle in the pool: `pool_pre_ping`
+    pings on every checkout — a round trip per unit of work, a dozen per tick — while a connection handed back
+    milliseconds ago (a busy worker's) is as alive as it was. One idle for `PING_AFTER_IDLE_S` (a server restarted
+    meanwhile drops it) is pinged; if that fails, the checkout event's DisconnectionError makes the pool replace it."""
+
+    @event.listens_for(engine, "checkin")
+    def returned(dbapi_connection: Any, record: Any) -> None:
+        record.info["returned_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def taken(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        returned_at = record.info.get("returned_at")  # (a new connection has none: it was just made)
+        if returned_at is None or time.monotonic() - returned_at < PING_AFTER_IDLE_S:
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("SELECT 1")
+            cursor.close()
+            dbapi_connection.rollback()  # the ping's implicit transaction is not the unit's
+        except Exception as exc:  # noqa: BLE001 - any failure: the pool takes a fresh connection
+            raise DisconnectionError(f"an idle connection failed its ping: {exc}") from exc
 
 
 @contextmanager

@@ -145,7 +145,7 @@ class MemoryIndex:
         q = query if isinstance(query, Query) else Query(text=query, **kwargs)
         self.sync()
         with self._lock, self.ranker.small_math():
-            with self.db.unit() as repos:
+            with self.db.reading() as repos:  # ranking only reads: no transaction to commit
                 hits = self.ranker.rank(q, repos, self.embed_texts)
             self.store.open()  # opened here, not from the warm-up's thread as well
             self.caches.start_warmup(self.close)  # after the first answer, not competing with it

@@ -90,7 +90,8 @@ class WriteJournal:
             caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
         if head <= caches.applied and head <= chroma_at:
             return 0
-        with self.db.unit() as repos:  # what changed up to `head` (later changes are the next sync's)
+        with self.db.reading() as repos:  # what changed up to `head` (later changes are the next sync's; the vectors
+            # it makes are stored by _queue_vectors' own short units)
             if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
                 return self._backfill(repos, head, progress)
             since = min(chroma_at, caches.applied)

@@ -298,7 +298,7 @@ class Ranker:
             batch = ids[start:start + 100]
             got = self.store.nearest([vectors[i][0].astype(np.float32) for i in batch], n)
             others = {int(r) for records in got["ids"] for r in records}
-            with self.db.unit() as repos:
+            with self.db.reading() as repos:
                 status = {i: row.status for i, row in repos.items.ranking_rows(others).items()}
             for item_id, records, distances in zip(batch, got["ids"], got["distances"] or []):
                 older = [(float(1 - distance), int(record)) for record, distance in zip(records, distances)
@@ -308,7 +308,7 @@ class Ranker:
 
     def diverse(self, refs: list[str], k: int, tier: str) -> list[str]:
         """The `k` most mutually different of these items (greedy farthest-first from the newest)."""
-        with self.db.unit() as repos:
+        with self.db.reading() as repos:
             ids = repos.items.id_map(tier, refs)
             vectors = self.caches.vectors_of(repos, ids.values())
         known = [ref for ref in refs if ids.get(ref) in vectors]

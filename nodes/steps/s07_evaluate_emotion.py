@@ -41,7 +41,7 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
     body = state.thought or response
     if degenerate(body, acted=bool(state.commands)):  # no thought in words (check_stagnation flags it): no call
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
-    with services.db.unit() as repos:
+    with services.db.reading() as repos:  # reads only: nothing to commit
         recent = recent_outputs(services, repos, state)
         vocabulary = list(repos.config.emotion_vocabulary or services.settings.emotions)
     signals = measure(body, recent, services.memory, stagnant_at=reflexes.stagnation_threshold,

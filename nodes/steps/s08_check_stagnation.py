@@ -60,7 +60,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
     body = state.thought or response
     signals = state.novelty_signals.copy()
     tags = {"thread_id": state.thread_id, "tick": state.tick}
-    with services.db.unit() as repos:
+    with services.db.reading() as repos:  # reads only: nothing to commit
         recent = recent_outputs(services, repos, state)
         if not signals:  # a playbook without evaluate_emotion
             signals = measure(body, recent, services.memory, stagnant_at=settings.stagnation_threshold,

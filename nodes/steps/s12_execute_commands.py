@@ -193,7 +193,7 @@ class _LostRace(Exception):
 def run_approved(state: TickState, services: Services, commands: Registry) -> tuple[list[ExecutedCommand], list[dict]]:
     """Commands the human approved since they were parked: each runs once, in the transaction that marks it executed."""
     root = state.root_thread or state.thread_id
-    with services.db.unit() as repos:
+    with services.db.reading() as repos:  # each approved command runs in its own unit below
         approved = [row.id for row in repos.approvals.approved_unexecuted(root)]
     outcomes: list[ExecutedCommand] = []
     events: list[dict] = []

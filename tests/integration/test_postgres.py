@@ -141,3 +141,39 @@ def test_knowledge_updates_on_postgres(tmp_path, pg_url):
     finally:
         index.close()
         db.close()
+
+
+def test_a_pooled_connection_is_pinged_after_it_sat_idle_and_replaced_when_the_server_dropped_it(pg_url, monkeypatch):
+    """memory/db.py pings a pooled connection only when it sat idle (pool_pre_ping pinged on every checkout): one
+    handed back moments ago is used as it is, one idle longer is pinged, and a dropped one is replaced unseen."""
+    import memory.db as db_module
+    from sqlalchemy.exc import DBAPIError
+
+    engine = db_module.create_db_engine(pg_url, pool_size=1)
+    killer = db_module.create_db_engine(pg_url)
+
+    def backend() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+    def drop(pid: int) -> None:
+        with killer.connect() as conn:
+            assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar_one()
+
+    try:
+        first = backend()
+        assert backend() == first  # the pool's one connection, used again
+        monkeypatch.setattr(db_module, "PING_AFTER_IDLE_S", 3600.0)  # just handed back: not pinged
+        drop(first)
+        with pytest.raises(DBAPIError):
+            backend()
+        second = backend()  # the failure invalidated it: a new connection
+        assert second != first
+        monkeypatch.setattr(db_module, "PING_AFTER_IDLE_S", 0.0)  # idle long enough: pinged before use
+        drop(second)
+        third = backend()  # the ping failed, the pool took a fresh connection: the unit never saw it
+        assert third not in (first, second)
+        assert backend() == third
+    finally:
+        engine.dispose()
+        killer.dispose()

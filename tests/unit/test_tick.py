@@ -165,6 +165,31 @@ def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, ag
         assert len(repos.notes.list(source="llm")) == 1
 
 
+def test_a_finished_tick_is_remembered_only_while_its_checkpoint_is_the_newest(tmp_path, agent_factory, monkeypatch):
+    """A loop agent keeps the state its tick left and starts the next without loading the checkpoint; once another
+    agent wrote the thread (here: a tick drained after its answer) it loads it again, and resumes that tick."""
+    fake = FakeLLM("fake", responses=lambda p: f"Thought {len(p)}.")
+    saver = open_sqlite_saver(tmp_path / "cp.sqlite")
+    first = agent_factory(fake, checkpointer=saver)
+    first.tick()
+    loads: list[str] = []
+    load = first.graph.get_state
+    monkeypatch.setattr(first.graph, "get_state", lambda config, **kw: loads.append("load") or load(config, **kw))
+    left = first.tick()
+    assert loads == [] and left["tick"] == 2 and not first.interrupted
+    assert {k: load(first.config).values[k] for k in ("tick", "response", "novelty")} == \
+        {k: left[k] for k in ("tick", "response", "novelty")}
+    other = agent_factory(fake, checkpointer=open_sqlite_saver(tmp_path / "cp.sqlite"))
+    control = RunControl()
+    with pytest.raises(GraphDrained):
+        for mode, data in other.stream(control):
+            if mode == "updates" and "call_llm" in data:
+                control.request_drain("test")
+    answers = len(fake.calls)
+    assert first.interrupted and first.state()["tick"] == 3 and loads  # not the state it remembered
+    assert first.tick()["tick"] == 3 and len(fake.calls) == answers  # resumed: the kept answer, no new call
+
+
 def test_checkpoints_are_pruned(tmp_path, agent_factory):
     saver = open_sqlite_saver(tmp_path / "cp.sqlite")
     agent = agent_factory(FakeLLM("fake", responses=lambda p: f"thought {len(p)}"), checkpointer=saver)
