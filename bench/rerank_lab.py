@@ -16,6 +16,8 @@ Components (each with a small grid; for every held-out conversation the grid poi
   rm3             lexical pseudo-relevance feedback: the 10 best-weighted new terms of the top 3 as a second BM25
                   query (weight g)
   second_model    z(a second embedding model's dense score) added with weight g (needs --second-model)
+`--learned`: a pointwise gradient-boosted ranker (scikit-learn) over the fused top 50's parts plus session, list
+and similarity features (`features`), trained LOCO, with each feature group left out in turn.
 The reference rows are the hybrid ranking as shipped (fused order, then MMR λ 0.7, as bench/locomo.py) and plain
 BM25 on the same questions. Each component alone, all of them, and all but one (the ablation) are reported (the
 combinations take, per held-out conversation, each component's value chosen without that conversation):
@@ -227,6 +229,70 @@ def loco(conversations: list[Conversation], grid: dict[str, list[float]]) -> tup
     return ranking_metrics(held_out, KS), chosen
 
 
+PARTS = ["bm25", "dense", "author", "recency", "importance", "when", "period", "asks", "neighbours", "answers"]
+FEATURE_GROUPS = ("session", "lists", "similarity")
+LEARNED_POOL = 50
+
+
+def features(c: Conversation, q: dict, groups: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    """Per candidate of the fused top 50: the ranker's parts, its score, rank and gap to the best; `session`: its
+    session's best and mean-of-two scores, the session's rank, how many of the top 20 share it, its rank within the
+    session and its gap to the session's best; `lists`: its rank by BM25 alone, by dense alone, and the better of
+    the two; `similarity`: its whole-vector similarity to the top 5's mean and to the top 1."""
+    candidates = q["candidates"][:LEARNED_POOL]
+    refs = [x["ref"] for x in candidates]
+    score = np.array([x["score"] for x in candidates])
+    parts = np.array([[x["parts"].get(k, 0.0) for k in PARTS] for x in candidates])
+    columns = [parts, score[:, None], np.arange(len(refs))[:, None], (score.max() - score)[:, None]]
+    if "session" in groups:
+        sessions = [c.session[r] for r in refs]
+        by: dict[int, list[float]] = defaultdict(list)
+        for s, v in zip(sessions, score):
+            by[s].append(float(v))
+        best = {s: max(v) for s, v in by.items()}
+        two = {s: float(np.mean(sorted(v, reverse=True)[:2])) for s, v in by.items()}
+        order = {s: n for n, s in enumerate(sorted(best, key=best.__getitem__, reverse=True))}
+        in_top = defaultdict(int, {s: sessions[:20].count(s) for s in set(sessions[:20])})
+        seen: dict[int, int] = defaultdict(int)
+        within = []
+        for s in sessions:
+            within.append(seen[s])
+            seen[s] += 1
+        columns.append(np.array([[best[s], two[s], order[s], in_top[s], w, best[s] - v]
+                                 for s, w, v in zip(sessions, within, score)]))
+    if "lists" in groups:
+        by_bm25, by_dense = np.argsort(np.argsort(-parts[:, 0])), np.argsort(np.argsort(-parts[:, 1]))
+        columns.append(np.c_[by_bm25, by_dense, np.minimum(by_bm25, by_dense)])
+    if "similarity" in groups:
+        matrix = np.vstack([c.whole[c.row[r]] for r in refs])
+        columns.append(np.c_[matrix @ unit(matrix[:5].mean(axis=0)), matrix @ matrix[0]])
+    return np.hstack(columns), refs
+
+
+def learned_loco(conversations: list[Conversation], groups: tuple[str, ...]) -> dict:
+    """A pointwise gradient-boosted ranker (scikit-learn) over `features`, trained on all conversations but the
+    held-out one; its order of the held-out questions' top 50, then the rest of the fused order."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rows = []
+    for n, c in enumerate(conversations):
+        for q in c.questions:
+            x, refs = features(c, q, groups)
+            rows.append((n, q, x, refs, np.array([r in set(q["evidence"]) for r in refs], dtype=int)))
+    held_out = []
+    for held in range(len(conversations)):
+        train = [r for r in rows if r[0] != held]
+        model = HistGradientBoostingClassifier(max_iter=150, learning_rate=0.06, max_leaf_nodes=15, min_samples_leaf=40,
+                                               l2_regularization=1.0, random_state=0)
+        model.fit(np.vstack([r[2] for r in train]), np.concatenate([r[4] for r in train]))
+        for n, q, x, refs, _ in rows:
+            if n == held:
+                order = [refs[i] for i in np.argsort(-model.predict_proba(x)[:, 1], kind="stable")]
+                rest = [r["ref"] for r in q["candidates"][LEARNED_POOL:]]
+                held_out.append((q["category"], order + rest, set(q["evidence"])))
+    return ranking_metrics(held_out, KS)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json")
@@ -236,6 +302,9 @@ def main() -> None:
     parser.add_argument("--second-model", default=None, help="e.g. all-mpnet-base-v2 (bench/mpnet.py)")
     parser.add_argument("--second-dump", type=Path, default=None)
     parser.add_argument("--components", nargs="*", default=list(GRIDS))
+    parser.add_argument("--learned", action="store_true",
+                        help="also the learned ranker, LOCO: the ranker's parts alone, with every feature group, and "
+                             "with each group left out")
     args = parser.parse_args()
     raw = pickle.loads(args.dump.read_bytes()) if args.dump.exists() else \
         dump(args.data, args.dump, args.pool, None, args.cache_dir)
@@ -267,6 +336,11 @@ def main() -> None:
         result["all"] = combined(components)
         for name in components:
             result[f"all_minus_{name}"] = combined([other for other in components if other != name])
+    if args.learned:
+        result["learned_parts_only"] = learned_loco(conversations, ())
+        result["learned_all"] = learned_loco(conversations, FEATURE_GROUPS)
+        for group in FEATURE_GROUPS:
+            result[f"learned_minus_{group}"] = learned_loco(conversations, tuple(g for g in FEATURE_GROUPS if g != group))
     print(json.dumps(result, indent=2))
 
 
