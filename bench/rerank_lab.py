@@ -1,9 +1,9 @@
 """Re-ranking components measured leave-one-conversation-out on LoCoMo-format conversations, offline over a dump of
 the hybrid ranking (so each component costs seconds to try, not a re-ingestion).
 
-The dump (`--dump PATH`, written on first use): per conversation, every turn's stored vectors (whole item first,
-then its sentences) and per question the fused top `--pool` with the ranker's parts (MMR off), through anima's
-write path and `MemoryIndex.search`, as bench/locomo.py ingests. With `--second-model all-mpnet-base-v2` a second dump
+The dump (`--dump PATH`, written by bench/ltr_dump.py on first use): per conversation, every turn's stored vectors
+(whole item first, then its sentences) and per question the fused top `--pool` with the ranker's parts (MMR off),
+through anima's write path and `MemoryIndex.search`, as bench/locomo.py ingests. With `--second-model all-mpnet-base-v2` a second dump
 of that model's vectors is made and its dense similarity can be fused in.
 
 Components (each with a small grid; for every held-out conversation the grid point best on the other ones is used):
@@ -37,7 +37,6 @@ import pickle
 import statistics
 import sys
 from collections import defaultdict
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.locomo import CachedEmbedder, bm25_ranking, conversation_store, ranking_metrics, record_conversation  # noqa: E402
-from bench.mpnet import bench_embedder  # noqa: E402
-from memory.models import MemoryItem  # noqa: E402
-from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
+from bench.locomo import bm25_ranking, ranking_metrics  # noqa: E402
+from bench.ltr_dump import dump  # noqa: E402
 from memory.text import date_words, tokenize  # noqa: E402
 
 KS = [1, 5, 10]
@@ -62,41 +59,13 @@ GRIDS: dict[str, dict[str, list[float]]] = {
 }
 
 
-def dump(data: Path, out: Path, pool: int, model: str | None, cache_dir: Path | None) -> list[dict]:
-    """Ingest every conversation (bench/locomo.py's write path), keep its vectors and each question's fused top `pool`."""
-    samples = json.loads(data.read_text())
-    embedder: Any = bench_embedder(model, None, "float32")
-    if cache_dir:
-        embedder = CachedEmbedder(embedder, cache_dir)
-    conversations = []
-    for sample in samples:
-        with conversation_store(None) as (db, tmp):
-            turns = record_conversation(db, sample)
-            now = max(t["at"] for t in turns if t["at"]) + timedelta(days=1)
-            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=RetrievalSettings(), clock=lambda: now)
-            index.sync(progress=True)
-            with db.unit() as repos:
-                refs = {row.id: row.ref.split(":", 1)[1] for row in repos.session.query(MemoryItem).all()}
-                vectors = {refs[i]: v for i, v in index.caches.vectors_of(repos, list(refs)).items()}
-            valid = {t["ref"] for t in turns}
-            questions = []
-            for q in sample["qa"]:
-                evidence = [e for e in q.get("evidence") or [] if e in valid]
-                if q.get("category") == 5 or not evidence:
-                    continue
-                hits = index.search(Query(text=str(q["question"]), k=pool, mmr_lambda=1.0))
-                questions.append({"question": str(q["question"]), "category": int(q["category"]), "evidence": evidence,
-                                  "vector": index.embed_texts([str(q["question"])])[0],
-                                  "candidates": [{"ref": h.item.ref.split(":", 1)[1], "score": h.score, "parts": h.parts}
-                                                 for h in hits]})
-            index.close()
-        conversations.append({"sample_id": sample["sample_id"], "turns": turns, "questions": questions,
-                              "vectors": vectors})
-        if isinstance(embedder, CachedEmbedder):
-            embedder.save()
-        print(f"dumped {sample['sample_id']}: {len(questions)} questions", file=sys.stderr, flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(pickle.dumps(conversations))
+def dumped(data: Path, out: Path, pool: int, model: str | None, cache_dir: Path | None) -> list[dict]:
+    """The dump's conversations: read from `out`, or made by bench/ltr_dump.py (anima's write path and search) and
+    written there."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(pickle.dumps(dump(data, pool, cache_dir, {}, model)))
+    conversations: list[dict] = pickle.loads(out.read_bytes())["conversations"]
     return conversations
 
 
@@ -306,14 +275,12 @@ def main() -> None:
                         help="also the learned ranker, LOCO: the ranker's parts alone, with every feature group, and "
                              "with each group left out")
     args = parser.parse_args()
-    raw = pickle.loads(args.dump.read_bytes()) if args.dump.exists() else \
-        dump(args.data, args.dump, args.pool, None, args.cache_dir)
+    raw = dumped(args.data, args.dump, args.pool, None, args.cache_dir)
     second = None
     if args.second_model:
         if not args.second_dump:
             parser.error("--second-model needs --second-dump")
-        second = pickle.loads(args.second_dump.read_bytes()) if args.second_dump.exists() else \
-            dump(args.data, args.second_dump, args.pool, args.second_model, args.cache_dir)
+        second = dumped(args.data, args.second_dump, args.pool, args.second_model, args.cache_dir)
     components = [c for c in args.components if c != "second_model" or second is not None]
     conversations = [Conversation(r, second[n] if second else None) for n, r in enumerate(raw)]
     every = [(q["category"], q, c) for c in conversations for q in c.questions]
