@@ -68,8 +68,10 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=100)
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--embed-model", default=None, help="all-mpnet-base-v2 (bench/mpnet.py); else the app's")
     args = parser.parse_args()
-    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set))
+    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set),
+                  args.embed_model)
     args.out.write_bytes(pickle.dumps(result))
     print(json.dumps({"out": str(args.out), "conversations": len(result["conversations"])}))
 
