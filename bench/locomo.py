@@ -12,7 +12,8 @@ are written with `memory.store.record_turn` (what the tick uses for conversation
     python bench/locomo.py --db-url postgresql://…/postgres   # on PostgreSQL (a new database per conversation)
     python bench/locomo.py --cache-dir /tmp/locomo-cache   # remember the embeddings between runs (iterating)
     python bench/locomo.py --embed-model all-mpnet-base-v2   # a larger embedding model (bench/mpnet.py)
-Prints one JSON object on stdout (recall@k overall, by category and by conversation, MRR, latency); progress on
+Prints one JSON object on stdout (recall@k overall, by category and by conversation, MRR, latency, and under `bm25`
+the same figures of plain BM25 on the same questions, the reference every figure is reported beside); progress on
 stderr. Categories: 1 multi-hop, 2 temporal, 3 open-domain / inference, 4 single-hop.
 """
 
@@ -22,6 +23,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import pickle
 import statistics
 import sys
@@ -39,6 +41,7 @@ from memory import Database  # noqa: E402
 from bench.mpnet import bench_embedder  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 from memory.store import record_turn  # noqa: E402
+from memory.text import date_words, tokenize  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -75,6 +78,46 @@ def record_conversation(db: Database, sample: dict) -> list[dict]:
                 recorded.append({"ref": turn["dia_id"], "text": turn.get("text", ""), "author": turn.get("speaker", ""),
                                  "session": session, "seq": position, "at": at})
     return recorded
+
+
+def bm25_ranking(turns: list[dict], question: str, k1: float = 1.2, b: float = 0.75) -> list[str]:
+    """Plain BM25 over each turn's date, speaker and text (the reference every figure is reported beside)."""
+    docs = [tokenize(f"{date_words(t['at'])} {t['author']} {t['text']}") for t in turns]
+    df: dict[str, int] = defaultdict(int)
+    for d in docs:
+        for term in set(d):
+            df[term] += 1
+    avg = sum(map(len, docs)) / max(1, len(docs))
+    n = len(docs)
+    q = set(tokenize(question))
+    scores = []
+    for t, d in zip(turns, docs):
+        counts: dict[str, int] = defaultdict(int)
+        for term in d:
+            counts[term] += 1
+        s = sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * counts[w] * (k1 + 1)
+                / (counts[w] + k1 * (1 - b + b * len(d) / avg)) for w in q if w in counts)
+        scores.append((s, t["ref"]))
+    return [ref for _, ref in sorted(scores, key=lambda x: -x[0])]
+
+
+def ranking_metrics(rankings: list[tuple[int, list[str], set[str]]], ks: list[int]) -> dict:
+    """recall@k, MRR@max(k), and both by category, of (category, ranked refs, evidence refs) per question."""
+    top = max(ks)
+    by_category: dict[int, list[tuple[list[str], set[str]]]] = defaultdict(list)
+    for category, ranked, evidence in rankings:
+        by_category[category].append((ranked, evidence))
+
+    def summary(rows: list[tuple[list[str], set[str]]]) -> dict:
+        ranks = [next((n for n, ref in enumerate(ranked[:top], 1) if ref in evidence), None) for ranked, evidence in rows]
+        return {**{f"recall@{k}": round(statistics.mean(len(evidence & set(ranked[:k])) / len(evidence)
+                                                        for ranked, evidence in rows), 4) for k in ks},
+                f"mrr@{top}": round(statistics.mean(1 / r if r else 0.0 for r in ranks), 4)}
+
+    every = [(ranked, evidence) for rows in by_category.values() for ranked, evidence in rows]
+    return {**(summary(every) if every else {}),
+            "by_category": {f"{c} {CATEGORIES.get(c, '')}".strip(): {"questions": len(rows), **summary(rows)}
+                            for c, rows in sorted(by_category.items())}}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -168,6 +211,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
     recall: dict[int, list[float]] = {k: [] for k in ks}
     by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: {k: [] for k in ks})
     reciprocal: dict[int, list[float]] = defaultdict(list)
+    bm25_rankings: list[tuple[int, list[str], set[str]]] = []  # plain BM25 on the same questions: the reference
     latencies: list[float] = []
     ingest_seconds = 0.0
     turns_total = 0
@@ -201,6 +245,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
                 rank = next((n for n, ref in enumerate(found, 1) if ref in evidence), None)
                 reciprocal[category].append(1 / rank if rank else 0.0)
                 conversation_results.append((category, values.get(5, values[ks[0]])))
+                bm25_rankings.append((category, bm25_ranking(recorded, str(q["question"])), evidence))
             index.close()
             per_conversation.append({
                 "sample_id": sample["sample_id"], "questions": len(questions),
@@ -230,6 +275,7 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
             for c, values in sorted(by_category.items())},
         "recall@5_by_category": {str(c): round(statistics.mean(values[5]), 4)
                                  for c, values in sorted(by_category.items()) if 5 in values},
+        "bm25": ranking_metrics(bm25_rankings, ks),
         "per_conversation": per_conversation,
         "query_latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2),
                              "mean": round(statistics.mean(latencies), 2) if latencies else 0},

@@ -18,12 +18,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.locomo import CachedEmbedder, conversation_store, record_conversation  # noqa: E402
 from bench.mpnet import bench_embedder  # noqa: E402
+from memory.models import MemoryItem  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 
 
-def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str]) -> dict:
+def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str], model: str | None = None) -> dict:
+    """Per conversation: its turns, every item's stored vectors (whole item first, then its sentences) by ref, and
+    per question its fused top `pool` with their parts and the question's vector (`model`: bench_embedder's)."""
     samples = json.loads(data.read_text())
-    embedder = bench_embedder(None, None, "float32")
+    embedder = bench_embedder(model, None, "float32")
     if cache_dir:
         embedder = CachedEmbedder(embedder, cache_dir)
     config = RetrievalSettings(**overrides)
@@ -35,6 +38,9 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
                 + timedelta(days=1)
             index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
             index.sync(progress=True)
+            with db.unit() as repos:
+                refs = {row.id: row.ref.split(":", 1)[1] for row in repos.session.query(MemoryItem).all()}
+                vectors = {refs[i]: v for i, v in index.caches.vectors_of(repos, list(refs)).items()}
             valid = {t["ref"] for t in turns_out}
             questions = []
             for q in sample["qa"]:
@@ -43,12 +49,12 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
                     continue
                 hits = index.search(Query(text=str(q["question"]), k=pool, mmr_lambda=1.0))
                 questions.append({"question": str(q["question"]), "category": int(q["category"]),
-                                  "evidence": evidence,
+                                  "evidence": evidence, "vector": index.embed_texts([str(q["question"])])[0],
                                   "candidates": [{"ref": h.item.ref.split(":", 1)[1], "score": h.score,
                                                   "parts": h.parts} for h in hits]})
             index.close()
         conversations.append({"sample_id": sample["sample_id"], "turns": turns_out, "questions": questions,
-                              "now": now})
+                              "now": now, "vectors": vectors})
         print(f"{sample['sample_id']}: {len(questions)} questions", file=sys.stderr, flush=True)
     if isinstance(embedder, CachedEmbedder):
         embedder.save()
@@ -62,8 +68,10 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=100)
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--embed-model", default=None, help="all-mpnet-base-v2 (bench/mpnet.py); else the app's")
     args = parser.parse_args()
-    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set))
+    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set),
+                  args.embed_model)
     args.out.write_bytes(pickle.dumps(result))
     print(json.dumps({"out": str(args.out), "conversations": len(result["conversations"])}))
 

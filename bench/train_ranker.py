@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import pickle
 import statistics
 import sys
@@ -26,32 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.locomo import bm25_ranking  # noqa: E402
 from memory.retrieval.entities import activation, extract  # noqa: E402
 from memory.retrieval.learned import FEATURES, MODEL_PATH, GraphContext, candidate_features, export_model  # noqa: E402
-from memory.text import date_words, tokenize  # noqa: E402
 
 KS = (1, 5, 10)
-
-
-def bm25_ranking(turns: list[dict], question: str, k1: float = 1.2, b: float = 0.75) -> list[str]:
-    """Plain BM25 over each turn's date, speaker and text (the reference every figure is reported beside)."""
-    docs = [tokenize(f"{date_words(t['at'])} {t['author']} {t['text']}") for t in turns]
-    df: dict[str, int] = defaultdict(int)
-    for d in docs:
-        for term in set(d):
-            df[term] += 1
-    avg = sum(map(len, docs)) / max(1, len(docs))
-    n = len(docs)
-    q = set(tokenize(question))
-    scores = []
-    for t, d in zip(turns, docs):
-        counts: dict[str, int] = defaultdict(int)
-        for term in d:
-            counts[term] += 1
-        s = sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * counts[w] * (k1 + 1)
-                / (counts[w] + k1 * (1 - b + b * len(d) / avg)) for w in q if w in counts)
-        scores.append((s, t["ref"]))
-    return [ref for _, ref in sorted(scores, key=lambda x: -x[0])]
 
 
 def metrics(rankings: list[tuple[int, list[str], list[str]]]) -> dict:
