@@ -42,9 +42,9 @@ log = logging.getLogger(__name__)
 FACT_TIERS = frozenset({"message", "diary", "llm_memory", "concept"})
 NO_EVENT_TIERS = frozenset({"kb", "episode", "abstract"})  # documents and summaries: their dates are their texts'
 LONG_TEXT = 8000  # characters: a text longer than this gets its remaining vectors here
-DEEP_CHARS = 1000  # characters per window of a long text
+DEEP_CHARS = 600  # characters per window of a long text (the write's sentence groups are cut at 600 too)
 DEEP_BATCH = 32  # windows embedded at a time (the index's lock is not held while they are embedded)
-DEEP_MAX_WINDOWS = 2000  # a 2 MB text is still indexed, in windows twice as long
+DEEP_MAX_WINDOWS = 2000  # a longer text is still indexed whole, in longer windows
 PAGE = 64  # items a pass reads at a time
 
 Expander = Callable[[str, str, datetime], str]  # (text, author, record time) -> expansion text ("" for none)
