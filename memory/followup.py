@@ -26,16 +26,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
+from memory.db import Database
 from memory.event_time import event_time
-from memory.retrieval.caches import expansion_of, item_texts, texts_key
+from memory.retrieval.caches import RetrievalCaches, expansion_of, item_texts, texts_key
+from memory.retrieval.embeddings import Embedder
 from memory.updates import supersede_older
-
-if TYPE_CHECKING:
-    from memory.retrieval.index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +47,18 @@ DEEP_MAX_WINDOWS = 2000  # a longer text is still indexed whole, in longer windo
 PAGE = 64  # items a pass reads at a time
 
 Expander = Callable[[str, str, datetime], str]  # (text, author, record time) -> expansion text ("" for none)
+
+
+class FollowedIndex(Protocol):
+    """What the follow-up uses of its memory index (memory/retrieval/index.py `MemoryIndex`)."""
+
+    db: Database
+    embedder: Embedder
+    caches: RetrievalCaches
+
+    def sync(self, progress: bool = False, flush: bool = False) -> int: ...
+
+    def search(self, query: Any, **kwargs: Any) -> list[Any]: ...
 
 
 @dataclass
@@ -78,7 +89,7 @@ def windows(text: str, size: int = DEEP_CHARS, limit: int = DEEP_MAX_WINDOWS) ->
 class FollowUp:
     """The follow-up of new memories (module doc), for one memory index."""
 
-    def __init__(self, index: MemoryIndex, *, expander: Expander | None = None):
+    def __init__(self, index: FollowedIndex, *, expander: Expander | None = None):
         self.index = index
         self.expander = expander
         self._wake = threading.Event()
