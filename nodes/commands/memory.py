@@ -69,7 +69,13 @@ def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int),
                       tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
                       tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool),
-                      happened_after=arg(cmd, "happened_after", default=None), happened_before=arg(cmd, "happened_before", default=None))
+                      happened_after=_day(arg(cmd, "happened_after", default=None)),
+                      happened_before=_day(arg(cmd, "happened_before", default=None)))
+
+
+def _day(value: object) -> date | None:
+    """An admitted date argument (MemorySearchArgs checked it: YYYY-MM-DD) as a date."""
+    return value if isinstance(value, date) or value is None else date.fromisoformat(str(value))
 
 
 @FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', args=MemorySearchArgs, effect="read", aliases=('search',))

@@ -168,3 +168,52 @@ def test_an_older_database_gets_event_time_and_keeps_its_memories(tmp_path):
             assert item.text == "I went to the market yesterday." and item.event_at is None
     finally:
         db.close()
+
+
+def _block(cmd: str, args: dict) -> str:
+    import json
+
+    return "I look it up.\n# Commands:\n" + json.dumps([{"cmd_id": "c1", "type": cmd, "args": args}]) + "\n# End commands"
+
+
+def test_the_persona_searches_by_event_time_and_reads_what_a_memory_replaced(agent_factory):
+    fake = FakeLLM("fake", responses=[_block("memory.search", {"query": "where Ann works", "happened_after": "2023-05-08",
+                                                               "happened_before": "2023-05-10"}),
+                                      _block("memory.search", {"query": "x", "happened_after": "May"})])
+    agent = agent_factory(fake)
+    memory = agent.services.memory
+    with agent.services.db.unit() as repos:
+        record_turn(repos, ref="w1", text="I work at Acme as a tester.", author="Ann", episode="w",
+                    created_at=datetime(2023, 4, 1, tzinfo=timezone.utc))
+        record_turn(repos, ref="w2", text="Last Tuesday I quit Acme, I work at Globex now.", author="Ann", episode="w",
+                    created_at=THURSDAY)
+    memory.sync()
+    assert memory.follow_up.run_pending().superseded
+    [ran] = agent.tick()["executed"]
+    assert ran["status"] == "executed", ran
+    [line] = ran["result"].splitlines()
+    assert "· 2023-05-11, happened 2023-05-09] Ann: Last Tuesday I quit Acme" in line
+    assert line.endswith("(updates: I work at Acme as a tester.)")
+    [refused] = agent.tick()["executed"]
+    assert refused["status"] != "executed" and "happened_after" in refused["result"]  # the field is named
+
+
+def test_the_api_and_the_page_show_record_and_event_time(web):
+    services = web.agent.services
+    with services.db.unit() as repos:
+        record_turn(repos, ref="p1", text="We planted the pear tree last Tuesday.", author="Ann", episode="garden",
+                    created_at=THURSDAY)
+    services.memory.sync()
+    services.memory.follow_up.run_pending()
+    got = web.client.get("/api/memory/search", params={"q": "pear tree", "happened_after": "2023-05-09",
+                                                        "happened_before": "2023-05-10"})
+    assert got.status_code == 200, got.text
+    [hit] = [h for h in got.json()["hits"] if "pear tree" in h["text"]]
+    assert hit["recorded_at"].startswith("2023-05-11") and hit["happened_at"].startswith("2023-05-09")
+    assert hit["happened_as"] == "last Tuesday · day"
+    none = web.client.get("/api/memory/search", params={"q": "pear tree", "happened_after": "2023-06-01"}).json()
+    assert none["hits"] == []
+    page = web.client.get("/memory/search", params={"q": "pear tree", "happened_after": "", "happened_before": ""})
+    assert "recorded 2023-05-11" in page.text and "happened 2023-05-09 (last Tuesday · day)" in page.text
+    bad = web.client.get("/memory/search", params={"q": "pear tree", "happened_after": "someday"})
+    assert bad.status_code == 422 and "happened_after" in bad.text
