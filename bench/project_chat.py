@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.locomo import run, sessions  # noqa: E402
-from bench.train_ranker import bm25_ranking, metrics  # noqa: E402
+from bench.multilingual import bm25 as plain_bm25  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = [DATA / "project_chat.json", DATA / "project_chat_long.json"]
@@ -43,9 +43,7 @@ def questions(path: Path) -> list[tuple[list[dict], dict]]:
 
 
 def bm25(path: Path) -> dict:
-    rankings = [(q["category"], bm25_ranking(turns, str(q["question"])), [e for e in q["evidence"]])
-                for turns, q in questions(path)]
-    return {k: v for k, v in metrics(rankings).items() if k in METRICS}
+    return {k: v for k, v in plain_bm25(path).items() if k in METRICS}
 
 
 def by_speaker(path: Path) -> dict[str, int]:
