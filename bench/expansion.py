@@ -1,8 +1,8 @@
 """Index-time expansion by the configured model (memory/expansion.py, issue 31 item 3), measured with the embedded
 model on a small LoCoMo subset, beside the bound of an ideal expander and plain BM25 on the same subset.
 
-The embedded model (Gemma 3 270M through llama.cpp) takes seconds per memory on this machine, so the subset is
-small: the first `--turns` turns of the first `--conversations` dev conversations (a few dozen memories) and the
+The embedded model (Gemma 3 270M through llama.cpp) takes seconds per memory on an idle machine (minutes at a load
+of 25 on 2 cores), so the subset is small: the first `--turns` turns of the first `--conversations` dev conversations (a few dozen memories) and the
 questions whose evidence lies wholly inside them. Every variant writes the same turns through anima's write path
 into a fresh store and ranks the questions with `MemoryIndex.search` (as bench/locomo.py does):
   none   no expansion;
@@ -95,6 +95,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--turns", type=int, default=40, help="turns of each conversation (memories)")
     parser.add_argument("--conversations", type=int, default=1)
+    parser.add_argument("--skip", type=int, default=0, help="dev conversations skipped first")
+    parser.add_argument("--max-tokens", type=int, default=120, help="of each expansion (a turn's facts fit)")
     args = parser.parse_args()
     from graph.services import open_services
     from llm.embedded_model import assemble_model
@@ -104,13 +106,13 @@ def main() -> None:
     assemble_model()
     data = Path(tempfile.mkdtemp(prefix="anima-expansion-bench-"))
     services = open_services(data_dir=str(data), embedded_context_window=4096, timezone="UTC")
-    llm = expander(generator(services, "expand", 300, thread_id="bench", tick=0))
+    llm = expander(generator(services, "expand", args.max_tokens, thread_id="bench", tick=0))
     embedder = bench_embedder(None)
     out: dict = {"benchmark": "index-time-expansion", "data": str(args.data), "model": services.llms.primary_id,
                  "variants": {}}
     results: dict[str, list] = defaultdict(list)
     memories, model_s, shown = 0, 0.0, []
-    for sample in json.loads(args.data.read_text())[: args.conversations]:
+    for sample in json.loads(args.data.read_text())[args.skip: args.skip + args.conversations]:
         cut, questions = subset(sample, args.turns)
         facts: dict[str, list[str]] = defaultdict(list)
         for q in questions:

@@ -3,8 +3,9 @@ its key phrases, the facts it holds and the dates it refers to (resolved against
 kept in the item's `meta.expansion`, indexed with its words (the full-text document) and as one more vector
 (memory/retrieval/caches.py), so a later question that shares no word with the memory may share one with its
 expansion. It runs in the memory index's follow-up (memory/followup.py), never on the tick's path, and only when
-`memory.expansion` is on: off by default, because the embedded model's expansion did not help recall
-(bench/expansion.py measures it beside the bound of an ideal expander, bench/ideal_expansion.py).
+`memory.expansion` is on: off by default, because the embedded model's expansions invent facts and dates and made
+recall@5 worse on a small LoCoMo subset (0.92 → 0.83 on 10 memories and 6 questions; bench/expansion.py measures it
+beside the bound of an ideal expander on the same subset, and bench/ideal_expansion.py on all of dev).
 """
 
 from __future__ import annotations

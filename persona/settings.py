@@ -97,7 +97,7 @@ class MemorySettings(Section):
     follow_up: bool = Field(True, description="beside the loop, a thread follows every new memory up (memory/followup.py): "
                             "its event time, the older memories it updates, a long text's other vectors")
     expansion: bool = Field(False, description="the follow-up also asks the model for each fact-tier memory's key phrases, "
-                            "facts and dates (memory/expansion.py; off: the embedded model's did not help recall)")
+                            "facts and dates (memory/expansion.py; off: the embedded model's invents facts and made recall worse)")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
 
 
