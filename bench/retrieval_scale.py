@@ -13,7 +13,15 @@ rate). Queries are LoCoMo questions, searched with `MemoryIndex.search` exactly 
   apart), then the next queries while the vectors are still being copied in the background.
 Each size runs in its own process so the peak RSS (ru_maxrss) belongs to that size alone.
 
+`--long`: long memories instead — each ~2,000 characters (consecutive LoCoMo turns joined, as a long assistant
+answer), and every `--paste-every`-th one a 300,000-character paste (turns drawn at random). Indexing is then
+reported in characters/s as well as memories/s, and split in two: what the write's sync embeds (the whole text's
+vector and at most 12 sentence groups: bounded per memory) and what the index's follow-up embeds afterwards in the
+background (memory/followup.py: a long text's every 600-character window). While ingesting, the follow-up thread
+runs as it does beside the loop, and the writer's syncs (the tick's share) are timed, the paste's apart.
+
     python bench/retrieval_scale.py --sizes 10000 100000 --queries 200
+    python bench/retrieval_scale.py --long --sizes 300 --queries 100
 Progress goes to stderr; one JSON object on stdout.
 """
 
@@ -38,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DEFAULT_DATA = ROOT.parent / "shared/data/locomo/locomo_dev.json"
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+LONG = False  # --long: long memories and pastes (module doc)
 
 
 def corpus(data: Path) -> tuple[list[tuple[str, str]], list[str]]:
@@ -61,11 +70,36 @@ def memories(turns: list[tuple[str, str]], start: int, count: int, seed: int = 1
         yield n, speaker, f"{text} {rng.choice(pieces)}"
 
 
+LONG_CHARS = 2000
+PASTE_CHARS = 300_000
+PASTE_EVERY = 150
+
+
+def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: int = 1):
+    """~2,000-character memories (consecutive turns joined); every PASTE_EVERY-th a 300,000-character paste."""
+    rng = random.Random(seed * 1_000_003 + start)
+    for n in range(start, start + count):
+        if n % PASTE_EVERY == PASTE_EVERY - 1:
+            parts, size = [], 0
+            while size < PASTE_CHARS:
+                text = rng.choice(turns)[1]
+                parts.append(text)
+                size += len(text) + 1
+            yield n, "User", " ".join(parts)[:PASTE_CHARS]
+            continue
+        speaker, text = turns[(n * 7) % len(turns)]
+        at = (n * 7) % len(turns)
+        while len(text) < LONG_CHARS:
+            at = (at + 1) % len(turns)
+            text = f"{text} {turns[at][1]}"
+        yield n, speaker, text[:LONG_CHARS + 200]
+
+
 def write(db, turns, start: int, count: int) -> None:
     from memory.store import record_turn
 
     with db.unit() as repos:
-        for n, speaker, text in memories(turns, start, count):
+        for n, speaker, text in (long_memories if LONG else memories)(turns, start, count):
             record_turn(repos, ref=str(n), text=text, author=speaker, episode=f"e{n // 20}",
                         created_at=START + timedelta(minutes=n))
 
@@ -117,21 +151,31 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         index.sync(progress=True)
         index_s = time.perf_counter() - t0
         vectors = index.collection.count()
+        with db.reading() as repos:
+            chars = sum(len(item.text) for item in repos.items.indexed(limit=None))
+        follow_s, windows = 0.0, 0
+        if LONG:  # what the follow-up embeds after the writes: every window of the long texts
+            t0 = time.perf_counter()
+            windows = index.follow_up.run_pending().deep_windows
+            follow_s = time.perf_counter() - t0
 
         index.search(asked[0])  # starts the background copy of the vectors into memory
         if index.caches.warmup is not None:
             index.caches.warmup.join(timeout=1800)
         warm = timed_queries(index, asked, f"[{size}] warm")
 
-        stop, written, sync_ms = threading.Event(), [size], []
+        stop, written, sync_ms, paste_ms = threading.Event(), [size], [], []
+        if LONG:
+            index.follow_up.start()  # as beside the loop: the new memories' windows, in the background
 
         def tick_writer():
             while not stop.is_set():
+                pasted = any(n % PASTE_EVERY == PASTE_EVERY - 1 for n in range(written[0], written[0] + tick_writes))
+                t = time.perf_counter()
                 write(db, turns, written[0], tick_writes)
                 written[0] += tick_writes
-                t = time.perf_counter()
                 index.sync()  # what the loop does after a tick commits
-                sync_ms.append((time.perf_counter() - t) * 1000)
+                (paste_ms if LONG and pasted else sync_ms).append((time.perf_counter() - t) * 1000)
                 stop.wait(tick_seconds)
 
         writer = threading.Thread(target=tick_writer, name="tick-writer")
@@ -141,6 +185,10 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         finally:
             stop.set()
             writer.join()
+        follow_up_behind = 0
+        if LONG:
+            with db.reading() as repos:
+                follow_up_behind = repos.items.newest_id() - repos.config.follow_up_cursor
         index.close()
         db.close()
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -151,12 +199,21 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         if restart.returncode != 0:
             raise RuntimeError(f"the restarted process failed (exit {restart.returncode})")
         after_restart = json.loads(restart.stdout.strip().splitlines()[-1])
+    long = {"memory_chars": LONG_CHARS, "paste_chars": PASTE_CHARS, "paste_every": PASTE_EVERY,
+            "follow_up": {"seconds": round(follow_s, 1), "windows": windows,
+                          "windows_per_s": round(windows / follow_s, 1) if follow_s else None,
+                          "note": "after the writes' sync, in the background: every 600-character window of the "
+                                  "texts longer than 8,000 characters (memory/followup.py)"},
+            "paste_write_and_sync_ms": [round(v, 1) for v in paste_ms],
+            "follow_up_behind_at_end": follow_up_behind} if LONG else None
     return {
         "memories": size,
         "vectors": vectors,
-        "indexing": {"memories_per_s": round(size / index_s, 1), "seconds": round(index_s, 1),
+        "indexing": {"memories_per_s": round(size / index_s, 1), "chars_per_s": round(chars / index_s),
+                     "chars": chars, "seconds": round(index_s, 1),
                      "sql_write_s": round(write_s, 1), "note": "embedding + Chroma; SQL rows and full-text "
                                                                "documents are written before (sql_write_s)"},
+        **({"long": long} if long else {}),
         "warm_ms": summary(warm),
         "while_ingesting_ms": {**summary(ingesting), "memories_written": written[0] - size,
                                "rate": f"{tick_writes} every {tick_seconds} s, index.sync() after each",
@@ -192,6 +249,7 @@ def restarted(directory: str, data: Path, queries: int, clock_minutes: int, mode
 
 
 def main() -> None:
+    global LONG, PASTE_EVERY
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     logging.getLogger("memory.retrieval.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -202,10 +260,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embed-model", default="all-MiniLM-L6-v2", choices=["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8",
                                                                          "all-mpnet-base-v2", "all-mpnet-base-v2-int8"])
+    parser.add_argument("--long", action="store_true", help="long memories (~2,000 characters) and 300,000-character "
+                        "pastes (module doc)")
+    parser.add_argument("--paste-every", type=int, default=150)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # internal: measure one size here
     parser.add_argument("--restart", default=None, help=argparse.SUPPRESS)  # internal: a restarted process
     parser.add_argument("--clock-minutes", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    LONG, PASTE_EVERY = args.long, args.paste_every
     if not args.data.exists():
         parser.error(f"no such file: {args.data} (LoCoMo-format texts and questions)")
     if args.restart is not None:
@@ -219,13 +281,15 @@ def main() -> None:
     for size in args.sizes:
         print(f"== {size} memories (embedding them takes a while: progress below)", file=sys.stderr, flush=True)
         run = subprocess.run([sys.executable, __file__, "--one", str(size), "--queries", str(args.queries),
+                              *(["--long", "--paste-every", str(args.paste_every)] if args.long else []),
                               "--tick-writes", str(args.tick_writes), "--tick-seconds", str(args.tick_seconds),
                               "--data", str(args.data), "--embed-model", args.embed_model], stdout=subprocess.PIPE,
                              text=True)
         if run.returncode != 0:
             sys.exit(f"the {size}-memory run failed (exit {run.returncode})")
         results.append(json.loads(run.stdout.strip().splitlines()[-1]))
-    print(json.dumps({"benchmark": "retrieval-scale", "embedder": f"{args.embed_model} (onnxruntime)",
+    print(json.dumps({"benchmark": "retrieval-scale" + (" (long memories)" if args.long else ""),
+                      "embedder": f"{args.embed_model} (onnxruntime)",
                       "store": "sqlite (FTS5) + chroma", "results": results}, indent=2))
 
 

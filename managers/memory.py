@@ -20,7 +20,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ from memory.tiers import (
     searchable,
     tier_of,
 )
-from memory.updates import Supersession, chain, restore, supersede_older
+from memory.updates import Supersession, chain, restore, supersede_older, versions_of
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -242,14 +242,21 @@ class MemoryManager:
     # ---- the persona's own ---------------------------------------------------------------------------------------
 
     def recall(self, text: str, *, k: int = 5, tiers: builtins.list[str] | None = None, days: int | None = None,
-               tags: builtins.list[str] | None = None, include_archived: bool = False) -> builtins.list[Hit]:
-        """The persona's search: what it finds counts as used (its last-used time moves)."""
+               tags: builtins.list[str] | None = None, include_archived: bool = False,
+               happened_after: date | None = None, happened_before: date | None = None) -> builtins.list[Hit]:
+        """The persona's search: what it finds counts as used (its last-used time moves). `days` counts back over
+        record time; `happened_after`/`happened_before` bound event time (memory/event_time.py)."""
         now = self.house.deps.clock()
         hits = self.index.search(Query(text=text, k=max(1, min(k, MAX_RECALL)), tiers=tiers, tags=tags,
                                        include_archived=include_archived,
-                                       since=now - timedelta(days=days) if days else None))
+                                       since=now - timedelta(days=days) if days else None,
+                                       happened_since=day_start(happened_after), happened_until=day_start(happened_before)))
         self.repos.items.touch([h.item.id for h in hits], now)
         return hits
+
+    def versions_of(self, hits: builtins.list[Hit]) -> dict[int, str]:
+        """The texts of what the hits replaced or were replaced by (knowledge updates), by item id."""
+        return versions_of(self.repos, [h.item for h in hits])
 
     def touch(self, tier: str, ref: str | int) -> None:
         """The row was used now (its retrieval item's last-used time)."""
@@ -300,12 +307,20 @@ class MemoryManager:
         return item is not None and restore(self.repos, item.id)
 
 
+def day_start(day: date | None) -> datetime | None:
+    """A day's first moment in UTC (an event-time bound)."""
+    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+
+
 def search_index(index: RecallIndex, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None,
-                 archived: bool = False) -> builtins.list[Hit]:
+                 archived: bool = False, happened_after: date | None = None,
+                 happened_before: date | None = None) -> builtins.list[Hit]:
     """`MemoryManager.search` without a unit of work (the index reads on its own): Invalid naming the tiers that
-    are not searchable; nothing for an empty query."""
+    are not searchable; nothing for an empty query. `happened_after`/`happened_before` bound event time."""
     wanted = searchable(tiers)
-    return index.search(Query(text=q, k=k, tiers=wanted, include_archived=archived)) if q.strip() else []
+    return index.search(Query(text=q, k=k, tiers=wanted, include_archived=archived,
+                              happened_since=day_start(happened_after),
+                              happened_until=day_start(happened_before))) if q.strip() else []
 
 
 def _kind(filename: str, data: bytes) -> str | None:

@@ -44,6 +44,7 @@ from memory.models import (
     LiveEvent,
     MemoryBlockVersion,
     MemoryChange,
+    MemoryItem,
     MemoryVector,
     Note,
     OpenQuestion,
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -209,6 +210,16 @@ def _v20_contact_request_warning(conn: Connection) -> None:
     conn.execute(text("UPDATE contact_requests SET warning = '' WHERE warning IS NULL"))
 
 
+def _v21_memory_event_time(conn: Connection) -> None:
+    """Knowledge updates: a memory's event time (when what it tells happened, `event_at`, resolved from its text
+    or given by its source) apart from its record time (`created_at`), indexed so recall can filter by it."""
+    moment = DateTime(timezone=True).compile(dialect=conn.dialect)
+    _add_missing_columns(conn, "memory_items", [f"event_at {moment}"])
+    for index in table_of(MemoryItem).indexes:
+        if index.name == "ix_memory_items_event_at":
+            index.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -221,7 +232,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        17: _v17_ethics_on_audit_entries,
                                                        18: _v18_tool_uses,
                                                        19: _v19_kb_document_source,
-                                                       20: _v20_contact_request_warning}
+                                                       20: _v20_contact_request_warning,
+                                                       21: _v21_memory_event_time}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

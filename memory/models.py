@@ -261,6 +261,7 @@ class MemoryItem(Base):
         UniqueConstraint("tier", "ref", name="uq_memory_items_tier_ref"),
         Index("ix_memory_items_episode_seq", "episode", "seq"),
         Index("ix_memory_items_status_tier", "status", "tier"),
+        Index("ix_memory_items_event_at", "event_at"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tier: Mapped[str] = mapped_column(String(32))
@@ -282,8 +283,11 @@ class MemoryItem(Base):
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived | deleted
     access_count: Mapped[int] = mapped_column(Integer, default=0)
     last_accessed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # record time
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # event time: when what it tells happened, when its text or its source says (memory/event_time.py); record
+    # time is `created_at`
+    event_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 

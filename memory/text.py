@@ -67,10 +67,13 @@ def date_words(value) -> str:
 
 
 def lexical_document(*, created_at, author: str, title: str, text: str, context_before: str = "",
-                     context_after: str = "") -> tuple[str, str]:
+                     context_after: str = "", event_at=None, expansion: str = "") -> tuple[str, str]:
     """What the full-text index stores for an item, already tokenised (space-separated BM25 tokens): its own words
-    (date, author, title, text) and its neighbours' (the exchange a message belongs to, weighted lower)."""
-    own = tokenize(f"{date_words(created_at)} {author} {title} {text}")
+    (date, author, title, text; the date of its event time when it has one, memory/event_time.py, and its
+    index-time expansion, memory/expansion.py) and its neighbours' (the exchange a message belongs to, weighted
+    lower)."""
+    happened = date_words(event_at) if event_at is not None else ""
+    own = tokenize(f"{date_words(created_at)} {happened} {author} {title} {text} {expansion}")
     context = tokenize(f"{context_before or ''}\n{context_after or ''}")
     return " ".join(own), " ".join(context)
 

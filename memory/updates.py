@@ -171,3 +171,37 @@ def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[S
             mark(repos, found)
         index.sync()
     return found
+
+
+def versions_of(repos: Any, items: Iterable[Any]) -> dict[int, str]:
+    """The texts of the memories these items replaced or were replaced by (one step of their chains), by id."""
+    ids = {i for item in items for i in [*(item.meta or {}).get("replaces", []), (item.meta or {}).get("superseded_by")]
+           if isinstance(i, int)}
+    return {i: row.text for i, row in repos.items.many(ids).items()} if ids else {}
+
+
+def version_note(item: Any, texts: dict[int, str], width: int = 160) -> str:
+    """What a recalled memory says of its versions: " (updates: …)" when it replaced older ones, " (superseded by:
+    …)" when a newer one replaced it; "" otherwise (recall's lines, the persona's search results)."""
+    meta = item.meta or {}
+
+    def short(text: str) -> str:
+        return text if len(text) <= width else text[:width - 1] + "…"
+
+    older = [short(texts[i]) for i in reversed(meta.get("replaces", [])) if i in texts]
+    newer = meta.get("superseded_by")
+    if newer in texts:
+        return f" (superseded by: {short(texts[newer])})"
+    return f" (updates: {' | '.join(older)})" if older else ""
+
+
+def when_label(item: Any) -> str:
+    """A memory's record date, and its event date when it has one that differs: "2023-05-11, happened 2023-05-09"."""
+    recorded = f"{item.created_at:%Y-%m-%d}" if item.created_at is not None else "?"
+    happened = getattr(item, "event_at", None)
+    if happened is None or f"{happened:%Y-%m-%d}" == recorded:
+        return recorded
+    precision = ((item.meta or {}).get("event") or {}).get("precision")
+    shown = f"{happened:%Y-%m}" if precision == "month" else f"{happened:%Y}" if precision == "year" else \
+        f"{happened:%Y-%m-%d}"
+    return f"{recorded}, happened {shown}"

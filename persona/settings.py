@@ -102,6 +102,10 @@ class MemorySettings(Section):
         "only when requested (abstracts.list/read); abstracts.mode changes it per thread"))
     episode_days: int = Field(3, ge=0, le=60)
     episode_backfill_days: int = Field(7, ge=0, le=366)
+    follow_up: bool = Field(True, description="beside the loop, a thread follows every new memory up (memory/followup.py): "
+                            "its event time, the older memories it updates, a long text's other vectors")
+    expansion: bool = Field(False, description="the follow-up also asks the model for each fact-tier memory's key phrases, "
+                            "facts and dates (memory/expansion.py; off: the embedded model's invents facts and made recall worse)")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
 
 

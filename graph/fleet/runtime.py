@@ -224,6 +224,9 @@ class WorkerRuntime:
                 persona.cycles._reap_stopped()
             for task_id in cycles:
                 self._scheduler().task_tick(persona.name, task_id)
+            if services.memory is not None and services.settings.memory.follow_up and \
+                    not services.memory.follow_up.idle():  # its new memories' follow-up: a job, not this tick
+                self._scheduler().index(persona.name)
             with self.fleet.registry() as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
@@ -323,9 +326,17 @@ class WorkerRuntime:
         return outcome
 
     def index(self, name: str) -> int:
-        """Embed and store what the knowledge base (or anything else) added to the persona's memory."""
-        memory = self.persona(name).services.memory
-        return memory.sync(progress=True, flush=True) if memory is not None else 0
+        """Embed and store what the knowledge base (or anything else) added to the persona's memory, then follow up
+        its new memories (memory/followup.py: event times, knowledge updates, long texts' other vectors)."""
+        services = self.persona(name).services
+        memory = services.memory
+        if memory is None:
+            return 0
+        changed = memory.sync(progress=True, flush=True)
+        if services.settings.memory.follow_up:
+            memory.follow_up.run_pending()
+            memory.flush()
+        return changed
 
     def export(self, name: str, session_id: int) -> str:
         """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""

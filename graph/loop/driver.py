@@ -96,6 +96,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
     if life:
         life.start()
     channels = start_channels(agent) if autonomy else None
+    follow_up = start_follow_up(agent)
     settle_heap()  # started: what lives now lives as long as the loop
     try:
         with agent.services.llms.cancel_when(stopper.event):
@@ -156,8 +157,26 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
             life.stop()
         if channels is not None:
             channels.stop()
+        if follow_up is not None:
+            follow_up.stop()
         _report(agent, reported, "stopped")
     return result
+
+
+def start_follow_up(agent: Agent) -> Any:
+    """The memory index's follow-up of new memories (memory/followup.py) in its thread beside the loop, with the
+    model's index-time expansion when `memory.expansion` is on; None without a memory index or when it is off."""
+    services = agent.services
+    memory, settings = services.memory, services.settings.memory
+    if memory is None or not settings.follow_up:
+        return None
+    if settings.expansion:
+        from memory.expansion import expander
+        from nodes.upkeep import generator
+
+        memory.follow_up.expander = expander(generator(services, "expand", 300, thread_id=agent.thread_id, tick=0))
+    memory.follow_up.start()
+    return memory.follow_up
 
 
 def start_channels(agent: Agent) -> Any:

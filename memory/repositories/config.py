@@ -87,6 +87,7 @@ MCP_TOOLS_PREFIX = "mcp/tools/"  # + server name: the tools last seen there
 LINEAGE_PARENT_KEY = "lineage/parent"  # a spawned child's parent
 LINEAGE_CHILDREN_KEY = "lineage/children"  # a parent's spawned children
 MEMORY_MANAGER_CURSOR_KEY = "memory/manager_cursor"  # the last memory the memory manager looked at
+FOLLOW_UP_CURSOR_KEY = "vectors/follow_up_cursor"  # the last memory the index's follow-up saw (memory/followup.py)
 ABSTRACT_REQUEST_PREFIX = "memory/abstract_request/"  # + thread id: a pending request for an abstract
 MESH_DISCOVERED_KEY = "mesh/discovered"  # {did: {"transport", "first_seen", "last_seen"}}: proven on the mesh, not added
 NOT_INHERITED_PREFIXES = ("run/", "lineage/", "session/", "feeds/", "vectors/", "mesh/")  # a spawned child does not take
@@ -447,6 +448,15 @@ class ConfigRepo(Repo):
     @memory_manager_cursor.setter
     def memory_manager_cursor(self, value: int) -> None:
         self.set(MEMORY_MANAGER_CURSOR_KEY, value)
+
+    @property
+    def follow_up_cursor(self) -> int:
+        """The last memory the memory index's follow-up looked at (0: none; memory/followup.py)."""
+        return int(self.get(FOLLOW_UP_CURSOR_KEY) or 0)
+
+    @follow_up_cursor.setter
+    def follow_up_cursor(self, value: int) -> None:
+        self.set(FOLLOW_UP_CURSOR_KEY, value)
 
     def abstract_request(self, thread_id: str) -> dict[str, Any] | None:
         """A thread's pending request for an abstract: {trigger, what}."""

@@ -124,7 +124,8 @@ class MemoryItemRepo(Repo):
         """Write the items' full-text documents (their words and their neighbours'), in one statement per kind."""
         self.lexical.put_many([(item.id, *lexical_document(
             created_at=item.created_at, author=item.author or "", title=item.title or "", text=item.text or "",
-            context_before=item.context_before or "", context_after=item.context_after or "")) for item in items])
+            context_before=item.context_before or "", context_after=item.context_after or "", event_at=item.event_at,
+            expansion=str((item.meta or {}).get("expansion") or ""))) for item in items])
 
     def get(self, item_id: int) -> MemoryItem | None:
         return self.session.get(MemoryItem, item_id)
@@ -136,9 +137,11 @@ class MemoryItemRepo(Repo):
             seq: int | None = None, title: str = "", thread_id: str | None = None, tags: Iterable[str] = (),
             emotions: Iterable[str] = (), importance: float = 0.5, emotion_score: float = 0.0,
             novelty: float | None = None, pinned: bool = False, created_at: datetime | None = None,
-            context_before: str | None = None, meta: dict[str, Any] | None = None) -> MemoryItem:
+            context_before: str | None = None, meta: dict[str, Any] | None = None,
+            event_at: datetime | None = None) -> MemoryItem:
         """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
-        before it, and the item before it learns this one (both are re-indexed)."""
+        before it, and the item before it learns this one (both are re-indexed). `event_at`: when what it tells
+        happened, when its source says (memory/event_time.py; else the follow-up reads it from the text)."""
         found = self.find(tier, ref)
         new = found is None
         # a new item joins the session once complete: the queries below must not flush half an item
@@ -172,12 +175,38 @@ class MemoryItemRepo(Repo):
         item.updated_at = utcnow()
         if meta is not None:
             item.meta = dict(meta)
+        if event_at is not None:
+            item.event_at = event_at
+            item.meta = {**(item.meta or {}), "event": {"from": "source"}}
         if new:
             self.session.add(item)
         self.session.flush()
         self._journal(item.id, "upsert", *(row.id for row in changed))
         self._index_texts((*changed, item))  # the full-text documents, in this transaction
         return item
+
+    def after(self, item_id: int, limit: int) -> list[MemoryItem]:
+        """Live items written after `item_id`, by id (what the memory index's follow-up has still to look at)."""
+        return list(self.session.scalars(select(MemoryItem).where(MemoryItem.id > item_id, MemoryItem.status != "deleted")
+                                          .order_by(MemoryItem.id).limit(limit)).all())
+
+    def set_event_time(self, item: MemoryItem, at: datetime, phrase: str, precision: str) -> None:
+        """The event time the item's text names (memory/event_time.py), journalled and in its full-text document."""
+        item.event_at = at
+        item.meta = {**(item.meta or {}), "event": {"from": "text", "phrase": phrase, "precision": precision}}
+        self._changed(item)
+
+    def set_expansion(self, item: MemoryItem, expansion: str) -> None:
+        """The item's index-time expansion (memory/expansion.py: key phrases, facts, dates), searchable by its
+        words (the full-text document) and its meaning (one more vector, at the next sync)."""
+        item.meta = {**(item.meta or {}), "expansion": expansion}
+        self._changed(item)
+
+    def _changed(self, item: MemoryItem) -> None:
+        item.updated_at = utcnow()
+        self.session.flush()
+        self._journal(item.id, "upsert")
+        self._index_texts((item,))
 
     def last_of(self, episode: str) -> MemoryItem | None:
         """The episode's item with the highest position."""
@@ -221,7 +250,7 @@ class MemoryItemRepo(Repo):
         return {row.id: row for row in self.session.scalars(_by_ids(), {"ids": ids}).all()}
 
     RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
-                       MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text)
+                       MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text, MemoryItem.event_at)
 
     def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, RankingRow]:
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and

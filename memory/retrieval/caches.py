@@ -67,10 +67,16 @@ def item_texts(item: MemoryItem) -> tuple[str, str, list[str]]:
     return record_texts(item.text, item.author, item.title)
 
 
+def expansion_of(item: MemoryItem) -> str:
+    """The item's index-time expansion (memory/expansion.py), which gets a vector of its own after its parts'."""
+    return str((item.meta or {}).get("expansion") or "")
+
+
 def texts_key(item: MemoryItem) -> str:
     """A digest of the texts an item's vectors are made from, the same in every process."""
     prefix, body, parts = item_texts(item)
-    return hashlib.blake2b("\x1f".join((prefix, body, *parts)).encode(), digest_size=16).hexdigest()
+    extra = (expansion,) if (expansion := expansion_of(item)) else ()
+    return hashlib.blake2b("\x1f".join((prefix, body, *parts, *extra)).encode(), digest_size=16).hexdigest()
 
 
 @dataclass(slots=True)
@@ -87,12 +93,15 @@ class Ranked:
     raw_tags: list[Any]
     raw_emotions: list[Any]
     text: str
+    happened: float  # unix seconds: its event time (memory/event_time.py), else its record time (`created`)
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> Ranked:
-        focus = len(row) > 9  # ItemRepo.ranking_rows adds tags and emotions when a query filters by them
-        return cls(row[1], row[2], timestamp(row[3]), row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
-                   (row[9] or []) if focus else [], (row[10] or []) if focus else [], row[8] or "")
+        focus = len(row) > 10  # ItemRepo.ranking_rows adds tags and emotions when a query filters by them
+        created = timestamp(row[3])
+        return cls(row[1], row[2], created, row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
+                   (row[10] or []) if focus else [], (row[11] or []) if focus else [], row[8] or "",
+                   created if row[9] is None else timestamp(row[9]))
 
     @property
     def tags(self) -> frozenset[str]:
@@ -144,7 +153,14 @@ class EmbeddingCache:
         ready = {d: self.ahead.pop(d) for d in documents if d in self.ahead}
         todo = [d for d in dict.fromkeys(documents) if d not in ready]
         ready.update(zip(todo, self.document_vectors(todo) if todo else []))
-        return [ready[d] for d in documents]
+        found = [ready[d] for d in documents]
+        expanded = [(n, d[0] + expansion) for n, (item, d) in enumerate(zip(items, documents))
+                    if (expansion := expansion_of(item))]
+        if expanded:  # an expansion is not part of the text: its own vector, after the parts'
+            extra = np.asarray(self.embedder.embed([text for _, text in expanded]), dtype=np.float32)
+            for (n, _), vector in zip(expanded, extra):
+                found[n] = np.vstack([found[n], vector[None, :]])
+        return found
 
     def document_vectors(self, documents: list[Document]) -> list[np.ndarray]:
         """Each (prefix, body, chunks)'s vectors (row 0 prefix + body): one pass per document when the embedder
@@ -259,6 +275,12 @@ class RetrievalCaches:
     def forget_ranking(self) -> None:
         """Drop every item's ranking columns, document and place (a collection filled again from the start)."""
         self.ranked, self.documents_of, self.positions = {}, {}, {}
+
+    def replace_vectors(self, item_id: int, vectors: np.ndarray) -> None:
+        """An item's vectors grew (memory/followup.py: a long text's every window) without its texts changing."""
+        with self._lock:
+            self.vectors[item_id] = vectors.astype(np.float16)
+            self.sample_vectors_changed([item_id])
 
     def sample_vectors_changed(self, item_ids: Iterable[int]) -> None:
         """New vectors of these items: the sample's stacked vectors are stacked again when it holds one of them."""

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.db import Database
+from memory.followup import FollowUp
 from memory.retrieval.caches import EmbeddingCache, RetrievalCaches, record_texts
 from memory.retrieval.embeddings import Embedder
 from memory.retrieval.journal import WriteJournal
@@ -96,6 +97,9 @@ class MemoryIndex:
         self.journal = WriteJournal(db, embedder, self._lock, store=self.store, caches=self.caches,
                                     embedding=self.embedding)
         self.ranker = Ranker(db, config, clock, caches=self.caches, store=self.store, journal=self.journal)
+        # what follows a write, off the tick's path (event time, knowledge updates, a long text's other vectors,
+        # the expansion): started by whoever runs the persona (graph/services.py), run by a fleet's indexing job
+        self.follow_up = FollowUp(self)
 
     @property
     def config(self) -> RetrievalSettings:
@@ -126,7 +130,10 @@ class MemoryIndex:
             self._loader = threading.Thread(target=load, name="embedder-load", daemon=True)
             self._loader.start()
             atexit.register(self._loader.join, 60)  # not cut off inside onnxruntime by the interpreter's exit
-        return self.journal.sync(progress, flush)
+        changed = self.journal.sync(progress, flush)
+        if changed:
+            self.follow_up.wake()
+        return changed
 
     def flush(self) -> int:
         """Write the queued records to Chroma and move its journal position; returns how many were written."""
@@ -139,6 +146,7 @@ class MemoryIndex:
             self.flush()
         except Exception:  # the journal still holds every change: the next start writes them
             log.exception("memory index: the queued vectors were not written; the next start writes them")
+        self.follow_up.stop()
         self.caches.stop_warmup()
 
     def search(self, query: Query | str, **kwargs: Any) -> list[Hit]:

@@ -35,8 +35,10 @@ EMBED_BATCH = 256  # changed items embedded (and their vectors stored) at a time
 
 
 def record_meta(item: MemoryItem) -> dict[str, Any]:
-    """An item's Chroma metadata (what a vector search filters by)."""
-    return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": timestamp(item.created_at)}
+    """An item's Chroma metadata (what a vector search filters by): `happened` is its event time, else its record
+    time (memory/event_time.py)."""
+    return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": timestamp(item.created_at),
+            "happened": timestamp(item.event_at or item.created_at)}
 
 
 class WriteJournal:

@@ -42,8 +42,10 @@ class Query:
     tags: list[str] | None = None
     tags_mode: str = "or"  # or | and
     emotions: list[str] | None = None
-    since: datetime | None = None
+    since: datetime | None = None  # record time (when it was stored)
     until: datetime | None = None
+    happened_since: datetime | None = None  # event time (when it happened: memory/event_time.py; else record time)
+    happened_until: datetime | None = None
     mode: str = "standard"  # standard | concentration | meditation
     include_archived: bool = False
     exclude: set[int] = field(default_factory=set)
@@ -70,6 +72,10 @@ def allowed(meta: Ranked | None, q: Query) -> bool:
     if q.since and meta.created < timestamp(q.since):
         return False
     if q.until and meta.created > timestamp(q.until):
+        return False
+    if q.happened_since and meta.happened < timestamp(q.happened_since):
+        return False
+    if q.happened_until and meta.happened > timestamp(q.happened_until):
         return False
     return True
 
@@ -213,6 +219,10 @@ class Ranker:
             where.append({"created": {"$gte": timestamp(q.since)}})
         if q.until:
             where.append({"created": {"$lte": timestamp(q.until)}})
+        if q.happened_since:
+            where.append({"happened": {"$gte": timestamp(q.happened_since)}})
+        if q.happened_until:
+            where.append({"happened": {"$lte": timestamp(q.happened_until)}})
         # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
         got = self.store.nearest(list(query_vectors), pool,
                                  (where[0] if len(where) == 1 else {"$and": where}) if where else None)  # ids = item ids
@@ -263,7 +273,8 @@ class Ranker:
                  "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
                  "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
                  "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
-                 "period": cfg.period_boost * max((w for start, end, w in periods if start <= m.created < end), default=0.0),
+                 "period": cfg.period_boost * max((w for start, end, w in periods
+                                                   if start <= m.created < end or start <= m.happened < end), default=0.0),
                  "asks": -cfg.question_penalty if asks[item_id] else 0.0,
                  "superseded": -cfg.superseded_penalty if m.status == "superseded" else 0.0}
             base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(

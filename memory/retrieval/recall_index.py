@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from memory.followup import FollowUp
     from memory.retrieval.index import Hit, Query
 
 
 class RecallIndex(Protocol):
     """Hybrid retrieval over every memory tier, and the text embeddings the reflexes compare."""
+
+    follow_up: FollowUp  # what follows a write, off the tick's path (memory/followup.py)
 
     def search(self, query: Query | str, **kwargs: Any) -> list[Hit]: ...
 

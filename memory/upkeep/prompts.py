@@ -1,4 +1,4 @@
-"""Prompts of the memory builders (abstracts, episodes), kept apart from their logic."""
+"""Prompts of the memory builders (abstracts, episodes, index-time expansion), kept apart from their logic."""
 
 from i18n import N_
 
@@ -39,4 +39,24 @@ EPISODE_SCHEMA = {
         "emotional_tone": {"type": "string", "pattern": "^[a-z]{3,16}$"},
     },
     "required": ["summary", "key_events", "emotional_tone"],
+}
+
+EXPANSION_PROMPT = """A memory, said by {author} on {when}:
+"{text}"
+
+List what someone might later ask about it: its key phrases (names, places, things, activities), the facts it
+states (short sentences, with the names instead of "I" or "my"), and the dates it refers to, resolved against
+{when} ("yesterday" said on 8 May 2023 is 7 May 2023). Only what the memory says; nothing invented.
+
+As JSON:
+"""
+
+EXPANSION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "key_phrases": {"type": "array", "maxItems": 8, "items": {"type": "string", "maxLength": 60}},
+        "facts": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 160}},
+        "dates": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 40}},
+    },
+    "required": ["key_phrases", "facts", "dates"],
 }

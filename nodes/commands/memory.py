@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Literal
 
 from pydantic import Field
 
 from managers.memory import SearchUnavailable
 from memory.retrieval.index import Hit
+from memory.updates import version_note, when_label
 from nodes import provenance
 from nodes.commands.args import Args, Days, Limit, Ref, SearchText, TopK, Word, Words, names
 from nodes.commands.model import Command
@@ -26,6 +28,9 @@ class MemorySearchArgs(SearchArgs):
     days: Days | None = None
     tags: Words | None = None
     archived: bool = False
+    # event time (when it happened; memory/event_time.py), where `days` counts back over record time
+    happened_after: date | None = Field(None, description="only memories of what happened on or after this day")
+    happened_before: date | None = Field(None, description="only memories of what happened before this day")
 
 
 class ArchiveArgs(Args):
@@ -37,20 +42,25 @@ class ArchivedListArgs(Args):
     limit: Limit = 10
 
 
-def hit_line(hit: Hit) -> str:
+def hit_line(hit: Hit, versions: dict[int, str] | None = None) -> str:
+    """A found memory as the persona reads it: where and when (recorded, and happened when it says), who, what, and
+    what it replaced or what replaced it (knowledge updates)."""
     item = hit.item
     title = f" {item.title}" if item.title else ""
     who = f"{item.author}: " if item.author else ""
-    return f"[{item.tier} {item.ref}{title} · {item.created_at:%Y-%m-%d}] {who}{item.text}"
+    return f"[{item.tier} {item.ref}{title} · {when_label(item)}] {who}{item.text}{version_note(item, versions or {})}"
 
 
 def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] | None = None, days: int | None = None,
-               tags: list[str] | None = None, include_archived: bool = False) -> CommandResult:
+               tags: list[str] | None = None, include_archived: bool = False, happened_after: date | None = None,
+               happened_before: date | None = None) -> CommandResult:
     try:
-        hits = ctx.managers.memory.recall(text, k=k, tiers=tiers, days=days, tags=tags, include_archived=include_archived)
+        hits = ctx.managers.memory.recall(text, k=k, tiers=tiers, days=days, tags=tags, include_archived=include_archived,
+                                          happened_after=happened_after, happened_before=happened_before)
     except SearchUnavailable as exc:
         raise CommandError(str(exc)) from exc
-    return CommandResult("\n".join(hit_line(h) for h in hits) or f"nothing found for {text!r}", show=True,
+    versions = ctx.managers.memory.versions_of(hits)
+    return CommandResult("\n".join(hit_line(h, versions) for h in hits) or f"nothing found for {text!r}", show=True,
                          sources=provenance.of_items(h.item for h in hits))
 
 
@@ -58,7 +68,14 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
 def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int),
                       tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
-                      tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool))
+                      tags=arg(cmd, "tags", default=None, kind=list), include_archived=arg(cmd, "archived", default=False, kind=bool),
+                      happened_after=_day(arg(cmd, "happened_after", default=None)),
+                      happened_before=_day(arg(cmd, "happened_before", default=None)))
+
+
+def _day(value: object) -> date | None:
+    """An admitted date argument (MemorySearchArgs checked it: YYYY-MM-DD) as a date."""
+    return value if isinstance(value, date) or value is None else date.fromisoformat(str(value))
 
 
 @FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', args=MemorySearchArgs, effect="read", aliases=('search',))

@@ -177,3 +177,39 @@ def test_a_pooled_connection_is_pinged_after_it_sat_idle_and_replaced_when_the_s
     finally:
         engine.dispose()
         killer.dispose()
+
+
+def test_follow_up_event_time_and_updates_on_postgres(tmp_path, pg_url):
+    """The follow-up (memory/followup.py) on PostgreSQL: an event time resolved from the text lands in `event_at`
+    (v21) apart from the record time and filters recall; the update it finds marks the older memory superseded;
+    its cursor is kept in the config table."""
+    from datetime import datetime, timezone
+
+    from memory.retrieval.index import MemoryIndex, Query
+    from memory.store import record_turn
+    from tests.fakes.memory import HashEmbedder
+
+    db = Database.open(url=pg_url)
+    index = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
+    said = datetime(2023, 5, 11, 15, tzinfo=timezone.utc)
+    try:
+        with db.unit() as repos:
+            repos.config.follow_up_cursor = repos.items.newest_id()  # the other tests' memories are not this one's
+            old = record_turn(repos, ref="fu:1", text="I work at Acme as a tester.", author="Wren", episode="fu",
+                              created_at=datetime(2023, 4, 1, tzinfo=timezone.utc)).id
+            new = record_turn(repos, ref="fu:2", text="Last Tuesday I quit Acme, I work at Globex now.", author="Wren",
+                              episode="fu", created_at=said).id
+        index.sync()
+        report = index.follow_up.run_pending()
+        assert report.looked_at == 2 and report.event_times == 1 and report.superseded == [(old, new)]
+        with db.unit() as repos:
+            rows = repos.items.many([old, new])
+            assert f"{rows[new].event_at:%Y-%m-%d}" == "2023-05-09" and rows[new].created_at == said
+            assert rows[old].status == "superseded" and rows[new].meta["replaces"] == [old]
+            assert repos.config.follow_up_cursor == new
+        found = index.search(Query(text="Wren work Globex Acme", k=5, happened_since=datetime(2023, 5, 8, tzinfo=timezone.utc),
+                                   happened_until=datetime(2023, 5, 10, tzinfo=timezone.utc)))
+        assert [h.item.id for h in found] == [new]
+    finally:
+        index.close()
+        db.close()

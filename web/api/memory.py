@@ -3,6 +3,7 @@ restore, delete (for good), the history of every change, and knowledge-base uplo
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, File, Path, Query, Response, UploadFile
@@ -44,9 +45,13 @@ def search(q: str = Query(..., min_length=1, max_length=2000), k: int = Query(10
            tiers: list[str] | None = Query(None, description="Only these tiers (searchable ones).",
                                            json_schema_extra={"items": {"type": "string", "enum": SEARCHABLE}}),
            archived: Annotated[QueryBool, Query(description="Archived items too.")] = False,
+           happened_after: date | None = Query(None, description="Only memories of what happened on or after this day "
+                                                                 "(event time; else record time)."),
+           happened_before: date | None = Query(None, description="Only memories of what happened before this day."),
            services: WebServices = Depends(get_services)):
     """Hybrid search (BM25 + vectors, fused, as the persona recalls) across the searchable tiers."""
-    return memory.search(services, q, k=k, tiers=tiers, archived=archived)
+    return memory.search(services, q, k=k, tiers=tiers, archived=archived, happened_after=happened_after,
+                         happened_before=happened_before)
 
 
 @router.get("/history", response_model=History, responses=errors((404, "no such tier"), 422))

@@ -33,8 +33,12 @@ def tier_panel(request: Request, tier: str, q: str | None = Query(None, max_leng
 
 
 @router.get("/search")
-def search(request: Request, q: str = Query("", max_length=2000), services: WebServices = Depends(get_services)):
-    return render(request, "fragments/memory_search.html", results=memory.search(services, q, k=20))
+def search(request: Request, q: str = Query("", max_length=2000), happened_after: str = Query("", max_length=10),
+           happened_before: str = Query("", max_length=10), services: WebServices = Depends(get_services)):
+    """The search box's results; the two dates (empty when not given) bound the memories' event time."""
+    return render(request, "fragments/memory_search.html", results=memory.search(
+        services, q, k=20, happened_after=memory.day_of(happened_after, "happened_after"),
+        happened_before=memory.day_of(happened_before, "happened_before")))
 
 
 @router.get("/history")

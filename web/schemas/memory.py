@@ -4,6 +4,7 @@ change, hybrid search across tiers and knowledge-base uploads. A row (`MemoryRec
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -85,6 +86,11 @@ class SearchHit(BaseModel):
                                 description="Knowledge updates: the texts of the older memories this one updated.")
     superseded_by: str | None = Field(None, description="Knowledge updates: the newer memory that updated this one "
                                                         "(status `superseded`: kept, ranked lower, restorable).")
+    recorded_at: datetime | None = Field(None, description="Record time: when the memory was stored.")
+    happened_at: datetime | None = Field(None, description="Event time: when what it tells happened, when its text or "
+                                                           "source says (the start of that day, week, month or year).")
+    happened_as: str | None = Field(None, description="How the event time was said (\"last Tuesday\") and how precise "
+                                                      "it is (day, week, month, year).")
 
 
 class SearchResults(BaseModel):

@@ -12,12 +12,14 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from managers import ManagerDeps, Managers
 from managers.memory import MAX_UPLOAD_BYTES, Changed, MemoryManager, search_index
 from memory import Repos
 from memory.retrieval.index import Hit
+from memory.updates import versions_of
 from memory.tiers import (
     TIERS,
     AnyTier,
@@ -119,31 +121,40 @@ def get_record(repos: Repos, name: str, ref: str) -> MemoryRecord:
 
 
 def _hit(hit: Hit, texts: Mapping[int, str] | None = None) -> SearchHit:
-    meta, texts = hit.item.meta or {}, texts or {}
+    item = hit.item
+    meta, texts = item.meta or {}, texts or {}
     newer = meta.get("superseded_by")
-    return SearchHit(tier=hit.item.tier, ref=hit_ref(hit.item.tier, hit.item.ref), title=hit.item.title,
-                     text=hit.item.text, score=hit.score, status=hit.item.status, browsable=hit.item.tier in TIERS,
+    event = meta.get("event") or {}
+    said = " · ".join(str(v) for v in (event.get("phrase"), event.get("precision")) if v) or None
+    return SearchHit(tier=item.tier, ref=hit_ref(item.tier, item.ref), title=item.title,
+                     text=item.text, score=hit.score, status=item.status, browsable=item.tier in TIERS,
                      replaced=[texts[i] for i in reversed(meta.get("replaces", [])) if i in texts],
-                     superseded_by=texts.get(newer) if newer is not None else None)
+                     superseded_by=texts.get(newer) if newer is not None else None,
+                     recorded_at=item.created_at, happened_at=item.event_at,
+                     happened_as=said if item.event_at is not None else None)
 
 
-def _versions_of(services: WebServices, hits: list[Hit]) -> dict[int, str]:
-    """The texts of the memories the hits updated or were updated by (memory/updates.py's chain, one step)."""
-    ids = {i for h in hits for i in [*(h.item.meta or {}).get("replaces", []), (h.item.meta or {}).get("superseded_by")]
-           if isinstance(i, int)}
-    if not ids:
-        return {}
-    with services.db.unit() as repos:
-        return {i: row.text for i, row in repos.items.many(ids).items()}
+def day_of(value: str, field: str) -> date | None:
+    """A page's date box: empty is none; anything but YYYY-MM-DD is refused, naming the field."""
+    if not value.strip():
+        return None
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise ServiceError(f"{value!r} is not a date (YYYY-MM-DD)", field=field, status=422) from None
 
 
 def search(services: WebServices, q: str, *, k: int = 10, tiers: list[str] | None = None,
-           archived: bool = False) -> SearchResults:
-    """The persona's own hybrid retrieval (BM25 + vectors, fused) across the searchable tiers (or those named)."""
+           archived: bool = False, happened_after: date | None = None,
+           happened_before: date | None = None) -> SearchResults:
+    """The persona's own hybrid retrieval (BM25 + vectors, fused) across the searchable tiers (or those named);
+    `happened_after`/`happened_before` bound the memories' event time."""
     with _answered():
         searchable(tiers)  # the tiers are checked even for an empty query (the index is opened only for a query)
-        hits = search_index(services.memory, q, k=k, tiers=tiers, archived=archived) if q.strip() else []
-        texts = _versions_of(services, hits)
+        hits = search_index(services.memory, q, k=k, tiers=tiers, archived=archived, happened_after=happened_after,
+                            happened_before=happened_before) if q.strip() else []
+        with services.db.reading() as repos:  # what they updated or were updated by (memory/updates.py)
+            texts = versions_of(repos, [h.item for h in hits])
     return SearchResults(q=q, hits=[_hit(h, texts) for h in hits])
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from managers.abstracts import delivery
 from managers.loop import context_mode
 from memory import Repos
+from memory.updates import version_note, versions_of, when_label
 from memory.upkeep.episodes import Period
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
@@ -109,11 +110,12 @@ def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_
     if delivery(cycle, services.settings) == "manual":  # abstracts are read only when requested
         hits = [hit for hit in hits if hit.item.tier != "abstract"]
     lines = []
+    texts = versions_of(repos, [h.item for h in hits])  # what they replaced, or what replaced them
     for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
         item = hit.item
         who = f"{item.author}: " if item.author else ""
         title = f" {item.title}" if item.title else ""
-        lines.append(f"[{item.tier}{title} · {item.created_at:%Y-%m-%d}] {who}{item.text}")
+        lines.append(f"[{item.tier}{title} · {when_label(item)}] {who}{item.text}{version_note(item, texts)}")
     sources = {h.item.id: src for h in hits if (src := provenance.of_item(h.item)) is not None}
     return Recall(lines, [h.item.id for h in hits], None, sources)
 

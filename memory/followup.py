@@ -1,0 +1,239 @@
+"""What follows a memory's write, off the tick's path: the memory index's follow-up.
+
+The write (a tick's `write_memory`, a command, the web) commits the row, its full-text document and, at the sync
+right after, its vectors — a bounded amount of work whatever the text's length (memory/text.py `chunks`: the whole
+text and at most 12 sentence groups). Everything else a new memory needs runs here, in one background thread of the
+process that holds the index (`FollowUp.start`: the loop's; a fleet worker's indexing job calls `run_pending`
+instead), item by item in the order they were written, each step in its own short transaction:
+
+1. its event time, when its text says when (memory/event_time.py; every tier but the knowledge base's chunks);
+2. in the tiers where facts live (`FACT_TIERS`), the older memories it updates or contradicts, marked superseded
+   (memory/updates.py: kept, restorable, ranked lower, chained both ways);
+3. a long text's vectors past what the write embedded: windows of `DEEP_CHARS` over all of it, `DEEP_BATCH` at a
+   time, stored with its other vectors (a 300,000-character paste is found by any of its parts, not only the
+   sentences the write sampled);
+4. when configured (`memory.expansion`, off by default: bench/expansion.py), its index-time expansion by the LLM
+   (memory/expansion.py): key phrases, facts and resolved dates, searchable by their words and their meaning.
+
+Where it stands is kept in the database (`ConfigRepo.follow_up_cursor`): a restarted process goes on from the first
+memory not yet followed up. Every step is idempotent, so a crash between a step and the cursor repeats it harmlessly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+import numpy as np
+
+from memory.db import Database
+from memory.event_time import event_time
+from memory.retrieval.caches import RetrievalCaches, expansion_of, item_texts, texts_key
+from memory.retrieval.embeddings import Embedder
+from memory.updates import supersede_older
+
+log = logging.getLogger(__name__)
+
+FACT_TIERS = frozenset({"message", "diary", "llm_memory", "concept"})
+NO_EVENT_TIERS = frozenset({"kb", "episode", "abstract"})  # documents and summaries: their dates are their texts'
+LONG_TEXT = 8000  # characters: a text longer than this gets its remaining vectors here
+DEEP_CHARS = 600  # characters per window of a long text (the write's sentence groups are cut at 600 too)
+DEEP_BATCH = 32  # windows embedded at a time (the index's lock is not held while they are embedded)
+DEEP_MAX_WINDOWS = 2000  # a longer text is still indexed whole, in longer windows
+PAGE = 64  # items a pass reads at a time
+
+Expander = Callable[[str, str, datetime], str]  # (text, author, record time) -> expansion text ("" for none)
+
+
+class FollowedIndex(Protocol):
+    """What the follow-up uses of its memory index (memory/retrieval/index.py `MemoryIndex`)."""
+
+    db: Database
+    embedder: Embedder
+    caches: RetrievalCaches
+
+    def sync(self, progress: bool = False, flush: bool = False) -> int: ...
+
+    def search(self, query: Any, **kwargs: Any) -> list[Any]: ...
+
+
+@dataclass
+class FollowUpReport:
+    looked_at: int = 0
+    event_times: int = 0
+    superseded: list[tuple[int, int]] = field(default_factory=list)  # (older, newer)
+    deep_windows: int = 0
+    expanded: int = 0
+
+
+def windows(text: str, size: int = DEEP_CHARS, limit: int = DEEP_MAX_WINDOWS) -> list[str]:
+    """The text cut into windows of about `size` characters, at a space where one is near (at most `limit`)."""
+    size = max(size, -(-len(text) // limit))
+    found, at = [], 0
+    while at < len(text):
+        end = min(len(text), at + size)
+        if end < len(text):
+            space = text.rfind(" ", at + size // 2, end)
+            end = space if space > at else end
+        piece = text[at:end].strip()
+        if piece:
+            found.append(piece)
+        at = end
+    return found
+
+
+class FollowUp:
+    """The follow-up of new memories (module doc), for one memory index."""
+
+    def __init__(self, index: FollowedIndex, *, expander: Expander | None = None):
+        self.index = index
+        self.expander = expander
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._running = threading.Lock()  # one pass at a time (the thread's, or a job's `run_pending`)
+
+    # ---- the background thread ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Follow up what is written from now on (and what an earlier process left) in a thread of its own."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="memory-follow-up", daemon=True)
+        self._thread.start()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Something was written (the index's sync saw it)."""
+        self._wake.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=30.0)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.run_pending(stop=self._stop)
+            except Exception:  # the cursor did not move past the item: the next pass tries it again
+                log.exception("memory follow-up failed; it is tried again on the next write")
+
+    def idle(self) -> bool:
+        """Whether every memory written so far has been followed up."""
+        with self.index.db.reading() as reads:
+            return reads.config.follow_up_cursor >= reads.items.newest_id()
+
+    # ---- one pass --------------------------------------------------------------------------------------------
+
+    def run_pending(self, limit: int | None = None, stop: threading.Event | None = None) -> FollowUpReport:
+        """Follow up the memories written since the last pass (at most `limit`), oldest first."""
+        report = FollowUpReport()
+        with self._running:
+            while limit is None or report.looked_at < limit:
+                with self.index.db.unit() as repos:
+                    cursor = repos.config.follow_up_cursor
+                    page = [item.id for item in repos.items.after(cursor, PAGE)]
+                if not page:
+                    break
+                for item_id in page[: None if limit is None else limit - report.looked_at]:
+                    if stop is not None and stop.is_set():
+                        return report
+                    self.follow_up(item_id, report)
+                    with self.index.db.unit() as repos:
+                        repos.config.follow_up_cursor = item_id
+                    report.looked_at += 1
+        return report
+
+    def follow_up(self, item_id: int, report: FollowUpReport | None = None) -> FollowUpReport:
+        """Every step of the module doc for one memory."""
+        report = report or FollowUpReport()
+        with self.index.db.unit() as repos:
+            item = repos.items.many([item_id]).get(item_id)
+            if item is None or item.status == "deleted":
+                return report
+            tier, text, created, status, author = item.tier, item.text or "", item.created_at, item.status, item.author
+            if item.event_at is None and tier not in NO_EVENT_TIERS and \
+                    (found := event_time(text, created or datetime.now(timezone.utc))) is not None:
+                repos.items.set_event_time(item, found.at, found.phrase, found.precision)
+                report.event_times += 1
+        if tier in FACT_TIERS and status == "active":
+            report.superseded += [(s.older, s.newer) for s in supersede_older(self.index, item_id)]
+        if self.expander is not None and tier in FACT_TIERS and not self._expanded(item_id):
+            report.expanded += self.expand(item_id, text, author or "", created)
+            self.index.sync()  # its vectors, with the expansion's
+        if len(text) > LONG_TEXT:
+            report.deep_windows += self.deepen(item_id)
+        self.index.sync()
+        return report
+
+    def _expanded(self, item_id: int) -> bool:
+        with self.index.db.reading() as reads:
+            item = reads.items.many([item_id]).get(item_id)
+            return item is None or "expansion" in (item.meta or {})
+
+    def expand(self, item_id: int, text: str, author: str, created: datetime | None) -> int:
+        """The item's expansion by the configured model, stored (an empty answer is stored too: not asked again)."""
+        assert self.expander is not None
+        try:
+            expansion = self.expander(text, author, created or datetime.now(timezone.utc)).strip()
+        except Exception:  # a model that failed says nothing about the memory: asked again on the next pass
+            log.exception("memory follow-up: the expansion of item %s failed", item_id)
+            return 0
+        with self.index.db.unit() as repos:
+            item = repos.items.many([item_id]).get(item_id)
+            if item is None:
+                return 0
+            repos.items.set_expansion(item, expansion)
+        return 1 if expansion else 0
+
+    def deepen(self, item_id: int) -> int:
+        """A long item's vectors of every window of its text, after those the write made (module doc, step 3);
+        returns how many windows were embedded."""
+        index = self.index
+        name = index.embedder.name
+        with index.db.reading() as reads:
+            item = reads.items.many([item_id]).get(item_id)
+            if item is None:
+                return 0
+            key = texts_key(item)
+            stored = reads.items.vectors.get(name, [item_id]).get(item_id)
+            prefix = f"{item.author}: " if item.author else ""
+            text = item.text or ""
+            made = 1 + len(item_texts(item)[2]) + (1 if expansion_of(item) else 0)  # the write's rows
+        if stored is None or stored.texts_key != key:
+            index.sync()  # the write's vectors first
+            with index.db.reading() as reads:
+                stored = reads.items.vectors.get(name, [item_id]).get(item_id)
+            if stored is None or stored.texts_key != key:
+                return 0  # changed meanwhile: its next version is followed up in turn
+        pieces = windows(text)
+        if len(stored.vectors) >= made + len(pieces):
+            return 0  # done before (a repeated pass)
+        rows = [stored.vectors[:made].astype(np.float32)]
+        for start in range(0, len(pieces), DEEP_BATCH):
+            rows.append(np.asarray(index.embedder.embed([prefix + p for p in pieces[start:start + DEEP_BATCH]]),
+                                   dtype=np.float32))
+        matrix = np.vstack(rows)
+        with index.db.unit() as repos:
+            current = repos.items.many([item_id]).get(item_id)
+            if current is None or texts_key(current) != key:
+                return 0
+            repos.items.vectors.put(name, [(item_id, key, matrix)])
+        index.caches.replace_vectors(item_id, matrix)
+        return len(pieces)
