@@ -319,6 +319,11 @@ class MeshSettings(Section):
         "multiaddrs of peers to join through, /ip4/…/tcp/…/p2p/<peer id>"))
     topics: list[str] = Field(default_factory=list, description="CogSync topics (tags) to subscribe to at start")
     interests: list[str] = Field(default_factory=list, description="what this persona is announced for in the DHT")
+    dht: bool = Field(True, description=(
+        "find peers by interests in the Kademlia DHT; off: only the bootstrap peers (and the LAN's, with mdns)"))
+    mdns: bool = Field(False, description=(
+        "find peers on the local network by mDNS (py-libp2p's, over zeroconf): it announces this persona's libp2p "
+        "address on the LAN, so it is off unless turned on"))
     max_container_bytes: int = Field(64 * 1024, ge=1024, le=1_048_576)
     default_ttl_s: int = Field(24 * 3600, ge=10, le=30 * 24 * 3600)
     rate_per_s: float = Field(5.0, gt=0, le=1000, description="containers a second one peer may send (average)")
