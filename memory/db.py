@@ -53,6 +53,7 @@ from memory.models import (
     SchemaVersion,
     StagnationStrategy,
     ThinkingMethod,
+    SealedSecret,
     ToolUse,
     table_of,
 )
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -194,6 +195,11 @@ def _v18_tool_uses(conn: Connection) -> None:
     table_of(ToolUse).create(conn, checkfirst=True)
 
 
+def _v19_sealed_secrets(conn: Connection) -> None:
+    """A fleet persona's secrets (its mesh key) sealed with the deployment's key: nonce and ciphertext only."""
+    table_of(SealedSecret).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -204,7 +210,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        15: _v15_people_and_channels,
                                                        16: _v16_goal_related_values,
                                                        17: _v17_ethics_on_audit_entries,
-                                                       18: _v18_tool_uses}
+                                                       18: _v18_tool_uses,
+                                                       19: _v19_sealed_secrets}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
