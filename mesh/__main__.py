@@ -52,6 +52,7 @@ def main() -> None:
                                     "peers": transport.peers(), "isolated": node.isolated,
                                     "dids": sorted(set(node.peer_dids.values())), "stats": dict(node.stats),
                                     "dropped_by_gossipsub": transport.dropped,
+                                    "gossip_trust": node.shared_trust[0] if node.shared_trust else {},
                                     "timings": {"sent": node.sent_at, "arrived": node.arrivals}})
                 if state != written:
                     temporary = Path(options.state + ".tmp")

@@ -7,6 +7,7 @@ and libp2p — no anima module.
          {"op": "trust", "scores": {<peer id>: -1…+1}, "blocked": [<peer id>, …]}  {"op": "stop"}
     out: {"event": "ready", "peer_id": …, "addrs": [...]}  {"event": "message", "topic": t, "from": <peer id>,
          "data": <base64>, "at": <unix s when this node took it>}  {"event": "peers", "ids": [...]}
+         {"event": "trusted", "scores": n, "blocked": n} (a trust op applied)
          {"event": "dropped", "counts": {"graylisted": n, "blacklisted": n}}  {"event": "error", "detail": …}
 
 Security: Noise only (no plaintext, no secio). Pubsub: gossipsub (/meshsub/1.1.0). Discovery: the bootstrap
@@ -230,6 +231,8 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
                                 await pubsub.publish(command["topic"], base64.b64decode(command["data"]))
                             elif op == "trust":
                                 apply_trust(pubsub, command)
+                                emit({"event": "trusted", "scores": len(pubsub.trust.scores),
+                                      "blocked": len(pubsub.get_blacklisted_peers())})
                             elif op == "stop":
                                 stop.set()
                                 return

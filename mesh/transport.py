@@ -128,6 +128,7 @@ class Libp2pTransport:
         self.dht, self.mdns = dht, mdns
         self.min_trust, self.relay_min_trust = min_trust, relay_min_trust
         self.dropped: dict[str, int] = {}  # what the sidecar's gossipsub dropped on arrival, by why
+        self.trust_applied = 0  # trust ops the sidecar has applied
         self.peer_id = ""
         self._addresses: list[str] = []
         self._peers: list[str] = []
@@ -179,6 +180,8 @@ class Libp2pTransport:
                                          float(event.get("at") or 0.0), time.time()))
             elif kind == "peers":
                 self._peers = list(event["ids"])
+            elif kind == "trusted":
+                self.trust_applied += 1
             elif kind == "dropped":
                 self.dropped = {str(k): int(v) for k, v in dict(event.get("counts") or {}).items()}
             elif kind == "error":
