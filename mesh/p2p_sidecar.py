@@ -120,7 +120,8 @@ def apply_trust(pubsub: TrustingPubsub, command: dict[str, Any]) -> None:
 
 
 async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_on: bool = True,
-               mdns: bool = False, min_trust: float = -0.5, relay_min_trust: float = -0.2) -> None:
+               mdns: bool = False, min_trust: float = -0.5, relay_min_trust: float = -0.2,
+               adaptive_gossip: bool = False) -> None:
     key_pair = create_new_key_pair(secrets.token_bytes(32))
     noise = NoiseTransport(key_pair, noise_privkey=create_new_x25519_key_pair().private_key)
     host = new_host(key_pair=key_pair, sec_opt={NOISE_PROTOCOL_ID: noise}, enable_mDNS=mdns)
@@ -130,7 +131,7 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
                                gossip_threshold=-math.inf, accept_px_threshold=-math.inf)
     gossipsub = GossipSub(protocols=[GOSSIPSUB, GOSSIPSUB_10], degree=6, degree_low=4, degree_high=12,
                           time_to_live=60, gossip_window=3, gossip_history=5, heartbeat_initial_delay=0.1,
-                          heartbeat_interval=1, score_params=score_params, adaptive_gossip_enabled=False,
+                          heartbeat_interval=1, score_params=score_params, adaptive_gossip_enabled=adaptive_gossip,
                           max_messages_per_topic_per_second=1000.0)
     pubsub = TrustingPubsub(host, gossipsub)
     pubsub.trust, pubsub.min_trust = trust, min_trust
@@ -256,6 +257,7 @@ if __name__ == "__main__":
     parser.add_argument("--interest", action="append", default=[])
     parser.add_argument("--no-dht", action="store_true", help="only the bootstrap (and mDNS) peers: no Kademlia")
     parser.add_argument("--mdns", action="store_true", help="find peers on the LAN (mDNS, zeroconf)")
+    parser.add_argument("--adaptive-gossip", action="store_true", help="py-libp2p's default; off unless asked")
     parser.add_argument("--min-trust", type=float, default=-0.5)
     parser.add_argument("--relay-min-trust", type=float, default=-0.2)
     options = parser.parse_args()
@@ -263,6 +265,7 @@ if __name__ == "__main__":
     try:
         trio.run(functools.partial(main, options.listen, options.bootstrap, options.interest or ["anima"],
                                    dht_on=not options.no_dht, mdns=options.mdns, min_trust=options.min_trust,
-                                   relay_min_trust=options.relay_min_trust))
+                                   relay_min_trust=options.relay_min_trust,
+                                   adaptive_gossip=options.adaptive_gossip))
     except KeyboardInterrupt:
         pass

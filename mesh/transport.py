@@ -121,11 +121,11 @@ class Libp2pTransport:
 
     def __init__(self, python: str, *, listen: str, bootstrap: list[str], interests: list[str],
                  ready_timeout: float = 30.0, dht: bool = True, mdns: bool = False, min_trust: float = -0.5,
-                 relay_min_trust: float = -0.2) -> None:
+                 relay_min_trust: float = -0.2, adaptive_gossip: bool = False) -> None:
         self.python = str(Path(python).expanduser())
         self.listen, self.bootstrap, self.interests = listen, list(bootstrap), list(interests) or ["anima"]
         self.ready_timeout = ready_timeout
-        self.dht, self.mdns = dht, mdns
+        self.dht, self.mdns, self.adaptive_gossip = dht, mdns, adaptive_gossip
         self.min_trust, self.relay_min_trust = min_trust, relay_min_trust
         self.dropped: dict[str, int] = {}  # what the sidecar's gossipsub dropped on arrival, by why
         self.trust_applied = 0  # trust ops the sidecar has applied
@@ -142,7 +142,7 @@ class Libp2pTransport:
     def from_settings(cls, mesh: MeshSettings) -> Libp2pTransport:
         return cls(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
                    interests=mesh.interests or ["anima"], dht=mesh.dht, mdns=mesh.mdns, min_trust=mesh.min_trust,
-                   relay_min_trust=mesh.relay_min_trust)
+                   relay_min_trust=mesh.relay_min_trust, adaptive_gossip=mesh.adaptive_gossip)
 
     def start(self) -> None:
         if not Path(self.python).exists():
@@ -157,6 +157,8 @@ class Libp2pTransport:
             args.append("--no-dht")
         if self.mdns:
             args.append("--mdns")
+        if self.adaptive_gossip:
+            args.append("--adaptive-gossip")
         self._process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
         assert self._process.stdout is not None

@@ -321,6 +321,10 @@ class MeshSettings(Section):
     interests: list[str] = Field(default_factory=list, description="what this persona is announced for in the DHT")
     dht: bool = Field(True, description=(
         "find peers by interests in the Kademlia DHT; off: only the bootstrap peers (and the LAN's, with mdns)"))
+    adaptive_gossip: bool = Field(False, description=(
+        "py-libp2p 0.8.1's adaptive gossip (its default): it stretches the 1 s gossipsub heartbeat to 30-60 s in any "
+        "mesh of fewer than seven peers, so new peers wait that long to be grafted; off (on only to compare: "
+        "bench/mesh.py --adaptive-gossip)"))
     mdns: bool = Field(False, description=(
         "find peers on the local network by mDNS (py-libp2p's, over zeroconf): it announces this persona's libp2p "
         "address on the LAN, so it is off unless turned on"))
