@@ -131,10 +131,12 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
                     raise RuntimeError("the bootstrap persona did not start")
                 bootstrap = [json.loads(state.read_text())["addrs"][0]]
         states = [p.with_suffix(".json") for p in dirs]
-        wait_for(lambda: all(s.exists() for s in states), 120)
+        if not wait_for(lambda: all(s.exists() for s in states), 600, every=0.5):  # a loaded machine starts slowly
+            raise RuntimeError(f"{sum(not s.exists() for s in states)} of {peers} doors did not start in 600 s")
+        started = load_average()
         # everyone reaches someone, and the publisher knows every other DID (their `have` arrived)
         publisher_state = states[0]
-        wait_for(lambda: len(json.loads(publisher_state.read_text()).get("dids", [])) >= peers - 1, 120)
+        wait_for(lambda: len(json.loads(publisher_state.read_text()).get("dids", [])) >= peers - 1, 300, every=0.5)
         time.sleep(3)  # gossipsub meshes settle on heartbeats
         db = Database.open(dirs[0])
         ids: list[str] = []
@@ -185,7 +187,8 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
             "arrived_by_sync": sum(int(x.get("synced_accepted", 0)) for x in stats),
             "door_rss_mib": round(statistics.mean(door_rss) / 1024, 1),
             "sidecar_rss_mib": round(statistics.mean(sidecar_rss) / 1024, 1),
-            "load_1min_before": load_before, "load_1min_after": load_average(), "cpus": os.cpu_count(),
+            "load_1min_before": load_before, "load_1min_started": started, "load_1min_after": load_average(),
+            "cpus": os.cpu_count(),
         }
     finally:
         for process in processes:

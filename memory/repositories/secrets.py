@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from memory.models import SealedSecret
 from memory.repositories.base import Repo
@@ -21,6 +21,3 @@ class SealedSecretRepo(Repo):
         else:
             row.key_id, row.nonce, row.sealed, row.updated_at = key_id, nonce, sealed, at
         self.session.flush()
-
-    def delete(self, name: str) -> bool:
-        return bool(self.session.execute(delete(SealedSecret).where(SealedSecret.name == name)).rowcount)
