@@ -73,10 +73,10 @@ class MeshManager:
 
     # ---- identity ----------------------------------------------------------------------------------------------------
     def secret_store(self) -> SecretStore:
-        """Where this persona's key is kept: a 0600 file in the data dir's mesh/ (`secret_store: file`), or sealed in
-        its database under the deployment's key (`secret_store: sealed`, a fleet persona's: memory/secrets.py)."""
+        """Where this persona's key is kept: a 0600 file in the data dir's mesh/ (`vault: file`), or sealed in
+        its database under the deployment's key (`vault: sealed`, a fleet persona's: memory/secrets.py)."""
         settings = self.house.deps.settings_for("the mesh identity")
-        if settings.secret_store == "sealed":
+        if settings.vault == "sealed":
             key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
             return SealedSecretStore(self.house.repos.secrets, key, clock=self.house.deps.clock)
         return FileSecretStore(Path(settings.data_dir).expanduser() / KEY_DIR)

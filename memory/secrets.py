@@ -2,8 +2,8 @@
 
 - `FileSecretStore`: one file per secret in an owner-only directory (0700), each file 0600, written atomically (a
   temporary file created 0600, then renamed); a file others can read is refused. A persona on its own data dir
-  (`secret_store: file`, the default).
-- `SealedSecretStore`: a fleet persona's (`secret_store: sealed`). A deployment's workers run any persona on any
+  (`vault: file`, the default).
+- `SealedSecretStore`: a fleet persona's (`vault: sealed`). A deployment's workers run any persona on any
   machine and a persona's data dir there is per-machine scratch (graph/fleet/files.py), so a key kept in it would
   differ from worker to worker: the persona would have a new DID on every machine. The key therefore lives beside
   the persona's memory, in its own PostgreSQL schema (table `sealed_secrets`), sealed with AES-256-GCM (the

@@ -453,7 +453,7 @@ class LLMEntry(Section):
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
               "embedded", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
-              "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "secret_store",
+              "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
               "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
 SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
@@ -498,7 +498,7 @@ class Settings(BaseSettings):
     allowed_hosts: str | None = Field(None, description="more host names the web app answers to (comma-separated)")
     personas_root: str = Field("personas", description="where the web app puts imported personas")
     fleet_cache: str = Field("~/.cache/anima/fleet", description="where a machine keeps its deployed personas' files")
-    secret_store: Literal["file", "sealed"] = Field("file", description=(
+    vault: Literal["file", "sealed"] = Field("file", description=(
         "where the persona's secrets (its mesh key) are kept: file — owner-only files in the data dir; sealed — in "
         "its database, sealed with ANIMA_SECRETS_KEY (a deployment's workers use this: memory/secrets.py)"))
     secrets_key: SecretStr | None = Field(None, description=(
@@ -696,7 +696,7 @@ class Overrides(BaseModel):
     allowed_hosts: str | None = None
     personas_root: str | None = None
     fleet_cache: str | None = None
-    secret_store: str | None = None
+    vault: str | None = None
     secrets_key: str | None = None
     sections: dict[str, Any] = Field(default_factory=dict)
 

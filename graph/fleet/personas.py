@@ -186,7 +186,7 @@ class Deployment:
         cache_dir = cache_dir or load_settings(overrides=overrides.replace(persona_dir=None)).fleet_cache
         return overrides.replace(persona_dir=str(self.persona_dir(name, cache_dir)),
                                  data_dir=str(files.data_dir(name, cache_dir)), db_url=self.fleet.libpq_url(),
-                                 secret_store="sealed")
+                                 vault="sealed")
 
 
 def _job_failed(what: str, status: str) -> str:

@@ -403,7 +403,7 @@ def test_a_peer_the_owner_added_by_its_did_is_seen_when_its_have_proves_it(tmp_p
 def test_a_sealed_key_is_ciphertext_in_the_database_and_opens_only_with_the_deployment_key(tmp_path: Path) -> None:
     def sealed_with(key: str | None) -> Settings:
         settings = settings_for(tmp_path / "a")
-        settings.secret_store, settings.secrets_key = "sealed", key  # type: ignore[assignment]  # validated: SecretStr
+        settings.vault, settings.secrets_key = "sealed", key  # type: ignore[assignment]  # validated: SecretStr
         return settings
 
     key = base64.urlsafe_b64encode(b"k" * 32).decode()
