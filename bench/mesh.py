@@ -111,7 +111,8 @@ def load_average() -> float:
 
 def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool = False) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
-           "ANIMA_MESH__SYNC_EVERY_S": "2", "ANIMA_MESH__ADAPTIVE_GOSSIP": "true" if adaptive_gossip else "false"}
+           "ANIMA_MESH__SYNC_EVERY_S": "2", "ANIMA_MESH__ADAPTIVE_GOSSIP": "true" if adaptive_gossip else "false",
+           "ANIMA_MESH__START_TIMEOUT_S": "600"}  # ten doors and ten libp2p nodes start at once on a shared machine
     load_before = load_average()
     processes: list[subprocess.Popen[bytes]] = []
     dirs = [root / f"p{peers}_{i}{'_adaptive' if adaptive_gossip else ''}" for i in range(peers)]

@@ -142,7 +142,8 @@ class Libp2pTransport:
     def from_settings(cls, mesh: MeshSettings) -> Libp2pTransport:
         return cls(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
                    interests=mesh.interests or ["anima"], dht=mesh.dht, mdns=mesh.mdns, min_trust=mesh.min_trust,
-                   relay_min_trust=mesh.relay_min_trust, adaptive_gossip=mesh.adaptive_gossip)
+                   relay_min_trust=mesh.relay_min_trust, adaptive_gossip=mesh.adaptive_gossip,
+                   ready_timeout=mesh.start_timeout_s)
 
     def start(self) -> None:
         if not Path(self.python).exists():

@@ -338,6 +338,9 @@ class MeshSettings(Section):
         "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
     sync_every_s: float = Field(5.0, gt=0, le=3600, description="how often the door flushes the outbox and syncs")
+    start_timeout_s: float = Field(60.0, gt=0, le=3600, description=(
+        "how long the door waits for its libp2p node to listen (py-libp2p's imports take seconds; on a loaded "
+        "machine tens of seconds)"))
     sidecar_python: str = Field("~/.cache/anima/libp2p/bin/python", description=(
         "the Python of the libp2p venv (make mesh builds it) that runs mesh/p2p_sidecar.py"))
 
