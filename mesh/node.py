@@ -37,6 +37,9 @@ HAVE_LIMIT = 2000  # ids in one `have`
 BODIES_BYTES = 256 * 1024  # one `bodies` message at most (several are sent when more is wanted)
 TRUST_EVERY_S = 2.0  # how often the peers' trust is shared with the transport's gossipsub scoring (and at once
 # after a refusal or a new peer)
+QUIET_HAVE_FACTOR = 6  # with nothing new and no new peer, a `have` goes out every 6 × mesh.sync_every_s (it is a
+# broadcast every peer's gossipsub verifies and relays: at ten peers a `have` from each every 2 s took py-libp2p's
+# latency from 0.5 s to 6.7 s on a loaded machine — bench/mesh.py)
 TIMINGS_KEPT = 200  # containers whose send / arrival moments are kept for the bench (mesh.__main__ --state)
 
 
@@ -87,6 +90,8 @@ class MeshNode:
         self.asked_this_round: set[str] = set()  # ids asked of some peer while handling one batch
         self.isolated = True
         self.last_have = 0.0
+        self.have_dirty = True  # something sent or accepted since the last `have`
+        self.peers_at_have = 0  # how many peers the transport reached at the last `have`
         self.last_channels = 0.0
         self.last_trust = 0.0
         self.trust_dirty = False  # a refusal or a new peer since the trust was last shared
@@ -143,14 +148,23 @@ class MeshNode:
             if now - self.last_channels >= 5.0:  # a topic subscribed since (mesh.subscribe) joins its channel
                 self._refresh_channels()
                 self.last_channels = now
-            self.flush()
-            if self.isolated or now - self.last_have >= self.settings.mesh.sync_every_s:
+            if self.flush():
+                self.have_dirty = True
+            if self.isolated or self._have_due(now):
                 self.announce()
             if self.peer_dids and (self.trust_dirty or now - self.last_trust >= TRUST_EVERY_S):
                 self.share_trust()
         elif not self.isolated:
             log.info("mesh: no peer reachable — isolated mode (the outbox keeps what is sent)")
         self.isolated = not connected
+
+    def _have_due(self, now: float) -> bool:
+        """A `have` every `mesh.sync_every_s` while there is news — a container sent or accepted, a peer more than at
+        the last one (a newcomer or one back from isolation learns what it lacks) — else every QUIET_HAVE_FACTOR
+        times that (a container lost in transit is still asked for then)."""
+        every = self.settings.mesh.sync_every_s
+        news = self.have_dirty or self.transport.peer_count() > self.peers_at_have
+        return now - self.last_have >= (every if news else every * QUIET_HAVE_FACTOR)
 
     def _trust(self, house: Managers, did: str) -> float:
         return house.reputation.trust(did)
@@ -230,7 +244,7 @@ class MeshNode:
         assert self.identity is not None
         self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids,
                             "prefer": prefer})
-        self.last_have = time.monotonic()
+        self.last_have, self.have_dirty, self.peers_at_have = time.monotonic(), False, self.transport.peer_count()
 
     def _publish_sync(self, message: dict[str, Any]) -> None:
         try:
@@ -252,6 +266,7 @@ class MeshNode:
                                                      relay=self.peer_dids.get(delivery.peer))
                         self.stats[outcome.status] += 1
                         self._arrived(delivery, outcome, "gossip")
+                        self.have_dirty |= outcome.status == "accepted"
                 except (ValueError, KeyError, TypeError) as exc:
                     self.stats["bad_sync"] += 1
                     log.info("mesh: a bad message from %s: %s", delivery.peer, exc)
@@ -299,7 +314,8 @@ class MeshNode:
                 self.stats["bad_binding"] += 1
                 return []
             if self.peer_dids.get(delivery.peer) != did:
-                self.trust_dirty = True  # a peer newly bound: its trust goes to gossipsub
+                self.trust_dirty = True  # a peer newly bound: its trust goes to gossipsub …
+                self.have_dirty = True  # … and it hears our `have` soon (a newcomer, or one back with a new id)
             self.peer_dids[delivery.peer] = did
             known = house.peers.by_did(did)  # a peer the owner added by its DID: seen now, at this transport id
             if known is not None:
@@ -343,6 +359,7 @@ class MeshNode:
                 outcome = house.mesh.receive(encode(body), relay=self.peer_dids.get(delivery.peer))
                 self.stats["synced_" + outcome.status] += 1
                 self._arrived(delivery, outcome, "sync")
+                self.have_dirty |= outcome.status == "accepted"
         return []
 
     def run(self, stop: Any) -> None:
