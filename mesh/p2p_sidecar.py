@@ -8,7 +8,7 @@ and libp2p — no anima module.
     out: {"event": "ready", "peer_id": …, "addrs": [...]}  {"event": "message", "topic": t, "from": <peer id>,
          "data": <base64>, "at": <unix s when this node took it>}  {"event": "peers", "ids": [...]}
          {"event": "trusted", "scores": n, "blocked": n} (a trust op applied)
-         {"event": "dropped", "counts": {"graylisted": n, "blacklisted": n}}  {"event": "error", "detail": …}
+         {"event": "dropped", "counts": {"graylisted": n, "blacklisted": n, "overflow": n}}  {"event": "error", "detail": …}
 
 Security: Noise only (no plaintext, no secio). Pubsub: gossipsub (/meshsub/1.1.0). Discovery: the bootstrap
 multiaddrs, then (unless --no-dht) the Kademlia DHT — each node provides the key of every interest
@@ -60,12 +60,16 @@ from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo, info_from_p2p_addr
 from libp2p.pubsub.gossipsub import GossipSub
 from libp2p.pubsub.pb import rpc_pb2
+from libp2p.pubsub import pubsub as pubsub_module
 from libp2p.pubsub.pubsub import Pubsub
 from libp2p.pubsub.score import ScoreParams
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.tools.anyio_service import background_trio_service
 
+# py-libp2p 0.8.1 queues 32 messages per subscription and drops the rest silently: a burst (a flood, a sync's
+# bodies) on a loaded machine lost messages before the door saw them. Its module constant is the only knob.
+pubsub_module.SUBSCRIPTION_CHANNEL_SIZE = 4096
 GOSSIPSUB = TProtocol("/meshsub/1.1.0")
 GOSSIPSUB_10 = TProtocol("/meshsub/1.0.0")
 
@@ -104,6 +108,15 @@ class TrustingPubsub(Pubsub):
             self.trust.dropped["graylisted"] += 1
             return
         await super().push_msg(msg_forwarder, msg)
+
+    def notify_subscriptions(self, publish_message: rpc_pb2.Message) -> None:
+        """py-libp2p's, counting what it drops silently: a message for a subscription whose queue is full."""
+        for topic in publish_message.topicIDs:
+            if topic in self.topic_ids:
+                try:
+                    self.subscribed_topics_send[topic].send_nowait(publish_message)
+                except trio.WouldBlock:
+                    self.trust.dropped["overflow"] += 1
 
 
 def apply_trust(pubsub: TrustingPubsub, command: dict[str, Any]) -> None:
