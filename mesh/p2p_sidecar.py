@@ -26,9 +26,9 @@ the application-specific score (P6, weight 1; every other weight is 0, so a peer
   RPCs from a graylisted peer" — for the forwarder and, since our trust is in authors, for the message's origin;
 - a blocked peer goes on py-libp2p's pubsub blacklist: its stream is torn down, its new streams refused, and every
   message it forwards or originated dropped.
-Two defaults of 0.8.1 are turned off or raised here because they cost us propagation: adaptive gossip (it stretches
-the 1 s heartbeat to 30-60 s whenever the mesh is below degree 6, i.e. in any mesh of fewer than seven peers — new
-peers then wait that long to be grafted) and the 10 messages/s per peer and topic spam cap (a relay of ten peers'
+Two defaults of 0.8.1 are turned off or raised here: adaptive gossip (its code stretches the 1 s heartbeat to 30-60 s
+whenever the mesh is below degree 6, i.e. in any mesh of fewer than seven peers, so new peers may wait that long to be
+grafted; bench/mesh.py --adaptive-gossip has shown no consistent effect either way) and the 10 messages/s per peer and topic spam cap (a relay of ten peers'
 `have`s passes it; our own token bucket per DID limits floods, managers/mesh.py)."""
 
 from __future__ import annotations

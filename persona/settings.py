@@ -322,8 +322,8 @@ class MeshSettings(Section):
     dht: bool = Field(True, description=(
         "find peers by interests in the Kademlia DHT; off: only the bootstrap peers (and the LAN's, with mdns)"))
     adaptive_gossip: bool = Field(False, description=(
-        "py-libp2p 0.8.1's adaptive gossip (its default): it stretches the 1 s gossipsub heartbeat to 30-60 s in any "
-        "mesh of fewer than seven peers, so new peers wait that long to be grafted; off (on only to compare: "
+        "py-libp2p 0.8.1's adaptive gossip (its default): its code stretches the 1 s gossipsub heartbeat to 30-60 s "
+        "in any mesh of fewer than seven peers, so new peers may wait that long to be grafted; off (on to compare: "
         "bench/mesh.py --adaptive-gossip)"))
     mdns: bool = Field(False, description=(
         "find peers on the local network by mDNS (py-libp2p's, over zeroconf): it announces this persona's libp2p "
