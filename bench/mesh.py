@@ -3,8 +3,13 @@
 - containers signed and verified per second (reach/hmp: Ed25519 + RFC 8785, one core);
 - CogSync propagation p50/p95 across 3 and 10 personas — each a real `python -m mesh` process with its own py-libp2p
   sidecar on loopback, all joining through one bootstrap address; a diary entry is published by tag in one persona's
-  database and the time until it is a memory in each other persona's database is measured (the sender's container
-  timestamp → the receiver's row; one host, one clock);
+  database and the time until it is a memory in each other persona's database is measured on the receiving
+  process's own clock (the container's signed timestamp → the receiver's row; one host, one clock), with the load
+  average it ran under and where the time went, from the moments each door keeps (`--state`): `outbox` (sealed →
+  the publisher's door hands it to its sidecar: our polling), `wire` (→ the receiver's libp2p node takes it: both
+  sidecars and gossipsub), `pipe` (→ the receiver's door reads it: the JSON-line pipe and the reader thread) and
+  `apply` (→ the row: verification and the database); `arrived_by_sync` counts what came by have/want instead of
+  gossip. `--adaptive-gossip` runs the sidecars with py-libp2p 0.8.1's default adaptive gossip, for comparison;
 - memory per peer: resident memory of a mesh door process and of its libp2p sidecar;
 - attacks: forged, replayed, expired and oversized containers sent to a persona's manager, and how many were
   accepted (each must be 0).
@@ -76,11 +81,41 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def propagation(peers: int, entries: int, root: Path) -> dict[str, Any]:
+def quantiles(values: list[float]) -> dict[str, float | None]:
+    values = sorted(values)
+    if not values:
+        return {"p50_ms": None, "p95_ms": None}
+    return {"p50_ms": round(1000 * statistics.median(values), 1),
+            "p95_ms": round(1000 * values[int(0.95 * (len(values) - 1))], 1)}
+
+
+def stages(published: dict[str, float], sent: dict[str, float], arrivals: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the time went: outbox, wire, pipe, apply (p50/p95 of each, in ms) over the arrivals by gossip."""
+    spans: dict[str, list[float]] = {"outbox": [], "wire": [], "pipe": [], "apply": []}
+    for cid, moment in published.items():
+        if cid in sent:
+            spans["outbox"].append(sent[cid] - moment)
+    for arrival in arrivals:
+        cid = str(arrival["id"])
+        if arrival.get("via") != "gossip" or not arrival.get("arrived") or cid not in sent:
+            continue
+        spans["wire"].append(float(arrival["arrived"]) - sent[cid])
+        spans["pipe"].append(float(arrival["taken"]) - float(arrival["arrived"]))
+        spans["apply"].append(float(arrival["stored"]) - float(arrival["taken"]))
+    return {name: quantiles(values) for name, values in spans.items()}
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool = False) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
-           "ANIMA_MESH__SYNC_EVERY_S": "2"}
+           "ANIMA_MESH__SYNC_EVERY_S": "2", "ANIMA_MESH__ADAPTIVE_GOSSIP": "true" if adaptive_gossip else "false",
+           "ANIMA_MESH__START_TIMEOUT_S": "600"}  # ten doors and ten libp2p nodes start at once on a shared machine
+    load_before = load_average()
     processes: list[subprocess.Popen[bytes]] = []
-    dirs = [root / f"p{peers}_{i}" for i in range(peers)]
+    dirs = [root / f"p{peers}_{i}{'_adaptive' if adaptive_gossip else ''}" for i in range(peers)]
     for path in dirs:
         Database.open(path).close()
     try:
@@ -97,19 +132,24 @@ def propagation(peers: int, entries: int, root: Path) -> dict[str, Any]:
                     raise RuntimeError("the bootstrap persona did not start")
                 bootstrap = [json.loads(state.read_text())["addrs"][0]]
         states = [p.with_suffix(".json") for p in dirs]
-        wait_for(lambda: all(s.exists() for s in states), 120)
+        if not wait_for(lambda: all(s.exists() for s in states), 600, every=0.5):  # a loaded machine starts slowly
+            raise RuntimeError(f"{sum(not s.exists() for s in states)} of {peers} doors did not start in 600 s")
+        started = load_average()
         # everyone reaches someone, and the publisher knows every other DID (their `have` arrived)
         publisher_state = states[0]
-        wait_for(lambda: len(json.loads(publisher_state.read_text()).get("dids", [])) >= peers - 1, 120)
+        wait_for(lambda: len(json.loads(publisher_state.read_text()).get("dids", [])) >= peers - 1, 300, every=0.5)
         time.sleep(3)  # gossipsub meshes settle on heartbeats
         db = Database.open(dirs[0])
         ids: list[str] = []
+        published: dict[str, float] = {}  # container id -> its signed timestamp (s)
         try:
             for i in range(entries):
                 with db.unit() as repos:
                     house = Managers(repos, ManagerDeps(settings=settings_for(dirs[0])))
                     house.diary.add(f"bench entry {i} at {time.time()}", tags=["bench"])
-                    ids += [c["id"] for c in house.mesh.publish("bench", limit=1)]
+                    for container in house.mesh.publish("bench", limit=1):
+                        ids.append(container["id"])
+                        published[container["id"]] = container["ts"] / 1000
                 time.sleep(0.2)
         finally:
             db.close()
@@ -133,18 +173,23 @@ def propagation(peers: int, entries: int, root: Path) -> dict[str, Any]:
             finally:
                 receiver.close()
         time.sleep(1.5)  # the doors rewrite their state files
-        stats = [json.loads(state.read_text()).get("stats", {}) for state in states[1:]]
+        read = [json.loads(state.read_text()) for state in states]
+        stats = [x.get("stats", {}) for x in read[1:]]
+        wanted = set(ids)
+        arrivals = [{"id": cid, **moments} for x in read[1:]
+                    for cid, moments in x.get("timings", {}).get("arrived", {}).items() if cid in wanted]
         door_rss = [rss_kib(p.pid) for p in processes]
         sidecar_rss = [sum(rss_kib(c) for c in children(p.pid)) for p in processes]
-        latencies.sort()
         return {
-            "peers": peers, "entries": entries, "deliveries": len(latencies), "missing": missing,
-            "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
-            "p95_ms": round(1000 * latencies[int(0.95 * (len(latencies) - 1))], 1) if latencies else None,
+            "peers": peers, "entries": entries, "adaptive_gossip": adaptive_gossip, "deliveries": len(latencies),
+            "missing": missing, **quantiles(latencies),
+            "stages": stages(published, read[0].get("timings", {}).get("sent", {}), arrivals),
             "arrived_by_gossip": sum(int(x.get("accepted", 0)) for x in stats),
             "arrived_by_sync": sum(int(x.get("synced_accepted", 0)) for x in stats),
             "door_rss_mib": round(statistics.mean(door_rss) / 1024, 1),
             "sidecar_rss_mib": round(statistics.mean(sidecar_rss) / 1024, 1),
+            "load_1min_before": load_before, "load_1min_started": started, "load_1min_after": load_average(),
+            "cpus": os.cpu_count(),
         }
     finally:
         for process in processes:
@@ -190,13 +235,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--peers", default="3,10")
     parser.add_argument("--entries", type=int, default=10)
+    parser.add_argument("--adaptive-gossip", action="store_true",
+                        help="also run each size with py-libp2p's adaptive gossip on (its 0.8.1 default), to compare")
+    parser.add_argument("--only-cogsync", action="store_true", help="skip the signing and attack figures")
     options = parser.parse_args()
-    out: dict[str, Any] = {"sign_verify": sign_verify()}
+    out: dict[str, Any] = {} if options.only_cogsync else {"sign_verify": sign_verify()}
     with tempfile.TemporaryDirectory(prefix="anima-mesh-bench-") as tmp:
-        out["attacks"] = attacks(Path(tmp))
+        if not options.only_cogsync:
+            out["attacks"] = attacks(Path(tmp))
         if not LIBP2P_PYTHON.exists():
             subprocess.run(["make", "-C", str(ROOT), "mesh", "PYTHON=python3"], check=True, timeout=900)
-        out["cogsync"] = [propagation(int(n), options.entries, Path(tmp)) for n in options.peers.split(",")]
+        out["cogsync"] = []
+        for n in options.peers.split(","):
+            out["cogsync"].append(propagation(int(n), options.entries, Path(tmp)))
+            if options.adaptive_gossip:
+                out["cogsync"].append(propagation(int(n), options.entries, Path(tmp), adaptive_gossip=True))
     print(json.dumps(out, indent=2))
 
 

@@ -177,7 +177,9 @@ def start_mesh(database: Any, settings: Any) -> Any:
     if door is None:
         err.print("[yellow]mesh door not started (make mesh builds its libp2p venv) — the persona runs isolated[/]")
     else:
-        err.print(f"[bold]mesh:[/] {door.node.did} at {door.address}  (peers join with --bootstrap {door.address})")
+        # emoji=False: rich would print the `:key:` of did:key:… as an emoji, and the DID shown would be wrong
+        err.print(f"[bold]mesh:[/] {door.node.did} at {door.address}  (peers join with --bootstrap {door.address})",
+                  emoji=False, soft_wrap=True)
     return door
 
 

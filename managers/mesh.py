@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from memory.models import MeshContainer, MeshRefusal
+from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
 from reach.hmp.containers import Checked, Refused, check, seal
 from reach.hmp.identity import Identity, verify
@@ -26,7 +27,7 @@ from reach.hmp.limits import TokenBuckets
 if TYPE_CHECKING:
     from managers import Managers
 
-KEY_FILE = Path("mesh") / "identity.key"
+KEY_DIR, KEY_NAME = "mesh", "identity.key"  # <data dir>/mesh/identity.key, or the sealed secret "identity.key"
 REFUSAL_REASONS = ("forged", "replay", "expired", "oversized", "unknown_type", "malformed", "revoked", "flood",
                    "blocked", "distrusted")
 PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed", "flood"})
@@ -70,14 +71,25 @@ class MeshManager:
         settings = self.house.deps.settings
         return settings.mesh if settings is not None else MeshSettings()
 
-    # ---- identity -------------------------------------------------------------------------------------------------
-    def key_path(self) -> Path:
+    # ---- identity ----------------------------------------------------------------------------------------------------
+    def secret_store(self) -> SecretStore:
+        """Where this persona's key is kept: a 0600 file in the data dir's mesh/ (`vault: file`), or sealed in
+        its database under the deployment's key (`vault: sealed`, a fleet persona's: memory/secrets.py)."""
         settings = self.house.deps.settings_for("the mesh identity")
-        return Path(settings.data_dir).expanduser() / KEY_FILE
+        if settings.vault == "sealed":
+            key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
+            return SealedSecretStore(self.house.repos.secrets, key, clock=self.house.deps.clock)
+        return FileSecretStore(Path(settings.data_dir).expanduser() / KEY_DIR)
 
     def identity(self) -> Identity:
         if self._identity is None:
-            self._identity = Identity.load_or_create(self.key_path())
+            store = self.secret_store()
+            pem = store.get(KEY_NAME)
+            if pem is None:
+                self._identity = Identity.generate()
+                store.put(KEY_NAME, self._identity.to_pem())
+            else:
+                self._identity = Identity.from_pem(pem, f"{KEY_NAME} in {store.where}")
         return self._identity
 
     def use_identity(self, identity: Identity) -> None:
@@ -89,14 +101,14 @@ class MeshManager:
 
     def rotate(self) -> dict[str, Any]:
         """A new key pair. The rotation container is signed by the old key and carries the new key's signature of the
-        old DID (each vouches for the other); the new key file replaces the old one, the old DID is retired here, and
-        the container waits in the outbox for the peers."""
+        old DID (each vouches for the other); the new key replaces the old one in the secret store, the old DID is
+        retired here, and the container waits in the outbox for the peers."""
         old = self.identity()
         new = Identity.generate()
         statement = {"old": old.did, "new": new.did,
                      "new_sig": new.sign(f"rotate:{old.did}".encode()).hex()}
         container = self._queue(seal(old, "rotation", statement, ttl=self.settings.default_ttl_s))
-        new.save(self.key_path())
+        self.secret_store().put(KEY_NAME, new.to_pem())
         self._identity = new
         self._retire(old.did, replaced_by=new.did, container_id=container["id"])
         return container
@@ -107,7 +119,7 @@ class MeshManager:
         old = self.identity()
         container = self._queue(seal(old, "revocation", {"did": old.did}, ttl=self.settings.default_ttl_s))
         new = Identity.generate()
-        new.save(self.key_path())
+        self.secret_store().put(KEY_NAME, new.to_pem())
         self._identity = new
         self._retire(old.did, replaced_by=None, container_id=container["id"])
         return container

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from memory.models import ProcessLog, ProcessRun
+from memory.secrets import FileSecretStore
 
 if TYPE_CHECKING:
     from llm import LLMRegistry
@@ -43,15 +44,9 @@ def model_slug(text: str) -> str:
 
 def write_secret(directory: Path, name: str, secret: str) -> Path:
     """A secret in its own file readable by the owner only (0600, created so: never world-readable in between)."""
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = directory / name
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, secret.encode("utf-8"))
-    finally:
-        os.close(fd)
-    os.chmod(path, 0o600)
-    return path
+    store = FileSecretStore(directory)
+    store.put(name, secret.encode("utf-8"))
+    return store.path(name)
 
 
 class RegistryError(ValueError):

@@ -55,6 +55,7 @@ from memory.models import (
     SchemaVersion,
     StagnationStrategy,
     ThinkingMethod,
+    SealedSecret,
     ToolUse,
     table_of,
 )
@@ -68,7 +69,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -220,6 +221,11 @@ def _v21_memory_event_time(conn: Connection) -> None:
             index.create(conn, checkfirst=True)
 
 
+def _v22_sealed_secrets(conn: Connection) -> None:
+    """A fleet persona's secrets (its mesh key) sealed with the deployment's key: nonce and ciphertext only."""
+    table_of(SealedSecret).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -233,7 +239,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        18: _v18_tool_uses,
                                                        19: _v19_kb_document_source,
                                                        20: _v20_contact_request_warning,
-                                                       21: _v21_memory_event_time}
+                                                       21: _v21_memory_event_time,
+                                                       22: _v22_sealed_secrets}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -935,6 +935,19 @@ class MeshSubscription(Base):
 MESH_TABLES = (MeshContainer, MeshRefusal, MeshEvaluation, MeshBlock, MeshRevocation, MeshSubscription)
 
 
+class SealedSecret(Base):
+    """A persona's secret sealed with the deployment's key (memory/secrets.py: AES-256-GCM, the key from the
+    environment, never stored): the database holds only the nonce and the ciphertext. Never copied to a child or
+    into an archive (each persona has its own keys)."""
+
+    __tablename__ = "sealed_secrets"
+    name: Mapped[str] = mapped_column(String(120), primary_key=True)
+    key_id: Mapped[str] = mapped_column(String(16))  # which deployment key sealed it (the first bytes of its hash)
+    nonce: Mapped[bytes] = mapped_column(LargeBinary)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 # ---- long-term memory: tools and links used often (HMP "часто используемые инструменты и связи") -----
 
 

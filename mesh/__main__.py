@@ -1,6 +1,8 @@
 """`python -m mesh --data-dir DIR [--persona-dir P] [--bootstrap ADDR]… [--topic T]… [--state FILE]`: the mesh door
 alone over a persona's data dir, until SIGTERM/SIGINT. `--state` writes {"did", "peer_id", "addrs"} once it listens
-(how a second persona learns the bootstrap address; what `run.py` prints when the door starts beside the loop)."""
+(how a second persona learns the bootstrap address; what `run.py` prints when the door starts beside the loop), and
+then whom it reaches, its counters, what its gossipsub dropped and the moments containers were sent and arrived
+(bench/mesh.py reads them)."""
 
 from __future__ import annotations
 
@@ -34,8 +36,7 @@ def main() -> None:
         "topics": [*settings.mesh.topics, *options.topic]})
     settings.mesh = mesh
     database = Database.open(settings.data_dir, settings.db_url)
-    transport = Libp2pTransport(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
-                                interests=mesh.interests or ["anima"])
+    transport = Libp2pTransport.from_settings(mesh)
     node = MeshNode(database, settings, transport)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -49,7 +50,10 @@ def main() -> None:
             if options.state:  # who this node is and whom it reaches, rewritten when it changes
                 state = json.dumps({"did": node.did, "peer_id": transport.peer_id, "addrs": transport.addresses(),
                                     "peers": transport.peers(), "isolated": node.isolated,
-                                    "dids": sorted(set(node.peer_dids.values())), "stats": dict(node.stats)})
+                                    "dids": sorted(set(node.peer_dids.values())), "stats": dict(node.stats),
+                                    "dropped_by_gossipsub": transport.dropped,
+                                    "gossip_trust": node.shared_trust[0] if node.shared_trust else {},
+                                    "timings": {"sent": node.sent_at, "arrived": node.arrivals}})
                 if state != written:
                     temporary = Path(options.state + ".tmp")
                     temporary.write_text(state, encoding="utf-8")

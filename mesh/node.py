@@ -22,6 +22,7 @@ from typing import Any
 import rfc8785
 
 from managers import ManagerDeps, Managers
+from managers.mesh import Outcome
 from memory import Database
 from mesh.transport import Delivery, Transport, TransportError
 from persona.settings import Settings
@@ -34,6 +35,12 @@ ALL = "anima/all"
 SYNC = "anima/sync"
 HAVE_LIMIT = 2000  # ids in one `have`
 BODIES_BYTES = 256 * 1024  # one `bodies` message at most (several are sent when more is wanted)
+TRUST_EVERY_S = 2.0  # how often the peers' trust is shared with the transport's gossipsub scoring (and at once
+# after a refusal or a new peer)
+QUIET_HAVE_FACTOR = 6  # with nothing new and no new peer, a `have` goes out every 6 × mesh.sync_every_s (it is a
+# broadcast every peer's gossipsub verifies and relays: at ten peers a `have` from each every 2 s took py-libp2p's
+# latency from 0.5 s to 6.7 s on a loaded machine — bench/mesh.py)
+TIMINGS_KEPT = 200  # containers whose send / arrival moments are kept for the bench (mesh.__main__ --state)
 
 
 BINDING_SKEW_MS = 10 * 60 * 1000  # a `have` older or newer than this is not taken as proof of who a peer is
@@ -83,8 +90,17 @@ class MeshNode:
         self.asked_this_round: set[str] = set()  # ids asked of some peer while handling one batch
         self.isolated = True
         self.last_have = 0.0
+        self.have_dirty = True  # something sent or accepted since the last `have`
+        self.peers_at_have = 0  # how many peers the transport reached at the last `have`
         self.last_channels = 0.0
+        self.last_trust = 0.0
+        self.trust_dirty = False  # a refusal or a new peer since the trust was last shared
+        self.shared_trust: tuple[dict[str, float], list[str]] | None = None
         self.stats: Counter[str] = Counter()
+        # unix seconds, by container id: when this door handed it to the transport (`sent`), and for what arrived
+        # when the libp2p node took it off the wire, when this door read it, and when it was a row here
+        self.sent_at: dict[str, float] = {}
+        self.arrivals: dict[str, dict[str, float | str]] = {}
 
     @contextmanager
     def managers(self) -> Iterator[Managers]:
@@ -132,12 +148,23 @@ class MeshNode:
             if now - self.last_channels >= 5.0:  # a topic subscribed since (mesh.subscribe) joins its channel
                 self._refresh_channels()
                 self.last_channels = now
-            self.flush()
-            if self.isolated or now - self.last_have >= self.settings.mesh.sync_every_s:
+            if self.flush():
+                self.have_dirty = True
+            if self.isolated or self._have_due(now):
                 self.announce()
+            if self.peer_dids and (self.trust_dirty or now - self.last_trust >= TRUST_EVERY_S):
+                self.share_trust()
         elif not self.isolated:
             log.info("mesh: no peer reachable — isolated mode (the outbox keeps what is sent)")
         self.isolated = not connected
+
+    def _have_due(self, now: float) -> bool:
+        """A `have` every `mesh.sync_every_s` while there is news — a container sent or accepted, a peer more than at
+        the last one (a newcomer or one back from isolation learns what it lacks) — else every QUIET_HAVE_FACTOR
+        times that (a container lost in transit is still asked for then)."""
+        every = self.settings.mesh.sync_every_s
+        news = self.have_dirty or self.transport.peer_count() > self.peers_at_have
+        return now - self.last_have >= (every if news else every * QUIET_HAVE_FACTOR)
 
     def _trust(self, house: Managers, did: str) -> float:
         return house.reputation.trust(did)
@@ -149,6 +176,35 @@ class MeshNode:
         if house.reputation.is_blocked(did):
             return False
         return self._trust(house, did) >= self.settings.mesh.relay_min_trust
+
+    def share_trust(self) -> bool:
+        """Tell the transport how far this persona trusts each peer it knows (its DID's trust, at the transport id its
+        signed `have` bound) and which are blocked, so that gossipsub's own scoring weighs them: a peer below
+        `mesh.relay_min_trust` gets nothing relayed, one below `mesh.min_trust` is not received from, a blocked one
+        is cut off (mesh/p2p_sidecar.py). Sent only when it changed."""
+        scores: dict[str, float] = {}
+        blocked: list[str] = []
+        with self.managers() as house:
+            for peer, did in sorted(self.peer_dids.items()):
+                scores[peer] = round(self._trust(house, did), 3)
+                if house.reputation.is_blocked(did):
+                    blocked.append(peer)
+        self.last_trust, self.trust_dirty = time.monotonic(), False
+        if (scores, blocked) == self.shared_trust:
+            return False
+        try:
+            self.transport.trust(scores, blocked)
+        except TransportError as exc:
+            log.info("mesh: trust not shared with the transport (%s)", exc)
+            return False
+        self.shared_trust = (scores, blocked)
+        self.stats["trust_shared"] += 1
+        return True
+
+    def _keep(self, table: dict[str, Any], key: str, value: Any) -> None:
+        table[key] = value
+        while len(table) > TIMINGS_KEPT:
+            table.pop(next(iter(table)))
 
     def flush(self) -> int:
         """Publish what waits in the outbox, containers addressed to the most trusted peers first (broadcasts keep
@@ -174,6 +230,7 @@ class MeshNode:
                     log.info("mesh: publish failed (%s); the outbox keeps it", exc)
                     break
                 sent.append(container["id"])
+                self._keep(self.sent_at, container["id"], time.time())
             house.mesh.mark_sent(sent)
         self.stats["sent"] += len(sent)
         return len(sent)
@@ -187,7 +244,7 @@ class MeshNode:
         assert self.identity is not None
         self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids,
                             "prefer": prefer})
-        self.last_have = time.monotonic()
+        self.last_have, self.have_dirty, self.peers_at_have = time.monotonic(), False, self.transport.peer_count()
 
     def _publish_sync(self, message: dict[str, Any]) -> None:
         try:
@@ -208,11 +265,20 @@ class MeshNode:
                         outcome = house.mesh.receive(delivery.data, limiter=self.limiter,
                                                      relay=self.peer_dids.get(delivery.peer))
                         self.stats[outcome.status] += 1
+                        self._arrived(delivery, outcome, "gossip")
+                        self.have_dirty |= outcome.status == "accepted"
                 except (ValueError, KeyError, TypeError) as exc:
                     self.stats["bad_sync"] += 1
                     log.info("mesh: a bad message from %s: %s", delivery.peer, exc)
         for reply in replies:
             self._publish_sync(reply)
+
+    def _arrived(self, delivery: Delivery, outcome: Outcome, via: str) -> None:
+        if outcome.status == "accepted" and outcome.container_id:
+            self._keep(self.arrivals, outcome.container_id, {"via": via, "arrived": delivery.arrived,
+                                                              "taken": delivery.taken, "stored": time.time()})
+        elif outcome.status == "refused" and outcome.reason not in ("own", "replay"):
+            self.trust_dirty = True  # a refusal may have lowered someone's trust: gossipsub hears it at once
 
     def _sync_kind_and_sender(self, delivery: Delivery) -> tuple[str, str | None]:
         """A sync message's kind and the DID behind it: a `have` names it (`did`), a `want` too (`from`)."""
@@ -247,6 +313,9 @@ class MeshNode:
             if did is None:  # an unsigned or misbound `have`: who it is stays unknown, nothing is sent to it
                 self.stats["bad_binding"] += 1
                 return []
+            if self.peer_dids.get(delivery.peer) != did:
+                self.trust_dirty = True  # a peer newly bound: its trust goes to gossipsub …
+                self.have_dirty = True  # … and it hears our `have` soon (a newcomer, or one back with a new id)
             self.peer_dids[delivery.peer] = did
             known = house.peers.by_did(did)  # a peer the owner added by its DID: seen now, at this transport id
             if known is not None:
@@ -289,6 +358,8 @@ class MeshNode:
                 self.wanted.discard(str(body["id"]))
                 outcome = house.mesh.receive(encode(body), relay=self.peer_dids.get(delivery.peer))
                 self.stats["synced_" + outcome.status] += 1
+                self._arrived(delivery, outcome, "sync")
+                self.have_dirty |= outcome.status == "accepted"
         return []
 
     def run(self, stop: Any) -> None:

@@ -36,8 +36,7 @@ class MeshDoor:
 def start_in_thread(database: Database, settings: Settings) -> MeshDoor | None:
     """Start the door (None, with the reason logged, when its transport cannot start)."""
     mesh = settings.mesh
-    transport = Libp2pTransport(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
-                                interests=mesh.interests or ["anima"])
+    transport = Libp2pTransport.from_settings(mesh)
     node = MeshNode(database, settings, transport)
     try:
         node.start()

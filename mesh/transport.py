@@ -14,7 +14,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from persona.settings import MeshSettings
 
 SIDECAR = Path(__file__).with_name("p2p_sidecar.py")
 
@@ -24,6 +27,8 @@ class Delivery:
     topic: str
     data: bytes
     peer: str  # the transport's id of the peer that published it
+    arrived: float = 0.0  # unix seconds: when the transport took it off the wire (the libp2p node's clock)
+    taken: float = 0.0  # unix seconds: when this process read it from the transport
 
 
 class Transport(Protocol):
@@ -36,6 +41,7 @@ class Transport(Protocol):
     def poll(self, timeout: float) -> list[Delivery]: ...
     def peer_count(self) -> int: ...
     def addresses(self) -> list[str]: ...
+    def trust(self, scores: dict[str, float], blocked: list[str]) -> None: ...
 
 
 class TransportError(RuntimeError):
@@ -54,8 +60,10 @@ class InMemoryHub:
 
     def deliver(self, sender: str, topic: str, data: bytes) -> None:
         for member in self.members.values():
-            if member.peer_id != sender and member.up and topic in member.topics:
-                member.inbox.put(Delivery(topic, data, sender))
+            if member.peer_id != sender and member.up and topic in member.topics \
+                    and sender not in member.blocked:
+                now = time.time()
+                member.inbox.put(Delivery(topic, data, sender, now, now))
 
 
 @dataclass
@@ -66,6 +74,9 @@ class InMemoryTransport:
     topics: set[str] = field(default_factory=set)
     inbox: queue.Queue[Delivery] = field(default_factory=queue.Queue)
     published: int = 0
+    scores: dict[str, float] = field(default_factory=dict)  # the last trust the node shared (trust())
+    blocked: set[str] = field(default_factory=set)
+    trust_updates: int = 0
 
     def start(self) -> None:
         self.up = True
@@ -98,16 +109,26 @@ class InMemoryTransport:
     def addresses(self) -> list[str]:
         return [f"memory://{self.peer_id}"]
 
+    def trust(self, scores: dict[str, float], blocked: list[str]) -> None:
+        """Kept, and a blocked sender's deliveries dropped (the libp2p sidecar also scores; see p2p_sidecar.py)."""
+        self.scores, self.blocked = dict(scores), set(blocked)
+        self.trust_updates += 1
+
 
 # ---- libp2p through the sidecar ---------------------------------------------------------------------------------------
 class Libp2pTransport:
     """py-libp2p in a child process (its own venv: trio and libp2p's pins stay out of the persona's)."""
 
     def __init__(self, python: str, *, listen: str, bootstrap: list[str], interests: list[str],
-                 ready_timeout: float = 30.0) -> None:
+                 ready_timeout: float = 30.0, dht: bool = True, mdns: bool = False, min_trust: float = -0.5,
+                 relay_min_trust: float = -0.2, adaptive_gossip: bool = False) -> None:
         self.python = str(Path(python).expanduser())
         self.listen, self.bootstrap, self.interests = listen, list(bootstrap), list(interests) or ["anima"]
         self.ready_timeout = ready_timeout
+        self.dht, self.mdns, self.adaptive_gossip = dht, mdns, adaptive_gossip
+        self.min_trust, self.relay_min_trust = min_trust, relay_min_trust
+        self.dropped: dict[str, int] = {}  # what the sidecar's gossipsub dropped on arrival, by why
+        self.trust_applied = 0  # trust ops the sidecar has applied
         self.peer_id = ""
         self._addresses: list[str] = []
         self._peers: list[str] = []
@@ -117,6 +138,13 @@ class Libp2pTransport:
         self._lock = threading.Lock()
         self.errors: list[str] = []
 
+    @classmethod
+    def from_settings(cls, mesh: MeshSettings) -> Libp2pTransport:
+        return cls(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
+                   interests=mesh.interests or ["anima"], dht=mesh.dht, mdns=mesh.mdns, min_trust=mesh.min_trust,
+                   relay_min_trust=mesh.relay_min_trust, adaptive_gossip=mesh.adaptive_gossip,
+                   ready_timeout=mesh.start_timeout_s)
+
     def start(self) -> None:
         if not Path(self.python).exists():
             raise TransportError(f"no libp2p venv at {self.python} (make mesh builds it)")
@@ -125,6 +153,13 @@ class Libp2pTransport:
             args += ["--bootstrap", address]
         for interest in self.interests:
             args += ["--interest", interest]
+        args += ["--min-trust", str(self.min_trust), "--relay-min-trust", str(self.relay_min_trust)]
+        if not self.dht:
+            args.append("--no-dht")
+        if self.mdns:
+            args.append("--mdns")
+        if self.adaptive_gossip:
+            args.append("--adaptive-gossip")
         self._process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
         assert self._process.stdout is not None
@@ -144,9 +179,14 @@ class Libp2pTransport:
                 self.peer_id, self._addresses = str(event["peer_id"]), list(event["addrs"])
                 self._ready.set()
             elif kind == "message":
-                self._inbox.put(Delivery(str(event["topic"]), base64.b64decode(event["data"]), str(event["from"])))
+                self._inbox.put(Delivery(str(event["topic"]), base64.b64decode(event["data"]), str(event["from"]),
+                                         float(event.get("at") or 0.0), time.time()))
             elif kind == "peers":
                 self._peers = list(event["ids"])
+            elif kind == "trusted":
+                self.trust_applied += 1
+            elif kind == "dropped":
+                self.dropped = {str(k): int(v) for k, v in dict(event.get("counts") or {}).items()}
             elif kind == "error":
                 self.errors = [*self.errors[-20:], str(event.get("detail", ""))]
         self._peers = []
@@ -167,6 +207,10 @@ class Libp2pTransport:
 
     def publish(self, topic: str, data: bytes) -> None:
         self._send({"op": "publish", "topic": topic, "data": base64.b64encode(data).decode("ascii")})
+
+    def trust(self, scores: dict[str, float], blocked: list[str]) -> None:
+        """The persona's trust in each peer (by libp2p id) and its blocked peers, into gossipsub's scoring."""
+        self._send({"op": "trust", "scores": scores, "blocked": list(blocked)})
 
     def poll(self, timeout: float) -> list[Delivery]:
         out: list[Delivery] = []

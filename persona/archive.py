@@ -65,11 +65,17 @@ def _looks_secret(name: str) -> bool:
 
 
 def sqlite_snapshot(database: Path, out: Path) -> None:
-    """A consistent copy of a live SQLite database (the backup API: safe while the loop writes)."""
+    """A consistent copy of a live SQLite database (the backup API: safe while the loop writes), without the sealed
+    secrets (memory/secrets.py: even sealed, a persona's keys never leave in an export)."""
     source = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     target = sqlite3.connect(out)
     try:
         source.backup(target)
+        try:
+            target.execute("DELETE FROM sealed_secrets")
+            target.commit()
+        except sqlite3.OperationalError:  # a database from before the table
+            pass
     finally:
         target.close()
         source.close()

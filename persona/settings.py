@@ -331,6 +331,15 @@ class MeshSettings(Section):
         "multiaddrs of peers to join through, /ip4/…/tcp/…/p2p/<peer id>"))
     topics: list[str] = Field(default_factory=list, description="CogSync topics (tags) to subscribe to at start")
     interests: list[str] = Field(default_factory=list, description="what this persona is announced for in the DHT")
+    dht: bool = Field(True, description=(
+        "find peers by interests in the Kademlia DHT; off: only the bootstrap peers (and the LAN's, with mdns)"))
+    adaptive_gossip: bool = Field(False, description=(
+        "py-libp2p 0.8.1's adaptive gossip (its default): its code stretches the 1 s gossipsub heartbeat to 30-60 s "
+        "in any mesh of fewer than seven peers, so new peers may wait that long to be grafted; off (on to compare: "
+        "bench/mesh.py --adaptive-gossip)"))
+    mdns: bool = Field(False, description=(
+        "find peers on the local network by mDNS (py-libp2p's, over zeroconf): it announces this persona's libp2p "
+        "address on the LAN, so it is off unless turned on"))
     max_container_bytes: int = Field(64 * 1024, ge=1024, le=1_048_576)
     default_ttl_s: int = Field(24 * 3600, ge=10, le=30 * 24 * 3600)
     rate_per_s: float = Field(5.0, gt=0, le=1000, description="containers a second one peer may send (average)")
@@ -341,6 +350,9 @@ class MeshSettings(Section):
         "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
     sync_every_s: float = Field(5.0, gt=0, le=3600, description="how often the door flushes the outbox and syncs")
+    start_timeout_s: float = Field(60.0, gt=0, le=3600, description=(
+        "how long the door waits for its libp2p node to listen (py-libp2p's imports take seconds; on a loaded "
+        "machine tens of seconds)"))
     sidecar_python: str = Field("~/.cache/anima/libp2p/bin/python", description=(
         "the Python of the libp2p venv (make mesh builds it) that runs mesh/p2p_sidecar.py"))
 
@@ -456,7 +468,8 @@ class LLMEntry(Section):
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
               "embedded", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
-              "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache")
+              "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
+              "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
 SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
                  "memory_manager.emotion_weight", "memory_manager.goal_focus", "memory_manager.diversity_boost",
@@ -500,6 +513,11 @@ class Settings(BaseSettings):
     allowed_hosts: str | None = Field(None, description="more host names the web app answers to (comma-separated)")
     personas_root: str = Field("personas", description="where the web app puts imported personas")
     fleet_cache: str = Field("~/.cache/anima/fleet", description="where a machine keeps its deployed personas' files")
+    vault: Literal["file", "sealed"] = Field("file", description=(
+        "where the persona's secrets (its mesh key) are kept: file — owner-only files in the data dir; sealed — in "
+        "its database, sealed with ANIMA_SECRETS_KEY (a deployment's workers use this: memory/secrets.py)"))
+    secrets_key: SecretStr | None = Field(None, description=(
+        "the deployment's key sealing its personas' secrets: 32 random bytes, base64; from the environment only"))
 
     # the persona: config.yaml, its own changes, environment, command line
     name: str = ""
@@ -703,6 +721,8 @@ class Overrides(BaseModel):
     allowed_hosts: str | None = None
     personas_root: str | None = None
     fleet_cache: str | None = None
+    vault: str | None = None
+    secrets_key: str | None = None
     sections: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod

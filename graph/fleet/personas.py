@@ -182,10 +182,11 @@ class Deployment:
 
     def overrides_for(self, name: str, overrides: Overrides, cache_dir: str | None = None) -> Overrides:
         """The settings that place `name` on this machine (its files and scratch dir from the cache: `cache_dir`, else
-        the `fleet_cache` setting)."""
+        the `fleet_cache` setting; its secrets sealed in its database, the scratch dir being per machine)."""
         cache_dir = cache_dir or load_settings(overrides=overrides.replace(persona_dir=None)).fleet_cache
         return overrides.replace(persona_dir=str(self.persona_dir(name, cache_dir)),
-                                 data_dir=str(files.data_dir(name, cache_dir)), db_url=self.fleet.libpq_url())
+                                 data_dir=str(files.data_dir(name, cache_dir)), db_url=self.fleet.libpq_url(),
+                                 vault="sealed")
 
 
 def _job_failed(what: str, status: str) -> str:

@@ -160,7 +160,7 @@ class WorkerRuntime:
         directory = files.materialize(name, stored or b"", digest, self.cache_dir)
         overrides = self.overrides.replace(persona_dir=str(directory), channel="web",
                                            data_dir=str(files.data_dir(name, self.cache_dir)),
-                                           db_url=self.fleet.libpq_url())
+                                           db_url=self.fleet.libpq_url(), vault="sealed")
         services = open_services(overrides, db=self.fleet.database(name), providers=self.providers,
                                  entries=self.entries, embedder=self.embedder)
         loaded, graph = self._playbook(playbook)

@@ -38,6 +38,7 @@ from memory.repositories.live import LiveEventRepo
 from memory.repositories.llm import LLMCallRepo, LLMRegistryRepo
 from memory.repositories.llm_memory import LLMMemoryRepo
 from memory.repositories.mesh import MeshRepo, TrustRepo
+from memory.repositories.secrets import SealedSecretRepo
 from memory.repositories.people import ChannelRepo, PeopleRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
@@ -223,6 +224,10 @@ class Repos:
     @cached_property
     def trust(self) -> TrustRepo:
         return TrustRepo(self.session)
+
+    @cached_property
+    def secrets(self) -> SealedSecretRepo:
+        return SealedSecretRepo(self.session)
 
     @cached_property
     def feeds(self) -> FeedRepo:

@@ -1,16 +1,15 @@
 """A persona's mesh identity: an Ed25519 key pair (`cryptography`) and its DID, `did:key:z…` (the multicodec
 ed25519-pub prefix 0xed 0x01 before the 32-byte public key, base58btc, multibase prefix `z`).
 
-The private key lives in one file with owner-only permissions (0600) in the data dir — never in the database, a
-log, a page or an export. Rotation: a new key is made, and a rotation statement naming the new DID is signed by
+The private key is kept by a SecretStore (memory/secrets.py): a file with owner-only permissions (0600) in the data
+dir, or — a fleet persona's — sealed (AES-256-GCM under the deployment's key) in its database; never in clear in the
+database, nor in a log, a page or an export. Rotation: a new key is made, and a rotation statement naming the new DID is signed by
 the old key AND the new one (each vouches for the other); the old DID is then retired. Revocation: a statement
 signed by the key itself (or by its successor) saying it must no longer be trusted."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import base58
 from cryptography.exceptions import InvalidSignature
@@ -19,7 +18,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 ED25519_PUB_MULTICODEC = b"\xed\x01"
 DID_PREFIX = "did:key:z"
-KEY_FILE_MODE = 0o600
 
 
 class BadDid(ValueError):
@@ -77,40 +75,18 @@ class Identity:
     def __repr__(self) -> str:
         return f"Identity({self.did})"
 
-    # ---- on disk ------------------------------------------------------------------------------------------------
-    def save(self, path: Path) -> None:
-        """Write the private key (PKCS#8 PEM) with mode 0600, atomically (a temporary file created 0600, renamed)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(path.parent, 0o700)
-        pem = self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                         serialization.NoEncryption())
-        temporary = path.with_suffix(path.suffix + ".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, KEY_FILE_MODE)
-        try:
-            os.write(fd, pem)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(temporary, KEY_FILE_MODE)
-        os.replace(temporary, path)
+    # ---- kept as a secret (memory/secrets.py: a 0600 file, or sealed in a fleet persona's database) --------------
+    def to_pem(self) -> bytes:
+        """The private key, PKCS#8 PEM — only ever handed to a SecretStore."""
+        return self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption())
 
     @classmethod
-    def load(cls, path: Path) -> Identity:
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
-            raise PermissionError(f"{path} is readable by others (mode {mode:o}); it must be 0600")
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    def from_pem(cls, pem: bytes, where: str = "the secret") -> Identity:
+        key = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError(f"{path} does not hold an Ed25519 private key")
+            raise ValueError(f"{where} does not hold an Ed25519 private key")
         return cls(key)
-
-    @classmethod
-    def load_or_create(cls, path: Path) -> Identity:
-        if path.exists():
-            return cls.load(path)
-        identity = cls.generate()
-        identity.save(path)
-        return identity
 
 
 __all__ = ["BadDid", "Identity", "did_of", "public_key_of", "verify"]

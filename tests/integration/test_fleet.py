@@ -414,3 +414,66 @@ def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_u
     finally:
         web.stop()
         deployment.close()
+
+
+def test_a_fleet_personas_mesh_key_is_sealed_in_its_schema_and_the_same_on_every_machine(pg_url, tmp_path):
+    """A deployment's persona gets its settings from `overrides_for` (as the web app and the workers do): its secret
+    store is the sealed one, so two machines (two cache dirs) open the same key — its DID does not change with the
+    worker — and the database holds only ciphertext; rotation and revocation are kept sealed; a worker with another
+    deployment key is refused rather than given a new identity."""
+    import base64
+
+    from managers import ManagerDeps, Managers
+    from memory.secrets import SecretStoreError
+    from persona.settings import load_settings
+    from reach.hmp.containers import encode
+
+    key = base64.urlsafe_b64encode(bytes(range(32))).decode()
+    deployment = Deployment.open(pg_url)
+    try:
+        deployment.add("sec_a")
+        deployment.add("sec_b")
+
+        def house_on(machine: str, name: str = "sec_a", secrets_key: str = key):
+            settings = load_settings(overrides=deployment.overrides_for(
+                name, Overrides(secrets_key=secrets_key), cache_dir=str(tmp_path / machine)))
+            database = deployment.fleet.database(name)
+            return database, settings
+
+        def identity_on(machine: str, secrets_key: str = key) -> str:
+            database, settings = house_on(machine, secrets_key=secrets_key)
+            try:
+                with database.unit() as repos:
+                    return Managers(repos, ManagerDeps(settings=settings)).mesh.my_did()
+            finally:
+                database.close()
+
+        did = identity_on("m1")
+        assert identity_on("m2") == did  # another machine, the same persona, the same DID
+        assert not list(tmp_path.rglob("identity.key"))  # no key file in any machine's data dir
+        with deployment.fleet.engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT name, nonce, sealed FROM {schema_of('sec_a')}.sealed_secrets")).all()
+            others = conn.execute(text(f"SELECT count(*) FROM {schema_of('sec_b')}.sealed_secrets")).scalar()
+        assert [r.name for r in rows] == ["identity.key"] and others == 0
+        assert b"PRIVATE KEY" not in bytes(rows[0].sealed) and len(bytes(rows[0].nonce)) == 12
+
+        database, settings = house_on("m1")
+        peer_db, peer_settings = house_on("m1", "sec_b")
+        try:
+            with database.unit() as repos:
+                rotation = Managers(repos, ManagerDeps(settings=settings)).mesh.rotate()
+            rotated = identity_on("m2")
+            assert rotated != did and rotation["payload"]["new"] == rotated
+            with peer_db.unit() as repos:  # a peer takes the rotation: the old DID is retired there
+                peer = Managers(repos, ManagerDeps(settings=peer_settings)).mesh
+                assert peer.receive(encode(rotation)).status == "accepted" and peer.is_revoked(did)
+            with database.unit() as repos:
+                revocation = Managers(repos, ManagerDeps(settings=settings)).mesh.revoke()
+            assert revocation["sender"] == rotated and identity_on("m2") not in (did, rotated)
+        finally:
+            database.close()
+            peer_db.close()
+        with pytest.raises(SecretStoreError, match="another ANIMA_SECRETS_KEY"):
+            identity_on("m3", secrets_key=base64.urlsafe_b64encode(b"\x01" * 32).decode())
+    finally:
+        deployment.close()

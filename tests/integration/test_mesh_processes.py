@@ -42,11 +42,12 @@ def libp2p_venv() -> Path:
 class Door:
     """One persona's mesh door as a process (`python -m mesh`) over its own data dir."""
 
-    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str]) -> None:
+    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str], min_trust: float = -0.5) -> None:
         self.name, self.data, self.state = name, root / name, root / f"{name}.json"
-        self.bootstrap, self.topics = bootstrap, topics
+        self.bootstrap, self.topics, self.min_trust = bootstrap, topics, min_trust
         self.process: subprocess.Popen[bytes] | None = None
-        self.settings = Settings(data_dir=str(self.data), mesh=MeshSettings(enabled=True, sync_every_s=1.0))
+        self.settings = Settings(data_dir=str(self.data), mesh=MeshSettings(enabled=True, sync_every_s=1.0,
+                                                                            min_trust=min_trust))
 
     def start(self) -> None:
         self.state.unlink(missing_ok=True)
@@ -56,7 +57,7 @@ class Door:
         for topic in self.topics:
             args += ["--topic", topic]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SYNC_EVERY_S": "1",
-               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON)}
+               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON), "ANIMA_MESH__MIN_TRUST": str(self.min_trust)}
         log = (self.data.parent / f"{self.name}.log").open("ab")
         self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=log)
         assert wait_for(self.state.exists, WAIT), f"{self.name} did not start: {self.log_tail()}"
@@ -105,7 +106,7 @@ def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Door]]
     root = tmp_path_factory.mktemp("mesh")
     for name in "abc":
         Database.open(root / name).close()
-    a = Door(root, "a", [], [])
+    a = Door(root, "a", [], [], min_trust=-0.95)  # the attack test: a few refusals before a's gossipsub cuts it off
     started: list[Door] = []
     try:
         a.start()
@@ -187,6 +188,12 @@ def _tally(door: Door, case_id: str) -> Any:
     return None
 
 
+def _refusals(door: Door) -> list[tuple[str | None, str]]:
+    for house in door.managers():
+        return [(r.sender, r.reason) for r in house.mesh.refused_recent(500)]
+    return []
+
+
 def _ids(door: Door) -> set[str]:
     for house in door.managers():
         return set(house.mesh.have())
@@ -194,6 +201,9 @@ def _ids(door: Door) -> set[str]:
 
 
 def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(doors: dict[str, Door]) -> None:
+    """The attacker's containers are refused by a's door (one of each kind at least) and lower its trust; once its
+    trust is below `mesh.min_trust` (-0.95 for a) a's door shares it with a's gossipsub, which from then on drops what the attacker publishes
+    before the door (neither delivered nor relayed: p2p_sidecar.py)."""
     a = doors["a"]
     mallory = Identity.generate()
     honest = Identity.generate()
@@ -211,16 +221,38 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
         # … its own, signed, binds the attacker's libp2p peer to mallory's DID
         attacker.publish(SYNC, json.dumps({"kind": "have", **binding(mallory, attacker.peer_id), "ids": []}).encode())
         original = seal(honest, "message", {"text": "an honest peer's words"})
+        attacker.publish(ALL, encode(original))  # relayed by the attacker, still the honest peer's words
+
+        def refused() -> dict[str, int]:
+            for house in a.managers():
+                return house.mesh.refused_counts()
+            return {}
+
+        def dropped() -> int:
+            return int(a.read().get("dropped_by_gossipsub", {}).get("graylisted", 0))
+
+        def heard() -> list[str]:
+            for house in a.managers():
+                return [n.text for n in house.notes.list(source="peer", limit=300)]
+            return []
+
+        assert wait_for(lambda: "an honest peer's words" in heard(), WAIT), a.log_tail()
         sent = {"forged": 0, "replay": 0, "expired": 0, "oversized": 0, "flood": 0}
-        for i in range(3):
+        # one of each first, each waited for at the door: four penalties leave mallory above a's min_trust (-0.95)
+        firsts = {"forged": encode({**original, "payload": {"text": "words put in its mouth"}}),
+                  "expired": encode(seal(mallory, "message", {"n": -1}, ttl=1, now_ms=1_000_000)),
+                  "oversized": encode(seal(mallory, "message", {"pad": "x" * 70_000})), "replay": encode(original)}
+        for kind, raw in firsts.items():
+            attacker.publish(ALL, raw)
+            sent[kind] += 1
+            assert wait_for(lambda kind=kind: refused().get(kind, 0) >= 1, WAIT), (kind, refused(), a.log_tail())
+        for i in range(3):  # then the barrage: refused at the door until mallory's trust is below -0.95, …
             attacker.publish(ALL, encode({**original, "payload": {"text": f"words put in its mouth {i}"}}))
             sent["forged"] += 1
             attacker.publish(ALL, encode(seal(mallory, "message", {"n": i}, ttl=1, now_ms=1_000_000)))
             sent["expired"] += 1
             attacker.publish(ALL, encode(seal(mallory, "message", {"pad": "x" * 70_000})))
             sent["oversized"] += 1
-        attacker.publish(ALL, encode(original))
-        wait_for(lambda: False, 2.0)
         for _ in range(2):
             attacker.publish(ALL, encode(original))
             sent["replay"] += 1
@@ -228,21 +260,26 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
             attacker.publish(ALL, encode(seal(mallory, "message", {"flood": i})))
             sent["flood"] += 1
 
-        def refused() -> dict[str, int]:
-            for house in a.managers():
-                return house.mesh.refused_counts()
-            return {}
-
-        assert wait_for(lambda: all(refused().get(k, 0) >= n for k, n in sent.items() if k != "flood")
-                        and refused().get("flood", 0) + refused().get("distrusted", 0) > 0, WAIT), refused()
+        # the rest is refused by a's door until mallory's trust is below -0.95, then dropped by a's gossipsub — or
+        # stopped before a by b's and c's (they judge mallory too and do not relay it): no sum is exact here
+        assert wait_for(lambda: (mallory.did, "distrusted") in _refusals(a)
+                        or dropped() > 0, 4 * WAIT), (refused(), dropped())
         for house in a.managers():
-            counts = house.mesh.refused_counts()
-            assert counts["forged"] >= 3 and counts["expired"] >= 3 and counts["oversized"] >= 3
-            assert counts["replay"] >= 2
-            assert house.reputation.trust(mallory.did) < -0.5
+            assert house.reputation.trust(mallory.did) < -0.95
             assert house.reputation.trust(honest.did) == 0.0  # framing the honest peer did not work
-            heard = [n.text for n in house.notes.list(source="peer", limit=100)]
-            assert "an honest peer's words" in heard
-            assert not any(t.startswith("words put in its mouth") for t in heard)
+        assert not any(t.startswith("words put in its mouth") for t in heard())
+
+        # a's door told its gossipsub: mallory's peer is below min_trust there; what it publishes now never
+        # reaches a's door (no refusal of it is counted: it was not received)
+        assert wait_for(lambda: a.read().get("gossip_trust", {}).get(attacker.peer_id, 0.0) < -0.95, WAIT), a.read()
+        before = dropped()
+        later = [seal(mallory, "message", {"after": i}) for i in range(5)]
+        for container in later:
+            attacker.publish(ALL, encode(container))
+        assert wait_for(lambda: dropped() >= before + len(later), WAIT), a.read()
+        for house in a.managers():
+            ids = {c["id"] for c in later}
+            assert not [r for r in house.mesh.refused_recent(300) if r.container_id in ids]
+            assert all(house.repos.mesh.get(i) is None for i in ids)
     finally:
         attacker.stop()

@@ -156,7 +156,7 @@ def test_an_older_database_gets_event_time_and_keeps_its_memories(tmp_path):
     with db.unit() as repos:
         record_turn(repos, ref="1", text="I went to the market yesterday.", author="Ann", episode="chat")
     db.close()
-    as_version(tmp_path, SCHEMA_VERSION - 1, "DROP INDEX ix_memory_items_event_at",
+    as_version(tmp_path, 20, "DROP INDEX ix_memory_items_event_at",  # before v21
                "ALTER TABLE memory_items DROP COLUMN event_at")
     db = Database.open(tmp_path)
     try:

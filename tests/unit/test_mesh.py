@@ -19,8 +19,9 @@ import pytest
 from managers import ManagerDeps, Managers
 from memory import Database
 from memory.models import DiaryEntry, MeshContainer, Note
+from memory.secrets import FileSecretStore, SecretStoreError
 from mesh.node import MeshNode, bound_did
-from mesh.transport import InMemoryHub
+from mesh.transport import InMemoryHub, InMemoryTransport
 from persona.settings import MeshSettings, Settings
 from reach.hmp.containers import Refused, canonical, check, encode, seal
 from reach.hmp.identity import Identity, did_of, public_key_of
@@ -72,16 +73,25 @@ def signed_as(identity: Identity, container: dict[str, object]) -> dict[str, obj
 
 
 def test_identity_is_a_did_key_in_a_0600_file(tmp_path: Path) -> None:
-    path = tmp_path / "mesh" / "identity.key"
-    me = Identity.load_or_create(path)
-    assert me.did.startswith("did:key:z6Mk")  # ed25519-pub multicodec 0xed01, base58btc
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert Identity.load_or_create(path).did == me.did
+    db = Database.open(tmp_path / "a")
+    try:
+        for a in house(db, settings_for(tmp_path / "a")):
+            me = a.mesh.identity()
+        path = tmp_path / "a" / "mesh" / "identity.key"
+        assert me.did.startswith("did:key:z6Mk")  # ed25519-pub multicodec 0xed01, base58btc
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+        for a in house(db, settings_for(tmp_path / "a")):  # a new unit of work reads the same key back
+            assert a.mesh.my_did() == me.did
+        with db.reading() as repos:
+            assert repos.secrets.get("identity.key") is None  # the file store: nothing in the database
+    finally:
+        db.close()
+    assert Identity.from_pem(FileSecretStore(path.parent).get("identity.key") or b"").did == me.did
     assert did_of(public_key_of(me.did)) == me.did
     assert "PRIVATE" not in repr(me)
     os.chmod(path, 0o644)
-    with pytest.raises(PermissionError):
-        Identity.load(path)
+    with pytest.raises(SecretStoreError, match="0600"):
+        FileSecretStore(path.parent).get("identity.key")
 
 
 def test_a_container_verifies_and_every_tampering_is_refused() -> None:
@@ -151,7 +161,8 @@ def test_a_rotated_or_revoked_key_is_refused_from_then_on(tmp_path: Path) -> Non
             old_message = seal(a.mesh.identity(), "message", {"text": "before"})
             rotation = a.mesh.rotate()
             new_did = a.mesh.my_did()
-        assert new_did != old_did and Identity.load(tmp_path / "a" / "mesh" / "identity.key").did == new_did
+        stored = FileSecretStore(tmp_path / "a" / "mesh").get("identity.key")
+        assert new_did != old_did and stored is not None and Identity.from_pem(stored).did == new_did
         for b in house(b_db, b_settings):
             b.reputation.evaluate(old_did, 0.8)
             assert b.mesh.receive(encode(rotation)).status == "accepted"
@@ -387,3 +398,62 @@ def test_a_peer_the_owner_added_by_its_did_is_seen_when_its_have_proves_it(tmp_p
             assert ada.last_seen is not None and ada.p2p_addrs == ["/p2p/a"]
             assert stranger.last_seen is None and stranger.p2p_addrs == []
             assert [p.name for p in house_b.peers.list()] == ["ada", "stranger"]  # nobody was added by the wire
+
+
+def test_a_sealed_key_is_ciphertext_in_the_database_and_opens_only_with_the_deployment_key(tmp_path: Path) -> None:
+    def sealed_with(key: str | None) -> Settings:
+        settings = settings_for(tmp_path / "a")
+        settings.vault, settings.secrets_key = "sealed", key  # type: ignore[assignment]  # validated: SecretStr
+        return settings
+
+    key = base64.urlsafe_b64encode(b"k" * 32).decode()
+    sealed = sealed_with(None)
+    db = Database.open(tmp_path / "a")
+    try:
+        for a in house(db, sealed):
+            with pytest.raises(SecretStoreError, match="ANIMA_SECRETS_KEY is not set"):
+                a.mesh.identity()  # no key: refused, never kept in clear
+        with_key = sealed_with(key)
+        for a in house(db, with_key):
+            me = a.mesh.identity()
+        with db.reading() as repos:
+            row = repos.secrets.get("identity.key")
+            assert row is not None and b"PRIVATE KEY" not in row.sealed and me.to_pem() not in row.sealed
+            assert len(row.nonce) == 12
+        assert not (tmp_path / "a" / "mesh" / "identity.key").exists()
+        for a in house(db, with_key):
+            assert a.mesh.my_did() == me.did  # another unit of work (another worker) opens the same key
+            a.mesh.rotate()
+            rotated = a.mesh.my_did()
+        for a in house(db, with_key):
+            assert a.mesh.my_did() == rotated != me.did
+        other = sealed_with(base64.urlsafe_b64encode(b"o" * 32).decode())
+        for a in house(db, other):
+            with pytest.raises(SecretStoreError, match="another ANIMA_SECRETS_KEY"):
+                a.mesh.identity()  # a worker with the wrong key is refused, not given a new identity
+        for a in house(db, sealed_with("c2hvcnQ=")):
+            with pytest.raises(SecretStoreError, match="not 32 bytes"):
+                a.mesh.identity()
+    finally:
+        db.close()
+
+
+def test_the_node_shares_each_peers_trust_and_the_blocklist_with_its_transport(tmp_path: Path) -> None:
+    with mesh_of(tmp_path, "abc") as (a, b, c):
+        for _ in range(20):
+            for node in (a, b, c):
+                node.step(0.01)
+        assert set(a.peer_dids.values()) == {b.did, c.did}  # their signed `have`s bound them
+        for house_a in house(a.database, a.settings):
+            house_a.reputation.evaluate(c.did, -0.9, reason="lies")
+            house_a.reputation.block(b.did, "spam")
+        a.last_trust = 0.0
+        a.step(0.01)
+        transport = a.transport
+        assert isinstance(transport, InMemoryTransport)
+        assert transport.scores["c"] < -0.5 and transport.scores["b"] == 0.0
+        assert transport.blocked == {"b"}
+        updates = transport.trust_updates
+        a.last_trust = 0.0
+        a.step(0.01)
+        assert transport.trust_updates == updates  # unchanged: not sent again

@@ -139,5 +139,5 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     with db.session() as s:
         assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION
         assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities", "anti_stagnation_metrics",
-                "open_questions", "sessions", "approvals", "audit_log", "mesh_containers", "mesh_refusals"} <= set(inspect(s.bind).get_table_names())
+                "open_questions", "sessions", "approvals", "audit_log", "mesh_containers", "mesh_refusals", "sealed_secrets"} <= set(inspect(s.bind).get_table_names())
     db.close()
