@@ -230,7 +230,9 @@ class EmbeddedLlamaCpp:
                                                   bos_token=piece(client.token_bos()))
         prompt = self._formatter(messages=messages).prompt
         bos = self._formatter.bos_token
-        return prompt[len(bos):] if bos and prompt.startswith(bos) else prompt  # llama.cpp adds the BOS itself
+        adds_bos = str((self._ensure().client.metadata or {}).get("tokenizer.ggml.add_bos_token", "")).lower() == "true"
+        # a model that adds its BOS itself would get it twice (SmolLM2's BOS is its turn marker and it adds none)
+        return prompt[len(bos):] if adds_bos and bos and prompt.startswith(bos) else prompt
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
              json_schema: dict | None = None, on_token: TokenCallback | None = None,
