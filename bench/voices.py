@@ -4,8 +4,8 @@ coherence of its free thoughts under the other models (bench/coherence.py), in o
 Two ways to run each model:
 - `--mode probe` (default): the product's two turns called directly on the model through the product's provider
   (llm/providers/llamacpp.py, chat template and letter masks as in a tick) — the reply turn
-  (persona/voice.py's few-shot prompt, held to the note's script, parsed by `parse_reply`) for each note of
-  bench/converse.py's NOTES, and free thoughts from a short chat prompt (the persona's identity and "what are you
+  (persona/voice.py's few-shot prompt, held to the note's script, parsed by `parse_reply`) for `--notes` notes of
+  bench/converse.py's NOTES (English, Russian, Japanese, English… — `SPREAD`), and free thoughts from a short chat prompt (the persona's identity and "what are you
   thinking about?"). No tick around them: the tick's ~3,000-token prompt costs minutes per call on a loaded
   2-core machine.
 - `--mode ticks`: bench/converse.py in a subprocess per model (whole ticks: reply rate within 2 ticks, calls per
@@ -47,6 +47,7 @@ def converse(voice: str, notes: int, max_tokens: int, folder: Path, reuse: bool)
     return result
 
 
+SPREAD = (0, 5, 8, 3, 7, 1, 9, 2, 4, 6)  # bench/converse.py's NOTES in an order that reaches Russian and Japanese early
 THOUGHT_ASK = "What are you thinking about right now? Answer with one or two sentences of your own thought."
 
 
@@ -68,7 +69,7 @@ def probe(voice: str, notes: int, thoughts: int, max_tokens: int) -> dict:
     model = EmbeddedLlamaCpp(voice, model_path=str(assemble_model(voice=voice)), context_window=2048, voice=voice)
     generated, seconds = 0, 0.0
     replies = []
-    for text, stems in NOTES[:notes]:
+    for text, stems in [NOTES[i] for i in SPREAD[:notes]]:
         reply = None
         for temperature in (settings.reply_temperature, min(1.2, settings.reply_temperature + 0.4)):
             gen = model.complete(reply_prompt(name, identity, [text]), Sampling(
@@ -102,7 +103,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--voices", nargs="+", default=list(VOICES))
-    parser.add_argument("--notes", type=int, default=5)
+    parser.add_argument("--notes", type=int, default=4)
     parser.add_argument("--thoughts", type=int, default=3)
     parser.add_argument("--mode", choices=("probe", "ticks"), default="probe")
     parser.add_argument("--max-tokens", type=int, default=48)
