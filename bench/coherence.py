@@ -59,7 +59,7 @@ def shuffled(text: str, seed: int) -> str:
 class Reference:
     """A GGUF model that scores text (llama-cpp-python, logits for every position)."""
 
-    def __init__(self, name: str, path: Path, n_threads: int = 2):
+    def __init__(self, name: str, path: Path, n_threads: int = 1):  # one: spinning threads starve on a loaded machine
         from llama_cpp import Llama
 
         self.name = name
