@@ -109,6 +109,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "voices.json"))
     parser.add_argument("--reuse", action="store_true", help="reuse converse-<voice>.json files already written")
+    parser.add_argument("--judges", nargs="+", help="the models that score coherence (default: every voice compared)")
     args = parser.parse_args()
     folder = Path(args.out).parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -125,7 +126,7 @@ def main() -> None:
             kept.write_text(json.dumps(runs[voice], indent=2, ensure_ascii=False))
             progress(f"{voice}: probed in {time.perf_counter() - started:.0f}s")
     progress("coherence: scoring every model's thoughts under the others…")
-    references = load_references(args.voices)
+    references = load_references(args.judges or args.voices)
     table = []
     for voice, run in runs.items():
         spec = VOICES[voice]
