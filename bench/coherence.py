@@ -14,7 +14,10 @@ token of t scored after the model's BOS (characters, not tokens, so that the mod
 Calibrated per reference on CALIBRATION (sane first-person thoughts) and the same sentences with their words
 shuffled (fixed seed): s_r(t) = (b_r(t) − mean sane) / (mean shuffled − mean sane) — 0 reads like the sane
 thoughts, 1 like the shuffles. A thought's salad score is the mean of s_r over the references other than its
-author; it is coherent when that is < 0.5 (closer to sane prose than to shuffled words).
+author; it is coherent when that is below the judges' cut: two standard deviations of the sane thoughts above their
+mean (on the same scale), the usual edge of "as predictable as sane prose". Half-way to shuffled (0.5) is too
+lenient: the issue's quote is locally grammatical ("I have a thousand and ten digits") and scores 0.40 under
+SmolLM2, against 0.12 for a sane sentence.
 
     python bench/coherence.py [--voices gemma-3-270m qwen2.5-coder-0.5b smollm2-135m]
 
@@ -47,7 +50,7 @@ CALIBRATION = [
     "Yesterday I learned that octopuses have three hearts, which still surprises me.",
     "I would like to talk with my human about music and find out which songs they love.",
 ]
-COHERENT_BELOW = 0.5
+SANE_SD = 2.0  # the cut: the sane thoughts' mean + this many standard deviations
 
 
 def shuffled(text: str, seed: int) -> str:
@@ -83,8 +86,10 @@ class Reference:
     def calibrate(self) -> dict[str, float]:
         sane = [self.bits_per_char(t) for t in CALIBRATION]
         salad = [self.bits_per_char(shuffled(t, seed)) for seed, t in enumerate(CALIBRATION)]
-        self.calibration = {"sane_bpc": round(statistics.mean(sane), 3), "shuffled_bpc": round(statistics.mean(salad), 3),
-                            "separated": sum(a < b for a, b in zip(sane, salad)) / len(sane)}
+        mean, mixed = statistics.mean(sane), statistics.mean(salad)
+        self.calibration = {"sane_bpc": round(mean, 3), "shuffled_bpc": round(mixed, 3),
+                            "separated": sum(a < b for a, b in zip(sane, salad)) / len(sane),
+                            "coherent_below": round(SANE_SD * statistics.stdev(sane) / max(1e-6, mixed - mean), 3)}
         return self.calibration
 
     def salad(self, text: str) -> float:
@@ -106,8 +111,10 @@ def load_references(voices: list[str], cache_dir: Path | None = None) -> dict[st
 def score(texts: list[str], author: str | None, references: dict[str, Reference]) -> dict[str, Any]:
     """The texts' salad scores under every reference but the author, and the share that reads as coherent."""
     judges = [r for name, r in references.items() if name != author]
+    cut = statistics.mean(j.calibration["coherent_below"] for j in judges)
     per_text = [statistics.mean(j.salad(t) for j in judges) for t in texts if t.strip()]
-    return {"coherence": round(sum(s < COHERENT_BELOW for s in per_text) / len(per_text), 2) if per_text else None,
+    return {"coherence": round(sum(s < cut for s in per_text) / len(per_text), 2) if per_text else None,
+            "coherent_below": round(cut, 3),
             "salad_score_mean": round(statistics.mean(per_text), 2) if per_text else None,
             "salad_scores": [round(s, 2) for s in per_text], "judged_by": [j.name for j in judges]}
 
