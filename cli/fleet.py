@@ -72,7 +72,7 @@ def worker(db: Optional[str] = FleetDb, chroma_url: Optional[str] = ChromaUrl,
     if settings.embedded:
         from cli.run_playbook import install_model_with_progress
 
-        install_model_with_progress(settings.cache_dir)
+        install_model_with_progress(settings.cache_dir, settings.embedded_model)
     err.print(f"[bold]worker[/] · {concurrency} at a time · jobs from {escape(_masked(url))} · vectors on "
               f"{escape(settings.chroma_url)} (Ctrl-C stops after the running jobs)")
     run_worker(url, overrides, concurrency=concurrency, keep_open=keep_open, poll_s=poll_s)

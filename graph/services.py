@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm import LLMRegistry, Provider
+from llm.embedded_model import voice_of
 from memory import Database
 from nodes.background import Background
 from nodes.commands import registry
@@ -41,10 +42,10 @@ def registry_entries(settings: Settings) -> list[dict[str, Any]]:
                                    "context_window": settings.context_window or 32768}})
     entries += [entry.model_dump() for entry in settings.llms]
     if settings.embedded or not entries:
-        entries.append({"id": "embedded", "provider": "llamacpp", "model": "gemma-3-270m-q4_k_m.gguf",
+        entries.append({"id": "embedded", "provider": "llamacpp", "model": voice_of(settings.embedded_model).file_name,
                         "priority": 0 if entries else 100,
                         "config": {"context_window": settings.embedded_context_window,
-                                   "cache_dir": settings.cache_dir}})
+                                   "cache_dir": settings.cache_dir, "voice": settings.embedded_model}})
     return entries
 
 

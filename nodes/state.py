@@ -128,7 +128,7 @@ class UnverifiedFactDict(TypedDict, total=False):
 
 
 class EmotionEval(TypedDict, total=False):
-    """evaluate_emotion: where the rating came from (self | llm | carried | lexicon)."""
+    """evaluate_emotion: where the rating came from (self | llm | carried | lexicon | signals)."""
     source: str
     llm_id: str | None
     llm_mismatch: bool

@@ -302,6 +302,35 @@ def classify_user_emotion(text: str, generate: Callable[[str, dict[str, Any]], s
     return emotion, strength, "llm"
 
 
+_CONTENT_WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+_COMMON = frozenset("""that this what with have from they them their there about would could should which when
+where your yours mine will been were into just like more some than then very much also only what's it's i'm
+think thing things know want really today tonight something anything everything нибудь когда тебя меня чтобы
+этот эта это есть было будет очень""".split())
+STEM = 5  # words match on their first letters: "tides" touches "tide", "lighthouses" "lighthouse"
+_SUFFIXES = ("ing", "es", "ed", "s")
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)][:STEM]
+    return word[:STEM]
+
+
+def content_stems(text: str) -> set[str]:
+    """The text's content words (four letters or more, not the commonest), without a plural or -ing/-ed ending and
+    cut to their first `STEM` letters."""
+    return {_stem(w) for w in (m.group(0).lower() for m in _CONTENT_WORD.finditer(text)) if w not in _COMMON}
+
+
+def touched_questions(conversation: str, questions: Sequence[Any]) -> list[Any]:
+    """The open questions the conversation may have answered: those sharing a content word with it. Only these
+    are put to the model; a conversation that touches none settles nothing and costs no call."""
+    said = content_stems(conversation)
+    return [q for q in questions if content_stems(f"{q.topic} {q.context or ''}") & said]
+
+
 def parse_resolutions(raw: str, open_ids: set[int]) -> list[tuple[int, str]]:
     """The model's verdict on which open questions a conversation answered; unknown ids are ignored."""
     data = json_object(raw)

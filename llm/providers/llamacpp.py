@@ -2,7 +2,8 @@
 
 langchain-community is being sunset; everything that touches it is in this module, so swapping to
 llama-cpp-python's `Llama` directly is a local change. The model loads lazily on the first call.
-Base models have no chat template, so `chat` renders the messages as plain text and continues it.
+`chat` renders the messages with the GGUF's own chat template when the voice is instruction-tuned and has one
+(llm/embedded_model.py: `Voice.chat_template`; llama-cpp-python's Jinja2 formatter), else as plain text it continues.
 JSON-schema answers use llama.cpp's grammar-constrained decoding, so even a 270M model returns valid JSON.
 `Sampling.letters` masks the vocabulary instead: only tokens made of those letters, plain punctuation and spaces
 may be sampled (one numpy mask per letter set, built once). It costs nothing per token, where a grammar over
@@ -45,10 +46,17 @@ class EmbeddedLlamaCpp:
     provider = "llamacpp"
 
     def __init__(self, id: str = "embedded", model_path: str | None = None, context_window: int = 8192,
-                 n_threads: int | None = None, seed: int = -1, cache_dir: str | None = None):
+                 n_threads: int | None = None, seed: int = -1, cache_dir: str | None = None,
+                 voice: str | None = None, chat_template: bool | None = None):
+        from llm.embedded_model import voice_of
+
         self.id = id
         self._model_path = model_path
         self._cache_dir = cache_dir
+        self._voice = voice_of(voice)
+        # the GGUF's chat template: the voice's own choice unless the entry says
+        self._chat_template = self._voice.chat_template if chat_template is None else chat_template
+        self._formatter: Any = None
         self.context_window = context_window
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.seed = seed
@@ -69,11 +77,13 @@ class EmbeddedLlamaCpp:
             n_threads=cfg.get("n_threads"),
             seed=int(cfg.get("seed", -1)),
             cache_dir=cfg.get("cache_dir"),
+            voice=cfg.get("voice"),
+            chat_template=cfg.get("chat_template"),
         )
 
     @property
     def model(self) -> str:
-        return Path(self._model_path).name if self._model_path else "gemma-3-270m-q4_k_m.gguf"
+        return Path(self._model_path).name if self._model_path else self._voice.file_name
 
     def _ensure(self):
         if self._llm is not None:
@@ -84,7 +94,8 @@ class EmbeddedLlamaCpp:
             if not self._model_path:
                 from llm.embedded_model import assemble_model
 
-                self._model_path = str(assemble_model(Path(self._cache_dir) if self._cache_dir else None))
+                self._model_path = str(assemble_model(Path(self._cache_dir) if self._cache_dir else None,
+                                                      voice=self._voice.name))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 from langchain_community.llms import LlamaCpp
@@ -201,8 +212,31 @@ class EmbeddedLlamaCpp:
             latency_ms=latency_ms,
         )
 
+    def _templated(self, messages: list[dict[str, str]]) -> str | None:
+        """The messages through the GGUF's chat template, ending where the assistant's turn starts; None when the
+        voice wants no template or the file has none."""
+        if not self._chat_template:
+            return None
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            client = self._ensure().client
+            template = (client.metadata or {}).get("tokenizer.chat_template")
+            if not template:
+                self._chat_template = False
+                return None
+            piece = lambda token: client.detokenize([token], special=True).decode("utf-8", "ignore")  # noqa: E731
+            self._formatter = Jinja2ChatFormatter(template=template, eos_token=piece(client.token_eos()),
+                                                  bos_token=piece(client.token_bos()))
+        prompt = self._formatter(messages=messages).prompt
+        bos = self._formatter.bos_token
+        adds_bos = str((self._ensure().client.metadata or {}).get("tokenizer.ggml.add_bos_token", "")).lower() == "true"
+        # a model that adds its BOS itself would get it twice (SmolLM2's BOS is its turn marker and it adds none)
+        return prompt[len(bos):] if adds_bos and bos and prompt.startswith(bos) else prompt
+
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
              json_schema: dict | None = None, on_token: TokenCallback | None = None,
              cancel: threading.Event | None = None) -> Generation:
-        return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
-                             on_token=on_token, cancel=cancel)
+        prompt = self._templated(messages)
+        return self.complete(render_chat_as_text(messages) if prompt is None else prompt, sampling, stop=stop,
+                             json_schema=json_schema, on_token=on_token, cancel=cancel)

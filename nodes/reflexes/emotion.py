@@ -1,6 +1,7 @@
 """The emotional reflex's logic (HMP): reading ratings `emotion:strength (reason)`, which earlier rating a new
-output may inherit, a rating read from the thought's own words (a cheap signal: the model is asked only when it
-finds none), and the dynamics of emotions × novelty."""
+output may inherit, a rating read from the thought's own words, a rating from the tick's signals (novelty and
+drives) for a thought that shows no feeling — the model is asked only when these are ambiguous — and the dynamics
+of emotions × novelty."""
 
 from __future__ import annotations
 
@@ -34,6 +35,46 @@ def lexicon_rating(text: str, vocabulary: list[str]) -> list[str]:
     counts = [(name, len(rx.findall(text))) for name, rx in _THOUGHT_LEXICON_RE.items() if name in vocabulary]
     found = sorted(((name, n) for name, n in counts if n), key=lambda pair: -pair[1])
     return [f"{name}:{min(3, 1 + n)} (named in the thought)" for name, n in found[:3]]
+
+
+# A thought that shows a feeling in words the lexicon does not name: the rating is ambiguous, the model is asked.
+THOUGHT_FEELING_CUES = re.compile(
+    r"(?<!\w)(i feel|i'm feeling|i am feeling|feel|feeling|felt|feelings|heart|mood|tears?|cry|crying|smile|"
+    r"laugh\w*|love|hate|miss|long for|yearn\w*|hope|hoping|afraid|lonely|hurt\w*|ache|excit\w*|bor(ed|ing)|"
+    r"tired|upset|angry|proud|grateful|thankful|ashamed|guilt\w*|embarrass\w*|relie(f|ved)|"
+    r"чувств\w*|сердц\w*|люблю|ненавиж\w*|скуча\w*|надеюсь|боль\w*|обид\w*|злюсь|счастлив\w*)(?!\w)"
+    r"|!|[:;]-?[()]|[\u2639\u263a]|[\U0001F600-\U0001F64F]", re.IGNORECASE)
+# what a novelty band says of the persona's state when its thought says nothing of it (HMP's emotions × novelty,
+# read backwards: a new thought is curiosity, a familiar one calm, a repeat boredom)
+BAND_EMOTION = {"new": ("curiosity", "a new thought"), "uncertain": ("calm", "a thought close to an earlier one"),
+                "stagnant": ("boredom", "the same thought again")}
+# the dominant drive (persona/drives.py), when it is felt (≥ its inject_at), adds its emotion
+DRIVE_EMOTION = {"boredom": "boredom", "curiosity": "curiosity", "devotion": "tenderness"}
+
+
+def signal_rating(text: str, signals: NoveltySignals, vocabulary: list[str], *, drives: dict[str, Any] | None,
+                  human_spoke: bool, previous: list[str] | None) -> list[str]:
+    """`emotion:strength (reason)` from the tick's cheap signals for a thought that shows no feeling of its own:
+    the novelty band (new → curiosity, close → calm, repeat → boredom; strength 3 for a clearly new thought) and the
+    dominant drive when it is felt. [] when that is ambiguous and the model should rate it: a human spoke this tick
+    (the answer to them is rated by the model), the thought shows a feeling in words the lexicon does not name
+    (`THOUGHT_FEELING_CUES`), the last rating was anxious (whether it passed is the model's call), or none of the
+    signalled emotions is in the persona's vocabulary."""
+    if human_spoke or THOUGHT_FEELING_CUES.search(text) or anxious(emotion_strengths(previous or [])):
+        return []
+    rated: dict[str, tuple[int, str]] = {}
+    band = str(signals.get("band") or "new")
+    name, why = BAND_EMOTION.get(band, BAND_EMOTION["new"])
+    if band == "stagnant" and name not in vocabulary:
+        name, why = "calm", "the same thought again"
+    strength = 3 if band == "new" and float(signals.get("similarity") or 0.0) < 0.3 else 2
+    if name in vocabulary:
+        rated[name] = (strength, why)
+    dominant, level = (drives or {}).get("dominant"), float((drives or {}).get("level") or 0.0)
+    felt = DRIVE_EMOTION.get(str(dominant)) if level >= float((drives or {}).get("inject_at") or 0.4) else None
+    if felt and felt in vocabulary and felt not in rated:
+        rated[felt] = (2, f"{dominant} drive at {level:.2f}")
+    return [f"{n}:{s} ({r})" for n, (s, r) in sorted(rated.items(), key=lambda item: -item[1][0])]
 
 
 def anxious(emotions: list[tuple[str, int]]) -> bool:

@@ -1,7 +1,8 @@
 """Step 2 (Nexus Ark internal state): before the prompt is built, the persona takes stock of itself.
 
 - The user's new notes get an emotion in the emotion log (lexicon first, the model only when it says nothing);
-- after a conversation, the model judges which open questions it answered; resolved ones go after 7 days;
+- after a conversation, the model judges which open questions it answered — only those that share a content word
+  with it (`touched_questions`; a conversation that touches none costs no call); resolved ones go after 7 days;
 - the four drives are computed (persona/drives.py) and, by the one reach-out rule, an offer to write to the
   human unprompted may be made. prepare_context shows the drives ≥ 0.4 and the offer.
 
@@ -25,6 +26,7 @@ from persona.drives import (
     compute_drives,
     parse_resolutions,
     reach_out_offer,
+    touched_questions,
 )
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from persona.settings import DriveSettings
@@ -157,13 +159,15 @@ def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | No
     if not notes:
         return None
     questions = repos.questions.open_lines(limit=10)
-    if not questions:
-        repos.config.resolution_note_pointer = notes[-1].id
-        return None
-    replies = [m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were read (answered) last tick
+    replies = ([m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were
+               if questions else [])  # read (answered) last tick
     user = services.settings.user_name
     conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
                              [f"{services.persona.display_name}: {r[-600:]}" for r in replies])
+    questions = touched_questions(conversation, questions)
+    if not questions:  # no question open, or none the conversation touches: nothing to ask
+        repos.config.resolution_note_pointer = notes[-1].id
+        return None
     listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
     prompt = i18n.text(RESOLUTION_PROMPT, services.settings.prompt_language).format(name=services.persona.display_name, questions=listing, conversation=conversation)
     return Conversation(prompt, {q.id for q in questions}, notes[-1].id)

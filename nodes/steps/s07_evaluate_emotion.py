@@ -1,10 +1,13 @@
 """Step 7 (HMP): the reflexes' evaluation — emotions `emotion:strength (reason)` and the cheap novelty signals.
 
 The LLM that produced the output rates it. That costs nothing when the output ends with its own
-`Emotions:` line; a repeat inherits its original's rating, and with `reflexes.emotion_every` = N a similar
-output inherits the last rating up to N − 1 times in a row; a thought that names emotions of the vocabulary in its
-own words (`lexicon_rating`) is rated from them. Otherwise one structured call asks for the
-emotions and — only when n-grams and embeddings leave the novelty uncertain — HMP's novelty comparison too.
+`Emotions:` line; a repeat inherits its original's rating, and (without ratings from signals) with
+`reflexes.emotion_every` = N a similar output inherits the last rating up to N − 1 times in a row; a thought that names emotions of the vocabulary in its
+own words (`lexicon_rating`) is rated from them; one that shows no feeling at all is rated from the tick's signals
+(`signal_rating`: the novelty band and the felt drive; `reflexes.emotion_from_signals`). Only what is left —
+a human spoke, a feeling the lexicon cannot name, an anxious last rating — costs one structured call for the
+emotions, and HMP's novelty comparison joins it only when its answer could change the verdict (the cheap similarity
+would flag the output, and the comparison may clear that flag: `comparison_decides`).
 On llama.cpp the answer is grammar-constrained JSON (even the 270M model returns valid JSON); anything
 else is parsed leniently. Emotions not in the vocabulary (config `emotions`) extend it (logged).
 """
@@ -21,7 +24,8 @@ from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
-from nodes.reflexes.emotion import carried_rating, lexicon_rating, parse_emotions
+from nodes.reflexes.anti_stagnation.verdict import comparison_decides
+from nodes.reflexes.emotion import carried_rating, lexicon_rating, parse_emotions, signal_rating
 from nodes.reflexes.evaluation import evaluate, parse_comparison
 from nodes.state import EmotionEval, EmotionUpdate, TickState
 from persona.prose import degenerate
@@ -51,17 +55,24 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
     evaluation: EmotionEval = {}
     want_emotions = reflexes.emotion
     human_spoke = bool(state.incoming_note_ids or state.human_turns)
+    # with ratings from signals, only a repeat inherits (its original's rating): what signals leave ambiguous is a
+    # feeling they cannot read, and an older rating cannot read it either
+    every = 1 if reflexes.emotion_from_signals else reflexes.emotion_every
     if want_emotions and state.self_emotions:
         emotions, want_emotions = list(state.self_emotions), False
         evaluation = {"source": "self", "llm_id": state.llm.get("llm_id"), "llm_mismatch": False}
-    elif want_emotions and (source := carried_rating(recent, signals, human_spoke=human_spoke,
-                                                     every=reflexes.emotion_every)) is not None:
+    elif want_emotions and (source := carried_rating(recent, signals, human_spoke=human_spoke, every=every)) is not None:
         emotions, want_emotions = list(source.emotions), False
         evaluation = {"source": "carried", "carried_from": source.tick, "llm_id": source.llm_id, "llm_mismatch": False}
     elif want_emotions and (named := lexicon_rating(body, vocabulary)):
         emotions, want_emotions = named, False  # the thought names its emotions: no call (a cheap signal)
         evaluation = {"source": "lexicon", "llm_id": None, "llm_mismatch": False}
-    want_comparison = signals["band"] == "uncertain" and reflexes.compare_with_llm and previous is not None
+    elif want_emotions and reflexes.emotion_from_signals and (cheap := signal_rating(
+            body, signals, vocabulary, drives=dict(state.drives), human_spoke=human_spoke,
+            previous=list(recent[-1].emotions or []) if recent else None)):
+        emotions, want_emotions = cheap, False  # no feeling in the thought: novelty and drives rate it (no call)
+        evaluation = {"source": "signals", "llm_id": None, "llm_mismatch": False}
+    want_comparison = comparison_decides(signals, reflexes) and previous is not None
     if want_emotions or want_comparison:
         author = state.llm.get("llm_id")
         try:

@@ -26,6 +26,7 @@ from nodes.reflexes.anti_stagnation.verdict import (
     MAX_TEMPERATURE,
     MAX_TOP_P,
     REPHRASE_EVERY,
+    comparison_decides,
     decide,
     reflex_lite,
     rephrase,
@@ -67,8 +68,7 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                               novel_below=settings.novel_below)
         previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
         previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
-    if (signals["band"] == "uncertain" and "comparison" not in signals and settings.compare_with_llm
-            and previous_text is not None):
+    if "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None:
         try:
             _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
                                  tags=tags, language=services.settings.prompt_language)

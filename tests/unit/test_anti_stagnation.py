@@ -50,9 +50,11 @@ def test_a_loop_with_no_input_keeps_producing_new_ideas_at_low_cost(agent_factor
         assert [m.content for m in stored] == NEW_THOUGHTS  # every new idea kept
         sources = [(m.meta or {}).get("emotion_source") for m in stored]
         calls = repos.llm_calls.recent(50)
-    # emotion_every = 2: a fresh rating, then one inherited, alternately
-    assert sources == ["llm", "carried"] * 3
-    assert len(calls) == 6 + 3  # six thoughts, three evaluation calls: 1.5 calls per tick
+    # thoughts that show no feeling: rated from the novelty band and drives (a fresh rating each, no call); the
+    # second hopes — a feeling the lexicon does not name — and the model rates it
+    assert sources == ["signals", "llm", "signals", "signals", "signals", "signals"]
+    assert all(m.emotions[0].startswith("curiosity:") for i, m in enumerate(stored) if i != 1)
+    assert len(calls) == 6 + 1  # six thoughts, one evaluation call: 1.17 calls per tick
 
 
 def test_a_self_rated_output_costs_no_evaluation_call(agent_factory):
@@ -214,7 +216,7 @@ def test_the_uncertain_band_asks_the_comparison_in_the_same_call_as_the_emotions
               "comparison": {"assessment": "not identical", "novelty_score": 15, "new_ideas": [],
                              "refined_ideas": ["moon over water"], "discarded_ideas": ["tide times"], "tags": ["sea"]}}
     fake = FakeLLM("fake", responses=["Moon, tide and sea tonight.", "Moon, tide and the harbour at night."], json_answer=answer)
-    agent = agent_factory(fake, embedder=KeywordEmbedder(), reflexes={"emotion_every": 1})
+    agent = agent_factory(fake, embedder=KeywordEmbedder(), reflexes={"emotion_every": 1, "emotion_from_signals": False})
     agent.tick()
     state = agent.tick()
     evaluations = [c for c in fake.calls if c["json_schema"] is not None]

@@ -219,6 +219,7 @@ def test_open_questions_are_resolved_by_the_llm_after_a_conversation_and_removed
     resolution = [c for c in fake.calls if c["json_schema"] and "open questions" in c["prompt"]]
     assert len(resolution) == 1 and "My favourite book is Moby Dick." in resolution[0]["prompt"]
     assert "Your favourite book is Moby Dick, then." in resolution[0]["prompt"]
+    assert "Why is the sea salty?" not in resolution[0]["prompt"]  # a question the conversation never touched
     assert agent.state()["drives"]["resolved_questions"] == [1]  # the unknown id 99 is ignored
     with agent.services.db.unit() as repos:
         assert repos.questions.get(1).status == "resolved" and repos.questions.get(1).resolution == "Moby Dick"

@@ -24,7 +24,7 @@ def test_anxiety_over_three_for_three_ticks_triggers_reflex_lite(agent_factory):
     thoughts = ["Storm clouds gather over the harbour tonight.", "Ledgers hide small arithmetic mistakes.",
                 "Violins need patient fingers.", "Glaciers carve valleys slowly.", "Orchards smell of cider."]
     fake = FakeLLM("fake", responses=thoughts, json_answer=emotions_answer(("anxiety", 4), ("curiosity", 2)))
-    agent = agent_factory(fake)
+    agent = agent_factory(fake, reflexes={"emotion_from_signals": False})  # the model rates every thought
     states = [agent.tick() for _ in range(3)]
     assert [s["novelty"]["anxiety_streak"] for s in states] == [False, False, True]
     assert states[2]["novelty"]["triggered_actions"] == ["reflex_lite:anxiety"] and not states[2]["novelty"]["stagnation_flag"]
@@ -49,7 +49,7 @@ def test_a_fallback_rating_is_marked_llm_mismatch_and_new_emotions_extend_the_vo
         return original(prompt, sampling, **kwargs)
 
     main.complete = complete
-    agent = agent_factory(main, backup)
+    agent = agent_factory(main, backup, reflexes={"emotion_from_signals": False})
     state = agent.tick()
     assert state["emotion_eval"] == {"source": "llm", "llm_id": "backup", "llm_mismatch": True}
     assert state["emotions"] == ["wistfulness:3 (r)"]

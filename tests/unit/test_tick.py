@@ -62,7 +62,7 @@ def test_an_empty_thought_is_drawn_again_once(agent_factory):
     assert len(think_calls) == 2 and think_calls[0]["prompt"] == think_calls[1]["prompt"]
     with agent.services.db.unit() as repos:
         assert repos.messages.recent("main", 5)[0].content == "A second draw has words."
-        assert repos.llm_calls.totals("main", 1)["calls"] == 3  # two draws + the emotion rating
+        assert repos.llm_calls.totals("main", 1)["calls"] == 2  # two draws; the emotion from signals (no feeling shown)
     fake.responses = ["", ""]  # two empty draws in a row: the tick still ends, no third draw
     fake.calls.clear()
     state = agent.tick()

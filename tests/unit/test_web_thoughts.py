@@ -40,7 +40,8 @@ def test_a_tick_card_has_the_thought_its_commands_and_their_fate_tokens_time_and
         assert card["tokens"]["prompt"] == row.prompt_tokens > 0 and card["tokens"]["completion"] == row.completion_tokens > 0
     assert card["llm_id"] == "fake" and card["failovers"] == []
     assert card["finished_at"] >= card["started_at"] and card["duration_s"] >= 0
-    assert card["reflexes"]["emotions"] == [{"emotion": "curiosity", "strength": 3, "reason": "new idea"}]
+    # a thought that shows no feeling: rated from its novelty (reflexes.emotion_from_signals), no model call
+    assert card["reflexes"]["emotions"] == [{"emotion": "curiosity", "strength": 3, "reason": "a new thought"}]
     assert card["reflexes"]["novelty_score"] is not None and card["reflexes"]["stagnation_flag"] is False
     listed = web.client.get("/api/ticks").json()
     assert listed["ticks"][0] == card and listed["next_before"] is None

@@ -37,6 +37,14 @@ def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any]
     return text[:400] if len(text) >= 12 else None
 
 
+def comparison_decides(signals: NoveltySignals, settings: ReflexSettings) -> bool:
+    """Whether HMP's LLM comparison is worth a call: only in the uncertain band from `stagnation_soft_threshold`
+    up, where the cheap similarity flags the output and the comparison may clear the flag (`decide`). Below it the
+    output is not flagged whatever the comparison says, so n-grams and embeddings decide alone."""
+    return (settings.compare_with_llm and signals.get("band") == "uncertain"
+            and float(signals.get("similarity") or 0.0) >= settings.stagnation_soft_threshold)
+
+
 def decide(signals: NoveltySignals, settings: ReflexSettings) -> tuple[bool, float, str]:
     """(stagnant, similarity reported, method). The cheap bands decide alone; in the uncertain band the cheap
     similarity flags from `stagnation_soft_threshold`, and the LLM comparison, when there is one, may clear that
