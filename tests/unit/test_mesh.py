@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from managers import ManagerDeps, Managers
+from managers.notes import marks_of
 from memory import Database
 from memory.models import DiaryEntry, MeshContainer, Note
 from memory.secrets import FileSecretStore, SecretStoreError
@@ -570,3 +571,9 @@ def test_a_note_goes_no_further_than_mesh_note_hops(tmp_path: Path) -> None:
         for node in nodes:
             node.stop()
             node.database.close()
+
+
+def test_a_notes_mentions_and_hashtags_are_parsed_once_and_an_address_is_no_mention() -> None:
+    assert marks_of("@ada, see #tides and #tides-2 (#tides again); mail bob@example.com &#39; then @bob.") == \
+        (["ada", "bob"], ["tides", "tides-2"])
+    assert marks_of("nothing to mark: 3#4, a@b") == ([], [])
