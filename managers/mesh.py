@@ -20,7 +20,7 @@ import yaml
 from memory.models import MeshContainer, MeshRefusal
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
-from reach.hmp.containers import Checked, Refused, check, seal
+from reach.hmp.containers import Checked, Refused, check, encode, seal
 from reach.hmp.identity import Identity, verify
 from reach.hmp.limits import TokenBuckets
 
@@ -32,6 +32,8 @@ REFUSAL_REASONS = ("forged", "replay", "expired", "oversized", "unknown_type", "
                    "blocked", "distrusted")
 PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed", "flood"})
 PUBLISHABLE = ("diary", "concept", "abstract")
+NOTE_TEXT = 8000  # a distributed note's text at most
+NOTE_MARKS = 12  # mentions (and hashtags) a distributed note carries at most
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,12 @@ class Tally:
     votes: int
     result: str | None  # the winning solution's text; a claim: "agree" / "disagree" / "undecided"
     score: float | None  # a claim's trust-weighted mean evaluation
+
+
+def _marks(values: Any) -> builtins.list[str]:
+    """A note's mentions or hashtags as they travel: words of at most 60 characters, at most NOTE_MARKS."""
+    words = values if isinstance(values, (list, tuple)) else []
+    return [str(w)[:60] for w in words if isinstance(w, str) and w.strip()][:NOTE_MARKS]
 
 
 def _voter_weight(trust: float) -> float:
@@ -197,9 +205,11 @@ class MeshManager:
     def _accept(self, checked: Checked, trust: float) -> Outcome:
         container = checked.container
         payload: dict[str, Any] = container["payload"]
+        inner = payload.get("note") if checked.type == "note" else None  # a distributed note: its origin's id
+        ref = inner.get("id") if isinstance(inner, dict) else payload.get("case") or payload.get("about")
         row = MeshContainer(id=checked.id, direction="in", type=checked.type, sender=checked.sender,
                             recipient=container["recipient"], topic=container["topic"],
-                            ref=str(payload.get("case") or payload.get("about") or "")[:80] or None,
+                            ref=str(ref or "")[:80] or None,
                             body=container, status="accepted", trust=round(trust, 4),
                             created_at=self.house.deps.clock())
         self.repo.add(row)
@@ -216,6 +226,8 @@ class MeshManager:
             note = self.house.repos.notes.add(str(payload.get("text", ""))[:8000], source="peer",
                                               tags=self._peer_tags(row), read=False)
             return f"note {note.id}"
+        if kind == "note":
+            return self._take_note(row, payload)
         if kind == "cogsync":
             if row.topic not in self.subscriptions():
                 return None  # kept for sync and relaying, not learned
@@ -242,6 +254,63 @@ class MeshManager:
             self._retire(row.sender, replaced_by=None, container_id=row.id)
             return "revocation"
         return kind  # ethics_case, solution, vote, claim: read by tally()
+
+    # ---- distributed notes (F2F) ---------------------------------------------------------------------------------
+    def share_note(self, text: str, *, mentions: Iterable[str] = (), hashtags: Iterable[str] = (),
+                   priority: int = 0) -> builtins.list[dict[str, Any]]:
+        """A public note of this persona's, to each friend (managers/peers.py `friends`): the note sealed once by this
+        persona — its signed origin, which every friend of a friend verifies and deduplicates by — inside an envelope
+        addressed to each friend, hops 1. Only the words, mentions, hashtags and priority leave: never the local
+        note's tags, llm id, hidden flag or author ids. ValueError when there is no friend to share with."""
+        friends = [str(f.did) for f in self.house.peers.friends()]
+        if not friends:
+            raise ValueError("I have no friends to share notes with (a peer tagged \"friend\": agents.tag, with my "
+                             "human's approval)")
+        note = seal(self.identity(), "note", {
+            "text": text[:NOTE_TEXT], "mentions": _marks(mentions), "hashtags": _marks(hashtags),
+            "priority": max(-10, min(10, int(priority)))}, ttl=self.settings.default_ttl_s)
+        return [self._envelope(note, 1, did) for did in friends]
+
+    def _envelope(self, note: Mapping[str, Any], hops: int, friend: str) -> dict[str, Any]:
+        return self.compose("note", {"note": dict(note), "hops": hops}, recipient=friend, lineage=[str(note["id"])],
+                            ref=str(note["id"]))
+
+    def _take_note(self, row: MeshContainer, payload: dict[str, Any]) -> str | None:
+        """A friend's envelope addressed here: the note inside is verified like any container (its author's
+        signature, its age), taken once — by its id, however many friends carry it and whichever way it loops —,
+        marked with its origin and hops (data from a peer, source `peer`), and relayed to this persona's other
+        friends while hops < `mesh.note_hops`. An envelope from a peer that is no friend here is not taken; a note
+        whose author is blocked, revoked or distrusted here is neither taken nor relayed."""
+        if row.recipient != self.my_did():
+            return None  # carried to another friend: kept for sync, not taken
+        friends = {str(f.did) for f in self.house.peers.friends()}
+        raw, hops = payload.get("note"), payload.get("hops")
+        if row.sender not in friends or not isinstance(raw, dict) or type(hops) is not int or hops < 1:
+            return None
+        try:
+            note = check(encode(raw), max_bytes=self.settings.max_container_bytes)
+        except (Refused, TypeError, ValueError):
+            return None
+        origin, body = note.sender, note.container["payload"]
+        reputation = self.house.reputation
+        if note.type != "note" or note.container["recipient"] is not None or origin == self.my_did() \
+                or self.repo.note_applied(note.id) or reputation.is_blocked(origin) or self.is_revoked(origin) \
+                or reputation.trust(origin) < self.settings.min_trust:
+            return None
+        text = str(body.get("text", ""))[:NOTE_TEXT]
+        if not text.strip():
+            return None
+        marks = [f"#{t}" for t in _marks(body.get("hashtags"))] + [f"@{m}" for m in _marks(body.get("mentions"))]
+        priority = body.get("priority")
+        entry = self.house.repos.notes.add(
+            text, source="peer", read=False, priority=max(-10, min(10, priority)) if type(priority) is int else 0,
+            tags=[*self._peer_tags(row), f"origin:{origin}", f"hops:{hops}", *marks])
+        row.local_tier, row.local_id = "note", entry.id
+        self.house.repos.session.flush()
+        if hops < self.settings.note_hops:
+            for friend in sorted(friends - {row.sender, origin}):
+                self._envelope(raw, hops + 1, friend)
+        return f"note {entry.id}"
 
     def _peer_tags(self, row: MeshContainer) -> builtins.list[str]:
         return ["via:mesh", "from:peer", f"peer:{row.sender}"]

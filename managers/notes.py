@@ -3,12 +3,19 @@ messages the persona sends its human, stored as outgoing notes.
 
 Rules: a task sub-cycle's notes go to the main loop unread (source `llm:task`); the persona rewrites the text only of
 its own notes (another's words are never rewritten; their tags and priority it may change); a delete hides the note,
-restorable."""
+restorable.
+
+Distributed notes (HMP's "from the user's notepad to a distributed chat"): every note is private — it stays here —
+until `share` makes one of the persona's own public: it goes, signed, to the persona's friends (peers tagged
+`friend`), who take it into their notes and carry it on to theirs (managers/mesh.py); its mentions and hashtags
+are parsed here, when it is shared, so no receiver has to."""
 
 from __future__ import annotations
 
 import builtins
+import re
 from collections.abc import Iterable
+from typing import Any
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -20,6 +27,15 @@ if TYPE_CHECKING:
     from managers import Managers
 
 OWN_SOURCES = ("llm", "llm:task")  # what the persona wrote itself
+PUBLIC = "public"  # the tag of a note this persona shared with its friends
+MENTION = re.compile(r"(?<![\w@])@([\w.-]{1,60})")
+HASHTAG = re.compile(r"(?<![\w#&])#(\w[\w-]{0,59})")
+
+
+def marks_of(text: str) -> tuple[builtins.list[str], builtins.list[str]]:
+    """A note's mentions (@name) and hashtags (#tag), each once, in order of appearance."""
+    mentions = [m.rstrip(".") for m in MENTION.findall(text)]
+    return list(dict.fromkeys(m for m in mentions if m)), list(dict.fromkeys(HASHTAG.findall(text)))
 
 
 class NoteManager:
@@ -73,10 +89,26 @@ class NoteManager:
         hide."""
         return self.repos.notes.archive(note_id)
 
+    def share(self, note_id: int) -> builtins.list[dict[str, Any]]:
+        """Make one of the persona's own notes public: it goes to each friend (the sent envelopes are returned) and is
+        tagged `public` here. Another's words (the human's, a peer's, the system's) are not the persona's to publish
+        (Conflict); NotFound for a missing or hidden note; ValueError when there is no friend."""
+        note = self.repos.notes.get(note_id)
+        if note is None or note.hidden:
+            raise NotFound(f"no note {note_id}")
+        if note.source not in OWN_SOURCES:
+            raise Conflict(f"note {note_id} is from {note.source}: I share only my own notes", field="id")
+        if PUBLIC in (note.tags or []):
+            raise Conflict(f"note {note_id} is shared already", field="id")
+        mentions, hashtags = marks_of(note.text)
+        sent = self.house.mesh.share_note(note.text, mentions=mentions, hashtags=hashtags, priority=note.priority)
+        self.repos.notes.set_tags(note_id, [*(note.tags or []), PUBLIC])
+        return sent
+
     def outgoing(self, text: str, *, to: str, thread_id: str | None, llm_id: str | None, now: datetime) -> Note:
         """A message to the human (or `to`), kept as an outgoing note."""
         return self.repos.notes.add(text, source="llm", thread_id=thread_id, llm_id=llm_id, read=True,
                                     tags=["outgoing", f"to:{to}"], created_at=now)
 
 
-__all__ = ["OWN_SOURCES", "NoteManager"]
+__all__ = ["OWN_SOURCES", "PUBLIC", "NoteManager", "marks_of"]

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from managers import Managers
 
 PEER_SOURCE = "peer"
+FRIEND = "friend"  # the tag that makes a peer a friend: the distributed notes replicate through it (managers/notes.py)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+MAX_TAGS = 20
 MAX_TEXT = 20_000
 
 
@@ -102,6 +104,23 @@ class PeerManager:
         self.repos.peers.flush()
         return peer
 
+    def set_tags(self, key: str | int, tags: Iterable[str]) -> Peer:
+        """The owner's tags on a peer (they replace the old ones); `friend` makes it a friend of the distributed
+        notes. Each tag is 1-60 letters, digits, '-', '_' or '.'."""
+        peer = self.get(key)
+        clean = sorted({str(t).strip().lower() for t in tags})
+        bad = [t for t in clean if not t or len(t) > 60 or not set(t) <= NAME_CHARS]
+        if bad or len(clean) > MAX_TAGS:
+            raise Refused(f"tags: at most {MAX_TAGS}, each 1-60 letters, digits, '-', '_' or '.' (not {bad[:3]})")
+        peer.tags = clean
+        self.repos.peers.flush()
+        return peer
+
+    def friends(self) -> builtins.list[Peer]:
+        """The peers tagged `friend` that have a DID and are not blocked (ours, or the mesh's blocklist)."""
+        return [p for p in self.list(include_blocked=False)
+                if FRIEND in (p.tags or []) and p.did and not self.house.reputation.is_blocked(p.did)]
+
     def seen(self, key: str | int, now: datetime | None = None) -> None:
         peer = self.find(key)
         if peer is None:
@@ -162,7 +181,7 @@ class PeerManager:
         peer = self.get(key)
         sent = [r for r in self.repos.peers.outbox(limit=500) if r.peer_name == peer.name]
         return {"name": peer.name, "did": peer.did, "a2a_url": peer.a2a_url, "p2p_addrs": list(peer.p2p_addrs or []),
-                "added_by": peer.added_by, "note": peer.note, "blocked": peer.blocked,
+                "added_by": peer.added_by, "note": peer.note, "blocked": peer.blocked, "tags": list(peer.tags or []),
                 "first_seen": peer.first_seen, "last_seen": peer.last_seen, "trust": self.trust(peer.did),
                 "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
 
@@ -336,4 +355,4 @@ class PeerManager:
         return self.repos.peers.notes_from(PEER_SOURCE, limit)
 
 
-__all__ = ["PEER_SOURCE", "PeerManager", "is_agent_url", "valid_name"]
+__all__ = ["FRIEND", "PEER_SOURCE", "PeerManager", "is_agent_url", "valid_name"]

@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -226,6 +226,13 @@ def _v22_sealed_secrets(conn: Connection) -> None:
     table_of(SealedSecret).create(conn, checkfirst=True)
 
 
+def _v23_peer_tags(conn: Connection) -> None:
+    """A peer carries the owner's tags (`friend`: the distributed notes replicate through it); the peers before
+    had none: an empty list."""
+    _add_missing_columns(conn, "peers", ["tags JSON"])
+    conn.execute(text("UPDATE peers SET tags = '[]' WHERE tags IS NULL"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -240,7 +247,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        19: _v19_kb_document_source,
                                                        20: _v20_contact_request_warning,
                                                        21: _v21_memory_event_time,
-                                                       22: _v22_sealed_secrets}
+                                                       22: _v22_sealed_secrets,
+                                                       23: _v23_peer_tags}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -979,6 +979,7 @@ class Peer(Base):
     added_by: Mapped[str] = mapped_column(String(32), default="owner")  # owner | persona | spawn | bootstrap
     note: Mapped[str] = mapped_column(Text, default="")
     blocked: Mapped[bool] = mapped_column(Boolean, default=False)
+    tags: Mapped[list[Any]] = mapped_column(default=list)  # the owner's: "friend" = F2F note replication (managers/notes.py)
     first_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     last_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -351,6 +351,9 @@ class MeshSettings(Section):
         "a peer below this trust gets nothing from this persona's door: no container addressed to it is sent, its "
         "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
+    note_hops: int = Field(3, ge=1, le=10, description=(
+        "how far a shared (public) note travels through friends: 1 = to this persona's friends only, 2 = their "
+        "friends too, …"))
     sync_every_s: float = Field(5.0, gt=0, le=3600, description="how often the door flushes the outbox and syncs")
     start_timeout_s: float = Field(60.0, gt=0, le=3600, description=(
         "how long the door waits for its libp2p node to listen (py-libp2p's imports take seconds; on a loaded "

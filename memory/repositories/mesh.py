@@ -55,6 +55,12 @@ class MeshRepo(Repo):
                                                                      MeshContainer.local_tier.is_not(None))
                                          .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
 
+    def note_applied(self, note_id: str) -> bool:
+        """Whether a friend's note (the id of its origin container) already became a note here."""
+        return self.session.scalars(select(MeshContainer.id).where(
+            MeshContainer.type == "note", MeshContainer.ref == note_id,
+            MeshContainer.local_tier.is_not(None)).limit(1)).first() is not None
+
     def of_case(self, case_id: str) -> builtins.list[MeshContainer]:
         return list(self.session.scalars(select(MeshContainer).where(
             (MeshContainer.id == case_id) | (MeshContainer.ref == case_id))).all())

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, field_validator
 
 from managers.errors import NotFound, Refused
-from nodes.commands.args import Args, Description, Ref, names
+from nodes.commands.args import Args, Description, Ref, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
@@ -37,9 +37,14 @@ class PeerArgs(Args):
     peer: Ref = Field(validation_alias=names("peer", "name", "id", "did"))
 
 
+class TagArgs(PeerArgs):
+    tags: Words
+
+
 def _line(peer, trust: float | None) -> str:
     seen = peer.last_seen.strftime("%Y-%m-%d %H:%M") if peer.last_seen else "never"
-    return (f"- {peer.name}{' [blocked]' if peer.blocked else ''}: {peer.a2a_url or 'no A2A address'}; "
+    tags = f" [{', '.join(peer.tags)}]" if peer.tags else ""
+    return (f"- {peer.name}{' [blocked]' if peer.blocked else ''}{tags}: {peer.a2a_url or 'no A2A address'}; "
             f"{peer.did or 'no DID yet'}; trust {'none yet' if trust is None else f'{trust:+.2f}'}; last seen {seen}")
 
 
@@ -64,6 +69,7 @@ def agent_info(cmd: Command, ctx: CommandContext) -> CommandResult:
         f"{info['did'] or 'none yet'}; p2p {', '.join(info['p2p_addrs']) or 'none'}; added by {info['added_by']}; "
         f"trust {'none yet' if trust is None else f'{trust:+.2f}'}; first seen {info['first_seen'] or 'never'}, last "
         f"seen {info['last_seen'] or 'never'}; my messages to it: {info['outbox']}"
+        + (f"; tags: {', '.join(info['tags'])}" if info["tags"] else "")
         + (f"; note: {info['note']}" if info["note"] else ""))
 
 
@@ -87,3 +93,14 @@ def remove_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     except NotFound as exc:
         raise CommandError(f"agents.remove: {exc}") from None
     return CommandResult(f"{peer.name} is no longer my peer")
+
+
+@FAMILY.command("agents.tag", '{"peer": "ada", "tags": ["friend"]}  (my tags on a peer, replacing the old; "friend": '
+                "my shared notes go to it and I take and pass on its; my human approves)", args=TagArgs,
+                effect="modify_self", aliases=("peers.tag",))
+def tag_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        peer = ctx.managers.peers.set_tags(arg(cmd, "peer"), arg(cmd, "tags", kind=list))
+    except (NotFound, Refused) as exc:
+        raise CommandError(f"agents.tag: {exc}") from None
+    return CommandResult(f"{peer.name} is tagged {', '.join(peer.tags) or 'with nothing'}")

@@ -8,6 +8,7 @@ from memory.models import Note
 from managers.errors import NotFound
 from memory.tiers import TierError
 from nodes import provenance
+from nodes.commands.mesh import mesh_off
 from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -129,3 +130,15 @@ def delete_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not ctx.managers.notes.hide(note_id):
         raise CommandError(f"notes.delete: no note {note_id} (or it is deleted already)")
     return CommandResult(f'note {note_id} deleted; memory.restore {{"tier": "note", "ref": "{note_id}"}} brings it back')
+
+
+@FAMILY.command("notes.share", '{"id": 12}  (one of my own notes made public: it goes to my friends — peers tagged '
+                '"friend" — and on to theirs; my human approves, unless notes.share is approved in advance)',
+                args=NoteArgs, effect="external", unavailable=mesh_off)
+def share_note(cmd: Command, ctx: CommandContext) -> CommandResult:
+    note_id = arg(cmd, "id", kind=int)
+    try:
+        sent = ctx.managers.notes.share(note_id)
+    except (NotFound, TierError, ValueError) as exc:
+        raise CommandError(f"notes.share: {exc}") from exc
+    return CommandResult(f"note {note_id} is public: queued for {len(sent)} friend(s)")

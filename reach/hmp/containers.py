@@ -37,6 +37,8 @@ CLOCK_SKEW_SECONDS = 120  # a container dated further ahead than this is refused
 # what a container may be; anything else is refused as unknown_type
 TYPES = frozenset({
     "message",  # a note to one peer (recipient) or to all
+    "note",  # a distributed note: its author's signed note ({text, mentions, hashtags, priority}), carried to one
+    # friend (recipient) inside a friend's envelope ({note: <that container>, hops}) — managers/mesh.py
     "ask", "answer",  # a question to a peer and its answer (lineage: the ask)
     "cogsync",  # a diary entry, concept, link or abstract published under a topic (tag)
     "evaluation",  # a signed evaluation −1…+1 of a peer or of one container

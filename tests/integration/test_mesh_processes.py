@@ -19,7 +19,7 @@ import pytest
 
 from managers import ManagerDeps, Managers
 from memory import Database
-from memory.models import DiaryEntry
+from memory.models import DiaryEntry, MeshContainer, Note
 from mesh.node import ALL, SYNC, binding
 from mesh.transport import Libp2pTransport, wait_for
 from persona.settings import MeshSettings, Settings
@@ -143,6 +143,20 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
         assert item is not None and item.meta["origin"] == "peer"
         assert any(n.text == "hello b" for n in house.notes.list(source="peer", limit=5))
 
+    # distributed notes: a and b are friends, b and c are friends, a and c are not — a's public note reaches c through
+    # b, with its origin and hops; a's private note leaves a in no container
+    for door, friends in ((a, "b"), (b, "ac"), (c, "b")):
+        for house in door.managers():
+            for name in friends:
+                house.peers.set_tags(house.peers.add(f"peer-{name}", did=dids[name]).id, ["friend"])
+    for house in a.managers():
+        house.notes.add("a's private musing")
+        assert len(house.notes.share(house.notes.add("the #tides turn at noon").id)) == 1
+    assert wait_for(lambda: _peer_notes(c, "the #tides turn at noon"), WAIT), c.log_tail()
+    [at_b], [at_c] = _peer_notes(b, "the #tides turn at noon"), _peer_notes(c, "the #tides turn at noon")
+    assert {f"origin:{dids['a']}", "hops:1", f"peer:{dids['a']}", "#tides"} <= set(at_b)
+    assert {f"origin:{dids['a']}", "hops:2", f"peer:{dids['b']}", "#tides"} <= set(at_c)
+
     # an ethics case: a opens it, all three vote, the trust-weighted result is a's to read
     for house in a.managers():
         case = house.mesh.open_case("Share the owner's notes with peers?", ["only with consent", "freely"])
@@ -174,6 +188,19 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
     for door in (b, c):
         assert door.diary_texts("spring tide peaks at 4.6 m") == 1
         assert door.diary_texts("while c was away: neap tide") == 1
+        assert len(_peer_notes(door, "the #tides turn at noon")) == 1  # once, though c's copy came by way of b
+    for door in (a, b, c):
+        for house in door.managers():
+            assert not any("private musing" in json.dumps(row.body)
+                           for row in house.repos.session.query(MeshContainer).all())
+
+
+def _peer_notes(door: Door, text: str) -> list[list[str]]:
+    """The tags of each note from peers with this text."""
+    for house in door.managers():
+        return [list(n.tags or []) for n in house.repos.session.query(Note).filter(Note.source == "peer",
+                                                                                    Note.text == text).all()]
+    return []
 
 
 def _case_rows(door: Door, case_id: str) -> int:

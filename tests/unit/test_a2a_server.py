@@ -136,6 +136,14 @@ def test_peers_over_the_api_and_the_mesh_page_say_no_trust_yet_rather_than_a_num
     assert mesh["learned"] == [] and mesh["open_cases"] == [] and mesh["refused"] == []  # nothing arrived yet
     page = web.client.get("/mesh")
     assert page.status_code == 200 and 'data-peer="ada"' in page.text and "no trust yet" in page.text
+    tagged = web.client.put("/api/peers/ada/tags", json={"tags": ["Friend", "kin"]})  # the owner's act: no approval
+    assert tagged.status_code == 200 and tagged.json()["tags"] == ["friend", "kin"]
+    assert web.client.put("/api/peers/ada/tags", json={"tags": ["no spaces"]}).json()["field"] == "tags.0"
+    assert web.client.put("/api/peers/bob/tags", json={"tags": []}).status_code == 404
+    assert '<mark data-testid="tag-ada">friend</mark>' in web.client.get("/mesh").text
+    with web.agent.services.db.unit() as repos:
+        from managers import Managers
+        assert [p.name for p in Managers(repos).peers.friends()] == []  # a friend needs a DID to replicate through
     assert web.client.delete("/api/peers/ada").status_code == 204
     assert web.client.get("/api/peers/ada").status_code == 404
     with web.agent.services.db.unit() as repos:

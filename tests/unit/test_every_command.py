@@ -344,6 +344,41 @@ def test_mesh_and_reputation_commands_through_a_tick(agent_factory, tmp_path):
         assert repos.session.get(DiaryEntry, entry.id).status == "archived"
 
 
+def test_agents_tag_and_notes_share_through_a_tick(agent_factory):
+    """Tagging a peer `friend` and sharing a note outward are the owner's: parked without approval; approved in
+    advance (consent.auto_approve), a note of mine goes to the friend and a note of my human's does not."""
+    from memory.models import MeshContainer
+    from reach.hmp.identity import Identity
+
+    ada = Identity.generate().did
+
+    def seed(repos):
+        from managers import Managers
+        Managers(repos).peers.add("ada", did=ada)
+        repos.notes.add("a thought about #tides for @ada", source="llm", read=True)
+        repos.notes.add("my human's private words", source="user")
+
+    _, status = run(lambda fake: agent_factory(fake, mesh={"enabled": True}), seed,
+                    ("agents.tag", {"peer": "ada", "tags": ["friend"]}), ("notes.share", {"id": 1}))
+    assert [s for s, _ in status.values()] == ["pending_approval", "pending_approval"]
+
+    agent, status = run(lambda fake: agent_factory(fake, mesh={"enabled": True}, thread_id="t2",
+                                                   consent={"auto_approve": ["agents.tag", "notes.share"]}), None,
+                        ("agents.tag", {"peer": "ada", "tags": ["Friend", "kin"]}), ("notes.share", {"id": 1}),
+                        ("notes.share", {"id": 2}), ("agents.info", {"peer": "ada"}))
+    assert status["c1"] == ("executed", "ada is tagged friend, kin")
+    assert status["c2"] == ("executed", "note 1 is public: queued for 1 friend(s)")
+    assert status["c3"][0] == "failed" and "only my own notes" in status["c3"][1]
+    assert "tags: friend, kin" in status["c4"][1]
+    with agent.services.db.unit() as repos:
+        [row] = repos.session.query(MeshContainer).all()
+        assert row.recipient == ada and row.type == "note"
+        inner = row.body["payload"]["note"]["payload"]
+        assert inner == {"text": "a thought about #tides for @ada", "mentions": ["ada"], "hashtags": ["tides"],
+                         "priority": 0}
+        assert "public" in repos.notes.get(1).tags
+
+
 def test_users_list_and_info_through_a_tick(agent_factory):
     def seed(repos):
         from managers import Managers

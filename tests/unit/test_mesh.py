@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from managers import ManagerDeps, Managers
+from managers.notes import marks_of
 from memory import Database
 from memory.models import DiaryEntry, MeshContainer, Note
 from memory.secrets import FileSecretStore, SecretStoreError
@@ -457,3 +458,122 @@ def test_the_node_shares_each_peers_trust_and_the_blocklist_with_its_transport(t
         a.last_trust = 0.0
         a.step(0.01)
         assert transport.trust_updates == updates  # unchanged: not sent again
+
+
+# ---- distributed notes: F2F replication through friends -------------------------------------------------------------
+
+
+def befriend(node: MeshNode, *others: MeshNode, tags: tuple[str, ...] = ("friend",)) -> None:
+    """`others` become `node`'s peers tagged `tags` (the owner's decision)."""
+    with node.managers() as managers:
+        for other in others:
+            peer = managers.peers.add(f"p{other.transport.peer_id}", did=other.did)
+            managers.peers.set_tags(peer.id, tags)
+
+
+def rounds(nodes: list[MeshNode], n: int = 8) -> None:
+    for _ in range(n):
+        for node in nodes:
+            node.step(0)
+
+
+def peer_notes(node: MeshNode) -> list[Note]:
+    with node.managers() as managers:
+        notes = managers.repos.session.query(Note).filter(Note.source == "peer").all()
+        managers.repos.session.expunge_all()
+        return notes
+
+
+def test_a_public_note_reaches_a_friend_of_a_friend_once_and_a_private_one_never_leaves(tmp_path: Path) -> None:
+    with mesh_of(tmp_path, "abcd") as nodes:
+        a, b, c, d = nodes
+        befriend(a, b)
+        befriend(b, a, c)
+        befriend(b, d, tags=("colleague",))  # d is b's peer, not its friend
+        befriend(c, b)
+        befriend(d, b)
+        with a.managers() as managers:
+            private = managers.notes.add("my private musing", llm_id="local-model", tags=["secret"])
+            public = managers.notes.add("the #tides turn at noon, @bob", llm_id="local-model", tags=["mine"],
+                                        priority=2)
+            sent = managers.notes.share(public.id)
+            assert [e["recipient"] for e in sent] == [b.did]
+            assert "public" in managers.repos.notes.get(public.id).tags
+            assert managers.repos.notes.get(private.id).tags == ["secret"]
+        rounds(nodes)
+        [at_b], [at_c] = peer_notes(b), peer_notes(c)
+        assert at_b.text == at_c.text == "the #tides turn at noon, @bob"
+        assert f"origin:{a.did}" in at_b.tags and "hops:1" in at_b.tags and f"peer:{a.did}" in at_b.tags
+        assert f"origin:{a.did}" in at_c.tags and "hops:2" in at_c.tags and f"peer:{b.did}" in at_c.tags
+        for note in (at_b, at_c):  # a's local fields are stripped; the parsed marks travel
+            assert not {"mine", "public", "secret"} & set(note.tags) and {"#tides", "@bob"} <= set(note.tags)
+            assert note.llm_id is None and note.author_id is None and not note.hidden and note.priority == 2
+            assert note.read is False
+        assert peer_notes(d) == [] and peer_notes(a) == []  # no friend relays to d; nothing comes back to a
+        for node in nodes:  # the private note left a in no container, anywhere
+            with node.managers() as managers:
+                bodies = [json.dumps(r.body) for r in managers.repos.session.query(MeshContainer).all()]
+                assert not any("private musing" in body for body in bodies)
+        with c.managers() as managers:  # a's signature, carried through b: c knows whose words they are
+            [row] = managers.repos.session.query(MeshContainer).filter(MeshContainer.local_tier == "note").all()
+            assert row.sender == b.did and row.body["payload"]["note"]["sender"] == a.did
+            assert check(encode(row.body["payload"]["note"])).sender == a.did
+
+
+def test_a_relay_loop_applies_a_note_once_and_the_hop_limit_and_blocks_hold(tmp_path: Path) -> None:
+    with mesh_of(tmp_path, "abc") as nodes:
+        a, b, c = nodes
+        befriend(a, b, c)
+        befriend(b, a, c)
+        befriend(c, a, b)  # a triangle: every note arrives at b and c from a and again from each other
+        with a.managers() as managers:
+            managers.notes.share(managers.notes.add("round and round").id)
+        rounds(nodes, 12)
+        for node in (b, c):
+            assert [n.text for n in peer_notes(node)] == ["round and round"]
+        with b.managers() as managers:  # c's relay reached b, and was not taken or relayed again
+            rows = managers.repos.session.query(MeshContainer).filter(MeshContainer.type == "note",
+                                                                      MeshContainer.recipient == b.did).all()
+            assert sorted(r.sender for r in rows) == sorted([a.did, c.did])
+            assert sum(1 for r in rows if r.local_tier == "note") == 1
+        assert peer_notes(a) == []
+        with c.managers() as managers:
+            managers.reputation.block(a.did, "no more of a's notes")
+        with b.managers() as managers:
+            managers.notes.share(managers.notes.add("b speaks").id)
+        with a.managers() as managers:
+            managers.notes.share(managers.notes.add("a again").id)
+        rounds(nodes, 12)
+        assert sorted(n.text for n in peer_notes(c)) == ["b speaks", "round and round"]  # a's, even via b: no
+        assert "b speaks" in [n.text for n in peer_notes(a)]
+
+
+def test_a_note_goes_no_further_than_mesh_note_hops(tmp_path: Path) -> None:
+    hub = InMemoryHub()
+    nodes = [MeshNode(Database.open(tmp_path / n), settings_for(tmp_path / n, sync_every_s=0.01, note_hops=1),
+                      hub.join(n)) for n in "abc"]
+    try:
+        for node in nodes:
+            node.start()
+        a, b, c = nodes
+        with a.managers() as managers:
+            with pytest.raises(ValueError, match="no friends"):  # no friend yet: nothing leaves, nothing is marked
+                managers.notes.share(managers.notes.add("too early").id)
+            assert managers.repos.notes.list(limit=5)[0].tags == [] and managers.mesh.outbox() == []
+        befriend(a, b)
+        befriend(b, a, c)
+        befriend(c, b)
+        with a.managers() as managers:
+            managers.notes.share(managers.notes.add("only to my friends").id)
+        rounds(nodes)
+        assert [n.text for n in peer_notes(b)] == ["only to my friends"] and peer_notes(c) == []
+    finally:
+        for node in nodes:
+            node.stop()
+            node.database.close()
+
+
+def test_a_notes_mentions_and_hashtags_are_parsed_once_and_an_address_is_no_mention() -> None:
+    assert marks_of("@ada, see #tides and #tides-2 (#tides again); mail bob@example.com &#39; then @bob.") == \
+        (["ada", "bob"], ["tides", "tides-2"])
+    assert marks_of("nothing to mark: 3#4, a@b") == ([], [])

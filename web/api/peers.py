@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Response
 from memory import Repos
 from web.api.responses import PERSONA, errors
 from web.context import unit_of_work
-from web.schemas.mesh import MeshView, PeerIn, PeerOut
+from web.schemas.mesh import MeshView, PeerIn, PeerOut, PeerTagsIn
 from web.services import mesh
 
 router = APIRouter(tags=["mesh"], responses=PERSONA)
@@ -30,6 +30,13 @@ def add_peer(body: PeerIn, repos: Repos = unit_of_work()):
 @router.get("/peers/{name}", response_model=PeerOut, responses=errors((404, "no such peer"), 422))
 def read_peer(name: str = NAME, repos: Repos = unit_of_work()):
     return mesh.read_peer(repos, name)
+
+
+@router.put("/peers/{name}/tags", response_model=PeerOut, responses=errors(403, (404, "no such peer"), 422))
+def tag_peer(body: PeerTagsIn, name: str = NAME, repos: Repos = unit_of_work()):
+    """The owner's tags on a peer, replacing the old ones (its own act: no approval is asked); `friend` makes it a
+    friend of the distributed notes."""
+    return mesh.tag_peer(repos, name, body)
 
 
 @router.delete("/peers/{name}", status_code=204, response_class=Response,

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from web.schemas.requests import REQUEST_BODY
 
 PeerName = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+PeerTag = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.-]{1,60}$")]
 
 
 class PeerIn(BaseModel):
@@ -21,6 +22,14 @@ class PeerIn(BaseModel):
     a2a_url: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^https?://\S{1,490}$")] | None = None
     did: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")] | None = None
     note: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+
+class PeerTagsIn(BaseModel):
+    """The owner's tags on a peer, replacing the old ones; `friend` makes it a friend of the distributed notes (its
+    friends' public notes arrive and are passed on; the persona's shared notes go to it)."""
+
+    model_config = REQUEST_BODY
+    tags: list[PeerTag] = Field(max_length=20)
 
 
 class TrustPoint(BaseModel):
@@ -36,6 +45,7 @@ class PeerOut(BaseModel):
     added_by: str
     note: str
     blocked: bool
+    tags: list[str] = Field(default_factory=list, description="The owner's tags; `friend`: the distributed notes.")
     first_seen: datetime | None
     last_seen: datetime | None
     trust: float | None = Field(description="The mesh's trust (−1…+1); null: nothing evaluated yet.")

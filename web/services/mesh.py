@@ -13,13 +13,13 @@ from memory.models import Peer
 from nodes.provenance import note_author
 from web.errors import NotFoundError, ServiceError
 from web.schemas.mesh import (CaseOut, DiscoveredOut, HeardOut, LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut,
-                              RefusedOut, TrustPoint)
+                              PeerTagsIn, RefusedOut, TrustPoint)
 
 
 def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
     points = peers.trust_history(row.did) if history else []
     return PeerOut(name=row.name, did=row.did, a2a_url=row.a2a_url, p2p_addrs=list(row.p2p_addrs or []),
-                   added_by=row.added_by, note=row.note, blocked=row.blocked, first_seen=row.first_seen,
+                   added_by=row.added_by, note=row.note, blocked=row.blocked, tags=list(row.tags or []), first_seen=row.first_seen,
                    last_seen=row.last_seen, trust=peers.trust(row.did),
                    trust_history=[TrustPoint(at=at, trust=value) for at, value in points])
 
@@ -46,6 +46,18 @@ def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
         raise ServiceError(str(exc), field=("name" if "name" in str(exc) else "did") if taken else "a2a_url",
                            status=409 if taken else 422) from None
     return _peer(peers, row)
+
+
+def tag_peer(repos: Repos, name: str, body: PeerTagsIn) -> PeerOut:
+    """The owner tags a peer (its own act: no approval is asked); `friend` makes it a friend of the distributed
+    notes."""
+    peers = Managers(repos).peers
+    try:
+        return _peer(peers, peers.set_tags(name, body.tags))
+    except NotFound as exc:
+        raise NotFoundError(str(exc), field="name") from None
+    except Refused as exc:
+        raise ServiceError(str(exc), field="tags", status=422) from None
 
 
 def remove_peer(repos: Repos, name: str) -> None:
