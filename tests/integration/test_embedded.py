@@ -86,11 +86,14 @@ def test_kill_between_ticks_and_resume_loses_nothing(tmp_path):
     assert note["read"]  # the note posted during the run was seen after the restart
     keys = [(c["tick"], c["cmd_id"]) for c in report["commands"]]
     assert len(keys) == len(set(keys))  # no command recorded (or run) twice
-    assert report["llm"]["totals"]["calls"] >= 4 and report["llm"]["totals"]["completion_tokens"] > 0
+    thought = [t for t, s in ticks_after if s == "ok"]
+    assert report["llm"]["totals"]["calls"] >= len(thought) and report["llm"]["totals"]["completion_tokens"] > 0
     metrics = report["anti_stagnation"]  # one anti-stagnation row per tick that produced a thought
     assert metrics and {m["tick"] for m in metrics} <= {t for t, s in ticks_after if s == "ok"}
     assert all(m["novelty_score"] is not None and m["method"] in ("cheap", "llm", "prose_gate") for m in metrics)
-    assert all(r["emotion_source"] in ("llm", "self", "carried") for r in report["responses"] if r["kind"] == "response")
+    # rated by the model, or without a call: cheap signals, the lexicon, the thought's own words, carried from a repeat
+    assert all(r["emotion_source"] in ("llm", "signals", "lexicon", "self", "carried")
+               for r in report["responses"] if r["kind"] == "response")
 
 
 def test_ctrl_c_finishes_the_step_saves_and_exits_zero(tmp_path):
