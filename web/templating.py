@@ -91,9 +91,9 @@ def language_of(request: Request) -> str:
     from web.context import DeploymentServices, get_services
 
     setting = None
-    if i18n.supported(request.cookies.get(i18n.COOKIE)):
-        pass  # the page's choice wins: no need to read the settings
-    elif not isinstance(request.app.state.services, DeploymentServices) or request.scope.get("anima_persona"):
+    chosen_in_page = i18n.supported(request.cookies.get(i18n.COOKIE))  # it wins: then the settings need no reading
+    persona_known = not isinstance(request.app.state.services, DeploymentServices) or request.scope.get("anima_persona")
+    if not chosen_in_page and persona_known:
         try:
             setting = get_services(request).settings().language
         except Exception:  # noqa: BLE001 - a page that cannot read its settings still renders (in the browser's language)
