@@ -82,11 +82,11 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
         assert spec.effect in EFFECTS, spec.type
     assert all(target in commands.specs for target in commands.aliases.values())
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
-    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "concepts.delete", "config.update", "diary.delete",
+    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "agents.tag", "concepts.delete", "config.update", "diary.delete",
                           "external_accounts.delete", "external_services.delete", "feeds.fetch", "feeds.subscribe",
                           "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
                           "llm_registry.update", "mcp.call", "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
-                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear", "notes.delete",
+                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear", "notes.delete", "notes.share",
                           "persona.spawn", "process.start", "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",
                           "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete", "users.add",
                           "users.update"]

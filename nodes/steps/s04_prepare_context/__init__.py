@@ -292,7 +292,7 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     drops: list[str] = []
     shown_notes, turns, fixed = [], [], 0
     for note in notes:  # human turns take at most half the budget
-        turn = t(CONTINUATION_HUMAN_TURN).format(time=f"{now:%H:%M}", text=defuse(note.text), name=name)
+        turn = t(CONTINUATION_HUMAN_TURN).format(time=f"{now:%H:%M}", text=defuse(shown_text(note.text)), name=name)
         size = count(turn)
         if fixed + size <= budget // 2:
             shown_notes.append(note)
