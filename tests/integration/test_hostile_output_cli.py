@@ -72,14 +72,14 @@ def test_kills_at_random_moments_and_fifty_parallel_says_lose_nothing_and_run_no
     scripted_server.script(default={"do": "stream", "text": "I answer.\n" + block(("messages.send", {"text": "hello"}))})
     rng = random.Random(16)
     kills = 0
-    for attempt in range(6):
+    for attempt in range(4):
         proc = run_cli(scripted_server.url, tmp_path, ticks="forever")
-        if attempt == 2:  # fifty notes at once, while the persona runs
+        if attempt == 1:  # fifty notes at once, while the persona runs
             says = [say(tmp_path, f"note {i}") for i in range(50)]
             for p in says:
                 code, out, err = finish(p)
                 assert code == 0, err[-1000:]
-        time.sleep(rng.uniform(2.0, 8.0))  # a random moment: starting up, inside a tick, or between ticks
+        time.sleep(rng.uniform(1.5, 6.0))  # a random moment: starting up, inside a tick, or between ticks
         proc.send_signal(signal.SIGKILL)
         code, out, err = finish(proc, guard_s=30)
         assert code == -signal.SIGKILL and "Traceback" not in err, err[-2000:]
@@ -100,4 +100,4 @@ def test_kills_at_random_moments_and_fifty_parallel_says_lose_nothing_and_run_no
             assert all(t.status == "ok" for t in finished)  # no resume failed or was quarantined
     finally:
         database.close()
-    assert kills == 6
+    assert kills == 4
