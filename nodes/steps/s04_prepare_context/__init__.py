@@ -334,8 +334,8 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
     count = services.llms.primary().count_tokens
     max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))
     with services.db.unit() as repos:
-        thread = services.reads.get(state.thread_id, state.tick, ("thread", state.thread_id),
-                                    lambda: repos.threads.get(state.thread_id))  # as the tick's first step read it
+        known = services.reads.peek(state.thread_id, state.tick, ("thread", state.thread_id))  # as s01 read it
+        thread = repos.threads.adopt(known) if known is not None else repos.threads.get(state.thread_id)
         # a root thread's window is the run's whole share (its lineage is itself); a child's is its lineage's product
         window = services.window_tokens(1.0) if thread is None or thread.parent_id is None else \
             thread_window(services, repos, state.thread_id)
