@@ -160,9 +160,10 @@ class Escalation:
     def _facts(self) -> EscalationFacts:
         """What the mechanisms' applicability reads of the memory, in one query the first time it is asked (the
         mechanisms are all chosen before any is applied, and none of them changes what it reads)."""
-        if getattr(self, "_read_facts", None) is None:
-            self._read_facts = self.repos.stagnation.escalation_facts(["kb"], FLASHBACK_TIERS)
-        return self._read_facts
+        facts = self._read_facts
+        if facts is None:
+            facts = self._read_facts = self.repos.stagnation.escalation_facts(["kb"], FLASHBACK_TIERS)
+        return facts
 
     def run(self, episode: StagnationEpisode, level: int) -> StagnationEpisode:
         """Apply the first `level` applicable mechanisms of the diagnosis's plan; returns the new episode."""
