@@ -43,6 +43,15 @@ def _leading_goals() -> Select[Unpack[tuple[Any, ...]]]:
 
 
 @prepared
+def _active_goal_lines() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_goals(status="active")` as plain rows (every column)."""
+    table = table_of(Goal)
+    c = table.c
+    return (select(table).where(c.archived_at.is_(None), c.status == "active")
+            .order_by(c.priority.desc(), c.id).limit(bindparam("limit")))
+
+
+@prepared
 def _open_task_lines() -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_tasks(open_only=True)` as plain rows (every column)."""
     table = table_of(Task)
@@ -132,6 +141,10 @@ class GoalRepo(_ArchivableRepo):
              include_archived: bool = False) -> list[Goal]:
         return list(self.session.scalars(_goals(bool(status), bool(horizon), include_archived),
                                    {"status": status, "horizon": horizon, "limit": limit}).all())
+
+    def active_lines(self, limit: int = 50) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
+        """`list(status="active")` as plain rows (by the same names; read only: the drives weigh them every tick)."""
+        return list(self.core(_active_goal_lines(), {"limit": limit}).all())
 
     def leading(self, per_horizon: int = 3) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
         """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then

@@ -33,6 +33,14 @@ def _stale() -> Select[ProcessLog]:
                                     ProcessLog.updated_at < bindparam("cutoff"))
 
 
+@prepared
+def _any_stale() -> Select[int]:
+    """Core: whether `_stale` finds anything (its first id)."""
+    c = table_of(ProcessLog).c
+    return (select(c.id).where(c.thread_id == bindparam("thread_id"), c.status.in_(("in_progress", "pending")),
+                               c.updated_at < bindparam("cutoff")).limit(1))
+
+
 class ProcessLogRepo(Repo):
     def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
             tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
@@ -75,7 +83,10 @@ class ProcessLogRepo(Repo):
     def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
         """Processes still in progress after `older_than` become `timeout` (HMP status)."""
         cutoff = now - older_than
-        rows = self.session.scalars(_stale(), {"thread_id": thread_id, "cutoff": cutoff}).all()
+        bound = {"thread_id": thread_id, "cutoff": cutoff}
+        if self.core(_any_stale(), bound).first() is None:  # the usual answer: a plain Core query says so
+            return []
+        rows = self.session.scalars(_stale(), bound).all()
         for row in rows:
             row.status = "timeout"
             row.updated_at = now
