@@ -171,9 +171,9 @@ class WorldManager:
     def line(self) -> str:
         """What the prompt says of the world outside: whether web search is on, the feeds and their unread items."""
         repos = self.repos
-        feeds = repos.feeds.list()
+        feeds = repos.feeds.active_count()
         unread = repos.feeds.unread_count() if feeds else 0
-        reading = f"{len(feeds)} feed(s), {unread} unread item(s)" if feeds else "no feeds"
+        reading = f"{feeds} feed(s), {unread} unread item(s)" if feeds else "no feeds"
         return f"world: web search {self._settings().search.describe()}; {reading}"
 
 

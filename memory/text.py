@@ -32,6 +32,7 @@ being have has had having do does did doing would could ought also let shall mig
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_APOSTROPHE = re.compile(r"['’]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
@@ -49,11 +50,14 @@ def tokenize(text: str) -> list[str]:
     cyrillic: list[str] = []
     for run in _CJK.findall(text):
         tokens.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
-    for word in _WORD.findall(_CJK.sub(" ", text.lower())):
-        word = re.split(r"['’]", word, maxsplit=1)[0]  # caroline's -> caroline, don't -> don
+    lowered = text.lower()
+    any_cyrillic = _CYRILLIC.search(lowered) is not None  # else no word needs the per-word check
+    for word in _WORD.findall(_CJK.sub(" ", lowered) if _CJK.search(lowered) else lowered):
+        if "'" in word or "’" in word:
+            word = _APOSTROPHE.split(word, maxsplit=1)[0]  # caroline's -> caroline, don't -> don
         if not word or word in STOP_WORDS:
             continue
-        (cyrillic if _CYRILLIC.search(word) else latin).append(word)
+        (cyrillic if any_cyrillic and _CYRILLIC.search(word) else latin).append(word)
     if latin:
         tokens.extend(_stemmer("english").stemWords(latin))
     if cyrillic:

@@ -106,7 +106,7 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
                             "top_question": weighted[0][1].topic if weighted else None,
                             "top_question_id": weighted[0][1].id if weighted else None}
 
-    goals = repos.goals.list(status="active", limit=50)
+    goals = repos.goals.active_lines(limit=50)
     goal = max(goals, key=lambda g: (g.priority, -g.id), default=None)
     goal_level = 0.0
     if goal is not None:

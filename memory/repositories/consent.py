@@ -10,12 +10,12 @@ from __future__ import annotations
 import builtins
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Row, Select, bindparam, select, update
 
 from memory.models import Approval, AuditEntry
-from memory.repositories.base import NotFound, Repo, matched, prepared
+from memory.repositories.base import NotFound, Repo, matched, prepared, table_of
 
 EFFECTS = ("read", "write_self", "modify_self", "external")
 DECISION_STATUSES = ("approved", "denied", "expired")
@@ -35,9 +35,11 @@ def _one_of(field: str, value: Any, allowed: tuple[str, ...]) -> None:
 
 
 @prepared
-def _approved(of_root: bool) -> Select[Approval]:
-    q = select(Approval).where(Approval.status == "approved")
-    return (q.where(Approval.root_thread == bindparam("root_thread")) if of_root else q).order_by(Approval.id)
+def _approved(of_root: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: approved approvals not yet run, as plain rows (every column)."""
+    table = table_of(Approval)
+    q = select(table).where(table.c.status == "approved")
+    return (q.where(table.c.root_thread == bindparam("root_thread")) if of_root else q).order_by(table.c.id)
 
 
 class ApprovalRepo(Repo):
@@ -93,9 +95,10 @@ class ApprovalRepo(Repo):
             raise ValueError(f"approval {approval_id} is {row.status}, not pending: it cannot be {status} now")
         return row
 
-    def approved_unexecuted(self, root_thread: str | None = None) -> builtins.list[Approval]:
-        """Approved and not yet run, oldest first (of one root thread's commands, or all)."""
-        return list(self.session.scalars(_approved(root_thread is not None), {"root_thread": root_thread}).all())
+    def approved_unexecuted(self, root_thread: str | None = None) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
+        """Approved and not yet run, oldest first (of one root thread's commands, or all), as plain rows (by the
+        same names; read only: every tick asks, and each one runs in its own unit that reads it again)."""
+        return list(self.core(_approved(root_thread is not None), {"root_thread": root_thread}).all())
 
     def mark_executed(self, approval_id: int, result: str, now: datetime) -> bool:
         """Record that the approved command ran; False when another process recorded it first (then this

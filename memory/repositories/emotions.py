@@ -4,24 +4,29 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Select, bindparam, select
+from typing import Any, Unpack
+
+from sqlalchemy import Row, Select, bindparam, select
 
 from memory.models import EmotionLogEntry, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
-def _newest(subject: bool, thread: bool, tick: bool, since: bool) -> Select[EmotionLogEntry]:
-    q = select(EmotionLogEntry)
+def _newest(subject: bool, thread: bool, tick: bool, since: bool) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: the newest entries, as plain rows (every column)."""
+    table = table_of(EmotionLogEntry)
+    c = table.c
+    q = select(table)
     if subject:
-        q = q.where(EmotionLogEntry.subject == bindparam("subject"))
+        q = q.where(c.subject == bindparam("subject"))
     if thread:
-        q = q.where(EmotionLogEntry.thread_id == bindparam("thread_id"))
+        q = q.where(c.thread_id == bindparam("thread_id"))
     if tick:
-        q = q.where(EmotionLogEntry.tick == bindparam("tick"))
+        q = q.where(c.tick == bindparam("tick"))
     if since:
-        q = q.where(EmotionLogEntry.created_at >= bindparam("since"))
-    return q.order_by(EmotionLogEntry.id.desc()).limit(bindparam("limit"))
+        q = q.where(c.created_at >= bindparam("since"))
+    return q.order_by(c.id.desc()).limit(bindparam("limit"))
 
 
 class EmotionLogRepo(Repo):
@@ -34,8 +39,10 @@ class EmotionLogRepo(Repo):
         return row
 
     def recent(self, subject: str | None = None, limit: int = 20, *, thread_id: str | None = None,
-               tick: int | None = None, since: datetime | None = None) -> list[EmotionLogEntry]:
+               tick: int | None = None, since: datetime | None = None) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """The newest `limit` entries, oldest first, as plain rows (by the same names; read only: the drives weigh
+        the human's every tick)."""
         q = _newest(bool(subject), thread_id is not None, tick is not None, since is not None)
-        rows = self.session.scalars(q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since,
-                                  "limit": limit}).all()
+        rows = self.core(q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since,
+                             "limit": limit}).all()
         return list(reversed(rows))

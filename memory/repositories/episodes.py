@@ -5,21 +5,24 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any, Unpack
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Row, Select, func, or_, select
 
 from memory.models import Episode, utcnow
-from memory.repositories.base import prepared
+from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 
 
 @prepared
-def _latest(counts: tuple[tuple[str, int], ...]) -> Select[Episode]:
-    """The last n summaries of each (period, n)."""
-    rank = func.row_number().over(partition_by=Episode.period, order_by=Episode.start.desc()).label("rank")
-    ranked = select(Episode.id, Episode.period, rank).where(Episode.period.in_([p for p, _ in counts])).subquery()
+def _latest(counts: tuple[tuple[str, int], ...]) -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: the last n summaries of each (period, n), as plain rows (every column)."""
+    table = table_of(Episode)
+    c = table.c
+    rank = func.row_number().over(partition_by=c.period, order_by=c.start.desc()).label("rank")
+    ranked = select(c.id, c.period, rank).where(c.period.in_([p for p, _ in counts])).subquery()
     wanted = or_(*[(ranked.c.period == period) & (ranked.c.rank <= n) for period, n in counts])
-    return select(Episode).join(ranked, ranked.c.id == Episode.id).where(wanted).order_by(Episode.start)
+    return select(table).join(ranked, ranked.c.id == c.id).where(wanted).order_by(c.start)
 
 
 class EpisodeRepo(TierRepo):
@@ -67,10 +70,11 @@ class EpisodeRepo(TierRepo):
         self.session.delete(self.by_id(episode_id))
         self.items.remove("episode", episode_id)
 
-    def latest(self, counts: dict[str, int]) -> dict[str, builtins.list[Episode]]:
-        """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several)."""
-        found: dict[str, list[Episode]] = {period: [] for period in counts}
-        for row in self.session.scalars(_latest(tuple(counts.items()))).all():
+    def latest(self, counts: dict[str, int]) -> dict[str, builtins.list[Row[Unpack[tuple[Any, ...]]]]]:
+        """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several),
+        as plain rows (by the same names; read only: the prompt shows them every tick)."""
+        found: dict[str, list[Row[Unpack[tuple[Any, ...]]]]] = {period: [] for period in counts}
+        for row in self.core(_latest(tuple(counts.items()))).all():
             found[row.period].append(row)
         return found
 

@@ -29,6 +29,13 @@ def _feeds(active_only: bool) -> Select[Feed]:
     return q.order_by(Feed.id)
 
 
+@prepared
+def _active_count() -> Select[int]:
+    """Core: the active feeds, counted."""
+    c = table_of(Feed).c
+    return select(func.count(c.id)).where(c.status == "active")
+
+
 class FeedRepo(Repo):
     def subscribe(self, url: str, name: str, tags: list[str], added_by: str = "persona") -> tuple[Feed, bool]:
         """The feed for `url`, switched on (a feed the operator names is the operator's); (row, newly subscribed)."""
@@ -91,6 +98,10 @@ class FeedRepo(Repo):
         """Feed notes not yet read, newest first."""
         return list(self.session.scalars(select(Note).where(Note.source == FEED_SOURCE, Note.read.is_(False))
                                    .order_by(Note.id.desc()).limit(limit)).all())
+
+    def active_count(self) -> int:
+        """The active feeds (`list()`'s length), counted."""
+        return self.core(_active_count()).scalar() or 0
 
     def unread_count(self) -> int:
         return self.core(_unread_count()).scalar() or 0

@@ -9,12 +9,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
-from sqlalchemy import Select, bindparam, delete, func, or_, select
+from sqlalchemy import Row, Select, bindparam, delete, func, or_, select
 
 from memory.models import Goal, GoalLink, Task, utcnow
-from memory.repositories.base import Repo, prepared
+from memory.repositories.base import Repo, prepared, table_of
 
 GOAL_STATUSES = ("active", "paused", "completed", "failed")
 TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
@@ -32,11 +32,32 @@ def _goals(status: bool, horizon: bool, include_archived: bool) -> Select[Goal]:
 
 
 @prepared
-def _leading_goals() -> Select[Goal]:
-    rank = func.row_number().over(partition_by=Goal.horizon, order_by=(Goal.priority.desc(), Goal.id)).label("rank")
-    ranked = select(Goal.id, rank).where(Goal.archived_at.is_(None), Goal.status == "active").subquery()
-    return (select(Goal).join(ranked, ranked.c.id == Goal.id).where(ranked.c.rank <= bindparam("per_horizon"))
-            .order_by(Goal.priority.desc(), Goal.id))
+def _leading_goals() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: the leading active goals of each horizon, as plain rows (every column)."""
+    table = table_of(Goal)
+    c = table.c
+    rank = func.row_number().over(partition_by=c.horizon, order_by=(c.priority.desc(), c.id)).label("rank")
+    ranked = select(c.id, rank).where(c.archived_at.is_(None), c.status == "active").subquery()
+    return (select(table).join(ranked, ranked.c.id == c.id).where(ranked.c.rank <= bindparam("per_horizon"))
+            .order_by(c.priority.desc(), c.id))
+
+
+@prepared
+def _active_goal_lines() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_goals(status="active")` as plain rows (every column)."""
+    table = table_of(Goal)
+    c = table.c
+    return (select(table).where(c.archived_at.is_(None), c.status == "active")
+            .order_by(c.priority.desc(), c.id).limit(bindparam("limit")))
+
+
+@prepared
+def _open_task_lines() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_tasks(open_only=True)` as plain rows (every column)."""
+    table = table_of(Task)
+    c = table.c
+    return (select(table).where(c.archived_at.is_(None), c.status.notin_(CLOSED_TASK_STATUSES))
+            .order_by(c.pinned.desc(), c.priority.desc(), c.id).limit(bindparam("limit")))
 
 
 @prepared
@@ -121,10 +142,15 @@ class GoalRepo(_ArchivableRepo):
         return list(self.session.scalars(_goals(bool(status), bool(horizon), include_archived),
                                    {"status": status, "horizon": horizon, "limit": limit}).all())
 
-    def leading(self, per_horizon: int = 3) -> builtins.list[Goal]:
+    def active_lines(self, limit: int = 50) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
+        """`list(status="active")` as plain rows (by the same names; read only: the drives weigh them every tick)."""
+        return list(self.core(_active_goal_lines(), {"limit": limit}).all())
+
+    def leading(self, per_horizon: int = 3) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
         """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then
-        age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them."""
-        return list(self.session.scalars(_leading_goals(), {"per_horizon": per_horizon}).all())
+        age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them. Plain
+        rows (by the same names; read only: the prompt shows them every tick)."""
+        return list(self.core(_leading_goals(), {"per_horizon": per_horizon}).all())
 
     def set_status(self, goal_id: int, status: str, reason: str | None = None) -> Goal:
         if status not in GOAL_STATUSES:
@@ -237,6 +263,10 @@ class TaskRepo(_ArchivableRepo):
     def with_repl_status(self, status: str, include_archived: bool = False) -> builtins.list[Task]:
         q = self._unless_archived(select(Task).where(Task.repl_status == status), include_archived)
         return list(self.session.scalars(q.order_by(Task.id)).all())
+
+    def open_lines(self, limit: int = 50) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
+        """`list(open_only=True)` as plain rows (by the same names; read only: the prompt shows them every tick)."""
+        return list(self.core(_open_task_lines(), {"limit": limit}).all())
 
     def counts(self, include_archived: bool = False) -> dict[str, int]:
         return {status: int(n) for status, n in self.core(_task_counts(include_archived)).all()}  # Core: two numbers

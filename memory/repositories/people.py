@@ -7,12 +7,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from memory.models import (ChannelCursor, ChannelInbox, ChannelOutbox, ContactRequest, Person, PersonIdentity,
                            utcnow)
-from memory.repositories.base import Repo
+from memory.repositories.base import Repo, prepared, table_of
+
+
+@prepared
+def _owner_languages() -> Select[str | None]:
+    """Core: the owners' languages, in `owners`' order."""
+    c = table_of(Person).c
+    return select(c.language).where(c.role == "owner").order_by(c.id)
 
 
 class PeopleRepo(Repo):
@@ -36,6 +43,10 @@ class PeopleRepo(Repo):
 
     def owners(self) -> list[Person]:
         return list(self.session.scalars(select(Person).where(Person.role == "owner").order_by(Person.id)))
+
+    def owner_languages(self) -> list[str | None]:
+        """Each owner's language (None: not set), in `owners`' order: what the tick's language falls back to."""
+        return list(self.core(_owner_languages()).scalars().all())
 
     def names(self, person_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
         """person id -> (name, role)."""

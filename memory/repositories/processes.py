@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
-from sqlalchemy import Insert, Select, bindparam, insert, select, update
+from sqlalchemy import Insert, Row, Select, bindparam, insert, select, update
 
 from memory.models import ProcessLog, utcnow
 from memory.repositories.base import Repo, insert_values, matched, prepared, table_of
@@ -18,9 +18,12 @@ def _insert_row() -> Insert:
 
 
 @prepared
-def _open() -> Select[ProcessLog]:
-    return (select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"), ProcessLog.status != "close")
-            .order_by(ProcessLog.priority.desc(), ProcessLog.id).limit(bindparam("limit")))
+def _open() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: a thread's processes not closed, as plain rows (every column)."""
+    table = table_of(ProcessLog)
+    c = table.c
+    return (select(table).where(c.thread_id == bindparam("thread_id"), c.status != "close")
+            .order_by(c.priority.desc(), c.id).limit(bindparam("limit")))
 
 
 @prepared
@@ -28,6 +31,14 @@ def _stale() -> Select[ProcessLog]:
     return select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"),
                                     ProcessLog.status.in_(("in_progress", "pending")),
                                     ProcessLog.updated_at < bindparam("cutoff"))
+
+
+@prepared
+def _any_stale() -> Select[int]:
+    """Core: whether `_stale` finds anything (its first id)."""
+    c = table_of(ProcessLog).c
+    return (select(c.id).where(c.thread_id == bindparam("thread_id"), c.status.in_(("in_progress", "pending")),
+                               c.updated_at < bindparam("cutoff")).limit(1))
 
 
 class ProcessLogRepo(Repo):
@@ -47,8 +58,10 @@ class ProcessLogRepo(Repo):
             "name": name, "value": value, "status": status, "thread_id": thread_id, "tags": [], "priority": 0,
             "llm_id": None, "task_id": None, "sources": []}))
 
-    def open(self, thread_id: str, limit: int = 20) -> list[ProcessLog]:
-        return list(self.session.scalars(_open(), {"thread_id": thread_id, "limit": limit}).all())
+    def open(self, thread_id: str, limit: int = 20) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """The thread's processes not closed, most urgent first, as plain rows (by the same names; read only: the
+        prompt shows them every tick — `close` takes their ids)."""
+        return list(self.core(_open(), {"thread_id": thread_id, "limit": limit}).all())
 
     def get(self, process_id: int) -> ProcessLog | None:
         return self.session.get(ProcessLog, process_id)
@@ -70,7 +83,10 @@ class ProcessLogRepo(Repo):
     def time_out_stale(self, thread_id: str, older_than: timedelta, now: datetime) -> list[ProcessLog]:
         """Processes still in progress after `older_than` become `timeout` (HMP status)."""
         cutoff = now - older_than
-        rows = self.session.scalars(_stale(), {"thread_id": thread_id, "cutoff": cutoff}).all()
+        bound = {"thread_id": thread_id, "cutoff": cutoff}
+        if self.core(_any_stale(), bound).first() is None:  # the usual answer: a plain Core query says so
+            return []
+        rows = self.session.scalars(_stale(), bound).all()
         for row in rows:
             row.status = "timeout"
             row.updated_at = now

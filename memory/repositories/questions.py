@@ -31,6 +31,13 @@ def _resolved_before() -> Select[OpenQuestion]:
     return select(OpenQuestion).where(OpenQuestion.status == "resolved", OpenQuestion.resolved_at < bindparam("before"))
 
 
+@prepared
+def _any_resolved_before() -> Select[int]:
+    """Core: whether `_resolved_before` finds anything (its first id)."""
+    c = table_of(OpenQuestion).c
+    return select(c.id).where(c.status == "resolved", c.resolved_at < bindparam("before")).limit(1)
+
+
 class QuestionRepo(Repo):
     def add(self, topic: str, *, context: str = "", priority: float = 0.5, source: str = "dream",
             created_at: datetime | None = None) -> OpenQuestion:
@@ -82,6 +89,10 @@ class QuestionRepo(Repo):
         self.session.flush()
 
     def purge_resolved(self, before: datetime) -> int:
+        """Delete the questions resolved before `before` (the drives ask every tick; a plain Core query says when
+        there are none, the usual answer)."""
+        if self.core(_any_resolved_before(), {"before": before}).first() is None:
+            return 0
         rows = self.session.scalars(_resolved_before(), {"before": before}).all()
         for row in rows:
             self.session.delete(row)

@@ -41,6 +41,15 @@ class ThreadRepo(Repo):
                 self._held[thread_id] = thread
         return thread
 
+    def adopt(self, thread: Thread) -> Thread:
+        """A row an earlier unit read (the tick's first step reads the tick's threads once): this unit holds it
+        without reading it again — merged into its session unloaded (`Session.merge(load=False)`), so `get` answers
+        with it and a change to it is flushed like any other."""
+        held = self._held.get(thread.id)
+        if held is None:
+            held = self._held[thread.id] = self.session.merge(thread, load=False)
+        return held
+
     def ensure(self, thread_id: str, **defaults: Any) -> Thread:
         thread = self.get(thread_id)
         if thread is None:

@@ -84,40 +84,44 @@ class WriteJournal:
             return written
 
     def _replay(self, progress: bool) -> int:
+        # the usual answer is "nothing new": read without a unit to commit; what changed up to `head` is read in the
+        # same session (later changes are the next sync's; the vectors it makes are stored by _queue_vectors' own
+        # short units)
+        with self.db.reading() as repos:
+            return self._replay_to(repos, repos.items.journal_head(), progress)
+
+    def _replay_to(self, repos: Repos, head: int, progress: bool) -> int:
+        """Replay the journal up to `head` (read in `repos`' session); returns the number of items changed."""
         caches = self.caches
-        with self.db.reading() as reads:  # the usual answer is "nothing new": read without a unit to commit
-            head = reads.items.journal_head()
         chroma_at = max(self.store.position(), self.pending_head)
         if not caches.applied and not caches.vectors and caches.authors is None:
             caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
         if head <= caches.applied and head <= chroma_at:
             return 0
-        with self.db.reading() as repos:  # what changed up to `head` (later changes are the next sync's; the vectors
-            # it makes are stored by _queue_vectors' own short units)
-            if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
-                return self._backfill(repos, head, progress)
-            since = min(chroma_at, caches.applied)
-            changed = repos.items.changed_since(since, head) if head > since else []
-            rows = repos.items.many(changed)
-            live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
-            removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
-            if caches.authors is not None:
-                caches.authors |= {item.author or "" for item in live}
-            if head > chroma_at:  # (the same range as `changed` when the in-process state is where Chroma is)
-                embedded_here = changed if since == chroma_at else repos.items.changed_since(chroma_at, head)
-                self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
-                                    [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
-                self.pending_head = head
-            else:
-                embedded_here = []
-            # items another process changed and already wrote to Chroma: forget their cached vectors
-            for item_id in set(changed) - set(embedded_here):
-                caches.vectors.pop(item_id, None)
-            for item_id in removed:
-                caches.vectors.pop(item_id, None)
-            caches.forget(changed, rows.values())
-            caches.applied = head
-            return len(changed)
+        if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
+            return self._backfill(repos, head, progress)
+        since = min(chroma_at, caches.applied)
+        changed = repos.items.changed_since(since, head) if head > since else []
+        rows = repos.items.many(changed)
+        live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
+        removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
+        if caches.authors is not None:
+            caches.authors |= {item.author or "" for item in live}
+        if head > chroma_at:  # (the same range as `changed` when the in-process state is where Chroma is)
+            embedded_here = changed if since == chroma_at else repos.items.changed_since(chroma_at, head)
+            self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
+                                [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
+            self.pending_head = head
+        else:
+            embedded_here = []
+        # items another process changed and already wrote to Chroma: forget their cached vectors
+        for item_id in set(changed) - set(embedded_here):
+            caches.vectors.pop(item_id, None)
+        for item_id in removed:
+            caches.vectors.pop(item_id, None)
+        caches.forget(changed, rows.values())
+        caches.applied = head
+        return len(changed)
 
     def _backfill(self, repos: Repos, head: int, progress: bool) -> int:
         """Embed every live item into a new (or emptied) collection, a page at a time (bounded memory)."""

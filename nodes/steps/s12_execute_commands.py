@@ -56,6 +56,9 @@ def _thread_origin(services: Services, state: TickState, repos: Any) -> str | No
 def end_simulation(services: Services, state: TickState) -> dict[str, Any] | None:
     """A task rehearsed in a simulated environment for `reflexes.simulation_ticks` thoughts: its thread closes with a
     chronicle (the parent's anchor shows it) and the ticks return to the parent. The event, or None."""
+    known = services.reads.peek(state.thread_id, state.tick, ("thread", state.thread_id))  # as s01 read it
+    if known is not None and known.origin != SIMULATION:  # (a thread's origin never changes): no rehearsal to end
+        return None
     with services.db.unit() as repos:
         thread = repos.threads.get(state.thread_id)
         if thread is None or thread.origin != SIMULATION or thread.status != "running" or thread.parent_id is None:

@@ -40,6 +40,7 @@ from managers.owners import process_token
 from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
 from managers.strategies import MECHANISMS, THINKING_METHODS
 from memory import Repos
+from memory.repositories.stagnation import EscalationFacts
 from memory.text import emotion_strengths
 from nodes import provenance
 from nodes.context import CYCLE, Services
@@ -125,24 +126,26 @@ class Escalation:
     """Applies mechanisms for one stagnant tick; `emit` sends stream events (the CLI shows messages)."""
 
     _forgotten: tuple[str, int] | None  # set once asked (None is an answer: every topic is recent)
+    _read_facts: EscalationFacts | None = None
 
     def __init__(self, services: Services, repos: Repos, state: TickState, thought: str,
                  emit: Callable[[dict[str, Any]], None]):
         self.services, self.repos, self.state, self.thought, self.emit = services, repos, state, thought, emit
 
     def applicable(self, mechanism: str, episode: StagnationEpisode) -> bool:
+        facts = self._facts()
         if mechanism == "read_kb":
-            return self.repos.items.any_active(["kb"])
+            return facts.kb
         if mechanism == "switch_llm":
             return self._other_llm() is not None
         if mechanism == "flashback":
-            return self.repos.items.any_active(FLASHBACK_TIERS)
+            return facts.flashback
         if mechanism == "world_check":
-            return bool(self.repos.feeds.unread_count() or self.repos.feeds.list())
+            return bool(facts.unread_feed_items or facts.active_feeds)
         if mechanism == "task_switch":
-            return len(self.repos.tasks.list(open_only=True, limit=2)) >= 2
+            return facts.open_tasks >= 2
         if mechanism == "goal_reformulation":
-            return bool(self.repos.goals.list(status="active", limit=1))
+            return facts.goal_id is not None
         if mechanism == "random_iteration":
             return bool(self._active_methods())
         if mechanism == "interest_memory":
@@ -153,6 +156,14 @@ class Escalation:
             return bool(episode.get("simulation")) or (self._thread_origin() != SIMULATION
                                                        and self._task_to_move() is not None)
         return True
+
+    def _facts(self) -> EscalationFacts:
+        """What the mechanisms' applicability reads of the memory, in one query the first time it is asked (the
+        mechanisms are all chosen before any is applied, and none of them changes what it reads)."""
+        facts = self._read_facts
+        if facts is None:
+            facts = self._read_facts = self.repos.stagnation.escalation_facts(["kb"], FLASHBACK_TIERS)
+        return facts
 
     def run(self, episode: StagnationEpisode, level: int) -> StagnationEpisode:
         """Apply the first `level` applicable mechanisms of the diagnosis's plan; returns the new episode."""
@@ -249,8 +260,8 @@ class Escalation:
         self._instruct(episode, self._t(RATIONALE_INSTRUCTION))
 
     def goal_reformulation(self, episode: StagnationEpisode) -> None:
-        goal = self.repos.goals.list(status="active", limit=1)[0]
-        self._instruct(episode, self._t(GOAL_REFORMULATION_INSTRUCTION).format(id=goal.id, title=goal.title))
+        facts = self._facts()
+        self._instruct(episode, self._t(GOAL_REFORMULATION_INSTRUCTION).format(id=facts.goal_id, title=facts.goal_title))
 
     def task_switch(self, episode: StagnationEpisode) -> None:
         """Set the task in front aside for a while and take up another; the return is due when the loop ends."""
@@ -387,13 +398,16 @@ class Escalation:
     # ---- move the task to a simulated environment --------------------------------------------------------------------
 
     def _thread_origin(self) -> str | None:
-        thread = self.repos.threads.get(self.state.thread_id)
+        """The thread's origin, from its row as the tick's first step read it (an origin never changes)."""
+        state = self.state
+        thread = self.services.reads.get(state.thread_id, state.tick, ("thread", state.thread_id),
+                                         lambda: self.repos.threads.get(state.thread_id))
         return thread.origin if thread is not None else None
 
     def _task_to_move(self) -> str | None:
         """The title of what would be rehearsed: the open task in front (HMP moves a task, not a goal)."""
-        tasks = self.repos.tasks.list(open_only=True, limit=1)
-        return f"task {tasks[0].id}: {tasks[0].title}" if tasks else None
+        facts = self._facts()
+        return f"task {facts.task_id}: {facts.task_title}" if facts.task_id is not None else None
 
     def simulate(self, episode: StagnationEpisode) -> None:
         """Open a Stelis child of origin `simulation` for the task and make it the thread the next ticks run in."""

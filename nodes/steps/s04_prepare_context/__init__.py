@@ -216,7 +216,7 @@ def _instruction(services: Services, state: TickState, episode: StagnationEpisod
 
 def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode,
-                 task: Any, language: str) -> dict[str, Any]:
+                 task: Any, language: str, thread: Any) -> dict[str, Any]:
     count = services.llms.primary().count_tokens
     t = lambda text: i18n.text(text, language)  # noqa: E731
     fence = new_fence()
@@ -231,7 +231,6 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             description=task.description or t(TASK_NO_DESCRIPTION),
             goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL))], 198,
             system=True))
-    thread = repos.threads.get(state.thread_id)
     if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
         blocks.append(Block("simulation", "", [t(SIMULATION_SEED).format(
             title=thread.label.removeprefix("simulation: "), ticks=services.settings.reflexes.simulation_ticks)], 198,
@@ -335,7 +334,11 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
     count = services.llms.primary().count_tokens
     max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))
     with services.db.unit() as repos:
-        window = thread_window(services, repos, state.thread_id)
+        known = services.reads.peek(state.thread_id, state.tick, ("thread", state.thread_id))  # as s01 read it
+        thread = repos.threads.adopt(known) if known is not None else repos.threads.get(state.thread_id)
+        # a root thread's window is the run's whole share (its lineage is itself); a child's is its lineage's product
+        window = services.window_tokens(1.0) if thread is None or thread.parent_id is None else \
+            thread_window(services, repos, state.thread_id)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
         cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
@@ -352,7 +355,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
             built = _continuation_prompt(services, repos, state, notes, budget, episode, language)
         else:
             built = _chat_prompt(services, repos, state, cycle, notes, note_lines, processes, budget, episode, task,
-                                 language)
+                                 language, thread)
     for drop in built["drops"]:
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,

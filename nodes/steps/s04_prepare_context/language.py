@@ -25,7 +25,7 @@ def tick_language(repos: Repos, settings: Settings, notes: Sequence[Any]) -> str
         code = i18n.supported(person.language if person is not None else None) or i18n.of_text(note.text or "")
         if code:
             return code
-    for owner in repos.people.owners():
-        if code := i18n.supported(owner.language):
+    for language in repos.people.owner_languages():
+        if code := i18n.supported(language):
             return code
     return settings.prompt_language

@@ -125,7 +125,7 @@ def goal_lines(repos: Repos, goals: list[Any] | None = None) -> list[str]:
     active goals, by priority; then the other open tasks by priority, with the task counts. `goals`: the leading
     active goals of each horizon (`GoalRepo.leading`), when the caller has them."""
     goals = repos.goals.leading(per_horizon=3) if goals is None else goals
-    open_tasks = repos.tasks.list(open_only=True, limit=8)
+    open_tasks = repos.tasks.open_lines(limit=8)
     pinned = [t for t in open_tasks if t.pinned]
     lines = [f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}" for t in pinned]
     lines += [f"[goal {g.id} short, priority {g.priority}] {g.title}" for g in goals if g.horizon == "short"][:3]
