@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -104,9 +105,51 @@ def probe(voice: str, notes: int, thoughts: int, max_tokens: int) -> dict:
             "calls_per_tick": None, "ticks": 0, "wall_s": round(seconds, 1)}
 
 
+# Whether the installed packages carry a licence one can rely on (checked in their dist-info and the GGUF's
+# general.license): the decision below only ever picks a voice listed True.
+CLEAR_LICENCE = {
+    "gemma-3-270m": True,  # Gemma Terms of Use: the GGUF says general.license=gemma, the package's README names them
+    "smollm2-135m": True,  # Apache-2.0: METADATA License and classifier, a LICENSE file, GGUF general.license
+    "qwen2.5-coder-0.5b": False,  # upstream Apache-2.0, but the parts' METADATA, files and GGUF declare no licence
+}
+
+
+def noise(a: float, n_a: int, b: float, n_b: int) -> float:
+    """The 95% half-width of the difference of two shares measured in independent runs (normal approximation, each
+    share kept off 0 and 1 by half a count so that a perfect score still has noise)."""
+    def var(p: float, n: int) -> float:
+        p = min(max(p, 0.5 / n), 1 - 0.5 / n)
+        return p * (1 - p) / n
+    return 1.96 * math.sqrt(var(a, max(1, n_a)) + var(b, max(1, n_b)))
+
+
+def decide(table: list[dict], default: str) -> dict:
+    """Switch the default only to a voice with a clear licence that beats it on coherence *and* on topic by more than
+    the noise between runs; otherwise keep it, with the margins that fell short."""
+    base = next((row for row in table if row["voice"] == default), None)
+    if base is None:
+        return {"keep": default, "why": "the default was not measured"}
+    verdicts = {}
+    for row in table:
+        if row["voice"] == default:
+            continue
+        margins = {}
+        for field, count in (("coherence", "thoughts"), ("on_topic", "notes")):
+            if row[field] is None or base[field] is None:
+                margins[field] = None
+                continue
+            margins[field] = {"margin": round(row[field] - base[field], 2),
+                              "noise": round(noise(row[field], row[count], base[field], base[count]), 2)}
+        beats = all(m and m["margin"] > m["noise"] for m in margins.values())
+        verdicts[row["voice"]] = {**margins, "clear_licence": CLEAR_LICENCE.get(row["voice"], False),
+                                  "beats_default": beats}
+    winners = [v for v, d in verdicts.items() if d["beats_default"] and d["clear_licence"]]
+    return {"keep" if not winners else "switch_to": winners[0] if winners else default, "against": verdicts}
+
+
 def main() -> None:
     from bench.coherence import QUOTE, SANE, load_references, score
-    from llm.embedded_model import VOICES, assemble_model
+    from llm.embedded_model import DEFAULT_VOICE, VOICES, assemble_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--voices", nargs="+", default=list(VOICES))
@@ -168,6 +211,7 @@ def main() -> None:
             "thought_samples": run["thoughts"][:2], "reply_samples": [r["reply"] for r in turn["replies"]][:3],
         })
     result = {"mode": args.mode, "notes_per_model": args.notes, "max_tokens": args.max_tokens, "table": table,
+              "decision": decide(table, DEFAULT_VOICE),
               "calibration": {name: r.calibration for name, r in references.items()},
               "quote_salad_score": score([QUOTE], None, references)["salad_score_mean"],
               "sane_salad_score": score([SANE], None, references)["salad_score_mean"]}
