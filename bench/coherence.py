@@ -116,6 +116,7 @@ def score(texts: list[str], author: str | None, references: dict[str, Reference]
     return {"coherence": round(sum(s < cut for s in per_text) / len(per_text), 2) if per_text else None,
             "coherent_below": round(cut, 3),
             "salad_score_mean": round(statistics.mean(per_text), 2) if per_text else None,
+            "salad_score_median": round(statistics.median(per_text), 2) if per_text else None,
             "salad_scores": [round(s, 2) for s in per_text], "judged_by": [j.name for j in judges]}
 
 

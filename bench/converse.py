@@ -1,8 +1,10 @@
 """Conversation benchmark (JSON): does the persona answer its human on the embedded model, and do its thoughts read
 as prose?
 
-Ten varied notes (two in Russian, one in Japanese) are sent one at a time; after each the persona ticks until an
-executed `messages.send` appears or two ticks pass. Reported:
+Twelve varied notes (seven in English, three in Russian, two in Japanese; `--notes N`: the first N of SPREAD, which
+reaches Russian and Japanese early) are sent one at a time; after each the
+persona ticks until an executed `messages.send` appears or two ticks pass; then `--free-ticks` ticks with no note
+(free thoughts only). Reported:
 
   reply_rate          notes answered within 2 ticks / notes sent (goal ≥ 0.9)
   ticks_to_reply      per note: 1, 2, or null (no reply in 2 ticks)
@@ -13,10 +15,11 @@ executed `messages.send` appears or two ticks pass. Reported:
   prose_share         free thoughts that pass the prose gate (persona/prose.py is_prose) / free thoughts (goal ≥ 0.95)
   calls_per_tick      LLM calls / ticks, overall and on ticks with and without a waiting note
   tokens_per_s        generated tokens / generation seconds of the think and reply calls (llm_calls rows)
-  thoughts            every free thought (bench/voices.py scores their coherence under the other models)
-  model, wall_s       the model that answered; the run's wall time
+  thoughts            every tick's thought (bench/voices.py scores their coherence under the other models);
+                      free_thoughts: those of the ticks with no note
+  model, wall_s       the model that answered; the run's wall time; load: the 1-minute load average at start and end
 
-    python bench/converse.py [--max-tokens 64] [--notes 4] [--voice qwen2.5-coder-0.5b] [--model-path some.gguf]
+    python bench/converse.py [--max-tokens 64] [--notes 4] [--free-ticks 0] [--context-window 4096] [--voice qwen2.5-coder-0.5b] [--model-path some.gguf]
                              [--llm-url http://127.0.0.1:1234/v1 --model m]
 
 `--voice` runs another embedded model of llm/embedded_model.py (assembled from its PyPI packages); `--model-path`
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -51,7 +55,11 @@ NOTES = [
     ("Расскажи, что ты любишь больше всего?", ["люб", "нрав", "больш"]),
     ("こんにちは！あなたの名前は何ですか？", ["名前", "lumen", "ルーメン", "私"]),
     ("Should I go for a walk or read a book tonight?", ["walk", "read", "book", "tonight"]),
+    ("Что ты знаешь о море?", ["мор", "волн", "вод", "океан", "рыб"]),
+    ("海について何か教えてください。", ["海", "波", "水", "魚"]),
 ]
+
+SPREAD = (0, 5, 8, 3, 10, 11, 7, 1, 9, 2, 4, 6)  # NOTES in an order that reaches Russian and Japanese early
 
 
 def progress(msg: str) -> None:
@@ -73,9 +81,11 @@ def main() -> None:
     parser.add_argument("--llm-url")
     parser.add_argument("--model")
     parser.add_argument("--notes", type=int, default=len(NOTES))
+    parser.add_argument("--context-window", type=int, default=4096, help="the embedded model's window")
+    parser.add_argument("--free-ticks", type=int, default=0, help="ticks with no note after the notes")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="anima-converse-bench-"))
-    flags = {"data_dir": str(data), "embedded_context_window": 4096, "sampling": {"max_tokens": args.max_tokens},
+    flags = {"data_dir": str(data), "embedded_context_window": args.context_window, "sampling": {"max_tokens": args.max_tokens},
              "timezone": "UTC", "llm_url": args.llm_url, "model": args.model, "embedded_model": args.voice}
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.model_path:
@@ -94,10 +104,11 @@ def main() -> None:
         assemble_model(voice=args.voice)
         services = open_services(**flags)
     agent = build_agent("repl", services=services, checkpointer="memory")
-    started = time.perf_counter()
+    started, load_at_start = time.perf_counter(), os.getloadavg()[0]
     results, note_ticks, quiet_ticks = [], [], []
     thoughts: list[str] = []
-    for index, (text, stems) in enumerate(NOTES[: args.notes]):
+    free_thoughts: list[str] = []
+    for index, (text, stems) in enumerate([NOTES[i] for i in SPREAD][: args.notes]):
         with agent.services.db.unit() as repos:
             note_id = repos.notes.add(text, source="user").id
         reply, ticks = None, None
@@ -120,6 +131,15 @@ def main() -> None:
                         "on_topic": bool(reply) and on_topic(reply, stems),
                         "same_language": bool(reply) and script_of(reply) == script_of(text)})
         progress(f"  → {reply!r}")
+    for index in range(args.free_ticks):
+        t0 = time.perf_counter()
+        state = agent.tick()
+        quiet_ticks.append(state["tick"])
+        thought = (state.get("thought") or state.get("response") or "").strip()
+        if thought:
+            thoughts.append(thought)
+            free_thoughts.append(thought)
+        progress(f"free tick {index + 1}/{args.free_ticks} ({time.perf_counter() - t0:.0f}s): {thought[:90]!r}")
     wall = time.perf_counter() - started
     with agent.services.db.unit() as repos:
         ticks = {t.tick: t.llm_calls for t in repos.ticks.recent(1000, thread_id="main")}
@@ -142,7 +162,8 @@ def main() -> None:
         "calls_per_tick": per_tick(list(ticks)), "calls_per_tick_with_note": per_tick(note_ticks),
         "calls_per_tick_without_note": per_tick(quiet_ticks), "ticks": len(ticks), "wall_s": round(wall, 1),
         "tokens_per_s": round(sum(c.completion_tokens for c in spoken) / seconds, 2) if seconds else None,
-        "max_tokens": args.max_tokens, "replies": results, "thoughts": thoughts,
+        "max_tokens": args.max_tokens, "context_window": args.context_window, "load": [round(load_at_start, 2), round(os.getloadavg()[0], 2)],
+        "free_ticks": args.free_ticks, "replies": results, "thoughts": thoughts, "free_thoughts": free_thoughts,
     }, indent=2, ensure_ascii=False))
 
 
