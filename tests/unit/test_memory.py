@@ -91,7 +91,8 @@ def test_what_a_query_says_about_time():
     assert asks_when("When did Caroline go to the support group?") and asks_when("How long ago was her birthday?")
     assert not asks_when("What did Caroline research?")
     assert says_when("I went to a support group yesterday!") and says_when("We moved here in 2019.")
-    assert not says_when("That sounds lovely.")
+    assert says_when("My sister's wedding is on 14 June.") and says_when("The talk is on June 14th in Lisbon.")
+    assert not says_when("That sounds lovely.") and not says_when("I may 5 times a day")
     assert asks_something("Did you paint that yourself? ") and not asks_something("I painted it.")
 
 
