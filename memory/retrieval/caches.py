@@ -150,7 +150,8 @@ class EmbeddingCache:
     def embed_items(self, items: list[MemoryItem]) -> list[np.ndarray]:
         """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
         documents = [(p, b, tuple(c)) for p, b, c in (item_texts(item) for item in items)]
-        ready = {d: self.ahead.pop(d) for d in documents if d in self.ahead}
+        with self._lock:  # (the embedding below runs outside the index's lock: the write journal's replay)
+            ready = {d: self.ahead.pop(d) for d in documents if d in self.ahead}
         todo = [d for d in dict.fromkeys(documents) if d not in ready]
         ready.update(zip(todo, self.document_vectors(todo) if todo else []))
         found = [ready[d] for d in documents]

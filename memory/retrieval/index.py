@@ -42,7 +42,10 @@ The rooms. `MemoryIndex` is the facade its callers use; it composes, each in its
                    statistics, and their background warm-up
   ranker.py        the query (`Query`, `Hit`), candidates, the fused score, neighbours and MMR
   settings.py      the retrieval weights (`RetrievalSettings`)
-One lock (the index's) guards them all.
+One lock (the index's) guards what they keep in memory, held only for short steps: the sync embeds a changed
+text and stores its vectors outside it (one sync at a time, under the journal's own lock), so a search is never
+held up by another thread's long text; a search that finds another sync under way ranks without waiting for it
+(the writer's own sync returns once its vectors are in: a writer that syncs then searches finds what it wrote).
 """
 
 from __future__ import annotations
@@ -122,15 +125,16 @@ class MemoryIndex:
         the same call; the write then takes their vectors instead of embedding them again."""
         return self.embedding.embed_texts(texts, cache_size, documents)
 
-    def sync(self, progress: bool = False, flush: bool = False) -> int:
+    def sync(self, progress: bool = False, flush: bool = False, wait: bool = True) -> int:
         """Bring the vectors up to the journal (Chroma when enough has queued up, or when `flush` or `progress`
-        asks: a bulk load); returns the number of items changed."""
+        asks: a bulk load); returns the number of items changed. `wait=False`: not when another thread's sync is
+        embedding (a search; that thread's writer waits for its own sync)."""
         if self._loader is None and (load := getattr(self.embedder, "load", None)) is not None:
             # the first sync opens Chroma (~0.4 s); the embedding model loads meanwhile (a restart's first answer)
             self._loader = threading.Thread(target=load, name="embedder-load", daemon=True)
             self._loader.start()
             atexit.register(self._loader.join, 60)  # not cut off inside onnxruntime by the interpreter's exit
-        changed = self.journal.sync(progress, flush)
+        changed = self.journal.sync(progress, flush, wait)
         if changed:
             self.follow_up.wake()
         return changed
@@ -151,7 +155,7 @@ class MemoryIndex:
 
     def search(self, query: Query | str, **kwargs: Any) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kwargs)
-        self.sync()
+        self.sync(wait=False)  # another thread's sync embedding a long text: searched without waiting for it
         with self._lock, self.ranker.small_math():
             with self.db.reading() as repos:  # ranking only reads: no transaction to commit
                 hits = self.ranker.rank(q, repos, self.embed_texts)

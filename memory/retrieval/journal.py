@@ -7,6 +7,12 @@ Chroma. Chroma writes wait in `pending` (record id -> vector, or None for a meta
 `pending_deletes` until `flush`: one write costs ~20 ms whatever its size (measured), and a tick writes a memory or
 two. Searches see pending items through the in-process vectors (`queued`); a crash before the flush loses nothing
 (Chroma's journal position moves only with it, so the next sync writes them again, from the stored vectors).
+
+Locks. Replays run one at a time (`_replaying`: the journal's order; nothing embedded twice). Within one, the
+index's lock is held only to read and change what the process keeps (the caches, the queue, `written`): first the
+changed items' ranking rows are dropped, then their texts are embedded and their vectors stored with no lock held,
+then the caches and the queue take the vectors. A search meanwhile ranks the new rows by their words and the
+vectors it has; a search that finds a replay under way does not wait for it (`sync(wait=False)`).
 """
 
 from __future__ import annotations
@@ -54,20 +60,27 @@ class WriteJournal:
         self.pending_head = 0  # the journal position the pending writes bring Chroma to
         self.flushed_at = time.monotonic()
         self.written: dict[int, str] = {}  # item id -> digest of the texts its vectors were made from (this process)
+        self._replaying = threading.Lock()  # one replay at a time: the journal's order, nothing embedded twice
 
     def queued(self) -> list[int]:
         """Items whose new vectors wait for Chroma (a search takes them as dense candidates)."""
         return [int(record) for record, (vector, _) in self.pending.items() if vector is not None]
 
-    def sync(self, progress: bool = False, flush: bool = False) -> int:
+    def sync(self, progress: bool = False, flush: bool = False, wait: bool = True) -> int:
         """Bring the vectors up to the journal (Chroma when enough has queued up, or when `flush` or `progress`
-        asks: a bulk load); returns the number of items changed."""
-        with self._lock:
+        asks: a bulk load); returns the number of items changed. One replay at a time; `wait=False` (a search)
+        returns 0 at once when another thread's replay is under way instead of waiting for its embedding."""
+        if not self._replaying.acquire(blocking=wait):
+            return 0
+        try:
             changed = self._replay(progress)
+        finally:
+            self._replaying.release()
+        with self._lock:
             if flush or progress or len(self.pending) >= FLUSH_RECORDS or \
                     time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
                 self.flush()
-            return changed
+        return changed
 
     def flush(self) -> int:
         """Write the queued records to Chroma and move its journal position; returns how many were written."""
@@ -84,82 +97,90 @@ class WriteJournal:
             return written
 
     def _replay(self, progress: bool) -> int:
+        """What changed up to the journal's head: in the index's lock, what ranking keeps of it is dropped (a
+        search meanwhile reads the new rows and documents); outside it, the changed texts are embedded and their
+        vectors stored; in it again, the vectors are taken into the caches and queued for Chroma."""
+        caches = self.caches
         # the usual answer is "nothing new": read without a unit to commit; what changed up to `head` is read in the
         # same session (later changes are the next sync's; the vectors it makes are stored by _queue_vectors' own
         # short units)
         with self.db.reading() as repos:
-            return self._replay_to(repos, repos.items.journal_head(), progress)
-
-    def _replay_to(self, repos: Repos, head: int, progress: bool) -> int:
-        """Replay the journal up to `head` (read in `repos`' session); returns the number of items changed."""
-        caches = self.caches
-        chroma_at = max(self.store.position(), self.pending_head)
-        if not caches.applied and not caches.vectors and caches.authors is None:
-            caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
-        if head <= caches.applied and head <= chroma_at:
-            return 0
-        if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
-            return self._backfill(repos, head, progress)
-        since = min(chroma_at, caches.applied)
-        changed = repos.items.changed_since(since, head) if head > since else []
-        rows = repos.items.many(changed)
-        live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
-        removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
-        if caches.authors is not None:
-            caches.authors |= {item.author or "" for item in live}
-        if head > chroma_at:  # (the same range as `changed` when the in-process state is where Chroma is)
-            embedded_here = changed if since == chroma_at else repos.items.changed_since(chroma_at, head)
-            self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
-                                [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
-            self.pending_head = head
-        else:
-            embedded_here = []
-        # items another process changed and already wrote to Chroma: forget their cached vectors
-        for item_id in set(changed) - set(embedded_here):
-            caches.vectors.pop(item_id, None)
-        for item_id in removed:
-            caches.vectors.pop(item_id, None)
-        caches.forget(changed, rows.values())
-        caches.applied = head
-        return len(changed)
+            head = repos.items.journal_head()
+            with self._lock:
+                chroma_at = max(self.store.position(), self.pending_head)
+                if not caches.applied and not caches.vectors and caches.authors is None:
+                    caches.applied = head  # a new process: its caches are empty, so nothing in them can be stale
+                if head <= caches.applied and head <= chroma_at:
+                    return 0
+                since = min(chroma_at, caches.applied)
+            if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
+                return self._backfill(repos, head, progress)
+            changed = repos.items.changed_since(since, head) if head > since else []
+            rows = repos.items.many(changed)
+            embedded_here = (changed if since == chroma_at else repos.items.changed_since(chroma_at, head)) \
+                if head > chroma_at else []  # (the same range when the in-process state is where Chroma is)
+            live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
+            removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
+            with self._lock:
+                if caches.authors is not None:
+                    caches.authors |= {item.author or "" for item in live}
+                # items another process changed and already wrote to Chroma: forget their cached vectors
+                for item_id in set(changed) - set(embedded_here):
+                    caches.vectors.pop(item_id, None)
+                for item_id in removed:
+                    caches.vectors.pop(item_id, None)
+                caches.forget(changed, rows.values())
+                caches.applied = head
+            if head > chroma_at:
+                self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
+                                    [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
+                with self._lock:
+                    self.pending_head = head
+            return len(changed)
 
     def _backfill(self, repos: Repos, head: int, progress: bool) -> int:
         """Embed every live item into a new (or emptied) collection, a page at a time (bounded memory)."""
         caches = self.caches
-        caches.forget_ranking()
+        with self._lock:
+            caches.forget_ranking()
         total, done, after, started = repos.items.lexical.count() if progress else 0, 0, 0, time.monotonic()
         while True:
             page = repos.items.indexed(after_id=after, limit=BACKFILL_PAGE)
             if not page:
                 break
-            if caches.authors is not None:
-                caches.authors |= {item.author or "" for item in page}
+            with self._lock:
+                if caches.authors is not None:
+                    caches.authors |= {item.author or "" for item in page}
             self._queue_vectors(repos, page, [], progress, done, total or None, started)
             done, after = done + len(page), page[-1].id
-        self.pending_head, caches.applied = head, head
+        with self._lock:
+            self.pending_head, caches.applied = head, head
         return done
 
     def _queue_vectors(self, repos: Repos, items: list[MemoryItem], removed: list[int], progress: bool = False,
                        done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
         """Store the vectors of changed items and queue their Chroma records. An item whose texts did not change
         (a neighbour's context, its status) keeps its vectors: only its metadata is queued, or, when another
-        process or an earlier run made them, the stored vectors are taken instead of embedding it again."""
+        process or an earlier run made them, the stored vectors are taken instead of embedding it again.
+        The embedding and the database writes run outside the index's lock (a search is not held up by a long
+        text); only what the caches and the Chroma queue take is done in it."""
         gone = set(removed)
-        for item_id in gone:
-            self.pending_deletes.add(str(item_id))
-            self.pending.pop(str(item_id), None)
-            self.written.pop(item_id, None)
-            self.caches.vectors.pop(item_id, None)
+        with self._lock:
+            for item_id in gone:
+                self.pending_deletes.add(str(item_id))
+                self.pending.pop(str(item_id), None)
+                self.written.pop(item_id, None)
+                self.caches.vectors.pop(item_id, None)
+            fresh: list[MemoryItem] = []
+            for item in items:
+                if self.written.get(item.id) == texts_key(item):
+                    record = str(item.id)
+                    self.pending[record] = (self.pending.get(record, (None, None))[0], record_meta(item))
+                else:
+                    fresh.append(item)
         if gone:
             with self.db.unit() as writer:
                 writer.items.vectors.remove(gone)
-        fresh: list[MemoryItem] = []
-        for item in items:
-            if self.written.get(item.id) == texts_key(item):
-                record = str(item.id)
-                self.pending[record] = (self.pending.get(record, (None, None))[0], record_meta(item))
-            else:
-                fresh.append(item)
         batch, started = EMBED_BATCH, started or time.monotonic()
         for start in range(0, len(fresh), batch):
             part_items = fresh[start:start + batch]
@@ -172,15 +193,16 @@ class WriteJournal:
                 with self.db.unit() as writer:  # its own short transaction: a bulk load does not hold writers up
                     writer.items.vectors.put(self.embedder.name, embedded)
                 made.update({item_id: vectors.astype(np.float16) for item_id, _, vectors in embedded})
-            for item in part_items:
-                record = str(item.id)
-                self.caches.vectors[item.id] = made[item.id]
-                self.pending[record] = (made[item.id][0].astype(np.float32), record_meta(item))
-                self.pending_deletes.discard(record)
-                self.written[item.id] = keys[item.id]
-            self.caches.sample_vectors_changed(keys)
-            if len(self.pending) >= FLUSH_BULK:  # a bulk load writes as it goes (Chroma's journal position
-                self.flush()  # stays where it was until everything is written)
+            with self._lock:
+                for item in part_items:
+                    record = str(item.id)
+                    self.caches.vectors[item.id] = made[item.id]
+                    self.pending[record] = (made[item.id][0].astype(np.float32), record_meta(item))
+                    self.pending_deletes.discard(record)
+                    self.written[item.id] = keys[item.id]
+                self.caches.sample_vectors_changed(keys)
+                if len(self.pending) >= FLUSH_BULK:  # a bulk load writes as it goes (Chroma's journal position
+                    self.flush()  # stays where it was until everything is written)
             if progress and (len(fresh) > batch or total):
                 done = done_before + min(len(fresh), start + batch)
                 log.info("indexed %d/%d memories (%.0f/s)", done, total or len(fresh),

@@ -7,7 +7,7 @@
   2023"), a year ("in 2022"), or a recent one relative to now ("yesterday", "last week", "three days ago"; "last
   year" is too wide to point at anything).
 - `asks_when`: a "when …?" / "how long ago …?" query; its answer is an item that says when (`says_when`: a time
-  expression such as "yesterday", "last Friday", "next month", "in 2019").
+  expression such as "yesterday", "last Friday", "next month", "in 2019", or a date: "on 14 June", "June 14th").
 - `asks_something`: an item that is a question ("Did you paint that?"), which tells less than the reply to it.
 """
 
@@ -44,6 +44,9 @@ _SAYS_WHEN = re.compile(
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     r"(?:few|couple of|two|three) (?:days|weeks|months|years)|"
     r"in (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
+    r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:january|february|march|april|may|june|july|august|september|october|"
+    r"november|december)|(?:january|february|march|april|june|july|august|september|october|november|december) "
+    r"\d{1,2}(?:st|nd|rd|th)?|"
     r"(?:19|20)\d\d|just (?:got|started|finished|joined|bought|went|moved|came|had|made|did))\b",
     re.IGNORECASE)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import numpy as np
 
@@ -27,3 +28,22 @@ class HashEmbedder:
                 rows[row, int.from_bytes(digest[:4], "little") % self.dim] += 1.0 if digest[4] % 2 else -1.0
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return rows / np.where(norms == 0, 1, norms)
+
+
+class HeldEmbedder(HashEmbedder):
+    """A HashEmbedder that stops inside `embed` on a call with a text holding `marker` (a long text being embedded)
+    until `release` is set; `holding` is set once such a call waits, and `marked_calls` counts them."""
+
+    def __init__(self, marker: str, dim: int = 64):
+        super().__init__(dim)
+        self.marker = marker
+        self.holding = threading.Event()
+        self.release = threading.Event()
+        self.marked_calls = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if any(self.marker in text for text in texts):
+            self.marked_calls += 1
+            self.holding.set()
+            self.release.wait(timeout=120)  # (a bound, so a broken test ends instead of hanging the run)
+        return super().embed(texts)

@@ -91,7 +91,8 @@ def test_what_a_query_says_about_time():
     assert asks_when("When did Caroline go to the support group?") and asks_when("How long ago was her birthday?")
     assert not asks_when("What did Caroline research?")
     assert says_when("I went to a support group yesterday!") and says_when("We moved here in 2019.")
-    assert not says_when("That sounds lovely.")
+    assert says_when("My sister's wedding is on 14 June.") and says_when("The talk is on June 14th in Lisbon.")
+    assert not says_when("That sounds lovely.") and not says_when("I may 5 times a day")
     assert asks_something("Did you paint that yourself? ") and not asks_something("I painted it.")
 
 
@@ -170,6 +171,48 @@ def test_a_crash_before_the_chroma_write_is_repaired_from_the_stored_vectors_wit
     assert refs(second.search("lighthouse rail green", k=1)) == [str(note.id)]
     second.flush()
     assert second.collection.get()["ids"] == [str(note.id)] and embedder.calls == 1  # the query's vector, not the note's
+    db.close()
+
+
+def test_a_search_is_not_held_up_while_another_thread_embeds_a_long_text(tmp_path):
+    import threading
+
+    from tests.fakes.memory import HeldEmbedder
+
+    db = Database.open(tmp_path)
+    embedder = HeldEmbedder(marker="Zanzibar")
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
+    with db.unit() as repos:
+        keeper = repos.diary.add("The lighthouse keeper paints the rail green.")
+    index.sync()
+    with db.unit() as repos:
+        paste = repos.diary.add("Zanzibar notes. " + "Spice markets and dhow boats in the old harbour. " * 300)
+    writer = threading.Thread(target=index.sync, name="writer-sync")  # the writer's sync, as after a tick's write
+    writer.start()
+    found: dict[str, list[str]] = {}
+    try:
+        assert embedder.holding.wait(timeout=60)  # the writer's sync is inside the embedder, on the long text
+
+        def search() -> None:
+            found["keeper"] = refs(index.search("lighthouse rail green", k=1))
+            found["paste"] = refs(index.search("dhow boats harbour", k=1))  # by its words while its vectors are made
+
+        searcher = threading.Thread(target=search, name="searcher")
+        searcher.start()
+        searcher.join(timeout=60)  # (only so a broken index fails the test instead of hanging it)
+        assert not searcher.is_alive() and not embedder.release.is_set()  # answered while the embedder is held
+        assert found == {"keeper": [str(keeper.id)], "paste": [str(paste.id)]}
+    finally:
+        embedder.release.set()
+        writer.join(timeout=60)
+    assert not writer.is_alive()
+    assert refs(index.search("spice markets dhow boats", k=1)) == [str(paste.id)]
+    index.sync(flush=True)
+    assert embedder.marked_calls == 1  # the long text embedded once: the searches' syncs did not embed it again
+    with db.unit() as repos:
+        assert index.collection.metadata["journal"] == repos.items.journal_head()
+        assert repos.items.vectors.get(embedder.name, [paste.id])[paste.id].vectors.shape[0] > 1
+    index.close()
     db.close()
 
 
