@@ -82,11 +82,11 @@ def main() -> None:
             sent = [0]
             execute = psycopg.Cursor.execute
 
-            def counted(self, *a, **k):  # type: ignore[no-untyped-def]
+            def counted(self, *a, **k):
                 sent[0] += 1
                 return execute(self, *a, **k)
 
-            psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+            psycopg.Cursor.execute = counted
             profiles: list[cProfile.Profile] = []
             if args.profile:
                 def start(*_: object) -> None:
@@ -104,13 +104,13 @@ def main() -> None:
             cpu = time.process_time() - started
             if args.profile:
                 main_profile.disable()
-                threading.setprofile(None)  # type: ignore[arg-type]
+                threading.setprofile(None)
                 stats = pstats.Stats(profiles[0])
                 for profile in profiles[1:]:
                     profile.disable()
                     stats.add(profile)
                 stats.dump_stats(args.profile)
-            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+            psycopg.Cursor.execute = execute
             count = args.rounds * len(names)
             runtime.close()
         fleet.close()
