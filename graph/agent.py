@@ -51,7 +51,9 @@ from graph.checkpoint import (
     latest_checkpoint_id,
     open_postgres_saver,
     open_sqlite_saver,
+    POSTGRES_PRUNE_EVERY,
     prune,
+    prune_due,
 )
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
@@ -96,6 +98,8 @@ class Agent:
         self.checkpointer = checkpointer
         self.thread_id = thread_id
         self.keep_checkpoints = keep_checkpoints
+        self.prune_every = POSTGRES_PRUNE_EVERY  # a PostgreSQL thread's runs between prunes (graph/checkpoint.py)
+        self._runs_since_prune = 0
         # `graph`: the playbook already compiled over this checkpointer (it holds nothing of a persona or a thread,
         # so a fleet worker compiles each playbook once for all its personas, and a sibling reuses its parent's)
         self.graph: TickGraph = graph if graph is not None else \
@@ -235,7 +239,11 @@ class Agent:
             with self.services.db.unit() as repos:
                 repos.config.set_playbook_run(self.thread_id, self.playbook.name,
                                              {"run_id": self.run_id, "status": "done"})
-        prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
+        self._runs_since_prune += 1
+        # a one-shot run's thread is its own: pruned at its end; a loop's, every `prune_every` ticks on PostgreSQL
+        if not self.playbook.loop or prune_due(self.checkpointer, self._runs_since_prune, self.prune_every):
+            prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
+            self._runs_since_prune = 0
         self._remember_finished(left)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:

@@ -13,6 +13,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 DEFAULT_KEEP = 30  # per checkpoint thread: a loop writes ~2 a tick, a one-shot run one per step
+# PostgresSaver's keep_latest prune is ~8 statements plus one DELETE per channel whose blobs it frees (about 60 for
+# a tick's state): run after every tick it was a third of a fleet worker's statements. Every this many runs of a
+# thread instead, which keeps at most this many checkpoints of it between prunes (SQLite's prune is three
+# statements and runs every time)
+POSTGRES_PRUNE_EVERY = 10
 POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 5
 
@@ -36,6 +41,11 @@ def open_postgres_saver(conninfo: str) -> BaseCheckpointSaver[Any]:
 
 def is_postgres_saver(saver: Any) -> bool:
     return type(saver).__name__ == "PostgresSaver"
+
+
+def prune_due(saver: BaseCheckpointSaver[Any], runs_since: int, every: int = POSTGRES_PRUNE_EVERY) -> bool:
+    """Whether a thread run `runs_since` times since its last prune is pruned now (see POSTGRES_PRUNE_EVERY)."""
+    return runs_since >= every if is_postgres_saver(saver) else True
 
 
 def prune(saver: BaseCheckpointSaver[Any], thread_id: str, keep: int = DEFAULT_KEEP) -> None:

@@ -327,8 +327,12 @@ POOL_RECYCLE_S = 600
 PING_AFTER_IDLE_S = 5.0  # a pooled PostgreSQL connection idle this long is checked before it is used again
 
 
-def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
-    """`pool_size`: connections a Postgres pool keeps (a worker serving many personas sizes it to its concurrency)."""
+def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: bool = True) -> Engine:
+    """`pool_size`: connections a Postgres pool keeps (a worker serving many personas sizes it to its concurrency).
+    `server_prepare=False`: psycopg never prepares a statement on the server. A deployment's statements are written
+    per persona (its schema in every table name), so with more than a few personas a statement rarely comes back
+    to a connection the five times psycopg waits for before it prepares it (its cache of counts holds 100): the
+    bookkeeping is all it would do."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -337,7 +341,10 @@ def create_db_engine(url: str, *, pool_size: int | None = None) -> Engine:
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     # a deployment's pool serves every persona's schema: recycled, so no connection caches every table it touched
     sizing = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S} if pool_size else {}
-    engine = create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, **sizing)
+    connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    if not server_prepare:
+        connect_args["prepare_threshold"] = None
+    engine = create_engine(url, connect_args=connect_args, **sizing)
     _ping_when_idle(engine)
     return engine
 

@@ -58,7 +58,7 @@ class Fleet:
         if not url.startswith("postgresql"):
             raise DatabaseOpenError(f"{masked(url)}: many personas need PostgreSQL (postgresql://user@host/db); "
                                     "one persona runs on SQLite with `run.py` alone")
-        engine = create_db_engine(url, pool_size=pool_size)
+        engine = create_db_engine(url, pool_size=pool_size, server_prepare=False)
         try:
             if not _registry_exists(engine):
                 with schema_lock(engine), engine.begin() as conn:

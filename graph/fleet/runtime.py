@@ -217,7 +217,8 @@ class WorkerRuntime:
                 persona.journal(mode, data)
             state = agent.state()
             with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
-                Managers(repos).sessions.checkpoint(self._session(persona, repos))
+                persona.extra["session_digest"] = Managers(repos).sessions.checkpoint(  # goals, tasks: if changed
+                    self._session(persona, repos), persona.extra.get("session_digest"))
                 reap = bool(repos.tasks.with_repl_status("stopped"))
                 cycles = [task.id for task in repos.tasks.running_cycles()]
             if reap:

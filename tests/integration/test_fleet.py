@@ -477,3 +477,22 @@ def test_a_fleet_personas_mesh_key_is_sealed_in_its_schema_and_the_same_on_every
             identity_on("m3", secrets_key=base64.urlsafe_b64encode(b"\x01" * 32).decode())
     finally:
         deployment.close()
+
+
+def test_a_deployments_pool_never_prepares_statements_on_the_server(pg_url):
+    """Each persona's statements name its schema: psycopg would count them for preparing and rarely reuse one."""
+    fleet = Fleet.open(pg_url)
+    try:
+        with fleet.engine.connect() as conn:
+            assert conn.connection.dbapi_connection.prepare_threshold is None
+            conn.execute(text("SELECT 1"))
+    finally:
+        fleet.close()
+    from memory.db import create_db_engine
+
+    single = create_db_engine(pg_url)  # one persona on PostgreSQL (run.py --db) keeps psycopg's default
+    try:
+        with single.connect() as conn:
+            assert conn.connection.dbapi_connection.prepare_threshold == 5
+    finally:
+        single.dispose()

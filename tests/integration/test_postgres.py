@@ -97,13 +97,18 @@ def test_checkpoints_live_in_postgres_beside_the_memory_and_a_new_process_resume
                                  entries=[{"id": "fake", "provider": "fake", "priority": 1}])
         return build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-saver")
 
+    def checkpoints() -> int:
+        with agent.services.db.session() as s:
+            return int(s.execute(text("SELECT count(*) FROM checkpoints WHERE thread_id = 'pg-saver'")).scalar_one())
+
     agent = agent_on_postgres()
     assert is_postgres_saver(agent.checkpointer)
-    for _ in range(3):
-        agent.tick()
-    with agent.services.db.session() as s:
-        rows = s.execute(text("SELECT count(*) FROM checkpoints WHERE thread_id = 'pg-saver'")).scalar_one()
-    assert rows == 1  # PostgresSaver.prune(keep_latest) after each tick
+    agent.prune_every = 3  # PostgresSaver.prune(keep_latest) every third tick
+    agent.tick()
+    agent.tick()
+    assert checkpoints() > 1  # not pruned yet
+    agent.tick()
+    assert checkpoints() == 1  # the latest only
     agent.close()
     assert not (tmp_path / "checkpoints.sqlite").exists()  # nothing durable on this machine's disk
     again = agent_on_postgres()
