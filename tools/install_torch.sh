@@ -12,7 +12,8 @@ if "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] ==
   echo "==> torch $VERSION (CPU) already installed"; exit 0
 fi
 echo "==> installing torch $VERSION, CPU build, from $INDEX (about 190 MB; no CUDA)"
-if $PIP install --progress-bar on --index-url "$INDEX" "torch==$VERSION+cpu"; then exit 0; fi
+# one retry, not pip's five with back-off per package: an index this machine cannot reach costs seconds, not minutes
+if $PIP install --progress-bar on --retries 1 --timeout 20 --index-url "$INDEX" "torch==$VERSION+cpu"; then exit 0; fi
 echo "==> $INDEX did not answer: trying a CPU wheel from this machine's pip configuration"
 if $PIP install --progress-bar on --no-index "torch==$VERSION+cpu" 2>/dev/null \
    || $PIP install --progress-bar on "torch==$VERSION+cpu"; then exit 0; fi
