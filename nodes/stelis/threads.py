@@ -62,7 +62,11 @@ def child_thread_id(parent_id: str, label: str, key: str) -> str:
     return f"{parent_id[:60]}/{slug}-{key[:10]}"
 
 
-def thread_window(services: Services, repos: Repos, thread_id: str) -> int:
+def thread_window(services: Services, repos: Repos, thread_id: str, thread: Any = None) -> int:
+    """The thread's window: the model's × Π window_ratio of its lineage. `thread`: its row when the caller has it;
+    a root's lineage is itself (1.0), so then no lineage query."""
+    if thread is not None and thread.parent_id is None:
+        return services.window_tokens(1.0)
     return services.window_tokens(repos.threads.ratio_product(thread_id))
 
 

@@ -336,9 +336,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
     with services.db.unit() as repos:
         known = services.reads.peek(state.thread_id, state.tick, ("thread", state.thread_id))  # as s01 read it
         thread = repos.threads.adopt(known) if known is not None else repos.threads.get(state.thread_id)
-        # a root thread's window is the run's whole share (its lineage is itself); a child's is its lineage's product
-        window = services.window_tokens(1.0) if thread is None or thread.parent_id is None else \
-            thread_window(services, repos, state.thread_id)
+        window = thread_window(services, repos, state.thread_id, thread)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
         cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
