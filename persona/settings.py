@@ -36,7 +36,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Stri
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
-from memory.retrieval.index import RetrievalSettings
+from memory.retrieval.settings import RetrievalSettings
 from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
 from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
