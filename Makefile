@@ -105,6 +105,7 @@ bench: model
 	$(PY) bench/job_engines.py
 	$(PY) bench/mesh.py
 	$(PY) bench/voice.py
+	$(PY) bench/cli.py
 
 # The documentation site (docs/ → site/), offline; tests/unit/test_docs.py builds it the same way.
 docs: install

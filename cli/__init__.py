@@ -1,4 +1,6 @@
-"""anima's command line (typer). One module per command family; this page wires them:
+"""anima's command line (typer). One module per command family; this page wires them, and `COMMANDS` says where each
+command lives — its module is imported only when the command runs (cli/lazy.py), so `run.py say …` does not import
+the loop, the web app or the models:
 
     run.py [--playbook repl] …      run_playbook.py   the persona's loop, a one-shot playbook; `dream`
     run.py say "…"                  talk.py           a note to the persona
@@ -23,32 +25,43 @@ from __future__ import annotations
 
 import typer
 
-from cli import (approvals, config, fleet, inspect, kb, llm, mcp, memory, model, persona, playbook, run_playbook,
-                 sessions, spawn, talk, users, web)
+from cli.run_playbook import run_playbook
 from cli.startup import AnimaGroup, with_debug_option
+
+# name → "module:attribute": a command function, or a command family's typer app (`run.py NAME --help` shows it);
+# in the order `run.py --help` lists them
+COMMANDS = {
+    "dream": "cli.run_playbook:dream",
+    "say": "cli.talk:say",
+    "serve": "cli.web:serve",
+    "mcp": "cli.mcp:mcp",
+    "spawn": "cli.spawn:spawn",
+    "inspect": "cli.inspect:inspect",
+    "approvals": "cli.approvals:approvals",
+    "approve": "cli.approvals:approve",
+    "deny": "cli.approvals:deny",
+    "worker": "cli.fleet:worker",
+    "sessions": "cli.sessions:app",
+    "kb": "cli.kb:app",
+    "memory": "cli.memory:app",
+    "users": "cli.users:app",
+    "persona": "cli.persona:app",
+    "playbook": "cli.playbook:app",
+    "model": "cli.model:app",
+    "personas": "cli.fleet:app",
+    "llm": "cli.llm:app",
+    "config": "cli.config:app",
+}
+
+
+class Anima(AnimaGroup):
+    """The app's command group: its commands imported when they run."""
+
+    lazy_commands = COMMANDS
+
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
 # its traceback
-app = typer.Typer(cls=AnimaGroup, add_completion=False, no_args_is_help=False,
+app = typer.Typer(cls=Anima, add_completion=False, no_args_is_help=False,
                   help="anima: a persona that thinks, talks and remembers.")
-app.callback(invoke_without_command=True)(with_debug_option(run_playbook.run_playbook))
-app.command()(run_playbook.dream)
-app.command()(talk.say)
-app.command()(web.serve)
-app.command()(mcp.mcp)
-app.command()(spawn.spawn)
-app.command()(inspect.inspect)
-app.command()(approvals.approvals)
-app.command()(approvals.approve)
-app.command()(approvals.deny)
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(kb.app, name="kb")
-app.add_typer(memory.app, name="memory")
-app.add_typer(users.app, name="users")
-app.add_typer(persona.app, name="persona")
-app.add_typer(playbook.app, name="playbook")
-app.add_typer(model.app, name="model")
-app.command()(fleet.worker)
-app.add_typer(fleet.app, name="personas")
-app.add_typer(llm.app, name="llm")
-app.add_typer(config.app, name="config")
+app.callback(invoke_without_command=True)(with_debug_option(run_playbook))

@@ -12,16 +12,15 @@ import typer
 from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, preview, print_listing, read_rows
-from graph.reports import approval_row
-from managers import Managers
-from managers.consent import DOCUMENT_APPROVAL, ApprovalError, answer
-from nodes.context import utcnow
 
 
 def approvals(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
               show_all: bool = typer.Option(False, "--all", help="Also the decided ones (newest first)."),
               limit: int = typer.Option(50, "--limit"), name: Optional[str] = PersonaName) -> None:
     """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
+    from graph.reports import approval_row
+    from managers import Managers
+
     rows = read_rows(data_dir, db, lambda repos: [approval_row(a) for a in Managers(repos).consent.listing(
         None if show_all else "pending", limit)], name)
     if print_listing(rows, as_json, "no approvals yet" if show_all else "nothing waits for your approval"):
@@ -42,6 +41,9 @@ def approvals(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_j
 
 def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str], db: Optional[str],
             name: Optional[str] = None) -> None:
+    from managers.consent import DOCUMENT_APPROVAL, ApprovalError, answer
+    from nodes.context import utcnow
+
     database = open_database(data_dir, db, name)
     try:
         row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())

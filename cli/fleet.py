@@ -11,7 +11,6 @@ from rich.markup import escape
 
 from cli.options import (ChromaUrl, EmbedModel, EmbedUrl, LlmApi, LlmUrl, Model, PersonaDir, console, err, located,
                          print_listing)
-from persona.settings import Overrides
 from cli.startup import StartupError, starting
 
 if TYPE_CHECKING:
@@ -55,6 +54,7 @@ def worker(db: Optional[str] = FleetDb, chroma_url: Optional[str] = ChromaUrl,
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.fleet.worker import run_worker
     from graph.services import EMBEDDED_CHROMA_REFUSED
+    from persona.settings import Overrides
 
     overrides = Overrides.of(chroma_url=chroma_url, llm_url=llm_url, model=model, llm_api=llm_api,
                              embedded=False if no_fallback else None, embed_url=embed_url, embed_model=embed_model)

@@ -9,8 +9,6 @@ import typer
 from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, PersonaDir, console, open_data, preview
-from graph.reports import inspect_report
-from nodes.context import utcnow
 
 
 def inspect(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir,
@@ -18,6 +16,9 @@ def inspect(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, person
             limit: int = typer.Option(10, "--limit", help="How many recent rows of each kind.")) -> None:
     """What the persona did: ticks, threads, notes in/out, responses with reflex fields, LLM calls and tokens, drives,
     dreams, goals, tasks, sessions, approvals and the audit log of every consent decision."""
+    from graph.reports import inspect_report
+    from nodes.context import utcnow
+
     database, settings = open_data(data_dir, db, persona)
     try:
         with database.unit() as repos:

@@ -13,8 +13,6 @@ from rich.markup import escape
 
 from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, PersonaName, console, err,
                          open_database, open_memory)
-from memory.retrieval.index import Query
-from memory.knowledge import KnowledgeError, ingest
 
 app = typer.Typer(help="The knowledge base: documents the persona can search (txt, md, pdf).")
 
@@ -42,6 +40,8 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
 
 def _store(database, files: list[Path]) -> int:
     """Chunk each file into the knowledge base (SQL; its vectors come after); returns how many failed."""
+    from memory.knowledge import KnowledgeError, ingest
+
     failed = 0
     for number, path in enumerate(files, 1):
         try:
@@ -95,6 +95,8 @@ def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"),
               db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
               embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
     """Search the knowledge base the way the persona does (kb.search)."""
+    from memory.retrieval.index import Query
+
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
     try:
         for hit in index.search(Query(text=query, k=k, tiers=["kb"])):

@@ -5,19 +5,23 @@ its next tick."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, console, err, located, open_database, print_listing
-from managers import ManagerDeps, Managers
-from managers.models import ModelManager, RegistryError
+
+if TYPE_CHECKING:
+    from managers.models import ModelManager
 
 app = typer.Typer(help="The models a persona thinks with: list them, choose the primary one, change their order.")
 
 
 def _change(data_dir: Optional[str], db: Optional[str], change: Callable[[ModelManager], str]) -> None:
+    from managers import Managers
+    from managers.models import RegistryError
+
     database = open_database(data_dir, db)
     try:
         with database.unit(actor="human") as repos:
@@ -34,6 +38,8 @@ def _change(data_dir: Optional[str], db: Optional[str], change: Callable[[ModelM
 def list_llms(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
               as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """The registered models: priority, enabled, validator, chosen, last call."""
+    from managers import Managers
+
     database = open_database(data_dir, db)
     try:
         with database.unit() as repos:
@@ -81,6 +87,9 @@ def add_llm(base_url: str = typer.Argument(..., help="The OpenAI-compatible API 
             data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
     """Add a model on an OpenAI-compatible server (Ollama, LM Studio, llama.cpp server, vLLM, a hosted API), after a
     health check; a running loop thinks with it from its next tick."""
+    from managers import ManagerDeps, Managers
+    from managers.models import RegistryError
+
     api_key = typer.prompt("API key", hide_input=True) if ask_key else None
     settings = located(data_dir, db)
     database = open_database(data_dir, db)

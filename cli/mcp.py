@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Optional
 
 from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir
-from persona.settings import Overrides
 from cli.startup import preflight
 
 
@@ -14,6 +13,7 @@ def mcp(persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, 
         chroma_url: Optional[str] = ChromaUrl) -> None:
     """Serve the persona over MCP on stdin/stdout: tools post_note, read_messages, search_memory, list_goals,
     list_tasks; resources persona://files/{name} and anima://sessions/{id}. Nothing else is written to stdout."""
+    from persona.settings import Overrides
     from web.mcp import serve_stdio
 
     overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url)

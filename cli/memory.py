@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
 from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_data
 from cli.startup import starting
-from graph.services import open_memory_index
-from managers import ManagerDeps, Managers
-from managers.anonymise import AnonymisationError, AnonymisationManager, Anonymised
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from managers.anonymise import Anonymised
 
 app = typer.Typer(help="The persona's memory as a whole: anonymise it on your request, and undo that.")
 
@@ -28,6 +29,9 @@ def _run(kind: str, action: Callable[[Managers], Anonymised], refused: type[Exce
          data_dir, db, persona, embed_url, embed_model, chroma_url) -> Anonymised:
     """`action` in one unit of work as the human, audited as the human's decision when it changed memory; then the
     vectors of what it rewrote. What `refused` raises is one red line and exit `code`."""
+    from graph.services import open_memory_index
+    from managers import ManagerDeps, Managers
+
     database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
                                    chroma_url=chroma_url)
     try:
@@ -87,6 +91,8 @@ def deanonymise(key_file: Optional[Path] = typer.Option(None, "--key-file", help
                 embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                 chroma_url: Optional[str] = ChromaUrl) -> None:
     """Put the originals back (the owner's key opens the saved mappings)."""
+    from managers.anonymise import AnonymisationError, AnonymisationManager
+
     result = _run("deanonymise", lambda house: house.anonymise.restore(key_file=key_file), AnonymisationError, 1,
                   data_dir, db, persona, embed_url, embed_model, chroma_url)
     AnonymisationManager.forget(result.consumed)

@@ -11,16 +11,17 @@ The options that are settings (--data-dir, --db, --persona, --embed-url, --chrom
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from cli.startup import starting
-from graph.services import open_memory_index, open_settings
-from memory import Database, DatabaseOpenError
-from persona.settings import Overrides, Settings, load_settings
+
+if TYPE_CHECKING:  # the domains are imported by the functions that open them: `run.py say --help` needs none
+    from memory import Database
+    from persona.settings import Settings
 
 console = Console(stderr=False)
 err = Console(stderr=True)
@@ -53,6 +54,8 @@ PersonaName = typer.Option(None, "--name", envvar="ANIMA_PERSONA_NAME",
 def located(data_dir: Optional[str], db: Optional[str]) -> Settings:
     """Where the data is: --data-dir and --db, else ANIMA_DATA_DIR and ANIMA_DB_URL, else the defaults (the settings'
     one resolution; the data dir's own layer is read once it is open: `open_data`)."""
+    from persona.settings import Overrides, load_settings
+
     with starting():
         return load_settings(overrides=Overrides.of(data_dir=data_dir, db_url=db))
 
@@ -60,6 +63,8 @@ def located(data_dir: Optional[str], db: Optional[str]) -> Settings:
 def open_database(data_dir: Optional[str], db: Optional[str], name: Optional[str] = None) -> Database:
     """The data dir's database (or, with `name`, that deployed persona's); one that cannot be opened stops the command
     with one message (cli/startup.py)."""
+    from memory import Database
+
     where = located(data_dir, db)
     with starting():
         if name:
@@ -69,6 +74,7 @@ def open_database(data_dir: Optional[str], db: Optional[str], name: Optional[str
 
 def open_deployed(db: Optional[str], name: str) -> Database:
     """A deployed persona's memory (its own schema of the deployment's database), after checking it is registered."""
+    from memory import Database, DatabaseOpenError
     from memory.fleet import Fleet, schema_of
 
     if not db:
@@ -120,6 +126,9 @@ def preview(value: Any, limit: int = LINE_CHARS) -> str:
 def open_data(data_dir: Optional[str], db: Optional[str], persona: Optional[str] = None,
               **more: Any) -> tuple[Database, Settings]:
     """The database of a data dir and the settings of the persona it belongs to (`more`: other flags given)."""
+    from graph.services import open_settings
+    from persona.settings import Overrides
+
     database = open_database(data_dir, db)
     try:
         with starting():
@@ -132,6 +141,8 @@ def open_data(data_dir: Optional[str], db: Optional[str], persona: Optional[str]
 
 def open_memory(data_dir: Optional[str], db: Optional[str], persona: Optional[str], embed_url: Optional[str],
                 embed_model: Optional[str], chroma_url: Optional[str]) -> tuple[Database, Any]:
+    from graph.services import open_memory_index
+
     database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
                                    chroma_url=chroma_url)
     try:

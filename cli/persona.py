@@ -6,19 +6,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from langgraph.runtime import Runtime
 from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, PersonaDir, Thread, console, err
 from cli.run_playbook import install_model_with_progress
 from cli.startup import preflight, starting
-from graph.services import open_services
-from nodes.context import AnimaContext
-from nodes.state import TickState
-from nodes.steps.s04_prepare_context import prepare_context
-from persona import PersonaError
-from persona.scaffold import scaffold_persona, slug
-from persona.settings import Overrides
 
 app = typer.Typer(help="Persona directories: scaffold one, show the prompt it assembles.")
 
@@ -27,6 +19,9 @@ app = typer.Typer(help="Persona directories: scaffold one, show the prompt it as
 def persona_new(name: str = typer.Argument(..., help="The persona's name."),
                 directory: Optional[Path] = typer.Option(None, "--dir", help="Where to create it (default personas/NAME).")) -> None:
     """Scaffold a persona from the default one, renamed; edit its files, then run with --persona DIR."""
+    from persona import PersonaError
+    from persona.scaffold import scaffold_persona, slug
+
     target = directory or Path("personas") / slug(name)
     try:
         persona = scaffold_persona(name, target)
@@ -42,6 +37,14 @@ def persona_show(persona: Optional[str] = PersonaDir,
                  layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
                  data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, thread: str = Thread) -> None:
     """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
+    from langgraph.runtime import Runtime
+
+    from graph.services import open_services
+    from nodes.context import AnimaContext
+    from nodes.state import TickState
+    from nodes.steps.s04_prepare_context import prepare_context
+    from persona.settings import Overrides
+
     given = Overrides.of(data_dir=data_dir, db_url=db, persona_dir=persona)
     settings = preflight(given)
     install_model_with_progress(settings.cache_dir, settings.embedded_model)

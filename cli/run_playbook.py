@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -15,7 +15,9 @@ from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, Lang, 
                          Thread, WebAllowedHosts, WebHost, WebPort, err)
 from cli.startup import StartupError, _in_directory, preflight
 from cli.web import check_web_binding, start_web
-from persona.settings import Overrides
+
+if TYPE_CHECKING:
+    from persona.settings import Overrides
 
 
 def install_model_with_progress(cache_dir: str | None = None, voice: str | None = None) -> None:
@@ -63,6 +65,8 @@ def run_playbook(ctx: typer.Context,
     the model call, saves and exits 0; a second one aborts at once)."""
     if ctx.invoked_subcommand is not None:
         return
+    from persona.settings import Overrides
+
     run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
         web=None if no_web else (host, port, allowed_hosts),
         overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
@@ -238,6 +242,8 @@ def dream(level: int = typer.Option(0, "--level", min=0, max=3, help="1 daily, 2
           thread: str = Thread, llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model,
           no_fallback: bool = typer.Option(False, "--no-fallback"), verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
     """Dream now (playbooks/dream.yaml): reflect, and apply the insight, strategy, goal and entity updates and open questions."""
+    from persona.settings import Overrides
+
     run(playbook="dream", inputs=[f"level={level}", "reason=on demand"], ticks="1", thread=thread, verbose=verbose,
         overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
                                embedded=False if no_fallback else None))

@@ -12,11 +12,6 @@ from rich.markup import escape
 from cli.options import (DataDir, DbUrl, LlmUrl, Model, PersonaDir, PersonaName, console, err, open_database,
                          print_listing, read_rows)
 from cli.run_playbook import run
-from graph.reports import session_row
-from managers import Managers
-from managers.sessions import trace_csv, trace_jsonl
-from nodes.context import utcnow
-from persona.settings import Overrides
 
 app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one, or revive it in a new thread.")
 
@@ -25,6 +20,9 @@ app = typer.Typer(help="Sessions: every run of a loop, saved at stop; export one
 def sessions_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, limit: int = typer.Option(20, "--limit"),
                   as_json: bool = typer.Option(False, "--json"), name: Optional[str] = PersonaName) -> None:
     """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
+    from graph.reports import session_row
+    from managers import Managers
+
     rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in Managers(repos).sessions.listing(limit)], name)
     if print_listing(rows, as_json, "no sessions yet"):
         return
@@ -42,6 +40,9 @@ def sessions_export(session_id: int = typer.Argument(...),
     """Write session-ID.json (everything), session-ID.md (the transcript) and the thought log — one record per
     thought, message, note and diary entry — as session-ID.csv and session-ID.jsonl. A deployed persona's (`--name`) is
     made by a worker between its ticks."""
+    from managers import Managers
+    from managers.sessions import trace_csv, trace_jsonl
+
     if name:
         data, markdown = _export_deployed(db, name, session_id)
     else:
@@ -86,6 +87,10 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
                     llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model,
                     no_fallback: bool = typer.Option(False, "--no-fallback")) -> None:
     """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
+    from managers import Managers
+    from nodes.context import utcnow
+    from persona.settings import Overrides
+
     database = open_database(data_dir, db)
     try:
         with database.unit() as repos:

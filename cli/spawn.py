@@ -12,8 +12,6 @@ from rich.markup import escape
 
 from cli.options import ChromaUrl, DataDir, DbUrl, console, err, open_data
 from cli.startup import starting
-from memory import Database
-from nodes.context import utcnow
 
 
 def spawn(name: str = typer.Argument(..., help="The child's name."),
@@ -31,6 +29,8 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
     """Spawn a child persona: its own persona directory, database and vectors; it records its parent."""
     from graph.services import open_memory_index
     from managers.spawn import open_child_index
+    from memory import Database
+    from nodes.context import utcnow
     from persona.spawn import MODES, SpawnError, default_places
     from persona.spawn import spawn as make_child
 

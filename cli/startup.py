@@ -17,19 +17,17 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer._click import Context as ClickContext  # typer vendors click: TyperGroup.invoke takes its Context
-from typer.core import TyperGroup
 
-from memory import Database, DatabaseOpenError, SchemaError
-from memory.fleet import FleetError
-from memory.repositories.base import NotFound
-from persona import PersonaError
-from persona.settings import Overrides, Settings, SettingsError
+from cli.lazy import LazyGroup
+
+if TYPE_CHECKING:
+    from persona.settings import Overrides, Settings
 
 DEBUG = "anima.debug"  # ctx.meta key: --debug was given
 
@@ -57,6 +55,12 @@ def _in_directory(message: str, directory: str | Path | None) -> str:
 @contextmanager
 def starting() -> Iterator[None]:
     """Opening a persona or a data dir: the failures a user can fix become StartupError."""
+    from memory import DatabaseOpenError, SchemaError  # what a command opens anyway: not imported before it runs
+    from memory.fleet import FleetError
+    from memory.repositories.base import NotFound
+    from persona import PersonaError
+    from persona.settings import SettingsError
+
     try:
         yield
     except SettingsError as exc:
@@ -93,6 +97,7 @@ def preflight(overrides: Overrides) -> Settings:
     """A run's configuration, checked before any model is installed or loaded: settings, data dir, database and
     persona files — each failure one message (StartupError). Returns the run's settings."""
     from graph.services import open_settings
+    from memory import Database
     from persona import load_persona
     from persona.settings import load_settings
 
@@ -130,7 +135,7 @@ def with_debug_option(callback: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-class AnimaGroup(TyperGroup):
+class AnimaGroup(LazyGroup):
     """The app's command group: a StartupError anywhere below it is one message and exit code 2."""
 
     def invoke(self, ctx: ClickContext) -> Any:

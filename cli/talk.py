@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from cli.options import DataDir, DbUrl, PersonaName, console, open_database
-from managers import Managers
 
 
 def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
@@ -16,6 +15,8 @@ def say(text: str = typer.Argument(..., help="What to tell the persona."), data_
         tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable)."),
         name: Optional[str] = PersonaName) -> None:
     """Post a note to the persona (works while a run is going in another process)."""
+    from managers import Managers
+
     database = open_database(data_dir, db, name)
     try:
         with database.unit() as repos:

@@ -4,16 +4,15 @@ requests from unknown senders (accept / refuse). This is the operator's door: wh
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
 from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, print_listing, read_rows
-from managers import Managers
-from managers.errors import NotFound
-from managers.people import PeopleError
-from nodes.context import utcnow
+
+if TYPE_CHECKING:
+    from managers import Managers
 
 app = typer.Typer(help="The persona's people: owner, trusted, guests; their channels; contact requests.",
                   no_args_is_help=True)
@@ -21,6 +20,8 @@ BY = "operator (cli)"
 
 
 def _rows(repos) -> list[dict]:
+    from managers import Managers
+
     return [v.as_dict() for v in Managers(repos).people.list()]
 
 
@@ -28,6 +29,8 @@ def _rows(repos) -> list[dict]:
 def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName,
                 as_json: bool = typer.Option(False, "--json")) -> None:
     """Everyone the persona knows, and the pending contact requests."""
+    from managers import Managers
+
     rows = read_rows(data_dir, db, _rows, name)
     requests = read_rows(data_dir, db, lambda repos: [
         {"id": r.id, "channel": r.channel, "address": r.address, "name": r.sender_name, "messages": r.messages,
@@ -51,6 +54,9 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
 def info(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
          name: Optional[str] = PersonaName) -> None:
     """One person, by id or name."""
+    from managers import Managers
+    from managers.errors import NotFound
+
     try:
         rows = read_rows(data_dir, db, lambda repos: [
             Managers(repos).people.view(Managers(repos).people.find(person)).as_dict()], name)
@@ -61,6 +67,10 @@ def info(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbU
 
 
 def _change(action, data_dir: Optional[str], db: Optional[str], name: Optional[str]) -> None:
+    from managers import Managers
+    from managers.errors import NotFound
+    from managers.people import PeopleError
+
     database = open_database(data_dir, db, name)
     try:
         with database.unit() as repos:
@@ -114,6 +124,8 @@ def accept(request_id: int, as_name: Optional[str] = typer.Option(None, "--as", 
            role: str = typer.Option("guest", "--role"), data_dir: Optional[str] = DataDir,
            db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Let an unknown sender in: their held messages become notes from them."""
+    from nodes.context import utcnow
+
     def action(house: Managers) -> str:
         person = house.people.accept(request_id, name=as_name, role=role, now=utcnow())
         return f"contact request {request_id} accepted: person {person.id} ({person.name})"
@@ -125,6 +137,8 @@ def accept(request_id: int, as_name: Optional[str] = typer.Option(None, "--as", 
 def refuse(request_id: int, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
            name: Optional[str] = PersonaName) -> None:
     """Refuse an unknown sender: their held messages are deleted, later ones dropped."""
+    from nodes.context import utcnow
+
     def action(house: Managers) -> str:
         house.people.refuse(request_id, now=utcnow())
         return f"contact request {request_id} refused"

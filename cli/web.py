@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
 from cli.options import ChromaUrl, DataDir, DbUrl, Lang, PersonaDir, WebAllowedHosts, WebHost, WebPort, err
-from persona.settings import Overrides
 from cli.startup import StartupError, preflight, starting
+
+if TYPE_CHECKING:
+    from persona.settings import Overrides
 
 
 def check_web_binding(host: str, allowed_hosts: Optional[str] = None) -> None:
@@ -51,6 +53,7 @@ def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = Per
           allowed_hosts: Optional[str] = WebAllowedHosts, lang: Optional[str] = Lang) -> None:
     """Serve the web app and API over a data dir (talk, thoughts, inner life, memory, approvals, sessions, persona,
     controls). The loop may run in another process: the app reads and writes the same database."""
+    from persona.settings import Overrides
     from web.security import BindingError
     from web.server import serve as serve_app
 

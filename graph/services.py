@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 from llm import LLMRegistry, Provider
 from llm.embedded_model import voice_of
 from memory import Database
-from nodes.background import Background
-from nodes.commands import registry
 from nodes.context import Services, utcnow
 from persona import load_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named
@@ -109,6 +107,8 @@ def open_settings(db: Database, overrides: Overrides | None = None) -> Settings:
 
 def check_consent_policy(settings: Settings) -> None:
     """`consent.auto_approve` may only name commands that exist: a typo must not pass for a policy."""
+    from nodes.commands import registry  # every command family: only when a policy names commands
+
     unknown = [name for name in settings.consent.auto_approve if registry().get(name) is None]
     if unknown:
         config = read_lined_yaml(Path(settings.persona_dir or "") / "config.yaml")
@@ -122,6 +122,8 @@ def open_services(overrides: Overrides | None = None, *, providers: dict[str, Pr
     """Everything a run needs, from `overrides` (the caller's layer: Settings fields given on the command line or by
     the caller; `given` keyword values on top). `db`: an opened database (a deployment's persona, graph/fleet/);
     otherwise the one the overrides locate."""
+    from nodes.background import Background
+
     overrides = (overrides or Overrides()).replace(**{k: v for k, v in given.items() if v is not None})
     if db is None:
         located = load_settings(overrides=overrides)  # where the data is: overrides and environment only

@@ -11,19 +11,42 @@ imports the compiler.
 
 from __future__ import annotations
 
-from typing import Callable
+from functools import cache
+from typing import TYPE_CHECKING, Any, Callable
 
-from nodes.context import AnimaContext, Services
-from nodes.dreaming import apply_dream, dream, gather_dream, summarise_days
-from nodes.state import TickState
-from nodes.steps import TICK_STEPS
+if TYPE_CHECKING:
+    from nodes.context import AnimaContext, Services
+    from nodes.state import TickState
 
-STEPS: dict[str, Callable] = {
-    **TICK_STEPS,
-    "gather_dream": gather_dream,
-    "dream": dream,
-    "apply_dream": apply_dream,
-    "summarise_days": summarise_days,
-}
+    STEPS: dict[str, Callable]
+
+_WHERE = {"AnimaContext": "nodes.context", "Services": "nodes.context", "TickState": "nodes.state"}
+
+
+@cache
+def _steps() -> dict[str, Callable]:
+    from nodes.dreaming import apply_dream, dream, gather_dream, summarise_days
+    from nodes.steps import TICK_STEPS
+
+    return {
+        **TICK_STEPS,
+        "gather_dream": gather_dream,
+        "dream": dream,
+        "apply_dream": apply_dream,
+        "summarise_days": summarise_days,
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """The names below, imported on first use (PEP 562): `nodes.context` (a command's clock, the services' types)
+    does not load every step, LangGraph with them."""
+    if name == "STEPS":
+        return _steps()
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'nodes' has no attribute {name!r}")
+
 
 __all__ = ["STEPS", "AnimaContext", "Services", "TickState"]

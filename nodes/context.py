@@ -15,15 +15,16 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TypeVar
-
-from langgraph.runtime import Runtime
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from llm import LLMRegistry
 from memory import Database, Repos
 from nodes.ports import BackgroundJobs, RecallIndex
 from persona import Persona, refresh_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:  # only the steps' signatures name it: a command's clock (utcnow) does not load LangGraph
+    from langgraph.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

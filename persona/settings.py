@@ -36,7 +36,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Stri
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
-from memory.retrieval.index import RetrievalSettings
+from memory.retrieval.settings import RetrievalSettings
 from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
 from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
@@ -592,9 +592,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _local_embedding_model(self) -> "Settings":
-        from memory.retrieval.embeddings import LOCAL_MODELS
+        if not self.embed_model or self.embed_url:
+            return self
+        from memory.retrieval.embeddings import LOCAL_MODELS  # numpy and the ONNX wiring: only to check a name
 
-        if self.embed_model and not self.embed_url and self.embed_model not in LOCAL_MODELS:
+        if self.embed_model not in LOCAL_MODELS:
             raise ValueError(f"embed_model {self.embed_model!r}: without embed_url it names the embedded model, one "
                              f"of {', '.join(LOCAL_MODELS)}")
         return self

@@ -5,15 +5,17 @@ the nearest-neighbour search (memory/retrieval/index.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
 from sqlalchemy import Delete, Insert, Row, Select, bindparam, delete, insert, select
 
 from memory.models import MemoryVector
 from memory.repositories.base import Repo, prepared, table_of
 
-DTYPE = np.float16  # half the bytes of float32; similarities agree to ~1e-3
+if TYPE_CHECKING:  # numpy is imported where vectors are packed or unpacked: opening the database needs none
+    import numpy as np
+
+DTYPE = "float16"  # half the bytes of float32; similarities agree to ~1e-3
 
 
 class StoredVectors(NamedTuple):
@@ -22,6 +24,8 @@ class StoredVectors(NamedTuple):
 
 
 def _decoded(row: Row[int, str, int, bytes]) -> StoredVectors:
+    import numpy as np
+
     matrix = np.frombuffer(row.vectors, dtype=DTYPE).reshape(row.parts, -1)
     return StoredVectors(row.texts_key, matrix)
 
@@ -49,6 +53,8 @@ class VectorRepo(Repo):
 
     def put(self, embedder: str, rows: Iterable[tuple[int, str, np.ndarray]]) -> int:
         """Store (item id, texts key, vectors) rows, replacing what the items had."""
+        import numpy as np
+
         values = [{"item_id": item_id, "embedder": embedder, "texts_key": key, "parts": len(vectors),
                    "vectors": np.ascontiguousarray(vectors, dtype=DTYPE).tobytes()} for item_id, key, vectors in rows]
         if not values:
