@@ -20,7 +20,7 @@ Available commands:
 # The same for a small window (the compact and essential guides): the form of a commands block, the consent rule and
 # the data rule, in fewer words
 COMMANDS_GUIDE_COMPACT = N_("""# How to act: commands
-To act, end my thought with a commands block, exactly like this:
+To act, end your thought with a commands block, exactly like this:
 # Commands:
 [{{"cmd_id": "c1", "type": "messages.send", "args": {{"text": "Hello!"}}}}]
 # End commands

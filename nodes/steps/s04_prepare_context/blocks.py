@@ -1,8 +1,9 @@
 """Prompt blocks and the budget. What does not fit is taken away in a fixed order, and every step is reported:
 
-1. **A block too large for its share** of the budget (`share`: 30% for the command guide, 10% for the skills and the bootstrap files) takes the largest of its
-   smaller `forms` that fits the share (the guide: full → brief → compact → essential), before anything is dropped:
-   one oversized block never costs the smaller, more important ones their place.
+1. **A block too large for its share** of the budget (`share`: 30% for the command guide, 10% for the skills and
+   the bootstrap files) takes the largest of its smaller `forms` that fits the share (the guide: full → brief →
+   compact → essential; the skills: a line each; the bootstrap: AGENTS.md alone), before anything is dropped: one
+   oversized block never costs the smaller, more important ones their place.
 2. **Lowest priority first**: the block with the lowest priority gives up one thing — its oldest item (`trim_oldest`:
    recent thoughts, recalled memories, notes…), else its next smaller form, else the whole block. A trimmed block's
    last item goes at `last_priority` when it has one (the latest thought outlives core memory and goals: it is what
