@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from nodes.commands import ESSENTIAL, FAMILIES, MOST_USED, registry
 from nodes.context import AnimaContext
 from nodes.state import TickState
@@ -125,3 +127,31 @@ def test_at_2048_tokens_a_note_and_the_latest_thought_push_out_memory_not_ethics
     assert "thought 5:" in out["prompt"] and "thought 0:" not in out["prompt"]  # the latest kept, the oldest gone
     assert any(d.startswith("recent: oldest item") for d in out["context_report"]["dropped"])
     assert out["prompt_tokens"] + out["context_report"]["max_tokens"] <= 2048
+
+
+def test_a_stelis_child_and_a_task_cycle_at_2048_keep_identity_ethics_and_commands(tmp_path):
+    """The smaller default window still leaves a child thread a usable prompt: the default ratio (0.8) twice, and a
+    task cycle's 0.5 (the smallest window a child may have, MIN_CHILD_WINDOW); a smaller ratio is refused."""
+    from managers.threads import DEFAULT_WINDOW_RATIO, MIN_CHILD_WINDOW, StelisRefused
+    from nodes.stelis.threads import open_thread
+
+    agent = make_agent(tmp_path, FakeLLM("fake", context_window=2048))
+    services = agent.services
+    parents = {"main/a": ("main", DEFAULT_WINDOW_RATIO), "main/a/b": ("main/a", DEFAULT_WINDOW_RATIO),
+               "main/t": ("main", 0.5)}
+    with services.db.unit() as repos:
+        repos.threads.ensure("main", origin="root")
+        for child, (parent, ratio) in parents.items():
+            open_thread(services, repos, parent_id=parent, child_id=child, label=child, window_ratio=ratio,
+                        max_depth=3, origin="command")
+        with pytest.raises(StelisRefused, match=f"under the minimum of {MIN_CHILD_WINDOW}"):
+            open_thread(services, repos, parent_id="main", child_id="main/small", label="small", window_ratio=0.4,
+                        max_depth=3, origin="command")
+    for child in parents:
+        out = prepare_context(TickState(thread_id=child, tick=1, mode="chat"),
+                              SimpleNamespace(context=AnimaContext(services=services)))  # type: ignore[arg-type]
+        layers = [layer["layer"] for layer in out["context_report"]["layers"]]
+        assert {"identity", "soul", "commands", "ethics", "instruction"} <= set(layers), (child, layers)
+        assert "messages.send" in out["prompt"] and "Do no harm" in out["prompt"]
+        assert out["prompt_tokens"] + out["context_report"]["max_tokens"] <= out["context_report"]["window_tokens"]
+    agent.close()
