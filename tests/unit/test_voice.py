@@ -162,3 +162,23 @@ def test_reply_prompt_and_parse():
     assert parse_reply('":":":"') is None and parse_reply("") is None and parse_reply("ok") is None
     assert wanted("auto", "llamacpp") and not wanted("auto", "openai") and wanted("always", "openai")
     assert not wanted("off", "llamacpp")
+
+
+def test_the_reply_turn_fits_a_small_window_with_the_note_answered_and_the_thought(tmp_path):
+    """At the embedded default's 2,048-token window: notes as the tick showed them (a long one's head and tail),
+    the earlier ones dropped first, the one answered always kept, and the prompt inside the window."""
+    fake = FakeLLM("embedded", context_window=2048, responses=replying())
+    agent = embedded_agent(tmp_path, fake)
+    earlier = ["An earlier note about the harbour. " + "h" * 1500 for _ in range(3)]
+    long_note = "Please read my log and tell me what you see. " + "x" * 20_000 + " THE END OF THE LOG"
+    with agent.services.db.unit() as repos:
+        for text in [*earlier, long_note]:
+            repos.notes.add(text, source="user")
+    agent.tick()
+    reply_call = next(c for c in fake.calls if c["prompt"].rstrip().endswith("Lumen:"))
+    prompt = reply_call["prompt"]
+    assert "Please read my log" in prompt and "THE END OF THE LOG" in prompt  # the answered note's head and tail
+    assert "characters not shown here" in prompt and "x" * 5000 not in prompt
+    assert "The sea is calm today" in prompt  # the thought it answers from
+    assert fake.count_tokens(prompt) + agent.services.settings.voice.reply_max_tokens <= 2048
+    agent.services.db.close()

@@ -1,10 +1,14 @@
 """Step 4 (HMP's context preparation): assemble the prompt under the thread's token budget.
 
 Blocks come in the order built below (earlier = stronger influence); each has a priority. When the prompt does
-not fit `window × window_ratio − max_tokens`, the lowest-priority block loses its oldest item first (recent
-responses, notepad entries), then whole blocks go; every drop is reported in `context_report` and logged.
-The command guide lists every command's usage unless that would take over a quarter of the budget (a small
-window, e.g. the 270M model's): then a family is one line and only the ESSENTIAL commands keep their usage.
+not fit `window × window_ratio − max_tokens`, content is taken away in blocks.py's documented order: a block over
+its share takes a smaller form first, then the lowest-priority block loses its oldest item (recent responses,
+recalled memories), its next smaller form or the whole block; identity, soul, ethics and the command guide are
+never dropped. Every step is reported in `context_report` and logged.
+The command guide lists every command's usage unless that would take over 30% of the budget: then it takes
+the largest smaller form that fits — a line per prefix with only the ESSENTIAL commands' usage (brief), a line per
+family with its MOST_USED commands under a shorter header (compact: a small window, e.g. the 270M model's 2,048),
+the ESSENTIAL commands alone — nodes/commands/__init__.py.
 Human notes, recalled memories and command results are fenced as data (untrusted.py). Incoming notes are only
 marked read after the response is stored (write_memory), so a crash never loses one.
 """
@@ -22,7 +26,7 @@ from managers.abstracts import delivery
 from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
-from nodes.commands import registry
+from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
@@ -33,6 +37,7 @@ from nodes.steps.prompts import (
     CHANNEL_HINT,
     CHAT_INSTRUCTION,
     COMMANDS_GUIDE,
+    COMMANDS_GUIDE_COMPACT,
     CONTINUATION_FEELINGS,
     CONTINUATION_HUMAN_TURN,
     CONTINUATION_REACH_OUT,
@@ -45,7 +50,7 @@ from nodes.steps.prompts import (
     TASK_SERVES_NO_GOAL,
     THOUGHT_HEADER,
 )
-from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks
+from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks, size_of
 from nodes.steps.s04_prepare_context.language import tick_language
 from nodes.steps.s04_prepare_context.memory_lines import (
     abstract_lines,
@@ -65,7 +70,8 @@ from persona.settings import DriveSettings
 
 log = logging.getLogger(__name__)
 SAFETY_TOKENS = 16
-GUIDE_SHARE = 0.25  # above this share of the budget the command guide lists families, not every command
+GUIDE_SHARE = 0.3  # above this share of the budget the command guide takes a smaller form (blocks.py, step 1)
+LAYER_SHARE = 0.1  # and so do the skills (to a line each) and the bootstrap files (to AGENTS.md) above this share
 BOOTSTRAP_LAYER = ("AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md")  # claw0 layer 6: the remaining bootstrap files
 
 
@@ -139,17 +145,14 @@ def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
 
 
 def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], fence: str, budget: int,
+                 note_lines: list[str], processes: list[Any], fence: str,
                  language: str) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
     persona, tick, thread_id = services.persona, state.tick, state.thread_id
     t, title = (lambda text: i18n.text(text, language)), (lambda name: i18n.text(BLOCK_TITLES[name], language))
-    guide_text, data_rule = t(COMMANDS_GUIDE), t(DATA_RULE)
-    guide = guide_text.format(tick=tick, commands=registry().guide(settings=services.settings), data_rule=data_rule)
-    if services.llms.primary().count_tokens(guide) > budget * GUIDE_SHARE:  # a small window: memories need the room
-        guide = guide_text.format(tick=tick, commands=registry().guide(settings=services.settings, brief=True),
-                                  data_rule=data_rule)
-    if persona.file("TOOLS.md"):
-        guide = persona.file("TOOLS.md").strip() + "\n\n" + guide
+    data_rule, tools = t(DATA_RULE), persona.file("TOOLS.md").strip()
+    guides = [(tools + "\n\n" if tools else "") + t(COMMANDS_GUIDE_COMPACT if form in ("compact", "essential")
+                                                    else COMMANDS_GUIDE).format(
+        commands=registry().guide(settings=services.settings, form=form), data_rule=data_rule) for form in GUIDE_FORMS]
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
                                          cycle, services.memory)
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
@@ -161,13 +164,16 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
     blocks = [
-        Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True),
-        Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True),
-        Block("commands", "", [guide], 180, system=True),
-        Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True),
+        Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True, keep="head"),
+        Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True, keep="head"),
+        Block("commands", "", guides[:1], 180, system=True, forms=[[g] for g in guides[1:]], share=GUIDE_SHARE,
+              keep="head"),
+        Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True,
+              forms=[[skills_block(persona.skills, brief=True)]] if persona.skills else [], share=LAYER_SHARE),
         Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
-        Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True),
-        Block("bootstrap", "", bootstrap, 160, system=True),
+        Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True, keep="whole"),
+        Block("bootstrap", "", bootstrap, 160, system=True, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
+              share=LAYER_SHARE),
         Block("core", title("core"),
               [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
         Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
@@ -193,7 +199,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                      f"context {context_mode(cycle)}; thread {thread_id}",
                                      Managers(repos, ManagerDeps(settings=services.settings)).world.line(),
                                      t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))], 150),
-        Block("recent", title("recent"), history, 100, trim_oldest=True),
+        Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("llm_memory", title("llm_memory"),
               [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)],
               110,
@@ -221,7 +227,7 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     t = lambda text: i18n.text(text, language)  # noqa: E731
     fence = new_fence()
     blocks, report, recall_sources = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence,
-                                                  budget, language)
+                                                  language)
     blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
     if task is not None:
@@ -240,6 +246,8 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     if count(fixed_text) + 8 > budget:
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
     blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
+    if size_of(blocks, count) > budget - count(fixed_text) - 8:  # only ethics is left, and it is too long
+        raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold my ethics and the instruction")
     kept = set(next(b.keys for b in blocks if b.name == "notes"))
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
     shown_notes = [n for n in notes if n.id in kept]
