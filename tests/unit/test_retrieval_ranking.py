@@ -46,3 +46,18 @@ def test_each_named_authors_items_meet_the_query_in_their_first_person(index, mo
     index.config = RetrievalSettings(each_author_query=False)
     index.search("What did Ann and Bob adopt?", k=3)
     assert asked[-1] == ["What did Ann and Bob adopt?"]
+
+
+def test_a_near_copy_of_a_chosen_hit_is_passed_over_unless_the_query_wants_every_copy(index):
+    from memory.retrieval.ranker import Query
+
+    with index.db.unit() as repos:
+        record_turn(repos, ref="a", text="The studio has twelve mats per class.", author="Ann", episode="one")
+        record_turn(repos, ref="b", text="The studio has twelve mats per class.", author="Ann", episode="two")
+        record_turn(repos, ref="c", text="Classes are booked online.", author="Ann", episode="three")
+    refs = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3))]
+    assert len(refs) == 2 and len({"a", "b"} & set(refs)) == 1 and "c" in refs
+    every = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3, distinct=False))]
+    assert {"a", "b", "c"} == set(every)
+    index.config = RetrievalSettings(duplicate_similarity=1.01)  # off
+    assert len(index.search(Query(text="How many mats does the studio have?", k=3))) == 3
