@@ -26,7 +26,7 @@ Retrieval (measured in bench/locomo.py, component by component with `--set`):
   both z-normalised against a uniform random sample of the corpus,
   fused = 0.3·z(BM25) + 0.7·z(dense) + author match + recency + importance
           + a "when …?" query's boost of items that say when + a named period's boost of items written then
-          − the penalty of an item that only asks a question
+          − the penalty of an item that asks a question (× the share of its sentences that ask)
           − the penalty of an item a newer one superseded (memory/updates.py: kept, findable, ranked lower),
   then each item takes 0.2 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
   the score of the question it answers; then the k best are taken, passing over a near-copy (whole-item cosine ≥ 0.9)

@@ -282,7 +282,7 @@ class Ranker:
                  "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
                  "period": cfg.period_boost * max((w for start, end, w in periods
                                                    if start <= m.created < end or start <= m.happened < end), default=0.0),
-                 "asks": -cfg.question_penalty if asks[item_id] else 0.0,
+                 "asks": -cfg.question_penalty * reading.asking_share(m.text) if asks[item_id] else 0.0,
                  "superseded": -cfg.superseded_penalty if m.status == "superseded" else 0.0}
             base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(
                 v for k, v in p.items() if k not in ("bm25", "dense"))

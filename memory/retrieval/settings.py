@@ -18,7 +18,9 @@ class RetrievalSettings(BaseModel):
     author_boost: float = Field(default=1.0, ge=0)
     neighbour_weight: float = Field(default=0.2, ge=0)
     answer_weight: float = Field(default=0.3, ge=0)  # a reply inherits this share of the score of the question it answers
-    question_penalty: float = Field(default=0.6, ge=0)  # an item that only asks (ends with "?") tells less than a reply
+    # an item that asks (ends with "?") tells less than a reply: this much lower, times the share of its sentences
+    # that ask (a turn that also states something is partly evidence: in a project chat the human's questions are)
+    question_penalty: float = Field(default=0.6, ge=0)
     when_boost: float = Field(default=1.0, ge=0)  # "when …?" queries: items that say when (a time expression)
     period_boost: float = Field(default=0.5, ge=0)  # a query naming a day, month, year or "last week": items written then
     recency_weight: float = Field(default=0.1, ge=0)
