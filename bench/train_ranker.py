@@ -7,8 +7,11 @@ Input: candidate lists dumped by bench/ltr_dump.py (the fused top `pool` per que
     python bench/ltr_dump.py --data ../shared/data/locomo/locomo_dev.json --out /tmp/ltr.pickle --cache-dir /tmp/c
     python bench/train_ranker.py --dump /tmp/ltr.pickle              # LOCO figures + ablation, JSON on stdout
     python bench/train_ranker.py --dump /tmp/ltr.pickle --write      # and write the model trained on all of it
-Prints JSON: per configuration, LOCO recall@1/5/10, MRR@10 and recall@5 by category, beside plain BM25 and the
-hybrid ranking's own order on the same questions.
+    python bench/train_ranker.py --dump /tmp/ltr.pickle /tmp/chat.pickle /tmp/long.pickle   # across styles (LOCO
+        over every conversation of every dump; the project chats dumped from bench/data/project_chat*.json)
+    python bench/train_ranker.py --dump … --second-model multilingual-e5-small-q4 --cache-dir /tmp/c   # + e5 features
+Prints JSON: per configuration and per dump, LOCO recall@1/5/10, MRR@10 and recall@5 by category, beside plain BM25
+and the hybrid ranking's own order on the same questions.
 """
 
 from __future__ import annotations
