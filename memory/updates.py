@@ -162,7 +162,8 @@ def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[S
             return []
         newer = Statement(row.id, row.author, row.text, row.created_at)
         tier = row.tier
-    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={item_id}, mmr_lambda=1.0))
+    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={item_id}, mmr_lambda=1.0,
+                                distinct=False))
     older = [Statement(h.item.id, h.item.author, h.item.text, h.item.created_at) for h in hits
              if h.item.id < item_id and h.item.status == "active"]
     found = find_superseded(newer, older)

@@ -26,10 +26,11 @@ Retrieval (measured in bench/locomo.py, component by component with `--set`):
   both z-normalised against a uniform random sample of the corpus,
   fused = 0.3·z(BM25) + 0.7·z(dense) + author match + recency + importance
           + a "when …?" query's boost of items that say when + a named period's boost of items written then
-          − the penalty of an item that only asks a question
+          − the penalty of an item that asks a question (× the share of its sentences that ask)
           − the penalty of an item a newer one superseded (memory/updates.py: kept, findable, ranked lower),
   then each item takes 0.2 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
-  the score of the question it answers; then MMR (λ 0.7; 0.3 in meditation mode) picks the k results.
+  the score of the question it answers; then the k best are taken, passing over a near-copy (whole-item cosine ≥ 0.9)
+  of one already taken (in meditation mode MMR, λ 0.3, picks them; `mmr_lambda` sets it for every mode).
 When the query names a known author ("what did Caroline…"), the dense query is rewritten in that author's first
 person ("Caroline: what did I…") and that author's items get a boost (memory/retrieval/query.py). A query naming
 several: each one's items meet the query in their own first person, and the boost goes to those it asks about

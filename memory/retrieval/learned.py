@@ -23,11 +23,18 @@ from typing import Any
 import numpy as np
 
 from memory.retrieval.entities import activation, extract
+from memory.text import chunks, sentences, tokenize
 
 MODEL_PATH = Path(__file__).with_name("ranker_model.json")
 PARTS = ["bm25", "dense", "author", "recency", "importance", "when", "period", "asks", "neighbours", "answers"]
-FEATURES = [*PARTS, "score", "rank", "gap", "activation", "activation_rank", "first_hop", "name_overlap",
-            "window_best", "window_mean", "window_gain", "query_names", "query_length"]
+GRAPH_FEATURES = ["score", "rank", "gap", "activation", "activation_rank", "first_hop", "name_overlap",
+                  "window_best", "window_mean", "window_gain", "query_names", "query_length"]
+# what lets the model learn when a question turn is evidence (in LoCoMo a question tells less than its reply; in a
+# user–assistant project chat the human's questions hold most of the evidence): whether the turn asks, states,
+# which of its parts the query meets (words and meaning), its length against the pool's, and the pool's style
+TURN_FEATURES = ["is_question", "states", "overlap_asking", "overlap_stating", "dense_asking", "dense_stating",
+                 "length", "length_vs_pool", "pool_questions", "pool_length", "author_asks_share"]
+FEATURES = [*PARTS, *GRAPH_FEATURES, *TURN_FEATURES]
 
 
 @dataclass
@@ -62,7 +69,9 @@ def _rank_scaled(values: np.ndarray) -> np.ndarray:
 
 def candidate_features(question: str, keys: Sequence[Hashable], scores: Sequence[float],
                        parts: Sequence[Mapping[str, float]], act: Mapping[Hashable, float],
-                       graph: GraphContext, first_hop: Mapping[Hashable, float] | None = None) -> np.ndarray:
+                       graph: GraphContext, first_hop: Mapping[Hashable, float] | None = None,
+                       turns: Sequence[tuple[str, str]] | None = None, query_vector: np.ndarray | None = None,
+                       vectors: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
     """The feature matrix (rows = candidates in their fused order, columns = `FEATURES`)."""
     n = len(keys)
     score = np.asarray(scores, dtype=np.float64)
@@ -99,7 +108,56 @@ def candidate_features(question: str, keys: Sequence[Hashable], scores: Sequence
     matrix[:, column["window_gain"]] = window_best - score
     matrix[:, column["query_names"]] = len(names)
     matrix[:, column["query_length"]] = math.log1p(len(question.split()))
+    if turns is not None:
+        start = column["is_question"]
+        matrix[:, start:start + len(TURN_FEATURES)] = turn_features(question, turns, query_vector, vectors or [None] * n)
     return matrix
+
+
+def _asks(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?")
+
+
+def turn_features(question: str, turns: Sequence[tuple[str, str]], query_vector: np.ndarray | None,
+                  vectors: Sequence[np.ndarray | None]) -> np.ndarray:
+    """`TURN_FEATURES` of each candidate ((author, text) in the fused order; its stored vectors, row 0 the whole
+    item, then one per `memory.text.chunks` piece; `query_vector` the query's)."""
+    n = len(turns)
+    out = np.zeros((n, len(TURN_FEATURES)))
+    if not n:
+        return out
+    words = set(tokenize(question))
+    lengths = np.array([math.log1p(len(text)) for _, text in turns])
+    asks = np.array([_asks(text) for _, text in turns], dtype=np.float64)
+    by_author: dict[str, list[float]] = defaultdict(list)
+    for (author, _), a in zip(turns, asks):
+        by_author[author].append(a)
+    pool_length = float(np.median(lengths))
+    for row, (author, text) in enumerate(turns):
+        pieces = sentences(text) or [text]
+        asking = [p for p in pieces if _asks(p)]
+        stating = [p for p in pieces if not _asks(p)]
+        out[row, 0] = asks[row]
+        out[row, 1] = len(stating) / len(pieces)
+        if words:
+            out[row, 2] = len(words & set(tokenize(" ".join(asking)))) / len(words)
+            out[row, 3] = len(words & set(tokenize(" ".join(stating)))) / len(words)
+        stored = vectors[row] if row < len(vectors) else None
+        if query_vector is not None and stored is not None and len(stored):
+            parts = chunks(text)
+            sims = np.asarray(stored, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+            piece_sims = sims[1:1 + len(parts)] if parts else sims[:1]
+            kinds = [_asks(p) for p in parts] if parts else [_asks(text)]
+            asked = [float(v) for v, k in zip(piece_sims, kinds) if k]
+            stated = [float(v) for v, k in zip(piece_sims, kinds) if not k]
+            out[row, 4] = max(asked, default=0.0)
+            out[row, 5] = max(stated, default=0.0)
+        out[row, 6] = lengths[row]
+        out[row, 7] = lengths[row] - pool_length
+        out[row, 10] = float(np.mean(by_author[author]))
+    out[:, 8] = asks.mean()
+    out[:, 9] = pool_length
+    return out
 
 
 def export_model(model: Any, features: Sequence[str]) -> dict[str, Any]:

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from memory.text import sentences
+
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
 _MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|" \
@@ -152,3 +154,13 @@ def says_when(text: str) -> bool:
 
 def asks_something(text: str) -> bool:
     return text.rstrip().endswith("?")
+
+
+def asking_share(text: str) -> float:
+    """How much of a text that ends with a question only asks: the share of its sentences that are questions ("Is
+    it far?" 1; "The studio is in Lisbon. Does daylight saving matter?" 0.5: it also states where); 0 when it does
+    not end with one."""
+    if not asks_something(text):
+        return 0.0
+    parts = sentences(text) or [text]
+    return sum(1 for p in parts if p.rstrip().endswith("?")) / len(parts)

@@ -50,6 +50,7 @@ class Query:
     include_archived: bool = False
     exclude: set[int] = field(default_factory=set)
     mmr_lambda: float | None = None  # overrides the configured λ (the memory manager's diversity_boost)
+    distinct: bool = True  # pass over a near-copy of a hit already chosen (off: every near-copy, e.g. updates.py)
 
 
 @dataclass
@@ -99,9 +100,11 @@ def stack(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.vstack(rows).astype(np.float32), starts
 
 
-def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float) -> list[int]:
-    """Maximal marginal relevance over min-max-scaled scores and whole-item cosine similarity."""
-    if lam >= 1 or len(pool) <= 1:
+def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float,
+        duplicate: float = 1.0) -> list[int]:
+    """Maximal marginal relevance over min-max-scaled scores and whole-item cosine similarity; a candidate whose
+    similarity to one already chosen is at least `duplicate` (a near-copy) is passed over whatever λ is."""
+    if len(pool) <= 1 or (lam >= 1 and duplicate > 1):
         return pool[:k]
     values = np.array([score[i] for i in pool])
     relevance = (values - values.min()) / (values.max() - values.min() + 1e-9)
@@ -113,6 +116,10 @@ def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray]
     while left and len(chosen) < k:
         if chosen:
             redundancy = similarity[np.ix_(left, chosen)].max(axis=1)
+            left = [n for n, r in zip(left, redundancy) if r < duplicate]
+            redundancy = redundancy[redundancy < duplicate]
+            if not left:
+                break
         else:
             redundancy = np.zeros(len(left))
         best = left[int(np.argmax(lam * relevance[left] - (1 - lam) * redundancy))]
@@ -275,7 +282,7 @@ class Ranker:
                  "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
                  "period": cfg.period_boost * max((w for start, end, w in periods
                                                    if start <= m.created < end or start <= m.happened < end), default=0.0),
-                 "asks": -cfg.question_penalty if asks[item_id] else 0.0,
+                 "asks": -cfg.question_penalty * reading.asking_share(m.text) if asks[item_id] else 0.0,
                  "superseded": -cfg.superseded_penalty if m.status == "superseded" else 0.0}
             base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(
                 v for k, v in p.items() if k not in ("bm25", "dense"))
@@ -292,7 +299,8 @@ class Ranker:
                   if i not in q.exclude and (q.mode != "concentration" or matches_focus(meta[i], q))
                   and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))]
         lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
-        chosen = mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam)
+        chosen = mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam,
+                     cfg.duplicate_similarity if q.distinct else 1.01)
         rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
         return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
                 for i in chosen if i in rows]

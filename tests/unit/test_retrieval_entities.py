@@ -47,6 +47,24 @@ def test_candidate_features_windows_score_by_their_best_member():
     assert matrix[0, column["name_overlap"]] == 1.0 and matrix[0, column["bm25"]] == 1.0
 
 
+def test_turn_features_tell_a_question_from_a_statement_and_which_part_the_query_meets():
+    from memory.retrieval.learned import TURN_FEATURES, turn_features
+
+    turns = [("Dana", "Ok, Postgres it is. Why would the waitlist need row locking?"),
+             ("Assistant", "Because two bookings can arrive at the same moment, even in a small studio.")]
+    query_vector = np.array([1.0, 0.0])
+    vectors = [np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]), None]  # whole, then its two sentences
+    out = turn_features("Why does the waitlist need locking?", turns, query_vector, vectors)
+    column = {f: i for i, f in enumerate(TURN_FEATURES)}
+    assert out[0, column["is_question"]] == 1.0 and out[1, column["is_question"]] == 0.0
+    assert out[0, column["states"]] == 0.5 and out[1, column["states"]] == 1.0
+    assert out[0, column["overlap_asking"]] > out[0, column["overlap_stating"]] == 0.0
+    assert out[0, column["dense_stating"]] == pytest.approx(0.9) and out[0, column["dense_asking"]] == pytest.approx(0.2)
+    assert out[1, column["dense_stating"]] == 0.0  # no vectors stored: no similarity
+    assert out[0, column["author_asks_share"]] == 1.0 and out[:, column["pool_questions"]].tolist() == [0.5, 0.5]
+    assert out[1, column["length_vs_pool"]] > 0 > out[0, column["length_vs_pool"]]
+
+
 def test_exported_trees_score_as_scikit_learn_does():
     sklearn = pytest.importorskip("sklearn.ensemble")
     rng = np.random.default_rng(0)

@@ -2,7 +2,7 @@
 LoCoMo recall), each with the setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py)."""
 
 from memory.retrieval.index import RetrievalSettings
-from memory.retrieval.query import first_person, named_authors, subjects
+from memory.retrieval.query import asking_share, first_person, named_authors, subjects
 from memory.store import record_turn
 
 AUTHORS = {"Ann", "Bob", "Cy"}
@@ -46,3 +46,30 @@ def test_each_named_authors_items_meet_the_query_in_their_first_person(index, mo
     index.config = RetrievalSettings(each_author_query=False)
     index.search("What did Ann and Bob adopt?", k=3)
     assert asked[-1] == ["What did Ann and Bob adopt?"]
+
+
+def test_a_near_copy_of_a_chosen_hit_is_passed_over_unless_the_query_wants_every_copy(index):
+    from memory.retrieval.ranker import Query
+
+    with index.db.unit() as repos:
+        record_turn(repos, ref="a", text="The studio has twelve mats per class.", author="Ann", episode="one")
+        record_turn(repos, ref="b", text="The studio has twelve mats per class.", author="Ann", episode="two")
+        record_turn(repos, ref="c", text="Classes are booked online.", author="Ann", episode="three")
+    refs = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3))]
+    assert len(refs) == 2 and len({"a", "b"} & set(refs)) == 1 and "c" in refs
+    every = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3, distinct=False))]
+    assert {"a", "b", "c"} == set(every)
+    index.config = RetrievalSettings(duplicate_similarity=1.01)  # off
+    assert len(index.search(Query(text="How many mats does the studio have?", k=3))) == 3
+
+
+def test_the_question_penalty_weighs_the_share_of_a_turn_that_asks(index):
+    assert asking_share("Is it far?") == 1.0 == asking_share("Wow! What did you paint?")  # "Wow!" joins the question
+    assert asking_share("The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?") == 0.5
+    assert asking_share("The studio is in Lisbon.") == 0.0  # does not end with a question: no penalty at all
+    with index.db.unit() as repos:
+        record_turn(repos, ref="q", text="Where is the studio?", author="Dana", episode="chat")
+        record_turn(repos, ref="s", text="The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?",
+                    author="Dana", episode="other")
+    hits = {h.item.ref: h for h in index.search("Which city is the studio in?", k=2)}
+    assert hits["q"].parts["asks"] == -0.6 and hits["s"].parts["asks"] == -0.3

@@ -29,7 +29,7 @@ def test_the_layers_apply_in_order(persona, monkeypatch):
     changed = load_settings(persona, self_changes=mine)
     assert changed.memory.recall_k == 9 and changed.memory_manager.mode == "meditation"  # the environment wins
     assert load_settings(persona, self_changes=mine, memory={"recall_k": 11}).memory.recall_k == 11  # then flags
-    assert changed.memory.retrieval.mmr_lambda == 0.7 and changed.drives.inject_at == 0.4  # sections keep defaults
+    assert changed.memory.retrieval.mmr_lambda == 1.0 and changed.drives.inject_at == 0.4  # sections keep defaults
 
 
 def test_a_bad_value_names_the_layer_that_set_it(persona, monkeypatch):
