@@ -1,5 +1,7 @@
-"""The learned ranker: a small gradient-boosted model (trained by bench/train_ranker.py on the dev conversations,
-shipped as JSON in memory/retrieval/ranker_model.json) that re-orders the hybrid ranking's top candidates.
+"""The learned ranker: a small gradient-boosted model (trained by bench/train_ranker.py on the dev conversations;
+`--write` saves it as JSON in memory/retrieval/ranker_model.json) that re-orders the hybrid ranking's top candidates.
+It is measured, not on the search path: leave one conversation out it scored within a point of the hand-set order
+(docs/memory.md, "How well it finds"), so no model file ships and search never loads one.
 
 Its features, per candidate (`FEATURES`): the fused score's parts (BM25, dense, author, recency, importance,
 "when", period, asks, neighbours, answers), the fused score, its rank and its gap to the best; the entity graph's
