@@ -377,6 +377,34 @@ def test_one_connection_goes_from_persona_to_persona_each_time_in_its_own_schema
         fleet.close()
 
 
+def test_a_tick_job_follows_up_its_new_memories_itself(pg_url, chroma_url, scripted_server, tmp_path):
+    """A worker's tick job follows up the memories the tick wrote (memory/followup.py) before its vectors go to
+    Chroma, and defers no indexing job of their own."""
+    from graph.fleet import jobs
+    from graph.fleet.runtime import WorkerRuntime
+
+    scripted_server.script(default={"do": "stream", "text": THOUGHT}, record=False)
+    deployment = Deployment.open(pg_url)
+    deployment.add("follow", write_persona(tmp_path / "follow"))
+    fleet = deployment.fleet
+    runtime = WorkerRuntime(fleet, Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted",
+                                                embedded=False), scheduler=deployment.scheduler,
+                            cache_dir=str(tmp_path / "cache"))
+    try:
+        with fleet.fence("follow"):
+            assert runtime.tick("follow") is not None
+        memory = runtime.persona("follow").services.memory
+        with memory.db.reading() as reads:
+            newest = reads.items.newest_id()
+            assert newest >= 2 and reads.config.follow_up_cursor == newest  # the thought and its diary entry
+            assert reads.diary.list(limit=5)  # (the scripted thought's command ran)
+        assert memory.collection.count() == newest  # and their vectors are on the Chroma server
+        assert [job["task"] for job in deployment.scheduler.pending("follow")] == [jobs.TICK]  # its wake tick only
+    finally:
+        runtime.close()
+        deployment.close()
+
+
 def mcp_posted_note(url: str, text: str) -> int:
     """A real MCP client session posts a note; the note's id."""
     import asyncio
