@@ -328,11 +328,12 @@ PING_AFTER_IDLE_S = 5.0  # a pooled PostgreSQL connection idle this long is chec
 
 
 def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: bool = True) -> Engine:
-    """`pool_size`: connections a Postgres pool keeps (a worker serving many personas sizes it to its concurrency).
-    `server_prepare=False`: psycopg never prepares a statement on the server. A deployment's statements are written
-    per persona (its schema in every table name), so with more than a few personas a statement rarely comes back
-    to a connection the five times psycopg waits for before it prepares it (its cache of counts holds 100): the
-    bookkeeping is all it would do."""
+    """`pool_size`: connections a Postgres pool keeps (a worker serving many personas sizes it to its concurrency;
+    last in, first out, so a job's transactions keep to the connection its persona's search_path is set on).
+    `server_prepare=False`: psycopg never prepares a statement on the server. A deployment's personas share their
+    statements' texts, but each runs them under its own search_path (`SEARCH_PATH`), and PostgreSQL re-plans a
+    prepared statement whenever the search_path it was planned under changed: with a worker's jobs going from
+    persona to persona, the preparing would be all bookkeeping."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -340,13 +341,63 @@ def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: 
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     # a deployment's pool serves every persona's schema: recycled, so no connection caches every table it touched
-    sizing = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S} if pool_size else {}
+    sizing = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S,
+              "pool_use_lifo": True} if pool_size else {}
     connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
     if not server_prepare:
         connect_args["prepare_threshold"] = None
     engine = create_engine(url, connect_args=connect_args, **sizing)
     _ping_when_idle(engine)
+    _keep_search_path(engine)
     return engine
+
+
+def autocommitting(engine: Engine) -> Engine:
+    """`engine` whose statements are each their own transaction (PostgreSQL: psycopg's autocommit, set and reset
+    on the pooled connection without a round trip): for a read or a one-statement write, no BEGIN and COMMIT
+    around it."""
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+SEARCH_PATH = "search_path"  # the execution option naming the schema a Database's statements run in (a persona's)
+
+
+class SearchPathError(RuntimeError):
+    """A statement was about to run on a connection set to another schema than its own, inside a transaction."""
+
+
+def _keep_search_path(engine: Engine) -> None:
+    """Every statement runs under the search_path its engine asks for: a persona's Database (`SEARCH_PATH`
+    execution option) only its own schema, anything else the server's default. The statements name no schema — one
+    text for every persona, so SQLAlchemy's compiled statements and psycopg's parsed queries serve them all — and
+    the schema is the connection's: set (in a transaction of its own, which no rollback of the unit's undoes) before
+    the first statement of a unit on a connection that was set to another, and only then; a connection's setting
+    is kept in its pool record (cleared when the pool opens it anew, which starts at the default). A unit whose
+    connection is found set to another schema mid-transaction is refused: its statements would read the other's
+    tables."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def set_search_path(conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any,
+                        executemany: bool) -> None:
+        wanted = conn.get_execution_options().get(SEARCH_PATH)
+        pooled = conn.connection
+        if pooled.info.get(SEARCH_PATH) == wanted:
+            return
+        dbapi = pooled.dbapi_connection
+        if dbapi is None or dbapi.info.transaction_status != 0:  # psycopg.pq.TransactionStatus.IDLE
+            raise SearchPathError(f"a connection set to schema {pooled.info.get(SEARCH_PATH)!r} inside a transaction "
+                                  f"of schema {wanted!r}: refused")
+        from psycopg import sql
+
+        setting = sql.SQL("SET search_path TO {}").format(sql.Identifier(wanted)) if wanted else \
+            sql.SQL("RESET search_path")
+        autocommit = dbapi.autocommit
+        dbapi.autocommit = True  # its own transaction: never undone by a rollback of the unit that follows
+        try:
+            dbapi.execute(setting)
+        finally:
+            dbapi.autocommit = autocommit
+        pooled.info[SEARCH_PATH] = wanted
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -420,7 +471,7 @@ def _schema_is_current(engine: Engine, schema: str | None = None) -> bool:
 def ensure_schema(engine: Engine, schema: str | None = None) -> int:
     """Create or upgrade the schema; return the version now in force. Only a database that needs it is locked
     (a current one, the usual case, is opened without touching anything beside it). `schema`: a persona's own
-    PostgreSQL schema in a deployment (`engine` then carries its schema_translate_map)."""
+    PostgreSQL schema in a deployment (`engine` then carries its search_path, `SEARCH_PATH`)."""
     if _schema_is_current(engine, schema):
         return SCHEMA_VERSION
     with schema_lock(engine):
@@ -430,18 +481,8 @@ def ensure_schema(engine: Engine, schema: str | None = None) -> int:
         return _ensure_schema(engine, schema)
 
 
-@contextmanager
-def _migrating(engine: Engine, schema: str | None) -> Iterator[Connection]:
-    """A migration's transaction; in a persona's schema its plain-text SQL (ALTER TABLE …) finds that schema's
-    tables first (the ORM and Core statements are qualified by the schema_translate_map)."""
-    with engine.begin() as conn:
-        if schema:
-            conn.execute(text(f'SET LOCAL search_path TO "{schema}"'))
-        yield conn
-
-
 def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
-    with _migrating(engine, schema) as conn:
+    with engine.begin() as conn:
         has_version_table = inspect(conn).has_table(SchemaVersion.__tablename__, schema=schema)
         if not has_version_table:
             Base.metadata.create_all(conn)
@@ -456,13 +497,13 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
             "upgrade anima or point --data-dir/--db at another database"
         )
     for version in range(current + 1, SCHEMA_VERSION + 1):
-        with _migrating(engine, schema) as conn:
+        with engine.begin() as conn:
             MIGRATIONS[version](conn)
             conn.execute(
                 table_of(SchemaVersion).update().where(SchemaVersion.id == 1).values(version=version)
             )
         log.info("migrated schema to v%s", version)
-    with _migrating(engine, schema) as conn:  # tables added since the database was made
+    with engine.begin() as conn:  # tables added since the database was made
         Base.metadata.create_all(conn)
         create_lexical_index(conn)
     return SCHEMA_VERSION
@@ -472,17 +513,20 @@ class Database:
     """An engine plus a session factory; `unit()` gives a transaction with every repository.
 
     In a deployment of many personas on one PostgreSQL database (memory/fleet.py) each persona is a `Database` over
-    its own schema: every statement the ORM or Core builds is qualified with that schema (SQLAlchemy's
-    schema_translate_map), so no repository query can reach another persona's tables, and the personas a process
-    serves share one connection pool (`engine` given: closing this Database leaves the pool open)."""
+    its own schema: every statement it runs runs with only that schema in its search_path (`SEARCH_PATH`,
+    `_keep_search_path`), so no repository query can reach another persona's tables, and the personas a process
+    serves share one connection pool and one text per statement (`engine` given: closing this Database leaves the
+    pool open)."""
 
     def __init__(self, engine: Engine, *, schema: str | None = None, owns_engine: bool = True):
         self.schema = schema
         self.owns_engine = owns_engine
         self.base_engine = engine  # the one holding the pool
-        self.engine = engine.execution_options(schema_translate_map={None: schema}) if schema else engine
+        self.engine = engine.execution_options(**{SEARCH_PATH: schema}) if schema else engine
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         record_history(self.sessions)  # every change to a memory tier lands in memory_history (memory/history.py)
+        self.readers = sessionmaker(autocommitting(self.engine), expire_on_commit=False) \
+            if self.engine.dialect.name == "postgresql" else self.sessions  # `reading`
 
     @classmethod
     def open(cls, data_dir: str | Path = "data", url: str | None = None, *, schema: str | None = None,
@@ -536,9 +580,11 @@ class Database:
 
     @contextmanager
     def reading(self) -> Iterator[Repos]:
-        """Repositories for reads only: nothing is committed (the session's transaction ends when it closes), so a
-        check that usually finds nothing new costs no commit."""
-        with self.sessions() as session:
+        """Repositories for reads only: nothing is committed, so a check that usually finds nothing new costs no
+        commit (SQLite: the session's transaction ends when it closes). PostgreSQL: no transaction at all — each
+        statement is its own, seeing what was committed before it, as in a READ COMMITTED transaction — which
+        saves the BEGIN and ROLLBACK round trips around it; never write through it."""
+        with self.readers() as session:
             yield Repos(session)
 
     @contextmanager

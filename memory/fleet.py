@@ -1,9 +1,10 @@
 """A deployment of many personas on one PostgreSQL database.
 
-Isolation: each persona's memory is its own PostgreSQL schema (`persona_<name>`), and a persona's `Database`
-qualifies every statement the ORM and Core build with that schema (SQLAlchemy's schema_translate_map). A repository
-has no persona key to forget: a query cannot name another persona's tables, and a bug in one (a missing filter, a
-wrong join) stays inside the persona that ran it. The personas of one process share one connection pool.
+Isolation: each persona's memory is its own PostgreSQL schema (`persona_<name>`), and a persona's `Database` runs
+every statement with only that schema in the connection's search_path (memory/db.py: `SEARCH_PATH`). A repository
+has no persona key to forget and its statements name no schema: a query cannot reach another persona's tables, and
+a bug in one (a missing filter, a wrong join) stays inside the persona that ran it. The personas of one process
+share one connection pool, and one text per statement.
 
 Beside them, in the database's default schema: the registry of personas (`anima_personas`), the job engine's tables
 (procrastinate) and LangGraph's checkpoints (one table for every thread, each thread id prefixed by its persona).
@@ -21,7 +22,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from memory.db import Database, DatabaseOpenError, _open_failure, create_db_engine, masked, schema_lock
+from memory.db import (Database, DatabaseOpenError, _open_failure, autocommitting, create_db_engine, masked,
+                       schema_lock)
 from memory.models import RegistryBase
 from memory.repositories.personas import PersonaRegistryRepo
 
@@ -52,6 +54,7 @@ class Fleet:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.sessions = sessionmaker(engine, expire_on_commit=False)
+        self.statements = sessionmaker(autocommitting(engine), expire_on_commit=False)  # `registry(each=True)`
 
     @classmethod
     def open(cls, url: str, *, pool_size: int = 5) -> "Fleet":
@@ -77,9 +80,10 @@ class Fleet:
         return self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
     @contextmanager
-    def registry(self) -> Iterator[PersonaRegistryRepo]:
-        """One transaction on the registry."""
-        with self.sessions() as session:
+    def registry(self, *, each: bool = False) -> Iterator[PersonaRegistryRepo]:
+        """One transaction on the registry; `each`: every statement its own (a worker's one-statement look-up
+        before a job and its record after one: no BEGIN and COMMIT round trips around them)."""
+        with (self.statements if each else self.sessions)() as session:
             try:
                 yield PersonaRegistryRepo(session)
                 session.commit()
@@ -93,16 +97,15 @@ class Fleet:
         engine ever hand a job of a live but silent worker to another, the second waits for the first instead of
         running beside it. A killed worker's connection closes, and its lock with it."""
         key = int.from_bytes(hashlib.blake2b(f"anima:{name}".encode(), digest_size=8).digest(), "big", signed=True)
-        with self.engine.connect() as conn:
+        # each statement its own transaction: no snapshot held while waiting (see memory/db.py: schema_lock), no
+        # connection idle in a transaction for the whole job, and no BEGIN and COMMIT round trips around the two
+        with autocommitting(self.engine).connect() as conn:
             while not PersonaRegistryRepo(Session(bind=conn)).try_advisory_lock(key):
-                conn.commit()  # no snapshot held while waiting (see memory/db.py: schema_lock)
                 time.sleep(FENCE_POLL_S)
-            conn.commit()  # the lock outlives the transaction: no connection sits idle in one for the whole job
             try:
                 yield
             finally:
                 PersonaRegistryRepo(Session(bind=conn)).advisory_unlock(key)
-                conn.commit()
 
     def database(self, name: str) -> Database:
         """A persona's memory (its schema is created or upgraded on first open), over this fleet's pool."""

@@ -45,6 +45,8 @@ THREAD = "main"  # a deployed persona thinks on one root thread
 CONTROL_POLL_S = 5.0  # a persona its human paused or stopped (the Controls page) looks again this often
 IDLE_POLL_S = 10.0  # an idle persona checks its other wake conditions this often (a human's note wakes it at once)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
+JOURNAL_FLUSH_S = 1.0  # a tick's live events in one transaction (graph/loop/journal.py), seen at most 1 s late
+FOLLOW_UP_IN_TICK = 8  # new memories a tick's job follows up itself; more go to an indexing job
 
 
 def worker_token() -> str:
@@ -137,7 +139,7 @@ class WorkerRuntime:
 
     def _lookup(self, name: str) -> tuple[str, str, str]:
         """The persona's (state, files digest, playbook) in the registry: one small query per job."""
-        with self.fleet.registry() as registry:
+        with self.fleet.registry(each=True) as registry:
             found = registry.brief(name)
             if found is not None:
                 return found
@@ -169,7 +171,8 @@ class WorkerRuntime:
         cycles = TaskCycles(agent)
         cycles.resume_interrupted()
         services.background().recover()  # its scripts and model questions a killed worker left: started, or offline
-        return OpenPersona(name, digest, agent, LiveJournal(services.db, THREAD), cycles, started=services.clock())
+        return OpenPersona(name, digest, agent, LiveJournal(services.db, THREAD, flush_every_s=JOURNAL_FLUSH_S), cycles,
+                           started=services.clock())
 
     def _close(self, name: str) -> None:
         with self._lock:
@@ -226,9 +229,9 @@ class WorkerRuntime:
             for task_id in cycles:
                 self._scheduler().task_tick(persona.name, task_id)
             if services.memory is not None and services.settings.memory.follow_up and \
-                    not services.memory.follow_up.idle():  # its new memories' follow-up: a job, not this tick
-                self._scheduler().index(persona.name)
-            with self.fleet.registry() as registry:
+                    not services.memory.follow_up.idle():
+                self._follow_up(persona)
+            with self.fleet.registry(each=True) as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
                 persona.degraded_streak += 1
@@ -237,6 +240,20 @@ class WorkerRuntime:
             return float(state.get("pause_s") or 0.0)
         finally:
             self._flush(persona)
+
+    def _follow_up(self, persona: OpenPersona) -> None:
+        """The tick's new memories followed up (memory/followup.py: event times, what they supersede) in its own job,
+        before its vectors go to Chroma: an indexing job of their own would cost the worker more than the follow-up
+        (the engine's fetch and finish, the fence, the registry, a second write to Chroma). Past
+        `FOLLOW_UP_IN_TICK` memories (a command that wrote many) the rest is an indexing job's."""
+        assert persona.services.memory is not None
+        try:
+            report = persona.services.memory.follow_up.run_pending(limit=FOLLOW_UP_IN_TICK)
+        except Exception:  # noqa: BLE001 - its cursor did not move: the next tick's job tries again
+            log.exception("persona %s: following up its new memories failed", persona.name)
+            return
+        if report.looked_at >= FOLLOW_UP_IN_TICK:
+            self._scheduler().index(persona.name)
 
     def _session(self, persona: OpenPersona, repos: Repos) -> int:
         """A deployed persona's session runs from its start (personas add/resume) to its pause or removal."""

@@ -47,8 +47,10 @@ def step_summary(node: str, update: dict[str, Any]) -> dict[str, Any]:
 class LiveJournal:
     """A stream listener (`run_loop(on_stream=…)`): call it with each (mode, data) the Agent yields."""
 
-    def __init__(self, db: Database, thread_id: str, *, keep: int = KEEP_EVENTS):
-        self.db, self.thread_id, self.keep = db, thread_id, keep
+    def __init__(self, db: Database, thread_id: str, *, keep: int = KEEP_EVENTS, flush_every_s: float = FLUSH_EVERY_S):
+        """`flush_every_s`: how long a batch waits for the events after its first (a fleet worker's waits longer:
+        a tick's events then go in one transaction, its last one closing it)."""
+        self.db, self.thread_id, self.keep, self.flush_every_s = db, thread_id, keep, flush_every_s
         self.tick: int | None = None
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write, name="live-journal", daemon=True)
@@ -84,14 +86,14 @@ class LiveJournal:
         self._writer.join(timeout=5)
 
     def _write(self) -> None:
-        """Events arriving within FLUSH_EVERY_S of a batch's first go in one transaction (a tick's steps come a few
+        """Events arriving within `flush_every_s` of a batch's first go in one transaction (a tick's steps come a few
         milliseconds apart: one transaction for each of them cost a tick more than its own writes); a tick's last
         event ("tick") closes its batch at once."""
         written = 0
         while True:
             first = self._queue.get()
             batch, stop = ([] if first is None else [first]), first is None
-            deadline = time.monotonic() + FLUSH_EVERY_S
+            deadline = time.monotonic() + self.flush_every_s
             while not stop and batch[-1]["kind"] != "tick":
                 left = deadline - time.monotonic()
                 try:

@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, fu
 
 from memory.models import MemoryItem, MemoryJournal, utcnow
 from memory.repositories.base import Repo, prepared, table_of
-from memory.repositories.lexical import LexicalRepo, qualified
+from memory.repositories.lexical import LexicalRepo
 from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
 
@@ -275,13 +275,12 @@ class MemoryItemRepo(Repo):
         wanted = sorted(set(positions))
         found: dict[tuple[str, int], int] = {}
         connection = self.session.connection()
-        table = qualified(connection, MemoryItem.__tablename__)
         mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"  # the driver's own: SQLAlchemy's compile
         for start in range(0, len(wanted), 400):  # of hundreds of bound names costs more than the query
             page = wanted[start:start + 400]
             rows = ", ".join(f"({mark}, {mark})" for _ in page)
             sql = (f"WITH wanted(episode, seq) AS (VALUES {rows}) SELECT m.episode, m.seq, m.id FROM wanted "
-                   f"JOIN {table} m ON m.episode = wanted.episode AND m.seq = wanted.seq WHERE m.status != 'deleted'")
+                   f"JOIN {MemoryItem.__tablename__} m ON m.episode = wanted.episode AND m.seq = wanted.seq WHERE m.status != 'deleted'")
             found.update({(e, q): i for e, q, i in connection.exec_driver_sql(
                 sql, tuple(value for e, q in page for value in (e, int(q))))})
         return found

@@ -40,30 +40,21 @@ def _sql(statement: str) -> TextClause:
 BACKFILL_PAGE = 2000
 
 
-def qualified(conn: Connection, name: str) -> str:
-    """A table's name as plain-text SQL must write it: in a deployment's persona schema (memory/fleet.py) the ORM's
-    statements are qualified by the schema_translate_map, a text() statement is not."""
-    schema = (conn.get_execution_options().get("schema_translate_map") or {}).get(None)
-    return f'"{schema}".{name}' if schema else name
-
-
 def create_lexical_index(conn: Connection) -> None:
     """Create the full-text table (and its term counts) if missing; the schema's DDL for both engines."""
     if conn.dialect.name == "sqlite":
         conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5(own, context, tokenize='ascii')"))
         conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE}_terms USING fts5vocab({TABLE}, 'row')"))
         return
-    table = qualified(conn, TABLE)
-    conn.execute(text(f"CREATE TABLE IF NOT EXISTS {table} (item_id INTEGER PRIMARY KEY, own TEXT NOT NULL, "
+    conn.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} (item_id INTEGER PRIMARY KEY, own TEXT NOT NULL, "
                       "context TEXT NOT NULL, document TSVECTOR NOT NULL)"))
-    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_document ON {table} USING GIN (document)"))
+    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_document ON {TABLE} USING GIN (document)"))
 
 
 def backfill_lexical_index(conn: Connection) -> int:
     """Index every catalogue item that is not deleted (an upgraded database, a spawned child's copied memory);
     progress goes to the log."""
-    items = qualified(conn, "memory_items")
-    total = conn.execute(text(f"SELECT count(*) FROM {items} WHERE status != 'deleted'")).scalar() or 0
+    total = conn.execute(text("SELECT count(*) FROM memory_items WHERE status != 'deleted'")).scalar() or 0
     if not total:
         return 0
     say = log.warning if total > BACKFILL_PAGE else log.info  # a long upgrade shows its progress in the terminal
@@ -72,7 +63,7 @@ def backfill_lexical_index(conn: Connection) -> int:
     lexical = LexicalRepo(None, conn)
     while True:
         rows = conn.execute(text("SELECT id, created_at, author, title, text, context_before, context_after "
-                                 f"FROM {items} WHERE status != 'deleted' AND id > :after ORDER BY id LIMIT :n"),
+                                 "FROM memory_items WHERE status != 'deleted' AND id > :after ORDER BY id LIMIT :n"),
                             {"after": after, "n": BACKFILL_PAGE}).all()
         if not rows:
             break
@@ -109,10 +100,6 @@ class LexicalRepo(Repo):
     def _sqlite(self) -> bool:
         return self._conn.dialect.name == "sqlite"
 
-    @property
-    def _table(self) -> str:
-        return qualified(self._conn, TABLE)
-
     # ---- writes ------------------------------------------------------------------------------------------
 
     def put(self, item_id: int, own: str, context: str) -> None:
@@ -123,23 +110,23 @@ class LexicalRepo(Repo):
         if not rows:
             return
         if self._sqlite:  # an FTS5 table has no upsert: replace the row
-            self._conn.execute(_sql(f"DELETE FROM {self._table} WHERE rowid = :id"), rows)
-            self._conn.execute(_sql(f"INSERT INTO {self._table}(rowid, own, context) VALUES (:id, :own, :context)"), rows)
+            self._conn.execute(_sql(f"DELETE FROM {TABLE} WHERE rowid = :id"), rows)
+            self._conn.execute(_sql(f"INSERT INTO {TABLE}(rowid, own, context) VALUES (:id, :own, :context)"), rows)
             return
         self._conn.execute(_sql(
-            f"INSERT INTO {self._table} (item_id, own, context, document) VALUES (:id, :own, :context, "
+            f"INSERT INTO {TABLE} (item_id, own, context, document) VALUES (:id, :own, :context, "
             "setweight(to_tsvector('simple', :own), 'A') || setweight(to_tsvector('simple', :context), 'B')) "
             "ON CONFLICT (item_id) DO UPDATE SET own = EXCLUDED.own, context = EXCLUDED.context, "
             "document = EXCLUDED.document"), rows)
 
     def remove(self, item_id: int) -> None:
         key = "rowid" if self._sqlite else "item_id"
-        self._conn.execute(_sql(f"DELETE FROM {self._table} WHERE {key} = :id"), {"id": int(item_id)})
+        self._conn.execute(_sql(f"DELETE FROM {TABLE} WHERE {key} = :id"), {"id": int(item_id)})
 
     # ---- reads -------------------------------------------------------------------------------------------
 
     def count(self) -> int:
-        return int(self._conn.execute(_sql(f"SELECT count(*) FROM {self._table}")).scalar() or 0)
+        return int(self._conn.execute(_sql(f"SELECT count(*) FROM {TABLE}")).scalar() or 0)
 
     def documents(self, item_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
         """item id -> (own tokens, context tokens), space-separated."""
@@ -148,7 +135,7 @@ class LexicalRepo(Repo):
         key = "rowid" if self._sqlite else "item_id"
         for chunk in _chunks(ids, 500):
             marks = ", ".join(str(i) for i in chunk)  # integers only: safe to inline, and one statement per page
-            for row in self._conn.execute(text(f"SELECT {key}, own, context FROM {self._table} WHERE {key} IN ({marks})")):
+            for row in self._conn.execute(text(f"SELECT {key}, own, context FROM {TABLE} WHERE {key} IN ({marks})")):
                 found[int(row[0])] = (row[1] or "", row[2] or "")
         return found
 
@@ -167,7 +154,7 @@ class LexicalRepo(Repo):
         found = {}
         for term in terms:
             found[term] = int(self._conn.execute(_sql(
-                f"SELECT count(*) FROM (SELECT 1 FROM {self._table} WHERE document @@ to_tsquery('simple', :t) LIMIT :cap) m"),
+                f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE document @@ to_tsquery('simple', :t) LIMIT :cap) m"),
                 {"t": _tsquery_term(term), "cap": cap}).scalar() or 0)
         return found
 
@@ -184,7 +171,7 @@ class LexicalRepo(Repo):
         else:
             query = " | ".join(_tsquery_term(t) for t in terms)
             rows = self._conn.execute(_sql(
-                f"SELECT item_id FROM {self._table}, to_tsquery('simple', :q) query WHERE document @@ query "
+                f"SELECT item_id FROM {TABLE}, to_tsquery('simple', :q) query WHERE document @@ query "
                 "ORDER BY ts_rank('{0.1, 0.2, 0.5, 1.0}', document, query, 1) DESC LIMIT :n"), {"q": query, "n": limit})
         return [int(r[0]) for r in rows]
 
@@ -192,14 +179,13 @@ class LexicalRepo(Repo):
         """A uniform random sample of the documents (the corpus statistics BM25 normalisation needs): ids drawn
         uniformly from the catalogue's id range and kept when they are live, so the cost follows the sample, not the
         corpus (`ORDER BY random()` sorts every row: 80 ms of a restarted persona's first search at 100k)."""
-        items = qualified(self._conn, "memory_items")
-        low, high = self._conn.execute(_sql(f"SELECT min(id), max(id) FROM {items}")).one()
+        low, high = self._conn.execute(_sql("SELECT min(id), max(id) FROM memory_items")).one()
         if low is None:
             return {}
         span, size = high - low + 1, int(size)
         if span <= 4 * size:  # a small catalogue: draw from all of it
             ids = [int(r[0]) for r in self._conn.execute(_sql(
-                f"SELECT id FROM {items} WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": size})]
+                "SELECT id FROM memory_items WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": size})]
             return self.documents(ids)
         rng, drawn, live = random.Random(), set[int](), list[int]()
         for _ in range(4):  # more draws only when many ids are gone (deleted rows, or purged ones)
@@ -208,7 +194,7 @@ class LexicalRepo(Repo):
             for chunk in _chunks(sorted(fresh), 500):
                 marks = ", ".join(str(i) for i in chunk)  # integers only: safe to inline
                 live += [int(r[0]) for r in self._conn.execute(text(
-                    f"SELECT id FROM {items} WHERE id IN ({marks}) AND status != 'deleted'"))]
+                    f"SELECT id FROM memory_items WHERE id IN ({marks}) AND status != 'deleted'"))]
             if len(live) >= size:
                 break
         rng.shuffle(live)

@@ -20,9 +20,9 @@ class LiveEventRepo(Repo):
         self.session.add_all(rows)
         self.session.flush()
         bind = self.session.get_bind()
-        if rows and bind.dialect.name == "postgresql":  # delivered when this transaction commits
-            schema = (bind.get_execution_options().get("schema_translate_map") or {}).get(None) or "public"
-            self.session.execute(text("SELECT pg_notify(:channel, :schema)"), {"channel": CHANNEL, "schema": schema})
+        if rows and bind.dialect.name == "postgresql":  # delivered when this transaction commits; the schema the
+            self.session.execute(text("SELECT pg_notify(:channel, current_schema())"),  # unit runs in (its persona's)
+                                 {"channel": CHANNEL})
         return len(rows)
 
     def after(self, cursor: int, limit: int = 200, kinds: Iterable[str] | None = None) -> list[LiveEvent]:

@@ -88,8 +88,15 @@ class WriteJournal:
             if not self.pending and not self.pending_deletes and self.pending_head <= self.store.position():
                 return 0
             deletes = sorted(self.pending_deletes - set(self.pending))
-            full = [(r, v, m) for r, (v, m) in self.pending.items() if v is not None]
-            metadata_only = [(r, m) for r, (v, m) in self.pending.items() if v is None]
+            full: list[tuple[str, np.ndarray, dict[str, Any]]] = []
+            metadata_only: list[tuple[str, dict[str, Any]]] = []
+            for record, (vector, meta) in self.pending.items():
+                if vector is None and (held := self.caches.vectors.get(int(record))) is not None:
+                    vector = held[0].astype(np.float32)  # the vector Chroma holds (this process wrote it): the record
+                if vector is None:  # goes in the one upsert, not in an update request of its own
+                    metadata_only.append((record, meta))
+                else:
+                    full.append((record, vector, meta))
             self.store.write(full, metadata_only, deletes, self.pending_head)
             written = len(self.pending) + len(deletes)
             self.pending, self.pending_deletes = {}, set()

@@ -128,3 +128,21 @@ def wait_until(check, timeout: float, what: str, every: float = 0.5):
             return result
         time.sleep(every)
     raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+
+
+@contextmanager
+def schemas_seen(engine):
+    """Every statement run on `engine`'s pool meanwhile, with the schemas PostgreSQL resolved its table names in
+    (`current_schemas(false)`, asked on the same connection right after): [(statement, [schema, …]), …]."""
+    from sqlalchemy import event
+
+    seen: list[tuple[str, list[str]]] = []
+
+    def after(conn, cursor, statement, *_):
+        seen.append((statement, list(cursor.connection.execute("SELECT current_schemas(false)").fetchone()[0])))
+
+    event.listen(engine, "after_cursor_execute", after)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "after_cursor_execute", after)

@@ -13,7 +13,7 @@ from sqlalchemy import func, select, text
 from graph.fleet.personas import Deployment
 from memory.fleet import Fleet, schema_of
 from memory.models import Base, DiaryEntry, ExecutedCommand, Note, Tick
-from tests.integration.fleet_parts import THOUGHT, Workers, anima, wait_until, write_persona
+from tests.integration.fleet_parts import THOUGHT, Workers, anima, schemas_seen, wait_until, write_persona
 from tests.integration.servers import postgres_server
 from persona.settings import Overrides
 
@@ -262,10 +262,9 @@ def _persona_services(fleet, name, tmp_path, chroma_url, responses):
 
 
 def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url, chroma_url, tmp_path):
-    """Through every repository (its SQL names only its own schema), its tables, its vectors and its commands."""
+    """Through every repository (its SQL runs in its own schema alone, as PostgreSQL itself says, and names no
+    schema), its tables, its vectors and its commands."""
     import inspect as pyinspect
-
-    from sqlalchemy import event
 
     from graph.agent import build_agent
     from memory.repositories import Repos
@@ -286,11 +285,8 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
         if a.memory.caches.warmup is not None:  # A's own background copy of its vectors: not B's statements
             a.memory.caches.warmup.join(timeout=60)
 
-        statements: list[str] = []
-        listener = lambda *args: statements.append(args[2])  # noqa: E731 - (conn, cursor, statement, …)
-        event.listen(fleet.engine, "before_cursor_execute", listener)
         results, called = [], []
-        try:
+        with schemas_seen(fleet.engine) as seen:
             with b.db.session() as session:
                 repos = Repos(session)
                 for attribute in [n for n, v in vars(Repos).items() if isinstance(v, __import__("functools").cached_property)]:
@@ -307,14 +303,13 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
                         except Exception as exc:  # noqa: BLE001 - a method that needs data it has not: still its SQL
                             results.append(repr(exc))
                 session.rollback()
-        finally:
-            event.remove(fleet.engine, "before_cursor_execute", listener)
         assert len(called) >= 40, called  # list, recent, count, all, … of every repository
         tables = set(Base.metadata.tables)
-        touching = [s for s in statements if any(f'"{t}"' in s or f" {t} " in s or f" {t}\n" in s or f".{t}" in s
-                                                  for t in tables)]
-        assert touching and all("persona_iso_b." in s for s in touching), [s for s in touching if "persona_iso_b." not in s][:3]
-        assert not any("persona_iso_a" in s for s in statements)
+        touching = [(s, schemas) for s, schemas in seen if any(f'"{t}"' in s or f" {t} " in s or f" {t}\n" in s
+                                                                for t in tables)]
+        assert len(touching) >= 40 and all(schemas == ["persona_iso_b"] for _, schemas in touching), \
+            [t for t in touching if t[1] != ["persona_iso_b"]][:3]
+        assert not any("persona_" in s for s, _ in seen)  # no statement names a schema: the connection's is its own
         assert not any("SECRET-OF-A" in r for r in results)
 
         holding = {"iso_a": set(), "iso_b": set()}  # the tables whose rows carry A's secret, in each schema
@@ -340,6 +335,74 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
             services.memory.close()
             services.db.close()
         fleet.close()
+
+
+def test_one_connection_goes_from_persona_to_persona_each_time_in_its_own_schema(pg_url):
+    """The pool's one connection serves A, then B (whose first unit rolls back: the schema it was set to stays
+    set), the registry, A again; each reads only its own rows. A unit whose connection is switched to another schema
+    in the middle of its transaction is refused."""
+    from sqlalchemy import event
+
+    from memory.db import SEARCH_PATH, SearchPathError
+
+    fleet = Fleet.open(pg_url, pool_size=1)
+    a, b = fleet.database("one_a"), fleet.database("one_b")
+    connections: set[int] = set()
+    event.listen(fleet.engine, "checkout", lambda dbapi, *_: connections.add(id(dbapi)))
+    try:
+        with a.unit() as repos:
+            repos.notes.add("a note of A", source="user")
+        with pytest.raises(RuntimeError, match="undone"):
+            with b.unit() as repos:
+                repos.notes.add("a note of B, rolled back", source="user")
+                raise RuntimeError("undone")
+        with schemas_seen(fleet.engine) as seen, b.unit() as repos:
+            assert repos.notes.list() == []
+        assert seen and all(schemas == ["persona_one_b"] for _, schemas in seen)
+        with schemas_seen(fleet.engine) as seen, fleet.registry() as registry:  # the default schema again
+            assert isinstance(registry.list(), list)
+        assert seen and all(schemas == ["public"] for _, schemas in seen)
+        with schemas_seen(fleet.engine) as seen, a.unit() as repos:
+            assert [note.text for note in repos.notes.list()] == ["a note of A"]
+        assert seen and all(schemas == ["persona_one_a"] for _, schemas in seen)
+        assert len(connections) == 1  # one connection went through every switch
+        with a.engine.connect() as conn:
+            conn.exec_driver_sql("SELECT count(*) FROM notes").scalar()
+            conn.execution_options(**{SEARCH_PATH: "persona_one_b"})  # mid-transaction: A's snapshot, B's name
+            with pytest.raises(SearchPathError, match="inside a transaction"):
+                conn.exec_driver_sql("SELECT count(*) FROM notes")
+    finally:
+        a.close()
+        b.close()
+        fleet.close()
+
+
+def test_a_tick_job_follows_up_its_new_memories_itself(pg_url, chroma_url, scripted_server, tmp_path):
+    """A worker's tick job follows up the memories the tick wrote (memory/followup.py) before its vectors go to
+    Chroma, and defers no indexing job of their own."""
+    from graph.fleet import jobs
+    from graph.fleet.runtime import WorkerRuntime
+
+    scripted_server.script(default={"do": "stream", "text": THOUGHT}, record=False)
+    deployment = Deployment.open(pg_url)
+    deployment.add("follow", write_persona(tmp_path / "follow"))
+    fleet = deployment.fleet
+    runtime = WorkerRuntime(fleet, Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted",
+                                                embedded=False), scheduler=deployment.scheduler,
+                            cache_dir=str(tmp_path / "cache"))
+    try:
+        with fleet.fence("follow"):
+            assert runtime.tick("follow") is not None
+        memory = runtime.persona("follow").services.memory
+        with memory.db.reading() as reads:
+            newest = reads.items.newest_id()
+            assert newest >= 2 and reads.config.follow_up_cursor == newest  # the thought and its diary entry
+            assert reads.diary.list(limit=5)  # (the scripted thought's command ran)
+        assert memory.collection.count() == newest  # and their vectors are on the Chroma server
+        assert [job["task"] for job in deployment.scheduler.pending("follow")] == [jobs.TICK]  # its wake tick only
+    finally:
+        runtime.close()
+        deployment.close()
 
 
 def mcp_posted_note(url: str, text: str) -> int:

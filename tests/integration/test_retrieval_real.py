@@ -197,24 +197,22 @@ def test_a_postgres_database_from_before_the_full_text_index_is_upgraded(pg_url)
 
 
 def test_each_persona_schema_of_a_deployment_has_its_own_full_text_index(pg_url):
-    from sqlalchemy import event
+    from tests.integration.fleet_parts import schemas_seen
 
-    statements: list[str] = []
     a = Database.open(url=pg_url, schema="lexical_a")
     b = Database.open(url=pg_url, schema="lexical_b")
-    event.listen(b.base_engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     with a.unit() as repos:
         record_turn(repos, ref="1", text="The heron fishes at the old pier.", author="Ann", episode="e")
     with b.unit() as repos:
         record_turn(repos, ref="1", text="Bread rises slowly in a cold kitchen.", author="Bob", episode="e")
     with a.unit() as repos:
         assert repos.items.lexical.candidates(["heron"], 5) == [repos.items.find("message", "1").id]
-    with b.unit() as repos:
+    with schemas_seen(b.base_engine) as seen, b.unit() as repos:
         assert repos.items.lexical.candidates(["heron"], 5) == [] and repos.items.lexical.count() == 1
         assert repos.items.lexical.document_frequencies(["bread", "heron"], 10) == {"bread": 1, "heron": 0}
         assert set(repos.items.lexical.sample(5)) == {repos.items.find("message", "1").id}
-    touching = [s for s in statements if "memory_fts" in s]
-    assert touching and all('"lexical_b".memory_fts' in s for s in touching)
+    touching = [(statement, schemas) for statement, schemas in seen if "memory_fts" in statement]
+    assert touching and all(schemas == ["lexical_b"] for _, schemas in touching), touching
     a.close()
     b.close()
 
