@@ -14,7 +14,7 @@ from typing import Any, TypeVar, Unpack
 from sqlalchemy import ColumnElement, Row, Select, bindparam, delete, func, or_, select
 
 from memory.models import Goal, GoalLink, Task, utcnow
-from memory.repositories.base import Repo, prepared, table_of
+from memory.repositories.base import Repo, none_of, prepared, table_of
 
 GOAL_STATUSES = ("active", "paused", "completed", "failed")
 TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
@@ -65,7 +65,7 @@ def _task_criteria(status: bool, open_only: bool, goal: bool, include_archived: 
     c = table_of(Task).c
     return [*(() if include_archived else (c.archived_at.is_(None),)),
             *((c.status == bindparam("status"),) if status else ()),
-            *((c.status.notin_(CLOSED_TASK_STATUSES),) if open_only else ()),
+            *((none_of(c.status, CLOSED_TASK_STATUSES),) if open_only else ()),
             *((c.goal_id == bindparam("goal_id"),) if goal else ())]
 
 

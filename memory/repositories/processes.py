@@ -9,7 +9,7 @@ from typing import Any, Unpack
 from sqlalchemy import ColumnElement, Insert, Row, Select, bindparam, insert, select, update
 
 from memory.models import ProcessLog, utcnow
-from memory.repositories.base import Repo, insert_values, matched, prepared, table_of
+from memory.repositories.base import Repo, insert_values, matched, one_of, prepared, table_of
 
 
 @prepared
@@ -30,7 +30,7 @@ def _stale_criteria() -> tuple[ColumnElement[bool], ...]:
     """A thread's processes still running or pending since before the bound `cutoff` (what `time_out_stale` times
     out, and its Core check)."""
     c = table_of(ProcessLog).c
-    return c.thread_id == bindparam("thread_id"), c.status.in_(("in_progress", "pending")), c.updated_at < bindparam("cutoff")
+    return c.thread_id == bindparam("thread_id"), one_of(c.status, ("in_progress", "pending")), c.updated_at < bindparam("cutoff")
 
 
 @prepared
