@@ -26,6 +26,7 @@ from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
 
 RankingRow: TypeAlias = "Row[Unpack[tuple[Any, ...]]]"  # RANKING_COLUMNS (+ tags and emotions with `focus`)
+ItemLike: TypeAlias = "MemoryItem | Row[Unpack[tuple[Any, ...]]]"  # an item, or a plain row of all its columns
 
 # The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
 OWN_TURN_PREFIX = "msg:"
@@ -94,6 +95,13 @@ def _by_episode_seq() -> Select[MemoryItem]:
 @prepared
 def _by_ids() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
+
+
+@prepared
+def _lines_by_ids() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_by_ids` as plain rows (every column)."""
+    c = table_of(MemoryItem).c
+    return select(table_of(MemoryItem)).where(c.id.in_(bindparam("ids", expanding=True)))
 
 
 @prepared
@@ -315,6 +323,14 @@ class MemoryItemRepo(Repo):
         if not ids:
             return {}
         return {row.id: row for row in self.session.scalars(_by_ids(), {"ids": ids}).all()}
+
+    def lines(self, item_ids: Iterable[int]) -> dict[int, Row[Unpack[tuple[Any, ...]]]]:
+        """`many` as plain rows (by the same names; read only): the memory index's sync reads what changed after
+        every write."""
+        ids = list(item_ids)
+        if not ids:
+            return {}
+        return {row.id: row for row in self.core(_lines_by_ids(), {"ids": ids}).all()}
 
     RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
                        MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text, MemoryItem.event_at)
