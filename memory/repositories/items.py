@@ -48,13 +48,6 @@ def _last_of() -> Select[MemoryItem]:
             .order_by(MemoryItem.seq.desc()).limit(1))
 
 
-_NEW_ITEM_DEFAULTS: dict[str, Any] = {"thread_id": None, "author": "", "episode": None, "seq": None, "title": "",
-                                      "context_before": "", "context_after": "", "tags": [], "emotions": [],
-                                      "importance": 0.5, "emotion_score": 0.0, "novelty": None, "pinned": False,
-                                      "status": "active", "access_count": 0, "last_accessed_at": None,
-                                      "event_at": None, "meta": {}}  # MemoryItem's column defaults, but the times
-
-
 @prepared
 def _insert_item() -> Insert:
     return insert(table_of(MemoryItem))
@@ -239,13 +232,13 @@ class MemoryItemRepo(Repo):
 
     def _insert(self, tier: str, ref: str, fields: dict[str, Any]) -> MemoryItem:
         """A new item in one Core INSERT (the tick writes one every tick; the catalogue's creates are no memory
-        history), held by the session as the ORM would hold it after its own INSERT: every column set, so nothing
-        is read back."""
-        values = {**_NEW_ITEM_DEFAULTS, "created_at": fields["updated_at"], **fields, "tier": tier, "ref": ref}
-        result = self.core(_insert_item(), values)
-        key = result.inserted_primary_key
-        assert key is not None  # an INSERT of one row
-        item = MemoryItem(id=int(key[0]), **values)
+        history), held by the session as the ORM would hold it after its own INSERT: every column as written (the
+        columns' defaults as the INSERT made them), so nothing is read back."""
+        result = self.core(_insert_item(), {**fields, "tier": tier, "ref": ref})
+        key, written = result.inserted_primary_key, result.last_inserted_params()
+        assert key is not None and not isinstance(written, list)  # an INSERT of one row
+        item = MemoryItem(**{column.key: written.get(column.key) for column in table_of(MemoryItem).columns
+                             if column.key != "id"}, id=int(key[0]))
         make_transient_to_detached(item)
         self.session.add(item)
         return item

@@ -239,6 +239,9 @@ def test_a_new_turn_is_one_insert_held_by_the_session_and_its_neighbour_learns_i
         assert [s.split()[0] for s in sent if s.startswith(("INSERT INTO memory_items", "UPDATE memory_items"))] == \
             ["UPDATE", "INSERT"]
         assert not any(s.startswith("SELECT") and "memory_items.id = ?" in s for s in sent)  # nothing read back
+        with statements(db) as read:  # every column is held: none is loaded
+            columns = {column.key: getattr(item, column.key) for column in MemoryItem.__table__.columns}
+        assert read == [] and columns["event_at"] is None and columns["episode"] == "e"
         assert repos.items.get(item.id) is item and item.seq == 1 and item.status == "active"
         assert item.context_before == "Ann: The heron waits at the pier."
         assert held.context_after == "Bob: It caught a fish at dawn."  # as the unit holds it
