@@ -60,7 +60,7 @@ from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playb
 from graph.services import checkpoint_path, open_services
 from persona.settings import Overrides
 from nodes import AnimaContext, Services
-from nodes.state import TickState, TickValues
+from nodes.state import STATE_FIELDS, TickState, TickValues, merge_vars
 from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
 
@@ -112,6 +112,7 @@ class Agent:
         # still the thread's newest checkpoint (one small query), the next tick's "resume or start?", `state()` and
         # `interrupted` need not load it again; anything else that writes the thread makes a newer one
         self._finished: tuple[str, TickValues] | None = None
+        self._started_from: dict[str, Any] | None = None  # the state a loop tick started from (not a resumed one)
         if not playbook.loop:
             self.run_id = self._pending_run()[0]
 
@@ -175,12 +176,16 @@ class Agent:
 
     def _start_payload(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
         base = {"thread_id": self.thread_id, "root_thread": self.thread_id}
+        self._started_from = None
         if self.playbook.loop:
-            if self._still_finished() is not None:  # the last tick ended here, and nothing wrote since: start one
+            finished = self._still_finished()
+            if finished is not None:  # the last tick ended here, and nothing wrote since: start one
+                self._started_from = dict(finished)
                 return {**base, "vars": coerce_inputs(self.playbook, inputs)} if inputs is not None else base
             snapshot = self.graph.get_state(self.config)  # resume, or first tick?
             if snapshot.next:
                 return None
+            self._started_from = dict(snapshot.values)
             if inputs is not None or not snapshot.values:
                 return {**base, "vars": coerce_inputs(self.playbook, inputs or {})}
             return base
@@ -205,20 +210,19 @@ class Agent:
         payload = self._start_payload(inputs)
         self.last_failure = None
         self._finished = None
-        # "values": the state after each step, the last of them the state the tick leaves (kept, not yielded)
-        modes: list[StreamMode] = ["updates", "custom", "values"] if events else ["updates", "values"]
+        # the state the tick leaves: the state it started from with each step's update applied, as LangGraph's
+        # channels apply them (LangGraph's "values" mode would copy every field of the state after every step)
+        left = _updated(self._started_from, payload) if payload is not None else None
+        modes: list[StreamMode] = ["updates", "custom"] if events else ["updates"]
         chunks = self.graph.stream(payload, self.config, context=self.context, stream_mode=modes, subgraphs=events,
                                    durability="exit" if self.playbook.loop else "sync", control=control)
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
-        left: TickValues | None = None  # the state after the last step
         try:
             for chunk in chunks:
                 # (namespace, mode, data) with subgraphs, else (mode, data): LangGraph's v1 stream types neither
                 namespace, mode, data = cast(tuple[tuple[str, ...], str, Any], chunk if events else ((), *chunk))
-                if mode == "values":
-                    if not namespace:
-                        left = cast(TickValues, data)
-                    continue
+                if mode == "updates" and not namespace and left is not None:
+                    left = _folded(left, data)
                 if mode == "custom" and isinstance(data, dict) and namespace:
                     data = {**data, "namespace": list(namespace)}
                 if mode == "updates" and namespace:
@@ -244,7 +248,7 @@ class Agent:
         if not self.playbook.loop or prune_due(self.checkpointer, self._runs_since_prune, self.prune_every):
             prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
             self._runs_since_prune = 0
-        self._remember_finished(left)
+        self._remember_finished(cast(TickValues, left) if left is not None else None)
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
         """A step raised: close the tick as failed with the reason, set its answer aside, and clear the checkpoint's
@@ -279,6 +283,31 @@ class Agent:
         if self.services.memory is not None:
             self.services.memory.close()
         self.services.db.close()
+
+
+def _updated(values: dict[str, Any] | None, update: dict[str, Any]) -> dict[str, Any] | None:
+    """`values` with one step's (or the input's) `update` applied as the state's channels apply it: `vars` merged
+    (`merge_vars`, its reducer), every other field replaced; None (not known) for anything else — a field the state
+    does not have — or when `values` is not known."""
+    if values is None or not STATE_FIELDS.issuperset(update):
+        return None
+    found = {**values, **update}
+    found["vars"] = merge_vars(values.get("vars"), update["vars"]) if "vars" in update else values.get("vars") or {}
+    return found
+
+
+def _folded(values: dict[str, Any] | None, updates: Any) -> dict[str, Any] | None:
+    """`values` after the steps of one "updates" chunk ({step: its update, or None}); None when a chunk is anything
+    else (an interrupt): the next tick then loads the checkpoint."""
+    if not isinstance(updates, dict):
+        return None
+    for step, update in updates.items():
+        if update is None:
+            continue
+        if step.startswith("__") or not isinstance(update, dict):
+            return None
+        values = _updated(values, update)
+    return values
 
 
 def settle_heap() -> None:

@@ -4,12 +4,12 @@ memory/repositories/tiered.py (the catalogue's repository is built on this modul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar, Unpack, cast
 
-from sqlalchemy import JSON, CursorResult, Executable, Result, Table
-from sqlalchemy.orm import Session
+from sqlalchemy import JSON, ColumnElement, CursorResult, Executable, Result, Table, literal
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from memory.models import Base, utcnow
 
@@ -28,6 +28,19 @@ def prepared(build: Callable[..., S]) -> Callable[..., S]:
     cache key again: half the cost of a small query (measured on the tick's queries, 130 µs → 55 µs), and a tick
     runs dozens of them."""
     return cache(build)
+
+
+def one_of(column: ColumnElement[Any] | QueryableAttribute[Any], values: Iterable[Any]) -> ColumnElement[bool]:
+    """`column IN (values)` for values fixed when a prepared statement is built (its shape): each value its own plain
+    bound parameter. SQLAlchemy renders an IN over a Python tuple as one "expanding" parameter and rewrites the
+    statement's SQL for it at every execution (measured: a small query 28 → 17 µs without it); the values the caller
+    gives at run time stay `bindparam(…, expanding=True)`."""
+    return column.in_([literal(value, column.type) for value in values])
+
+
+def none_of(column: ColumnElement[Any] | QueryableAttribute[Any], values: Iterable[Any]) -> ColumnElement[bool]:
+    """`column NOT IN (values)`, as `one_of`."""
+    return column.not_in([literal(value, column.type) for value in values])
 
 
 def matched(result: Result[Unpack[tuple[Any, ...]]]) -> int:

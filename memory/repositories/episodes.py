@@ -10,7 +10,7 @@ from typing import Any, Unpack
 from sqlalchemy import Row, Select, func, or_, select
 
 from memory.models import Episode, utcnow
-from memory.repositories.base import prepared, table_of
+from memory.repositories.base import one_of, prepared, table_of
 from memory.repositories.tiered import TierRepo
 
 
@@ -20,7 +20,7 @@ def _latest(counts: tuple[tuple[str, int], ...]) -> Select[Unpack[tuple[Any, ...
     table = table_of(Episode)
     c = table.c
     rank = func.row_number().over(partition_by=c.period, order_by=c.start.desc()).label("rank")
-    ranked = select(c.id, c.period, rank).where(c.period.in_([p for p, _ in counts])).subquery()
+    ranked = select(c.id, c.period, rank).where(one_of(c.period, [p for p, _ in counts])).subquery()
     wanted = or_(*[(ranked.c.period == period) & (ranked.c.rank <= n) for period, n in counts])
     return select(table).join(ranked, ranked.c.id == c.id).where(wanted).order_by(c.start)
 

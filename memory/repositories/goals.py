@@ -11,65 +11,80 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypeVar, Unpack
 
-from sqlalchemy import Row, Select, bindparam, delete, func, or_, select
+from sqlalchemy import ColumnElement, Row, Select, bindparam, delete, func, or_, select
 
 from memory.models import Goal, GoalLink, Task, utcnow
-from memory.repositories.base import Repo, prepared, table_of
+from memory.repositories.base import Repo, none_of, prepared, table_of
 
 GOAL_STATUSES = ("active", "paused", "completed", "failed")
 TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
 CLOSED_TASK_STATUSES = ("done", "failed", "cancelled")
 
 
+def _goal_criteria(status: bool, horizon: bool, include_archived: bool) -> list[ColumnElement[bool]]:
+    """Which goals a list holds (the ORM's `list` and the Core `active_lines`/`leading` alike): not archived unless
+    asked, of the bound `status` and `horizon` when given."""
+    c = table_of(Goal).c
+    return [*(() if include_archived else (c.archived_at.is_(None),)),
+            *((c.status == bindparam("status"),) if status else ()),
+            *((c.horizon == bindparam("horizon"),) if horizon else ())]
+
+
+def _goal_order() -> tuple[ColumnElement[Any], ...]:
+    c = table_of(Goal).c
+    return c.priority.desc(), c.id
+
+
 @prepared
 def _goals(status: bool, horizon: bool, include_archived: bool) -> Select[Goal]:
-    q = select(Goal) if include_archived else select(Goal).where(Goal.archived_at.is_(None))
-    if status:
-        q = q.where(Goal.status == bindparam("status"))
-    if horizon:
-        q = q.where(Goal.horizon == bindparam("horizon"))
-    return q.order_by(Goal.priority.desc(), Goal.id).limit(bindparam("limit"))
+    return (select(Goal).where(*_goal_criteria(status, horizon, include_archived)).order_by(*_goal_order())
+            .limit(bindparam("limit")))
 
 
 @prepared
 def _leading_goals() -> Select[Unpack[tuple[Any, ...]]]:
-    """Core: the leading active goals of each horizon, as plain rows (every column)."""
+    """Core: the leading goals of the bound status (active) of each horizon, as plain rows (every column)."""
     table = table_of(Goal)
     c = table.c
-    rank = func.row_number().over(partition_by=c.horizon, order_by=(c.priority.desc(), c.id)).label("rank")
-    ranked = select(c.id, rank).where(c.archived_at.is_(None), c.status == "active").subquery()
+    rank = func.row_number().over(partition_by=c.horizon, order_by=_goal_order()).label("rank")
+    ranked = select(c.id, rank).where(*_goal_criteria(True, False, False)).subquery()
     return (select(table).join(ranked, ranked.c.id == c.id).where(ranked.c.rank <= bindparam("per_horizon"))
-            .order_by(c.priority.desc(), c.id))
+            .order_by(*_goal_order()))
 
 
 @prepared
-def _active_goal_lines() -> Select[Unpack[tuple[Any, ...]]]:
-    """Core: `_goals(status="active")` as plain rows (every column)."""
-    table = table_of(Goal)
-    c = table.c
-    return (select(table).where(c.archived_at.is_(None), c.status == "active")
-            .order_by(c.priority.desc(), c.id).limit(bindparam("limit")))
+def _goal_lines() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_goals(status=True)` as plain rows (every column)."""
+    return (select(table_of(Goal)).where(*_goal_criteria(True, False, False)).order_by(*_goal_order())
+            .limit(bindparam("limit")))
+
+
+def _task_criteria(status: bool, open_only: bool, goal: bool, include_archived: bool) -> list[ColumnElement[bool]]:
+    """Which tasks a list holds (the ORM's `list` and the Core `open_lines` alike): not archived unless asked, of the
+    bound `status`, not closed with `open_only`, of the bound `goal_id`."""
+    c = table_of(Task).c
+    return [*(() if include_archived else (c.archived_at.is_(None),)),
+            *((c.status == bindparam("status"),) if status else ()),
+            *((none_of(c.status, CLOSED_TASK_STATUSES),) if open_only else ()),
+            *((c.goal_id == bindparam("goal_id"),) if goal else ())]
+
+
+def _task_order() -> tuple[ColumnElement[Any], ...]:
+    c = table_of(Task).c
+    return c.pinned.desc(), c.priority.desc(), c.id
 
 
 @prepared
 def _open_task_lines() -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_tasks(open_only=True)` as plain rows (every column)."""
-    table = table_of(Task)
-    c = table.c
-    return (select(table).where(c.archived_at.is_(None), c.status.notin_(CLOSED_TASK_STATUSES))
-            .order_by(c.pinned.desc(), c.priority.desc(), c.id).limit(bindparam("limit")))
+    return (select(table_of(Task)).where(*_task_criteria(False, True, False, False)).order_by(*_task_order())
+            .limit(bindparam("limit")))
 
 
 @prepared
 def _tasks(status: bool, open_only: bool, goal: bool, include_archived: bool) -> Select[Task]:
-    q = select(Task) if include_archived else select(Task).where(Task.archived_at.is_(None))
-    if status:
-        q = q.where(Task.status == bindparam("status"))
-    if open_only:
-        q = q.where(Task.status.notin_(CLOSED_TASK_STATUSES))
-    if goal:
-        q = q.where(Task.goal_id == bindparam("goal_id"))
-    return q.order_by(Task.pinned.desc(), Task.priority.desc(), Task.id).limit(bindparam("limit"))
+    return (select(Task).where(*_task_criteria(status, open_only, goal, include_archived)).order_by(*_task_order())
+            .limit(bindparam("limit")))
 
 
 @prepared
@@ -144,13 +159,13 @@ class GoalRepo(_ArchivableRepo):
 
     def active_lines(self, limit: int = 50) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
         """`list(status="active")` as plain rows (by the same names; read only: the drives weigh them every tick)."""
-        return list(self.core(_active_goal_lines(), {"limit": limit}).all())
+        return list(self.core(_goal_lines(), {"status": "active", "limit": limit}).all())
 
     def leading(self, per_horizon: int = 3) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
         """The first `per_horizon` active goals of each horizon, in one query, in `list`'s order (priority, then
         age): the prompt shows the leading short- and long-term goals, and the overall leaders are among them. Plain
         rows (by the same names; read only: the prompt shows them every tick)."""
-        return list(self.core(_leading_goals(), {"per_horizon": per_horizon}).all())
+        return list(self.core(_leading_goals(), {"status": "active", "per_horizon": per_horizon}).all())
 
     def set_status(self, goal_id: int, status: str, reason: str | None = None) -> Goal:
         if status not in GOAL_STATUSES:

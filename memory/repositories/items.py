@@ -10,17 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, TypeAlias, Unpack
 
 from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, func, insert, or_, select, update
 
+from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
+
 from memory.models import MemoryItem, MemoryJournal, utcnow
-from memory.repositories.base import Repo, prepared, table_of
+from memory.repositories.base import Repo, one_of, prepared, table_of
 from memory.repositories.lexical import LexicalRepo
 from memory.repositories.vectors import VectorRepo
 from memory.text import lexical_document
 
 RankingRow: TypeAlias = "Row[Unpack[tuple[Any, ...]]]"  # RANKING_COLUMNS (+ tags and emotions with `focus`)
+ItemLike: TypeAlias = "MemoryItem | Row[Unpack[tuple[Any, ...]]]"  # an item, or a plain row of all its columns
 
 # The persona's own conversation turns have refs `msg:<message id>`; the human's are `note:<note id>`.
 OWN_TURN_PREFIX = "msg:"
@@ -43,6 +49,38 @@ def _last_of() -> Select[MemoryItem]:
 
 
 @prepared
+def _insert_item() -> Insert:
+    return insert(table_of(MemoryItem))
+
+
+@prepared
+def _update_context_after() -> Update:
+    c = table_of(MemoryItem).c
+    return (update(table_of(MemoryItem)).where(c.id == bindparam("item_id"))
+            .values(context_after=bindparam("rendered"), updated_at=bindparam("now")))
+
+
+NEIGHBOUR_COLUMNS = ("id", "seq", "created_at", "updated_at", "author", "title", "text", "context_before", "context_after",
+                     "event_at", "meta")  # what a new item takes from the one before it, and its full-text document
+
+
+@prepared
+def _last_line() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_last_of` as one plain row of NEIGHBOUR_COLUMNS."""
+    c = table_of(MemoryItem).c
+    return (select(*(c[name] for name in NEIGHBOUR_COLUMNS)).where(c.episode == bindparam("episode"), c.seq.is_not(None))
+            .order_by(c.seq.desc()).limit(1))
+
+
+@prepared
+def _line_at() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_by_episode_seq` as one plain row of NEIGHBOUR_COLUMNS."""
+    c = table_of(MemoryItem).c
+    return (select(*(c[name] for name in NEIGHBOUR_COLUMNS))
+            .where(c.episode == bindparam("episode"), c.seq == bindparam("seq")).limit(1))
+
+
+@prepared
 def _by_episode_seq() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq == bindparam("seq"))
 
@@ -50,6 +88,13 @@ def _by_episode_seq() -> Select[MemoryItem]:
 @prepared
 def _by_ids() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.id.in_(bindparam("ids", expanding=True)))
+
+
+@prepared
+def _lines_by_ids() -> Select[Unpack[tuple[Any, ...]]]:
+    """Core: `_by_ids` as plain rows (every column)."""
+    c = table_of(MemoryItem).c
+    return select(table_of(MemoryItem)).where(c.id.in_(bindparam("ids", expanding=True)))
 
 
 @prepared
@@ -91,7 +136,7 @@ def _changed_since() -> Select[int]:
 @prepared
 def _any_active(tiers: tuple[str, ...]) -> Select[int]:
     c = table_of(MemoryItem).c
-    return select(c.id).where(c.status == "active", c.tier.in_(tiers)).limit(1)
+    return select(c.id).where(c.status == "active", one_of(c.tier, tiers)).limit(1)
 
 
 SAMPLE_COLUMNS = ("id", "tier", "ref", "thread_id", "author", "title", "text", "meta", "created_at")
@@ -101,7 +146,7 @@ SAMPLE_COLUMNS = ("id", "tier", "ref", "thread_id", "author", "title", "text", "
 def _sample_lines(tiers: tuple[str, ...], exclude_thread: bool) -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `sample`'s query, as plain rows of SAMPLE_COLUMNS."""
     c = table_of(MemoryItem).c
-    q = select(*(c[name] for name in SAMPLE_COLUMNS)).where(c.tier.in_(tiers), c.status == "active")
+    q = select(*(c[name] for name in SAMPLE_COLUMNS)).where(one_of(c.tier, tiers), c.status == "active")
     if exclude_thread:
         q = q.where((c.thread_id.is_(None)) | (c.thread_id != bindparam("exclude_thread")))
     return q.order_by(func.random()).limit(bindparam("limit"))
@@ -120,8 +165,9 @@ class MemoryItemRepo(Repo):
     def vectors(self) -> VectorRepo:
         return VectorRepo(self.session)
 
-    def _index_texts(self, items: Iterable[MemoryItem]) -> None:
-        """Write the items' full-text documents (their words and their neighbours'), in one statement per kind."""
+    def _index_texts(self, items: Iterable[Any]) -> None:
+        """Write the items' full-text documents (their words and their neighbours'), in one statement per kind;
+        `items`: MemoryItems, or rows of their columns."""
         self.lexical.put_many([(item.id, *lexical_document(
             created_at=item.created_at, author=item.author or "", title=item.title or "", text=item.text or "",
             context_before=item.context_before or "", context_after=item.context_after or "", event_at=item.event_at,
@@ -143,47 +189,69 @@ class MemoryItemRepo(Repo):
         before it, and the item before it learns this one (both are re-indexed). `event_at`: when what it tells
         happened, when its source says (memory/event_time.py; else the follow-up reads it from the text)."""
         found = self.find(tier, ref)
-        new = found is None
-        # a new item joins the session once complete: the queries below must not flush half an item
-        item = MemoryItem(tier=tier, ref=str(ref), text=text) if found is None else found
-        last: MemoryItem | None = None
-        appended = False  # placed after the episode's last item: that item is the one before it
-        if episode is not None and seq is None:
-            if item.seq is not None and item.episode == episode:
-                seq = item.seq
-            else:
-                last = self.last_of(episode)
-                seq, appended = (0 if last is None or last.seq is None else last.seq + 1), True
+        if found is not None and episode is not None and seq is None and found.seq is not None \
+                and found.episode == episode:
+            seq = found.seq
+        previous: Row[Unpack[tuple[Any, ...]]] | None = None
+        if episode is not None and seq is None:  # placed after the episode's last item: that item is the one before
+            previous = self.core(_last_line(), {"episode": episode}).first()
+            seq = 0 if previous is None else previous.seq + 1
+        elif episode is not None and context_before is None and seq is not None:
+            previous = self.core(_line_at(), {"episode": episode, "seq": seq - 1}).first()
         rendered = f"{author}: {text}" if author else text
-        changed: list[MemoryItem] = []
-        if episode is not None and context_before is None:
-            previous = last if appended else self.at(episode, seq - 1) if seq is not None else None
-            if previous is not None:
-                context_before = f"{previous.author}: {previous.text}" if previous.author else previous.text
-                if previous.context_after != rendered:
-                    previous.context_after = rendered
-                    previous.updated_at = utcnow()
-                    changed.append(previous)
-        item.text, item.author, item.episode, item.seq, item.title = text, author, episode, seq, title
-        item.thread_id, item.tags, item.emotions = thread_id, list(tags), list(emotions)
-        item.importance, item.emotion_score, item.novelty, item.pinned = importance, emotion_score, novelty, pinned
-        item.context_before = context_before or ""
-        if item.status == "deleted":
-            item.status = "active"
+        changed: list[Any] = []  # the items before it whose context changed, as rows
+        now = utcnow()
+        if previous is not None and episode is not None and context_before is None:
+            context_before = f"{previous.author}: {previous.text}" if previous.author else previous.text
+            if previous.context_after != rendered:
+                changed.append(self._set_context_after(previous, rendered, now))
+        fields: dict[str, Any] = {
+            "text": text, "author": author, "episode": episode, "seq": seq, "title": title, "thread_id": thread_id,
+            "tags": list(tags), "emotions": list(emotions), "importance": importance, "emotion_score": emotion_score,
+            "novelty": novelty, "pinned": pinned, "context_before": context_before or "", "updated_at": now}
         if created_at is not None:
-            item.created_at = created_at
-        item.updated_at = utcnow()
+            fields["created_at"] = created_at
         if meta is not None:
-            item.meta = dict(meta)
+            fields["meta"] = dict(meta)
         if event_at is not None:
-            item.event_at = event_at
-            item.meta = {**(item.meta or {}), "event": {"from": "source"}}
-        if new:
-            self.session.add(item)
-        self.session.flush()
+            fields["event_at"] = event_at
+            kept: dict[str, Any] = fields["meta"] if meta is not None else (found.meta if found else None) or {}
+            fields["meta"] = {**kept, "event": {"from": "source"}}
+        if found is None:
+            item = self._insert(tier, str(ref), fields)
+        else:
+            item = found
+            for name, value in fields.items():
+                setattr(item, name, value)
+            if item.status == "deleted":
+                item.status = "active"
+            self.session.flush()
         self._journal(item.id, "upsert", *(row.id for row in changed))
         self._index_texts((*changed, item))  # the full-text documents, in this transaction
         return item
+
+    def _insert(self, tier: str, ref: str, fields: dict[str, Any]) -> MemoryItem:
+        """A new item in one Core INSERT (the tick writes one every tick; the catalogue's creates are no memory
+        history), held by the session as the ORM would hold it after its own INSERT: every column as written (the
+        columns' defaults as the INSERT made them), so nothing is read back."""
+        result = self.core(_insert_item(), {**fields, "tier": tier, "ref": ref})
+        key, written = result.inserted_primary_key, result.last_inserted_params()
+        assert key is not None and not isinstance(written, list)  # an INSERT of one row
+        item = MemoryItem(**{column.key: written.get(column.key) for column in table_of(MemoryItem).columns
+                             if column.key != "id"}, id=int(key[0]))
+        make_transient_to_detached(item)
+        self.session.add(item)
+        return item
+
+    def _set_context_after(self, previous: Row[Unpack[tuple[Any, ...]]], rendered: str, now: datetime) -> Any:
+        """The item before a new one learns its text (one Core UPDATE; a row this unit holds sees it, as after the
+        ORM's own UPDATE); the item's columns as they now are, for its full-text document."""
+        self.core(_update_context_after(), {"item_id": previous.id, "rendered": rendered, "now": now})
+        held = self.session.identity_map.get(identity_key(MemoryItem, previous.id))
+        if held is not None:
+            set_committed_value(held, "context_after", rendered)
+            set_committed_value(held, "updated_at", now)
+        return SimpleNamespace(**{**previous._mapping, "context_after": rendered, "updated_at": now})
 
     def after(self, item_id: int, limit: int) -> list[MemoryItem]:
         """Live items written after `item_id`, by id (what the memory index's follow-up has still to look at)."""
@@ -248,6 +316,14 @@ class MemoryItemRepo(Repo):
         if not ids:
             return {}
         return {row.id: row for row in self.session.scalars(_by_ids(), {"ids": ids}).all()}
+
+    def lines(self, item_ids: Iterable[int]) -> dict[int, Row[Unpack[tuple[Any, ...]]]]:
+        """`many` as plain rows (by the same names; read only): the memory index's sync reads what changed after
+        every write."""
+        ids = list(item_ids)
+        if not ids:
+            return {}
+        return {row.id: row for row in self.core(_lines_by_ids(), {"ids": ids}).all()}
 
     RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
                        MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text, MemoryItem.event_at)

@@ -9,7 +9,7 @@ from sqlalchemy import Column, Insert, Row, Select, bindparam, func, insert, sel
 from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Message
-from memory.repositories.base import Repo, insert_values, prepared, table_of
+from memory.repositories.base import Repo, insert_values, one_of, prepared, table_of
 
 # A message as the tick reads it (recent thoughts, the timeline): a plain row of the columns a `Message` loads at
 # once (not the deferred reflex details), by the same names — read only, never changed through it.
@@ -38,7 +38,7 @@ def _keyed() -> Select[Message]:
 @prepared
 def _newest(kinds: tuple[str, ...]) -> Select[Message]:
     """A thread's newest messages of these kinds."""
-    return (select(Message).where(Message.thread_id == bindparam("thread_id"), Message.kind.in_(kinds))
+    return (select(Message).where(Message.thread_id == bindparam("thread_id"), one_of(Message.kind, kinds))
             .order_by(Message.id.desc()).limit(bindparam("limit")))
 
 
@@ -49,7 +49,7 @@ def _thread_log(upto: bool, kinds: tuple[str, ...] | None, last: bool) -> Select
     if upto:
         q = q.where(Message.id <= bindparam("upto_id"))
     if kinds is not None:
-        q = q.where(Message.kind.in_(kinds))
+        q = q.where(one_of(Message.kind, kinds))
     return q.order_by(Message.id.desc()).limit(bindparam("last")) if last else q.order_by(Message.id)
 
 
@@ -63,7 +63,7 @@ def _newest_lines(kinds: tuple[str, ...], columns: tuple[str, ...] | None) -> Se
     """Core: `_newest` as plain rows (of these columns only, when named)."""
     c = table_of(Message).c
     shown = _line_columns() if columns is None else [c[name] for name in columns]
-    return (select(*shown).where(c.thread_id == bindparam("thread_id"), c.kind.in_(kinds))
+    return (select(*shown).where(c.thread_id == bindparam("thread_id"), one_of(c.kind, kinds))
             .order_by(c.id.desc()).limit(bindparam("limit")))
 
 
@@ -77,7 +77,7 @@ def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool,
     if upto:
         q = q.where(c.id <= bindparam("upto_id"))
     if kinds is not None:
-        q = q.where(c.kind.in_(kinds))
+        q = q.where(one_of(c.kind, kinds))
     return q.order_by(c.id.desc()).limit(bindparam("last")) if last else q.order_by(c.id)
 
 

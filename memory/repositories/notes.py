@@ -9,7 +9,7 @@ from typing import Any, Unpack
 from sqlalchemy import Row, Select, bindparam, func, select, update
 
 from memory.models import Note, utcnow
-from memory.repositories.base import Repo, matched, prepared, table_of
+from memory.repositories.base import Repo, matched, one_of, prepared, table_of
 
 INCOMING_SOURCES = ("user", "cli", "channel", "system", "llm:task", "llm_task", "peer")  # llm_task: another model's
 # answer; peer: another agent over A2A (its author in the tag `from:<peer>`)
@@ -18,7 +18,7 @@ HUMAN_SOURCES = ("user", "cli", "channel")  # channel: a person over Matrix, Tel
 
 @prepared
 def _human_after(read: bool | None, since: bool) -> Select[Note]:
-    q = select(Note).where(Note.id > bindparam("after"), Note.source.in_(HUMAN_SOURCES))
+    q = select(Note).where(Note.id > bindparam("after"), one_of(Note.source, HUMAN_SOURCES))
     if read is not None:
         q = q.where(Note.read.is_(read))
     if since:
@@ -33,7 +33,7 @@ LINE_COLUMNS = ("id", "text", "source", "created_at", "read", "thread_id")
 def _human_after_lines(read: bool | None, since: bool) -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_human_after` as plain rows of LINE_COLUMNS."""
     c = table_of(Note).c
-    q = select(*(c[name] for name in LINE_COLUMNS)).where(c.id > bindparam("after"), c.source.in_(HUMAN_SOURCES))
+    q = select(*(c[name] for name in LINE_COLUMNS)).where(c.id > bindparam("after"), one_of(c.source, HUMAN_SOURCES))
     if read is not None:
         q = q.where(c.read.is_(read))
     if since:
@@ -43,7 +43,7 @@ def _human_after_lines(read: bool | None, since: bool) -> Select[Unpack[tuple[An
 
 @prepared
 def _unread_incoming(min_priority: bool) -> Select[Note]:
-    q = select(Note).where(Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
+    q = select(Note).where(Note.read.is_(False), one_of(Note.source, INCOMING_SOURCES), Note.hidden.is_(False))
     if min_priority:
         q = q.where(Note.priority >= bindparam("min_priority"))
     return q.order_by(Note.priority.desc(), Note.id).limit(bindparam("limit"))
@@ -51,7 +51,7 @@ def _unread_incoming(min_priority: bool) -> Select[Note]:
 
 @prepared
 def _latest_at(sources: tuple[str, ...]) -> Select[datetime | None]:
-    return select(func.max(Note.created_at)).where(Note.source.in_(sources))
+    return select(func.max(Note.created_at)).where(one_of(Note.source, sources))
 
 
 class NoteRepo(Repo):

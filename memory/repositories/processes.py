@@ -6,10 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
-from sqlalchemy import Insert, Row, Select, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Insert, Row, Select, bindparam, insert, select, update
 
 from memory.models import ProcessLog, utcnow
-from memory.repositories.base import Repo, insert_values, matched, prepared, table_of
+from memory.repositories.base import Repo, insert_values, matched, one_of, prepared, table_of
 
 
 @prepared
@@ -26,19 +26,22 @@ def _open() -> Select[Unpack[tuple[Any, ...]]]:
             .order_by(c.priority.desc(), c.id).limit(bindparam("limit")))
 
 
+def _stale_criteria() -> tuple[ColumnElement[bool], ...]:
+    """A thread's processes still running or pending since before the bound `cutoff` (what `time_out_stale` times
+    out, and its Core check)."""
+    c = table_of(ProcessLog).c
+    return c.thread_id == bindparam("thread_id"), one_of(c.status, ("in_progress", "pending")), c.updated_at < bindparam("cutoff")
+
+
 @prepared
 def _stale() -> Select[ProcessLog]:
-    return select(ProcessLog).where(ProcessLog.thread_id == bindparam("thread_id"),
-                                    ProcessLog.status.in_(("in_progress", "pending")),
-                                    ProcessLog.updated_at < bindparam("cutoff"))
+    return select(ProcessLog).where(*_stale_criteria())
 
 
 @prepared
 def _any_stale() -> Select[int]:
     """Core: whether `_stale` finds anything (its first id)."""
-    c = table_of(ProcessLog).c
-    return (select(c.id).where(c.thread_id == bindparam("thread_id"), c.status.in_(("in_progress", "pending")),
-                               c.updated_at < bindparam("cutoff")).limit(1))
+    return select(table_of(ProcessLog).c.id).where(*_stale_criteria()).limit(1)
 
 
 class ProcessLogRepo(Repo):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Unpack
 
-from sqlalchemy import Row, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Row, Select, bindparam, func, select
 
 from memory.models import OpenQuestion, utcnow
 from memory.repositories.base import Repo, prepared, table_of
@@ -26,16 +26,21 @@ def _open_lines(limited: bool) -> Select[Unpack[tuple[Any, ...]]]:
     return q.limit(bindparam("limit")) if limited else q
 
 
+def _resolved_before_criteria() -> tuple[ColumnElement[bool], ...]:
+    """The questions resolved before the bound `before` (what `purge_resolved` deletes, and its Core check)."""
+    c = table_of(OpenQuestion).c
+    return c.status == "resolved", c.resolved_at < bindparam("before")
+
+
 @prepared
 def _resolved_before() -> Select[OpenQuestion]:
-    return select(OpenQuestion).where(OpenQuestion.status == "resolved", OpenQuestion.resolved_at < bindparam("before"))
+    return select(OpenQuestion).where(*_resolved_before_criteria())
 
 
 @prepared
 def _any_resolved_before() -> Select[int]:
     """Core: whether `_resolved_before` finds anything (its first id)."""
-    c = table_of(OpenQuestion).c
-    return select(c.id).where(c.status == "resolved", c.resolved_at < bindparam("before")).limit(1)
+    return select(table_of(OpenQuestion).c.id).where(*_resolved_before_criteria()).limit(1)
 
 
 class QuestionRepo(Repo):

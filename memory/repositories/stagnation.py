@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Insert, Select, Update, bindparam, exists, func, insert, select, update
 
 from memory.models import AntiStagnationMetric, Feed, Goal, MemoryItem, Note, Task
-from memory.repositories.base import Repo, insert_values, prepared, table_of
+from memory.repositories.base import Repo, insert_values, none_of, one_of, prepared, table_of
 from memory.repositories.feeds import FEED_SOURCE
 from memory.repositories.goals import CLOSED_TASK_STATUSES
 
@@ -55,14 +55,14 @@ def _escalation_facts(kb_tiers: tuple[str, ...], flashback_tiers: tuple[str, ...
     """Core: `EscalationFacts` in one statement of scalar subqueries (each as its own query would read it)."""
     items, notes, feeds = table_of(MemoryItem).c, table_of(Note).c, table_of(Feed).c
     tasks, goals = table_of(Task).c, table_of(Goal).c
-    open_task = (tasks.archived_at.is_(None), tasks.status.notin_(CLOSED_TASK_STATUSES))
+    open_task = (tasks.archived_at.is_(None), none_of(tasks.status, CLOSED_TASK_STATUSES))
     task_order = (tasks.pinned.desc(), tasks.priority.desc(), tasks.id)
     active_goal = (goals.archived_at.is_(None), goals.status == "active")
     goal_order = (goals.priority.desc(), goals.id)
     first_open = select(tasks.id).where(*open_task).order_by(*task_order).limit(2).subquery()
     return select(
-        exists().where(items.status == "active", items.tier.in_(kb_tiers)).label("kb"),
-        exists().where(items.status == "active", items.tier.in_(flashback_tiers)).label("flashback"),
+        exists().where(items.status == "active", one_of(items.tier, kb_tiers)).label("kb"),
+        exists().where(items.status == "active", one_of(items.tier, flashback_tiers)).label("flashback"),
         select(func.count(notes.id)).where(notes.source == FEED_SOURCE, notes.read.is_(False))
         .scalar_subquery().label("unread_feed_items"),
         exists().where(feeds.status == "active").label("active_feeds"),

@@ -30,6 +30,15 @@ def _method_lines() -> Select[Unpack[tuple[Any, ...]]]:
 
 
 @prepared
+def _count_strategy_uses() -> Update:
+    """Core: the named strategies' uses and helps counted up, in one statement (the escalation counts them every
+    tick it adds a mechanism)."""
+    c = table_of(StagnationStrategy).c
+    return (update(table_of(StagnationStrategy)).where(c.name.in_(bindparam("names", expanding=True)))
+            .values(uses=c.uses + bindparam("used"), helped=c.helped + bindparam("helped")))
+
+
+@prepared
 def _count_use() -> Update:
     table = table_of(ThinkingMethod)
     return update(table).where(table.c.id == bindparam("method_id")).values(uses=bindparam("new_uses"))
@@ -74,10 +83,7 @@ class StrategyRepo(NamedRowRepo):
         names = list(names)
         if not names:
             return
-        for row in self.session.scalars(select(StagnationStrategy).where(StagnationStrategy.name.in_(names))).all():
-            row.uses += int(used)
-            row.helped += int(helped)
-        self.session.flush()
+        self.core(_count_strategy_uses(), {"names": names, "used": int(used), "helped": int(helped)})
 
 
 class ThinkingMethodRepo(NamedRowRepo):

@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memory.db import Database
-from memory.models import MemoryItem
 from memory.repositories import Repos
+from memory.repositories.items import ItemLike
 from memory.retrieval.embeddings import Embedder
 from memory.retrieval.lexical import CorpusSample
 from memory.retrieval.settings import RetrievalSettings
@@ -63,16 +63,16 @@ def record_texts(text: str, author: str = "", title: str = "") -> tuple[str, str
     return prefix, text or "", chunks(text or "")
 
 
-def item_texts(item: MemoryItem) -> tuple[str, str, list[str]]:
+def item_texts(item: ItemLike) -> tuple[str, str, list[str]]:
     return record_texts(item.text, item.author, item.title)
 
 
-def expansion_of(item: MemoryItem) -> str:
+def expansion_of(item: ItemLike) -> str:
     """The item's index-time expansion (memory/expansion.py), which gets a vector of its own after its parts'."""
     return str((item.meta or {}).get("expansion") or "")
 
 
-def texts_key(item: MemoryItem) -> str:
+def texts_key(item: ItemLike) -> str:
     """A digest of the texts an item's vectors are made from, the same in every process."""
     prefix, body, parts = item_texts(item)
     extra = (expansion,) if (expansion := expansion_of(item)) else ()
@@ -147,7 +147,7 @@ class EmbeddingCache:
                 self.text_vectors.popitem(last=False)
         return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
-    def embed_items(self, items: list[MemoryItem]) -> list[np.ndarray]:
+    def embed_items(self, items: Sequence[ItemLike]) -> list[np.ndarray]:
         """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
         documents = [(p, b, tuple(c)) for p, b, c in (item_texts(item) for item in items)]
         with self._lock:  # (the embedding below runs outside the index's lock: the write journal's replay)
@@ -264,7 +264,7 @@ class RetrievalCaches:
 
     # ---- kept in step by the write journal ---------------------------------------------------------------
 
-    def forget(self, changed: Iterable[int], rows: Iterable[MemoryItem]) -> None:
+    def forget(self, changed: Iterable[int], rows: Iterable[ItemLike]) -> None:
         """Drop what ranking keeps of changed items, and the positions they hold or held (a new turn fills one)."""
         for item_id in changed:
             self.ranked.pop(item_id, None)

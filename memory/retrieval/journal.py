@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from memory.db import Database
-from memory.models import MemoryItem
 from memory.repositories import Repos
+from memory.repositories.items import ItemLike
 from memory.retrieval.caches import EmbeddingCache, RetrievalCaches, texts_key, timestamp
 from memory.retrieval.embeddings import Embedder
 from memory.retrieval.vector_store import VectorStore
@@ -40,7 +41,7 @@ FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded 
 EMBED_BATCH = 256  # changed items embedded (and their vectors stored) at a time
 
 
-def record_meta(item: MemoryItem) -> dict[str, Any]:
+def record_meta(item: ItemLike) -> dict[str, Any]:
     """An item's Chroma metadata (what a vector search filters by): `happened` is its event time, else its record
     time (memory/event_time.py)."""
     return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": timestamp(item.created_at),
@@ -123,7 +124,7 @@ class WriteJournal:
             if chroma_at == 0 and head:  # a new collection, or one whose first fill was cut short: page through all
                 return self._backfill(repos, head, progress)
             changed = repos.items.changed_since(since, head) if head > since else []
-            rows = repos.items.many(changed)
+            rows = repos.items.lines(changed)  # plain rows: read only, by the same names
             embedded_here = (changed if since == chroma_at else repos.items.changed_since(chroma_at, head)) \
                 if head > chroma_at else []  # (the same range when the in-process state is where Chroma is)
             live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
@@ -164,7 +165,7 @@ class WriteJournal:
             self.pending_head, caches.applied = head, head
         return done
 
-    def _queue_vectors(self, repos: Repos, items: list[MemoryItem], removed: list[int], progress: bool = False,
+    def _queue_vectors(self, repos: Repos, items: Sequence[ItemLike], removed: list[int], progress: bool = False,
                        done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
         """Store the vectors of changed items and queue their Chroma records. An item whose texts did not change
         (a neighbour's context, its status) keeps its vectors: only its metadata is queued, or, when another
@@ -178,7 +179,7 @@ class WriteJournal:
                 self.pending.pop(str(item_id), None)
                 self.written.pop(item_id, None)
                 self.caches.vectors.pop(item_id, None)
-            fresh: list[MemoryItem] = []
+            fresh: list[ItemLike] = []
             for item in items:
                 if self.written.get(item.id) == texts_key(item):
                     record = str(item.id)

@@ -190,6 +190,39 @@ def test_a_finished_tick_is_remembered_only_while_its_checkpoint_is_the_newest(t
     assert first.tick()["tick"] == 3 and len(fake.calls) == answers  # resumed: the kept answer, no new call
 
 
+COUNTER = """name: counter
+description: counts in a playbook variable
+loop: true
+inputs:
+  step: {type: integer, default: 1}
+start: count
+nodes:
+  - id: count
+    type: set
+    assign:
+      n: "(n | default(0)) + step"
+    next: END
+"""
+
+
+def test_the_state_a_tick_leaves_is_its_checkpoint_s_values(tmp_path, agent_factory):
+    """The state an agent keeps after a tick (its start with each step's update applied, not LangGraph's values
+    stream) is, field for field, what the checkpoint holds: on a new thread, tick after tick, and where the `vars`
+    reducer merges a playbook's inputs and its `set` steps."""
+    fake = FakeLLM("fake", responses=lambda p: f"Thought {len(p)}.\nEmotions: curiosity:3 (tides)")
+    agent = agent_factory(fake, checkpointer=open_sqlite_saver(tmp_path / "cp.sqlite"))
+    for _ in range(3):
+        left = agent.tick()
+        assert agent._finished is not None and left == agent.graph.get_state(agent.config).values
+    assert left["tick"] == 3 and left["self_emotions"]
+    (tmp_path / "counter.yaml").write_text(COUNTER, encoding="utf-8")
+    counter = agent_factory(fake, playbook=str(tmp_path / "counter.yaml"), checkpointer="sqlite", thread_id="count")
+    for inputs, n in ((None, 1), ({"step": 2}, 3), (None, 5)):
+        left = counter.tick(inputs=inputs)
+        assert counter._finished is not None and left == counter.graph.get_state(counter.config).values
+        assert left["vars"]["n"] == n
+
+
 def test_checkpoints_are_pruned(tmp_path, agent_factory):
     saver = open_sqlite_saver(tmp_path / "cp.sqlite")
     agent = agent_factory(FakeLLM("fake", responses=lambda p: f"thought {len(p)}"), checkpointer=saver)

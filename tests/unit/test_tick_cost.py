@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from datetime import timedelta
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from tests.fakes.llm import FakeLLM
 from memory import Database
@@ -220,3 +220,48 @@ def test_an_answer_kept_by_a_killed_run_is_reused_and_its_rows_updated(tmp_path)
     state = agent.tick()  # and the next tick is a first run again
     assert state["tick"] == 3 and agent.services.reads.first_run("main", 3)
     agent.close()
+
+
+def test_a_new_turn_is_one_insert_held_by_the_session_and_its_neighbour_learns_it(tmp_path):
+    """A turn's new item: one Core INSERT (no read back), the session holds it as the ORM would; the item before it
+    learns its text in one UPDATE — also as the unit holds that item — and both are in the full-text index."""
+    from memory.models import MemoryItem
+    from memory.store import record_turn
+
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        first = record_turn(repos, ref="msg:1", text="The heron waits at the pier.", author="Ann", episode="e").id
+    with db.unit() as repos:
+        held = repos.items.get(first)  # the unit holds the item before the new one
+        assert held is not None and held.context_after == ""
+        with statements(db) as sent:
+            item = record_turn(repos, ref="msg:2", text="It caught a fish at dawn.", author="Bob", episode="e")
+        assert [s.split()[0] for s in sent if s.startswith(("INSERT INTO memory_items", "UPDATE memory_items"))] == \
+            ["UPDATE", "INSERT"]
+        assert not any(s.startswith("SELECT") and "memory_items.id = ?" in s for s in sent)  # nothing read back
+        with statements(db) as read:  # every column is held: none is loaded
+            columns = {column.key: getattr(item, column.key) for column in MemoryItem.__table__.columns}
+        assert read == [] and columns["event_at"] is None and columns["episode"] == "e"
+        assert repos.items.get(item.id) is item and item.seq == 1 and item.status == "active"
+        assert item.context_before == "Ann: The heron waits at the pier."
+        assert held.context_after == "Bob: It caught a fish at dawn."  # as the unit holds it
+        item.importance = 0.9  # a change to the held item is flushed like any other
+    with db.unit() as repos:
+        stored = repos.items.get(item.id)
+        assert stored is not None and stored.importance == 0.9 and stored.meta == {} and stored.tags == []
+        before = repos.session.get(MemoryItem, first)
+        assert before is not None and before.context_after == "Bob: It caught a fish at dawn."
+        found = {row for row, in repos.session.execute(text("SELECT rowid FROM memory_fts WHERE memory_fts MATCH 'fish'"))}
+        assert found == {first, item.id}  # the new item's words, and its neighbour's context
+
+
+def test_an_in_over_fixed_values_is_plain_bound_values():
+    from sqlalchemy import select
+
+    from memory.models import Note
+    from memory.repositories.base import none_of, one_of, table_of
+
+    c = table_of(Note).c
+    sql = str(select(c.id).where(one_of(c.source, ("user", "cli")), none_of(c.text, ("a",))))
+    assert "POSTCOMPILE" not in sql and "notes.source IN (:param_1, :param_2)" in sql
+    assert "(notes.text NOT IN (:param_3))" in sql
