@@ -60,7 +60,7 @@ from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playb
 from graph.services import checkpoint_path, open_services
 from persona.settings import Overrides
 from nodes import AnimaContext, Services
-from nodes.state import STATE_FIELDS, TickState, TickValues, merge_vars
+from nodes.state import STATE_FIELDS, STATE_REDUCERS, TickState, TickValues
 from nodes.quarantine import quarantine_tick
 from nodes.stelis.threads import StelisResult, recover_orphans
 
@@ -286,13 +286,17 @@ class Agent:
 
 
 def _updated(values: dict[str, Any] | None, update: dict[str, Any]) -> dict[str, Any] | None:
-    """`values` with one step's (or the input's) `update` applied as the state's channels apply it: `vars` merged
-    (`merge_vars`, its reducer), every other field replaced; None (not known) for anything else — a field the state
-    does not have — or when `values` is not known."""
+    """`values` with one step's (or the input's) `update` applied as the state's channels apply it: a field with a
+    reducer (`STATE_REDUCERS`, e.g. `vars`) merged by it, every other field replaced; None (not known) for anything
+    else — a field the state does not have — or when `values` is not known."""
     if values is None or not STATE_FIELDS.issuperset(update):
         return None
     found = {**values, **update}
-    found["vars"] = merge_vars(values.get("vars"), update["vars"]) if "vars" in update else values.get("vars") or {}
+    for name, reducer in STATE_REDUCERS.items():
+        if name in update:
+            found[name] = reducer(values.get(name), update[name])
+        elif found.get(name) is None:
+            found[name] = reducer(None, None)
     return found
 
 

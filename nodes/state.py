@@ -8,9 +8,9 @@ has run in the current tick (`update_process_log` empties them at the start of e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_origin, get_type_hints
 
 from typing_extensions import TypedDict
 
@@ -296,6 +296,15 @@ class TickState:
 
 
 STATE_FIELDS = frozenset(f.name for f in fields(TickState))
+
+
+def _reducers() -> dict[str, Callable[[Any, Any], Any]]:
+    hints = get_type_hints(TickState, include_extras=True)
+    return {name: meta for name, hint in hints.items() if get_origin(hint) is Annotated
+            for meta in hint.__metadata__ if callable(meta)}
+
+
+STATE_REDUCERS = _reducers()  # field → its reducer (`Annotated[…, reducer]`), as LangGraph's channels apply them
 
 
 class TickValues(TypedDict, total=False):
