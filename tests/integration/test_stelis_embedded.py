@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from graph.agent import build_agent
+from persona.settings import Settings
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-WINDOW = 8192
+WINDOW = Settings.model_fields["embedded_context_window"].default  # the embedded model's default window
 
 
 def test_deep_work_on_the_embedded_model(tmp_path):
