@@ -151,7 +151,10 @@ def test_the_last_prompts_layers_with_the_budget_and_what_was_dropped(web):
     assert layers["tick"] == 1 and layers["budget_tokens"] == context["budget_tokens"]
     assert [layer["layer"] for layer in layers["layers"]] == [layer["layer"] for layer in context["layers"]]
     assert "identity" in [layer["layer"] for layer in layers["layers"]]
-    assert layers["used_tokens"] == sum(layer["tokens"] for layer in context["layers"]) and layers["dropped"] == []
+    assert layers["used_tokens"] == sum(layer["tokens"] for layer in context["layers"])
+    # nothing left out whole: at this window the command guide only takes its smaller form, and the page says so
+    assert layers["dropped"] == context["dropped"] and [d.split(":")[0] for d in layers["dropped"]] == ["commands"]
+    assert "shrunk to a smaller form" in layers["dropped"][0] and "commands" in [layer["layer"] for layer in layers["layers"]]
     with web.agent.services.db.unit() as repos:
         row = repos.ticks.get("main", 1)
         row.summary = {**row.summary, "context": {**context, "dropped": ["recent: oldest item (120 tokens)"]}}
