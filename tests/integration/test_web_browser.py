@@ -110,7 +110,10 @@ def test_controls_choose_the_model_and_change_a_priority(page, loop):
     row.get_by_role("button", name="Think with it").click()
     expect(row.get_by_test_id("selected-llm")).to_have_text("chosen", timeout=5_000)
     row.get_by_role("spinbutton").fill("77")
-    row.get_by_role("button", name="Save").click()
+    # the typed 77 is in the field before the server answers: wait for the save itself, then for its fragment
+    with page.expect_response(lambda r: r.url == loop.url + "/controls/llms/server" and r.request.method == "POST") as saved:
+        row.get_by_role("button", name="Save").click()
+    assert saved.value.ok, saved.value.status
     expect(page.locator('#llm-models tr[data-llm="server"]').get_by_role("spinbutton")).to_have_value("77")
     screenshot(page, "controls-models")
     page.reload()  # saved in the data dir, not in the page
