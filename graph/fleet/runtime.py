@@ -228,9 +228,8 @@ class WorkerRuntime:
                 persona.cycles._reap_stopped()
             for task_id in cycles:
                 self._scheduler().task_tick(persona.name, task_id)
-            if services.memory is not None and services.settings.memory.follow_up and \
-                    not services.memory.follow_up.idle():
-                self._follow_up(persona)
+            if services.memory is not None and services.settings.memory.follow_up:
+                self._follow_up(persona)  # its first read says whether there is anything to follow up
             with self.fleet.registry(each=True) as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
