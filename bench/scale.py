@@ -6,7 +6,10 @@ model server and `run.py worker` processes. Prints JSON:
   `--warmup` seconds more: the window measures warm ticks; `warm_after_s` says how long the opening took), p50/p95
   of a tick's own time (its row's start to finish, minus the model's time: the orchestration, SQL, embedding and
   Chroma cost of a tick) and of a tick job's whole time (tick plus the job engine and the chain), and the workers'
-  own CPU per tick (`worker_cpu_ms_per_tick`: user + system time of the worker processes over the window);
+  own CPU per tick (`worker_cpu_ms_per_tick`: user + system time of the worker processes over the window), and the
+  statements and transactions PostgreSQL ran per tick over the window (`statements_per_tick`: pg_stat_statements'
+  calls, BEGIN/COMMIT/SET included; `transactions_per_tick`: pg_stat_database's commits and rollbacks — every client
+  of the database, the job engine's included);
 - takeover: two workers, one killed with -9 in the middle of a tick — seconds until the persona whose tick it was
   finishes its next tick on the other, and how many human notes were lost and commands executed twice (0 and 0).
 
@@ -90,6 +93,18 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def server_counts(fleet: Fleet) -> tuple[int, int]:
+    """(statements, transactions) PostgreSQL has run in the deployment's database so far."""
+    with fleet.engine.connect() as connection:
+        statements = connection.exec_driver_sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+                                                 "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = "
+                                                 "current_database())").scalar()
+        connection.exec_driver_sql("SELECT pg_stat_clear_snapshot()")
+        transactions = connection.exec_driver_sql("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                                                   "WHERE datname = current_database()").scalar()
+    return int(statements or 0), int(transactions or 0)
+
+
 def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int, warmup: float, window: float) -> dict:
     cache = base / f"cache-{workers}"
     cache.mkdir()
@@ -105,9 +120,12 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
         start_ticks, start_at = total_ticks(fleet), datetime.now(timezone.utc)
         logs_before = [len(procs.log(i)) for i in range(workers)]
         cpu_before = sum(cpu_s(p.pid) for p in procs.procs)
+        counts_before = server_counts(fleet)
         time.sleep(window)
         end_ticks, end_at = total_ticks(fleet), datetime.now(timezone.utc)
         cpu_used = sum(cpu_s(p.pid) for p in procs.procs) - cpu_before
+        # both ends alike: PostgreSQL publishes a backend's transaction counts up to a second late
+        statements, transactions = (after - before for after, before in zip(server_counts(fleet), counts_before))
         memory = [rss_mb(p.pid) for p in procs.procs]
         jobs = [t for i in range(workers) for t in job_times(procs.log(i)[logs_before[i]:])]
     costs = tick_costs(fleet, names, start_at, end_at)
@@ -117,6 +135,8 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
               "tick_overhead_ms": {"p50": pct(costs, 0.5), "p95": pct(costs, 0.95), "n": len(costs)},
               "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)},
               "worker_cpu_ms_per_tick": round(cpu_used * 1000 / max(1, end_ticks - start_ticks), 1),
+              "statements_per_tick": round(statements / max(1, end_ticks - start_ticks), 1),
+              "transactions_per_tick": round(transactions / max(1, end_ticks - start_ticks), 1),
               "worker_rss_mb": memory, "load_average": round(os.getloadavg()[0], 2)}
     say(json.dumps(result))
     return result
@@ -189,11 +209,14 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="anima-scale-"))
     out: dict = {"personas": args.personas, "machine_cores": os.cpu_count(),
                  "llm": "scripted server, instant", "runs": []}
-    with postgres_server() as pg_url, chroma_server() as chroma_url, scripted_llm_server() as llm:
+    with postgres_server({"shared_preload_libraries": "pg_stat_statements"}) as pg_url, chroma_server() as chroma_url, \
+            scripted_llm_server() as llm:
         llm.script(default={"do": "stream", "text": THOUGHT}, record=False)
         persona = write_persona(base / "persona", pause_s=0.0)
         deployment = Deployment.open(pg_url)
         fleet = deployment.fleet
+        with fleet.engine.begin() as connection:
+            connection.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         started = time.monotonic()
         for number, name in enumerate(names, 1):
             deployment.add(name, persona)

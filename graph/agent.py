@@ -138,6 +138,14 @@ class Agent:
             return cast(TickValues, dict(finished))
         return cast(TickValues, dict(self.graph.get_state(self.config).values))
 
+    def finished_state(self) -> TickValues:
+        """`state()` right after `stream` ran a loop tick to its end here: the state it left, without asking again
+        whether its checkpoint is the thread's newest (the stream's end just did, and nothing else runs this thread
+        meanwhile: a fleet worker's job holds the persona's lock); otherwise `state()`."""
+        if self._finished is not None:
+            return cast(TickValues, dict(self._finished[1]))
+        return self.state()
+
     @property
     def interrupted(self) -> bool:
         """True when the last tick or run stopped between steps (Ctrl-C or a kill) and will resume."""

@@ -4,11 +4,13 @@ The write (a tick's `write_memory`, a command, the web) commits the row, its ful
 right after, its vectors — a bounded amount of work whatever the text's length (memory/text.py `chunks`: the whole
 text and at most 12 sentence groups). Everything else a new memory needs runs here, in one background thread of the
 process that holds the index (`FollowUp.start`: the loop's; a fleet worker's indexing job calls `run_pending`
-instead), item by item in the order they were written, each step in its own short transaction:
+instead), item by item in the order they were written, a page at a time (the page read and its event times set in
+one short transaction, one sync of the vectors and one move of the cursor after it):
 
 1. its event time, when its text says when (memory/event_time.py; every tier but the knowledge base's chunks);
 2. in the tiers where facts live (`FACT_TIERS`), the older memories it updates or contradicts, marked superseded
-   (memory/updates.py: kept, restorable, ranked lower, chained both ways);
+   (memory/updates.py: kept, restorable, ranked lower, chained both ways) — searched for only when its text holds
+   a name or a frame word, without which it could replace nothing (`may_supersede`);
 3. a long text's vectors past what the write embedded: windows of `DEEP_CHARS` over all of it, `DEEP_BATCH` at a
    time, stored with its other vectors (a 300,000-character paste is found by any of its parts, not only the
    sentences the write sampled);
@@ -34,7 +36,7 @@ from memory.db import Database
 from memory.event_time import event_time
 from memory.retrieval.caches import RetrievalCaches, expansion_of, item_texts, texts_key
 from memory.retrieval.embeddings import Embedder
-from memory.updates import supersede_older
+from memory.updates import Statement, supersede
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,18 @@ class FollowedIndex(Protocol):
     def sync(self, progress: bool = False, flush: bool = False) -> int: ...
 
     def search(self, query: Any, **kwargs: Any) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What the follow-up's steps need of a memory, read with its page."""
+
+    id: int
+    tier: str
+    text: str
+    created: datetime | None
+    status: str
+    author: str
 
 
 @dataclass
@@ -142,22 +156,31 @@ class FollowUp:
     # ---- one pass --------------------------------------------------------------------------------------------
 
     def run_pending(self, limit: int | None = None, stop: threading.Event | None = None) -> FollowUpReport:
-        """Follow up the memories written since the last pass (at most `limit`), oldest first."""
+        """Follow up the memories written since the last pass (at most `limit`), oldest first, a page at a time: the
+        page read and its event times in one transaction, then each item's other steps, then one sync and the cursor
+        moved past what was done (a failure leaves it after the last item done: that item is tried again)."""
         report = FollowUpReport()
         with self._running:
             while limit is None or report.looked_at < limit:
+                room = PAGE if limit is None else min(PAGE, limit - report.looked_at)
                 with self.index.db.unit() as repos:
                     cursor = repos.config.follow_up_cursor
-                    page = [item.id for item in repos.items.after(cursor, PAGE)]
-                if not page:
+                    page = [self._read(item, report, repos) for item in repos.items.after(cursor, room)]
+                done = cursor
+                try:
+                    for item in page:
+                        if stop is not None and stop.is_set():
+                            return report
+                        self._follow_up_read(item, report)
+                        done = item.id
+                        report.looked_at += 1
+                finally:
+                    if done != cursor:
+                        self.index.sync()
+                        with self.index.db.unit() as repos:
+                            repos.config.follow_up_cursor = done
+                if len(page) < room:
                     break
-                for item_id in page[: None if limit is None else limit - report.looked_at]:
-                    if stop is not None and stop.is_set():
-                        return report
-                    self.follow_up(item_id, report)
-                    with self.index.db.unit() as repos:
-                        repos.config.follow_up_cursor = item_id
-                    report.looked_at += 1
         return report
 
     def follow_up(self, item_id: int, report: FollowUpReport | None = None) -> FollowUpReport:
@@ -167,20 +190,30 @@ class FollowUp:
             item = repos.items.many([item_id]).get(item_id)
             if item is None or item.status == "deleted":
                 return report
-            tier, text, created, status, author = item.tier, item.text or "", item.created_at, item.status, item.author
-            if item.event_at is None and tier not in NO_EVENT_TIERS and \
-                    (found := event_time(text, created or datetime.now(timezone.utc))) is not None:
-                repos.items.set_event_time(item, found.at, found.phrase, found.precision)
-                report.event_times += 1
-        if tier in FACT_TIERS and status == "active":
-            report.superseded += [(s.older, s.newer) for s in supersede_older(self.index, item_id)]
-        if self.expander is not None and tier in FACT_TIERS and not self._expanded(item_id):
-            report.expanded += self.expand(item_id, text, author or "", created)
-            self.index.sync()  # its vectors, with the expansion's
-        if len(text) > LONG_TEXT:
-            report.deep_windows += self.deepen(item_id)
+            read = self._read(item, report, repos)
+        self._follow_up_read(read, report)
         self.index.sync()
         return report
+
+    def _read(self, item: Any, report: FollowUpReport, repos: Any) -> "_Read":
+        """Step 1 (its event time, set in the caller's unit) and what the other steps need of the item."""
+        read = _Read(item.id, item.tier, item.text or "", item.created_at, item.status, item.author or "")
+        if item.event_at is None and read.tier not in NO_EVENT_TIERS and \
+                (found := event_time(read.text, read.created or datetime.now(timezone.utc))) is not None:
+            repos.items.set_event_time(item, found.at, found.phrase, found.precision)
+            report.event_times += 1
+        return read
+
+    def _follow_up_read(self, item: "_Read", report: FollowUpReport) -> None:
+        """Steps 2-4 for an item `_read` has read (the caller syncs after)."""
+        if item.tier in FACT_TIERS and item.status == "active":
+            found = supersede(self.index, Statement(item.id, item.author, item.text, item.created), item.tier)
+            report.superseded += [(s.older, s.newer) for s in found]
+        if self.expander is not None and item.tier in FACT_TIERS and not self._expanded(item.id):
+            report.expanded += self.expand(item.id, item.text, item.author, item.created)
+            self.index.sync()  # its vectors, with the expansion's
+        if len(item.text) > LONG_TEXT:
+            report.deep_windows += self.deepen(item.id)
 
     def _expanded(self, item_id: int) -> bool:
         with self.index.db.reading() as reads:

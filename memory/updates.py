@@ -151,26 +151,44 @@ def chain(repos: Any, item_id: int) -> list[int]:
     return seen
 
 
+def may_supersede(text: str) -> bool:
+    """Whether a statement could replace any other at all: `supersedes` needs a name or a frame word the two share,
+    so one the newer statement holds itself ("entry 5", "a quiet evening" replace nothing, and are not searched for)."""
+    content = _content(text)
+    return bool(content & FRAME_WORDS) or any(e.startswith("n:") for e in content)
+
+
 def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[Supersession]:
     """The write-time check (a background job's, never the tick's): the item's closest memories by the hybrid
     search, the older ones by the same author, and those it updates marked superseded (`mark`), in one unit."""
-    from memory.retrieval.ranker import Query
-
     with index.db.unit() as repos:
         row = repos.items.many([item_id]).get(item_id)
         if row is None or row.status != "active":
             return []
         newer = Statement(row.id, row.author, row.text, row.created_at)
         tier = row.tier
-    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={item_id}, mmr_lambda=1.0,
-                                distinct=False))
+    found = supersede(index, newer, tier, candidates=candidates)
+    if found:
+        index.sync()
+    return found
+
+
+def supersede(index: Any, newer: Statement, tier: str, *, candidates: int = 10) -> list[Supersession]:
+    """`supersede_older` for an active item its caller has just read (the follow-up reads a page of them at once),
+    marked but not synced (the caller syncs once for all it followed up). No search for a statement that could
+    replace nothing (`may_supersede`)."""
+    from memory.retrieval.ranker import Query
+
+    if not may_supersede(newer.text):
+        return []
+    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={newer.item_id}, mmr_lambda=1.0,
+                              distinct=False))
     older = [Statement(h.item.id, h.item.author, h.item.text, h.item.created_at) for h in hits
-             if h.item.id < item_id and h.item.status == "active"]
+             if h.item.id < newer.item_id and h.item.status == "active"]
     found = find_superseded(newer, older)
     if found:
         with index.db.unit() as repos:
             mark(repos, found)
-        index.sync()
     return found
 
 

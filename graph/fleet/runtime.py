@@ -218,19 +218,19 @@ class WorkerRuntime:
                 return IDLE_POLL_S
             for mode, data in agent.stream(None, events=True):
                 persona.journal(mode, data)
-            state = agent.state()
+            state = agent.finished_state()
             with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
                 persona.extra["session_digest"] = Managers(repos).sessions.checkpoint(  # goals, tasks: if changed
                     self._session(persona, repos), persona.extra.get("session_digest"))
-                reap = bool(repos.tasks.with_repl_status("stopped"))
-                cycles = [task.id for task in repos.tasks.running_cycles()]
+                cycling = repos.tasks.with_repl_statuses(("stopped", "running"))
+                reap = any(task.repl_status == "stopped" for task in cycling)
+                cycles = [task.id for task in cycling if task.repl_status == "running"]
             if reap:
                 persona.cycles._reap_stopped()
             for task_id in cycles:
                 self._scheduler().task_tick(persona.name, task_id)
-            if services.memory is not None and services.settings.memory.follow_up and \
-                    not services.memory.follow_up.idle():
-                self._follow_up(persona)
+            if services.memory is not None and services.settings.memory.follow_up:
+                self._follow_up(persona)  # its first read says whether there is anything to follow up
             with self.fleet.registry(each=True) as registry:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:

@@ -7,7 +7,7 @@ for with `include_archived=True`; `restore` brings it back as it was.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, Unpack
 
@@ -276,7 +276,12 @@ class TaskRepo(_ArchivableRepo):
         return self.with_repl_status("running", include_archived)
 
     def with_repl_status(self, status: str, include_archived: bool = False) -> builtins.list[Task]:
-        q = self._unless_archived(select(Task).where(Task.repl_status == status), include_archived)
+        return self.with_repl_statuses((status,), include_archived)
+
+    def with_repl_statuses(self, statuses: Sequence[str], include_archived: bool = False) -> builtins.list[Task]:
+        """Tasks whose sub-cycle is in any of these states, in one query (a fleet worker's job asks for the running
+        and the stopped ones after every tick)."""
+        q = self._unless_archived(select(Task).where(Task.repl_status.in_(list(statuses))), include_archived)
         return list(self.session.scalars(q.order_by(Task.id)).all())
 
     def open_lines(self, limit: int = 50) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:

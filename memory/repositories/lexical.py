@@ -151,12 +151,12 @@ class LexicalRepo(Repo):
                 _sql(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
                 {f"t{n}": t for n, t in enumerate(terms)})}
             return {t: int(got.get(t, 0)) for t in terms}
-        found = {}
-        for term in terms:
-            found[term] = int(self._conn.execute(_sql(
-                f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE document @@ to_tsquery('simple', :t) LIMIT :cap) m"),
-                {"t": _tsquery_term(term), "cap": cap}).scalar() or 0)
-        return found
+        counted = self._conn.execute(_sql(  # every term in one statement (one round trip), each count capped
+            f"SELECT t.n, (SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE document @@ to_tsquery('simple', t.q) "
+            "LIMIT :cap) m) FROM unnest(CAST(:qs AS text[])) WITH ORDINALITY AS t(q, n)"),
+            {"qs": [_tsquery_term(term) for term in terms], "cap": cap})
+        by_position = {int(n): int(count or 0) for n, count in counted}
+        return {term: by_position.get(n, 0) for n, term in enumerate(terms, 1)}
 
     def candidates(self, terms: list[str], limit: int) -> list[int]:
         """Item ids of the documents that hold any of `terms`, best first by the engine's own ranking (FTS5's bm25,

@@ -68,8 +68,9 @@ def llama_cpp_server(model_path: Path, port: int | None = None, extra: tuple[str
 
 
 @contextmanager
-def postgres_server():
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl; as root, via the postgres user)."""
+def postgres_server(settings: dict[str, str] | None = None):
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl; as root, via the postgres user); `settings`:
+    server settings given at start (`-c name=value`, e.g. shared_preload_libraries for bench/scale.py)."""
     import pwd
     import shutil
     import tempfile
@@ -90,10 +91,12 @@ def postgres_server():
         os.chown(data, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
     port = free_port()
+    options = "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
     subprocess.run([*prefix, str(initdb), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
                    check=True, capture_output=True, timeout=120)
     subprocess.run([*prefix, pg_ctl, "-D", str(data), "-w", "-t", "60", "-l", str(data / "log"),
-                    "-o", f"-p {port} -h 127.0.0.1 -k {data}", "start"], check=True, capture_output=True, timeout=120)
+                    "-o", f"-p {port} -h 127.0.0.1 -k {data}{options}", "start"], check=True, capture_output=True,
+                   timeout=120)
     try:
         subprocess.run([*prefix, "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c",
                         "CREATE DATABASE anima"], check=True, capture_output=True, timeout=60)

@@ -400,6 +400,15 @@ def test_a_tick_job_follows_up_its_new_memories_itself(pg_url, chroma_url, scrip
             assert reads.diary.list(limit=5)  # (the scripted thought's command ran)
         assert memory.collection.count() == newest  # and their vectors are on the Chroma server
         assert [job["task"] for job in deployment.scheduler.pending("follow")] == [jobs.TICK]  # its wake tick only
+        with fleet.fence("follow"):  # the next thought updates the first ("Thought 2: …" after "Thought 1: …")
+            assert runtime.tick("follow") is not None
+        with memory.db.reading() as reads:
+            thoughts = [i for i in reads.items.after(0, 20) if i.text.startswith("Thought")]
+            entries = [i for i in reads.items.after(0, 20) if i.text.startswith("entry")]
+            assert reads.config.follow_up_cursor == reads.items.newest_id()
+        assert [(t.status, (t.meta or {}).get("superseded_by")) for t in thoughts] == \
+            [("superseded", thoughts[1].id), ("active", None)]  # marked by the job's follow-up, chained
+        assert [e.status for e in entries] == ["active", "active"]  # "entry 2" replaces nothing (no name, no frame)
     finally:
         runtime.close()
         deployment.close()
