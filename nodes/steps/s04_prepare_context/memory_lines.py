@@ -69,8 +69,9 @@ def _diverse(pool: list[MessageLine], k: int, memory) -> list[int]:
     in the pool's oldest-first order."""
     if len(pool) <= k or memory is None:
         return [m.id for m in pool[-k:]]
-    keep = set(memory.diverse([f"msg:{m.id}" for m in pool], k))
-    return [m.id for m in pool if f"msg:{m.id}" in keep]
+    keys = [f"msg:{m.id}" for m in pool]
+    keep = set(memory.diverse(keys, k))
+    return [m.id for m, key in zip(pool, keys) if key in keep]
 
 
 def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] | None = None) -> str:
