@@ -4,6 +4,30 @@ Schema versioning: `schema_version` holds one row with the version the tables we
 A new database is created at `SCHEMA_VERSION`. An older one is upgraded by the ordered steps in
 `MIGRATIONS` (version -> function taking a Connection), each in its own transaction; a database
 newer than this code is refused with a clear error instead of being written to.
+
+Units of work (`Database.unit()`): one transaction each, committed on success, rolled back on error. A run of the
+graph (`graph/agent.py`, one tick) opens `Database.shared_session()`: its consecutive units take one session, on one
+connection, in turn, instead of a session and a pooled connection each (a tick runs about twenty units; a new session
+and a checkout cost each about what a small query does). Sharing changes no unit's transaction, which is what the
+crash-safety rule ("a killed process or worker resumes without losing a note or running a command twice") rests on:
+- a unit that wrote commits when it ends, as before; one that only read commits nothing (on SQLite, the default, a
+  read opens no transaction: the driver begins one before the first write only), so between two units the shared
+  session holds no lock and no open write — a process killed between them loses nothing a unit had finished;
+- a unit that raises rolls back, as before, and only its own writes: every earlier unit that wrote has committed;
+- a unit opened inside another (the model-call recorder inside a unit that asks a model, say) gets a session of its
+  own, as before: sharing the outer one would commit the outer's writes with the inner's;
+- what the shared session loaded is detached when each unit ends, as a closed session's was, so a unit never sees
+  another's objects (nor a row an earlier unit read, changed since by the web or another process, from its cache);
+- the crash-safety points therefore stay where they were: the tick row's start (`s01`, its attempts count), the
+  model's answer kept with the tick before it is acted on (`s05`), each command with its `executed_commands` row
+  (`s12`), the memory's rows before Chroma follows them (the index syncs in units of its own, after the write
+  committed), the tick's close. Pinned by tests/unit/test_resume_late_note.py (a kill after the answer is kept),
+  test_hardening.py (a tick that keeps killing the process is quarantined; a failed step is never replayed),
+  test_consent.py (an approval is not run twice when the run dies before its commit), test_memory.py (a crash
+  before the Chroma write), test_hmp_rows_33.py (a task cycle cut by a crash), test_llm_failures.py (a stop during
+  the model call), tests/integration/test_kill_after_answer.py (a real kill -9); test_storage.py pins the sharing.
+Only one unit uses the shared session at a time (another thread, or a nested unit, gets its own); PostgreSQL keeps a
+session per unit (its reads run in transactions, which a shared session would hold open between units).
 """
 
 from __future__ import annotations
@@ -11,11 +35,13 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
@@ -509,6 +535,53 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
     return SCHEMA_VERSION
 
 
+class SharedSession:
+    """One session, on one connection, that the consecutive units of work of a run take in turn (module doc):
+    `take` gives it to one unit at a time (None while another holds it), `give_back` detaches what it loaded."""
+
+    def __init__(self, database: "Database"):
+        self.database = database
+        self.connection: Connection | None = None
+        self.session: Session | None = None
+        self._lock = threading.Lock()
+        self._busy = False
+
+    def take(self, database: "Database") -> Session | None:
+        if database is not self.database:
+            return None
+        with self._lock:
+            if self._busy:
+                return None
+            self._busy = True
+        if self.session is None:
+            self.connection = database.engine.connect()
+            self.session = database.sessions(bind=self.connection)
+        return self.session
+
+    def wrote(self) -> bool:
+        """Whether the session's transaction has written (SQLite's driver begins one before the first write only);
+        True when that cannot be told."""
+        pooled = self.connection.connection if self.connection is not None else None
+        return bool(getattr(getattr(pooled, "dbapi_connection", None), "in_transaction", True))
+
+    def give_back(self) -> None:
+        if self.session is not None:
+            self.session.expunge_all()  # as a closed session leaves them: detached
+            self.session.info.pop("actor", None)
+        self._busy = False
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        if self.connection is not None:
+            self.connection.close()
+        self.session = self.connection = None
+
+
+T = TypeVar("T")
+_SHARED: ContextVar[SharedSession | None] = ContextVar("anima_shared_session", default=None)
+
+
 class Database:
     """An engine plus a session factory; `unit()` gives a transaction with every repository.
 
@@ -567,25 +640,77 @@ class Database:
     @contextmanager
     def unit(self, actor: str | None = None) -> Iterator[Repos]:
         """One transaction: committed on success, rolled back on error. `actor` (default "persona") is who the
-        memory history names for what it changes ("human" for the web)."""
-        with self.sessions() as session:
+        memory history names for what it changes ("human" for the web). Inside `shared_session()`, the run's
+        session when no other unit holds it: committed only if the unit wrote (module doc)."""
+        shared = _SHARED.get()
+        session = shared.take(self) if shared is not None else None
+        if shared is None or session is None:
+            with self.sessions() as session:
+                if actor:
+                    session.info["actor"] = actor
+                try:
+                    yield Repos(session)
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+            return
+        try:
             if actor:
                 session.info["actor"] = actor
-            try:
-                yield Repos(session)
+            yield Repos(session)
+            session.flush()
+            if shared.wrote():
                 session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            shared.give_back()
+
+    @contextmanager
+    def shared_session(self) -> Iterator[None]:
+        """Within: this context's consecutive units of work share one session and connection (module doc; a
+        context copied into another thread, as LangGraph's step threads copy it, shares it too, one unit at a
+        time). SQLite only; PostgreSQL keeps a session per unit. Nested: the outer one is used."""
+        if self.is_postgres or _SHARED.get() is not None:
+            yield
+            return
+        shared = SharedSession(self)
+        token = _SHARED.set(shared)
+        try:
+            yield
+        finally:
+            try:
+                _SHARED.reset(token)
+            except ValueError:  # ended from another context (a generator closed by the collector): clear it there
+                _SHARED.set(None)
+            shared.close()
+
+    def sharing(self, items: Iterator[T]) -> Iterator[T]:
+        """`items` (a graph's stream: the steps run as it is iterated) with `shared_session()` around each step."""
+        with self.shared_session():
+            yield from items
 
     @contextmanager
     def reading(self) -> Iterator[Repos]:
         """Repositories for reads only: nothing is committed, so a check that usually finds nothing new costs no
         commit (SQLite: the session's transaction ends when it closes). PostgreSQL: no transaction at all — each
         statement is its own, seeing what was committed before it, as in a READ COMMITTED transaction — which
-        saves the BEGIN and ROLLBACK round trips around it; never write through it."""
-        with self.readers() as session:
+        saves the BEGIN and ROLLBACK round trips around it; never write through it. Inside `shared_session()`
+        (SQLite), the run's session when no unit holds it."""
+        shared = _SHARED.get()
+        session = shared.take(self) if shared is not None else None
+        if shared is None or session is None:
+            with self.readers() as session:
+                yield Repos(session)
+            return
+        try:
             yield Repos(session)
+        finally:
+            if shared.wrote():  # nothing written through it stays, as when its session closed
+                session.rollback()
+            shared.give_back()
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -50,6 +50,56 @@ def test_transaction_rolls_back_on_error(tmp_path):
     db.close()
 
 
+def other_connection_sees(tmp_path) -> list[str]:
+    """The notes another process would see now (its own connection: only what was committed)."""
+    conn = sqlite3.connect(tmp_path / "anima.sqlite")
+    try:
+        return [row[0] for row in conn.execute("SELECT text FROM notes ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_units_in_a_shared_session_keep_their_own_transactions(tmp_path):
+    """A tick's units share one session (memory/db.py), and each still commits what it wrote when it ends, rolls
+    back only its own writes when it fails, and leaves no lock between units: what a killed process had finished
+    stays, as when every unit had a session of its own."""
+    db = Database.open(tmp_path)
+    with db.shared_session():
+        with db.unit() as repos:
+            first = repos.session
+            note = repos.notes.add("kept", source="user")
+        assert other_connection_sees(tmp_path) == ["kept"]  # committed at the unit's end
+        assert inspect(note).detached  # what the unit loaded is detached, as a closed session leaves it
+        with pytest.raises(RuntimeError):
+            with db.unit() as repos:
+                assert repos.session is first  # the same session, taken in turn
+                repos.notes.add("lost", source="user")
+                raise RuntimeError("boom")
+        with db.unit() as repos:
+            assert [n.text for n in repos.notes.unread_incoming()] == ["kept"]  # only the failed unit's write is gone
+            with db.unit() as inner:  # a unit inside another: a session of its own, committed on its own
+                assert inner.session is not first
+                inner.notes.add("inner", source="user")
+            assert other_connection_sees(tmp_path) == ["kept", "inner"]
+        with db.reading() as repos:
+            assert repos.session is first
+            assert repos.notes.count() == 2
+        # nothing held between units: another process writes at once (busy_timeout would make it wait)
+        conn = sqlite3.connect(tmp_path / "anima.sqlite", timeout=0, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")  # the write lock, or "database is locked" at once
+        conn.execute("ROLLBACK")
+        conn.close()
+        outside = Database.open(tmp_path)
+        with outside.unit() as repos:
+            repos.notes.add("from outside", source="cli")
+        outside.close()
+        with db.unit() as repos:
+            assert repos.notes.count() == 3  # and the shared session sees it
+    with db.unit() as repos:
+        assert repos.session is not first  # outside the scope: a session per unit again
+    db.close()
+
+
 def test_message_upsert_is_idempotent(tmp_path):
     db = Database.open(tmp_path)
     with db.unit() as repos:
