@@ -545,12 +545,13 @@ class SharedSession:
         self.session: Session | None = None
         self._lock = threading.Lock()
         self._busy = False
+        self._closed = False
 
     def take(self, database: "Database") -> Session | None:
         if database is not self.database:
             return None
         with self._lock:
-            if self._busy:
+            if self._busy or self._closed:
                 return None
             self._busy = True
         if self.session is None:
@@ -571,6 +572,8 @@ class SharedSession:
         self._busy = False
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
         if self.session is not None:
             self.session.close()
         if self.connection is not None:
@@ -677,13 +680,11 @@ class Database:
             yield
             return
         shared = SharedSession(self)
-        token = _SHARED.set(shared)
+        _SHARED.set(shared)
         try:
             yield
         finally:
-            try:
-                _SHARED.reset(token)
-            except ValueError:  # ended from another context (a generator closed by the collector): clear it there
+            if _SHARED.get() is shared:  # (a stream dropped unfinished may be closed later, from another run)
                 _SHARED.set(None)
             shared.close()
 
