@@ -39,13 +39,14 @@ def _delete_of() -> Delete:
 @prepared
 def _upsert_rows(dialect: str) -> Insert:
     """INSERT … ON CONFLICT (item_id) DO UPDATE: an item's row replaced in one statement (SQLite and PostgreSQL)."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    columns = ("embedder", "texts_key", "parts", "vectors")
     if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    statement = dialect_insert(table_of(MemoryVector))
-    return statement.on_conflict_do_update(index_elements=["item_id"], set_={
-        name: statement.excluded[name] for name in ("embedder", "texts_key", "parts", "vectors")})
+        pg = postgresql.insert(table_of(MemoryVector))
+        return pg.on_conflict_do_update(index_elements=["item_id"], set_={name: pg.excluded[name] for name in columns})
+    lite = sqlite.insert(table_of(MemoryVector))
+    return lite.on_conflict_do_update(index_elements=["item_id"], set_={name: lite.excluded[name] for name in columns})
 
 
 @prepared
