@@ -72,13 +72,14 @@ CONNECTION = "repo_connection"  # session.info: (the session's transaction, the 
 
 def _connection(session: Session) -> Connection:
     """The connection of the session's transaction, asked of the session once per transaction (`Session.connection`
-    walks its transaction's state machine each time: a tenth of a small query's cost, and a tick runs dozens)."""
-    transaction = session.get_transaction()
+    walks its transaction's state machine each time: a tenth of a small query's cost, and a tick runs dozens). A
+    savepoint (`begin_nested`) is a transaction of its own here: asking the session is what emits its SAVEPOINT."""
+    transaction = session.get_nested_transaction() or session.get_transaction()
     known = session.info.get(CONNECTION)
     if transaction is not None and transaction.is_active and known is not None and known[0] is transaction:
         return cast(Connection, known[1])
     connection = session.connection()
-    session.info[CONNECTION] = (session.get_transaction(), connection)
+    session.info[CONNECTION] = (session.get_nested_transaction() or session.get_transaction(), connection)
     return connection
 
 

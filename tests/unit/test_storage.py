@@ -3,7 +3,7 @@ import sqlite3
 import pytest
 from sqlalchemy import inspect, text
 
-from memory import SCHEMA_VERSION, Database, SchemaError
+from memory import SCHEMA_VERSION, Database, Repos, SchemaError
 
 
 def test_schema_created_versioned_and_wal(tmp_path):
@@ -97,6 +97,22 @@ def test_units_in_a_shared_session_keep_their_own_transactions(tmp_path):
             assert repos.notes.count() == 3  # and the shared session sees it
     with db.unit() as repos:
         assert repos.session is not first  # outside the scope: a session per unit again
+    db.close()
+
+
+def test_a_core_statement_in_a_savepoint_is_undone_with_it(tmp_path):
+    """A repository's Core statements reuse their transaction's connection (memory/repositories/base.py); a savepoint
+    is a transaction of its own there, so what runs inside it goes when it is rolled back."""
+    db = Database.open(tmp_path)
+    call = dict(thread_id="main", tick=1, purpose="think", llm_id="fake", provider="fake", model="fake",
+                prompt_tokens=1, completion_tokens=1, latency_ms=1.0, ok=True)
+    with db.session() as session:
+        repos = Repos(session)
+        repos.llm_calls.record(**call)  # the connection is now known to the repository layer
+        savepoint = session.begin_nested()
+        repos.llm_calls.record(**call)
+        savepoint.rollback()
+        assert repos.llm_calls.totals()["calls"] == 1
     db.close()
 
 
