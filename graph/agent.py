@@ -222,8 +222,11 @@ class Agent:
         # channels apply them (LangGraph's "values" mode would copy every field of the state after every step)
         left = _updated(self._started_from, payload) if payload is not None else None
         modes: list[StreamMode] = ["updates", "custom"] if events else ["updates"]
-        chunks = self.graph.stream(payload, self.config, context=self.context, stream_mode=modes, subgraphs=events,
-                                   durability="exit" if self.playbook.loop else "sync", control=control)
+        # the run's consecutive units of work share one session and connection; each still commits what it wrote
+        # when it ends (memory/db.py), so where a killed tick resumes from is unchanged
+        chunks = self.services.db.sharing(self.graph.stream(
+            payload, self.config, context=self.context, stream_mode=modes, subgraphs=events,
+            durability="exit" if self.playbook.loop else "sync", control=control))
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
         try:
             for chunk in chunks:

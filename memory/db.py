@@ -4,6 +4,32 @@ Schema versioning: `schema_version` holds one row with the version the tables we
 A new database is created at `SCHEMA_VERSION`. An older one is upgraded by the ordered steps in
 `MIGRATIONS` (version -> function taking a Connection), each in its own transaction; a database
 newer than this code is refused with a clear error instead of being written to.
+
+Units of work (`Database.unit()`): one transaction each, committed on success, rolled back on error. A run of the
+graph (`graph/agent.py`, one tick) opens `Database.shared_session()`: its units take a few kept sessions, each on a
+connection of its own, in turn, instead of a session and a pooled connection each (a tick runs about twenty units; a
+new session and a checkout cost each about what a small query does). Sharing changes no unit's transaction, which is
+what the crash-safety rule ("a killed process or worker resumes without losing a note or running a command twice")
+rests on:
+- a unit that wrote commits when it ends, as before; one that only read commits nothing (on SQLite, the default, a
+  read opens no transaction: the driver begins one before the first write only), so between two units a kept
+  session holds no lock and no open write — a process killed between them loses nothing a unit had finished;
+- a unit that raises rolls back, as before, and only its own writes: every earlier unit that wrote has committed;
+- a unit opened inside another (the model-call recorder inside a unit that asks a model, the memory index's sync
+  inside the prompt's unit) gets another of the kept sessions, a session of its own as before: sharing the outer's
+  would commit the outer's writes with the inner's;
+- what a kept session loaded is detached when each unit ends, as a closed session's was, so a unit never sees
+  another's objects (nor a row an earlier unit read, changed since by the web or another process, from its cache);
+- the crash-safety points therefore stay where they were: the tick row's start (`s01`, its attempts count), the
+  model's answer kept with the tick before it is acted on (`s05`), each command with its `executed_commands` row
+  (`s12`), the memory's rows before Chroma follows them (the index syncs in units of its own, after the write
+  committed), the tick's close. Pinned by tests/unit/test_resume_late_note.py (a kill after the answer is kept),
+  test_hardening.py (a tick that keeps killing the process is quarantined; a failed step is never replayed),
+  test_consent.py (an approval is not run twice when the run dies before its commit), test_memory.py (a crash
+  before the Chroma write), test_hmp_rows_33.py (a task cycle cut by a crash), test_llm_failures.py (a stop during
+  the model call), tests/integration/test_kill_after_answer.py (a real kill -9); test_storage.py pins the sharing.
+A kept session serves one unit at a time (another thread's unit takes another, or a new one); PostgreSQL keeps a
+session per unit (its reads run in transactions, which a kept session would hold open between units).
 """
 
 from __future__ import annotations
@@ -11,11 +37,13 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
@@ -509,6 +537,68 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
     return SCHEMA_VERSION
 
 
+class _Kept:
+    """A session on its own connection, kept for a run's units (`busy` while one holds it)."""
+
+    def __init__(self, connection: Connection, session: Session):
+        self.connection, self.session, self.busy = connection, session, True
+
+    def wrote(self) -> bool:
+        """Whether the session's transaction has written (SQLite's driver begins one before the first write only);
+        True when that cannot be told."""
+        dbapi = getattr(self.connection.connection, "dbapi_connection", None)
+        return bool(getattr(dbapi, "in_transaction", True))
+
+
+class SharedSession:
+    """The sessions, each on a connection of its own, that the units of work of a run take in turn instead of a new
+    session and a pooled connection each (module doc): `take` gives a unit a session no other unit holds — a unit
+    inside another gets another one, as it got a new one before (at most `MOST`; past that, None: a new session) —
+    and `give_back` detaches what it loaded. Between two units a session holds no transaction that wrote."""
+
+    MOST = 3  # a unit, one inside it, one inside that (the memory index's read, and its write inside it)
+
+    def __init__(self, database: "Database"):
+        self.database = database
+        self._kept: list[_Kept] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self, database: "Database") -> _Kept | None:
+        if database is not self.database:
+            return None
+        with self._lock:
+            if self._closed:
+                return None
+            for kept in self._kept:
+                if not kept.busy:
+                    kept.busy = True
+                    return kept
+            if len(self._kept) >= self.MOST:
+                return None
+            connection = database.engine.connect()
+            kept = _Kept(connection, database.sessions(bind=connection))
+            self._kept.append(kept)
+            return kept
+
+    def give_back(self, kept: _Kept) -> None:
+        kept.session.expunge_all()  # as a closed session leaves them: detached
+        kept.session.info.pop("actor", None)
+        kept.busy = False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            kept, self._kept = self._kept, []
+        for each in kept:
+            each.session.close()
+            each.connection.close()
+
+
+T = TypeVar("T")
+_SHARED: ContextVar[SharedSession | None] = ContextVar("anima_shared_session", default=None)
+
+
 class Database:
     """An engine plus a session factory; `unit()` gives a transaction with every repository.
 
@@ -567,25 +657,76 @@ class Database:
     @contextmanager
     def unit(self, actor: str | None = None) -> Iterator[Repos]:
         """One transaction: committed on success, rolled back on error. `actor` (default "persona") is who the
-        memory history names for what it changes ("human" for the web)."""
-        with self.sessions() as session:
+        memory history names for what it changes ("human" for the web). Inside `shared_session()`, a kept session
+        no other unit holds: committed only if the unit wrote (module doc)."""
+        shared = _SHARED.get()
+        kept = shared.take(self) if shared is not None else None
+        if shared is None or kept is None:
+            with self.sessions() as session:
+                if actor:
+                    session.info["actor"] = actor
+                try:
+                    yield Repos(session)
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+            return
+        session = kept.session
+        try:
             if actor:
                 session.info["actor"] = actor
-            try:
-                yield Repos(session)
+            yield Repos(session)
+            session.flush()
+            if kept.wrote():
                 session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            shared.give_back(kept)
+
+    @contextmanager
+    def shared_session(self) -> Iterator[None]:
+        """Within: this context's units of work take kept sessions and connections in turn (module doc; a context
+        copied into another thread, as LangGraph's step threads copy it, shares them too, a session to a unit).
+        SQLite only; PostgreSQL keeps a session per unit. Nested: the outer one is used."""
+        if self.is_postgres or _SHARED.get() is not None:
+            yield
+            return
+        shared = SharedSession(self)
+        _SHARED.set(shared)
+        try:
+            yield
+        finally:
+            if _SHARED.get() is shared:  # (a stream dropped unfinished may be closed later, from another run)
+                _SHARED.set(None)
+            shared.close()
+
+    def sharing(self, items: Iterator[T]) -> Iterator[T]:
+        """`items` (a graph's stream: the steps run as it is iterated) with `shared_session()` around each step."""
+        with self.shared_session():
+            yield from items
 
     @contextmanager
     def reading(self) -> Iterator[Repos]:
         """Repositories for reads only: nothing is committed, so a check that usually finds nothing new costs no
         commit (SQLite: the session's transaction ends when it closes). PostgreSQL: no transaction at all — each
         statement is its own, seeing what was committed before it, as in a READ COMMITTED transaction — which
-        saves the BEGIN and ROLLBACK round trips around it; never write through it."""
-        with self.readers() as session:
-            yield Repos(session)
+        saves the BEGIN and ROLLBACK round trips around it; never write through it. Inside `shared_session()`
+        (SQLite), a kept session no unit holds."""
+        shared = _SHARED.get()
+        kept = shared.take(self) if shared is not None else None
+        if shared is None or kept is None:
+            with self.readers() as session:
+                yield Repos(session)
+            return
+        try:
+            yield Repos(kept.session)
+        finally:
+            if kept.wrote():  # nothing written through it stays, as when its session closed
+                kept.session.rollback()
+            shared.give_back(kept)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

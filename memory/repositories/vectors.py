@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from sqlalchemy import Delete, Insert, Row, Select, bindparam, delete, insert, select
+from sqlalchemy import Delete, Insert, Row, Select, bindparam, delete, select
 
 from memory.models import MemoryVector
 from memory.repositories.base import Repo, prepared, table_of
@@ -37,8 +37,16 @@ def _delete_of() -> Delete:
 
 
 @prepared
-def _insert_rows() -> Insert:
-    return insert(table_of(MemoryVector))
+def _upsert_rows(dialect: str) -> Insert:
+    """INSERT … ON CONFLICT (item_id) DO UPDATE: an item's row replaced in one statement (SQLite and PostgreSQL)."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    columns = ("embedder", "texts_key", "parts", "vectors")
+    if dialect == "postgresql":
+        pg = postgresql.insert(table_of(MemoryVector))
+        return pg.on_conflict_do_update(index_elements=["item_id"], set_={name: pg.excluded[name] for name in columns})
+    lite = sqlite.insert(table_of(MemoryVector))
+    return lite.on_conflict_do_update(index_elements=["item_id"], set_={name: lite.excluded[name] for name in columns})
 
 
 @prepared
@@ -55,14 +63,12 @@ class VectorRepo(Repo):
         """Store (item id, texts key, vectors) rows, replacing what the items had."""
         import numpy as np
 
-        values = [{"item_id": item_id, "embedder": embedder, "texts_key": key, "parts": len(vectors),
-                   "vectors": np.ascontiguousarray(vectors, dtype=DTYPE).tobytes()} for item_id, key, vectors in rows]
+        values = list({item_id: {"item_id": item_id, "embedder": embedder, "texts_key": key, "parts": len(vectors),
+                                 "vectors": np.ascontiguousarray(vectors, dtype=DTYPE).tobytes()}
+                       for item_id, key, vectors in rows}.values())  # an item once (PostgreSQL refuses a row twice)
         if not values:
             return 0
-        ids = [v["item_id"] for v in values]
-        for start in range(0, len(ids), 500):
-            self.core(_delete_of(), {"ids": ids[start:start + 500]})
-        self.core(_insert_rows(), values)
+        self.core(_upsert_rows(self.session.get_bind().dialect.name), values)
         return len(values)
 
     def get(self, embedder: str, item_ids: Iterable[int]) -> dict[int, StoredVectors]:

@@ -147,6 +147,17 @@ class EmbeddingCache:
                 self.text_vectors.popitem(last=False)
         return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
+    def made_ahead(self, items: Sequence[ItemLike]) -> set[int]:
+        """The items whose vectors `embed_texts` made ahead of their write (an item with an expansion needs one
+        more vector: not counted)."""
+        found = set()
+        with self._lock:
+            for item in items:
+                prefix, body, parts = item_texts(item)
+                if not expansion_of(item) and (prefix, body, tuple(parts)) in self.ahead:
+                    found.add(item.id)
+        return found
+
     def embed_items(self, items: Sequence[ItemLike]) -> list[np.ndarray]:
         """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
         documents = [(p, b, tuple(c)) for p, b, c in (item_texts(item) for item in items)]

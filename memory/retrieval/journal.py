@@ -193,7 +193,11 @@ class WriteJournal:
         for start in range(0, len(fresh), batch):
             part_items = fresh[start:start + batch]
             keys = {item.id: texts_key(item) for item in part_items}
-            stored = repos.items.vectors.get(self.embedder.name, keys)  # read in the sync's own transaction
+            # what another process or an earlier run stored is taken rather than embedded again; not looked for when
+            # this process embedded it ahead of the write (the tick's thought): those vectors are ready, and the same
+            ready = self.embedding.made_ahead(part_items)
+            asked = [item.id for item in part_items if item.id not in ready]
+            stored = repos.items.vectors.get(self.embedder.name, asked) if asked else {}  # in the sync's transaction
             made = {item_id: vectors.vectors for item_id, vectors in stored.items() if vectors.texts_key == keys[item_id]}
             todo = [item for item in part_items if item.id not in made]
             if todo:

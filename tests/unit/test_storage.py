@@ -3,7 +3,7 @@ import sqlite3
 import pytest
 from sqlalchemy import inspect, text
 
-from memory import SCHEMA_VERSION, Database, SchemaError
+from memory import SCHEMA_VERSION, Database, Repos, SchemaError
 
 
 def test_schema_created_versioned_and_wal(tmp_path):
@@ -47,6 +47,72 @@ def test_transaction_rolls_back_on_error(tmp_path):
             raise RuntimeError("boom")
     with db.unit() as repos:
         assert repos.notes.count() == 0
+    db.close()
+
+
+def other_connection_sees(tmp_path) -> list[str]:
+    """The notes another process would see now (its own connection: only what was committed)."""
+    conn = sqlite3.connect(tmp_path / "anima.sqlite")
+    try:
+        return [row[0] for row in conn.execute("SELECT text FROM notes ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_units_in_a_shared_session_keep_their_own_transactions(tmp_path):
+    """A tick's units share one session (memory/db.py), and each still commits what it wrote when it ends, rolls
+    back only its own writes when it fails, and leaves no lock between units: what a killed process had finished
+    stays, as when every unit had a session of its own."""
+    db = Database.open(tmp_path)
+    with db.shared_session():
+        with db.unit() as repos:
+            first = repos.session
+            note = repos.notes.add("kept", source="user")
+        assert other_connection_sees(tmp_path) == ["kept"]  # committed at the unit's end
+        assert inspect(note).detached  # what the unit loaded is detached, as a closed session leaves it
+        with pytest.raises(RuntimeError):
+            with db.unit() as repos:
+                assert repos.session is first  # the same session, taken in turn
+                repos.notes.add("lost", source="user")
+                raise RuntimeError("boom")
+        with db.unit() as repos:
+            assert [n.text for n in repos.notes.unread_incoming()] == ["kept"]  # only the failed unit's write is gone
+            with db.unit() as inner:  # a unit inside another: a session of its own, committed on its own
+                assert inner.session is not first
+                inner.notes.add("inner", source="user")
+            assert other_connection_sees(tmp_path) == ["kept", "inner"]
+        with db.reading() as repos:
+            assert repos.session is first
+            assert repos.notes.count() == 2
+        # nothing held between units: another process writes at once (busy_timeout would make it wait)
+        conn = sqlite3.connect(tmp_path / "anima.sqlite", timeout=0, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")  # the write lock, or "database is locked" at once
+        conn.execute("ROLLBACK")
+        conn.close()
+        outside = Database.open(tmp_path)
+        with outside.unit() as repos:
+            repos.notes.add("from outside", source="cli")
+        outside.close()
+        with db.unit() as repos:
+            assert repos.notes.count() == 3  # and the shared session sees it
+    with db.unit() as repos:
+        assert repos.session is not first  # outside the scope: a session per unit again
+    db.close()
+
+
+def test_a_core_statement_in_a_savepoint_is_undone_with_it(tmp_path):
+    """A repository's Core statements reuse their transaction's connection (memory/repositories/base.py); a savepoint
+    is a transaction of its own there, so what runs inside it goes when it is rolled back."""
+    db = Database.open(tmp_path)
+    call = dict(thread_id="main", tick=1, purpose="think", llm_id="fake", provider="fake", model="fake",
+                prompt_tokens=1, completion_tokens=1, latency_ms=1.0, ok=True)
+    with db.session() as session:
+        repos = Repos(session)
+        repos.llm_calls.record(**call)  # the connection is now known to the repository layer
+        savepoint = session.begin_nested()
+        repos.llm_calls.record(**call)
+        savepoint.rollback()
+        assert repos.llm_calls.totals()["calls"] == 1
     db.close()
 
 
