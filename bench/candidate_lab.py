@@ -14,6 +14,8 @@ Variants (each with a small grid; for every held-out conversation the grid point
              session δ (in units of the fused scores' spread over the top 10)
   expand     pseudo-relevance over the entity graph (memory/retrieval/entities.py): the entities of the top 3
              hits seed an activation; turns it reaches gain g · z(activation)
+  word_score the decomposition as a score instead of a merge: the mean over the content words of each word's dense
+             similarity to the turn's best sentence, z-normalised over the conversation, added with weight w
   session_doc  per-session retrieval: each session's turns' whole vectors averaged and its text as one BM25 document;
              the question's similarity to the session (z over the sessions) added to its turns with weight g
 `--list-only`: the variant applies only to questions read as asking for a list (`asks_for_list`), the others keep the fused order.
@@ -146,6 +148,18 @@ def sub_lists(lab: Lab, c: Conversation, question: str) -> list[list[list[str]]]
     return found
 
 
+def word_similarity(lab: Lab, c: Conversation, question: str) -> np.ndarray | None:
+    """Per turn: the mean over the question's content words (not the speakers' names) of the word's dense
+    similarity to the turn's best sentence (None: no such word)."""
+    names = {a.lower() for a in {t["author"] for t in c.turns}}
+    words = [w for w in lab.content_words(question) if w in lab.word_vectors
+             and w.split("'")[0].split("’")[0] not in names]
+    if not words:
+        return None
+    return np.vstack([np.maximum.reduceat(c.sentence_matrix @ lab.word_vectors[w], c.sentence_starts)
+                      for w in words]).mean(axis=0)
+
+
 def diverse_top(order: list[str], score: dict[str, float], c: Conversation, k: int, delta: float) -> list[str]:
     """The top `k` with δ off a candidate per result already chosen from its session (δ × the top 10's spread)."""
     if not delta:
@@ -187,6 +201,13 @@ def rank(lab: Lab, c: Conversation, q: dict, p: dict[str, float], list_only: boo
         z = zscored(c.session_vectors @ qv)
         for r in score:
             score[r] += p["session_doc"] * z[c.session_index[c.session[r]]]
+    if p.get("word_score"):
+        if "word_sims" not in q:
+            q["word_sims"] = word_similarity(lab, c, q["question"])
+        if q["word_sims"] is not None:
+            z = zscored(q["word_sims"])
+            for r in score:
+                score[r] += p["word_score"] * z[c.row[r]]
     order = sorted(score, key=score.__getitem__, reverse=True)
     if p.get("decompose"):
         merged = decomposed(lab, c, q, order, p["decompose"])
@@ -204,6 +225,7 @@ GRIDS: dict[str, dict[str, list[float]]] = {
     "sessions": {"delta": [0.0, 0.1, 0.25, 0.5, 1.0]},
     "expand": {"expand": [0.0, 0.1, 0.25, 0.5]},
     "session_doc": {"session_doc": [0.0, 0.1, 0.25, 0.5]},
+    "word_score": {"word_score": [0.0, 0.05, 0.1, 0.25]},
     "decompose+sessions": {"decompose": [0.0, 0.25, 0.5, 1.0], "delta": [0.0, 0.1, 0.25, 0.5]},
 }
 
