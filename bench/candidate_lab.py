@@ -226,6 +226,7 @@ GRIDS: dict[str, dict[str, list[float]]] = {
     "expand": {"expand": [0.0, 0.1, 0.25, 0.5]},
     "session_doc": {"session_doc": [0.0, 0.1, 0.25, 0.5]},
     "word_score": {"word_score": [0.0, 0.05, 0.1, 0.25]},
+    "session_doc+word_score": {"session_doc": [0.0, 0.1, 0.25], "word_score": [0.0, 0.05, 0.1]},
     "decompose+sessions": {"decompose": [0.0, 0.25, 0.5, 1.0], "delta": [0.0, 0.1, 0.25, 0.5]},
 }
 
