@@ -20,8 +20,11 @@ Variants (each with a small grid; for every held-out conversation the grid point
              the question's similarity to the session (z over the sessions) added to its turns with weight g
 `--list-only`: the variant applies only to questions read as asking for a list (`asks_for_list`), the others keep the fused order.
 
-    python bench/candidate_lab.py --dump ~/.cache/anima/bench/locomo-dump-full.pickle \
-        --chat-dumps ~/.cache/anima/bench/chat-dump-full.pickle ~/.cache/anima/bench/chat-long-dump-full.pickle
+    B=~/.cache/anima/bench
+    python bench/ltr_dump.py --data ../shared/data/locomo/locomo_dev.json --out $B/locomo-dump-full.pickle \
+        --pool 1000 --set candidates=1000 --cache-dir /tmp/c        # and the same for bench/data/project_chat*.json
+    python bench/candidate_lab.py --dump $B/locomo-dump-full.pickle \
+        --chat-dumps $B/project_chat-dump-full.pickle $B/project_chat_long-dump-full.pickle [--list-only]
 Prints JSON: per variant (LOCO) recall@1/5/10, MRR@10, recall@5 by category, and the project chats' figures with
 the grid point chosen on all of LoCoMo.
 """
