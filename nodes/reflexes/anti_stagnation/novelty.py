@@ -12,9 +12,10 @@ stagnant (decided without an LLM), < `novel_below` new (likewise), in between un
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Set as AbstractSet
 from typing import Any, Literal
 
 from nodes.state import NoveltySignals
@@ -40,18 +41,32 @@ def _bigrams(text: str) -> set[tuple[str, str]]:
     return set(zip(words, words[1:])) if len(words) > 1 else {(w, "") for w in words}
 
 
-def _jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
+def _jaccard(a: AbstractSet[Any], b: AbstractSet[Any]) -> float:
+    if not a or not b:
+        return 0.0
+    shared = len(a & b)  # the union's size follows from it: no second set built
+    return shared / (len(a) + len(b) - shared)
+
+
+GRAMS_KEPT = 64  # texts whose n-grams are kept: a tick compares its output with the last `cycle.responses` outputs,
+# and the next tick with nearly the same ones
+
+
+@functools.lru_cache(maxsize=GRAMS_KEPT)
+def _grams(text: str) -> tuple[str, frozenset[str], frozenset[tuple[str, str]]]:
+    """A text's normalised form, its character 3-grams and word bigrams, computed once while it is recent."""
+    normalised = normalise(text)
+    return normalised, frozenset(_shingles(normalised)), frozenset(_bigrams(normalised))
 
 
 def similarity(a: str, b: str) -> float:
     """Lexical similarity 0..1: the mean of character-3-gram and word-bigram Jaccard (1.0 when identical)."""
-    na, nb = normalise(a), normalise(b)
+    (na, shingles_a, bigrams_a), (nb, shingles_b, bigrams_b) = _grams(a), _grams(b)
     if not na or not nb:
         return 0.0
     if na == nb:
         return 1.0
-    return (_jaccard(_shingles(na), _shingles(nb)) + _jaccard(_bigrams(na), _bigrams(nb))) / 2
+    return (_jaccard(shingles_a, shingles_b) + _jaccard(bigrams_a, bigrams_b)) / 2
 
 
 def semantic_similarity(cosine: float) -> float:

@@ -50,7 +50,7 @@ from nodes.steps.prompts import (
     TASK_SERVES_NO_GOAL,
     THOUGHT_HEADER,
 )
-from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks, size_of
+from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks_sized
 from nodes.steps.s04_prepare_context.language import tick_language
 from nodes.steps.s04_prepare_context.memory_lines import (
     abstract_lines,
@@ -243,10 +243,12 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             system=True))
     blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
     fixed_text = _instruction(services, state, episode, language)
-    if count(fixed_text) + 8 > budget:
+    fixed_tokens = count(fixed_text)
+    room = budget - fixed_tokens - 8
+    if room < 0:
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold even the instruction")
-    blocks, drops = fit_blocks(blocks, budget - count(fixed_text) - 8, count)
-    if size_of(blocks, count) > budget - count(fixed_text) - 8:  # only ethics is left, and it is too long
+    blocks, drops, size = fit_blocks_sized(blocks, room, count)
+    if size > room:  # only ethics is left, and it is too long
         raise ContextBudgetError(f"the thread's budget of {budget} tokens cannot hold my ethics and the instruction")
     kept = set(next(b.keys for b in blocks if b.name == "notes"))
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
@@ -260,7 +262,7 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
     report["layers"] = [{"layer": b.name, "items": len(b.items), "tokens": sum(b.tokens), "system": b.system}
-                        for b in blocks if b.items] + [{"layer": "instruction", "items": 1, "tokens": count(fixed_text),
+                        for b in blocks if b.items] + [{"layer": "instruction", "items": 1, "tokens": fixed_tokens,
                                                         "system": False}]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
     return {"prompt": f"{system}\n\n{messages[1]['content']}", "prompt_messages": messages, "human_turns": [],

@@ -66,7 +66,7 @@ class _Fitter:
         self.drops: list[str] = []
         for block in blocks:
             block.tokens = [count(item) + 1 for item in block.items]
-        self.envelope = {b.name: count(b.envelope()) + 2 if b.envelope() else 0 for b in blocks}
+        self.envelope = {b.name: count(envelope) + 2 if (envelope := b.envelope()) else 0 for b in blocks}
 
     def size(self, block: Block) -> int:
         return sum(block.tokens) + (self.envelope[block.name] if block.items else 0)
@@ -134,6 +134,14 @@ def size_of(blocks: list[Block], count: Callable[[str], int]) -> int:
 
 def fit_blocks(blocks: list[Block], budget: int, count: Callable[[str], int]) -> tuple[list[Block], list[str]]:
     """Take away content in the module doc's order until the blocks fit `budget` tokens. Returns (blocks, drops)."""
+    fitted, drops, _ = fit_blocks_sized(blocks, budget, count)
+    return fitted, drops
+
+
+def fit_blocks_sized(blocks: list[Block], budget: int,
+                     count: Callable[[str], int]) -> tuple[list[Block], list[str], int]:
+    """fit_blocks, and what the fitted blocks cost (`size_of` them, without counting every item's tokens again:
+    with an embedded model a count is a tokenizer call)."""
     fit = _Fitter(blocks, count)
     for block in blocks:  # 1. a block over its share takes a smaller form
         while block.share is not None and block.forms and fit.size(block) > block.share * budget:
@@ -147,4 +155,4 @@ def fit_blocks(blocks: list[Block], budget: int, count: Callable[[str], int]) ->
         if fit.total() <= budget:  # 3. the last resort: a kept block's head
             break
         fit.cut_head(block, budget - (fit.total() - fit.size(block)))
-    return blocks, fit.drops
+    return blocks, fit.drops, fit.total()
