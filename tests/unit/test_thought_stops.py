@@ -121,3 +121,12 @@ def test_a_server_gets_llama_cpps_samplers_only_when_its_entry_says_it_takes_the
         1.3, 1.3, 20, 0.1)
     with pytest.raises(ValueError, match="sampling_extras"):
         OpenAICompatible.from_entry({"id": "srv", "config": {"base_url": "http://x/v1", "sampling_extras": "yes"}})
+
+
+def test_the_fault_counter_sees_marker_loops_echoes_and_invented_turns():
+    from bench.thought_faults import faults
+
+    counted = faults(["I am king (tick my life (tick", "I think your next thought: build on your last ones",
+                      "The sea is grey.\nAnn: come home", "A gull sleeps on the rail."], human="Ann")
+    assert (counted["tick_marker"], counted["marker_loop"], counted["echo"], counted["invented_turn"]) == (1, 1, 1, 1)
+    assert counted["per_thought"][3] == {"tick_markers": 0, "echo": [], "invented_turn": False}
