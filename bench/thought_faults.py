@@ -3,7 +3,8 @@ see, since a copied line reads as predictable text.
 
 For each `converse-<voice>.json` of bench/converse.py (or bench/voices.py --mode ticks), over its `thoughts`:
 
-  tick_marker     thoughts holding a tick marker the prompt once showed — `(tick`, `[tick`, or `tick` as a word
+  tick_marker     thoughts holding a tick marker the prompt once showed — `(tick`, `[tick`, `tick 5`, or `tick`
+                  alone on a line
   marker_loop     thoughts holding two or more of them ("I am king (tick my life (tick …")
   echo            thoughts that copy 5+ words in a row from the prompt's fixed text: the shipped persona's files
                   (persona/default/*.md) and every fixed prompt text (i18n/locales/prompts.pot, English), before and
@@ -25,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-MARKER = re.compile(r"\(tick|\[tick|\btick\b", re.IGNORECASE)
+# a marker, not the word: the persona's files say "each tick" and "per tick"
+MARKER = re.compile(r"\(tick|\[tick|\btick\s*\d|^\s*tick\s*$", re.IGNORECASE | re.MULTILINE)
 OLD_PROMPT_TEXTS = ["## {name}'s thought (tick {tick})"]  # the header before it lost its tick number
 WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 ECHO_WORDS = 5

@@ -127,6 +127,6 @@ def test_the_fault_counter_sees_marker_loops_echoes_and_invented_turns():
     from bench.thought_faults import faults
 
     counted = faults(["I am king (tick my life (tick", "I think your next thought: build on your last ones",
-                      "The sea is grey.\nAnn: come home", "A gull sleeps on the rail."], human="Ann")
+                      "The sea is grey.\nAnn: come home", "A gull sleeps on the rail each tick."], human="Ann")
     assert (counted["tick_marker"], counted["marker_loop"], counted["echo"], counted["invented_turn"]) == (1, 1, 1, 1)
     assert counted["per_thought"][3] == {"tick_markers": 0, "echo": [], "invented_turn": False}
