@@ -47,9 +47,10 @@ class Section(BaseModel):
 
 
 # Where a thought stops (besides the prompt's own block headers, nodes/steps/s05_call_llm.py): a tick marker it
-# copies, a turn of its human's or a user's it invents (a line `<user_name>:` is added to these at run time).
-THOUGHT_STOPS = ["(tick", "[tick", "\nUser:", "\nHuman:", "\nMy human:", "My human writes:", "My human says:",
-                 "My human said:", "My human asks:", "My human wrote:"]
+# copies, the thought's header said again in its own words (Gemma 3 270M starts over with "My new thoughts" and
+# repeats itself), a turn of its human's or a user's it invents (a line `<user_name>:` is added at run time).
+THOUGHT_STOPS = ["(tick", "[tick", "\nMy new thought", "\nUser:", "\nHuman:", "\nMy human:", "My human writes:",
+                 "My human says:", "My human said:", "My human asks:", "My human wrote:"]
 
 
 class SamplingSettings(Section):

@@ -45,6 +45,7 @@ def test_cut_at_stops_keeps_what_comes_before_the_first_stop():
     "The tide turns slowly tonight.\nAnn: what are you doing?",
     "The tide turns slowly tonight. My human writes: come back",
     "The tide turns slowly tonight. (tick 3) The tide turns (tick 4)",
+    "The tide turns slowly tonight.\nMy new thoughts\nThe tide turns slowly tonight.",
 ])
 def test_a_thought_is_cut_where_it_invents_its_humans_turn_or_copies_a_tick_marker(tmp_path, invented):
     fake = FakeLLM("embedded", responses=[invented])
