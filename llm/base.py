@@ -44,6 +44,12 @@ class Sampling:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     max_tokens: int = 256
+    # llama.cpp's own samplers (the embedded model; a server only with its entry's `config.sampling_extras`). These
+    # defaults are llama-cpp-python's and LangChain's, what every call got before they were named here; the free
+    # thought takes persona/settings.py's `sampling` instead.
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1  # over the last 64 tokens, the prompt's tail included
     # Only tokens made of these letters (a regex character-class body, e.g. "A-Za-z"), plain punctuation and
     # spaces may be sampled: a cheap mask over the vocabulary that keeps a small model in words (persona/prose.py).
     # A provider without access to the logits ignores it.
@@ -92,6 +98,16 @@ class Provider(Protocol):
              cancel: threading.Event | None = None) -> Generation: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+def cut_at_stops(text: str, stops: list[str] | None) -> tuple[str, str | None]:
+    """`text` up to the first of `stops` it holds, and that stop (None: nothing cut) — what a server that honours
+    `stop` returns; one that ignores it (or a provider that cannot stop mid-stream) is held to it afterwards."""
+    found = [(index, stop) for stop in stops or () if stop and (index := text.find(stop)) >= 0]
+    if not found:
+        return text, None
+    index, stop = min(found)
+    return text[:index], stop
 
 
 def approx_tokens(text: str) -> int:

@@ -24,6 +24,9 @@ def merge_vars(current: dict[str, Any] | None, update: dict[str, Any] | None) ->
 class SamplingParams(TypedDict, total=False):
     temperature: float
     top_p: float
+    top_k: int
+    min_p: float
+    repeat_penalty: float
     presence_penalty: float
     frequency_penalty: float
     max_tokens: int

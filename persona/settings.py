@@ -46,15 +46,43 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
+# Where a thought stops (besides the prompt's own block headers, nodes/steps/s05_call_llm.py): a tick marker it
+# copies, the thought's header said again in its own words (Gemma 3 270M starts over with "My new thoughts" and
+# repeats itself), a turn of its human's or a user's it invents (a line `<user_name>:` is added at run time).
+THOUGHT_STOPS = ["(tick", "[tick", "\nMy new thought", "\nUser:", "\nHuman:", "\nMy human:", "My human writes:",
+                 "My human says:", "My human said:", "My human asks:", "My human wrote:"]
+
+
 class SamplingSettings(Section):
+    """The free thought's sampling (the tick's think call). top_k, min_p and repeat_penalty are llama.cpp's: the
+    embedded model always gets them, a server only with its entry's `config.sampling_extras`."""
+
     temperature: float = Field(0.8, ge=0, le=2)
     top_p: float = Field(0.9, gt=0, le=1)
+    top_k: int = Field(40, ge=0, le=1000, description="0: every token (llama.cpp)")
+    min_p: float = Field(0.05, ge=0, le=1, description="tokens below this share of the likeliest one's are cut")
+    repeat_penalty: float = Field(1.2, ge=1, le=2, description=(
+        "llama.cpp's penalty on tokens of the last 64 (the prompt's tail included): against loops and echoes"))
     presence_penalty: float = Field(0.0, ge=-2, le=2)
     frequency_penalty: float = Field(0.0, ge=-2, le=2)
     max_tokens: int = Field(256, ge=1, le=32768)
+    stop: list[str] = Field(default_factory=lambda: list(THOUGHT_STOPS), max_length=32, description=(
+        "where a thought is cut (a tick marker it copies, an invented turn of its human's); a line "
+        "`<user_name>:` is added at run time"))
+
+    def params(self) -> dict[str, Any]:
+        """The sampling values alone (the tick state's `sampling`; `stop` is the call's, not a sampler)."""
+        return self.model_dump(exclude={"stop"})
 
     def to_sampling(self) -> Sampling:
-        return Sampling(**self.model_dump())
+        return Sampling(**self.params())
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, value: list[str]) -> list[str]:
+        if any(not s for s in value):
+            raise ValueError("a stop sequence cannot be empty (it would cut every thought at once)")
+        return value
 
 
 class CycleSettings(Section):
@@ -152,6 +180,9 @@ class VoiceSettings(Section):
         "a human note waiting and no messages.send in the thought: one short grammar-held reply call"))
     prose_thoughts: Literal["auto", "always", "off"] = Field("auto", description=(
         "the free thought held by a grammar to words and plain punctuation (chat mode)"))
+    plain_recent: Literal["auto", "always", "off"] = Field("auto", description=(
+        "the prompt's recent thoughts as a plain list of their words, without the tick numbers and reflex scores "
+        "a small model copies into its thought"))
     reply_max_tokens: int = Field(96, ge=16, le=1024)
     reply_temperature: float = Field(0.4, ge=0, le=2)
 

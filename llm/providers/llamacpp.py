@@ -9,6 +9,8 @@ JSON-schema answers use llama.cpp's grammar-constrained decoding, so even a 270M
 may be sampled (one numpy mask per letter set, built once). It costs nothing per token, where a grammar over
 Gemma's 262k-token vocabulary costs 0.2–2 s per token here; it keeps the small model's free text in words.
 Given a `cancel` event, generation streams and stops between two tokens once it is set.
+Every `Sampling` field reaches llama.cpp: temperature, top_p, top_k, min_p, repeat_penalty (over the last 64 tokens,
+LangChain's `last_n_tokens_size`), presence and frequency penalties, max_tokens.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ class EmbeddedLlamaCpp:
             "top_p": sampling.top_p,
             "presence_penalty": sampling.presence_penalty,
             "frequency_penalty": sampling.frequency_penalty,
+            "top_k": sampling.top_k,
+            "min_p": sampling.min_p,
+            "repeat_penalty": sampling.repeat_penalty,
         }
         if json_schema is not None:
             kwargs["grammar"] = self._grammar(json_schema)

@@ -23,7 +23,11 @@ vLLM's), so a prompt in a language or markup that tokenizes densely still fits t
 server asked for more than its window drops the stream without a status: that would read as an outage.)
 
 Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env (or api_key_file), context_window,
-timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5).
+timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5), sampling_extras.
+Sampling sent: temperature, top_p, presence_penalty, frequency_penalty, max_tokens and stop — what the OpenAI API
+accepts. llama.cpp's other samplers (`Sampling.top_k`, `min_p`, `repeat_penalty`) go only with
+`sampling_extras: true`, for a server that takes them in the body (llama.cpp's server, llama-cpp-python's, LM
+Studio, KoboldCpp; vLLM reads `repetition_penalty`, sent beside): the OpenAI API refuses a field it does not know.
 """
 
 from __future__ import annotations
@@ -92,6 +96,13 @@ def _seconds(cfg: dict[str, Any], key: str, default: float, llm_id: str) -> floa
     return seconds
 
 
+def _flag(cfg: dict[str, Any], key: str, llm_id: str) -> bool:
+    value = cfg.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"LLM {llm_id!r}: config.{key} must be true or false, got {value!r}")
+    return value
+
+
 def _retry_after(headers) -> float | None:
     try:
         return max(0.0, float(headers.get("retry-after", "")))
@@ -115,7 +126,8 @@ class OpenAICompatible:
 
     def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str | None = None,
                  context_window: int = 32768, timeout: float = DEFAULT_TIMEOUT_S,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S, api_key_file: str | None = None):
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S, api_key_file: str | None = None,
+                 sampling_extras: bool = False):
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
         self.id = id
@@ -127,6 +139,7 @@ class OpenAICompatible:
         self.context_window = context_window
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.sampling_extras = sampling_extras  # llama.cpp's samplers in the body too (module doc)
         self.streams = True  # until this server shows it does not stream
         self.tokens_per_estimate = 1.0  # the server's prompt tokens per approx_tokens unit, learned from usage
         self._tokenizer_endpoint: str | None | bool = None  # None: not looked for yet; False: the server has none
@@ -147,6 +160,7 @@ class OpenAICompatible:
             context_window=int(cfg.get("context_window", 32768)),
             timeout=_seconds(cfg, "timeout", DEFAULT_TIMEOUT_S, entry["id"]),
             connect_timeout=_seconds(cfg, "connect_timeout", DEFAULT_CONNECT_TIMEOUT_S, entry["id"]),
+            sampling_extras=_flag(cfg, "sampling_extras", entry["id"]),
         )
 
     def _client(self):
@@ -211,8 +225,7 @@ class OpenAICompatible:
             return
         self.tokens_per_estimate = max(observed, 0.8 * self.tokens_per_estimate + 0.2 * observed)
 
-    @staticmethod
-    def _body(sampling: Sampling, stop: list[str] | None) -> dict[str, Any]:
+    def _body(self, sampling: Sampling, stop: list[str] | None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
@@ -220,6 +233,9 @@ class OpenAICompatible:
             "frequency_penalty": sampling.frequency_penalty,
             "max_tokens": sampling.max_tokens,
         }
+        if self.sampling_extras:
+            body.update(top_k=sampling.top_k, min_p=sampling.min_p, repeat_penalty=sampling.repeat_penalty,
+                        repetition_penalty=sampling.repeat_penalty)
         if stop:
             body["stop"] = stop
         return body

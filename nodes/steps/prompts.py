@@ -78,7 +78,8 @@ BLOCK_TITLES = {
     "llm_memory": N_("My notepad of ideas (llm_memory)"),
 }
 
-THOUGHT_HEADER = N_("## {name}'s thought (tick {tick})\n")
+# no tick number or other marker here: a small model continues the header and copies it ("I am (tick my (tick …")
+THOUGHT_HEADER = N_("## {name}'s new thought\n")
 
 CHAT_INSTRUCTION = (
     N_("Think your next thought: build on your last ones, do not repeat them. "

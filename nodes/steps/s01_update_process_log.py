@@ -53,7 +53,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
         closed = repos.processes.close(state.shown_process_ids)
         timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=services.settings.cycle.process_timeout_s),
                                                    now)
-    base: SamplingParams = services.settings.sampling.model_dump()  # type: ignore[assignment]
+    base: SamplingParams = services.settings.sampling.params()  # type: ignore[assignment]
     return {
         "thread_id": thread_id,
         "root_thread": state.root_thread or root,

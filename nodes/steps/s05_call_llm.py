@@ -31,15 +31,17 @@ from langgraph.runtime import Runtime
 
 import i18n
 from llm import AllLLMsUnavailable, Generation, Sampling
+from llm.base import cut_at_stops
 from llm.json_output import bound
 from nodes.commands import Command, registry
 from nodes.commands.admission import admit
 from nodes.context import TICK_SUMMARY, AnimaContext, Services, services_of
 from nodes.state import AnswerUpdate, CommandDict, ReplyReport, TickState
 from nodes.steps.prompts import BLOCK_TITLES, HUMAN_WRITES
-from nodes.steps.s04_prepare_context import SAFETY_TOKENS, shown_text
+from nodes.steps.s04_prepare_context import SAFETY_TOKENS, provider_of, shown_text
 from persona.prompts import REPLY_HUMAN
 from persona.prose import PROSE_LETTERS
+from persona.settings import Settings
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,14 @@ def continuation_stops() -> list[str]:
     return [*_in_every_language(HUMAN_WRITES), "\n[note "]
 
 
+def thought_stops(settings: Settings, continuation: bool) -> list[str]:
+    """Where a thought stops: the prompt's own headers (a block it would start to write), `sampling.stop` (a tick
+    marker copied, an invented turn of its human's) and a line opening with the human's name."""
+    human = settings.user_name.strip()
+    return list(dict.fromkeys([*(continuation_stops() if continuation else chat_stops()), *settings.sampling.stop,
+                               *([f"\n{human}:"] if human else [])]))
+
+
 @cache
 def reply_stops() -> list[str]:
     return ["\n", *(human + ":" for human in _in_every_language(REPLY_HUMAN))]
@@ -71,7 +81,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     if (params or {}).get("turn") == "reply":
         return reply_turn(state, runtime)
     services = services_of(runtime)
-    sampling = Sampling.from_dict(dict(state.sampling))
+    # the settings' samplers under the state's (reflex-lite raises temperature and penalties for a stagnant run)
+    sampling = Sampling.from_dict({**state.base_sampling, **state.sampling})
+    stops = thought_stops(services.settings, state.mode == "continuation")
     budget_max = state.context_report.get("max_tokens")
     if budget_max:  # a Stelis child's window may be smaller than the configured answer length
         sampling.max_tokens = min(sampling.max_tokens, int(budget_max))
@@ -87,7 +99,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
         return kept  # with the notes that answer saw (`incoming_note_ids`): only those are marked read
 
-    if state.mode != "continuation" and wanted(services.settings.voice.prose_thoughts, _provider_of(services, prefer)):
+    if state.mode != "continuation" and wanted(services.settings.voice.prose_thoughts, provider_of(services, prefer)):
         sampling.letters = PROSE_LETTERS  # the embedded model's thought in words (persona/voice.py)
 
     def on_token(text: str) -> None:
@@ -95,9 +107,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
 
     def generate():
         if state.mode == "continuation":
-            return services.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=continuation_stops(),
+            return services.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=stops,
                                      prefer=prefer, on_token=on_token, tags=tags)
-        return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=chat_stops(),
+        return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=stops,
                                  prefer=prefer, on_token=on_token, tags=tags)
 
     try:
@@ -116,6 +128,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
         return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
                 "degraded_ticks": state.degraded_ticks + 1}
+    gen.text, cut = cut_at_stops(gen.text, stops)  # a server that ignored `stop`
+    if cut:
+        log.info("tick %s: the thought was cut at %r", state.tick, cut)
     text, tool_calls, problems = _bounded(gen, services.settings.limits.output_chars)
     answer: AnswerUpdate = {
         "response": text,
@@ -190,12 +205,6 @@ def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) ->
                             status="close", thread_id=state.thread_id)
 
 
-def _provider_of(services: Services, prefer: str | None) -> str:
-    """The registry's provider kind of the model asked first (`llamacpp` for the embedded one)."""
-    first = prefer if prefer in services.llms.ids else services.llms.order()[0]
-    return str(services.llms.entry(first).get("provider", ""))
-
-
 HUMAN_SOURCES = ("user", "cli", "channel")
 
 
@@ -222,7 +231,7 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
         return {"reply": {}}
     if any(c.get("type") == "messages.send" and not c.get("error") for c in state.commands):
         return {"reply": {"skipped": "the thought already sends a message"}}
-    provider = _provider_of(services, state.llm.get("llm_id"))  # the registry's kind of the model that thought
+    provider = provider_of(services, state.llm.get("llm_id"))  # the registry's kind of the model that thought
     if not wanted(voice.reply_turn, provider):
         return {"reply": {"skipped": f"voice.reply_turn is {voice.reply_turn} ({provider or 'no'} model)"}}
     with services.db.unit() as repos:

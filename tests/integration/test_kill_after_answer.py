@@ -66,8 +66,8 @@ def thoughts(requests: list[dict]) -> dict[int, list[str]]:
     seen: dict[int, list[str]] = {}
     for request in requests:
         text = request.get("prompt") or "\n".join(str(m.get("content", "")) for m in request.get("messages") or [])
-        match = re.search(r"'s thought \(tick (\d+)\)", text)
-        if match:
+        match = re.search(r"; tick (\d+); mode ", text)  # the runtime block's line
+        if match and "'s new thought" in text:
             seen.setdefault(int(match.group(1)), []).append(text)
     return seen
 

@@ -51,3 +51,17 @@ def test_meditation_without_an_index_shows_the_last_k(tmp_path):
     assert lines == ["[tick 4] thought 4  (emotions calm:2; novelty 4)",
                      "[tick 5] thought 5  (emotions calm:3; novelty 5)"]
     db.close()
+
+
+def test_the_plain_list_shows_only_the_words_and_no_tick_numbers(tmp_path):
+    """voice.plain_recent (a small model): no `[tick N]`, no scores; a stagnation record names no tick either."""
+    db = Database.open(tmp_path)
+    _thoughts(db, 2)
+    with db.unit() as repos:
+        repos.messages.add_keyed("main:3", thread_id="main", tick=3, kind="stagnation_record",
+                                 content="[output identical to tick 2 not stored again; reflex_lite]")
+        lines, _ = recent_thoughts(repos, "main", 3, {}, None, plain=True)
+    assert lines == ["- thought 1", "- thought 2",
+                     "- [output identical to an earlier thought not stored again; reflex_lite]"]
+    assert not any("tick" in line for line in lines)
+    db.close()

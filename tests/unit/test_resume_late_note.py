@@ -28,14 +28,14 @@ def persona_model() -> FakeLLM:
     count = itertools.count(1)
 
     def answer(prompt: str) -> str:
-        if "'s thought (tick" in prompt:
+        if "'s new thought" in prompt:
             return f"Thought {next(count)}: the water keeps its own time, and I keep mine."
         return "The tide is coming in, slowly."
     return FakeLLM("fake", responses=answer)
 
 
 def thinking(fake: FakeLLM) -> list[str]:
-    return [c["prompt"] for c in fake.calls if c["json_schema"] is None and "'s thought (tick" in c["prompt"]]
+    return [c["prompt"] for c in fake.calls if c["json_schema"] is None and "'s new thought" in c["prompt"]]
 
 
 def notes_in(prompt: str) -> list[str]:

@@ -45,7 +45,7 @@ def test_a_waiting_note_gets_a_reply_turn_that_runs_as_messages_send(tmp_path):
     reply_call = next(c for c in fake.calls if c["prompt"].rstrip().endswith("Lumen:"))
     assert NOTE in reply_call["prompt"] and reply_call["sampling"].letters == reply_letters(NOTE)
     assert reply_call["stop"] and "\n" in reply_call["stop"]
-    think_call = next(c for c in fake.calls if "thought (tick 1)" in c["prompt"])
+    think_call = next(c for c in fake.calls if "Lumen's new thought" in c["prompt"])
     assert think_call["sampling"].letters == PROSE_LETTERS  # the embedded model's thought is held to words
     with agent.services.db.unit() as repos:
         assert repos.notes.get(note_id).read

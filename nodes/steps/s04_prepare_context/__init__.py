@@ -67,6 +67,7 @@ from persona import skills_block
 from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
 from persona.prompts import FEELINGS_TITLE, INTERNAL_STATE_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
 from persona.settings import DriveSettings
+from persona.voice import wanted
 
 log = logging.getLogger(__name__)
 SAFETY_TOKENS = 16
@@ -78,6 +79,12 @@ BOOTSTRAP_LAYER = ("AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md")  # claw0 layer 6
 LONG_NOTE_CHARS = 4000  # a longer note (a pasted log, a document) is shown as its head and tail…
 LONG_NOTE_HEAD, LONG_NOTE_TAIL = 3000, 600  # …and kept whole as a memory (write_memory; memory/followup.py indexes
 # all of it in the background): a 300,000-character paste would otherwise never fit the prompt and wait unread
+
+
+def provider_of(services: Services, prefer: str | None) -> str:
+    """The registry's provider kind of the model asked first (`llamacpp` for the embedded one)."""
+    first = prefer if prefer in services.llms.ids else services.llms.order()[0]
+    return str(services.llms.entry(first).get("provider", ""))
 
 
 def shown_text(text: str) -> str:
@@ -154,7 +161,9 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                                     else COMMANDS_GUIDE).format(
         commands=registry().guide(settings=services.settings, form=form), data_rule=data_rule) for form in GUIDE_FORMS]
     history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
-                                         cycle, services.memory)
+                                         cycle, services.memory,
+                                         plain=wanted(services.settings.voice.plain_recent,
+                                                      provider_of(services, state.stagnation.get("llm"))))
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
     recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals)
     recalled, recalled_ids = recall.lines, recall.ids
@@ -217,7 +226,7 @@ def _instruction(services: Services, state: TickState, episode: StagnationEpisod
     if offer:  # the drives' one rule allowed an unprompted message this tick
         instruction = t(REACH_OUT_INSTRUCTION).format(drive=offer["drive"], level=offer["level"],
                                                       why=t(REACH_OUT[offer["drive"]])) + "\n" + instruction
-    return instruction + "\n\n" + t(THOUGHT_HEADER).format(name=services.persona.display_name, tick=state.tick)
+    return instruction + "\n\n" + t(THOUGHT_HEADER).format(name=services.persona.display_name)
 
 
 def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],

@@ -9,6 +9,7 @@ Nothing here may break a tick: a failing search is logged and the block stays em
 from __future__ import annotations
 
 import logging
+import re
 from datetime import date, timedelta
 from typing import Any, NamedTuple
 
@@ -36,9 +37,12 @@ class Recall(NamedTuple):
     sources: dict[int, provenance.Source]  # the untrusted ones (knowledge base, what arrived from outside)
 
 
-def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None) -> tuple[list[str], list[int]]:
+def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None,
+                    plain: bool = False) -> tuple[list[str], list[int]]:
     """The K recent own responses: the last K (standard), those matching the focus tags/emotions with and/or
-    logic (concentration), or the most diverse K of a wider window (meditation). Returns (lines, message ids)."""
+    logic (concentration), or the most diverse K of a wider window (meditation). Returns (lines, message ids).
+    `plain` (`voice.plain_recent`): each thought as `- its words`, without the `[tick N]` and the reflex scores a
+    small model copies into the thought it continues."""
     mode = context_mode(cycle)
     if mode == "standard" or not k:
         rows = timeline(repos, thread_id, last=k) if k else []
@@ -47,7 +51,20 @@ def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any],
     else:  # meditation: the wider window's ids only; the K chosen are read whole
         rows = repos.messages.lines_by_id(_diverse(timeline(repos, thread_id, last=k * 5, columns=("id",)), k, memory))
     seen = lineage_ids(repos, thread_id)
-    return [render_item(repos, m, thread_id, seen) for m in rows], [m.id for m in rows]
+    render = plain_item if plain else render_item
+    return [render(repos, m, thread_id, seen) for m in rows], [m.id for m in rows]
+
+
+_TICK_REFERENCE = re.compile(r"\s*\bto tick \d+\b")
+
+
+def plain_item(repos: Repos, message: MessageLine, thread_id: str, seen: set[str]) -> str:
+    """A recent thought as a plain list item: its words; a stagnation record without its tick number."""
+    if message.kind == "response":
+        return "- " + message.content.strip()
+    if message.kind == "stagnation_record":
+        return "- " + _TICK_REFERENCE.sub(" to an earlier thought", message.content.strip())
+    return render_item(repos, message, thread_id, seen)
 
 
 def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
