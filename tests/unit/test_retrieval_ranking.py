@@ -80,7 +80,7 @@ def test_the_guard_reads_on_past_a_first_page_of_near_copies(index):
     _copies_and_others(index, 40)
     question = "How many mats does the studio have?"
     everything = [h.item.ref for h in index.search(Query(text=question, k=42, distinct=False))]
-    assert everything.index("opens") >= 30 and everything.index("booked") >= 30  # past the guard's first page (6k, 30)
+    assert everything.index("opens") >= 30 and everything.index("booked") >= 30  # past the first page (6k, 30)
     refs = [h.item.ref for h in index.search(Query(text=question, k=3))]
     assert len(refs) == 3 and {"opens", "booked"} < set(refs) and refs[0].startswith("copy")  # one copy, best first
 
@@ -91,7 +91,8 @@ def test_the_guard_asks_the_engines_for_more_when_their_candidates_are_near_copi
     _copies_and_others(index, 12)
     asked = []
     nearest = index.store.nearest
-    monkeypatch.setattr(index.store, "nearest", lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where))
+    monkeypatch.setattr(index.store, "nearest",
+                        lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where))
     index.config = RetrievalSettings(candidates=4)  # the first candidates are copies only
     refs = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3))]
     assert len(refs) == 3 and {"opens", "booked"} < set(refs) and sum(r.startswith("copy") for r in refs) == 1
