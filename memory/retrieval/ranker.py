@@ -193,6 +193,7 @@ class Ranker:
         self.db, self.config, self.clock = db, config, clock
         self.caches, self.store, self.journal = caches, store, journal
         self._blas: Any = None  # threadpoolctl's controller (`small_math`)
+        self.deeper_rounds = 0  # searches' extra rounds for more candidates since start (bench/retrieval_scale.py)
 
     def small_math(self) -> AbstractContextManager[Any]:
         """One BLAS thread while ranking: its matrices are small, and two threads on a busy 2-core machine wait for
@@ -249,6 +250,7 @@ class Ranker:
             if len(chosen) >= q.k or not fused.truncated or pool >= widest:
                 break
             pool *= DEEPER
+            self.deeper_rounds += 1
         rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
         return [Hit(rows[i], round(fused.final[i], 4), {k: round(v, 4) for k, v in fused.parts[i].items()})
                 for i in chosen if i in rows]
