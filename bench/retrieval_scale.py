@@ -14,7 +14,8 @@ rate). Queries are LoCoMo questions, searched with `MemoryIndex.search` exactly 
 Each size runs in its own process so the peak RSS (ru_maxrss) belongs to that size alone.
 
 `--long`: long memories instead — each ~2,000 characters (consecutive LoCoMo turns joined, as a long assistant
-answer), and every `--paste-every`-th one a 300,000-character paste (turns drawn at random). Indexing is then
+answer), and every `--paste-every`-th one a 300,000-character paste (turns drawn at random), and so is the first
+memory a tick writes while ingesting (whatever the size, one paste lands in a tick). Indexing is then
 reported in characters/s as well as memories/s, and split in two: what the write's sync embeds (the whole text's
 vector and at most 12 sentence groups: bounded per memory) and what the index's follow-up embeds afterwards in the
 background (memory/followup.py: a long text's every 600-character window). While ingesting, the follow-up thread
@@ -82,11 +83,12 @@ PASTE_CHARS = 300_000
 PASTE_EVERY = 150
 
 
-def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: int = 1):
-    """~2,000-character memories (consecutive turns joined); every PASTE_EVERY-th a 300,000-character paste."""
+def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: int = 1, paste_at: int = -1):
+    """~2,000-character memories (consecutive turns joined); every PASTE_EVERY-th a 300,000-character paste, and
+    the `paste_at`-th."""
     rng = random.Random(seed * 1_000_003 + start)
     for n in range(start, start + count):
-        if n % PASTE_EVERY == PASTE_EVERY - 1:
+        if n % PASTE_EVERY == PASTE_EVERY - 1 or n == paste_at:
             parts, size = [], 0
             while size < PASTE_CHARS:
                 text = rng.choice(turns)[1]
@@ -102,11 +104,12 @@ def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: in
         yield n, speaker, text[:LONG_CHARS + 200]
 
 
-def write(db, turns, start: int, count: int) -> None:
+def write(db, turns, start: int, count: int, paste_at: int = -1) -> None:
     from memory.store import record_turn
 
     with db.unit() as repos:
-        for n, speaker, text in (long_memories if LONG else memories)(turns, start, count):
+        made = long_memories(turns, start, count, paste_at=paste_at) if LONG else memories(turns, start, count)
+        for n, speaker, text in made:
             record_turn(repos, ref=str(n), text=text, author=speaker, episode=f"e{n // 20}",
                         created_at=START + timedelta(minutes=n))
 
@@ -178,9 +181,11 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
 
         def tick_writer():
             while not stop.is_set():
-                pasted = any(n % PASTE_EVERY == PASTE_EVERY - 1 for n in range(written[0], written[0] + tick_writes))
+                # long memories: the first tick while ingesting pastes (its write and sync are timed apart)
+                pasted = written[0] == size or any(n % PASTE_EVERY == PASTE_EVERY - 1
+                                                   for n in range(written[0], written[0] + tick_writes))
                 t = time.perf_counter()
-                write(db, turns, written[0], tick_writes)
+                write(db, turns, written[0], tick_writes, paste_at=size)
                 written[0] += tick_writes
                 index.sync()  # what the loop does after a tick commits
                 (paste_ms if LONG and pasted else sync_ms).append((time.perf_counter() - t) * 1000)
