@@ -154,14 +154,17 @@ class FollowUp:
                 for item_id in page[: None if limit is None else limit - report.looked_at]:
                     if stop is not None and stop.is_set():
                         return report
-                    self.follow_up(item_id, report)
+                    self.follow_up(item_id, report, stop)
+                    if stop is not None and stop.is_set():  # cut short (a long text's windows): done again next time
+                        return report
                     with self.index.db.unit() as repos:
                         repos.config.follow_up_cursor = item_id
                     report.looked_at += 1
         return report
 
-    def follow_up(self, item_id: int, report: FollowUpReport | None = None) -> FollowUpReport:
-        """Every step of the module doc for one memory."""
+    def follow_up(self, item_id: int, report: FollowUpReport | None = None,
+                  stop: threading.Event | None = None) -> FollowUpReport:
+        """Every step of the module doc for one memory (a long text's windows stop early when `stop` is set)."""
         report = report or FollowUpReport()
         with self.index.db.unit() as repos:
             item = repos.items.many([item_id]).get(item_id)
@@ -178,7 +181,7 @@ class FollowUp:
             report.expanded += self.expand(item_id, text, author or "", created)
             self.index.sync()  # its vectors, with the expansion's
         if len(text) > LONG_TEXT:
-            report.deep_windows += self.deepen(item_id)
+            report.deep_windows += self.deepen(item_id, stop)
         self.index.sync()
         return report
 
@@ -202,9 +205,10 @@ class FollowUp:
             repos.items.set_expansion(item, expansion)
         return 1 if expansion else 0
 
-    def deepen(self, item_id: int) -> int:
+    def deepen(self, item_id: int, stop: threading.Event | None = None) -> int:
         """A long item's vectors of every window of its text, after those the write made (module doc, step 3);
-        returns how many windows were embedded."""
+        returns how many windows were embedded. `stop` set between two batches: none is kept (a stopping process
+        is not held up by a paste's 500 windows, nor cut off inside the embedding model at exit)."""
         index = self.index
         name = index.embedder.name
         with index.db.reading() as reads:
@@ -227,6 +231,8 @@ class FollowUp:
             return 0  # done before (a repeated pass)
         rows = [stored.vectors[:made].astype(np.float32)]
         for start in range(0, len(pieces), DEEP_BATCH):
+            if stop is not None and stop.is_set():
+                return 0
             rows.append(np.asarray(index.embedder.embed([prefix + p for p in pieces[start:start + DEEP_BATCH]]),
                                    dtype=np.float32))
         matrix = np.vstack(rows)
