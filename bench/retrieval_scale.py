@@ -14,7 +14,8 @@ rate). Queries are LoCoMo questions, searched with `MemoryIndex.search` exactly 
 Each size runs in its own process so the peak RSS (ru_maxrss) belongs to that size alone.
 
 `--long`: long memories instead — each ~2,000 characters (consecutive LoCoMo turns joined, as a long assistant
-answer), and every `--paste-every`-th one a 300,000-character paste (turns drawn at random). Indexing is then
+answer), and every `--paste-every`-th one a 300,000-character paste (turns drawn at random), and so is the first
+memory a tick writes while ingesting (whatever the size, one paste lands in a tick). Indexing is then
 reported in characters/s as well as memories/s, and split in two: what the write's sync embeds (the whole text's
 vector and at most 12 sentence groups: bounded per memory) and what the index's follow-up embeds afterwards in the
 background (memory/followup.py: a long text's every 600-character window). While ingesting, the follow-up thread
@@ -22,6 +23,12 @@ runs as it does beside the loop, and the writer's syncs (the tick's share) are t
 
     python bench/retrieval_scale.py --sizes 10000 100000 --queries 200
     python bench/retrieval_scale.py --long --sizes 300 --queries 100
+    python bench/retrieval_scale.py --sizes 10000 --turns 276
+
+`--turns N`: the memories come from the first N turns only, so each turn recurs size/N times (each time with
+another random sentence): a small corpus as full of near-copies as a large one (100k memories over LoCoMo dev's
+2,760 turns: ~36 each), for the near-copy guard's cost (memory/retrieval/ranker.py: it reads further down the
+ranking, then asks the engines for more candidates, when the near-copies leave fewer than k).
 Progress goes to stderr; one JSON object on stdout.
 """
 
@@ -47,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_DATA = ROOT.parent / "shared/data/locomo/locomo_dev.json"
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 LONG = False  # --long: long memories and pastes (module doc)
+TURNS: int | None = None  # --turns: memories drawn from the first N turns only (module doc)
 
 
 def corpus(data: Path) -> tuple[list[tuple[str, str]], list[str]]:
@@ -75,11 +83,12 @@ PASTE_CHARS = 300_000
 PASTE_EVERY = 150
 
 
-def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: int = 1):
-    """~2,000-character memories (consecutive turns joined); every PASTE_EVERY-th a 300,000-character paste."""
+def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: int = 1, paste_at: int = -1):
+    """~2,000-character memories (consecutive turns joined); every PASTE_EVERY-th a 300,000-character paste, and
+    the `paste_at`-th."""
     rng = random.Random(seed * 1_000_003 + start)
     for n in range(start, start + count):
-        if n % PASTE_EVERY == PASTE_EVERY - 1:
+        if n % PASTE_EVERY == PASTE_EVERY - 1 or n == paste_at:
             parts, size = [], 0
             while size < PASTE_CHARS:
                 text = rng.choice(turns)[1]
@@ -95,11 +104,12 @@ def long_memories(turns: list[tuple[str, str]], start: int, count: int, seed: in
         yield n, speaker, text[:LONG_CHARS + 200]
 
 
-def write(db, turns, start: int, count: int) -> None:
+def write(db, turns, start: int, count: int, paste_at: int = -1) -> None:
     from memory.store import record_turn
 
     with db.unit() as repos:
-        for n, speaker, text in (long_memories if LONG else memories)(turns, start, count):
+        made = long_memories(turns, start, count, paste_at=paste_at) if LONG else memories(turns, start, count)
+        for n, speaker, text in made:
             record_turn(repos, ref=str(n), text=text, author=speaker, episode=f"e{n // 20}",
                         created_at=START + timedelta(minutes=n))
 
@@ -135,6 +145,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
     from memory.retrieval.index import MemoryIndex
 
     turns, questions = corpus(data)
+    turns = turns[:TURNS] if TURNS else turns
     rng = random.Random(2)
     asked = [rng.choice(questions) for _ in range(queries)]
     with tempfile.TemporaryDirectory(prefix="anima-scale-") as tmp:
@@ -170,9 +181,11 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
 
         def tick_writer():
             while not stop.is_set():
-                pasted = any(n % PASTE_EVERY == PASTE_EVERY - 1 for n in range(written[0], written[0] + tick_writes))
+                # long memories: the first tick while ingesting pastes (its write and sync are timed apart)
+                pasted = written[0] == size or any(n % PASTE_EVERY == PASTE_EVERY - 1
+                                                   for n in range(written[0], written[0] + tick_writes))
                 t = time.perf_counter()
-                write(db, turns, written[0], tick_writes)
+                write(db, turns, written[0], tick_writes, paste_at=size)
                 written[0] += tick_writes
                 index.sync()  # what the loop does after a tick commits
                 (paste_ms if LONG and pasted else sync_ms).append((time.perf_counter() - t) * 1000)
@@ -185,6 +198,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         finally:
             stop.set()
             writer.join()
+        deeper_rounds = index.ranker.deeper_rounds
         follow_up_behind = 0
         if LONG:
             with db.reading() as repos:
@@ -208,6 +222,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
             "follow_up_behind_at_end": follow_up_behind} if LONG else None
     return {
         "memories": size,
+        **({"turns": len(turns), "recurrences_per_turn": round(size / len(turns), 1)} if TURNS else {}),
         "vectors": vectors,
         "indexing": {"memories_per_s": round(size / index_s, 1), "chars_per_s": round(chars / index_s),
                      "chars": chars, "seconds": round(index_s, 1),
@@ -215,6 +230,9 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
                                                                "documents are written before (sql_write_s)"},
         **({"long": long} if long else {}),
         "warm_ms": summary(warm),
+        "near_copy_guard": {"deeper_rounds": deeper_rounds, "searches": 1 + 2 * len(asked),
+                            "note": "rounds in which a search asked the engines for more candidates because the "
+                                    "near-copies among them left fewer than 5 (memory/retrieval/ranker.py)"},
         "while_ingesting_ms": {**summary(ingesting), "memories_written": written[0] - size,
                                "rate": f"{tick_writes} every {tick_seconds} s, index.sync() after each",
                                "sync_p95_ms": round(percentile(sync_ms, 95), 1)},
@@ -249,7 +267,7 @@ def restarted(directory: str, data: Path, queries: int, clock_minutes: int, mode
 
 
 def main() -> None:
-    global LONG, PASTE_EVERY
+    global LONG, PASTE_EVERY, TURNS
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     logging.getLogger("memory.retrieval.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -263,11 +281,13 @@ def main() -> None:
     parser.add_argument("--long", action="store_true", help="long memories (~2,000 characters) and 300,000-character "
                         "pastes (module doc)")
     parser.add_argument("--paste-every", type=int, default=150)
+    parser.add_argument("--turns", type=int, default=None, help="draw the memories from the first N LoCoMo turns "
+                        "only: each turn recurs size/N times (module doc)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # internal: measure one size here
     parser.add_argument("--restart", default=None, help=argparse.SUPPRESS)  # internal: a restarted process
     parser.add_argument("--clock-minutes", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    LONG, PASTE_EVERY = args.long, args.paste_every
+    LONG, PASTE_EVERY, TURNS = args.long, args.paste_every, args.turns
     if not args.data.exists():
         parser.error(f"no such file: {args.data} (LoCoMo-format texts and questions)")
     if args.restart is not None:
@@ -282,6 +302,7 @@ def main() -> None:
         print(f"== {size} memories (embedding them takes a while: progress below)", file=sys.stderr, flush=True)
         run = subprocess.run([sys.executable, __file__, "--one", str(size), "--queries", str(args.queries),
                               *(["--long", "--paste-every", str(args.paste_every)] if args.long else []),
+                              *(["--turns", str(args.turns)] if args.turns else []),
                               "--tick-writes", str(args.tick_writes), "--tick-seconds", str(args.tick_seconds),
                               "--data", str(args.data), "--embed-model", args.embed_model], stdout=subprocess.PIPE,
                              text=True)

@@ -18,7 +18,9 @@ one short transaction, one sync of the vectors and one move of the cursor after 
    (memory/expansion.py): key phrases, facts and resolved dates, searchable by their words and their meaning.
 
 Where it stands is kept in the database (`ConfigRepo.follow_up_cursor`): a restarted process goes on from the first
-memory not yet followed up. Every step is idempotent, so a crash between a step and the cursor repeats it harmlessly.
+memory not yet followed up. Every step is idempotent, so a crash between a step and the cursor repeats it harmlessly;
+a stop between two batches of a long text's windows keeps none of them and leaves the cursor before it (the next
+pass does the whole text), so a stopping process is not held up by a paste's 500 windows.
 """
 
 from __future__ import annotations
@@ -171,7 +173,9 @@ class FollowUp:
                     for item in page:
                         if stop is not None and stop.is_set():
                             return report
-                        self._follow_up_read(item, report)
+                        self._follow_up_read(item, report, stop)
+                        if stop is not None and stop.is_set():  # cut short (a long text's windows): done again next time
+                            return report
                         done = item.id
                         report.looked_at += 1
                 finally:
@@ -183,15 +187,16 @@ class FollowUp:
                     break
         return report
 
-    def follow_up(self, item_id: int, report: FollowUpReport | None = None) -> FollowUpReport:
-        """Every step of the module doc for one memory."""
+    def follow_up(self, item_id: int, report: FollowUpReport | None = None,
+                  stop: threading.Event | None = None) -> FollowUpReport:
+        """Every step of the module doc for one memory (a long text's windows stop early when `stop` is set)."""
         report = report or FollowUpReport()
         with self.index.db.unit() as repos:
             item = repos.items.many([item_id]).get(item_id)
             if item is None or item.status == "deleted":
                 return report
             read = self._read(item, report, repos)
-        self._follow_up_read(read, report)
+        self._follow_up_read(read, report, stop)
         self.index.sync()
         return report
 
@@ -204,8 +209,9 @@ class FollowUp:
             report.event_times += 1
         return read
 
-    def _follow_up_read(self, item: "_Read", report: FollowUpReport) -> None:
-        """Steps 2-4 for an item `_read` has read (the caller syncs after)."""
+    def _follow_up_read(self, item: "_Read", report: FollowUpReport, stop: threading.Event | None = None) -> None:
+        """Steps 2-4 for an item `_read` has read (the caller syncs after; a long text's windows stop early when
+        `stop` is set)."""
         if item.tier in FACT_TIERS and item.status == "active":
             found = supersede(self.index, Statement(item.id, item.author, item.text, item.created), item.tier)
             report.superseded += [(s.older, s.newer) for s in found]
@@ -213,7 +219,7 @@ class FollowUp:
             report.expanded += self.expand(item.id, item.text, item.author, item.created)
             self.index.sync()  # its vectors, with the expansion's
         if len(item.text) > LONG_TEXT:
-            report.deep_windows += self.deepen(item.id)
+            report.deep_windows += self.deepen(item.id, stop)
 
     def _expanded(self, item_id: int) -> bool:
         with self.index.db.reading() as reads:
@@ -235,9 +241,10 @@ class FollowUp:
             repos.items.set_expansion(item, expansion)
         return 1 if expansion else 0
 
-    def deepen(self, item_id: int) -> int:
+    def deepen(self, item_id: int, stop: threading.Event | None = None) -> int:
         """A long item's vectors of every window of its text, after those the write made (module doc, step 3);
-        returns how many windows were embedded."""
+        returns how many windows were embedded. `stop` set between two batches: none is kept (a stopping process
+        is not held up by a paste's 500 windows, nor cut off inside the embedding model at exit)."""
         index = self.index
         name = index.embedder.name
         with index.db.reading() as reads:
@@ -260,6 +267,8 @@ class FollowUp:
             return 0  # done before (a repeated pass)
         rows = [stored.vectors[:made].astype(np.float32)]
         for start in range(0, len(pieces), DEEP_BATCH):
+            if stop is not None and stop.is_set():
+                return 0
             rows.append(np.asarray(index.embedder.embed([prefix + p for p in pieces[start:start + DEEP_BATCH]]),
                                    dtype=np.float32))
         matrix = np.vstack(rows)

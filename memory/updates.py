@@ -22,6 +22,7 @@ from typing import Any
 
 from memory.retrieval.entities import extract
 
+QUERY_CHARS = 4000  # of a new memory's text, what searches for the older ones it may update (supersede_older)
 UPDATE_MARKERS = re.compile(
     r"\b(now|nowadays|moved|move|moving|no longer|anymore|any more|switched|switch|instead|quit|changed|change|"
     r"new|left|stopped|started|these days|currently|not .{0,20} any ?more|actually)\b", re.IGNORECASE)
@@ -181,8 +182,10 @@ def supersede(index: Any, newer: Statement, tier: str, *, candidates: int = 10) 
 
     if not may_supersede(newer.text):
         return []
-    hits = index.search(Query(text=newer.text, k=candidates, tiers=[tier], exclude={newer.item_id}, mmr_lambda=1.0,
-                              distinct=False))
+    # a long text's opening finds its closest memories: a 300,000-character paste as the query held the index's
+    # lock — and a tick's recall — for 5.7 s under load (embedding and BM25-scoring all of it)
+    hits = index.search(Query(text=newer.text[:QUERY_CHARS], k=candidates, tiers=[tier], exclude={newer.item_id},
+                              mmr_lambda=1.0, distinct=False))
     older = [Statement(h.item.id, h.item.author, h.item.text, h.item.created_at) for h in hits
              if h.item.id < newer.item_id and h.item.status == "active"]
     found = find_superseded(newer, older)

@@ -24,7 +24,7 @@ from memory.retrieval import query as reading
 from memory.retrieval.caches import Ranked, RetrievalCaches, timestamp
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.journal import WriteJournal
-from memory.retrieval.lexical import idf, scores as bm25_scores, selective_terms
+from memory.retrieval.lexical import CorpusSample, idf, scores as bm25_scores, selective_terms
 from memory.retrieval.settings import RetrievalSettings
 from memory.retrieval.vector_store import VectorStore
 from memory.text import tokenize
@@ -32,6 +32,8 @@ from memory.text import tokenize
 DENSE_SAMPLE = 512  # of the sample, the items whose vectors estimate the dense scores' spread (a restarted
 # process reads them from the database before its first answer)
 DF_EXACT_UP_TO = 1000  # PostgreSQL counts a term's documents up to this; past it the sample estimates
+DEEPER = 4  # a search the near-copy guard left short of k distinct hits asks the engines for 4× the candidates …
+DEEPEST = 16  # … up to 16× the configured pool (Ranker.rank)
 
 
 @dataclass
@@ -58,6 +60,31 @@ class Hit:
     item: MemoryItem
     score: float
     parts: dict[str, float]
+
+
+@dataclass
+class QueryReading:
+    """What the ranker reads of a query once, however many candidates it ranks (Ranker._read)."""
+    asked: set[str]  # the authors it asks about (their items get the author boost)
+    rewrites: dict[str, str]  # a named author → the query in that author's first person
+    dense_text: str  # the dense query of anyone else's items
+    dense_texts: list[str]  # every dense query, in the order of `query_vectors`
+    now: datetime
+    periods: list[tuple[float, float, float]]  # (start, end, weight) of the periods it names
+    asks_when: bool
+    held: dict[str, int]  # its terms' document counts
+    weights: dict[str, float]  # its terms' BM25 weights
+    query_vectors: np.ndarray
+
+
+@dataclass
+class Fused:
+    """One pass of candidates and their fused scores (Ranker._fuse)."""
+    ranked: list[int]  # what the query may return, best first
+    final: dict[int, float]
+    parts: dict[int, dict[str, float]]
+    vectors: dict[int, np.ndarray]
+    truncated: bool  # an engine gave as many candidates as it was asked for: it may have more
 
 
 def z_score(value: float, mean: float, std: float) -> float:
@@ -101,19 +128,25 @@ def stack(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float,
-        duplicate: float = 1.0) -> list[int]:
+        duplicate: float = 1.0, given: Sequence[int] = ()) -> list[int]:
     """Maximal marginal relevance over min-max-scaled scores and whole-item cosine similarity; a candidate whose
-    similarity to one already chosen is at least `duplicate` (a near-copy) is passed over whatever λ is."""
-    if len(pool) <= 1 or (lam >= 1 and duplicate > 1):
+    similarity to one already chosen is at least `duplicate` (a near-copy) is passed over whatever λ is. `given`:
+    items chosen before (from an earlier page of the ranking): the up to `k` picked here are measured against them
+    too, and only the new picks are returned."""
+    if not given and (len(pool) <= 1 or (lam >= 1 and duplicate > 1)):
         return pool[:k]
+    if not pool:
+        return []
+    items = [*given, *pool]
     values = np.array([score[i] for i in pool])
-    relevance = (values - values.min()) / (values.max() - values.min() + 1e-9)
+    relevance = np.r_[np.zeros(len(given)), (values - values.min()) / (values.max() - values.min() + 1e-9)]
     dim = next(iter(vectors.values())).shape[1] if vectors else 1
-    matrix = np.vstack([vectors[i][0].astype(np.float32) if i in vectors else np.zeros(dim, dtype=np.float32) for i in pool])
+    matrix = np.vstack([vectors[i][0].astype(np.float32) if i in vectors else np.zeros(dim, dtype=np.float32)
+                        for i in items])
     similarity = matrix @ matrix.T
-    chosen: list[int] = []
-    left = list(range(len(pool)))
-    while left and len(chosen) < k:
+    chosen: list[int] = list(range(len(given)))
+    left = list(range(len(given), len(items)))
+    while left and len(chosen) - len(given) < k:
         if chosen:
             redundancy = similarity[np.ix_(left, chosen)].max(axis=1)
             left = [n for n, r in zip(left, redundancy) if r < duplicate]
@@ -125,7 +158,19 @@ def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray]
         best = left[int(np.argmax(lam * relevance[left] - (1 - lam) * redundancy))]
         chosen.append(best)
         left.remove(best)
-    return [pool[i] for i in chosen]
+    return [items[i] for i in chosen[len(given):]]
+
+
+def pick(ranked: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float,
+         duplicate: float, page: int) -> list[int]:
+    """MMR with the near-copy guard over the ranking's first `page` items; when the guard passes over so many that
+    fewer than `k` are left, on through the next pages (each against everything chosen before), never a copy."""
+    chosen = mmr(ranked[:page], score, vectors, k, lam, duplicate)
+    for start in range(page, len(ranked), page):
+        if len(chosen) >= k:
+            break
+        chosen += mmr(ranked[start:start + page], score, vectors, k - len(chosen), lam, duplicate, given=chosen)
+    return chosen
 
 
 def farthest_first(matrix: np.ndarray, k: int) -> list[int]:
@@ -148,6 +193,7 @@ class Ranker:
         self.db, self.config, self.clock = db, config, clock
         self.caches, self.store, self.journal = caches, store, journal
         self._blas: Any = None  # threadpoolctl's controller (`small_math`)
+        self.deeper_rounds = 0  # searches' extra rounds for more candidates since start (bench/retrieval_scale.py)
 
     def small_math(self) -> AbstractContextManager[Any]:
         """One BLAS thread while ranking: its matrices are small, and two threads on a busy 2-core machine wait for
@@ -181,18 +227,44 @@ class Ranker:
         return float(values.mean()), float(values.std())
 
     def rank(self, q: Query, repos: Repos, embed: Callable[[list[str]], np.ndarray]) -> list[Hit]:
-        """The query's `k` hits, best first; `embed` makes the query's vectors (the index's `embed_texts`)."""
+        """The query's `k` hits, best first; `embed` makes the query's vectors (the index's `embed_texts`).
+
+        When the near-copy guard leaves fewer than `k` among the candidates (a corpus holding many near-copies of
+        the best matches) and an engine had more to give, both engines are asked again for DEEPER times as many, up
+        to DEEPEST times the configured pool: at most two more rounds, each one fused ranking over at most
+        2 × 16 × `candidates` items (their rows and vectors mostly already in the caches)."""
         cfg, caches = self.config, self.caches
         if not q.text.strip():
             return []
         corpus = caches.corpus_sample(repos, cfg.sample_size)
-        documents = caches.documents
-        if not documents:
+        if not caches.documents:
             return []
+        read = self._read(q, repos, embed, corpus)
+        lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
+        duplicate = cfg.duplicate_similarity if q.distinct else 1.01
+        pool = widest = cfg.candidates * (3 if q.mode == "meditation" else 1)
+        widest *= DEEPEST
+        while True:
+            fused = self._fuse(q, repos, read, corpus, pool)
+            chosen = pick(fused.ranked, fused.final, fused.vectors, q.k, lam, duplicate, max(q.k * 6, 30))
+            if len(chosen) >= q.k or not fused.truncated or pool >= widest:
+                break
+            pool *= DEEPER
+            self.deeper_rounds += 1
+        rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
+        return [Hit(rows[i], round(fused.final[i], 4), {k: round(v, 4) for k, v in fused.parts[i].items()})
+                for i in chosen if i in rows]
+
+    def _read(self, q: Query, repos: Repos, embed: Callable[[list[str]], np.ndarray],
+              corpus: CorpusSample) -> QueryReading:
+        """What the query says, read once however many candidates are ranked: authors, periods, BM25 weights and
+        the dense queries' vectors."""
+        caches = self.caches
+        documents = caches.documents
         if caches.authors is None:
             caches.authors = repos.items.authors()
         authors = caches.authors
-        if cfg.each_author_query:
+        if self.config.each_author_query:
             named = reading.named_authors(q.text, authors)
         else:
             named = [one] if (one := reading.about_author(q.text, authors)) else []
@@ -204,9 +276,8 @@ class Ranker:
         dense_texts = list(dict.fromkeys([dense_text, *rewrites.values()]))
         now = self.clock()
         periods = [(timestamp(r.start), timestamp(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
-        asks_when = reading.asks_when(q.text)
 
-        # words: the engine's candidates for the selective terms; BM25 weights from the corpus's document counts
+        # words: BM25 weights from the corpus's document counts
         terms = list(dict.fromkeys(tokenize(q.text)))
         cap = DF_EXACT_UP_TO
         held = repos.items.lexical.document_frequencies(terms, cap)
@@ -214,11 +285,18 @@ class Ranker:
             if count >= cap and len(corpus):
                 held[term] = max(count, round(corpus.holding(term) / len(corpus) * documents))
         weights = {t: idf(max(documents, 1), min(c, documents)) for t, c in held.items() if c}
-        pool = cfg.candidates * (3 if q.mode == "meditation" else 1)
-        lexical = repos.items.lexical.candidates(selective_terms(held, cfg.lexical_postings), pool)
+        query_vectors = embed(dense_texts)  # the recall query is often the thought novelty just embedded
+        return QueryReading(asked, rewrites, dense_text, dense_texts, now, periods, reading.asks_when(q.text), held,
+                            weights, query_vectors)
+
+    def _fuse(self, q: Query, repos: Repos, read: QueryReading, corpus: CorpusSample, pool: int) -> Fused:
+        """Up to `pool` candidates from each engine, their neighbours, and the fused ranking of what the query may
+        return."""
+        cfg, caches = self.config, self.caches
+        lexical = repos.items.lexical.candidates(selective_terms(read.held, cfg.lexical_postings), pool)
+        truncated = len(lexical) >= pool
 
         # meaning: Chroma's nearest vectors (and those still queued for it)
-        query_vectors = embed(dense_texts)  # the recall query is often the thought novelty just embedded
         where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
         if q.tiers:
             where.append({"tier": {"$in": list(q.tiers)}})
@@ -231,8 +309,9 @@ class Ranker:
         if q.happened_until:
             where.append({"happened": {"$lte": timestamp(q.happened_until)}})
         # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
-        got = self.store.nearest(list(query_vectors), pool,
+        got = self.store.nearest(list(read.query_vectors), pool,
                                  (where[0] if len(where) == 1 else {"$and": where}) if where else None)  # ids = item ids
+        truncated = truncated or any(len(records) >= pool for records in got["ids"])
         dense_items = list(dict.fromkeys([int(record) for records in got["ids"] for record in records]
                                          + self.journal.queued()))
 
@@ -254,18 +333,18 @@ class Ranker:
                       for i in candidates}
         scored = set(candidates) | {n for ns in neighbours.values() for n in ns}
 
-        bm25 = bm25_scores(caches.documents_for(repos, scored), weights, corpus.average_length)
-        b_mean, b_std = corpus.mean_std(weights, corpus.average_length)
+        bm25 = bm25_scores(caches.documents_for(repos, scored), read.weights, corpus.average_length)
+        b_mean, b_std = corpus.mean_std(read.weights, corpus.average_length)
         vectors = caches.vectors_of(repos, scored)
         zdense: dict[int, float] = {}  # each item against its author's rewrite of the query, or the first one
-        for n, text in enumerate(dense_texts):
-            mine = [i for i in vectors if rewrites.get(meta[i].author, dense_text) == text]
+        for n, text in enumerate(read.dense_texts):
+            mine = [i for i in vectors if read.rewrites.get(meta[i].author, read.dense_text) == text]
             if mine:
-                d_mean, d_std = self._sample_dense(query_vectors[n], repos)
+                d_mean, d_std = self._sample_dense(read.query_vectors[n], repos)
                 zdense.update((i, z_score(v, d_mean, d_std)) for i, v in zip(
-                    mine, self.dense_scores(stack([vectors[i] for i in mine]), query_vectors[n]).tolist()))
+                    mine, self.dense_scores(stack([vectors[i] for i in mine]), read.query_vectors[n]).tolist()))
 
-        now_ts = timestamp(now)
+        now_ts = timestamp(read.now)
         base: dict[int, float] = {}
         parts: dict[int, dict[str, float]] = {}
         asks: dict[int, bool] = {}
@@ -276,11 +355,11 @@ class Ranker:
             age_days = max(0.0, (now_ts - m.created) / 86400)
             asks[item_id] = reading.asks_something(m.text)
             p = {"bm25": zb, "dense": zd,
-                 "author": cfg.author_boost if m.author in asked else 0.0,
+                 "author": cfg.author_boost if m.author in read.asked else 0.0,
                  "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
                  "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
-                 "when": cfg.when_boost if asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
-                 "period": cfg.period_boost * max((w for start, end, w in periods
+                 "when": cfg.when_boost if read.asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
+                 "period": cfg.period_boost * max((w for start, end, w in read.periods
                                                    if start <= m.created < end or start <= m.happened < end), default=0.0),
                  "asks": -cfg.question_penalty * reading.asking_share(m.text) if asks[item_id] else 0.0,
                  "superseded": -cfg.superseded_penalty if m.status == "superseded" else 0.0}
@@ -298,12 +377,7 @@ class Ranker:
         ranked = [i for i in sorted(final, key=final.__getitem__, reverse=True)
                   if i not in q.exclude and (q.mode != "concentration" or matches_focus(meta[i], q))
                   and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))]
-        lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
-        chosen = mmr(ranked[: max(q.k * 6, 30)], final, vectors, q.k, lam,
-                     cfg.duplicate_similarity if q.distinct else 1.01)
-        rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
-        return [Hit(rows[i], round(final[i], 4), {k: round(v, 4) for k, v in parts[i].items()})
-                for i in chosen if i in rows]
+        return Fused(ranked, final, parts, vectors, truncated)
 
     def closest_older(self, item_ids: Sequence[int], n_results: int, per_item: int) -> dict[int, list[tuple[float, int]]]:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as

@@ -240,3 +240,39 @@ def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path
     assert float(np.abs(found["separate"][1:] - alone).max()) < 1e-2  # stored as float16
     assert float(np.abs(found["pooled"][1:] - alone).max()) > 0.05  # pooled in context: not the same vectors
     assert float(np.abs(found["pooled"][0] - found["separate"][0]).max()) < 1e-2  # the whole item: the same pass
+
+
+def test_near_copies_filling_the_first_candidates_still_leave_k_distinct_results(tmp_path, embedder, monkeypatch):
+    """Ten wordings of one turn (whole-item cosine 0.93–0.997 on MiniLM) fill the engines' first candidates: the
+    guard keeps one of them and asks the engines for more rather than answering with fewer than k."""
+    from memory.retrieval.index import Query, RetrievalSettings
+
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        for n, said in enumerate(["The shelter asked us to walk the dogs every weekend.",
+                                  "The puppy's vet visit is on Friday."]):
+            record_turn(repos, ref=f"other{n}", text=said, author="Ann", episode=f"o{n}",
+                        created_at=NOW - timedelta(days=9))
+        tails = [".", "!", "!!", "...", ", honestly.", ", really.", " :)", ", lol.", ", haha.", ", you know."]
+        for n, tail in enumerate(tails):
+            record_turn(repos, ref=f"copy{n}", author="Ann", episode=f"c{n}", created_at=NOW - timedelta(days=1),
+                        text=f"I adopted a beagle puppy from the shelter last week and she chews everything{tail}")
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW,
+                        config=RetrievalSettings(candidates=3))
+    index.sync(flush=True)
+    asked = []
+    nearest = index.store.nearest
+    monkeypatch.setattr(index.store, "nearest",
+                        lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where))
+    try:
+        hits = index.search(Query(text="What did Ann adopt from the shelter?", k=3))
+        assert len(asked) > 1  # the first candidates held too few distinct memories
+        assert len(hits) == 3 and sum(h.item.ref.startswith("copy") for h in hits) == 1
+        with db.reading() as repos:
+            vectors = index.caches.vectors_of(repos, [h.item.id for h in hits])
+        whole = np.vstack([vectors[h.item.id][0] for h in hits])
+        whole /= np.linalg.norm(whole, axis=1, keepdims=True)
+        assert (whole @ whole.T)[np.triu_indices(3, 1)].max() < 0.9  # no two results are near-copies
+    finally:
+        index.close()
+        db.close()

@@ -135,8 +135,8 @@ def test_a_long_paste_is_chunked_indexed_in_the_background_and_not_lost(agent_fa
     embedded.clear()
     report = memory.follow_up.run_pending()
     assert report.deep_windows == len(windows(paste)) >= 300_000 // DEEP_CHARS - 1
-    # now embedded on a window of its own (not only inside the whole text, as a search for the paste would embed it)
-    assert any("lighthouse keeper painted turquoise" in t and len(t) <= 2 * DEEP_CHARS for t in embedded)
+    # now embedded in windows of its own (the update check's query is the paste's opening: no "turquoise" in it)
+    assert any("turquoise shutters" in t and len(t) <= DEEP_CHARS + 80 for t in embedded)
     with agent.services.db.unit() as repos:
         stored = repos.items.vectors.get(memory.embedder.name, [item.id])[item.id]
         assert len(stored.vectors) > 13 + 290  # the write's rows and every window's
@@ -218,3 +218,29 @@ def test_the_api_and_the_page_show_record_and_event_time(web):
     assert "recorded 2023-05-11" in page.text and "happened 2023-05-09 (last Tuesday · day)" in page.text
     bad = web.client.get("/memory/search", params={"q": "pear tree", "happened_after": "someday"})
     assert bad.status_code == 422 and "happened_after" in bad.text
+
+
+def test_a_stop_between_a_pastes_window_batches_keeps_none_and_leaves_it_for_the_next_pass(index, monkeypatch):
+    import threading
+
+    from memory.followup import DEEP_BATCH
+
+    text = "The harbour lighthouse keeper painted the shutters. " * 2000
+    paste, pieces = _write(index, "p", text, THURSDAY), len(windows(text))
+    assert pieces > DEEP_BATCH  # more than one batch
+    stop, embed, batches = threading.Event(), index.embedder.embed, []
+
+    def embed_windows(texts):
+        if len(texts) == DEEP_BATCH:  # a batch of windows (not the update check's query): the process stops
+            batches.append(len(texts))
+            stop.set()
+        return embed(texts)
+
+    monkeypatch.setattr(index.embedder, "embed", embed_windows)
+    report = index.follow_up.run_pending(stop=stop)
+    assert report.deep_windows == 0 and batches == [DEEP_BATCH]  # not the remaining batches
+    with index.db.reading() as reads:
+        assert reads.config.follow_up_cursor < paste  # not marked done
+        assert len(reads.items.vectors.get(index.embedder.name, [paste])[paste].vectors) < pieces
+    monkeypatch.setattr(index.embedder, "embed", embed)
+    assert index.follow_up.run_pending().deep_windows == pieces  # the next pass does it whole

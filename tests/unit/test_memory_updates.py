@@ -81,3 +81,16 @@ def test_the_write_time_check_finds_the_older_statement_through_the_index(index)
         rows = repos.items.many([old, other, new])
         assert rows[old].status == "superseded" and rows[other].status == "active"
     assert supersede_older(index, new) == []  # already done: the older one is no longer active
+
+
+def test_a_long_pastes_check_searches_with_its_opening_and_still_finds_what_it_updates(index, monkeypatch):
+    from memory.updates import QUERY_CHARS, supersede_older
+
+    old = _write(index, "1", "I work at Acme as a tester.", 0)
+    new = _write(index, "2", "I quit Acme, I work at Globex now. " + "Notes from the move. " * 15_000, 1)
+    index.sync()
+    asked = []
+    search = index.search
+    monkeypatch.setattr(index, "search", lambda q: asked.append(len(q.text)) or search(q))
+    assert [(s.older, s.newer) for s in supersede_older(index, new)] == [(old, new)]
+    assert asked == [QUERY_CHARS]  # not the 315,000 characters: the index's lock is held while a search ranks

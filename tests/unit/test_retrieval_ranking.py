@@ -63,6 +63,51 @@ def test_a_near_copy_of_a_chosen_hit_is_passed_over_unless_the_query_wants_every
     assert len(index.search(Query(text="How many mats does the studio have?", k=3))) == 3
 
 
+def _copies_and_others(index, copies: int) -> None:
+    """Two memories that answer the query less well, then `copies` identical ones that answer it best."""
+    with index.db.unit() as repos:
+        record_turn(repos, ref="opens", text="The studio opens at nine.", author="Ann", episode="o")
+        record_turn(repos, ref="booked", text="Studio classes are booked online.", author="Ann", episode="b")
+        for n in range(copies):
+            record_turn(repos, ref=f"copy{n}", text="The studio has twelve mats per class.", author="Ann",
+                        episode=f"c{n}")
+    index.sync(flush=True)  # in Chroma: its nearest, not the queue of new vectors, are the dense candidates
+
+
+def test_the_guard_reads_on_past_a_first_page_of_near_copies(index):
+    from memory.retrieval.ranker import Query
+
+    _copies_and_others(index, 40)
+    question = "How many mats does the studio have?"
+    everything = [h.item.ref for h in index.search(Query(text=question, k=42, distinct=False))]
+    assert everything.index("opens") >= 30 and everything.index("booked") >= 30  # past the first page (6k, 30)
+    refs = [h.item.ref for h in index.search(Query(text=question, k=3))]
+    assert len(refs) == 3 and {"opens", "booked"} < set(refs) and refs[0].startswith("copy")  # one copy, best first
+
+
+def test_the_guard_asks_the_engines_for_more_when_their_candidates_are_near_copies(index, monkeypatch):
+    from memory.retrieval.ranker import DEEPER, DEEPEST, Query
+
+    _copies_and_others(index, 12)
+    asked = []
+    nearest = index.store.nearest
+    monkeypatch.setattr(index.store, "nearest",
+                        lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where))
+    index.config = RetrievalSettings(candidates=4)  # the first candidates are copies only
+    refs = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3))]
+    assert len(refs) == 3 and {"opens", "booked"} < set(refs) and sum(r.startswith("copy") for r in refs) == 1
+    assert asked == [4, 4 * DEEPER]  # one wider round was enough
+
+    with index.db.unit() as repos:  # only copies: it stops at the widest pool, with the one distinct hit it has
+        for ref in ("opens", "booked"):
+            assert repos.items.remove("message", ref)
+    index.sync(flush=True)
+    asked.clear()
+    index.config = RetrievalSettings(candidates=1)
+    assert len(index.search(Query(text="How many mats does the studio have?", k=3))) == 1
+    assert asked == [1, DEEPER, DEEPER * DEEPER] and DEEPER * DEEPER == DEEPEST  # bounded: at most two more rounds
+
+
 def test_the_question_penalty_weighs_the_share_of_a_turn_that_asks(index):
     assert asking_share("Is it far?") == 1.0 == asking_share("Wow! What did you paint?")  # "Wow!" joins the question
     assert asking_share("The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?") == 0.5
