@@ -404,7 +404,7 @@ def test_a_task_sub_cycle_reads_everything_but_edits_only_its_own_task(agent_fac
                                                    ("diary.add", {"text": "mine"}),
                                                    ("notes.add", {"text": "Found: tides follow the moon."}))
             return "Finished.\n" + commands(("tasks.update", {"id": 1, "status": "done"}))
-        if "tick 1)" in prompt:
+        if "; tick 1;" in prompt:
             return "I will delegate.\n" + commands(("tasks.run", {"id": 1, "max_ticks": 5}))
         return "I wait for my task."
 
@@ -445,7 +445,7 @@ def test_a_failing_sub_cycle_freezes_its_task_and_a_timeout_restarts_it_once(age
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     main = utc_agent(agent_factory, FakeLLM("fake", responses=lambda p: "thinking.\n" + commands(
         ("tasks.run", {"id": 1, "max_ticks": 1}), ("tasks.run", {"id": 2, "max_ticks": 1}))
-        if "tick 1)" in p and "I am a sub-cycle of" not in p else "thinking."), clock=clock)
+        if "; tick 1;" in p and "I am a sub-cycle of" not in p else "thinking."), clock=clock)
     with main.services.db.unit() as repos:
         repos.tasks.add("A task that times out")
         repos.tasks.add("A task that breaks")
@@ -477,7 +477,7 @@ def test_a_sub_cycle_keeps_its_own_pause_and_backs_off_on_repeated_errors(agent_
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     fake = FakeLLM("fake", responses=lambda p: "thinking.\n" + commands(("tasks.run", {
         "id": 1, "max_ticks": 10, "pause_s": 60, "retries": 2, "backoff_s": 10, "backoff_factor": 2}))
-        if "tick 1)" in p and "I am a sub-cycle of" not in p else "thinking.")
+        if "; tick 1;" in p and "I am a sub-cycle of" not in p else "thinking.")
     main = utc_agent(agent_factory, fake, clock=clock)
     with main.services.db.unit() as repos:
         repos.tasks.add("A task on its own schedule")

@@ -23,7 +23,7 @@ def run(agent_factory, mode: str, budget: int):
     def respond(prompt: str) -> str:
         if "I am a sub-cycle of" in prompt:
             return "Working on it.\n" + commands(*ACTS)
-        if "tick 1)" in prompt:
+        if "; tick 1;" in prompt:
             return "I will delegate.\n" + commands(("tasks.run", {"id": 1, "mode": mode, "token_budget": budget}))
         return "I wait for my task."
 

@@ -111,7 +111,7 @@ def test_a_task_cycle_interrupted_by_a_crash_resumes_at_start_up_and_the_human_i
 
     fake = FakeLLM("fake", responses=lambda p: "thinking.\n# Commands:\n" + json.dumps(
         [{"cmd_id": "c1", "type": "tasks.run", "args": {"id": 1, "max_ticks": 10}}]) + "\n# End commands"
-        if "tick 1)" in p and "I am a sub-cycle of" not in p else "thinking.")
+        if "; tick 1;" in p and "I am a sub-cycle of" not in p else "thinking.")
     main = agent_factory(fake)
     with main.services.db.unit() as repos:
         repos.tasks.add("Chart the tides")
