@@ -29,7 +29,7 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
         assert [(t.tick, t.status) for t in ticks] == [(1, "ok"), (2, "ok"), (3, "ok")]
         assert all(t.llm_calls >= 1 and t.completion_tokens > 0 for t in ticks), \
             [(t.tick, t.llm_calls, t.completion_tokens) for t in ticks]  # an empty draw is drawn again once
-        assert ticks[0].llm_calls >= 2  # a note arrived: the output's emotions are rated afresh
+        assert ticks[0].llm_calls >= 2  # a note arrived: the voice answers it beside the thought
         messages = repos.messages.recent("main", 10, kinds=("response", "stagnation_record"))
         assert len(messages) == 3 and all(m.llm_id == "embedded" for m in messages)
         assert all(m.auto_pass for m in messages)  # no validators configured
@@ -40,8 +40,14 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
         calls = repos.llm_calls.by_model()
         assert {c["provider"] for c in calls} == {"llamacpp"}
         # "reply": the voice's turn for the waiting note (tests/integration/test_voice_embedded.py tests what it says)
-        assert {"think", "emotion"} <= {c["purpose"] for c in calls} <= {"think", "emotion", "evaluate", "rephrase",
-                                                                          "reply"}
+        purposes = {c["purpose"] for c in calls}
+        assert {"think"} <= purposes <= {"think", "emotion", "evaluate", "rephrase", "reply"}
+        # a rating comes from the model, or without a call from the thought's own words, the tick's signals or a
+        # repeat's original; the note's tick is never rated from signals or carried over (a human spoke)
+        sources = {m.tick: (m.meta or {}).get("emotion_source") for m in messages if m.kind == "response"}
+        assert set(sources.values()) <= {"llm", "self", "lexicon", "signals", "carried"}, sources
+        assert sources.get(1) in (None, "llm", "self", "lexicon"), sources
+        assert "llm" not in sources.values() or purposes & {"emotion", "evaluate"}, (sources, purposes)
     agent.close()
 
 
