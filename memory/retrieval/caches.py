@@ -120,10 +120,21 @@ class EmbeddingCache:
     rounding: another batch)."""
 
     def __init__(self, embedder: Embedder, lock: threading.RLock, config: RetrievalSettings):
-        self.embedder, self._lock, self.config = embedder, lock, config
+        self.embedder, self._lock, self._config = embedder, lock, config
         self.text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
         self.documents: OrderedDict[Document, np.ndarray] = OrderedDict()  # recent memories embedded before their
         # write -> their vectors (row 0 the whole memory), least recently used first
+
+    @property
+    def config(self) -> RetrievalSettings:
+        return self._config
+
+    @config.setter
+    def config(self, value: RetrievalSettings) -> None:
+        with self._lock:
+            if value.sentence_vectors != self._config.sentence_vectors:  # a memory's sentence vectors are made
+                self.documents.clear()  # another way now: those kept are not what its write would make
+            self._config = value
 
     def embed_texts(self, texts: list[str], cache_size: int = 512,
                     documents: Iterable[tuple[str, str, Sequence[str]]] = ()) -> np.ndarray:

@@ -306,3 +306,21 @@ def test_a_thought_that_comes_back_is_embedded_neither_for_the_reflexes_nor_for_
     assert len(records["ids"]) == 2 and np.allclose(*records["embeddings"])  # both in Chroma, the same vector
     assert agent.services.memory.search(said, k=1)[0].item.id in {item.id for item in items}
     agent.close()
+
+
+def test_kept_memory_vectors_go_when_sentence_vectors_are_made_another_way(tmp_path):
+    from memory.retrieval.index import MemoryIndex
+
+    embedder = CountingEmbedder()
+    db = Database.open(tmp_path)
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
+    document = index.record_texts("The heron waits. It caught a fish.", "Ann")
+    index.embed_texts(["The heron waits."], documents=[document])
+    index.embed_texts(["The heron waits."], documents=[document])
+    assert embedder.texts == [["The heron waits.", "Ann: The heron waits. It caught a fish."]]  # kept: asked once
+    index.config = index.config.model_copy(update={"sentence_vectors": "separate"})  # each sentence on its own
+    index.embed_texts(["The heron waits."], documents=[document])
+    assert embedder.texts[1:] == [["Ann: The heron waits. It caught a fish.", "Ann: The heron waits.",
+                                   "Ann: It caught a fish."]]  # made again, the new way (the text is still kept)
+    index.close()
+    db.close()
