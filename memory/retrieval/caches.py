@@ -1,8 +1,9 @@
 """What the memory index keeps in memory (memory/retrieval/index.py): caches that a process may lose at any time.
 
 - `EmbeddingCache`: the vectors of recent texts (the reflexes embed the same recent outputs tick after tick) and of
-  memories embedded ahead of their write (`embed_texts(documents=…)`), taken by the write instead of embedding them
-  again.
+  the recent memories embedded ahead of their write (`embed_texts(documents=…)`), taken by the write instead of
+  embedding them again, and kept after it: a thought that comes back (the stagnating persona's usual case) is
+  embedded neither for the reflexes nor for its memory.
 - `RetrievalCaches`: what ranking reads of an item — its columns (`Ranked`), full-text document, place in its
   episode and vectors — kept while the catalogue's journal says it is unchanged (the write journal drops what
   changed), and the corpus statistics (document count, a uniform random sample). After a start a background thread
@@ -36,7 +37,8 @@ from memory.text import chunks, with_author
 
 log = logging.getLogger("memory.retrieval.index")  # the index's lines, under the name they have always had
 
-AHEAD_KEPT = 16  # memories embedded ahead of their write (embed_texts' documents), kept until it: a tick writes one
+DOCUMENTS_KEPT = 64  # memories embedded ahead of their write (embed_texts' documents), the last ones kept: a tick
+# writes one, and a thought that comes back does so within a few dozen ticks (bench/tick.py: within ten)
 WARMUP_PAGE = 5000  # items read at a time by the background copy
 RECOUNT_ALWAYS_BELOW = 10000  # documents: counting them costs ~2 ms at 10k, ~20 ms at 100k (SQLite)
 RANKING_CACHE = 200_000  # items whose ranking columns, full-text document and place are kept in memory (~0.7 KB
@@ -113,20 +115,36 @@ class Ranked:
 
 
 class EmbeddingCache:
-    """Vectors of whole texts and of memories about to be written, made by the index's embedder."""
+    """Vectors of whole texts and of recent memories, made by the index's embedder. Both are pure functions of
+    their texts (the same model), so a kept vector is the one embedding the text again would give (to float32's
+    rounding: another batch)."""
 
     def __init__(self, embedder: Embedder, lock: threading.RLock, config: RetrievalSettings):
-        self.embedder, self._lock, self.config = embedder, lock, config
+        self.embedder, self._lock, self._config = embedder, lock, config
         self.text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
-        self.ahead: OrderedDict[Document, np.ndarray] = OrderedDict()  # memories embedded before their write
+        self.documents: OrderedDict[Document, np.ndarray] = OrderedDict()  # recent memories embedded before their
+        # write -> their vectors (row 0 the whole memory), least recently used first
+
+    @property
+    def config(self) -> RetrievalSettings:
+        return self._config
+
+    @config.setter
+    def config(self, value: RetrievalSettings) -> None:
+        with self._lock:
+            if value.sentence_vectors != self._config.sentence_vectors:  # a memory's sentence vectors are made
+                self.documents.clear()  # another way now: those kept are not what its write would make
+            self._config = value
 
     def embed_texts(self, texts: list[str], cache_size: int = 512,
                     documents: Iterable[tuple[str, str, Sequence[str]]] = ()) -> np.ndarray:
         """Normalised vectors of whole texts, remembering the last `cache_size`. `documents`: memories about to be
-        written (`record_texts`), embedded in the same call; the write then takes their vectors (`embed_items`)."""
+        written (`record_texts`), embedded in the same call unless one is kept (the last DOCUMENTS_KEPT); the
+        write then takes their vectors (`embed_items`)."""
+        asked = list(dict.fromkeys((p, b, tuple(c)) for p, b, c in documents))
         with self._lock:
             missing = [t for t in dict.fromkeys(texts) if t not in self.text_vectors]
-            wanted = [d for d in dict.fromkeys((p, b, tuple(c)) for p, b, c in documents) if d not in self.ahead]
+            wanted = [d for d in asked if d not in self.documents]
         ahead: list[np.ndarray] = []
         fresh: Sequence[np.ndarray] | np.ndarray
         if wanted:  # one call for both: the texts as documents of one part
@@ -137,9 +155,12 @@ class EmbeddingCache:
         with self._lock:
             for text, vector in zip(missing, fresh):
                 self.text_vectors[text] = np.asarray(vector, dtype=np.float32)
-            self.ahead.update(zip(wanted, ahead))
-            while len(self.ahead) > AHEAD_KEPT:
-                self.ahead.popitem(last=False)
+            self.documents.update(zip(wanted, ahead))
+            for document in asked:
+                if document in self.documents:  # (another thread's call may have pushed one out meanwhile)
+                    self.documents.move_to_end(document)
+            while len(self.documents) > DOCUMENTS_KEPT:
+                self.documents.popitem(last=False)
             vectors = [self.text_vectors[t] for t in texts]
             for text in texts:
                 self.text_vectors.move_to_end(text)
@@ -148,21 +169,22 @@ class EmbeddingCache:
         return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
     def made_ahead(self, items: Sequence[ItemLike]) -> set[int]:
-        """The items whose vectors `embed_texts` made ahead of their write (an item with an expansion needs one
-        more vector: not counted)."""
+        """The items whose vectors `embed_texts` made ahead of their write and are kept (an item with an expansion
+        needs one more vector: not counted)."""
         found = set()
         with self._lock:
             for item in items:
                 prefix, body, parts = item_texts(item)
-                if not expansion_of(item) and (prefix, body, tuple(parts)) in self.ahead:
+                if not expansion_of(item) and (prefix, body, tuple(parts)) in self.documents:
                     found.add(item.id)
         return found
 
     def embed_items(self, items: Sequence[ItemLike]) -> list[np.ndarray]:
-        """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken."""
+        """Each item's vectors (row 0 the whole item); those `embed_texts` made ahead of the write are taken (and
+        stay kept: the same thought written again takes them too)."""
         documents = [(p, b, tuple(c)) for p, b, c in (item_texts(item) for item in items)]
         with self._lock:  # (the embedding below runs outside the index's lock: the write journal's replay)
-            ready = {d: self.ahead.pop(d) for d in documents if d in self.ahead}
+            ready = {d: self.documents[d] for d in documents if d in self.documents}
         todo = [d for d in dict.fromkeys(documents) if d not in ready]
         ready.update(zip(todo, self.document_vectors(todo) if todo else []))
         found = [ready[d] for d in documents]

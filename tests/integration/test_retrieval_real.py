@@ -276,3 +276,48 @@ def test_near_copies_filling_the_first_candidates_still_leave_k_distinct_results
     finally:
         index.close()
         db.close()
+
+
+class CountedModel:
+    """The real model, its calls counted (texts per call; a memory's document as prefix + body)."""
+
+    def __init__(self, model: LocalEmbedder):
+        self.model, self.name, self.calls = model, model.name, []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.model.embed(texts)
+
+    def embed_parts(self, documents):
+        self.calls.append([prefix + body for prefix, body, _ in documents])
+        return self.model.embed_parts(documents)
+
+
+def test_a_text_and_a_memory_embedded_once_are_not_embedded_again(tmp_path, embedder):
+    """What the tick embeds — its thought for the reflexes, the memory it becomes ahead of the write — is kept by the
+    index (memory/retrieval/caches.py): asked again, and written (twice: the thought came back), nothing reaches the
+    model; the kept vectors are the model's own for each text alone."""
+    model = CountedModel(embedder)
+    db = Database.open(tmp_path)
+    index = MemoryIndex(db, model, chroma_path=tmp_path / "chroma", clock=lambda: NOW)
+    thought = "The beagle slept through the storm. Then she chewed my slippers to bits."
+    document = index.record_texts(thought, "Ann")
+    first = index.embed_texts([thought, "Bob: the storm kept me up."], documents=[document])
+    assert model.calls == [[thought, "Bob: the storm kept me up.", "Ann: " + thought]]  # one call for all three
+    for ref in ("1", "2"):
+        with db.unit() as repos:
+            record_turn(repos, ref=ref, text=thought, author="Ann", episode="e", created_at=NOW)
+        index.sync(flush=True)
+        assert np.array_equal(index.embed_texts([thought, "Bob: the storm kept me up."], documents=[document]), first)
+    assert len(model.calls) == 1
+    alone = embedder.embed([thought, "Bob: the storm kept me up."])
+    assert float(np.abs(first - alone).max()) < 1e-6
+    kept = index.embedding.documents[(document[0], document[1], tuple(document[2]))]
+    assert float(np.abs(kept - embedder.embed_parts([document])[0]).max()) < 1e-6 and len(kept) == 3  # + 2 sentences
+    with db.unit() as repos:
+        ids = repos.items.ids_of("message", ["1", "2"])
+        stored = repos.items.vectors.get(embedder.name, ids)
+    assert len(stored) == 2 and all(np.array_equal(s.vectors, kept.astype(np.float16)) for s in stored.values())
+    assert {h.item.ref for h in index.search("What did the dog chew?", k=1)} <= {"1", "2"}
+    index.close()
+    db.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from datetime import timedelta
 
+import numpy as np
 from sqlalchemy import event, text
 
 from tests.fakes.llm import FakeLLM
@@ -265,3 +266,61 @@ def test_an_in_over_fixed_values_is_plain_bound_values():
     sql = str(select(c.id).where(one_of(c.source, ("user", "cli")), none_of(c.text, ("a",))))
     assert "POSTCOMPILE" not in sql and "notes.source IN (:param_1, :param_2)" in sql
     assert "(notes.text NOT IN (:param_3))" in sql
+
+
+def test_a_thought_that_comes_back_is_embedded_neither_for_the_reflexes_nor_for_its_memory(tmp_path):
+    """A stagnating persona repeats itself. A thought that comes back: its text's vector (the reflexes) and its
+    memory's (the write) are those made the first time, not made again — whether it is remembered again (it left the
+    recent outputs) or replaced by a stagnation record (it repeats the last one)."""
+    embedder = CountingEmbedder()
+    said = "The harbour at dusk: gulls circle while the boats come home."
+    between = [f"{topic.capitalize()} {n}, nothing like the others." for n, topic in enumerate(
+        ("cello scales", "old maps", "rain on tin", "bread rising", "a chess endgame", "fog horns", "moss on stone",
+         "kite strings", "ink stains", "copper pans"))]
+    opening = "Morning. The tide is out and the mud smells of salt."  # (a thread's first thought has none to be
+    # compared with: its memory is embedded at its write)
+    agent = make_agent(tmp_path, FakeLLM("fake", responses=[opening, said, *between, said, said]), embedder=embedder,
+                       checkpointer="sqlite")
+    assert agent.services.settings.cycle.responses == len(between)  # the first one has left the recent outputs
+    agent.tick()
+    first = agent.tick()
+    for _ in between:
+        agent.tick()
+    stored = with_author(agent.services.persona.display_name, said)
+    for repeat in ("remembered again", "a stagnation record"):
+        embedder.texts.clear()
+        state = agent.tick()
+        assert state["thought"] == said, repeat
+        embedded = [text for call in embedder.texts for text in call]
+        assert said not in embedded and stored not in embedded, repeat
+        if repeat == "remembered again":
+            again = state
+    with agent.services.db.unit() as repos:
+        items = [repos.items.find("message", f"msg:{s['response_id']}") for s in (first, again)]
+        assert items[0] is not None and items[1] is not None and items[0].id != items[1].id
+        vectors = repos.items.vectors.get(embedder.name, [item.id for item in items])
+        assert repos.items.find("message", f"msg:{state['response_id']}") is None  # the repeat is not remembered
+    assert np.array_equal(vectors[items[0].id].vectors, vectors[items[1].id].vectors)  # the kept ones, written again
+    agent.services.memory.sync(flush=True)
+    records = agent.services.memory.collection.get(ids=[str(item.id) for item in items], include=["embeddings"])
+    assert len(records["ids"]) == 2 and np.allclose(*records["embeddings"])  # both in Chroma, the same vector
+    assert agent.services.memory.search(said, k=1)[0].item.id in {item.id for item in items}
+    agent.close()
+
+
+def test_kept_memory_vectors_go_when_sentence_vectors_are_made_another_way(tmp_path):
+    from memory.retrieval.index import MemoryIndex
+
+    embedder = CountingEmbedder()
+    db = Database.open(tmp_path)
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
+    document = index.record_texts("The heron waits. It caught a fish.", "Ann")
+    index.embed_texts(["The heron waits."], documents=[document])
+    index.embed_texts(["The heron waits."], documents=[document])
+    assert embedder.texts == [["The heron waits.", "Ann: The heron waits. It caught a fish."]]  # kept: asked once
+    index.config = index.config.model_copy(update={"sentence_vectors": "separate"})  # each sentence on its own
+    index.embed_texts(["The heron waits."], documents=[document])
+    assert embedder.texts[1:] == [["Ann: The heron waits. It caught a fish.", "Ann: The heron waits.",
+                                   "Ann: It caught a fish."]]  # made again, the new way (the text is still kept)
+    index.close()
+    db.close()
