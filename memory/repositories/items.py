@@ -15,7 +15,6 @@ from typing import Any, TypeAlias, Unpack
 
 from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, func, insert, or_, select, update
 
-from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
@@ -234,14 +233,7 @@ class MemoryItemRepo(Repo):
         """A new item in one Core INSERT (the tick writes one every tick; the catalogue's creates are no memory
         history), held by the session as the ORM would hold it after its own INSERT: every column as written (the
         columns' defaults as the INSERT made them), so nothing is read back."""
-        result = self.core(_insert_item(), {**fields, "tier": tier, "ref": ref})
-        key, written = result.inserted_primary_key, result.last_inserted_params()
-        assert key is not None and not isinstance(written, list)  # an INSERT of one row
-        item = MemoryItem(**{column.key: written.get(column.key) for column in table_of(MemoryItem).columns
-                             if column.key != "id"}, id=int(key[0]))
-        make_transient_to_detached(item)
-        self.session.add(item)
-        return item
+        return self._inserted(MemoryItem, _insert_item(), {**fields, "tier": tier, "ref": ref})
 
     def _set_context_after(self, previous: Row[Unpack[tuple[Any, ...]]], rendered: str, now: datetime) -> Any:
         """The item before a new one learns its text (one Core UPDATE; a row this unit holds sees it, as after the
