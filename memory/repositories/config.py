@@ -193,11 +193,12 @@ class ConfigRepo(Repo):
         return default if row is None else row.value
 
     def set(self, key: str, value: Any) -> None:
+        row = self._row(key)
         if key in self._given:  # read before this transaction: whether the row is there and what it holds, now
             self._given.discard(key)
             self._rows.pop(key, None)
             self._snapshot_forget(key)
-        row = self._row(key)
+            row = self._row(key)
         if row is None:
             self.core(_insert_entry(), insert_values(ConfigEntry, {"key": key, "value": value}))
             self._rows[key] = Entry(key, value)

@@ -42,6 +42,12 @@ def _by_ref() -> Select[MemoryItem]:
 
 
 @prepared
+def _id_by_ref() -> Select[tuple[int]]:
+    c = table_of(MemoryItem).c
+    return select(c.id).where(c.tier == bindparam("tier"), c.ref == bindparam("ref"))
+
+
+@prepared
 def _last_of() -> Select[MemoryItem]:
     return (select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq.is_not(None))
             .order_by(MemoryItem.seq.desc()).limit(1))
@@ -187,7 +193,9 @@ class MemoryItemRepo(Repo):
         """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
         before it, and the item before it learns this one (both are re-indexed). `event_at`: when what it tells
         happened, when its source says (memory/event_time.py; else the follow-up reads it from the text)."""
-        found = self.find(tier, ref)
+        # Core first: the tick writes a new item every tick, which an ORM query would look for at a higher cost
+        found_id = self.core(_id_by_ref(), {"tier": tier, "ref": str(ref)}).scalar()
+        found = self.session.get(MemoryItem, found_id) if found_id is not None else None
         if found is not None and episode is not None and seq is None and found.seq is not None \
                 and found.episode == episode:
             seq = found.seq
