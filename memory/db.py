@@ -91,6 +91,7 @@ from memory.models import (
     Session as SessionRow,
 )
 from memory.repositories import Repos
+from memory.repositories.config import TICK_SNAPSHOT, ConfigSnapshot
 from memory.repositories.lexical import backfill_lexical_index, create_lexical_index
 
 log = logging.getLogger(__name__)
@@ -584,6 +585,7 @@ class SharedSession:
     def give_back(self, kept: _Kept) -> None:
         kept.session.expunge_all()  # as a closed session leaves them: detached
         kept.session.info.pop("actor", None)
+        kept.session.info.pop(TICK_SNAPSHOT, None)
         kept.busy = False
 
     def close(self) -> None:
@@ -597,6 +599,8 @@ class SharedSession:
 
 T = TypeVar("T")
 _SHARED: ContextVar[SharedSession | None] = ContextVar("anima_shared_session", default=None)
+# the run's database and the config keys its tick read once (memory/repositories/config.py), on both dialects
+_RUN_CONFIG: ContextVar[tuple["Database", ConfigSnapshot] | None] = ContextVar("anima_run_config", default=None)
 
 
 class Database:
@@ -658,13 +662,17 @@ class Database:
     def unit(self, actor: str | None = None) -> Iterator[Repos]:
         """One transaction: committed on success, rolled back on error. `actor` (default "persona") is who the
         memory history names for what it changes ("human" for the web). Inside `shared_session()`, a kept session
-        no other unit holds: committed only if the unit wrote (module doc)."""
+        no other unit holds: committed only if the unit wrote (module doc). Inside it on either dialect, the run's
+        config snapshot (`ConfigSnapshot`)."""
         shared = _SHARED.get()
         kept = shared.take(self) if shared is not None else None
+        snapshot = self._config_snapshot()
         if shared is None or kept is None:
             with self.sessions() as session:
                 if actor:
                     session.info["actor"] = actor
+                if snapshot is not None:
+                    session.info[TICK_SNAPSHOT] = snapshot
                 try:
                     yield Repos(session)
                     session.commit()
@@ -676,6 +684,8 @@ class Database:
         try:
             if actor:
                 session.info["actor"] = actor
+            if snapshot is not None:
+                session.info[TICK_SNAPSHOT] = snapshot
             yield Repos(session)
             session.flush()
             if kept.wrote():
@@ -686,22 +696,34 @@ class Database:
         finally:
             shared.give_back(kept)
 
+    def _config_snapshot(self) -> ConfigSnapshot | None:
+        """The config snapshot of the run this context is in, when the run is on this database."""
+        run = _RUN_CONFIG.get()
+        return run[1] if run is not None and run[0] is self else None
+
     @contextmanager
     def shared_session(self) -> Iterator[None]:
         """Within: this context's units of work take kept sessions and connections in turn (module doc; a context
-        copied into another thread, as LangGraph's step threads copy it, shares them too, a session to a unit).
-        SQLite only; PostgreSQL keeps a session per unit. Nested: the outer one is used."""
-        if self.is_postgres or _SHARED.get() is not None:
+        copied into another thread, as LangGraph's step threads copy it, shares them too, a session to a unit) —
+        SQLite only; PostgreSQL keeps a session per unit — and, on both, the run's one config snapshot (the keys
+        its tick reads in several steps, read once: memory/repositories/config.py). Nested: the outer one is used."""
+        if _RUN_CONFIG.get() is not None:
             yield
             return
-        shared = SharedSession(self)
-        _SHARED.set(shared)
+        run = (self, ConfigSnapshot())
+        _RUN_CONFIG.set(run)
+        shared = None if self.is_postgres else SharedSession(self)
+        if shared is not None:
+            _SHARED.set(shared)
         try:
             yield
         finally:
-            if _SHARED.get() is shared:  # (a stream dropped unfinished may be closed later, from another run)
-                _SHARED.set(None)
-            shared.close()
+            if _RUN_CONFIG.get() is run:  # (a stream dropped unfinished may be closed later, from another run)
+                _RUN_CONFIG.set(None)
+            if shared is not None:
+                if _SHARED.get() is shared:
+                    _SHARED.set(None)
+                shared.close()
 
     def sharing(self, items: Iterator[T]) -> Iterator[T]:
         """`items` (a graph's stream: the steps run as it is iterated) with `shared_session()` around each step."""
@@ -714,14 +736,19 @@ class Database:
         commit (SQLite: the session's transaction ends when it closes). PostgreSQL: no transaction at all — each
         statement is its own, seeing what was committed before it, as in a READ COMMITTED transaction — which
         saves the BEGIN and ROLLBACK round trips around it; never write through it. Inside `shared_session()`
-        (SQLite), a kept session no unit holds."""
+        (SQLite), a kept session no unit holds (and on either dialect the run's config snapshot)."""
         shared = _SHARED.get()
         kept = shared.take(self) if shared is not None else None
+        snapshot = self._config_snapshot()
         if shared is None or kept is None:
             with self.readers() as session:
+                if snapshot is not None:
+                    session.info[TICK_SNAPSHOT] = snapshot
                 yield Repos(session)
             return
         try:
+            if snapshot is not None:
+                kept.session.info[TICK_SNAPSHOT] = snapshot
             yield Repos(kept.session)
         finally:
             if kept.wrote():  # nothing written through it stays, as when its session closed

@@ -6,10 +6,12 @@ import builtins
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Select, bindparam, select
+from typing import Any, TypeVar, Unpack
+
+from sqlalchemy import Row, Select, bindparam, select
 
 from memory.models import Abstract, utcnow
-from memory.repositories.base import prepared
+from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 
 
@@ -17,6 +19,26 @@ from memory.repositories.tiered import TierRepo
 def _newest(since: bool) -> Select[Abstract]:
     q = select(Abstract).where(Abstract.created_at >= bindparam("since")) if since else select(Abstract)
     return q.order_by(Abstract.id.desc()).limit(bindparam("limit"))
+
+
+@prepared
+def _newest_lines(since: bool) -> Select[tuple[int, str, str, list[str]]]:
+    """Core: `_newest` as plain rows of what a prompt shows (read only)."""
+    c = table_of(Abstract).c
+    q = select(c.id, c.title, c.summary, c.tags)
+    q = q.where(c.created_at >= bindparam("since")) if since else q
+    return q.order_by(c.id.desc()).limit(bindparam("limit"))
+
+
+R = TypeVar("R", Abstract, Row[Unpack[tuple[Any, ...]]])
+
+
+def _tagged(rows: builtins.list[R], tags: Iterable[str] | None, limit: int) -> builtins.list[R]:
+    """The newest `limit` of `rows` (newest first) with any of `tags` (any tag: all of them)."""
+    if not tags:
+        return rows
+    wanted = {t.lower() for t in tags}
+    return [r for r in rows if wanted & {str(t).lower() for t in r.tags or []}][:limit]
 
 
 class AbstractRepo(TierRepo):
@@ -51,10 +73,14 @@ class AbstractRepo(TierRepo):
     def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5) -> list[Abstract]:
         rows = list(self.session.scalars(_newest(since is not None),
                                    {"since": since, "limit": limit * 10 if tags else limit}).all())
-        if tags:
-            wanted = {t.lower() for t in tags}
-            rows = [r for r in rows if wanted & {str(t).lower() for t in r.tags or []}][:limit]
-        return rows
+        return _tagged(rows, tags, limit)
+
+    def newest_lines(self, *, tags: Iterable[str] | None = None, since: datetime | None = None,
+                     limit: int = 5) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
+        """`list` as plain rows (id, title, summary, tags; read only: the prompt shows them every tick)."""
+        rows = list(self.core(_newest_lines(since is not None),
+                              {"since": since, "limit": limit * 10 if tags else limit}).all())
+        return _tagged(rows, tags, limit)
 
     def of_thread(self, thread_id: str, limit: int) -> builtins.list[Abstract]:
         """The thread's newest `limit` abstracts, newest first."""

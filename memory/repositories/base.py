@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar, Unpack, cast
 
-from sqlalchemy import JSON, ColumnElement, Connection, CursorResult, Executable, Result, Table, literal
-from sqlalchemy.orm import QueryableAttribute, Session
+from sqlalchemy import JSON, ColumnElement, Connection, CursorResult, Executable, Insert, Result, Table, literal
+from sqlalchemy.orm import QueryableAttribute, Session, make_transient_to_detached
 
 from memory.models import Base, utcnow
 
@@ -97,6 +97,20 @@ class Repo:
         session = self.session
         session._autoflush()
         return _connection(session).execute(statement, params)
+
+    def _inserted(self, model: type[M], statement: Insert, fields: Mapping[str, Any]) -> M:
+        """A new row of `model` (its key an `id`) in one Core INSERT (`statement`, over its table), held by the
+        session as the ORM holds a row after its own INSERT and flush: every column as written (the columns'
+        defaults as the INSERT made them), so nothing is read back and a later change to it is flushed as an
+        UPDATE. Never for a memory-history table (`core`)."""
+        result = self.core(statement, fields)
+        key, written = result.inserted_primary_key, result.last_inserted_params()
+        assert key is not None and not isinstance(written, list)  # an INSERT of one row
+        row = model(**{column.key: written.get(column.key) for column in table_of(model).columns
+                       if column.key != "id"}, id=int(key[0]))
+        make_transient_to_detached(row)
+        self.session.add(row)
+        return row
 
     def _upsert(self, row: M | None, model: type[M], fields: dict[str, Any]) -> M:
         """Update `row` with `fields`, or add a new `model(**fields)` when there is none."""

@@ -6,11 +6,22 @@ accessors below (`repos.config.persona_dir`, `repos.config.llm_overrides()`, `re
 
 A unit of work remembers the rows it has read (and the keys it found absent), so a key read twice in one
 transaction — or loaded beforehand with `preload`, several keys in one query — costs no second statement.
+
+A tick reads the same few keys in several of its steps' units (the run choices, the drives' pointers, the thread's
+cycle, the emotion words, the memory step's keys): its first step reads them all in one query (`preload_tick`) into
+the run's `ConfigSnapshot` (memory/db.py gives each unit of a graph run the run's one), and the later units of the
+tick take them from there instead of reading them again. The tick therefore sees every change made before it
+started; a key the tick itself writes (any unit of the run) leaves the snapshot at once, so the units after read
+it from the database again and see the write once it is committed (a rolled-back write: the value as it was).
+Only the keys `preload_tick` read are ever served from it: the loop's control, the wake request and the rest are
+read from the table every time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import copy
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import uuid4
 
@@ -54,6 +65,46 @@ class Entry:
     value: Any
 
 
+TICK_SNAPSHOT = "config_snapshot"  # session.info: the run's ConfigSnapshot (memory/db.py puts it there)
+
+
+class ConfigSnapshot:
+    """The keys a tick's first step read for the whole tick (module doc): key -> its row (None: absent; a row may
+    hold a JSON null), and the prefixes whose every key it holds. A key written by any unit of the run leaves it for good (and so does every
+    prefix over it): the units after read it from the table. Units of one run may run in several threads."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, Entry | None] = {}
+        self._prefixes: set[str] = set()
+        self._written: set[str] = set()
+        self._lock = threading.Lock()
+
+    def fill(self, rows: Mapping[str, Entry | None], prefixes: Iterable[str]) -> None:
+        """What `preload_tick` read (a key written meanwhile stays out, as does a prefix over it)."""
+        with self._lock:
+            for key, row in rows.items():
+                if key not in self._written:
+                    self._rows.setdefault(key, None if row is None else Entry(key, copy.deepcopy(row.value)))
+            self._prefixes.update(p for p in prefixes if not any(k.startswith(p) for k in self._written))
+
+    def give(self, keys: Iterable[str], prefixes: Iterable[str]) -> tuple[dict[str, Entry | None], set[str]]:
+        """The `keys` it holds and, for the `prefixes` it holds whole, every key under them: key -> a copy of its
+        row (a unit may change a value it was given before writing it back); and the prefixes it held."""
+        with self._lock:
+            held = {p for p in prefixes if p in self._prefixes}
+            found = {key: self._rows[key] for key in keys if key in self._rows}
+            found.update((key, row) for key, row in self._rows.items()
+                         if row is not None and key.startswith(tuple(held)))
+        return {key: None if row is None else Entry(key, copy.deepcopy(row.value)) for key, row in found.items()}, held
+
+    def forget(self, key: str) -> None:
+        """A unit of the run wrote `key`: from now on it is read from the table."""
+        with self._lock:
+            self._written.add(key)
+            self._rows.pop(key, None)
+            self._prefixes = {p for p in self._prefixes if not key.startswith(p)}
+
+
 # ---- the keys (nowhere else) ---------------------------------------------------------------------------------
 # the persona's own database on a `chroma run` server outside a deployment (a deployment names it by the persona's
 # schema): made on first use, never inherited by a spawned child (memory/repositories/transfer.py)
@@ -92,6 +143,7 @@ ABSTRACT_REQUEST_PREFIX = "memory/abstract_request/"  # + thread id: a pending r
 MESH_DISCOVERED_KEY = "mesh/discovered"  # {did: {"transport", "first_seen", "last_seen"}}: proven on the mesh, not added
 NOT_INHERITED_PREFIXES = ("run/", "lineage/", "session/", "feeds/", "vectors/", "mesh/")  # a spawned child does not take
 # the parent's run, family, bookkeeping and where its vectors live
+_DRIVE_KEYS = (EMOTION_POINTER_KEY, RESOLUTION_POINTER_KEY, REACH_OUT_KEY, ADJUSTMENTS_KEY)  # preload_drives
 KEYS = tuple(value for name, value in list(globals().items()) if name.endswith(("_KEY", "_PREFIX")))
 
 
@@ -108,6 +160,8 @@ class ConfigRepo(Repo):
         super().__init__(session)
         self._rows: dict[str, Entry | None] = {}  # this transaction's reads and writes: key -> entry (None: absent)
         self._prefixes: set[str] = set()  # prefixes whose every key is in `_rows`
+        self._snapshot: ConfigSnapshot | None = session.info.get(TICK_SNAPSHOT)  # the tick's (module doc)
+        self._given: set[str] = set()  # keys in `_rows` the snapshot gave (read before this transaction)
 
     def _row(self, key: str) -> Entry | None:
         if key not in self._rows:
@@ -118,6 +172,13 @@ class ConfigRepo(Repo):
         """Read these keys (and every key under `prefixes`) in one query; later `get`s of them cost nothing."""
         wanted = [key for key in keys if key not in self._rows]
         prefixes = tuple(p for p in prefixes if p not in self._prefixes)
+        if self._snapshot is not None and (wanted or prefixes):
+            found, held = self._snapshot.give(wanted, prefixes)
+            self._rows.update(found)
+            self._given.update(found)
+            self._prefixes.update(held)
+            wanted = [key for key in wanted if key not in found]
+            prefixes = tuple(p for p in prefixes if p not in held)
         if not wanted and not prefixes:
             return
         bound = {f"key{i}": key for i, key in enumerate(wanted)}
@@ -133,6 +194,11 @@ class ConfigRepo(Repo):
 
     def set(self, key: str, value: Any) -> None:
         row = self._row(key)
+        if key in self._given:  # read before this transaction: whether the row is there and what it holds, now
+            self._given.discard(key)
+            self._rows.pop(key, None)
+            self._snapshot_forget(key)
+            row = self._row(key)
         if row is None:
             self.core(_insert_entry(), insert_values(ConfigEntry, {"key": key, "value": value}))
             self._rows[key] = Entry(key, value)
@@ -141,6 +207,11 @@ class ConfigRepo(Repo):
         else:
             self.core(_update_entry(), {"entry_key": key, "new_value": value, "at": utcnow()})
             row.value = value
+        self._snapshot_forget(key)
+
+    def _snapshot_forget(self, key: str) -> None:
+        if self._snapshot is not None:
+            self._snapshot.forget(key)
 
     def many(self, *keys: str) -> dict[str, Any]:
         """Several keys in one query (absent ones are None)."""
@@ -219,6 +290,18 @@ class ConfigRepo(Repo):
         `active_root`, the thread that root's ticks run in — in one query."""
         keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY) + ((ACTIVE_THREAD_PREFIX + active_root,) if active_root else ())
         self.preload(*keys, prefixes=(SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX, LLM_ADDED_PREFIX))
+
+    def preload_tick(self, root_id: str) -> None:
+        """What a tick's steps read (the run choices, the thread the root's ticks run in, the drives' keys, the
+        root's cycle and abstract request, the emotion words, the episode check), in one query, kept for the rest of
+        the tick in the run's snapshot (module doc)."""
+        keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY, ACTIVE_THREAD_PREFIX + root_id, *_DRIVE_KEYS, CYCLE_PREFIX + root_id,
+                EMOTIONS_KEY, ABSTRACT_REQUEST_PREFIX + root_id, EPISODES_CHECKED_KEY)
+        prefixes = (SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX, LLM_ADDED_PREFIX)
+        self.preload(*keys, prefixes=prefixes)
+        if self._snapshot is not None:
+            self._snapshot.fill({key: row for key, row in self._rows.items() if key in keys or key.startswith(prefixes)},
+                                prefixes)
 
     def preload_tick_decision(self, thread_id: str) -> None:
         """What decides whether a thread thinks now (the loop control, a feeds check asked for, its cycle), in one
@@ -326,7 +409,7 @@ class ConfigRepo(Repo):
 
     def preload_drives(self) -> None:
         """The keys the drives step reads, in one query."""
-        self.preload(EMOTION_POINTER_KEY, RESOLUTION_POINTER_KEY, REACH_OUT_KEY, ADJUSTMENTS_KEY)
+        self.preload(*_DRIVE_KEYS)
 
     def session_export(self, session_id: int) -> dict[str, Any] | None:
         """The result an export job left for `session_id` (fleet)."""

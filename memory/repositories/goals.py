@@ -94,8 +94,10 @@ def _task_counts(include_archived: bool) -> Select[str, int]:
 
 
 @prepared
-def _task_of_thread() -> Select[Task]:
-    return select(Task).where(Task.repl_thread == bindparam("thread_id")).limit(1)
+def _task_of_thread() -> Select[tuple[int]]:
+    """Core: the id of the task whose sub-cycle runs in a thread (a tick asks every time; most threads have none)."""
+    c = table_of(Task).c
+    return select(c.id).where(c.repl_thread == bindparam("thread_id")).limit(1)
 
 
 R = TypeVar("R")
@@ -270,7 +272,8 @@ class TaskRepo(_ArchivableRepo):
         return task
 
     def by_repl_thread(self, thread_id: str) -> Task | None:
-        return self.session.scalars(_task_of_thread(), {"thread_id": thread_id}).first()
+        task_id = self.core(_task_of_thread(), {"thread_id": thread_id}).scalar()
+        return self.session.get(Task, task_id) if task_id is not None else None
 
     def running_cycles(self, include_archived: bool = False) -> builtins.list[Task]:
         return self.with_repl_status("running", include_archived)

@@ -15,7 +15,6 @@ from typing import Any, TypeAlias, Unpack
 
 from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, func, insert, or_, select, update
 
-from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
@@ -40,6 +39,12 @@ def _not_the_humans_words() -> ColumnElement[bool]:
 @prepared
 def _by_ref() -> Select[MemoryItem]:
     return select(MemoryItem).where(MemoryItem.tier == bindparam("tier"), MemoryItem.ref == bindparam("ref"))
+
+
+@prepared
+def _id_by_ref() -> Select[tuple[int]]:
+    c = table_of(MemoryItem).c
+    return select(c.id).where(c.tier == bindparam("tier"), c.ref == bindparam("ref"))
 
 
 @prepared
@@ -188,7 +193,9 @@ class MemoryItemRepo(Repo):
         """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
         before it, and the item before it learns this one (both are re-indexed). `event_at`: when what it tells
         happened, when its source says (memory/event_time.py; else the follow-up reads it from the text)."""
-        found = self.find(tier, ref)
+        # Core first: the tick writes a new item every tick, which an ORM query would look for at a higher cost
+        found_id = self.core(_id_by_ref(), {"tier": tier, "ref": str(ref)}).scalar()
+        found = self.session.get(MemoryItem, found_id) if found_id is not None else None
         if found is not None and episode is not None and seq is None and found.seq is not None \
                 and found.episode == episode:
             seq = found.seq
@@ -234,14 +241,7 @@ class MemoryItemRepo(Repo):
         """A new item in one Core INSERT (the tick writes one every tick; the catalogue's creates are no memory
         history), held by the session as the ORM would hold it after its own INSERT: every column as written (the
         columns' defaults as the INSERT made them), so nothing is read back."""
-        result = self.core(_insert_item(), {**fields, "tier": tier, "ref": ref})
-        key, written = result.inserted_primary_key, result.last_inserted_params()
-        assert key is not None and not isinstance(written, list)  # an INSERT of one row
-        item = MemoryItem(**{column.key: written.get(column.key) for column in table_of(MemoryItem).columns
-                             if column.key != "id"}, id=int(key[0]))
-        make_transient_to_detached(item)
-        self.session.add(item)
-        return item
+        return self._inserted(MemoryItem, _insert_item(), {**fields, "tier": tier, "ref": ref})
 
     def _set_context_after(self, previous: Row[Unpack[tuple[Any, ...]]], rendered: str, now: datetime) -> Any:
         """The item before a new one learns its text (one Core UPDATE; a row this unit holds sees it, as after the

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Update, bindparam, func, select, update
+from sqlalchemy import Insert, Select, Update, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.models import Tick, utcnow
-from memory.repositories.base import Repo, prepared, table_of
+from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
 @prepared
-def _from_tick() -> Select[Tick]:
-    return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick >= bindparam("tick"))
+def _finished_from() -> Select[tuple[int, datetime | None]]:
+    """Core: a thread's ticks from one on, by number, with when they finished (all `next_unfinished` needs)."""
+    c = table_of(Tick).c
+    return select(c.tick, c.finished_at).where(c.thread_id == bindparam("thread_id"), c.tick >= bindparam("tick"))
 
 
 @prepared
 def _of_tick() -> Select[Tick]:
     return select(Tick).where(Tick.thread_id == bindparam("thread_id"), Tick.tick == bindparam("tick"))
+
+
+@prepared
+def _insert_tick() -> Insert:
+    return insert(table_of(Tick))
 
 
 @prepared
@@ -33,16 +41,20 @@ def _update_tick(*columns: str) -> Update:
 class TickRepo(Repo):
     def __init__(self, session: Session):
         super().__init__(session)
-        self._from: dict[str, tuple[int, dict[int, Tick]]] = {}  # thread -> (first tick, its rows from there on)
+        # thread -> (first tick, the ticks from there on that have a row): read by next_unfinished (a tick not in
+        # it has no row, so starting it reads nothing), kept up as this unit adds rows
+        self._from: dict[str, tuple[int, set[int]]] = {}
+        self._held: dict[tuple[str, int], Tick] = {}  # the rows this unit loaded or added
 
     def start(self, thread_id: str, tick: int, mode: str) -> Tick:
-        """The tick's row, counting its starts: a tick started again was cut short (a kill, a crash)."""
+        """The tick's row, counting its starts: a tick started again was cut short (a kill, a crash). A new row is
+        one Core INSERT (every tick writes one)."""
         row = self.get(thread_id, tick)
         if row is None:
-            row = self._add(Tick(thread_id=thread_id, tick=tick, mode=mode, summary={"attempts": 1}))
+            row = self._add(thread_id, tick, mode=mode, summary={"attempts": 1})
         else:
             row.summary = {**(row.summary or {}), "attempts": int((row.summary or {}).get("attempts") or 0) + 1}
-        self.session.flush()
+            self.session.flush()
         return row
 
     def fail(self, thread_id: str, tick: int, *, step: str | None, error: str, trace: str = "") -> Tick:
@@ -50,7 +62,7 @@ class TickRepo(Repo):
         for `inspect`, never reused (a kept answer is reused only by an unfinished tick)."""
         row = self.get(thread_id, tick)
         if row is None:
-            row = self._add(Tick(thread_id=thread_id, tick=tick))
+            row = self._add(thread_id, tick)
         summary = dict(row.summary or {})
         answer = summary.pop("answer", None)
         row.summary = {**summary, "error": error, "step": step, "trace": trace[-4000:],
@@ -59,25 +71,33 @@ class TickRepo(Repo):
         self.session.flush()
         return row
 
-    def _add(self, row: Tick) -> Tick:
-        self.session.add(row)
-        known = self._from.get(row.thread_id)
-        if known is not None and row.tick >= known[0]:
-            known[1][row.tick] = row
+    def _add(self, thread_id: str, tick: int, **fields: Any) -> Tick:
+        row = self._inserted(Tick, _insert_tick(), insert_values(Tick, {"thread_id": thread_id, "tick": tick,
+                                                                        **fields}))
+        self._held[(thread_id, tick)] = row
+        known = self._from.get(thread_id)
+        if known is not None and tick >= known[0]:
+            known[1].add(tick)
         return row
 
     def get(self, thread_id: str, tick: int) -> Tick | None:
+        held = self._held.get((thread_id, tick))
+        if held is not None:
+            return held
         known = self._from.get(thread_id)
-        if known is not None and tick >= known[0]:  # read with next_unfinished in this transaction
-            return known[1].get(tick)
-        return self.session.scalars(_of_tick(), {"thread_id": thread_id, "tick": tick}).first()
+        if known is not None and tick >= known[0] and tick not in known[1]:  # next_unfinished found no row
+            return None
+        row = self.session.scalars(_of_tick(), {"thread_id": thread_id, "tick": tick}).first()
+        if row is not None:
+            self._held[(thread_id, tick)] = row
+        return row
 
     def next_unfinished(self, thread_id: str, tick: int) -> int:
         """`tick`, or the first tick after it not yet finished (a finished tick whose checkpoint a kill lost). The
-        rows read stay known to this unit of work: starting the tick reads nothing more."""
-        rows = {row.tick: row for row in self.session.scalars(_from_tick(), {"thread_id": thread_id, "tick": tick}).all()}
-        self._from[thread_id] = (tick, rows)
-        while tick in rows and rows[tick].finished_at is not None:
+        ticks that have rows stay known to this unit of work: starting a tick that has none reads nothing more."""
+        rows = dict(self.core(_finished_from(), {"thread_id": thread_id, "tick": tick}).tuples().all())
+        self._from[thread_id] = (tick, set(rows))
+        while tick in rows and rows[tick] is not None:
             tick += 1
         return tick
 
@@ -102,12 +122,11 @@ class TickRepo(Repo):
                   completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
 
     def _set(self, thread_id: str, tick: int, **values: Any) -> None:
-        """The tick's row updated in one Core statement; a row this unit holds (read with `next_unfinished`) sees
-        the new values, as the ORM's UPDATE would have synchronised it."""
+        """The tick's row updated in one Core statement; a row this unit holds (loaded or added) sees the new
+        values, as the ORM's UPDATE would have synchronised it."""
         self.core(_update_tick(*values), {"w_thread_id": thread_id, "w_tick": tick,
                                           **{f"v_{name}": value for name, value in values.items()}})
-        known = self._from.get(thread_id)
-        held = known[1].get(tick) if known is not None and tick >= known[0] else None
+        held = self._held.get((thread_id, tick))
         if held is not None:
             for name, value in values.items():
                 set_committed_value(held, name, value)

@@ -28,7 +28,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
     mode = params.get("mode") or state.mode or "chat"
     now = services.clock()
     with services.db.unit() as repos:
-        repos.config.preload_run_choices(active_root=root)
+        repos.config.preload_tick(root)  # what the tick's steps read, once for the tick
         services.refresh(repos)
         repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
                              persona=services.persona.name, origin="root")

@@ -171,8 +171,8 @@ def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, 
     if delivery == "manual":
         newest = repos.abstracts.latest()
         return [on_request.format(id=newest.id)] if newest is not None else []
-    rows = repos.abstracts.list(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
-    rows = rows or repos.abstracts.list(since=now - timedelta(days=days), limit=2)
+    rows = repos.abstracts.newest_lines(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
+    rows = rows or repos.abstracts.newest_lines(since=now - timedelta(days=days), limit=2)
     return [f"[abstract {a.id} {a.title}] {a.summary}" for a in reversed(rows)]
 
 
