@@ -28,8 +28,19 @@ rests on:
   test_consent.py (an approval is not run twice when the run dies before its commit), test_memory.py (a crash
   before the Chroma write), test_hmp_rows_33.py (a task cycle cut by a crash), test_llm_failures.py (a stop during
   the model call), tests/integration/test_kill_after_answer.py (a real kill -9); test_storage.py pins the sharing.
-A kept session serves one unit at a time (another thread's unit takes another, or a new one); PostgreSQL keeps a
-session per unit (its reads run in transactions, which a kept session would hold open between units).
+A kept session serves one unit at a time (another thread's unit takes another, or a new one).
+
+On PostgreSQL (a tick, and a fleet worker's whole job: `kept_sessions()`, graph/fleet/runtime.py) a read runs in
+a transaction too (psycopg begins one before the first statement of any kind), so a kept session there commits at
+the end of every unit, one that only read included — exactly what a session of its own did (`session.commit()`,
+then `close()`): the same BEGIN and COMMIT around the same statements, and between two units its connection is
+idle, outside any transaction, holding no snapshot and no lock. A unit that ran no statement sends neither.
+`reading()` takes a kept session of its own kind, on a connection in autocommit (each statement its own
+transaction, as its new session's was). A unit that raises rolls back and its kept session is dropped, connection
+and all (a connection the server dropped is not handed to the next unit). What sharing saves there is SQLAlchemy's
+and the pool's bookkeeping, not a round trip: a session made and closed, a connection checked out, reset and
+checked in, some thirty times a job. Pinned by tests/integration/test_fleet.py
+(`test_units_in_a_shared_session_on_postgres_keep_their_own_transactions`) and its kill -9 takeover.
 """
 
 from __future__ import annotations
@@ -539,14 +550,15 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
 
 
 class _Kept:
-    """A session on its own connection, kept for a run's units (`busy` while one holds it)."""
+    """A session on its own connection, kept for a run's units (`busy` while one holds it; `reader`: on a connection
+    in autocommit, for `reading()` on PostgreSQL)."""
 
-    def __init__(self, connection: Connection, session: Session):
-        self.connection, self.session, self.busy = connection, session, True
+    def __init__(self, connection: Connection, session: Session, reader: bool = False):
+        self.connection, self.session, self.busy, self.reader = connection, session, True, reader
 
     def wrote(self) -> bool:
         """Whether the session's transaction has written (SQLite's driver begins one before the first write only);
-        True when that cannot be told."""
+        True when that cannot be told (PostgreSQL: always, its driver begins one before any statement)."""
         dbapi = getattr(self.connection.connection, "dbapi_connection", None)
         return bool(getattr(dbapi, "in_transaction", True))
 
@@ -558,6 +570,7 @@ class SharedSession:
     and `give_back` detaches what it loaded. Between two units a session holds no transaction that wrote."""
 
     MOST = 3  # a unit, one inside it, one inside that (the memory index's read, and its write inside it)
+    MOST_READERS = 2  # PostgreSQL's autocommit sessions for `reading()` (a search's read inside a unit)
 
     def __init__(self, database: "Database"):
         self.database = database
@@ -565,20 +578,22 @@ class SharedSession:
         self._lock = threading.Lock()
         self._closed = False
 
-    def take(self, database: "Database") -> _Kept | None:
+    def take(self, database: "Database", *, reader: bool = False) -> _Kept | None:
+        """A kept session no other unit holds (`reader`: one in autocommit, PostgreSQL's `reading()`), or None."""
         if database is not self.database:
             return None
         with self._lock:
             if self._closed:
                 return None
             for kept in self._kept:
-                if not kept.busy:
+                if not kept.busy and kept.reader == reader:
                     kept.busy = True
                     return kept
-            if len(self._kept) >= self.MOST:
+            if sum(kept.reader == reader for kept in self._kept) >= (self.MOST_READERS if reader else self.MOST):
                 return None
-            connection = database.engine.connect()
-            kept = _Kept(connection, database.sessions(bind=connection))
+            engine = autocommitting(database.engine) if reader else database.engine
+            connection = engine.connect()
+            kept = _Kept(connection, (database.readers if reader else database.sessions)(bind=connection), reader)
             self._kept.append(kept)
             return kept
 
@@ -587,6 +602,16 @@ class SharedSession:
         kept.session.info.pop("actor", None)
         kept.session.info.pop(TICK_SNAPSHOT, None)
         kept.busy = False
+
+    def drop(self, kept: _Kept) -> None:
+        """A kept session whose unit failed (PostgreSQL): closed with its connection instead of taken again."""
+        with self._lock:
+            if kept in self._kept:
+                self._kept.remove(kept)
+        try:
+            kept.session.close()
+        finally:
+            kept.connection.close()
 
     def close(self) -> None:
         with self._lock:
@@ -688,13 +713,17 @@ class Database:
                 session.info[TICK_SNAPSHOT] = snapshot
             yield Repos(session)
             session.flush()
-            if kept.wrote():
+            if kept.wrote():  # PostgreSQL: always — a read's transaction ends with its unit (module doc)
                 session.commit()
         except BaseException:
             session.rollback()
+            if self.is_postgres:
+                shared.drop(kept)
+                kept = None
             raise
         finally:
-            shared.give_back(kept)
+            if kept is not None:
+                shared.give_back(kept)
 
     def _config_snapshot(self) -> ConfigSnapshot | None:
         """The config snapshot of the run this context is in, when the run is on this database."""
@@ -702,28 +731,39 @@ class Database:
         return run[1] if run is not None and run[0] is self else None
 
     @contextmanager
-    def shared_session(self) -> Iterator[None]:
+    def kept_sessions(self) -> Iterator[None]:
         """Within: this context's units of work take kept sessions and connections in turn (module doc; a context
-        copied into another thread, as LangGraph's step threads copy it, shares them too, a session to a unit) —
-        SQLite only; PostgreSQL keeps a session per unit — and, on both, the run's one config snapshot (the keys
-        its tick reads in several steps, read once: memory/repositories/config.py). Nested: the outer one is used."""
-        if _RUN_CONFIG.get() is not None:
+        copied into another thread, as LangGraph's step threads copy it, shares them too, a session to a unit), on
+        either dialect. A fleet worker's job takes them for all its units (graph/fleet/runtime.py). Nested: the
+        outer ones are used."""
+        if _SHARED.get() is not None:
             yield
             return
-        run = (self, ConfigSnapshot())
-        _RUN_CONFIG.set(run)
-        shared = None if self.is_postgres else SharedSession(self)
-        if shared is not None:
-            _SHARED.set(shared)
+        shared = SharedSession(self)
+        _SHARED.set(shared)
         try:
             yield
         finally:
+            if _SHARED.get() is shared:  # (a stream dropped unfinished may be closed later, from another run)
+                _SHARED.set(None)
+            shared.close()
+
+    @contextmanager
+    def shared_session(self) -> Iterator[None]:
+        """Within: the kept sessions (`kept_sessions`) and the run's one config snapshot (the keys its tick reads in
+        several steps, read once: memory/repositories/config.py). Nested: the outer one is used."""
+        if _RUN_CONFIG.get() is not None:
+            with self.kept_sessions():
+                yield
+            return
+        run = (self, ConfigSnapshot())
+        _RUN_CONFIG.set(run)
+        try:
+            with self.kept_sessions():
+                yield
+        finally:
             if _RUN_CONFIG.get() is run:  # (a stream dropped unfinished may be closed later, from another run)
                 _RUN_CONFIG.set(None)
-            if shared is not None:
-                if _SHARED.get() is shared:
-                    _SHARED.set(None)
-                shared.close()
 
     def sharing(self, items: Iterator[T]) -> Iterator[T]:
         """`items` (a graph's stream: the steps run as it is iterated) with `shared_session()` around each step."""
@@ -735,10 +775,10 @@ class Database:
         """Repositories for reads only: nothing is committed, so a check that usually finds nothing new costs no
         commit (SQLite: the session's transaction ends when it closes). PostgreSQL: no transaction at all — each
         statement is its own, seeing what was committed before it, as in a READ COMMITTED transaction — which
-        saves the BEGIN and ROLLBACK round trips around it; never write through it. Inside `shared_session()`
-        (SQLite), a kept session no unit holds (and on either dialect the run's config snapshot)."""
+        saves the BEGIN and ROLLBACK round trips around it; never write through it. Inside `shared_session()`, a
+        kept session no unit holds (PostgreSQL: a kept one in autocommit), and the run's config snapshot."""
         shared = _SHARED.get()
-        kept = shared.take(self) if shared is not None else None
+        kept = shared.take(self, reader=self.is_postgres) if shared is not None else None
         snapshot = self._config_snapshot()
         if shared is None or kept is None:
             with self.readers() as session:
@@ -746,14 +786,21 @@ class Database:
                     session.info[TICK_SNAPSHOT] = snapshot
                 yield Repos(session)
             return
+        failed = False
         try:
             if snapshot is not None:
                 kept.session.info[TICK_SNAPSHOT] = snapshot
             yield Repos(kept.session)
+        except BaseException:
+            failed = True
+            raise
         finally:
-            if kept.wrote():  # nothing written through it stays, as when its session closed
-                kept.session.rollback()
-            shared.give_back(kept)
+            if failed and self.is_postgres:
+                shared.drop(kept)
+            else:
+                if not kept.reader and kept.wrote():  # nothing written through it stays, as when its session
+                    kept.session.rollback()  # closed (in autocommit each statement was its own transaction)
+                shared.give_back(kept)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -196,6 +196,12 @@ class WorkerRuntime:
         if known[0] != "active":
             return None
         persona = self.persona(name, known)
+        # the job's units of work take a few kept sessions in turn, as a tick's do in one process; each still
+        # commits when it ends and leaves its connection outside any transaction (memory/db.py's module doc)
+        with persona.services.db.kept_sessions():
+            return self._tick(name, persona)
+
+    def _tick(self, name: str, persona: OpenPersona) -> float | None:
         agent, services = persona.agent, persona.services
         try:
             with services.db.unit() as repos:  # what decides whether it thinks now, read in one statement

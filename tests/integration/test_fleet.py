@@ -377,6 +377,61 @@ def test_one_connection_goes_from_persona_to_persona_each_time_in_its_own_schema
         fleet.close()
 
 
+def test_units_in_a_shared_session_on_postgres_keep_their_own_transactions(pg_url):
+    """A worker's job shares kept sessions among its units (memory/db.py): on PostgreSQL each unit still commits when
+    it ends — one that only read included, so no kept connection waits in a transaction between units, holding a
+    snapshot or a lock —, a failed unit rolls back only its own writes and its session is not taken again, a unit
+    inside another has a session of its own, and `reading()` reads in autocommit."""
+    fleet = Fleet.open(pg_url, pool_size=4)
+    db = fleet.database("kept_units")
+
+    def others_see() -> list[str]:  # another connection: only what was committed
+        with fleet.registry() as registry:
+            return list(registry.session.execute(text(
+                "SELECT text FROM persona_kept_units.notes ORDER BY id")).scalars())
+
+    def idle_in_transaction() -> int:  # this database's backends waiting inside a transaction
+        with fleet.registry(each=True) as registry:
+            return int(registry.session.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%'")).scalar_one())
+
+    try:
+        with db.shared_session():
+            with db.unit() as repos:
+                first = repos.session
+                repos.notes.add("kept", source="user")
+            assert others_see() == ["kept"] and idle_in_transaction() == 0
+            with db.unit() as repos:
+                assert repos.session is first and repos.notes.count() == 1  # a read only: committed all the same
+            assert idle_in_transaction() == 0
+            with pytest.raises(RuntimeError):
+                with db.unit() as repos:
+                    assert repos.session is first
+                    repos.notes.add("lost", source="user")
+                    raise RuntimeError("boom")
+            with db.unit() as repos:
+                assert repos.session is not first  # the failed unit's session was dropped, not taken again
+                again = repos.session
+                assert [n.text for n in repos.notes.list()] == ["kept"]
+                with db.unit() as inner:
+                    assert inner.session is not again
+                    inner.notes.add("inner", source="user")
+                assert others_see() == ["kept", "inner"]  # the inner unit committed on its own
+            with db.reading() as repos:
+                reader = repos.session
+                assert reader is not again and repos.notes.count() == 2
+                assert reader.connection().connection.dbapi_connection.autocommit
+            with db.reading() as repos:
+                assert repos.session is reader
+            assert idle_in_transaction() == 0
+        with db.unit() as repos:
+            assert repos.session is not again  # outside the scope: a session per unit again
+    finally:
+        db.close()
+        fleet.close()
+
+
 def test_a_tick_job_follows_up_its_new_memories_itself(pg_url, chroma_url, scripted_server, tmp_path):
     """A worker's tick job follows up the memories the tick wrote (memory/followup.py) before its vectors go to
     Chroma, and defers no indexing job of their own."""
