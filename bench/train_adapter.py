@@ -36,6 +36,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ from memory.retrieval import query as reading  # noqa: E402
 from memory.retrieval.ranker import Ranker  # noqa: E402
 from memory.retrieval.settings import RetrievalSettings  # noqa: E402
 
-DATA = Path("/work/shared/data/locomo/locomo_dev.json")  # the dev conversations (bench/locomo.py --data)
+DATA = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"  # as bench/locomo.py
 CHATS = [Path(__file__).resolve().parent / "data" / name for name in ("project_chat.json", "project_chat_long.json")]
 SETTINGS = RetrievalSettings()
 DENSE = SETTINGS.dense_weight
@@ -193,7 +194,8 @@ def surrogate(prepared: dict, w: np.ndarray) -> list[tuple[int, list[str], list[
 def choose_strength(conversations: list[dict], strengths: list[float], **options) -> tuple[float | None, dict]:
     """The λ whose W, trained leave one conversation out over `conversations`, gives the best surrogate recall@5
     (None: the identity, i.e. no adapter, does best)."""
-    figures: dict = {"identity": metrics([r for c in conversations for r in surrogate(c, np.eye(384, dtype=np.float32))])}
+    identity = np.eye(conversations[0]["flat"].shape[1], dtype=np.float32)
+    figures: dict = {"identity": metrics([r for c in conversations for r in surrogate(c, identity)])}
     for strength in strengths:
         rankings = []
         for n, held in enumerate(conversations):
@@ -254,11 +256,11 @@ def swapped_embedder(embedder):
     import bench.locomo as locomo
 
     original = locomo.bench_embedder
-    locomo.bench_embedder = lambda *args, **kwargs: embedder  # type: ignore[assignment]
+    locomo.bench_embedder = lambda *args, **kwargs: embedder
     try:
         yield
     finally:
-        locomo.bench_embedder = original  # type: ignore[assignment]
+        locomo.bench_embedder = original
 
 
 def pooled(runs: list[dict], part) -> dict:
@@ -340,10 +342,11 @@ def fine_tune(dumps: list[dict], directory: Path, epochs: int = 1, batch: int = 
                   flush=True)
     with tempfile.TemporaryDirectory(prefix="anima-finetune-") as scratch:
         saved = Path(scratch) / "model"
-        model[0].auto_model.save_pretrained(str(saved))
+        encoder: Any = model[0]  # the Transformer module (its Hugging Face model and tokenizer)
+        encoder.auto_model.save_pretrained(str(saved))
         model.tokenizer.save_pretrained(str(saved))
-        directory.mkdir(parents=True, exist_ok=True)
-        return export_onnx(saved, directory / "all-MiniLM-L6-v2.onnx", INPUTS)
+        export_onnx(saved, directory / "all-MiniLM-L6-v2.onnx", INPUTS)
+        return directory
 
 
 def main() -> None:
