@@ -57,10 +57,15 @@ def test_tick_through_the_server_then_failover_to_embedded(tmp_path, server):
     proc.kill()
     proc.wait(timeout=30)
     state = agent.tick()
-    assert state["llm"]["llm_id"] == "embedded" and state["llm"]["failed_over_from"] == ["server"]
+    assert state["llm"]["llm_id"] == "embedded"
     with agent.services.db.unit() as repos:
         calls = repos.llm_calls.recent(20)
-        assert any(c.llm_id == "server" and not c.ok for c in calls)
+        failed = [c for c in calls if c.llm_id == "server" and not c.ok]
+        assert failed and all(c.tick == 2 or c.tick is None for c in failed), [(c.tick, c.purpose) for c in calls]
+        # the thought failed over from the server, unless a call before it (another purpose: the server is then set
+        # aside for a while) had already failed over
+        assert state["llm"]["failed_over_from"] == ["server"] or any(c.purpose != "think" for c in failed), \
+            [(c.tick, c.purpose, c.llm_id, c.ok) for c in calls]
         # a thought the prose gate or the repeat check turns away is kept as a one-line record, with its model
         thoughts = repos.messages.recent("main", 5, kinds=("response", "stagnation_record"))
         assert [m.llm_id for m in thoughts] == ["server", "embedded"]
