@@ -126,7 +126,10 @@ class LexicalRepo(Repo):
     # ---- reads -------------------------------------------------------------------------------------------
 
     def count(self) -> int:
-        return int(self._conn.execute(_sql(f"SELECT count(*) FROM {TABLE}")).scalar() or 0)
+        # FTS5 keeps one row per document in its docsize table, a plain b-tree SQLite counts from its pages
+        # (0.7 ms at 100k documents, against 30 ms for counting the virtual table's rows)
+        table = f"{TABLE}_docsize" if self._sqlite else TABLE
+        return int(self._conn.execute(_sql(f"SELECT count(*) FROM {table}")).scalar() or 0)
 
     def documents(self, item_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
         """item id -> (own tokens, context tokens), space-separated."""

@@ -171,8 +171,9 @@ class LocalEmbedder:
                 path = self.model_file()
                 log.info("loading the embedding model from %s", path)
                 tokenizer = Tokenizer.from_file(str(self.tokenizer_file()))
-                # batch-longest padding and the model's window (a tokenizer.json may carry a fixed length)
-                tokenizer.enable_padding(pad_id=self.padding[0], pad_token=self.padding[1])
+                # no padding (a tokenizer.json may carry a fixed length): `_states` pads each batch itself, to its
+                # longest text in tokens; the model's window
+                tokenizer.no_padding()
                 tokenizer.enable_truncation(max_length=self.max_tokens)
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = min(2, os.cpu_count() or 1)
@@ -197,17 +198,23 @@ class LocalEmbedder:
         """Per text, in the given order: its tokenisation and its tokens' last hidden states (padding cut off);
         batches are formed by length."""
         session, tokenizer = self.load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encoded = tokenizer.encode_batch(texts)
+        # batched by length in tokens: sorting by characters left a seventh of each batch padding (measured on
+        # LoCoMo memories: 52.9 tokens run per 46.3 read)
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         found: list = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
-            encoded = tokenizer.encode_batch([texts[i] for i in batch])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            width = max(len(encoded[i].ids) for i in batch)
+            ids = np.full((len(batch), width), self.padding[0], dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                ids[row, :len(encoded[i].ids)] = encoded[i].ids
+                mask[row, :len(encoded[i].ids)] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
             for row, i in enumerate(batch):
-                found[i] = (encoded[row], hidden[row, :int(mask[row].sum())])
+                found[i] = (encoded[i], hidden[row, :len(encoded[i].ids)])
         return found
 
     def embed(self, texts: list[str]) -> np.ndarray:

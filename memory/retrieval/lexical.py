@@ -49,17 +49,23 @@ def selective_terms(frequencies: dict[str, int], postings_budget: int) -> list[s
 
 
 def scores(documents: dict[int, tuple[str, str]], weights: dict[str, float], average_length: float) -> dict[int, float]:
-    """BM25 of each stored document (own tokens, context tokens) for query terms weighted by their idf."""
+    """BM25 of each stored document (own tokens, context tokens) for query terms weighted by their idf.
+
+    A document holding none of the terms even as a substring scores 0 without being split (most of a query's
+    neighbours and dense candidates); the others count only the terms found in them as substrings."""
     found = {}
     average = average_length or 1.0
+    terms = list(weights.items())
     for item_id, (own, context) in documents.items():
+        present = [(term, w) for term, w in terms if term in own or term in context]
+        if not present:
+            found[item_id] = 0.0
+            continue
         own_tokens, context_tokens = own.split(), context.split()
-        length = len(own_tokens) + CONTEXT_WEIGHT * len(context_tokens)
-        norm = K1 * (1 - B + B * length / average)
+        norm = K1 * (1 - B + B * (len(own_tokens) + CONTEXT_WEIGHT * len(context_tokens)) / average)
         total = 0.0
-        for term, w in weights.items():
-            tf = own_tokens.count(term) + CONTEXT_WEIGHT * context_tokens.count(term)
-            if tf:
+        for term, w in present:
+            if tf := own_tokens.count(term) + CONTEXT_WEIGHT * context_tokens.count(term):
                 total += w * tf * (K1 + 1) / (tf + norm)
         found[item_id] = total
     return found

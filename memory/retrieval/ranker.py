@@ -280,7 +280,7 @@ class Ranker:
         # words: BM25 weights from the corpus's document counts
         terms = list(dict.fromkeys(tokenize(q.text)))
         cap = DF_EXACT_UP_TO
-        held = repos.items.lexical.document_frequencies(terms, cap)
+        held = caches.document_frequencies(repos, terms, cap)
         for term, count in held.items():  # PostgreSQL counts only up to the cap: estimate past it from the sample
             if count >= cap and len(corpus):
                 held[term] = max(count, round(corpus.holding(term) / len(corpus) * documents))
@@ -295,6 +295,8 @@ class Ranker:
         cfg, caches = self.config, self.caches
         lexical = repos.items.lexical.candidates(selective_terms(read.held, cfg.lexical_postings), pool)
         truncated = len(lexical) >= pool
+        if self.store.loading:  # a restart's first search: read what ranking needs of the lexical side meanwhile
+            self._read_ahead(q, repos, read, lexical)
 
         # meaning: Chroma's nearest vectors (and those still queued for it)
         where: list[dict[str, Any]] = []  # status is checked below: archived items are few, a filter costs time
@@ -348,24 +350,27 @@ class Ranker:
         base: dict[int, float] = {}
         parts: dict[int, dict[str, float]] = {}
         asks: dict[int, bool] = {}
+        dense_weight, half_life = cfg.dense_weight, cfg.recency_half_life_days
+        when = read.asks_when and cfg.when_boost
         for item_id in scored:
             m = meta[item_id]
             zb = z_score(bm25.get(item_id, 0.0), b_mean, b_std)
             zd = zdense.get(item_id, 0.0)
             age_days = max(0.0, (now_ts - m.created) / 86400)
-            asks[item_id] = reading.asks_something(m.text)
-            p = {"bm25": zb, "dense": zd,
-                 "author": cfg.author_boost if m.author in read.asked else 0.0,
-                 "recency": cfg.recency_weight * math.pow(0.5, age_days / cfg.recency_half_life_days),
-                 "importance": cfg.importance_weight * (m.importance - 0.5) * 2,
-                 "when": cfg.when_boost if read.asks_when and cfg.when_boost and reading.says_when(m.text) else 0.0,
-                 "period": cfg.period_boost * max((w for start, end, w in read.periods
-                                                   if start <= m.created < end or start <= m.happened < end), default=0.0),
-                 "asks": -cfg.question_penalty * reading.asking_share(m.text) if asks[item_id] else 0.0,
-                 "superseded": -cfg.superseded_penalty if m.status == "superseded" else 0.0}
-            base[item_id] = (1 - cfg.dense_weight) * zb + cfg.dense_weight * zd + sum(
-                v for k, v in p.items() if k not in ("bm25", "dense"))
-            parts[item_id] = p
+            asking = m.asking_share()
+            asks[item_id] = asking > 0  # (a text that ends with a question has a share above 0)
+            author = cfg.author_boost if m.author in read.asked else 0.0
+            recency = cfg.recency_weight * math.pow(0.5, age_days / half_life)
+            importance = cfg.importance_weight * (m.importance - 0.5) * 2
+            says_when = cfg.when_boost if when and m.says_when() else 0.0
+            period = cfg.period_boost * max((w for start, end, w in read.periods
+                                             if start <= m.created < end or start <= m.happened < end), default=0.0)
+            asking_part = -cfg.question_penalty * asking if asking else 0.0
+            superseded = -cfg.superseded_penalty if m.status == "superseded" else 0.0
+            base[item_id] = (1 - dense_weight) * zb + dense_weight * zd + (
+                author + recency + importance + says_when + period + asking_part + superseded)
+            parts[item_id] = {"bm25": zb, "dense": zd, "author": author, "recency": recency, "importance": importance,
+                              "when": says_when, "period": period, "asks": asking_part, "superseded": superseded}
         final: dict[int, float] = {}
         for item_id in candidates:
             around = [base[n] for n in neighbours[item_id] if n in base]
@@ -378,6 +383,16 @@ class Ranker:
                   if i not in q.exclude and (q.mode != "concentration" or matches_focus(meta[i], q))
                   and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))]
         return Fused(ranked, final, parts, vectors, truncated)
+
+    def _read_ahead(self, q: Query, repos: Repos, read: QueryReading, lexical: list[int]) -> None:
+        """Into the caches, while the vector store reads its index in: the lexical candidates' rows, documents and
+        vectors, and the sample's dense statistics (what `_fuse` would read from the database after Chroma's
+        answer)."""
+        self.caches.ranking_meta(repos, lexical, bool(q.tags or q.emotions))
+        self.caches.documents_for(repos, lexical)
+        self.caches.vectors_of(repos, lexical)
+        for vector in read.query_vectors:
+            self._sample_dense(vector, repos)
 
     def closest_older(self, item_ids: Sequence[int], n_results: int, per_item: int) -> dict[int, list[tuple[float, int]]]:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as

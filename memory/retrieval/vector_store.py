@@ -9,6 +9,8 @@ journal.py moves it with each write). A deployment's persona keeps its collectio
 
 from __future__ import annotations
 
+import functools
+import gc
 import logging
 import re
 import threading
@@ -32,6 +34,15 @@ COLLECTION_PREFIX = "anima-memory"
 LAYOUT = "items"  # one record per memory; a collection of the old layout (a record per sentence) is dropped
 WRITE_CHUNK = 5000  # records one Chroma call writes or deletes
 CHROMA_TENANT = "anima"  # a deployment's tenant on a Chroma server; each persona is a database in it
+
+
+@functools.cache
+def _settle_imports(stage: str) -> None:
+    """Once before and once after importing Chroma (a process's largest import, ~0.6 s): what is alive then —
+    modules, classes, the caches of the imports — lives as long as the process, so full collections need not scan
+    it again. Without it, a restarted persona's first search paid two full collections of the young heap of imports
+    (50–80 ms each at 100k memories)."""
+    gc.freeze()
 
 
 def _server(url: str) -> dict[str, Any]:
@@ -101,6 +112,7 @@ class VectorStore:
         self.database = database  # a deployment's persona: its own database on the Chroma server
         self._collection: Collection | None = None
         self._records: int | None = None  # vectors in the collection (cached: count() costs a round trip)
+        self._loading: threading.Thread | None = None  # reads the nearest-neighbour index in after opening
 
     @property
     def collection(self) -> Collection:
@@ -110,8 +122,10 @@ class VectorStore:
     def open(self) -> Collection:
         """The collection, opened (and a collection of the old layout dropped) on first use."""
         if self._collection is None:
+            _settle_imports("before chromadb")
             import chromadb
 
+            _settle_imports("after chromadb")
             settings = chromadb.Settings(anonymized_telemetry=False)
             if self.url:
                 client = chroma_server_client(self.url, self.database, settings)
@@ -124,7 +138,35 @@ class VectorStore:
             self._collection = client.get_or_create_collection(
                 name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                 metadata={"journal": 0, "embedder": self.embedder.name})
+            self._loading = threading.Thread(target=self._load_index, args=(self._collection,),
+                                             name="vector-index-load", daemon=True)
+            self._loading.start()
         return self._collection
+
+    @staticmethod
+    def _load_index(collection: Collection) -> None:
+        """Chroma reads a collection's nearest-neighbour index from disk on its first query (~0.2 s at 100k
+        vectors, without holding the GIL): asked for one neighbour of a stored vector right after opening, it reads
+        it while the first search does its other work (the corpus statistics, the lexical side)."""
+        try:
+            first = collection.get(limit=1, include=["embeddings"])
+            embeddings = first.get("embeddings")
+            if embeddings is not None and len(embeddings):
+                probe: np.ndarray = np.asarray(embeddings[0], dtype=np.float32)
+                collection.query(query_embeddings=[probe], n_results=1, include=[])
+        except Exception:  # only an early read: the first search's own query reads it otherwise
+            log.debug("memory index: reading the vector index ahead failed", exc_info=True)
+
+    @property
+    def loading(self) -> bool:
+        """Whether the nearest-neighbour index is still being read in (a restarted process's first search)."""
+        return self._loading is not None and self._loading.is_alive()
+
+    def _loaded(self) -> None:
+        """Wait for the read-ahead of the nearest-neighbour index (a query or write does not race it)."""
+        if (loading := self._loading) is not None:
+            loading.join()
+            self._loading = None
 
     def collection_name(self) -> str:
         name = re.sub(r"[^a-zA-Z0-9._-]", "-", f"{COLLECTION_PREFIX}-{self.embedder.name}")[:54].strip("-._")
@@ -157,12 +199,15 @@ class VectorStore:
 
     def nearest(self, vectors: Sequence[np.ndarray], n: int, where: dict[str, Any] | None = None) -> QueryResult:
         """The `n` records nearest each vector (record ids and cosine distances); fewer when it holds fewer."""
-        return self.collection.query(query_embeddings=list(vectors), n_results=n, where=where, include=["distances"])
+        collection = self.collection
+        self._loaded()
+        return collection.query(query_embeddings=list(vectors), n_results=n, where=where, include=["distances"])
 
     def write(self, upserts: list[tuple[str, np.ndarray, dict[str, Any]]], updates: list[tuple[str, dict[str, Any]]],
               deletes: list[str], position: int) -> None:
         """Delete, upsert (vector and metadata), update (metadata only), then move the journal position."""
         collection = self.collection
+        self._loaded()
         for start in range(0, len(deletes), WRITE_CHUNK):
             collection.delete(ids=deletes[start:start + WRITE_CHUNK])
         for start in range(0, len(upserts), WRITE_CHUNK):

@@ -125,6 +125,43 @@ def test_a_restarted_index_reads_what_is_stored_and_rebuilds_nothing(store, embe
     again.close()
 
 
+def test_a_restarted_index_reads_its_vector_index_while_the_first_search_reads_the_rest(store, embedder, tmp_path,
+                                                                                      monkeypatch):
+    """Chroma reads its nearest-neighbour index on the first query after a start; the store asks for it right after
+    opening, and the first search reads the lexical side meanwhile, then waits for it: the same hits as before."""
+    import threading
+
+    from memory.retrieval.ranker import Ranker
+    from memory.retrieval.vector_store import VectorStore
+
+    db, index = store
+    asked = "When did Ann adopt the puppy from the shelter?"
+    before = refs(index.search(asked, k=3))
+    lexical_read, order = threading.Event(), []
+    read_ahead, load_index = Ranker._read_ahead, VectorStore._load_index
+
+    def reading_ahead(self, *args):
+        read_ahead(self, *args)
+        order.append("lexical side read")
+        lexical_read.set()
+
+    def loading(collection):
+        lexical_read.wait(30)  # the index is read after the search has read ahead, so it must wait for it
+        load_index(collection)
+        order.append("vector index read")
+
+    monkeypatch.setattr(Ranker, "_read_ahead", reading_ahead)
+    monkeypatch.setattr(VectorStore, "_load_index", staticmethod(loading))
+    again = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW)  # a restarted process
+    assert refs(again.search(asked, k=3)) == before
+    assert order == ["lexical side read", "vector index read"] and not again.store.loading
+    with db.reading() as repos:
+        puppy = repos.items.find("message", "1:0").id
+    assert puppy in again.caches.ranked and puppy in again.caches.documents_of  # read ahead, from the database
+    assert refs(again.search(asked, k=3)) == before and order.count("lexical side read") == 1  # warm: no read-ahead
+    again.close()
+
+
 def test_every_vector_is_stored_in_the_database_and_chroma_holds_the_whole_item_ones(store, embedder, tmp_path):
     db, index = store
     with db.unit() as repos:
@@ -215,6 +252,28 @@ def test_each_persona_schema_of_a_deployment_has_its_own_full_text_index(pg_url)
     assert touching and all(schemas == ["lexical_b"] for _, schemas in touching), touching
     a.close()
     b.close()
+
+
+def test_texts_are_batched_by_their_length_in_tokens_and_padding_changes_no_vector(embedder, monkeypatch):
+    """Batches are formed by tokens, not characters ("1234567890" is ten characters and many tokens; "Hey" is
+    three and one): each run is as wide as its longest text, and a text's vector is the one it has alone."""
+    texts = ["Hey", "9081726354 4455667788", "a cat", "Extraordinarily", "photosynthesis-adjacent biochemistry",
+             "ok", "We went to the lake on Sunday and swam until dusk.", "1234567890"]
+    alone = np.vstack([embedder.embed([t]) for t in texts])
+    session, tokenizer = embedder.load()
+    widths, run = [], session.run
+
+    def recording(outputs, feed):
+        widths.append(feed["input_ids"].shape[1])
+        assert feed["attention_mask"][:, -1].any()  # the widest text of the batch fills it: no all-padding column
+        return run(outputs, feed)
+
+    monkeypatch.setattr(embedder, "batch_size", 3)
+    monkeypatch.setattr(session, "run", recording)
+    together = embedder.embed(texts)
+    lengths = sorted(len(tokenizer.encode(t).ids) for t in texts)
+    assert widths == [max(lengths[i:i + 3]) for i in range(0, len(texts), 3)]
+    assert np.allclose(together, alone, atol=1e-5)
 
 
 def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path, embedder):

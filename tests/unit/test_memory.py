@@ -61,6 +61,28 @@ def test_bm25_weights_the_neighbours_words_half_and_ignores_unknown_terms():
     assert std > 0
 
 
+def test_bm25_scores_equal_the_formula_over_whole_bags_substrings_included():
+    """The scorer skips documents without a query term and counts only the query's terms: the same figures as
+    Okapi BM25 over each document's whole bag, a term that is only part of a token ("art" in "party") counting 0."""
+    import random
+
+    rng = random.Random(7)
+    words = ["art", "party", "cart", "sea", "season", "lighthous", "bread", "keeper", "a", "the"]
+    documents = {n: (" ".join(rng.choices(words, k=rng.randint(0, 12))), " ".join(rng.choices(words, k=rng.randint(0, 6))))
+                 for n in range(300)}
+    weights = {"art": 1.7, "sea": 0.9, "lighthous": 2.2, "nowher": 3.0}
+
+    def reference(own: str, context: str) -> float:
+        counts = bag(own, context)
+        norm = 1.2 * (1 - 0.75 + 0.75 * sum(counts.values()) / 6.5)
+        return sum(w * counts[t] * 2.2 / (counts[t] + norm) for t, w in weights.items() if counts.get(t))
+
+    found = scores(documents, weights, average_length=6.5)
+    assert found == {n: pytest.approx(reference(*d), abs=1e-12) for n, d in documents.items()}
+    assert found[next(n for n, (own, ctx) in documents.items() if "party" in own and "art" not in own.split()
+                      and "art" not in ctx.split() and not {"sea", "lighthous"} & set((own + " " + ctx).split()))] == 0
+
+
 def test_only_selective_terms_are_searched_in_the_engine():
     counts = {"carolin": 9000, "paint": 40, "sunset": 3, "zzz": 0}
     assert selective_terms(counts, postings_budget=1000) == ["sunset", "paint"]  # rarest first, within the budget
@@ -93,6 +115,7 @@ def test_what_a_query_says_about_time():
     assert says_when("I went to a support group yesterday!") and says_when("We moved here in 2019.")
     assert says_when("My sister's wedding is on 14 June.") and says_when("The talk is on June 14th in Lisbon.")
     assert not says_when("That sounds lovely.") and not says_when("I may 5 times a day")
+    assert says_when("YESTERDAY was long.") and says_when("Back In March we met.")  # case does not matter
     assert asks_something("Did you paint that yourself? ") and not asks_something("I painted it.")
 
 
