@@ -220,10 +220,10 @@ def adapter_applied(w: np.ndarray | None):
         yield
         return
 
-    def adapted(self, q, repos, embed, corpus):
-        read = original(self, q, repos, embed, corpus)
+    def adapted(self, q, repos, embed, corpus, pool):
+        read, lexical = original(self, q, repos, embed, corpus, pool)
         read.query_vectors = adapt_queries(read.query_vectors, w)
-        return read
+        return read, lexical
 
     Ranker._read = adapted  # type: ignore[method-assign]
     try:

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -139,6 +140,7 @@ class EmbeddingCache:
         self.text_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # recent texts -> whole-text vector
         self.documents: OrderedDict[Document, np.ndarray] = OrderedDict()  # recent memories embedded before their
         # write -> their vectors (row 0 the whole memory), least recently used first
+        self._ahead: ThreadPoolExecutor | None = None  # embeds a query's texts while its search reads SQL
 
     @property
     def config(self) -> RetrievalSettings:
@@ -182,6 +184,32 @@ class EmbeddingCache:
             while len(self.text_vectors) > cache_size:
                 self.text_vectors.popitem(last=False)
         return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+
+    def start_texts(self, texts: list[str], cache_size: int = 512) -> Callable[[], np.ndarray]:
+        """`embed_texts`, begun on the embedding thread: the caller goes on (a search reads its terms' counts and
+        its lexical candidates from the database meanwhile; the model and SQLite both run without the GIL) and
+        calls the returned function for the vectors. Texts already kept are not embedded again."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self.text_vectors]
+        if not missing:
+            return lambda: self.embed_texts(texts, cache_size)
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedding")
+        made = self._ahead.submit(self.embedder.embed, missing)
+
+        def vectors() -> np.ndarray:
+            fresh = made.result()
+            with self._lock:
+                for text, vector in zip(missing, fresh):
+                    self.text_vectors[text] = np.asarray(vector, dtype=np.float32)
+            return self.embed_texts(texts, cache_size)  # (kept now: ordered and trimmed as any other call)
+
+        return vectors
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.shutdown(wait=True)
+            self._ahead = None
 
     def made_ahead(self, items: Sequence[ItemLike]) -> set[int]:
         """The items whose vectors `embed_texts` made ahead of their write and are kept (an item with an expansion

@@ -148,19 +148,21 @@ class MemoryIndex:
     def close(self) -> None:
         """Write what is queued for Chroma and stop the background vector warm-up (called at exit; safe to call
         more than once)."""
+        self.store.loaded()
         try:
             self.flush()
         except Exception:  # the journal still holds every change: the next start writes them
             log.exception("memory index: the queued vectors were not written; the next start writes them")
         self.follow_up.stop()
         self.caches.stop_warmup()
+        self.embedding.close()
 
     def search(self, query: Query | str, **kwargs: Any) -> list[Hit]:
         q = query if isinstance(query, Query) else Query(text=query, **kwargs)
         self.sync(wait=False)  # another thread's sync embedding a long text: searched without waiting for it
         with self._lock, self.ranker.small_math():
             with self.db.reading() as repos:  # ranking only reads: no transaction to commit
-                hits = self.ranker.rank(q, repos, self.embed_texts)
+                hits = self.ranker.rank(q, repos, self.embedding.start_texts)
             self.store.open()  # opened here, not from the warm-up's thread as well
             self.caches.start_warmup(self.close)  # after the first answer, not competing with it
             return hits

@@ -226,8 +226,10 @@ class Ranker:
         values = self.dense_scores(caches.sample_matrix, qv)
         return float(values.mean()), float(values.std())
 
-    def rank(self, q: Query, repos: Repos, embed: Callable[[list[str]], np.ndarray]) -> list[Hit]:
-        """The query's `k` hits, best first; `embed` makes the query's vectors (the index's `embed_texts`).
+    def rank(self, q: Query, repos: Repos, embed: Callable[[list[str]], Callable[[], np.ndarray]]) -> list[Hit]:
+        """The query's `k` hits, best first; `embed` starts making the query's vectors and returns how to wait for
+        them (the embedding cache's `start_texts`): they are made while the terms' counts and the lexical
+        candidates are read.
 
         When the near-copy guard leaves fewer than `k` among the candidates (a corpus holding many near-copies of
         the best matches) and an engine had more to give, both engines are asked again for DEEPER times as many, up
@@ -239,13 +241,15 @@ class Ranker:
         corpus = caches.corpus_sample(repos, cfg.sample_size)
         if not caches.documents:
             return []
-        read = self._read(q, repos, embed, corpus)
+        pool = widest = cfg.candidates * (3 if q.mode == "meditation" else 1)
+        read, first_lexical = self._read(q, repos, embed, corpus, pool)
+        lexical: list[int] | None = first_lexical
         lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
         duplicate = cfg.duplicate_similarity if q.distinct else 1.01
-        pool = widest = cfg.candidates * (3 if q.mode == "meditation" else 1)
         widest *= DEEPEST
         while True:
-            fused = self._fuse(q, repos, read, corpus, pool)
+            fused = self._fuse(q, repos, read, corpus, pool, lexical)
+            lexical = None  # a deeper round asks the engine for more
             chosen = pick(fused.ranked, fused.final, fused.vectors, q.k, lam, duplicate, max(q.k * 6, 30))
             if len(chosen) >= q.k or not fused.truncated or pool >= widest:
                 break
@@ -255,10 +259,10 @@ class Ranker:
         return [Hit(rows[i], round(fused.final[i], 4), {k: round(v, 4) for k, v in fused.parts[i].items()})
                 for i in chosen if i in rows]
 
-    def _read(self, q: Query, repos: Repos, embed: Callable[[list[str]], np.ndarray],
-              corpus: CorpusSample) -> QueryReading:
+    def _read(self, q: Query, repos: Repos, embed: Callable[[list[str]], Callable[[], np.ndarray]],
+              corpus: CorpusSample, pool: int) -> tuple[QueryReading, list[int]]:
         """What the query says, read once however many candidates are ranked: authors, periods, BM25 weights and
-        the dense queries' vectors."""
+        the dense queries' vectors; and the first `pool` lexical candidates, read while the vectors are made."""
         caches = self.caches
         documents = caches.documents
         if caches.authors is None:
@@ -274,6 +278,7 @@ class Ranker:
         rewrites = {a: reading.first_person(q.text, a) for a in named}
         dense_text = rewrites[reading.subjects(q.text, named)[0]] if named else q.text
         dense_texts = list(dict.fromkeys([dense_text, *rewrites.values()]))
+        query_vectors = embed(dense_texts)  # the recall query is often the thought novelty just embedded
         now = self.clock()
         periods = [(timestamp(r.start), timestamp(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
 
@@ -285,15 +290,17 @@ class Ranker:
             if count >= cap and len(corpus):
                 held[term] = max(count, round(corpus.holding(term) / len(corpus) * documents))
         weights = {t: idf(max(documents, 1), min(c, documents)) for t, c in held.items() if c}
-        query_vectors = embed(dense_texts)  # the recall query is often the thought novelty just embedded
+        lexical = repos.items.lexical.candidates(selective_terms(held, self.config.lexical_postings), pool)
         return QueryReading(asked, rewrites, dense_text, dense_texts, now, periods, reading.asks_when(q.text), held,
-                            weights, query_vectors)
+                            weights, query_vectors()), lexical
 
-    def _fuse(self, q: Query, repos: Repos, read: QueryReading, corpus: CorpusSample, pool: int) -> Fused:
-        """Up to `pool` candidates from each engine, their neighbours, and the fused ranking of what the query may
-        return."""
+    def _fuse(self, q: Query, repos: Repos, read: QueryReading, corpus: CorpusSample, pool: int,
+              lexical: list[int] | None = None) -> Fused:
+        """Up to `pool` candidates from each engine (the lexical ones read already, or else now), their
+        neighbours, and the fused ranking of what the query may return."""
         cfg, caches = self.config, self.caches
-        lexical = repos.items.lexical.candidates(selective_terms(read.held, cfg.lexical_postings), pool)
+        if lexical is None:
+            lexical = repos.items.lexical.candidates(selective_terms(read.held, cfg.lexical_postings), pool)
         truncated = len(lexical) >= pool
         if self.store.loading:  # a restart's first search: read what ranking needs of the lexical side meanwhile
             self._read_ahead(q, repos, read, lexical)

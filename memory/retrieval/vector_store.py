@@ -162,8 +162,9 @@ class VectorStore:
         """Whether the nearest-neighbour index is still being read in (a restarted process's first search)."""
         return self._loading is not None and self._loading.is_alive()
 
-    def _loaded(self) -> None:
-        """Wait for the read-ahead of the nearest-neighbour index (a query or write does not race it)."""
+    def loaded(self) -> None:
+        """Wait for the read-ahead of the nearest-neighbour index (a query or a write does not race it, nor does the
+        interpreter's exit: `MemoryIndex.close`)."""
         if (loading := self._loading) is not None:
             loading.join()
             self._loading = None
@@ -200,14 +201,14 @@ class VectorStore:
     def nearest(self, vectors: Sequence[np.ndarray], n: int, where: dict[str, Any] | None = None) -> QueryResult:
         """The `n` records nearest each vector (record ids and cosine distances); fewer when it holds fewer."""
         collection = self.collection
-        self._loaded()
+        self.loaded()
         return collection.query(query_embeddings=list(vectors), n_results=n, where=where, include=["distances"])
 
     def write(self, upserts: list[tuple[str, np.ndarray, dict[str, Any]]], updates: list[tuple[str, dict[str, Any]]],
               deletes: list[str], position: int) -> None:
         """Delete, upsert (vector and metadata), update (metadata only), then move the journal position."""
         collection = self.collection
-        self._loaded()
+        self.loaded()
         for start in range(0, len(deletes), WRITE_CHUNK):
             collection.delete(ids=deletes[start:start + WRITE_CHUNK])
         for start in range(0, len(upserts), WRITE_CHUNK):

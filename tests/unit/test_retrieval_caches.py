@@ -46,3 +46,45 @@ def test_term_counts_are_kept_until_the_documents_are_counted_again_and_absent_t
     lexical.documents = 1012
     caches.corpus_sample(repos, 16)
     assert caches.document_frequencies(repos, ["adopt"], 100) == {"adopt": 13} and lexical.asked[-1] == ["adopt"]
+
+
+class Embedder:
+    """A deterministic embedder recording the thread of each call and what it was asked."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def embed(self, texts):
+        import numpy as np
+
+        self.calls.append((threading.current_thread().name, list(texts)))
+        if "boom" in texts:
+            raise RuntimeError("the model failed")
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+
+def test_a_query_is_embedded_on_the_embedding_thread_meanwhile_and_kept_like_any_other_text():
+    import numpy as np
+    import pytest
+
+    from memory.retrieval.caches import EmbeddingCache
+    from memory.retrieval.settings import RetrievalSettings
+
+    embedder = Embedder()
+    cache = EmbeddingCache(embedder, threading.RLock(), RetrievalSettings())
+    with cache._lock:  # a search holds the index's lock while its vectors are made elsewhere
+        vectors = cache.start_texts(["where is Ann", "Ann: where am I"])
+        assert np.array_equal(vectors(), np.array([[12, 1], [15, 1]], dtype=np.float32))
+    assert embedder.calls == [(embedder.calls[0][0], ["where is Ann", "Ann: where am I"])]
+    assert embedder.calls[0][0].startswith("query-embedding")
+
+    again = cache.start_texts(["Ann: where am I"])  # kept: not embedded again
+    assert np.array_equal(again(), np.array([[15, 1]], dtype=np.float32)) and len(embedder.calls) == 1
+    assert np.array_equal(cache.embed_texts(["where is Ann"]), np.array([[12, 1]], dtype=np.float32))
+
+    failing = cache.start_texts(["boom"])
+    with pytest.raises(RuntimeError, match="the model failed"):
+        failing()  # the search sees the model's error, as when it embedded itself
+    cache.close()

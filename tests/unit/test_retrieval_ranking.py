@@ -39,8 +39,9 @@ def test_a_query_naming_two_authors_boosts_the_one_it_asks_about(index):
 def test_each_named_authors_items_meet_the_query_in_their_first_person(index, monkeypatch):
     _chat(index)
     asked = []
-    embed = index.embed_texts
-    monkeypatch.setattr(index, "embed_texts", lambda texts, *a, **k: asked.append(list(texts)) or embed(texts, *a, **k))
+    start = index.embedding.start_texts  # a search's dense queries, embedded while it reads SQL
+    monkeypatch.setattr(index.embedding, "start_texts",
+                        lambda texts, *a, **k: asked.append(list(texts)) or start(texts, *a, **k))
     index.search("What did Ann and Bob adopt?", k=3)
     assert asked[-1] == ["Ann: What did I and Bob adopt?", "Bob: What did Ann and I adopt?"]
     index.config = RetrievalSettings(each_author_query=False)
