@@ -9,6 +9,7 @@ plain BM25 over the same turns (bench/train_ranker.py's reference). Prints JSON:
 and MRR@10 for both, and recall@5 split by whose turn the evidence is (the human's or the assistant's).
 
     python bench/project_chat.py [--data bench/data/project_chat_long.json …] [--cache-dir /tmp/c]
+    python bench/project_chat.py --set question_penalty=0   # an ablation, as bench/locomo.py's
 """
 
 from __future__ import annotations
@@ -61,11 +62,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, nargs="+", default=FILES)
     parser.add_argument("--cache-dir", type=Path, default=None, help="keep the embeddings between runs")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a RetrievalSettings field, e.g. when_boost=0 (as bench/locomo.py)")
     args = parser.parse_args()
-    out: dict = {"benchmark": "project-chat-recall", "embedder": "all-MiniLM-L6-v2 (onnxruntime)", "files": {}}
+    if bad := [item for item in args.set if "=" not in item]:
+        parser.error(f"--set takes NAME=VALUE, not {bad[0]!r}")
+    overrides = dict(item.split("=", 1) for item in args.set)
+    out: dict = {"benchmark": "project-chat-recall", "embedder": "all-MiniLM-L6-v2 (onnxruntime)",
+                 "settings": overrides, "files": {}}
     weighted: dict[str, dict[str, list[tuple[float, int]]]] = {"anima": {}, "bm25": {}}
     for path in args.data:
-        got = run(path, [1, 5, 10], {}, None, None, None, cache_dir=args.cache_dir)
+        got = run(path, [1, 5, 10], overrides, None, None, None, cache_dir=args.cache_dir)
         ours = {k: got[k] for k in METRICS}
         plain = bm25(path)
         n = len(questions(path))
