@@ -138,8 +138,10 @@ class VectorStore:
             self._collection = client.get_or_create_collection(
                 name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                 metadata={"journal": 0, "embedder": self.embedder.name})
+            # not a daemon: the interpreter's exit waits for it (a bounded read) instead of finalizing under a
+            # thread inside Chroma's native code (measured: a Ctrl-C during the first tick then ended in SIGSEGV)
             self._loading = threading.Thread(target=self._load_index, args=(self._collection,),
-                                             name="vector-index-load", daemon=True)
+                                             name="vector-index-load")
             self._loading.start()
         return self._collection
 
