@@ -242,8 +242,8 @@ class Ranker:
         if not caches.documents:
             return []
         pool = widest = cfg.candidates * (3 if q.mode == "meditation" else 1)
-        read, first_lexical = self._read(q, repos, embed, corpus, pool)
-        lexical: list[int] | None = first_lexical
+        lexical: list[int] | None
+        read, lexical = self._read(q, repos, embed, corpus, pool)
         lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
         duplicate = cfg.duplicate_similarity if q.distinct else 1.01
         widest *= DEEPEST
