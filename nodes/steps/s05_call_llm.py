@@ -122,6 +122,8 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
             gen.prompt_tokens += first.prompt_tokens
             gen.completion_tokens += first.completion_tokens
             gen.latency_ms += first.latency_ms
+            # the tick failed over even if the second draw went straight to the model the first one failed over to
+            gen.failed_over_from = list(dict.fromkeys(first.failed_over_from + gen.failed_over_from))
     except AllLLMsUnavailable as exc:
         log.warning("tick %s degraded: %s", state.tick, exc)
         with services.db.unit() as repos:

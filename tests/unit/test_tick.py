@@ -69,6 +69,19 @@ def test_an_empty_thought_is_drawn_again_once(agent_factory):
     assert state["tick"] == 2 and len([c for c in fake.calls if c["json_schema"] is None]) == 2
 
 
+def test_a_failover_is_kept_when_the_empty_first_draw_is_drawn_again(agent_factory):
+    down = FakeLLM("primary", down=True)
+    backup = FakeLLM("backup", responses=["", "The backup's second draw."])
+    agent = agent_factory(down, backup)
+    state = agent.tick()
+    # the second draw skips the primary (set aside after the first failure) but the tick still failed over
+    assert state["llm"]["llm_id"] == "backup" and state["llm"]["failed_over_from"] == ["primary"]
+    assert state["response"] == "The backup's second draw."
+    with agent.services.db.unit() as repos:
+        failed = [c for c in repos.llm_calls.recent(10) if not c.ok]
+        assert [c.llm_id for c in failed] == ["primary"]
+
+
 def test_repeated_output_is_flagged_not_stored_again_and_reflex_lite_applies(agent_factory):
     agent = agent_factory(FakeLLM("fake", responses=["Round and round I go.", "Round and round I go.", "Something new: tides."]))
     agent.tick()
