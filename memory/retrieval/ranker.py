@@ -278,7 +278,7 @@ class Ranker:
         rewrites = {a: reading.first_person(q.text, a) for a in named}
         dense_text = rewrites[reading.subjects(q.text, named)[0]] if named else q.text
         dense_texts = list(dict.fromkeys([dense_text, *rewrites.values()]))
-        query_vectors = embed(dense_texts)  # the recall query is often the thought novelty just embedded
+        query_vectors = embed(dense_texts)  # started now, waited for below: made while SQL runs
         now = self.clock()
         periods = [(timestamp(r.start), timestamp(r.end), r.weight) for r in reading.time_ranges(q.text, now)]
 
