@@ -7,7 +7,11 @@ contact request (nothing of it in a note, so nothing in memory, until the owner 
 channel cannot vouch for (an e-mail whose From failed authentication: `Arrival.unverified`), whatever address it
 claims, the request saying so ("claims to be ann@example.org (Ann's address, owner) but failed authentication"); a
 sender over the
-channel's rate limit is dropped, a text over its size cap is cut. Attachments are kept by reference; a text document
+channel's rate limit is dropped, a text over its size cap is cut. What is held is capped (`max_held_per_sender`,
+`max_held_total`, `max_contact_requests` of the channel's entry): past a cap a message is dropped without its text,
+counted where the owner sees the contact requests, and the first drop of each kind is logged. A message the channel
+could not read (`Arrival.quarantined`) — or that the rules below cannot record — is set aside: an inbox row saying
+why, shown to the owner, nothing of it kept, no one's; the batch around it and the cursor go on. Attachments are kept by reference; a text document
 within the channel's size cap that the owner sent goes to the knowledge base (their sending it is their consent),
 anyone else's waits for the owner's approval (`kb.add_document`: approved, it joins the knowledge base with its
 sender as its source; refused, its bytes are deleted and it stays a reference).
@@ -20,9 +24,11 @@ is neither lost nor sent twice. An unprompted message waits past the person's qu
 from __future__ import annotations
 
 import builtins
+import hashlib
+import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +42,9 @@ if TYPE_CHECKING:
     from managers import Managers
     from persona.settings import ChannelEntry
 
+log = logging.getLogger(__name__)
 TEXT_MIMES = ("text/plain", "text/markdown", "text/csv", "application/json")
+ID_CHARS = 300  # the inbox's and the identities' columns: a longer platform id or address is stored hashed
 RECENT_NOTES = 20  # a reply goes to the author of the latest human note among these
 PROMPTED_WITHIN = timedelta(hours=1)  # a message later than this after the note it answers is unprompted
 
@@ -54,11 +62,12 @@ class Arrival:
     sent_at: datetime
     attachments: Sequence[dict[str, Any]] = field(default_factory=tuple)  # kind, name, mime, size, ref, data?
     unverified: str = ""  # why the channel cannot vouch that `sender` sent it ("" = it can): held, never theirs
+    quarantined: str = ""  # why the channel could not read it ("" = it could): set aside, nothing of it kept
 
 
 @dataclass(frozen=True)
 class Received:
-    state: str  # noted | held | dropped | repeat
+    state: str  # noted | held | dropped | quarantined | repeat
     note_id: int | None = None
     person_id: int | None = None
     contact_request_id: int | None = None
@@ -72,10 +81,24 @@ class ChannelManager:
 
     # -- in -----------------------------------------------------------------------------------------------------
 
+    def receive_isolated(self, arrival: Arrival, limits: ChannelEntry, *, now: datetime) -> Received:
+        """`receive` in a savepoint of its own: a message the rules fail on (a value the database refuses, a bug) is
+        set aside with the error instead of failing the batch — the channel's other messages and its cursor go on."""
+        try:
+            with self.repos.session.begin_nested():
+                return self.receive(arrival, limits, now=now)
+        except Exception as exc:  # noqa: BLE001 - one message must not stop the channel (the runner logs nothing else)
+            log.warning("channel %s: message %s set aside: %s", arrival.channel, arrival.platform_id[:80], exc,
+                        exc_info=True)
+            return self._set_aside(arrival, f"could not be recorded ({type(exc).__name__}: {str(exc)[:300]})", now)
+
     def receive(self, arrival: Arrival, limits: ChannelEntry, *, now: datetime) -> Received:
         repos, people = self.repos, self.house.people
+        arrival = _bounded(arrival)
         if repos.channels.seen(arrival.channel, arrival.platform_id) is not None:
             return Received("repeat")
+        if arrival.quarantined:
+            return self._set_aside(arrival, arrival.quarantined, now)
         text = arrival.text[:limits.max_message_chars]
         refs = [{k: v for k, v in a.items() if k != "data"} for a in arrival.attachments]
         # a sender the channel cannot vouch for (an e-mail whose From failed authentication) is nobody we know,
@@ -88,7 +111,7 @@ class ChannelManager:
         base = {"channel": arrival.channel, "platform_id": arrival.platform_id, "sender": arrival.sender,
                 "attachments": refs, "received_at": now}
         if person is None:
-            return self._hold(arrival, text, base, now)
+            return self._hold(arrival, text, base, now, limits)
         since = now - timedelta(minutes=1)
         if repos.channels.recent_from(arrival.channel, arrival.sender, since) >= limits.rate_per_minute:
             repos.channels.record_incoming(**base, person_id=person.id, state="dropped", reason="rate limit")
@@ -105,13 +128,34 @@ class ChannelManager:
         row.note_id = note.id
         return Received("noted", note_id=note.id, person_id=person.id)
 
-    def _hold(self, arrival: Arrival, text: str, base: dict[str, Any], now: datetime) -> Received:
+    def _set_aside(self, arrival: Arrival, reason: str, now: datetime) -> Received:
+        arrival = _bounded(arrival)
+        row = self.repos.channels.record_incoming(channel=arrival.channel, platform_id=arrival.platform_id,
+                                                  sender=arrival.sender, attachments=[], received_at=now,
+                                                  state="quarantined", reason=reason[:1000])
+        if row is None:
+            return Received("repeat")
+        log.warning("channel %s: a message (%s) from %r was set aside: %s", arrival.channel, arrival.platform_id,
+                    arrival.sender, reason)
+        return Received("quarantined", reason=reason)
+
+    def _hold(self, arrival: Arrival, text: str, base: dict[str, Any], now: datetime,
+              limits: ChannelEntry) -> Received:
         repos = self.repos
         request = repos.people.contact_request_of(arrival.channel, arrival.sender)
         if request is not None and request.status == "refused":
             repos.channels.record_incoming(**base, state="dropped", reason="refused contact",
                                            contact_request_id=request.id)
             return Received("dropped", contact_request_id=request.id, reason="refused contact")
+        if request is None and repos.people.pending_count(arrival.channel) >= limits.max_contact_requests:
+            return self._over_cap(base, None, f"over the cap of {limits.max_contact_requests} waiting contact "
+                                              "requests")
+        if request is not None and request.status == "pending":
+            if repos.channels.held_count(arrival.channel, request.id) >= limits.max_held_per_sender:
+                return self._over_cap(base, request, f"over the cap of {limits.max_held_per_sender} held "
+                                                     "messages per sender")
+        if repos.channels.held_count(arrival.channel) >= limits.max_held_total:
+            return self._over_cap(base, request, f"over the cap of {limits.max_held_total} held messages")
         if request is None:
             request = repos.people.add_contact_request(arrival.channel, arrival.sender,
                                                        arrival.sender_name[:200], arrival.conversation, now)
@@ -128,6 +172,21 @@ class ChannelManager:
         request.messages = (request.messages or 0) + 1
         request.conversation = arrival.conversation
         return Received("held", contact_request_id=request.id)
+
+    def _over_cap(self, base: dict[str, Any], request: ContactRequest | None, reason: str) -> Received:
+        """A stranger's message past a cap: dropped without its text or attachments, counted for the owner (the
+        People page), the first of its kind logged."""
+        channels = self.repos.channels
+        request_id = request.id if request is not None else None
+        before = channels.dropped_count(base["channel"], request_id, over_cap=True)
+        row = channels.record_incoming(**{**base, "attachments": []}, state="dropped", reason=reason,
+                                       contact_request_id=request_id)
+        if row is None:
+            return Received("repeat")
+        if before == 0 or (before + 1) % 100 == 0:
+            whose = f"{base['sender']} (contact request {request_id})" if request_id else "new senders"
+            log.warning("channel %s: %s dropped from %s: %s", base["channel"], before + 1, whose, reason)
+        return Received("dropped", contact_request_id=request_id, reason=reason)
 
     def _claim(self, arrival: Arrival) -> str:
         """What the owner reads on the contact request: the address claimed, whose it is, and why it is not
@@ -328,6 +387,20 @@ class ChannelManager:
                         "retry_at": row.retry_at.isoformat() if row and row.retry_at else None,
                         "outbox_depth": self.repos.channels.depth(name)})
         return out
+
+
+def _bounded_id(value: str) -> str:
+    """An id the inbox's columns hold: as it is within ID_CHARS, else its head and a hash of the whole (still one
+    per message, so a repeat is still recognised)."""
+    if len(value) <= ID_CHARS:
+        return value
+    return f"{value[:200]}…sha256:{hashlib.sha256(value.encode('utf-8', 'replace')).hexdigest()}"
+
+
+def _bounded(arrival: Arrival) -> Arrival:
+    fitted = replace(arrival, platform_id=_bounded_id(arrival.platform_id), sender=_bounded_id(arrival.sender),
+                     conversation=_bounded_id(arrival.conversation), sender_name=arrival.sender_name[:200])
+    return arrival if fitted == arrival else fitted
 
 
 def _size(size: int) -> str:

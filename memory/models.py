@@ -1083,7 +1083,7 @@ class ChannelInbox(Base):
     platform_id: Mapped[str] = mapped_column(String(300))
     sender: Mapped[str] = mapped_column(String(300))
     person_id: Mapped[Optional[int]] = mapped_column(Integer)
-    state: Mapped[str] = mapped_column(String(16))  # noted | held | dropped
+    state: Mapped[str] = mapped_column(String(16))  # noted | held | dropped | quarantined (could not be read)
     reason: Mapped[str] = mapped_column(Text, default="")
     note_id: Mapped[Optional[int]] = mapped_column(Integer)
     contact_request_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)

@@ -431,6 +431,12 @@ class ChannelEntry(Section):
     max_message_chars: int = Field(8000, ge=16, le=1_000_000, description="a longer message is cut here")
     max_attachment_bytes: int = Field(2_000_000, ge=0, le=1_000_000_000, description=(
         "an attachment beyond this is kept by reference only"))
+    max_held_per_sender: int = Field(10, ge=1, le=10_000, description=(
+        "an unknown sender's messages held for the owner; more are dropped and counted on the People page"))
+    max_held_total: int = Field(100, ge=1, le=100_000, description=(
+        "messages held on this channel for all contact requests together; more are dropped and counted"))
+    max_contact_requests: int = Field(50, ge=1, le=100_000, description=(
+        "contact requests waiting on this channel; a new sender's message beyond it is dropped and counted"))
     options: dict[str, str] = Field(default_factory=dict, description="the kind's non-secret options (homeserver, …)")
     secret_env: dict[str, str] = Field(default_factory=dict, description=(
         "a secret option's name -> the environment variable holding it"))

@@ -94,6 +94,10 @@ class PeopleRepo(Repo):
         self.session.flush()
         return row
 
+    def pending_count(self, channel: str) -> int:
+        return int(self.session.scalar(select(func.count(ContactRequest.id)).where(
+            ContactRequest.channel == channel, ContactRequest.status == "pending")) or 0)
+
     def contact_requests(self, status: str | None = "pending") -> list[ContactRequest]:
         q = select(ContactRequest).order_by(ContactRequest.id)
         if status is not None:
@@ -123,6 +127,48 @@ class ChannelRepo(Repo):
                                                                     == contact_request_id,
                                                                     ChannelInbox.state == "held")
                                           .order_by(ChannelInbox.id)))
+
+    def held_count(self, channel: str, contact_request_id: int | None = None) -> int:
+        """Messages held for contact requests on `channel` (of one request, when given)."""
+        q = select(func.count(ChannelInbox.id)).where(ChannelInbox.channel == channel, ChannelInbox.state == "held")
+        if contact_request_id is not None:
+            q = q.where(ChannelInbox.contact_request_id == contact_request_id)
+        return int(self.session.scalar(q) or 0)
+
+    def dropped_count(self, channel: str, contact_request_id: int | None, *, over_cap: bool) -> int:
+        """Messages dropped on `channel` for a request (None: from senders dropped before any request), those over
+        a hold cap only when `over_cap`."""
+        q = select(func.count(ChannelInbox.id)).where(ChannelInbox.channel == channel,
+                                                      ChannelInbox.state == "dropped")
+        q = q.where(ChannelInbox.contact_request_id.is_(None) if contact_request_id is None
+                    else ChannelInbox.contact_request_id == contact_request_id)
+        if over_cap:
+            q = q.where(ChannelInbox.reason.like("over the cap of %"))
+        return int(self.session.scalar(q) or 0)
+
+    def dropped_over_caps(self) -> dict[int | None, tuple[int, int]]:
+        """Per contact request (None: senders dropped before any request): (messages, senders) dropped over a hold
+        cap, every channel."""
+        rows = self.session.execute(
+            select(ChannelInbox.contact_request_id, func.count(ChannelInbox.id),
+                   func.count(func.distinct(ChannelInbox.sender)))
+            .where(ChannelInbox.state == "dropped", ChannelInbox.reason.like("over the cap of %"))
+            .group_by(ChannelInbox.contact_request_id))
+        return {row[0]: (int(row[1]), int(row[2])) for row in rows}
+
+    def set_aside(self, limit: int = 20) -> list[ChannelInbox]:
+        """The newest messages set aside (quarantined): what a channel could not read."""
+        return list(self.session.scalars(select(ChannelInbox).where(ChannelInbox.state == "quarantined")
+                                         .order_by(ChannelInbox.id.desc()).limit(limit)))
+
+    def set_aside_count(self) -> int:
+        return int(self.session.scalar(select(func.count(ChannelInbox.id)).where(
+            ChannelInbox.state == "quarantined")) or 0)
+
+    def reasons(self, contact_request_id: int) -> list[str]:
+        """The reasons kept on a request's inbox rows, newest first."""
+        return list(self.session.scalars(select(ChannelInbox.reason).where(
+            ChannelInbox.contact_request_id == contact_request_id).order_by(ChannelInbox.id.desc())))
 
     def recent_from(self, channel: str, sender: str, since: datetime) -> int:
         return int(self.session.scalar(select(func.count(ChannelInbox.id)).where(
