@@ -202,10 +202,12 @@ class ChannelManager:
             candidate, n = f"{base} ({n})", n + 1
         return candidate
 
-    def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False) -> Note:
+    def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False,
+              extra_tags: Sequence[str] = ()) -> Note:
         return self.repos.notes.add(text, source="channel", author_id=person.id, created_at=now,
                                     priority=1 if person.role == "owner" else 0,
-                                    tags=[f"via:{channel}", f"role:{person.role}"] + ([VOICE_TAG] if spoken else []))
+                                    tags=[f"via:{channel}", f"role:{person.role}"] + ([VOICE_TAG] if spoken else [])
+                                    + list(extra_tags))
 
     def _attachment_lines(self, person: Person, arrival: Arrival, limits: ChannelEntry, now: datetime) -> list[str]:
         lines = []
@@ -252,16 +254,17 @@ class ChannelManager:
         return (f"[attachment {name} ({_size(len(data))}): waits for my owner's consent to join my knowledge base "
                 f"(approval {approval.id})]")
 
-    def release_held(self, request: ContactRequest, person: Person) -> builtins.list[int]:
+    def release_held(self, request: ContactRequest, person: Person, *, vouched: bool = False) -> builtins.list[int]:
         """The accepted contact's held messages, as notes from them (in the order they came); their attachments as
         references only (their content was never kept: a document is sent again to be offered to the knowledge
-        base)."""
+        base). `vouched`: the owner took unverified mail in as their own (the notes say so in a tag)."""
         ids = []
         for row in self.repos.channels.held(request.id):
             lines = [row.held_text or ""] + [
                 f"[attachment {a.get('name', 'file')} ({a.get('mime') or 'unknown type'}, {a.get('size', 0)} bytes): "
                 f"kept by reference {str(a.get('ref', ''))[:200]}]" for a in row.attachments or [] if isinstance(a, dict)]
-            note = self._note(person, row.channel, "\n".join(line for line in lines if line), row.received_at)
+            note = self._note(person, row.channel, "\n".join(line for line in lines if line), row.received_at,
+                              extra_tags=["vouched"] if vouched else [])
             row.state, row.note_id, row.person_id, row.held_text = "noted", note.id, person.id, None
             ids.append(note.id)
         return ids
@@ -272,6 +275,10 @@ class ChannelManager:
 
     def inbox(self, limit: int = 50) -> builtins.list[ChannelInbox]:
         return self.repos.channels.inbox(limit)
+
+    def set_aside(self, limit: int = 20) -> tuple[builtins.list[ChannelInbox], int]:
+        """The newest messages set aside (a channel could not read them), and how many there are in all."""
+        return self.repos.channels.set_aside(limit), self.repos.channels.set_aside_count()
 
     # -- out ----------------------------------------------------------------------------------------------------
 

@@ -7,12 +7,17 @@ the persona never adds a person or an identity by itself (its `users.add`/`users
 after the owner's approval); a message from an unknown sender is held as a contact request — nothing of it reaches
 a note, and so memory, until the owner accepts it (refused: its held texts are deleted); so is a sender the channel
 could not authenticate, whatever address it claims — a request that claims someone's address cannot be accepted
-as them."""
+as them: it is shown as "claims to be <them>, not verified" and can be refused, or, when it claims the owner's own
+address, taken in by the owner at their own door ("it was me": `vouch`). A request whose display name looks like a
+known person's (the same name, or one that reads the same: Unicode's confusables, case, accents, spacing) or shows
+a known address is flagged as an impostor risk (`RequestView.lookalike`), on every channel."""
 
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+import re
+import unicodedata
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +54,55 @@ class PersonView:
                 "language": self.language, "quiet_hours": self.quiet_hours, "about": self.about,
                 "added_by": self.added_by, "identities": [{"channel": c, "address": a} for c, a in self.identities],
                 "last_channel": self.last_channel}
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """A contact request as the owner should see it (the People page, the API)."""
+
+    request: ContactRequest
+    claims: Person | None  # the known person whose address an unverified sender used (None: no claim)
+    unverified: str  # why the channel could not vouch for the sender ("" = it could)
+    lookalike: str  # why the sender may pose as someone known ("" = no sign of it)
+    dropped: int  # their messages dropped over the hold caps
+    held: tuple[str, ...] = field(default_factory=tuple)  # the held texts, oldest first, for the owner to read
+
+    @property
+    def can_accept(self) -> bool:
+        return self.claims is None
+
+    @property
+    def can_vouch(self) -> bool:
+        """The owner may take it in as their own: it claims an owner's address."""
+        return self.claims is not None and self.claims.role == "owner"
+
+
+def name_key(text: str) -> str:
+    """A name as it reads: compatibility forms folded (NFKC: full-width, ligatures), accents, format characters
+    (zero-width joiners…) and everything but letters and digits left out, case folded."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    kept = "".join(c for c in decomposed if unicodedata.category(c)[0] in "LN")
+    return unicodedata.normalize("NFKC", kept).casefold()
+
+
+def _name_words(text: str) -> list[str]:
+    return [key for word in re.split(r"[\s\W_]+", unicodedata.normalize("NFKC", text)) if (key := name_key(word))]
+
+
+def reads_as(display_name: str, name: str) -> bool:
+    """Whether `display_name` reads as `name`: the whole of it, or a run of its words (so "Ada (owner)" reads as Ada,
+    "Adam" does not), compared as `name_key`s or as Unicode confusables (UTS #39: a Cyrillic "Аda" reads as "Ada")."""
+    want = _name_words(name)
+    if not want:
+        return False
+    words = _name_words(display_name)
+    runs = {"".join(words)} | {"".join(words[i:i + len(want)]) for i in range(len(words) - len(want) + 1)}
+    target = "".join(want)
+    if target in runs:
+        return True
+    import confusables  # its Unicode data loads on first use
+
+    return any(len(run) == len(target) and confusables.is_confusable(run, target) for run in runs if run)
 
 
 class PeopleManager:
@@ -200,6 +254,38 @@ class PeopleManager:
     def contact_requests(self, status: str | None = "pending") -> builtins.list[ContactRequest]:
         return self.repos.people.contact_requests(status)
 
+    def lookalike(self, channel: str, address: str, display_name: str) -> str:
+        """Why a sender's display name may pose as someone known ("" when it does not): it reads as a known person's
+        name, or it shows a known person's address; a person's own identity is never their impostor."""
+        own = self.identify(channel, address)
+        shown = unicodedata.normalize("NFKC", display_name).casefold()
+        for person in self.repos.people.all():
+            if own is not None and person.id == own.id:
+                continue
+            if reads_as(display_name, person.name):
+                return f"its name reads as {person.name}'s ({person.role})"
+            for identity in self.repos.people.identities(person.id):
+                if identity.address.casefold() in shown and identity.address.casefold() != address.casefold():
+                    return f"its name shows {identity.address}, {person.name}'s address ({person.role})"
+        return ""
+
+    def request_views(self, status: str | None = "pending") -> builtins.list[RequestView]:
+        dropped = self.repos.channels.dropped_over_caps()
+        views = []
+        for request in self.contact_requests(status):
+            claims = self.identify(request.channel, request.address) if request.warning else None
+            reason = next((r.removeprefix("unverified: ") for r in self.repos.channels.reasons(request.id)
+                           if r.startswith("unverified: ")), "")
+            held = tuple(row.held_text or "" for row in self.repos.channels.held(request.id))
+            views.append(RequestView(request=request, claims=claims, unverified=reason if request.warning else "",
+                                     lookalike=self.lookalike(request.channel, request.address, request.sender_name),
+                                     dropped=dropped.get(request.id, (0, 0))[0], held=held))
+        return views
+
+    def dropped_before_requests(self) -> tuple[int, int]:
+        """(messages, senders) dropped because the channel's waiting contact requests were at their cap."""
+        return self.repos.channels.dropped_over_caps().get(None, (0, 0))
+
     def accept(self, request_id: int, *, by_person: int | None = None, name: str | None = None,
                role: str = "guest", now: datetime) -> Person:
         """The owner lets the sender in: a person (or `name`, an existing one, gets this identity) and their held
@@ -208,9 +294,11 @@ class PeopleManager:
         request = self._pending(request_id)
         taken = self.repos.people.identity(request.channel, request.address)
         if request.warning and taken is not None:
-            whose = self.get(taken.person_id).name
+            claimed = self.get(taken.person_id)
+            whose = claimed.name
+            mine = (" or, if it was you, take it in as your own (vouch)" if claimed.role == "owner" else "")
             raise PeopleError(f"{request.address} on {request.channel} is {whose}'s, and this sender failed "
-                              f"authentication: it cannot be let in as {whose} (refuse it; {whose}'s own "
+                              f"authentication: it cannot be let in as {whose} (refuse it{mine}; {whose}'s own "
                               "authenticated mail arrives as theirs)")
         existing = self.repos.people.by_name(name) if name else None
         person = existing or self.add(name or request.sender_name or request.address, role=role,
@@ -223,6 +311,22 @@ class PeopleManager:
         request.decided_by = "operator" if by_person is None else f"person {by_person}"
         self.house.channels.release_held(request, person)
         return person
+
+    def vouch(self, request_id: int, *, by_person: int | None = None, now: datetime) -> Person:
+        """"It was me": an owner, at their own door (the web page, the terminal), takes in a held request that
+        claims their own address but failed authentication — its messages become notes from them, as if they had
+        typed them there. Only for an owner's own address: no one vouches for someone else's mail."""
+        self.require_owner(by_person, "vouches for a message")
+        request = self._pending(request_id)
+        taken = self.repos.people.identity(request.channel, request.address)
+        claimed = self.get(taken.person_id) if taken is not None else None
+        if claimed is None or claimed.role != "owner" or (by_person is not None and by_person != claimed.id):
+            raise PeopleError(f"contact request {request_id} does not claim your own address: only refuse or accept "
+                              "it")
+        request.status, request.person_id, request.decided_at = "accepted", claimed.id, now
+        request.decided_by = ("operator" if by_person is None else f"person {by_person}") + " (vouched)"
+        self.house.channels.release_held(request, claimed, vouched=True)
+        return claimed
 
     def refuse(self, request_id: int, *, by_person: int | None = None, now: datetime) -> ContactRequest:
         """The owner refuses: the held texts are deleted; later messages from that sender are dropped."""
@@ -242,4 +346,4 @@ class PeopleManager:
         return request
 
 
-__all__ = ["ROLES", "PeopleError", "PeopleManager", "PersonView"]
+__all__ = ["ROLES", "PeopleError", "PeopleManager", "PersonView", "RequestView", "name_key", "reads_as"]

@@ -50,6 +50,13 @@ def accept_request(body: AcceptIn | None = None, request_id: int = Path(ge=1, le
                          settings=services.settings())
 
 
+@router.post("/people/requests/{request_id}/vouch", response_model=ContactRequest, responses=DECIDE)
+def vouch_request(request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    """It was you: mail that claims your own address but failed authentication becomes your notes (only a request
+    that claims the owner's address; 409 otherwise)."""
+    return people.decide(services.db, request_id, accept="vouch", now=services.clock(), settings=services.settings())
+
+
 @router.post("/people/requests/{request_id}/refuse", response_model=ContactRequest, responses=DECIDE)
 def refuse_request(request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     """The held messages are deleted; later ones from that sender are dropped."""

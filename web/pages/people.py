@@ -54,3 +54,9 @@ def accept(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: 
 def refuse(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     people.decide(services.db, request_id, accept=False, now=services.clock(), settings=services.settings())
     return _overview(request, services)
+
+
+@router.post("/people/requests/{request_id}/vouch")
+def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    people.decide(services.db, request_id, accept="vouch", now=services.clock(), settings=services.settings())
+    return _overview(request, services)

@@ -4,15 +4,16 @@ implementation (the web page and the API are the operator's door: what they add 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from i18n import N_
 from managers import ManagerDeps, Managers
 from managers.errors import NotFound
-from managers.people import PeopleError
+from managers.people import PeopleError, RequestView
 from memory import Database, Repos
 from web.errors import NotFoundError, ServiceError
-from web.schemas.people import ChannelState, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate
+from web.schemas.people import (ChannelState, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate,
+                                SetAside)
 
 BY = "operator (web)"
 
@@ -21,16 +22,34 @@ def _person(house: Managers, person: Any) -> Person:
     return Person(**house.people.view(person).as_dict())
 
 
+HELD_SHOWN = 2000  # characters of each held text on the page
+
+
+def _request(view: RequestView) -> ContactRequest:
+    r = view.request
+    return ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
+                          warning=r.warning or "", status=r.status, messages=r.messages or 0,
+                          requested_at=r.created_at.isoformat() if r.created_at else None,
+                          claims=view.claims.name if view.claims else None,
+                          claims_role=view.claims.role if view.claims else None, unverified=view.unverified,
+                          lookalike=view.lookalike, dropped=view.dropped,
+                          held=[text[:HELD_SHOWN] for text in view.held], can_accept=view.can_accept,
+                          can_vouch=view.can_vouch)
+
+
 def overview(repos: Repos, settings: Any = None) -> PeopleOverview:
     house = Managers(repos, ManagerDeps(settings=settings))
     configured = [e.name for e in settings.channels.entries] if settings is not None else []
+    dropped, senders = house.people.dropped_before_requests()
+    aside, aside_total = house.channels.set_aside()
     return PeopleOverview(
         people=[Person(**v.as_dict()) for v in house.people.list()],
-        contact_requests=[ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
-                                         warning=r.warning or "", status=r.status, messages=r.messages or 0,
-                                         requested_at=r.created_at.isoformat() if r.created_at else None)
-                          for r in house.people.contact_requests(None)],
-        channels=channel_states(repos, configured))
+        contact_requests=[_request(view) for view in house.people.request_views(None)],
+        channels=channel_states(repos, configured), dropped_messages=dropped, dropped_senders=senders,
+        set_aside=[SetAside(channel=row.channel, sender=row.sender, reason=row.reason,
+                            received_at=row.received_at.isoformat() if row.received_at else None)
+                   for row in aside],
+        set_aside_total=aside_total)
 
 
 def channel_states(repos: Repos, configured: list[str]) -> list[ChannelState]:
@@ -74,20 +93,20 @@ def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = Non
         raise ServiceError(str(exc), status=409) from None
 
 
-def decide(db: Database, request_id: int, *, accept: bool, now: datetime, name: str | None = None,
+def decide(db: Database, request_id: int, *, accept: bool | Literal["vouch"], now: datetime, name: str | None = None,
            role: str = "guest", settings: Any = None) -> ContactRequest:
+    """Accept, refuse, or ("vouch") take in as the owner's own a request that claims the owner's address."""
     try:
         with db.unit() as repos:
             house = Managers(repos, ManagerDeps(settings=settings))
-            if accept:
+            if accept == "vouch":
+                house.people.vouch(request_id, now=now)
+            elif accept:
                 house.people.accept(request_id, name=name, role=role, now=now)
             else:
                 house.people.refuse(request_id, now=now)
-            row = repos.people.contact_request(request_id)
-            assert row is not None
-            return ContactRequest(id=row.id, channel=row.channel, address=row.address, sender_name=row.sender_name,
-                                  warning=row.warning or "", status=row.status, messages=row.messages or 0,
-                                  requested_at=row.created_at.isoformat() if row.created_at else None)
+            [view] = [v for v in house.people.request_views(None) if v.request.id == request_id]
+            return _request(view)
     except NotFound:
         raise NotFoundError(N_("no contact request %(request_id)s"), request_id=request_id, field="request_id") from None
     except PeopleError as exc:
