@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 OUTBOX_POLL_S = 0.25  # the outbox is a table the tick writes from another thread: looked at this often
 STABLE_S = 60.0  # a connection up this long resets the backoff
-POSSIBLE_DUPLICATE = ("possible duplicate: an earlier attempt was cut off after it began and the platform cannot say "
-                      "whether it arrived; sent again under the same key")
 Factory = Callable[["ChannelEntry"], Channel]
 
 
@@ -251,7 +249,7 @@ class ChannelRunner:
             if platform_id is None:
                 if tried_before and not channel.can_tell_sent:
                     with self.db.unit() as repos:
-                        self._managers(repos).channels.note_error(row_id, POSSIBLE_DUPLICATE)
+                        self._managers(repos).channels.mark_possible_duplicate(row_id)
                 platform_id = await channel.send(message)
         except ChannelRefused as exc:
             with self.db.unit() as repos:

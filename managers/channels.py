@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TEXT_MIMES = ("text/plain", "text/markdown", "text/csv", "application/json")
+POSSIBLE_DUPLICATE = "possible duplicate"
 ID_CHARS = 300  # the inbox's and the identities' columns: a longer platform id or address is stored hashed
 RECENT_NOTES = 20  # a reply goes to the author of the latest human note among these
 PROMPTED_WITHIN = timedelta(hours=1)  # a message later than this after the note it answers is unprompted
@@ -356,7 +357,18 @@ class ChannelManager:
         return self.house.speech.reply_for_channel(row.text, spoken_to=spoken_to)
 
     def mark_sent(self, row_id: int, platform_id: str, now: datetime) -> None:
-        self.repos.channels.set_state(row_id, "sent", platform_id=platform_id, sent_at=now, last_error=None)
+        """Sent: an earlier try's error is cleared, but a `possible duplicate` note stays — the row is where a
+        message that may have arrived twice shows it (with its attempts, under its one idempotency key)."""
+        row = self.repos.channels.outbox_row(row_id)
+        kept = row.last_error if row is not None and (row.last_error or "").startswith(POSSIBLE_DUPLICATE) else None
+        self.repos.channels.set_state(row_id, "sent", platform_id=platform_id, sent_at=now, last_error=kept)
+
+    def mark_possible_duplicate(self, row_id: int) -> None:
+        """A resend the platform could not rule out as a second copy (it keeps no key): the row says so."""
+        row = self.repos.channels.outbox_row(row_id)
+        if row is not None:
+            row.last_error = (f"{POSSIBLE_DUPLICATE}: an earlier attempt (of {row.attempts}) was cut off after it "
+                              "began and the platform cannot say whether it arrived; sent again under the same key")
 
     def mark_failed(self, row_id: int, error: str) -> None:
         self.repos.channels.set_state(row_id, "failed", last_error=error[:500])
