@@ -33,9 +33,11 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
 
     rows = read_rows(data_dir, db, _rows, name)
     requests = read_rows(data_dir, db, lambda repos: [
-        {"id": r.id, "channel": r.channel, "address": r.address, "name": r.sender_name, "messages": r.messages,
-         "warning": r.warning or ""}
-        for r in Managers(repos).people.contact_requests()], name)
+        {"id": v.request.id, "channel": v.request.channel, "address": v.request.address,
+         "name": v.request.sender_name, "messages": v.request.messages, "warning": v.request.warning or "",
+         "claims": v.claims.name if v.claims else None, "claims_role": v.claims.role if v.claims else None,
+         "unverified": v.unverified, "lookalike": v.lookalike, "dropped": v.dropped, "can_vouch": v.can_vouch}
+        for v in Managers(repos).people.request_views()], name)
     if as_json:
         print(json.dumps({"people": rows, "contact_requests": requests}, indent=2, ensure_ascii=False))
         return
@@ -43,11 +45,21 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
         where = ", ".join(f"{i['channel']}:{i['address']}" for i in r["identities"]) or "the web page"
         console.print(f"[bold]{r['id']}[/] {escape(r['name'])} ({r['role']}) · {escape(where)}", highlight=False)
     for q in requests:
+        answers = (f"run.py users vouch {q['id']} / refuse {q['id']}" if q["can_vouch"] else
+                   f"run.py users refuse {q['id']}" if q["claims"] else
+                   f"run.py users accept {q['id']} / refuse {q['id']}")
         console.print(f"[yellow]contact request {q['id']}[/] {escape(q['name'] or q['address'])} on "
                       f"{escape(q['channel'])}:{escape(q['address'])} · {q['messages']} message(s) held "
-                      f"(run.py users accept {q['id']} / refuse {q['id']})", highlight=False)
-        if q["warning"]:
+                      f"({answers})", highlight=False)
+        if q["claims"]:
+            console.print(f"  [red]claims to be {escape(q['claims'])} ({q['claims_role']}), not verified:[/] "
+                          f"{escape(q['unverified'])}", highlight=False)
+        elif q["warning"]:
             console.print(f"  [red]unverified:[/] {escape(q['warning'])}", highlight=False)
+        if q["lookalike"]:
+            console.print(f"  [red]impostor risk:[/] {escape(q['lookalike'])}", highlight=False)
+        if q["dropped"]:
+            console.print(f"  {q['dropped']} more message(s) dropped over the hold cap", highlight=False)
 
 
 @app.command("info")
@@ -129,6 +141,19 @@ def accept(request_id: int, as_name: Optional[str] = typer.Option(None, "--as", 
     def action(house: Managers) -> str:
         person = house.people.accept(request_id, name=as_name, role=role, now=utcnow())
         return f"contact request {request_id} accepted: person {person.id} ({person.name})"
+
+    _change(action, data_dir, db, name)
+
+
+@app.command("vouch")
+def vouch(request_id: int, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+          name: Optional[str] = PersonaName) -> None:
+    """It was you: unverified mail that claims your own address becomes your notes."""
+    from nodes.context import utcnow
+
+    def action(house: Managers) -> str:
+        person = house.people.vouch(request_id, now=utcnow())
+        return f"contact request {request_id} taken in as {person.name}'s own"
 
     _change(action, data_dir, db, name)
 

@@ -252,3 +252,27 @@ def test_verify_dkim_checks_the_signature_here_with_a_key_published_through_dnsf
                           authserv_id=MX).sender_check.verified
     base = {"address": "anima@example.org", "imap_host": "mail.example.org"}
     assert parse_options("email", {**base, "verify_dkim": "true"}).verify_dkim
+
+
+def test_run_py_users_shows_the_claim_and_the_owner_vouches_at_the_terminal(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    database = Database.open(tmp_path)
+    with database.unit() as repos:
+        m = Managers(repos, ManagerDeps(settings=Settings(user_name="Ada", timezone="UTC"), clock=lambda: NOW))
+        m.people.add_identity(m.people.owner().id, "email", "ada@example.org")
+        m.channels.receive(arrival("<u1@x>", unverified="dkim=none", text="Buy bread."), ENTRY, now=NOW)
+    database.close()
+    where = ["--data-dir", str(tmp_path)]
+    listing = " ".join(CliRunner().invoke(app, ["users", "list", *where]).output.split())
+    assert "claims to be Ada (owner), not verified: dkim=none" in listing
+    assert "(run.py users vouch 1 / refuse 1)" in listing and "impostor" not in listing
+    assert CliRunner().invoke(app, ["users", "accept", "1", *where]).exit_code != 0
+    vouched = CliRunner().invoke(app, ["users", "vouch", "1", *where])
+    assert vouched.exit_code == 0 and "taken in as" in vouched.output
+    database = Database.open(tmp_path)
+    with database.unit() as repos:
+        assert [n.text.splitlines()[0] for n in repos.notes.list()] == ["Buy bread."]  # its attachment by reference
+    database.close()
