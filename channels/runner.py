@@ -9,9 +9,9 @@ the Controls page reads it. The wait doubles on every failure up to `backoff_max
 `backoff_initial_s` only once a connection has stayed up for STABLE_S: a channel that connects and then fails at
 once (a message it chokes on, a folder that is gone) waits longer each time instead of hammering the server.
 
-One message never stops a channel: one the door cannot read arrives `quarantined`, one whose attachments or words
-fail is kept without them, and one the rules cannot record is set aside in a savepoint of its own
-(managers.channels `receive_isolated`) — the batch's other messages and the cursor go on.
+One message never stops a channel: one the door cannot read arrives `quarantined`, one whose attachments fail in
+a way the runner does not expect is quarantined here, and one the rules cannot record is set aside in a savepoint of
+its own (managers.channels `receive_isolated`) — the batch's other messages and the cursor go on.
 
 Out: after the platform accepted a message the row is recorded `sent` at once, and only then does the channel do
 what may follow (`Channel.settle`: the e-mail's copy in Sent), so a kill there sends nothing twice. A row found

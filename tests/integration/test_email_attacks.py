@@ -423,6 +423,7 @@ def test_strangers_mail_is_capped_per_sender_and_in_total_and_what_was_dropped_i
     assert all(r.held_text is None and r.attachments == [] for r in rows if r.state == "dropped")
     with db.unit() as repos:
         shown = overview(repos, settings)
+        assert repos.notes.count() == 0  # nothing of any of it reached a note, so nothing memory or a prompt sees
     requests = {r.address: r for r in shown.contact_requests}
     assert (requests["a@spam.example"].dropped, requests["b@spam.example"].dropped) == (3, 2)
     assert "c@spam.example" not in requests and (shown.dropped_messages, shown.dropped_senders) == (3, 1)
