@@ -1,0 +1,114 @@
+"""The memory rows written from untrusted text (`taints`, memory/taint.py): marked by the session hooks, read by the
+prompt (which fences them with their origin), cleared by the owner.
+
+Every statement here runs on the unit's connection without the ORM around it: `mark` is called from inside a flush
+(the hooks'), where the session may not flush again."""
+
+from __future__ import annotations
+
+import builtins
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+
+from memory.models import Taint, table_of, utcnow
+from memory.repositories.base import Repo
+
+TABLE = table_of(Taint)
+MAX_SOURCES = 12  # as nodes/provenance.py: enough to judge, never unbounded
+
+
+def merge(*groups: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Sources, each once (origin + ref), at most MAX_SOURCES, the first seen kept."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for group in groups:
+        for item in group or ():
+            if isinstance(item, Mapping) and item.get("origin"):
+                out.setdefault((str(item["origin"]), str(item.get("ref", ""))), dict(item))
+    return list(out.values())[:MAX_SOURCES]
+
+
+class TaintRepo(Repo):
+    def _run(self, statement: Any) -> Any:
+        return self.session.connection().execute(statement)
+
+    def mark(self, keys: Iterable[tuple[str, str]], sources: Sequence[Mapping[str, Any]], *, thread_id: str | None,
+             tick: int | None, now: datetime | None = None) -> int:
+        """Taint these rows with `sources` (an active taint gains them; a cleared one is tainted anew: a new write
+        from untrusted text is a new question for the owner). Returns how many rows were marked."""
+        wanted = list(dict.fromkeys((str(t)[:32], str(r)[:128]) for t, r in keys))
+        if not wanted or not sources:
+            return 0
+        now = now or utcnow()
+        have = {(row.tier, row.ref): row for row in self._rows(wanted)}
+        for key in wanted:
+            row = have.get(key)
+            if row is None:
+                self._run(insert(Taint).values(tier=key[0], ref=key[1], sources=merge(sources), thread_id=thread_id,
+                                               tick=tick, created_at=now, updated_at=now, cleared_reason=""))
+            elif row.cleared_at is not None:
+                self._run(update(Taint).where(Taint.id == row.id).values(
+                    sources=merge(sources), thread_id=thread_id, tick=tick, updated_at=now, cleared_at=None,
+                    cleared_by=None, cleared_reason=""))
+            else:
+                self._run(update(Taint).where(Taint.id == row.id).values(sources=merge(row.sources, sources),
+                                                                         updated_at=now))
+        return len(wanted)
+
+    def _rows(self, keys: list[tuple[str, str]]) -> builtins.list[Any]:
+        by_tier: dict[str, list[str]] = defaultdict(list)
+        for tier, ref in keys:
+            by_tier[tier].append(ref)
+        rows: list[Any] = []
+        for tier, refs in by_tier.items():
+            rows += self._run(select(TABLE).where(TABLE.c.tier == tier, TABLE.c.ref.in_(refs))).all()
+        return rows
+
+    def any_active(self) -> bool:
+        """Whether any row is tainted now (the prompt skips its look-ups when none is)."""
+        return self._run(select(TABLE.c.id).where(TABLE.c.cleared_at.is_(None)).limit(1)).first() is not None
+
+    def of(self, tier: str, refs: Iterable[Any]) -> dict[str, builtins.list[dict[str, Any]]]:
+        """The sources of the tainted rows among `refs` of one tier (active taints only), by ref."""
+        wanted = list(dict.fromkeys(str(r) for r in refs))
+        if not wanted:
+            return {}
+        rows = self._run(select(TABLE.c.ref, TABLE.c.sources).where(
+            TABLE.c.tier == tier, TABLE.c.ref.in_(wanted), TABLE.c.cleared_at.is_(None))).all()
+        return {row.ref: list(row.sources or []) for row in rows}
+
+    def of_keys(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], builtins.list[dict[str, Any]]]:
+        """The sources of the tainted rows among (tier, ref) keys (active taints only)."""
+        by_tier: dict[str, list[str]] = defaultdict(list)
+        for tier, ref in keys:
+            by_tier[tier].append(str(ref))
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for tier, refs in by_tier.items():
+            found.update({(tier, ref): sources for ref, sources in self.of(tier, refs).items()})
+        return found
+
+    def get(self, taint_id: int) -> Taint | None:
+        return self.session.get(Taint, int(taint_id))
+
+    def find(self, tier: str, ref: Any) -> Taint | None:
+        return self.session.scalars(select(Taint).where(Taint.tier == tier, Taint.ref == str(ref))).first()
+
+    def active(self, limit: int = 50) -> builtins.list[Taint]:
+        """The tainted rows, newest first."""
+        return list(self.session.scalars(select(Taint).where(Taint.cleared_at.is_(None))
+                                         .order_by(Taint.updated_at.desc(), Taint.id.desc()).limit(limit)).all())
+
+    def count_active(self) -> int:
+        return int(self._run(select(func.count(TABLE.c.id)).where(TABLE.c.cleared_at.is_(None))).scalar() or 0)
+
+    def clear(self, taint_id: int, *, by: str, reason: str, now: datetime) -> bool:
+        """The owner trusts the row: its taint is cleared (kept, with who and why). False when it was not active."""
+        result = self._run(update(Taint).where(Taint.id == int(taint_id), Taint.cleared_at.is_(None)).values(
+            cleared_at=now, cleared_by=by[:64], cleared_reason=reason, updated_at=now))
+        if result.rowcount != 1:
+            return False
+        self.session.get(Taint, int(taint_id), populate_existing=True)  # a held row reads the clearance
+        return True

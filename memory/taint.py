@@ -1,0 +1,204 @@
+"""Provenance that follows what it taints: a memory row written from untrusted text keeps the sources of that text
+(`taints`, one row per tier + ref), and what it is later derived from or read with knows it.
+
+Three session hooks, installed on the database's sessions beside the memory history (memory/history.py):
+- **writes** (`after_flush`): while a unit is `tainted(...)` (the tick's command from a prompt that held untrusted
+  text, nodes/steps/s12_execute_commands.py), every row of a memory tier it creates — and every row whose content
+  it changes (a status, a pin, a priority or a read mark is no content) — is marked with the sources;
+- **derivation** (`after_flush`, any unit): an abstract or an episode summary made from tainted rows (their
+  `sources` name them) inherits their sources, so a digest cannot launder what it digests;
+- **reads** (`do_orm_execute`): while a unit `tracks_reads()`, the memory rows its ORM queries return are noted,
+  so a command's result that shows a tainted row carries its sources into the prompt that shows the result.
+
+The sources are plain JSON (`nodes/provenance.py` Source: origin, ref, excerpt, and who wrote it); this layer
+merges and stores them and never judges them. The owner clears a row's taint (managers/consent.py `trust`), and
+owner-approved commands run untainted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event, select
+from sqlalchemy import inspect as sa_inspect
+
+from memory.models import (
+    Abstract,
+    AgentRecord,
+    AgentTableRow,
+    Concept,
+    ConceptLink,
+    DiaryEntry,
+    Entity,
+    Episode,
+    Goal,
+    Insight,
+    LLMMemory,
+    MemoryBlock,
+    MemoryItem,
+    Message,
+    Note,
+    OpenQuestion,
+    Task,
+    UnverifiedFact,
+)
+from memory.repositories.taints import TaintRepo, merge
+
+TAINT = "anima_taint"  # session.info: {"sources": [...], "thread_id": …, "tick": …} while a unit writes tainted
+READS = "anima_taint_reads"  # session.info: the (tier, ref) of the memory rows a unit read, while it tracks them
+
+# the memory tiers a later prompt shows (a block, a recall, a command's result), by the names memory_history uses
+TIERS: dict[type, str | None] = {
+    Goal: "goal", Task: "task", Note: "note", Message: "message", Abstract: "abstract", DiaryEntry: "diary",
+    Concept: "concept", ConceptLink: "link", LLMMemory: "llm_memory", Entity: "entity", UnverifiedFact: "fact",
+    OpenQuestion: "question", Insight: "insight", Episode: "episode", AgentTableRow: "table_row",
+    AgentRecord: "record", MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
+}
+# changes that carry no words of anyone's: they leave a row's provenance as it was
+NOT_CONTENT = frozenset({"updated_at", "status", "archived_at", "completed_at", "priority", "pinned", "read", "hidden",
+                         "weight", "access_count", "last_accessed_at", "repl_mode", "repl_status", "repl_config",
+                         "repl_thread", "repl_error", "tick", "thread_id", "llm_id"})
+DERIVED = (Abstract, Episode)  # rows that name what they were made from (`sources`)
+
+
+def item_key(tier: str, ref: str) -> tuple[str, str] | None:
+    """The tainted row a retrieval-catalogue item (or a digest's source `tier:ref`) stands for; None for the
+    knowledge base (its chunks carry their own origin) and for what is no row of a tier."""
+    ref = str(ref)
+    if tier == "message":
+        kind, _, rest = ref.partition(":")
+        if kind in ("msg", "note") and rest:
+            return ("message" if kind == "msg" else "note", rest)
+        return ("message", ref) if ref.isdigit() else None
+    if tier in ("kb", "") or not ref:
+        return None
+    return tier, ref
+
+
+def row_key(obj: Any) -> tuple[str, str] | None:
+    """(tier, ref) of a row of a tainted tier, else None."""
+    model = type(obj)
+    if model is MemoryItem:
+        return item_key(obj.tier, obj.ref)
+    if model not in TIERS:
+        return None
+    values = sa_inspect(obj).dict
+    tier = TIERS[model] or values.get("name")
+    ref = values.get("name") if model is MemoryBlock else values.get("id")
+    return (str(tier), str(ref)) if tier and ref is not None else None
+
+
+@contextmanager
+def tainted(session: Any, sources: Sequence[Mapping[str, Any]], *, thread_id: str | None, tick: int | None) -> Iterator[None]:
+    """Every memory row written inside this block carries `sources` (none: nothing happens)."""
+    if not sources:
+        yield
+        return
+    session.info[TAINT] = {"sources": merge(sources), "thread_id": thread_id, "tick": tick}
+    try:
+        yield
+        session.flush()  # what was written inside is marked now, not at a commit after the block
+    finally:
+        session.info.pop(TAINT, None)
+
+
+@contextmanager
+def tracking_reads(session: Any) -> Iterator[set[tuple[str, str]]]:
+    """The (tier, ref) of every memory row the ORM queries inside this block return."""
+    seen: set[tuple[str, str]] = set()
+    session.info[READS] = seen
+    try:
+        yield seen
+    finally:
+        session.info.pop(READS, None)
+
+
+def _written(session: Any) -> list[tuple[str, str]]:
+    keys: list[tuple[str, str]] = []
+    for obj in session.new:
+        if type(obj) in TIERS and (key := row_key(obj)) is not None:
+            keys.append(key)
+    for obj in session.dirty:
+        if type(obj) not in TIERS or not _content_changed(obj):
+            continue
+        if (key := row_key(obj)) is not None:
+            keys.append(key)
+    return keys
+
+
+def _content_changed(obj: Any) -> bool:
+    state = sa_inspect(obj)
+    for attr in state.mapper.column_attrs:
+        if attr.key in NOT_CONTENT:
+            continue
+        history = state.attrs[attr.key].history
+        if history.added and (not history.deleted or history.added[0] != history.deleted[0]):
+            return True
+    return False
+
+
+def _derived(session: Any) -> list[tuple[tuple[str, str], list[str]]]:
+    """New digests and what they name as their sources."""
+    found = []
+    for obj in session.new:
+        if isinstance(obj, DERIVED) and (key := row_key(obj)) is not None:
+            found.append((key, [str(s) for s in (getattr(obj, "sources", None) or [])]))
+    return found
+
+
+def _source_keys(session: Any, names: list[str]) -> list[tuple[str, str]]:
+    """A digest's sources (`message:12`, `diary:3`, `message:msg:9`, `day:2026-01-05`) as tainted-row keys."""
+    keys: list[tuple[str, str]] = []
+    days: list[str] = []
+    for name in names:
+        tier, _, ref = name.partition(":")
+        if tier == "day":
+            days.append(ref)
+        elif (key := item_key(tier, ref)) is not None:
+            keys.append(key)
+    if days:
+        table = Episode.__table__
+        rows = session.connection().execute(select(table.c.id).where(table.c.period == "day", table.c.start.in_(days)))
+        keys += [("episode", str(row.id)) for row in rows]
+    return keys
+
+
+def _after_flush(session: Any, _flush_context: Any) -> None:
+    if not session.new and not session.dirty:
+        return
+    taint = session.info.get(TAINT)
+    repo = TaintRepo(session)
+    if taint is not None:
+        keys = _written(session)
+        if keys:
+            repo.mark(keys, taint["sources"], thread_id=taint.get("thread_id"), tick=taint.get("tick"))
+    for key, names in _derived(session):
+        inherited = repo.of_keys(_source_keys(session, names)) if names else {}
+        if inherited:
+            repo.mark([key], merge(*inherited.values()), thread_id=None, tick=None)
+
+
+def _on_execute(state: Any) -> Any:
+    seen = state.session.info.get(READS)
+    if seen is None or not state.is_select or state.is_column_load:
+        return None
+    frozen = state.invoke_statement().freeze()
+    for row in frozen().all():
+        for value in row:
+            if type(value) in TIERS or type(value) is MemoryItem:
+                if (key := row_key(value)) is not None:
+                    seen.add(key)
+    return frozen()
+
+
+INSTALLED = "_anima_taints"
+
+
+def install(target: Any) -> None:
+    """Install the hooks on every session `target` (a sessionmaker) makes (marked on the target, as history does)."""
+    if getattr(target, INSTALLED, False):
+        return
+    event.listen(target, "after_flush", _after_flush)
+    event.listen(target, "do_orm_execute", _on_execute)
+    setattr(target, INSTALLED, True)
