@@ -649,7 +649,8 @@ class AuditEntry(Base):
     cmd_key: Mapped[Optional[str]] = mapped_column(String(300))
     type: Mapped[str] = mapped_column(String(64), default="")
     effect: Mapped[Optional[str]] = mapped_column(String(16))
-    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused
+    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused |
+    # trusted (the owner trusted a row written from untrusted text: `type` provenance.trust)
     decision: Mapped[str] = mapped_column(String(24))
     actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
     reason: Mapped[str] = mapped_column(Text, default="")

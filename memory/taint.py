@@ -23,38 +23,12 @@ from typing import Any
 from sqlalchemy import event, select
 from sqlalchemy import inspect as sa_inspect
 
-from memory.models import (
-    Abstract,
-    AgentRecord,
-    AgentTableRow,
-    Concept,
-    ConceptLink,
-    DiaryEntry,
-    Entity,
-    Episode,
-    Goal,
-    Insight,
-    LLMMemory,
-    MemoryBlock,
-    MemoryItem,
-    Message,
-    Note,
-    OpenQuestion,
-    Task,
-    UnverifiedFact,
-)
-from memory.repositories.taints import TaintRepo, merge
+from memory.models import Abstract, Episode, MemoryBlock, MemoryItem
+from memory.repositories.taints import TIERS, TaintRepo, merge
 
 TAINT = "anima_taint"  # session.info: {"sources": [...], "thread_id": …, "tick": …} while a unit writes tainted
 READS = "anima_taint_reads"  # session.info: the (tier, ref) of the memory rows a unit read, while it tracks them
 
-# the memory tiers a later prompt shows (a block, a recall, a command's result), by the names memory_history uses
-TIERS: dict[type, str | None] = {
-    Goal: "goal", Task: "task", Note: "note", Message: "message", Abstract: "abstract", DiaryEntry: "diary",
-    Concept: "concept", ConceptLink: "link", LLMMemory: "llm_memory", Entity: "entity", UnverifiedFact: "fact",
-    OpenQuestion: "question", Insight: "insight", Episode: "episode", AgentTableRow: "table_row",
-    AgentRecord: "record", MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
-}
 # changes that carry no words of anyone's: they leave a row's provenance as it was
 NOT_CONTENT = frozenset({"updated_at", "status", "archived_at", "completed_at", "priority", "pinned", "read", "hidden",
                          "weight", "access_count", "last_accessed_at", "repl_mode", "repl_status", "repl_config",

@@ -14,11 +14,40 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from memory.models import Taint, table_of, utcnow
+from memory.models import (
+    Abstract,
+    AgentRecord,
+    AgentTableRow,
+    Concept,
+    ConceptLink,
+    DiaryEntry,
+    Entity,
+    Episode,
+    Goal,
+    Insight,
+    LLMMemory,
+    MemoryBlock,
+    Message,
+    Note,
+    OpenQuestion,
+    Taint,
+    Task,
+    UnverifiedFact,
+    table_of,
+    utcnow,
+)
 from memory.repositories.base import Repo
 
 TABLE = table_of(Taint)
+# the memory tiers a later prompt shows (a block, a recall, a command's result), by the names memory_history uses
+TIERS: dict[type, str | None] = {
+    Goal: "goal", Task: "task", Note: "note", Message: "message", Abstract: "abstract", DiaryEntry: "diary",
+    Concept: "concept", ConceptLink: "link", LLMMemory: "llm_memory", Entity: "entity", UnverifiedFact: "fact",
+    OpenQuestion: "question", Insight: "insight", Episode: "episode", AgentTableRow: "table_row",
+    AgentRecord: "record", MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
+}
 MAX_SOURCES = 12  # as nodes/provenance.py: enough to judge, never unbounded
+TEXT_COLUMNS = ("title", "text", "summary", "content", "claim", "insight", "strategy", "description", "name", "topic")
 
 
 def merge(*groups: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -100,6 +129,16 @@ class TaintRepo(Repo):
         """The tainted rows, newest first."""
         return list(self.session.scalars(select(Taint).where(Taint.cleared_at.is_(None))
                                          .order_by(Taint.updated_at.desc(), Taint.id.desc()).limit(limit)).all())
+
+    def row_text(self, tier: str, ref: str) -> str:
+        """What the tainted row says now ("" when it is gone): its title, text, summary or content."""
+        model = next((m for m, name in TIERS.items() if name == tier), None)
+        if model is None or not str(ref).isdigit():
+            return ""
+        row = self.session.get(model, int(ref))
+        if row is None:
+            return ""
+        return next((str(value) for column in TEXT_COLUMNS if (value := getattr(row, column, None))), "")
 
     def count_active(self) -> int:
         return int(self._run(select(func.count(TABLE.c.id)).where(TABLE.c.cleared_at.is_(None))).scalar() or 0)
