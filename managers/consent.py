@@ -15,7 +15,7 @@ human act, like an approval, from the page, the API or `run.py trust`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,6 +147,10 @@ class ConsentManager:
     def tainted_count(self) -> int:
         return self.repos.taints.count_active()
 
+    def taints_of(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """The sources of the rows among (tier, ref) keys that were written from untrusted text."""
+        return self.repos.taints.of_keys(keys)
+
     def trust(self, taint_id: int, *, by: str, reason: str = "", now: datetime,
               by_person: int | None = None) -> Taint:
         """The owner trusts a row written from untrusted text: it is shown as the persona's own from the next tick
@@ -159,10 +163,13 @@ class ConsentManager:
             raise ApprovalError(f"no tainted row {taint_id}")
         if not self.repos.taints.clear(taint_id, by=by, reason=reason, now=now):
             raise ApprovalError(f"{row.tier} {row.ref} was trusted already (by {row.cleared_by})")
+        derived = self.repos.taints.clear_derived(row.tier, row.ref, by=by, now=now)
         from_where = "; ".join(f"{s.get('origin')} {s.get('ref')}" for s in row.sources or [])
         self.repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=f"taint:{row.id}", type=TRUST,
                              effect="write_self", decision="trusted", actor="human",
-                             reason=f"{row.tier} {row.ref} (from {from_where[:400]}): {reason or by}", created_at=now)
+                             reason=f"{row.tier} {row.ref} (from {from_where[:400]}"
+                                    + (f"; and {derived} row(s) written only through it" if derived else "")
+                                    + f"): {reason or by}", created_at=now)
         return row
 
     def get(self, approval_id: int) -> Approval | None:

@@ -5,6 +5,8 @@ Three session hooks, installed on the database's sessions beside the memory hist
 - **writes** (`after_flush`): while a unit is `tainted(...)` (the tick's command from a prompt that held untrusted
   text, nodes/steps/s12_execute_commands.py), every row of a memory tier it creates — and every row whose content
   it changes (a status, a pin, a priority or a read mark is no content) — is marked with the sources;
+- **the owner's own words** (`after_flush`, a unit of the owner's: `actor="human"`): a tainted row whose content
+  the owner rewrites is theirs now, its taint cleared;
 - **derivation** (`after_flush`, any unit): an abstract or an episode summary made from tainted rows (their
   `sources` name them) inherits their sources, so a digest cannot launder what it digests;
 - **reads** (`do_orm_execute`): while a unit `tracks_reads()`, the memory rows its ORM queries return are noted,
@@ -34,6 +36,7 @@ NOT_CONTENT = frozenset({"updated_at", "status", "archived_at", "completed_at", 
                          "weight", "access_count", "last_accessed_at", "repl_mode", "repl_status", "repl_config",
                          "repl_thread", "repl_error", "tick", "thread_id", "llm_id"})
 DERIVED = (Abstract, Episode)  # rows that name what they were made from (`sources`)
+HUMAN = "human"  # the unit's actor when the owner writes (`Database.unit(actor=…)`, as the memory history names it)
 
 
 def item_key(tier: str, ref: str) -> tuple[str, str] | None:
@@ -147,6 +150,11 @@ def _after_flush(session: Any, _flush_context: Any) -> None:
         keys = _written(session)
         if keys:
             repo.mark(keys, taint["sources"], thread_id=taint.get("thread_id"), tick=taint.get("tick"))
+    elif session.info.get("actor") == HUMAN:  # the owner rewrote it (the web's memory pages): the words are theirs
+        edited = [key for obj in session.dirty if type(obj) in TIERS and _content_changed(obj)
+                  and (key := row_key(obj)) is not None]
+        if edited:
+            repo.clear_keys(edited, by="human (rewrote it)")
     for key, names in _derived(session):
         inherited = repo.of_keys(_source_keys(session, names)) if names else {}
         if inherited:

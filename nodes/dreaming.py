@@ -41,8 +41,9 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         material = gather_material(repos, services.memory, level, now, zone, settings)
         # what it read that was written from untrusted text: what the dream writes keeps it (memory/taint.py)
         found = repos.taints.of_keys((str(tier), str(ref)) for tier, ref in material.get("read") or [])
-        material["sources"] = provenance.merged(*(provenance.through(sources, f"{tier} {ref}, in a dream")
-                                                  for (tier, ref), sources in found.items()))
+        material["sources"] = provenance.merged(*(
+            provenance.through(sources, f"{provenance.via_of(tier, ref)}, in a dream")
+            for (tier, ref), sources in found.items()))
         repos.config.last_dream_attempt = now.isoformat()
     runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
                            "material_chars": len(material["text"])})

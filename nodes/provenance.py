@@ -36,6 +36,9 @@ from typing import Any, cast
 
 from typing_extensions import NotRequired, TypedDict
 
+from memory.repositories import taints
+from memory.taint import item_key
+
 # origin -> how the owner reads it in an approval
 UNTRUSTED: dict[str, str] = {
     "kb": "the knowledge base",
@@ -52,7 +55,8 @@ EXCERPT_CHARS = 160
 MAX_SOURCES = 12  # kept per tick, per process row and per approval: enough to judge, never unbounded
 
 
-THOUGHT = "my thought"  # `via` of a source that reached the prompt through a recent thought
+THOUGHT = taints.THOUGHT  # `via` of a source that reached the prompt through a thought ("my thought 812")
+via_of = taints.via_of
 
 
 class Source(TypedDict):
@@ -73,17 +77,19 @@ def source(origin: str, ref: str, text: str = "") -> Source:
 
 
 def merged(*groups: Iterable[Source] | None) -> list[Source]:
-    """The sources of several places, each once (origin + ref), at most MAX_SOURCES."""
-    out: dict[tuple[str, str], Source] = {}
+    """The sources of several places, each once (origin + ref, and the row it came through: every way it reached
+    the prompt is shown), at most MAX_SOURCES."""
+    out: dict[tuple[str, str, str], Source] = {}
     for group in groups:
         for item in group or ():
             if isinstance(item, dict) and item.get("origin") in UNTRUSTED:
-                out.setdefault((item["origin"], str(item.get("ref", ""))), item)
+                out.setdefault((item["origin"], str(item.get("ref", "")), str(item.get("via", ""))), item)
     return list(out.values())[:MAX_SOURCES]
 
 
-def of_note(note: Any) -> Source | None:
-    """A note's source, or None for the owner's own words and the persona's own notes."""
+def of_note(note: Any, authors: dict[int, tuple[str, str]] | None = None) -> Source | None:
+    """A note's source, or None for the owner's own words and the persona's own notes. `authors`: person id →
+    (name, role), to name who wrote a channel's note."""
     tags = list(getattr(note, "tags", None) or [])
     text = getattr(note, "text", "")
     origin = {"feed": "feed", "llm_task": "model", "peer": "peer"}.get(getattr(note, "source", ""))
@@ -100,8 +106,11 @@ def of_note(note: Any) -> Source | None:
         if peer:
             found["peer"] = peer
         return found
-    found = source(origin, f"note {note.id}" + (f" (feed {feed})" if feed else ""), text)
     author = getattr(note, "author_id", None)
+    known = (authors or {}).get(author) if origin == "channel" and author is not None else None
+    via = next((t[4:] for t in tags if isinstance(t, str) and t.startswith("via:")), "")
+    who = f" (from {known[0]}, {known[1]}" + (f", via {via})" if via else ")") if known else ""
+    found = source(origin, f"note {note.id}" + (f" (feed {feed})" if feed else "") + who, text)
     if origin == "channel" and author is not None:
         found["person"] = int(author)
     return found
@@ -113,8 +122,8 @@ def note_author(note: Any) -> str | None:
                  if isinstance(t, str) and t.startswith("from:")), None)
 
 
-def of_notes(notes: Iterable[Any]) -> list[Source]:
-    return merged([s for s in (of_note(n) for n in notes) if s is not None])
+def of_notes(notes: Iterable[Any], authors: dict[int, tuple[str, str]] | None = None) -> list[Source]:
+    return merged([s for s in (of_note(n, authors) for n in notes) if s is not None])
 
 
 def of_item(item: Any) -> Source | None:
@@ -130,6 +139,14 @@ def of_item(item: Any) -> Source | None:
 
 def of_items(items: Iterable[Any]) -> list[Source]:
     return merged([s for s in (of_item(i) for i in items) if s is not None])
+
+
+def of_tainted_items(lookup: Any, items: Iterable[Any]) -> dict[int, list[Source]]:
+    """Of recalled or found memories (retrieval items), those that are rows written from untrusted text: their
+    sources through them, by item id (`lookup`: (tier, ref) keys → their sources, `ConsentManager.taints_of`)."""
+    keys = {item.id: key for item in items if (key := item_key(item.tier, item.ref)) is not None}
+    found = lookup(keys.values()) if keys else {}
+    return {item_id: through(found[key], via_of(*key)) for item_id, key in keys.items() if key in found}
 
 
 def of_process(row: Any) -> list[Source]:

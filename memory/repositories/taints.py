@@ -50,14 +50,29 @@ MAX_SOURCES = 12  # as nodes/provenance.py: enough to judge, never unbounded
 TEXT_COLUMNS = ("title", "text", "summary", "content", "claim", "insight", "strategy", "description", "name", "topic")
 
 
+THOUGHT = "my thought"  # how a thought (a `message` row) is named as the row a source came through
+
+
+def via_of(tier: str, ref: Any) -> str:
+    """The name of a tainted row as the row a source reached a prompt through (`via`): "goal 5", "my thought 812"."""
+    return f"{THOUGHT} {ref}" if tier == "message" else f"{tier} {ref}"
+
+
 def merge(*groups: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     """Sources, each once (origin + ref), at most MAX_SOURCES, the first seen kept."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for group in groups:
         for item in group or ():
             if isinstance(item, Mapping) and item.get("origin"):
-                out.setdefault((str(item["origin"]), str(item.get("ref", ""))), dict(item))
+                out.setdefault((str(item["origin"]), str(item.get("ref", "")), str(item.get("via", ""))), dict(item))
     return list(out.values())[:MAX_SOURCES]
+
+
+def _by_tier(keys: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    by_tier: dict[str, list[str]] = defaultdict(list)
+    for tier, ref in keys:
+        by_tier[str(tier)].append(str(ref))
+    return by_tier
 
 
 class TaintRepo(Repo):
@@ -88,11 +103,8 @@ class TaintRepo(Repo):
         return len(wanted)
 
     def _rows(self, keys: list[tuple[str, str]]) -> builtins.list[Any]:
-        by_tier: dict[str, list[str]] = defaultdict(list)
-        for tier, ref in keys:
-            by_tier[tier].append(ref)
         rows: list[Any] = []
-        for tier, refs in by_tier.items():
+        for tier, refs in _by_tier(keys).items():
             rows += self._run(select(TABLE).where(TABLE.c.tier == tier, TABLE.c.ref.in_(refs))).all()
         return rows
 
@@ -111,11 +123,8 @@ class TaintRepo(Repo):
 
     def of_keys(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], builtins.list[dict[str, Any]]]:
         """The sources of the tainted rows among (tier, ref) keys (active taints only)."""
-        by_tier: dict[str, list[str]] = defaultdict(list)
-        for tier, ref in keys:
-            by_tier[tier].append(str(ref))
         found: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for tier, refs in by_tier.items():
+        for tier, refs in _by_tier(keys).items():
             found.update({(tier, ref): sources for ref, sources in self.of(tier, refs).items()})
         return found
 
@@ -129,6 +138,29 @@ class TaintRepo(Repo):
         """The tainted rows, newest first."""
         return list(self.session.scalars(select(Taint).where(Taint.cleared_at.is_(None))
                                          .order_by(Taint.updated_at.desc(), Taint.id.desc()).limit(limit)).all())
+
+    def clear_keys(self, keys: Iterable[tuple[str, str]], *, by: str, now: datetime | None = None) -> None:
+        """Clear the active taints of these rows (the owner rewrote them)."""
+        now = now or utcnow()
+        for tier, refs in _by_tier(keys).items():
+            self._run(update(Taint).where(Taint.tier == tier, Taint.ref.in_(refs), Taint.cleared_at.is_(None)).values(
+                cleared_at=now, cleared_by=by[:64], cleared_reason="my owner rewrote it", updated_at=now))
+
+    def clear_derived(self, tier: str, ref: Any, *, by: str, now: datetime) -> int:
+        """Clear what was written only through a row the owner trusts (every source of it came `via` that row — or,
+        in turn, via a row cleared so), as the trusted row's words are now the owner's. How many were cleared."""
+        trusted = [via_of(tier, ref)]
+        cleared = 0
+        while trusted:
+            through = trusted.pop()
+            for row in self._run(select(TABLE.c.id, TABLE.c.tier, TABLE.c.ref, TABLE.c.sources).where(
+                    TABLE.c.cleared_at.is_(None))).all():
+                vias = [str(s.get("via", "")) for s in row.sources or [] if isinstance(s, Mapping)]
+                if vias and all(v == through or v.startswith(f"{through},") for v in vias) and self.clear(
+                        row.id, by=by, reason=f"written from {through}, which my owner trusted", now=now):
+                    cleared += 1
+                    trusted.append(via_of(row.tier, row.ref))
+        return cleared
 
     def row_text(self, tier: str, ref: str) -> str:
         """What the tainted row says now ("" when it is gone): its title, text, summary or content."""

@@ -130,7 +130,8 @@ def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickS
 def _shown_sources(repos: Any, read: set[tuple[str, str]]) -> list[provenance.Source]:
     """The sources of the tainted rows a command read (its result shows them)."""
     found = repos.taints.of_keys(read) if read else {}
-    return provenance.merged(*(provenance.through(sources, f"{tier} {ref}") for (tier, ref), sources in found.items()))
+    return provenance.merged(*(provenance.through(sources, provenance.via_of(tier, ref))
+                               for (tier, ref), sources in found.items()))
 
 
 def run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,

@@ -173,7 +173,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                          plain=wanted(services.settings.voice.plain_recent,
                                                       provider_of(services, state.stagnation.get("llm"))))
     tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
-    history = tainted.lines("message", zip(shown_ids, history), provenance.THOUGHT)
+    history = tainted.lines("message", zip(shown_ids, history))
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
     recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals, tainted)
     recalled, recalled_ids = recall.lines, recall.ids
@@ -222,7 +222,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("llm_memory", title("llm_memory"),
               tainted.lines("llm_memory", [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
-                                           for m in repos.llm_memory.recent_lines(20)], "idea"),
+                                           for m in repos.llm_memory.recent_lines(20)]),
               110,
               trim_oldest=True),
     ]
@@ -250,11 +250,14 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     blocks, report, shown = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, language)
     blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
+    task_sources: list[provenance.Source] = []
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
+        task_sources = shown.tainted.of("task", [task.id]).get(str(task.id), [])
+        told = shown.tainted.fenced if task_sources else (lambda text, sources: text)  # a task from untrusted text
         blocks.append(Block("task", "", [t(seed).format(
-            name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
-            description=task.description or t(TASK_NO_DESCRIPTION),
+            name=services.persona.display_name, id=task.id, title=told(task.title, task_sources), status=task.status,
+            description=told(task.description or t(TASK_NO_DESCRIPTION), task_sources),
             goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL))], 198,
             system=True))
     if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
@@ -274,11 +277,12 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
     shown_notes = [n for n in notes if n.id in kept]
     stimulus_shown = any(b.name == "stimulus" and b.items for b in blocks)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes), _note_taints(shown.tainted, shown_notes),
+    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+                                  _note_taints(shown.tainted, shown_notes),
                                   *(shown.recall.get(i, ()) for i in report["recalled"]),
                                   *(provenance.of_process(p) for p in processes),
                                   episode.get("stimulus_sources") if stimulus_shown else None,
-                                  shown.tainted.shown(blocks))
+                                  shown.tainted.shown(blocks), task_sources)
     repos.items.touch(report["recalled"], services.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
@@ -290,9 +294,15 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
             "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
 
 
+def _authors(repos: Repos, notes: list[Any]) -> dict[int, tuple[str, str]]:
+    """Who wrote the channels' notes (name, role), to name them in the tick's sources."""
+    ids = [n.author_id for n in notes if n.source == "channel" and getattr(n, "author_id", None) is not None]
+    return repos.people.names(ids) if ids else {}
+
+
 def _note_taints(tainted: Tainted, notes: list[Any]) -> list[provenance.Source]:
     """The sources of shown notes written from untrusted text (a task's note to the main loop)."""
-    found = tainted.of("note", [n.id for n in notes], "note")
+    found = tainted.of("note", [n.id for n in notes])
     return provenance.merged(*found.values())
 
 
@@ -325,7 +335,7 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     chunks = repos.messages.since(state.thread_id, compression.id if compression else 0, ("continuation", "human"))
     parts = [base, *(m.content for m in chunks)]
     taints = Tainted(repos, "")  # the growing text is not fenced; its chunks written from untrusted text taint the tick
-    chunk_sources = taints.of("message", [m.id for m in chunks], provenance.THOUGHT)
+    chunk_sources = taints.of("message", [m.id for m in chunks])
     now, name = services.clock(), services.persona.display_name
     drops: list[str] = []
     shown_notes, turns, fixed = [], [], 0
@@ -362,7 +372,8 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
         while count(text + "".join(turns)) > budget and text:
             text = text[max(1, len(text) // 8):]
         prompt = text + "".join(turns)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes), episode.get("stimulus_sources") if stimulus else None,
+    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+                                  episode.get("stimulus_sources") if stimulus else None,
                                   *chunk_sources.values())
     return {"prompt": prompt, "prompt_messages": [], "human_turns": turns, "shown_notes": shown_notes, "drops": drops,
             "report": {}, "untrusted": untrusted}

@@ -21,7 +21,6 @@ from memory.upkeep.episodes import Period
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
 from memory.repositories.messages import MessageLine
-from memory.taint import item_key
 from nodes import provenance
 from nodes.steps.prompts import ABSTRACTS_ON_REQUEST
 from nodes.steps.s04_prepare_context.untrusted import WRITTEN_FROM, Tainted
@@ -40,7 +39,7 @@ class Recall(NamedTuple):
     sources: dict[int, list[provenance.Source]]
 
 
-def _plain(tier: str, rows: Any, via: str) -> list[str]:
+def _plain(tier: str, rows: Any) -> list[str]:
     return [line for _, line in rows]
 
 
@@ -159,12 +158,7 @@ def _tainted_items(tainted: Tainted | None, items: list[Any]) -> dict[int, list[
     """The sources of the recalled memories that are rows written from untrusted text, by item id."""
     if tainted is None or not tainted.active:
         return {}
-    keys = {item.id: key for item in items if (key := item_key(item.tier, item.ref)) is not None}
-    by_tier: dict[str, list[str]] = {}
-    for tier, ref in keys.values():
-        by_tier.setdefault(tier, []).append(ref)
-    found = {(tier, ref): sources for tier, refs in by_tier.items() for ref, sources in tainted.of(tier, refs, tier).items()}
-    return {item_id: found[key] for item_id, key in keys.items() if key in found}
+    return provenance.of_tainted_items(tainted.repos.taints.of_keys, items)
 
 
 def goal_lines(repos: Repos, goals: list[Any] | None = None, tainted: Tainted | None = None) -> list[str]:
@@ -176,17 +170,16 @@ def goal_lines(repos: Repos, goals: list[Any] | None = None, tainted: Tainted | 
     open_tasks = repos.tasks.open_lines(limit=8)
     pinned = [t for t in open_tasks if t.pinned]
     mark = _marker(tainted)
-    lines = mark("task", [(t.id, f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}") for t in pinned],
-                 "task")
+    lines = mark("task", [(t.id, f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}") for t in pinned])
     lines += mark("goal", [(g.id, f"[goal {g.id} short, priority {g.priority}] {g.title}")
-                           for g in goals if g.horizon == "short"][:3], "goal")
+                           for g in goals if g.horizon == "short"][:3])
     lines += mark("goal", [(g.id, f"[goal {g.id} long, priority {g.priority}{_values(g)}] {g.title}")
-                           for g in goals if g.horizon == "long"][:2], "goal")
+                           for g in goals if g.horizon == "long"][:2])
     counts = repos.tasks.counts()
     if counts:
         lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
     lines += mark("task", [(t.id, f"[task {t.id} {t.status}, priority {t.priority}{_cycle(t)}] {t.title}")
-                           for t in open_tasks if not t.pinned][:5], "task")
+                           for t in open_tasks if not t.pinned][:5])
     return lines
 
 
@@ -208,8 +201,7 @@ def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, 
         return [on_request.format(id=newest.id)] if newest is not None else []
     rows = repos.abstracts.newest_lines(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
     rows = rows or repos.abstracts.newest_lines(since=now - timedelta(days=days), limit=2)
-    return _marker(tainted)("abstract", [(a.id, f"[abstract {a.id} {a.title}] {a.summary}") for a in reversed(rows)],
-                            "abstract")
+    return _marker(tainted)("abstract", [(a.id, f"[abstract {a.id} {a.title}] {a.summary}") for a in reversed(rows)])
 
 
 def episode_lines(repos: Repos, days: int, tainted: Tainted | None = None) -> list[str]:
@@ -219,20 +211,20 @@ def episode_lines(repos: Repos, days: int, tainted: Tainted | None = None) -> li
     first_day = shown[0].start if shown else "9999"
     rows = [(e.id, f"[{period} of {e.start}] {e.summary}") for period in ("month", "week") for e in latest[period]
             if Period(period, date.fromisoformat(e.start)).end.isoformat() <= first_day]
-    return _marker(tainted)("episode", rows + [(e.id, f"[{e.start}] {e.summary}") for e in shown], "summary")
+    return _marker(tainted)("episode", rows + [(e.id, f"[{e.start}] {e.summary}") for e in shown])
 
 
 def entity_lines(repos: Repos, texts: list[str], limit: int = 3, tainted: Tainted | None = None) -> list[str]:
     joined = "\n".join(texts)
     return _marker(tainted)("entity", [(e.id, f"[{e.kind} {e.name}] {e.description} "
                                               f"{'; '.join(map(str, e.facts or []))}".strip())
-                                       for e in repos.entities.mentioned_in(joined, limit)], "entity") if joined else []
+                                       for e in repos.entities.mentioned_in(joined, limit)]) if joined else []
 
 
 def strategy_line(repos: Repos, tainted: Tainted | None = None) -> list[str]:
     """The latest dream's strategy (a dream that read rows written from untrusted text wrote it tainted)."""
     if tainted is not None and tainted.active:
         latest = repos.insights.latest()
-        return tainted.lines("insight", [(latest.id, latest.strategy)], "dream") if latest and latest.strategy else []
+        return tainted.lines("insight", [(latest.id, latest.strategy)]) if latest and latest.strategy else []
     strategy = repos.insights.latest_strategy()
     return [strategy] if strategy else []

@@ -47,26 +47,30 @@ class Tainted:
         self.active = repos.taints.any_active()  # none tainted (the usual case): no look-ups at all
         self.sources: dict[str, list[provenance.Source]] = {}  # a fenced line → its sources
 
-    def lines(self, tier: str, rows: Iterable[tuple[Any, str]], via: str) -> list[str]:
-        """The lines of rows of one tier (`(ref, line)`), a tainted one fenced; `via` names the row for the owner."""
+    def lines(self, tier: str, rows: Iterable[tuple[Any, str]]) -> list[str]:
+        """The lines of rows of one tier (`(ref, line)`), a tainted one fenced."""
         rows = list(rows)
         found = self.repos.taints.of(tier, [ref for ref, _ in rows]) if self.active and rows else {}
         out = []
         for ref, line in rows:
-            sources = provenance.of_row(found, ref, f"{via} {ref}")
+            sources = provenance.of_row(found, ref, provenance.via_of(tier, ref))
             if not sources:
                 out.append(line)
                 continue
-            shown = fenced(defuse(line), self.fence, f"{WRITTEN_FROM}{provenance.origins(sources)}")
+            shown = self.fenced(line, sources)
             self.sources[shown] = sources
             out.append(shown)
         return out
 
-    def of(self, tier: str, refs: Iterable[Any], via: str) -> dict[str, list[provenance.Source]]:
+    def fenced(self, text: str, sources: list[provenance.Source]) -> str:
+        """`text` in a data fence naming where its words came from."""
+        return fenced(defuse(text), self.fence, f"{WRITTEN_FROM}{provenance.origins(sources)}")
+
+    def of(self, tier: str, refs: Iterable[Any]) -> dict[str, list[provenance.Source]]:
         """The sources of the tainted rows among `refs`, by ref (for rows a fenced block shows already)."""
         refs = list(refs)
         found = self.repos.taints.of(tier, refs) if self.active and refs else {}
-        return {ref: provenance.through(sources, f"{via} {ref}") for ref, sources in found.items()}
+        return {ref: provenance.through(sources, provenance.via_of(tier, ref)) for ref, sources in found.items()}
 
     def shown(self, blocks: Iterable[Any]) -> list[provenance.Source]:
         """The sources of the tainted lines these blocks still hold (a thought's last: a row's `via` is kept first)."""
