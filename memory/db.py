@@ -62,8 +62,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.history import install as record_history
-from memory.taint import READS as TAINT_READS, TAINT
-from memory.taint import install as record_taints
+from memory.taint import READS as TAINT_READS
+from memory.taint import TAINT, install as record_taints
 from memory.models import (
     A2AInbound,
     A2AOutbox,

@@ -22,14 +22,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event, select
+from sqlalchemy import event
 from sqlalchemy import inspect as sa_inspect
 
-from memory.models import Abstract, Episode, MemoryBlock, MemoryItem
-from memory.repositories.taints import TIERS, TaintRepo, merge
+from memory.models import Abstract, Episode
+from memory.repositories.taints import READS, TIERS, TaintRepo, item_key, merge, note_reads, row_key
 
 TAINT = "anima_taint"  # session.info: {"sources": [...], "thread_id": …, "tick": …} while a unit writes tainted
-READS = "anima_taint_reads"  # session.info: the (tier, ref) of the memory rows a unit read, while it tracks them
 
 # changes that carry no words of anyone's: they leave a row's provenance as it was
 NOT_CONTENT = frozenset({"updated_at", "status", "archived_at", "completed_at", "priority", "pinned", "read", "hidden",
@@ -39,35 +38,9 @@ DERIVED = (Abstract, Episode)  # rows that name what they were made from (`sourc
 HUMAN = "human"  # the unit's actor when the owner writes (`Database.unit(actor=…)`, as the memory history names it)
 
 
-def item_key(tier: str, ref: str) -> tuple[str, str] | None:
-    """The tainted row a retrieval-catalogue item (or a digest's source `tier:ref`) stands for; None for the
-    knowledge base (its chunks carry their own origin) and for what is no row of a tier."""
-    ref = str(ref)
-    if tier == "message":
-        kind, _, rest = ref.partition(":")
-        if kind in ("msg", "note") and rest:
-            return ("message" if kind == "msg" else "note", rest)
-        return ("message", ref) if ref.isdigit() else None
-    if tier in ("kb", "") or not ref:
-        return None
-    return tier, ref
-
-
-def row_key(obj: Any) -> tuple[str, str] | None:
-    """(tier, ref) of a row of a tainted tier, else None."""
-    model = type(obj)
-    if model is MemoryItem:
-        return item_key(obj.tier, obj.ref)
-    if model not in TIERS:
-        return None
-    values = sa_inspect(obj).dict
-    tier = TIERS[model] or values.get("name")
-    ref = values.get("name") if model is MemoryBlock else values.get("id")
-    return (str(tier), str(ref)) if tier and ref is not None else None
-
-
 @contextmanager
-def tainted(session: Any, sources: Sequence[Mapping[str, Any]], *, thread_id: str | None, tick: int | None) -> Iterator[None]:
+def tainted(session: Any, sources: Sequence[Mapping[str, Any]], *, thread_id: str | None,
+            tick: int | None) -> Iterator[None]:
     """Every memory row written inside this block carries `sources` (none: nothing happens)."""
     if not sources:
         yield
@@ -135,9 +108,7 @@ def _source_keys(session: Any, names: list[str]) -> list[tuple[str, str]]:
         elif (key := item_key(tier, ref)) is not None:
             keys.append(key)
     if days:
-        table = Episode.__table__
-        rows = session.connection().execute(select(table.c.id).where(table.c.period == "day", table.c.start.in_(days)))
-        keys += [("episode", str(row.id)) for row in rows]
+        keys += [("episode", str(i)) for i in TaintRepo(session).day_episodes(days)]
     return keys
 
 
@@ -161,19 +132,6 @@ def _after_flush(session: Any, _flush_context: Any) -> None:
             repo.mark([key], merge(*inherited.values()), thread_id=None, tick=None)
 
 
-def _on_execute(state: Any) -> Any:
-    seen = state.session.info.get(READS)
-    if seen is None or not state.is_select or state.is_column_load:
-        return None
-    frozen = state.invoke_statement().freeze()
-    for row in frozen().all():
-        for value in row:
-            if type(value) in TIERS or type(value) is MemoryItem:
-                if (key := row_key(value)) is not None:
-                    seen.add(key)
-    return frozen()
-
-
 INSTALLED = "_anima_taints"
 
 
@@ -182,5 +140,5 @@ def install(target: Any) -> None:
     if getattr(target, INSTALLED, False):
         return
     event.listen(target, "after_flush", _after_flush)
-    event.listen(target, "do_orm_execute", _on_execute)
+    event.listen(target, "do_orm_execute", note_reads)
     setattr(target, INSTALLED, True)

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
+from sqlalchemy import inspect as sa_inspect
 
 from memory.models import (
     Abstract,
@@ -27,6 +28,7 @@ from memory.models import (
     Insight,
     LLMMemory,
     MemoryBlock,
+    MemoryItem,
     Message,
     Note,
     OpenQuestion,
@@ -39,6 +41,7 @@ from memory.models import (
 from memory.repositories.base import Repo
 
 TABLE = table_of(Taint)
+READS = "anima_taint_reads"  # session.info: the (tier, ref) of the memory rows a unit read, while it tracks them
 # the memory tiers a later prompt shows (a block, a recall, a command's result), by the names memory_history uses
 TIERS: dict[type, str | None] = {
     Goal: "goal", Task: "task", Note: "note", Message: "message", Abstract: "abstract", DiaryEntry: "diary",
@@ -66,6 +69,48 @@ def merge(*groups: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
             if isinstance(item, Mapping) and item.get("origin"):
                 out.setdefault((str(item["origin"]), str(item.get("ref", "")), str(item.get("via", ""))), dict(item))
     return list(out.values())[:MAX_SOURCES]
+
+
+def item_key(tier: str, ref: str) -> tuple[str, str] | None:
+    """The tainted row a retrieval-catalogue item (or a digest's source `tier:ref`) stands for; None for the
+    knowledge base (its chunks carry their own origin) and for what is no row of a tier."""
+    ref = str(ref)
+    if tier == "message":
+        kind, _, rest = ref.partition(":")
+        if kind in ("msg", "note") and rest:
+            return ("message" if kind == "msg" else "note", rest)
+        return ("message", ref) if ref.isdigit() else None
+    if tier in ("kb", "") or not ref:
+        return None
+    return tier, ref
+
+
+def row_key(obj: Any) -> tuple[str, str] | None:
+    """(tier, ref) of a row of a tainted tier, else None."""
+    model = type(obj)
+    if model is MemoryItem:
+        return item_key(obj.tier, obj.ref)
+    if model not in TIERS:
+        return None
+    values = sa_inspect(obj).dict
+    tier = TIERS[model] or values.get("name")
+    ref = values.get("name") if model is MemoryBlock else values.get("id")
+    return (str(tier), str(ref)) if tier and ref is not None else None
+
+
+def note_reads(state: Any) -> Any:
+    """The `do_orm_execute` hook (memory/taint.py): while a unit tracks its reads, the memory rows its ORM queries
+    return are noted."""
+    seen = state.session.info.get(READS)
+    if seen is None or not state.is_select or state.is_column_load:
+        return None
+    frozen = state.invoke_statement().freeze()
+    for row in frozen().all():
+        for value in row:
+            if type(value) in TIERS or type(value) is MemoryItem:
+                if (key := row_key(value)) is not None:
+                    seen.add(key)
+    return frozen()
 
 
 def _by_tier(keys: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
@@ -107,6 +152,12 @@ class TaintRepo(Repo):
         for tier, refs in _by_tier(keys).items():
             rows += self._run(select(TABLE).where(TABLE.c.tier == tier, TABLE.c.ref.in_(refs))).all()
         return rows
+
+    def day_episodes(self, days: list[str]) -> builtins.list[int]:
+        """The ids of the day summaries of these days (a week's or a month's summary names its days)."""
+        table = table_of(Episode)
+        return [int(row.id) for row in self._run(select(table.c.id).where(table.c.period == "day",
+                                                                           table.c.start.in_(days))).all()]
 
     def any_active(self) -> bool:
         """Whether any row is tainted now (the prompt skips its look-ups when none is)."""

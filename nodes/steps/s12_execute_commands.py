@@ -121,7 +121,8 @@ def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickS
             people.add(int(note.author_id))
         if (peer := provenance.note_author(note)) is not None:
             peers.add(peer.lower())
-        peers.update(t.split(":", 1)[1].lower() for t in note.tags or [] if isinstance(t, str) and t.startswith("peer:"))
+        peers.update(t.split(":", 1)[1].lower() for t in note.tags or []
+                     if isinstance(t, str) and t.startswith("peer:"))
     if recipient.get("person") in people or str(recipient.get("peer", "")).lower() in peers:
         return None
     return recipient["label"]
