@@ -9,8 +9,9 @@ The command guide lists every command's usage unless that would take over 30% of
 the largest smaller form that fits — a line per prefix with only the ESSENTIAL commands' usage (brief), a line per
 family with its MOST_USED commands under a shorter header (compact: a small window, e.g. the 270M model's 2,048),
 the ESSENTIAL commands alone — nodes/commands/__init__.py.
-Human notes, recalled memories and command results are fenced as data (untrusted.py). Incoming notes are only
-marked read after the response is stored (write_memory), so a crash never loses one.
+Human notes, recalled memories, command results and every row written from untrusted text (with its origin) are
+fenced as data (untrusted.py). Incoming notes are only marked read after the response is stored (write_memory), so
+a crash never loses one.
 """
 
 from __future__ import annotations
