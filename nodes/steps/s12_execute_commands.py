@@ -25,8 +25,8 @@ from memory.taint import tainted, tracking_reads
 from nodes import provenance
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.consent import audit, decide, park
-from nodes.commands.spec import CommandSpec
 from nodes.commands.cycle import load_cycle
+from nodes.commands.spec import CommandSpec
 from nodes.context import CYCLE, AnimaContext, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
