@@ -8,6 +8,7 @@ the loop, the web app or the models:
     run.py mcp                      mcp.py            the persona as an MCP server over stdio (the web app: /mcp)
     run.py inspect [--json]         inspect.py        what it did and is (graph/reports.py)
     run.py approvals / approve / deny  approvals.py   the human's side of consent
+    run.py tainted / trust          approvals.py      rows written from untrusted text; trusting one
     run.py sessions …               sessions.py       list, export, revive
     run.py users …                  users.py          the persona's people, contact requests
     run.py kb …                     kb.py             the knowledge base
@@ -40,6 +41,8 @@ COMMANDS = {
     "approvals": "cli.approvals:approvals",
     "approve": "cli.approvals:approve",
     "deny": "cli.approvals:deny",
+    "tainted": "cli.approvals:tainted",
+    "trust": "cli.approvals:trust",
     "worker": "cli.fleet:worker",
     "sessions": "cli.sessions:app",
     "kb": "cli.kb:app",

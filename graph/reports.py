@@ -8,7 +8,7 @@ from typing import Any
 
 from managers import Managers
 from memory import Repos
-from memory.models import Approval, AuditEntry, Session
+from memory.models import Approval, AuditEntry, Session, Taint
 from persona.drives import compute_drives
 from persona.settings import Settings
 
@@ -117,6 +117,13 @@ def approval_row(a: Approval) -> dict[str, Any]:
             "requested_at": iso(a.created_at), "decided_at": iso(a.decided_at), "decided_by": a.decided_by,
             "decision_reason": a.decision_reason, "executed_at": iso(a.executed_at), "result": a.result,
             "untrusted_sources": list(a.provenance or [])}
+
+
+def taint_row(t: Taint, text: str) -> dict[str, Any]:
+    """A row written from untrusted text: which, what it says now, and where its words came from."""
+    return {"id": t.id, "tier": t.tier, "ref": t.ref, "text": text, "thread_id": t.thread_id, "tick": t.tick,
+            "at": iso(t.updated_at), "untrusted_sources": list(t.sources or []), "trusted_at": iso(t.cleared_at),
+            "trusted_by": t.cleared_by}
 
 
 def audit_row(e: AuditEntry) -> dict[str, Any]:

@@ -62,6 +62,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.history import install as record_history
+from memory.taint import READS as TAINT_READS
+from memory.taint import TAINT, install as record_taints
 from memory.models import (
     A2AInbound,
     A2AOutbox,
@@ -95,6 +97,7 @@ from memory.models import (
     StagnationStrategy,
     ThinkingMethod,
     SealedSecret,
+    Taint,
     ToolUse,
     table_of,
 )
@@ -109,7 +112,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -273,6 +276,12 @@ def _v23_peer_tags(conn: Connection) -> None:
     conn.execute(text("UPDATE peers SET tags = '[]' WHERE tags IS NULL"))
 
 
+def _v24_taints(conn: Connection) -> None:
+    """Provenance that follows what it taints: a memory row written from untrusted text keeps its sources
+    (`taints`, memory/taint.py) until the owner trusts it; the rows before it carried none."""
+    table_of(Taint).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -288,7 +297,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        20: _v20_contact_request_warning,
                                                        21: _v21_memory_event_time,
                                                        22: _v22_sealed_secrets,
-                                                       23: _v23_peer_tags}
+                                                       23: _v23_peer_tags,
+                                                       24: _v24_taints}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
@@ -601,6 +611,8 @@ class SharedSession:
         kept.session.expunge_all()  # as a closed session leaves them: detached
         kept.session.info.pop("actor", None)
         kept.session.info.pop(TICK_SNAPSHOT, None)
+        kept.session.info.pop(TAINT, None)
+        kept.session.info.pop(TAINT_READS, None)
         kept.busy = False
 
     def drop(self, kept: _Kept) -> None:
@@ -644,6 +656,7 @@ class Database:
         self.engine = engine.execution_options(**{SEARCH_PATH: schema}) if schema else engine
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         record_history(self.sessions)  # every change to a memory tier lands in memory_history (memory/history.py)
+        record_taints(self.sessions)  # a row written from untrusted text keeps its sources (memory/taint.py)
         self.readers = sessionmaker(autocommitting(self.engine), expire_on_commit=False) \
             if self.engine.dialect.name == "postgresql" else self.sessions  # `reading`
 

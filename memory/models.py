@@ -649,7 +649,8 @@ class AuditEntry(Base):
     cmd_key: Mapped[Optional[str]] = mapped_column(String(300))
     type: Mapped[str] = mapped_column(String(64), default="")
     effect: Mapped[Optional[str]] = mapped_column(String(16))
-    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused
+    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused |
+    # trusted (the owner trusted a row written from untrusted text: `type` provenance.trust)
     decision: Mapped[str] = mapped_column(String(24))
     actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
     reason: Mapped[str] = mapped_column(Text, default="")
@@ -657,6 +658,27 @@ class AuditEntry(Base):
     # v17: an ethics decision's model (persona/ethics.py `Ethics.decision_record`): model_type, model_weights,
     # violation_policy, audit_json, rating; None for the other entries
     ethics: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)
+
+
+class Taint(Base):
+    """A memory row written from untrusted text (nodes/provenance.py): the tier and row (`tier` + `ref`, as the memory
+    history names them: goal, task, note, diary, message…) and the untrusted sources the writing tick had read.
+    Active until the owner trusts the row (`cleared_at`); a later write from untrusted text taints it again."""
+
+    __tablename__ = "taints"
+    __table_args__ = (UniqueConstraint("tier", "ref", name="uq_taints_tier_ref"),
+                      Index("ix_taints_cleared_at", "cleared_at", "id"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tier: Mapped[str] = mapped_column(String(32))
+    ref: Mapped[str] = mapped_column(String(128))
+    sources: Mapped[list[Any]] = mapped_column(default=list)  # provenance.Source dicts
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    cleared_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    cleared_by: Mapped[Optional[str]] = mapped_column(String(64))
+    cleared_reason: Mapped[str] = mapped_column(Text, default="")
 
 
 # ---- v8: the face (web app) -------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from memory.repositories.sessions import SessionRepo
 from memory.repositories.stagnation import AntiStagnationRepo
 from memory.repositories.strategies import StrategyRepo, ThinkingMethodRepo
 from memory.repositories.tags import TagRepo
+from memory.repositories.taints import TaintRepo
 from memory.repositories.threads import ThreadRepo
 from memory.repositories.ticks import TickRepo
 
@@ -160,6 +161,10 @@ class Repos:
     @cached_property
     def abstracts(self) -> AbstractRepo:
         return AbstractRepo(self.session, self.items)
+
+    @cached_property
+    def taints(self) -> TaintRepo:
+        return TaintRepo(self.session)
 
     @cached_property
     def goals(self) -> GoalRepo:

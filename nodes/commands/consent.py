@@ -6,8 +6,11 @@ effect (spec.py), the validators' rating and the persona's policy; and what happ
 | modify_self, external   | rating ≥ +2 (consensus)           | parked: a pending approval the human answers |
 A type named in config.yaml `consent.auto_approve` runs without asking (the human approved it in advance).
 Provenance (nodes/provenance.py): a command that writes a tier shown in every prompt (its spec's `prompt_tier`) from
-a tick whose prompt held untrusted text waits for the owner whatever its effect, the validators or auto_approve say;
-the approval carries the untrusted sources, so the owner sees what may have asked for it.
+a tick whose prompt held untrusted text — text from outside, or a row written from it — waits for the owner whatever
+its effect, the validators or auto_approve say; so does a message the persona sends as itself (`relay`) from such a
+tick to anyone who wrote none of the tick's text (a reply to whoever wrote goes at once). The approval carries the
+untrusted sources, so the owner sees what may have asked for it. A command whose spec is `owner_only` (adopting a
+mesh consensus into the ethics) always waits for the owner.
 An output the validators rate at or below the ethics policy's `violation_at` is a violation: with
 `on_violation: block_commands_and_log` none of its commands run.
 
@@ -53,25 +56,36 @@ def required_rating(cmd_type: str, effect: Effect, settings: Any) -> float:
 
 
 def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any,
-           untrusted: list[provenance.Source] | None = None) -> Verdict:
-    """`untrusted`: where the untrusted text in the asking tick's prompt came from (TickState.untrusted)."""
+           untrusted: list[provenance.Source] | None = None, stranger: str | None = None) -> Verdict:
+    """`untrusted`: where the untrusted text in the asking tick's prompt came from (TickState.untrusted);
+    `stranger`: for a command that speaks as the persona (`spec.relay`), whom it speaks to when that is nobody who
+    wrote in the tick (s12 knows the tick's authors), else None."""
     effect = spec.effect_for(cmd.args)
     if validation.get("violation"):
         return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
                                                   "an ethics violation; its commands do not run",
                        ethics=validation.get("ethics"))
     if validation.get("ethics"):  # a violation under `log_only`: logged, the commands go to the usual gate
-        return replace(_gate(spec, cmd, validation, settings, untrusted), ethics=validation["ethics"])
-    return _gate(spec, cmd, validation, settings, untrusted)
+        return replace(_gate(spec, cmd, validation, settings, untrusted, stranger), ethics=validation["ethics"])
+    return _gate(spec, cmd, validation, settings, untrusted, stranger)
 
 
 def _gate(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any,
-          untrusted: list[provenance.Source] | None) -> Verdict:
+          untrusted: list[provenance.Source] | None, stranger: str | None) -> Verdict:
     effect = spec.effect_for(cmd.args)
+    read = f" (this tick read untrusted text: {provenance.describe(untrusted)[:600]})" if untrusted else ""
+    if spec.owner_only:
+        return Verdict("park", effect, "owner_only", f"{spec.owner_only}: my owner alone decides it, never the "
+                                                     f"validators or a standing approval{read}", list(untrusted or []))
     if spec.prompt_tier and untrusted:
         return Verdict("park", effect, "provenance",
                        f"it writes my {spec.prompt_tier}, which is in every prompt, from a tick that read untrusted "
                        f"text ({provenance.describe(untrusted)[:600]}); my owner decides", list(untrusted))
+    if stranger is not None and untrusted:
+        return Verdict("park", effect, "provenance",
+                       f"it speaks as me to {stranger}, who wrote none of what this tick read, prompted by untrusted "
+                       f"text ({provenance.describe(untrusted)[:600]}); a message to a third person prompted by "
+                       "someone else's text is my owner's decision", list(untrusted))
     privileged = effect in PRIVILEGED
     if privileged and spec.type in settings.consent.auto_approve:
         return Verdict("run", effect, "policy", f"{spec.type} is approved in advance (consent.auto_approve)")

@@ -60,8 +60,9 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
     except SearchUnavailable as exc:
         raise CommandError(str(exc)) from exc
     versions = ctx.managers.memory.versions_of(hits)
+    tainted = provenance.of_tainted_items(ctx.managers.consent.taints_of, [h.item for h in hits])
     return CommandResult("\n".join(hit_line(h, versions) for h in hits) or f"nothing found for {text!r}", show=True,
-                         sources=provenance.of_items(h.item for h in hits))
+                         sources=provenance.merged(provenance.of_items(h.item for h in hits), *tainted.values()))
 
 
 @FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', args=MemorySearchArgs, effect="read")

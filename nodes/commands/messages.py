@@ -5,7 +5,9 @@ hours. To a peer (another agent: by name, or any A2A agent's URL) it leaves over
 the peer's waiting A2A task, or waits in the outbox until the peer is reachable.
 
 People and peers by name were added with the owner's approval (`users.add`, `agents.add`), so writing to them is the
-persona's own act; an agent named only by its URL is one nobody approved: that message is `external` (consent)."""
+persona's own act; an agent named only by its URL is one nobody approved: that message is `external` (consent).
+From a tick that read untrusted text, a message goes at once only as a reply — to someone who wrote in that tick or
+wrote that text; to anyone else the owner decides, the source shown (`relay`, nodes/commands/consent.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from managers.errors import NotFound, Refused
 from managers.peers import is_agent_url
 from nodes.commands.args import Args, Id, Text, names
 from nodes.commands.model import Command
-from nodes.commands.spec import CommandContext, CommandError, CommandResult, Effect, Family, arg
+from nodes.commands.spec import Addressee, CommandContext, CommandError, CommandResult, Effect, Family, arg
 
 FAMILY = Family("messages", "talking to my humans and my peers")
 Recipient = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
@@ -34,9 +36,21 @@ def _to_an_unapproved_agent(args: dict[str, Any]) -> Effect | None:
     return "external" if is_agent_url(str(args.get("to") or "")) else None
 
 
+def recipient(cmd: Command, ctx: CommandContext) -> Addressee | None:
+    """Whom messages.send speaks to, as the handler will resolve it (None: nobody; the handler says why)."""
+    to = str(cmd.args.get("to") or "user")
+    if is_agent_url(to):
+        return {"label": f"the A2A agent at {to}", "peer": to}
+    try:
+        person, _, _ = ctx.managers.channels.addressee(to, cmd.args.get("note"), ctx.now)
+    except NotFound:
+        return {"label": f"peer {to}", "peer": to}
+    return {"label": f"{person.name} ({person.role})", "person": person.id}
+
+
 @FAMILY.command("messages.send", '{"text": "…"}  (to your human; "to": a person or a peer by name, or an A2A '
                 "agent's URL)", args=MessageArgs, effect="write_self", escalate=_to_an_unapproved_agent,
-                aliases=('message', 'send_message', 'send', 'reply'))
+                aliases=('message', 'send_message', 'send', 'reply'), relay=recipient)
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text")).strip()
     if not text:

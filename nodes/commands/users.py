@@ -66,7 +66,8 @@ def person_info(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.add", '{"name": "Ann", "role": "guest", "channel": "matrix", "address": "@ann:example.org"}  '
-                "(needs my owner's approval)", args=AddPersonArgs, effect="modify_self")
+                "(needs my owner's approval)", args=AddPersonArgs, effect="modify_self",
+                prompt_tier="people I know and how far I trust them")
 def add_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     people = ctx.managers.people
     try:
@@ -83,7 +84,8 @@ def add_person(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.update", '{"person": "Ann", "quiet_hours": "22:00-08:00", "language": "ru"}  '
-                "(needs my owner's approval)", args=UpdatePersonArgs, effect="modify_self")
+                "(needs my owner's approval)", args=UpdatePersonArgs, effect="modify_self",
+                prompt_tier="people I know and how far I trust them")
 def update_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     people = ctx.managers.people
     changes = {key: arg(cmd, key, default=None) for key in ("role", "preferred_channel", "language", "quiet_hours",

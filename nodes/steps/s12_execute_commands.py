@@ -6,6 +6,11 @@ so after a kill the re-run step skips what already committed and runs the rest. 
 (nodes/commands/consent.py) decides from the command's declared effect: run, park for the human's approval, or
 refuse (stored as `unvalidated`/`blocked`, not run). A failing handler rolls its effect back and is recorded as
 `failed`; it never crashes the tick. Events such as messages to the human go to the stream only after commit.
+
+Provenance follows what it taints (nodes/provenance.py, memory/taint.py): from a tick whose prompt held untrusted
+text, every memory row a command writes keeps the tick's sources, and so does the thought itself (but for what
+reached the prompt only through an earlier thought); a command's result that shows a tainted row carries its
+sources to the prompt that shows the result. What the owner approved runs clean.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import IntegrityError
 
+from memory.taint import tainted, tracking_reads
+from nodes import provenance
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
+from nodes.commands.spec import CommandSpec
 from nodes.context import CYCLE, AnimaContext, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
@@ -99,6 +107,34 @@ def after_commit(actions: list) -> None:
             log.exception("after-commit action failed")
 
 
+def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickState, repos: Any) -> str | None:
+    """For a command that speaks as the persona from a tick with untrusted text: whom it speaks to, when that is
+    nobody who wrote in the tick (the notes it showed) or wrote the untrusted text; else None (a reply)."""
+    if spec.relay is None or not state.untrusted:
+        return None
+    recipient = spec.relay(cmd, ctx)
+    if recipient is None:
+        return None
+    people, peers = provenance.authors(state.untrusted)
+    for note in repos.notes.many(list(state.incoming_note_ids)):
+        if note.author_id is not None:
+            people.add(int(note.author_id))
+        if (peer := provenance.note_author(note)) is not None:
+            peers.add(peer.lower())
+        peers.update(t.split(":", 1)[1].lower() for t in note.tags or []
+                     if isinstance(t, str) and t.startswith("peer:"))
+    if recipient.get("person") in people or str(recipient.get("peer", "")).lower() in peers:
+        return None
+    return recipient["label"]
+
+
+def _shown_sources(repos: Any, read: set[tuple[str, str]]) -> list[provenance.Source]:
+    """The sources of the tainted rows a command read (its result shows them)."""
+    found = repos.taints.of_keys(read) if read else {}
+    return provenance.merged(*(provenance.through(sources, provenance.via_of(tier, ref))
+                               for (tier, ref), sources in found.items()))
+
+
 def run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
              refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
@@ -134,7 +170,9 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
-            verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted)
+            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id)
+            verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted,
+                             _stranger(spec, cmd, ctx, state, repos))
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
                 repos.commands.record(**record, status=status, result=verdict.reason)
@@ -150,11 +188,12 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
                 return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, \
                     [{"event": "approval", "approval_id": row.id, "type": cmd.type, "args": cmd.args,
                       "reason": verdict.reason, "new": created, "tick": state.tick}]
-            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id)
-            result: CommandResult = spec.handler(cmd, ctx)
+            with tracking_reads(repos.session) as read, \
+                    tainted(repos.session, list(state.untrusted), thread_id=thread_id, tick=state.tick):
+                result: CommandResult = spec.handler(cmd, ctx)
             if result.show:
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
-                                    sources=result.sources)
+                                    sources=provenance.merged(result.sources, _shown_sources(repos, read)))
             repos.commands.record(**record, status=result.status, result=result.output)
             if result.status == "executed":
                 ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
@@ -261,6 +300,11 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     left = end_simulation(services, state)
     if left is not None:
         events.append(left)
+    thought_sources = provenance.own(state.untrusted)
+    if state.response_id is not None and thought_sources:  # the thought keeps what its tick read
+        with services.db.unit() as repos:
+            repos.taints.mark([("message", str(state.response_id))], list(thought_sources), thread_id=state.thread_id,
+                              tick=state.tick, now=services.clock())
     for event in events:
         runtime.stream_writer(event)
     if executed:

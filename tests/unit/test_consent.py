@@ -109,7 +109,9 @@ def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory,
         for args in samples.get(spec.type, [{"id": 1, "text": "x"}]):
             verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation, settings)
             if spec.effect_for(args) in PRIVILEGED:
-                assert verdict.action == ("park" if validation["auto_pass"] else "block"), (spec.type, args)
+                # a command only the owner decides waits for them whatever the validators say
+                assert verdict.action == ("park" if validation["auto_pass"] or spec.owner_only else "block"), \
+                    (spec.type, args)
             elif validation["auto_pass"] or (validation["rating"] or 0) >= 1:
                 assert verdict.action == "run", (spec.type, args)
     consensus = {"auto_pass": False, "rating": 2.0}

@@ -33,6 +33,13 @@ def approve(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: 
     return render(request, "fragments/approval_item.html", item=item)
 
 
+@router.post("/tainted/{taint_id}/trust")
+def trust(request: Request, taint_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
+          services: WebServices = Depends(get_services)):
+    row = approvals.trust(services.db, taint_id, reason=reason, now=services.clock())
+    return render(request, "fragments/tainted_item.html", row=row)
+
+
 @router.post("/approvals/{approval_id}/deny")
 def deny(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form(..., max_length=2000),
          services: WebServices = Depends(get_services)):

@@ -227,6 +227,8 @@ class Escalation:
         episode["stimulus"].append(self._t(FLASHBACK_LINE).format(tier=item.tier, when=when, text=item.text[:600]))
         episode["flashback_item"] = item.id
         _came_from(episode, provenance.of_item(item))
+        for sources in provenance.of_tainted_items(self.repos.taints.of_keys, [item]).values():  # written from it
+            episode["stimulus_sources"] = provenance.merged(episode.get("stimulus_sources"), sources)
 
     def read_kb(self, episode: StagnationEpisode) -> None:
         item = self._distant(self.repos.items.sample_lines(["kb"], 20))

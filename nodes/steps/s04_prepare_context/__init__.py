@@ -9,14 +9,15 @@ The command guide lists every command's usage unless that would take over 30% of
 the largest smaller form that fits — a line per prefix with only the ESSENTIAL commands' usage (brief), a line per
 family with its MOST_USED commands under a shorter header (compact: a small window, e.g. the 270M model's 2,048),
 the ESSENTIAL commands alone — nodes/commands/__init__.py.
-Human notes, recalled memories and command results are fenced as data (untrusted.py). Incoming notes are only
-marked read after the response is stored (write_memory), so a crash never loses one.
+Human notes, recalled memories, command results and every row written from untrusted text (with its origin) are
+fenced as data (untrusted.py). Incoming notes are only marked read after the response is stored (write_memory), so
+a crash never loses one.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.runtime import Runtime
 
@@ -61,7 +62,7 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     recent_thoughts,
     strategy_line,
 )
-from nodes.steps.s04_prepare_context.untrusted import defuse, new_fence
+from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
 from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
@@ -151,9 +152,17 @@ def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
     return feeling_lines(current, DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
 
 
+class Shown(NamedTuple):
+    """Where the untrusted parts of the blocks came from: recalled memories (by item id) and rows written from
+    untrusted text (the fenced lines)."""
+
+    recall: dict[int, list[provenance.Source]]
+    tainted: Tainted
+
+
 def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], fence: str,
-                 language: str) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
+                 language: str) -> tuple[list[Block], dict[str, Any], Shown]:
     persona, tick, thread_id = services.persona, state.tick, state.thread_id
     t, title = (lambda text: i18n.text(text, language)), (lambda name: i18n.text(BLOCK_TITLES[name], language))
     data_rule, tools = t(DATA_RULE), persona.file("TOOLS.md").strip()
@@ -164,8 +173,10 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                          cycle, services.memory,
                                          plain=wanted(services.settings.voice.plain_recent,
                                                       provider_of(services, state.stagnation.get("llm"))))
+    tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
+    history = tainted.lines("message", zip(shown_ids, history))
     goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
-    recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals)
+    recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals, tainted)
     recalled, recalled_ids = recall.lines, recall.ids
     written = repos.blocks.contents("core", "notepad")
     core, notepad = written["core"], written["notepad"]
@@ -186,18 +197,20 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("core", title("core"),
               [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
         Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
-        Block("strategy", title("strategy"), strategy_line(repos), 115),
-        Block("goals", title("goals"), goal_lines(repos, goals), 122),
+        Block("strategy", title("strategy"), strategy_line(repos, tainted), 115),
+        Block("goals", title("goals"), goal_lines(repos, goals, tainted), 122),
         Block("recall", title("recall"), recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
               fence=fence, source="my memories and documents"),
-        Block("entities", title("entities"), entity_lines(repos, [n.text for n in notes] + recalled), 108,
+        Block("entities", title("entities"),
+              entity_lines(repos, [n.text for n in notes] + recalled, tainted=tainted), 108,
               trim_oldest=True),
-        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
+        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted), 104,
+              trim_oldest=True),
         Block("feelings", t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
               _feelings(dict(state.drives), repos), 140),
         Block("abstracts", title("abstracts"), abstract_lines(repos, now, cycle.get("focus_tags"),
                                                               delivery=delivery(cycle, services.settings),
-                                                              on_request=t(ABSTRACTS_ON_REQUEST)), 105,
+                                                              on_request=t(ABSTRACTS_ON_REQUEST), tainted=tainted), 105,
               trim_oldest=True),
         Block("processes", title("processes"),
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
@@ -210,11 +223,12 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
                                      t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))], 150),
         Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("llm_memory", title("llm_memory"),
-              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)],
+              tainted.lines("llm_memory", [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
+                                           for m in repos.llm_memory.recent_lines(20)]),
               110,
               trim_oldest=True),
     ]
-    return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources
+    return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, Shown(recall.sources, tainted)
 
 
 def _instruction(services: Services, state: TickState, episode: StagnationEpisode, language: str) -> str:
@@ -235,15 +249,17 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     count = services.llms.primary().count_tokens
     t = lambda text: i18n.text(text, language)  # noqa: E731
     fence = new_fence()
-    blocks, report, recall_sources = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence,
-                                                  language)
+    blocks, report, shown = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, language)
     blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []), 160, fence=fence,
                         source="memories and documents brought up to break a loop"))
+    task_sources: list[provenance.Source] = []
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
+        task_sources = shown.tainted.of("task", [task.id]).get(str(task.id), [])
+        told = shown.tainted.fenced if task_sources else (lambda text, sources: text)  # a task from untrusted text
         blocks.append(Block("task", "", [t(seed).format(
-            name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
-            description=task.description or t(TASK_NO_DESCRIPTION),
+            name=services.persona.display_name, id=task.id, title=told(task.title, task_sources), status=task.status,
+            description=told(task.description or t(TASK_NO_DESCRIPTION), task_sources),
             goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL))], 198,
             system=True))
     if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
@@ -263,10 +279,12 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
     shown_notes = [n for n in notes if n.id in kept]
     stimulus_shown = any(b.name == "stimulus" and b.items for b in blocks)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes),
-                                  [recall_sources[i] for i in report["recalled"] if i in recall_sources],
+    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+                                  _note_taints(shown.tainted, shown_notes),
+                                  *(shown.recall.get(i, ()) for i in report["recalled"]),
                                   *(provenance.of_process(p) for p in processes),
-                                  episode.get("stimulus_sources") if stimulus_shown else None)
+                                  episode.get("stimulus_sources") if stimulus_shown else None,
+                                  shown.tainted.shown(blocks), task_sources)
     repos.items.touch(report["recalled"], services.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
@@ -276,6 +294,18 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
     return {"prompt": f"{system}\n\n{messages[1]['content']}", "prompt_messages": messages, "human_turns": [],
             "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
+
+
+def _authors(repos: Repos, notes: list[Any]) -> dict[int, tuple[str, str]]:
+    """Who wrote the channels' notes (name, role), to name them in the tick's sources."""
+    ids = [n.author_id for n in notes if n.source == "channel" and getattr(n, "author_id", None) is not None]
+    return repos.people.names(ids) if ids else {}
+
+
+def _note_taints(tainted: Tainted, notes: list[Any]) -> list[provenance.Source]:
+    """The sources of shown notes written from untrusted text (a task's note to the main loop)."""
+    found = tainted.of("note", [n.id for n in notes])
+    return provenance.merged(*found.values())
 
 
 def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
@@ -304,8 +334,10 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     t = lambda text: i18n.text(text, language)  # noqa: E731
     compression = repos.messages.last_of_kind(state.thread_id, "compression")
     base = (compression.content + t(CONTINUATION_TOOLS)) if compression else (services.persona.seed or "")
-    parts = [base, *(m.content for m in repos.messages.since(state.thread_id, compression.id if compression else 0,
-                                                             ("continuation", "human")))]
+    chunks = repos.messages.since(state.thread_id, compression.id if compression else 0, ("continuation", "human"))
+    parts = [base, *(m.content for m in chunks)]
+    taints = Tainted(repos, "")  # the growing text is not fenced; its chunks written from untrusted text taint the tick
+    chunk_sources = taints.of("message", [m.id for m in chunks])
     now, name = services.clock(), services.persona.display_name
     drops: list[str] = []
     shown_notes, turns, fixed = [], [], 0
@@ -342,7 +374,9 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
         while count(text + "".join(turns)) > budget and text:
             text = text[max(1, len(text) // 8):]
         prompt = text + "".join(turns)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes), episode.get("stimulus_sources") if stimulus else None)
+    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+                                  episode.get("stimulus_sources") if stimulus else None,
+                                  *chunk_sources.values())
     return {"prompt": prompt, "prompt_messages": [], "human_turns": turns, "shown_notes": shown_notes, "drops": drops,
             "report": {}, "untrusted": untrusted}
 
