@@ -4,7 +4,8 @@ effect (spec.py), the validators' rating and the persona's policy; and what happ
 | effect                  | validators exist                  | no validators (auto_pass)                    |
 | read, write_self        | rating ≥ threshold (default +1)   | runs                                         |
 | modify_self, external   | rating ≥ +2 (consensus)           | parked: a pending approval the human answers |
-A type named in config.yaml `consent.auto_approve` runs without asking (the human approved it in advance).
+A type named in config.yaml `consent.auto_approve` runs without asking (the human approved it in advance) — except a
+command whose spec is `owner_only` (adopting a mesh consensus into the ethics): it always waits for the owner.
 Provenance (nodes/provenance.py): a command that writes a tier shown in every prompt (its spec's `prompt_tier`) from
 a tick whose prompt held untrusted text waits for the owner whatever its effect, the validators or auto_approve say;
 the approval carries the untrusted sources, so the owner sees what may have asked for it.
@@ -38,7 +39,7 @@ CONSENSUS = 2.0
 class Verdict:
     action: Literal["run", "park", "block"]
     effect: Effect
-    actor: str  # auto_pass | validators | policy | ethics | provenance
+    actor: str  # auto_pass | validators | policy | ethics | provenance | owner
     reason: str
     sources: list[provenance.Source] = field(default_factory=list)  # provenance: the untrusted text the tick read
     ethics: dict[str, Any] | None = None  # the tick's ethics decision (Ethics.decision_record), kept on its audit entry
@@ -68,6 +69,9 @@ def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings
 def _gate(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings: Any,
           untrusted: list[provenance.Source] | None) -> Verdict:
     effect = spec.effect_for(cmd.args)
+    if spec.owner_only:
+        return Verdict("park", effect, "owner", f"{spec.type} changes what I hold right; only my owner decides "
+                                                "(no validator or standing approval can)", list(untrusted or []))
     if spec.prompt_tier and untrusted:
         return Verdict("park", effect, "provenance",
                        f"it writes my {spec.prompt_tier}, which is in every prompt, from a tick that read untrusted "

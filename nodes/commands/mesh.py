@@ -166,8 +166,8 @@ def tally(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{result.question}: {result.votes} votes; result: {result.result or 'none yet'}", show=True)
 
 
-@FAMILY.command("mesh.adopt", '{"case": "sha256:…"}  (write the consensus into my ethics.yaml: needs approval)',
-                args=CaseRefArgs, effect="modify_self")
+@FAMILY.command("mesh.adopt", '{"case": "sha256:…"}  (write the consensus into my ethics.yaml: my owner decides)',
+                args=CaseRefArgs, effect="modify_self", owner_only=True)
 def adopt(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         principle = ctx.managers.mesh.adopt(str(arg(cmd, "case")))

@@ -93,6 +93,9 @@ class CommandSpec:
     # the tier shown in every prompt that it writes (core memory, a notepad, strategies, scripts): from a tick
     # whose prompt held untrusted text it waits for the owner (nodes/provenance.py)
     prompt_tier: str | None = None
+    # only the owner's own approval runs it: neither the validators' consensus nor consent.auto_approve (adopting
+    # what peers decided into the persona's ethics)
+    owner_only: bool = False
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -134,10 +137,10 @@ class Family:
     def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),
                 escalate: Callable[[dict[str, Any]], Effect | None] | None = None,
                 unavailable: Callable[[Any], str | None] | None = None,
-                prompt_tier: str | None = None) -> Callable[[Handler], Handler]:
+                prompt_tier: str | None = None, owner_only: bool = False) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
             self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable,
-                                          prompt_tier))
+                                          prompt_tier, owner_only))
             return handler
 
         return add

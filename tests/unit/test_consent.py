@@ -108,7 +108,9 @@ def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory,
     for spec in registry().specs.values():
         for args in samples.get(spec.type, [{"id": 1, "text": "x"}]):
             verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation, settings)
-            if spec.effect_for(args) in PRIVILEGED:
+            if spec.owner_only:  # whatever the validators say, it waits for the owner
+                assert verdict.action == "park" and verdict.actor == "owner", (spec.type, args)
+            elif spec.effect_for(args) in PRIVILEGED:
                 assert verdict.action == ("park" if validation["auto_pass"] else "block"), (spec.type, args)
             elif validation["auto_pass"] or (validation["rating"] or 0) >= 1:
                 assert verdict.action == "run", (spec.type, args)
