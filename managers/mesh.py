@@ -589,8 +589,9 @@ class MeshManager:
 
     # ---- sync (have / want) -----------------------------------------------------------------------------------------
     def have(self, limit: int = 5000) -> builtins.list[str]:
-        """The ids of the containers this persona holds that a peer may lack (its own, sent or queued, and what it
-        accepted), newest first."""
+        """The ids of the containers this persona holds that a peer may lack (its own once sent, and what it
+        accepted), newest first. What still waits in the outbox is not offered: it goes out by gossip at the pace
+        the peers asked for, and sync then offers what was lost on the way."""
         return self.repo.ids(limit)
 
     def want(self, ids: Iterable[str]) -> builtins.list[str]:
@@ -598,6 +599,9 @@ class MeshManager:
         ids = list(dict.fromkeys(ids))
         have = self.repo.existing(ids)
         return [i for i in ids if i not in have]
+
+    def holds(self, container_id: str) -> bool:
+        return self.repo.get(container_id) is not None
 
     def bodies(self, ids: Iterable[str]) -> builtins.list[dict[str, Any]]:
         return [dict(r.body) for r in self.repo.many(list(ids)[:5000])]

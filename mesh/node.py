@@ -50,7 +50,7 @@ QUIET_HAVE_FACTOR = 6  # with nothing new and no new peer, a `have` goes out eve
 # latency from 0.5 s to 6.7 s on a loaded machine — bench/mesh.py)
 TIMINGS_KEPT = 200  # containers whose send / arrival moments are kept for the bench (mesh.__main__ --state)
 UNIT_DELIVERIES = 50  # arrivals handled in one unit of work (a short write lock: the tick's writes never wait long)
-JUNK_RATE, JUNK_BURST = 0.2, 20.0  # what cannot be read, per transport peer, before it is cut off
+JUNK_RATE = 0.2  # what cannot be read, per transport peer a second, after `mesh.junk_burst` of it: then cut off
 JUNK = frozenset({"malformed", "oversized", "forged", "unknown_type"})  # refusals no honest peer's door causes
 NOT_WANTED_KEPT = 20_000  # ids refused for good, not asked for again by sync (bounded)
 EVENTS_PER_ROUND = 40  # events journaled per round at most (the rest are counted in one)
@@ -132,7 +132,7 @@ class MeshNode:
         mesh = settings.mesh
         self.limiter = TokenBuckets(rate=mesh.rate_per_s, burst=float(mesh.burst))
         self.pace = Pace(rate=mesh.rate_per_s, burst=float(mesh.burst))
-        self.junk = TokenBuckets(rate=JUNK_RATE, burst=JUNK_BURST)
+        self.junk = TokenBuckets(rate=JUNK_RATE, burst=float(mesh.junk_burst))
         self.cut_off: set[str] = set()  # transport peers cut off for junk (gossipsub's blacklist)
         self.quota: StoreQuota | None = None
         self.peer_dids: dict[str, str] = {}  # transport peer id -> DID (from their `have`)
@@ -215,7 +215,7 @@ class MeshNode:
                 with self.managers() as house:
                     house.mesh.hello()
                 self.said_hello = True
-            if self.flush():
+            if self.peer_dids and self.flush():  # once a peer's `have` said what it takes (the pace follows it)
                 self.have_dirty = True
             if self.isolated or self._have_due(now):
                 self.announce()
@@ -379,13 +379,13 @@ class MeshNode:
         self.asked_this_round = set()
         read: list[tuple[Delivery, Have | Want | Bodies | WireError | None]] = []
         for delivery in deliveries:
-            if delivery.peer in self.cut_off:
-                self.stats["dropped_cut_off"] += 1
-                continue
             read.append((delivery, self._read_sync(delivery) if delivery.topic == SYNC else None))
         for start in range(0, len(read), UNIT_DELIVERIES):
             with self.managers() as house:
                 for delivery, message in self._by_trust(house, read[start:start + UNIT_DELIVERIES]):
+                    if delivery.peer in self.cut_off:  # (gossipsub drops it too, once the blacklist is shared)
+                        self.stats["dropped_cut_off"] += 1
+                        continue
                     try:
                         with house.repos.session.begin_nested():
                             replies += self._one(house, delivery, message)
@@ -420,8 +420,8 @@ class MeshNode:
         return []
 
     def _junk(self, peer: str, why: str) -> None:
-        """What a transport peer sent cannot be read: past JUNK_BURST (refilled at JUNK_RATE a second) it is cut off —
-        put on gossipsub's blacklist, so nothing more of it reaches this door."""
+        """What a transport peer sent cannot be read: past `mesh.junk_burst` of it (refilled at JUNK_RATE a second) it
+        is cut off — put on gossipsub's blacklist, so nothing more of it reaches this door."""
         if self.junk.allow(peer):
             log.info("mesh: %s from %s", why[:200], peer[:60])
             return
@@ -529,6 +529,9 @@ class MeshNode:
             if not isinstance(cid, str) or cid not in self.wanted:
                 continue  # only what we asked for
             self.wanted.discard(cid)
+            if house.mesh.holds(cid):  # it came by gossip meanwhile: no replay of the peer's doing, we asked
+                self.stats["synced_duplicate"] += 1
+                continue
             try:
                 with house.repos.session.begin_nested():
                     outcome = house.mesh.receive(body, relay=self.peer_dids.get(delivery.peer), quota=self.quota)

@@ -389,6 +389,9 @@ class MeshSettings(Section):
         "of those, kept only to pass on (CogSync on a topic this persona does not subscribe to, a message for "
         "another persona), from one peer at most (KiB)"))
     carry_total_mb: int = Field(16, ge=0, le=65_536, description="… and from all peers at most (MiB)")
+    junk_burst: int = Field(20, ge=1, le=100_000, description=(
+        "messages that cannot be read (not JSON, a field of the wrong type, a forged signature) one libp2p peer may "
+        "send (refilled one every 5 s) before it is cut off: put on gossipsub's blacklist"))
     note_hops: int = Field(3, ge=1, le=10, description=(
         "how far a shared (public) note travels through friends: 1 = to this persona's friends only, 2 = their "
         "friends too, …"))

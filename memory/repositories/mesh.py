@@ -70,7 +70,9 @@ class MeshRepo(Repo):
                                          .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
 
     def ids(self, limit: int) -> builtins.list[str]:
-        return list(self.session.scalars(select(MeshContainer.id).where(MeshContainer.status != "rejected")
+        """Held containers, newest first: neither rejected nor still waiting in the outbox."""
+        return list(self.session.scalars(select(MeshContainer.id).where(MeshContainer.status.not_in(("rejected",
+                                                                                                     "queued")))
                                          .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
 
     def existing(self, ids: builtins.list[str]) -> set[str]:
