@@ -269,8 +269,10 @@ class MeshManager:
             over = quota.refuses(sender, checked.size, carried=carried)
             if over:
                 return self._refuse("over_quota", over, sender, cid, blamed=None)
+        outcome = self._accept(checked, trust)
+        if quota is not None:
             quota.add(sender, checked.size, carried=carried)
-        return self._accept(checked, trust)
+        return outcome
 
     def carried_only(self, container: Mapping[str, Any]) -> bool:
         """Whether a container is kept here only to pass on to others (by sync): CogSync on a topic this persona
@@ -539,12 +541,11 @@ class MeshManager:
         last_vote: dict[str, MeshContainer] = {}
         for row in sorted((r for r in rows if r.type == "vote"), key=lambda r: r.body["ts"]):
             last_vote[row.sender] = row
-        me = self.my_did()
         weights: dict[str, float] = defaultdict(float)
         scored = 0.0
         unweighed = 0
-        for voter, row in last_vote.items():
-            weight = 1.0 if voter == me else _voter_weight(self.house.reputation.trust(voter))
+        for voter, row in last_vote.items():  # this persona's own vote is the one it sent (no key needed to know)
+            weight = 1.0 if row.direction == "out" else _voter_weight(self.house.reputation.trust(voter))
             unweighed += weight == 0.0
             payload = row.body["payload"]
             if case.type == "claim" and isinstance(payload.get("score"), (int, float)):

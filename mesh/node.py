@@ -12,7 +12,7 @@ do we: a container lost in transit, or refused for rate all the same, arrives at
 arrives twice is applied once (one row per container id).
 
 Whatever arrives is read within bounds and validated whole before anything reads a field (reach/hmp/wire.py,
-schema.py, mesh/sync.py); each arrival is handled in a savepoint of its own, so one that still fails is rolled back
+schema.py, mesh/sync.py); each arrival is handled in a unit of work of its own, so one that still fails is rolled back
 alone and counted, and the next is handled as if it had not come. A transport peer that keeps sending what cannot be
 read is cut off (gossipsub's blacklist). `mesh/runner.py` restarts the rounds, with backoff, if anything still
 escapes them."""
@@ -49,7 +49,6 @@ QUIET_HAVE_FACTOR = 6  # with nothing new and no new peer, a `have` goes out eve
 # broadcast every peer's gossipsub verifies and relays: at ten peers a `have` from each every 2 s took py-libp2p's
 # latency from 0.5 s to 6.7 s on a loaded machine — bench/mesh.py)
 TIMINGS_KEPT = 200  # containers whose send / arrival moments are kept for the bench (mesh.__main__ --state)
-UNIT_DELIVERIES = 50  # arrivals handled in one unit of work (a short write lock: the tick's writes never wait long)
 JUNK_RATE = 0.2  # what cannot be read, per transport peer a second, after `mesh.junk_burst` of it: then cut off
 JUNK = frozenset({"malformed", "oversized", "forged", "unknown_type"})  # refusals no honest peer's door causes
 NOT_WANTED_KEPT = 20_000  # ids refused for good, not asked for again by sync (bounded)
@@ -373,28 +372,40 @@ class MeshNode:
 
     # ---- arrivals -------------------------------------------------------------------------------------------------
     def _handle_all(self, deliveries: list[Delivery]) -> None:
-        """Each arrival in a savepoint of its own, in units of at most UNIT_DELIVERIES; whatever one raises is rolled
-        back, counted and logged in one line, and the next is handled."""
+        """Each arrival in a unit of work of its own: whatever one raises is rolled back alone, counted and logged in
+        one line, and the next is handled. (A unit each rather than savepoints in one: on SQLite a savepoint opens a
+        deferred transaction whose snapshot may be stale by its first write — "database is locked" at once, whatever
+        the busy timeout — while a unit's first write waits for the lock; and the write lock is held only as long
+        as one arrival takes, so the tick's writes never wait long.)"""
         replies: list[dict[str, Any]] = []
         self.asked_this_round = set()
         read: list[tuple[Delivery, Have | Want | Bodies | WireError | None]] = []
         for delivery in deliveries:
             read.append((delivery, self._read_sync(delivery) if delivery.topic == SYNC else None))
-        for start in range(0, len(read), UNIT_DELIVERIES):
-            with self.managers() as house:
-                for delivery, message in self._by_trust(house, read[start:start + UNIT_DELIVERIES]):
-                    if delivery.peer in self.cut_off:  # (gossipsub drops it too, once the blacklist is shared)
-                        self.stats["dropped_cut_off"] += 1
-                        continue
-                    try:
-                        with house.repos.session.begin_nested():
-                            replies += self._one(house, delivery, message)
-                    except Exception as exc:  # noqa: BLE001 — one arrival never stops the door
-                        self.stats["door_errors"] += 1
-                        log.warning("mesh: an arrival from %s failed and was set aside (%s: %s)", delivery.peer[:60],
-                                    type(exc).__name__, str(exc)[:200])
+        for delivery, message in self._by_trust(read):
+            if delivery.peer in self.cut_off:  # (gossipsub drops it too, once the blacklist is shared)
+                self.stats["dropped_cut_off"] += 1
+                continue
+            if isinstance(message, Bodies):
+                if message.to == self.did:
+                    self._bodies(delivery, message)
+                continue
+            replies += self._isolated(delivery, lambda house, d=delivery, m=message: self._one(house, d, m))
         for reply in replies:
             self._publish_sync(reply)
+
+    def _isolated(self, delivery: Delivery, work: Callable[[Managers], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """`work` in a unit of its own; what it raises is rolled back, counted and logged in one line."""
+        events = len(self.events)
+        try:
+            with self.managers() as house:
+                return work(house)
+        except Exception as exc:  # noqa: BLE001 — one arrival never stops the door
+            del self.events[events:]  # what it did is undone: so is what it said
+            self.stats["door_errors"] += 1
+            log.warning("mesh: an arrival from %s failed and was set aside (%s: %s)", delivery.peer[:60],
+                        type(exc).__name__, str(exc)[:200])
+            return []
 
     def _read_sync(self, delivery: Delivery) -> Have | Want | Bodies | WireError:
         try:
@@ -402,14 +413,15 @@ class MeshNode:
         except WireError as exc:
             return exc
 
-    def _one(self, house: Managers, delivery: Delivery,
-             message: Have | Want | Bodies | WireError | None) -> list[dict[str, Any]]:
+    def _one(self, house: Managers, delivery: Delivery, message: Have | Want | WireError | None) -> list[dict[str, Any]]:
         if isinstance(message, WireError):
             self.stats["bad_sync"] += 1
             self._junk(delivery.peer, f"a sync message that cannot be read ({message})")
             return []
-        if message is not None:
-            return self._sync_message(house, delivery, message)
+        if isinstance(message, Have):
+            return self._have(house, delivery, message)
+        if isinstance(message, Want):
+            return self._want(house, delivery, message) if message.to == self.did else []
         outcome = house.mesh.receive(delivery.data, limiter=self.limiter, relay=self.peer_dids.get(delivery.peer),
                                      quota=self.quota)
         self.stats[outcome.status] += 1
@@ -449,7 +461,7 @@ class MeshNode:
                 self._event("refused", reason=outcome.reason, sender=outcome.sender, id=outcome.container_id,
                             detail=outcome.detail[:160])
 
-    def _by_trust(self, house: Managers, read: list[tuple[Delivery, Any]]) -> list[tuple[Delivery, Any]]:
+    def _by_trust(self, read: list[tuple[Delivery, Any]]) -> list[tuple[Delivery, Any]]:
         """Sync messages from the most trusted peers first — haves before wants (a have proves who asks), wants
         answered most trusted first, and what several peers offer asked of the most trusted one; containers keep
         their arrival order after them."""
@@ -457,21 +469,14 @@ class MeshNode:
         if len(sync) < 2:
             return read
         keys: dict[int, tuple[bool, float]] = {}
-        for delivery, message in sync:
-            claimed = message.did if isinstance(message, Have) else message.sender if isinstance(message, Want) \
-                else self.peer_dids.get(delivery.peer)
-            keys[id(delivery)] = (not isinstance(message, Have), -(self._trust(house, claimed) if claimed else 0.0))
+        with self.managers() as house:  # reads only: it commits nothing
+            for delivery, message in sync:
+                claimed = message.did if isinstance(message, Have) else message.sender if isinstance(message, Want) \
+                    else self.peer_dids.get(delivery.peer)
+                keys[id(delivery)] = (not isinstance(message, Have),
+                                      -(self._trust(house, claimed) if claimed else 0.0))
         return sorted(sync, key=lambda item: keys[id(item[0])]) \
             + [(d, m) for d, m in read if not isinstance(m, (Have, Want, Bodies))]
-
-    def _sync_message(self, house: Managers, delivery: Delivery, message: Have | Want | Bodies) -> list[dict[str, Any]]:
-        if isinstance(message, Have):
-            return self._have(house, delivery, message)
-        if isinstance(message, Want):
-            return self._want(house, delivery, message) if message.to == self.did else []
-        if message.to == self.did:
-            self._bodies(house, delivery, message)
-        return []
 
     def _have(self, house: Managers, delivery: Delivery, message: Have) -> list[dict[str, Any]]:
         did = bound_did({"did": message.did, "peer": message.peer, "ts": message.ts, "sig": message.sig},
@@ -523,26 +528,23 @@ class MeshNode:
             replies.append({"kind": "bodies", "to": message.sender, "containers": batch})
         return replies
 
-    def _bodies(self, house: Managers, delivery: Delivery, message: Bodies) -> None:
+    def _bodies(self, delivery: Delivery, message: Bodies) -> None:
+        """The containers we asked for, each verified and kept in a unit of its own."""
         for body in message.containers:
             cid = body.get("id")
             if not isinstance(cid, str) or cid not in self.wanted:
                 continue  # only what we asked for
             self.wanted.discard(cid)
-            if house.mesh.holds(cid):  # it came by gossip meanwhile: no replay of the peer's doing, we asked
-                self.stats["synced_duplicate"] += 1
-                continue
-            try:
-                with house.repos.session.begin_nested():
-                    outcome = house.mesh.receive(body, relay=self.peer_dids.get(delivery.peer), quota=self.quota)
-            except Exception as exc:  # noqa: BLE001 — one body never costs the others
-                self.stats["door_errors"] += 1
-                log.warning("mesh: a synced container from %s failed and was set aside (%s: %s)",
-                            delivery.peer[:60], type(exc).__name__, str(exc)[:200])
-                continue
-            self.stats["synced_" + outcome.status] += 1
-            self._arrived(house, delivery, outcome, "sync")
-            self.have_dirty |= outcome.status == "accepted"
+            self._isolated(delivery, lambda house, b=body: self._body(house, delivery, b))
 
+    def _body(self, house: Managers, delivery: Delivery, body: dict[str, Any]) -> list[dict[str, Any]]:
+        if house.mesh.holds(str(body["id"])):  # it came by gossip meanwhile: no replay of the peer's doing, we asked
+            self.stats["synced_duplicate"] += 1
+            return []
+        outcome = house.mesh.receive(body, relay=self.peer_dids.get(delivery.peer), quota=self.quota)
+        self.stats["synced_" + outcome.status] += 1
+        self._arrived(house, delivery, outcome, "sync")
+        self.have_dirty |= outcome.status == "accepted"
+        return []
 
 __all__ = ["ALL", "SYNC", "MeshNode", "binding", "bound_did", "channel_of", "describe"]

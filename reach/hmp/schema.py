@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 DID_PATTERN = r"^did:key:z[1-9A-HJ-NP-Za-km-z]{40,60}$"
 ID_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAX_SAFE_INT = 2 ** 53  # RFC 8785 (I-JSON): integers beyond are not interoperable
-TEXT_CHARS = 60_000  # a text field at most (the container itself is at most mesh.max_container_bytes)
+TEXT_CHARS = 1_048_576  # a text field at most: the container itself is bounded first (mesh.max_container_bytes)
 
 Did = Annotated[str, StringConstraints(pattern=DID_PATTERN)]
 ContainerId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]

@@ -303,3 +303,29 @@ def test_a_have_advertises_the_limits_and_a_binding(tmp_path: Path) -> None:
         assert message["limits"] == {"rate": 7.0, "burst": 14}
         assert {k: message[k] for k in ("did", "peer")} == {k: binding(node.identity, "a")[k]  # type: ignore[arg-type]
                                                            for k in ("did", "peer")}
+
+
+def test_an_arrival_that_fails_is_rolled_back_alone_and_the_next_is_kept(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What no validation foresaw (here: applying one container raises after its row was written) is undone for that
+    container only, logged, counted; the containers around it are kept."""
+    from managers.mesh import MeshManager
+
+    apply = MeshManager._apply
+
+    def failing(self: MeshManager, row: MeshContainer, checked: object) -> str | None:
+        if (row.body.get("payload") or {}).get("text") == "the poisoned one":
+            raise RuntimeError("nobody foresaw this")
+        return apply(self, row, checked)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MeshManager, "_apply", failing)
+    hub = InMemoryHub()
+    peer = Identity.generate()
+    with door(tmp_path, hub=hub) as node:
+        for text in ("before", "the poisoned one", "after"):
+            hub.deliver("honest", ALL, encode(seal(peer, "message", {"text": text})))
+        node.step(0)
+        assert sorted(n.text for n in peer_notes(node)) == ["after", "before"]
+        assert node.stats["door_errors"] == 1
+        with node.managers() as house:  # its row was rolled back with it: sync may bring it again
+            assert len([r for r in house.repos.session.query(MeshContainer).all() if r.sender == peer.did]) == 2

@@ -89,6 +89,14 @@ def view(repos: Repos) -> MeshView:
                     for d in peers.discovered()])
 
 
+def recent_events(repos: Repos, limit: int = 30) -> list[dict[str, Any]]:
+    """What the mesh door journaled last (kind `mesh`: a peer met, a container sent, received and verified, or
+    refused), newest first — the Mesh page's live list before its stream (web/pages/live.py) adds to it."""
+    from web.services.events import event_dict
+
+    return [event_dict(row) for row in repos.live_events.newest(limit, kinds=["mesh"])]
+
+
 def suggested_name(did: str) -> str:
     """A name for a peer known only by its DID: `peer-` and the DID's last 8 characters."""
     tail = "".join(ch for ch in did.rsplit(":", 1)[-1] if ch.isalnum())[-8:]
