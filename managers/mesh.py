@@ -611,6 +611,11 @@ class MeshManager:
     def refused_counts(self, did: str | None = None) -> dict[str, int]:
         return self.repo.refused_counts(did)
 
+    def trim_refusals(self, keep: int) -> int:
+        """Keep the newest `keep` refusals: what a flood of junk cannot grow without bound (the counts shown are of
+        what is kept)."""
+        return self.repo.trim_refusals(keep)
+
     def refused_recent(self, limit: int = 20) -> builtins.list[MeshRefusal]:
         return self.repo.refused_recent(limit)
 

@@ -54,6 +54,7 @@ JUNK = frozenset({"malformed", "oversized", "forged", "unknown_type"})  # refusa
 NOT_WANTED_KEPT = 20_000  # ids refused for good, not asked for again by sync (bounded)
 EVENTS_PER_ROUND = 40  # events journaled per round at most (the rest are counted in one)
 JOURNAL_KEEP = 5_000
+REFUSALS_KEPT, TRIM_EVERY = 20_000, 1_000  # refusals kept in the database; trimmed after this many more
 MIN_PACE_RATE, MIN_PACE_BURST = 1.0, 5  # a peer advertising less is paced at this (no peer can stall the others)
 
 
@@ -152,6 +153,7 @@ class MeshNode:
         self.stats: Counter[str] = Counter()
         self.events: list[dict[str, Any]] = []  # this round's, journaled at its end
         self.journaled = 0
+        self.refused_since_trim = 0
         # unix seconds, by container id: when this door handed it to the transport (`sent`), and for what arrived
         # when the libp2p node took it off the wire, when this door read it, and when it was a row here
         self.sent_at: dict[str, float] = {}
@@ -246,6 +248,9 @@ class MeshNode:
                 if self.journaled >= 200:
                     house.mesh.trim_journal(JOURNAL_KEEP)
                     self.journaled = 0
+                if self.refused_since_trim >= TRIM_EVERY:
+                    house.mesh.trim_refusals(REFUSALS_KEPT)
+                    self.refused_since_trim = 0
         except Exception as exc:  # noqa: BLE001 — the page's journal must never stop the door
             log.info("mesh: %d event(s) not journaled (%s)", len(events), exc)
 
@@ -452,6 +457,7 @@ class MeshNode:
             self._event("received", type=outcome.type, id=outcome.container_id, sender=outcome.sender,
                         label=label, via=via, applied=outcome.applied, detail=outcome.detail, verified=True)
         elif outcome.status == "refused":
+            self.refused_since_trim += outcome.reason != "own"
             if outcome.final and outcome.container_id:
                 self.not_wanted[outcome.container_id] = None
                 while len(self.not_wanted) > NOT_WANTED_KEPT:

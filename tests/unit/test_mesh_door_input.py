@@ -329,3 +329,12 @@ def test_an_arrival_that_fails_is_rolled_back_alone_and_the_next_is_kept(tmp_pat
         assert node.stats["door_errors"] == 1
         with node.managers() as house:  # its row was rolled back with it: sync may bring it again
             assert len([r for r in house.repos.session.query(MeshContainer).all() if r.sender == peer.did]) == 2
+
+
+def test_the_refusals_kept_are_bounded(tmp_path: Path) -> None:
+    with door(tmp_path) as node, node.managers() as house:
+        for i in range(30):
+            house.mesh.receive(f"not json {i}".encode())
+        newest = [r.id for r in house.mesh.refused_recent(10)]
+        assert house.mesh.trim_refusals(10) == 20
+        assert [r.id for r in house.mesh.refused_recent(100)] == newest
