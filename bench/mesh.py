@@ -17,6 +17,8 @@
   node frozen (SIGSTOP: a partition, a hung link) or b killed (kill -9) and started again —, then healed: what was
   queued, what was delivered after it healed (by gossip, by sync), how long that took, what was lost or applied
   twice, and what it cost either side's trust;
+- the README's demo: seconds from the second command's start until each side printed that it met the other and
+  received its signed hello, verified;
 - leaving Isolated Mode: 100 containers (and 300 with a kill -9 of the sender mid-flush) queued alone, then a peer
   that takes 10 a second: what arrived, what was refused for rate, what it cost the sender's trust.
 
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import timezone
 from pathlib import Path
@@ -423,6 +426,52 @@ def isolated_flush(root: Path, queued: int, *, kill: bool = False, rate: float =
         receiver.stop()
 
 
+def demo(root: Path) -> dict[str, Any]:
+    """The README's two commands: seconds from the second one's start until each side printed that it met the other
+    and received its signed hello, verified."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON)}
+    lines: dict[str, list[tuple[float, str]]] = {"a": [], "b": []}
+    processes: list[subprocess.Popen[str]] = []
+
+    def run(name: str, *args: str) -> None:
+        process = subprocess.Popen([sys.executable, "-m", "mesh", "--data-dir", str(root / "demo" / name), *args],
+                                   cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                   bufsize=1)
+        processes.append(process)
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines[name].append((time.monotonic(), line.rstrip("\n")))
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def first(name: str, *words: str) -> float | None:
+        return next((at for at, line in list(lines[name]) if all(w in line for w in words)), None)
+
+    try:
+        run("a")
+        if not wait_for(lambda: first("a", '"addrs"') is not None, 300):
+            raise RuntimeError("a did not start")
+        address = json.loads(next(line for _, line in lines["a"] if '"addrs"' in line))["addrs"][0]
+        started = time.monotonic()
+        run("b", "--topic", "tides", "--bootstrap", address)
+        wait_for(lambda: all(first(n, "received a signed hello", "signature verified") for n in "ab"), 300)
+        listening = first("b", '"addrs"')
+        return {name: {what: None if (at := first(name, *words)) is None else round(at - started, 2)
+                       for what, words in (("met", ("met did:key",)),
+                                           ("received_hello", ("received a signed hello", "signature verified")))}
+                for name in "ab"} | {"b_listening_s": None if listening is None else round(listening - started, 2)}
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--peers", default="3,10")
@@ -447,6 +496,7 @@ def main() -> None:
                 if options.adaptive_gossip:
                     out["cogsync"].append(propagation(int(n), options.entries, Path(tmp), adaptive_gossip=True))
         if not options.no_partition and not options.only_cogsync:
+            out["demo_seconds"] = demo(Path(tmp))
             out["partition"] = [partition(Path(tmp), mode) for mode in ("frozen", "gone")]
             out["isolated_flush"] = [isolated_flush(Path(tmp), 100), isolated_flush(Path(tmp), 300, kill=True)]
     print(json.dumps(out, indent=2))

@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import rfc8785
@@ -395,7 +396,7 @@ class MeshNode:
                 if message.to == self.did:
                     self._bodies(delivery, message)
                 continue
-            replies += self._isolated(delivery, lambda house, d=delivery, m=message: self._one(house, d, m))
+            replies += self._isolated(delivery, partial(self._one, delivery=delivery, message=message))
         for reply in replies:
             self._publish_sync(reply)
 
@@ -541,7 +542,7 @@ class MeshNode:
             if not isinstance(cid, str) or cid not in self.wanted:
                 continue  # only what we asked for
             self.wanted.discard(cid)
-            self._isolated(delivery, lambda house, b=body: self._body(house, delivery, b))
+            self._isolated(delivery, partial(self._body, delivery=delivery, body=body))
 
     def _body(self, house: Managers, delivery: Delivery, body: dict[str, Any]) -> list[dict[str, Any]]:
         if house.mesh.holds(str(body["id"])):  # it came by gossip meanwhile: no replay of the peer's doing, we asked

@@ -89,14 +89,15 @@ def test_a_js_libp2p_node_and_a_persona_exchange_signed_containers(tmp_path: Pat
             # the persona bound the JS node's DID by its signed have, and kept its signed message as a note
             assert wait_for(lambda: js_did in persona.read().get("dids", []), WAIT), persona.log_tail()
 
-            def notes() -> list[Note]:
+            def notes() -> list[tuple[str, list[str]]]:
                 for house in persona.managers():
-                    return list(house.repos.session.query(Note).filter(Note.source == "peer").all())
+                    return [(n.text, list(n.tags or []))
+                            for n in house.repos.session.query(Note).filter(Note.source == "peer").all()]
                 return []
 
-            assert wait_for(lambda: any(n.text == "hello from js-libp2p" for n in notes()), WAIT), persona.log_tail()
-            [note] = [n for n in notes() if n.text == "hello from js-libp2p"]
-            assert f"peer:{js_did}" in note.tags and f"from:{js_did}" in note.tags
+            assert wait_for(lambda: any(t == "hello from js-libp2p" for t, _ in notes()), WAIT), persona.log_tail()
+            [tags] = [tags for text, tags in notes() if text == "hello from js-libp2p"]
+            assert f"peer:{js_did}" in tags and f"from:{js_did}" in tags
             # and the other way: a message the persona writes to the JS node, verified there
             for house in persona.managers():
                 house.mesh.compose("message", {"text": "hello from py-libp2p"}, recipient=js_did)
