@@ -56,7 +56,8 @@ NOT_WANTED_KEPT = 20_000  # ids refused for good, not asked for again by sync (b
 EVENTS_PER_ROUND = 40  # events journaled per round at most (the rest are counted in one)
 JOURNAL_KEEP = 5_000
 REFUSALS_KEPT, TRIM_EVERY = 20_000, 1_000  # refusals kept in the database; trimmed after this many more
-MIN_PACE_RATE, MIN_PACE_BURST = 1.0, 5  # a peer advertising less is paced at this (no peer can stall the others)
+MIN_PACE_RATE, MIN_PACE_BURST = 1.0, 5
+TRANSPORT_RETRY_FIRST_S, TRANSPORT_RETRY_MAX_S = 1.0, 60.0  # a libp2p node that exited is started again  # a peer advertising less is paced at this (no peer can stall the others)
 
 
 BINDING_SKEW_MS = 10 * 60 * 1000  # a `have` older or newer than this is not taken as proof of who a peer is
@@ -152,6 +153,7 @@ class MeshNode:
         self.trust_dirty = False  # a refusal or a new peer since the trust was last shared
         self.shared_trust: tuple[dict[str, float], list[str]] | None = None
         self.stats: Counter[str] = Counter()
+        self.transport_retry_s, self.transport_retry_at = TRANSPORT_RETRY_FIRST_S, 0.0
         self.events: list[dict[str, Any]] = []  # this round's, journaled at its end
         self.journaled = 0
         self.refused_since_trim = 0
@@ -202,8 +204,37 @@ class MeshNode:
             self.on_event(item)
         self.events.append(item)
 
+    def _revive(self) -> bool:
+        """The libp2p node exited (a crash, a kill): start it again — at most every `transport_retry_s`, doubling to
+        TRANSPORT_RETRY_MAX_S while it fails — and join the channels again. True when it runs."""
+        now = time.monotonic()
+        if now < self.transport_retry_at:
+            return False
+        log.warning("mesh: the libp2p node is gone; starting it again")
+        self.stats["transport_restarts"] += 1
+        try:
+            self.transport.stop()
+            self.transport.start()
+        except TransportError as exc:
+            self.transport_retry_s = min(TRANSPORT_RETRY_MAX_S, self.transport_retry_s * 2)
+            self.transport_retry_at = now + self.transport_retry_s
+            log.warning("mesh: the libp2p node did not start (%s); again in %.0f s", exc, self.transport_retry_s)
+            return False
+        self.transport_retry_s = TRANSPORT_RETRY_FIRST_S
+        self.channels.clear()
+        for channel in (ALL, SYNC):
+            self._join(channel)
+        self._refresh_channels()
+        self.peer_dids.clear()  # their `have`s bind them again, and gossipsub hears their trust again
+        self.shared_trust = None
+        self.isolated = True
+        return True
+
     # ---- one round ----------------------------------------------------------------------------------------------
     def step(self, timeout: float = 0.2) -> None:
+        if not self.transport.alive() and not self._revive():
+            time.sleep(timeout)
+            return
         deliveries = self.transport.poll(timeout)
         if deliveries:
             self._handle_all(deliveries)

@@ -43,6 +43,7 @@ class Transport(Protocol):
     def peer_count(self) -> int: ...
     def addresses(self) -> list[str]: ...
     def trust(self, scores: dict[str, float], blocked: list[str]) -> None: ...
+    def alive(self) -> bool: ...
 
 
 class TransportError(RuntimeError):
@@ -115,6 +116,10 @@ class InMemoryTransport:
         self.scores, self.blocked = dict(scores), set(blocked)
         self.trust_updates += 1
 
+    def alive(self) -> bool:
+        """A hub member has no process to lose (`up` is whether the network reaches it: Isolated Mode)."""
+        return True
+
 
 # ---- libp2p through the sidecar ---------------------------------------------------------------------------------------
 class Libp2pTransport:
@@ -161,24 +166,28 @@ class Libp2pTransport:
             args.append("--mdns")
         if self.adaptive_gossip:
             args.append("--adaptive-gossip")
+        self._ready.clear()
+        self._peers = []
         self._process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
         assert self._process.stdout is not None and self._process.stdin is not None
         self._outbox = queue.Queue(maxsize=OUTBOX_LINES)
-        threading.Thread(target=self._read, args=(self._process.stdout,), name="mesh-sidecar", daemon=True).start()
+        threading.Thread(target=self._read, args=(self._process.stdout, self._process), name="mesh-sidecar",
+                         daemon=True).start()
         threading.Thread(target=self._write, args=(self._process.stdin, self._outbox), name="mesh-sidecar-in",
                          daemon=True).start()
         if not self._ready.wait(self.ready_timeout):
             self.stop()
             raise TransportError(f"the libp2p sidecar did not start within {self.ready_timeout}s")
 
-    def _read(self, stream: IO[str]) -> None:
+    def _read(self, stream: IO[str], process: subprocess.Popen[str]) -> None:
         for line in stream:
             try:
                 self._take(json.loads(line))
             except (ValueError, TypeError, KeyError, AttributeError):  # a line the sidecar never writes: skipped
                 continue
-        self._peers = []
+        if self._process is process:  # (not a sidecar started since)
+            self._peers = []
 
     def _take(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -240,8 +249,12 @@ class Libp2pTransport:
             pass
         return out
 
+    def alive(self) -> bool:
+        """Whether the sidecar runs (False once it exited: the door starts it again)."""
+        return self._process is not None and self._process.poll() is None
+
     def peer_count(self) -> int:
-        return len(self._peers)
+        return len(self._peers) if self.alive() else 0
 
     def peers(self) -> list[str]:
         return list(self._peers)

@@ -338,3 +338,56 @@ def test_the_refusals_kept_are_bounded(tmp_path: Path) -> None:
         newest = [r.id for r in house.mesh.refused_recent(10)]
         assert house.mesh.trim_refusals(10) == 20
         assert [r.id for r in house.mesh.refused_recent(100)] == newest
+
+
+class Crashing(InMemoryTransport):
+    """A transport whose process is gone until the door starts it again."""
+
+    crashed = False
+    starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        self.crashed = False
+        super().start()
+
+    def alive(self) -> bool:
+        return not self.crashed
+
+
+def test_a_libp2p_node_that_exited_is_started_again_and_the_channels_joined(tmp_path: Path) -> None:
+    hub = InMemoryHub()
+    transport = Crashing(hub, "a")
+    hub.members["a"] = transport
+    node = MeshNode(Database.open(tmp_path / "a"), settings_for(tmp_path / "a", topics=["tides"]), transport)
+    node.start()
+    try:
+        transport.crashed, transport.topics = True, set()  # gone, and with it what it had joined
+        node.step(0)
+        assert transport.starts == 2 and node.stats["transport_restarts"] == 1
+        assert {ALL, SYNC, "anima/topic/tides"} <= transport.topics
+        hub.deliver("honest", ALL, encode(seal(Identity.generate(), "message", {"text": "after the restart"})))
+        node.step(0)
+        assert [n.text for n in peer_notes(node)] == ["after the restart"]
+    finally:
+        node.stop()
+        node.database.close()
+
+
+def test_the_mesh_page_lists_what_the_door_journaled(web) -> None:  # type: ignore[no-untyped-def]
+    """The door's events (kind `mesh` in the live journal) on the Mesh page, newest first; /live/mesh streams the
+    same fragments as they come (tests/integration/test_mesh_demo.py, in a browser)."""
+    peer = Identity.generate().did
+    assert "mesh-live-empty" in web.client.get("/mesh").text
+    with web.services.db.unit() as repos:
+        Managers(repos, ManagerDeps(settings=settings_for(web.data_dir))).mesh.journal([
+            {"event": "met", "did": peer, "peer": "12D3KooWPeer", "label": peer},
+            {"event": "received", "type": "hello", "id": "sha256:" + "a" * 64, "sender": peer, "label": peer,
+             "via": "gossip", "applied": "hello", "detail": "tides", "verified": True},
+            {"event": "refused", "reason": "malformed", "sender": None, "id": None, "detail": "not JSON"}])
+    page = web.client.get("/mesh").text
+    live = page[page.index('data-testid="mesh-live"'):page.index("</ul>", page.index('data-testid="mesh-live"'))]
+    assert live.index("refused a container from an unknown peer: malformed") \
+        < live.index(f"received a signed hello from {peer}: signature verified, accepted") \
+        < live.index(f"met {peer} at libp2p peer 12D3KooWPeer")
+    assert "it listens to: tides" in live and "mesh-live-empty" not in page
