@@ -393,7 +393,8 @@ def partition(root: Path, mode: str, *, each: int = 50, apart_s: float = 10.0) -
             door.stop()
 
 
-def isolated_flush(root: Path, queued: int, *, kill: bool = False, rate: float = 10.0, burst: int = 20) -> dict[str, Any]:
+def isolated_flush(root: Path, queued: int, *, kill: bool = False, rate: float = 10.0,
+                   burst: int = 20) -> dict[str, Any]:
     """A persona queues `queued` containers alone (Isolated Mode), then meets a peer that takes `rate` a second
     (burst `burst`) from one peer; with `kill`, the sender is killed (kill -9) mid-flush and started again. What
     arrived, what was refused for rate, and what it cost the sender's trust there (issue: 54 of 100 and 254 of 300

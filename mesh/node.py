@@ -56,8 +56,8 @@ NOT_WANTED_KEPT = 20_000  # ids refused for good, not asked for again by sync (b
 EVENTS_PER_ROUND = 40  # events journaled per round at most (the rest are counted in one)
 JOURNAL_KEEP = 5_000
 REFUSALS_KEPT, TRIM_EVERY = 20_000, 1_000  # refusals kept in the database; trimmed after this many more
-MIN_PACE_RATE, MIN_PACE_BURST = 1.0, 5
-TRANSPORT_RETRY_FIRST_S, TRANSPORT_RETRY_MAX_S = 1.0, 60.0  # a libp2p node that exited is started again  # a peer advertising less is paced at this (no peer can stall the others)
+MIN_PACE_RATE, MIN_PACE_BURST = 1.0, 5  # a peer advertising less is paced at this (no peer can stall the others)
+TRANSPORT_RETRY_FIRST_S, TRANSPORT_RETRY_MAX_S = 1.0, 60.0  # a libp2p node that exited is started again
 
 
 BINDING_SKEW_MS = 10 * 60 * 1000  # a `have` older or newer than this is not taken as proof of who a peer is
@@ -450,7 +450,8 @@ class MeshNode:
         except WireError as exc:
             return exc
 
-    def _one(self, house: Managers, delivery: Delivery, message: Have | Want | WireError | None) -> list[dict[str, Any]]:
+    def _one(self, house: Managers, delivery: Delivery,
+             message: Have | Want | WireError | None) -> list[dict[str, Any]]:
         if isinstance(message, WireError):
             self.stats["bad_sync"] += 1
             self._junk(delivery.peer, f"a sync message that cannot be read ({message})")

@@ -12,8 +12,8 @@ is a new container whose lineage names the old one).
 `check()` verifies what arrived, in order, and says why it refuses: oversized, malformed (not JSON, nested too deep,
 a field of the wrong type: reach/hmp/wire.py, schema.py), forged (id or signature does not match), then — the sender
 now proven (`Refused.verified`) — unknown_type, expired (or dated too far ahead) and a malformed payload (a field of
-its type's payload model of the wrong type). A refusal whose sender is not proven must not be held against the DID it names (that would let anyone frame
-a peer): the receiver holds it against the peer that delivered it. Replays, revoked keys, blocklisted peers and
+its type's payload model of the wrong type). A refusal whose sender is not proven must not be held against the DID it
+names (that would let anyone frame a peer): the receiver holds it against the peer that delivered it. Replays, revoked keys, blocklisted peers and
 floods need the receiver's state; the manager checks those (managers/mesh.py)."""
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ import json
 import re
 from typing import Any
 
-MAX_DEPTH = 16  # a container nests at most 6 (an envelope's payload → its note → its payload → a list); sync messages 9
+MAX_DEPTH = 16  # a container nests at most 6 (an envelope's payload → its note → its payload → a list); sync
+# messages 9
 _STRUCTURAL = re.compile(rb'[\[\]{}"\\]')
 
 

@@ -87,7 +87,8 @@ def test_adopting_a_consensus_waits_for_the_owner_whatever_the_validators_say(ag
     owner; approved, the next tick writes the principle into ethics.yaml, once."""
     main = FakeLLM("main", json_answer={"rating": 2, "comment": "a fine consensus"})
     judge = FakeLLM("judge", json_answer={"rating": 2, "comment": "a fine consensus"})
-    options = {"another model rates +2": {"validators": ("judge",)}, "its own model rates +2": {"validators": ("main",)},
+    options = {"another model rates +2": {"validators": ("judge",)},
+               "its own model rates +2": {"validators": ("main",)},
                "auto_approve": {"consent": {"auto_approve": ["mesh.adopt"]}}}[passes]
     agent = agent_factory(main, judge, persona_dir=str(persona), mesh={"enabled": True}, **options)
     author = Identity.generate()
