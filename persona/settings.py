@@ -382,6 +382,16 @@ class MeshSettings(Section):
         "a peer below this trust gets nothing from this persona's door: no container addressed to it is sent, its "
         "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
+    store_per_peer_kb: int = Field(4096, ge=64, le=1_048_576, description=(
+        "containers kept from one peer at most (KiB); more is refused as over_quota and shown on the Mesh page"))
+    store_total_mb: int = Field(256, ge=1, le=65_536, description="containers kept from all peers at most (MiB)")
+    carry_per_peer_kb: int = Field(256, ge=0, le=1_048_576, description=(
+        "of those, kept only to pass on (CogSync on a topic this persona does not subscribe to, a message for "
+        "another persona), from one peer at most (KiB)"))
+    carry_total_mb: int = Field(16, ge=0, le=65_536, description="… and from all peers at most (MiB)")
+    junk_burst: int = Field(20, ge=1, le=100_000, description=(
+        "messages that cannot be read (not JSON, a field of the wrong type, a forged signature) one libp2p peer may "
+        "send (refilled one every 5 s) before it is cut off: put on gossipsub's blacklist"))
     note_hops: int = Field(3, ge=1, le=10, description=(
         "how far a shared (public) note travels through friends: 1 = to this persona's friends only, 2 = their "
         "friends too, …"))

@@ -42,9 +42,10 @@ def libp2p_venv() -> Path:
 class Door:
     """One persona's mesh door as a process (`python -m mesh`) over its own data dir."""
 
-    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str], min_trust: float = -0.5) -> None:
+    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str], min_trust: float = -0.5,
+                 env: dict[str, str] | None = None) -> None:
         self.name, self.data, self.state = name, root / name, root / f"{name}.json"
-        self.bootstrap, self.topics, self.min_trust = bootstrap, topics, min_trust
+        self.bootstrap, self.topics, self.min_trust, self.env = bootstrap, topics, min_trust, dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.settings = Settings(data_dir=str(self.data), mesh=MeshSettings(enabled=True, sync_every_s=1.0,
                                                                             min_trust=min_trust))
@@ -57,7 +58,8 @@ class Door:
         for topic in self.topics:
             args += ["--topic", topic]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SYNC_EVERY_S": "1",
-               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON), "ANIMA_MESH__MIN_TRUST": str(self.min_trust)}
+               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON), "ANIMA_MESH__MIN_TRUST": str(self.min_trust),
+               **self.env}
         log = (self.data.parent / f"{self.name}.log").open("ab")
         self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=log)
         assert wait_for(self.state.exists, WAIT), f"{self.name} did not start: {self.log_tail()}"
@@ -284,7 +286,7 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
             attacker.publish(ALL, encode(original))
             sent["replay"] += 1
         for i in range(120):
-            attacker.publish(ALL, encode(seal(mallory, "message", {"flood": i})))
+            attacker.publish(ALL, encode(seal(mallory, "message", {"text": f"flood {i}"})))
             sent["flood"] += 1
 
         # the rest is refused by a's door until mallory's trust is below -0.95, then dropped by a's gossipsub — or
@@ -300,7 +302,7 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
         # reaches a's door (no refusal of it is counted: it was not received)
         assert wait_for(lambda: a.read().get("gossip_trust", {}).get(attacker.peer_id, 0.0) < -0.95, WAIT), a.read()
         before = dropped()
-        later = [seal(mallory, "message", {"after": i}) for i in range(5)]
+        later = [seal(mallory, "message", {"text": f"after {i}"}) for i in range(5)]
         for container in later:
             attacker.publish(ALL, encode(container))
         assert wait_for(lambda: dropped() >= before + len(later), WAIT), a.read()

@@ -120,3 +120,21 @@ async def live_approvals(request: Request, services: WebServices = Depends(get_s
                 yield {"event": "approval", "id": str(event["id"]), "data": event["kind"]}
 
     return EventSourceResponse(signals(), ping=15)
+
+
+@router.get("/live/mesh")
+async def live_mesh(request: Request, services: WebServices = Depends(get_services)):
+    """What the mesh door sees, as it sees it (a peer met, a signed container received and verified, one refused):
+    the Mesh page's live list (fragments/mesh_event.html)."""
+    cursor = events.newest_id(services.db)
+    lang = language_of(request)
+    template = request.app.state.templates.get_template("fragments/mesh_event.html")
+
+    async def fragments():
+        async for event in events.follow(services.db, cursor, kinds=["mesh", "keepalive"],
+                                         is_disconnected=request.is_disconnected, listener=services.listener):
+            if event["kind"] == "mesh":
+                html = template.render(event=event, lang=lang, base=request.scope.get("root_path", ""))
+                yield {"event": "mesh", "id": str(event["id"]), "data": html.replace("\n", " ")}
+
+    return EventSourceResponse(fragments(), ping=15)

@@ -17,7 +17,8 @@ router = APIRouter()
 
 @router.get("/mesh")
 def mesh_page(request: Request, repos: Repos = unit_of_work()):
-    return render(request, "pages/mesh.html", "mesh", mesh=mesh.view(repos), error=None)
+    return render(request, "pages/mesh.html", "mesh", mesh=mesh.view(repos), error=None,
+                  mesh_events=mesh.recent_events(repos))
 
 
 @router.post("/mesh/peers")

@@ -92,6 +92,7 @@ class CaseOut(BaseModel):
     votes: int
     result: str | None
     score: float | None
+    unweighed: int = Field(0, description="Votes of peers not trusted here yet: counted, weighing nothing.")
 
 
 class RefusedOut(BaseModel):

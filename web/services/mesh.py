@@ -12,6 +12,7 @@ from memory import Repos
 from memory.models import Peer
 from nodes.provenance import note_author
 from web.errors import NotFoundError, ServiceError
+from web.services.events import event_dict
 from web.schemas.mesh import (CaseOut, DiscoveredOut, HeardOut, LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut,
                               PeerTagsIn, RefusedOut, TrustPoint)
 
@@ -87,6 +88,12 @@ def view(repos: Repos) -> MeshView:
                                   last_seen=str(d["last_seen"]), trust=peers.trust(d["did"]),
                                   suggested_name=suggested_name(d["did"]))
                     for d in peers.discovered()])
+
+
+def recent_events(repos: Repos, limit: int = 30) -> list[dict[str, Any]]:
+    """What the mesh door journaled last (kind `mesh`: a peer met, a container sent, received and verified, or
+    refused), newest first — the Mesh page's live list before its stream (web/pages/live.py) adds to it."""
+    return [event_dict(row) for row in repos.live_events.newest(limit, kinds=["mesh"])]
 
 
 def suggested_name(did: str) -> str:
