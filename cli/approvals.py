@@ -46,7 +46,7 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str
 
     database = open_database(data_dir, db, name)
     try:
-        row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())
+        row = answer(database, approval_id, approve=approve, by="owner (cli)", reason=reason, now=utcnow())
     except ApprovalError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)

@@ -82,7 +82,8 @@ class ConsentManager:
         except ValueError as exc:
             raise ApprovalError(str(exc)) from None
         repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
-                        decision="approved" if approve else "denied", actor="human", reason=reason or by,
+                        decision="approved" if approve else "denied", actor="human",
+                        reason=f"{by}: {reason}" if reason else by,
                         approval_id=row.id, created_at=now)
         if row.type == DOCUMENT_APPROVAL:
             self._settle_document(row, approve=approve, reason=reason, now=now)

@@ -14,7 +14,7 @@ from memory import Database, Repos
 from web.errors import NotFoundError, ServiceError
 from web.schemas.approvals import Approval, ApprovalDetail, ApprovalList, ApprovalsOverview, AuditEntry
 
-DECIDED_BY = "human (web)"
+DECIDED_BY = "owner (web)"  # the default of a caller that does not say more (web/security.py web_actor says more)
 
 
 def listing(repos: Repos, status: str | None = "pending", limit: int = 50) -> ApprovalList:
@@ -38,7 +38,8 @@ def detail(repos: Repos, approval_id: int) -> ApprovalDetail:
     return ApprovalDetail(**approval_row(row), audit=[AuditEntry(**audit_row(e)) for e in consent.audit_of(approval_id)])
 
 
-def decide(db: Database, approval_id: int, *, approve: bool, reason: str, now: datetime) -> ApprovalDetail:
+def decide(db: Database, approval_id: int, *, approve: bool, reason: str, now: datetime,
+           by: str = DECIDED_BY) -> ApprovalDetail:
     """Approve (it runs once, at the persona's next tick) or deny (never runs; the persona is told why).
     404 when there is no such approval, 409 when it was decided already."""
     with db.unit() as repos:
@@ -46,7 +47,7 @@ def decide(db: Database, approval_id: int, *, approve: bool, reason: str, now: d
             raise NotFoundError(N_("no approval %(approval_id)s"), approval_id=approval_id, field="approval_id")
     try:
         with db.unit() as repos:
-            Managers(repos).consent.answer(approval_id, approve=approve, by=DECIDED_BY, reason=reason.strip(), now=now)
+            Managers(repos).consent.answer(approval_id, approve=approve, by=by, reason=reason.strip(), now=now)
     except ApprovalError as exc:
         raise ServiceError(N_("%(exc)s (it was decided already)"), exc=exc, field="approval_id", status=409) from None
     with db.unit() as repos:
