@@ -373,9 +373,10 @@ class PeerManager:
         """A message from a peer (or an unnamed A2A agent): a note from it, unread, fenced as data in the prompt; with
         `task_id`, the A2A task that waits for the persona's reply — a new one, or the caller's own task the persona
         asked it something in (`asked`: this message is the answer). `caller` is who the credential proved. The same
-        `message_id` again (a sender's retry) is not a second note: the first one's task is returned. Refused for a
-        blocked peer, an empty or too long message, or another caller's or a finished task; Overloaded past the
-        caps of `limits`."""
+        `message_id` again from the same caller while the first is still unanswered (a sender's retry) is not a second
+        note: the first one's task is returned (once answered, the id may come again: some senders reuse ids).
+        Refused for a blocked peer, an empty or too long message, or another caller's or a finished task;
+        Overloaded past the caps of `limits`."""
         author = self.known_name(author)
         if self.refuses(author):
             raise Refused(f"{author} is blocked")
@@ -384,14 +385,15 @@ class PeerManager:
             raise Refused("an empty message")
         if limits is not None and len(text) > limits.max_chars:
             raise Refused(f"a message of {len(text)} characters; at most {limits.max_chars} are taken")
-        if message_id:
+        moment = now or self._now()
+        existing = self.repos.peers.inbound(task_id) if task_id else None
+        if message_id and existing is None:
             known = self.repos.peers.inbound_by_message(author, message_id)
-            if known is not None and known.caller == caller:
+            if known is not None and known.caller == caller and known.reply_note_id is None \
+                    and known.status in ("waiting", "expired"):
                 note = self.repos.peers.note(known.note_id)
                 if note is not None:
                     return note, known
-        moment = now or self._now()
-        existing = self.repos.peers.inbound(task_id) if task_id else None
         if existing is not None:
             if existing.caller != caller:
                 raise Refused(f"no task {task_id}")

@@ -276,6 +276,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             if message is None or context.task_id is None or context.context_id is None:
                 return
             task_id, context_id = context.task_id, context.context_id
+            if context.current_task is not None and context.current_task.context_id:
+                context_id = context.current_task.context_id  # a follow-up naming only its task keeps its context
             caller = caller_of(context.call_context)
             updater = TaskUpdater(event_queue, task_id, context_id)
             settings = a2a_settings()
@@ -331,7 +333,7 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
                 configuration is not None and configuration.return_immediately)
             if at_once or started:  # else a plain reply may still be a Message
                 await as_task()
-                await updater.start_work(updater.new_agent_message([new_text_part("thinking")]))
+                await updater.start_work()
             reply = await _wait_for_reply(services, waiting_on, settings.reply_wait_s)
             if reply is None:
                 await anyio.to_thread.run_sync(lambda: _give_up(services, waiting_on))

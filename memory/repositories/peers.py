@@ -122,7 +122,7 @@ class PeerRepo(Repo):
 
     def inbound_by_message(self, peer_name: str, message_id: str) -> A2AInbound | None:
         q = select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.message_id == message_id)
-        return self.session.scalars(q.order_by(A2AInbound.id).limit(1)).first()
+        return self.session.scalars(q.order_by(A2AInbound.id.desc()).limit(1)).first()
 
     def waiting_all(self, limit: int = 100) -> builtins.list[A2AInbound]:
         q = select(A2AInbound).where(A2AInbound.status == "waiting").order_by(A2AInbound.id).limit(limit)
