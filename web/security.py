@@ -281,6 +281,8 @@ async def guard(request: Request, call_next):
         browser = any(h in request.headers for h in ("origin", "sec-fetch-site", "sec-fetch-mode"))
         if _foreign_origin(request):
             return _refuse(403, "cross-site request refused")
-        if browser and not _same(request.headers.get(CSRF_HEADER, ""), services.csrf_token):
+        # A2A authenticates by a bearer header, which no cross-site page can send (nor JSON without a preflight the
+        # app never allows); A2A clients on fetch (node's) send Sec-Fetch-Mode without being a page of this app
+        if browser and not A2A_ENDPOINT.match(path) and not _same(request.headers.get(CSRF_HEADER, ""), services.csrf_token):
             return _refuse(403, f"missing or wrong {CSRF_HEADER} header (the app's pages send it)")
     return await call_next(request)
