@@ -267,6 +267,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
     from managers.errors import Refused
     from managers.peers import InboundLimits, Overloaded
 
+    arrivals = threading.Lock()  # one arrival at a time: the caps are read, then written, in one go
+
     class PersonaExecutor(AgentExecutor):
         """A message → a note from its caller; the persona's reply → the task's result, question, refusal, or a
         message."""
@@ -300,7 +302,7 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             assert message is not None
 
             def arrive() -> str:
-                with services.db.unit(actor="peer") as repos:
+                with arrivals, services.db.unit(actor="peer") as repos:
                     _note, inbound = Managers(repos, ManagerDeps(clock=services.clock)).peers.incoming(
                         caller.author(context_id), text, task_id=task_id, message_id=message.message_id or None,
                         context_id=context_id, caller=caller.key, limits=limits)
