@@ -152,11 +152,12 @@ class PeerManager:
                                     added_by=added_by, note=note[:2000], now=self._now())
 
     def remove(self, key: str | int) -> Peer:
-        """Forget a peer: the credentials issued to it are revoked and the one it issued to me is dropped."""
+        """Forget a peer: the credentials issued to it are deleted (they open nothing) and the one it issued to me
+        is dropped."""
         peer = self.get(key)
-        self._revoke(peer, None)
-        if self.house.deps.settings is not None:  # a door without settings holds no secret store to clean
-            self._secrets().delete(self._token_name(peer))
+        self.repos.peers.delete_credentials(peer.id)  # a later peer may get the same row id: it inherits none
+        if self.house.deps.settings is not None:  # a door without settings holds no secret store to clean (the
+            self._secrets().delete(self._token_name(peer))  # name is this peer's own: no later peer reads it)
         self.repos.peers.delete(peer)
         return peer
 
@@ -222,7 +223,8 @@ class PeerManager:
 
     @staticmethod
     def _token_name(peer: Peer) -> str:
-        return f"a2a-peer-{peer.id}.token"  # by id: a later peer of the same name does not inherit it
+        made = peer.created_at.strftime("%Y%m%dT%H%M%S%f") if peer.created_at else "0"
+        return f"a2a-peer-{peer.id}-{made}.token"  # this peer's own: a later one of the same name or id reads none
 
     def set_outgoing_token(self, key: str | int, token: str | None) -> Peer:
         """The credential the peer issued to me, sent with my messages to it (None: forget it)."""

@@ -1046,7 +1046,7 @@ class A2ARefusal(Base):
 class PeerCredential(Base):
     """A credential this persona issued to one of its peers: a bearer token that opens the A2A endpoint, and nothing
     else, as that peer. Only the token's SHA-256 is kept (the token is shown once, when issued); `hint` is a few of
-    its characters to tell credentials apart. Revoked, it opens nothing; a removed peer's credentials are revoked."""
+    its characters to tell credentials apart. Revoked, it opens nothing; a removed peer's credentials are deleted."""
 
     __tablename__ = "peer_credentials"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

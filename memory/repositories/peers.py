@@ -105,6 +105,11 @@ class PeerRepo(Repo):
         self.session.flush()
         return row
 
+    def delete_credentials(self, peer_id: int) -> None:
+        for row in self.credentials(peer_id):
+            self.session.delete(row)
+        self.session.flush()
+
     def credential_by_hash(self, token_hash: str) -> PeerCredential | None:
         return self.session.scalars(select(PeerCredential).where(PeerCredential.token_hash == token_hash)).first()
 
