@@ -221,3 +221,20 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
     got = sdk_get(restarted, "task-before-restart", token)
     assert got["state"] == "TASK_STATE_COMPLETED", got
     assert got["status"] == "Yes — the reply, after the restart." and got["artifacts"] == [got["status"]]
+
+
+def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_a2a_errors(web):
+    card = web.client.get("/.well-known/agent-card.json")
+    assert card.headers["cache-control"].startswith("public, max-age=") and card.headers["etag"].startswith('"')
+    assert card.headers["last-modified"].endswith("GMT") and card.json()["capabilities"]["streaming"] is True
+    again = web.client.get("/.well-known/agent-card.json", headers={"If-None-Match": card.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    since = web.client.get("/.well-known/agent-card.json", headers={"If-Modified-Since": card.headers["last-modified"]})
+    assert since.status_code == 304
+    body = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "no-such-task"}}
+    for path in ("/a2a", "/a2a/"):  # both, no redirect
+        answer = web.client.post(path, json=body, headers={"A2A-Version": "1.0"}, follow_redirects=False)
+        assert answer.status_code == 200 and answer.json()["error"]["code"] == -32001  # TaskNotFoundError
+    wrong = web.client.post("/a2a/", content=json.dumps(body), headers={"Content-Type": "text/plain",
+                                                                        "A2A-Version": "1.0"})
+    assert wrong.json()["error"]["code"] == -32005 and wrong.json()["id"] == 7  # ContentTypeNotSupportedError
