@@ -48,7 +48,7 @@ def serve(data_dir: Path, port: int, reply_wait_s: float) -> subprocess.Popen[st
                                  **UNLIMITED})
 
 
-UNLIMITED = {"ANIMA_A2A__RATE_PER_MINUTE": "1000000", "ANIMA_A2A__RATE_TOTAL_PER_MINUTE": "1000000",
+UNLIMITED = {"ANIMA_A2A__RATE_PER_MINUTE": "100000", "ANIMA_A2A__RATE_TOTAL_PER_MINUTE": "1000000",
              "ANIMA_A2A__OPEN_PER_CALLER": "10000", "ANIMA_A2A__OPEN_TOTAL": "100000"}
 
 
