@@ -94,7 +94,8 @@ def _to_an_unapproved_agent(args: dict[str, Any]) -> Effect | None:
 
 
 @FAMILY.command("messages.send", '{"text": "…"}  (to your human; "to": a person or a peer by name, or an A2A '
-                "agent's URL)", args=MessageArgs, effect="write_self", escalate=_to_an_unapproved_agent,
+                "agent's URL; answering a peer's task: \"ask\": true asks back, \"decline\": true, \"data\": {…}, "
+                '"file": {"name", "text" or "url"})', args=MessageArgs, effect="write_self", escalate=_to_an_unapproved_agent,
                 aliases=('message', 'send_message', 'send', 'reply'))
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text")).strip()
