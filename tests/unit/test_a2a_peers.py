@@ -5,8 +5,10 @@ unanswered; replies that ask back, decline, or carry data and files — down to 
 
 from __future__ import annotations
 
+import io
 import json
 import stat
+import tarfile
 import threading
 from datetime import datetime, timedelta, timezone
 
@@ -296,6 +298,12 @@ def test_the_owner_issues_and_revokes_over_the_api_and_the_token_is_shown_once(w
     assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "has space"}).status_code == 422
     assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "from-bob"}).status_code == 204
     assert "from-bob" not in web.client.get("/api/peers/bob").text
+    export = web.client.get("/api/persona/export")
+    assert export.status_code == 200
+    with tarfile.open(fileobj=io.BytesIO(export.content)) as archive:  # the whole persona: no secret, no token
+        for member in archive.getmembers():
+            body = archive.extractfile(member).read() if member.isfile() else b""
+            assert b"from-bob" not in body and token.encode() not in body, member.name
     revoked = web.client.delete(f"/api/peers/bob/credentials/{credential['id']}")
     assert revoked.status_code == 200 and revoked.json()[0]["revoked_at"] is not None
     assert web.client.delete("/api/peers/bob/credentials/999").status_code == 404
