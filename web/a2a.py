@@ -148,10 +148,11 @@ class Refusals:
         self._flushed_at = time.monotonic()
 
     def add(self, caller: str, reason: str, *, size: int = 0, detail: str = "") -> None:
-        log.info("A2A: refused %s from %s: %s", reason, caller, detail[:200])
         with self._lock:
             key = (caller, reason) if len(self._pending) < self.MAX_PENDING or (caller, reason) in self._pending \
                 else ("other", reason)
+            if key not in self._pending:  # one log line per caller and reason a batch: a flood is not a flood of lines
+                log.info("A2A: refused %s from %s: %s", reason, caller, detail[:200])
             entry = self._pending.setdefault(key, [0, 0, "", None])
             entry[0] += 1
             entry[1] += size
