@@ -4,6 +4,7 @@ what the mesh's managers know (reputation, CogSync, consensus, refusals) read th
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime, timezone
 from typing import Any
 
 from managers import Managers
@@ -25,9 +26,14 @@ def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
                    credentials=[_credential(c) for c in peers.credentials(row.id)])
 
 
+def _aware(moment: datetime | None) -> datetime | None:
+    """A moment as RFC 3339 wants it: SQLite gives back the UTC it was given without its zone."""
+    return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
+
+
 def _credential(row: Any) -> CredentialOut:
-    return CredentialOut(id=row.id, hint=row.hint + "…", issued_by=row.issued_by, created_at=row.created_at,
-                         last_used_at=row.last_used_at, revoked_at=row.revoked_at)
+    return CredentialOut(id=row.id, hint=row.hint + "…", issued_by=row.issued_by, created_at=_aware(row.created_at),
+                         last_used_at=_aware(row.last_used_at), revoked_at=_aware(row.revoked_at))
 
 
 def issue_credential(repos: Repos, name: str, by: str) -> IssuedCredentialOut:
@@ -77,9 +83,9 @@ def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
     try:
         row = peers.add(body.name, a2a_url=body.a2a_url, did=body.did, note=body.note, added_by="owner")
     except Refused as exc:
-        taken = "already" in str(exc)
-        raise ServiceError(str(exc), field=("name" if "name" in str(exc) else "did") if taken else "a2a_url",
-                           status=409 if taken else 422) from None
+        taken = any(word in str(exc) for word in ("already", "name of a person", "names my human", "anonymous A2A"))
+        field = ("name" if "name" in str(exc) else "did") if taken else "a2a_url" if "address" in str(exc) else "name"
+        raise ServiceError(str(exc), field=field, status=409 if taken else 422) from None
     return _peer(peers, row)
 
 
@@ -122,7 +128,8 @@ def view(repos: Repos) -> MeshView:
                 for r in seen["outbox"]],
         heard=[HeardOut(note_id=n.id, peer=note_author(n), text=n.text, read=n.read, at=n.created_at)
                for n in seen["heard"]],
-        a2a_refused=[A2ARefusedOut(**r) for r in seen["a2a_refused"]],
+        a2a_refused=[A2ARefusedOut(**{**r, "first_at": _aware(r["first_at"]), "last_at": _aware(r["last_at"])})
+                     for r in seen["a2a_refused"]],
         discovered=[DiscoveredOut(did=d["did"], transport=str(d["transport"]), first_seen=str(d["first_seen"]),
                                   last_seen=str(d["last_seen"]), trust=peers.trust(d["did"]),
                                   suggested_name=suggested_name(d["did"]))
