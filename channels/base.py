@@ -44,6 +44,9 @@ class Incoming:
     # why the channel cannot vouch that `sender` sent it ("" = it can: the platform authenticated them); an e-mail
     # whose From failed authentication (channels/email_auth.py) is handled as from an unverified stranger
     unverified: str = ""
+    # only the sender and the persona read `conversation` (a direct room, a private chat, a mail to the persona):
+    # a message to the sender may go there; one written in a shared room goes to a direct conversation instead
+    private: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from managers.conversation import Words
 from memory.models import MeshContainer, MeshRefusal
+from memory.note_kinds import Door
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
 from reach.hmp.containers import Checked, Refused, check, encode, seal
@@ -223,9 +225,12 @@ class MeshManager:
         if kind in ("message", "ask", "answer"):
             if row.recipient not in (None, self.my_did()):
                 return None  # relayed to someone else
-            note = self.house.repos.notes.add(str(payload.get("text", ""))[:8000], source="peer",
-                                              tags=self._peer_tags(row), read=False)
-            return f"note {note.id}"
+            text = str(payload.get("text", ""))[:8000]
+            if not text.strip():
+                return None
+            heard = self.house.conversation.hear(Words(text, door=Door.MESH, peer=row.sender,
+                                                       tags=self._note_tags(row)))
+            return f"note {heard.note_id}"
         if kind == "note":
             return self._take_note(row, payload)
         if kind == "cogsync":
@@ -302,18 +307,22 @@ class MeshManager:
             return None
         marks = [f"#{t}" for t in _marks(body.get("hashtags"))] + [f"@{m}" for m in _marks(body.get("mentions"))]
         priority = body.get("priority")
-        entry = self.house.repos.notes.add(
-            text, source="peer", read=False, priority=max(-10, min(10, priority)) if type(priority) is int else 0,
-            tags=[*self._peer_tags(row), f"origin:{origin}", f"hops:{hops}", *marks])
-        row.local_tier, row.local_id = "note", entry.id
+        heard = self.house.conversation.hear(Words(
+            text, door=Door.MESH, peer=row.sender, priority=max(-10, min(10, priority)) if type(priority) is int else 0,
+            tags=[*self._note_tags(row), f"origin:{origin}", f"hops:{hops}", *marks]))
+        row.local_tier, row.local_id = "note", heard.note_id
         self.house.repos.session.flush()
         if hops < self.settings.note_hops:
             for friend in sorted(friends - {row.sender, origin}):
                 self._envelope(raw, hops + 1, friend)
-        return f"note {entry.id}"
+        return f"note {heard.note_id}"
 
     def _peer_tags(self, row: MeshContainer) -> builtins.list[str]:
         return ["via:mesh", "from:peer", f"peer:{row.sender}"]
+
+    def _note_tags(self, row: MeshContainer) -> builtins.list[str]:
+        """A peer's note: the conversation tags it with its sender (`from:<did>`, the one way in)."""
+        return [f"peer:{row.sender}"]
 
     def _learn(self, row: MeshContainer, payload: dict[str, Any]) -> str:
         what = str(payload.get("kind", "diary"))

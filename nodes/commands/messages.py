@@ -15,6 +15,7 @@ from pydantic import Field, StringConstraints
 
 from managers.errors import NotFound, Refused
 from managers.peers import is_agent_url
+from memory.note_kinds import Door
 from nodes.commands.args import Args, Id, Text, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Effect, Family, arg
@@ -47,8 +48,11 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
         person, prompted, over_channel = channels.addressee(to, arg(cmd, "note", default=None), ctx.now)
     except NotFound as not_a_person:
         return _to_a_peer(to, text, ctx, not_a_person)
-    note = ctx.managers.notes.outgoing(text, to=to if to == "user" else person.name, thread_id=ctx.thread_id,
-                                       llm_id=ctx.llm_id, now=ctx.now)
+    persona = getattr(ctx.services, "persona", None)
+    reached = ctx.managers.people.reach(person) if over_channel else None
+    note = ctx.managers.conversation.tell(text, person=person, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now,
+                                          door=channels.door_of(reached.channel) if reached is not None else Door.WEB,
+                                          speaker=persona.display_name if persona is not None else "")
     queued = channels.send(person, text, now=ctx.now, note_id=note.id, unprompted=not prompted) if over_channel \
         else None
     ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})

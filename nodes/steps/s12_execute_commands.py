@@ -16,7 +16,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import IntegrityError
 
-from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
+from managers.audience import ALONE, Audience
+from nodes.commands import Command, CommandContext, CommandError, CommandResult, CommandSpec, Registry, registry
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
 from nodes.context import CYCLE, AnimaContext, Services, services_of
@@ -84,10 +85,19 @@ def _failure_message(exc: Exception) -> str:
 
 
 def _context(repos, services: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
-             llm_id: str | None) -> CommandContext:
+             llm_id: str | None, audience: Audience = ALONE) -> CommandContext:
     return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=services.settings,
                           now=services.clock(), services=services, root_thread=state.root_thread or thread_id, task_id=task_id,
-                          registry=commands)
+                          registry=commands, audience=audience)
+
+
+def out_of_scope(spec: CommandSpec, effect: str, audience: Audience) -> str | None:
+    """Why a read command does not run while the tick answers a guest or a peer (None: it runs): only the reads
+    that show what is theirs or shareable do (`CommandSpec.scoped`, managers/audience.py)."""
+    if effect != "read" or spec.scoped or audience.private:
+        return None
+    return (f"not run while I answer {audience.describe()}: {spec.type} reads what only my owner may see; "
+            "memory.search shows what is ours or shareable")
 
 
 def after_commit(actions: list) -> None:
@@ -131,6 +141,9 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
             if refusal is None and effect in SIMULATED and _thread_origin(services, state, repos) == SIMULATION:
                 refusal = (f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
                            "in a simulated environment (nothing leaves it)")
+            audience = Audience.from_dict(dict(state.audience))
+            if refusal is None:
+                refusal = out_of_scope(spec, effect, audience)
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
@@ -150,11 +163,12 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
                 return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, \
                     [{"event": "approval", "approval_id": row.id, "type": cmd.type, "args": cmd.args,
                       "reason": verdict.reason, "new": created, "tick": state.tick}]
-            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id)
+            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id,
+                           audience)
             result: CommandResult = spec.handler(cmd, ctx)
-            if result.show:
+            if result.show:  # a result read for a guest or a peer is shown again only while answering them
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
-                                    sources=result.sources)
+                                    sources=result.sources, tags=[audience.tag] if audience.tag else None)
             repos.commands.record(**record, status=result.status, result=result.output)
             if result.status == "executed":
                 ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 
 from memory import Repos
+from memory.note_kinds import Door
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas.talk import NoteIn
 from web.services import talk
@@ -23,7 +24,7 @@ def talk_page(request: Request, repos: Repos = unit_of_work(), services: WebServ
 @router.post("/talk/notes")
 def send_note(request: Request, background: BackgroundTasks, text: str = Form(..., max_length=8000),
               repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    item = talk.post_note(repos, NoteIn(text=text), services.clock())
+    item = talk.post_note(repos, NoteIn(text=text), services.clock(), door=Door.WEB)
     if services.wake is not None:
         background.add_task(services.wake)  # after the note is committed
     return render(request, "fragments/conversation_item.html", item=item)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from managers import ManagerDeps, Managers
+from managers.conversation import Words
 from managers.errors import NotFound, Refused
 from managers.speech import AUDIO_TYPES, VOICE_TAG, SpeechManager
 from memory import Repos
-from memory.repositories.notes import HUMAN_SOURCES
+from memory.note_kinds import HUMAN_SOURCES, Door
 from reach.speech import SpeechUnavailable
 from web.context import WebServices
 from web.errors import ServiceError
@@ -63,10 +64,14 @@ def _last_human_spoke(repos: Repos, before_id: int) -> bool:
     return earlier is not None and VOICE_TAG in (earlier.tags or [])
 
 
-def post_note(repos: Repos, note: NoteIn, now: datetime) -> ConversationItem:
-    owner = Managers(repos).people.owner()  # the web page (and the MCP client) is the owner's own door
-    row = repos.notes.add(note.text.strip(), source="user", priority=note.priority, tags=list(note.tags),
-                          created_at=now, author_id=owner.id)
+def post_note(repos: Repos, note: NoteIn, now: datetime, door: Door = Door.API) -> ConversationItem:
+    """The owner's note by the web page, the API or an MCP client (the owner's own doors), the one way in."""
+    try:
+        heard = Managers(repos).conversation.hear(Words(note.text, door=door, priority=note.priority,
+                                                        tags=list(note.tags), at=now))
+    except Refused as refused:
+        raise ServiceError(str(refused), field="text", status=422) from None
+    row = repos.notes.get(heard.note_id)
     return _item(row, [])
 
 
