@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from managers.audience import ALONE, Audience, Role, conversation_tag
-from managers.errors import Refused
+from managers.errors import NotFound, Refused
 from memory.models import Note, Person
 from memory.note_kinds import CHANNEL_DOORS, HUMAN_SOURCES, PEER_DOORS, SOURCE_OF_DOOR, Door, NoteSource, door_of
 from memory.repositories.notes import OUTGOING
@@ -82,6 +82,16 @@ class Turn:
     at: datetime
     read: bool
     tags: tuple[str, ...] = ()
+    person_id: int | None = None  # the conversation's person (None: a peer's, or a message to nobody known)
+    peer: str | None = None
+    name: str = ""  # the conversation's person or peer
+    role: str | None = None  # owner | trusted | guest | peer
+    llm_id: str | None = None  # the model that wrote the persona's message
+
+    @property
+    def thread(self) -> str | None:
+        """The conversation's key: the person's id, or `peer:<name>`."""
+        return str(self.person_id) if self.person_id is not None else f"peer:{self.peer}" if self.peer else None
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,13 @@ class Answering:
 
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def _door(note: Note) -> Door | None:
+    """A note's door: as it was stored, or (a note from before doors were kept) from its source and `via:` tag."""
+    if note.door is not None and note.door in Door._value2member_map_:
+        return Door(note.door)
+    return door_of(note.source, note.tags)
 
 
 def peer_of(note: Any) -> str | None:
@@ -203,8 +220,7 @@ class ConversationManager:
             audience = self.audience_of(note)
             if audience.role == Role.SELF:
                 continue
-            door = Door(note.door) if note.door in Door._value2member_map_ else door_of(note.source, note.tags) \
-                or Door.WEB
+            door = _door(note) or Door.WEB
             done += self._remember(note, audience.name, audience.role, audience.person_id, audience.peer,
                                    origin=self._origin(door, audience.role))
         return done
@@ -248,15 +264,67 @@ class ConversationManager:
             return ()
         settings = self.house.deps.settings
         me = settings.name if settings is not None and settings.name else "I"
-        return tuple(self._turn(n, name, me) for n in rows)
+        return tuple(self._turn(n, name, me, audience.role.value) for n in rows)
 
     @staticmethod
-    def _turn(note: Note, name: str, me: str) -> Turn:
+    def _turn(note: Note, name: str, me: str, role: str | None = None) -> Turn:
         mine = note.source == NoteSource.PERSONA
-        door = Door(note.door) if note.door in Door._value2member_map_ else door_of(note.source, note.tags)
+        door = _door(note)
+        tags = tuple(t for t in note.tags or [] if isinstance(t, str))
+        peer = peer_of(note) or (next((t[3:] for t in tags if t.startswith("to:")), None)
+                                 if mine and note.person_id is None else None)
         return Turn(note_id=note.id, mine=mine, author=me if mine else name, text=note.text, door=door,
-                    at=_utc(note.created_at), read=bool(note.read),
-                    tags=tuple(t for t in note.tags or [] if isinstance(t, str)))
+                    at=_utc(note.created_at), read=bool(note.read), tags=tags, person_id=note.person_id,
+                    peer=None if note.person_id is not None or peer == "user" else peer, name=name,
+                    role=Role.PEER.value if peer and note.person_id is None and peer != "user" else role,
+                    llm_id=note.llm_id)
+
+    def listing(self, thread: str | None = None, *, limit: int = 50, after_id: int | None = None) -> tuple[Turn, ...]:
+        """The turns of one conversation (`thread`: a person's id, or `peer:<name>`), or of every one (None), oldest
+        first: the newest `limit`, or the first `limit` after `after_id`. NotFound for an unknown person."""
+        if thread is not None:
+            audience = self.audience_of_thread(thread)
+            return self.turns(audience, limit=limit, after_id=after_id)
+        rows = [n for n in self.repos.notes.list(limit=limit * 4, after_id=after_id)
+                if n.source in (*HUMAN_SOURCES, NoteSource.PEER) or
+                (n.source == NoteSource.PERSONA and OUTGOING in (n.tags or []))]
+        rows = rows[:limit] if after_id is not None else rows[-limit:]
+        people = self.house.people.names([n.person_id for n in rows if n.person_id is not None])
+        settings = self.house.deps.settings
+        me = settings.name if settings is not None and settings.name else "I"
+        out = []
+        for note in rows:
+            name, role = people.get(note.person_id, ("", None)) if note.person_id is not None else \
+                (peer_of(note) or "", Role.PEER.value if note.source == NoteSource.PEER else None)
+            out.append(self._turn(note, name, me, role))
+        return tuple(out)
+
+    def audience_of_thread(self, thread: str) -> Audience:
+        """The audience a thread's key names: a person's id ("3"), or `peer:<name>`; NotFound otherwise."""
+        if thread.startswith("peer:") and thread[5:]:
+            return Audience(Role.PEER, peer=thread[5:], name=thread[5:])
+        if not thread.isdigit():
+            raise NotFound(f"no conversation {thread!r}: a person's id, or peer:<name>")
+        return self.audience_for(self.house.people.get(int(thread)))
+
+    def unread_count(self) -> int:
+        return len(self.repos.notes.unread_human_ids(limit=500))
+
+    def spoken_before(self, note_id: int) -> bool:
+        """Whether the human's last note before `note_id` was a voice message (a thread that starts mid-talk)."""
+        earlier = self.repos.notes.last_human_before(note_id)
+        return earlier is not None and "voice" in (earlier.tags or [])
+
+    def reach_out_windows(self, kept: int = 50) -> builtins.list[tuple[datetime, datetime, dict[str, Any]]]:
+        """The ticks in which a drive offered the persona to write unprompted (persona/drives.py): (start, end,
+        the offer), so a message sent then is shown as unprompted, with its drive."""
+        windows = []
+        for offer in self.repos.config.reach_outs[-kept:]:
+            tick = self.repos.ticks.get(offer.get("thread") or MAIN_THREAD, int(offer.get("tick") or 0))
+            if tick is not None:
+                end = tick.finished_at or self.house.deps.clock()
+                windows.append((_utc(tick.started_at), _utc(end), offer))
+        return windows
 
     def threads(self, *, peers: bool = True) -> builtins.list[ThreadView]:
         """Every conversation, the most recent first: each person's (by every door), then each peer's."""
