@@ -254,7 +254,7 @@ class ConversationManager:
         `before_id`), or the first `limit` after `after_id`. The persona alone has none."""
         if audience.person_id is not None:
             rows = self.repos.notes.conversation(audience.person_id, limit=limit, before_id=before_id,
-                                                 after_id=after_id)
+                                                 after_id=after_id, unaddressed=audience.role == Role.OWNER)
             name = audience.name or self.house.people.get(audience.person_id).name
         elif audience.peer:
             rows = [n for n in self.repos.notes.peer_conversation(audience.peer, limit=limit, before_id=before_id)

@@ -61,6 +61,13 @@ def _unread_human_ids() -> Select[tuple[int]]:
         .order_by(c.id).limit(bindparam("limit"))
 
 
+def _to_the_owner(note: Note) -> bool:
+    """A message of the persona's that names no person: sent to the owner (`to:user`, or no `to:` at all)."""
+    tags = [t for t in note.tags or [] if isinstance(t, str)]
+    to = [t for t in tags if t.startswith("to:")]
+    return OUTGOING in tags and (not to or to == ["to:user"])
+
+
 class NoteRepo(Repo):
     def add(
         self,
@@ -120,16 +127,23 @@ class NoteRepo(Repo):
         return self.session.scalars(query.order_by(Note.id.desc()).limit(1)).first()
 
     def conversation(self, person_id: int, *, limit: int = 20, before_id: int | None = None,
-                     after_id: int | None = None) -> list[Note]:
+                     after_id: int | None = None, unaddressed: bool = False) -> list[Note]:
         """A person's conversation — their words and the messages the persona sent them, by every door — oldest
-        first: the newest `limit` (below `before_id`), or the first `limit` after `after_id`."""
-        q = select(Note).where(Note.person_id == person_id, Note.hidden.is_(False),
-                               Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
+        first: the newest `limit` (below `before_id`), or the first `limit` after `after_id`. `unaddressed`: the
+        owner's, with the persona's messages that name nobody (written before messages kept their person, or by a
+        tool: `to:user` or no `to:` at all)."""
+        mine = Note.person_id == person_id
+        if unaddressed:
+            mine = mine | (Note.person_id.is_(None) & (Note.source == NoteSource.PERSONA))
+        q = select(Note).where(mine, Note.hidden.is_(False), Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
         if before_id is not None:
             q = q.where(Note.id < before_id)
+        wanted = (lambda n: n.person_id is not None or _to_the_owner(n)) if unaddressed else (lambda n: True)
         if after_id is not None:
-            return list(self.session.scalars(q.where(Note.id > after_id).order_by(Note.id).limit(limit)).all())
-        return list(reversed(self.session.scalars(q.order_by(Note.id.desc()).limit(limit)).all()))
+            rows = self.session.scalars(q.where(Note.id > after_id).order_by(Note.id).limit(limit * 2)).all()
+            return [n for n in rows if wanted(n)][:limit]
+        rows = self.session.scalars(q.order_by(Note.id.desc()).limit(limit * 2 if unaddressed else limit)).all()
+        return list(reversed([n for n in rows if wanted(n)][:limit]))
 
     def peer_conversation(self, peer: str, *, limit: int = 20, before_id: int | None = None,
                           scan: int = 500) -> list[Note]:
