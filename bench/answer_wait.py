@@ -12,10 +12,12 @@ the reflexes' side calls, a stagnation pause, a dream.
           the room until the persona's answer arrives (both through matrix-nio, as a person's client would)
 
 Printed per door: the wait in seconds (median, max, each note's) and in model calls (the wait over `--latency`:
-how many model calls' time the human waited), and the model calls that ran while a human waited, by purpose (from
-the persona's own `llm_calls` accounting: `think` and `reply` are the thought and the reply turn; every other
-purpose is a side call), with the share of waits a side call ran in. The goal (DESIGN.md §9): median ≤ 1.2 model
-calls, max ≤ 2.
+how many model calls' time the human waited); the model calls that started while a human waited, before the answer
+was stored, by purpose (from the persona's own `llm_calls` accounting: `think` and `reply` are the thought and the
+reply turn; every other purpose is a side call), with the number of waits a side call started in; and the wait
+split in two: the persona's part (`persona_calls`: from the note stored to the answer stored, in model calls) and
+the door's (`door_s`: the rest — the page's poll, or Matrix's way in and out). The goal (DESIGN.md §9): median ≤
+1.2 model calls, max ≤ 2. The machine's load average is printed: other work on it lengthens every part.
 
     python bench/answer_wait.py [--notes 12] [--latency 3] [--spread 3] [--doors web,matrix] [--seed 7]
 """
@@ -74,28 +76,47 @@ def owner_on_matrix(data_dir: Path, matrix_id: str) -> None:
         db.close()
 
 
-def calls_while_waiting(data_dir: Path, waits: list[tuple[float, float]]) -> dict[str, object]:
-    """The persona's model calls that ended while a human waited, by purpose; and how many waits saw a side call."""
+def _stamp(value: datetime) -> float:
+    return value.replace(tzinfo=value.tzinfo or timezone.utc).timestamp()
+
+
+def inside_the_persona(data_dir: Path, waits: list[tuple[float, float, str]], latency: float) -> dict[str, object]:
+    """Where each wait went, from the persona's own records: the model calls that started while a human waited
+    (by purpose; `think` and `reply` answer, anything else is a side call), and the persona's part of the wait — from
+    the note stored to the answer stored, in model calls — apart from the door's (in and out)."""
     from sqlalchemy import select
 
     from memory import Database
-    from memory.models import LLMCall
+    from memory.models import LLMCall, Note
 
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            rows = [(c.purpose, c.created_at.replace(tzinfo=c.created_at.tzinfo or timezone.utc).timestamp())
-                    for c in repos.session.scalars(select(LLMCall)).all()]
+            calls = [(c.purpose, _stamp(c.created_at) - c.latency_ms / 1000)
+                     for c in repos.session.scalars(select(LLMCall)).all()]
+            notes = list(repos.session.scalars(select(Note).order_by(Note.id)).all())
     finally:
         db.close()
+    asked = {n.text: n for n in notes if n.source != "llm"}
+    answers = {n.text: n for n in notes if n.source == "llm"}
     by_purpose: dict[str, int] = {}
-    with_side = 0
-    for start, end in waits:
-        inside = [purpose for purpose, at in rows if start < at <= end]
-        for purpose in inside:
+    with_side, persona_part, door_part = 0, [], []
+    for start, end, question in waits:
+        note = asked.get(question)
+        answer = answers.get(ANSWER.replace("{note}", str(note.id))) if note is not None else None
+        stored = _stamp(answer.created_at) if answer is not None else end
+        started = [purpose for purpose, at in calls if start <= at < stored]
+        for purpose in started:
             by_purpose[purpose] = by_purpose.get(purpose, 0) + 1
-        with_side += any(p not in ("think", "reply") for p in inside)
-    return {"by_purpose": dict(sorted(by_purpose.items())), "waits_with_a_side_call": with_side}
+        with_side += any(p not in ("think", "reply") for p in started)
+        if note is not None and answer is not None:
+            persona_part.append((stored - _stamp(note.created_at)) / latency)
+            door_part.append((end - start) - (stored - _stamp(note.created_at)))
+    return {"started_while_waiting": dict(sorted(by_purpose.items())), "waits_with_a_side_call": with_side,
+            "persona_calls": {"median": round(statistics.median(persona_part), 2), "max": round(max(persona_part), 2)}
+            if persona_part else None,
+            "door_s": {"median": round(statistics.median(door_part), 2), "max": round(max(door_part), 2)}
+            if door_part else None}
 
 
 def summary(seconds: list[float], latency: float) -> dict[str, object]:
@@ -105,12 +126,13 @@ def summary(seconds: list[float], latency: float) -> dict[str, object]:
             "waits_s": [round(s, 2) for s in seconds]}
 
 
-def web_door(loop, args, rng: random.Random) -> list[tuple[float, float]]:
+def web_door(loop, args, rng: random.Random) -> list[tuple[float, float, str]]:
     waits = []
     for i in range(args.notes):
         time.sleep(rng.uniform(0, args.spread * args.latency))
         started = time.time()
-        status, note = http_json(loop.url + "/api/notes", "POST", {"text": f"Question {i}: what do you see now?"})
+        question = f"Question {i}: what do you see now?"
+        status, note = http_json(loop.url + "/api/notes", "POST", {"text": question})
         assert status == 201, (status, note)
         wanted = ANSWER.replace("{note}", str(note["id"]))
 
@@ -119,15 +141,15 @@ def web_door(loop, args, rng: random.Random) -> list[tuple[float, float]]:
             return any(item["who"] == "persona" and item["text"] == wanted for item in items)
 
         loop.wait_for(answered, args.guard, f"the answer to web note {note['id']}", every=0.05)
-        waits.append((started, time.time()))
+        waits.append((started, time.time(), question))
         progress(f"web note {i + 1}/{args.notes}: {waits[-1][1] - started:.1f} s")
     return waits
 
 
-def matrix_door(loop, args, rng: random.Random, server, anima: str, owner: str) -> list[tuple[float, float]]:
+def matrix_door(loop, args, rng: random.Random, server, anima: str, owner: str) -> list[tuple[float, float, str]]:
     from tests.integration.matrix_human import MatrixHuman
 
-    async def converse() -> list[tuple[float, float]]:
+    async def converse() -> list[tuple[float, float, str]]:
         waits = []
         async with MatrixHuman(server.url, owner, "ada-pw") as ada:
             room = await ada.room_with(anima)
@@ -136,13 +158,14 @@ def matrix_door(loop, args, rng: random.Random, server, anima: str, owner: str) 
                 await asyncio.sleep(rng.uniform(0, args.spread * args.latency))
                 before = len(await ada.messages_from(room, anima))
                 started = time.time()
-                await ada.say(room, f"Question {i}: what do you see now?")
+                question = f"Question {i}: what do you see now?"
+                await ada.say(room, question)
                 deadline = time.monotonic() + args.guard
                 while len(await ada.messages_from(room, anima)) <= before:
                     if time.monotonic() > deadline or loop.proc.poll() is not None:
                         raise AssertionError(f"no answer on Matrix within {args.guard:.0f} s\n{loop.tail()}")
                     await asyncio.sleep(0.05)
-                waits.append((started, time.time()))
+                waits.append((started, time.time(), question))
                 progress(f"matrix message {i + 1}/{args.notes}: {waits[-1][1] - started:.1f} s")
         return waits
 
@@ -190,13 +213,13 @@ def main() -> None:
                     progress(f"{door}: the persona runs; posting {args.notes} notes")
                     waits = web_door(loop, args, rng) if door == "web" else \
                         matrix_door(loop, args, rng, server, anima, owner)
-                result = summary([end - start for start, end in waits], args.latency)
-                result["calls_while_waiting"] = calls_while_waiting(data, waits)
+                result = summary([end - start for start, end, _ in waits], args.latency)
+                result.update(inside_the_persona(data, waits, args.latency))
                 out[door] = result
             finally:
                 if synapse_cm is not None:
                     synapse_cm.__exit__(None, None, None)
-    out["load"] = round(os.getloadavg()[0], 2)
+    out["load"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
 
 
