@@ -229,22 +229,24 @@ class ConversationManager:
 
     def tell(self, text: str, *, person: Person | None = None, peer: str | None = None, door: Door | None = None,
              label: str | None = None, speaker: str = "", thread_id: str | None = None, llm_id: str | None = None,
-             now: datetime | None = None) -> Note:
+             now: datetime | None = None, tags: Sequence[str] = ()) -> Turn:
         """The persona's message to a person (or a peer), kept in their conversation as an outgoing note and
-        remembered with `speaker` (the persona's name) as its author. `label`: the `to:` tag (default: the person's
-        name, "user" for the owner as older notes have it)."""
+        remembered with `speaker` (the persona's name) as its author; the turn it is. `label`: the `to:` tag
+        (default: the person's name, "user" for the owner as older notes have it)."""
         moment = now or self.house.deps.clock()
         to = label or (peer if peer else ("user" if person is not None and person.role == Role.OWNER else
                                           person.name if person is not None else "user"))
         note = self.repos.notes.add(text, source=NoteSource.PERSONA, thread_id=thread_id, llm_id=llm_id, read=True,
-                                    tags=[OUTGOING, f"to:{to}"], created_at=moment,
+                                    tags=[OUTGOING, f"to:{to}", *tags], created_at=moment,
                                     person_id=person.id if person is not None else None,
                                     door=door.value if door is not None else None)
+        settings = self.house.deps.settings
+        me = speaker or (settings.name if settings is not None and settings.name else "I")
         if person is not None or peer:
-            settings = self.house.deps.settings
-            self._remember(note, speaker or (settings.name if settings is not None and settings.name else "I"),
-                           Role.SELF, person.id if person is not None else None, None if person is not None else peer)
-        return note
+            self._remember(note, me, Role.SELF, person.id if person is not None else None,
+                           None if person is not None else peer)
+        name = person.name if person is not None else peer or ""
+        return self._turn(note, name, me, person.role if person is not None else Role.PEER.value)
 
     # -- conversations ---------------------------------------------------------------------------------------------
 

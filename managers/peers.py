@@ -305,8 +305,10 @@ class PeerManager:
             raise NotFound(f"no peer {to!r}: agents.list shows them; any A2A agent is reached by its URL")
         if peer is not None and peer.blocked:
             raise Refused(f"{peer.name} is blocked")
-        note = self.house.conversation.tell(text[:MAX_TEXT], peer=name, door=Door.A2A, thread_id=thread_id,
+        told = self.house.conversation.tell(text[:MAX_TEXT], peer=name, door=Door.A2A, thread_id=thread_id,
                                             llm_id=llm_id, now=now)
+        note = self.repos.notes.get(told.note_id)
+        assert note is not None  # written just now, in this unit
         if waiting is not None:
             waiting.reply_note_id, waiting.status, waiting.answered_at = note.id, "answered", now
             self.repos.peers.flush()

@@ -138,7 +138,9 @@ class NoteRepo(Repo):
         q = select(Note).where(mine, Note.hidden.is_(False), Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
         if before_id is not None:
             q = q.where(Note.id < before_id)
-        wanted = (lambda n: n.person_id is not None or _to_the_owner(n)) if unaddressed else (lambda n: True)
+        def wanted(note: Note) -> bool:
+            return not unaddressed or note.person_id is not None or _to_the_owner(note)
+
         if after_id is not None:
             rows = self.session.scalars(q.where(Note.id > after_id).order_by(Note.id).limit(limit * 2)).all()
             return [n for n in rows if wanted(n)][:limit]

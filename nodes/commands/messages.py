@@ -53,13 +53,13 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     note = ctx.managers.conversation.tell(text, person=person, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now,
                                           door=channels.door_of(reached.channel) if reached is not None else Door.WEB,
                                           speaker=persona.display_name if persona is not None else "")
-    queued = channels.send(person, text, now=ctx.now, note_id=note.id, unprompted=not prompted) if over_channel \
+    queued = channels.send(person, text, now=ctx.now, note_id=note.note_id, unprompted=not prompted) if over_channel \
         else None
-    ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
+    ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.note_id, "tick": ctx.tick})
     if queued is None:
-        return CommandResult(f"message sent (note {note.id})")
+        return CommandResult(f"message sent (note {note.note_id})")
     later = f", held past {person.name}'s quiet hours" if queued.not_before is not None else ""
-    return CommandResult(f"message sent (note {note.id}) to {person.name} over {queued.channel}{later}")
+    return CommandResult(f"message sent (note {note.note_id}) to {person.name} over {queued.channel}{later}")
 
 
 def _to_a_peer(to: str, text: str, ctx: CommandContext, not_a_person: NotFound) -> CommandResult:

@@ -427,3 +427,64 @@ def test_quiet_hours_hold_a_notice_but_not_a_reply_to_someone_who_just_wrote(tmp
         held = notice.not_before
         assert held is not None and held.replace(tzinfo=held.tzinfo or timezone.utc) > now  # it waits past them
 
+
+
+def _answers_notes(prompt: str) -> str:
+    return block(("messages.send", {"text": "Here I am."})) if "[note " in prompt else "A thought of my own."
+
+
+def test_a_note_during_a_dream_wakes_it_and_is_answered_first(agent_factory):
+    from datetime import datetime
+
+    from graph.loop.driver import Stopper, run_loop
+    from tests.unit.test_autonomy import Clock, DreamsUntilWoken, utc_agent
+
+    clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=timezone.utc))  # the quiet hours: a dream is due
+    fake = DreamsUntilWoken("fake", responses=_answers_notes, json_answer={"emotions": []})
+    agent = utc_agent(agent_factory, fake, clock=clock)
+    with agent.services.db.unit() as repos:
+        managers_of(repos, agent).conversation.hear(Words("Good night.", door=Door.API, at=clock() - timedelta(hours=1)))
+    agent.tick()
+
+    def writes_when_dreaming() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if fake.calls and fake.calls[-1]["json_schema"] and "dreaming" in fake.calls[-1]["prompt"]:
+                with agent.services.db.unit() as repos:
+                    managers_of(repos, agent).conversation.hear(Words("Are you awake?", door=Door.API, at=clock()))
+                return
+            time.sleep(0.05)
+
+    human = threading.Thread(target=writes_when_dreaming)
+    human.start()
+    result = run_loop(agent, ticks=1, stopper=Stopper(), idle_poll_s=0)
+    human.join(timeout=30)
+    assert [d["status"] for d in result.dreams] == ["woken"]  # the dream yielded at the step it was in
+    state = result.last_state
+    assert "Are you awake?" in state["prompt"]  # the tick after it answered the note
+    assert [e["status"] for e in state["executed"] if e["type"] == "messages.send"] == ["executed"]
+
+
+def test_a_note_during_a_pause_ends_it_and_is_answered_first(tmp_path):
+    from graph.loop.driver import Stopper, run_loop
+
+    agent = make_agent(tmp_path, FakeLLM("fake", responses=_answers_notes))
+    with agent.services.db.unit() as repos:  # the persona's pace, as a stagnation reflex's radical pause would set it
+        managers_of(repos, agent).loop.update_cycle("main", pause_s=600)
+    done: dict = {}
+    loop = threading.Thread(target=lambda: done.update(result=run_loop(agent, ticks=2, stopper=Stopper(),
+                                                                          autonomy=False, note_poll_s=0.05)))
+    loop.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the first tick is done: the loop pauses
+        with agent.services.db.unit() as repos:
+            if repos.ticks.count() >= 1 and repos.ticks.recent(1)[0].finished_at is not None:
+                break
+        time.sleep(0.05)
+    with agent.services.db.unit() as repos:
+        managers_of(repos, agent).conversation.hear(Words("Wake up, the tide turned.", door=Door.API))
+    loop.join(timeout=60)  # a hang guard: a pause that did not end would hold it for 600 s
+    assert not loop.is_alive(), "the pause did not end when the note came"
+    state = done["result"].last_state
+    assert "Wake up, the tide turned." in state["prompt"]
+    assert [e["status"] for e in state["executed"] if e["type"] == "messages.send"] == ["executed"]

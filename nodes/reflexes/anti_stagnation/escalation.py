@@ -241,12 +241,11 @@ class Escalation:
         topic = " ".join(self.thought.split()[:12])
         text = self._t(ASK_HUMAN_TEXT).format(topic=topic)
         house = Managers(self.repos, ManagerDeps(settings=self.services.settings))
-        note = house.conversation.tell(text, person=house.people.owner(), door=Door.WEB,
+        told = house.conversation.tell(text, person=house.people.owner(), door=Door.WEB, tags=["anti_stagnation"],
                                        thread_id=self.state.thread_id, llm_id=self.state.llm.get("llm_id"),
                                        speaker=self.services.persona.display_name)
-        note.tags = [*(note.tags or []), "anti_stagnation"]
-        episode["asked_human"] = note.id
-        self.emit({"event": "message", "to": "user", "text": text, "note_id": note.id, "tick": self.state.tick})
+        episode["asked_human"] = told.note_id
+        self.emit({"event": "message", "to": "user", "text": text, "note_id": told.note_id, "tick": self.state.tick})
 
     def _t(self, text: str) -> str:
         """A fixed prompt text in the persona's prompt language (i18n)."""
