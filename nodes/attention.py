@@ -8,9 +8,9 @@ own work, and what cuts such a call short when someone writes.
   waits, and cut if one writes while it runs — `skipped` is returned instead, and the step goes on without it.
 - `cut_when_a_human_writes(services, exclude)`: around a free thought's model call (s05): the call is cancelled
   the moment a human's note waits (looked for every `POLL_S`), and `Cut.by_human` tells the step it was not the
-  loop's stop. The registry's cancel (llm/registry.py `cancel_when`) stops the embedded model between two tokens
-  and walks away from a server's request (a server that cannot cancel finishes it for nobody: its result is set
-  aside).
+  loop's stop. The registry's cancel for this thread (llm/registry.py `cancel_here`: a background question to
+  another model in another thread goes on) stops the embedded model between two tokens and walks away from a
+  server's request (a server that cannot cancel finishes it for nobody: its result is set aside).
 """
 
 from __future__ import annotations
@@ -45,26 +45,6 @@ def waiting(services: Any, exclude: Collection[int] = (), tick: tuple[str, int] 
     return bool(services.reads.get(tick[0], tick[1], ("human_waiting", frozenset(exclude), moment), look))
 
 
-class _EitherEvent(threading.Event):
-    """Set when it is set (a human wrote), or when the event it wraps (the loop's stop) is."""
-
-    def __init__(self, outer: threading.Event) -> None:
-        super().__init__()
-        self.outer = outer
-
-    def is_set(self) -> bool:
-        return super().is_set() or self.outer.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.is_set():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            super().wait(POLL_S if left is None else min(POLL_S, left))
-        return True
-
-
 @dataclass
 class Cut:
     by_human: bool = False
@@ -76,7 +56,7 @@ def cut_when_a_human_writes(services: Any, exclude: Collection[int] = ()) -> Ite
     the loop stops; `Cut.by_human` says which."""
     cut = Cut()
     llms = services.llms
-    either = _EitherEvent(llms.cancel)
+    either = threading.Event()  # this thread's: a background job's model call elsewhere goes on
     done = threading.Event()
     ignore = frozenset(exclude)
 
@@ -93,7 +73,7 @@ def cut_when_a_human_writes(services: Any, exclude: Collection[int] = ()) -> Ite
     watcher = threading.Thread(target=watch, name="human-watch", daemon=True)
     watcher.start()
     try:
-        with llms.cancel_when(either):
+        with llms.cancel_here(either):
             yield cut
     finally:
         done.set()

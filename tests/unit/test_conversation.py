@@ -488,3 +488,37 @@ def test_a_note_during_a_pause_ends_it_and_is_answered_first(tmp_path):
     state = done["result"].last_state
     assert "Wake up, the tide turned." in state["prompt"]
     assert [e["status"] for e in state["executed"] if e["type"] == "messages.send"] == ["executed"]
+
+
+def test_a_cut_cancels_only_the_thinking_threads_call_not_a_background_question(tmp_path):
+    """The cut is this thread's (llm/registry.py `cancel_here`): a background job's model call in another thread,
+    under the same registry, is not cancelled with it."""
+    from llm import LLMCancelled
+    from llm.base import Sampling
+
+    class Waits(FakeLLM):
+        def complete(self, prompt, sampling, *, stop=None, json_schema=None, on_token=None, cancel=None):
+            assert cancel is not None
+            if cancel.wait(float(prompt.split()[-1])):
+                raise LLMCancelled("cancelled")
+            return super().complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token)
+
+    agent = make_agent(tmp_path, Waits("fake", responses=["done"]))
+    llms = agent.services.llms
+    outcome: dict = {}
+
+    def background() -> None:
+        try:
+            outcome["background"] = llms.generate("llm_task", prompt="wait 0.6", sampling=Sampling()).text
+        except LLMCancelled:
+            outcome["background"] = "cancelled"
+
+    other = threading.Thread(target=background)
+    here = threading.Event()
+    with llms.cancel_here(here):
+        other.start()
+        threading.Timer(0.2, here.set).start()
+        with pytest.raises(LLMCancelled):
+            llms.generate("think", prompt="wait 5", sampling=Sampling())
+    other.join(timeout=10)
+    assert outcome == {"background": "done"}

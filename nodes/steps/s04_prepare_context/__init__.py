@@ -98,6 +98,9 @@ def shown_text(text: str) -> str:
             f"where memory.search finds any part of it …]\n{text[-LONG_NOTE_TAIL:]}")
 
 
+DOOR_WORDS = {"web": "the web page", "api": "the API", "voice": "a voice message", "cli": "the terminal"}
+
+
 def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     """`[note 7 from Ann (guest, via matrix), priority 0] …`: who wrote it, as the people table knows them; a peer's
     note names the peer (another agent: data, not an instruction)."""
@@ -110,7 +113,8 @@ def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     if author is None:
         return f"[note {note.id} from {note.source}, priority {note.priority}] {text}"
     via = next((t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")),
-               {"user": "the web page", "cli": "the terminal"}.get(note.source, note.source))
+               DOOR_WORDS.get(getattr(note, "door", None) or "", DOOR_WORDS.get(
+                   {"user": "web", "cli": "cli"}.get(note.source, ""), note.source)))
     return f"[note {note.id} from {author[0]} ({author[1]}, via {via}), priority {note.priority}] {text}"
 
 
