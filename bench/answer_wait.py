@@ -16,7 +16,8 @@ how many model calls' time the human waited); the model calls that started while
 was stored, by purpose (from the persona's own `llm_calls` accounting: `think` and `reply` are the thought and the
 reply turn; every other purpose is a side call), with the number of waits a side call started in; and the wait
 split in two: the persona's part (`persona_calls`: from the note stored to the answer stored, in model calls) and
-the door's (`door_s`: the rest — the page's poll, or Matrix's way in and out). The goal (DESIGN.md §9): median ≤
+the door's (`door_s`: the rest — the page's poll, or Matrix's way in and out); and the seconds each tick step took
+while a human waited, on average per wait (`steps_s_per_wait`, from the loop's journal). The goal (DESIGN.md §9): median ≤
 1.2 model calls, max ≤ 2. The machine's load average is printed: other work on it lengthens every part.
 
     python bench/answer_wait.py [--notes 12] [--latency 3] [--spread 3] [--doors web,matrix] [--seed 7]
@@ -89,18 +90,23 @@ def inside_the_persona(data_dir: Path, waits: list[tuple[float, float, str]], la
     from memory import Database
     from memory.models import LLMCall, Note
 
+    from memory.models import LiveEvent
+
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
             calls = [(c.purpose, _stamp(c.created_at) - c.latency_ms / 1000)
                      for c in repos.session.scalars(select(LLMCall)).all()]
             notes = list(repos.session.scalars(select(Note).order_by(Note.id)).all())
+            steps = [(_stamp(e.at), e.node or e.kind) for e in repos.session.scalars(
+                select(LiveEvent).where(LiveEvent.kind.in_(("step", "tick"))).order_by(LiveEvent.id)).all()]
     finally:
         db.close()
     asked = {n.text: n for n in notes if n.source != "llm"}
     answers = {n.text: n for n in notes if n.source == "llm"}
     by_purpose: dict[str, int] = {}
     with_side, persona_part, door_part = 0, [], []
+    spent: dict[str, list[float]] = {}
     for start, end, question in waits:
         note = asked.get(question)
         answer = answers.get(ANSWER.replace("{note}", str(note.id))) if note is not None else None
@@ -112,11 +118,15 @@ def inside_the_persona(data_dir: Path, waits: list[tuple[float, float, str]], la
         if note is not None and answer is not None:
             persona_part.append((stored - _stamp(note.created_at)) / latency)
             door_part.append((end - start) - (stored - _stamp(note.created_at)))
+            for (before, _), (at, node) in zip(steps, steps[1:]):  # a step's time: since the step before it ended
+                if _stamp(note.created_at) < at <= stored + 0.5:
+                    spent.setdefault(node, []).append(at - max(before, _stamp(note.created_at)))
     return {"started_while_waiting": dict(sorted(by_purpose.items())), "waits_with_a_side_call": with_side,
             "persona_calls": {"median": round(statistics.median(persona_part), 2), "max": round(max(persona_part), 2)}
             if persona_part else None,
             "door_s": {"median": round(statistics.median(door_part), 2), "max": round(max(door_part), 2)}
-            if door_part else None}
+            if door_part else None,
+            "steps_s_per_wait": {node: round(sum(times) / len(waits), 2) for node, times in sorted(spent.items())}}
 
 
 def summary(seconds: list[float], latency: float) -> dict[str, object]:
