@@ -35,11 +35,13 @@ def send_answer(state: TickState, runtime: Runtime[AnimaContext],
         return {}
     commands = registry()
     ready = replace(state, validation=NO_VALIDATORS)  # what validate_output reports when there are no validators
+    sent = []
     for raw in sends:
-        _, events = run_one(Command.model_validate(raw), ready, services, commands, state.llm.get("llm_id"))
+        outcome, events = run_one(Command.model_validate(raw), ready, services, commands, state.llm.get("llm_id"))
+        sent.append(outcome)
         for event in events:
             runtime.stream_writer(event)
-    return {}
+    return {"executed": sent}  # execute_commands reports them in their place
 
 
 __all__ = ["send_answer"]

@@ -267,7 +267,11 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     commands = registry()
     executed, events = run_approved(state, services, commands)
     llm_id = state.llm.get("llm_id")
+    sent_first = {e["cmd_id"]: e for e in state.executed if not e.get("already_done")}  # by send_answer, this tick
     for raw in state.commands:
+        if raw.get("cmd_id") in sent_first:
+            executed.append(sent_first[raw["cmd_id"]])
+            continue
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
         outcome, produced = run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)
