@@ -73,9 +73,15 @@ def has_met_human(repos: Repos, settings: DreamSettings) -> bool:
 
 
 def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings,
-              started: datetime | None = None) -> str | None:
-    """Why the persona should dream now, or None."""
+              started: datetime | None = None, talking_minutes: float = 0.0) -> str | None:
+    """Why the persona should dream now, or None. Never while a conversation goes on (DESIGN.md §9): a human's note
+    waits unanswered, or one came within `talking_minutes` (`conversation.active_minutes`) — quiet hours or not."""
     if not settings.enabled:
+        return None
+    if repos.notes.unread_human_ids(limit=1):
+        return None
+    last_heard = repos.notes.latest_human_at()
+    if last_heard is not None and now - _aware(last_heard, now) < timedelta(minutes=talking_minutes):
         return None
     today = now.astimezone(zone).date()
     last = repos.insights.latest()

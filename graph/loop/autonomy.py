@@ -97,18 +97,9 @@ class Autonomy:
         with self.agent.services.db.reading() as repos:
             return bool(Managers(repos).conversation.waiting())
 
-    def conversation_going(self, repos: Any, now: datetime) -> bool:
-        """A human's note waits, or one came within `conversation.active_minutes`: no dream starts."""
-        conversation = Managers(repos).conversation
-        if conversation.waiting():
-            return True
-        last = conversation.last_heard_at()
-        minutes = self.agent.services.settings.conversation.active_minutes
-        return last is not None and now - last < timedelta(minutes=minutes)
-
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
-        """Run the dream playbook when it is due (persona/dreaming.py), and no conversation is going on; returns its
-        result, or None."""
+        """Run the dream playbook when it is due (persona/dreaming.py: never while a conversation goes on); returns
+        its result, or None."""
         services = self.agent.services
         now = services.clock()
         if self.dream_checked is not None and now - self.dream_checked < DREAM_CHECK_EVERY:
@@ -118,9 +109,8 @@ class Autonomy:
             thread = repos.threads.get(self.agent.thread_id)
             if thread is not None and thread.parent_id is not None:
                 return None
-            if self.conversation_going(repos, now):
-                return None
-            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=self.started)
+            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=self.started,
+                               talking_minutes=services.settings.conversation.active_minutes)
         if reason is None or self.dream_failed_on == now.date():
             return None
         if self.dream_agent is None:

@@ -349,21 +349,25 @@ def test_no_pause_starts_while_a_human_waits(tmp_path):
 
 def test_no_dream_starts_while_a_conversation_goes_on(tmp_path):
     from graph.loop.autonomy import Autonomy
+    from persona.dreaming import dream_due
+    from persona.settings import DreamSettings
 
-    agent = make_agent(tmp_path, dreaming={"quiet_hours": "00:00-23:59", "awake_until_met_ticks": 0})
-    life = Autonomy(agent)
+    agent = make_agent(tmp_path)
+    quiet = DreamSettings(quiet_hours="00:00-23:59", awake_until_met_ticks=0)
     now = agent.services.clock()
-    with agent.services.db.unit() as repos:
-        heard = managers_of(repos, agent).conversation.hear(Words("are you awake?", door=Door.API))
-        assert life.conversation_going(repos, now + timedelta(hours=5))  # it waits, unanswered: at any hour
-        repos.notes.mark_read([heard.note_id])
-        assert life.conversation_going(repos, now + timedelta(minutes=5))  # answered, but just now
-        assert not life.conversation_going(repos, now + timedelta(hours=1))
-    life.started = now - timedelta(days=1)
     agent.tick()  # something to dream about
     with agent.services.db.unit() as repos:
+        zone = agent.services.settings.zone()
+        assert dream_due(repos, now, zone, quiet, talking_minutes=10) is not None  # nobody wrote: it is due
+        heard = managers_of(repos, agent).conversation.hear(Words("are you awake?", door=Door.API, at=now))
+        assert dream_due(repos, now + timedelta(hours=5), zone, quiet, talking_minutes=10) is None  # it waits
+        repos.notes.mark_read([heard.note_id])
+        assert dream_due(repos, now + timedelta(minutes=5), zone, quiet, talking_minutes=10) is None  # just now
+        assert dream_due(repos, now + timedelta(hours=1), zone, quiet, talking_minutes=10) is not None
+    life = Autonomy(agent)
+    with agent.services.db.unit() as repos:
         managers_of(repos, agent).conversation.hear(Words("one more thing", door=Door.API))
-    assert life.maybe_dream(None) is None  # quiet hours, a dream is due — and a note waits: no dream
+    assert life.maybe_dream(None) is None  # in the loop: a note waits, no dream
 
 
 def test_the_owner_hears_once_of_a_contact_request_an_approval_and_a_refused_message(tmp_path):
