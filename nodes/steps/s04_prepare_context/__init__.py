@@ -215,8 +215,6 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
     count = services.llms.primary().count_tokens
     talked = _conversation_lines(services, repos, audience, notes, budget, count)
-    if not private:  # what they may not see: the owner's files and memories, my inner life and work
-        processes = [p for p in processes if audience.tag in (p.tags or [])]
     runtime = [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; context {context_mode(cycle)}; "
                f"thread {thread_id}"]
     if private:
@@ -419,6 +417,8 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
         notes, note_lines, audience = _incoming(repos, services, state, cycle) if task is None else ([], [], ALONE)
         processes = repos.processes.open(state.thread_id)
+        if not audience.private:  # the results of commands run for someone else are not theirs (nor closed as seen)
+            processes = [p for p in processes if audience.tag in (p.tags or [])]
         language = tick_language(repos, services.settings, notes)
         if state.mode == "continuation":
             built = _continuation_prompt(services, repos, state, notes, budget, episode, language)
