@@ -46,6 +46,7 @@ system:
 	@sh tools/system_package.sh ffmpeg ffmpeg "spoken answers as OGG/Opus (Telegram voice)" "spoken answers are WAV only"
 	@sh tools/system_package.sh dovecot dovecot-imapd "the e-mail channel's tests run a real IMAP server (Dovecot)" "the e-mail channel's tests will skip"
 	@sh tools/system_package.sh /usr/lib/dovecot/lmtp dovecot-lmtpd "the e-mail channel's tests deliver mail into Dovecot over LMTP" "the e-mail channel's tests will skip"
+	@fc-list :lang=ja 2>/dev/null | grep -q . || sh tools/system_package.sh a-japanese-font fonts-ipafont-gothic "Japanese text on the pages (IPAGothic, offline)" "Japanese shows as empty boxes in a browser that has no other Japanese font"
 
 # The mesh's libp2p node (py-libp2p: trio, its own pins) runs as a child process from its own venv, never imported
 # by the persona's (mesh/p2p_sidecar.py); built once per machine, checked by the stamp
@@ -131,7 +132,7 @@ docs: install
 # The gettext catalogues (i18n/locales, docs/languages.md): extract every marked text into the two templates (.pot),
 # then merge them into each language's .po — new texts come in untranslated, gone ones are kept as obsolete (#~).
 I18N = i18n/locales
-WEB_SOURCES = web memory/tiers.py
+WEB_SOURCES = web memory/tiers.py managers/notices.py
 PROMPT_SOURCES = nodes/steps/prompts.py nodes/reflexes/prompts.py nodes/stelis/prompts.py memory/upkeep/prompts.py \
                  persona/prompts.py
 i18n-extract:

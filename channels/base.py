@@ -48,6 +48,9 @@ class Incoming:
     # why the channel could not read it (""= it could): set aside — recorded for the owner to see, nothing of it kept,
     # no one's — so the cursor moves past it
     quarantined: str = ""
+    # only the sender and the persona read `conversation` (a direct room, a private chat, a mail to the persona):
+    # a message to the sender may go there; one written in a shared room goes to a direct conversation instead
+    private: bool = False
 
 
 @dataclass(frozen=True)

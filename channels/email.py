@@ -578,7 +578,7 @@ class EmailChannel(Channel):
             channel=self.name, platform_id=mail.message_id, sender=mail.sender, sender_name=mail.sender_name,
             conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=text,
             sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra,
-            unverified=unverified)
+            unverified=unverified, private=True)  # a mail thread with the persona: an answer goes to them alone
 
     def _set_aside(self, validity: int, uid: int, raw: bytes, received: datetime | None,
                    error: Exception) -> Incoming:

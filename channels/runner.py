@@ -206,7 +206,7 @@ class ChannelRunner:
         return Arrival(channel=entry.name, platform_id=message.platform_id, sender=message.sender,
                        sender_name=message.sender_name, conversation=message.conversation, text=text,
                        sent_at=message.sent_at, attachments=tuple(attachments), unverified=message.unverified,
-                       quarantined=message.quarantined)
+                       quarantined=message.quarantined, private=message.private)
 
     async def _transcribe(self, entry: ChannelEntry, data: bytes, mime: str) -> str | None:
         """A voice message's words (managers/speech.py); None — the audio stays a reference — when it could not be

@@ -132,7 +132,8 @@ def incoming_of(channel: str, message: "Message") -> Incoming | None:
                     sender_name=user.full_name or user.username or str(user.id), conversation=str(chat_id),
                     text=message.text or message.caption or "", sent_at=sent_at,
                     reply_to=f"{chat_id}:{reply.message_id}" if reply is not None else None,
-                    attachments=attachments_of(message), extra=extra)
+                    attachments=attachments_of(message), extra=extra,
+                    private=str(message.chat.type) in ("private", "ChatType.PRIVATE"))  # a chat with them alone
 
 
 def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:

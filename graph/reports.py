@@ -9,6 +9,7 @@ from typing import Any
 from managers import Managers
 from memory import Repos
 from memory.models import Approval, AuditEntry, Session, Taint
+from memory.note_kinds import NoteSource
 from persona.drives import compute_drives
 from persona.settings import Settings
 
@@ -36,7 +37,7 @@ def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, 
             "incoming": [{"id": n.id, "source": n.source, "text": n.text, "priority": n.priority, "read": n.read,
                           "created_at": iso(n.created_at)} for n in repos.notes.list(source="incoming", limit=limit)],
             "outgoing": [{"id": n.id, "text": n.text, "tags": n.tags, "created_at": iso(n.created_at)}
-                         for n in repos.notes.list(source="llm", limit=limit)],
+                         for n in repos.notes.list(source=NoteSource.PERSONA, limit=limit)],
         },
         "responses": [
             {"id": m.id, "thread": m.thread_id, "tick": m.tick, "kind": m.kind, "content": m.content,
@@ -98,7 +99,7 @@ def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int)
                    "repl_thread": t.repl_thread, "repl_config": t.repl_config, "repl_error": t.repl_error}
                   for t in repos.tasks.list(limit=limit * 5)],
         "task_notes": [{"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": iso(n.created_at)}
-                       for n in repos.notes.list(source="llm:task", limit=limit)],
+                       for n in repos.notes.list(source=NoteSource.TASK, limit=limit)],
         "sessions": [session_row(s) for s in repos.sessions.list(limit)],
         "idle": {t.id: idle for t in repos.threads.all() if (idle := Managers(repos).loop.cycle(t.id).get("idle"))},
     }

@@ -60,7 +60,18 @@ class ConsentManager:
                             decision="requested", actor="loop", reason=reason, approval_id=row.id, created_at=now)
             repos.processes.add("approval.requested", f"{type} waits for my human's approval (approval {row.id}): "
                                 f"{reason}", status="close", thread_id=thread_id)
+            self._tell_owner(row, now)
         return row, created
+
+    def _tell_owner(self, row: Approval, now: datetime) -> None:
+        """The owner hears of a new approval once, on their channel (the Approvals page's badge says it too)."""
+        from managers import notices
+
+        owner = self.house.people.owner()
+        settings = self.house.deps.settings
+        language = owner.language or (settings.prompt_language if settings is not None else None)
+        text = notices.say(notices.APPROVAL, language, command=row.type, id=row.id, reason=(row.reason or "")[:300])
+        self.house.conversation.notify_owner(f"approval:{row.id}", text, now=now)
 
     def record(self, *, thread_id: str, tick: int, cmd_key: str, type: str, effect: str, decision: str, actor: str,
                reason: str, now: datetime, ethics: dict[str, Any] | None = None) -> AuditEntry:

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from managers.conversation import Words
 from memory.models import MeshContainer, MeshRefusal
+from memory.note_kinds import Door
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
 from reach.hmp.containers import Checked, Refused, check, check_value, encode, seal
@@ -330,9 +332,12 @@ class MeshManager:
         if isinstance(payload, TextPayload):  # message, ask, answer
             if row.recipient not in (None, self.my_did()):
                 return None  # relayed to someone else
-            note = self.house.repos.notes.add(payload.text[:NOTE_TEXT], source="peer", tags=self._note_tags(row),
-                                              read=False)
-            return f"note {note.id}"
+            text = payload.text[:NOTE_TEXT]
+            if not text.strip():
+                return None
+            heard = self.house.conversation.hear(Words(text, door=Door.MESH, peer=row.sender,
+                                                       tags=self._note_tags(row)))
+            return f"note {heard.note_id}"
         if isinstance(payload, NoteEnvelopePayload):
             return self._take_note(row, payload)
         if isinstance(payload, CogSyncPayload):
@@ -405,15 +410,15 @@ class MeshManager:
         if not text.strip():
             return None
         marks = [f"#{t}" for t in _marks(body.hashtags)] + [f"@{m}" for m in _marks(body.mentions)]
-        entry = self.house.repos.notes.add(
-            text, source="peer", read=False, priority=body.priority,
-            tags=[*self._note_tags(row), f"origin:{origin}", f"hops:{hops}", *marks])
-        row.local_tier, row.local_id = "note", entry.id
+        heard = self.house.conversation.hear(Words(
+            text, door=Door.MESH, peer=row.sender, priority=body.priority,
+            tags=[*self._note_tags(row), f"origin:{origin}", f"hops:{hops}", *marks]))
+        row.local_tier, row.local_id = "note", heard.note_id
         self.house.repos.session.flush()
         if hops < self.settings.note_hops:
             for friend in sorted(friends - {row.sender, origin}):
                 self._envelope(raw, hops + 1, friend)
-        return f"note {entry.id}"
+        return f"note {heard.note_id}"
 
     def peer_label(self, did: str) -> str:
         """How a peer is named to the persona and the owner: the owner's name for it and its DID, or its DID."""

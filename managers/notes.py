@@ -1,5 +1,5 @@
-"""Notes: the shared notepad between the human, the persona, its tasks and the system (HMP `notes`) — and the
-messages the persona sends its human, stored as outgoing notes.
+"""Notes: the shared notepad between the human, the persona, its tasks and the system (HMP `notes`). (A human's words
+come in, and the persona's messages go out, through the conversation: managers/conversation.py.)
 
 Rules: a task sub-cycle's notes go to the main loop unread (source `llm:task`); the persona rewrites the text only of
 its own notes (another's words are never rewritten; their tags and priority it may change); a delete hides the note,
@@ -20,13 +20,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memory.models import Note
+from memory.note_kinds import OWN_SOURCES, NoteSource
 from memory.repositories import NotFound
 from memory.tiers import Conflict
 
 if TYPE_CHECKING:
     from managers import Managers
 
-OWN_SOURCES = ("llm", "llm:task")  # what the persona wrote itself
 PUBLIC = "public"  # the tag of a note this persona shared with its friends
 MENTION = re.compile(r"(?<![\w@])@([\w.-]{1,60})")
 HASHTAG = re.compile(r"(?<![\w#&])#(\w[\w-]{0,59})")
@@ -59,7 +59,7 @@ class NoteManager:
             thread_id: str | None = None, llm_id: str | None = None, now: datetime | None = None) -> Note:
         """The persona's note; written in a task's sub-cycle (`task_id`), it goes to the main loop unread."""
         from_task = task_id is not None
-        return self.repos.notes.add(text, source="llm:task" if from_task else "llm", tags=list(tags), task_id=task_id,
+        return self.repos.notes.add(text, source=NoteSource.TASK if from_task else NoteSource.PERSONA, tags=list(tags), task_id=task_id,
                                     priority=priority, thread_id=thread_id, llm_id=llm_id, read=not from_task,
                                     created_at=now)
 
@@ -104,11 +104,6 @@ class NoteManager:
         sent = self.house.mesh.share_note(note.text, mentions=mentions, hashtags=hashtags, priority=note.priority)
         self.repos.notes.set_tags(note_id, [*(note.tags or []), PUBLIC])
         return sent
-
-    def outgoing(self, text: str, *, to: str, thread_id: str | None, llm_id: str | None, now: datetime) -> Note:
-        """A message to the human (or `to`), kept as an outgoing note."""
-        return self.repos.notes.add(text, source="llm", thread_id=thread_id, llm_id=llm_id, read=True,
-                                    tags=["outgoing", f"to:{to}"], created_at=now)
 
 
 __all__ = ["OWN_SOURCES", "PUBLIC", "NoteManager", "marks_of"]

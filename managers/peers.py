@@ -33,14 +33,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from managers.conversation import Words
 from managers.errors import NotFound, Refused
 from memory.models import A2AInbound, A2AOutbox, Note, Peer, PeerCredential
+from memory.note_kinds import Door, NoteSource
 
 if TYPE_CHECKING:
     from managers import Managers
     from memory.secrets import SecretStore
 
-PEER_SOURCE = "peer"
+PEER_SOURCE = NoteSource.PEER
 FRIEND = "friend"  # the tag that makes a peer a friend: the distributed notes replicate through it (managers/notes.py)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 MAX_TAGS = 20
@@ -408,9 +410,12 @@ class PeerManager:
                                  "once I have answered")
             if self.repos.peers.open_count(since) >= limits.open_total:
                 raise Overloaded(f"{limits.open_total} messages wait for my answer; send again later")
-        tags = ["via:a2a", f"from:{author}"] + ([f"a2a_task:{task_id}"] if task_id else []) \
+        tags = ([f"a2a_task:{task_id}"] if task_id else []) \
             + ([f"a2a_context:{context_id}"] if task_id and context_id else [])
-        note = self.repos.notes.add(text, source=PEER_SOURCE, tags=tags, priority=1, read=False, created_at=moment)
+        heard = self.house.conversation.hear(Words(text, door=Door.A2A, peer=author, priority=1,
+                                                   tags=tags, at=moment))  # the one way in: a note, remembered
+        note = self.repos.notes.get(heard.note_id)
+        assert note is not None  # written just now, in this unit
         self.seen(author, moment)
         inbound = None
         if existing is not None:
@@ -497,7 +502,10 @@ class PeerManager:
             raise NotFound(f"no peer {to!r}: agents.list shows them; any A2A agent is reached by its URL")
         if peer is not None and peer.blocked:
             raise Refused(f"{peer.name} is blocked")
-        note = self.house.notes.outgoing(text[:MAX_TEXT], to=name, thread_id=thread_id, llm_id=llm_id, now=now)
+        told = self.house.conversation.tell(text[:MAX_TEXT], peer=name, door=Door.A2A, thread_id=thread_id,
+                                            llm_id=llm_id, now=now)
+        note = self.repos.notes.get(told.note_id)
+        assert note is not None  # written just now, in this unit
         if waiting is not None:
             waiting.reply_note_id, waiting.answered_at = note.id, now
             waiting.reply_kind, waiting.reply_parts, waiting.status = kind, [dict(p) for p in parts], STATUS_OF_REPLY[kind]

@@ -114,7 +114,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -302,6 +302,34 @@ def _v25_peer_credentials(conn: Connection) -> None:
             index.create(conn, checkfirst=True)
 
 
+def _v26_conversations(conn: Connection) -> None:
+    """A note keeps its conversation (`person_id`: the person who wrote it, or whom the persona's message went to)
+    and its door (`door`: web, cli, matrix, a2a, …); an identity keeps the last conversation its person alone reads
+    (`private_conversation`). The notes before: their door from their source and `via:` tag, their person from
+    their author, a message's from its `to:` tag (`to:user` was the owner)."""
+    from memory.note_kinds import NoteSource, door_of
+
+    _add_missing_columns(conn, "notes", ["person_id INTEGER", "door VARCHAR(16)"])
+    _add_missing_columns(conn, "person_identities", ["private_conversation VARCHAR(300)"])
+    for index in table_of(Note).indexes:
+        if index.name == "ix_notes_person":
+            index.create(conn, checkfirst=True)
+    people = {name: pid for pid, name in conn.execute(select(Person.id, Person.name)).all()}
+    owner = conn.execute(select(Person.id).where(Person.role == "owner").order_by(Person.id)).scalar()
+    notes = table_of(Note)
+    rows = conn.execute(select(notes.c.id, notes.c.source, notes.c.tags, notes.c.author_id)).all()
+    for note_id, source, tags, author in rows:
+        tags = tags if isinstance(tags, list) else []
+        person = author
+        if source == NoteSource.PERSONA and "outgoing" in tags:
+            to = next((t[3:] for t in tags if isinstance(t, str) and t.startswith("to:")), None)
+            person = owner if to == "user" else people.get(to or "")
+        door = door_of(source, tags)
+        if person is not None or door is not None:
+            conn.execute(notes.update().where(notes.c.id == note_id).values(person_id=person,
+                                                                              door=door.value if door else None))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -319,7 +347,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        22: _v22_sealed_secrets,
                                                        23: _v23_peer_tags,
                                                        24: _v24_taints,
-                                                       25: _v25_peer_credentials}
+                                                       25: _v25_peer_credentials,
+                                                       26: _v26_conversations}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -115,12 +115,13 @@ class Note(Base):
 
     __tablename__ = "notes"
     __table_args__ = (Index("ix_notes_unread", "read", "source", "id"),
-                      Index("ix_notes_source_created", "source", "created_at"))  # "when did the human last write"
+                      Index("ix_notes_source_created", "source", "created_at"),  # "when did the human last write"
+                      Index("ix_notes_person", "person_id", "id"))  # a person's conversation, newest first
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     text: Mapped[str] = mapped_column(Text)
     tags: Mapped[list[Any]] = mapped_column(default=list)
     user_did: Mapped[str] = mapped_column(String(200), default="ALL")
-    source: Mapped[str] = mapped_column(String(32), default="user")  # user|cli|llm|llm:task|system
+    source: Mapped[str] = mapped_column(String(32), default="user")  # memory/note_kinds.py NoteSource
     links: Mapped[str] = mapped_column(Text, default="")
     read: Mapped[bool] = mapped_column(Boolean, default=False)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -131,6 +132,9 @@ class Note(Base):
     read_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     author_id: Mapped[Optional[int]] = mapped_column(Integer)  # people.id of the human who wrote it (None: the persona, the system)
+    # the conversation it belongs to: the person who wrote it, or the person the persona's message went to
+    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    door: Mapped[Optional[str]] = mapped_column(String(16))  # how it came or went (memory/note_kinds.py Door)
 
 
 class ProcessLog(Base):
@@ -1108,7 +1112,9 @@ class PersonIdentity(Base):
     person_id: Mapped[int] = mapped_column(ForeignKey("people.id"), index=True)
     channel: Mapped[str] = mapped_column(String(64))
     address: Mapped[str] = mapped_column(String(300))
-    conversation: Mapped[Optional[str]] = mapped_column(String(300))  # where to answer them (a room, a chat)
+    conversation: Mapped[Optional[str]] = mapped_column(String(300))  # where they last wrote (a room, a chat)
+    # the last conversation they alone (with the persona) read: where a message to them goes
+    private_conversation: Mapped[Optional[str]] = mapped_column(String(300))
     last_seen_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
 
 

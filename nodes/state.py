@@ -79,6 +79,14 @@ class ContextReport(TypedDict, total=False):
     language: str  # the language of the prompt's fixed texts (the human's: s04_prepare_context/language.py)
 
 
+class AudienceDict(TypedDict, total=False):
+    """prepare_context: whom the tick answers (managers/audience.py `Audience.as_dict`); {} is the persona alone."""
+    role: str  # self | owner | trusted | guest | peer
+    person_id: int | None
+    peer: str | None
+    name: str
+
+
 class LLMCallReport(TypedDict, total=False):
     """call_llm: who answered and what it cost."""
     llm_id: str
@@ -264,7 +272,9 @@ class TickState:
     human_turns: list[str] = field(default_factory=list)  # continuation mode: the marked human turns
     shown_process_ids: list[int] = field(default_factory=list)
     untrusted: list[Source] = field(default_factory=list)  # where untrusted text in the prompt came from
+    audience: AudienceDict = field(default_factory=AudienceDict)  # whom the tick answers ({}: the persona alone)
     # call_llm
+    after_call: str = ""  # answered | degraded | preempted (a free thought cut: a human's note came; s04 again)
     response: str = ""
     llm: LLMCallReport = field(default_factory=LLMCallReport)
     native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -328,6 +338,8 @@ class TickValues(TypedDict, total=False):
     human_turns: list[str]
     shown_process_ids: list[int]
     untrusted: list[Source]
+    audience: AudienceDict
+    after_call: str
     response: str
     llm: LLMCallReport
     native_tool_calls: list[dict[str, Any]]
@@ -384,10 +396,12 @@ class PromptUpdate(TypedDict, total=False):
     shown_process_ids: list[int]
     untrusted: list[Source]
     context_report: ContextReport
+    audience: AudienceDict
 
 
 class AnswerUpdate(TypedDict, total=False):
     """call_llm (s05): the model's answer (also kept with the tick's row), or its reply turn."""
+    after_call: str
     response: str
     native_tool_calls: list[dict[str, Any]]
     parse_errors: list[str]

@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator
 
 from memory import Repos
 from memory.taint import item_key
+from memory.note_kinds import HUMAN_SOURCES
 from persona.prose import is_prose
 from persona.quiet_hours import in_quiet_hours
 from persona.settings import DreamSettings
@@ -74,9 +75,15 @@ def has_met_human(repos: Repos, settings: DreamSettings) -> bool:
 
 
 def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings,
-              started: datetime | None = None) -> str | None:
-    """Why the persona should dream now, or None."""
+              started: datetime | None = None, talking_minutes: float = 0.0) -> str | None:
+    """Why the persona should dream now, or None. Never while a conversation goes on (DESIGN.md §9): a human's note
+    waits unanswered, or one came within `talking_minutes` (`conversation.active_minutes`) — quiet hours or not."""
     if not settings.enabled:
+        return None
+    if repos.notes.unread_human_ids(limit=1):
+        return None
+    last_heard = repos.notes.latest_human_at()
+    if last_heard is not None and now - _aware(last_heard, now) < timedelta(minutes=talking_minutes):
         return None
     today = now.astimezone(zone).date()
     last = repos.insights.latest()
@@ -100,6 +107,12 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
     return None
 
 
+def _who_wrote(note: Any, authors: dict[int, tuple[str, str]]) -> str:
+    """"my human wrote" for the owner (by any door), "<name> (guest) wrote" for anyone else."""
+    name, role = authors.get(note.author_id, ("", "owner")) if note.author_id is not None else ("", "owner")
+    return "my human wrote" if role == "owner" else f"{name} ({role}) wrote"
+
+
 def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: tzinfo,
                     settings: DreamSettings) -> dict[str, Any]:
     """The dream's material as prompt text, with the topic it started from and what it read (`read`: the rows, as
@@ -110,8 +123,9 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
     notes = repos.notes.list(source="incoming", limit=10)
     lines = [f"- [{m.created_at.astimezone(zone):%m-%d %H:%M}] {'my human' if m.role == 'user' else 'I'}: "
              f"{m.content[:LOG_ITEM_CHARS]}" for m in recent]
-    lines += [f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] my human wrote: {n.text[:LOG_ITEM_CHARS]}"
-              for n in notes if n.source in ("user", "cli")]
+    authors = repos.people.names([n.author_id for n in notes if n.author_id is not None])
+    lines += [f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] {_who_wrote(n, authors)}: {n.text[:LOG_ITEM_CHARS]}"
+              for n in notes if n.source in HUMAN_SOURCES]
     if lines:
         sections.append("What happened recently:\n" + "\n".join(lines[-settings.log_items:]))
     if level >= 2:

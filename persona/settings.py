@@ -172,6 +172,27 @@ class DreamSettings(Section):
         return value
 
 
+class ConversationSettings(Section):
+    """The persona's conversations, one per person (managers/conversation.py): what its prompt carries of the one
+    it answers, what it remembers, and what waits for its owner."""
+
+    turns: int = Field(12, ge=0, le=100, description=(
+        "the last turns of the conversation with the person being answered, in the prompt (their words and what I "
+        "sent them; 0: none)"))
+    share: float = Field(0.2, gt=0, le=0.8, description="at most this share of the prompt's budget for those turns")
+    remember: list[Literal["owner", "trusted", "guest", "peer"]] = Field(
+        default_factory=lambda: list[Literal["owner", "trusted", "guest", "peer"]](
+            ["owner", "trusted", "guest", "peer"]),
+        description="whose words become conversation memories (searchable, with their author)")
+    active_minutes: float = Field(10.0, ge=0, le=1440, description=(
+        "no dream starts within this many minutes of a human's note (a conversation is going on)"))
+    tell_owner: bool = Field(True, description=(
+        "a new contact request, a pending approval and a message a channel refused reach the owner once on their "
+        "channel (their quiet hours held)"))
+    stranger_reply: bool = Field(True, description=(
+        "a stranger's first message gets one polite automatic line: it was passed to my owner"))
+
+
 class VoiceSettings(Section):
     """How the persona speaks on a small model (persona/voice.py). `auto`: on for the embedded llama.cpp model, off
     for a server model, whose free thought answers a note with messages.send by itself."""
@@ -625,6 +646,7 @@ class Settings(BaseSettings):
     mesh: MeshSettings = Field(default_factory=MeshSettings)
     a2a: A2ASettings = Field(default_factory=A2ASettings)
     channels: ChannelsSettings = Field(default_factory=ChannelsSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
     _overrides: "Overrides | None" = PrivateAttr(default=None)

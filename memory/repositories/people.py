@@ -202,6 +202,10 @@ class ChannelRepo(Repo):
         return int(self.session.scalar(select(func.count(ChannelOutbox.id)).where(
             ChannelOutbox.channel == channel, ChannelOutbox.state.in_(("queued", "sending")))) or 0)
 
+    def failed_count(self) -> int:
+        """Messages a channel refused for good (the owner is told)."""
+        return int(self.session.scalar(select(func.count(ChannelOutbox.id)).where(ChannelOutbox.state == "failed")) or 0)
+
     def outbox(self, limit: int = 50) -> list[ChannelOutbox]:
         return list(self.session.scalars(select(ChannelOutbox).order_by(ChannelOutbox.id.desc()).limit(limit)))
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from managers import Managers
+from managers import ManagerDeps, Managers
 from memory import Repos
 from memory.models import Approval
 from nodes import provenance
@@ -102,10 +102,10 @@ def _gate(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings:
 
 
 def park(repos: Repos, cmd: Command, verdict: Verdict, *, cmd_key: str, thread_id: str, root_thread: str, tick: int,
-         now: datetime) -> tuple[Approval, bool]:
+         now: datetime, settings: Any) -> tuple[Approval, bool]:
     """The pending approval for `cmd` (an identical pending request is reused); (row, newly created) — recorded by
-    the consent manager (managers/consent.py)."""
-    return Managers(repos).consent.request(
+    the consent manager (managers/consent.py), which tells the owner as the settings say."""
+    return Managers(repos, ManagerDeps(settings=settings)).consent.request(
         cmd_key=cmd_key, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args, effect=verdict.effect,
         description=cmd.description, reason=verdict.reason, thread_id=thread_id, root_thread=root_thread, tick=tick,
         now=now, provenance=verdict.sources)

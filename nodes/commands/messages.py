@@ -21,6 +21,7 @@ from pydantic import Field, StringConstraints, model_validator
 
 from managers.errors import NotFound, Refused
 from managers.peers import is_agent_url
+from memory.note_kinds import Door
 from nodes.commands.args import MAX_TEXT, Args, Id, Text, names
 from nodes.commands.model import Command
 from nodes.commands.spec import Addressee, CommandContext, CommandError, CommandResult, Effect, Family, arg
@@ -124,15 +125,18 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     if any(arg(cmd, name, default=None) not in (None, False) for name in PEER_ONLY):
         raise CommandError(f"messages.send: {', '.join(PEER_ONLY)} are for an answer to a peer's A2A task, and "
                            f"{person.name} is a person")
-    note = ctx.managers.notes.outgoing(text, to=to if to == "user" else person.name, thread_id=ctx.thread_id,
-                                       llm_id=ctx.llm_id, now=ctx.now)
-    queued = channels.send(person, text, now=ctx.now, note_id=note.id, unprompted=not prompted) if over_channel \
+    persona = getattr(ctx.services, "persona", None)
+    reached = ctx.managers.people.reach(person) if over_channel else None
+    note = ctx.managers.conversation.tell(text, person=person, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now,
+                                          door=channels.door_of(reached.channel) if reached is not None else Door.WEB,
+                                          speaker=persona.display_name if persona is not None else "")
+    queued = channels.send(person, text, now=ctx.now, note_id=note.note_id, unprompted=not prompted) if over_channel \
         else None
-    ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})
+    ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.note_id, "tick": ctx.tick})
     if queued is None:
-        return CommandResult(f"message sent (note {note.id})")
+        return CommandResult(f"message sent (note {note.note_id})")
     later = f", held past {person.name}'s quiet hours" if queued.not_before is not None else ""
-    return CommandResult(f"message sent (note {note.id}) to {person.name} over {queued.channel}{later}")
+    return CommandResult(f"message sent (note {note.note_id}) to {person.name} over {queued.channel}{later}")
 
 
 def _to_a_peer(to: str, text: str, cmd: Command, ctx: CommandContext, not_a_person: NotFound) -> CommandResult:

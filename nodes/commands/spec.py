@@ -31,6 +31,7 @@ from typing import Any, Callable, Literal
 from typing_extensions import NotRequired, TypedDict
 
 from managers import ManagerDeps, Managers
+from managers.audience import ALONE, Audience
 from memory import Repos
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
@@ -55,14 +56,15 @@ class CommandContext:
     task_id: int | None = None  # set in a task's sub-cycle: what it writes is marked as the task's
     registry: Any = None  # nodes.commands.Registry (help.show lists it)
     after_commit: list[Callable[[], None]] = field(default_factory=list)  # e.g. start a process its row records
+    audience: Audience = ALONE  # whom the tick answers: what the managers read is what they may see
 
     @cached_property
     def managers(self) -> Managers:
-        """The domain managers over this command's transaction (managers/)."""
+        """The domain managers over this command's transaction (managers/), in the audience's scope."""
         services = self.services
         return Managers(self.repos, ManagerDeps(settings=self.settings, clock=lambda: self.now,
                                                 memory=getattr(services, "memory", None),
-                                                llms=getattr(services, "llms", None)))
+                                                llms=getattr(services, "llms", None)), audience=self.audience)
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -114,6 +116,9 @@ class CommandSpec:
     # whom it speaks to as the persona (None: nobody it can name, e.g. bad arguments; the handler says so)
     relay: Callable[[Command, CommandContext], Addressee | None] | None = None
     owner_only: str | None = None  # why only the owner decides it, whatever the validators or auto_approve say
+    # a read command that shows only what the tick's audience may see (its manager reads in their scope,
+    # managers/audience.py): it runs while the persona answers a guest or a peer, where any other read does not
+    scoped: bool = False
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -157,10 +162,10 @@ class Family:
                 unavailable: Callable[[Any], str | None] | None = None,
                 prompt_tier: str | None = None,
                 relay: Callable[[Command, CommandContext], Addressee | None] | None = None,
-                owner_only: str | None = None) -> Callable[[Handler], Handler]:
+                owner_only: str | None = None, scoped: bool = False) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
             self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable,
-                                          prompt_tier, relay, owner_only))
+                                          prompt_tier, relay, owner_only, scoped))
             return handler
 
         return add

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 import i18n
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
+from nodes.attention import side_call, waiting
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.escalation import Escalation
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
@@ -51,6 +52,12 @@ def ended(services, state: TickState, episode: StagnationEpisode) -> None:
                                 thread_id=state.thread_id)
 
 
+def _flagged(signals: Any, settings: Any, body: str, state: TickState) -> bool:
+    """Whether the output may be flagged (the reflex may then ask a model or break out): asked only then whether a
+    human waits."""
+    return bool(decide(signals, settings)[0] or degenerate(body, acted=bool(state.commands)) or state.stagnation)
+
+
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                      params: dict[str, Any] | None = None) -> StagnationUpdate:
     services = services_of(runtime)
@@ -68,13 +75,21 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                               novel_below=settings.novel_below)
         previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
         previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
-    if "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None:
-        try:
-            _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
-                                 tags=tags, language=services.settings.prompt_language)
-            signals["comparison"] = parse_comparison(answer.get("comparison"))
-        except AllLLMsUnavailable:
-            signals["comparison"] = None
+    # while a human's note waits (other than this tick's), the reflex asks no model and starts no break-out (a pause,
+    # a question, a rehearsal): the note is answered first, and the next thought is judged again
+    at = (state.thread_id, state.tick)
+    wants_comparison = "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None
+    held = (wants_comparison or _flagged(signals, settings, body, state)) and waiting(services, state.incoming_note_ids, at)
+    if wants_comparison and not held:
+        def compare() -> Any:
+            try:
+                _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text,
+                                     prefer=state.llm.get("llm_id"), tags=tags, language=services.settings.prompt_language)
+                return parse_comparison(answer.get("comparison"))
+            except AllLLMsUnavailable:
+                return None
+
+        signals["comparison"] = side_call(services, state.incoming_note_ids, compare, None, "the novelty comparison", at)
     flag, value, method = decide(signals, settings)
     broken = degenerate(body, acted=bool(state.commands))  # `":":":"`, markup soup: no thought, however new
     if broken:
@@ -97,14 +112,17 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
         due = episode["streak"] - int(episode.get("rephrase_asked_at", -REPHRASE_EVERY)) >= REPHRASE_EVERY
         sampling = reflex_lite(sampling)
         actions.append("reflex_lite")
-        if capped and due:
+        if capped and due and not held:
             episode["rephrase_asked_at"] = episode["streak"]
             language = services.settings.prompt_language
-            if instruction := rephrase(services.llms, episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
-                                       prefer=state.llm.get("llm_id"), tags=tags, language=language):
+            if instruction := side_call(services, state.incoming_note_ids, lambda: rephrase(
+                    services.llms, episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
+                    prefer=state.llm.get("llm_id"), tags=tags, language=language), None, "the rephrase", at):
                 episode["rephrased"] = instruction
                 actions.append("rephrase")
-        if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
+        if held:
+            actions.append("escalation_held:a_human_waits")
+        elif episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
             with services.db.unit() as repos:
                 episode = Escalation(services, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
             actions += [f"escalate:{m}" for m in episode["mechanisms"]]

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 
 import i18n
 from llm import LLMUnavailable, Sampling
+from nodes.attention import waiting
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.prompts import VALIDATION_PROMPT, VALIDATION_SCHEMA
 from nodes.reflexes.validation import aggregate, drift_trust, parse_rating
@@ -43,6 +44,11 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext],
     if not response:
         return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
                                "validators": [], "distribution": {}, "threshold": threshold, "skipped": "no output"}}
+    at = (state.thread_id, state.tick)
+    if not state.audience and waiting(services, state.incoming_note_ids, at):  # a free thought's: a human comes first
+        return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
+                               "validators": [], "distribution": {}, "threshold": threshold,
+                               "skipped": "not rated: a human's note waits (this thought's commands do not run)"}}
     main_id = state.llm.get("llm_id") or services.llms.primary_id
     self_validation = len(validators) == 1 and validators[0]["id"] == main_id
     ethics = services.persona.ethics

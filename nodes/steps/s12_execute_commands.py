@@ -21,6 +21,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import IntegrityError
 
+from managers.audience import ALONE, Audience
 from memory.taint import tainted, tracking_reads
 from nodes import provenance
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
@@ -92,10 +93,19 @@ def _failure_message(exc: Exception) -> str:
 
 
 def _context(repos, services: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
-             llm_id: str | None) -> CommandContext:
+             llm_id: str | None, audience: Audience = ALONE) -> CommandContext:
     return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=services.settings,
                           now=services.clock(), services=services, root_thread=state.root_thread or thread_id, task_id=task_id,
-                          registry=commands)
+                          registry=commands, audience=audience)
+
+
+def out_of_scope(spec: CommandSpec, effect: str, audience: Audience) -> str | None:
+    """Why a read command does not run while the tick answers a guest or a peer (None: it runs): only the reads
+    that show what is theirs or shareable do (`CommandSpec.scoped`, managers/audience.py)."""
+    if effect != "read" or spec.scoped or audience.private:
+        return None
+    return (f"not run while I answer {audience.describe()}: {spec.type} reads what only my owner may see; "
+            "memory.search shows what is ours or shareable")
 
 
 def after_commit(actions: list) -> None:
@@ -167,10 +177,14 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
             if refusal is None and effect in SIMULATED and _thread_origin(services, state, repos) == SIMULATION:
                 refusal = (f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
                            "in a simulated environment (nothing leaves it)")
+            audience = Audience.from_dict(dict(state.audience))
+            if refusal is None:
+                refusal = out_of_scope(spec, effect, audience)
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
-            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id)
+            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id,
+                           audience)
             verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted,
                              _stranger(spec, cmd, ctx, state, repos))
             if verdict.action == "block":
@@ -181,7 +195,7 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
                 return {**base, "status": status, "result": verdict.reason}, []
             if verdict.action == "park":
                 row, created = park(repos, cmd, verdict, root_thread=state.root_thread or thread_id, cmd_key=key,
-                                    thread_id=thread_id, tick=state.tick, now=now)
+                                    thread_id=thread_id, tick=state.tick, now=now, settings=services.settings)
                 message = (f"waits for my human's approval (approval {row.id})" if created
                            else f"already waiting for my human's approval (approval {row.id})")
                 repos.commands.record(**record, status="pending_approval", result=message)
@@ -191,9 +205,10 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
             with tracking_reads(repos.session) as read, \
                     tainted(repos.session, list(state.untrusted), thread_id=thread_id, tick=state.tick):
                 result: CommandResult = spec.handler(cmd, ctx)
-            if result.show:
+            if result.show:  # a result read for a guest or a peer is shown again only while answering them
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
-                                    sources=provenance.merged(result.sources, _shown_sources(repos, read)))
+                                    sources=provenance.merged(result.sources, _shown_sources(repos, read)),
+                                    tags=[audience.tag] if audience.tag else None)
             repos.commands.record(**record, status=result.status, result=result.output)
             if result.status == "executed":
                 ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
@@ -292,7 +307,11 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     commands = registry()
     executed, events = run_approved(state, services, commands)
     llm_id = state.llm.get("llm_id")
+    sent_first = {e["cmd_id"]: e for e in state.executed if not e.get("already_done")}  # by send_answer, this tick
     for raw in state.commands:
+        if raw.get("cmd_id") in sent_first:
+            executed.append(sent_first[raw["cmd_id"]])
+            continue
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
         outcome, produced = run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)

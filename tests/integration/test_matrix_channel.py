@@ -1,6 +1,6 @@
 """Matrix against a real Synapse (one per session, tests/integration/synapse_server.py): the owner writes in a room →
 a note from them; the reply arrives in the room; a stranger's message becomes a contact request and reaches no note
-(so no prompt, no memory); a runner killed (SIGKILL) between Matrix accepting a message and the outbox recording it
+(so no prompt, no memory), the stranger gets one polite line and the owner is told, in their own room; a runner killed (SIGKILL) between Matrix accepting a message and the outbox recording it
 neither loses nor doubles it after resume."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
             assert [(n.text, n.author_id) for n in notes] == [("Good morning! What are the tides today?", owner.id)]
             assert "via:matrix" in notes[0].tags
             identity = repos.people.identity("matrix", accounts["ada"])
-            assert identity.conversation == room  # where they last wrote: where the reply goes
+            assert identity.conversation == identity.private_conversation == room  # theirs alone: the reply goes there
             queued = Managers(repos, ManagerDeps(settings=settings)).channels.send(
                 owner, "High tide at 11:40, love.", now=owner.created_at)
             assert queued is not None and queued.conversation == room
@@ -100,6 +100,17 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
             assert all("reveal" not in n.text for n in repos.notes.list(limit=100))  # nothing reached a note
             sent = repos.channels.by_key(queued.idempotency_key)
             assert sent.state == "sent" and sent.platform_id == reply["event_id"]
+
+        def drained():
+            with db.unit() as repos:
+                return Managers(repos).channels.states()[0]["outbox_depth"] == 0
+
+        wait_for(drained, what="the stranger's one line and the owner's notice sent")
+        with db.unit() as repos:
+            rows = {r.idempotency_key.split(":")[0]: r for r in Managers(repos).channels.outbox()}
+            assert "passed your message to my owner" in rows["stranger"].text  # one polite line, not a conversation
+            assert rows["stranger"].recipient == accounts["eve"] and rows["stranger"].conversation is None
+            assert rows["notice"].recipient == accounts["ada"] and rows["notice"].conversation == room  # theirs alone
             states = Managers(repos).channels.states()
             assert [(s["channel"], s["state"], s["outbox_depth"]) for s in states] == [("matrix", "up", 0)]
     finally:
@@ -124,6 +135,7 @@ def test_a_kill_after_sending_neither_loses_nor_doubles(synapse, accounts, tmp_p
     with db.unit() as repos:
         identity = repos.people.identity("matrix", accounts["ada"])
         identity.conversation, identity.last_seen_at = room, repos.people.owners()[0].created_at
+        identity.private_conversation = room  # a room of the two of them: where a message to Ada may go
         m = Managers(repos)
         row = m.channels.send(m.people.owner(), text, now=identity.last_seen_at)
         key = row.idempotency_key

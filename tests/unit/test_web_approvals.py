@@ -83,7 +83,7 @@ def test_the_page_shows_what_waits_and_decides_it_in_place(web):
     assert "calmer" in page.text and "<b>calmer" not in page.text  # the persona's arguments are data, never markup
     assert "I want to be calmer." in page.text
     assert f'hx-post="/approvals/{approvals["identity.update"]["id"]}/approve"' in page.text
-    assert "<mark>2</mark>" in page.text  # the navigation counts what waits
+    assert 'id="badge-approvals" class="nav-badge" aria-label="2 waiting">2</mark>' in page.text  # what waits
 
     headers = {**web.csrf, "HX-Request": "true"}
     refused = web.client.post(f"/approvals/{approvals['notepad.clear']['id']}/deny", data={"reason": " "}, headers=headers)

@@ -115,24 +115,29 @@ def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] 
 
 
 def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
-                cycle: dict[str, Any], goals: list[Any] | None = None, tainted: Tainted | None = None) -> Recall:
+                cycle: dict[str, Any], goals: list[Any] | None = None, tainted: Tainted | None = None,
+                scope: list[str] | None = None) -> Recall:
     """The memories recalled for this tick: their lines, item ids, the error if recall failed, and where the
-    untrusted ones came from (by item id) — a row written from untrusted text says so on its line."""
+    untrusted ones came from (by item id) — a row written from untrusted text says so on its line. `scope`: the tags
+    a memory needs (one of them) when the tick answers someone who may not see everything (managers/audience.py);
+    then only their notes are the focus."""
     if services.memory is None:
         return Recall([], [], None, {})
-    text = focus_text(repos, thread_id, notes, goals)
+    text = focus_text(repos, thread_id, notes, goals) if scope is None else "\n".join(n.text for n in notes)
     if not text:
         return Recall([], [], None, {})
     mode = context_mode(cycle)
     k = services.settings.memory.recall_k
-    shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids])  # already in the prompt
+    shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids]  # already in the prompt:
+                               + [f"note:{n.id}" for n in notes])  # the thoughts shown, the notes (their turns)
     try:
         diversity = cycle.get("diversity_boost")
         lam = max(0.05, min(0.95, 1 - float(diversity))) if mode == "meditation" and diversity is not None else None
         hits = services.memory.search(Query(text=text, k=k, mode=mode, exclude=shown, mmr_lambda=lam,
-                                       tags=cycle.get("focus_tags") if mode == "concentration" else None,
+                                       tags=scope if scope is not None else
+                                       cycle.get("focus_tags") if mode == "concentration" else None,
                                        emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
-                                       tags_mode=str(cycle.get("focus_logic") or "or")))
+                                       tags_mode="or" if scope is not None else str(cycle.get("focus_logic") or "or")))
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
         log.exception("auto_recall failed")
         return Recall([], [], f"{type(exc).__name__}: {exc}", {})
