@@ -28,9 +28,9 @@ from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
 from nodes.commands import GUIDE_FORMS, registry
-from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
+from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
-from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
+from nodes.reflexes.prompts import ISOLATED_TITLE, SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
     ABSTRACTS_ON_REQUEST,
@@ -52,6 +52,7 @@ from nodes.steps.prompts import (
     THOUGHT_HEADER,
 )
 from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks_sized
+from nodes.steps.s04_prepare_context.filters import held_lines, unread_for_tick
 from nodes.steps.s04_prepare_context.language import tick_language
 from nodes.steps.s04_prepare_context.memory_lines import (
     abstract_lines,
@@ -62,6 +63,7 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     recent_thoughts,
     strategy_line,
 )
+from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines
 from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
@@ -125,13 +127,12 @@ def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> 
 
 def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
     mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
-    limit, min_priority = services.settings.cycle.notes_limit, cycle.get("notes_min_priority")
+    limit = services.settings.cycle.notes_limit
     seen = _seen_by_kept_answer(services, repos, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
         notes = repos.notes.many(seen)
-    else:
-        notes = services.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
-                              lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
+    else:  # all, or those the notes filter in force lets through (filters.py)
+        notes = unread_for_tick(repos, services, state, cycle, limit)
     if mode == "manual":
         counts = repos.notes.count_unread_by_priority()
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
@@ -192,6 +193,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               forms=[[skills_block(persona.skills, brief=True)]] if persona.skills else [], share=LAYER_SHARE),
         Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
         Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True, keep="whole"),
+        Block("ethics_model", "", ethics_model_lines(persona.ethics, language), 169, system=True),
         Block("bootstrap", "", bootstrap, 160, system=True, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
               share=LAYER_SHARE),
         Block("core", title("core"),
@@ -217,6 +219,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               fence=fence, source="results of my commands"),
         Block("notes", title("notes"), note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
               source="notes to me"),
+        Block("notes_held", "", held_lines(services, state, cycle, language), 194),
+        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language), 145),
         Block("runtime", title("runtime"), [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
                                      f"context {context_mode(cycle)}; thread {thread_id}",
                                      Managers(repos, ManagerDeps(settings=services.settings)).world.line(),
