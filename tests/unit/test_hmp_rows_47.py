@@ -503,3 +503,27 @@ def test_low_novelty_makes_validation_stricter(agent_factory):
     assert again["validation"]["strict_by"] == 1.0 and again["validation"]["threshold"] == 2.0
     assert again["executed"][0]["status"] == "unvalidated"
     assert "below +2" in again["executed"][0]["result"] and "every command needs +1 more" in again["executed"][0]["result"]
+
+
+# ---- C9 (claw0): MMR is one setting away ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("configured, expected", [(None, 1.0), (0.7, 0.7)])
+def test_mmr_for_every_recall_is_one_setting_away(agent_factory, monkeypatch, configured, expected):
+    """By relevance by default (docs/memory.md: MMR λ 0.7 gains LoCoMo 0.45 points of recall@5 and costs the project
+    chats 2.9); `memory.retrieval.mmr_lambda: 0.7` spreads every recall with claw0's MMR."""
+    from memory.retrieval import ranker
+
+    used: list[float] = []
+    real = ranker.pick
+
+    def recording(ranked, score, vectors, k, lam, duplicate, page):  # type: ignore[no-untyped-def]
+        used.append(lam)
+        return real(ranked, score, vectors, k, lam, duplicate, page)
+
+    monkeypatch.setattr(ranker, "pick", recording)
+    settings = {"memory": {"retrieval": {"mmr_lambda": configured}}} if configured is not None else {}
+    agent = agent_factory(FakeLLM("fake", responses=["The tide is low.", "The harbour is calm.", "Boats rest."]),
+                          **settings)
+    for _ in range(3):
+        agent.tick()
+    assert used and set(used) == {expected}  # the recall each tick made (standard mode) used it
