@@ -109,6 +109,21 @@ def test_the_notes_filter_by_priority_tags_source_mentions_and_age_lets_the_owne
     assert shown(sources=["channel"]) == {n["guest"]} | owners
 
 
+def test_a_mode_given_alone_keeps_the_filter_and_min_priority_alone_changes_only_that(agent_factory):
+    from managers.notes import notes_filter
+
+    agent = agent_factory(FakeLLM("fake"))
+    with house(agent) as managers:
+        loop = managers.loop
+        loop.set_notes_mode("main", "auto", None, note_filter={"tags": ["tides"], "mentions": ["me"]})
+        loop.set_notes_mode("main", "manual", None)
+        assert notes_filter(loop.cycle("main"), None) == NotesFilter(tags=["tides"], mentions=["me"])
+        loop.set_notes_mode("main", "auto", 2)
+        assert notes_filter(loop.cycle("main"), None) == NotesFilter(tags=["tides"], mentions=["me"], min_priority=2)
+        loop.set_notes_mode("main", "auto", None, note_filter={})
+        assert not notes_filter(loop.cycle("main"), None).active()
+
+
 def test_the_notes_filter_is_a_typed_setting_and_config_yamls_applies_when_the_persona_set_none(agent_factory):
     with pytest.raises(ValidationError):
         Settings(cycle={"notes_filter": {"sources": ["nobody"]}})  # type: ignore[arg-type]
