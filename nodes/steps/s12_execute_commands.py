@@ -227,6 +227,8 @@ def _withdrawn(state: TickState) -> str | None:
             reason = str((raw.get("args") or {}).get("reason") or "")[:300]
             return f"withdrawn: I flagged this thought's reasoning as an error ({reason})"
     return None
+
+
 FEEDBACK_LINES = 12
 
 
