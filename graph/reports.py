@@ -10,8 +10,12 @@ from managers import Managers
 from memory import Repos
 from memory.models import Approval, AuditEntry, Session, Taint
 from memory.note_kinds import NoteSource
+from nodes.reflexes.validation import validator_metrics
 from persona.drives import compute_drives
 from persona.settings import Settings
+
+
+VALIDATION_WINDOW = 100  # the outputs the validators' metrics are computed over
 
 
 def iso(value: date | None) -> str | None:  # a datetime is a date
@@ -19,8 +23,9 @@ def iso(value: date | None) -> str | None:  # a datetime is a date
 
 
 def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, database_url: str) -> dict[str, Any]:
-    """Ticks, threads, notes, responses with their reflex fields, anti-stagnation metrics, commands, LLM use, memory,
-    drives, dreams, goals, tasks, sessions, approvals and the audit log."""
+    """Ticks, threads, notes, responses with their reflex fields, anti-stagnation metrics, the validators' metrics
+    (coverage, accuracy, response time, drift), commands, LLM use, memory, drives, dreams, goals, tasks, sessions,
+    approvals and the audit log."""
     return {
         "database": database_url,
         "ticks": {"count": repos.ticks.count(), "recent": [
@@ -59,6 +64,8 @@ def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, 
              "mechanisms": r.mechanisms, "triggered_actions": r.triggered_actions, "sampling": r.sampling,
              "novelty_after": r.novelty_after, "created_at": iso(r.created_at)}
             for r in repos.stagnation.recent(limit)],
+        "validation": validator_metrics(repos.messages.validations(VALIDATION_WINDOW),
+                                        conflict_below=settings.reflexes.agreement_min),
         "commands": [{"cmd_id": c.cmd_id, "tick": c.tick, "type": c.type, "status": c.status, "result": c.result}
                      for c in repos.commands.recent(limit)],
         "llm": {"totals": repos.llm_calls.totals(), "by_model": repos.llm_calls.by_model()},

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from managers.strategies import StrategyManager
     from managers.tags import TagManager
     from managers.threads import ThreadManager
+    from managers.thoughts import ThoughtManager
     from managers.world import WorldManager
     from memory import Repos
     from memory.retrieval.recall_index import RecallIndex
@@ -247,6 +248,12 @@ class Managers:
         from managers.facts import FactManager
 
         return FactManager(self)
+
+    @cached_property
+    def thoughts(self) -> ThoughtManager:
+        from managers.thoughts import ThoughtManager
+
+        return ThoughtManager(self)
 
     @cached_property
     def notes(self) -> NoteManager:

@@ -4,6 +4,12 @@ CogSync (publish chosen memories by tag; what arrives is data from a peer, never
 cases and CogConsensus claims, trust-weighted) and sync (have/want by container id: nothing lost, nothing applied
 twice, because a container's id is the hash of its body and there is one row per id).
 
+Isolated Mode and Emergency Consensus (HMP "Isolated Mode (including Emergency Consensus)"): the door says whether a
+peer is reachable (`record_connectivity`); while none is, sync and consensus wait in the outbox, and decisions are
+taken on the persona's own ethics and memory — an ethics decision of its validators and a case it opens for the mesh
+are written into its diary tagged `emergency_consensus` (`emergency_decision`), for review once the mesh is back:
+then a system note lists them (the persona may put one to its peers with mesh.case, through the consent gate).
+
 The door (mesh/) moves bytes and holds the per-peer token buckets; everything it decides, it asks here."""
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +47,8 @@ REFUSAL_REASONS = ("forged", "replay", "expired", "oversized", "unknown_type", "
 PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed"})
 RETRYABLE = frozenset({"flood"})  # a refusal the same container may pass later: it is asked for again by sync
 PUBLISHABLE = ("diary", "concept", "abstract")
+EMERGENCY = "emergency_consensus"  # the diary tag of a decision taken alone in Isolated Mode, for review
+REVIEW_LISTED = 20  # emergency decisions named in the note that tells of the mesh's return
 NOTE_TEXT = 8000  # a distributed note's text at most
 NOTE_MARKS = 12  # mentions (and hashtags) a distributed note carries at most
 
@@ -109,6 +118,11 @@ def _marks(values: Any) -> builtins.list[str]:
     """A note's mentions or hashtags as they travel: words of at most 60 characters, at most NOTE_MARKS."""
     words = values if isinstance(values, (list, tuple)) else []
     return [str(w)[:60] for w in words if isinstance(w, str) and w.strip()][:NOTE_MARKS]
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every time stored here is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def _voter_weight(trust: float) -> float:
@@ -509,15 +523,67 @@ class MeshManager:
         self.house.reputation.evaluate(row.sender, -0.2, reason="the owner rejected what it taught", about=row.id)
         return True
 
+    # ---- Isolated Mode and Emergency Consensus -------------------------------------------------------------------
+    def connectivity(self) -> dict[str, Any]:
+        """What the door last said ({} if it never ran): isolated, since when, how many peers, the door's state."""
+        return self.house.repos.config.mesh_connectivity
+
+    def isolated(self) -> bool:
+        """Whether the persona is in Isolated Mode: its mesh is on and the door said no peer is reachable (or that it
+        could not start)."""
+        return self.settings.enabled and bool(self.connectivity().get("isolated"))
+
+    def record_connectivity(self, *, isolated: bool, peers: int = 0, door: str = "running") -> bool:
+        """The door's word on whether a peer is reachable; stored when it changed (True). When the mesh comes back,
+        the decisions taken alone since the isolation began are put up for review: a system note names them."""
+        now = self.house.deps.clock()
+        before = self.connectivity()
+        if before and bool(before.get("isolated")) == isolated and before.get("door") == door:
+            return False
+        began = now.isoformat() if isolated and not before.get("isolated") else before.get("isolated_since")
+        self.house.repos.config.mesh_connectivity = {"isolated": isolated, "since": now.isoformat(), "peers": peers,
+                                                     "door": door, "isolated_since": began}
+        if before.get("isolated") and not isolated and isinstance(began, str):
+            self._review(datetime.fromisoformat(began), now)
+        return True
+
+    def emergency_decision(self, text: str, *, tags: Iterable[str] = (), thread_id: str | None = None,
+                           tick: int | None = None) -> int | None:
+        """In Isolated Mode, a decision the mesh's consensus would have had a say in, written into the diary tagged
+        `emergency_consensus` (and `tags`) for review when the mesh is back: its id; None when not isolated."""
+        if not self.isolated():
+            return None
+        entry = self.house.diary.add(text, tags=[EMERGENCY, *tags], thread_id=thread_id, tick=tick)
+        return int(entry.id)
+
+    def _review(self, since: datetime, now: datetime) -> None:
+        """The mesh is back: the diary's emergency decisions since `since` (the persona's own so tagged among them),
+        named in a system note for review."""
+        entries = [e for e in self.house.repos.diary.list(limit=200, tag=EMERGENCY)
+                   if _aware(e.created_at) >= _aware(since)]
+        if not entries:
+            return
+        hours = (now - since).total_seconds() / 3600
+        named = ", ".join(f"diary {e.id}" for e in entries[:REVIEW_LISTED])
+        more = f" and {len(entries) - REVIEW_LISTED} more" if len(entries) > REVIEW_LISTED else ""
+        self.house.repos.notes.add(
+            f"The mesh is back after {hours:.1f} h in Isolated Mode: {len(entries)} decision(s) I took alone are marked "
+            f"{EMERGENCY} for review: {named}{more}. diary.read shows one; mesh.case puts one to my peers.",
+            source="system", tags=["mesh", EMERGENCY], priority=1, created_at=now)
+
     # ---- consensus --------------------------------------------------------------------------------------------------
     def open_case(self, question: str, solutions: Iterable[str] = (), *, kind: str = "ethics_case") -> dict[str, Any]:
-        """An ethics case (solutions proposed with it or later) or a CogConsensus claim."""
+        """An ethics case (solutions proposed with it or later) or a CogConsensus claim. In Isolated Mode it waits in
+        the outbox and the diary marks the decision as taken alone meanwhile (`emergency` in the result: its entry)."""
         if kind not in ("ethics_case", "claim"):
             raise ValueError("kind: ethics_case or claim")
         case = self.compose(kind, {"question": question})
         for text in solutions:
             self.propose(case["id"], text)
-        return case
+        entry = self.emergency_decision(
+            f"The mesh is unreachable (Isolated Mode): its consensus on “{question[:300]}” (case {case['id'][:19]}…) is "
+            "deferred until a peer is back; meanwhile I decide on my own ethics and memory.", tags=["mesh", kind])
+        return {**case, "emergency": entry} if entry is not None else case
 
     def propose(self, case_id: str, text: str) -> dict[str, Any]:
         return self.compose("solution", {"case": case_id, "text": text}, lineage=[case_id], ref=case_id)
@@ -632,4 +698,4 @@ class MeshManager:
                 "subscriptions": self.subscriptions(), "outbox": len(self.outbox())}
 
 
-__all__ = ["REFUSAL_REASONS", "MeshManager", "Outcome", "Tally"]
+__all__ = ["EMERGENCY", "REFUSAL_REASONS", "MeshManager", "Outcome", "Tally"]

@@ -38,6 +38,7 @@ class Door(StrEnum):
 
 
 HUMAN_SOURCES: tuple[NoteSource, ...] = (NoteSource.HUMAN_PAGE, NoteSource.HUMAN_TERMINAL, NoteSource.HUMAN_CHANNEL)
+OWNER_SOURCES: tuple[NoteSource, ...] = (NoteSource.HUMAN_PAGE, NoteSource.HUMAN_TERMINAL)  # the owner's own doors
 OWN_SOURCES: tuple[NoteSource, ...] = (NoteSource.PERSONA, NoteSource.TASK)  # what the persona wrote itself
 INCOMING_SOURCES: tuple[NoteSource, ...] = (*HUMAN_SOURCES, NoteSource.SYSTEM, NoteSource.TASK, NoteSource.OTHER_MODEL,
                                              NoteSource.PEER)
@@ -63,5 +64,5 @@ def door_of(source: str, tags: list[str] | None) -> Door | None:
             NoteSource.PEER: Door.A2A}.get(NoteSource(source)) if source in NoteSource._value2member_map_ else None
 
 
-__all__ = ["CHANNEL_DOORS", "Door", "HUMAN_SOURCES", "INCOMING_SOURCES", "NoteSource", "OWN_SOURCES", "PEER_DOORS",
+__all__ = ["CHANNEL_DOORS", "Door", "HUMAN_SOURCES", "INCOMING_SOURCES", "NoteSource", "OWNER_SOURCES", "OWN_SOURCES", "PEER_DOORS",
            "SOURCE_OF_DOOR", "door_of"]

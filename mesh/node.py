@@ -144,6 +144,7 @@ class MeshNode:
         self.not_wanted: dict[str, None] = {}  # ids refused for good: not asked for again
         self.asked_this_round: set[str] = set()  # ids asked of some peer while handling one batch
         self.isolated = True
+        self.connectivity_recorded = False  # whether the persona was told this door's Isolated Mode yet
         self.said_hello = False
         self.last_have = 0.0
         self.have_dirty = True  # something sent or accepted since the last `have`
@@ -227,7 +228,7 @@ class MeshNode:
         self._refresh_channels()
         self.peer_dids.clear()  # their `have`s bind them again, and gossipsub hears their trust again
         self.shared_trust = None
-        self.isolated = True
+        self._set_isolated(True)
         return True
 
     # ---- one round ----------------------------------------------------------------------------------------------
@@ -256,8 +257,17 @@ class MeshNode:
                 self.share_trust()
         elif not self.isolated:
             log.info("mesh: no peer reachable — isolated mode (the outbox keeps what is sent)")
-        self.isolated = not connected
+        self._set_isolated(not connected)
         self._journal()
+
+    def _set_isolated(self, isolated: bool) -> None:
+        """Isolated Mode begins or ends: the persona is told (managers/mesh.py `record_connectivity`: its prompt says
+        so, and the decisions it took alone are put up for review when a peer is back)."""
+        if isolated == self.isolated and self.connectivity_recorded:
+            return
+        with self.managers() as house:
+            house.mesh.record_connectivity(isolated=isolated, peers=self.transport.peer_count())
+        self.isolated, self.connectivity_recorded = isolated, True
 
     def run(self, stop: Any, each_round: Callable[[], None] | None = None) -> None:
         """Until `stop.is_set()` (a threading.Event): rounds of poll → apply → flush → sync (mesh/runner.py

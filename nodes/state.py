@@ -122,7 +122,7 @@ class CommandDict(TypedDict, total=False):
 class ExecutedCommand(TypedDict, total=False):
     cmd_id: str
     type: str
-    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked
+    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked | withdrawn
     result: str
     already_done: bool
     approval_id: int
@@ -182,6 +182,7 @@ class NoveltyReport(TypedDict, total=False):
     similar_to_tick: int | None
     stagnation_flag: bool
     stagnation_reason: str | None
+    graph_idle: bool  # the concept graph has not grown in `reflexes.graph_idle_ticks` (read only when it matters)
     degenerate: str | None  # why the output is no thought in words (persona/prose.py), or None
     repeated: bool
     triggered_actions: list[str]
@@ -229,6 +230,7 @@ class Vote(TypedDict, total=False):
     comment: str
     trust: float
     trust_after: float
+    ms: float  # how long the validator took to answer
 
 
 class ValidationReport(TypedDict, total=False):
@@ -241,9 +243,15 @@ class ValidationReport(TypedDict, total=False):
     passed: bool
     threshold: float
     tie_break: str | None
+    mean: float  # the trust-weighted mean (the rating unless the weighted majority decided)
+    agreement: float | None  # how far the votes agree, 0..1 (HMP's accuracy; nodes/reflexes/validation.py)
+    arbitration: str | None  # the weighted majority that decided when they agreed too little
+    strict_by: float  # added to every command's rating threshold this tick (low novelty)
+    stricter: str  # why
     skipped: str
     violation: bool
     ethics: dict[str, Any]  # an ethics decision (a violation, whatever the policy): Ethics.decision_record
+    emergency_consensus: int  # the diary entry of an ethics decision taken in Isolated Mode
 
 
 class MemoryUpkeep(TypedDict, total=False):

@@ -85,11 +85,37 @@ class SamplingSettings(Section):
         return value
 
 
+class NotesFilter(Section):
+    """Which unread notes an auto-mode tick shows (HMP context 6: by tags, priority, time, source and mentions).
+    Every condition given must hold; a list matches when the note has any of its values. The owner's notes always
+    pass (a person waiting comes first). The persona sets its own with `cycle.mode {"mode": "auto", "filter": …}`."""
+
+    min_priority: int | None = Field(None, ge=-10, le=10, description="only notes of this priority or higher")
+    tags: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]] = Field(
+        default_factory=list, max_length=20, description="only notes with one of these tags")
+    sources: list[Literal["user", "cli", "channel", "system", "llm:task", "llm_task", "peer"]] = Field(
+        default_factory=list, max_length=7, description="only notes from these sources")
+    mentions: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]] = Field(
+        default_factory=list, max_length=20, description="only notes that mention one of these names (@name)")
+    max_age_hours: float | None = Field(None, gt=0, le=24 * 365, description="only notes written this recently")
+
+    @field_validator("mentions")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        return [v.lstrip("@") for v in value if v.lstrip("@")]
+
+    def active(self) -> bool:
+        return bool(self.min_priority is not None or self.tags or self.sources or self.mentions
+                    or self.max_age_hours is not None)
+
+
 class CycleSettings(Section):
     pause_s: float = Field(0.0, ge=0, le=3600, description="seconds between ticks (cycle.pause changes it per thread)")
     responses: int = Field(10, ge=0, le=50, description="recent own responses in context")
     notes_mode: Literal["auto", "manual"] = "auto"
     notes_limit: int = Field(10, ge=1, le=100)
+    notes_filter: NotesFilter = Field(default_factory=NotesFilter, description=(
+        "auto mode: which unread notes a tick shows (cycle.mode's `filter` replaces it for a thread)"))
     process_timeout_s: float = Field(600.0, gt=0, le=7 * 86400)
     task_cycles: int = Field(4, ge=1, le=32, description="task sub-cycles running at once; when one more competes, "
                              "the task of the higher-priority goal runs and the other is deferred with the reason")
@@ -115,6 +141,19 @@ class ReflexSettings(Section):
     trust_recovery: float = Field(0.01, ge=0, le=1)
     min_trust: float = Field(0.3, ge=0, le=1)
     factcheck_threshold: float = Field(0.7, ge=0, le=1)
+    agreement_min: float = Field(0.5, ge=0, le=1, description=(
+        "below this agreement of the validators' votes (0..1) the weighted mean is not trusted: the weighted majority "
+        "decides (0: never)"))
+    validation_summary_every: int = Field(50, ge=0, le=100_000, description=(
+        "ticks between the validators' metrics summaries in the diary (coverage, accuracy, response time, drift; "
+        "0: none — conflicts and exclusions are written anyway)"))
+    strict_below_novelty: float = Field(25.0, ge=0, le=100, description=(
+        "a thought whose novelty score (0-100) is below this has its commands judged more strictly (0: never)"))
+    strict_by: float = Field(1.0, ge=0, le=6, description="how much higher the rating its commands then need")
+    graph_idle_ticks: int = Field(20, ge=0, le=100_000, description=(
+        "a concept graph with no concept or link added in this many ticks counts as a stagnation sign (0: off)"))
+    graph_idle_margin: float = Field(0.05, ge=0, le=0.5, description=(
+        "with that sign, a thought in the uncertain band is flagged from stagnation_soft_threshold minus this"))
 
 
 class ContinuationSettings(Section):

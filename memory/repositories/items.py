@@ -303,6 +303,14 @@ class MemoryItemRepo(Repo):
                 changed += 1
         return changed
 
+    def active_unpinned_of(self, item_ids: Iterable[int]) -> list[int]:
+        """Of these items, those active and not pinned."""
+        ids = list(item_ids)
+        if not ids:
+            return []
+        return [int(i) for i in self.session.scalars(select(MemoryItem.id).where(
+            MemoryItem.id.in_(ids), MemoryItem.status == "active", MemoryItem.pinned.is_(False))).all()]
+
     def set_status_of(self, tier: str, ref: str | int, status: str) -> bool:
         item = self.find(tier, ref)
         return item is not None and self.set_status([item.id], status) > 0

@@ -37,6 +37,11 @@ class MeshRepo(Repo):
                                                                      MeshContainer.status == "queued")
                                          .order_by(MeshContainer.created_at).limit(limit)).all())
 
+    def outbox_count(self) -> int:
+        """How many containers wait in the outbox."""
+        return int(self.session.scalar(select(func.count()).select_from(MeshContainer).where(
+            MeshContainer.direction == "out", MeshContainer.status == "queued")) or 0)
+
     def mark_sent(self, ids: builtins.list[str], at: datetime) -> int:
         total = 0
         for start in range(0, len(ids), CHUNK):

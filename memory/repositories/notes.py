@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
-from sqlalchemy import Row, Select, bindparam, case, func, select, update
+from sqlalchemy import Row, Select, String, and_, bindparam, case, cast, func, or_, select, update
 
-from memory.models import Note, utcnow
-from memory.note_kinds import HUMAN_SOURCES, INCOMING_SOURCES, NoteSource
+from memory.models import Note, Person, utcnow
+from memory.note_kinds import HUMAN_SOURCES, INCOMING_SOURCES, OWNER_SOURCES, NoteSource
 from memory.repositories.base import Repo, matched, one_of, prepared, table_of
 
 OUTGOING = "outgoing"  # the tag of a message the persona sent (source NoteSource.PERSONA)
@@ -213,6 +214,37 @@ class NoteRepo(Repo):
             rows = [n for n in rows if wanted & set(n.tags or [])][:limit]
         return list(rows)
 
+    def unread_filtered(self, *, limit: int, min_priority: int | None = None, tags: Sequence[str] = (),
+                        sources: Sequence[str] = (), mentions: Sequence[str] = (),
+                        since: datetime | None = None) -> tuple[list[Note], int]:
+        """Unread notes for the persona that meet every condition given (a list: any of its values), highest priority
+        first, then oldest first — the owner's notes (their own doors, or a channel note of a person whose role is
+        owner) whatever the conditions — and how many unread notes there are in all. A mention is `@name` in the
+        text or a tag `@name` (a peer's note carries its mentions as tags), found case-insensitively: the caller
+        checks that the name ends there (`@ann` is in `@anna`)."""
+        conditions = []
+        if min_priority is not None:
+            conditions.append(Note.priority >= min_priority)
+        if sources:
+            conditions.append(Note.source.in_(list(sources)))
+        if since is not None:
+            conditions.append(Note.created_at >= since)
+        if tags:  # the JSON list as stored (json.dumps, on SQLite and PostgreSQL alike): each tag a quoted string
+            conditions.append(or_(*(cast(Note.tags, String).contains(json.dumps(t), autoescape=True) for t in tags)))
+        if mentions:
+            conditions.append(or_(*(func.lower(Note.text).contains("@" + m.lower(), autoescape=True) for m in mentions),
+                                  *(func.lower(cast(Note.tags, String)).contains(json.dumps("@" + m.lower()),
+                                                                                 autoescape=True) for m in mentions)))
+        unread = (Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
+        owners = select(Person.id).where(Person.role == "owner")
+        owner = or_(Note.source.in_(OWNER_SOURCES), (Note.source == "channel") & Note.author_id.in_(owners))
+        query = select(Note).where(*unread)
+        if conditions:
+            query = query.where(or_(owner, and_(*conditions)))
+        notes = list(self.session.scalars(query.order_by(Note.priority.desc(), Note.id).limit(limit)).all())
+        total = self.session.scalar(select(func.count(Note.id)).where(*unread)) or 0
+        return notes, int(total)
+
     def count_unread_by_priority(self) -> dict[int, int]:
         rows = self.session.execute(
             select(Note.priority, func.count(Note.id))
@@ -249,6 +281,20 @@ class NoteRepo(Repo):
             note.priority = priority
         self.session.flush()
         return note
+
+    def hide_read_before(self, before: datetime, *, limit: int) -> list[int]:
+        """Hide (restorable) the read, visible notes written (and read) before `before`, oldest first, at most
+        `limit` — but never a human's words or a message the persona sent (tagged `outgoing`): a conversation is kept
+        whole. Their ids."""
+        ids = [int(i) for i in self.session.scalars(
+            select(Note.id).where(Note.read.is_(True), Note.hidden.is_(False), Note.created_at < before,
+                                  or_(Note.read_at.is_(None), Note.read_at < before),
+                                  Note.source.not_in(HUMAN_SOURCES),
+                                  ~cast(Note.tags, String).contains(json.dumps("outgoing"), autoescape=True))
+            .order_by(Note.id).limit(limit)).all()]
+        if ids:
+            self.session.execute(update(Note).where(Note.id.in_(ids)).values(hidden=True))
+        return ids
 
     def archive(self, note_id: int) -> bool:
         """A soft delete: the note is hidden (out of lists and of the prompt), and restorable."""

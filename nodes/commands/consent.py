@@ -47,11 +47,12 @@ class Verdict:
     ethics: dict[str, Any] | None = None  # the tick's ethics decision (Ethics.decision_record), kept on its audit entry
 
 
-def required_rating(cmd_type: str, effect: Effect, settings: Any) -> float:
+def required_rating(cmd_type: str, effect: Effect, settings: Any, strict_by: float = 0.0) -> float:
     """The rating a command needs when validators exist: its configured threshold (by type), else the general
-    one; never under +2 for modify_self and external."""
+    one, `strict_by` higher for a thought of low novelty (s09), at most +3; never under +2 for modify_self and
+    external."""
     reflexes = settings.reflexes
-    needed = reflexes.command_thresholds.get(cmd_type, reflexes.validation_threshold)
+    needed = min(3.0, reflexes.command_thresholds.get(cmd_type, reflexes.validation_threshold) + strict_by)
     return max(CONSENSUS, needed) if effect in PRIVILEGED else needed
 
 
@@ -65,7 +66,8 @@ def decide(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings
         return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
                                                   "an ethics violation; its commands do not run",
                        ethics=validation.get("ethics"))
-    if validation.get("ethics"):  # a violation under `log_only`: logged, the commands go to the usual gate
+    if validation.get("ethics"):  # a violation under `log_only`, or any rated thought under `audit_json.record: all`:
+        # the commands go to the usual gate, and each audit entry keeps the ethics model
         return replace(_gate(spec, cmd, validation, settings, untrusted, stranger), ethics=validation["ethics"])
     return _gate(spec, cmd, validation, settings, untrusted, stranger)
 
@@ -93,10 +95,12 @@ def _gate(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings:
         if privileged:
             return Verdict("park", effect, "auto_pass", f"{effect} needs my human's approval (no validators)")
         return Verdict("run", effect, "auto_pass", "no validators")
-    rating, needed = validation.get("rating"), required_rating(spec.type, effect, settings)
+    strict_by = float(validation.get("strict_by") or 0.0)
+    rating, needed = validation.get("rating"), required_rating(spec.type, effect, settings, strict_by)
     if rating is not None and rating >= needed:
         return Verdict("run", effect, "validators", f"rating {rating:+g} ≥ {needed:+g}")
-    why = validation.get("skipped") or f"validation rating {rating} below {needed:+g}"
+    why = validation.get("skipped") or f"validation rating {rating} below {needed:+g}" + (
+        f" ({validation.get('stricter')})" if strict_by else "")
     return Verdict("block", effect, "validators", f"{why}" + (" (modify_self/external need consensus)" if privileged
                                                               else ""))
 

@@ -150,6 +150,10 @@ def status(cmd: Command, ctx: CommandContext) -> CommandResult:
 def case(cmd: Command, ctx: CommandContext) -> CommandResult:
     opened = ctx.managers.mesh.open_case(str(arg(cmd, "question")), arg(cmd, "solutions", default=[], kind=list),
                                          kind=str(arg(cmd, "kind", default="ethics_case")))
+    if opened.get("emergency") is not None:  # Isolated Mode: the consensus waits; the decision is mine meanwhile
+        return CommandResult(f"case {opened['id']} opened; the mesh is unreachable (Isolated Mode), so it waits in my "
+                             f"outbox, and diary {opened['emergency']} (emergency_consensus) marks that I decide alone "
+                             "meanwhile, for review when the mesh is back", show=True)
     return CommandResult(f"case {opened['id']} opened", show=True)
 
 

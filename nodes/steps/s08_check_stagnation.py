@@ -29,6 +29,7 @@ from nodes.reflexes.anti_stagnation.verdict import (
     REPHRASE_EVERY,
     comparison_decides,
     decide,
+    graph_sign_matters,
     reflex_lite,
     rephrase,
     stagnation_reason,
@@ -56,6 +57,14 @@ def _flagged(signals: Any, settings: Any, body: str, state: TickState) -> bool:
     """Whether the output may be flagged (the reflex may then ask a model or break out): asked only then whether a
     human waits."""
     return bool(decide(signals, settings)[0] or degenerate(body, acted=bool(state.commands)) or state.stagnation)
+
+
+def _graph_idle(services, state: TickState, ticks: int) -> bool:
+    """HMP's stagnation sign "no new nodes or links in the concept graph": the persona has a graph, and no concept or
+    link was added since this thread's tick `ticks` ago (a thread younger than that: no sign)."""
+    with services.db.reading() as repos:
+        growth = repos.concepts.growth(state.thread_id, state.tick - ticks)
+    return growth is not None and growth[0] > 0 and growth[1] == 0 and growth[2] == 0
 
 
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
@@ -90,7 +99,8 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                 return None
 
         signals["comparison"] = side_call(services, state.incoming_note_ids, compare, None, "the novelty comparison", at)
-    flag, value, method = decide(signals, settings)
+    graph_idle = graph_sign_matters(signals, settings) and _graph_idle(services, state, settings.graph_idle_ticks)
+    flag, value, method = decide(signals, settings, graph_idle)
     broken = degenerate(body, acted=bool(state.commands))  # `":":":"`, markup soup: no thought, however new
     if broken:
         flag, method = True, "prose_gate"
@@ -146,7 +156,9 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                     "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
                     "stagnation_flag": flag, "degenerate": broken,
                     "stagnation_reason": (f"not a thought in words: {broken}" if broken else
-                                          stagnation_reason(signals, method, repeated) if flag else None),
+                                          stagnation_reason(signals, method, repeated, settings.graph_idle_ticks)
+                                          if flag else None),
+                    "graph_idle": graph_idle,
                     "repeated": repeated, "triggered_actions": actions, "streak": episode.get("streak", 0),
                     "diagnosis": episode.get("diagnosis"), "mechanisms": episode.get("mechanisms") or [],
                     "dynamics": emotional_dynamics(emotions, novelty_score), "anxiety_streak": anxiety_streak},

@@ -28,6 +28,7 @@ from nodes.commands import Command, CommandContext, CommandError, CommandResult,
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
 from nodes.commands.spec import CommandSpec
+from nodes.commands.thoughts import SELF_ERROR, flags_this_thought
 from nodes.context import CYCLE, AnimaContext, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
@@ -229,7 +230,20 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
         return {**base, "status": "failed", "result": message}, []
 
 
-NOT_RUN = ("failed", "unknown", "invalid", "refused", "blocked", "unvalidated", "pending_approval")
+NOT_RUN = ("failed", "unknown", "invalid", "refused", "blocked", "unvalidated", "pending_approval", "withdrawn")
+
+
+def _withdrawn(state: TickState) -> str | None:
+    """Why this tick's commands do not run when the model flagged this very thought as a reasoning error (HMP
+    `self_error`: managers/thoughts.py), else None."""
+    for raw in state.commands:
+        if raw.get("type") == SELF_ERROR and not raw.get("error") and flags_this_thought(raw.get("args") or {},
+                                                                                          state.tick):
+            reason = str((raw.get("args") or {}).get("reason") or "")[:300]
+            return f"withdrawn: I flagged this thought's reasoning as an error ({reason})"
+    return None
+
+
 FEEDBACK_LINES = 12
 
 
@@ -308,11 +322,14 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     executed, events = run_approved(state, services, commands)
     llm_id = state.llm.get("llm_id")
     sent_first = {e["cmd_id"]: e for e in state.executed if not e.get("already_done")}  # by send_answer, this tick
+    withdrawn = _withdrawn(state)
     for raw in state.commands:
         if raw.get("cmd_id") in sent_first:
             executed.append(sent_first[raw["cmd_id"]])
             continue
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
+        if refusal is None and withdrawn and raw.get("type") != SELF_ERROR:
+            refusal = ("withdrawn", withdrawn)
         outcome, produced = run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)
         events += produced

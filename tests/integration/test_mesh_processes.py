@@ -181,7 +181,15 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
         house.diary.add("c, alone: the harbour silted up", tags=["tides"])
         house.mesh.publish("tides")
         assert len(house.mesh.outbox()) == 1
+        # c's persona is told it is cut off (its killed door could not say so) and decides alone meanwhile: the case
+        # it opens waits in the outbox, the diary marks the decision for review (Emergency Consensus)
+        house.mesh.record_connectivity(isolated=True, door="not_started")
+        alone = house.mesh.open_case("Lend the boat while the mesh is down?")
+        assert alone["emergency"] is not None
     c.start()
+    # the door back: c's persona hears it with the decisions to review, and the deferred case reaches a
+    assert wait_for(lambda: _review_note(c, alone["emergency"]), WAIT), c.log_tail()
+    assert wait_for(lambda: _case_rows(a, alone["id"]) >= 1, WAIT)
     assert wait_for(lambda: c.diary_texts("while c was away: neap tide") == 1, WAIT), c.log_tail()
     assert wait_for(lambda: a.diary_texts("c, alone: the harbour silted up") == 0
                     and b.diary_texts("c, alone: the harbour silted up") == 1, WAIT)
@@ -203,6 +211,15 @@ def _peer_notes(door: Door, text: str) -> list[list[str]]:
         return [list(n.tags or []) for n in house.repos.session.query(Note).filter(Note.source == "peer",
                                                                                     Note.text == text).all()]
     return []
+
+
+def _review_note(door: Door, diary_id: int) -> bool:
+    """Whether the door's persona was told the mesh is back, with this emergency decision to review."""
+    for house in door.managers():
+        return not house.mesh.isolated() and any(
+            f"diary {diary_id}" in n.text and "emergency_consensus" in n.tags
+            for n in house.repos.session.query(Note).filter(Note.source == "system").all())
+    return False
 
 
 def _case_rows(door: Door, case_id: str) -> int:

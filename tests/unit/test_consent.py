@@ -86,9 +86,10 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
                           "external_accounts.delete", "external_services.delete", "feeds.fetch", "feeds.subscribe",
                           "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
                           "llm_registry.update", "mcp.call", "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
-                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear", "notes.delete", "notes.share",
+                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear", "notes.cleanup",
+                          "notes.delete", "notes.share",
                           "persona.spawn", "process.start", "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",
-                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete", "users.add",
+                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete", "thoughts.cleanup", "users.add",
                           "users.update"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
     assert escalating == ["core.update", "mcp.list", "memory.restore", "messages.send", "notepad.update"]

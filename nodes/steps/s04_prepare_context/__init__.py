@@ -29,9 +29,9 @@ from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
 from nodes.commands import GUIDE_FORMS, registry
-from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
+from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
-from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
+from nodes.reflexes.prompts import ISOLATED_TITLE, SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
     ABSTRACTS_ON_REQUEST,
@@ -54,6 +54,7 @@ from nodes.steps.prompts import (
     THOUGHT_HEADER,
 )
 from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks_sized
+from nodes.steps.s04_prepare_context.filters import held_lines, unread_for_tick
 from nodes.steps.s04_prepare_context.language import tick_language
 from nodes.steps.s04_prepare_context.memory_lines import (
     abstract_lines,
@@ -64,6 +65,7 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     recent_thoughts,
     strategy_line,
 )
+from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines
 from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
@@ -134,15 +136,14 @@ def _incoming(repos: Repos, services: Services, state: TickState,
     """The notes this tick shows, their lines, and whom it answers: the author of the most urgent waiting note
     (managers/conversation.py `answering`) — only their notes are shown; anyone else's wait for a later tick."""
     mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
-    limit, min_priority = services.settings.cycle.notes_limit, cycle.get("notes_min_priority")
+    limit = services.settings.cycle.notes_limit
     seen = _seen_by_kept_answer(services, repos, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
         notes = repos.notes.many(seen)
     elif state.after_call == "preempted":  # the free thought was cut for a note that came since this tick read them
-        notes = repos.notes.unread_incoming(limit=limit, min_priority=min_priority)
-    else:
-        notes = services.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
-                              lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
+        notes = unread_for_tick(repos, services, state, cycle, limit, fresh=True)
+    else:  # all, or those the notes filter in force lets through (filters.py)
+        notes = unread_for_tick(repos, services, state, cycle, limit)
     if mode == "manual":
         counts = repos.notes.count_unread_by_priority()
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
@@ -243,6 +244,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               forms=[[skills_block(persona.skills, brief=True)]] if persona.skills else [], share=LAYER_SHARE),
         Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
         Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True, keep="whole"),
+        Block("ethics_model", "", ethics_model_lines(persona.ethics, language), 169, system=True),
         Block("bootstrap", "", bootstrap, 160, system=True, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
               share=LAYER_SHARE),
         Block("core", title("core"),
@@ -271,6 +273,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               192, trim_oldest=True, fence=fence, source=f"my conversation with {audience.name}"),
         Block("notes", title("notes"), note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
               source="notes to me"),
+        Block("notes_held", "", held_lines(services, state, cycle, language), 194),
+        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
         Block("runtime", title("runtime"), runtime, 150),
         Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("llm_memory", title("llm_memory"),

@@ -72,7 +72,9 @@ _TICK_REFERENCE = re.compile(r"\s*\bto tick \d+\b")
 def plain_item(repos: Repos, message: MessageLine, thread_id: str, seen: set[str]) -> str:
     """A recent thought as a plain list item: its words; a stagnation record without its tick number."""
     if message.kind == "response":
-        return "- " + message.content.strip()
+        flagged = (message.meta or {}).get("self_error")
+        mark = f" (I flagged this as a reasoning error: {flagged.get('reason')})" if isinstance(flagged, dict) else ""
+        return "- " + message.content.strip() + mark
     if message.kind == "stagnation_record":
         return "- " + _TICK_REFERENCE.sub(" to an earlier thought", message.content.strip())
     return render_item(repos, message, thread_id, seen)
