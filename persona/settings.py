@@ -39,7 +39,7 @@ from llm import Sampling
 from memory.retrieval.settings import RetrievalSettings
 from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
-from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
+from persona.yaml_lines import LinedYaml, YamlError, format_path, parse_yaml, read_lined_yaml, read_text
 
 
 class Section(BaseModel):
@@ -455,12 +455,10 @@ class ChannelEntry(Section):
     def secrets(self) -> dict[str, str]:
         """The channel's secrets: the secrets file's, then the named environment variables' (a missing one is
         left out; the channel says what it lacks)."""
-        import yaml
-
         found: dict[str, str] = {}
         if self.secrets_file:
             path = Path(self.secrets_file).expanduser()
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            loaded = parse_yaml(read_text(path), str(path)) or {}
             if not isinstance(loaded, dict):
                 raise ValueError(f"{path}: a secrets file is a mapping of name: value")
             found.update({str(k): str(v) for k, v in loaded.items()})
@@ -935,6 +933,8 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
     except YamlError as exc:
         raise SettingsError(str(exc), directory) from None
+    if any(not isinstance(k, str) for k in config.data):  # the YAML reader refuses them; a hand-made LinedYaml
+        raise SettingsError(f"{config.where(())}: every key must be a string", directory)
     misplaced = [k for k in config.data if k in RUN_FIELDS]
     if misplaced:
         raise SettingsError("\n".join(f"{config.where((k,))}: {k} is the operator's, set on the command line or in "
