@@ -501,7 +501,7 @@ class LLMEntry(Section):
 
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
-              "embedded", "embedded_model", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
+              "embedded", "embedded_model", "embedded_context_window", "embedded_threads", "cache_dir", "embed_url", "embed_model", "chroma_url",
               "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
               "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
@@ -542,6 +542,10 @@ class Settings(BaseSettings):
     embedded_context_window: int = Field(2048, ge=512, description=(
         "the embedded model's window: 2048 keeps Gemma 3 270M's prompt compact, and its thoughts in sentences "
         "(docs/models.md)"))
+    embedded_threads: int | None = Field(None, ge=1, le=256, description=(
+        "the CPU threads the embedded model computes on (default: every CPU this process may use); fewer when other "
+        "work shares the machine — llama.cpp's threads wait for each other by spinning, so more threads than free "
+        "cores is several times slower"))
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
     embed_model: str | None = None
@@ -753,6 +757,7 @@ class Overrides(BaseModel):
     embedded: bool | None = None
     embedded_model: str | None = None
     embedded_context_window: int | None = None
+    embedded_threads: int | None = None
     cache_dir: str | None = None
     embed_url: str | None = None
     embed_model: str | None = None

@@ -156,7 +156,43 @@ def _yaml_error(name: str, exc: yaml.YAMLError, first_line: int) -> YamlError:
     return YamlError(f"{name}:{line} (yaml): {getattr(exc, 'problem', None) or exc}")
 
 
+def _too_deep_flow(text: str) -> int | None:
+    """The line where `[`/`{` nest deeper than MAX_DEPTH, if they do — found before PyYAML sees the text: its scanner
+    takes time quadratic in that depth (5,000 brackets: seconds), and libyaml's composer overflows the C stack.
+    Brackets inside quoted scalars and comments do not count; a quote opens one only where a token can start."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:  # nearly every file: no walk at all
+        return None
+    depth, line, quote, previous = 0, 1, "", " "
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        if char == "\n":
+            line += 1
+        if quote:
+            if char == "\\" and quote == '"':
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"" and previous in " \t\n[{,:-?":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            newline = text.find("\n", index)
+            index = end if newline < 0 else newline
+            continue
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif char in "]}":
+            depth = max(0, depth - 1)
+        previous = char
+        index += 1
+    return None
+
+
 def _parse(text: str, name: str, first_line: int) -> tuple[yaml.Node | None, Any, dict[tuple, int]]:
+    if (deep := _too_deep_flow(text)) is not None:
+        raise YamlError(f"{name}:{deep + first_line - 1} (yaml): nested deeper than {MAX_DEPTH} levels")
     try:
         tree = yaml.compose(text, Loader=_Loader)
         if tree is None:
