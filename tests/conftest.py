@@ -146,16 +146,25 @@ def pytest_configure(config):
     config._anima_started = time.monotonic()  # type: ignore[attr-defined]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config, items):
-    """Every integration module is one xdist group (`--dist loadgroup`): its tests run on one worker, so its
-    module-scoped servers and models start once. A test that shares a session server with other modules says so with
-    its own `pytest.mark.xdist_group(name)`; a module whose fixtures are cheap to start on each worker marks itself
-    `spread`. Unit tests go one by one to whichever worker is free."""
-    for item in items:
-        if ("integration" in item.path.parts and item.get_closest_marker("xdist_group") is None
-                and item.get_closest_marker("spread") is None):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+# integration modules whose fixtures are cheap to start on each worker: their tests go one by one, not as one group
+SPREAD = {"tests/integration/test_web_api_fuzz.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` as this suite groups: every integration module is one group — its tests run on one worker,
+    so its module-scoped servers and models start once — except the SPREAD ones; a unit test goes alone to whichever
+    worker is free. (xdist's own loadgroup reads `xdist_group` marks by suffixing the test's nodeid, which pytest 9
+    no longer takes: its groups would be ignored.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.startswith("tests/integration/") and path not in SPREAD else nodeid
+
+    return ModuleGroups(config, log)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -33,7 +33,7 @@ from schemathesis.generation import GenerationMode
 from web.app import create_app
 from persona.settings import Overrides
 
-pytestmark = [pytest.mark.integration, pytest.mark.spread]  # each xdist worker fuzzes its share of the operations
+pytestmark = pytest.mark.integration  # in tests/conftest.py's SPREAD: each xdist worker fuzzes its share of the operations
 
 MAX_EXAMPLES = 12  # per operation and mode (st run's coverage phase adds its ~2,400 systematic cases)
 BUDGET_S = 6.0  # per operation and mode: past it, the examples drawn are not sent (a bound on the run, not a timing)…
