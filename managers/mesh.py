@@ -30,6 +30,7 @@ from memory.models import MeshContainer, MeshRefusal
 from memory.note_kinds import Door
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
+from persona.yaml_lines import parse_yaml, read_text
 from reach.hmp.containers import Checked, Refused, check, check_value, encode, seal
 from reach.hmp.identity import Identity, verify
 from reach.hmp.limits import TokenBuckets
@@ -648,7 +649,7 @@ class MeshManager:
         if not settings.persona_dir:
             raise ValueError("no persona directory to write ethics.yaml in")
         path = Path(settings.persona_dir) / "ethics.yaml"
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data = parse_yaml(read_text(path), str(path)) if path.exists() else {}
         data = data if isinstance(data, dict) else {}
         principles = list(data.get("principles") or [])
         principle = f"{tally.result} (mesh consensus on: {tally.question})"

@@ -39,7 +39,7 @@ from llm import Sampling
 from memory.retrieval.settings import RetrievalSettings
 from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
-from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
+from persona.yaml_lines import LinedYaml, YamlError, format_path, parse_yaml, read_lined_yaml, read_text
 
 
 class Section(BaseModel):
@@ -548,12 +548,10 @@ class ChannelEntry(Section):
     def secrets(self) -> dict[str, str]:
         """The channel's secrets: the secrets file's, then the named environment variables' (a missing one is
         left out; the channel says what it lacks)."""
-        import yaml
-
         found: dict[str, str] = {}
         if self.secrets_file:
             path = Path(self.secrets_file).expanduser()
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            loaded = parse_yaml(read_text(path), str(path)) or {}
             if not isinstance(loaded, dict):
                 raise ValueError(f"{path}: a secrets file is a mapping of name: value")
             found.update({str(k): str(v) for k, v in loaded.items()})
@@ -596,7 +594,7 @@ class LLMEntry(Section):
 
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
-              "embedded", "embedded_model", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
+              "embedded", "embedded_model", "embedded_context_window", "embedded_threads", "cache_dir", "embed_url", "embed_model", "chroma_url",
               "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
               "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
@@ -637,6 +635,10 @@ class Settings(BaseSettings):
     embedded_context_window: int = Field(2048, ge=512, description=(
         "the embedded model's window: 2048 keeps Gemma 3 270M's prompt compact, and its thoughts in sentences "
         "(docs/models.md)"))
+    embedded_threads: int | None = Field(None, ge=1, le=256, description=(
+        "the CPU threads the embedded model computes on (default: every CPU this process may use); fewer when other "
+        "work shares the machine — llama.cpp's threads wait for each other by spinning, so more threads than free "
+        "cores is several times slower"))
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
     embed_model: str | None = None
@@ -849,6 +851,7 @@ class Overrides(BaseModel):
     embedded: bool | None = None
     embedded_model: str | None = None
     embedded_context_window: int | None = None
+    embedded_threads: int | None = None
     cache_dir: str | None = None
     embed_url: str | None = None
     embed_model: str | None = None
@@ -1029,6 +1032,8 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
     except YamlError as exc:
         raise SettingsError(str(exc), directory) from None
+    if any(not isinstance(k, str) for k in config.data):  # the YAML reader refuses them; a hand-made LinedYaml
+        raise SettingsError(f"{config.where(())}: every key must be a string", directory)
     misplaced = [k for k in config.data if k in RUN_FIELDS]
     if misplaced:
         raise SettingsError("\n".join(f"{config.where((k,))}: {k} is the operator's, set on the command line or in "

@@ -9,15 +9,14 @@ from graph.agent import build_agent
 from graph.services import open_services
 from tests.fakes.llm import FakeLLM
 from memory import SCHEMA_VERSION, Database
-from tests.integration.servers import postgres_server
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
+def pg_url(postgres):
+    """A database of this module's own on the session's PostgreSQL cluster (tests/conftest.py)."""
+    return postgres.database("postgres")
 
 
 def test_schema_and_repositories_on_postgres(pg_url):

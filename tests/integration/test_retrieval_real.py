@@ -13,7 +13,6 @@ from memory.retrieval.embeddings import LocalEmbedder
 from memory.retrieval.index import MemoryIndex
 from memory.store import record_turn
 from memory.text import chunks
-from tests.integration.servers import postgres_server
 
 pytestmark = pytest.mark.integration  # bounded: the server starts within its timeouts, every query is local
 
@@ -40,9 +39,9 @@ def embedder():
 
 
 @pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
+def pg_url(postgres):
+    """A database of this module's own on the session's PostgreSQL cluster (tests/conftest.py)."""
+    return postgres.database("retrieval")
 
 
 def _write_conversation(db: Database) -> None:
