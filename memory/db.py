@@ -690,6 +690,17 @@ class Database:
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
 
+    def compact(self) -> None:
+        """SQLite: the file rebuilt (VACUUM) and its write-ahead log truncated, so a replaced text is in no free page
+        or log frame of it (anonymisation). PostgreSQL marks the old row versions dead and reuses their space
+        (autovacuum); erasing them at rest is `VACUUM FULL`, the operator's."""
+        if self.is_postgres:
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.exec_driver_sql("VACUUM")
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def libpq_url(self) -> str:
         """The Postgres URL as libpq takes it (no SQLAlchemy driver suffix), for the checkpointer's own pool."""
         if not self.is_postgres:

@@ -276,6 +276,18 @@ class MemoryItemRepo(Repo):
         self._journal(item.id, "upsert")
         self._index_texts((item,))
 
+    def reindex(self, item_ids: Iterable[int]) -> int:
+        """Items whose text was rewritten in place (anonymisation): their full-text documents written again (a
+        deleted one has none) and a journal upsert each, so the vector store embeds them again; how many."""
+        ids, done = sorted(set(item_ids)), 0
+        for start in range(0, len(ids), 500):
+            items = [i for i in self.many(ids[start:start + 500]).values() if i.status != "deleted"]
+            if items:
+                self._journal(items[0].id, "upsert", *(i.id for i in items[1:]))
+                self._index_texts(items)
+            done += len(items)
+        return done
+
     def last_of(self, episode: str) -> MemoryItem | None:
         """The episode's item with the highest position."""
         return self.session.scalars(_last_of(), {"episode": episode}).first()
