@@ -10,6 +10,9 @@ from typing import Any
 
 from sqlalchemy import inspect, text
 
+from managers import ManagerDeps, Managers
+from managers.sessions import trace_jsonl
+
 CANARY = "Zorblax Quenn"
 WORDS = ("zorblax", "quenn")  # lower-cased, as the full-text index keeps its terms
 
@@ -102,4 +105,75 @@ def files_holding(folder: Path, words: tuple[str, ...] = WORDS) -> list[str]:
     return found
 
 
-__all__ = ["CANARY", "THOUGHTS", "WORDS", "files_holding", "full_text_hits", "plant", "tables_holding"]
+def checkpoint_blob_hits(db: Any, words: tuple[str, ...] = WORDS) -> int:
+    """PostgreSQL: the checkpoint rows whose serialised blobs hold one of the words (bytea, read as bytes; the
+    JSONB columns are searched by `tables_holding`); 0 on SQLite (its checkpoints are a file: `files_holding`)."""
+    if not db.is_postgres:
+        return 0
+    hits = 0
+    with db.engine.connect() as conn:
+        for table in ("checkpoint_blobs", "checkpoint_writes"):
+            for (blob,) in conn.execute(text(f"SELECT blob FROM {table} WHERE blob IS NOT NULL")):
+                data = bytes(blob).lower()
+                hits += any(w.encode() in data for w in words)
+    return hits
+
+
+# where the planting put the canary (what the ticks, the journal and the session write), checked before anonymising so
+# the search afterwards cannot pass by finding nothing to find
+PLANTED = {"notes", "messages", "memory_items", "memory_fts", "process_log", "approvals", "taints", "live_events",
+           "sessions", "diary_entries", "goals", "memory_history", "executed_commands", "audit_log"}
+
+
+def _export(agent: Any) -> str:
+    deps = ManagerDeps(settings=agent.services.settings, clock=agent.services.clock)
+    with agent.services.db.unit() as repos:
+        house = Managers(repos, deps)
+        [session] = [s for s in house.sessions.listing() if s.thread_id == agent.thread_id]
+        data, markdown = house.sessions.export(session.id)
+    return json.dumps(data, ensure_ascii=False, default=str) + markdown + trace_jsonl(data)
+
+
+def _chroma(agent: Any) -> tuple[list[Any], int, int]:
+    """Chroma's stored documents, its position in the catalogue's journal, and the journal's head, read by a client
+    of its own (as another process would)."""
+    import chromadb
+
+    store = agent.services.memory.store
+    client = chromadb.PersistentClient(path=str(store.path), settings=chromadb.Settings(anonymized_telemetry=False))
+    collection = client.get_collection(store.collection_name())
+    got = collection.get(include=["documents", "metadatas"])
+    with agent.services.db.unit() as repos:
+        head = repos.items.journal_head()
+    return [d for d in (got["documents"] or []) if d], int((collection.metadata or {}).get("journal", 0)), head
+
+
+def planted(agent: Any, tmp_path: Path) -> None:
+    """`plant`, then the proof that the canary is where the search afterwards will look."""
+    plant(agent, tmp_path)
+    before = tables_holding(agent.services.db)
+    assert PLANTED <= set(before), sorted(PLANTED - set(before))
+    assert full_text_hits(agent.services.db) > 0
+    if agent.services.db.is_postgres:
+        assert checkpoint_blob_hits(agent.services.db) > 0
+    else:
+        assert {"anima.sqlite", "checkpoints.sqlite"} <= {f.removesuffix("-wal") for f in files_holding(tmp_path)}
+    assert any(f.startswith("knowledge/") for f in files_holding(tmp_path))
+    assert CANARY in _export(agent)
+
+
+def nowhere(agent: Any, tmp_path: Path) -> None:
+    """The canary in no store: every table, the full-text index, every file of the data dir, the checkpoints,
+    Chroma's records and a session export (which shows the placeholder instead)."""
+    assert tables_holding(agent.services.db) == {}  # every table, by SQL
+    assert full_text_hits(agent.services.db) == 0  # the full-text index, by its own engine
+    assert files_holding(tmp_path) == []  # every byte of the data dir: SQLite and its WAL, checkpoints, Chroma, KB
+    assert checkpoint_blob_hits(agent.services.db) == 0  # PostgreSQL's checkpoint blobs (bytea: read as bytes)
+    documents, position, head = _chroma(agent)
+    assert documents == [] and position == head  # Chroma keeps no text, and has every rewritten memory's new vector
+    exported = _export(agent)
+    assert not any(w in exported.lower() for w in WORDS) and "[NAME_" in exported
+
+
+__all__ = ["CANARY", "PLANTED", "THOUGHTS", "WORDS", "checkpoint_blob_hits", "files_holding", "full_text_hits", "nowhere",
+           "plant", "planted", "tables_holding"]

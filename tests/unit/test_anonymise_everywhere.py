@@ -11,68 +11,16 @@ import json
 
 from typer.testing import CliRunner
 
-from managers import ManagerDeps, Managers
 from managers.consent import answer
-from managers.sessions import trace_jsonl
 from memory.repositories.scrub import KEPT, PARTLY, SIGNED, tables, text_columns
 from nodes.context import utcnow
-from tests.canary import CANARY, THOUGHTS, WORDS, files_holding, full_text_hits, plant, tables_holding
+from tests.canary import CANARY, PLANTED, THOUGHTS, files_holding, nowhere, planted, tables_holding
 from tests.fakes.llm import FakeLLM
-
-# where the planting put the canary (what the ticks, the journal and the session write), checked before anonymising so
-# the search afterwards cannot pass by finding nothing to find
-PLANTED = {"notes", "messages", "memory_items", "memory_fts", "process_log", "approvals", "taints", "live_events",
-           "sessions", "diary_entries", "goals", "memory_history", "executed_commands", "audit_log"}
-
-
-def _export(agent) -> str:
-    deps = ManagerDeps(settings=agent.services.settings, clock=agent.services.clock)
-    with agent.services.db.unit() as repos:
-        house = Managers(repos, deps)
-        [session] = house.sessions.listing()
-        data, markdown = house.sessions.export(session.id)
-    return json.dumps(data, ensure_ascii=False, default=str) + markdown + trace_jsonl(data)
-
-
-def _chroma(agent) -> tuple[list, int, int]:
-    """Chroma's stored documents, its position in the catalogue's journal, and the journal's head, read by a client
-    of its own (as another process would)."""
-    import chromadb
-
-    store = agent.services.memory.store
-    client = chromadb.PersistentClient(path=str(store.path), settings=chromadb.Settings(anonymized_telemetry=False))
-    collection = client.get_collection(store.collection_name())
-    got = collection.get(include=["documents", "metadatas"])
-    with agent.services.db.unit() as repos:
-        head = repos.items.journal_head()
-    return [d for d in (got["documents"] or []) if d], int((collection.metadata or {}).get("journal", 0)), head
-
-
-def _planted(agent, tmp_path) -> None:
-    plant(agent, tmp_path)
-    before = tables_holding(agent.services.db)
-    assert PLANTED <= set(before), sorted(PLANTED - set(before))
-    assert full_text_hits(agent.services.db) > 0
-    assert {"anima.sqlite-wal", "checkpoints.sqlite-wal"} <= set(files_holding(tmp_path)) or \
-        {"anima.sqlite", "checkpoints.sqlite"} & set(files_holding(tmp_path))
-    assert any(f.startswith("knowledge/") for f in files_holding(tmp_path))
-    assert CANARY in _export(agent)
-
-
-def _nowhere(agent, tmp_path) -> None:
-    assert tables_holding(agent.services.db) == {}  # every table, by SQL
-    assert full_text_hits(agent.services.db) == 0  # the full-text index, by its own engine
-    assert files_holding(tmp_path) == []  # every byte of the data dir: SQLite and its WAL, checkpoints, Chroma, KB
-    documents, position, head = _chroma(agent)
-    assert documents == [] and position == head  # Chroma keeps no text, and has every rewritten memory's new vector
-    exported = _export(agent)
-    assert not any(w in exported.lower() for w in WORDS) and "[NAME_" in exported
-
 
 def test_the_humans_anonymise_reaches_every_store_and_the_loop_goes_on(agent_factory, tmp_path, monkeypatch):
     fake = FakeLLM("fake", responses=[*THOUGHTS, "The tide turns."])
     agent = agent_factory(fake, checkpointer="sqlite")
-    _planted(agent, tmp_path)
+    planted(agent, tmp_path)
     from cli import app
     from memory.retrieval.index import MemoryIndex
 
@@ -84,7 +32,7 @@ def test_the_humans_anonymise_reaches_every_store_and_the_loop_goes_on(agent_fac
                                       "--name", CANARY, "--name", CANARY.split()[0], "--name", CANARY.split()[1]])
     assert result.exit_code == 0, result.output
     assert "[NAME_1] ← Zorblax Quenn" in result.output and "checkpoint row" in result.output
-    _nowhere(agent, tmp_path)
+    nowhere(agent, tmp_path)
     agent.tick()  # the loop resumes from its rewritten checkpoint
     prompt = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
     assert "Zorblax" not in prompt and "[NAME_1]" in prompt
@@ -100,7 +48,7 @@ def test_the_personas_approved_anonymise_rewrites_its_own_checkpoints_after_the_
         '\n# Commands:\n[{"type": "memory.anonymise", "args": {}}]\n# End commands'
     fake = FakeLLM("fake", responses=[*THOUGHTS, asks, "Waiting for my human.", "Names are placeholders now."])
     agent = agent_factory(fake, checkpointer="sqlite")
-    _planted(agent, tmp_path)
+    planted(agent, tmp_path)
     agent.tick()
     with agent.services.db.unit() as repos:
         [approval] = [a for a in repos.approvals.pending() if a.type == "memory.anonymise"]
@@ -108,7 +56,7 @@ def test_the_personas_approved_anonymise_rewrites_its_own_checkpoints_after_the_
     state = agent.tick()  # runs the approved command, then finishes the stores beyond its unit
     [ran] = [e for e in state["executed"] if e.get("approval_id") == approval.id]
     assert ran["status"] == "executed" and "Zorblax" not in json.dumps(state)
-    _nowhere(agent, tmp_path)
+    nowhere(agent, tmp_path)
     agent.tick()
     assert "Zorblax" not in [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
 
