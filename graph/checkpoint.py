@@ -256,8 +256,8 @@ def _rewrite_memory(saver: InMemorySaver, change: Callable[[Any], Any], prefix: 
             if written is not None:
                 saver.blobs[key] = written
                 changed += 1
-    for key, writes in saver.writes.items():
-        if key[0].startswith(prefix):
+    for place, writes in saver.writes.items():
+        if place[0].startswith(prefix):
             for inner, (task_id, channel, value, path) in list(writes.items()):
                 written = _typed(saver, change, *value)
                 if written is not None:

@@ -4,7 +4,11 @@ Names, places and similar identifying words in the persona's memory are replaced
 `[PLACE_1]`, `[NAME_1]`): every editable memory tier (core memory, notepad, llm_memory, diary, concepts, links,
 goals, tasks, episodes, entities, dream insights, facts, questions) and the abstracts, archived rows included, each
 through its tier's own edit (so the search catalogue, the full-text index and the vectors follow), then the memory
-history (its before/after values), so no change record keeps a name the rows no longer hold.
+history (its before/after values), so no change record keeps a name the rows no longer hold; then every other table
+that keeps text (memory/repositories/scrub.py: notes, thoughts, ticks, the catalogue, process rows, approvals,
+taints, live events, kept exports…), the rewritten catalogue items indexed again. What lives outside this unit of
+work — the LangGraph checkpoints, Chroma's vectors, the kept documents, the SQLite files' free pages — the door
+finishes once it has committed (graph/forgetting.py), with `Anonymised.change`.
 
 What is replaced: the names the human gives, and — found offline — the capitalised names memory/retrieval/entities.py
 extracts, the entity tier's people and places (with their aliases) and the people the persona knows; the persona's
