@@ -264,9 +264,9 @@ class Agent:
         self._remember_finished(cast(TickValues, left) if left is not None else None)
 
     def _finish_anonymisation(self, left: dict[str, Any]) -> dict[str, Any]:
-        """The tick ran the approved `memory.anonymise`, which rewrote the database in its unit: now that the tick's
-        last checkpoint is written, the checkpoints, the vectors and the files follow (graph/forgetting.py), and the
-        state this agent keeps of the tick holds the placeholders too."""
+        """The tick ran the approved `memory.anonymise` (or `users.delete`), which rewrote the database in its unit:
+        now that the tick's last checkpoint is written, the checkpoints, the vectors and the files follow
+        (graph/forgetting.py), and the state this agent keeps of the tick holds the placeholders too."""
         from graph.checkpoint import deep_replace
         from graph.forgetting import finish
         from managers import ManagerDeps, Managers
@@ -319,9 +319,12 @@ class Agent:
         self.services.db.close()
 
 
+FORGETTING = ("memory.anonymise", "users.delete")  # commands that rewrite what the checkpoints hold
+
+
 def _anonymised(values: dict[str, Any]) -> bool:
-    """Whether the tick's commands include an executed `memory.anonymise` (its database rows are rewritten)."""
-    return any(isinstance(e, dict) and e.get("type") == "memory.anonymise" and e.get("status") == "executed"
+    """Whether the tick's commands include an executed `memory.anonymise` or `users.delete` (rows rewritten)."""
+    return any(isinstance(e, dict) and e.get("type") in FORGETTING and e.get("status") == "executed"
                for e in values.get("executed") or [])
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from managers.consent import DOCUMENT_APPROVAL
 from managers.memory import MAIN_THREAD
 from managers.speech import VOICE_TAG
+from managers.people import right
 from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
 from persona.quiet_hours import parse_hours
 
@@ -206,7 +207,7 @@ class ChannelManager:
     def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False,
               extra_tags: Sequence[str] = ()) -> Note:
         return self.repos.notes.add(text, source="channel", author_id=person.id, created_at=now,
-                                    priority=1 if person.role == "owner" else 0,
+                                    priority=right(person.role, "priority"),
                                     tags=[f"via:{channel}", f"role:{person.role}"] + ([VOICE_TAG] if spoken else [])
                                     + list(extra_tags))
 
@@ -237,8 +238,11 @@ class ChannelManager:
         it). The note says which."""
         memory = self.house.memory
         source = f"{person.name} ({person.role}, via {arrival.channel})"
+        if right(person.role, "documents") == "refused":  # a guest's document is not offered (managers/people.py)
+            return (f"[attachment {name} ({_size(len(data))}): not kept — a guest's documents do not join my "
+                    "knowledge base]")
         try:
-            if person.role == "owner":
+            if right(person.role, "documents") == "join":
                 upload = memory.upload_kb(name, data, source=source, author=person.name)
                 return f"[attachment {name}: added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)]"
             path = memory.keep_document(name, data)

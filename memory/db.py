@@ -90,6 +90,8 @@ from memory.models import (
     Note,
     OpenQuestion,
     Peer,
+    PeopleGroup,
+    PeopleGroupMember,
     Person,
     PersonIdentity,
     ProcessRun,
@@ -112,7 +114,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 24
+SCHEMA_VERSION = 25
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -282,6 +284,12 @@ def _v24_taints(conn: Connection) -> None:
     table_of(Taint).create(conn, checkfirst=True)
 
 
+def _v25_people_groups(conn: Connection) -> None:
+    """HMP `users_group`: groups of the persona's humans and who is in each; there were none."""
+    table_of(PeopleGroup).create(conn, checkfirst=True)
+    table_of(PeopleGroupMember).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -298,7 +306,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        21: _v21_memory_event_time,
                                                        22: _v22_sealed_secrets,
                                                        23: _v23_peer_tags,
-                                                       24: _v24_taints}
+                                                       24: _v24_taints,
+                                                       25: _v25_people_groups}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
