@@ -216,11 +216,12 @@ def groups(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: O
     """The groups of people (HMP users_group) and who is in each."""
     from managers import Managers
 
-    rows = read_rows(data_dir, db, lambda repos: [(g.name, g.description, [p.name for p in members])
+    rows = read_rows(data_dir, db, lambda repos: [{"name": g.name, "description": g.description,
+                                                   "members": [p.name for p in members]}
                                                   for g, members in Managers(repos).people.groups()], name)
-    for group, description, members in rows:
-        console.print(f"[bold]{escape(group)}[/]: {escape(', '.join(members) or 'nobody yet')}"
-                      + (f" — {escape(description)}" if description else ""), highlight=False)
+    for row in rows:
+        console.print(f"[bold]{escape(row['name'])}[/]: {escape(', '.join(row['members']) or 'nobody yet')}"
+                      + (f" — {escape(row['description'])}" if row["description"] else ""), highlight=False)
     if not rows:
         console.print("no groups")
 

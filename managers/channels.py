@@ -238,11 +238,8 @@ class ChannelManager:
         it). The note says which."""
         memory = self.house.memory
         source = f"{person.name} ({person.role}, via {arrival.channel})"
-        if right(person.role, "documents") == "refused":  # a guest's document is not offered (managers/people.py)
-            return (f"[attachment {name} ({_size(len(data))}): not kept — a guest's documents do not join my "
-                    "knowledge base]")
         try:
-            if right(person.role, "documents") == "join":
+            if person.role == "owner":
                 upload = memory.upload_kb(name, data, source=source, author=person.name)
                 return f"[attachment {name}: added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)]"
             path = memory.keep_document(name, data)

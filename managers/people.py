@@ -32,15 +32,15 @@ ROLES = ("owner", "trusted", "guest")
 WEB = "web"  # the owner's own page and terminal: not a channel, no identity
 GROUP_NAME = re.compile(r"^[\w][\w .'-]{0,119}$")
 
-# What each role may do, beyond the owner's own rights (answering approvals and contact requests, vouching).
-# Enforced where each applies: `priority` (managers/channels.py: their notes come before the others'), `documents`
-# (managers/channels.py: a document they send is offered to the owner for the knowledge base, or not at all),
-# `asks_privileged` (nodes/commands/consent.py: from a tick that holds their words, a command that reaches outside
-# or changes the persona runs by the usual rules — consensus, a standing approval —, or waits for the owner).
+# What each role may do, beyond the owner's own rights (answering approvals and contact requests, vouching; a
+# document the owner sends joins the knowledge base at once, anyone else's waits for the owner). Enforced where each
+# applies: `priority` (managers/channels.py: their notes come before a guest's), `asks_privileged`
+# (nodes/commands/consent.py: from a tick that holds their words, a command that reaches outside or changes the
+# persona runs by the usual rules — consensus, a standing approval —; without it, it waits for the owner).
 RIGHTS: dict[str, dict[str, Any]] = {
-    "owner": {"priority": 1, "documents": "join", "asks_privileged": True},
-    "trusted": {"priority": 1, "documents": "offered", "asks_privileged": True},
-    "guest": {"priority": 0, "documents": "refused", "asks_privileged": False},
+    "owner": {"priority": 1, "asks_privileged": True},
+    "trusted": {"priority": 1, "asks_privileged": True},
+    "guest": {"priority": 0, "asks_privileged": False},
 }
 
 

@@ -119,7 +119,7 @@ def list_groups(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.group_add", '{"group": "family", "description": "…"}  (needs my owner\'s approval)',
-                args=GroupArgs, effect="modify_self", prompt_tier="people I know and how far I trust them")
+                args=GroupArgs, effect="modify_self")
 def add_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         group = ctx.managers.people.add_group(str(arg(cmd, "group")), str(arg(cmd, "description", default="")))
@@ -129,7 +129,7 @@ def add_group(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.join", '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)', args=MemberArgs,
-                effect="modify_self", prompt_tier="people I know and how far I trust them")
+                effect="modify_self")
 def join_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         joined = ctx.managers.people.join(arg(cmd, "person"), str(arg(cmd, "group")))
@@ -139,7 +139,7 @@ def join_group(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.leave", '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)', args=MemberArgs,
-                effect="modify_self", prompt_tier="people I know and how far I trust them")
+                effect="modify_self")
 def leave_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         left = ctx.managers.people.leave(arg(cmd, "person"), str(arg(cmd, "group")))

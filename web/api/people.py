@@ -69,7 +69,7 @@ def refuse_request(request_id: int = Path(ge=1, le=MAX_ID), services: WebService
 def delete_person(person_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     """Forget a person: their notes and conversation deleted for good, their name a placeholder everywhere else in
     memory (the owner's `run.py memory deanonymise` brings the name back; their words do not come back)."""
-    return people.delete(services.db, person_id, settings=services.settings(), memory=services.memory())
+    return people.delete(services.db, person_id, settings=services.settings(), memory=services.memory)
 
 
 @router.get("/groups", response_model=list[Group], responses=errors(422))

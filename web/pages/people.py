@@ -65,5 +65,5 @@ def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: W
 @router.post("/people/{person_id}/delete")
 def delete_person(request: Request, person_id: int = Path(ge=1, le=MAX_ID),
                   services: WebServices = Depends(get_services)):
-    people.delete(services.db, person_id, settings=services.settings(), memory=services.memory())
+    people.delete(services.db, person_id, settings=services.settings(), memory=services.memory)
     return _overview(request, services)
