@@ -44,6 +44,8 @@ UNTRUSTED: dict[str, str] = {
     "kb": "the knowledge base",
     "feed": "a feed",
     "search": "a web search",
+    "web": "a web page (read in a browser)",
+    "git": "a Git repository's content",
     "tool": "an MCP tool",
     "mcp_client": "an MCP client",
     "script": "a script's output",

@@ -31,6 +31,7 @@ from nodes.commands import (
     stelis,
     strategies,
     tags,
+    tools,
     users,
     world,
 )
@@ -51,7 +52,7 @@ FAMILIES: tuple[Family, ...] = (
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
     llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY, spawn.FAMILY,
-    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION, agents.FAMILY, users.FAMILY,
+    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION, agents.FAMILY, users.FAMILY, tools.FAMILY,
 )
 
 
