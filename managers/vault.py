@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from memory import Database
     from persona.settings import Settings
 
-STATE_KEY = "vault/files"
 SOURCE = "vault"
 FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
 WIKILINK = re.compile(r"!?\[\[([^\]|#^]+)(?:[#^][^\]|]*)?(?:\|([^\]]+))?\]\]")
@@ -134,7 +133,7 @@ class VaultManager:
         """The folder's notes into the knowledge base: new, changed and deleted files since the last look."""
         folder = self.folder(path)
         kb = self.repos.kb
-        state: dict[str, Any] = dict(self.repos.config.get(STATE_KEY) or {})
+        state = self.repos.config.vault_files
         known = {k: v for k, v in state.items() if k.startswith(f"{folder}::")}
         report = VaultReport()
         files = _notes(folder)
@@ -171,7 +170,7 @@ class VaultManager:
             self._drop(int(seen[2]))
             state.pop(key, None)
             report.removed.append(key.split("::", 1)[1])
-        self.repos.config.set(STATE_KEY, state)
+        self.repos.config.vault_files = state
         return report
 
     def _drop(self, doc_id: int) -> None:

@@ -33,7 +33,7 @@ class CommitInfo:
         return f"{self.id[:10]} {self.at:%Y-%m-%d %H:%M} {self.author}: {self.message.splitlines()[0] if self.message else ''}"
 
 
-def _repo(path: str | Path):  # type: ignore[no-untyped-def]  # dulwich's Repo
+def _repo(path: str | Path):
     from dulwich.errors import NotGitRepository
     from dulwich.repo import Repo
 
@@ -43,13 +43,13 @@ def _repo(path: str | Path):  # type: ignore[no-untyped-def]  # dulwich's Repo
         raise GitError(f"{path} is not a Git repository") from None
 
 
-def _info(commit) -> CommitInfo:  # type: ignore[no-untyped-def]
+def _info(commit) -> CommitInfo:
     return CommitInfo(id=commit.id.decode("ascii"), author=commit.author.decode("utf-8", "replace").split(" <")[0],
                       at=datetime.fromtimestamp(commit.commit_time, timezone.utc),
                       message=commit.message.decode("utf-8", "replace").strip())
 
 
-def _commit(repo, rev: str | None):  # type: ignore[no-untyped-def]
+def _commit(repo, rev: str | None):
     from dulwich.objects import Commit
 
     try:
@@ -66,7 +66,7 @@ def _commit(repo, rev: str | None):  # type: ignore[no-untyped-def]
     return obj
 
 
-def _path(entry) -> str:  # type: ignore[no-untyped-def]  # a TreeEntry, or None for the missing side of a change
+def _path(entry) -> str:  # a TreeEntry, or None for the missing side of a change
     return entry.path.decode("utf-8", "replace") if entry is not None and entry.path else ""
 
 
