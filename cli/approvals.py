@@ -72,7 +72,7 @@ def trust(taint_id: int = typer.Argument(..., help="The tainted row's id (run.py
 
     database = open_database(data_dir, db, name)
     try:
-        row = trust_row(database, taint_id, by="human (cli)", reason=reason, now=utcnow())
+        row = trust_row(database, taint_id, by="owner (cli)", reason=reason, now=utcnow())
     except ApprovalError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
@@ -88,7 +88,7 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str
 
     database = open_database(data_dir, db, name)
     try:
-        row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())
+        row = answer(database, approval_id, approve=approve, by="owner (cli)", reason=reason, now=utcnow())
     except ApprovalError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)

@@ -87,7 +87,8 @@ class ConsentManager:
         except ValueError as exc:
             raise ApprovalError(str(exc)) from None
         repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
-                        decision="approved" if approve else "denied", actor="human", reason=reason or by,
+                        decision="approved" if approve else "denied", actor="human",
+                        reason=f"{by}: {reason}" if reason else by,
                         approval_id=row.id, created_at=now)
         if row.type == DOCUMENT_APPROVAL:
             self._settle_document(row, approve=approve, reason=reason, now=now)
@@ -169,7 +170,7 @@ class ConsentManager:
                              effect="write_self", decision="trusted", actor="human",
                              reason=f"{row.tier} {row.ref} (from {from_where[:400]}"
                                     + (f"; and {derived} row(s) written only through it" if derived else "")
-                                    + f"): {reason or by}", created_at=now)
+                                    + f"): {by}" + (f": {reason}" if reason else ""), created_at=now)
         return row
 
     def get(self, approval_id: int) -> Approval | None:

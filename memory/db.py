@@ -90,6 +90,8 @@ from memory.models import (
     Note,
     OpenQuestion,
     Peer,
+    PeerCredential,
+    A2ARefusal,
     PeopleGroup,
     PeopleGroupMember,
     Person,
@@ -114,7 +116,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -284,7 +286,25 @@ def _v24_taints(conn: Connection) -> None:
     table_of(Taint).create(conn, checkfirst=True)
 
 
-def _v25_people_groups(conn: Connection) -> None:
+def _v25_peer_credentials(conn: Connection) -> None:
+    """Each peer has credentials of its own (`peer_credentials`: a token's hash, never the owner's token), and an A2A
+    task knows which caller opened it (`caller`: its credential's peer, or `anonymous`), what the persona replied
+    besides text (`reply_parts`) and how (`reply_kind`: an answer, a question, a refusal, a plain message); what the
+    endpoint refused is counted by caller and reason (`a2a_refusals`). Tasks before had no proven caller: the empty
+    caller, which no request matches."""
+    table_of(PeerCredential).create(conn, checkfirst=True)
+    table_of(A2ARefusal).create(conn, checkfirst=True)
+    _add_missing_columns(conn, "a2a_inbound", ["caller VARCHAR(140) DEFAULT ''", "reply_kind VARCHAR(16) DEFAULT 'answer'",
+                                               "reply_parts JSON"])
+    conn.execute(text("UPDATE a2a_inbound SET caller = '' WHERE caller IS NULL"))
+    conn.execute(text("UPDATE a2a_inbound SET reply_kind = 'answer' WHERE reply_kind IS NULL"))
+    conn.execute(text("UPDATE a2a_inbound SET reply_parts = '[]' WHERE reply_parts IS NULL"))
+    for index in table_of(A2AInbound).indexes:
+        if index.name == "ix_a2a_inbound_caller":
+            index.create(conn, checkfirst=True)
+
+
+def _v26_people_groups(conn: Connection) -> None:
     """HMP `users_group`: groups of the persona's humans and who is in each; there were none."""
     table_of(PeopleGroup).create(conn, checkfirst=True)
     table_of(PeopleGroupMember).create(conn, checkfirst=True)
@@ -307,7 +327,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        22: _v22_sealed_secrets,
                                                        23: _v23_peer_tags,
                                                        24: _v24_taints,
-                                                       25: _v25_people_groups}
+                                                       25: _v25_peer_credentials,
+                                                       26: _v26_people_groups}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

@@ -1027,20 +1027,58 @@ class A2AOutbox(Base):
 
 
 class A2AInbound(Base):
-    """An A2A task another agent opened with this persona: the note it became, and the persona's reply once written
-    (its next message to that peer), which the waiting task returns."""
+    """An A2A task another agent opened with this persona: the note its latest message became, and the persona's
+    reply to it once written (its next message to that peer), which the waiting task returns. `caller` is who opened
+    it, as its credential proved (`peer:<id>`, or `anonymous`): only that caller sees or continues the task."""
 
     __tablename__ = "a2a_inbound"
-    __table_args__ = (Index("ix_a2a_inbound_open", "peer_name", "status"),)
+    __table_args__ = (Index("ix_a2a_inbound_open", "peer_name", "status"), Index("ix_a2a_inbound_caller", "caller"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     task_id: Mapped[str] = mapped_column(String(100), unique=True)
     message_id: Mapped[Optional[str]] = mapped_column(String(200), index=True)  # a retried send is the same message
     peer_name: Mapped[str] = mapped_column(String(120))
+    caller: Mapped[str] = mapped_column(String(140), default="")
     note_id: Mapped[int] = mapped_column(Integer)
     reply_note_id: Mapped[Optional[int]] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="waiting")  # waiting | answered | expired
+    # waiting (for the persona) | asked (the persona asked the caller: input-required) | answered | declined |
+    # canceled (by the caller) | expired (nobody waits on it any more; its reply is kept for tasks/get)
+    status: Mapped[str] = mapped_column(String(16), default="waiting")
+    reply_kind: Mapped[str] = mapped_column(String(16), default="answer")  # answer | question | decline | plain
+    reply_parts: Mapped[list[Any]] = mapped_column(default=list)  # the reply's attachments: data and files
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     answered_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class A2ARefusal(Base):
+    """What the A2A endpoint refused, counted by caller (`peer:<id>`, `anonymous`, `unauthenticated`) and reason
+    (credential, rate, overloaded, too large, refused): one row each, so a flood is a count, not rows."""
+
+    __tablename__ = "a2a_refusals"
+    __table_args__ = (UniqueConstraint("caller", "reason", name="uq_a2a_refusals_caller_reason"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    caller: Mapped[str] = mapped_column(String(140))
+    reason: Mapped[str] = mapped_column(String(40))
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(Integer, default=0)  # what the refused messages would have stored
+    detail: Mapped[str] = mapped_column(Text, default="")  # the latest one's reason, as the caller was told
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PeerCredential(Base):
+    """A credential this persona issued to one of its peers: a bearer token that opens the A2A endpoint, and nothing
+    else, as that peer. Only the token's SHA-256 is kept (the token is shown once, when issued); `hint` is a few of
+    its characters to tell credentials apart. Revoked, it opens nothing; a removed peer's credentials are deleted."""
+
+    __tablename__ = "peer_credentials"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    peer_id: Mapped[int] = mapped_column(Integer, index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    hint: Mapped[str] = mapped_column(String(24))
+    issued_by: Mapped[str] = mapped_column(String(64), default="owner")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
 
 
 # ---- people and channels ------------------------------------------------------------------------------

@@ -347,7 +347,24 @@ class A2ASettings(Section):
     retry_after_s: float = Field(15.0, gt=0, le=3600, description="first retry of an undelivered message (doubling)")
     max_attempts: int = Field(12, ge=1, le=1000)
     outbox_every_s: float = Field(2.0, gt=0, le=600, description="how often the web app delivers the outbox")
-    peer_token: SecretStr | None = Field(None, description="the bearer token sent to peers (their ANIMA_API_TOKEN)")
+    anonymous: Literal["loopback", "never", "always"] = Field("loopback", description=(
+        "callers without a peer credential: 'loopback' accepts them while the app has no API token (it then listens "
+        "on this machine only), 'never' refuses them, 'always' accepts them everywhere; they are one caller, "
+        "'anonymous', never a known peer"))
+    max_message_chars: int = Field(20_000, ge=100, le=1_000_000, description=(
+        "a longer A2A message is refused (not cut)"))
+    max_request_bytes: int = Field(262_144, ge=4096, le=16_777_216, description="a larger A2A request is refused")
+    open_per_caller: int = Field(10, ge=1, le=10_000, description=(
+        "A2A messages of one caller (a peer's credential, or the anonymous callers together) the persona has not "
+        "answered yet (of the last day); past it the caller's next one is refused"))
+    open_total: int = Field(100, ge=1, le=100_000, description="the same, of all callers together")
+    rate_per_minute: float = Field(30.0, gt=0, le=100_000, description="A2A requests a minute per caller (burst: a "
+                                   "fifth of it, at least 5)")
+    rate_total_per_minute: float = Field(300.0, gt=0, le=1_000_000, description="A2A requests a minute of all "
+                                         "callers together")
+    tasks_kept: int = Field(500, ge=10, le=100_000, description=(
+        "finished A2A tasks each caller's tasks/list and tasks/get see in memory (older ones: tasks/get from the "
+        "database, their last turn)"))
 
 
 class ToolsSettings(Section):

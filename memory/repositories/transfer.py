@@ -15,8 +15,9 @@ from memory.models import Base, MemoryItem, MemoryJournal, Message, Note, Thread
 from memory.repositories.config import inherited_by_child
 from memory.repositories.lexical import backfill_lexical_index
 
-NEVER_COPIED = ("schema_version", "live_events", "sealed_secrets")  # the target has its own version; the live journal
-# is the run's; a persona's sealed keys are its own (a child makes its own)
+NEVER_COPIED = ("schema_version", "live_events", "sealed_secrets", "peer_credentials")  # the target has its own
+# version; the live journal is the run's; a persona's sealed keys are its own (a child makes its own), and so are the
+# credentials it issued to its peers (a child's peers get theirs from the child)
 BATCH = 1000
 
 
