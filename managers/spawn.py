@@ -165,6 +165,13 @@ class _CommittingStore:
         finally:
             self.session.close()
 
+    def delete(self, name: str) -> None:
+        try:
+            self.store.delete(name)
+            self.session.commit()
+        finally:
+            self.session.close()
+
 
 def free_port() -> int:
     """A port nothing listens on now (the child's web app takes it when it starts)."""
