@@ -90,7 +90,7 @@ class SpawnManager:
         writes it again each time it starts the child: graph/loop/children.py). A name already taken by another peer
         gets the addresses it lacked. The parent's lineage keeps what its autostart needs: the child's DID, port and
         places. Returns them (and the child's address)."""
-        from managers import Managers
+        from managers import ManagerDeps, Managers
         from managers.peers import valid_name
         from persona.loader import load_persona
 
@@ -125,12 +125,32 @@ class SpawnManager:
                 log.info("spawn: %r is not a name a peer can have (%s): add it with agents.add", peer_name, unfit)
 
         parent_name = load_persona(parent_dir).display_name
+        befriend(self.house, name, f"my child ({mode})", child.did, child_url)
+        # each calls the other with a credential the other issued (managers/peers.py): swapped here, as two owners
+        # would swap them; the child's kept in its own secret store
+        for_child = self._credential(self.house, name)
+        child_deps = ManagerDeps(settings=settings.model_copy(update={"data_dir": str(child_data_dir)}),
+                                 clock=self.house.deps.clock) if settings is not None else self.house.deps
         with child_db.unit() as repos:
-            befriend(Managers(repos, self.house.deps), parent_name, "my parent", parent_did, parent_url)
+            child_house = Managers(repos, child_deps)
+            befriend(child_house, parent_name, "my parent", parent_did, parent_url)
             lineage = dict(repos.config.lineage_parent or {})
             repos.config.lineage_parent = {**lineage, "did": parent_did, "a2a_url": parent_url}
-        befriend(self.house, name, f"my child ({mode})", child.did, child_url)
+            for_parent = self._credential(child_house, parent_name)
+            if for_child and child_house.peers.find(parent_name) is not None and settings is not None:
+                child_house.peers.set_outgoing_token(parent_name, for_child)
+        if for_parent and self.house.peers.find(name) is not None and settings is not None:
+            self.house.peers.set_outgoing_token(name, for_parent)
         return {**met, "url": child_url}
+
+    @staticmethod
+    def _credential(house: Managers, peer_name: str) -> str | None:
+        """A credential this side issues to the peer (its token, handed to the other side once), or None when the
+        peer is not there (an unfit name)."""
+        peer = house.peers.find(peer_name)
+        if peer is None:
+            return None
+        return house.peers.issue_credential(peer.id, by="spawn")[1]
 
     def _autostart(self) -> bool:
         settings = self.house.deps.settings

@@ -2,7 +2,8 @@
 against real processes: the operator's `run.py spawn` makes Mira from Ada (newborn); Ada's `run.py` (the loop and its
 web app, thinking on the scripted model server) starts Mira's own `run.py` on the port the birth gave her; each
 finds the other in its peers — Mira by her own DID and address, Ada by hers — and each reaches the other over A2A
-through those rows (their thoughts send to each other by name); when Ada stops, Mira is stopped."""
+through those rows and the credentials they swapped at the birth (their thoughts send to each other by name); when
+Ada stops, Mira is stopped."""
 
 from __future__ import annotations
 
