@@ -267,7 +267,30 @@ class Agent:
         if not self.playbook.loop or prune_due(self.checkpointer, self._runs_since_prune, self.prune_every):
             prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
             self._runs_since_prune = 0
+        if left is not None and _anonymised(left):
+            left = self._finish_anonymisation(left)
         self._remember_finished(cast(TickValues, left) if left is not None else None)
+
+    def _finish_anonymisation(self, left: dict[str, Any]) -> dict[str, Any]:
+        """The tick ran the approved `memory.anonymise` (or `users.delete`), which rewrote the database in its unit:
+        now that the tick's last checkpoint is written, the checkpoints, the vectors and the files follow
+        (graph/forgetting.py), and the state this agent keeps of the tick holds the placeholders too."""
+        from graph.checkpoint import deep_replace
+        from graph.forgetting import finish
+        from managers import ManagerDeps, Managers
+        from managers.anonymise import AnonymisationError
+
+        try:
+            with self.services.db.unit() as repos:  # what the rest of the tick wrote after the command, too
+                anonymise = Managers(repos, ManagerDeps(settings=self.services.settings)).anonymise
+                change = anonymise.saved_replacer()
+                anonymise.sweep(change)
+        except AnonymisationError as exc:  # the key was moved away meanwhile: the owner's CLI finishes it
+            log.warning("anonymisation: the checkpoints were not rewritten: %s", exc)
+            return left
+        finish(change, db=self.services.db, memory=self.services.memory, saver=self.checkpointer,
+               thread_prefix=self.checkpoint_prefix, data_dir=self.services.settings.data_dir)
+        return cast(dict[str, Any], deep_replace(change, left))
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
         """A step raised: close the tick as failed with the reason, set its answer aside, and clear the checkpoint's
@@ -302,6 +325,15 @@ class Agent:
         if self.services.memory is not None:
             self.services.memory.close()
         self.services.db.close()
+
+
+FORGETTING = ("memory.anonymise", "users.delete")  # commands that rewrite what the checkpoints hold
+
+
+def _anonymised(values: dict[str, Any]) -> bool:
+    """Whether the tick's commands include an executed `memory.anonymise` or `users.delete` (rows rewritten)."""
+    return any(isinstance(e, dict) and e.get("type") in FORGETTING and e.get("status") == "executed"
+               for e in values.get("executed") or [])
 
 
 def _updated(values: dict[str, Any] | None, update: dict[str, Any]) -> dict[str, Any] | None:

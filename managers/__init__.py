@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from managers.notes import NoteManager
     from managers.peers import PeerManager
     from managers.tool_uses import ToolUseManager
+    from managers.vault import VaultManager
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
@@ -172,6 +173,13 @@ class Managers:
         from managers.spawn import SpawnManager
 
         return SpawnManager(self)
+
+    @cached_property
+    def vault(self) -> VaultManager:
+        """A watched folder of Markdown notes (an Obsidian vault) kept in the knowledge base (managers/vault.py)."""
+        from managers.vault import VaultManager
+
+        return VaultManager(self)
 
     @cached_property
     def world(self) -> WorldManager:

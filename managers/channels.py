@@ -43,6 +43,7 @@ from managers.consent import DOCUMENT_APPROVAL
 from managers.conversation import Words
 from managers.memory import MAIN_THREAD
 from managers.speech import VOICE_TAG
+from managers.people import right
 from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
 from memory.note_kinds import CHANNEL_DOORS, HUMAN_SOURCES, Door, NoteSource
 from persona.quiet_hours import parse_hours
@@ -249,7 +250,7 @@ class ChannelManager:
         """The one way in (managers/conversation.py): a note from them in their conversation, remembered."""
         heard = self.house.conversation.hear(Words(
             text, door=self.door_of(channel, kind), person_id=person.id, channel=channel,
-            priority=1 if person.role == "owner" else 0, tags=([VOICE_TAG] if spoken else []) + list(extra_tags),
+            priority=right(person.role, "priority"), tags=([VOICE_TAG] if spoken else []) + list(extra_tags),
             at=now))
         return heard.note_id
 

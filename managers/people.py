@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory.models import ContactRequest, Person, PersonIdentity
+from memory.models import ContactRequest, PeopleGroup, Person, PersonIdentity
 from memory.repositories import NotFound
 from persona.quiet_hours import in_quiet_hours, parse_hours
 
@@ -30,10 +30,39 @@ if TYPE_CHECKING:
 
 ROLES = ("owner", "trusted", "guest")
 WEB = "web"  # the owner's own page and terminal: not a channel, no identity
+GROUP_NAME = re.compile(r"^[\w][\w .'-]{0,119}$")
+
+# What each role may do, beyond the owner's own rights (answering approvals and contact requests, vouching; a
+# document the owner sends joins the knowledge base at once, anyone else's waits for the owner). Enforced where each
+# applies: `priority` (managers/channels.py: their notes come before a guest's), `asks_privileged`
+# (nodes/commands/consent.py: from a tick that holds their words, a command that reaches outside or changes the
+# persona runs by the usual rules — consensus, a standing approval —; without it, it waits for the owner).
+RIGHTS: dict[str, dict[str, Any]] = {
+    "owner": {"priority": 1, "asks_privileged": True},
+    "trusted": {"priority": 1, "asks_privileged": True},
+    "guest": {"priority": 0, "asks_privileged": False},
+}
+
+
+def right(role: str, what: str) -> Any:
+    """A role's right (`RIGHTS`); an unknown role has a guest's."""
+    return RIGHTS.get(role, RIGHTS["guest"])[what]
 
 
 class PeopleError(ValueError):
     """A refused change to the people (not the owner, unknown role, a name or identity taken)."""
+
+
+@dataclass
+class Forgotten:
+    """What deleting a person did: their words deleted for good, their name anonymised elsewhere."""
+
+    name: str
+    notes: int = 0  # their notes and the persona's notes to them, deleted
+    memories: int = 0  # the conversation memories made of them, forgotten (text, full-text document, vector)
+    directory: dict[str, int] = field(default_factory=dict)  # identities, groups, requests, inbox, outbox rows
+    sources: int = 0  # excerpts of their words (taints, approvals, process rows) emptied
+    anonymised: Any = None  # managers.anonymise.Anonymised: their name elsewhere (the door finishes it: `.change`)
 
 
 @dataclass(frozen=True)
@@ -48,12 +77,13 @@ class PersonView:
     added_by: str
     identities: tuple[tuple[str, str], ...]  # (channel, address)
     last_channel: str | None
+    groups: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "role": self.role, "preferred_channel": self.preferred_channel,
                 "language": self.language, "quiet_hours": self.quiet_hours, "about": self.about,
                 "added_by": self.added_by, "identities": [{"channel": c, "address": a} for c, a in self.identities],
-                "last_channel": self.last_channel}
+                "last_channel": self.last_channel, "groups": list(self.groups)}
 
 
 @dataclass(frozen=True)
@@ -149,7 +179,8 @@ class PeopleManager:
         return PersonView(id=person.id, name=person.name, role=person.role, preferred_channel=person.preferred_channel,
                           language=person.language, quiet_hours=person.quiet_hours, about=person.about,
                           added_by=person.added_by, identities=tuple((i.channel, i.address) for i in identities),
-                          last_channel=last.channel if last is not None else None)
+                          last_channel=last.channel if last is not None else None,
+                          groups=tuple(self.repos.people.groups_of([person.id])[person.id]))
 
     def list(self) -> builtins.list[PersonView]:
         self.owner()
@@ -218,6 +249,67 @@ class PeopleManager:
                 return taken
             raise PeopleError(f"{address} on {channel} is person {taken.person_id} already")
         return self.repos.people.add_identity(person.id, channel, address)
+
+    # -- groups (HMP `users_group`) ---------------------------------------------------------------------------------
+
+    def groups(self) -> builtins.list[tuple[PeopleGroup, builtins.list[Person]]]:
+        """Every group with its members."""
+        return [(g, self.repos.people.members(g.id)) for g in self.repos.people.groups()]
+
+    def group(self, name: str) -> PeopleGroup:
+        found = self.repos.people.group(name)
+        if found is None:
+            raise NotFound(f"no group named {name!r} (users.groups shows them)")
+        return found
+
+    def add_group(self, name: str, description: str = "") -> PeopleGroup:
+        name = " ".join(str(name).split())
+        if not GROUP_NAME.match(name):
+            raise PeopleError("a group's name is 1 to 120 letters, digits, spaces, '.', '-' or \"'\"")
+        if self.repos.people.group(name) is not None:
+            raise PeopleError(f"there is already a group named {name!r}")
+        return self.repos.people.add_group(name, str(description)[:2000])
+
+    def delete_group(self, name: str) -> PeopleGroup:
+        """The group goes; its members stay who they are."""
+        group = self.group(name)
+        self.repos.people.delete_group(group)
+        return group
+
+    def join(self, who: str | int, group: str) -> bool:
+        """The person into the group (True: they were not in it)."""
+        return self.repos.people.join(self.group(group).id, self.find(who).id)
+
+    def leave(self, who: str | int, group: str) -> bool:
+        return self.repos.people.leave(self.group(group).id, self.find(who).id)
+
+    # -- forgetting a person ----------------------------------------------------------------------------------------
+
+    def delete(self, who: str | int, *, by: str = "operator") -> Forgotten:
+        """Forget a person: they leave the directory (identities, groups, contact requests, the channels' inbox and
+        outbox rows of theirs); their notes — and the persona's notes to them — are deleted for good with the
+        conversation memories made of them (text, full-text document, vector, and the neighbours' copies);
+        excerpts of their words kept as provenance are emptied; and their name, wherever else it is (what others
+        said of them, the persona's thoughts, the tiers, the history), becomes a placeholder — the anonymisation the
+        owner can undo with their key (their words cannot come back). The door finishes what is outside this unit
+        of work: checkpoints, vectors, files (graph/forgetting.py, with `Forgotten.anonymised.change`).
+        An owner is never deleted by the persona, and the last owner by no one."""
+        person = self.find(who)
+        operator = by.startswith(("operator", "web", "cli"))
+        if person.role == "owner" and (not operator or len(self.repos.people.owners()) == 1):
+            raise PeopleError("the last owner cannot be deleted" if operator else "only the operator deletes an owner")
+        name, person_id = person.name, person.id
+        # their name first, while the directory still says they are a person ([PERSON_n])
+        anonymised = self.house.anonymise.anonymise(names=[name, *name.split()], auto=False)
+        notes = self.repos.notes.by_author(person_id)
+        directory = self.repos.people.delete_person(person)
+        notes += directory.pop("notes")
+        done = Forgotten(name=name, directory=directory, anonymised=anonymised)
+        done.memories = self.repos.items.forget(f"note:{n}" for n in notes)
+        self.repos.episodes.purge_summaries_of(f"message:note:{n}" for n in notes)  # rebuilt without their words
+        done.notes = self.repos.notes.purge(notes)
+        done.sources = sum(self.repos.scrub.sweep(_forgetting_words_of(person_id)).rows.values())
+        return done
 
     @staticmethod
     def _check(*, role: str | None, quiet_hours: str | None) -> None:
@@ -346,4 +438,20 @@ class PeopleManager:
         return request
 
 
-__all__ = ["ROLES", "PeopleError", "PeopleManager", "PersonView", "RequestView", "name_key", "reads_as"]
+def _forgetting_words_of(person_id: int) -> Any:
+    """A change for the sweep: a provenance source (taints, approvals, process rows) quoting this person keeps that
+    it came from someone, not what they said."""
+
+    def change(value: Any) -> Any:
+        if isinstance(value, list):
+            return [change(v) for v in value]
+        if isinstance(value, dict):
+            if value.get("person") == person_id and value.get("excerpt"):
+                return {**value, "excerpt": "", "ref": "a forgotten person's words"}
+            return {k: change(v) for k, v in value.items()}
+        return value
+
+    return change
+
+
+__all__ = ["RIGHTS", "ROLES", "Forgotten", "PeopleError", "right", "PeopleManager", "PersonView", "RequestView", "name_key", "reads_as"]

@@ -92,6 +92,8 @@ from memory.models import (
     Peer,
     PeerCredential,
     A2ARefusal,
+    PeopleGroup,
+    PeopleGroupMember,
     Person,
     PersonIdentity,
     ProcessRun,
@@ -114,7 +116,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 26
+SCHEMA_VERSION = 27
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -330,6 +332,12 @@ def _v26_conversations(conn: Connection) -> None:
                                                                               door=door.value if door else None))
 
 
+def _v27_people_groups(conn: Connection) -> None:
+    """HMP `users_group`: groups of the persona's humans and who is in each; there were none."""
+    table_of(PeopleGroup).create(conn, checkfirst=True)
+    table_of(PeopleGroupMember).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -348,7 +356,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        23: _v23_peer_tags,
                                                        24: _v24_taints,
                                                        25: _v25_peer_credentials,
-                                                       26: _v26_conversations}
+                                                       26: _v26_conversations,
+                                                       27: _v27_people_groups}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
@@ -739,6 +748,17 @@ class Database:
     @property
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
+
+    def compact(self) -> None:
+        """SQLite: the file rebuilt (VACUUM) and its write-ahead log truncated, so a replaced text is in no free page
+        or log frame of it (anonymisation). PostgreSQL marks the old row versions dead and reuses their space
+        (autovacuum); erasing them at rest is `VACUUM FULL`, the operator's."""
+        if self.is_postgres:
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.exec_driver_sql("VACUUM")
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def libpq_url(self) -> str:
         """The Postgres URL as libpq takes it (no SQLAlchemy driver suffix), for the checkpointer's own pool."""

@@ -1103,6 +1103,24 @@ class Person(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class PeopleGroup(Base):
+    """HMP `users_group`: a named group of the persona's humans ("family", "colleagues"), with a description."""
+
+    __tablename__ = "people_groups"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PeopleGroupMember(Base):
+    """A person in a group (HMP keeps `users.groups` as a JSON list; a link table keeps it consistent)."""
+
+    __tablename__ = "people_group_members"
+    group_id: Mapped[int] = mapped_column(ForeignKey("people_groups.id", ondelete="CASCADE"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), primary_key=True, index=True)
+
+
 class PersonIdentity(Base):
     """Who a person is on one channel ("@ann:example.org" on `matrix`), and where they last wrote from."""
 

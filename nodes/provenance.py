@@ -44,6 +44,8 @@ UNTRUSTED: dict[str, str] = {
     "kb": "the knowledge base",
     "feed": "a feed",
     "search": "a web search",
+    "web": "a web page (read in a browser)",
+    "git": "a Git repository's content",
     "tool": "an MCP tool",
     "mcp_client": "an MCP client",
     "script": "a script's output",
@@ -64,6 +66,7 @@ class Source(TypedDict):
     ref: str  # which one: "doc 3 chunk 2", "feed tides", "search.web 'tide tables'", "note 12"
     excerpt: str
     person: NotRequired[int]  # who wrote it: a person (people.id) on a channel
+    role: NotRequired[str]  # and their role (owner | trusted | guest): what they may ask (managers/people.py RIGHTS)
     peer: NotRequired[str]  # or a peer (its name)
     via: NotRequired[str]  # the tainted row it reached this prompt through ("goal 5", "my thought 812")
 
@@ -113,6 +116,9 @@ def of_note(note: Any, authors: dict[int, tuple[str, str]] | None = None) -> Sou
     found = source(origin, f"note {note.id}" + (f" (feed {feed})" if feed else "") + who, text)
     if origin == "channel" and author is not None:
         found["person"] = int(author)
+    role = known[1] if known else next((t[5:] for t in tags if isinstance(t, str) and t.startswith("role:")), "")
+    if origin == "channel" and role:
+        found["role"] = role
     return found
 
 

@@ -427,6 +427,29 @@ class A2ASettings(Section):
         "database, their last turn)"))
 
 
+class ToolsSettings(Section):
+    """External tools (HMP "Внешние инструменты"): a web page read in a real browser (`web.read`), a watched folder
+    or Obsidian vault synced into the knowledge base, Git repositories read (`git.*`), and the persona's own files
+    kept in a Git repository of their own."""
+
+    browser: str = Field("/usr/bin/chromium", description="the Chromium `web.read` drives (Playwright)")
+    page_timeout_s: float = Field(20.0, gt=0, le=300, description="how long a page may take to load and render")
+    page_chars: int = Field(8000, ge=200, le=200_000, description="the most of a page's text one read keeps")
+    vault: str | None = Field(None, description="a folder of Markdown notes (an Obsidian vault) synced into the "
+                              "knowledge base beside the loop")
+    vault_every_s: float = Field(60.0, gt=0, le=86_400, description="how often the vault is looked at (file times)")
+    git_chars: int = Field(8000, ge=200, le=200_000, description="the most of one `git.*` answer")
+    persona_history: bool = Field(True, description="keep the persona's own files in a Git repository, committed "
+                                  "on each change (not the shipped default persona)")
+
+
+class SpawnSettings(Section):
+    """A spawned child (persona/spawn.py): started beside the parent's loop when the operator switches it on."""
+
+    autostart: bool = Field(False, description="start each spawned child's own run beside this loop, stop it after")
+    start_timeout_s: float = Field(60.0, gt=0, le=600, description="how long a child's web app may take to answer")
+
+
 ScriptLanguage = Literal["python", "sh"]
 DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
 
@@ -688,6 +711,8 @@ class Settings(BaseSettings):
     a2a: A2ASettings = Field(default_factory=A2ASettings)
     channels: ChannelsSettings = Field(default_factory=ChannelsSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    spawn: SpawnSettings = Field(default_factory=SpawnSettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
     _overrides: "Overrides | None" = PrivateAttr(default=None)

@@ -17,6 +17,7 @@ from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from llm import LLMCancelled
 from managers import Managers
+from managers.vault import VaultReport, sync_vault
 from managers.world import RefreshCounts, refresh_feeds
 from persona.dreaming import dream_due
 
@@ -41,6 +42,7 @@ class Autonomy:
         self.dream_failed_on: date | None = None  # the date a dream raised: not retried before the next day
         self.dream_checked: datetime | None = None  # when maybe_dream last looked
         self.feeds_checked: datetime | None = None  # when the feeds were last looked at
+        self.vault_checked: datetime | None = None  # when the watched folder was last looked at
         self.started = agent.services.clock()
 
     def start(self) -> None:
@@ -65,6 +67,7 @@ class Autonomy:
 
     def step_tasks(self, control: RunControl) -> None:
         self.maybe_fetch_feeds()
+        self.maybe_sync_vault()
         if self.human_waits():  # a task's tick asks a model: the human is answered first
             return
         for outcome in self.tasks.step(control, self.on_stream):
@@ -88,6 +91,24 @@ class Autonomy:
         if counts["items"] and self.on_stream:
             self.on_stream("custom", {"event": "feeds", **counts})
         return counts
+
+    def maybe_sync_vault(self) -> VaultReport | None:
+        """The watched folder (tools.vault) into the knowledge base when its poll is due (managers/vault.py: why a
+        poll by file time); between ticks and while idle; a failure is logged and tried at the next turn."""
+        services = self.agent.services
+        settings, now = services.settings, services.clock()
+        if not settings.tools.vault or (self.vault_checked is not None and
+                                        (now - self.vault_checked).total_seconds() < settings.tools.vault_every_s):
+            return None
+        self.vault_checked = now
+        try:
+            report = sync_vault(services.db, settings, services.clock)
+        except Exception:  # noqa: BLE001 - a folder that cannot be read must never stop the persona
+            log.exception("syncing the vault failed")
+            return None
+        if report is not None and (report.added or report.changed or report.removed) and self.on_stream:
+            self.on_stream("custom", {"event": "vault", "line": report.line()})
+        return report
 
     def _fetch_asked(self) -> bool:
         with self.agent.services.db.unit() as repos:

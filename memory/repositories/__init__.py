@@ -47,6 +47,7 @@ from memory.repositories.tool_uses import ToolUseRepo
 from memory.repositories.processes import ProcessLogRepo
 from memory.repositories.questions import QuestionRepo
 from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
+from memory.repositories.scrub import ScrubRepo
 from memory.repositories.sessions import SessionRepo
 from memory.repositories.stagnation import AntiStagnationRepo
 from memory.repositories.strategies import StrategyRepo, ThinkingMethodRepo
@@ -221,6 +222,10 @@ class Repos:
     @cached_property
     def history(self) -> HistoryRepo:
         return HistoryRepo(self.session)
+
+    @cached_property
+    def scrub(self) -> ScrubRepo:
+        return ScrubRepo(self.session)
 
     @cached_property
     def mesh(self) -> MeshRepo:

@@ -125,6 +125,7 @@ ADJUSTMENTS_KEY = "drives/adjustments"  # the human's settings in force: {drive:
 ADJUSTMENT_HISTORY_KEY = "drives/adjustment_history"  # every change: [{drive, level, at, by, computed}], newest last
 EMOTION_POINTER_KEY = "drives/emotion_note_id"  # the last human note whose emotion was logged
 RESOLUTION_POINTER_KEY = "drives/resolution_note_id"  # the last human note whose conversation was checked
+VAULT_FILES_KEY = "vault/files"  # the watched folder's notes: "<folder>::<path>" -> [mtime_ns, size, kb document]
 SESSION_EXPORT_PREFIX = "exports/session-"  # + session id: where an export job leaves its result (fleet)
 PERSONA_EDITS_KEY = "human/persona_edits"  # the human's edits of persona files, newest last (the page shows them)
 ACTIVE_THREAD_PREFIX = "stelis/active/"  # + root thread id: the thread its ticks run in
@@ -411,6 +412,15 @@ class ConfigRepo(Repo):
     def preload_drives(self) -> None:
         """The keys the drives step reads, in one query."""
         self.preload(*_DRIVE_KEYS)
+
+    @property
+    def vault_files(self) -> dict[str, Any]:
+        """What the vault sync saw of each note (managers/vault.py)."""
+        return dict(self.get(VAULT_FILES_KEY) or {})
+
+    @vault_files.setter
+    def vault_files(self, value: dict[str, Any]) -> None:
+        self.set(VAULT_FILES_KEY, value)
 
     def session_export(self, session_id: int) -> dict[str, Any] | None:
         """The result an export job left for `session_id` (fleet)."""

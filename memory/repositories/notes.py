@@ -115,6 +115,20 @@ class NoteRepo(Repo):
         found = {n.id: n for n in self.session.scalars(select(Note).where(Note.id.in_(ids))).all()} if ids else {}
         return [found[i] for i in ids if i in found]
 
+    def by_author(self, person_id: int) -> list[int]:
+        """The ids of every note a person wrote, oldest first."""
+        return list(self.session.scalars(select(Note.id).where(Note.author_id == person_id).order_by(Note.id)).all())
+
+    def purge(self, note_ids: Iterable[int]) -> int:
+        """Delete these notes for good (a forgotten person's words); how many."""
+        from sqlalchemy import delete
+
+        ids = sorted({int(i) for i in note_ids})
+        done = 0
+        for start in range(0, len(ids), 500):
+            done += matched(self.session.execute(delete(Note).where(Note.id.in_(ids[start:start + 500]))))
+        return done
+
     def last_human_before(self, note_id: int) -> Note | None:
         """The human's newest note with an id below `note_id` (whether a reply answers a voice message)."""
         return self.session.scalars(select(Note).where(Note.source.in_(HUMAN_SOURCES), Note.id < note_id)

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from memory.models import (ChannelCursor, ChannelInbox, ChannelOutbox, ContactRequest, Person, PersonIdentity,
-                           utcnow)
-from memory.repositories.base import Repo, prepared, table_of
+from memory.models import (ChannelCursor, ChannelInbox, ChannelOutbox, ContactRequest, PeopleGroup,
+                           PeopleGroupMember, Person, PersonIdentity, utcnow)
+from memory.repositories.base import Repo, matched, prepared, table_of
 
 
 @prepared
@@ -55,6 +55,76 @@ class PeopleRepo(Repo):
             return {}
         rows = self.session.execute(select(Person.id, Person.name, Person.role).where(Person.id.in_(ids)))
         return {row.id: (row.name, row.role) for row in rows}
+
+    # groups (HMP `users_group`)
+    def groups(self) -> list[PeopleGroup]:
+        return list(self.session.scalars(select(PeopleGroup).order_by(PeopleGroup.name)))
+
+    def group(self, name: str) -> PeopleGroup | None:
+        return self.session.scalars(select(PeopleGroup).where(func.lower(PeopleGroup.name) == name.strip().lower())
+                                    .limit(1)).first()
+
+    def add_group(self, name: str, description: str) -> PeopleGroup:
+        group = PeopleGroup(name=name, description=description, created_at=utcnow())
+        self.session.add(group)
+        self.session.flush()
+        return group
+
+    def delete_group(self, group: PeopleGroup) -> None:
+        self.session.execute(delete(PeopleGroupMember).where(PeopleGroupMember.group_id == group.id))
+        self.session.delete(group)
+        self.session.flush()
+
+    def members(self, group_id: int) -> list[Person]:
+        return list(self.session.scalars(select(Person).join(PeopleGroupMember, PeopleGroupMember.person_id == Person.id)
+                                          .where(PeopleGroupMember.group_id == group_id).order_by(Person.id)))
+
+    def groups_of(self, person_ids: Iterable[int]) -> dict[int, list[str]]:
+        """person id -> the names of their groups, sorted."""
+        ids = sorted({int(i) for i in person_ids})
+        found: dict[int, list[str]] = {i: [] for i in ids}
+        if ids:
+            rows = self.session.execute(select(PeopleGroupMember.person_id, PeopleGroup.name)
+                                        .join(PeopleGroup, PeopleGroup.id == PeopleGroupMember.group_id)
+                                        .where(PeopleGroupMember.person_id.in_(ids)).order_by(PeopleGroup.name))
+            for person_id, name in rows:
+                found[person_id].append(name)
+        return found
+
+    def join(self, group_id: int, person_id: int) -> bool:
+        """True when the person was not in the group yet."""
+        if self.session.get(PeopleGroupMember, (group_id, person_id)) is not None:
+            return False
+        self.session.add(PeopleGroupMember(group_id=group_id, person_id=person_id))
+        self.session.flush()
+        return True
+
+    def leave(self, group_id: int, person_id: int) -> bool:
+        row = self.session.get(PeopleGroupMember, (group_id, person_id))
+        if row is None:
+            return False
+        self.session.delete(row)
+        self.session.flush()
+        return True
+
+    def delete_person(self, person: Person) -> dict[str, Any]:
+        """A person and everything that names them in the directory and the channels — identities, groups, contact
+        requests, inbox rows (held texts among them), outbox rows — deleted; the ids of the notes the outbox carried
+        (the persona's words to them) returned under "notes"."""
+        pid = person.id
+        outbox_notes = [n for n in self.session.scalars(select(ChannelOutbox.note_id).where(
+            ChannelOutbox.person_id == pid)).all() if n is not None]
+        counts = {
+            "identities": matched(self.session.execute(delete(PersonIdentity).where(PersonIdentity.person_id == pid))),
+            "groups": matched(self.session.execute(delete(PeopleGroupMember).where(PeopleGroupMember.person_id == pid))),
+            "contact_requests": matched(self.session.execute(delete(ContactRequest).where(
+                ContactRequest.person_id == pid))),
+            "inbox": matched(self.session.execute(delete(ChannelInbox).where(ChannelInbox.person_id == pid))),
+            "outbox": matched(self.session.execute(delete(ChannelOutbox).where(ChannelOutbox.person_id == pid))),
+        }
+        self.session.delete(person)
+        self.session.flush()
+        return {**counts, "notes": outbox_notes}
 
     # identities
     def identities(self, person_id: int) -> list[PersonIdentity]:

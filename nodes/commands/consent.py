@@ -10,7 +10,9 @@ a tick whose prompt held untrusted text — text from outside, or a row written 
 its effect, the validators or auto_approve say; so does a message the persona sends as itself (`relay`) from such a
 tick to anyone who wrote none of the tick's text (a reply to whoever wrote goes at once). The approval carries the
 untrusted sources, so the owner sees what may have asked for it. A command whose spec is `owner_only` (adopting a
-mesh consensus into the ethics) always waits for the owner.
+mesh consensus into the ethics) always waits for the owner. People's rights (managers/people.py `RIGHTS`): from a
+tick that holds a guest's words, a `modify_self` or `external` command waits for the owner — consensus and
+`auto_approve` do not count; a trusted person's words leave the usual rules.
 An output the validators rate at or below the ethics policy's `violation_at` is a violation: with
 `on_violation: block_commands_and_log` none of its commands run.
 
@@ -28,6 +30,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from managers import ManagerDeps, Managers
+from managers.people import right
 from memory import Repos
 from memory.models import Approval
 from nodes import provenance
@@ -41,7 +44,7 @@ CONSENSUS = 2.0
 class Verdict:
     action: Literal["run", "park", "block"]
     effect: Effect
-    actor: str  # auto_pass | validators | policy | ethics | provenance
+    actor: str  # auto_pass | validators | policy | ethics | provenance | guest
     reason: str
     sources: list[provenance.Source] = field(default_factory=list)  # provenance: the untrusted text the tick read
     ethics: dict[str, Any] | None = None  # the tick's ethics decision (Ethics.decision_record), kept on its audit entry
@@ -89,6 +92,11 @@ def _gate(spec: CommandSpec, cmd: Command, validation: dict[str, Any], settings:
                        f"text ({provenance.describe(untrusted)[:600]}); a message to a third person prompted by "
                        "someone else's text is my owner's decision", list(untrusted))
     privileged = effect in PRIVILEGED
+    guests = sorted({s["ref"] for s in untrusted or [] if s.get("role") and not right(s["role"], "asks_privileged")})
+    if privileged and guests:  # a guest may ask; what reaches outside or changes me is then my owner's decision
+        return Verdict("park", effect, "guest",
+                       f"{effect} from a tick that holds a guest's words ({'; '.join(guests)[:600]}): a guest may "
+                       "ask, my owner decides", list(untrusted or []))
     if privileged and spec.type in settings.consent.auto_approve:
         return Verdict("run", effect, "policy", f"{spec.type} is approved in advance (consent.auto_approve)")
     if validation.get("auto_pass"):

@@ -271,3 +271,33 @@ def test_a_guests_request_laundered_through_a_goal_waits_for_the_owner_on_postgr
         assert not re.search(r'<data[^>]*>\n\[goal \d+ short', scene.prompt())
     finally:
         scene.agent.close()
+
+
+def test_anonymisation_reaches_every_store_on_postgres(tmp_path, pg_url, monkeypatch):
+    """The canary of tests/canary.py planted through real ticks on PostgreSQL (memory, tsvector index,
+    PostgresSaver checkpoints beside it, Chroma, the kept document): after the human's `memory anonymise` it is in no
+    table (SQL over every column), no checkpoint blob, no tsvector, no file, no Chroma record, no export."""
+    from typer.testing import CliRunner
+
+    from cli import app
+    from memory.retrieval.index import MemoryIndex
+    from tests.canary import CANARY, THOUGHTS, nowhere, planted
+    from tests.fakes.memory import HashEmbedder
+
+    fake = FakeLLM("fake", responses=[*THOUGHTS, "The tide turns."])
+    services = open_services(data_dir=str(tmp_path), db_url=pg_url, embedded=False, providers={"fake": fake},
+                             entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder())
+    agent = build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-canary")
+    try:
+        planted(agent, tmp_path)
+        monkeypatch.setattr("graph.services.open_memory_index", lambda db, settings: MemoryIndex(
+            db, services.memory.embedder, chroma_path=tmp_path / "chroma"))
+        result = CliRunner().invoke(app, ["memory", "anonymise", "--data-dir", str(tmp_path), "--db", pg_url,
+                                          "--no-auto", "--name", CANARY, "--name", "Zorblax", "--name", "Quenn"])
+        assert result.exit_code == 0, result.output
+        nowhere(agent, tmp_path)
+        agent.tick()  # the loop resumes from its rewritten PostgreSQL checkpoint
+        prompt = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
+        assert "Zorblax" not in prompt and "[NAME_1]" in prompt
+    finally:
+        agent.close()

@@ -82,15 +82,17 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
         assert spec.effect in EFFECTS, spec.type
     assert all(target in commands.specs for target in commands.aliases.values())
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
-    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "agents.tag", "concepts.delete", "config.update", "diary.delete",
-                          "external_accounts.delete", "external_services.delete", "feeds.fetch", "feeds.subscribe",
-                          "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
-                          "llm_registry.update", "mcp.call", "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
-                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear", "notes.cleanup",
-                          "notes.delete", "notes.share",
-                          "persona.spawn", "process.start", "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",
-                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete", "thoughts.cleanup", "users.add",
-                          "users.update"]
+    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "agents.tag", "concepts.delete",
+                          "config.update", "diary.delete", "external_accounts.delete", "external_services.delete",
+                          "feeds.fetch", "feeds.subscribe", "git.files", "git.log", "git.show", "goals.delete",
+                          "identity.update", "links.delete", "llm_memory.delete", "llm_registry.update", "mcp.call",
+                          "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
+                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear",
+                          "notes.cleanup", "notes.delete", "notes.share", "persona.spawn", "process.start",
+                          "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",
+                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete",
+                          "thoughts.cleanup", "users.add", "users.delete", "users.group_add", "users.join",
+                          "users.leave", "users.update", "vault.sync", "web.read"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
     assert escalating == ["core.update", "mcp.list", "memory.restore", "messages.send", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself

@@ -13,8 +13,10 @@ A few scenarios that need more than one command or tick follow the table."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +30,8 @@ import pytest
 import yaml
 
 from managers import ManagerDeps, Managers
+from managers.conversation import Words
+from memory.note_kinds import Door
 from memory.models import (AgentRecord, AgentScript, AgentTable, Concept, ConceptLink, DiaryEntry, Goal, LLMMemory,
                            MeshContainer, Note, StagnationStrategy, Task, ThinkingMethod)
 from nodes.commands import FAMILIES, PRIVILEGED, registry
@@ -115,8 +119,12 @@ def persona(tmp_path_factory) -> Iterator[Persona]:
     if sandbox.jail_problem() is not None:  # no bubblewrap here: the run still executes (make test installs it)
         scripts["jail"] = "none"
     with world_server() as (url, _):
+        vault = root / "vault"
+        vault.mkdir()
+        (vault / "Harbour.md").write_text("---\ntags: [sea]\n---\nThe harbour master is called Ilse; see [[Tides]].\n")
         agent = make_agent(
             root / "data", fake, second, persona_dir=str(persona_dir), mesh={"enabled": True}, scripts=scripts,
+            tools={"vault": str(vault)},
             search={"backend": "http", "url": f"{url}/search", "params": {"format": "json"}, "max_results": 5},
             mcp={"servers": {"tools": {"transport": "stdio", "command": sys.executable, "args": [str(MCP_SERVER)],
                                        "allow": ["add", "echo"]}}})
@@ -558,6 +566,23 @@ ROWS: list[Row] = [
     Row("thoughts.self_error", lambda g: {"reason": "I misread the tide table", "tick": g},
         setup=lambda s, h: _an_earlier_thought(s, h),
         check=lambda s, h: _flagged_error(s, h)),
+    Row("web.read", lambda g: {"url": f"{g}/page.html"},
+        setup=lambda s, h: s.persona.world,
+        check=lambda s, h: _shows(s, "Harbour notices") and _shows(s, "The ferry leaves at 7 tonight.")),
+    Row("git.log", lambda g: {"repo": g},
+        setup=lambda s, h: str(_git_repo(s)),
+        check=lambda s, h: _shows(s, "Tide times") and _shows(s, "A first page")),
+    Row("git.show", lambda g: {"repo": g, "rev": "HEAD"},
+        setup=lambda s, h: str(_git_repo(s)),
+        check=lambda s, h: _shows(s, "Tide times") and _shows(s, "tides.txt")),
+    Row("git.files", lambda g: {"repo": g, "file": "tides.txt"},
+        setup=lambda s, h: str(_git_repo(s)),
+        check=lambda s, h: _shows(s, "High water 06:12")),
+    Row("vault.sync", {},
+        check=lambda s, h: _vault_in_kb(s, h)),
+    Row("persona.history", {},
+        setup=lambda s, h: _persona_edited(s, h),
+        check=lambda s, h: _shows(s, "SOUL.md (by owner (test))")),
     Row("process.cleanup", {"days": 7},
         setup=lambda s, h: _old_closed_process(s, h),
         check=lambda s, h: _equal(h.repos.processes.get(s.given), None)),
@@ -737,6 +762,24 @@ ROWS: list[Row] = [
         and _true("eve" in [p.name for p in h.peers.friends()])),
 
     # people
+    Row("users.groups", {},
+        setup=lambda s, h: _group(h, "crew", "the boat's crew", ["Ines"]),
+        check=lambda s, h: _shows(s, "- crew: Ines — the boat's crew")),
+    Row("users.group_add", {"group": "choir", "description": "who sings on Sundays"},
+        check=lambda s, h: _equal([(g.name, g.description) for g, _ in h.people.groups() if g.name == "choir"],
+                                  [("choir", "who sings on Sundays")])),
+    Row("users.join", {"person": "Jonas", "group": "rowers"},
+        setup=lambda s, h: _group(h, "rowers", "", []) or _person(h, "Jonas", "trusted"),
+        check=lambda s, h: _equal([[p.name for p in m] for g, m in h.people.groups() if g.name == "rowers"],
+                                  [["Jonas"]])),
+    Row("users.leave", {"person": "Kai", "group": "anglers"},
+        setup=lambda s, h: _group(h, "anglers", "", ["Kai", "Lene"]),
+        check=lambda s, h: _equal([[p.name for p in m] for g, m in h.people.groups() if g.name == "anglers"],
+                                  [["Lene"]])),
+    Row("users.delete", {"person": "Quillon"},
+        setup=lambda s, h: _a_guest_who_wrote(s, h, "Quillon", "Quillon says the pier is rotten."),
+        check=lambda s, h: _shows(s, "forgotten: 1 note(s)") and _equal(h.repos.people.get(s.given[0]), None)
+        and _equal(h.repos.notes.many([s.given[1]]), [])),
     Row("users.list", {},
         setup=lambda s, h: _person(h, "Ann", "trusted", "@ann:example.org"),
         check=lambda s, h: _shows(s, "Ann (trusted) reached on matrix:@ann:example.org")),
@@ -944,6 +987,47 @@ def _flagged_error(scene: Scene, house: Managers) -> bool:
     assert (message.meta or {}).get("self_error", {}).get("reason") == "I misread the tide table", message.meta
     assert house.repos.items.find("message", f"msg:{message.id}").status == "archived"  # it left recall
     return _true(any(p.name == "self_error" for p in house.repos.processes.open(scene.thread)))
+
+
+def _group(house: Managers, name: str, description: str, members: list[str]) -> None:
+    house.people.add_group(name, description)
+    for member in members:
+        _person(house, member, "trusted")
+        house.people.join(member, name)
+
+
+def _a_guest_who_wrote(scene: Scene, house: Managers, name: str, text: str) -> tuple[int, int]:
+    person = _person(house, name, "guest", f"@{name.lower()}:example.org")
+    heard = house.conversation.hear(Words(text, door=Door.MATRIX, person_id=person, channel="matrix"))
+    return person, heard.note_id
+
+
+def _git_repo(scene: Scene) -> Path:
+    """A real repository made by the `git` program, two commits (one per row that reads it)."""
+    path = scene.persona.data_dir.parent / f"repo-{scene.thread}"
+    path.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
+           "GIT_COMMITTER_EMAIL": "ada@example.org"}
+    for step in (("init", "-q", "-b", "main"), ("README.md", "# Harbour\n", "A first page"),
+                 ("tides.txt", "High water 06:12\n", "Tide times")):
+        if step[0] != "init":
+            (path / step[0]).write_text(step[1])
+            subprocess.run(["git", "add", "-A"], cwd=path, env=env, check=True, capture_output=True, timeout=30)
+            step = ("commit", "-q", "-m", step[2])
+        subprocess.run(["git", *step], cwd=path, env=env, check=True, capture_output=True, timeout=30)
+    return path
+
+
+def _vault_in_kb(scene: Scene, house: Managers) -> bool:
+    assert scene.result.startswith("vault: 1 added"), scene.result
+    hits = scene.persona.services.memory.search("who is the harbour master")
+    return _true(any("Ilse" in hit.item.text and hit.item.tier == "kb" for hit in hits))
+
+
+def _persona_edited(scene: Scene, house: Managers) -> None:
+    soul = scene.persona.persona_dir / "SOUL.md"
+    soul.write_text(soul.read_text() + "\nI like the sound of halyards.\n")
+    house.persona.record_edit("SOUL.md", by="owner (test)", now=scene.now)
 
 
 def _old_closed_process(scene: Scene, house: Managers) -> int:

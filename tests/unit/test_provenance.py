@@ -42,7 +42,7 @@ def test_the_tiers_in_every_prompt_are_declared():
     tiers = {t: s.prompt_tier for t, s in registry().specs.items() if s.prompt_tier}
     assert set(tiers) == {"core.update", "identity.update", "notepad.update", "llm_memory.add",
                           "stagnation_strategies.add", "thinking_methods.add", "scripts.add", "config.update",
-                          "users.add", "users.update", "agents.add", "agents.tag"}
+                          "users.add", "users.update", "users.delete", "agents.add", "agents.tag"}
 
 
 def test_a_knowledge_base_chunk_cannot_plant_itself_in_every_prompt(agent_factory, tmp_path):

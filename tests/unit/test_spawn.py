@@ -125,7 +125,7 @@ def test_run_py_spawn_trained_and_newborn(tmp_path):
         assert diary == {"The storm of March broke two windows in the lamp room.": None,
                          "The keeper wrote this in the main thread.": None}  # the parent's threads stay behind
         peers = {p.name: p.added_by for p in repos.peers.list()}
-        assert peers == {"Orion": "owner"}  # the known agent
+        assert peers == {"Orion": "owner", "Lumen": "spawn"}  # the known agent, and its parent (HMP: each in the other's)
         tiers = sorted({i.tier for i in repos.items.indexed(limit=None)})
         assert tiers == ["concept", "diary", "insight", "llm_memory"] and repos.items.journal_head() >= 6
         goal = repos.goals.list()[0]

@@ -30,6 +30,30 @@ class Person(BaseModel):
     added_by: str
     identities: list[Identity] = Field(default_factory=list)
     last_channel: str | None = Field(None, description="The channel they last wrote from.")
+    groups: list[str] = Field(default_factory=list, description="The groups they are in (HMP users_group).")
+
+
+class Forgotten(BaseModel):
+    """What deleting a person did."""
+
+    name: str
+    notes: int = Field(description="Their notes, and the persona's notes to them, deleted for good.")
+    memories: int = Field(description="The conversation memories made of them, forgotten (text, index, vector).")
+    directory: dict[str, int] = Field(description="Their identities, groups, contact requests, inbox and outbox rows.")
+    sources: int = Field(description="Quoted excerpts of their words (provenance) emptied.")
+    placeholders: list[str] = Field(description="What their name is elsewhere in memory now.")
+
+
+class Group(BaseModel):
+    name: str
+    description: str = ""
+    members: list[str] = Field(default_factory=list)
+
+
+class GroupIn(BaseModel):
+    model_config = REQUEST_BODY
+    name: str = Field(min_length=1, max_length=120, pattern=f"{VISIBLE}")
+    description: str = Field("", max_length=2000)
 
 
 class ContactRequest(BaseModel):

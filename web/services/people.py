@@ -12,8 +12,8 @@ from managers.errors import NotFound
 from managers.people import PeopleError, RequestView
 from memory import Database, Repos
 from web.errors import NotFoundError, ServiceError
-from web.schemas.people import (ChannelState, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate,
-                                SetAside)
+from web.schemas.people import (ChannelState, ContactRequest, Forgotten, Group, GroupIn, PeopleOverview, Person,
+                                PersonIn, PersonUpdate, SetAside)
 
 BY = "operator (web)"
 
@@ -111,3 +111,57 @@ def decide(db: Database, request_id: int, *, accept: bool | Literal["vouch"], no
         raise NotFoundError(N_("no contact request %(request_id)s"), request_id=request_id, field="request_id") from None
     except PeopleError as exc:
         raise ServiceError(str(exc), field="request_id", status=409) from None
+
+
+def delete(db: Database, person_id: int, *, settings: Any, memory: Any = None) -> Forgotten:
+    """Forget a person (managers/people.py `delete`), audited as the owner's act; then the stores beyond the unit:
+    checkpoints, vectors, files (graph/forgetting.py)."""
+    from graph.forgetting import finish_at
+
+    try:
+        with db.unit(actor="human") as repos:
+            house = Managers(repos, ManagerDeps(settings=settings))
+            house.people.get(person_id)
+            done = house.people.delete(person_id, by=BY)
+            now = house.deps.clock()
+            house.consent.record(thread_id="main", tick=0, cmd_key=f"human:users.delete:{now.isoformat()}",
+                                 type="users.delete", effect="modify_self", decision="executed", actor="human",
+                                 reason=f"my human's own request (web): {done.notes} note(s), {done.memories} memories",
+                                 now=now)
+    except NotFound:
+        raise NotFoundError(N_("no person %(person_id)s"), person_id=person_id, field="person_id") from None
+    except PeopleError as exc:
+        raise ServiceError(str(exc), field="person_id", status=409) from None
+    anonymised = done.anonymised
+    if anonymised is not None and anonymised.change is not None:
+        finish_at(anonymised.change, db=db, data_dir=settings.data_dir, memory=memory)
+    return Forgotten(name=done.name, notes=done.notes, memories=done.memories, directory=done.directory,
+                     sources=done.sources, placeholders=anonymised.placeholders() if anonymised is not None else [])
+
+
+def groups(repos: Repos) -> list[Group]:
+    return [Group(name=g.name, description=g.description or "", members=[p.name for p in members])
+            for g, members in Managers(repos).people.groups()]
+
+
+def _group_change(db: Database, action: Any, *, status: int = 409) -> list[Group]:
+    try:
+        with db.unit() as repos:
+            action(Managers(repos).people)
+            return groups(repos)
+    except NotFound as exc:
+        raise ServiceError(str(exc), status=404) from None
+    except PeopleError as exc:
+        raise ServiceError(str(exc), status=status) from None
+
+
+def add_group(db: Database, body: GroupIn) -> list[Group]:
+    return _group_change(db, lambda people: people.add_group(body.name, body.description))
+
+
+def delete_group(db: Database, name: str) -> list[Group]:
+    return _group_change(db, lambda people: people.delete_group(name))
+
+
+def membership(db: Database, name: str, person_id: int, *, member: bool) -> list[Group]:
+    return _group_change(db, lambda people: people.join(person_id, name) if member else people.leave(person_id, name))
