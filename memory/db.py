@@ -58,8 +58,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from memory.history import install as record_history
 from memory.taint import READS as TAINT_READS
@@ -421,7 +423,7 @@ def _open_failure(url: str, exc: Exception) -> str:
     return f"{masked(url)}: {what}"
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
