@@ -4,6 +4,7 @@ the A2A tasks waiting for the persona's reply. All SQL of the mesh's A2A side li
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ OPEN_TASK_STATES = ("waiting", "expired")  # a task whose message the persona ha
 MET = "met"  # `added_by` of a peer nobody added: met on the mesh (its signed `have`) or over A2A (managers/peers.py)
 
 
-def met_name(key: str, taken: set[str] | builtins.list[str] = ()) -> str:
+def met_name(key: str, taken: Iterable[str] = ()) -> str:
     """A name for a peer known only by its DID (`peer-` and the DID's last 8 characters) or its A2A address
     (`agent-` and its host and port), with a number when that name is taken."""
     if key.startswith("did:"):
