@@ -268,3 +268,24 @@ def test_a_model_whose_server_fails_its_check_is_not_added_and_stays_pending(pai
         assert [o.state for o in house.exchange.offers()] == ["pending"]
         assert "gone" not in {e.id for e in house.repos.llm_registry.all()}
         assert house.repos.session.get(MeshContainer, offer["id"]).local_tier is None
+
+
+def test_a_flood_of_fresh_dids_keeps_the_met_peers_bounded_and_never_pushes_out_an_added_one(pair, monkeypatch) -> None:
+    import managers.peers as peers_module
+    from datetime import datetime, timedelta, timezone
+
+    monkeypatch.setattr(peers_module, "MET_KEPT", 3)
+    a, _ = pair
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    dids = [Identity.generate().did for _ in range(8)]
+    with a.house() as house:
+        house.peers.add("ada", did=dids[0])  # the owner's
+        tagged = house.peers.met(dids[1], now=start)
+        house.peers.set_tags(tagged.id, ["friend"])
+        for i, did in enumerate(dids[2:], 2):
+            house.peers.met(did, transport=f"12D3KooW{i}", now=start + timedelta(minutes=i))
+    with a.house() as house:
+        kept = {p.did for p in house.peers.list()}
+        assert dids[0] in kept and dids[1] in kept  # added, and touched by the owner: never pushed out
+        assert {d for d in dids[2:] if d in kept} == {dids[6], dids[7]}  # the most recently seen of the untouched
+        assert len(house.peers.discovered()) == 3
