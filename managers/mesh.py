@@ -379,6 +379,9 @@ class MeshManager:
         if kind == "revocation":
             self._retire(row.sender, replaced_by=None, container_id=row.id)
             return "revocation"
+        if isinstance(payload, HelloPayload):  # a signed word of who it is: a peer met, its topics what it offers
+            self.house.peers.met(row.sender, offers={"topics": payload.topics, "agent": payload.agent})
+            return "hello"
         if kind in EXCHANGED:  # a peer's case, goal or offer: told to the persona as a note (managers/exchange.py)
             return self.house.exchange.arrived(row) or kind
         return kind  # solution, vote: read by tally(); hello, a note sealed by its author

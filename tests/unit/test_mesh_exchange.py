@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -272,7 +273,6 @@ def test_a_model_whose_server_fails_its_check_is_not_added_and_stays_pending(pai
 
 def test_a_flood_of_fresh_dids_keeps_the_met_peers_bounded_and_never_pushes_out_an_added_one(pair, monkeypatch) -> None:
     import managers.peers as peers_module
-    from datetime import datetime, timedelta, timezone
 
     monkeypatch.setattr(peers_module, "MET_KEPT", 3)
     a, _ = pair
@@ -289,3 +289,47 @@ def test_a_flood_of_fresh_dids_keeps_the_met_peers_bounded_and_never_pushes_out_
         assert dids[0] in kept and dids[1] in kept  # added, and touched by the owner: never pushed out
         assert {d for d in dids[2:] if d in kept} == {dids[6], dids[7]}  # the most recently seen of the untouched
         assert len(house.peers.discovered()) == 3
+
+
+def test_an_a2a_agent_written_to_by_its_url_is_met_with_what_its_card_offers(pair) -> None:
+    a, _ = pair
+    url = "http://127.0.0.1:8802"
+    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    with a.house() as house:
+        house.peers.send(url, "Do you know the tides?", thread_id=None, llm_id=None, now=now, kind="plain")
+        [row] = house.repos.peers.outbox()
+        assert house.peers.known() == []  # writing to it is not meeting it: it must answer first
+        house.peers.delivered(row.id, reply="I do.", agent={"agent": "Juniper", "description": "A tide table.",
+                                                             "skills": ["tides", "moon"], "extra": "dropped"})
+    with a.house() as house:
+        [met] = house.peers.known()
+        assert (met.name, met.a2a_url, met.added_by, met.did) == ("agent-127-0-0-1-8802", url, "met", None)
+        assert met.offers == {"agent": "Juniper", "description": "A tide table.", "skills": ["tides", "moon"]}
+        house.peers.add("juniper", a2a_url=url)  # the owner's add takes the same row over
+    with a.house() as house:
+        [juniper] = house.peers.known()
+        assert (juniper.id, juniper.name, juniper.added_by) == (met.id, "juniper", "owner")
+
+
+def test_a_peers_signed_hello_makes_it_a_peer_met_with_the_topics_it_listens_to(pair) -> None:
+    a, b = pair
+    with a.house() as house:
+        house.mesh.subscribe("reef")
+        house.mesh.hello()
+        did_a = house.mesh.my_did()
+    assert hand_over(a, b) == ["accepted"]
+    with b.house() as house:
+        [met] = house.peers.known()
+        assert (met.did, met.added_by, met.offers) == (did_a, "met", {"agent": "anima", "topics": ["reef"]})
+        assert "(met, not added)" in _agents_list(house) and "says of itself: anima; topics reef" in _agents_list(house)
+
+
+def _agents_list(house: Managers) -> str:
+    from nodes.commands import registry
+    from nodes.commands.model import Command
+    from nodes.commands.spec import CommandContext
+
+    spec = registry().get("agents.list")
+    ctx = CommandContext(repos=house.repos, thread_id="main", tick=1, llm_id=None, settings=house.deps.settings,
+                         now=datetime.now(timezone.utc))
+    return spec.handler(Command(cmd_id="c1", type="agents.list", args={}), ctx).output
