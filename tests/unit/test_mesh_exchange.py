@@ -333,3 +333,30 @@ def _agents_list(house: Managers) -> str:
     ctx = CommandContext(repos=house.repos, thread_id="main", tick=1, llm_id=None, settings=house.deps.settings,
                          now=datetime.now(timezone.utc))
     return spec.handler(Command(cmd_id="c1", type="agents.list", args={}), ctx).output
+
+
+def test_a_v27_database_turns_the_dids_seen_on_the_mesh_into_peers_met(tmp_path: Path) -> None:
+    import json
+
+    from memory.db import SCHEMA_VERSION
+    from tests.old_databases import as_version, schema_version
+
+    seen, added = Identity.generate().did, Identity.generate().did
+    Database.open(tmp_path).close()
+    discovered = json.dumps({seen: {"transport": "12D3KooWSeen", "first_seen": "2026-01-01T10:00:00+00:00",
+                                    "last_seen": "2026-01-02T10:00:00+00:00"},
+                             added: {"transport": "x", "first_seen": "2026-01-01T10:00:00+00:00",
+                                     "last_seen": "2026-01-01T10:00:00+00:00"}})
+    as_version(tmp_path, 27, "ALTER TABLE peers DROP COLUMN offers",
+               "ALTER TABLE stagnation_strategies DROP COLUMN origin", "ALTER TABLE thinking_methods DROP COLUMN origin",
+               f"INSERT INTO config (key, value, updated_at) VALUES ('mesh/discovered', '{discovered}', '2026-01-01')",
+               "INSERT INTO peers (name, did, p2p_addrs, added_by, note, blocked, tags, created_at) VALUES "
+               f"('ada', '{added}', '[]', 'owner', '', 0, '[]', '2026-01-01')")
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        rows = {p.did: (p.name, p.added_by, p.offers) for p in repos.peers.list()}
+        assert rows == {added: ("ada", "owner", {}), seen: (f"peer-{seen[-8:]}", "met", {})}
+        assert repos.config.get("mesh/discovered") is None
+        assert repos.peers.find(seen).last_seen.day == 2
+    assert schema_version(db) == SCHEMA_VERSION == 28
+    db.close()
