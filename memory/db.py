@@ -53,8 +53,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
@@ -113,8 +113,8 @@ from memory.models import (
 )
 from memory.repositories import Repos
 from memory.repositories.config import MESH_DISCOVERED_KEY, TICK_SNAPSHOT, ConfigSnapshot
-from memory.repositories.peers import MET, met_name
 from memory.repositories.lexical import backfill_lexical_index, create_lexical_index
+from memory.repositories.peers import MET, met_name
 
 log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
