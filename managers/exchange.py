@@ -246,8 +246,11 @@ class ExchangeManager:
                                               name=self._free_name(address.name, "model_address", row))
             except (RegistryError, ServerCheckFailed) as exc:
                 raise Refused(f"the model at {address.base_url} was not added: {exc}") from None
+            whence = {"from_peer": row.sender, "container": row.id}  # kept where every process reads it again
             entry = next(e for e in self.repos.llm_registry.all() if e.id == added["id"])
-            entry.config = {**(entry.config or {}), "from_peer": row.sender, "container": row.id}
+            entry.config = {**(entry.config or {}), **whence}
+            kept = dict(self.repos.config.added_llms()[added["id"]])
+            self.repos.config.set_added_llm(added["id"], {**kept, "config": {**kept.get("config", {}), **whence}})
             row.local_tier, row.local_id = "llm", None
             became = f"model {added['id']}"
         self.repos.session.flush()

@@ -252,6 +252,9 @@ def test_a_model_address_is_added_only_when_accepted_and_after_its_health_check(
             assert (entry.model, entry.config["base_url"], entry.config["from_peer"]) == \
                 ("scripted", server.url.rstrip("/"), pending.sender)
             assert "api_key_file" not in entry.config
+            assert house.repos.config.added_llms()["harbour-model"]["config"]["from_peer"] == pending.sender
+            with pytest.raises(Refused, match="theirs to offer"):
+                house.exchange.offer("model_address", "harbour-model")
     bad = seal(Identity.generate(), "model_address", {"name": "m", "base_url": "file:///etc/passwd", "model": "x"})
     with b.house() as house:
         assert house.mesh.receive(encode(bad)).reason == "malformed"
