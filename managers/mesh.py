@@ -28,6 +28,7 @@ import yaml
 from managers.conversation import Words
 from memory.models import MeshContainer, MeshRefusal
 from memory.note_kinds import Door
+from memory.repositories.peers import MET
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
 from persona.yaml_lines import parse_yaml, read_text
@@ -443,9 +444,10 @@ class MeshManager:
         return f"note {heard.note_id}"
 
     def peer_label(self, did: str) -> str:
-        """How a peer is named to the persona and the owner: the owner's name for it and its DID, or its DID."""
+        """How a peer is named to the persona and the owner: the owner's name for it and its DID, or its DID (a peer
+        only met, whose name nobody gave it, too)."""
         known = self.house.peers.by_did(did)
-        return f"{known.name}, {did}" if known is not None and known.name else did
+        return f"{known.name}, {did}" if known is not None and known.name and known.added_by != MET else did
 
     def _note_tags(self, row: MeshContainer) -> builtins.list[str]:
         """A note from a peer: `from:<the owner's name for it>, <DID>` (or the DID) says who wrote it wherever the note

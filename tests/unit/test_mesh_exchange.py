@@ -325,6 +325,12 @@ def test_a_peers_signed_hello_makes_it_a_peer_met_with_the_topics_it_listens_to(
         [met] = house.peers.known()
         assert (met.did, met.added_by, met.offers) == (did_a, "met", {"agent": "anima", "topics": ["reef"]})
         assert "(met, not added)" in _agents_list(house) and "says of itself: anima; topics reef" in _agents_list(house)
+    with a.house() as house:
+        house.mesh.compose("message", {"text": "hello b"})
+    assert hand_over(a, b) == ["accepted"]
+    with b.house() as house:  # a name nobody gave it is not a name to label it by: its DID is
+        [note] = house.repos.notes.list(source="peer")
+        assert f"from:{did_a}" in note.tags and not any(t.startswith("from:peer-") for t in note.tags)
 
 
 def _agents_list(house: Managers) -> str:
