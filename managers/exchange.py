@@ -111,9 +111,10 @@ class ExchangeManager:
         return f"note {heard.note_id}"
 
     # ---- consensus cases ---------------------------------------------------------------------------------------------
-    def cases(self, limit: int = LISTED) -> builtins.list[dict[str, Any]]:
+    def cases(self, limit: int = LISTED, *, unvoted: bool = False) -> builtins.list[dict[str, Any]]:
         """The cases and claims known here (mine and my peers'), newest first: who opened it, the question, its
-        solutions, the trust-weighted tally, and my vote (None before I voted)."""
+        solutions, the trust-weighted tally, and my vote (None before I voted); `unvoted`: only those still waiting
+        for my vote."""
         out = []
         me = self.house.mesh.my_did()
         for case in self.repos.mesh.cases(limit):
@@ -121,6 +122,8 @@ class ExchangeManager:
             rows = self.house.mesh.case_rows(case.id)
             mine = [r for r in rows if r.type == "vote" and r.direction == "out"]
             vote = dict(mine[-1].body.get("payload") or {}) if mine else None
+            if unvoted and vote is not None:
+                continue
             out.append({"id": case.id, "kind": case.type, "by": "me" if case.sender == me else
                         self.house.mesh.peer_label(case.sender), "question": tally.question,
                         "solutions": tally.solutions, "votes": tally.votes, "result": tally.result,

@@ -264,10 +264,16 @@ def _exchange_error(command: str, exc: Exception) -> CommandError:
     return CommandError(f"{command}: {exc}")
 
 
-@FAMILY.command("mesh.cases", '{"limit": 20}  (the consensus cases and claims I know, mine and my peers\': their '
-                "solutions, the tally, my vote)", args=ListArgs, effect="read")
+class CasesArgs(ListArgs):
+    unvoted: bool = False
+
+
+@FAMILY.command("mesh.cases", '{"unvoted": true, "limit": 20}  (the consensus cases and claims I know, mine and my '
+                "peers': their solutions, the tally, my vote; unvoted: only those still waiting for my vote)",
+                args=CasesArgs, effect="read")
 def cases(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.exchange.cases(limit=int(arg(cmd, "limit", default=20)))
+    rows = ctx.managers.exchange.cases(limit=int(arg(cmd, "limit", default=20)),
+                                       unvoted=bool(arg(cmd, "unvoted", default=False)))
     lines = []
     for row in rows:
         voted = "not yet" if row["my_vote"] is None else (

@@ -722,7 +722,7 @@ ROWS: list[Row] = [
     Row("mesh.reject", lambda g: {"container": g["id"]},
         setup=learned_from_peer,
         check=lambda s, h: _rejected(s, h)),
-    Row("mesh.cases", {},
+    Row("mesh.cases", {"unvoted": True},
         setup=lambda s, h: _from_giver(h, "ethics_case", {"question": f"May a persona lie to spare a peer? ({s.thread})"}),
         check=lambda s, h: _shows(s, f"- ethics_case {s.given['id']} by ")
         and _shows(s, f"May a persona lie to spare a peer? ({s.thread}) — 0 votes, result none yet; my vote: not yet")),

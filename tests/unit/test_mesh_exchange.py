@@ -104,6 +104,7 @@ def test_a_peers_case_reaches_the_persona_as_a_note_it_votes_on(pair) -> None:
     with b.house() as house:
         assert {c["id"]: c["my_vote"] for c in house.exchange.cases()}[case["id"]] == {"case": case["id"],
                                                                                        "solution": keep}
+        assert [c["id"] for c in house.exchange.cases(unvoted=True)] == [mine["id"]]  # what still waits for me
     assert hand_over(b, a, "vote") == ["accepted"]
     with a.house() as house:
         assert house.mesh.tally(case["id"]).votes == 1
