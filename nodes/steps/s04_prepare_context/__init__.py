@@ -65,7 +65,7 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     recent_thoughts,
     strategy_line,
 )
-from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines
+from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines, peer_lines
 from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
@@ -275,6 +275,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               source="notes to me"),
         Block("notes_held", "", held_lines(services, state, cycle, language), 194),
         Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
+        Block("peers", title("peers"), peer_lines(repos, audience, language), 106, trim_oldest=True),
         Block("runtime", title("runtime"), runtime, 150),
         Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("llm_memory", title("llm_memory"),
