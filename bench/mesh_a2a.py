@@ -7,7 +7,9 @@ real `run.py serve` process (the web app over a fresh data dir, SQLite) on loopb
                  note is stored (the PeerManager's `send`, as the persona's `messages.send` would), and the client
                  waits for the completed task — the whole path without a model's thinking time
 
-Each is measured sequentially (one client, one message at a time) and with `--concurrency` clients at once.
+Each is measured sequentially (one client, one message at a time) and with `--concurrency` clients at once. The
+clients are the anonymous caller (loopback, no credential); the endpoint's rate limits and caps on unanswered
+messages are lifted for this run (environment), since it measures the path, not the limits.
 
     python bench/mesh_a2a.py [--messages 200] [--concurrency 8]
 """
@@ -42,7 +44,12 @@ def serve(data_dir: Path, port: int, reply_wait_s: float) -> subprocess.Popen[st
     log = open(data_dir / "serve.log", "w")  # noqa: SIM115 - closed with the process
     return subprocess.Popen([sys.executable, "run.py", "serve", "--data-dir", str(data_dir), "--port", str(port)],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "ANIMA_A2A__REPLY_WAIT_S": str(reply_wait_s)})
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "ANIMA_A2A__REPLY_WAIT_S": str(reply_wait_s),
+                                 **UNLIMITED})
+
+
+UNLIMITED = {"ANIMA_A2A__RATE_PER_MINUTE": "100000", "ANIMA_A2A__RATE_TOTAL_PER_MINUTE": "1000000",
+             "ANIMA_A2A__OPEN_PER_CALLER": "10000", "ANIMA_A2A__OPEN_TOTAL": "100000"}
 
 
 def wait_ready(url: str, proc: subprocess.Popen[str], timeout_s: float = 120) -> None:
@@ -111,7 +118,7 @@ def responder(data_dir: Path, stop_event: threading.Event) -> threading.Thread:
                     waiting = repos.peers.waiting_all()
                     for row in waiting:
                         Managers(repos).peers.send(row.peer_name, f"Answer to note {row.note_id}.", thread_id="main",
-                                                   llm_id=None, now=datetime.now(timezone.utc))
+                                                   llm_id=None, now=datetime.now(timezone.utc), note_id=row.note_id)
                 if not waiting:
                     time.sleep(0.002)
         finally:

@@ -4,8 +4,9 @@ Exactly once, both ways:
 - in: `fetch(cursor)` may return a message again (after a crash before the cursor was stored); the manager keeps
   one note per `(channel, platform_id)`, so a repeat is dropped;
 - out: the outbox gives every message an `idempotency_key` before it is sent; `send` uses it where the platform
-  deduplicates (Matrix's transaction id, the e-mail's Message-ID) and `already_sent` asks the platform where it can,
-  so a kill between sending and recording neither loses nor doubles a message.
+  deduplicates (Matrix's transaction id, the e-mail's Message-ID), returns as soon as the platform accepted, and the
+  runner records that before anything else (`settle` comes after); `already_sent` asks the platform where it can.
+  What each channel guarantees across a kill -9 is in docs/channels.md ("Sent once?").
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ class Incoming:
     # why the channel cannot vouch that `sender` sent it ("" = it can: the platform authenticated them); an e-mail
     # whose From failed authentication (channels/email_auth.py) is handled as from an unverified stranger
     unverified: str = ""
+    # why the channel could not read it (""= it could): set aside — recorded for the owner to see, nothing of it kept,
+    # no one's — so the cursor moves past it
+    quarantined: str = ""
+    # only the sender and the persona read `conversation` (a direct room, a private chat, a mail to the persona):
+    # a message to the sender may go there; one written in a shared room goes to a direct conversation instead
+    private: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,9 +105,17 @@ class Channel(abc.ABC):
     async def send(self, message: Outgoing) -> str:
         """Deliver and return the platform's id of the sent message."""
 
+    # whether `already_sent` can tell (False: a resend after a cut-off attempt may arrive twice, and the outbox
+    # row says so)
+    can_tell_sent: bool = True
+
     async def already_sent(self, message: Outgoing) -> str | None:
         """The platform id of a message sent earlier with this idempotency key, where the platform can tell."""
         return None
+
+    async def settle(self, message: Outgoing, platform_id: str) -> None:
+        """What follows a send once the outbox has recorded it (the e-mail's copy in Sent): a kill before it loses
+        only this, never the record that the message went out."""
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         """An attachment's content, refused (ChannelRefused) beyond `max_bytes`."""

@@ -16,7 +16,9 @@ a worker thread: it is synchronous) and aiosmtplib (asyncio SMTP with implicit T
   (channels/email_auth.py); a mail that fails is handed out `unverified` — a stranger's, whatever its From says.
   `require_authentication: false` believes the From alone (a private server the operator trusts).
 - out: the Message-ID is derived from the outbox's idempotency key, replies carry In-Reply-To and References and
-  the subject "Re: …"; a copy is appended to the sent folder, where `already_sent` looks for that Message-ID.
+  the subject "Re: …"; `send` returns at the SMTP server's 250, and once the outbox has recorded it `settle` appends
+  a copy to the sent folder, where `already_sent` looks for that Message-ID before a resend (`append_sent: false`
+  where the server files sent mail there itself, before its 250: then a resend is never a second mail).
 
 Options (`options:` of a `kind: email` entry, plain strings) — see `EmailOptions`; the secret `password` comes
 from the entry's secrets (environment or secrets file), never from the options.
@@ -31,6 +33,7 @@ import re
 import ssl
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -46,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming,
                            Outgoing)
-from channels.email_auth import Alignment, SenderCheck, check_sender
+from channels.email_auth import Alignment, SenderCheck, check_sender, header_fields
 from channels.options import ChannelEntryLike
 from channels.options import parse_options as parse_entry_options
 
@@ -81,7 +84,10 @@ class EmailOptions(BaseModel):
     ca_file: str = Field("", description="a CA bundle for a server with a private certificate")
     subject: str = Field("A message", description="the subject of a message that starts a thread")
     trusted_authserv_id: str = Field("", description="the authserv-id the receiving server writes in its "
-                                     "Authentication-Results headers; the only one believed")
+                                     "Authentication-Results headers; the only one believed, and only above that "
+                                     "server's own Received")
+    receiving_hosts: str = Field("", description="the host name(s), comma-separated, the receiving server writes "
+                                 "after `by` in its Received header; the trusted_authserv_id when empty")
     require_authentication: bool = Field(True, description="a From is believed only when that server's DKIM or "
                                          "SPF result passed for an aligned domain; false: for a private server you "
                                          "trust, the From alone")
@@ -117,6 +123,11 @@ class EmailOptions(BaseModel):
     @property
     def smtp_port_or_default(self) -> int:
         return self.smtp_port or {"tls": 465, "starttls": 587, "none": 25}[self.smtp_tls]
+
+    @property
+    def receiving_host_names(self) -> tuple[str, ...]:
+        names = tuple(h.strip() for h in self.receiving_hosts.split(",") if h.strip())
+        return names or (self.trusted_authserv_id.strip(),)
 
     @property
     def domain(self) -> str:
@@ -176,6 +187,11 @@ def strip_quoted_tail(text: str) -> str:
     return kept or text
 
 
+def printable(value: str) -> str:
+    """`value` without control or format characters (a sender's words shown on a page or in a log line)."""
+    return "".join(c if unicodedata.category(c)[0] != "C" else " " for c in value).strip()
+
+
 def message_ids(value: str | None) -> list[str]:
     """The `<…>` ids in a References / In-Reply-To header, in order."""
     return MESSAGE_ID.findall(value or "")
@@ -200,6 +216,11 @@ def attachment_kind(mime: str, name: str) -> AttachmentKind:
     return "file"
 
 
+class UnreadableMail(ValueError):
+    """A mail this channel cannot read (no single readable From, a header or a part Python's parser chokes on): the
+    channel hands it out `quarantined` — set aside, shown to the owner, nothing of it kept — and moves past it."""
+
+
 @dataclass(frozen=True)
 class ParsedMail:
     message_id: str
@@ -215,18 +236,59 @@ class ParsedMail:
     sender_check: SenderCheck | None = None  # the receiving server's verdict on From (None: not asked)
 
 
+def raw_headers(mail: EmailMessage, name: str) -> list[str]:
+    """Every value of header `name` as written (unfolded, not decoded): reading it cannot fail."""
+    wanted = name.lower()
+    return [re.sub(r"\r?\n(?=[ \t])", "", str(value)).strip() for key, value in mail.raw_items()
+            if key.strip().lower() == wanted]
+
+
+def header_text(mail: EmailMessage, name: str, default: str = "") -> str:
+    """Header `name` decoded (RFC 2047 words), or as written where the decoder fails on it."""
+    try:
+        value = mail.get(name)
+        return default if value is None else str(value)
+    except Exception:  # noqa: BLE001 - the email package raises several kinds on a crafted header
+        written = raw_headers(mail, name)
+        return written[0] if written else default
+
+
+def from_mailbox(mail: EmailMessage) -> tuple[str, str]:
+    """(display name, address) of the mail's From — exactly one From field holding exactly one address, read by the
+    `email` package's RFC 5322 parser without an invalid-syntax defect; UnreadableMail otherwise (a mail whose
+    sender cannot be told is no one's to hold or to answer)."""
+    from email.errors import InvalidHeaderDefect
+    from email.headerregistry import HeaderRegistry
+
+    written = raw_headers(mail, "From")
+    if len(written) != 1:
+        raise UnreadableMail(f"{len(written)} From fields: one is needed")
+    try:
+        header = HeaderRegistry()("From", written[0])
+        addresses = list(header.addresses)  # type: ignore[attr-defined]
+        defects = [d for d in header.defects if isinstance(d, InvalidHeaderDefect)]
+    except Exception as exc:  # noqa: BLE001 - the parser raises IndexError, HeaderParseError, … on crafted input
+        raise UnreadableMail(f"the From field cannot be read ({type(exc).__name__})") from exc
+    if defects or len(addresses) != 1 or "@" not in addresses[0].addr_spec:
+        raise UnreadableMail(f"the From field is not one address ({len(addresses)} read"
+                             + (f", {defects[0]}" if defects else "") + ")")
+    return str(addresses[0].display_name or ""), str(addresses[0].addr_spec).lower()
+
+
 def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_bytes: int,
                received: datetime | None = None, authserv_id: str | None = None,
-               alignment: Alignment = "relaxed", verify_dkim: bool = False,
+               alignment: Alignment = "relaxed", verify_dkim: bool = False, receiving_hosts: tuple[str, ...] = (),
                dnsfunc: Callable[..., Any] | None = None) -> ParsedMail:
     """A mail's sender, text (plain, else HTML as text), thread headers and attachments (`ref` = ref_prefix:N, N the
-    part's index in `walk()` order); with `authserv_id`, whether its From is its sender's (channels/email_auth.py)."""
+    part's index in `walk()` order); with `authserv_id`, whether its From is its sender's (channels/email_auth.py).
+    UnreadableMail when its sender cannot be told; any other error means the same to the caller."""
     mail = BytesParser(policy=policy.default).parsebytes(raw)
-    message_id = (message_ids(str(mail.get("Message-ID", ""))) or [fallback_id])[0]
-    name, address = parseaddr(str(mail.get("From", "")))
+    message_id = (message_ids(" ".join(raw_headers(mail, "Message-ID"))) or [fallback_id])[0]
+    name, address = from_mailbox(mail)
     try:
-        sent_at = parsedate_to_datetime(str(mail["Date"])) if mail.get("Date") else None
-    except (TypeError, ValueError):
+        dates = raw_headers(mail, "Date")
+        sent_at: datetime | None = parsedate_to_datetime(dates[0]) if dates else None
+    except (TypeError, ValueError, IndexError):
         sent_at = None
     sent_at = sent_at or received or datetime.now(timezone.utc)
     if sent_at.tzinfo is None:
@@ -253,23 +315,24 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
             kind=attachment_kind(mime, filename or ""), name=filename or f"part-{index}", mime=mime, size=len(data),
             ref=f"{ref_prefix}:{index}", data=data if len(data) <= max_attachment_bytes else None))
     text = "\n".join(p.strip() for p in plain) if plain else "\n".join(html_to_text(m) for m in markup)
-    parents = message_ids(str(mail.get("In-Reply-To", "")))
+    parents = message_ids(" ".join(raw_headers(mail, "In-Reply-To")))
     in_reply_to = parents[0] if parents else None
-    return ParsedMail(message_id=message_id, sender=address.lower(), sender_name=name or address,
-                      subject=str(mail.get("Subject", "")), text=text.strip(), sent_at=sent_at,
-                      in_reply_to=in_reply_to, references=" ".join(message_ids(str(mail.get("References", "")))),
+    return ParsedMail(message_id=message_id, sender=address, sender_name=name or address,
+                      subject=header_text(mail, "Subject"), text=text.strip(), sent_at=sent_at,
+                      in_reply_to=in_reply_to, references=" ".join(message_ids(" ".join(raw_headers(mail, "References")))),
                       attachments=tuple(attachments), automatic=is_automatic(mail, address),
                       sender_check=None if authserv_id is None else check_sender(
-                          mail, authserv_id, alignment, raw=raw if verify_dkim else None, dnsfunc=dnsfunc))
+                          raw, address, authserv_id, alignment, receiving_hosts=receiving_hosts,
+                          verify_dkim=verify_dkim, dnsfunc=dnsfunc))
 
 
 def is_automatic(mail: EmailMessage, address: str) -> bool:
     """Sent by a program, not a person: answering it could loop with an autoresponder (RFC 3834)."""
-    submitted = str(mail.get("Auto-Submitted", "no")).strip().lower()
-    precedence = str(mail.get("Precedence", "")).strip().lower()
+    submitted = " ".join(raw_headers(mail, "Auto-Submitted")).strip().lower() or "no"
+    precedence = " ".join(raw_headers(mail, "Precedence")).strip().lower()
     local = address.partition("@")[0].lower()
     return (submitted != "no" or precedence in ("bulk", "junk", "auto_reply") or local in ("mailer-daemon", "postmaster")
-            or mail.get("X-Autoreply") is not None or mail.get("X-Autorespond") is not None)
+            or bool(raw_headers(mail, "X-Autoreply")) or bool(raw_headers(mail, "X-Autorespond")))
 
 
 def part_bytes(raw: bytes, index: int) -> bytes:
@@ -347,6 +410,10 @@ class EmailChannel(Channel):
         self._idle_supported = False
         self.own_address = parseaddr(options.address)[1].lower()
         self.dnsfunc: Callable[..., Any] | None = None  # dkimpy's DNS lookup for verify_dkim (None: the DNS)
+        self._unfiled: dict[str, bytes] = {}  # sent mails whose copy `settle` files in the sent folder
+        # the sent folder answers `already_sent` for sure only where the server files each mail before its 250;
+        # a copy appended here comes after it, so a kill in between may send a mail twice (docs/channels.md)
+        self.can_tell_sent = bool(options.sent_folder) and not options.append_sent
 
     @classmethod
     def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> "EmailChannel":
@@ -476,32 +543,54 @@ class EmailChannel(Channel):
             if uid not in bodies:
                 continue
             received = sizes.get(uid, {}).get(b"INTERNALDATE")
-            mail = parse_mail(bodies[uid], ref_prefix=f"{validity}:{uid}", fallback_id=f"imap:{validity}:{uid}",
-                              max_attachment_bytes=self.max_attachment_bytes,
-                              received=received if isinstance(received, datetime) else None,
-                              authserv_id=self.options.trusted_authserv_id.strip()
-                              if self.options.require_authentication else None, alignment=self.options.alignment,
-                              verify_dkim=self.options.verify_dkim, dnsfunc=self.dnsfunc)
-            if mail.automatic or mail.sender == self.own_address:
-                continue  # an autoresponder's or a bounce (answering could loop), or the persona's own mail
-            extra = {"subject": mail.subject, "message_id": mail.message_id, "imap_uid": f"{validity}:{uid}"}
-            if mail.references:
-                extra["references"] = mail.references
-            if uid in heads:
-                extra["truncated"] = "headers only: larger than max_message_bytes"
-            text = strip_quoted_tail(mail.text)
-            if text != mail.text:
-                extra["quoted_tail"] = "left out"
-            unverified = ""
-            if mail.sender_check is not None:
-                extra["authentication"] = mail.sender_check.reason
-                unverified = "" if mail.sender_check.verified else mail.sender_check.reason or "not authenticated"
-            out.append(Incoming(
-                channel=self.name, platform_id=mail.message_id, sender=mail.sender, sender_name=mail.sender_name,
-                conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=text,
-                sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra,
-                unverified=unverified))
+            at = received if isinstance(received, datetime) else None
+            try:
+                incoming = self._incoming(validity, uid, bodies[uid], at, headers_only=uid in heads)
+            except Exception as exc:  # noqa: BLE001 - one mail that cannot be read must not stop the mailbox
+                incoming = self._set_aside(validity, uid, bodies[uid], at, exc)
+            if incoming is not None:
+                out.append(incoming)
         return out
+
+    def _incoming(self, validity: int, uid: int, raw: bytes, received: datetime | None, *,
+                  headers_only: bool) -> Incoming | None:
+        o = self.options
+        mail = parse_mail(raw, ref_prefix=f"{validity}:{uid}", fallback_id=f"imap:{validity}:{uid}",
+                          max_attachment_bytes=self.max_attachment_bytes, received=received,
+                          authserv_id=o.trusted_authserv_id.strip() if o.require_authentication else None,
+                          alignment=o.alignment, verify_dkim=o.verify_dkim, receiving_hosts=o.receiving_host_names,
+                          dnsfunc=self.dnsfunc)
+        if mail.automatic or mail.sender == self.own_address:
+            return None  # an autoresponder's or a bounce (answering could loop), or the persona's own mail
+        extra = {"subject": mail.subject, "message_id": mail.message_id, "imap_uid": f"{validity}:{uid}"}
+        if mail.references:
+            extra["references"] = mail.references
+        if headers_only:
+            extra["truncated"] = "headers only: larger than max_message_bytes"
+        text = strip_quoted_tail(mail.text)
+        if text != mail.text:
+            extra["quoted_tail"] = "left out"
+        unverified = ""
+        if mail.sender_check is not None:
+            extra["authentication"] = mail.sender_check.reason
+            unverified = "" if mail.sender_check.verified else mail.sender_check.reason or "not authenticated"
+        return Incoming(
+            channel=self.name, platform_id=mail.message_id, sender=mail.sender, sender_name=mail.sender_name,
+            conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=text,
+            sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra,
+            unverified=unverified, private=True)  # a mail thread with the persona: an answer goes to them alone
+
+    def _set_aside(self, validity: int, uid: int, raw: bytes, received: datetime | None,
+                   error: Exception) -> Incoming:
+        """A mail that cannot be read, handed out `quarantined` under its mailbox UID (its Message-ID is not to be
+        trusted either): the manager records it set aside — no text, no sender anyone is taken for — and the cursor
+        moves past it; the mail itself stays in the mailbox."""
+        why = str(error) if isinstance(error, UnreadableMail) else f"cannot be read ({type(error).__name__}: {error})"
+        claimed = next((f.value for f in header_fields(raw) if f.key == "from"), "")
+        return Incoming(channel=self.name, platform_id=f"imap:{validity}:{uid}",
+                        sender=printable(claimed)[:200] or "(no From)", sender_name="", conversation="", text="",
+                        sent_at=received or datetime.now(timezone.utc), extra={"imap_uid": f"{validity}:{uid}"},
+                        quarantined=f"{why[:400]} (it stays in the mailbox {self.options.folder}, UID {uid})")
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         if attachment.size > max_bytes:
@@ -557,11 +646,15 @@ class EmailChannel(Channel):
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise ChannelDown(f"{self.name}: SMTP {type(exc).__name__}: {exc}") from exc
         if o.sent_folder and o.append_sent:
-            try:
-                await asyncio.to_thread(self._append_sent, bytes(mail))
-            except Exception:  # noqa: BLE001 - the mail went out; only the copy (and so already_sent) is missing
-                pass
+            self._unfiled[message_id] = bytes(mail)  # filed by `settle`, once the outbox has recorded the send
         return message_id
+
+    async def settle(self, message: Outgoing, platform_id: str) -> None:
+        """The sent mail's copy in the sent folder (`append_sent`): after the outbox recorded the send, so a kill
+        before it costs the copy, never a second mail."""
+        raw = self._unfiled.pop(platform_id, None)
+        if raw is not None:
+            await self._in_thread(lambda: self._append_sent(raw))
 
     def _thread_headers(self, parent: str) -> dict[str, str] | None:
         """The subject and References of the mail `parent` names (the inbox, else the sent folder), or None when it

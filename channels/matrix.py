@@ -146,10 +146,12 @@ class MatrixChannel(Channel):
         stamp = int(source.get("origin_server_ts") or 0) / 1000
         room = self.client.rooms.get(room_id)
         name = room.user_name(event.sender) if room is not None else None
+        # private: the room's members (joined or invited) are the sender and the persona alone, as the sync knows them
+        private = room is not None and set(room.users) | set(room.invited_users) == {self.user_id, str(event.sender)}
         return Incoming(channel=self.name, platform_id=str(source.get("event_id")), sender=str(event.sender),
                         sender_name=name or str(event.sender), conversation=room_id, text=text,
                         sent_at=datetime.fromtimestamp(stamp, timezone.utc), reply_to=relates.get("event_id"),
-                        attachments=attachments)
+                        attachments=attachments, private=private)
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         if attachment.size and attachment.size > max_bytes:

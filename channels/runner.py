@@ -5,7 +5,19 @@ through managers.channels → then store the new cursor, in that order: a crash 
 and the inbox drops the repeat) and the outbox (due rows → `sending`, committed → `already_sent` if an earlier try
 may have reached the platform, else `send` → `sent`). A channel that is down (ChannelDown) backs off exponentially
 (or as the platform asked), keeps its outbox and records its state (up / backing_off / down, the last error) where
-the Controls page reads it."""
+the Controls page reads it. The wait doubles on every failure up to `backoff_max_s` and starts again from
+`backoff_initial_s` only once a connection has stayed up for STABLE_S: a channel that connects and then fails at
+once (a message it chokes on, a folder that is gone) waits longer each time instead of hammering the server.
+
+One message never stops a channel: one the door cannot read arrives `quarantined`, one whose attachments fail in
+a way the runner does not expect is quarantined here, and one the rules cannot record is set aside in a savepoint of
+its own (managers.channels `receive_isolated`) — the batch's other messages and the cursor go on.
+
+Out: after the platform accepted a message the row is recorded `sent` at once, and only then does the channel do
+what may follow (`Channel.settle`: the e-mail's copy in Sent), so a kill there sends nothing twice. A row found
+`sending` again was cut off somewhere between its commit and its recording: `already_sent` asks the platform; a
+platform that cannot tell (Telegram) gets it again, and the row says so (`possible duplicate`, kept with its
+attempts under the same idempotency key)."""
 
 from __future__ import annotations
 
@@ -30,6 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 OUTBOX_POLL_S = 0.25  # the outbox is a table the tick writes from another thread: looked at this often
+STABLE_S = 60.0  # a connection up this long resets the backoff
 Factory = Callable[["ChannelEntry"], Channel]
 
 
@@ -103,19 +116,24 @@ class ChannelRunner:
         backoff = section.backoff_initial_s
         while not self.stopping:
             channel: Channel | None = None
+            opened_at: datetime | None = None
             try:
                 channel = self.factory(entry)
                 await channel.open()
+                opened_at = self.clock()
                 self._status(entry.name, "up")
-                backoff = section.backoff_initial_s
                 await self._serve(entry, channel)
             except ChannelDown as exc:
+                if opened_at is not None and (self.clock() - opened_at).total_seconds() >= STABLE_S:
+                    backoff = section.backoff_initial_s
                 wait = exc.retry_after_s if exc.retry_after_s is not None else backoff
                 log.warning("channel %s is down: %s (again in %.1fs)", entry.name, exc, wait)
                 self._status(entry.name, "backing_off", str(exc), self.clock() + timedelta(seconds=wait))
                 await self._sleep(wait)
                 backoff = min(section.backoff_max_s, backoff * 2)
             except Exception as exc:  # noqa: BLE001 - a channel's bug must not stop the others or the loop
+                if opened_at is not None and (self.clock() - opened_at).total_seconds() >= STABLE_S:
+                    backoff = section.backoff_initial_s
                 log.exception("channel %s failed", entry.name)
                 self._status(entry.name, "down", f"{type(exc).__name__}: {exc}",
                              self.clock() + timedelta(seconds=backoff))
@@ -148,12 +166,24 @@ class ChannelRunner:
             with self.db.unit() as repos:
                 cursor = self._managers(repos).channels.cursor(entry.name)
             batch = await channel.fetch(cursor, wait_s=wait_s)
-            arrivals = [await self._arrival(entry, channel, m) for m in batch.messages]
+            arrivals = [await self._arrival_or_set_aside(entry, channel, m) for m in batch.messages]
             with self.db.unit() as repos:  # the messages and then the cursor, in one transaction
                 channels = self._managers(repos).channels
                 for arrival in arrivals:
-                    channels.receive(arrival, entry, now=self.clock())
+                    channels.receive_isolated(arrival, entry, now=self.clock())
                 channels.store_cursor(entry.name, batch.cursor)
+
+    async def _arrival_or_set_aside(self, entry: ChannelEntry, channel: Channel, message: Incoming) -> Arrival:
+        try:
+            return await self._arrival(entry, channel, message)
+        except ChannelDown:
+            raise  # the platform itself: the batch is fetched again
+        except Exception as exc:  # noqa: BLE001 - one message's attachments must not stop the channel
+            log.warning("channel %s: message %s set aside", entry.name, message.platform_id[:80], exc_info=True)
+            return Arrival(channel=entry.name, platform_id=message.platform_id, sender=message.sender,
+                           sender_name=message.sender_name, conversation=message.conversation, text="",
+                           sent_at=message.sent_at, quarantined=f"could not be read ({type(exc).__name__}: "
+                                                                f"{str(exc)[:300]})")
 
     async def _arrival(self, entry: ChannelEntry, channel: Channel, message: Incoming) -> Arrival:
         attachments = []
@@ -175,7 +205,8 @@ class ChannelRunner:
             attachments.append(described)
         return Arrival(channel=entry.name, platform_id=message.platform_id, sender=message.sender,
                        sender_name=message.sender_name, conversation=message.conversation, text=text,
-                       sent_at=message.sent_at, attachments=tuple(attachments), unverified=message.unverified)
+                       sent_at=message.sent_at, attachments=tuple(attachments), unverified=message.unverified,
+                       quarantined=message.quarantined, private=message.private)
 
     async def _transcribe(self, entry: ChannelEntry, data: bytes, mime: str) -> str | None:
         """A voice message's words (managers/speech.py); None — the audio stays a reference — when it could not be
@@ -216,6 +247,9 @@ class ChannelRunner:
         try:
             platform_id = await channel.already_sent(message) if tried_before else None
             if platform_id is None:
+                if tried_before and not channel.can_tell_sent:
+                    with self.db.unit() as repos:
+                        self._managers(repos).channels.mark_possible_duplicate(row_id)
                 platform_id = await channel.send(message)
         except ChannelRefused as exc:
             with self.db.unit() as repos:
@@ -229,6 +263,10 @@ class ChannelRunner:
             self.after_send(row_id)
         with self.db.unit() as repos:
             self._managers(repos).channels.mark_sent(row_id, platform_id, self.clock())
+        try:
+            await channel.settle(message, platform_id)
+        except Exception:  # noqa: BLE001 - the message went out and is recorded; only what follows it failed
+            log.warning("channel %s: after sending %s", channel.name, platform_id, exc_info=True)
 
 
 def _attachment(item: Attachment, data: bytes | None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ the loop), long polling with getUpdates.
 - out: sendMessage (cut into 4096-character pieces; the first piece's id is the message's), a reply when `reply_to`
   names a message of that chat; `Outgoing.audio` goes after the text as a voice note (sendVoice) when it is OGG/Opus, else as a file (sendDocument).
 - already_sent: the Bot API cannot tell (no idempotency key, no history): None, so a crash between sending and
-  recording may send a message twice — the outbox's recorded state is all there is.
+  recording may send a message twice — the outbox's row then says `possible duplicate` (`can_tell_sent` False).
 
 Options (`options:` of a `kind: telegram` entry) — see `TelegramOptions`; the secret `token` comes from the entry's
 secrets (environment or secrets file). `api_url` points the bot at another Bot API server (a local
@@ -132,7 +132,8 @@ def incoming_of(channel: str, message: "Message") -> Incoming | None:
                     sender_name=user.full_name or user.username or str(user.id), conversation=str(chat_id),
                     text=message.text or message.caption or "", sent_at=sent_at,
                     reply_to=f"{chat_id}:{reply.message_id}" if reply is not None else None,
-                    attachments=attachments_of(message), extra=extra)
+                    attachments=attachments_of(message), extra=extra,
+                    private=str(message.chat.type) in ("private", "ChatType.PRIVATE"))  # a chat with them alone
 
 
 def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
@@ -148,6 +149,7 @@ def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
 
 class TelegramChannel(Channel):
     kind: ClassVar[str] = "telegram"
+    can_tell_sent = False  # the Bot API keeps no key and shows a bot no history of its own messages
 
     def __init__(self, name: str, options: TelegramOptions, token: Callable[[], str], *,
                  max_attachment_bytes: int = 20_000_000):

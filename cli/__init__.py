@@ -8,8 +8,10 @@ the loop, the web app or the models:
     run.py mcp                      mcp.py            the persona as an MCP server over stdio (the web app: /mcp)
     run.py inspect [--json]         inspect.py        what it did and is (graph/reports.py)
     run.py approvals / approve / deny  approvals.py   the human's side of consent
+    run.py tainted / trust          approvals.py      rows written from untrusted text; trusting one
     run.py sessions …               sessions.py       list, export, revive
     run.py users …                  users.py          the persona's people, contact requests
+    run.py peers …                  peers.py          the peers, the credentials they call with and the ones they gave
     run.py kb …                     kb.py             the knowledge base
     run.py memory anonymise|deanonymise  memory.py    names and places in memory → placeholders, and back (owner)
     run.py persona new|show         persona.py        persona directories and their prompt
@@ -40,11 +42,14 @@ COMMANDS = {
     "approvals": "cli.approvals:approvals",
     "approve": "cli.approvals:approve",
     "deny": "cli.approvals:deny",
+    "tainted": "cli.approvals:tainted",
+    "trust": "cli.approvals:trust",
     "worker": "cli.fleet:worker",
     "sessions": "cli.sessions:app",
     "kb": "cli.kb:app",
     "memory": "cli.memory:app",
     "users": "cli.users:app",
+    "peers": "cli.peers:app",
     "persona": "cli.persona:app",
     "playbook": "cli.playbook:app",
     "model": "cli.model:app",

@@ -1,6 +1,8 @@
-"""The human's side of consent: `run.py approvals`, `approve ID`, `deny ID --reason …` (managers/consent.py).
+"""The human's side of consent: `run.py approvals`, `approve ID`, `deny ID --reason …`; `run.py tainted` and
+`trust ID` for the rows written from untrusted text (managers/consent.py).
 
 An approved command runs once, at the persona's next tick; a denial and its reason reach the persona's next prompt.
+A trusted row is shown as the persona's own from its next tick.
 """
 
 from __future__ import annotations
@@ -33,10 +35,50 @@ def approvals(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_j
         if r["description"]:
             console.print(f"    why the persona wants it: {preview(r['description'], 500)}", soft_wrap=True,
                           highlight=False)
-        for source in r["untrusted_sources"]:
-            console.print(f"    [yellow]it had read untrusted text[/] from {escape(source['origin'])} "
-                          f"{escape(preview(source['ref'], 120))}: {escape(preview(source.get('excerpt', ''), 200))}",
-                          soft_wrap=True, highlight=False)
+        _sources(r["untrusted_sources"], "it had read untrusted text")
+
+
+def _sources(sources: list[dict], said: str) -> None:
+    for source in sources:
+        via = f" (via {escape(preview(source['via'], 80))})" if source.get("via") else ""
+        console.print(f"    [yellow]{said}[/] from {escape(source['origin'])} {escape(preview(source['ref'], 120))}"
+                      f"{via}: {escape(preview(source.get('excerpt', ''), 200))}", soft_wrap=True, highlight=False)
+
+
+def tainted(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
+            limit: int = typer.Option(50, "--limit"), name: Optional[str] = PersonaName) -> None:
+    """The rows written from untrusted text (a guest's, a peer's, a feed's words): fenced with their source in every
+    prompt, and a tick that shows one asks you before it changes what is in every prompt or writes to a third person."""
+    from graph.reports import taint_row
+    from managers import Managers
+
+    rows = read_rows(data_dir, db, lambda repos: [taint_row(t, text) for t, text in Managers(repos).consent.tainted(
+        limit)], name)
+    if print_listing(rows, as_json, "nothing written from untrusted text"):
+        return
+    for r in rows:
+        console.print(f"[bold]{r['id']}[/] {escape(r['tier'])} {escape(r['ref'])} · tick {r['tick']} "
+                      f"({escape(str(r['thread_id']))}): {escape(preview(r['text'], 300))}", soft_wrap=True,
+                      highlight=False)
+        _sources(r["untrusted_sources"], "its words came")
+
+
+def trust(taint_id: int = typer.Argument(..., help="The tainted row's id (run.py tainted)."),
+          reason: str = typer.Option("", "--reason", help="A note kept in the audit log."),
+          data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """Trust a row written from untrusted text: from the next tick it is the persona's own (kept in the audit log)."""
+    from managers.consent import ApprovalError, trust as trust_row
+    from nodes.context import utcnow
+
+    database = open_database(data_dir, db, name)
+    try:
+        row = trust_row(database, taint_id, by="owner (cli)", reason=reason, now=utcnow())
+    except ApprovalError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    console.print(f"trusted {row.tier} {row.ref}; from the next tick it is the persona's own", highlight=False)
 
 
 def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str], db: Optional[str],
@@ -46,7 +88,7 @@ def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str
 
     database = open_database(data_dir, db, name)
     try:
-        row = answer(database, approval_id, approve=approve, by="human (cli)", reason=reason, now=utcnow())
+        row = answer(database, approval_id, approve=approve, by="owner (cli)", reason=reason, now=utcnow())
     except ApprovalError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)

@@ -38,19 +38,22 @@ def _run(kind: str, action: Callable[[Managers], Anonymised], refused: type[Exce
         with database.unit(actor="human") as repos:
             house = Managers(repos, ManagerDeps(settings=settings))
             result = action(house)
-            if result.rows:
+            if result.changed:
                 now = house.deps.clock()
                 house.consent.record(thread_id="main", tick=0, cmd_key=f"human:{kind}:{now.isoformat()}",
                                      type=f"memory.{kind}", effect="modify_self", decision="executed", actor="human",
                                      reason=f"my human's own request: {len(result.mapping)} name(s), {result.rows} "
                                             f"row(s), {result.history} history entries", now=now)
-        if result.rows:
+        if result.changed and result.change is not None:
+            from graph.forgetting import finish_at
+
             with starting():
                 index = open_memory_index(database, settings)
-            try:
-                index.sync()  # the vectors of the rewritten memories
+            try:  # the stores beyond the unit: the checkpoints, the vectors, the files' free pages
+                finished = finish_at(result.change, db=database, data_dir=settings.data_dir, memory=index)
             finally:
                 index.close()
+            result.finished = (finished.checkpoints, finished.vectors)
         return result
     except refused as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
@@ -82,7 +85,7 @@ def anonymise(name: Optional[list[str]] = typer.Option(None, "--name", help="A n
         return
     console.print(f"anonymised: {len(result.mapping)} name(s) in {result.rows} row(s) "
                   f"({', '.join(f'{t} {n}' for t, n in sorted(result.tiers.items()))}); {result.history} history "
-                  f"entries rewritten; the mapping is encrypted in {result.saved}")
+                  f"entries rewritten; {_beyond(result)}; the mapping is encrypted in {result.saved}")
 
 
 @app.command("deanonymise")
@@ -97,4 +100,13 @@ def deanonymise(key_file: Optional[Path] = typer.Option(None, "--key-file", help
                   data_dir, db, persona, embed_url, embed_model, chroma_url)
     AnonymisationManager.forget(result.consumed)
     console.print(f"restored: {len(result.mapping)} name(s) in {result.rows} row(s); {result.history} history "
-                  "entries rewritten")
+                  f"entries rewritten; {_beyond(result)}")
+
+
+def _beyond(result: Anonymised) -> str:
+    """What changed beyond the tiers: the other tables, the signed rows forgotten, the checkpoints, the vectors."""
+    tables = ", ".join(f"{t} {n}" for t, n in sorted(result.swept.items())) or "none"
+    signed = sum(result.forgotten.values())
+    checkpoints, vectors = result.finished
+    return (f"other tables: {tables}" + (f"; {signed} signed container(s) forgotten" if signed else "")
+            + f"; {checkpoints} checkpoint row(s) rewritten; {vectors} memories embedded again")

@@ -146,6 +146,10 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         return
     server = start_web(overrides, *web) if web else None
     mesh_door = start_mesh(services.db, services.settings) if services.settings.mesh.enabled else None
+    from graph.loop.children import start_children
+
+    children = start_children(services.db, services.settings, services.settings.a2a.public_url or
+                              (server.url if server else None))
     journal = LiveJournal(services.db, thread)
     with services.db.unit() as repos:
         Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
@@ -168,6 +172,8 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
             server.stop()
         if mesh_door:
             mesh_door.stop()
+        if children:
+            children.stop()
         agent.close()
     dreams = f", {len(result.dreams)} dream(s)" if result.dreams else ""
     err.print(f"{'interrupted' if result.interrupted else 'done'}: {result.ticks_run} tick(s) this run{dreams}; "

@@ -53,6 +53,13 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
         report = make_child(name, mode, parent_dir=parent_dir, parent_db=database, child_dir=child_dir, child_db=child_db,
                             now=utcnow(), parent_index=parent_index, child_index=child_index,
                             progress=lambda line: err.print(f"  {escape(line)}", highlight=False))
+        from managers import ManagerDeps, Managers
+
+        with database.unit() as repos:  # each in the other's peers: its own DID, its address, its port
+            met = Managers(repos, ManagerDeps(settings=settings)).spawn.meet(
+                name, mode, parent_dir=parent_dir, parent_db=database, child_db=child_db,
+                child_data_dir=Path(child_data), child_persona_dir=report.persona_dir,
+                postgres=child_db.is_postgres)
     except (SpawnError, ValueError) as exc:
         err.print(f"[red]spawn: {escape(str(exc))}[/]")
         raise typer.Exit(1)
@@ -70,7 +77,9 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
                   f"{sum(report.rows.values())} memory row(s), {report.vectors} vector(s)", highlight=False)
     for note in report.notes:
         console.print(escape(note), highlight=False)
-    command = f"python run.py --persona {child_dir} --data-dir {child_data}" + \
+    command = f"python run.py --persona {child_dir} --data-dir {child_data} --port {met['port']}" + \
         (f" --db {report.database}" if (to_db or places.db_url) else "")
-    console.print(f"run it: {escape(command)}", highlight=False)
+    console.print(f"its DID {met['did']}, its address {met['url']}; parent and child are each other's peers",
+                  highlight=False, emoji=False)
+    console.print(f"run it: {escape(command)} (or beside the parent's loop: spawn.autostart)", highlight=False)
 

@@ -16,12 +16,18 @@ def say(text: str = typer.Argument(..., help="What to tell the persona."), data_
         name: Optional[str] = PersonaName) -> None:
     """Post a note to the persona (works while a run is going in another process)."""
     from managers import Managers
+    from managers.conversation import Words
+    from managers.errors import Refused
+    from memory.note_kinds import Door
 
     database = open_database(data_dir, db, name)
     try:
-        with database.unit() as repos:
-            owner = Managers(repos).people.owner()  # the terminal is the owner's own door
-            note_id = repos.notes.add(text, source="user", priority=priority, tags=tags, author_id=owner.id).id
+        with database.unit(actor="human") as repos:  # the terminal is the owner's own door
+            note_id = Managers(repos).conversation.hear(Words(text, door=Door.CLI, priority=priority,
+                                                              tags=tags)).note_id
+    except Refused as refused:
+        console.print(f"[red]not posted:[/red] {refused}")
+        raise typer.Exit(2) from None
     finally:
         database.close()
     if name:

@@ -33,9 +33,11 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
 
     rows = read_rows(data_dir, db, _rows, name)
     requests = read_rows(data_dir, db, lambda repos: [
-        {"id": r.id, "channel": r.channel, "address": r.address, "name": r.sender_name, "messages": r.messages,
-         "warning": r.warning or ""}
-        for r in Managers(repos).people.contact_requests()], name)
+        {"id": v.request.id, "channel": v.request.channel, "address": v.request.address,
+         "name": v.request.sender_name, "messages": v.request.messages, "warning": v.request.warning or "",
+         "claims": v.claims.name if v.claims else None, "claims_role": v.claims.role if v.claims else None,
+         "unverified": v.unverified, "lookalike": v.lookalike, "dropped": v.dropped, "can_vouch": v.can_vouch}
+        for v in Managers(repos).people.request_views()], name)
     if as_json:
         print(json.dumps({"people": rows, "contact_requests": requests}, indent=2, ensure_ascii=False))
         return
@@ -43,11 +45,21 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
         where = ", ".join(f"{i['channel']}:{i['address']}" for i in r["identities"]) or "the web page"
         console.print(f"[bold]{r['id']}[/] {escape(r['name'])} ({r['role']}) · {escape(where)}", highlight=False)
     for q in requests:
+        answers = (f"run.py users vouch {q['id']} / refuse {q['id']}" if q["can_vouch"] else
+                   f"run.py users refuse {q['id']}" if q["claims"] else
+                   f"run.py users accept {q['id']} / refuse {q['id']}")
         console.print(f"[yellow]contact request {q['id']}[/] {escape(q['name'] or q['address'])} on "
                       f"{escape(q['channel'])}:{escape(q['address'])} · {q['messages']} message(s) held "
-                      f"(run.py users accept {q['id']} / refuse {q['id']})", highlight=False)
-        if q["warning"]:
+                      f"({answers})", highlight=False)
+        if q["claims"]:
+            console.print(f"  [red]claims to be {escape(q['claims'])} ({q['claims_role']}), not verified:[/] "
+                          f"{escape(q['unverified'])}", highlight=False)
+        elif q["warning"]:
             console.print(f"  [red]unverified:[/] {escape(q['warning'])}", highlight=False)
+        if q["lookalike"]:
+            console.print(f"  [red]impostor risk:[/] {escape(q['lookalike'])}", highlight=False)
+        if q["dropped"]:
+            console.print(f"  {q['dropped']} more message(s) dropped over the hold cap", highlight=False)
 
 
 @app.command("info")
@@ -133,6 +145,19 @@ def accept(request_id: int, as_name: Optional[str] = typer.Option(None, "--as", 
     _change(action, data_dir, db, name)
 
 
+@app.command("vouch")
+def vouch(request_id: int, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+          name: Optional[str] = PersonaName) -> None:
+    """It was you: unverified mail that claims your own address becomes your notes."""
+    from nodes.context import utcnow
+
+    def action(house: Managers) -> str:
+        person = house.people.vouch(request_id, now=utcnow())
+        return f"contact request {request_id} taken in as {person.name}'s own"
+
+    _change(action, data_dir, db, name)
+
+
 @app.command("refuse")
 def refuse(request_id: int, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
            name: Optional[str] = PersonaName) -> None:
@@ -144,3 +169,88 @@ def refuse(request_id: int, data_dir: Optional[str] = DataDir, db: Optional[str]
         return f"contact request {request_id} refused"
 
     _change(action, data_dir, db, name)
+
+
+@app.command("delete")
+def delete(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+           persona: Optional[str] = typer.Option(None, "--persona", help="the persona directory")) -> None:
+    """Forget a person: their notes and conversation deleted for good, their name a placeholder everywhere else
+    (undone only by `run.py memory deanonymise`, the name; their words do not come back)."""
+    from cli.options import open_data
+    from graph.forgetting import finish_at
+    from managers import ManagerDeps, Managers
+    from managers.errors import NotFound
+    from managers.people import PeopleError
+
+    database, settings = open_data(data_dir, db, persona)
+    try:
+        with database.unit(actor="human") as repos:
+            house = Managers(repos, ManagerDeps(settings=settings))
+            done = house.people.delete(person, by=BY)
+            now = house.deps.clock()
+            house.consent.record(thread_id="main", tick=0, cmd_key=f"human:users.delete:{now.isoformat()}",
+                                 type="users.delete", effect="modify_self", decision="executed", actor="human",
+                                 reason=f"my human's own request: {done.notes} note(s), {done.memories} memories",
+                                 now=now)
+        change = done.anonymised.change if done.anonymised is not None else None
+        if change is not None:
+            from graph.services import open_memory_index
+
+            index = open_memory_index(database, settings)
+            try:
+                finish_at(change, db=database, data_dir=settings.data_dir, memory=index)
+            finally:
+                index.close()
+    except (PeopleError, NotFound) as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1)
+    finally:
+        database.close()
+    console.print(f"forgotten: {escape(done.name)} — {done.notes} note(s) and {done.memories} conversation memories "
+                  f"deleted, {sum(done.directory.values())} directory row(s), {done.sources} quoted excerpt(s) "
+                  "emptied; their name is a placeholder everywhere else", highlight=False)
+
+
+@app.command("groups")
+def groups(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """The groups of people (HMP users_group) and who is in each."""
+    from managers import Managers
+
+    rows = read_rows(data_dir, db, lambda repos: [{"name": g.name, "description": g.description,
+                                                   "members": [p.name for p in members]}
+                                                  for g, members in Managers(repos).people.groups()], name)
+    for row in rows:
+        console.print(f"[bold]{escape(row['name'])}[/]: {escape(', '.join(row['members']) or 'nobody yet')}"
+                      + (f" — {escape(row['description'])}" if row["description"] else ""), highlight=False)
+    if not rows:
+        console.print("no groups")
+
+
+@app.command("group-add")
+def group_add(group: str, description: str = typer.Option("", "--description"), data_dir: Optional[str] = DataDir,
+              db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+    """Make a group of people."""
+    _change(lambda house: f"group {house.people.add_group(group, description).name} added", data_dir, db, name)
+
+
+@app.command("group-delete")
+def group_delete(group: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+                 name: Optional[str] = PersonaName) -> None:
+    """Delete a group (its members stay)."""
+    _change(lambda house: f"group {house.people.delete_group(group).name} deleted", data_dir, db, name)
+
+
+@app.command("join")
+def join(person: str, group: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+         name: Optional[str] = PersonaName) -> None:
+    """Put a person into a group."""
+    _change(lambda house: f"{person} {'joined' if house.people.join(person, group) else 'was already in'} {group}",
+            data_dir, db, name)
+
+
+@app.command("leave")
+def leave(person: str, group: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
+          name: Optional[str] = PersonaName) -> None:
+    """Take a person out of a group."""
+    _change(lambda house: f"{person} {'left' if house.people.leave(person, group) else 'was not in'} {group}",
+            data_dir, db, name)

@@ -9,15 +9,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from graph.agent import Agent, build_agent
+    from graph.agent import Agent, OpenGraph, build_agent, open_graph
     from graph.compiler import build_graph
     from graph.playbook import Playbook, PlaybookError, load_playbook, parse_playbook
 
-_WHERE = {"Agent": "graph.agent", "build_agent": "graph.agent", "build_graph": "graph.compiler",
+_WHERE = {"Agent": "graph.agent", "build_agent": "graph.agent", "OpenGraph": "graph.agent", "open_graph": "graph.agent",
+          "build_graph": "graph.compiler",
           "Playbook": "graph.playbook", "PlaybookError": "graph.playbook", "load_playbook": "graph.playbook",
           "parse_playbook": "graph.playbook"}
 
-__all__ = ["Agent", "Playbook", "PlaybookError", "build_agent", "build_graph", "load_playbook", "parse_playbook"]
+__all__ = ["Agent", "OpenGraph", "Playbook", "PlaybookError", "build_agent", "build_graph", "load_playbook",
+           "open_graph", "parse_playbook"]
 
 
 def __getattr__(name: str) -> Any:

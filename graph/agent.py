@@ -8,6 +8,14 @@
     research = build_agent("deep_work", data_dir="data")
     research.run(inputs={"question": "…"}); research.outputs()   # {"answer": …, "findings": […]}
 
+LangGraph's own API, without the Agent: `open_graph` gives the compiled graph and the run context its steps read
+their services from, in one call (a compiled graph invoked without that context stops at its first step with
+`MissingServices`):
+
+    with open_graph("repl", data_dir="data") as (tick_graph, context):
+        config = {"configurable": {"thread_id": "main"}}
+        state = tick_graph.invoke({}, config, context=context)       # one tick on the thread "main"
+
 One invoke per tick on a persistent thread id (one per run for one-shot playbooks).
 
 Checkpoints. A loop tick is checkpointed once, when it ends (`durability="exit"`; a Ctrl-C drain also saves
@@ -259,7 +267,30 @@ class Agent:
         if not self.playbook.loop or prune_due(self.checkpointer, self._runs_since_prune, self.prune_every):
             prune(self.checkpointer, self.checkpoint_thread, self.keep_checkpoints)
             self._runs_since_prune = 0
+        if left is not None and _anonymised(left):
+            left = self._finish_anonymisation(left)
         self._remember_finished(cast(TickValues, left) if left is not None else None)
+
+    def _finish_anonymisation(self, left: dict[str, Any]) -> dict[str, Any]:
+        """The tick ran the approved `memory.anonymise` (or `users.delete`), which rewrote the database in its unit:
+        now that the tick's last checkpoint is written, the checkpoints, the vectors and the files follow
+        (graph/forgetting.py), and the state this agent keeps of the tick holds the placeholders too."""
+        from graph.checkpoint import deep_replace
+        from graph.forgetting import finish
+        from managers import ManagerDeps, Managers
+        from managers.anonymise import AnonymisationError
+
+        try:
+            with self.services.db.unit() as repos:  # what the rest of the tick wrote after the command, too
+                anonymise = Managers(repos, ManagerDeps(settings=self.services.settings)).anonymise
+                change = anonymise.saved_replacer()
+                anonymise.sweep(change)
+        except AnonymisationError as exc:  # the key was moved away meanwhile: the owner's CLI finishes it
+            log.warning("anonymisation: the checkpoints were not rewritten: %s", exc)
+            return left
+        finish(change, db=self.services.db, memory=self.services.memory, saver=self.checkpointer,
+               thread_prefix=self.checkpoint_prefix, data_dir=self.services.settings.data_dir)
+        return cast(dict[str, Any], deep_replace(change, left))
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
         """A step raised: close the tick as failed with the reason, set its answer aside, and clear the checkpoint's
@@ -294,6 +325,15 @@ class Agent:
         if self.services.memory is not None:
             self.services.memory.close()
         self.services.db.close()
+
+
+FORGETTING = ("memory.anonymise", "users.delete")  # commands that rewrite what the checkpoints hold
+
+
+def _anonymised(values: dict[str, Any]) -> bool:
+    """Whether the tick's commands include an executed `memory.anonymise` or `users.delete` (rows rewritten)."""
+    return any(isinstance(e, dict) and e.get("type") in FORGETTING and e.get("status") == "executed"
+               for e in values.get("executed") or [])
 
 
 def _updated(values: dict[str, Any] | None, update: dict[str, Any]) -> dict[str, Any] | None:
@@ -339,6 +379,50 @@ def settle_heap() -> None:
 
 
 _settled = False
+
+
+class OpenGraph:
+    """A playbook compiled over a checkpointer, and the run context that carries its services (`AnimaContext`):
+    what `graph.invoke(input, config, context=context)` and `graph.stream(...)` need. Unpacks as
+    `(graph, context)`; as a context manager it closes the services and the checkpointer at the end."""
+
+    def __init__(self, agent: Agent, *, owns_services: bool = True) -> None:
+        self._agent = agent
+        self._owns_services = owns_services  # services the caller gave are the caller's to close
+        self.graph: TickGraph = agent.graph
+        self.context: AnimaContext = agent.context
+        self.playbook: Playbook = agent.playbook
+
+    def inputs(self, **given: Any) -> dict[str, Any]:
+        """A run's input with the playbook's inputs checked and their defaults filled (`{"vars": {…}}`): what a
+        one-shot playbook (deep_work, novel) starts from. InputError names a missing or unknown one."""
+        return {"vars": coerce_inputs(self.playbook, given)}
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.graph, self.context))
+
+    def __enter__(self) -> tuple[TickGraph, AnimaContext]:
+        return self.graph, self.context
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_services:
+            self._agent.close()
+        else:
+            close_saver(self._agent.checkpointer)
+
+
+def open_graph(playbook: str | Path = "repl", *, checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
+               services: Services | None = None, overrides: Overrides | None = None, **given: Any) -> OpenGraph:
+    """The playbook (a shipped name or a path) compiled over `checkpointer` (as `build_agent`'s), with its services
+    opened from `overrides` and `given` (Settings fields: data_dir, persona_dir, llm_url, …) unless `services` are
+    given (then they stay open when it closes), ready for LangGraph's invoke and stream. The thread a run works on
+    is the one its config names (`{"configurable": {"thread_id": …}}`); a loop tick's input is `{}`, a one-shot
+    run's `OpenGraph.inputs(question=…)`."""
+    return OpenGraph(build_agent(playbook, checkpointer=checkpointer, services=services, overrides=overrides,
+                                 **given), owns_services=services is None)
 
 
 def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main",

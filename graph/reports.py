@@ -8,9 +8,14 @@ from typing import Any
 
 from managers import Managers
 from memory import Repos
-from memory.models import Approval, AuditEntry, Session
+from memory.models import Approval, AuditEntry, Session, Taint
+from memory.note_kinds import NoteSource
+from nodes.reflexes.validation import validator_metrics
 from persona.drives import compute_drives
 from persona.settings import Settings
+
+
+VALIDATION_WINDOW = 100  # the outputs the validators' metrics are computed over
 
 
 def iso(value: date | None) -> str | None:  # a datetime is a date
@@ -18,8 +23,9 @@ def iso(value: date | None) -> str | None:  # a datetime is a date
 
 
 def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, database_url: str) -> dict[str, Any]:
-    """Ticks, threads, notes, responses with their reflex fields, anti-stagnation metrics, commands, LLM use, memory,
-    drives, dreams, goals, tasks, sessions, approvals and the audit log."""
+    """Ticks, threads, notes, responses with their reflex fields, anti-stagnation metrics, the validators' metrics
+    (coverage, accuracy, response time, drift), commands, LLM use, memory, drives, dreams, goals, tasks, sessions,
+    approvals and the audit log."""
     return {
         "database": database_url,
         "ticks": {"count": repos.ticks.count(), "recent": [
@@ -36,7 +42,7 @@ def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, 
             "incoming": [{"id": n.id, "source": n.source, "text": n.text, "priority": n.priority, "read": n.read,
                           "created_at": iso(n.created_at)} for n in repos.notes.list(source="incoming", limit=limit)],
             "outgoing": [{"id": n.id, "text": n.text, "tags": n.tags, "created_at": iso(n.created_at)}
-                         for n in repos.notes.list(source="llm", limit=limit)],
+                         for n in repos.notes.list(source=NoteSource.PERSONA, limit=limit)],
         },
         "responses": [
             {"id": m.id, "thread": m.thread_id, "tick": m.tick, "kind": m.kind, "content": m.content,
@@ -58,6 +64,8 @@ def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, 
              "mechanisms": r.mechanisms, "triggered_actions": r.triggered_actions, "sampling": r.sampling,
              "novelty_after": r.novelty_after, "created_at": iso(r.created_at)}
             for r in repos.stagnation.recent(limit)],
+        "validation": validator_metrics(repos.messages.validations(VALIDATION_WINDOW),
+                                        conflict_below=settings.reflexes.agreement_min),
         "commands": [{"cmd_id": c.cmd_id, "tick": c.tick, "type": c.type, "status": c.status, "result": c.result}
                      for c in repos.commands.recent(limit)],
         "llm": {"totals": repos.llm_calls.totals(), "by_model": repos.llm_calls.by_model()},
@@ -98,7 +106,7 @@ def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int)
                    "repl_thread": t.repl_thread, "repl_config": t.repl_config, "repl_error": t.repl_error}
                   for t in repos.tasks.list(limit=limit * 5)],
         "task_notes": [{"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": iso(n.created_at)}
-                       for n in repos.notes.list(source="llm:task", limit=limit)],
+                       for n in repos.notes.list(source=NoteSource.TASK, limit=limit)],
         "sessions": [session_row(s) for s in repos.sessions.list(limit)],
         "idle": {t.id: idle for t in repos.threads.all() if (idle := Managers(repos).loop.cycle(t.id).get("idle"))},
     }
@@ -117,6 +125,13 @@ def approval_row(a: Approval) -> dict[str, Any]:
             "requested_at": iso(a.created_at), "decided_at": iso(a.decided_at), "decided_by": a.decided_by,
             "decision_reason": a.decision_reason, "executed_at": iso(a.executed_at), "result": a.result,
             "untrusted_sources": list(a.provenance or [])}
+
+
+def taint_row(t: Taint, text: str) -> dict[str, Any]:
+    """A row written from untrusted text: which, what it says now, and where its words came from."""
+    return {"id": t.id, "tier": t.tier, "ref": t.ref, "text": text, "thread_id": t.thread_id, "tick": t.tick,
+            "at": iso(t.updated_at), "untrusted_sources": list(t.sources or []), "trusted_at": iso(t.cleared_at),
+            "trusted_by": t.cleared_by}
 
 
 def audit_row(e: AuditEntry) -> dict[str, Any]:

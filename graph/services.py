@@ -43,6 +43,7 @@ def registry_entries(settings: Settings) -> list[dict[str, Any]]:
         entries.append({"id": "embedded", "provider": "llamacpp", "model": voice_of(settings.embedded_model).file_name,
                         "priority": 0 if entries else 100,
                         "config": {"context_window": settings.embedded_context_window,
+                                   "n_threads": settings.embedded_threads,
                                    "cache_dir": settings.cache_dir, "voice": settings.embedded_model}})
     return entries
 

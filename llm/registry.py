@@ -47,6 +47,27 @@ class _Slot:
     failures: int = 0
 
 
+class EitherEvent(threading.Event):
+    """Set when it is set, or when any event it wraps is (the run's stop beside one thread's own reason to cancel).
+    The providers only ask `is_set()` and `wait()`."""
+
+    def __init__(self, *others: threading.Event) -> None:
+        super().__init__()
+        self.others = others
+
+    def is_set(self) -> bool:
+        return super().is_set() or any(event.is_set() for event in self.others)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            super().wait(0.05 if left is None else min(0.05, left))
+        return True
+
+
 @dataclass
 class LLMRegistry:
     entries: list[dict[str, Any]]
@@ -62,6 +83,7 @@ class LLMRegistry:
             raise ValueError("the LLM registry is empty: configure at least one model")
         self._all = {e["id"]: _Slot(entry=dict(e), provider=self.providers.get(e["id"])) for e in self.entries}
         self._selected: str | None = None
+        self._here = threading.local()  # one thread's own cancel (cancel_here), beside the run's
         self._order()
 
     def _order(self) -> None:
@@ -134,6 +156,22 @@ class LLMRegistry:
         finally:
             self.cancel = previous
 
+    @contextmanager
+    def cancel_here(self, event: threading.Event) -> Iterator[None]:
+        """While inside, in this thread only: setting `event` cancels this thread's model call in flight (as the run's
+        stop does every thread's); the calls of other threads (a background question to another model) go on."""
+        previous = getattr(self._here, "event", None)
+        self._here.event = event
+        try:
+            yield
+        finally:
+            self._here.event = previous
+
+    def _cancel(self) -> threading.Event:
+        """What cancels a call made now, in this thread: the run's stop, and this thread's own event if it has one."""
+        here = getattr(self._here, "event", None)
+        return self.cancel if here is None else EitherEvent(self.cancel, here)
+
     def provider(self, llm_id: str) -> Provider:
         slot = self._all[llm_id]
         if slot.provider is None:
@@ -182,8 +220,9 @@ class LLMRegistry:
         ready = [i for i in candidates if only or self._all[i].down_until <= now]
         if not ready:  # every model is backing off: probe the one due first, so an outage ends by itself
             ready = [min(candidates, key=lambda i: self._all[i].down_until)]
+        cancel = self._cancel()
         for llm_id in ready:
-            if self.cancel.is_set():
+            if cancel.is_set():
                 raise LLMCancelled(f"{purpose}: the run was stopped before {llm_id} was asked")
             slot = self._all[llm_id]
             tried.append(llm_id)
@@ -192,11 +231,11 @@ class LLMRegistry:
                 provider = self.provider(llm_id)
                 if messages is not None:
                     gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
-                                        cancel=self.cancel)
+                                        cancel=cancel)
                 else:
                     assert prompt is not None  # exactly one of prompt and messages (checked above)
                     gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
-                                            cancel=self.cancel)
+                                            cancel=cancel)
             except LLMCancelled:
                 self._record(purpose, slot.entry, None, tags, error="cancelled: the run was stopped",
                              latency_ms=(time.perf_counter() - started) * 1000)

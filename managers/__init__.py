@@ -6,9 +6,11 @@ validate what they were given, call a manager, and report in their own medium. A
 (what a change also changes, what is refused and why); it reaches the database only through the unit of work it is
 given (`memory.Repos`: one transaction) and never knows which door called it.
 
-`Managers(repos, deps)` is one unit of work's managers, each built when first used. `ManagerDeps` carries what some
-managers need beyond the transaction: the settings, the clock, the retrieval index, the model registry. Managers may
-import the domains (`persona/`, `memory/`, `llm/`, `reach/`) and each other, never a door or `nodes/`/`graph/`.
+`Managers(repos, deps, audience=…)` is one unit of work's managers, each built when first used. `ManagerDeps` carries
+what some managers need beyond the transaction: the settings, the clock, the retrieval index, the model registry.
+The audience (managers/audience.py) is whom the persona speaks to in this unit — the persona alone unless a door says
+otherwise —, and what the managers read for it is what that audience may see. Managers may import the domains
+(`persona/`, `memory/`, `llm/`, `reach/`) and each other, never a door or `nodes/`/`graph/`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from datetime import datetime, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from managers.audience import ALONE, Audience
+
 if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers.abstracts import AbstractManager
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
     from managers.channels import ChannelManager
     from managers.concepts import ConceptManager
     from managers.consent import ConsentManager
+    from managers.conversation import ConversationManager
     from managers.diary import DiaryManager
     from managers.facts import FactManager
     from managers.goals import GoalManager, TaskManager
@@ -40,6 +45,7 @@ if TYPE_CHECKING:
     from managers.notes import NoteManager
     from managers.peers import PeerManager
     from managers.tool_uses import ToolUseManager
+    from managers.vault import VaultManager
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
     from managers.strategies import StrategyManager
     from managers.tags import TagManager
     from managers.threads import ThreadManager
+    from managers.thoughts import ThoughtManager
     from managers.world import WorldManager
     from memory import Repos
     from memory.retrieval.recall_index import RecallIndex
@@ -81,9 +88,10 @@ class ManagerDeps:
 class Managers:
     """One unit of work's managers. `repos` is the transaction every manager of this unit writes in."""
 
-    def __init__(self, repos: Repos, deps: ManagerDeps | None = None) -> None:
+    def __init__(self, repos: Repos, deps: ManagerDeps | None = None, *, audience: Audience = ALONE) -> None:
         self.repos = repos
         self.deps = deps or ManagerDeps()
+        self.audience = audience
 
     # one cached property per resource; each imports its module when first used (a door pays only for what it calls)
 
@@ -107,6 +115,14 @@ class Managers:
         from managers.people import PeopleManager
 
         return PeopleManager(self)
+
+    @cached_property
+    def conversation(self) -> ConversationManager:
+        """A human's (or a peer's) words from every door, in one way; the conversations per person; whom a tick
+        answers (managers/conversation.py)."""
+        from managers.conversation import ConversationManager
+
+        return ConversationManager(self)
 
     @cached_property
     def channels(self) -> ChannelManager:
@@ -157,6 +173,13 @@ class Managers:
         from managers.spawn import SpawnManager
 
         return SpawnManager(self)
+
+    @cached_property
+    def vault(self) -> VaultManager:
+        """A watched folder of Markdown notes (an Obsidian vault) kept in the knowledge base (managers/vault.py)."""
+        from managers.vault import VaultManager
+
+        return VaultManager(self)
 
     @cached_property
     def world(self) -> WorldManager:
@@ -233,6 +256,12 @@ class Managers:
         from managers.facts import FactManager
 
         return FactManager(self)
+
+    @cached_property
+    def thoughts(self) -> ThoughtManager:
+        from managers.thoughts import ThoughtManager
+
+        return ThoughtManager(self)
 
     @cached_property
     def notes(self) -> NoteManager:

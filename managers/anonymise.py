@@ -4,7 +4,11 @@ Names, places and similar identifying words in the persona's memory are replaced
 `[PLACE_1]`, `[NAME_1]`): every editable memory tier (core memory, notepad, llm_memory, diary, concepts, links,
 goals, tasks, episodes, entities, dream insights, facts, questions) and the abstracts, archived rows included, each
 through its tier's own edit (so the search catalogue, the full-text index and the vectors follow), then the memory
-history (its before/after values), so no change record keeps a name the rows no longer hold.
+history (its before/after values), so no change record keeps a name the rows no longer hold; then every other table
+that keeps text (memory/repositories/scrub.py: notes, thoughts, ticks, the catalogue, process rows, approvals,
+taints, live events, kept exports…), the rewritten catalogue items indexed again. What lives outside this unit of
+work — the LangGraph checkpoints, Chroma's vectors, the kept documents, the SQLite files' free pages — the door
+finishes once it has committed (graph/forgetting.py), with `Anonymised.change`.
 
 What is replaced: the names the human gives, and — found offline — the capitalised names memory/retrieval/entities.py
 extracts, the entity tier's people and places (with their aliases) and the people the persona knows; the persona's
@@ -62,6 +66,15 @@ class Anonymised:
     saved: Path | None = None  # the encrypted mapping
     tiers: dict[str, int] = field(default_factory=dict)  # rows changed per tier
     consumed: list[Path] = field(default_factory=list)  # restore: the mappings applied (`forget` them after commit)
+    swept: dict[str, int] = field(default_factory=dict)  # rows rewritten per table beyond the tiers
+    forgotten: dict[str, int] = field(default_factory=dict)  # signed rows deleted per table (they cannot change)
+    reindexed: int = 0  # catalogue items whose full-text document and vector were queued again
+    change: Callable[[Any], Any] | None = field(default=None, repr=False)  # for the stores beyond this unit
+    finished: tuple[int, int] = (0, 0)  # the door's: (checkpoint rows rewritten, memories embedded again)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.rows or self.history or self.swept or self.forgotten)
 
     def placeholders(self) -> list[str]:
         return sorted(set(self.mapping.values()), key=lambda p: (p.split("_")[0], int(p.strip("[]").split("_")[1])))
@@ -189,6 +202,8 @@ class AnonymisationManager:
             texts += [v if isinstance(v, str) else " ".join(map(str, v or [])) for v in fields.values()]
         if tiers is None or "abstract" in tiers:
             texts += [f"{a.title}\n{a.summary}\n{' '.join(map(str, a.tags or []))}" for a in self._abstracts()]
+        if tiers is None:  # the conversation, the notes and every thought, as the search catalogue holds them
+            texts += list(self.repos.scrub.texts("memory_items", ["author", "title", "text"]))
         corpus = "\n".join(texts)
         wanted: list[str] = [n.strip() for n in names if n.strip()]
         if auto:
@@ -258,7 +273,41 @@ class AnonymisationManager:
         change = replacer(mapping)
         result.rows, result.tiers = self._rewrite(change, tiers)
         result.history = self.repos.history.rewrite(change)
+        self._everywhere(change, result)
         return result
+
+    def _everywhere(self, change: Callable[[Any], Any], result: Anonymised) -> None:
+        """Beyond the tiers: every other table that keeps text (memory/repositories/scrub.py) — notes, thoughts,
+        ticks, the catalogue, process rows, approvals, taints, live events, exports kept —; the rewritten catalogue
+        items indexed again (their full-text documents now, their vectors at the index's next sync), the full-text
+        index merged so no old segment keeps a term. The checkpoints, the vectors and the files' free pages are the
+        door's to finish once this unit has committed (graph/forgetting.py)."""
+        swept = self.repos.scrub.sweep(change)
+        result.swept, result.forgotten = swept.rows, swept.forgotten
+        result.reindexed = self.repos.items.reindex(swept.items)
+        self.repos.items.lexical.optimize()
+        result.change = change
+
+    def sweep(self, change: Callable[[Any], Any]) -> Anonymised:
+        """Only the tables beyond the tiers, again: what the rest of a tick wrote after its `memory.anonymise` ran
+        (its closing rows, a taint of what its prompt had read) holds the names that prompt held."""
+        result = Anonymised({})
+        self._everywhere(change, result)
+        return result
+
+    def saved_replacer(self, key_file: Path | None = None) -> Callable[[Any], Any]:
+        """Every saved mapping as one change (original -> placeholder), for the stores a unit of work does not
+        reach (the loop's checkpoints, after the tick that anonymised). AnonymisationError without a key."""
+        fernet = self._fernet(key_file)
+        mapping: dict[str, str] = {}
+        for path in self.saved_maps():
+            try:
+                opened = json.loads(fernet.decrypt(path.read_bytes()))
+            except InvalidToken:
+                raise AnonymisationError(f"the key does not open {path.name}") from None
+            for placeholder, original in opened.items():
+                mapping.setdefault(original, placeholder)
+        return replacer(mapping)
 
     def restore(self, *, key_file: Path | None = None) -> Anonymised:
         """The owner's way back: every saved mapping opened with the key, the placeholders replaced by the originals
@@ -280,8 +329,31 @@ class AnonymisationManager:
         result = Anonymised({original: placeholder for placeholder, original in reverse.items()})
         result.rows, result.tiers = self._rewrite(change, None)
         result.history = self.repos.history.rewrite(change)
+        self._everywhere(change, result)
         result.consumed = maps
         return result
+
+    @staticmethod
+    def rewrite_kept_documents(change: Callable[[Any], Any], data_dir: str | Path) -> int:
+        """The knowledge base's kept copies of text documents (and those waiting for the owner) rewritten in place,
+        as their chunks were; a PDF cannot be rewritten and stays as it came (its chunks are rewritten). How many
+        files changed. Run once the unit that rewrote the chunks has committed."""
+        from managers.memory import UPLOAD_DIR
+
+        folder = Path(data_dir).expanduser() / UPLOAD_DIR
+        changed = 0
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            if not path.is_file() or path.suffix.lower() == ".pdf":
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            new = change(text)
+            if new != text:
+                path.write_text(new, encoding="utf-8")
+                changed += 1
+        return changed
 
     @staticmethod
     def forget(maps: Iterable[Path]) -> None:

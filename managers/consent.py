@@ -7,16 +7,20 @@ app, the MCP server — through `answer`: approved, the command runs once at the
 runs and the persona reads the denial, with its reason, in its next prompt. An idle loop wakes on the answer. A
 document sent over a channel (`kb.add_document`, no command of the persona's) is settled at once: added to the
 knowledge base, or its kept bytes deleted.
+
+Rows written from untrusted text (memory/taint.py) are listed here with where their words came from (`tainted`), and
+the owner may trust one (`trust`): from then on it is shown as the persona's own and taints no prompt — an audited
+human act, like an approval, from the page, the API or `run.py trust`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.models import Approval, AuditEntry
+from memory.models import Approval, AuditEntry, Taint
 from memory.repositories.consent import canonical_args
 
 if TYPE_CHECKING:
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
 
 DOCUMENT_APPROVAL = "kb.add_document"  # a text document someone other than the owner sent over a channel
+TRUST = "provenance.trust"  # the audit log's name for the owner trusting a row written from untrusted text
 
 
 class ApprovalError(ValueError):
@@ -55,7 +60,18 @@ class ConsentManager:
                             decision="requested", actor="loop", reason=reason, approval_id=row.id, created_at=now)
             repos.processes.add("approval.requested", f"{type} waits for my human's approval (approval {row.id}): "
                                 f"{reason}", status="close", thread_id=thread_id)
+            self._tell_owner(row, now)
         return row, created
+
+    def _tell_owner(self, row: Approval, now: datetime) -> None:
+        """The owner hears of a new approval once, on their channel (the Approvals page's badge says it too)."""
+        from managers import notices
+
+        owner = self.house.people.owner()
+        settings = self.house.deps.settings
+        language = owner.language or (settings.prompt_language if settings is not None else None)
+        text = notices.say(notices.APPROVAL, language, command=row.type, id=row.id, reason=(row.reason or "")[:300])
+        self.house.conversation.notify_owner(f"approval:{row.id}", text, now=now)
 
     def record(self, *, thread_id: str, tick: int, cmd_key: str, type: str, effect: str, decision: str, actor: str,
                reason: str, now: datetime, ethics: dict[str, Any] | None = None) -> AuditEntry:
@@ -82,7 +98,8 @@ class ConsentManager:
         except ValueError as exc:
             raise ApprovalError(str(exc)) from None
         repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
-                        decision="approved" if approve else "denied", actor="human", reason=reason or by,
+                        decision="approved" if approve else "denied", actor="human",
+                        reason=f"{by}: {reason}" if reason else by,
                         approval_id=row.id, created_at=now)
         if row.type == DOCUMENT_APPROVAL:
             self._settle_document(row, approve=approve, reason=reason, now=now)
@@ -131,6 +148,42 @@ class ConsentManager:
         repos.processes.add("document.added", f"my owner approved: {result} (approval {row.id})", status="ok",
                             thread_id=row.thread_id)
 
+    # -- rows written from untrusted text ----------------------------------------------------------------------------
+
+    def tainted(self, limit: int = 50) -> list[tuple[Taint, str]]:
+        """The rows written from untrusted text that still taint every prompt that shows them, newest first, each
+        with what it says now."""
+        taints = self.repos.taints
+        return [(row, taints.row_text(row.tier, row.ref)) for row in taints.active(limit)]
+
+    def tainted_count(self) -> int:
+        return self.repos.taints.count_active()
+
+    def taints_of(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """The sources of the rows among (tier, ref) keys that were written from untrusted text."""
+        return self.repos.taints.of_keys(keys)
+
+    def trust(self, taint_id: int, *, by: str, reason: str = "", now: datetime,
+              by_person: int | None = None) -> Taint:
+        """The owner trusts a row written from untrusted text: it is shown as the persona's own from the next tick
+        and gates nothing; kept in the audit log. ApprovalError when there is no such taint, it was trusted already,
+        or `by_person` (someone over a channel) is not an owner."""
+        if by_person is not None and not self.house.people.is_owner(by_person):
+            raise ApprovalError("only an owner trusts what came from outside")
+        row = self.repos.taints.get(taint_id)
+        if row is None:
+            raise ApprovalError(f"no tainted row {taint_id}")
+        if not self.repos.taints.clear(taint_id, by=by, reason=reason, now=now):
+            raise ApprovalError(f"{row.tier} {row.ref} was trusted already (by {row.cleared_by})")
+        derived = self.repos.taints.clear_derived(row.tier, row.ref, by=by, now=now)
+        from_where = "; ".join(f"{s.get('origin')} {s.get('ref')}" for s in row.sources or [])
+        self.repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=f"taint:{row.id}", type=TRUST,
+                             effect="write_self", decision="trusted", actor="human",
+                             reason=f"{row.tier} {row.ref} (from {from_where[:400]}"
+                                    + (f"; and {derived} row(s) written only through it" if derived else "")
+                                    + f"): {by}" + (f": {reason}" if reason else ""), created_at=now)
+        return row
+
     def get(self, approval_id: int) -> Approval | None:
         return self.repos.approvals.get(approval_id)
 
@@ -162,3 +215,11 @@ def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: st
 
     with db.unit() as repos:
         return Managers(repos).consent.answer(approval_id, approve=approve, by=by, reason=reason, now=now)
+
+
+def trust(db: Database, taint_id: int, *, by: str, reason: str = "", now: datetime) -> Taint:
+    """`ConsentManager.trust` in a unit of its own (the doors that hold a database, not a transaction)."""
+    from managers import Managers
+
+    with db.unit(actor="human") as repos:
+        return Managers(repos).consent.trust(taint_id, by=by, reason=reason, now=now)

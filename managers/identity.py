@@ -33,12 +33,15 @@ class IdentityManager:
 
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
+        self.audience = house.audience
 
     def block(self, name: BlockName) -> MemoryBlock:
+        """The block; OutOfScope while the persona answers someone other than its owner."""
+        self.audience.require_private("my core memory" if name == "core" else "my notepad")
         return self.repos.blocks.get(name)
 
     def show(self, name: BlockName) -> str:
-        """The block with its size, as the persona reads it."""
+        """The block with its size, as the persona reads it (OutOfScope while it answers a guest or a peer)."""
         block = self.block(name)
         return f"{name} ({len(block.content)}/{block.char_limit} chars):\n{block.content or '(empty)'}"
 

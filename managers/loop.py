@@ -139,8 +139,21 @@ class LoopManager:
     def set_responses(self, thread_id: str, responses: int) -> None:
         self.update_cycle(thread_id, responses=responses)
 
-    def set_notes_mode(self, thread_id: str, mode: str, min_priority: int | None) -> None:
-        self.update_cycle(thread_id, notes_mode=mode, notes_min_priority=min_priority)
+    def set_notes_mode(self, thread_id: str, mode: str, min_priority: int | None,
+                       note_filter: Mapping[str, Any] | None = None) -> None:
+        """The notes mode, and for auto mode the filter (persona/settings.py NotesFilter; managers/notes.py applies
+        it): given, it replaces the thread's (an empty one lifts it); `min_priority` alone sets only that condition of
+        the thread's filter; a mode given alone keeps the filter."""
+        changes: dict[str, Any] = {"notes_mode": mode, "notes_min_priority": min_priority}
+        stored = self.cycle(thread_id).get("notes_filter")
+        if note_filter is not None:
+            wanted = {k: v for k, v in note_filter.items() if v not in (None, [], "")}
+            if min_priority is not None:
+                wanted.setdefault("min_priority", min_priority)
+            changes["notes_filter"] = wanted
+        elif min_priority is not None and isinstance(stored, Mapping):
+            changes["notes_filter"] = {**stored, "min_priority": min_priority}
+        self.update_cycle(thread_id, **changes)
 
     def idle_off(self, thread_id: str) -> None:
         self.update_cycle(thread_id, idle=None)

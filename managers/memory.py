@@ -245,12 +245,18 @@ class MemoryManager:
                tags: builtins.list[str] | None = None, include_archived: bool = False,
                happened_after: date | None = None, happened_before: date | None = None) -> builtins.list[Hit]:
         """The persona's search: what it finds counts as used (its last-used time moves). `days` counts back over
-        record time; `happened_after`/`happened_before` bound event time (memory/event_time.py)."""
+        record time; `happened_after`/`happened_before` bound event time (memory/event_time.py). Only what this
+        unit's audience may see (managers/audience.py): all of it for the owner and the persona alone."""
         now = self.house.deps.clock()
-        hits = self.index.search(Query(text=text, k=max(1, min(k, MAX_RECALL)), tiers=tiers, tags=tags,
+        wanted = max(1, min(k, MAX_RECALL))
+        scope = self.house.audience.recall_tags()  # a guest's or a peer's tick: their conversation and shareable ones
+        hits = self.index.search(Query(text=text, k=wanted if scope is None or not tags else MAX_RECALL * 2,
+                                       tiers=tiers, tags=scope if scope is not None else tags,
                                        include_archived=include_archived,
                                        since=now - timedelta(days=days) if days else None,
                                        happened_since=day_start(happened_after), happened_until=day_start(happened_before)))
+        if scope is not None and tags:  # both: in scope, and with one of the tags asked for
+            hits = [h for h in hits if set(tags) & {str(t) for t in h.item.tags or ()}][:wanted]
         self.repos.items.touch([h.item.id for h in hits], now)
         return hits
 

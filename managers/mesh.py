@@ -4,34 +4,52 @@ CogSync (publish chosen memories by tag; what arrives is data from a peer, never
 cases and CogConsensus claims, trust-weighted) and sync (have/want by container id: nothing lost, nothing applied
 twice, because a container's id is the hash of its body and there is one row per id).
 
+Isolated Mode and Emergency Consensus (HMP "Isolated Mode (including Emergency Consensus)"): the door says whether a
+peer is reachable (`record_connectivity`); while none is, sync and consensus wait in the outbox, and decisions are
+taken on the persona's own ethics and memory — an ethics decision of its validators and a case it opens for the mesh
+are written into its diary tagged `emergency_consensus` (`emergency_decision`), for review once the mesh is back:
+then a system note lists them (the persona may put one to its peers with mesh.case, through the consent gate).
+
 The door (mesh/) moves bytes and holds the per-peer token buckets; everything it decides, it asks here."""
 
 from __future__ import annotations
 
 import builtins
-from collections import defaultdict
+import json
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from managers.conversation import Words
 from memory.models import MeshContainer, MeshRefusal
+from memory.note_kinds import Door
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
-from reach.hmp.containers import Checked, Refused, check, encode, seal
+from persona.yaml_lines import parse_yaml, read_text
+from reach.hmp.containers import Checked, Refused, check, check_value, encode, seal
 from reach.hmp.identity import Identity, verify
 from reach.hmp.limits import TokenBuckets
+from reach.hmp.schema import (HelloPayload, CogSyncPayload, EvaluationPayload, NoteEnvelopePayload, NotePayload,
+                              RotationPayload, TextPayload)
 
 if TYPE_CHECKING:
     from managers import Managers
 
 KEY_DIR, KEY_NAME = "mesh", "identity.key"  # <data dir>/mesh/identity.key, or the sealed secret "identity.key"
 REFUSAL_REASONS = ("forged", "replay", "expired", "oversized", "unknown_type", "malformed", "revoked", "flood",
-                   "blocked", "distrusted")
-PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed", "flood"})
+                   "blocked", "distrusted", "over_quota")
+# what only a misbehaving peer causes; a rate refusal (`flood`) is not among them: an honest peer leaving Isolated
+# Mode sends its outbox at once, and what was refused for rate comes again by sync (have / want)
+PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed"})
+RETRYABLE = frozenset({"flood"})  # a refusal the same container may pass later: it is asked for again by sync
 PUBLISHABLE = ("diary", "concept", "abstract")
+EMERGENCY = "emergency_consensus"  # the diary tag of a decision taken alone in Isolated Mode, for review
+REVIEW_LISTED = 20  # emergency decisions named in the note that tells of the mesh's return
 NOTE_TEXT = 8000  # a distributed note's text at most
 NOTE_MARKS = 12  # mentions (and hashtags) a distributed note carries at most
 
@@ -43,6 +61,45 @@ class Outcome:
     container_id: str | None = None
     sender: str | None = None
     applied: str | None = None  # what it became here: "diary 12", "evaluation", …
+    type: str | None = None  # the container's type (accepted ones)
+    detail: str = ""  # what the container said that the door shows (a hello's topics), or why it was refused
+
+    @property
+    def final(self) -> bool:
+        """A refusal the same container would meet again (not worth asking for by sync)."""
+        return self.status == "refused" and self.reason not in RETRYABLE
+
+
+@dataclass
+class StoreQuota:
+    """How many bytes of containers this persona keeps from each peer and in all, and — of those it keeps only to
+    pass on (CogSync on a topic it does not subscribe to, a message for another persona) — how many. The door
+    holds one (`MeshManager.quota()` counts what the database holds when the door starts); `receive` refuses what
+    would exceed it as `over_quota`, shown with the other refusals."""
+
+    per_peer: int
+    total: int
+    carry_per_peer: int
+    carry_total: int
+    kept: Counter[str] = field(default_factory=Counter)  # sender -> bytes kept
+    carried: Counter[str] = field(default_factory=Counter)  # sender -> bytes kept only to pass on
+
+    def refuses(self, sender: str, size: int, *, carried: bool) -> str | None:
+        """Why a container of `size` bytes from `sender` is not kept, or None."""
+        if self.kept[sender] + size > self.per_peer:
+            return f"this peer's containers would exceed {self.per_peer // 1024} KiB"
+        if sum(self.kept.values()) + size > self.total:
+            return f"the mesh's containers would exceed {self.total // (1024 * 1024)} MiB"
+        if carried and self.carried[sender] + size > self.carry_per_peer:
+            return f"containers kept only to pass on would exceed {self.carry_per_peer // 1024} KiB for this peer"
+        if carried and sum(self.carried.values()) + size > self.carry_total:
+            return f"containers kept only to pass on would exceed {self.carry_total // 1024} KiB"
+        return None
+
+    def add(self, sender: str, size: int, *, carried: bool) -> None:
+        self.kept[sender] += size
+        if carried:
+            self.carried[sender] += size
 
 
 @dataclass(frozen=True)
@@ -55,6 +112,7 @@ class Tally:
     votes: int
     result: str | None  # the winning solution's text; a claim: "agree" / "disagree" / "undecided"
     score: float | None  # a claim's trust-weighted mean evaluation
+    unweighed: int = 0  # votes of peers not trusted here: counted, weighing nothing
 
 
 def _marks(values: Any) -> builtins.list[str]:
@@ -63,9 +121,15 @@ def _marks(values: Any) -> builtins.list[str]:
     return [str(w)[:60] for w in words if isinstance(w, str) and w.strip()][:NOTE_MARKS]
 
 
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every time stored here is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
 def _voter_weight(trust: float) -> float:
-    """A vote's weight from its voter's trust: 0 at −1, 0.5 for an unknown peer, 1 at +1."""
-    return (1.0 + trust) / 2.0
+    """A vote's weight is its voter's earned trust: 0 for a peer nobody here has evaluated (or one distrusted), so any
+    number of fresh DIDs weighs nothing against one trusted peer (a Sybil costs nothing to make; trust does)."""
+    return max(0.0, trust)
 
 
 class MeshManager:
@@ -156,6 +220,24 @@ class MeshManager:
             created_at=self.house.deps.clock()))
         return container
 
+    def hello(self, agent: str = "anima") -> dict[str, Any]:
+        """A signed statement of who this persona is on the mesh — its DID (the signer) and the CogSync topics it
+        listens to, nothing else — queued for the peers; the door sends one when it first reaches a peer, and a
+        newcomer gets it by sync."""
+        return self.compose("hello", HelloPayload(topics=self.subscriptions()[:64], agent=agent[:200])
+                            .model_dump())
+
+    def journal(self, events: Iterable[Mapping[str, Any]]) -> int:
+        """What the door saw (a peer met, a container received or refused, one sent) into the live journal, kind
+        `mesh`: the Mesh page streams it (web/pages/live.py)."""
+        now = self.house.deps.clock()
+        rows = [{"at": now, "kind": "mesh", "node": str(event.get("event", ""))[:128],
+                 "data": {k: v for k, v in event.items() if k != "event"}} for event in events]
+        return self.house.repos.live_events.add_many(rows) if rows else 0
+
+    def trim_journal(self, keep: int) -> int:
+        return self.house.repos.live_events.trim(keep)
+
     def outbox(self, limit: int = 200) -> builtins.list[dict[str, Any]]:
         return [dict(r.body) for r in self.repo.outbox(limit)]
 
@@ -164,13 +246,21 @@ class MeshManager:
         return self.repo.mark_sent(ids, self.house.deps.clock()) if ids else 0
 
     # ---- receiving --------------------------------------------------------------------------------------------------
-    def receive(self, raw: bytes | str, *, limiter: TokenBuckets | None = None, relay: str | None = None,
-                now_ms: int | None = None) -> Outcome:
+    def receive(self, raw: bytes | str | dict[str, Any], *, limiter: TokenBuckets | None = None,
+                relay: str | None = None, now_ms: int | None = None, quota: StoreQuota | None = None) -> Outcome:
         """Verify a container that arrived and apply it, or refuse it (counted; the sender's trust lowered for what
-        only its sender can cause — a replay is held against the peer that relayed it, `relay`, when known)."""
+        only its sender can cause — a replay is held against the peer that relayed it, `relay`, when known). `raw`
+        is its bytes, or the value a sync message's `bodies` carried (already read within bounds). A rate refusal
+        (`limiter`) costs the sender nothing; `quota` bounds what is kept per peer and in all."""
         settings = self.settings
         try:
-            checked = check(raw, now_ms=now_ms, max_bytes=settings.max_container_bytes)
+            if isinstance(raw, dict):
+                size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace"))
+                if size > settings.max_container_bytes:
+                    raise Refused("oversized", f"{size} bytes > {settings.max_container_bytes}")
+                checked = check_value(raw, size, now_ms=now_ms)
+            else:
+                checked = check(raw, now_ms=now_ms, max_bytes=settings.max_container_bytes)
         except Refused as refused:  # an unproven sender is not blamed: the peer that delivered it is
             blamed = refused.sender if refused.verified else relay
             return self._refuse(refused.reason, refused.detail, refused.sender or relay, refused.container_id,
@@ -185,12 +275,40 @@ class MeshManager:
             return self._refuse("revoked", "the sender's key was revoked or rotated", sender, cid, blamed=None)
         if self.repo.get(cid) is not None:  # anyone can replay a peer's container: blame the relay
             return self._refuse("replay", "already have it", sender, cid, blamed=relay if relay != sender else None)
-        if limiter is not None and not limiter.allow(sender):
-            return self._refuse("flood", f"over {settings.rate_per_s}/s", sender, cid, blamed=sender)
+        if limiter is not None and not limiter.allow(sender):  # asked for again by sync: no fault of the sender's
+            return self._refuse("flood", f"over {settings.rate_per_s}/s (asked for again by sync)", sender, cid,
+                                blamed=None)
         trust = reputation.trust(sender)
         if trust < settings.min_trust:
             return self._refuse("distrusted", f"trust {trust:.2f} < {settings.min_trust}", sender, cid, blamed=None)
-        return self._accept(checked, trust)
+        carried = self.carried_only(checked.container)
+        if quota is not None:
+            over = quota.refuses(sender, checked.size, carried=carried)
+            if over:
+                return self._refuse("over_quota", over, sender, cid, blamed=None)
+        outcome = self._accept(checked, trust)
+        if quota is not None:
+            quota.add(sender, checked.size, carried=carried)
+        return outcome
+
+    def carried_only(self, container: Mapping[str, Any]) -> bool:
+        """Whether a container is kept here only to pass on to others (by sync): CogSync on a topic this persona
+        does not subscribe to, or a message, ask, answer or note addressed to another persona."""
+        if container.get("type") == "cogsync":
+            return container.get("topic") not in self.subscriptions()
+        return container.get("recipient") not in (None, self.my_did())
+
+    def quota(self) -> StoreQuota:
+        """The store's bounds (`mesh.store_*`) and what the database already holds from each peer."""
+        settings = self.settings
+        quota = StoreQuota(per_peer=settings.store_per_peer_kb * 1024, total=settings.store_total_mb * 1024 * 1024,
+                           carry_per_peer=settings.carry_per_peer_kb * 1024,
+                           carry_total=settings.carry_total_mb * 1024 * 1024)
+        topics, me = set(self.subscriptions()), self.my_did()
+        for sender, type_, topic, recipient, size in self.repo.kept_sizes():
+            carried = topic not in topics if type_ == "cogsync" else recipient not in (None, me)
+            quota.add(sender, size, carried=carried)
+        return quota
 
     def _refuse(self, reason: str, detail: str, sender: str | None, container_id: str | None, *,
                 blamed: str | None) -> Outcome:
@@ -200,60 +318,66 @@ class MeshManager:
                                      at=self.house.deps.clock()))
         if blamed and reason in PENALISED:
             self.house.reputation.penalise(blamed, reason, about=container_id)
-        return Outcome("refused", reason, container_id, sender)
+        return Outcome("refused", reason, container_id, sender, detail=detail[:300])
 
     def _accept(self, checked: Checked, trust: float) -> Outcome:
         container = checked.container
-        payload: dict[str, Any] = container["payload"]
-        inner = payload.get("note") if checked.type == "note" else None  # a distributed note: its origin's id
-        ref = inner.get("id") if isinstance(inner, dict) else payload.get("case") or payload.get("about")
+        payload = checked.payload
+        ref: Any = None
+        if isinstance(payload, NoteEnvelopePayload):  # a distributed note: its origin's id
+            ref = payload.note.get("id")
+        elif checked.type != "note":
+            ref = container["payload"].get("case") or container["payload"].get("about")
         row = MeshContainer(id=checked.id, direction="in", type=checked.type, sender=checked.sender,
                             recipient=container["recipient"], topic=container["topic"],
-                            ref=str(ref or "")[:80] or None,
+                            ref=str(ref)[:80] if isinstance(ref, str) and ref else None,
                             body=container, status="accepted", trust=round(trust, 4),
                             created_at=self.house.deps.clock())
         self.repo.add(row)
-        applied = self._apply(row, payload)
-        return Outcome("accepted", "", checked.id, checked.sender, applied)
+        applied = self._apply(row, checked)
+        detail = ""
+        if isinstance(payload, HelloPayload):
+            detail = ", ".join(payload.topics)[:300]
+        return Outcome("accepted", "", checked.id, checked.sender, applied, type=checked.type, detail=detail)
 
-    def _apply(self, row: MeshContainer, payload: dict[str, Any]) -> str | None:
+    def _apply(self, row: MeshContainer, checked: Checked) -> str | None:
         """What an accepted container becomes here. Text from a peer is data: a note or a memory marked with its
         origin ("peer"), sender DID and trust — never a command."""
-        kind = row.type
-        if kind in ("message", "ask", "answer"):
+        kind, payload = row.type, checked.payload
+        if isinstance(payload, TextPayload):  # message, ask, answer
             if row.recipient not in (None, self.my_did()):
                 return None  # relayed to someone else
-            note = self.house.repos.notes.add(str(payload.get("text", ""))[:8000], source="peer",
-                                              tags=self._peer_tags(row), read=False)
-            return f"note {note.id}"
-        if kind == "note":
+            text = payload.text[:NOTE_TEXT]
+            if not text.strip():
+                return None
+            heard = self.house.conversation.hear(Words(text, door=Door.MESH, peer=row.sender,
+                                                       tags=self._note_tags(row)))
+            return f"note {heard.note_id}"
+        if isinstance(payload, NoteEnvelopePayload):
             return self._take_note(row, payload)
-        if kind == "cogsync":
+        if isinstance(payload, CogSyncPayload):
             if row.topic not in self.subscriptions():
-                return None  # kept for sync and relaying, not learned
+                return None  # kept for sync and relaying (within the carry quota), not learned
             return self._learn(row, payload)
-        if kind == "evaluation":
-            subject = str(payload.get("subject", ""))
-            if subject:
-                self.house.reputation.evaluate(subject, float(payload.get("score", 0.0)), evaluator=row.sender,
-                                               about=payload.get("about"), reason=str(payload.get("reason", "")),
-                                               container_id=row.id)
+        if isinstance(payload, EvaluationPayload):
+            self.house.reputation.evaluate(payload.subject, payload.score, evaluator=row.sender, about=payload.about,
+                                           reason=payload.reason[:200], container_id=row.id)
             return "evaluation"
-        if kind == "rotation":
-            new, signature = str(payload.get("new", "")), str(payload.get("new_sig", ""))
+        if isinstance(payload, RotationPayload):
             try:
-                vouched = verify(new, bytes.fromhex(signature), f"rotate:{row.sender}".encode())
+                vouched = payload.old == row.sender and verify(payload.new, bytes.fromhex(payload.new_sig),
+                                                               f"rotate:{row.sender}".encode())
             except ValueError:
                 vouched = False
-            self._retire(row.sender, replaced_by=new if vouched else None, container_id=row.id)
+            self._retire(row.sender, replaced_by=payload.new if vouched else None, container_id=row.id)
             if vouched:  # the successor inherits the trust the old key had earned here
-                self.house.reputation.evaluate(new, self.house.reputation.trust(row.sender), reason="rotation",
-                                               about=row.id)
+                self.house.reputation.evaluate(payload.new, self.house.reputation.trust(row.sender),
+                                               reason="rotation", about=row.id)
             return "rotation"
         if kind == "revocation":
             self._retire(row.sender, replaced_by=None, container_id=row.id)
             return "revocation"
-        return kind  # ethics_case, solution, vote, claim: read by tally()
+        return kind  # ethics_case, solution, vote, claim: read by tally(); hello, a note sealed by its author
 
     # ---- distributed notes (F2F) ---------------------------------------------------------------------------------
     def share_note(self, text: str, *, mentions: Iterable[str] = (), hashtags: Iterable[str] = (),
@@ -275,58 +399,66 @@ class MeshManager:
         return self.compose("note", {"note": dict(note), "hops": hops}, recipient=friend, lineage=[str(note["id"])],
                             ref=str(note["id"]))
 
-    def _take_note(self, row: MeshContainer, payload: dict[str, Any]) -> str | None:
+    def _take_note(self, row: MeshContainer, payload: NoteEnvelopePayload) -> str | None:
         """A friend's envelope addressed here: the note inside is verified like any container (its author's
-        signature, its age), taken once — by its id, however many friends carry it and whichever way it loops —,
-        marked with its origin and hops (data from a peer, source `peer`), and relayed to this persona's other
-        friends while hops < `mesh.note_hops`. An envelope from a peer that is no friend here is not taken; a note
-        whose author is blocked, revoked or distrusted here is neither taken nor relayed."""
+        signature, its age, its shape), taken once — by its id, however many friends carry it and whichever way it
+        loops —, marked with its origin and hops (data from a peer, source `peer`), and relayed to this persona's
+        other friends while hops < `mesh.note_hops`. An envelope from a peer that is no friend here is not taken; a
+        note whose author is blocked, revoked or distrusted here is neither taken nor relayed."""
         if row.recipient != self.my_did():
             return None  # carried to another friend: kept for sync, not taken
         friends = {str(f.did) for f in self.house.peers.friends()}
-        raw, hops = payload.get("note"), payload.get("hops")
-        if row.sender not in friends or not isinstance(raw, dict) or type(hops) is not int or hops < 1:
+        raw, hops = payload.note, payload.hops
+        if row.sender not in friends:
             return None
         try:
             note = check(encode(raw), max_bytes=self.settings.max_container_bytes)
         except (Refused, TypeError, ValueError):
             return None
-        origin, body = note.sender, note.container["payload"]
+        origin, body = note.sender, note.payload
         reputation = self.house.reputation
-        if note.type != "note" or note.container["recipient"] is not None or origin == self.my_did() \
-                or self.repo.note_applied(note.id) or reputation.is_blocked(origin) or self.is_revoked(origin) \
-                or reputation.trust(origin) < self.settings.min_trust:
+        if note.type != "note" or not isinstance(body, NotePayload) or note.container["recipient"] is not None \
+                or origin == self.my_did() or self.repo.note_applied(note.id) or reputation.is_blocked(origin) \
+                or self.is_revoked(origin) or reputation.trust(origin) < self.settings.min_trust:
             return None
-        text = str(body.get("text", ""))[:NOTE_TEXT]
+        text = body.text[:NOTE_TEXT]
         if not text.strip():
             return None
-        marks = [f"#{t}" for t in _marks(body.get("hashtags"))] + [f"@{m}" for m in _marks(body.get("mentions"))]
-        priority = body.get("priority")
-        entry = self.house.repos.notes.add(
-            text, source="peer", read=False, priority=max(-10, min(10, priority)) if type(priority) is int else 0,
-            tags=[*self._peer_tags(row), f"origin:{origin}", f"hops:{hops}", *marks])
-        row.local_tier, row.local_id = "note", entry.id
+        marks = [f"#{t}" for t in _marks(body.hashtags)] + [f"@{m}" for m in _marks(body.mentions)]
+        heard = self.house.conversation.hear(Words(
+            text, door=Door.MESH, peer=row.sender, priority=body.priority,
+            tags=[*self._note_tags(row), f"origin:{origin}", f"hops:{hops}", *marks]))
+        row.local_tier, row.local_id = "note", heard.note_id
         self.house.repos.session.flush()
         if hops < self.settings.note_hops:
             for friend in sorted(friends - {row.sender, origin}):
                 self._envelope(raw, hops + 1, friend)
-        return f"note {entry.id}"
+        return f"note {heard.note_id}"
 
-    def _peer_tags(self, row: MeshContainer) -> builtins.list[str]:
+    def peer_label(self, did: str) -> str:
+        """How a peer is named to the persona and the owner: the owner's name for it and its DID, or its DID."""
+        known = self.house.peers.by_did(did)
+        return f"{known.name}, {did}" if known is not None and known.name else did
+
+    def _note_tags(self, row: MeshContainer) -> builtins.list[str]:
+        """A note from a peer: `from:<the owner's name for it>, <DID>` (or the DID) says who wrote it wherever the note
+        is shown (nodes/provenance.py note_author); `peer:<DID>` which key signed it."""
+        return ["via:mesh", f"from:{self.peer_label(row.sender)}", f"peer:{row.sender}"]
+
+    def _memory_tags(self, row: MeshContainer) -> builtins.list[str]:
+        """A memory learned by CogSync: `from:peer` marks it on the Memory page, `peer:<DID>` names its author."""
         return ["via:mesh", "from:peer", f"peer:{row.sender}"]
 
-    def _learn(self, row: MeshContainer, payload: dict[str, Any]) -> str:
-        what = str(payload.get("kind", "diary"))
-        text = str(payload.get("text", ""))[:8000]
-        tags = [str(t)[:60] for t in payload.get("tags", [])][:12]
-        tags = sorted({*tags, *(self._peer_tags(row)), str(row.topic)})
-        if what == "concept":
-            name = str(payload.get("name") or text[:60])[:150]
+    def _learn(self, row: MeshContainer, payload: CogSyncPayload) -> str:
+        text = payload.text[:NOTE_TEXT]
+        tags = sorted({*payload.tags, *self._memory_tags(row), str(row.topic)})
+        if payload.kind == "concept":
+            name = (payload.name or text[:60])[:150]
             concept = self.house.repos.concepts.add(f"{name} (from {row.sender[-8:]}, {row.id[7:15]})",
                                                     description=text, tags=tags)
             tier, local_id = "concept", concept.id
-        elif what == "abstract":
-            abstract = self.house.repos.abstracts.add(str(payload.get("title") or text[:80])[:300], text, tags=tags)
+        elif payload.kind == "abstract":
+            abstract = self.house.repos.abstracts.add((payload.title or text[:80])[:300], text, tags=tags)
             tier, local_id = "abstract", abstract.id
         else:
             entry = self.house.repos.diary.add(text, tags=tags)
@@ -392,15 +524,67 @@ class MeshManager:
         self.house.reputation.evaluate(row.sender, -0.2, reason="the owner rejected what it taught", about=row.id)
         return True
 
+    # ---- Isolated Mode and Emergency Consensus -------------------------------------------------------------------
+    def connectivity(self) -> dict[str, Any]:
+        """What the door last said ({} if it never ran): isolated, since when, how many peers, the door's state."""
+        return self.house.repos.config.mesh_connectivity
+
+    def isolated(self) -> bool:
+        """Whether the persona is in Isolated Mode: its mesh is on and the door said no peer is reachable (or that it
+        could not start)."""
+        return self.settings.enabled and bool(self.connectivity().get("isolated"))
+
+    def record_connectivity(self, *, isolated: bool, peers: int = 0, door: str = "running") -> bool:
+        """The door's word on whether a peer is reachable; stored when it changed (True). When the mesh comes back,
+        the decisions taken alone since the isolation began are put up for review: a system note names them."""
+        now = self.house.deps.clock()
+        before = self.connectivity()
+        if before and bool(before.get("isolated")) == isolated and before.get("door") == door:
+            return False
+        began = now.isoformat() if isolated and not before.get("isolated") else before.get("isolated_since")
+        self.house.repos.config.mesh_connectivity = {"isolated": isolated, "since": now.isoformat(), "peers": peers,
+                                                     "door": door, "isolated_since": began}
+        if before.get("isolated") and not isolated and isinstance(began, str):
+            self._review(datetime.fromisoformat(began), now)
+        return True
+
+    def emergency_decision(self, text: str, *, tags: Iterable[str] = (), thread_id: str | None = None,
+                           tick: int | None = None) -> int | None:
+        """In Isolated Mode, a decision the mesh's consensus would have had a say in, written into the diary tagged
+        `emergency_consensus` (and `tags`) for review when the mesh is back: its id; None when not isolated."""
+        if not self.isolated():
+            return None
+        entry = self.house.diary.add(text, tags=[EMERGENCY, *tags], thread_id=thread_id, tick=tick)
+        return int(entry.id)
+
+    def _review(self, since: datetime, now: datetime) -> None:
+        """The mesh is back: the diary's emergency decisions since `since` (the persona's own so tagged among them),
+        named in a system note for review."""
+        entries = [e for e in self.house.repos.diary.list(limit=200, tag=EMERGENCY)
+                   if _aware(e.created_at) >= _aware(since)]
+        if not entries:
+            return
+        hours = (now - since).total_seconds() / 3600
+        named = ", ".join(f"diary {e.id}" for e in entries[:REVIEW_LISTED])
+        more = f" and {len(entries) - REVIEW_LISTED} more" if len(entries) > REVIEW_LISTED else ""
+        self.house.repos.notes.add(
+            f"The mesh is back after {hours:.1f} h in Isolated Mode: {len(entries)} decision(s) I took alone are marked "
+            f"{EMERGENCY} for review: {named}{more}. diary.read shows one; mesh.case puts one to my peers.",
+            source="system", tags=["mesh", EMERGENCY], priority=1, created_at=now)
+
     # ---- consensus --------------------------------------------------------------------------------------------------
     def open_case(self, question: str, solutions: Iterable[str] = (), *, kind: str = "ethics_case") -> dict[str, Any]:
-        """An ethics case (solutions proposed with it or later) or a CogConsensus claim."""
+        """An ethics case (solutions proposed with it or later) or a CogConsensus claim. In Isolated Mode it waits in
+        the outbox and the diary marks the decision as taken alone meanwhile (`emergency` in the result: its entry)."""
         if kind not in ("ethics_case", "claim"):
             raise ValueError("kind: ethics_case or claim")
         case = self.compose(kind, {"question": question})
         for text in solutions:
             self.propose(case["id"], text)
-        return case
+        entry = self.emergency_decision(
+            f"The mesh is unreachable (Isolated Mode): its consensus on “{question[:300]}” (case {case['id'][:19]}…) is "
+            "deferred until a peer is back; meanwhile I decide on my own ethics and memory.", tags=["mesh", kind])
+        return {**case, "emergency": entry} if entry is not None else case
 
     def propose(self, case_id: str, text: str) -> dict[str, Any]:
         return self.compose("solution", {"case": case_id, "text": text}, lineage=[case_id], ref=case_id)
@@ -419,8 +603,8 @@ class MeshManager:
         return self.repo.of_case(case_id)
 
     def tally(self, case_id: str) -> Tally:
-        """The trust-weighted result: each voter's last vote counts once, weighed by its trust (this persona's own
-        vote by 1)."""
+        """The trust-weighted result: each voter's last vote counts once, weighed by the trust it earned here (this
+        persona's own vote by 1; a peer nobody here trusts yet by 0 — counted in `unweighed`)."""
         rows = self.case_rows(case_id)
         case = next((r for r in rows if r.id == case_id), None)
         if case is None:
@@ -429,11 +613,12 @@ class MeshManager:
         last_vote: dict[str, MeshContainer] = {}
         for row in sorted((r for r in rows if r.type == "vote"), key=lambda r: r.body["ts"]):
             last_vote[row.sender] = row
-        me = self.my_did()
         weights: dict[str, float] = defaultdict(float)
         scored = 0.0
-        for voter, row in last_vote.items():
-            weight = 1.0 if voter == me else _voter_weight(self.house.reputation.trust(voter))
+        unweighed = 0
+        for voter, row in last_vote.items():  # this persona's own vote is the one it sent (no key needed to know)
+            weight = 1.0 if row.direction == "out" else _voter_weight(self.house.reputation.trust(voter))
+            unweighed += weight == 0.0
             payload = row.body["payload"]
             if case.type == "claim" and isinstance(payload.get("score"), (int, float)):
                 weights["score"] += weight
@@ -446,10 +631,10 @@ class MeshManager:
             score = scored / total if total else None
             result = None if score is None else "agree" if score > 0.2 else "disagree" if score < -0.2 else "undecided"
             return Tally(case_id, case.type, question, solutions, dict(weights), len(last_vote), result,
-                         None if score is None else round(score, 4))
-        best = max(weights, key=lambda s: weights[s], default=None)
+                         None if score is None else round(score, 4), unweighed)
+        best = max((s for s in weights if weights[s] > 0), key=lambda s: weights[s], default=None)
         return Tally(case_id, case.type, question, solutions, dict(weights), len(last_vote),
-                     solutions.get(best) if best else None, None)
+                     solutions.get(best) if best else None, None, unweighed)
 
     def open_cases(self, limit: int = 20) -> builtins.list[Tally]:
         return [self.tally(c.id) for c in self.repo.cases(limit)]
@@ -464,7 +649,7 @@ class MeshManager:
         if not settings.persona_dir:
             raise ValueError("no persona directory to write ethics.yaml in")
         path = Path(settings.persona_dir) / "ethics.yaml"
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data = parse_yaml(read_text(path), str(path)) if path.exists() else {}
         data = data if isinstance(data, dict) else {}
         principles = list(data.get("principles") or [])
         principle = f"{tally.result} (mesh consensus on: {tally.question})"
@@ -477,8 +662,9 @@ class MeshManager:
 
     # ---- sync (have / want) -----------------------------------------------------------------------------------------
     def have(self, limit: int = 5000) -> builtins.list[str]:
-        """The ids of the containers this persona holds that a peer may lack (its own, sent or queued, and what it
-        accepted), newest first."""
+        """The ids of the containers this persona holds that a peer may lack (its own once sent, and what it
+        accepted), newest first. What still waits in the outbox is not offered: it goes out by gossip at the pace
+        the peers asked for, and sync then offers what was lost on the way."""
         return self.repo.ids(limit)
 
     def want(self, ids: Iterable[str]) -> builtins.list[str]:
@@ -487,12 +673,20 @@ class MeshManager:
         have = self.repo.existing(ids)
         return [i for i in ids if i not in have]
 
+    def holds(self, container_id: str) -> bool:
+        return self.repo.get(container_id) is not None
+
     def bodies(self, ids: Iterable[str]) -> builtins.list[dict[str, Any]]:
         return [dict(r.body) for r in self.repo.many(list(ids)[:5000])]
 
     # ---- what the pages and status show ------------------------------------------------------------------------------
     def refused_counts(self, did: str | None = None) -> dict[str, int]:
         return self.repo.refused_counts(did)
+
+    def trim_refusals(self, keep: int) -> int:
+        """Keep the newest `keep` refusals: what a flood of junk cannot grow without bound (the counts shown are of
+        what is kept)."""
+        return self.repo.trim_refusals(keep)
 
     def refused_recent(self, limit: int = 20) -> builtins.list[MeshRefusal]:
         return self.repo.refused_recent(limit)
@@ -505,4 +699,4 @@ class MeshManager:
                 "subscriptions": self.subscriptions(), "outbox": len(self.outbox())}
 
 
-__all__ = ["REFUSAL_REASONS", "MeshManager", "Outcome", "Tally"]
+__all__ = ["EMERGENCY", "REFUSAL_REASONS", "MeshManager", "Outcome", "Tally"]

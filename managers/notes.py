@@ -1,5 +1,5 @@
-"""Notes: the shared notepad between the human, the persona, its tasks and the system (HMP `notes`) — and the
-messages the persona sends its human, stored as outgoing notes.
+"""Notes: the shared notepad between the human, the persona, its tasks and the system (HMP `notes`). (A human's words
+come in, and the persona's messages go out, through the conversation: managers/conversation.py.)
 
 Rules: a task sub-cycle's notes go to the main loop unread (source `llm:task`); the persona rewrites the text only of
 its own notes (another's words are never rewritten; their tags and priority it may change); a delete hides the note,
@@ -14,22 +14,61 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Iterable
-from typing import Any
-from datetime import datetime
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from memory.models import Note
+from memory.note_kinds import OWN_SOURCES, NoteSource
 from memory.repositories import NotFound
+from memory.note_kinds import OWNER_SOURCES
 from memory.tiers import Conflict
+
+from persona.settings import NotesFilter
 
 if TYPE_CHECKING:
     from managers import Managers
+    from persona.settings import Settings
 
-OWN_SOURCES = ("llm", "llm:task")  # what the persona wrote itself
 PUBLIC = "public"  # the tag of a note this persona shared with its friends
 MENTION = re.compile(r"(?<![\w@])@([\w.-]{1,60})")
 HASHTAG = re.compile(r"(?<![\w#&])#(\w[\w-]{0,59})")
+
+
+FILTER_KEY = "notes_filter"  # in a thread's cycle settings: the filter cycle.mode set (NotesFilter's fields)
+SCAN_FACTOR = 3  # notes read per note shown when a mention must be checked to its end
+CLEANUP_MAX = 2000  # notes a cleanup hides at once (the next one goes on)
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """The unread notes an auto-mode tick shows, and how many unread notes there are in all."""
+
+    notes: builtins.list[Note]
+    unread: int
+    filter: NotesFilter
+
+    @property
+    def held(self) -> int:
+        """Unread notes the filter keeps back (or that wait beyond the tick's limit)."""
+        return max(0, self.unread - len(self.notes))
+
+
+def notes_filter(cycle: Mapping[str, Any], settings: Settings | None) -> NotesFilter:
+    """The filter in force for a thread: the one its cycle settings hold (cycle.mode), else config.yaml's
+    `cycle.notes_filter`; an older cycle's `notes_min_priority` still counts."""
+    stored = cycle.get(FILTER_KEY)
+    try:
+        wanted = NotesFilter.model_validate(stored) if isinstance(stored, Mapping) else (
+            settings.cycle.notes_filter if settings is not None else NotesFilter())
+    except ValidationError:  # written by an older version: the configured one holds
+        wanted = settings.cycle.notes_filter if settings is not None else NotesFilter()
+    if wanted.min_priority is None and cycle.get("notes_min_priority") is not None:
+        wanted = wanted.model_copy(update={"min_priority": int(cycle["notes_min_priority"])})
+    return wanted
 
 
 def marks_of(text: str) -> tuple[builtins.list[str], builtins.list[str]]:
@@ -47,6 +86,23 @@ class NoteManager:
         """The visible notes (hidden ones left out)."""
         return self.repos.notes.list(source=source, unread_only=unread_only, limit=limit, include_hidden=False)
 
+    def incoming(self, wanted: NotesFilter, *, limit: int, now: datetime) -> Incoming:
+        """The unread notes a tick shows under `wanted` (settings NotesFilter: the owner's always), at most `limit`,
+        highest priority first."""
+        if not wanted.active():
+            notes = self.repos.notes.unread_incoming(limit=limit)
+            return Incoming(notes, len(notes), wanted)
+        since = now - timedelta(hours=wanted.max_age_hours) if wanted.max_age_hours is not None else None
+        found, unread = self.repos.notes.unread_filtered(
+            limit=limit * SCAN_FACTOR if wanted.mentions else limit, min_priority=wanted.min_priority,
+            tags=wanted.tags, sources=wanted.sources, mentions=wanted.mentions, since=since)
+        if wanted.mentions:  # the query found `@ann` in `@anna` too: a mention must end where the name does
+            names = {m.lower() for m in wanted.mentions}
+            owners = {p.id for p in self.repos.people.owners()}
+            found = [n for n in found if n.source in OWNER_SOURCES or (n.source == "channel" and n.author_id in owners)
+                     or _mentions(n, names)][:limit]
+        return Incoming(found, unread, wanted)
+
     def read(self, note_id: int) -> Note:
         """The note, marked read; NotFound when there is none."""
         note = self.repos.notes.get(note_id)
@@ -59,7 +115,7 @@ class NoteManager:
             thread_id: str | None = None, llm_id: str | None = None, now: datetime | None = None) -> Note:
         """The persona's note; written in a task's sub-cycle (`task_id`), it goes to the main loop unread."""
         from_task = task_id is not None
-        return self.repos.notes.add(text, source="llm:task" if from_task else "llm", tags=list(tags), task_id=task_id,
+        return self.repos.notes.add(text, source=NoteSource.TASK if from_task else NoteSource.PERSONA, tags=list(tags), task_id=task_id,
                                     priority=priority, thread_id=thread_id, llm_id=llm_id, read=not from_task,
                                     created_at=now)
 
@@ -84,6 +140,13 @@ class NoteManager:
         self.repos.notes.update(note_id, text=text, tags=tags, priority=priority)
         return note
 
+    def cleanup(self, *, days: float) -> int:
+        """HMP's cleanup of outdated notes: those written and read more than `days` ago are hidden (restorable, as a
+        delete is), never a human's words or a message the persona sent — a conversation is kept whole — and never an
+        unread note; how many."""
+        before = self.house.deps.clock() - timedelta(days=days)
+        return len(self.repos.notes.hide_read_before(before, limit=CLEANUP_MAX))
+
     def hide(self, note_id: int) -> bool:
         """The persona's delete: hidden (out of lists and the prompt), restorable; False when there is nothing to
         hide."""
@@ -105,10 +168,12 @@ class NoteManager:
         self.repos.notes.set_tags(note_id, [*(note.tags or []), PUBLIC])
         return sent
 
-    def outgoing(self, text: str, *, to: str, thread_id: str | None, llm_id: str | None, now: datetime) -> Note:
-        """A message to the human (or `to`), kept as an outgoing note."""
-        return self.repos.notes.add(text, source="llm", thread_id=thread_id, llm_id=llm_id, read=True,
-                                    tags=["outgoing", f"to:{to}"], created_at=now)
+
+def _mentions(note: Note, names: set[str]) -> bool:
+    """Whether the note names one of `names` (lower case) whole: `@name` in its words, or its tag `@name`."""
+    said = {m.lower() for m in marks_of(note.text)[0]}
+    tagged = {str(t)[1:].lower() for t in note.tags or [] if isinstance(t, str) and t.startswith("@")}
+    return bool(names & (said | tagged))
 
 
-__all__ = ["OWN_SOURCES", "PUBLIC", "NoteManager", "marks_of"]
+__all__ = ["OWN_SOURCES", "PUBLIC", "Incoming", "NoteManager", "marks_of", "notes_filter"]

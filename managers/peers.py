@@ -10,23 +10,39 @@ Rules:
 - a message to a peer with no task waiting goes into the A2A outbox and is delivered by the web app (web/a2a.py),
   retried with a doubling delay while the peer is down, never lost; an answer the agent gives at once becomes a note
   from it. Any A2A agent can be written to by its URL (`to` = "https://…"): it is then an unnamed peer.
+- who calls is what its credential proves, never what the message says: the owner issues each peer its own
+  credentials (a token that opens A2A only; only its hash is kept) and revokes them; a caller without one is the one
+  `anonymous` caller (its notes are by `a2a-<context>`, a name no peer may take), where the owner allows it. A task is
+  seen and continued only by the caller that opened it. Names that are people's, or the owner's words ("user",
+  "owner"), are no peer's.
+- the credential a peer issued to this persona (for the persona's own messages to it) is kept like every secret
+  (memory/secrets.py: a 0600 file, or sealed), never in the database, a log, a page or an export.
+- what one caller, and all callers together, may leave unanswered is capped (`a2a.open_per_caller`, `open_total`),
+  and a message past `a2a.max_message_chars` is refused, not cut: `Overloaded` / `Refused` say which.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+import hashlib
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from managers.conversation import Words
 from managers.errors import NotFound, Refused
-from memory.models import A2AInbound, A2AOutbox, Note, Peer
+from memory.models import A2AInbound, A2AOutbox, Note, Peer, PeerCredential
+from memory.note_kinds import Door, NoteSource
 
 if TYPE_CHECKING:
     from managers import Managers
+    from memory.secrets import SecretStore
 
-PEER_SOURCE = "peer"
+PEER_SOURCE = NoteSource.PEER
 FRIEND = "friend"  # the tag that makes a peer a friend: the distributed notes replicate through it (managers/notes.py)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 MAX_TAGS = 20
@@ -44,15 +60,57 @@ def is_agent_url(value: str) -> bool:
 
 
 DISCOVERED_KEPT = 200  # peers seen on the mesh and not added, remembered for the Mesh page
+# words that name the owner, a human, the persona or the door in the persona's own prompt and commands, in any case
+RESERVED_NAMES = frozenset({"user", "human", "owner", "operator", "system", "me", "self", "persona", "anonymous"})
+ANONYMOUS = "anonymous"  # the caller key of every A2A caller without a credential
+ANONYMOUS_PREFIX = "a2a-"  # an anonymous caller's notes are by a2a-<its context>: a name no peer may take
+TOKEN_PREFIX = "anima-a2a-"
+TOKEN_HINT = len(TOKEN_PREFIX) + 4  # the characters of a token kept to tell credentials apart (4 of 43 random)
+LAST_USED_EVERY = timedelta(minutes=1)  # a credential's last use is written at most this often
+OPEN_WINDOW = timedelta(days=1)  # an unanswered A2A message counts against the caps this long
+SECRETS_DIR = "secrets"  # under the data dir (the file vault): one 0600 file per secret
+STATUS_OF_REPLY = {"answer": "answered", "plain": "answered", "question": "asked", "decline": "declined"}
+REPLY_KINDS = tuple(STATUS_OF_REPLY)
+
+
+class Overloaded(Refused):
+    """A caller (or all of them) left too much unanswered: its next message is refused until the persona answers."""
 
 
 def valid_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 120 or not set(name) <= NAME_CHARS:
         raise Refused(f"a peer's name is 1-120 letters, digits, '-', '_' or '.', not {name!r}")
-    if name in ("user", "human", "owner"):
-        raise Refused(f"{name!r} names the owner, not a peer")
+    if name.lower() in RESERVED_NAMES:
+        raise Refused(f"{name!r} names my human, a person or myself, not a peer")
+    if name.lower().startswith(ANONYMOUS_PREFIX):
+        raise Refused(f"{name!r}: names starting with {ANONYMOUS_PREFIX!r} are the anonymous A2A callers'")
     return name
+
+
+def token_hash(token: str) -> str:
+    """What is kept of a peer's token. SHA-256 without a salt or a slow hash: the token is 256 random bits, so nothing
+    can be guessed from its hash, and an equal-hash lookup finds the credential in one query."""
+    return hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class InboundLimits:
+    """What one A2A message and its caller may cost (from `a2a` settings)."""
+
+    max_chars: int = MAX_TEXT
+    open_per_caller: int = 10
+    open_total: int = 100
+
+
+@dataclass(frozen=True)
+class TaskReply:
+    """The persona's reply to an A2A task: its text, how it was meant (`kind`: answer, question — the task waits for
+    the caller —, decline, plain — a message, not a task's result —) and its attachments (data, files)."""
+
+    text: str
+    kind: str = "answer"
+    parts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
 
 class PeerManager:
@@ -88,15 +146,109 @@ class PeerManager:
                 raise Refused(f"an A2A address is an http(s) URL, not {a2a_url!r}")
         if self.repos.peers.find(name) is not None:
             raise Refused(f"a peer named {name!r} is already known")
+        if self.repos.people.by_name(name) is not None:
+            raise Refused(f"{name!r} is the name of a person I know (users.list): a peer needs a name of its own")
         if did and self.repos.peers.find(did) is not None:
             raise Refused(f"a peer with DID {did} is already known")
         return self.repos.peers.add(name, did=did or None, a2a_url=a2a_url, p2p_addrs=[str(a) for a in p2p_addrs],
                                     added_by=added_by, note=note[:2000], now=self._now())
 
     def remove(self, key: str | int) -> Peer:
+        """Forget a peer: the credentials issued to it are deleted (they open nothing) and the one it issued to me
+        is dropped."""
         peer = self.get(key)
+        self.repos.peers.delete_credentials(peer.id)  # a later peer may get the same row id: it inherits none
+        if self.house.deps.settings is not None:  # a door without settings holds no secret store to clean (the
+            self._secrets().delete(self._token_name(peer))  # name is this peer's own: no later peer reads it)
         self.repos.peers.delete(peer)
         return peer
+
+    # ---- credentials: the ones I issue to a peer (it calls me), the one a peer issued to me (I call it) ----
+    def issue_credential(self, key: str | int, *, by: str = "owner") -> tuple[PeerCredential, str]:
+        """A new credential for the peer: (its row, the token). The token is returned this once and never kept."""
+        peer = self.get(key)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        row = self.repos.peers.add_credential(peer_id=peer.id, token_hash=token_hash(token), hint=token[:TOKEN_HINT],
+                                              issued_by=by[:64], now=self._now())
+        return row, token
+
+    def credentials(self, key: str | int | None = None) -> builtins.list[PeerCredential]:
+        """The credentials issued (to one peer, or to all), revoked ones included."""
+        return self.repos.peers.credentials(self.get(key).id if key is not None else None)
+
+    def revoke_credentials(self, key: str | int, credential_id: int | None = None) -> builtins.list[PeerCredential]:
+        """Revoke one credential of the peer, or all of them; the ones revoked now."""
+        peer = self.get(key)
+        if credential_id is not None and not any(c.id == credential_id for c in self.repos.peers.credentials(peer.id)):
+            raise NotFound(f"no credential {credential_id} of {peer.name}")
+        return self._revoke(peer, credential_id)
+
+    def _revoke(self, peer: Peer, credential_id: int | None) -> builtins.list[PeerCredential]:
+        now = self._now()
+        revoked = [c for c in self.repos.peers.credentials(peer.id)
+                   if c.revoked_at is None and (credential_id is None or c.id == credential_id)]
+        for row in revoked:
+            row.revoked_at = now
+        self.repos.peers.flush()
+        return revoked
+
+    def authenticate(self, token: str) -> Peer | None:
+        """The peer a presented token is a live credential of (not revoked, the peer still known), else None — a
+        blocked peer too (`refuses` says so). Its last use is noted (at most once a minute)."""
+        if not token or not token.startswith(TOKEN_PREFIX):
+            return None
+        row = self.repos.peers.credential_by_hash(token_hash(token))
+        if row is None or row.revoked_at is not None:
+            return None
+        peer = self.repos.peers.find(row.peer_id)
+        if peer is None:
+            return None
+        now = self._now()
+        last = row.last_used_at
+        if last is not None and last.tzinfo is None:
+            last = last.replace(tzinfo=now.tzinfo)
+        if last is None or now - last >= LAST_USED_EVERY:
+            row.last_used_at = now
+            self.repos.peers.flush()
+        return peer
+
+    def _secrets(self) -> SecretStore:
+        """Where a peer's credential for me is kept: a 0600 file in the data dir's secrets/ (`vault: file`), or sealed
+        in the database under the deployment's key (`vault: sealed`)."""
+        from memory.secrets import FileSecretStore, SealedSecretStore, deployment_key
+
+        settings = self.house.deps.settings_for("a peer's credential")
+        if settings.vault == "sealed":
+            key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
+            return SealedSecretStore(self.repos.secrets, key, clock=self.house.deps.clock)
+        return FileSecretStore(Path(settings.data_dir).expanduser() / SECRETS_DIR)
+
+    @staticmethod
+    def _token_name(peer: Peer) -> str:
+        made = peer.created_at.strftime("%Y%m%dT%H%M%S%f") if peer.created_at else "0"
+        return f"a2a-peer-{peer.id}-{made}.token"  # this peer's own: a later one of the same name or id reads none
+
+    def set_outgoing_token(self, key: str | int, token: str | None) -> Peer:
+        """The credential the peer issued to me, sent with my messages to it (None: forget it)."""
+        peer = self.get(key)
+        if token is None or not token.strip():
+            self._secrets().delete(self._token_name(peer))
+        else:
+            token = token.strip()
+            if len(token) > 4096 or any(ch.isspace() for ch in token) or not token.isprintable():
+                raise Refused("a credential is one line of printable characters without spaces, at most 4096")
+            self._secrets().put(self._token_name(peer), token.encode("utf-8"))
+        return peer
+
+    def outgoing_token(self, key: str | int) -> str | None:
+        peer = self.find(key)
+        if peer is None:
+            return None
+        kept = self._secrets().get(self._token_name(peer))
+        return kept.decode("utf-8") if kept else None
+
+    def has_outgoing_token(self, key: str | int) -> bool:
+        return self.outgoing_token(key) is not None
 
     def set_blocked(self, key: str | int, blocked: bool) -> Peer:
         peer = self.get(key)
@@ -175,6 +327,7 @@ class PeerManager:
             "refused_counts": dict(mesh.refused_counts()),
             "outbox": self.outbox(limit=limit),
             "heard": self.heard_from(limit),
+            "a2a_refused": self.refusals(limit),
         }
 
     def info(self, key: str | int) -> dict[str, Any]:
@@ -219,53 +372,96 @@ class PeerManager:
         return peer.name if peer is not None else claimed
 
     def incoming(self, author: str, text: str, *, task_id: str | None, message_id: str | None = None,
-                 now: datetime | None = None, context_id: str | None = None) -> tuple[Note, A2AInbound | None]:
+                 now: datetime | None = None, context_id: str | None = None, caller: str = "",
+                 limits: InboundLimits | None = None) -> tuple[Note, A2AInbound | None]:
         """A message from a peer (or an unnamed A2A agent): a note from it, unread, fenced as data in the prompt; with
-        `task_id`, the A2A task that waits for the persona's reply. The same `message_id` again (a sender's retry) is
-        not a second note: the first one's task is returned. Refused for a blocked peer."""
+        `task_id`, the A2A task that waits for the persona's reply — a new one, or the caller's own task the persona
+        asked it something in (`asked`: this message is the answer). `caller` is who the credential proved. The same
+        `message_id` again from the same caller while the first is still unanswered (a sender's retry) is not a second
+        note: the first one's task is returned (once answered, the id may come again: some senders reuse ids).
+        Refused for a blocked peer, an empty or too long message, or another caller's or a finished task;
+        Overloaded past the caps of `limits`."""
         author = self.known_name(author)
         if self.refuses(author):
             raise Refused(f"{author} is blocked")
         text = text.strip()
         if not text:
             raise Refused("an empty message")
-        if message_id:
+        if limits is not None and len(text) > limits.max_chars:
+            raise Refused(f"a message of {len(text)} characters; at most {limits.max_chars} are taken")
+        moment = now or self._now()
+        existing = self.repos.peers.inbound(task_id) if task_id else None
+        if message_id and existing is None:
             known = self.repos.peers.inbound_by_message(author, message_id)
-            if known is not None:
+            if known is not None and known.caller == caller and known.reply_note_id is None \
+                    and known.status in ("waiting", "expired"):
                 note = self.repos.peers.note(known.note_id)
                 if note is not None:
                     return note, known
-        moment = now or self._now()
-        tags = ["via:a2a", f"from:{author}"] + ([f"a2a_task:{task_id}"] if task_id else []) \
+        if existing is not None:
+            if existing.caller != caller:
+                raise Refused(f"no task {task_id}")
+            if existing.status not in ("asked", "waiting"):
+                raise Refused(f"task {task_id} is {existing.status}: it takes no more messages")
+        if task_id and limits is not None:
+            since = moment - OPEN_WINDOW
+            if self.repos.peers.open_count(since, caller) >= limits.open_per_caller:
+                raise Overloaded(f"{limits.open_per_caller} messages of this caller wait for my answer; send again "
+                                 "once I have answered")
+            if self.repos.peers.open_count(since) >= limits.open_total:
+                raise Overloaded(f"{limits.open_total} messages wait for my answer; send again later")
+        tags = ([f"a2a_task:{task_id}"] if task_id else []) \
             + ([f"a2a_context:{context_id}"] if task_id and context_id else [])
-        note = self.repos.notes.add(text[:MAX_TEXT], source=PEER_SOURCE, tags=tags, priority=1, read=False,
-                                    created_at=moment)
+        heard = self.house.conversation.hear(Words(text, door=Door.A2A, peer=author, priority=1,
+                                                   tags=tags, at=moment))  # the one way in: a note, remembered
+        note = self.repos.notes.get(heard.note_id)
+        assert note is not None  # written just now, in this unit
         self.seen(author, moment)
         inbound = None
-        if task_id:
+        if existing is not None:
+            existing.note_id, existing.message_id, existing.status = note.id, message_id, "waiting"
+            existing.reply_note_id, existing.reply_kind, existing.reply_parts, existing.answered_at = \
+                None, "answer", [], None
+            self.repos.peers.flush()
+            inbound = existing
+        elif task_id:
             inbound = self.repos.peers.open_inbound(task_id=task_id, message_id=message_id, peer_name=author,
-                                                    note_id=note.id, now=moment)
+                                                    caller=caller, note_id=note.id, now=moment)
         return note, inbound
 
-    def reply_for(self, task_id: str) -> str | None:
-        """The persona's reply to an A2A task, once it has written one."""
+    def reply_for(self, task_id: str) -> TaskReply | None:
+        """The persona's reply to an A2A task's latest message, once it has written one."""
         row = self.repos.peers.inbound(task_id)
         if row is None or row.reply_note_id is None:
             return None
         note = self.repos.peers.note(row.reply_note_id)
-        return note.text if note is not None else None
+        if note is None:
+            return None
+        return TaskReply(note.text, row.reply_kind or "answer", tuple(dict(p) for p in (row.reply_parts or [])))
 
-    def task_view(self, task_id: str) -> dict[str, Any] | None:
+    def task_view(self, task_id: str, caller: str) -> dict[str, Any] | None:
         """An A2A task as the database keeps it (it outlives the server's in-memory task store): its context, the
-        peer's message and the persona's reply once written; None for a task this persona never had."""
+        caller's latest message and the persona's reply once written; None for a task this persona never had, or
+        that another caller opened."""
         row = self.repos.peers.inbound(task_id)
-        if row is None:
+        if row is None or row.caller != caller:
             return None
         note = self.repos.peers.note(row.note_id)
         tags = list(note.tags or []) if note is not None else []
         context = next((t.split(":", 1)[1] for t in tags if t.startswith("a2a_context:")), task_id)
         return {"task_id": row.task_id, "context_id": context, "peer": row.peer_name, "status": row.status,
-                "asked": note.text if note is not None else "", "reply": self.reply_for(task_id)}
+                "asked": note.text if note is not None else "", "message_id": row.message_id,
+                "reply": self.reply_for(task_id)}
+
+    def cancel(self, task_id: str, caller: str) -> bool:
+        """The caller cancels its task: it takes no reply any more (the persona's next message to that peer goes
+        to its next task, or the outbox). False when there is no such task of that caller, or it is finished."""
+        row = self.repos.peers.inbound(task_id)
+        if row is None or row.caller != caller or row.status not in ("waiting", "asked", "expired"):
+            return False
+        row.status = "canceled"
+        self.repos.peers.flush()
+        return True
 
     def orphan_waiting(self) -> int:
         """At a (re)start nothing waits on the tasks left `waiting` by the process before: they become `expired` —
@@ -285,30 +481,44 @@ class PeerManager:
             self.repos.peers.flush()
 
     # ---- what goes out ----
-    def send(self, to: str, text: str, *, thread_id: str | None, llm_id: str | None, now: datetime) -> tuple[Note, str]:
+    def send(self, to: str, text: str, *, thread_id: str | None, llm_id: str | None, now: datetime,
+             kind: str = "answer", parts: Sequence[dict[str, Any]] = (), note_id: int | None = None) -> tuple[Note, str]:
         """The persona's message to a peer (a name, a DID, or any A2A agent's URL): an outgoing note, then the
-        answer to the peer's waiting A2A task, or a row in the outbox. (note, what happened)."""
+        answer to the peer's waiting A2A task (the one whose message is note `note_id`, else its oldest), or a row
+        in the outbox. `kind`: an answer, a question (the task waits for the caller's answer: input-required), a
+        decline, or a plain message; `parts`: data and files that go with an answer. (note, what happened)."""
         text = text.strip()
         if not text:
             raise Refused("an empty message")
+        if kind not in REPLY_KINDS:
+            raise Refused(f"a reply is one of {', '.join(REPLY_KINDS)}, not {kind!r}")
         peer = self.find(to)
         if peer is None and is_agent_url(to):
             peer = self.repos.peers.by_url(to.rstrip("/"))
         name = peer.name if peer is not None else to.rstrip("/")
         url = peer.a2a_url if peer is not None else (name if is_agent_url(name) else None)
-        waiting = self.repos.peers.waiting_inbound(name)  # an unnamed A2A caller is answered in its task
+        waiting = self._waiting_for(name, note_id)  # an unnamed A2A caller is answered in its task
         if peer is None and url is None and waiting is None:
             raise NotFound(f"no peer {to!r}: agents.list shows them; any A2A agent is reached by its URL")
         if peer is not None and peer.blocked:
             raise Refused(f"{peer.name} is blocked")
-        note = self.house.notes.outgoing(text[:MAX_TEXT], to=name, thread_id=thread_id, llm_id=llm_id, now=now)
+        told = self.house.conversation.tell(text[:MAX_TEXT], peer=name, door=Door.A2A, thread_id=thread_id,
+                                            llm_id=llm_id, now=now)
+        note = self.repos.notes.get(told.note_id)
+        assert note is not None  # written just now, in this unit
         if waiting is not None:
-            waiting.reply_note_id, waiting.status, waiting.answered_at = note.id, "answered", now
+            waiting.reply_note_id, waiting.answered_at = note.id, now
+            waiting.reply_kind, waiting.reply_parts, waiting.status = kind, [dict(p) for p in parts], STATUS_OF_REPLY[kind]
             self.repos.peers.flush()
-            return note, f"the answer to {name}'s A2A task"
+            what = {"question": "a question in", "decline": "declining"}.get(kind, "the answer to")
+            return note, f"{what} {name}'s A2A task"
+        if parts:
+            raise Refused(f"data and files go with an answer to a waiting A2A task, and no task of {name} waits")
+        if kind == "decline":
+            raise Refused(f"no task of {name} waits to be declined")
         late = self.repos.peers.unanswered_expired(name)  # a task nobody waits on any more (timed out, restart)
         if late is not None:
-            late.reply_note_id, late.answered_at = note.id, now
+            late.reply_note_id, late.answered_at, late.reply_kind = note.id, now, kind
             self.repos.peers.flush()
             if url is None:
                 return note, f"the answer to {name}'s A2A task (it reads it with tasks/get)"
@@ -316,6 +526,14 @@ class PeerManager:
             raise Refused(f"{name} has no A2A address (agents.add with a2a_url)")
         row = self.repos.peers.enqueue(peer_name=name, url=url, text=text[:MAX_TEXT], note_id=note.id, now=now)
         return note, f"queued for {name} over A2A (outbox {row.id})"
+
+    def _waiting_for(self, name: str, note_id: int | None) -> A2AInbound | None:
+        if note_id is None:
+            return self.repos.peers.waiting_inbound(name)
+        row = self.repos.peers.inbound_of_note(int(note_id))
+        if row is None or row.peer_name != name or row.status != "waiting":
+            raise Refused(f"note {note_id} is no A2A message of {name} waiting for my answer")
+        return row
 
     def due(self, limit: int = 20) -> builtins.list[A2AOutbox]:
         return self.repos.peers.due(self._now(), limit)
@@ -350,9 +568,23 @@ class PeerManager:
     def outbox(self, *, status: str | None = None, limit: int = 50) -> builtins.list[A2AOutbox]:
         return self.repos.peers.outbox(status=status, limit=limit)
 
+    def count_refusal(self, caller: str, reason: str, *, count: int = 1, size: int = 0, detail: str = "",
+                      at: datetime | None = None) -> None:
+        """The A2A endpoint refused `count` requests of `caller` for `reason` (web/a2a.py counts them in batches)."""
+        self.repos.peers.count_refusal(caller[:140], reason[:40], count=count, size=size, detail=detail[:500],
+                                       at=at or self._now())
+
+    def refusals(self, limit: int = 100) -> builtins.list[dict[str, Any]]:
+        """What the A2A endpoint refused, by caller (a peer's name, `anonymous`, `unauthenticated`) and reason."""
+        names = {f"peer:{p.id}": p.name for p in self.list()}
+        return [{"caller": names.get(r.caller, r.caller), "reason": r.reason, "count": r.count, "bytes": r.bytes,
+                 "detail": r.detail, "first_at": r.first_at, "last_at": r.last_at}
+                for r in self.repos.peers.refusals(limit)]
+
     def heard_from(self, limit: int = 50) -> builtins.list[Note]:
         """What peers wrote, newest first."""
         return self.repos.peers.notes_from(PEER_SOURCE, limit)
 
 
-__all__ = ["FRIEND", "PEER_SOURCE", "PeerManager", "is_agent_url", "valid_name"]
+__all__ = ["ANONYMOUS", "ANONYMOUS_PREFIX", "FRIEND", "PEER_SOURCE", "InboundLimits", "Overloaded", "PeerManager", "TaskReply",
+           "is_agent_url", "token_hash", "valid_name"]

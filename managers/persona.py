@@ -12,6 +12,7 @@ in the data dir (`adopt_directory`), which the run uses from then on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from memory.upkeep.abstracts import request_abstract
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -65,6 +68,50 @@ class PersonaManager:
         edits = self.repos.config.persona_edits
         edits.append({"at": now.isoformat(), "what": what, "by": by})
         self.repos.config.persona_edits = edits[-EDITS_KEPT:]
+        self.commit_files(f"{what} (by {by})")
+
+    # -- its files' history: a Git repository of their own (reach/git.py) ------------------------------------------
+
+    def files_directory(self) -> Path | None:
+        """The persona directory whose history is kept: the adopted copy or the one the run names; None for the
+        shipped default (it is the program's, in the program's own repository) or when `tools.persona_history` is
+        off."""
+        from persona.loader import default_persona_dir
+
+        settings = self._house.deps.settings
+        if settings is not None and not settings.tools.persona_history:
+            return None
+        where = self.repos.config.persona_dir or (settings.persona_dir if settings is not None else None)
+        if not where:
+            return None
+        folder = Path(where).expanduser().resolve()
+        if not folder.is_dir() or folder == default_persona_dir().resolve():
+            return None
+        return folder
+
+    def commit_files(self, message: str) -> str | None:
+        """Every change of the persona's files in one commit (the repository made on first use); the commit id, or
+        None when there is no history to keep or nothing changed. A repository that cannot be written is logged:
+        the edit itself stands."""
+        folder = self.files_directory()
+        if folder is None:
+            return None
+        from reach.git import GitError, commit_all
+
+        try:
+            return commit_all(folder, message[:500], author="anima <persona@anima.local>")
+        except (GitError, OSError) as exc:
+            log.warning("the persona's file history was not committed: %s", exc)
+            return None
+
+    def history(self, n: int = 20, file: str | None = None) -> list[str]:
+        """The newest commits of the persona's files, one line each (empty: no history kept yet)."""
+        folder = self.files_directory()
+        if folder is None or not (folder / ".git").exists():
+            return []
+        from reach.git import log as git_log
+
+        return [c.line() for c in git_log(folder, n, file)]
 
     def edits(self, limit: int = 20) -> list[PersonaEdit]:
         """The human's latest edits, newest first."""

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from managers.owners import owner_alive, process_token
+from memory.note_kinds import HUMAN_SOURCES, NoteSource
 from memory.models import Message, Note, Session
 from memory.repositories.diary import is_debug
 
@@ -193,9 +194,9 @@ class SessionManager:
             if isinstance(item, Message):
                 who = "Human" if item.role == "user" else f"Thought, tick {item.tick}" if item.kind == "response" else item.kind
                 lines += [f"**{who}:** {item.content}", ""]
-            elif item.source in ("user", "cli"):
+            elif item.source in HUMAN_SOURCES:
                 lines += [f"> **Human:** {item.text}", ""]
-            elif item.source == "llm" and "outgoing" in (item.tags or []):
+            elif item.source == NoteSource.PERSONA and "outgoing" in (item.tags or []):
                 lines += [f"> **{row.persona or 'Persona'} → human:** {item.text}", ""]
             else:
                 lines += [f"> *{item.source}:* {item.text}", ""]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from managers.errors import NotFound, Refused
+from memory.note_kinds import Door
 from reach.speech import SpeechEngines, Transcript
 
 if TYPE_CHECKING:
@@ -77,16 +78,20 @@ class SpeechManager:
             raise Refused(f"the audio could not be read ({type(unreadable).__name__})") from None
 
     def note_from_speech(self, audio_bytes: bytes, mime: str, *, language_hint: str | None = None,
-                         source: str = "user", now: datetime | None = None) -> tuple[Note, Transcript]:
-        """A voice message as a note from its human: the transcript is the text, the audio is kept under the data dir
-        and named by the note's `audio:<file>` tag. Refused when nothing was heard."""
+                         door: Door = Door.VOICE, now: datetime | None = None) -> tuple[Note, Transcript]:
+        """A voice message as a note from its human, by the one way in (managers/conversation.py): the transcript is
+        the text, the audio is kept under the data dir and named by the note's `audio:<file>` tag. Refused when
+        nothing was heard."""
+        from managers.conversation import Words
+
         transcript = self.transcribe(audio_bytes, mime, language_hint)
         if not transcript.text:
             raise Refused("no words were heard in the voice message")
         stored = self.keep_audio(audio_bytes, mime)
-        author = self.m.people.owner().id if source in ("user", "cli") else None  # the page, the terminal: the owner's
-        note = self.m.repos.notes.add(transcript.text, source=source, priority=1, created_at=now, author_id=author,
-                                      tags=[VOICE_TAG, f"{AUDIO_TAG}{stored.name}", f"lang:{transcript.language}"])
+        heard = self.m.conversation.hear(Words(transcript.text, door=door, priority=1, at=now, tags=(
+            VOICE_TAG, f"{AUDIO_TAG}{stored.name}", f"lang:{transcript.language}")))
+        note = self.m.repos.notes.get(heard.note_id)
+        assert note is not None  # written just now, in this unit
         return note, transcript
 
     def keep_audio(self, audio_bytes: bytes, mime: str) -> Path:

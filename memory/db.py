@@ -62,6 +62,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from memory.history import install as record_history
+from memory.taint import READS as TAINT_READS
+from memory.taint import TAINT, install as record_taints
 from memory.models import (
     A2AInbound,
     A2AOutbox,
@@ -88,6 +90,10 @@ from memory.models import (
     Note,
     OpenQuestion,
     Peer,
+    PeerCredential,
+    A2ARefusal,
+    PeopleGroup,
+    PeopleGroupMember,
     Person,
     PersonIdentity,
     ProcessRun,
@@ -95,6 +101,7 @@ from memory.models import (
     StagnationStrategy,
     ThinkingMethod,
     SealedSecret,
+    Taint,
     ToolUse,
     table_of,
 )
@@ -109,7 +116,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 27
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -273,6 +280,64 @@ def _v23_peer_tags(conn: Connection) -> None:
     conn.execute(text("UPDATE peers SET tags = '[]' WHERE tags IS NULL"))
 
 
+def _v24_taints(conn: Connection) -> None:
+    """Provenance that follows what it taints: a memory row written from untrusted text keeps its sources
+    (`taints`, memory/taint.py) until the owner trusts it; the rows before it carried none."""
+    table_of(Taint).create(conn, checkfirst=True)
+
+
+def _v25_peer_credentials(conn: Connection) -> None:
+    """Each peer has credentials of its own (`peer_credentials`: a token's hash, never the owner's token), and an A2A
+    task knows which caller opened it (`caller`: its credential's peer, or `anonymous`), what the persona replied
+    besides text (`reply_parts`) and how (`reply_kind`: an answer, a question, a refusal, a plain message); what the
+    endpoint refused is counted by caller and reason (`a2a_refusals`). Tasks before had no proven caller: the empty
+    caller, which no request matches."""
+    table_of(PeerCredential).create(conn, checkfirst=True)
+    table_of(A2ARefusal).create(conn, checkfirst=True)
+    _add_missing_columns(conn, "a2a_inbound", ["caller VARCHAR(140) DEFAULT ''", "reply_kind VARCHAR(16) DEFAULT 'answer'",
+                                               "reply_parts JSON"])
+    conn.execute(text("UPDATE a2a_inbound SET caller = '' WHERE caller IS NULL"))
+    conn.execute(text("UPDATE a2a_inbound SET reply_kind = 'answer' WHERE reply_kind IS NULL"))
+    conn.execute(text("UPDATE a2a_inbound SET reply_parts = '[]' WHERE reply_parts IS NULL"))
+    for index in table_of(A2AInbound).indexes:
+        if index.name == "ix_a2a_inbound_caller":
+            index.create(conn, checkfirst=True)
+
+
+def _v26_conversations(conn: Connection) -> None:
+    """A note keeps its conversation (`person_id`: the person who wrote it, or whom the persona's message went to)
+    and its door (`door`: web, cli, matrix, a2a, …); an identity keeps the last conversation its person alone reads
+    (`private_conversation`). The notes before: their door from their source and `via:` tag, their person from
+    their author, a message's from its `to:` tag (`to:user` was the owner)."""
+    from memory.note_kinds import NoteSource, door_of
+
+    _add_missing_columns(conn, "notes", ["person_id INTEGER", "door VARCHAR(16)"])
+    _add_missing_columns(conn, "person_identities", ["private_conversation VARCHAR(300)"])
+    for index in table_of(Note).indexes:
+        if index.name == "ix_notes_person":
+            index.create(conn, checkfirst=True)
+    people = {name: pid for pid, name in conn.execute(select(Person.id, Person.name)).all()}
+    owner = conn.execute(select(Person.id).where(Person.role == "owner").order_by(Person.id)).scalar()
+    notes = table_of(Note)
+    rows = conn.execute(select(notes.c.id, notes.c.source, notes.c.tags, notes.c.author_id)).all()
+    for note_id, source, tags, author in rows:
+        tags = tags if isinstance(tags, list) else []
+        person = author
+        if source == NoteSource.PERSONA and "outgoing" in tags:
+            to = next((t[3:] for t in tags if isinstance(t, str) and t.startswith("to:")), None)
+            person = owner if to == "user" else people.get(to or "")
+        door = door_of(source, tags)
+        if person is not None or door is not None:
+            conn.execute(notes.update().where(notes.c.id == note_id).values(person_id=person,
+                                                                              door=door.value if door else None))
+
+
+def _v27_people_groups(conn: Connection) -> None:
+    """HMP `users_group`: groups of the persona's humans and who is in each; there were none."""
+    table_of(PeopleGroup).create(conn, checkfirst=True)
+    table_of(PeopleGroupMember).create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -288,7 +353,11 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        20: _v20_contact_request_warning,
                                                        21: _v21_memory_event_time,
                                                        22: _v22_sealed_secrets,
-                                                       23: _v23_peer_tags}
+                                                       23: _v23_peer_tags,
+                                                       24: _v24_taints,
+                                                       25: _v25_peer_credentials,
+                                                       26: _v26_conversations,
+                                                       27: _v27_people_groups}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
@@ -601,6 +670,8 @@ class SharedSession:
         kept.session.expunge_all()  # as a closed session leaves them: detached
         kept.session.info.pop("actor", None)
         kept.session.info.pop(TICK_SNAPSHOT, None)
+        kept.session.info.pop(TAINT, None)
+        kept.session.info.pop(TAINT_READS, None)
         kept.busy = False
 
     def drop(self, kept: _Kept) -> None:
@@ -644,6 +715,7 @@ class Database:
         self.engine = engine.execution_options(**{SEARCH_PATH: schema}) if schema else engine
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         record_history(self.sessions)  # every change to a memory tier lands in memory_history (memory/history.py)
+        record_taints(self.sessions)  # a row written from untrusted text keeps its sources (memory/taint.py)
         self.readers = sessionmaker(autocommitting(self.engine), expire_on_commit=False) \
             if self.engine.dialect.name == "postgresql" else self.sessions  # `reading`
 
@@ -676,6 +748,17 @@ class Database:
     @property
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
+
+    def compact(self) -> None:
+        """SQLite: the file rebuilt (VACUUM) and its write-ahead log truncated, so a replaced text is in no free page
+        or log frame of it (anonymisation). PostgreSQL marks the old row versions dead and reuses their space
+        (autovacuum); erasing them at rest is `VACUUM FULL`, the operator's."""
+        if self.is_postgres:
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.exec_driver_sql("VACUUM")
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def libpq_url(self) -> str:
         """The Postgres URL as libpq takes it (no SQLAlchemy driver suffix), for the checkpointer's own pool."""

@@ -115,12 +115,13 @@ class Note(Base):
 
     __tablename__ = "notes"
     __table_args__ = (Index("ix_notes_unread", "read", "source", "id"),
-                      Index("ix_notes_source_created", "source", "created_at"))  # "when did the human last write"
+                      Index("ix_notes_source_created", "source", "created_at"),  # "when did the human last write"
+                      Index("ix_notes_person", "person_id", "id"))  # a person's conversation, newest first
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     text: Mapped[str] = mapped_column(Text)
     tags: Mapped[list[Any]] = mapped_column(default=list)
     user_did: Mapped[str] = mapped_column(String(200), default="ALL")
-    source: Mapped[str] = mapped_column(String(32), default="user")  # user|cli|llm|llm:task|system
+    source: Mapped[str] = mapped_column(String(32), default="user")  # memory/note_kinds.py NoteSource
     links: Mapped[str] = mapped_column(Text, default="")
     read: Mapped[bool] = mapped_column(Boolean, default=False)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -131,6 +132,9 @@ class Note(Base):
     read_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     author_id: Mapped[Optional[int]] = mapped_column(Integer)  # people.id of the human who wrote it (None: the persona, the system)
+    # the conversation it belongs to: the person who wrote it, or the person the persona's message went to
+    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    door: Mapped[Optional[str]] = mapped_column(String(16))  # how it came or went (memory/note_kinds.py Door)
 
 
 class ProcessLog(Base):
@@ -649,7 +653,8 @@ class AuditEntry(Base):
     cmd_key: Mapped[Optional[str]] = mapped_column(String(300))
     type: Mapped[str] = mapped_column(String(64), default="")
     effect: Mapped[Optional[str]] = mapped_column(String(16))
-    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused
+    # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused |
+    # trusted (the owner trusted a row written from untrusted text: `type` provenance.trust)
     decision: Mapped[str] = mapped_column(String(24))
     actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
     reason: Mapped[str] = mapped_column(Text, default="")
@@ -657,6 +662,27 @@ class AuditEntry(Base):
     # v17: an ethics decision's model (persona/ethics.py `Ethics.decision_record`): model_type, model_weights,
     # violation_policy, audit_json, rating; None for the other entries
     ethics: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)
+
+
+class Taint(Base):
+    """A memory row written from untrusted text (nodes/provenance.py): the tier and row (`tier` + `ref`, as the memory
+    history names them: goal, task, note, diary, message…) and the untrusted sources the writing tick had read.
+    Active until the owner trusts the row (`cleared_at`); a later write from untrusted text taints it again."""
+
+    __tablename__ = "taints"
+    __table_args__ = (UniqueConstraint("tier", "ref", name="uq_taints_tier_ref"),
+                      Index("ix_taints_cleared_at", "cleared_at", "id"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tier: Mapped[str] = mapped_column(String(32))
+    ref: Mapped[str] = mapped_column(String(128))
+    sources: Mapped[list[Any]] = mapped_column(default=list)  # provenance.Source dicts
+    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    cleared_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    cleared_by: Mapped[Optional[str]] = mapped_column(String(64))
+    cleared_reason: Mapped[str] = mapped_column(Text, default="")
 
 
 # ---- v8: the face (web app) -------------------------------------------------------------------------------
@@ -1005,20 +1031,58 @@ class A2AOutbox(Base):
 
 
 class A2AInbound(Base):
-    """An A2A task another agent opened with this persona: the note it became, and the persona's reply once written
-    (its next message to that peer), which the waiting task returns."""
+    """An A2A task another agent opened with this persona: the note its latest message became, and the persona's
+    reply to it once written (its next message to that peer), which the waiting task returns. `caller` is who opened
+    it, as its credential proved (`peer:<id>`, or `anonymous`): only that caller sees or continues the task."""
 
     __tablename__ = "a2a_inbound"
-    __table_args__ = (Index("ix_a2a_inbound_open", "peer_name", "status"),)
+    __table_args__ = (Index("ix_a2a_inbound_open", "peer_name", "status"), Index("ix_a2a_inbound_caller", "caller"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     task_id: Mapped[str] = mapped_column(String(100), unique=True)
     message_id: Mapped[Optional[str]] = mapped_column(String(200), index=True)  # a retried send is the same message
     peer_name: Mapped[str] = mapped_column(String(120))
+    caller: Mapped[str] = mapped_column(String(140), default="")
     note_id: Mapped[int] = mapped_column(Integer)
     reply_note_id: Mapped[Optional[int]] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="waiting")  # waiting | answered | expired
+    # waiting (for the persona) | asked (the persona asked the caller: input-required) | answered | declined |
+    # canceled (by the caller) | expired (nobody waits on it any more; its reply is kept for tasks/get)
+    status: Mapped[str] = mapped_column(String(16), default="waiting")
+    reply_kind: Mapped[str] = mapped_column(String(16), default="answer")  # answer | question | decline | plain
+    reply_parts: Mapped[list[Any]] = mapped_column(default=list)  # the reply's attachments: data and files
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     answered_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class A2ARefusal(Base):
+    """What the A2A endpoint refused, counted by caller (`peer:<id>`, `anonymous`, `unauthenticated`) and reason
+    (credential, rate, overloaded, too large, refused): one row each, so a flood is a count, not rows."""
+
+    __tablename__ = "a2a_refusals"
+    __table_args__ = (UniqueConstraint("caller", "reason", name="uq_a2a_refusals_caller_reason"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    caller: Mapped[str] = mapped_column(String(140))
+    reason: Mapped[str] = mapped_column(String(40))
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(Integer, default=0)  # what the refused messages would have stored
+    detail: Mapped[str] = mapped_column(Text, default="")  # the latest one's reason, as the caller was told
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PeerCredential(Base):
+    """A credential this persona issued to one of its peers: a bearer token that opens the A2A endpoint, and nothing
+    else, as that peer. Only the token's SHA-256 is kept (the token is shown once, when issued); `hint` is a few of
+    its characters to tell credentials apart. Revoked, it opens nothing; a removed peer's credentials are deleted."""
+
+    __tablename__ = "peer_credentials"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    peer_id: Mapped[int] = mapped_column(Integer, index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    hint: Mapped[str] = mapped_column(String(24))
+    issued_by: Mapped[str] = mapped_column(String(64), default="owner")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
 
 
 # ---- people and channels ------------------------------------------------------------------------------
@@ -1039,6 +1103,24 @@ class Person(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class PeopleGroup(Base):
+    """HMP `users_group`: a named group of the persona's humans ("family", "colleagues"), with a description."""
+
+    __tablename__ = "people_groups"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PeopleGroupMember(Base):
+    """A person in a group (HMP keeps `users.groups` as a JSON list; a link table keeps it consistent)."""
+
+    __tablename__ = "people_group_members"
+    group_id: Mapped[int] = mapped_column(ForeignKey("people_groups.id", ondelete="CASCADE"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), primary_key=True, index=True)
+
+
 class PersonIdentity(Base):
     """Who a person is on one channel ("@ann:example.org" on `matrix`), and where they last wrote from."""
 
@@ -1048,7 +1130,9 @@ class PersonIdentity(Base):
     person_id: Mapped[int] = mapped_column(ForeignKey("people.id"), index=True)
     channel: Mapped[str] = mapped_column(String(64))
     address: Mapped[str] = mapped_column(String(300))
-    conversation: Mapped[Optional[str]] = mapped_column(String(300))  # where to answer them (a room, a chat)
+    conversation: Mapped[Optional[str]] = mapped_column(String(300))  # where they last wrote (a room, a chat)
+    # the last conversation they alone (with the persona) read: where a message to them goes
+    private_conversation: Mapped[Optional[str]] = mapped_column(String(300))
     last_seen_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
 
 
@@ -1083,7 +1167,7 @@ class ChannelInbox(Base):
     platform_id: Mapped[str] = mapped_column(String(300))
     sender: Mapped[str] = mapped_column(String(300))
     person_id: Mapped[Optional[int]] = mapped_column(Integer)
-    state: Mapped[str] = mapped_column(String(16))  # noted | held | dropped
+    state: Mapped[str] = mapped_column(String(16))  # noted | held | dropped | quarantined (could not be read)
     reason: Mapped[str] = mapped_column(Text, default="")
     note_id: Mapped[Optional[int]] = mapped_column(Integer)
     contact_request_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)

@@ -46,6 +46,7 @@ class SecretStore(Protocol):
 
     def get(self, name: str) -> bytes | None: ...
     def put(self, name: str, value: bytes) -> None: ...
+    def delete(self, name: str) -> None: ...
 
 
 class FileSecretStore:
@@ -80,6 +81,9 @@ class FileSecretStore:
             os.close(fd)
         os.chmod(temporary, FILE_MODE)
         os.replace(temporary, path)
+
+    def delete(self, name: str) -> None:
+        self.path(name).unlink(missing_ok=True)
 
 
 def deployment_key(value: str | None) -> bytes:
@@ -125,6 +129,9 @@ class SealedSecretStore:
         nonce = secrets.token_bytes(12)
         self.repo.put(name, key_id=self.key_id, nonce=nonce, sealed=self._aead.encrypt(nonce, value, self._bound(name)),
                       at=self.clock())
+
+    def delete(self, name: str) -> None:
+        self.repo.delete(name)
 
 
 __all__ = ["FileSecretStore", "KEY_VARIABLE", "SealedSecretStore", "SecretStore", "SecretStoreError",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from persona.settings import MeshSettings
 
 SIDECAR = Path(__file__).with_name("p2p_sidecar.py")
+OUTBOX_LINES = 2000  # commands waiting for the sidecar at most (then publish says it is stalled)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Transport(Protocol):
     def peer_count(self) -> int: ...
     def addresses(self) -> list[str]: ...
     def trust(self, scores: dict[str, float], blocked: list[str]) -> None: ...
+    def alive(self) -> bool: ...
 
 
 class TransportError(RuntimeError):
@@ -114,6 +116,10 @@ class InMemoryTransport:
         self.scores, self.blocked = dict(scores), set(blocked)
         self.trust_updates += 1
 
+    def alive(self) -> bool:
+        """A hub member has no process to lose (`up` is whether the network reaches it: Isolated Mode)."""
+        return True
+
 
 # ---- libp2p through the sidecar ---------------------------------------------------------------------------------------
 class Libp2pTransport:
@@ -134,8 +140,8 @@ class Libp2pTransport:
         self._peers: list[str] = []
         self._process: subprocess.Popen[str] | None = None
         self._inbox: queue.Queue[Delivery] = queue.Queue()
+        self._outbox: queue.Queue[str | None] = queue.Queue(maxsize=OUTBOX_LINES)
         self._ready = threading.Event()
-        self._lock = threading.Lock()
         self.errors: list[str] = []
 
     @classmethod
@@ -160,47 +166,68 @@ class Libp2pTransport:
             args.append("--mdns")
         if self.adaptive_gossip:
             args.append("--adaptive-gossip")
+        self._ready.clear()
+        self._peers = []
         self._process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        assert self._process.stdout is not None
-        threading.Thread(target=self._read, args=(self._process.stdout,), name="mesh-sidecar", daemon=True).start()
+        assert self._process.stdout is not None and self._process.stdin is not None
+        self._outbox = queue.Queue(maxsize=OUTBOX_LINES)
+        threading.Thread(target=self._read, args=(self._process.stdout, self._process), name="mesh-sidecar",
+                         daemon=True).start()
+        threading.Thread(target=self._write, args=(self._process.stdin, self._outbox), name="mesh-sidecar-in",
+                         daemon=True).start()
         if not self._ready.wait(self.ready_timeout):
             self.stop()
             raise TransportError(f"the libp2p sidecar did not start within {self.ready_timeout}s")
 
-    def _read(self, stream: IO[str]) -> None:
+    def _read(self, stream: IO[str], process: subprocess.Popen[str]) -> None:
         for line in stream:
             try:
-                event: dict[str, Any] = json.loads(line)
-            except ValueError:
+                self._take(json.loads(line))
+            except (ValueError, TypeError, KeyError, AttributeError):  # a line the sidecar never writes: skipped
                 continue
-            kind = event.get("event")
-            if kind == "ready":
-                self.peer_id, self._addresses = str(event["peer_id"]), list(event["addrs"])
-                self._ready.set()
-            elif kind == "message":
-                self._inbox.put(Delivery(str(event["topic"]), base64.b64decode(event["data"]), str(event["from"]),
-                                         float(event.get("at") or 0.0), time.time()))
-            elif kind == "peers":
-                self._peers = list(event["ids"])
-            elif kind == "trusted":
-                self.trust_applied += 1
-            elif kind == "dropped":
-                self.dropped = {str(k): int(v) for k, v in dict(event.get("counts") or {}).items()}
-            elif kind == "error":
-                self.errors = [*self.errors[-20:], str(event.get("detail", ""))]
-        self._peers = []
+        if self._process is process:  # (not a sidecar started since)
+            self._peers = []
+
+    def _take(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "ready":
+            self.peer_id, self._addresses = str(event["peer_id"]), list(event["addrs"])
+            self._ready.set()
+        elif kind == "message":
+            self._inbox.put(Delivery(str(event["topic"]), base64.b64decode(event["data"]), str(event["from"]),
+                                     float(event.get("at") or 0.0), time.time()))
+        elif kind == "peers":
+            self._peers = list(event["ids"])
+        elif kind == "trusted":
+            self.trust_applied += 1
+        elif kind == "dropped":
+            self.dropped = {str(k): int(v) for k, v in dict(event.get("counts") or {}).items()}
+        elif kind == "error":
+            self.errors = [*self.errors[-20:], str(event.get("detail", ""))]
+
+    def _write(self, stream: IO[str], lines: queue.Queue[str | None]) -> None:
+        """The commands to the sidecar, in order, from a thread of their own: a sidecar that stops reading (stalled,
+        suspended) blocks this thread, never the door's rounds (`_send` then finds the queue full)."""
+        while True:
+            line = lines.get()
+            if line is None:
+                return
+            try:
+                stream.write(line)
+                stream.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                return
 
     def _send(self, command: dict[str, Any]) -> None:
         process = self._process
-        if process is None or process.poll() is not None or process.stdin is None:
+        if process is None or process.poll() is not None:
             raise TransportError("the libp2p sidecar is not running")
-        with self._lock:
-            try:
-                process.stdin.write(json.dumps(command) + "\n")
-                process.stdin.flush()
-            except (BrokenPipeError, OSError) as exc:
-                raise TransportError(f"the libp2p sidecar is gone ({exc})") from exc
+        try:
+            self._outbox.put_nowait(json.dumps(command) + "\n")
+        except queue.Full:
+            raise TransportError(f"the libp2p sidecar has not taken its last {OUTBOX_LINES} commands (stalled)") \
+                from None
 
     def subscribe(self, topic: str) -> None:
         self._send({"op": "subscribe", "topic": topic})
@@ -222,8 +249,12 @@ class Libp2pTransport:
             pass
         return out
 
+    def alive(self) -> bool:
+        """Whether the sidecar runs (False once it exited: the door starts it again)."""
+        return self._process is not None and self._process.poll() is None
+
     def peer_count(self) -> int:
-        return len(self._peers)
+        return len(self._peers) if self.alive() else 0
 
     def peers(self) -> list[str]:
         return list(self._peers)
@@ -236,11 +267,9 @@ class Libp2pTransport:
         if process is None:
             return
         try:
-            if process.stdin is not None and process.poll() is None:
-                process.stdin.write('{"op": "stop"}\n')
-                process.stdin.flush()
-                process.stdin.close()
-        except (BrokenPipeError, OSError):
+            self._outbox.put_nowait('{"op": "stop"}\n')
+            self._outbox.put_nowait(None)
+        except queue.Full:  # a stalled sidecar: it is killed below
             pass
         try:
             process.wait(timeout=5)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from managers.owners import owner_alive, process_token
+from memory.note_kinds import NoteSource
 from nodes import provenance
 from reach import budget
 from reach.sandbox import JailUnavailable, Limits, kill_group, start, wait
@@ -166,7 +167,7 @@ class Background:
             if run.status != "running":
                 return
             note = repos.notes.add(f"{spec['llm']} answers my question “{budget(spec['question'], 300)}”:\n{answer}",
-                                   source="llm_task", tags=["llm_task", f"llm:{spec['llm']}"], thread_id=thread_id,
+                                   source=NoteSource.OTHER_MODEL, tags=["llm_task", f"llm:{spec['llm']}"], thread_id=thread_id,
                                    llm_id=spec["llm"], created_at=now)
             text = f"{spec['llm']} answered (note {note.id}, {generation.completion_tokens} tokens)"
             repos.runs.finished(run_id, "ok", output=answer, exit_code=None, now=now)

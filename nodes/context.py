@@ -205,7 +205,8 @@ def services_of(runtime: Runtime[AnimaContext]) -> Services:
     services = getattr(runtime.context, "services", None)
     if services is None:
         raise MissingServices(
-            "no services in the run context: compile the graph with graph.build_agent(...) "
-            "or serve it with `langgraph dev` (graph/studio.py opens them)"
+            "no services in the run context: invoke the graph with context=AnimaContext(services=...) — "
+            "graph.open_graph(playbook, data_dir=...) gives a compiled graph and that context in one call, "
+            "graph.build_agent(...) an Agent — or serve it with `langgraph dev` (graph/studio.py opens them)"
         )
     return services

@@ -1,7 +1,8 @@
 """The dream playbook's steps (playbooks/dream.yaml): gather → dream → apply → roll up the days.
 
 `gather_dream` picks the level (input `level`, 0 = by the calendar) and the material; `dream` makes the one
-structured call; `apply_dream` validates it and writes it in one transaction; `summarise_days` writes the
+structured call; `apply_dream` validates it and writes it in one transaction (what it writes keeps the provenance of
+the rows written from untrusted text it read: nodes/provenance.py); `summarise_days` writes the
 episodic summaries that are due (days, then their week and month roll-ups). Progress and results live in
 the run's variables, so a killed dream resumes at the step that was running and never dreams twice.
 """
@@ -16,6 +17,8 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
+from memory.taint import tainted
+from nodes import provenance
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, VarsUpdate
 from nodes.upkeep import generator, write_episode
@@ -36,6 +39,11 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
         requested = int(variables.get("level") or 0)
         level = requested if requested in (1, 2, 3) else choose_level(repos, now, settings)
         material = gather_material(repos, services.memory, level, now, zone, settings)
+        # what it read that was written from untrusted text: what the dream writes keeps it (memory/taint.py)
+        found = repos.taints.of_keys((str(tier), str(ref)) for tier, ref in material.get("read") or [])
+        material["sources"] = provenance.merged(*(
+            provenance.through(sources, f"{provenance.via_of(tier, ref)}, in a dream")
+            for (tier, ref), sources in found.items()))
         repos.config.last_dream_attempt = now.isoformat()
     runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
                            "material_chars": len(material["text"])})
@@ -83,8 +91,12 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
         if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
             result = dict(done.get("outcome") or {})
         else:
-            outcome = apply_dream_output(repos, data, level=level, now=datetime.fromisoformat(variables["dream_started"]),
-                                         topic=material["topic"], newest_message_id=int(material["newest_message_id"]))
+            with tainted(repos.session, list(material.get("sources") or []), thread_id=state.thread_id,
+                         tick=state.tick):
+                outcome = apply_dream_output(repos, data, level=level,
+                                             now=datetime.fromisoformat(variables["dream_started"]),
+                                             topic=material["topic"],
+                                             newest_message_id=int(material["newest_message_id"]))
             result = outcome.as_dict()
             repos.config.last_applied_dream = {"run": run, "outcome": result}
             repos.processes.add("dream", _describe(result), status="close" if outcome.status == "applied"

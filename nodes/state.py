@@ -79,6 +79,14 @@ class ContextReport(TypedDict, total=False):
     language: str  # the language of the prompt's fixed texts (the human's: s04_prepare_context/language.py)
 
 
+class AudienceDict(TypedDict, total=False):
+    """prepare_context: whom the tick answers (managers/audience.py `Audience.as_dict`); {} is the persona alone."""
+    role: str  # self | owner | trusted | guest | peer
+    person_id: int | None
+    peer: str | None
+    name: str
+
+
 class LLMCallReport(TypedDict, total=False):
     """call_llm: who answered and what it cost."""
     llm_id: str
@@ -114,7 +122,7 @@ class CommandDict(TypedDict, total=False):
 class ExecutedCommand(TypedDict, total=False):
     cmd_id: str
     type: str
-    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked
+    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked | withdrawn
     result: str
     already_done: bool
     approval_id: int
@@ -174,6 +182,7 @@ class NoveltyReport(TypedDict, total=False):
     similar_to_tick: int | None
     stagnation_flag: bool
     stagnation_reason: str | None
+    graph_idle: bool  # the concept graph has not grown in `reflexes.graph_idle_ticks` (read only when it matters)
     degenerate: str | None  # why the output is no thought in words (persona/prose.py), or None
     repeated: bool
     triggered_actions: list[str]
@@ -221,6 +230,7 @@ class Vote(TypedDict, total=False):
     comment: str
     trust: float
     trust_after: float
+    ms: float  # how long the validator took to answer
 
 
 class ValidationReport(TypedDict, total=False):
@@ -233,9 +243,15 @@ class ValidationReport(TypedDict, total=False):
     passed: bool
     threshold: float
     tie_break: str | None
+    mean: float  # the trust-weighted mean (the rating unless the weighted majority decided)
+    agreement: float | None  # how far the votes agree, 0..1 (HMP's accuracy; nodes/reflexes/validation.py)
+    arbitration: str | None  # the weighted majority that decided when they agreed too little
+    strict_by: float  # added to every command's rating threshold this tick (low novelty)
+    stricter: str  # why
     skipped: str
     violation: bool
     ethics: dict[str, Any]  # an ethics decision (a violation, whatever the policy): Ethics.decision_record
+    emergency_consensus: int  # the diary entry of an ethics decision taken in Isolated Mode
 
 
 class MemoryUpkeep(TypedDict, total=False):
@@ -264,7 +280,9 @@ class TickState:
     human_turns: list[str] = field(default_factory=list)  # continuation mode: the marked human turns
     shown_process_ids: list[int] = field(default_factory=list)
     untrusted: list[Source] = field(default_factory=list)  # where untrusted text in the prompt came from
+    audience: AudienceDict = field(default_factory=AudienceDict)  # whom the tick answers ({}: the persona alone)
     # call_llm
+    after_call: str = ""  # answered | degraded | preempted (a free thought cut: a human's note came; s04 again)
     response: str = ""
     llm: LLMCallReport = field(default_factory=LLMCallReport)
     native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -328,6 +346,8 @@ class TickValues(TypedDict, total=False):
     human_turns: list[str]
     shown_process_ids: list[int]
     untrusted: list[Source]
+    audience: AudienceDict
+    after_call: str
     response: str
     llm: LLMCallReport
     native_tool_calls: list[dict[str, Any]]
@@ -384,10 +404,12 @@ class PromptUpdate(TypedDict, total=False):
     shown_process_ids: list[int]
     untrusted: list[Source]
     context_report: ContextReport
+    audience: AudienceDict
 
 
 class AnswerUpdate(TypedDict, total=False):
     """call_llm (s05): the model's answer (also kept with the tick's row), or its reply turn."""
+    after_call: str
     response: str
     native_tool_calls: list[dict[str, Any]]
     parse_errors: list[str]

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from persona.yaml_lines import UnreadableFile, YamlError, parse_yaml, read_text
+
 MANIFEST = "manifest.json"
 FORMAT = "anima-persona/1"
 SKIP_NAMES = ("__pycache__", ".DS_Store")
@@ -43,14 +45,13 @@ def secret_files(root: Path) -> set[Path]:
     """The channels' `secrets_file`s that config.yaml names (relative ones against `root` and the working
     directory): never archived — an export, or a deployment's copy of the persona in its database, holds no secret."""
     try:
-        import yaml
-
-        config = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8")) or {}
-        entries = ((config.get("channels") or {}).get("entries") or []) if isinstance(config, dict) else []
-    except (OSError, ValueError, AttributeError, yaml.YAMLError):
+        config = parse_yaml(read_text(root / "config.yaml"), "config.yaml") if (root / "config.yaml").exists() else {}
+    except (UnreadableFile, YamlError):
         return set()
+    channels = config.get("channels") if isinstance(config, dict) else None
+    entries = channels.get("entries") if isinstance(channels, dict) else None
     found: set[Path] = set()
-    for entry in entries:
+    for entry in entries if isinstance(entries, list) else []:
         named = entry.get("secrets_file") if isinstance(entry, dict) else None
         if isinstance(named, str) and named.strip():
             path = Path(named).expanduser()

@@ -12,6 +12,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from persona.yaml_lines import parse_json
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_KEYWORDS = ("ccv3", "chara")  # in order of preference
 MAX_CHUNK = 64 * 1024 * 1024
@@ -81,9 +83,9 @@ def png_text_chunks(raw: bytes) -> dict[str, str]:
 def _decode_payload(text: str) -> Any:
     stripped = text.strip()
     if stripped.startswith("{"):
-        return json.loads(stripped)
+        return parse_json(stripped)
     try:
-        return json.loads(base64.b64decode(stripped, validate=False).decode("utf-8"))
+        return parse_json(base64.b64decode(stripped, validate=False).decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError) as exc:
         raise CardError(f"the card in the PNG is not base64 JSON ({exc})") from None
 
@@ -131,7 +133,7 @@ def read_card(raw: bytes) -> Card:
         except json.JSONDecodeError as exc:
             raise CardError(f"the card in the PNG's '{keyword}' chunk is not JSON: {exc}") from None
     try:
-        return parse_card_data(json.loads(raw.decode("utf-8-sig")))
+        return parse_card_data(parse_json(raw.decode("utf-8-sig")))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CardError(f"not a character card (neither PNG nor JSON): {exc}") from None
 

@@ -7,7 +7,8 @@
 - How deep (`choose_level`): level 3 when 30 days passed since the last level-3 dream (or the first dream),
   else level 2 when 7 days passed since the last level ≥ 2, else level 1.
 - On what (`gather_material`): the recent log (level 1: the last day; 2: the week's day summaries; 3: the
-  month's week summaries), memories recalled for it, the active goals and the open questions.
+  month's week summaries), memories recalled for it, the active goals and the open questions — and which rows
+  those were (`read`), so what the dream writes keeps the provenance of what it read (memory/taint.py).
 - Applying (`apply_dream`): the one structured answer is validated against DREAM_SCHEMA item by item (invalid
   items are dropped and reported), then insight, entity updates, goal updates, open questions and resolved
   questions are written in the caller's single transaction.
@@ -23,6 +24,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from memory import Repos
+from memory.taint import item_key
+from memory.note_kinds import HUMAN_SOURCES
 from persona.prose import is_prose
 from persona.quiet_hours import in_quiet_hours
 from persona.settings import DreamSettings
@@ -72,9 +75,15 @@ def has_met_human(repos: Repos, settings: DreamSettings) -> bool:
 
 
 def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings,
-              started: datetime | None = None) -> str | None:
-    """Why the persona should dream now, or None."""
+              started: datetime | None = None, talking_minutes: float = 0.0) -> str | None:
+    """Why the persona should dream now, or None. Never while a conversation goes on (DESIGN.md §9): a human's note
+    waits unanswered, or one came within `talking_minutes` (`conversation.active_minutes`) — quiet hours or not."""
     if not settings.enabled:
+        return None
+    if repos.notes.unread_human_ids(limit=1):
+        return None
+    last_heard = repos.notes.latest_human_at()
+    if last_heard is not None and now - _aware(last_heard, now) < timedelta(minutes=talking_minutes):
         return None
     today = now.astimezone(zone).date()
     last = repos.insights.latest()
@@ -98,27 +107,38 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
     return None
 
 
+def _who_wrote(note: Any, authors: dict[int, tuple[str, str]]) -> str:
+    """"my human wrote" for the owner (by any door), "<name> (guest) wrote" for anyone else."""
+    name, role = authors.get(note.author_id, ("", "owner")) if note.author_id is not None else ("", "owner")
+    return "my human wrote" if role == "owner" else f"{name} ({role}) wrote"
+
+
 def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: tzinfo,
                     settings: DreamSettings) -> dict[str, Any]:
-    """The dream's material as prompt text, with the topic it started from and what it read."""
+    """The dream's material as prompt text, with the topic it started from and what it read (`read`: the rows, as
+    [tier, ref])."""
     sections: list[str] = []
-    recent = repos.messages.log_recent(settings.log_items, kinds=("response", "continuation", "human"))
+    recent = recent_rows(repos, settings)
+    read: list[tuple[str, str]] = [("message", str(m.id)) for m in recent]
     notes = repos.notes.list(source="incoming", limit=10)
     lines = [f"- [{m.created_at.astimezone(zone):%m-%d %H:%M}] {'my human' if m.role == 'user' else 'I'}: "
              f"{m.content[:LOG_ITEM_CHARS]}" for m in recent]
-    lines += [f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] my human wrote: {n.text[:LOG_ITEM_CHARS]}"
-              for n in notes if n.source in ("user", "cli")]
+    authors = repos.people.names([n.author_id for n in notes if n.author_id is not None])
+    lines += [f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] {_who_wrote(n, authors)}: {n.text[:LOG_ITEM_CHARS]}"
+              for n in notes if n.source in HUMAN_SOURCES]
     if lines:
         sections.append("What happened recently:\n" + "\n".join(lines[-settings.log_items:]))
     if level >= 2:
         days = repos.episodes.recent("day", 7)
         if days:
             sections.append("The last days:\n" + "\n".join(f"- {d.start}: {d.summary[:300]}" for d in days))
+            read += [("episode", str(d.id)) for d in days]
     if level >= 3:
         weeks = repos.episodes.recent("week", 4) + repos.episodes.recent("month", 1)
         if weeks:
             sections.append("The last weeks and month:\n" + "\n".join(f"- {w.period} of {w.start}: {w.summary[:300]}"
                                                                      for w in weeks))
+            read += [("episode", str(w.id)) for w in weeks]
     topic = (recent[-1].content if recent else (notes[-1].text if notes else "my life so far"))[:200]
     recalled: list[str] = []
     if memory is not None and settings.recall_k > 0:
@@ -128,6 +148,7 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
             hits = memory.search(Query(text="\n".join(lines[-5:]) or topic, k=settings.recall_k,
                                        tiers=["message", "diary", "abstract", "episode", "insight", "llm_memory"]))
             recalled = [f"- [{h.item.tier} {h.item.created_at:%Y-%m-%d}] {h.item.text[:LOG_ITEM_CHARS]}" for h in hits]
+            read += [key for h in hits if (key := item_key(h.item.tier, h.item.ref)) is not None]
         except Exception as exc:  # recall is an aid; the dream goes on without it
             recalled = [f"- (recall failed: {type(exc).__name__})"]
     if recalled:
@@ -138,14 +159,23 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
     if shown:
         sections.append("My active goals:\n" + "\n".join(
             f"- id {g.id} ({g.horizon}, priority {g.priority}): {g.title}" for g in shown))
+        read += [("goal", str(g.id)) for g in shown]
     questions = repos.questions.open(limit=10)
     if questions:
         sections.append("My open questions:\n" + "\n".join(f"- id {q.id}: {q.topic}" for q in questions))
+        read += [("question", str(q.id)) for q in questions]
     latest = repos.insights.latest()
     if latest is not None:
         sections.append(f"My last dream's strategy: {latest.strategy}")
+        read.append(("insight", str(latest.id)))
     return {"text": "\n\n".join(sections) or "(a quiet time: nothing new happened)", "topic": topic,
-            "newest_message_id": repos.messages.newest_id(), "recalled": len(recalled)}
+            "newest_message_id": repos.messages.newest_id(), "recalled": len(recalled),
+            "read": [list(key) for key in dict.fromkeys(read)]}
+
+
+def recent_rows(repos: Repos, settings: DreamSettings) -> list[Any]:
+    """The recent log a dream reads: thoughts and the human's turns."""
+    return repos.messages.log_recent(settings.log_items, kinds=("response", "continuation", "human"))
 
 
 def dream_prompt(name: str, identity: str, level: int, material: str, language: str = "en") -> str:

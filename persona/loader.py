@@ -13,11 +13,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from persona.ethics import Ethics, EthicsError, load_ethics
 from persona.skills import Skill, SkillError, load_skills
-from persona.yaml_lines import UnreadableFile, read_text
+from persona.yaml_lines import UnreadableFile, YamlError, parse_lined_yaml, read_text
 
 FILE_CAP = 20_000
 TOTAL_CAP = 150_000
@@ -87,16 +85,10 @@ def _read(path: Path) -> str:
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
-    text = _read(path)
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise PersonaError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
-    if not isinstance(data, dict):
-        raise PersonaError(f"{path}:1: expected a mapping at the top level, got {type(data).__name__}")
-    return data
+        return parse_lined_yaml(_read(path), str(path), empty_ok=True).data
+    except YamlError as exc:
+        raise PersonaError(str(exc), path.parent) from None
 
 
 def skill_directories(root: Path, config: dict[str, Any]) -> list[Path]:
@@ -105,7 +97,8 @@ def skill_directories(root: Path, config: dict[str, Any]) -> list[Path]:
     dirs = [shipped / "skills"]
     if root.resolve() != resolved:
         dirs.append(root / "skills")
-    dirs += [(root / d) for d in config.get("skills_dirs") or []]
+    named = config.get("skills_dirs")
+    dirs += [(root / d) for d in named if isinstance(d, str)] if isinstance(named, list) else []
     return dirs
 
 

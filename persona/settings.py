@@ -39,7 +39,7 @@ from llm import Sampling
 from memory.retrieval.settings import RetrievalSettings
 from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
-from persona.yaml_lines import LinedYaml, YamlError, format_path, read_lined_yaml
+from persona.yaml_lines import LinedYaml, YamlError, format_path, parse_yaml, read_lined_yaml, read_text
 
 
 class Section(BaseModel):
@@ -85,11 +85,37 @@ class SamplingSettings(Section):
         return value
 
 
+class NotesFilter(Section):
+    """Which unread notes an auto-mode tick shows (HMP context 6: by tags, priority, time, source and mentions).
+    Every condition given must hold; a list matches when the note has any of its values. The owner's notes always
+    pass (a person waiting comes first). The persona sets its own with `cycle.mode {"mode": "auto", "filter": …}`."""
+
+    min_priority: int | None = Field(None, ge=-10, le=10, description="only notes of this priority or higher")
+    tags: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]] = Field(
+        default_factory=list, max_length=20, description="only notes with one of these tags")
+    sources: list[Literal["user", "cli", "channel", "system", "llm:task", "llm_task", "peer"]] = Field(
+        default_factory=list, max_length=7, description="only notes from these sources")
+    mentions: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]] = Field(
+        default_factory=list, max_length=20, description="only notes that mention one of these names (@name)")
+    max_age_hours: float | None = Field(None, gt=0, le=24 * 365, description="only notes written this recently")
+
+    @field_validator("mentions")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        return [v.lstrip("@") for v in value if v.lstrip("@")]
+
+    def active(self) -> bool:
+        return bool(self.min_priority is not None or self.tags or self.sources or self.mentions
+                    or self.max_age_hours is not None)
+
+
 class CycleSettings(Section):
     pause_s: float = Field(0.0, ge=0, le=3600, description="seconds between ticks (cycle.pause changes it per thread)")
     responses: int = Field(10, ge=0, le=50, description="recent own responses in context")
     notes_mode: Literal["auto", "manual"] = "auto"
     notes_limit: int = Field(10, ge=1, le=100)
+    notes_filter: NotesFilter = Field(default_factory=NotesFilter, description=(
+        "auto mode: which unread notes a tick shows (cycle.mode's `filter` replaces it for a thread)"))
     process_timeout_s: float = Field(600.0, gt=0, le=7 * 86400)
     task_cycles: int = Field(4, ge=1, le=32, description="task sub-cycles running at once; when one more competes, "
                              "the task of the higher-priority goal runs and the other is deferred with the reason")
@@ -115,6 +141,19 @@ class ReflexSettings(Section):
     trust_recovery: float = Field(0.01, ge=0, le=1)
     min_trust: float = Field(0.3, ge=0, le=1)
     factcheck_threshold: float = Field(0.7, ge=0, le=1)
+    agreement_min: float = Field(0.5, ge=0, le=1, description=(
+        "below this agreement of the validators' votes (0..1) the weighted mean is not trusted: the weighted majority "
+        "decides (0: never)"))
+    validation_summary_every: int = Field(50, ge=0, le=100_000, description=(
+        "ticks between the validators' metrics summaries in the diary (coverage, accuracy, response time, drift; "
+        "0: none — conflicts and exclusions are written anyway)"))
+    strict_below_novelty: float = Field(25.0, ge=0, le=100, description=(
+        "a thought whose novelty score (0-100) is below this has its commands judged more strictly (0: never)"))
+    strict_by: float = Field(1.0, ge=0, le=6, description="how much higher the rating its commands then need")
+    graph_idle_ticks: int = Field(20, ge=0, le=100_000, description=(
+        "a concept graph with no concept or link added in this many ticks counts as a stagnation sign (0: off)"))
+    graph_idle_margin: float = Field(0.05, ge=0, le=0.5, description=(
+        "with that sign, a thought in the uncertain band is flagged from stagnation_soft_threshold minus this"))
 
 
 class ContinuationSettings(Section):
@@ -170,6 +209,27 @@ class DreamSettings(Section):
     def _hours(cls, value: str) -> str:
         parse_hours(value)  # a bad value is an error now, not at midnight
         return value
+
+
+class ConversationSettings(Section):
+    """The persona's conversations, one per person (managers/conversation.py): what its prompt carries of the one
+    it answers, what it remembers, and what waits for its owner."""
+
+    turns: int = Field(12, ge=0, le=100, description=(
+        "the last turns of the conversation with the person being answered, in the prompt (their words and what I "
+        "sent them; 0: none)"))
+    share: float = Field(0.2, gt=0, le=0.8, description="at most this share of the prompt's budget for those turns")
+    remember: list[Literal["owner", "trusted", "guest", "peer"]] = Field(
+        default_factory=lambda: list[Literal["owner", "trusted", "guest", "peer"]](
+            ["owner", "trusted", "guest", "peer"]),
+        description="whose words become conversation memories (searchable, with their author)")
+    active_minutes: float = Field(10.0, ge=0, le=1440, description=(
+        "no dream starts within this many minutes of a human's note (a conversation is going on)"))
+    tell_owner: bool = Field(True, description=(
+        "a new contact request, a pending approval and a message a channel refused reach the owner once on their "
+        "channel (their quiet hours held)"))
+    stranger_reply: bool = Field(True, description=(
+        "a stranger's first message gets one polite automatic line: it was passed to my owner"))
 
 
 class VoiceSettings(Section):
@@ -347,7 +407,47 @@ class A2ASettings(Section):
     retry_after_s: float = Field(15.0, gt=0, le=3600, description="first retry of an undelivered message (doubling)")
     max_attempts: int = Field(12, ge=1, le=1000)
     outbox_every_s: float = Field(2.0, gt=0, le=600, description="how often the web app delivers the outbox")
-    peer_token: SecretStr | None = Field(None, description="the bearer token sent to peers (their ANIMA_API_TOKEN)")
+    anonymous: Literal["loopback", "never", "always"] = Field("loopback", description=(
+        "callers without a peer credential: 'loopback' accepts them while the app has no API token (it then listens "
+        "on this machine only), 'never' refuses them, 'always' accepts them everywhere; they are one caller, "
+        "'anonymous', never a known peer"))
+    max_message_chars: int = Field(20_000, ge=100, le=1_000_000, description=(
+        "a longer A2A message is refused (not cut)"))
+    max_request_bytes: int = Field(262_144, ge=4096, le=16_777_216, description="a larger A2A request is refused")
+    open_per_caller: int = Field(10, ge=1, le=10_000, description=(
+        "A2A messages of one caller (a peer's credential, or the anonymous callers together) the persona has not "
+        "answered yet (of the last day); past it the caller's next one is refused"))
+    open_total: int = Field(100, ge=1, le=100_000, description="the same, of all callers together")
+    rate_per_minute: float = Field(30.0, gt=0, le=100_000, description="A2A requests a minute per caller (burst: a "
+                                   "fifth of it, at least 5)")
+    rate_total_per_minute: float = Field(300.0, gt=0, le=1_000_000, description="A2A requests a minute of all "
+                                         "callers together")
+    tasks_kept: int = Field(500, ge=10, le=100_000, description=(
+        "finished A2A tasks each caller's tasks/list and tasks/get see in memory (older ones: tasks/get from the "
+        "database, their last turn)"))
+
+
+class ToolsSettings(Section):
+    """External tools (HMP "Внешние инструменты"): a web page read in a real browser (`web.read`), a watched folder
+    or Obsidian vault synced into the knowledge base, Git repositories read (`git.*`), and the persona's own files
+    kept in a Git repository of their own."""
+
+    browser: str = Field("/usr/bin/chromium", description="the Chromium `web.read` drives (Playwright)")
+    page_timeout_s: float = Field(20.0, gt=0, le=300, description="how long a page may take to load and render")
+    page_chars: int = Field(8000, ge=200, le=200_000, description="the most of a page's text one read keeps")
+    vault: str | None = Field(None, description="a folder of Markdown notes (an Obsidian vault) synced into the "
+                              "knowledge base beside the loop")
+    vault_every_s: float = Field(60.0, gt=0, le=86_400, description="how often the vault is looked at (file times)")
+    git_chars: int = Field(8000, ge=200, le=200_000, description="the most of one `git.*` answer")
+    persona_history: bool = Field(True, description="keep the persona's own files in a Git repository, committed "
+                                  "on each change (not the shipped default persona)")
+
+
+class SpawnSettings(Section):
+    """A spawned child (persona/spawn.py): started beside the parent's loop when the operator switches it on."""
+
+    autostart: bool = Field(False, description="start each spawned child's own run beside this loop, stop it after")
+    start_timeout_s: float = Field(60.0, gt=0, le=600, description="how long a child's web app may take to answer")
 
 
 ScriptLanguage = Literal["python", "sh"]
@@ -382,6 +482,16 @@ class MeshSettings(Section):
         "a peer below this trust gets nothing from this persona's door: no container addressed to it is sent, its "
         "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
+    store_per_peer_kb: int = Field(4096, ge=64, le=1_048_576, description=(
+        "containers kept from one peer at most (KiB); more is refused as over_quota and shown on the Mesh page"))
+    store_total_mb: int = Field(256, ge=1, le=65_536, description="containers kept from all peers at most (MiB)")
+    carry_per_peer_kb: int = Field(256, ge=0, le=1_048_576, description=(
+        "of those, kept only to pass on (CogSync on a topic this persona does not subscribe to, a message for "
+        "another persona), from one peer at most (KiB)"))
+    carry_total_mb: int = Field(16, ge=0, le=65_536, description="… and from all peers at most (MiB)")
+    junk_burst: int = Field(20, ge=1, le=100_000, description=(
+        "messages that cannot be read (not JSON, a field of the wrong type, a forged signature) one libp2p peer may "
+        "send (refilled one every 5 s) before it is cut off: put on gossipsub's blacklist"))
     note_hops: int = Field(3, ge=1, le=10, description=(
         "how far a shared (public) note travels through friends: 1 = to this persona's friends only, 2 = their "
         "friends too, …"))
@@ -431,6 +541,12 @@ class ChannelEntry(Section):
     max_message_chars: int = Field(8000, ge=16, le=1_000_000, description="a longer message is cut here")
     max_attachment_bytes: int = Field(2_000_000, ge=0, le=1_000_000_000, description=(
         "an attachment beyond this is kept by reference only"))
+    max_held_per_sender: int = Field(10, ge=1, le=10_000, description=(
+        "an unknown sender's messages held for the owner; more are dropped and counted on the People page"))
+    max_held_total: int = Field(100, ge=1, le=100_000, description=(
+        "messages held on this channel for all contact requests together; more are dropped and counted"))
+    max_contact_requests: int = Field(50, ge=1, le=100_000, description=(
+        "contact requests waiting on this channel; a new sender's message beyond it is dropped and counted"))
     options: dict[str, str] = Field(default_factory=dict, description="the kind's non-secret options (homeserver, …)")
     secret_env: dict[str, str] = Field(default_factory=dict, description=(
         "a secret option's name -> the environment variable holding it"))
@@ -455,12 +571,10 @@ class ChannelEntry(Section):
     def secrets(self) -> dict[str, str]:
         """The channel's secrets: the secrets file's, then the named environment variables' (a missing one is
         left out; the channel says what it lacks)."""
-        import yaml
-
         found: dict[str, str] = {}
         if self.secrets_file:
             path = Path(self.secrets_file).expanduser()
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            loaded = parse_yaml(read_text(path), str(path)) or {}
             if not isinstance(loaded, dict):
                 raise ValueError(f"{path}: a secrets file is a mapping of name: value")
             found.update({str(k): str(v) for k, v in loaded.items()})
@@ -503,7 +617,7 @@ class LLMEntry(Section):
 
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
-              "embedded", "embedded_model", "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url",
+              "embedded", "embedded_model", "embedded_context_window", "embedded_threads", "cache_dir", "embed_url", "embed_model", "chroma_url",
               "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
               "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
@@ -544,6 +658,10 @@ class Settings(BaseSettings):
     embedded_context_window: int = Field(2048, ge=512, description=(
         "the embedded model's window: 2048 keeps Gemma 3 270M's prompt compact, and its thoughts in sentences "
         "(docs/models.md)"))
+    embedded_threads: int | None = Field(None, ge=1, le=256, description=(
+        "the CPU threads the embedded model computes on (default: every CPU this process may use); fewer when other "
+        "work shares the machine — llama.cpp's threads wait for each other by spinning, so more threads than free "
+        "cores is several times slower"))
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
     embed_model: str | None = None
@@ -592,6 +710,9 @@ class Settings(BaseSettings):
     mesh: MeshSettings = Field(default_factory=MeshSettings)
     a2a: A2ASettings = Field(default_factory=A2ASettings)
     channels: ChannelsSettings = Field(default_factory=ChannelsSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    spawn: SpawnSettings = Field(default_factory=SpawnSettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
     _overrides: "Overrides | None" = PrivateAttr(default=None)
@@ -755,6 +876,7 @@ class Overrides(BaseModel):
     embedded: bool | None = None
     embedded_model: str | None = None
     embedded_context_window: int | None = None
+    embedded_threads: int | None = None
     cache_dir: str | None = None
     embed_url: str | None = None
     embed_model: str | None = None
@@ -935,6 +1057,8 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
     except YamlError as exc:
         raise SettingsError(str(exc), directory) from None
+    if any(not isinstance(k, str) for k in config.data):  # the YAML reader refuses them; a hand-made LinedYaml
+        raise SettingsError(f"{config.where(())}: every key must be a string", directory)
     misplaced = [k for k in config.data if k in RUN_FIELDS]
     if misplaced:
         raise SettingsError("\n".join(f"{config.where((k,))}: {k} is the operator's, set on the command line or in "

@@ -17,9 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from persona.yaml_lines import UnreadableFile, read_text
+from persona.yaml_lines import UnreadableFile, YamlError, parse_yaml, read_text
 
 MAX_SKILLS = 150
 MAX_SKILL_CHARS = 30_000
@@ -56,11 +54,10 @@ def parse_skill(path: Path) -> Skill:
     if end is None:
         raise SkillError(f"{path}:1: the frontmatter has no closing '---' line")
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark else 2
-        raise SkillError(f"{path}:{line}: invalid YAML frontmatter: {getattr(exc, 'problem', exc)}") from exc
+        meta = parse_yaml("\n".join(lines[1:end]), str(path), first_line=2) or {}
+    except YamlError as exc:
+        line, _, problem = str(exc).partition(":")[2].partition(" ")  # "SKILL.md:3 (yaml): …"
+        raise SkillError(f"{path}:{line}: invalid YAML frontmatter: {problem.removeprefix('(yaml): ')}") from None
     if not isinstance(meta, dict):
         raise SkillError(f"{path}:2: the frontmatter must be a mapping")
     for key in ("name", "description"):

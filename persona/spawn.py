@@ -77,7 +77,7 @@ def _set_name(config: Path, name: str) -> None:
 def spawn_files(parent_dir: Path, child_dir: Path, name: str, mode: str) -> str:
     """The child's persona directory; returns the parent's name."""
     parent = load_persona(parent_dir)
-    shutil.copytree(parent.directory, child_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(parent.directory, child_dir, ignore=shutil.ignore_patterns("__pycache__", ".git"))
     if mode == "newborn":
         default = load_persona(default_persona_dir())
         for file in FRESH_FILES:

@@ -14,7 +14,8 @@ from starlette.routing import Route
 
 from persona.settings import Overrides
 from web import api, errors, security
-from web.a2a import A2A_PATH, CARD_PATH, A2AServer, outbox_running
+from web.api import docs as api_docs
+from web.a2a import A2A_PATHS, CARD_PATH, A2AServer, outbox_running
 from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
 from web.mcp import MCP_PATH
 from web.mcp import Mount as McpMount
@@ -40,7 +41,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
         elif owned:
             app.state.services = WebServices.open(overrides, api_token=api_token)
         try:
-            async with mcp.running(), outbox_running(lambda: app.state.services):
+            async with mcp.running(), outbox_running(lambda: app.state.services, a2a):
                 yield
         finally:
             if owned:
@@ -48,7 +49,8 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
                 app.state.services = None
 
     app = FastAPI(title="anima", version="0.1.0", lifespan=lifespan,
-                  description="Watch the persona think, talk with it, and curate its inner life.")
+                  description="Watch the persona think, talk with it, and curate its inner life.",
+                  docs_url=None, redoc_url=None)  # /docs from vendored assets (web/api/docs.py), not a CDN
     app.state.services = services
     hosts = (allowed_hosts if isinstance(allowed_hosts, security.AllowedHosts)
              else security.AllowedHosts.serving(None, allowed_hosts))
@@ -61,9 +63,11 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
     errors.install(app)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     api.install(app)  # the JSON API under /api and its OpenAPI (web/api/)
+    api_docs.install(app)  # its reference page, /docs, working offline
     app.include_router(page_router())
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp))  # the persona as an MCP server (web/mcp.py; /p/<name>/mcp)
     # the persona as an A2A agent (web/a2a.py): its public card, and the endpoint behind the guard
     app.router.routes.append(Route(CARD_PATH, endpoint=a2a.card, methods=["GET"], include_in_schema=False))
-    app.router.routes.append(Route(A2A_PATH, endpoint=a2a, methods=["POST"]))
+    for path in A2A_PATHS:
+        app.router.routes.append(Route(path, endpoint=a2a, methods=["POST"]))
     return app

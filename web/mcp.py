@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
 
+from memory.note_kinds import Door
 from persona.settings import Overrides
 from web.context import WebServices, get_services
 from web.errors import ServiceError
@@ -50,11 +51,11 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
     @server.tool()
     async def post_note(text: str, priority: int = 1, tags: list[str] | None = None) -> dict[str, Any]:
         """Leave the persona a note (from its human). It reads it on its next tick and may answer with a message."""
-        note = NoteIn(text=text, priority=priority, tags=list(tags or []) + ["via:mcp"])
+        note = NoteIn(text=text, priority=priority, tags=list(tags or []))
 
         def write() -> dict[str, Any]:
             with unit() as repos:
-                item = talk.post_note(repos, note, get_services().clock())
+                item = talk.post_note(repos, note, get_services().clock(), door=Door.MCP)
             return {"note_id": item.id, "text": item.text, "at": item.at.isoformat()}
 
         return await anyio.to_thread.run_sync(write)

@@ -33,6 +33,9 @@ OPEN_DOCUMENTS = ("/.well-known/agent-card.json",)  # the A2A agent card (of any
 ALLOWED_HOSTS_ENV = "ANIMA_ALLOWED_HOSTS"
 ALLOWED_HOSTS_FLAG = "--allowed-hosts"
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
+# the A2A endpoint (of any persona) checks its callers itself (web/a2a.py): a peer's credential opens it, the owner's
+# token does not, and no peer's credential opens anything else
+A2A_ENDPOINT = re.compile(r"^(?:/p/[^/]+)?/a2a/?$")
 LIVE_PATHS = re.compile(r"^(?:/p/[^/]+)?/(?:api/events|live|mcp|a2a)(?:/|$)")  # streams, MCP and A2A, of any persona
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 _HOST = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?$")
@@ -220,15 +223,30 @@ class HostGuard:
 
 # ---- the token and CSRF ----------------------------------------------------------------------------------------------
 
-def _same(a: str, b: str) -> bool:
+def same_secret(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
-def _presented_token(request: Request) -> str | None:
+_same = same_secret
+
+
+def web_actor(api_token: str | None) -> str:
+    """Who acts through the web app's pages and API, as exactly as the app can tell (the audit log and the approvals
+    keep it): the holder of its API token, or — an app without a token listens on this machine only — whoever uses
+    it there. No peer's credential opens the app (web/a2a.py), so it is never a peer."""
+    return "owner (web, API token)" if api_token else "owner (web, loopback)"
+
+
+def presented_bearer(request: Request) -> str | None:
+    """The `Authorization: Bearer …` token, if any."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
-        return header[7:].strip()
-    return request.cookies.get(TOKEN_COOKIE)
+        return header[7:].strip() or None
+    return None
+
+
+def _presented_token(request: Request) -> str | None:
+    return presented_bearer(request) or request.cookies.get(TOKEN_COOKIE)
 
 
 def _foreign_origin(request: Request) -> bool:
@@ -250,7 +268,7 @@ async def guard(request: Request, call_next):
     path = request.url.path
     if path.startswith(OPEN_PATHS) or (path.endswith(OPEN_DOCUMENTS) and request.method in SAFE_METHODS):
         return await call_next(request)
-    if services.api_token:
+    if services.api_token and not A2A_ENDPOINT.match(path):
         given = request.query_params.get("token")
         if given is not None and request.method == "GET" and _same(given, services.api_token):
             response = RedirectResponse(path, status_code=303)
@@ -263,6 +281,8 @@ async def guard(request: Request, call_next):
         browser = any(h in request.headers for h in ("origin", "sec-fetch-site", "sec-fetch-mode"))
         if _foreign_origin(request):
             return _refuse(403, "cross-site request refused")
-        if browser and not _same(request.headers.get(CSRF_HEADER, ""), services.csrf_token):
+        # A2A authenticates by a bearer header, which no cross-site page can send (nor JSON without a preflight the
+        # app never allows); A2A clients on fetch (node's) send Sec-Fetch-Mode without being a page of this app
+        if browser and not A2A_ENDPOINT.match(path) and not _same(request.headers.get(CSRF_HEADER, ""), services.csrf_token):
             return _refuse(403, f"missing or wrong {CSRF_HEADER} header (the app's pages send it)")
     return await call_next(request)

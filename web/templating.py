@@ -23,6 +23,19 @@ NAV = (("talk", "/", N_("Talk")), ("thoughts", "/thoughts", N_("Thoughts")), ("i
        ("controls", "/controls", N_("Controls")), ("mesh", "/mesh", N_("Mesh")))
 
 
+# How a note came (memory/note_kinds.py Door) and who its author is, as the Talk page's badges say it
+DOOR_LABELS = {"web": N_("page"), "api": N_("API"), "mcp": N_("MCP"), "voice": N_("voice"), "cli": N_("terminal"),
+               "matrix": N_("Matrix"), "telegram": N_("Telegram"), "email": N_("e-mail"), "channel": N_("channel"),
+               "a2a": N_("A2A"), "mesh": N_("mesh")}
+ROLE_LABELS = {"owner": N_("owner"), "trusted": N_("trusted"), "guest": N_("guest"), "peer": N_("peer")}
+# the navigation's badges: what waits for the owner (managers/conversation.py `waiting_for_owner`), page by page
+BADGES = {"talk": ("unread",), "approvals": ("approvals",), "people": ("contacts", "refused")}
+
+
+def badge_count(key: str, waiting: dict[str, int] | None) -> int:
+    return sum(int((waiting or {}).get(part, 0)) for part in BADGES.get(key, ()))
+
+
 def request_language(request: Request, setting: str | None = None) -> str:
     """The language a page is rendered in: the page's switcher (its cookie), else the `language` setting unless
     `auto`, else the browser's Accept-Language, else English (i18n.negotiate)."""
@@ -57,6 +70,10 @@ def make_templates() -> Jinja2Templates:
     # newstyle: `_("… %(n)s", n=3)` formats after translating, and the translation is autoescaped like any value
     templates.env.install_gettext_callables(_gettext, _ngettext, newstyle=True)  # type: ignore[attr-defined]
     templates.env.globals["languages"] = [(code, i18n.NAMES[code]) for code in i18n.LANGUAGES]
+    templates.env.globals["door_labels"] = DOOR_LABELS
+    templates.env.globals["role_labels"] = ROLE_LABELS
+    templates.env.globals["badge_keys"] = tuple(BADGES)
+    templates.env.globals["badge_count"] = badge_count
     templates.env.filters["short"] = lambda text, n=200: (str(text or "")[:n] + "…") if len(str(text or "")) > n else str(text or "")
     templates.env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else (value or "")
     return templates
@@ -65,6 +82,7 @@ def make_templates() -> Jinja2Templates:
 def render(request: Request, template: str, page: str | None = None, status_code: int = 200, **context: Any):
     """A whole page (or, for a fragment template, just the fragment). `base`: the persona's prefix in a deployment
     (`/p/<name>`; empty for the one persona of a data dir) — every link of a page starts with it."""
+    from managers import Managers
     from web.context import DeploymentServices, get_services
 
     app_services = request.app.state.services
@@ -73,11 +91,12 @@ def render(request: Request, template: str, page: str | None = None, status_code
                               "base": request.scope.get("root_path", ""), "deployment": deployed,
                               "lang": language_of(request)}
     if page is not None and deployed and not request.scope.get("anima_persona"):  # the deployment's own pages
-        common.update(nav=(), persona_name=gettext_for(common["lang"])("Personas"), approvals_waiting=0)
+        common.update(nav=(), persona_name=gettext_for(common["lang"])("Personas"), approvals_waiting=0, waiting={})
     elif page is not None:
         services = get_services(request)
         with services.db.unit() as repos:
-            common["approvals_waiting"] = len(repos.approvals.pending())
+            common["waiting"] = Managers(repos).conversation.waiting_for_owner()
+            common["approvals_waiting"] = common["waiting"]["approvals"]
         common["persona_name"] = services.persona().display_name
     return request.app.state.templates.TemplateResponse(request, template, {**common, **context},
                                                         status_code=status_code)
@@ -88,6 +107,7 @@ def language_of(request: Request) -> str:
     cached = getattr(request.state, "lang", None)
     if cached:
         return str(cached)
+    from managers import Managers
     from web.context import DeploymentServices, get_services
 
     setting = None

@@ -200,14 +200,14 @@ def _display_name(packed: bytes | None) -> str:
     import io
     import tarfile
 
-    import yaml
+    from persona.yaml_lines import YamlError, parse_yaml
 
     if not packed:
         return ""
     try:
         with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
             member = tar.extractfile("persona/config.yaml")
-            config = yaml.safe_load(member.read()) if member else {}
-        return str((config or {}).get("name") or "")
-    except (KeyError, tarfile.TarError, yaml.YAMLError, OSError):
+            config = parse_yaml(member.read().decode("utf-8"), "config.yaml") if member else {}
+    except (KeyError, tarfile.TarError, YamlError, OSError, UnicodeDecodeError):
         return ""
+    return str(config.get("name") or "") if isinstance(config, dict) else ""

@@ -292,7 +292,8 @@ class WorkerRuntime:
             return
         persona.dream_checked = now
         with services.db.unit() as repos:
-            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=persona.started)
+            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=persona.started,
+                               talking_minutes=services.settings.conversation.active_minutes)
         if reason is not None:
             self._scheduler().dream(persona.name)
 
@@ -309,7 +310,7 @@ class WorkerRuntime:
         services = persona.services
         with services.db.unit() as repos:
             reason = dream_due(repos, services.clock(), services.settings.zone(), services.settings.dreaming,
-                               started=persona.started)
+                               started=persona.started, talking_minutes=services.settings.conversation.active_minutes)
         if reason is None:
             return None
         dreamer = persona.extra.get("dreamer")

@@ -17,12 +17,13 @@ from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from llm import LLMCancelled
 from managers import Managers
+from managers.vault import VaultReport, sync_vault
 from managers.world import RefreshCounts, refresh_feeds
 from persona.dreaming import dream_due
 
 log = logging.getLogger(__name__)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
-WAKE_POLL_S = 1.0  # while dreaming: how often the human's "Wake up" and new notes are looked for
+WAKE_POLL_S = 0.25  # while dreaming: how often the human's "Wake up" and new notes are looked for
 FEEDS_CHECK_EVERY = timedelta(minutes=1)
 
 
@@ -41,6 +42,7 @@ class Autonomy:
         self.dream_failed_on: date | None = None  # the date a dream raised: not retried before the next day
         self.dream_checked: datetime | None = None  # when maybe_dream last looked
         self.feeds_checked: datetime | None = None  # when the feeds were last looked at
+        self.vault_checked: datetime | None = None  # when the watched folder was last looked at
         self.started = agent.services.clock()
 
     def start(self) -> None:
@@ -65,6 +67,9 @@ class Autonomy:
 
     def step_tasks(self, control: RunControl) -> None:
         self.maybe_fetch_feeds()
+        self.maybe_sync_vault()
+        if self.human_waits():  # a task's tick asks a model: the human is answered first
+            return
         for outcome in self.tasks.step(control, self.on_stream):
             quiet = outcome.get("status") == "running" or (outcome.get("status") == "waiting" and not outcome.get("reason"))
             if not quiet and self.on_stream:  # ended, stopped, restarted or backing off after an error
@@ -87,12 +92,35 @@ class Autonomy:
             self.on_stream("custom", {"event": "feeds", **counts})
         return counts
 
+    def maybe_sync_vault(self) -> VaultReport | None:
+        """The watched folder (tools.vault) into the knowledge base when its poll is due (managers/vault.py: why a
+        poll by file time); between ticks and while idle; a failure is logged and tried at the next turn."""
+        services = self.agent.services
+        settings, now = services.settings, services.clock()
+        if not settings.tools.vault or (self.vault_checked is not None and
+                                        (now - self.vault_checked).total_seconds() < settings.tools.vault_every_s):
+            return None
+        self.vault_checked = now
+        try:
+            report = sync_vault(services.db, settings, services.clock)
+        except Exception:  # noqa: BLE001 - a folder that cannot be read must never stop the persona
+            log.exception("syncing the vault failed")
+            return None
+        if report is not None and (report.added or report.changed or report.removed) and self.on_stream:
+            self.on_stream("custom", {"event": "vault", "line": report.line()})
+        return report
+
     def _fetch_asked(self) -> bool:
         with self.agent.services.db.unit() as repos:
             return Managers(repos).world.fetch_asked()
 
+    def human_waits(self) -> bool:
+        with self.agent.services.db.reading() as repos:
+            return bool(Managers(repos).conversation.waiting())
+
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
-        """Run the dream playbook when it is due (persona/dreaming.py); returns its result, or None."""
+        """Run the dream playbook when it is due (persona/dreaming.py: never while a conversation goes on); returns
+        its result, or None."""
         services = self.agent.services
         now = services.clock()
         if self.dream_checked is not None and now - self.dream_checked < DREAM_CHECK_EVERY:
@@ -102,7 +130,8 @@ class Autonomy:
             thread = repos.threads.get(self.agent.thread_id)
             if thread is not None and thread.parent_id is not None:
                 return None
-            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=self.started)
+            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=self.started,
+                               talking_minutes=services.settings.conversation.active_minutes)
         if reason is None or self.dream_failed_on == now.date():
             return None
         if self.dream_agent is None:
@@ -139,8 +168,8 @@ class Autonomy:
 
     def _watch_for_waking(self, since: datetime, notes_seen: int, outer: threading.Event, wake: threading.Event,
                           woken: list[str]) -> None:
-        """While the dream runs: the human's "Wake up" or a note ends it (its model call is cancelled); so does a
-        stop of the loop."""
+        """While the dream runs: the human's "Wake up" or a note ends it (its model call is cancelled, so the dream
+        yields at the step it is in, and the note is answered next); so does a stop of the loop."""
         db = self.agent.services.db
         while not wake.wait(WAKE_POLL_S):
             if outer.is_set():

@@ -1,7 +1,9 @@
 """The tick loop driver: invoke, pause `cycle.pause` seconds, honour idle mode, back off when degraded,
 stop cleanly on request. A stop (Ctrl-C, SIGTERM) cancels the model call in flight and drains: the steps that
 finished are checkpointed, the interrupted one runs again when the next run resumes the same tick. A pause or a
-backoff ends early when the human writes. Around the ticks (autonomy.py): the session, dreams and task sub-cycles."""
+backoff ends early when the human writes, and no pause starts while a human's note waits (the persona answers
+first: DESIGN.md §9; within a tick, nodes/attention.py). Around the ticks (autonomy.py): the session, dreams and task
+sub-cycles — none of which starts while a human's note waits."""
 
 from __future__ import annotations
 
@@ -63,9 +65,15 @@ def idle_should_wake(agent: Agent, now: datetime) -> bool:
         return Managers(repos).loop.wake_if_due(agent.thread_id, now)
 
 
-def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0) -> bool:
+def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0,
+          unless_waiting: bool = False) -> bool:
     """Sleep `seconds`; a stop or a note from the human newer than `notes_after` (a note id) ends it early.
-    Returns True when a note ended it. One indexed query a second: a note waits at most `poll_s`."""
+    Returns True when a note ended it. One indexed query a second: a note waits at most `poll_s`. With
+    `unless_waiting` (the pause after a good tick — the persona's own pace, or the stagnation reflex's), no pause
+    starts while a human's note waits unanswered (one the last tick did not show: someone else's)."""
+    if unless_waiting and seconds > 0 and human_waits(agent):
+        log.info("no pause: a human's note waits")
+        return True
     deadline = time.monotonic() + seconds
     while not stopper.requested:
         left = deadline - time.monotonic()
@@ -79,10 +87,19 @@ def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, p
     return False
 
 
+def human_waits(agent: Agent) -> bool:
+    """A human's note waits unread (the notes mode shows them: `auto`)."""
+    services = agent.services
+    if services.settings.cycle.notes_mode != "auto":
+        return False
+    with services.db.reading() as repos:
+        return bool(Managers(repos).conversation.waiting())
+
+
 def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
              on_stream: Callable[[str, Any], None] | None = None, idle_poll_s: float = 1.0,
              inputs: dict[str, Any] | None = None, autonomy: bool = True,
-             notify: Callable[[str], None] | None = None, note_poll_s: float = 1.0) -> LoopResult:
+             notify: Callable[[str], None] | None = None, note_poll_s: float = 0.25) -> LoopResult:
     """Tick until `ticks` ran or a stop is requested; `inputs` (the playbook's) go in with the first tick.
 
     With `autonomy` (the default) the run is a session (saved at stop), the persona dreams when it is due, and
@@ -141,7 +158,8 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                         failure = agent.last_failure
                         notify(f"tick {failure.tick} failed{' in ' + failure.step if failure.step else ''}: "
                                f"{failure.error[:300]} — its output is quarantined; the next tick starts clean")
-                if state.get("degraded") or agent.last_failure is not None:  # back off, in case the fault persists
+                backoff = bool(state.get("degraded") or agent.last_failure is not None)
+                if backoff:  # back off, in case the fault persists
                     degraded_streak += 1
                     wait = min(MAX_DEGRADED_BACKOFF_S, 2.0 ** degraded_streak)
                 elif ticks is None or result.ticks_run < ticks:
@@ -149,7 +167,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     wait = float(state.get("pause_s") or 0.0)
                 else:
                     wait = 0.0
-                pause(agent, stopper, wait, notes_after=notes_seen, poll_s=note_poll_s)
+                pause(agent, stopper, wait, notes_after=notes_seen, poll_s=note_poll_s, unless_waiting=not backoff)
     except (GraphDrained, LLMCancelled):  # a stop during a step (LLMCancelled: a model call outside the graph)
         result.interrupted = True
     finally:

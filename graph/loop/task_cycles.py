@@ -29,6 +29,7 @@ from langgraph.runtime import RunControl
 from graph.agent import Agent
 from managers.owners import owner_alive, process_token
 from memory import Repos
+from memory.note_kinds import NoteSource
 from nodes.context import Services
 from nodes.stelis.threads import close_thread, open_thread
 
@@ -64,7 +65,7 @@ class TaskCycles:
                 text = (f"task {task.id}'s sub-cycle was interrupted at tick {thread.tick} (the process stopped); "
                         "it resumes from its last checkpoint")
                 repos.processes.add("tasks.cycle", text, status="warning", thread_id=thread.parent_id, task_id=task.id)
-                repos.notes.add(text, source="system", task_id=task.id, tags=["task-cycle"], created_at=self.services.clock())
+                repos.notes.add(text, source=NoteSource.SYSTEM, task_id=task.id, tags=["task-cycle"], created_at=self.services.clock())
                 resumed.append(task.id)
                 if notify:
                     notify(text)
@@ -193,7 +194,7 @@ class TaskCycles:
             if status == "error":
                 repos.tasks.update(task_id, status="frozen")
             text = f"task {task_id} ({title}): sub-cycle {status} ({reason})." + (f" Chronicle: {chronicle}" if chronicle else "")
-            repos.notes.add(text[:4000], source="system", task_id=task_id, tags=["task-cycle", status],
+            repos.notes.add(text[:4000], source=NoteSource.SYSTEM, task_id=task_id, tags=["task-cycle", status],
                             created_at=self.services.clock())
             repos.processes.add("tasks.cycle", text[:2000], status="error" if status == "error" else "ok",
                                 thread_id=parent_id, task_id=task_id)

@@ -44,6 +44,14 @@ COUNT_CACHE = 256  # texts whose token counts are remembered (per model)
 PLAIN_PUNCTUATION = ",.;:!?'()、。，！？・"  # what `Sampling.letters` admits besides letters (persona/prose.py's marks)
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (taskset, a container's cpuset), not every CPU of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class EmbeddedLlamaCpp:
     provider = "llamacpp"
 
@@ -60,7 +68,7 @@ class EmbeddedLlamaCpp:
         self._chat_template = self._voice.chat_template if chat_template is None else chat_template
         self._formatter: Any = None
         self.context_window = context_window
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_threads = n_threads or available_cpus()
         self.seed = seed
         self._llm = None
         self._grammars: dict[str, Any] = {}

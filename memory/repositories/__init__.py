@@ -47,10 +47,12 @@ from memory.repositories.tool_uses import ToolUseRepo
 from memory.repositories.processes import ProcessLogRepo
 from memory.repositories.questions import QuestionRepo
 from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
+from memory.repositories.scrub import ScrubRepo
 from memory.repositories.sessions import SessionRepo
 from memory.repositories.stagnation import AntiStagnationRepo
 from memory.repositories.strategies import StrategyRepo, ThinkingMethodRepo
 from memory.repositories.tags import TagRepo
+from memory.repositories.taints import TaintRepo
 from memory.repositories.threads import ThreadRepo
 from memory.repositories.ticks import TickRepo
 
@@ -162,6 +164,10 @@ class Repos:
         return AbstractRepo(self.session, self.items)
 
     @cached_property
+    def taints(self) -> TaintRepo:
+        return TaintRepo(self.session)
+
+    @cached_property
     def goals(self) -> GoalRepo:
         return GoalRepo(self.session)
 
@@ -216,6 +222,10 @@ class Repos:
     @cached_property
     def history(self) -> HistoryRepo:
         return HistoryRepo(self.session)
+
+    @cached_property
+    def scrub(self) -> ScrubRepo:
+        return ScrubRepo(self.session)
 
     @cached_property
     def mesh(self) -> MeshRepo:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
 
-from memory.models import Concept, ConceptLink, utcnow
+from memory.models import Concept, ConceptLink, Tick, utcnow
 from memory.repositories.base import NotFound, Repo
 from memory.repositories.tiered import StatusTierRepo
 
@@ -30,6 +30,19 @@ class ConceptRepo(StatusTierRepo[Concept]):
     def _index(self, concept: Concept) -> None:
         self._put_item(concept, concept.description or concept.name, title=concept.name, tags=concept.tags,
                        pinned=concept.pinned, importance=min(1.0, 0.4 + 0.1 * concept.weight))
+
+    def growth(self, thread_id: str, since_tick: int) -> tuple[int, int, int] | None:
+        """The semantic graph's growth since the thread's tick `since_tick` began, in one statement: (concepts in
+        all, concepts added since, links added since); None when the thread has no such tick yet."""
+        since = (select(Tick.started_at).where(Tick.thread_id == thread_id, Tick.tick <= since_tick)
+                 .order_by(Tick.tick.desc()).limit(1).scalar_subquery())
+        row = self.session.execute(select(
+            since, select(func.count(Concept.id)).scalar_subquery(),
+            select(func.count(Concept.id)).where(Concept.created_at >= since).scalar_subquery(),
+            select(func.count(ConceptLink.id)).where(ConceptLink.created_at >= since).scalar_subquery())).one()
+        if row[0] is None:
+            return None
+        return int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
 
     def add(self, name: str, description: str = "", *, tags: Iterable[str] = (), weight: float = 1.0) -> Concept:
         if self.by_name(name) is not None:

@@ -125,6 +125,7 @@ ADJUSTMENTS_KEY = "drives/adjustments"  # the human's settings in force: {drive:
 ADJUSTMENT_HISTORY_KEY = "drives/adjustment_history"  # every change: [{drive, level, at, by, computed}], newest last
 EMOTION_POINTER_KEY = "drives/emotion_note_id"  # the last human note whose emotion was logged
 RESOLUTION_POINTER_KEY = "drives/resolution_note_id"  # the last human note whose conversation was checked
+VAULT_FILES_KEY = "vault/files"  # the watched folder's notes: "<folder>::<path>" -> [mtime_ns, size, kb document]
 SESSION_EXPORT_PREFIX = "exports/session-"  # + session id: where an export job leaves its result (fleet)
 PERSONA_EDITS_KEY = "human/persona_edits"  # the human's edits of persona files, newest last (the page shows them)
 ACTIVE_THREAD_PREFIX = "stelis/active/"  # + root thread id: the thread its ticks run in
@@ -141,6 +142,7 @@ MEMORY_MANAGER_CURSOR_KEY = "memory/manager_cursor"  # the last memory the memor
 FOLLOW_UP_CURSOR_KEY = "vectors/follow_up_cursor"  # the last memory the index's follow-up saw (memory/followup.py)
 ABSTRACT_REQUEST_PREFIX = "memory/abstract_request/"  # + thread id: a pending request for an abstract
 MESH_DISCOVERED_KEY = "mesh/discovered"  # {did: {"transport", "first_seen", "last_seen"}}: proven on the mesh, not added
+MESH_CONNECTIVITY_KEY = "mesh/connectivity"  # {"isolated", "since", "peers", "door", "isolated_since"}: as the door saw it
 NOT_INHERITED_PREFIXES = ("run/", "lineage/", "session/", "feeds/", "vectors/", "mesh/")  # a spawned child does not take
 # the parent's run, family, bookkeeping and where its vectors live
 _DRIVE_KEYS = (EMOTION_POINTER_KEY, RESOLUTION_POINTER_KEY, REACH_OUT_KEY, ADJUSTMENTS_KEY)  # preload_drives
@@ -293,10 +295,10 @@ class ConfigRepo(Repo):
 
     def preload_tick(self, root_id: str) -> None:
         """What a tick's steps read (the run choices, the thread the root's ticks run in, the drives' keys, the
-        root's cycle and abstract request, the emotion words, the episode check), in one query, kept for the rest of
-        the tick in the run's snapshot (module doc)."""
+        root's cycle and abstract request, the emotion words, the episode check, whether the mesh is reachable), in
+        one query, kept for the rest of the tick in the run's snapshot (module doc)."""
         keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY, ACTIVE_THREAD_PREFIX + root_id, *_DRIVE_KEYS, CYCLE_PREFIX + root_id,
-                EMOTIONS_KEY, ABSTRACT_REQUEST_PREFIX + root_id, EPISODES_CHECKED_KEY)
+                EMOTIONS_KEY, ABSTRACT_REQUEST_PREFIX + root_id, EPISODES_CHECKED_KEY, MESH_CONNECTIVITY_KEY)
         prefixes = (SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX, LLM_ADDED_PREFIX)
         self.preload(*keys, prefixes=prefixes)
         if self._snapshot is not None:
@@ -411,6 +413,15 @@ class ConfigRepo(Repo):
         """The keys the drives step reads, in one query."""
         self.preload(*_DRIVE_KEYS)
 
+    @property
+    def vault_files(self) -> dict[str, Any]:
+        """What the vault sync saw of each note (managers/vault.py)."""
+        return dict(self.get(VAULT_FILES_KEY) or {})
+
+    @vault_files.setter
+    def vault_files(self, value: dict[str, Any]) -> None:
+        self.set(VAULT_FILES_KEY, value)
+
     def session_export(self, session_id: int) -> dict[str, Any] | None:
         """The result an export job left for `session_id` (fleet)."""
         return self._dict(f"{SESSION_EXPORT_PREFIX}{session_id}")
@@ -522,6 +533,15 @@ class ConfigRepo(Repo):
     @mesh_discovered.setter
     def mesh_discovered(self, value: Mapping[str, Mapping[str, Any]] | None) -> None:
         self.set(MESH_DISCOVERED_KEY, None if value is None else {k: dict(v) for k, v in value.items()})
+
+    @property
+    def mesh_connectivity(self) -> dict[str, Any]:
+        """Whether the mesh door reaches a peer, as it last said ({} before it ever did; managers/mesh.py)."""
+        return dict(self.get(MESH_CONNECTIVITY_KEY) or {})
+
+    @mesh_connectivity.setter
+    def mesh_connectivity(self, value: Mapping[str, Any]) -> None:
+        self.set(MESH_CONNECTIVITY_KEY, dict(value))
 
     @property
     def memory_manager_cursor(self) -> int:

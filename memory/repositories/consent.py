@@ -20,7 +20,7 @@ from memory.repositories.base import NotFound, Repo, matched, prepared, table_of
 EFFECTS = ("read", "write_self", "modify_self", "external")
 DECISION_STATUSES = ("approved", "denied", "expired")
 AUDIT_DECISIONS = ("requested", "approved", "denied", "auto_approved", "validated", "blocked", "executed", "failed",
-                   "expired", "refused")
+                   "expired", "refused", "trusted")
 AUDIT_ACTORS = ("human", "policy", "validators", "auto_pass", "loop", "ethics")
 
 

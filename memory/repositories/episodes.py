@@ -70,6 +70,24 @@ class EpisodeRepo(TierRepo):
         self.session.delete(self.by_id(episode_id))
         self.items.remove("episode", episode_id)
 
+    def purge_summaries_of(self, refs: Iterable[str]) -> int:
+        """Delete for good the day summaries made from any of these items (`message:note:7`) and the week and month
+        summaries rolled up from those days: upkeep builds them again from what is left. How many."""
+        wanted = set(refs)
+        if not wanted:
+            return 0
+        days = [row for row in self.session.scalars(select(Episode).where(Episode.period == "day")).all()
+                if wanted & set(row.sources or [])]
+        rolled = {f"day:{d.start}" for d in days}
+        rollups = [row for row in self.session.scalars(select(Episode).where(Episode.period != "day")).all()
+                   if rolled & set(row.sources or [])]
+        for row in [*days, *rollups]:
+            item = self.items.find("episode", row.id)
+            if item is not None:  # its words go, not only its place in recall
+                item.text, item.title, item.context_before, item.context_after = "", "", "", ""
+            self.purge(row.id)
+        return len(days) + len(rollups)
+
     def latest(self, counts: dict[str, int]) -> dict[str, builtins.list[Row[Unpack[tuple[Any, ...]]]]]:
         """The last `counts[period]` summaries of each period, oldest first, in one query (`recent` for several),
         as plain rows (by the same names; read only: the prompt shows them every tick)."""

@@ -276,6 +276,48 @@ class MemoryItemRepo(Repo):
         self._journal(item.id, "upsert")
         self._index_texts((item,))
 
+    def reindex(self, item_ids: Iterable[int]) -> int:
+        """Items whose text was rewritten in place (anonymisation): their full-text documents written again (a
+        deleted one has none) and a journal upsert each, so the vector store embeds them again; how many."""
+        ids, done = sorted(set(item_ids)), 0
+        for start in range(0, len(ids), 500):
+            items = [i for i in self.many(ids[start:start + 500]).values() if i.status != "deleted"]
+            if items:
+                self._journal(items[0].id, "upsert", *(i.id for i in items[1:]))
+                self._index_texts(items)
+            done += len(items)
+        return done
+
+    def forget(self, refs: Iterable[str]) -> int:
+        """The items standing for these refs (any tier: `note:7`) forgotten for good: their text emptied, deleted
+        from the full-text index and (journalled) from the vectors, and their neighbours' copies of it (the context
+        before or after them) emptied and indexed again. How many."""
+        wanted = sorted({str(r) for r in refs})
+        if not wanted:
+            return 0
+        items = list(self.session.scalars(select(MemoryItem).where(MemoryItem.ref.in_(wanted))).all())
+        neighbours: list[MemoryItem] = []
+        for item in items:
+            if item.episode is not None and item.seq is not None:
+                before, after = self.at(item.episode, item.seq - 1), self.at(item.episode, item.seq + 1)
+                if before is not None:
+                    before.context_after = ""
+                    neighbours.append(before)
+                if after is not None:
+                    after.context_before = ""
+                    neighbours.append(after)
+            item.text, item.title, item.context_before, item.context_after = "", "", "", ""
+            item.meta, item.tags, item.status, item.updated_at = {}, [], "deleted", utcnow()
+        self.session.flush()
+        for item in items:
+            self._journal(item.id, "delete")
+            self.lexical.remove(item.id)
+        kept = [n for n in neighbours if n.status != "deleted"]
+        if kept:
+            self._journal(kept[0].id, "upsert", *(n.id for n in kept[1:]))
+            self._index_texts(kept)
+        return len(items)
+
     def last_of(self, episode: str) -> MemoryItem | None:
         """The episode's item with the highest position."""
         return self.session.scalars(_last_of(), {"episode": episode}).first()
@@ -302,6 +344,14 @@ class MemoryItemRepo(Repo):
                 self._journal(item.id, "upsert")
                 changed += 1
         return changed
+
+    def active_unpinned_of(self, item_ids: Iterable[int]) -> list[int]:
+        """Of these items, those active and not pinned."""
+        ids = list(item_ids)
+        if not ids:
+            return []
+        return [int(i) for i in self.session.scalars(select(MemoryItem.id).where(
+            MemoryItem.id.in_(ids), MemoryItem.status == "active", MemoryItem.pinned.is_(False))).all()]
 
     def set_status_of(self, tier: str, ref: str | int, status: str) -> bool:
         item = self.find(tier, ref)

@@ -15,7 +15,7 @@ class KnowledgeBaseRepo(TierRepo):
         return self.session.scalars(select(KBDocument).where(KBDocument.sha256 == sha256)).first()
 
     def add(self, path: str, title: str, sha256: str, pieces: Sequence[str], *, source: str = "",
-            author: str = "") -> KBDocument:
+            author: str = "", tags: Sequence[str] = ()) -> KBDocument:
         """`source`: who gave the document and how, when not the owner (`Ann (guest, via matrix)`), kept with it
         and in each chunk's metadata; `author`: their name, each chunk's author (a search shows it)."""
         doc = KBDocument(path=path, title=title, sha256=sha256, chunks=len(pieces), chars=sum(map(len, pieces)),
@@ -25,7 +25,7 @@ class KnowledgeBaseRepo(TierRepo):
         self.session.flush()
         for number, piece in enumerate(pieces):
             self.items.put("kb", f"{doc.id}:{number}", piece, title=title, episode=f"kb:{doc.id}", seq=number,
-                           importance=0.5, meta=meta, author=author[:200])
+                           importance=0.5, meta=meta, author=author[:200], tags=tags)
         return doc
 
     def list(self) -> list[KBDocument]:
@@ -45,4 +45,5 @@ class KnowledgeBaseRepo(TierRepo):
         for number in range(doc.chunks):
             self.items.remove("kb", f"{doc.id}:{number}")
         self.session.delete(doc)
+        self.session.flush()  # its checksum is free again for the text that replaces it
         return doc

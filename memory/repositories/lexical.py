@@ -123,6 +123,12 @@ class LexicalRepo(Repo):
         key = "rowid" if self._sqlite else "item_id"
         self._conn.execute(_sql(f"DELETE FROM {TABLE} WHERE {key} = :id"), {"id": int(item_id)})
 
+    def optimize(self) -> None:
+        """SQLite: merge the index's segments into one, so no term of a replaced or removed document lingers in an
+        old segment (FTS5 otherwise keeps it, marked deleted, until a merge); PostgreSQL updates its rows in place."""
+        if self._sqlite:
+            self._conn.execute(text(f"INSERT INTO {TABLE}({TABLE}) VALUES ('optimize')"))
+
     # ---- reads -------------------------------------------------------------------------------------------
 
     def count(self) -> int:

@@ -31,6 +31,13 @@ class LiveEventRepo(Repo):
             query = query.where(LiveEvent.kind.in_(list(kinds)))
         return list(self.session.scalars(query.order_by(LiveEvent.id).limit(limit)).all())
 
+    def newest(self, limit: int, kinds: Iterable[str] | None = None) -> list[LiveEvent]:
+        """The newest `limit` events (of these kinds), newest first."""
+        query = select(LiveEvent)
+        if kinds:
+            query = query.where(LiveEvent.kind.in_(list(kinds)))
+        return list(self.session.scalars(query.order_by(LiveEvent.id.desc()).limit(limit)).all())
+
     def newest_id(self) -> int:
         return int(self.session.scalar(select(func.max(LiveEvent.id))) or 0)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Text, cast, delete, func, select, update
 
 from memory.models import (
     MeshBlock,
@@ -36,6 +36,11 @@ class MeshRepo(Repo):
         return list(self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "out",
                                                                      MeshContainer.status == "queued")
                                          .order_by(MeshContainer.created_at).limit(limit)).all())
+
+    def outbox_count(self) -> int:
+        """How many containers wait in the outbox."""
+        return int(self.session.scalar(select(func.count()).select_from(MeshContainer).where(
+            MeshContainer.direction == "out", MeshContainer.status == "queued")) or 0)
 
     def mark_sent(self, ids: builtins.list[str], at: datetime) -> int:
         total = 0
@@ -70,7 +75,9 @@ class MeshRepo(Repo):
                                          .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
 
     def ids(self, limit: int) -> builtins.list[str]:
-        return list(self.session.scalars(select(MeshContainer.id).where(MeshContainer.status != "rejected")
+        """Held containers, newest first: neither rejected nor still waiting in the outbox."""
+        return list(self.session.scalars(select(MeshContainer.id).where(MeshContainer.status.not_in(("rejected",
+                                                                                                     "queued")))
                                          .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
 
     def existing(self, ids: builtins.list[str]) -> set[str]:
@@ -85,6 +92,25 @@ class MeshRepo(Repo):
         for start in range(0, len(ids), CHUNK):
             rows += self.session.scalars(select(MeshContainer).where(MeshContainer.id.in_(ids[start:start + CHUNK])))
         return rows
+
+    def kept_sizes(self) -> builtins.list[tuple[str, str, str | None, str | None, int]]:
+        """(sender, type, topic, recipient, bytes) of every container that arrived and is kept (its body's JSON
+        length: what the store's quota counts)."""
+        size = func.length(cast(MeshContainer.body, Text))
+        rows = self.session.execute(select(MeshContainer.sender, MeshContainer.type, MeshContainer.topic,
+                                           MeshContainer.recipient, func.sum(size))
+                                    .where(MeshContainer.direction == "in")
+                                    .group_by(MeshContainer.sender, MeshContainer.type, MeshContainer.topic,
+                                              MeshContainer.recipient)).tuples().all()
+        return [(str(s), str(t), topic, recipient, int(n or 0)) for s, t, topic, recipient, n in rows]
+
+    def trim_refusals(self, keep: int) -> int:
+        """Keep the newest `keep` refusals (what floods the door cannot grow its table without bound)."""
+        newest = self.session.scalar(select(func.max(MeshRefusal.id))) or 0
+        if newest <= keep:
+            return 0
+        return int(self.session.execute(delete(MeshRefusal).where(MeshRefusal.id <= newest - keep))
+                   .rowcount)  # type: ignore[attr-defined]
 
     def counts(self) -> dict[str, int]:
         rows = self.session.execute(select(MeshContainer.direction, MeshContainer.status, func.count())

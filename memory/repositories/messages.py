@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, TypeAlias, Unpack
 
 from sqlalchemy import Column, Insert, Row, Select, bindparam, func, insert, select
 from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import aliased
 
 from memory.models import Message
 from memory.repositories.base import Repo, insert_values, one_of, prepared, table_of
@@ -127,6 +129,26 @@ class MessageRepo(Repo):
         """The last `limit` messages of these kinds across every thread, oldest first."""
         rows = self.session.scalars(select(Message).where(Message.kind.in_(tuple(kinds)))
                               .order_by(Message.id.desc()).limit(limit)).all()
+        return list(reversed(rows))
+
+    def outdated(self, before: datetime, *, keep: int, limit: int) -> list[int]:
+        """The ids of the own thoughts (responses, continuations, stagnation records) written before `before`, of
+        every thread but its newest `keep` of them: the oldest first, at most `limit`."""
+        kinds = ("response", "continuation", "stagnation_record")
+        newer = aliased(Message)
+        kept_from = (select(newer.id).where(newer.thread_id == Message.thread_id, newer.kind.in_(kinds))
+                     .order_by(newer.id.desc()).offset(keep).limit(1).scalar_subquery())
+        return [int(i) for i in self.session.scalars(
+            select(Message.id).where(Message.kind.in_(kinds), Message.created_at < before, Message.id <= kept_from)
+            .order_by(Message.id).limit(limit)).all()]
+
+    def validations(self, limit: int) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        """The validation of the last `limit` outputs across every thread, oldest first: (id, tick, rating,
+        auto_pass, self_validation, validators) — what the validator metrics are computed from."""
+        c = table_of(Message).c
+        rows = self.core(select(c.id, c.tick, c.rating, c.auto_pass, c.self_validation, c.validators)
+                         .where(c.kind.in_(("response", "continuation", "stagnation_record")))
+                         .order_by(c.id.desc()).limit(limit)).all()
         return list(reversed(rows))
 
     def since(self, thread_id: str, after_id: int, kinds: Iterable[str], last: int | None = None) -> list[Message]:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
-from sqlalchemy import Row, Select, bindparam, func, select, update
+from sqlalchemy import Row, Select, String, and_, bindparam, case, cast, func, or_, select, update
 
-from memory.models import Note, utcnow
+from memory.models import Note, Person, utcnow
+from memory.note_kinds import HUMAN_SOURCES, INCOMING_SOURCES, OWNER_SOURCES, NoteSource
 from memory.repositories.base import Repo, matched, one_of, prepared, table_of
 
-INCOMING_SOURCES = ("user", "cli", "channel", "system", "llm:task", "llm_task", "peer")  # llm_task: another model's
-# answer; peer: another agent over A2A (its author in the tag `from:<peer>`)
-HUMAN_SOURCES = ("user", "cli", "channel")  # channel: a person over Matrix, Telegram, e-mail
+OUTGOING = "outgoing"  # the tag of a message the persona sent (source NoteSource.PERSONA)
 
 
 @prepared
@@ -54,6 +54,21 @@ def _latest_at(sources: tuple[str, ...]) -> Select[datetime | None]:
     return select(func.max(Note.created_at)).where(one_of(Note.source, sources))
 
 
+@prepared
+def _unread_human_ids() -> Select[tuple[int]]:
+    """Core: the ids of the human's unread notes, oldest first (what waits for an answer)."""
+    c = table_of(Note).c
+    return select(c.id).where(c.read.is_(False), one_of(c.source, HUMAN_SOURCES), c.hidden.is_(False)) \
+        .order_by(c.id).limit(bindparam("limit"))
+
+
+def _to_the_owner(note: Note) -> bool:
+    """A message of the persona's that names no person: sent to the owner (`to:user`, or no `to:` at all)."""
+    tags = [t for t in note.tags or [] if isinstance(t, str)]
+    to = [t for t in tags if t.startswith("to:")]
+    return OUTGOING in tags and (not to or to == ["to:user"])
+
+
 class NoteRepo(Repo):
     def add(
         self,
@@ -69,6 +84,8 @@ class NoteRepo(Repo):
         read: bool = False,
         created_at: datetime | None = None,
         author_id: int | None = None,
+        person_id: int | None = None,
+        door: str | None = None,
     ) -> Note:
         note = Note(
             created_at=created_at or utcnow(),
@@ -82,6 +99,8 @@ class NoteRepo(Repo):
             hidden=hidden,
             read=read,
             author_id=author_id,
+            person_id=person_id if person_id is not None else author_id,  # a human's note is in their conversation
+            door=door,
         )
         self.session.add(note)
         self.session.flush()
@@ -96,6 +115,20 @@ class NoteRepo(Repo):
         found = {n.id: n for n in self.session.scalars(select(Note).where(Note.id.in_(ids))).all()} if ids else {}
         return [found[i] for i in ids if i in found]
 
+    def by_author(self, person_id: int) -> list[int]:
+        """The ids of every note a person wrote, oldest first."""
+        return list(self.session.scalars(select(Note.id).where(Note.author_id == person_id).order_by(Note.id)).all())
+
+    def purge(self, note_ids: Iterable[int]) -> int:
+        """Delete these notes for good (a forgotten person's words); how many."""
+        from sqlalchemy import delete
+
+        ids = sorted({int(i) for i in note_ids})
+        done = 0
+        for start in range(0, len(ids), 500):
+            done += matched(self.session.execute(delete(Note).where(Note.id.in_(ids[start:start + 500]))))
+        return done
+
     def last_human_before(self, note_id: int) -> Note | None:
         """The human's newest note with an id below `note_id` (whether a reply answers a voice message)."""
         return self.session.scalars(select(Note).where(Note.source.in_(HUMAN_SOURCES), Note.id < note_id)
@@ -107,6 +140,55 @@ class NoteRepo(Repo):
         if before_id is not None:
             query = query.where(Note.id < before_id)
         return self.session.scalars(query.order_by(Note.id.desc()).limit(1)).first()
+
+    def conversation(self, person_id: int, *, limit: int = 20, before_id: int | None = None,
+                     after_id: int | None = None, unaddressed: bool = False) -> list[Note]:
+        """A person's conversation — their words and the messages the persona sent them, by every door — oldest
+        first: the newest `limit` (below `before_id`), or the first `limit` after `after_id`. `unaddressed`: the
+        owner's, with the persona's messages that name nobody (written before messages kept their person, or by a
+        tool: `to:user` or no `to:` at all)."""
+        mine = Note.person_id == person_id
+        if unaddressed:
+            mine = mine | (Note.person_id.is_(None) & (Note.source == NoteSource.PERSONA))
+        q = select(Note).where(mine, Note.hidden.is_(False), Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
+        if before_id is not None:
+            q = q.where(Note.id < before_id)
+        def wanted(note: Note) -> bool:
+            return not unaddressed or note.person_id is not None or _to_the_owner(note)
+
+        if after_id is not None:
+            rows = self.session.scalars(q.where(Note.id > after_id).order_by(Note.id).limit(limit * 2)).all()
+            return [n for n in rows if wanted(n)][:limit]
+        rows = self.session.scalars(q.order_by(Note.id.desc()).limit(limit * 2 if unaddressed else limit)).all()
+        return list(reversed([n for n in rows if wanted(n)][:limit]))
+
+    def peer_conversation(self, peer: str, *, limit: int = 20, before_id: int | None = None,
+                          scan: int = 500) -> list[Note]:
+        """A peer's messages and the persona's to it, oldest first (among the newest `scan` peer and outgoing notes:
+        a peer is named by a tag, not a column)."""
+        q = select(Note).where(Note.hidden.is_(False), Note.person_id.is_(None),
+                               Note.source.in_([NoteSource.PEER, NoteSource.PERSONA]))
+        if before_id is not None:
+            q = q.where(Note.id < before_id)
+        mine, theirs = f"to:{peer}", f"from:{peer}"
+        rows = [n for n in self.session.scalars(q.order_by(Note.id.desc()).limit(scan)).all()
+                if theirs in (n.tags or []) or (OUTGOING in (n.tags or []) and mine in (n.tags or []))]
+        return list(reversed(rows[:limit]))
+
+    def conversations(self) -> list[tuple[int, int, int, int]]:
+        """Every person's conversation: (person id, its newest note id, its notes, the person's unread ones), the most
+        recent first."""
+        unread = func.sum(case((Note.read.is_(False) & Note.source.in_(HUMAN_SOURCES), 1), else_=0))
+        rows = self.session.execute(
+            select(Note.person_id, func.max(Note.id), func.count(Note.id), unread)
+            .where(Note.person_id.is_not(None), Note.hidden.is_(False),
+                   Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
+            .group_by(Note.person_id).order_by(func.max(Note.id).desc())).all()
+        return [(int(p), int(newest), int(n), int(u or 0)) for p, newest, n, u in rows]
+
+    def unread_human_ids(self, limit: int = 20) -> list[int]:
+        """The ids of the human's unread notes, oldest first: one indexed query (what a waiting human is)."""
+        return [int(i) for i in self.core(_unread_human_ids(), {"limit": limit}).scalars().all()]
 
     def newest_id(self) -> int:
         return self.session.scalar(select(func.max(Note.id))) or 0
@@ -146,6 +228,37 @@ class NoteRepo(Repo):
             rows = [n for n in rows if wanted & set(n.tags or [])][:limit]
         return list(rows)
 
+    def unread_filtered(self, *, limit: int, min_priority: int | None = None, tags: Sequence[str] = (),
+                        sources: Sequence[str] = (), mentions: Sequence[str] = (),
+                        since: datetime | None = None) -> tuple[list[Note], int]:
+        """Unread notes for the persona that meet every condition given (a list: any of its values), highest priority
+        first, then oldest first — the owner's notes (their own doors, or a channel note of a person whose role is
+        owner) whatever the conditions — and how many unread notes there are in all. A mention is `@name` in the
+        text or a tag `@name` (a peer's note carries its mentions as tags), found case-insensitively: the caller
+        checks that the name ends there (`@ann` is in `@anna`)."""
+        conditions = []
+        if min_priority is not None:
+            conditions.append(Note.priority >= min_priority)
+        if sources:
+            conditions.append(Note.source.in_(list(sources)))
+        if since is not None:
+            conditions.append(Note.created_at >= since)
+        if tags:  # the JSON list as stored (json.dumps, on SQLite and PostgreSQL alike): each tag a quoted string
+            conditions.append(or_(*(cast(Note.tags, String).contains(json.dumps(t), autoescape=True) for t in tags)))
+        if mentions:
+            conditions.append(or_(*(func.lower(Note.text).contains("@" + m.lower(), autoescape=True) for m in mentions),
+                                  *(func.lower(cast(Note.tags, String)).contains(json.dumps("@" + m.lower()),
+                                                                                 autoescape=True) for m in mentions)))
+        unread = (Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
+        owners = select(Person.id).where(Person.role == "owner")
+        owner = or_(Note.source.in_(OWNER_SOURCES), (Note.source == "channel") & Note.author_id.in_(owners))
+        query = select(Note).where(*unread)
+        if conditions:
+            query = query.where(or_(owner, and_(*conditions)))
+        notes = list(self.session.scalars(query.order_by(Note.priority.desc(), Note.id).limit(limit)).all())
+        total = self.session.scalar(select(func.count(Note.id)).where(*unread)) or 0
+        return notes, int(total)
+
     def count_unread_by_priority(self) -> dict[int, int]:
         rows = self.session.execute(
             select(Note.priority, func.count(Note.id))
@@ -183,6 +296,20 @@ class NoteRepo(Repo):
         self.session.flush()
         return note
 
+    def hide_read_before(self, before: datetime, *, limit: int) -> list[int]:
+        """Hide (restorable) the read, visible notes written (and read) before `before`, oldest first, at most
+        `limit` — but never a human's words or a message the persona sent (tagged `outgoing`): a conversation is kept
+        whole. Their ids."""
+        ids = [int(i) for i in self.session.scalars(
+            select(Note.id).where(Note.read.is_(True), Note.hidden.is_(False), Note.created_at < before,
+                                  or_(Note.read_at.is_(None), Note.read_at < before),
+                                  Note.source.not_in(HUMAN_SOURCES),
+                                  ~cast(Note.tags, String).contains(json.dumps("outgoing"), autoescape=True))
+            .order_by(Note.id).limit(limit)).all()]
+        if ids:
+            self.session.execute(update(Note).where(Note.id.in_(ids)).values(hidden=True))
+        return ids
+
     def archive(self, note_id: int) -> bool:
         """A soft delete: the note is hidden (out of lists and of the prompt), and restorable."""
         note = self.session.get(Note, note_id)
@@ -210,7 +337,7 @@ class NoteRepo(Repo):
         include_hidden: bool = True,
     ) -> list[Note]:
         q = select(Note)
-        if source == "incoming":
+        if source == "incoming":  # what reaches the persona (INCOMING_SOURCES)
             q = q.where(Note.source.in_(INCOMING_SOURCES))
         elif source:
             q = q.where(Note.source == source)

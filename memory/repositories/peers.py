@@ -7,9 +7,11 @@ import builtins
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
-from memory.models import A2AInbound, A2AOutbox, Note, Peer
+from memory.models import A2AInbound, A2AOutbox, A2ARefusal, Note, Peer, PeerCredential
+
+OPEN_TASK_STATES = ("waiting", "expired")  # a task whose message the persona has not answered yet
 from memory.repositories.base import Repo
 
 
@@ -69,9 +71,10 @@ class PeerRepo(Repo):
         return self.session.get(A2AOutbox, row_id)
 
     # ---- inbound A2A tasks ----
-    def open_inbound(self, *, task_id: str, message_id: str | None, peer_name: str, note_id: int,
+    def open_inbound(self, *, task_id: str, message_id: str | None, peer_name: str, caller: str, note_id: int,
                      now: datetime) -> A2AInbound:
-        row = A2AInbound(task_id=task_id, message_id=message_id, peer_name=peer_name, note_id=note_id, created_at=now)
+        row = A2AInbound(task_id=task_id, message_id=message_id, peer_name=peer_name, caller=caller, note_id=note_id,
+                         created_at=now, reply_parts=[])
         self.session.add(row)
         self.session.flush()
         return row
@@ -82,6 +85,40 @@ class PeerRepo(Repo):
              .order_by(A2AInbound.id).limit(1))
         return self.session.scalars(q).first()
 
+    def inbound_of_note(self, note_id: int) -> A2AInbound | None:
+        """The A2A task whose latest message is this note."""
+        return self.session.scalars(select(A2AInbound).where(A2AInbound.note_id == note_id).limit(1)).first()
+
+    def open_count(self, since: datetime, caller: str | None = None) -> int:
+        """A2A tasks since `since` whose message the persona has not answered yet (of one caller, or of all)."""
+        q = select(func.count(A2AInbound.id)).where(A2AInbound.status.in_(OPEN_TASK_STATES),
+                                                    A2AInbound.reply_note_id.is_(None), A2AInbound.created_at >= since)
+        if caller is not None:
+            q = q.where(A2AInbound.caller == caller)
+        return int(self.session.scalar(q) or 0)
+
+    # ---- credentials a peer presents ----
+    def add_credential(self, *, peer_id: int, token_hash: str, hint: str, issued_by: str,
+                       now: datetime) -> PeerCredential:
+        row = PeerCredential(peer_id=peer_id, token_hash=token_hash, hint=hint, issued_by=issued_by, created_at=now)
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def delete_credentials(self, peer_id: int) -> None:
+        for row in self.credentials(peer_id):
+            self.session.delete(row)
+        self.session.flush()
+
+    def credential_by_hash(self, token_hash: str) -> PeerCredential | None:
+        return self.session.scalars(select(PeerCredential).where(PeerCredential.token_hash == token_hash)).first()
+
+    def credentials(self, peer_id: int | None = None) -> builtins.list[PeerCredential]:
+        q = select(PeerCredential).order_by(PeerCredential.id)
+        if peer_id is not None:
+            q = q.where(PeerCredential.peer_id == peer_id)
+        return builtins.list(self.session.scalars(q).all())
+
     def unanswered_expired(self, peer_name: str) -> A2AInbound | None:
         """The oldest A2A task from this peer that nobody waits on any more and has no reply yet."""
         q = (select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.status == "expired",
@@ -90,7 +127,7 @@ class PeerRepo(Repo):
 
     def inbound_by_message(self, peer_name: str, message_id: str) -> A2AInbound | None:
         q = select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.message_id == message_id)
-        return self.session.scalars(q.order_by(A2AInbound.id).limit(1)).first()
+        return self.session.scalars(q.order_by(A2AInbound.id.desc()).limit(1)).first()
 
     def waiting_all(self, limit: int = 100) -> builtins.list[A2AInbound]:
         q = select(A2AInbound).where(A2AInbound.status == "waiting").order_by(A2AInbound.id).limit(limit)
@@ -109,3 +146,19 @@ class PeerRepo(Repo):
     def counts(self) -> dict[str, Any]:
         rows = self.session.scalars(select(A2AOutbox.status)).all()
         return {status: rows.count(status) for status in ("pending", "sent", "failed")}
+
+    # ---- what the A2A endpoint refused ----
+    def count_refusal(self, caller: str, reason: str, *, count: int, size: int, detail: str, at: datetime) -> None:
+        row = self.session.scalars(select(A2ARefusal).where(A2ARefusal.caller == caller,
+                                                            A2ARefusal.reason == reason)).first()
+        if row is None:
+            row = A2ARefusal(caller=caller, reason=reason, count=0, bytes=0, detail="", first_at=at, last_at=at)
+            self.session.add(row)
+        row.count += count
+        row.bytes += size
+        row.detail, row.last_at = detail, at
+        self.session.flush()
+
+    def refusals(self, limit: int = 100) -> builtins.list[A2ARefusal]:
+        q = select(A2ARefusal).order_by(A2ARefusal.last_at.desc()).limit(limit)
+        return builtins.list(self.session.scalars(q).all())

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from memory.models import (ChannelCursor, ChannelInbox, ChannelOutbox, ContactRequest, Person, PersonIdentity,
-                           utcnow)
-from memory.repositories.base import Repo, prepared, table_of
+from memory.models import (ChannelCursor, ChannelInbox, ChannelOutbox, ContactRequest, PeopleGroup,
+                           PeopleGroupMember, Person, PersonIdentity, utcnow)
+from memory.repositories.base import Repo, matched, prepared, table_of
 
 
 @prepared
@@ -56,6 +56,76 @@ class PeopleRepo(Repo):
         rows = self.session.execute(select(Person.id, Person.name, Person.role).where(Person.id.in_(ids)))
         return {row.id: (row.name, row.role) for row in rows}
 
+    # groups (HMP `users_group`)
+    def groups(self) -> list[PeopleGroup]:
+        return list(self.session.scalars(select(PeopleGroup).order_by(PeopleGroup.name)))
+
+    def group(self, name: str) -> PeopleGroup | None:
+        return self.session.scalars(select(PeopleGroup).where(func.lower(PeopleGroup.name) == name.strip().lower())
+                                    .limit(1)).first()
+
+    def add_group(self, name: str, description: str) -> PeopleGroup:
+        group = PeopleGroup(name=name, description=description, created_at=utcnow())
+        self.session.add(group)
+        self.session.flush()
+        return group
+
+    def delete_group(self, group: PeopleGroup) -> None:
+        self.session.execute(delete(PeopleGroupMember).where(PeopleGroupMember.group_id == group.id))
+        self.session.delete(group)
+        self.session.flush()
+
+    def members(self, group_id: int) -> list[Person]:
+        return list(self.session.scalars(select(Person).join(PeopleGroupMember, PeopleGroupMember.person_id == Person.id)
+                                          .where(PeopleGroupMember.group_id == group_id).order_by(Person.id)))
+
+    def groups_of(self, person_ids: Iterable[int]) -> dict[int, list[str]]:
+        """person id -> the names of their groups, sorted."""
+        ids = sorted({int(i) for i in person_ids})
+        found: dict[int, list[str]] = {i: [] for i in ids}
+        if ids:
+            rows = self.session.execute(select(PeopleGroupMember.person_id, PeopleGroup.name)
+                                        .join(PeopleGroup, PeopleGroup.id == PeopleGroupMember.group_id)
+                                        .where(PeopleGroupMember.person_id.in_(ids)).order_by(PeopleGroup.name))
+            for person_id, name in rows:
+                found[person_id].append(name)
+        return found
+
+    def join(self, group_id: int, person_id: int) -> bool:
+        """True when the person was not in the group yet."""
+        if self.session.get(PeopleGroupMember, (group_id, person_id)) is not None:
+            return False
+        self.session.add(PeopleGroupMember(group_id=group_id, person_id=person_id))
+        self.session.flush()
+        return True
+
+    def leave(self, group_id: int, person_id: int) -> bool:
+        row = self.session.get(PeopleGroupMember, (group_id, person_id))
+        if row is None:
+            return False
+        self.session.delete(row)
+        self.session.flush()
+        return True
+
+    def delete_person(self, person: Person) -> dict[str, Any]:
+        """A person and everything that names them in the directory and the channels — identities, groups, contact
+        requests, inbox rows (held texts among them), outbox rows — deleted; the ids of the notes the outbox carried
+        (the persona's words to them) returned under "notes"."""
+        pid = person.id
+        outbox_notes = [n for n in self.session.scalars(select(ChannelOutbox.note_id).where(
+            ChannelOutbox.person_id == pid)).all() if n is not None]
+        counts = {
+            "identities": matched(self.session.execute(delete(PersonIdentity).where(PersonIdentity.person_id == pid))),
+            "groups": matched(self.session.execute(delete(PeopleGroupMember).where(PeopleGroupMember.person_id == pid))),
+            "contact_requests": matched(self.session.execute(delete(ContactRequest).where(
+                ContactRequest.person_id == pid))),
+            "inbox": matched(self.session.execute(delete(ChannelInbox).where(ChannelInbox.person_id == pid))),
+            "outbox": matched(self.session.execute(delete(ChannelOutbox).where(ChannelOutbox.person_id == pid))),
+        }
+        self.session.delete(person)
+        self.session.flush()
+        return {**counts, "notes": outbox_notes}
+
     # identities
     def identities(self, person_id: int) -> list[PersonIdentity]:
         return list(self.session.scalars(select(PersonIdentity).where(PersonIdentity.person_id == person_id)
@@ -94,6 +164,10 @@ class PeopleRepo(Repo):
         self.session.flush()
         return row
 
+    def pending_count(self, channel: str) -> int:
+        return int(self.session.scalar(select(func.count(ContactRequest.id)).where(
+            ContactRequest.channel == channel, ContactRequest.status == "pending")) or 0)
+
     def contact_requests(self, status: str | None = "pending") -> list[ContactRequest]:
         q = select(ContactRequest).order_by(ContactRequest.id)
         if status is not None:
@@ -123,6 +197,48 @@ class ChannelRepo(Repo):
                                                                     == contact_request_id,
                                                                     ChannelInbox.state == "held")
                                           .order_by(ChannelInbox.id)))
+
+    def held_count(self, channel: str, contact_request_id: int | None = None) -> int:
+        """Messages held for contact requests on `channel` (of one request, when given)."""
+        q = select(func.count(ChannelInbox.id)).where(ChannelInbox.channel == channel, ChannelInbox.state == "held")
+        if contact_request_id is not None:
+            q = q.where(ChannelInbox.contact_request_id == contact_request_id)
+        return int(self.session.scalar(q) or 0)
+
+    def dropped_count(self, channel: str, contact_request_id: int | None, *, over_cap: bool) -> int:
+        """Messages dropped on `channel` for a request (None: from senders dropped before any request), those over
+        a hold cap only when `over_cap`."""
+        q = select(func.count(ChannelInbox.id)).where(ChannelInbox.channel == channel,
+                                                      ChannelInbox.state == "dropped")
+        q = q.where(ChannelInbox.contact_request_id.is_(None) if contact_request_id is None
+                    else ChannelInbox.contact_request_id == contact_request_id)
+        if over_cap:
+            q = q.where(ChannelInbox.reason.like("over the cap of %"))
+        return int(self.session.scalar(q) or 0)
+
+    def dropped_over_caps(self) -> dict[int | None, tuple[int, int]]:
+        """Per contact request (None: senders dropped before any request): (messages, senders) dropped over a hold
+        cap, every channel."""
+        rows = self.session.execute(
+            select(ChannelInbox.contact_request_id, func.count(ChannelInbox.id),
+                   func.count(func.distinct(ChannelInbox.sender)))
+            .where(ChannelInbox.state == "dropped", ChannelInbox.reason.like("over the cap of %"))
+            .group_by(ChannelInbox.contact_request_id))
+        return {row[0]: (int(row[1]), int(row[2])) for row in rows}
+
+    def set_aside(self, limit: int = 20) -> list[ChannelInbox]:
+        """The newest messages set aside (quarantined): what a channel could not read."""
+        return list(self.session.scalars(select(ChannelInbox).where(ChannelInbox.state == "quarantined")
+                                         .order_by(ChannelInbox.id.desc()).limit(limit)))
+
+    def set_aside_count(self) -> int:
+        return int(self.session.scalar(select(func.count(ChannelInbox.id)).where(
+            ChannelInbox.state == "quarantined")) or 0)
+
+    def reasons(self, contact_request_id: int) -> list[str]:
+        """The reasons kept on a request's inbox rows, newest first."""
+        return list(self.session.scalars(select(ChannelInbox.reason).where(
+            ChannelInbox.contact_request_id == contact_request_id).order_by(ChannelInbox.id.desc())))
 
     def recent_from(self, channel: str, sender: str, since: datetime) -> int:
         return int(self.session.scalar(select(func.count(ChannelInbox.id)).where(
@@ -155,6 +271,10 @@ class ChannelRepo(Repo):
     def depth(self, channel: str) -> int:
         return int(self.session.scalar(select(func.count(ChannelOutbox.id)).where(
             ChannelOutbox.channel == channel, ChannelOutbox.state.in_(("queued", "sending")))) or 0)
+
+    def failed_count(self) -> int:
+        """Messages a channel refused for good (the owner is told)."""
+        return int(self.session.scalar(select(func.count(ChannelOutbox.id)).where(ChannelOutbox.state == "failed")) or 0)
 
     def outbox(self, limit: int = 50) -> list[ChannelOutbox]:
         return list(self.session.scalars(select(ChannelOutbox).order_by(ChannelOutbox.id.desc()).limit(limit)))

@@ -21,3 +21,9 @@ class SealedSecretRepo(Repo):
         else:
             row.key_id, row.nonce, row.sealed, row.updated_at = key_id, nonce, sealed, at
         self.session.flush()
+
+    def delete(self, name: str) -> None:
+        row = self.get(name)
+        if row is not None:
+            self.session.delete(row)
+            self.session.flush()

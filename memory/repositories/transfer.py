@@ -15,8 +15,9 @@ from memory.models import Base, MemoryItem, MemoryJournal, Message, Note, Thread
 from memory.repositories.config import inherited_by_child
 from memory.repositories.lexical import backfill_lexical_index
 
-NEVER_COPIED = ("schema_version", "live_events", "sealed_secrets")  # the target has its own version; the live journal
-# is the run's; a persona's sealed keys are its own (a child makes its own)
+NEVER_COPIED = ("schema_version", "live_events", "sealed_secrets", "peer_credentials")  # the target has its own
+# version; the live journal is the run's; a persona's sealed keys are its own (a child makes its own), and so are the
+# credentials it issued to its peers (a child's peers get theirs from the child)
 BATCH = 1000
 
 
@@ -102,8 +103,10 @@ def create_postgres_database(url: str, name: str) -> str:
 # (diary_entries; concepts and links; peers), with the distilled tiers (goals, tasks, llm_memory, insights) — not
 # the episodes, conversation or notes
 TRAINED_TABLES = ("goals", "goal_links", "tasks", "concepts", "links", "llm_memory", "insights", "diary_entries",
-                  "peers", "memory_items")
+                  "peers", "memory_items", "taints")
 TRAINED_TIERS = ("concept", "llm_memory", "insight", "diary")
+# the provenance of what it takes goes with it: a row written from untrusted text stays marked in the child
+TRAINED_TAINTS = ("goal", "task", "concept", "link", "llm_memory", "insight", "diary")
 
 
 def _config_row(mode: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
@@ -124,7 +127,8 @@ def _diary_row(row: dict[str, Any]) -> dict[str, Any]:
 def copy_memory(source: Session, target: Session, mode: str, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
     """A spawn's memory: `clone` every table (ids kept, vectors stay valid), `trained` the goals, tasks, concepts
     and links, llm_memory, insights, the diary and the known peers, with their catalogue items (journalled anew,
-    so the child's index embeds them), `newborn` nothing. Returns rows written per table."""
+    so the child's index embeds them) and their provenance (`taints`), `newborn` nothing. Returns rows written per
+    table."""
     if mode == "newborn":
         return {}
     chosen = tables(None if mode == "clone" else TRAINED_TABLES + ("config",))
@@ -135,6 +139,8 @@ def copy_memory(source: Session, target: Session, mode: str, progress: Callable[
             transform = _config_row(mode)
         elif mode == "trained" and table.name == "memory_items":
             where = table.c.tier.in_(TRAINED_TIERS)
+        elif mode == "trained" and table.name == "taints":
+            where = table.c.tier.in_(TRAINED_TAINTS)
         elif mode == "trained" and table.name == "tasks":
             transform = _task_row
         elif mode == "trained" and table.name == "diary_entries":

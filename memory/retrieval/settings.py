@@ -35,8 +35,9 @@ class RetrievalSettings(BaseModel):
     # an item a newer one updated or contradicted (memory/updates.py: status "superseded") ranks this much lower:
     # kept and findable, but recall prefers the newest
     superseded_penalty: float = Field(default=1.0, ge=0)
-    # MMR's λ (1: by relevance alone). 1 by default: at 0.7 it cost our project chats 3.9 points of recall@5 (the
-    # evidence there is several turns on one topic, which MMR spreads apart) for 0.6 on LoCoMo (docs/memory.md)
+    # MMR's λ for every recall (1: by relevance alone). 1 by default: at 0.7 it cost our project chats 2.9 points of
+    # recall@5 (the evidence there is several turns on one topic, which MMR spreads apart) for 0.45 on LoCoMo
+    # (docs/memory.md, bench/results/mmr_lambda-2026-11-29.json); 0.7 here turns claw0's MMR on
     mmr_lambda: float = Field(default=1.0, ge=0, le=1)
     # a result whose whole-item cosine with one already chosen is at least this is a near-copy, passed over (what
     # keeps copies out of the prompt; no near-copy in LoCoMo or the project chats at 0.9: recall unchanged)

@@ -31,6 +31,8 @@ from nodes.commands import (
     stelis,
     strategies,
     tags,
+    thoughts,
+    tools,
     users,
     world,
 )
@@ -51,7 +53,7 @@ FAMILIES: tuple[Family, ...] = (
     goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
     config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
     llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY, spawn.FAMILY,
-    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION, agents.FAMILY, users.FAMILY,
+    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION, agents.FAMILY, users.FAMILY, thoughts.FAMILY, tools.FAMILY,
 )
 
 

@@ -74,7 +74,8 @@ def agent_info(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("agents.add", '{"name": "ada", "url": "http://host:8765"}  (a peer to talk with over A2A; my human '
-                "approves)", args=AddArgs, effect="modify_self", aliases=("peers.add",))
+                "approves)", args=AddArgs, effect="modify_self", aliases=("peers.add",),
+                prompt_tier="agents I trust")
 def add_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         peer = ctx.managers.peers.add(str(arg(cmd, "name")), a2a_url=arg(cmd, "url", default=None),
@@ -97,7 +98,7 @@ def remove_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("agents.tag", '{"peer": "ada", "tags": ["friend"]}  (my tags on a peer, replacing the old; "friend": '
                 "my shared notes go to it and I take and pass on its; my human approves)", args=TagArgs,
-                effect="modify_self", aliases=("peers.tag",))
+                effect="modify_self", aliases=("peers.tag",), prompt_tier="agents I trust")
 def tag_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         peer = ctx.managers.peers.set_tags(arg(cmd, "peer"), arg(cmd, "tags", kind=list))

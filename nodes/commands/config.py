@@ -55,7 +55,7 @@ def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("config.update", '{"key": "memory_manager.mode", "value": "meditation"}  (needs my human\'s approval)',
-                args=ConfigUpdateArgs, effect="modify_self")
+                args=ConfigUpdateArgs, effect="modify_self", prompt_tier="settings")
 def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = str(arg(cmd, "key"))
     if key not in SELF_EDITABLE:

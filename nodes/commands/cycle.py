@@ -6,6 +6,7 @@ command's exactly-once record; the loop driver and prepare_context read them eve
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -16,6 +17,7 @@ from memory import Repos
 from nodes.commands.args import Args, Id, Priority, Ref, SearchText, Seconds, Word, Words, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from persona.settings import NotesFilter
 
 FAMILY = Family("cycle", "my own loop")
 
@@ -34,6 +36,7 @@ class ResponsesArgs(Args):
 class NotesModeArgs(Args):
     mode: Annotated[Literal["auto", "manual"], lowered] = Field(validation_alias=names("mode", "value"))
     min_priority: Priority | None = None
+    filter: NotesFilter | None = Field(None, validation_alias=names("filter", "notes_filter"))
 
 
 class NoteFilter(Args):
@@ -84,11 +87,18 @@ def set_cycle(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"recent responses in context: {responses}")
 
 
-@FAMILY.command("cycle.mode", '{"mode": "auto"}  (auto: unread notes shown; manual: only their ids)', args=NotesModeArgs, effect="write_self")
+@FAMILY.command("cycle.mode", '{"mode": "auto", "filter": {"tags": ["urgent"], "sources": ["user", "peer"], '
+                '"mentions": ["me"], "max_age_hours": 24, "min_priority": 1}}  (auto: unread notes shown — those the '
+                'filter lets through, my owner\'s always; {} lifts it; manual: only their ids)', args=NotesModeArgs,
+                effect="write_self")
 def notes_mode(cmd: Command, ctx: CommandContext) -> CommandResult:
     mode = arg(cmd, "mode")
-    ctx.managers.loop.set_notes_mode(ctx.thread_id, mode, arg(cmd, "min_priority", default=None))
-    return CommandResult(f"notes mode: {mode}")
+    wanted = cmd.args.get("filter")
+    ctx.managers.loop.set_notes_mode(ctx.thread_id, mode, arg(cmd, "min_priority", default=None),
+                                     note_filter=wanted if isinstance(wanted, dict) else None)
+    shown = {k: v for k, v in (wanted or {}).items() if v not in (None, [], "")} if isinstance(wanted, dict) else {}
+    return CommandResult(f"notes mode: {mode}" + (f"; filter {json.dumps(shown, ensure_ascii=False)}" if shown else
+                                                  "; no filter" if isinstance(wanted, dict) else ""))
 
 
 @FAMILY.command("cycle.idle", '{"on": true, "timeout_s": 600, "note_filter": {"tags": ["urgent"], "source": "user", '

@@ -60,11 +60,12 @@ def run_search(ctx: CommandContext, text: str, *, k: int = 5, tiers: list[str] |
     except SearchUnavailable as exc:
         raise CommandError(str(exc)) from exc
     versions = ctx.managers.memory.versions_of(hits)
+    tainted = provenance.of_tainted_items(ctx.managers.consent.taints_of, [h.item for h in hits])
     return CommandResult("\n".join(hit_line(h, versions) for h in hits) or f"nothing found for {text!r}", show=True,
-                         sources=provenance.of_items(h.item for h in hits))
+                         sources=provenance.merged(provenance.of_items(h.item for h in hits), *tainted.values()))
 
 
-@FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', args=MemorySearchArgs, effect="read")
+@FAMILY.command("memory.search", '{"query": "…", "k": 5, "tiers": ["diary", "message", "kb"], "days": 30, "tags": […]}', args=MemorySearchArgs, effect="read", scoped=True)
 def search_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int),
                       tiers=arg(cmd, "tiers", default=None, kind=list), days=arg(cmd, "days", default=None, kind=int),
@@ -78,12 +79,12 @@ def _day(value: object) -> date | None:
     return value if isinstance(value, date) or value is None else date.fromisoformat(str(value))
 
 
-@FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', args=MemorySearchArgs, effect="read", aliases=('search',))
+@FAMILY.command("search.query", '{"query": "…"}  (Epos `search`: my memories and knowledge base)', args=MemorySearchArgs, effect="read", scoped=True, aliases=('search',))
 def search_query(cmd: Command, ctx: CommandContext) -> CommandResult:
     return search_memory(cmd, ctx)
 
 
-@FAMILY.command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)', args=SearchArgs, effect="read")
+@FAMILY.command("kb.search", '{"query": "…", "k": 5}  (documents my human gave me)', args=SearchArgs, effect="read", scoped=True)
 def search_kb(cmd: Command, ctx: CommandContext) -> CommandResult:
     return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int), tiers=["kb"])
 

@@ -11,7 +11,7 @@ from pydantic import Field, StringConstraints
 
 from nodes.commands.args import Args, Limit, Text, Word
 from nodes.commands.model import Command
-from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+from nodes.commands.spec import Addressee, CommandContext, CommandError, CommandResult, Family, arg
 
 FAMILY = Family("mesh", "peers: signed containers, CogSync, consensus")
 REPUTATION = Family("reputation", "peers' trust")
@@ -85,8 +85,14 @@ def _queued(container: dict[str, Any]) -> str:
     return f"{container['type']} {container['id'][:19]}… queued (sent when a peer is reachable)"
 
 
+def _peer(cmd: Command, ctx: CommandContext) -> Addressee | None:
+    """Whom a signed message speaks to (the consent gate's relay rule): a peer's DID, or every peer."""
+    to = cmd.args.get("to")
+    return {"label": f"peer {to}", "peer": str(to)} if to else {"label": "every peer"}
+
+
 @FAMILY.command("mesh.send", '{"to": "did:key:…", "text": "…"}  (a signed message; no "to": every peer)',
-                args=SendArgs, effect="external", unavailable=mesh_off)
+                args=SendArgs, effect="external", unavailable=mesh_off, relay=_peer)
 def send(cmd: Command, ctx: CommandContext) -> CommandResult:
     container = ctx.managers.mesh.compose("message", {"text": str(arg(cmd, "text"))},
                                           recipient=arg(cmd, "to", default=None))
@@ -94,7 +100,7 @@ def send(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("mesh.ask", '{"to": "did:key:…", "text": "a question"}  (its answer arrives as a note)',
-                args=AskArgs, effect="external", unavailable=mesh_off)
+                args=AskArgs, effect="external", unavailable=mesh_off, relay=_peer)
 def ask(cmd: Command, ctx: CommandContext) -> CommandResult:
     container = ctx.managers.mesh.compose("ask", {"text": str(arg(cmd, "text"))}, recipient=str(arg(cmd, "to")))
     return CommandResult(_queued(container))
@@ -144,6 +150,10 @@ def status(cmd: Command, ctx: CommandContext) -> CommandResult:
 def case(cmd: Command, ctx: CommandContext) -> CommandResult:
     opened = ctx.managers.mesh.open_case(str(arg(cmd, "question")), arg(cmd, "solutions", default=[], kind=list),
                                          kind=str(arg(cmd, "kind", default="ethics_case")))
+    if opened.get("emergency") is not None:  # Isolated Mode: the consensus waits; the decision is mine meanwhile
+        return CommandResult(f"case {opened['id']} opened; the mesh is unreachable (Isolated Mode), so it waits in my "
+                             f"outbox, and diary {opened['emergency']} (emergency_consensus) marks that I decide alone "
+                             "meanwhile, for review when the mesh is back", show=True)
     return CommandResult(f"case {opened['id']} opened", show=True)
 
 
@@ -166,8 +176,9 @@ def tally(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{result.question}: {result.votes} votes; result: {result.result or 'none yet'}", show=True)
 
 
-@FAMILY.command("mesh.adopt", '{"case": "sha256:…"}  (write the consensus into my ethics.yaml: needs approval)',
-                args=CaseRefArgs, effect="modify_self")
+@FAMILY.command("mesh.adopt", '{"case": "sha256:…"}  (write the consensus into my ethics.yaml: my owner decides)',
+                args=CaseRefArgs, effect="modify_self",
+                owner_only="adopting a consensus of my peers into my ethics")
 def adopt(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         principle = ctx.managers.mesh.adopt(str(arg(cmd, "case")))

@@ -60,6 +60,10 @@ class ReadmarkArgs(Args):
         return self
 
 
+class CleanupArgs(Args):
+    days: float = Field(30.0, ge=0, le=36_500)
+
+
 def _line(note: Note) -> str:
     flag = "" if note.read else " (unread)"
     tags = f" #{' #'.join(note.tags)}" if note.tags else ""
@@ -130,6 +134,15 @@ def delete_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     if not ctx.managers.notes.hide(note_id):
         raise CommandError(f"notes.delete: no note {note_id} (or it is deleted already)")
     return CommandResult(f'note {note_id} deleted; memory.restore {{"tier": "note", "ref": "{note_id}"}} brings it back')
+
+
+@FAMILY.command("notes.cleanup", '{"days": 30}  (hides the read notes older than this — never a human\'s words, my '
+                'messages to them or an unread note; restorable; needs my human\'s approval)', args=CleanupArgs,
+                effect="modify_self")
+def cleanup_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
+    days = float(arg(cmd, "days", default=30.0, kind=float))
+    hidden = ctx.managers.notes.cleanup(days=days)
+    return CommandResult(f"{hidden} read note(s) older than {days:g} days hidden (memory.restore brings one back)")
 
 
 @FAMILY.command("notes.share", '{"id": 12}  (one of my own notes made public: it goes to my friends — peers tagged '

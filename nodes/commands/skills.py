@@ -19,7 +19,7 @@ class SkillReadArgs(Args):
     ticks: int = Field(1, ge=1, le=20)
 
 
-@FAMILY.command("skills.list", "{}  (my skills; manual ones I read with skills.read)", effect="read")
+@FAMILY.command("skills.list", "{}  (my skills; manual ones I read with skills.read)", effect="read", scoped=True)
 def list_skills(cmd: Command, ctx: CommandContext) -> CommandResult:
     skills = ctx.services.persona.skills
     lines = [f"- {s.name} ({s.invocation}{', ' + format(len(s.body), ',') + ' chars' if s.invocation == 'manual' else ''})"

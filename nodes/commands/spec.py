@@ -9,6 +9,14 @@ Effects, weakest first (the privilege model; the gate in consent.py reads them, 
 - `external`: leaves the process (network, files outside the data dir, processes).
 `modify_self` and `external` need the validators' consensus (+2), or, with no validators, the human's approval.
 A spec may raise a command's effect for particular arguments (`escalate`), never lower it.
+
+Besides its effect a spec may say what the consent gate must also know (nodes/commands/consent.py):
+- `prompt_tier`: it writes a tier shown in every prompt (core memory, a notepad, strategies, scripts, config, who is
+  trusted): from a tick that read untrusted text it waits for the owner;
+- `relay`: it speaks as the persona to someone (messages.send, mesh.send): from a tick that read untrusted text it
+  goes at once only to whoever wrote in that tick (a reply), else it waits for the owner;
+- `owner_only`: only the owner ever decides it (adopting a mesh consensus into the ethics), never the validators
+  or `consent.auto_approve`.
 """
 
 from __future__ import annotations
@@ -20,7 +28,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Callable, Literal
 
+from typing_extensions import NotRequired, TypedDict
+
 from managers import ManagerDeps, Managers
+from managers.audience import ALONE, Audience
 from memory import Repos
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
@@ -45,14 +56,15 @@ class CommandContext:
     task_id: int | None = None  # set in a task's sub-cycle: what it writes is marked as the task's
     registry: Any = None  # nodes.commands.Registry (help.show lists it)
     after_commit: list[Callable[[], None]] = field(default_factory=list)  # e.g. start a process its row records
+    audience: Audience = ALONE  # whom the tick answers: what the managers read is what they may see
 
     @cached_property
     def managers(self) -> Managers:
-        """The domain managers over this command's transaction (managers/)."""
+        """The domain managers over this command's transaction (managers/), in the audience's scope."""
         services = self.services
         return Managers(self.repos, ManagerDeps(settings=self.settings, clock=lambda: self.now,
                                                 memory=getattr(services, "memory", None),
-                                                llms=getattr(services, "llms", None)))
+                                                llms=getattr(services, "llms", None)), audience=self.audience)
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -69,6 +81,14 @@ class CommandResult:
     show: bool = False  # also put the output in process_log, for the next tick's context
     thread_id: str | None = None  # the thread whose process_log shows it (default: the command's own)
     sources: list[Source] = field(default_factory=list)  # untrusted text in `output` (nodes/provenance.py)
+
+
+class Addressee(TypedDict):
+    """Whom a relaying command speaks to, as the gate compares them with who wrote the tick's text."""
+
+    label: str  # for the owner: "Bob (trusted)", "peer ada", "http://…"
+    person: NotRequired[int]
+    peer: NotRequired[str]
 
 
 class CommandError(ValueError):
@@ -93,6 +113,12 @@ class CommandSpec:
     # the tier shown in every prompt that it writes (core memory, a notepad, strategies, scripts): from a tick
     # whose prompt held untrusted text it waits for the owner (nodes/provenance.py)
     prompt_tier: str | None = None
+    # whom it speaks to as the persona (None: nobody it can name, e.g. bad arguments; the handler says so)
+    relay: Callable[[Command, CommandContext], Addressee | None] | None = None
+    owner_only: str | None = None  # why only the owner decides it, whatever the validators or auto_approve say
+    # a read command that shows only what the tick's audience may see (its manager reads in their scope,
+    # managers/audience.py): it runs while the persona answers a guest or a peer, where any other read does not
+    scoped: bool = False
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -134,10 +160,12 @@ class Family:
     def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),
                 escalate: Callable[[dict[str, Any]], Effect | None] | None = None,
                 unavailable: Callable[[Any], str | None] | None = None,
-                prompt_tier: str | None = None) -> Callable[[Handler], Handler]:
+                prompt_tier: str | None = None,
+                relay: Callable[[Command, CommandContext], Addressee | None] | None = None,
+                owner_only: str | None = None, scoped: bool = False) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
             self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable,
-                                          prompt_tier))
+                                          prompt_tier, relay, owner_only, scoped))
             return handler
 
         return add

@@ -66,7 +66,8 @@ def person_info(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.add", '{"name": "Ann", "role": "guest", "channel": "matrix", "address": "@ann:example.org"}  '
-                "(needs my owner's approval)", args=AddPersonArgs, effect="modify_self")
+                "(needs my owner's approval)", args=AddPersonArgs, effect="modify_self",
+                prompt_tier="people I know and how far I trust them")
 def add_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     people = ctx.managers.people
     try:
@@ -83,7 +84,8 @@ def add_person(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 @FAMILY.command("users.update", '{"person": "Ann", "quiet_hours": "22:00-08:00", "language": "ru"}  '
-                "(needs my owner's approval)", args=UpdatePersonArgs, effect="modify_self")
+                "(needs my owner's approval)", args=UpdatePersonArgs, effect="modify_self",
+                prompt_tier="people I know and how far I trust them")
 def update_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     people = ctx.managers.people
     changes = {key: arg(cmd, key, default=None) for key in ("role", "preferred_channel", "language", "quiet_hours",
@@ -96,3 +98,65 @@ def update_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     except (PeopleError, NotFound) as exc:
         raise CommandError(f"users.update: {exc}") from None
     return CommandResult(f"person {person.id} ({person.name}) updated")
+
+
+class GroupArgs(Args):
+    group: Word = Field(validation_alias=names("group", "name", "group_name"))
+    description: Description = ""
+
+
+class MemberArgs(Args):
+    person: Ref = Field(validation_alias=names("person", "name", "id", "user", "who"))
+    group: Word = Field(validation_alias=names("group", "group_name"))
+
+
+@FAMILY.command("users.groups", "{}  (the groups of people I know, HMP users_group, and who is in each)", effect="read")
+def list_groups(cmd: Command, ctx: CommandContext) -> CommandResult:
+    lines = [f"- {g.name}: {', '.join(p.name for p in members) or 'nobody yet'}" + (f" — {g.description}"
+                                                                                   if g.description else "")
+             for g, members in ctx.managers.people.groups()]
+    return CommandResult("\n".join(lines) or "no groups", show=True)
+
+
+@FAMILY.command("users.group_add", '{"group": "family", "description": "…"}  (needs my owner\'s approval)',
+                args=GroupArgs, effect="modify_self")
+def add_group(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        group = ctx.managers.people.add_group(str(arg(cmd, "group")), str(arg(cmd, "description", default="")))
+    except PeopleError as exc:
+        raise CommandError(f"users.group_add: {exc}") from None
+    return CommandResult(f"group {group.name} added")
+
+
+@FAMILY.command("users.join", '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)', args=MemberArgs,
+                effect="modify_self")
+def join_group(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        joined = ctx.managers.people.join(arg(cmd, "person"), str(arg(cmd, "group")))
+    except (PeopleError, NotFound) as exc:
+        raise CommandError(f"users.join: {exc}") from None
+    return CommandResult(f"{arg(cmd, 'person')} {'joined' if joined else 'was already in'} {arg(cmd, 'group')}")
+
+
+@FAMILY.command("users.leave", '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)', args=MemberArgs,
+                effect="modify_self")
+def leave_group(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        left = ctx.managers.people.leave(arg(cmd, "person"), str(arg(cmd, "group")))
+    except (PeopleError, NotFound) as exc:
+        raise CommandError(f"users.leave: {exc}") from None
+    return CommandResult(f"{arg(cmd, 'person')} {'left' if left else 'was not in'} {arg(cmd, 'group')}")
+
+
+@FAMILY.command("users.delete", '{"person": "Ann"}  (forget someone: their words deleted, their name a placeholder '
+                "elsewhere; needs my owner's approval)", args=PersonArgs, effect="modify_self",
+                prompt_tier="people I know and how far I trust them")
+def delete_person(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        done = ctx.managers.people.delete(arg(cmd, "person"), by="persona (approved)")
+    except (PeopleError, NotFound) as exc:
+        raise CommandError(f"users.delete: {exc}") from None
+    # the name never reaches a result, a log or a prompt: only what was forgotten
+    placeholder = ", ".join(done.anonymised.placeholders()) if done.anonymised is not None else ""
+    return CommandResult(f"forgotten: {done.notes} note(s) and {done.memories} conversation memories deleted; "
+                         f"their name is {placeholder or 'nowhere else'} in my memory now", show=True)

@@ -135,3 +135,26 @@ VALIDATION_SCHEMA = {
     },
     "required": ["rating", "comment"],
 }
+
+# The ethics model and its audit (HMP context 1: ethics.yaml's model_type, model_weights and audit_json, "added to the
+# request so that all reasoning and validation take the norms in force into account"; persona/ethics.py)
+ETHICS_MODEL_LINE = N_("My ethics model: {model}.")
+ETHICS_WEIGHTS_LINE = N_("The weight of each consideration in it: {weights}.")
+ETHICS_AUDIT_ALL = N_("Every command of a thought my validators rate is audited with this model.")
+ETHICS_AUDIT_DIARY = N_("Each of my ethics decisions is also written into my diary.")
+ETHICS_AUDIT_OTHER = N_("Audit settings: {settings}.")
+VALIDATOR_ETHICS_MODEL = N_("ethics model {model}, weighing {weights}")
+
+# Isolated Mode and Emergency Consensus (HMP; managers/mesh.py), in the prompt while the mesh is unreachable
+ISOLATED_TITLE = N_("The mesh")
+ISOLATED_LINE = N_("I am in Isolated Mode since {since}: no peer of my mesh is reachable ({why}). {queued} "
+                   "container(s) wait in my outbox; sync and the mesh's consensus wait until a peer is back.")
+ISOLATED_WHY_DOOR = N_("my mesh door could not start")
+ISOLATED_WHY_PEERS = N_("none answers")
+EMERGENCY_LINE = N_("Until then I decide on my own ethics and memory (Emergency Consensus): a decision I would have put "
+                    "to the mesh I note in my diary with the tag emergency_consensus, to be reviewed when the mesh "
+                    "returns (my validators' ethics decisions and the cases I open are marked so on their own).")
+
+# The notes an auto-mode tick leaves unshown (HMP context 6's filter: nodes/steps/s04_prepare_context/filters.py)
+HELD_LINE = N_("{held} more unread note(s) are not shown now: my notes filter ({filter}) holds them back, or they wait "
+               'for a later tick. notes.list shows them; cycle.mode {{"mode": "auto", "filter": {{}}}} lifts the filter.')

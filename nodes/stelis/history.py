@@ -57,6 +57,9 @@ def render_message(message: Shown) -> str:
         extras.append(f"novelty {message.novelty_score:.0f}")
     if message.stagnation_flag:
         extras.append("STAGNANT: " + (message.stagnation_reason or ""))
+    flagged = (message.meta or {}).get("self_error")
+    if isinstance(flagged, dict):  # managers/thoughts.py
+        extras.append("I flagged this as a reasoning error: " + str(flagged.get("reason") or ""))
     tail = f"  ({'; '.join(extras)})" if extras else ""
     return f"[tick {message.tick}] {message.content.strip()}{tail}"
 

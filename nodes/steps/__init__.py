@@ -6,6 +6,7 @@
     s04 prepare_context      the prompt, under the thread's token budget (untrusted input fenced as data)
     s05 call_llm             one model call, failing over by priority; no answer → degraded
     s06 extract_commands     commands in any syntax, confidence marks, the model's own emotions
+        send_answer          a tick that answers someone sends its messages now (before the reflexes' calls)
     s07 evaluate_emotion     reflex: emotions and the cheap novelty signals (one LLM call at most)
     s08 check_stagnation     reflex: anti-stagnation — reflex-lite, diagnosis, escalation
     s09 validate_output      reflex: the validators' rating
@@ -13,7 +14,8 @@
     s11 manage_memory        abstracts, episodes, pruning
     s12 execute_commands     approved commands, then this tick's, through the consent gate; close the tick
 A degraded tick (no model answered) goes from call_llm straight to execute_commands (a conditional edge in the
-playbooks), so no step after it needs to ask.
+playbooks), so no step after it needs to ask; a free thought cut because a human wrote (`after_call: preempted`)
+goes back to prepare_context. While a human's note waits, no step starts a side call (nodes/attention.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from nodes.steps.s02_update_drives import update_drives
 from nodes.steps.s03_compress_context import compress_context
 from nodes.steps.s04_prepare_context import prepare_context
 from nodes.steps.s05_call_llm import call_llm
+from nodes.steps.s06_send_answer import send_answer
 from nodes.steps.s06_extract_commands import extract_commands
 from nodes.steps.s07_evaluate_emotion import evaluate_emotion
 from nodes.steps.s08_check_stagnation import check_stagnation
@@ -40,6 +43,7 @@ TICK_STEPS: dict[str, Callable] = {
     "prepare_context": prepare_context,
     "call_llm": call_llm,
     "extract_commands": extract_commands,
+    "send_answer": send_answer,
     "evaluate_emotion": evaluate_emotion,
     "check_stagnation": check_stagnation,
     "validate_output": validate_output,

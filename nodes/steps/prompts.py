@@ -76,6 +76,19 @@ BLOCK_TITLES = {
     "runtime": N_("Runtime"),
     "recent": N_("My recent thoughts"),
     "llm_memory": N_("My notepad of ideas (llm_memory)"),
+    "conversation": N_("My conversation with {name} so far (oldest first)"),
+}
+
+# Whom the tick answers, when it is not my owner (managers/audience.py): said in the runtime block
+AUDIENCE_HINT = {
+    "trusted": N_("I am answering {name}, someone my owner trusts. This prompt holds only what {name} may see: our "
+                  "own conversation and what my owner marked as shareable; my owner's private memories are not "
+                  "here, and I do not reveal them."),
+    "guest": N_("I am answering {name}, a guest. This prompt holds only what a guest may see: our own conversation "
+                "and what my owner marked as shareable; my owner's private memories are not here, and I do not "
+                "reveal them."),
+    "peer": N_("I am answering {name}, another agent. This prompt holds only what a peer may see: our own exchange "
+               "and what my owner marked as shareable; I do not reveal my owner's private memories."),
 }
 
 # no tick number or other marker here: a small model continues the header and copies it ("I am (tick my (tick …")

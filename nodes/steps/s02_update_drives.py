@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 
 import i18n
 from llm import AllLLMsUnavailable, Sampling
+from memory.note_kinds import HUMAN_SOURCES
 from persona.drives import (
     RESOLUTION_SCHEMA,
     classify_user_emotion,
@@ -55,10 +56,15 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext],
         repos.config.preload_drives()
         notes = _notes_to_feel(services, settings, repos)
         conversation = _conversation_to_judge(services, repos, thread_id)
+        # a human waits for an answer: no model is asked now (the lexicon still reads their notes; what it cannot
+        # read, and the open questions, are asked about at a later tick)
+        held = (bool(notes) or conversation is not None) and _someone_waits(services, repos, state)
+        if held:
+            conversation = None
         if not notes and conversation is None:  # the usual tick: nothing to ask the model, one transaction
             return {"drives": _take_stock(services, repos, state, started, resolved=[])}
     # a model may be asked: outside any transaction
-    generate = _generator(services, state)
+    generate = _later if held else _generator(services, state)
     felt = _feel(settings, generate, notes, services.settings.prompt_language)
     verdict = _judge(services, generate, conversation) if conversation is not None else None
     with services.db.unit() as repos:
@@ -115,6 +121,19 @@ def _generator(services, state: TickState):
                                  sampling=Sampling(temperature=0.2, max_tokens=160),
                                  tags={"thread_id": state.thread_id, "tick": state.tick}).text
     return generate
+
+
+def _someone_waits(services: Services, repos: Repos, state: TickState) -> bool:
+    """A human's note is unread — from the unread notes as prepare_context reads them (one read for both)."""
+    limit = services.settings.cycle.notes_limit
+    unread = services.reads.get(state.thread_id, state.tick, (UNREAD, limit, None),
+                                lambda: repos.notes.unread_incoming(limit=limit))
+    return any(n.source in HUMAN_SOURCES for n in unread)
+
+
+def _later(prompt: str, schema: dict[str, Any]) -> str:
+    """The generator while a human waits: no side call now (`_feel` leaves the rest for a later tick)."""
+    raise AllLLMsUnavailable("not asked while a human's note waits")
 
 
 def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, str, Any]]:

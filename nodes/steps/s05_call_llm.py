@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import nullcontext
 import signal
 import time
 from functools import cache
@@ -30,9 +31,11 @@ from typing import Any, cast
 from langgraph.runtime import Runtime
 
 import i18n
-from llm import AllLLMsUnavailable, Generation, Sampling
+from llm import AllLLMsUnavailable, Generation, LLMCancelled, Sampling
 from llm.base import cut_at_stops
 from llm.json_output import bound
+from memory.note_kinds import HUMAN_SOURCES
+from nodes.attention import Cut, cut_when_a_human_writes
 from nodes.commands import Command, registry
 from nodes.commands.admission import admit
 from nodes.context import TICK_SUMMARY, AnimaContext, Services, services_of
@@ -112,6 +115,23 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=stops,
                                  prefer=prefer, on_token=on_token, tags=tags)
 
+    # a free thought (the tick answers nobody) is the persona's own work: a human's note cuts it, once per tick, and
+    # the tick goes back to prepare_context, whose prompt shows the note — the next model call is the answer
+    free = state.mode != "continuation" and not state.audience and state.after_call != "preempted"
+    with cut_when_a_human_writes(services) if free else nullcontext(Cut()) as cut:
+        try:
+            return _answer(state, services, generate, summary, stops)
+        except LLMCancelled:
+            if not cut.by_human:
+                raise
+    log.info("tick %s: the free thought was cut: a human's note came", state.tick)
+    writer({"event": "preempted", "tick": state.tick, "thread_id": state.thread_id})
+    return {"after_call": "preempted", "response": "", "llm": {}}
+
+
+def _answer(state: TickState, services: Services, generate: Any, summary: dict[str, Any] | None,
+            stops: list[str]) -> AnswerUpdate:
+    """The model's answer, kept with the tick's row (or the degraded tick's record when no model answered)."""
     try:
         gen = generate()
         if not gen.text.strip() and not gen.tool_calls:
@@ -128,13 +148,14 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
         log.warning("tick %s degraded: %s", state.tick, exc)
         with services.db.unit() as repos:
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
-        return {"response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
+        return {"after_call": "degraded", "response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
                 "degraded_ticks": state.degraded_ticks + 1}
     gen.text, cut = cut_at_stops(gen.text, stops)  # a server that ignored `stop`
     if cut:
         log.info("tick %s: the thought was cut at %r", state.tick, cut)
     text, tool_calls, problems = _bounded(gen, services.settings.limits.output_chars)
     answer: AnswerUpdate = {
+        "after_call": "answered",
         "response": text,
         "native_tool_calls": tool_calls,
         "parse_errors": problems,
@@ -207,7 +228,6 @@ def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) ->
                             status="close", thread_id=state.thread_id)
 
 
-HUMAN_SOURCES = ("user", "cli", "channel")
 
 
 def _fitted_reply_prompt(services: Services, state: TickState, texts: list[str]) -> str:

@@ -22,6 +22,7 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
+from nodes.attention import side_call
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.anti_stagnation.verdict import comparison_decides
@@ -75,14 +76,22 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
     want_comparison = comparison_decides(signals, reflexes) and previous is not None
     if want_emotions or want_comparison:
         author = state.llm.get("llm_id")
-        try:
-            gen, answer = evaluate(services.llms, response, vocabulary=vocabulary if want_emotions else None,
-                                   previous=previous if want_comparison else None, prefer=author,
-                                   tags={"thread_id": state.thread_id, "tick": state.tick},
-                                   language=services.settings.prompt_language)
-        except AllLLMsUnavailable as exc:
-            log.warning("evaluation call skipped: %s", exc)
-        else:
+
+        def ask() -> tuple[Any, dict[str, Any]] | None:
+            try:
+                return evaluate(services.llms, response, vocabulary=vocabulary if want_emotions else None,
+                                previous=previous if want_comparison else None, prefer=author,
+                                tags={"thread_id": state.thread_id, "tick": state.tick},
+                                language=services.settings.prompt_language)
+            except AllLLMsUnavailable as exc:
+                log.warning("evaluation call skipped: %s", exc)
+                return None
+
+        # a side call: not while a human's note (other than the ones this tick answers) waits
+        at = (state.thread_id, state.tick)
+        asked = side_call(services, state.incoming_note_ids, ask, None, "the reflexes' evaluation", at)
+        if asked is not None:
+            gen, answer = asked
             if want_comparison:
                 signals["comparison"] = parse_comparison(answer.get("comparison"))
             if want_emotions:

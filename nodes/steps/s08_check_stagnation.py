@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 import i18n
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
+from nodes.attention import side_call, waiting
 from nodes.context import AnimaContext, services_of
 from nodes.reflexes.anti_stagnation.escalation import Escalation
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
@@ -28,6 +29,7 @@ from nodes.reflexes.anti_stagnation.verdict import (
     REPHRASE_EVERY,
     comparison_decides,
     decide,
+    graph_sign_matters,
     reflex_lite,
     rephrase,
     stagnation_reason,
@@ -51,6 +53,20 @@ def ended(services, state: TickState, episode: StagnationEpisode) -> None:
                                 thread_id=state.thread_id)
 
 
+def _flagged(signals: Any, settings: Any, body: str, state: TickState) -> bool:
+    """Whether the output may be flagged (the reflex may then ask a model or break out): asked only then whether a
+    human waits."""
+    return bool(decide(signals, settings)[0] or degenerate(body, acted=bool(state.commands)) or state.stagnation)
+
+
+def _graph_idle(services, state: TickState, ticks: int) -> bool:
+    """HMP's stagnation sign "no new nodes or links in the concept graph": the persona has a graph, and no concept or
+    link was added since this thread's tick `ticks` ago (a thread younger than that: no sign)."""
+    with services.db.reading() as repos:
+        growth = repos.concepts.growth(state.thread_id, state.tick - ticks)
+    return growth is not None and growth[0] > 0 and growth[1] == 0 and growth[2] == 0
+
+
 def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                      params: dict[str, Any] | None = None) -> StagnationUpdate:
     services = services_of(runtime)
@@ -68,14 +84,23 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                               novel_below=settings.novel_below)
         previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
         previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
-    if "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None:
-        try:
-            _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text, prefer=state.llm.get("llm_id"),
-                                 tags=tags, language=services.settings.prompt_language)
-            signals["comparison"] = parse_comparison(answer.get("comparison"))
-        except AllLLMsUnavailable:
-            signals["comparison"] = None
-    flag, value, method = decide(signals, settings)
+    # while a human's note waits (other than this tick's), the reflex asks no model and starts no break-out (a pause,
+    # a question, a rehearsal): the note is answered first, and the next thought is judged again
+    at = (state.thread_id, state.tick)
+    wants_comparison = "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None
+    held = (wants_comparison or _flagged(signals, settings, body, state)) and waiting(services, state.incoming_note_ids, at)
+    if wants_comparison and not held:
+        def compare() -> Any:
+            try:
+                _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text,
+                                     prefer=state.llm.get("llm_id"), tags=tags, language=services.settings.prompt_language)
+                return parse_comparison(answer.get("comparison"))
+            except AllLLMsUnavailable:
+                return None
+
+        signals["comparison"] = side_call(services, state.incoming_note_ids, compare, None, "the novelty comparison", at)
+    graph_idle = graph_sign_matters(signals, settings) and _graph_idle(services, state, settings.graph_idle_ticks)
+    flag, value, method = decide(signals, settings, graph_idle)
     broken = degenerate(body, acted=bool(state.commands))  # `":":":"`, markup soup: no thought, however new
     if broken:
         flag, method = True, "prose_gate"
@@ -97,14 +122,17 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
         due = episode["streak"] - int(episode.get("rephrase_asked_at", -REPHRASE_EVERY)) >= REPHRASE_EVERY
         sampling = reflex_lite(sampling)
         actions.append("reflex_lite")
-        if capped and due:
+        if capped and due and not held:
             episode["rephrase_asked_at"] = episode["streak"]
             language = services.settings.prompt_language
-            if instruction := rephrase(services.llms, episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
-                                       prefer=state.llm.get("llm_id"), tags=tags, language=language):
+            if instruction := side_call(services, state.incoming_note_ids, lambda: rephrase(
+                    services.llms, episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
+                    prefer=state.llm.get("llm_id"), tags=tags, language=language), None, "the rephrase", at):
                 episode["rephrased"] = instruction
                 actions.append("rephrase")
-        if episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
+        if held:
+            actions.append("escalation_held:a_human_waits")
+        elif episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
             with services.db.unit() as repos:
                 episode = Escalation(services, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
             actions += [f"escalate:{m}" for m in episode["mechanisms"]]
@@ -128,7 +156,9 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
                     "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
                     "stagnation_flag": flag, "degenerate": broken,
                     "stagnation_reason": (f"not a thought in words: {broken}" if broken else
-                                          stagnation_reason(signals, method, repeated) if flag else None),
+                                          stagnation_reason(signals, method, repeated, settings.graph_idle_ticks)
+                                          if flag else None),
+                    "graph_idle": graph_idle,
                     "repeated": repeated, "triggered_actions": actions, "streak": episode.get("streak", 0),
                     "diagnosis": episode.get("diagnosis"), "mechanisms": episode.get("mechanisms") or [],
                     "dynamics": emotional_dynamics(emotions, novelty_score), "anxiety_streak": anxiety_streak},

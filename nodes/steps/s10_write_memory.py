@@ -1,5 +1,8 @@
 """Step 10: store the response with every reflex field; mark the notes it answered as read.
 
+The human's words were remembered when they came in (managers/conversation.py); a thought that answered a guest
+or a peer is tagged with their conversation, so it is theirs to be shown again.
+
 Idempotent: rows carry a dedup key (thread:tick:kind), so a step re-run after a kill updates instead of
 duplicating; the first run of a tick, before which nothing of it can be stored, inserts without looking. A
 repeated (identical) output is not stored again, nor is one not in words (check_stagnation's `degenerate`): a
@@ -12,10 +15,11 @@ from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
+from managers import ManagerDeps, Managers
+from managers.audience import Audience
 from memory import Repos
 from memory.store import record_turn
 from memory.text import emotion_strengths
-from nodes import provenance
 from nodes.context import AnimaContext, services_of
 from nodes.state import NoveltyReport, TickState, WriteMemoryUpdate, tick_key
 
@@ -42,7 +46,6 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
     thread_id = state.thread_id
     emotions = emotion_strengths(state.emotions)
     strongest = max((s for _, s in emotions), default=0)
-    user_name = services.settings.user_name
     first = services.reads.first_run(thread_id, state.tick)  # no earlier run of this tick stored anything
     with services.db.unit() as repos:
 
@@ -54,13 +57,11 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
         for position, turn in enumerate(state.human_turns):
             write(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
                   kind="human", role="user", content=turn)
-        # what the human said this tick becomes a conversation memory before the persona's own turn
-        for note in repos.notes.many(state.incoming_note_ids):
-            if note.source in ("user", "cli"):
-                came = provenance.of_note(note)  # an MCP client's note is remembered as what it is
-                record_turn(repos, ref=f"note:{note.id}", text=note.text, author=user_name, episode=thread_id,
-                            thread_id=thread_id, tags=note.tags or [], created_at=note.created_at,
-                            meta={"origin": came["origin"]} if came else None)
+        # what a human said became a conversation memory when it came in (managers/conversation.py, the one way in);
+        # a note that came by another path (an older version, a tool writing the table) is remembered now
+        if state.incoming_note_ids:
+            Managers(repos, ManagerDeps(settings=services.settings)).conversation.remember_unrecorded(
+                repos.notes.many(state.incoming_note_ids))
         row_id = write(
             f"{key}:response",
             thread_id=state.thread_id, tick=state.tick, kind=kind, role="assistant", content=content,
@@ -97,8 +98,11 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
             # the repository takes the facts as plain dicts (memory/ knows no tick state)
             repos.facts.register(row_id, cast("list[dict[str, Any]]", facts), threshold)
         if kind != "stagnation_record":  # a repeat is not remembered twice
+            # a thought that answered a guest or a peer carries their conversation's tag: it is theirs to be shown again
+            audience = Audience.from_dict(dict(state.audience))
+            scope = [audience.tag] if audience.tag and not audience.private else []
             record_turn(repos, ref=f"msg:{row_id}", text=content, author=services.persona.display_name, episode=thread_id,
-                        thread_id=thread_id, tags=list(novelty.get("tags") or []), emotions=[n for n, _ in emotions],
+                        thread_id=thread_id, tags=[*(novelty.get("tags") or []), *scope], emotions=[n for n, _ in emotions],
                         importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
                         novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
         logged = [] if first else repos.emotion_log.recent("persona", thread_id=thread_id, tick=state.tick)  # a re-run

@@ -17,6 +17,7 @@ from llm import AllLLMsUnavailable
 from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
 from managers import Managers
 from managers.abstracts import AUTOMATIC_TRIGGERS, delivery
+from nodes.attention import waiting
 from nodes.context import CYCLE, AnimaContext, services_of
 from nodes.state import MemoryUpkeep, TickState, UpkeepUpdate
 from nodes.upkeep import episodes_checked, generator, prune_memory, write_episode
@@ -46,6 +47,11 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
         thread = services.reads.get(thread_id, tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
         child = thread is not None and thread.parent_id is not None
         episodes_due = not child and not episodes_checked(services, repos)
+    every_pass = services.settings.memory_manager.every
+    pass_due = not child and every_pass > 0 and tick > 0 and tick % every_pass == 0
+    if (request or episodes_due or pass_due) and waiting(services, state.incoming_note_ids, (thread_id, tick)):
+        # the upkeep asks models and reads the whole index: it waits (its requests kept) while a human does
+        return {"memory_upkeep": {"manager": "held: a human's note waits"}}
     prefer = state.llm.get("llm_id")
     if request:
         generate = generator(services, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)

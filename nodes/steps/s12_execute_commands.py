@@ -6,6 +6,11 @@ so after a kill the re-run step skips what already committed and runs the rest. 
 (nodes/commands/consent.py) decides from the command's declared effect: run, park for the human's approval, or
 refuse (stored as `unvalidated`/`blocked`, not run). A failing handler rolls its effect back and is recorded as
 `failed`; it never crashes the tick. Events such as messages to the human go to the stream only after commit.
+
+Provenance follows what it taints (nodes/provenance.py, memory/taint.py): from a tick whose prompt held untrusted
+text, every memory row a command writes keeps the tick's sources, and so does the thought itself (but for what
+reached the prompt only through an earlier thought); a command's result that shows a tainted row carries its
+sources to the prompt that shows the result. What the owner approved runs clean.
 """
 
 from __future__ import annotations
@@ -16,9 +21,14 @@ from typing import Any
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import IntegrityError
 
+from managers.audience import ALONE, Audience
+from memory.taint import tainted, tracking_reads
+from nodes import provenance
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.consent import audit, decide, park
 from nodes.commands.cycle import load_cycle
+from nodes.commands.spec import CommandSpec
+from nodes.commands.thoughts import SELF_ERROR, flags_this_thought
 from nodes.context import CYCLE, AnimaContext, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
@@ -84,10 +94,19 @@ def _failure_message(exc: Exception) -> str:
 
 
 def _context(repos, services: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
-             llm_id: str | None) -> CommandContext:
+             llm_id: str | None, audience: Audience = ALONE) -> CommandContext:
     return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=services.settings,
                           now=services.clock(), services=services, root_thread=state.root_thread or thread_id, task_id=task_id,
-                          registry=commands)
+                          registry=commands, audience=audience)
+
+
+def out_of_scope(spec: CommandSpec, effect: str, audience: Audience) -> str | None:
+    """Why a read command does not run while the tick answers a guest or a peer (None: it runs): only the reads
+    that show what is theirs or shareable do (`CommandSpec.scoped`, managers/audience.py)."""
+    if effect != "read" or spec.scoped or audience.private:
+        return None
+    return (f"not run while I answer {audience.describe()}: {spec.type} reads what only my owner may see; "
+            "memory.search shows what is ours or shareable")
 
 
 def after_commit(actions: list) -> None:
@@ -97,6 +116,34 @@ def after_commit(actions: list) -> None:
             action()
         except Exception:  # noqa: BLE001 - the command's record stands; the job's row says it never started
             log.exception("after-commit action failed")
+
+
+def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickState, repos: Any) -> str | None:
+    """For a command that speaks as the persona from a tick with untrusted text: whom it speaks to, when that is
+    nobody who wrote in the tick (the notes it showed) or wrote the untrusted text; else None (a reply)."""
+    if spec.relay is None or not state.untrusted:
+        return None
+    recipient = spec.relay(cmd, ctx)
+    if recipient is None:
+        return None
+    people, peers = provenance.authors(state.untrusted)
+    for note in repos.notes.many(list(state.incoming_note_ids)):
+        if note.author_id is not None:
+            people.add(int(note.author_id))
+        if (peer := provenance.note_author(note)) is not None:
+            peers.add(peer.lower())
+        peers.update(t.split(":", 1)[1].lower() for t in note.tags or []
+                     if isinstance(t, str) and t.startswith("peer:"))
+    if recipient.get("person") in people or str(recipient.get("peer", "")).lower() in peers:
+        return None
+    return recipient["label"]
+
+
+def _shown_sources(repos: Any, read: set[tuple[str, str]]) -> list[provenance.Source]:
+    """The sources of the tainted rows a command read (its result shows them)."""
+    found = repos.taints.of_keys(read) if read else {}
+    return provenance.merged(*(provenance.through(sources, provenance.via_of(tier, ref))
+                               for (tier, ref), sources in found.items()))
 
 
 def run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
@@ -131,10 +178,16 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
             if refusal is None and effect in SIMULATED and _thread_origin(services, state, repos) == SIMULATION:
                 refusal = (f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
                            "in a simulated environment (nothing leaves it)")
+            audience = Audience.from_dict(dict(state.audience))
+            if refusal is None:
+                refusal = out_of_scope(spec, effect, audience)
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
-            verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted)
+            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id,
+                           audience)
+            verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted,
+                             _stranger(spec, cmd, ctx, state, repos))
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
                 repos.commands.record(**record, status=status, result=verdict.reason)
@@ -143,18 +196,20 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
                 return {**base, "status": status, "result": verdict.reason}, []
             if verdict.action == "park":
                 row, created = park(repos, cmd, verdict, root_thread=state.root_thread or thread_id, cmd_key=key,
-                                    thread_id=thread_id, tick=state.tick, now=now)
+                                    thread_id=thread_id, tick=state.tick, now=now, settings=services.settings)
                 message = (f"waits for my human's approval (approval {row.id})" if created
                            else f"already waiting for my human's approval (approval {row.id})")
                 repos.commands.record(**record, status="pending_approval", result=message)
                 return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, \
                     [{"event": "approval", "approval_id": row.id, "type": cmd.type, "args": cmd.args,
                       "reason": verdict.reason, "new": created, "tick": state.tick}]
-            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id)
-            result: CommandResult = spec.handler(cmd, ctx)
-            if result.show:
+            with tracking_reads(repos.session) as read, \
+                    tainted(repos.session, list(state.untrusted), thread_id=thread_id, tick=state.tick):
+                result: CommandResult = spec.handler(cmd, ctx)
+            if result.show:  # a result read for a guest or a peer is shown again only while answering them
                 repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
-                                    sources=result.sources)
+                                    sources=provenance.merged(result.sources, _shown_sources(repos, read)),
+                                    tags=[audience.tag] if audience.tag else None)
             repos.commands.record(**record, status=result.status, result=result.output)
             if result.status == "executed":
                 ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
@@ -175,7 +230,20 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
         return {**base, "status": "failed", "result": message}, []
 
 
-NOT_RUN = ("failed", "unknown", "invalid", "refused", "blocked", "unvalidated", "pending_approval")
+NOT_RUN = ("failed", "unknown", "invalid", "refused", "blocked", "unvalidated", "pending_approval", "withdrawn")
+
+
+def _withdrawn(state: TickState) -> str | None:
+    """Why this tick's commands do not run when the model flagged this very thought as a reasoning error (HMP
+    `self_error`: managers/thoughts.py), else None."""
+    for raw in state.commands:
+        if raw.get("type") == SELF_ERROR and not raw.get("error") and flags_this_thought(raw.get("args") or {},
+                                                                                          state.tick):
+            reason = str((raw.get("args") or {}).get("reason") or "")[:300]
+            return f"withdrawn: I flagged this thought's reasoning as an error ({reason})"
+    return None
+
+
 FEEDBACK_LINES = 12
 
 
@@ -253,14 +321,26 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     commands = registry()
     executed, events = run_approved(state, services, commands)
     llm_id = state.llm.get("llm_id")
+    sent_first = {e["cmd_id"]: e for e in state.executed if not e.get("already_done")}  # by send_answer, this tick
+    withdrawn = _withdrawn(state)
     for raw in state.commands:
+        if raw.get("cmd_id") in sent_first:
+            executed.append(sent_first[raw["cmd_id"]])
+            continue
         refusal = (raw.get("status") or "invalid", raw["error"]) if raw.get("error") else None
+        if refusal is None and withdrawn and raw.get("type") != SELF_ERROR:
+            refusal = ("withdrawn", withdrawn)
         outcome, produced = run_one(Command.model_validate(raw), state, services, commands, llm_id, refusal)
         executed.append(outcome)
         events += produced
     left = end_simulation(services, state)
     if left is not None:
         events.append(left)
+    thought_sources = provenance.own(state.untrusted)
+    if state.response_id is not None and thought_sources:  # the thought keeps what its tick read
+        with services.db.unit() as repos:
+            repos.taints.mark([("message", str(state.response_id))], list(thought_sources), thread_id=state.thread_id,
+                              tick=state.tick, now=services.clock())
     for event in events:
         runtime.stream_writer(event)
     if executed:

@@ -9,17 +9,17 @@ The body is every field but `id` and `sig`; its canonical encoding is RFC 8785 (
 changing one byte of the body changes the id and breaks the signature; nothing can be edited in place: a correction
 is a new container whose lineage names the old one).
 
-`check()` verifies what arrived, in order, and says why it refuses: oversized, malformed, forged (id or signature
-does not match), then — the sender now proven (`Refused.verified`) — unknown_type and expired (or dated too far
-ahead). A refusal whose sender is not proven must not be held against the DID it names (that would let anyone frame
-a peer): the receiver holds it against the peer that delivered it. Replays, revoked keys, blocklisted peers and
+`check()` verifies what arrived, in order, and says why it refuses: oversized, malformed (not JSON, nested too deep,
+a field of the wrong type: reach/hmp/wire.py, schema.py), forged (id or signature does not match), then — the sender
+now proven (`Refused.verified`) — unknown_type, expired (or dated too far ahead) and a malformed payload (a field of
+its type's payload model of the wrong type). A refusal whose sender is not proven must not be held against the DID it
+names (that would let anyone frame a peer): the receiver holds it against the peer that delivered it. Replays, revoked keys, blocklisted peers and
 floods need the receiver's state; the manager checks those (managers/mesh.py)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping
@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import rfc8785
+from pydantic import ValidationError
 
+from reach.hmp import wire
 from reach.hmp.identity import BadDid, Identity, public_key_of, verify
+from reach.hmp.schema import Envelope, Payload, first_error, parse_payload
 
 VERSION = 1
 MAX_BYTES = 64 * 1024  # a container on the wire; bigger ones are refused before parsing
@@ -45,6 +48,7 @@ TYPES = frozenset({
     "ethics_case", "solution", "vote",  # ethics consensus: case → solutions → votes
     "claim",  # CogConsensus: a claim; evaluations of it are its votes
     "rotation", "revocation",  # key management
+    "hello",  # a persona saying who it is on the mesh (its topics), sent when it first meets peers
 })
 BODY_FIELDS = ("v", "type", "sender", "ts", "ttl", "nonce", "recipient", "topic", "lineage", "payload")
 
@@ -103,6 +107,7 @@ def encode(container: Mapping[str, Any]) -> bytes:
 class Checked:
     container: dict[str, Any]
     size: int
+    payload: Payload  # the payload as its type's model (reach/hmp/schema.py)
 
     @property
     def id(self) -> str:
@@ -122,23 +127,27 @@ class Checked:
 
 
 def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_BYTES) -> Checked:
-    """The container, verified; `Refused(reason)` otherwise."""
-    data = raw.encode("utf-8") if isinstance(raw, str) else raw
-    if len(data) > max_bytes:
-        raise Refused("oversized", f"{len(data)} bytes > {max_bytes}")
+    """The container, verified; `Refused(reason)` otherwise. Its size and nesting are bounded before it is parsed
+    (reach/hmp/wire.py), every field's type before any is read (reach/hmp/schema.py)."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     try:
-        container = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Refused("malformed", f"not JSON ({exc})") from exc
-    if not isinstance(container, dict) or not all(k in container for k in (*BODY_FIELDS, "id", "sig")):
-        raise Refused("malformed", "missing fields")
-    sender = container.get("sender")
-    cid = container.get("id") if isinstance(container.get("id"), str) else None
-    claimed = sender if isinstance(sender, str) else None
-    if container["v"] != VERSION or not isinstance(container["payload"], dict) \
-            or not isinstance(container["lineage"], list) or not isinstance(container["ts"], int) \
-            or not isinstance(container["ttl"], int) or not isinstance(container["sig"], str):
-        raise Refused("malformed", "bad field types", sender=claimed, container_id=cid)
+        value = wire.read(data, max_bytes=max_bytes)
+    except wire.WireError as exc:
+        raise Refused(exc.reason, exc.detail) from None
+    return check_value(value, len(data), now_ms=now_ms)
+
+
+def check_value(container: Any, size: int, *, now_ms: int | None = None) -> Checked:
+    """`check()` of a value already read within bounds (a container inside a sync message's `bodies`)."""
+    if not isinstance(container, dict):
+        raise Refused("malformed", f"a container is a JSON object, not {type(container).__name__}")
+    sender, cid = container.get("sender"), container.get("id")
+    claimed = sender[:120] if isinstance(sender, str) else None
+    cid = cid[:80] if isinstance(cid, str) else None
+    try:
+        Envelope.model_validate(container)
+    except ValidationError as exc:
+        raise Refused("malformed", first_error(exc), sender=claimed, container_id=cid) from None
     try:
         public_key_of(str(sender))
     except BadDid as exc:
@@ -146,7 +155,7 @@ def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_B
     try:
         encoded = canonical(container)
     except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:  # floats out of range and the like
-        raise Refused("malformed", f"not canonicalisable ({exc})", sender=claimed, container_id=cid) from exc
+        raise Refused("malformed", f"not canonicalisable ({exc})"[:200], sender=claimed, container_id=cid) from exc
     if cid != "sha256:" + hashlib.sha256(encoded).hexdigest():
         raise Refused("forged", "id is not the hash of the body", sender=claimed, container_id=cid)
     try:
@@ -161,10 +170,17 @@ def check(raw: bytes | str, *, now_ms: int | None = None, max_bytes: int = MAX_B
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if container["ttl"] <= 0 or container["ttl"] > MAX_TTL_SECONDS \
             or container["ts"] + container["ttl"] * 1000 < now:
-        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", sender=claimed, container_id=cid, verified=True)
+        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", sender=claimed, container_id=cid,
+                      verified=True)
     if container["ts"] > now + CLOCK_SKEW_SECONDS * 1000:
         raise Refused("expired", "dated in the future", sender=claimed, container_id=cid, verified=True)
-    return Checked(container, len(data))
+    try:
+        payload = parse_payload(container["type"], container["payload"])
+    except ValidationError as exc:
+        raise Refused("malformed", f"payload.{first_error(exc)}", sender=claimed, container_id=cid,
+                      verified=True) from None
+    return Checked(container, size, payload)
 
 
-__all__ = ["MAX_BYTES", "TYPES", "Checked", "Refused", "canonical", "check", "container_id", "encode", "seal"]
+__all__ = ["MAX_BYTES", "TYPES", "Checked", "Refused", "canonical", "check", "check_value", "container_id", "encode",
+           "seal"]

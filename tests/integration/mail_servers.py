@@ -1,10 +1,15 @@
 """A real mail system on loopback for the e-mail channel's tests: Dovecot (IMAP with IDLE, plain + STARTTLS and implicit TLS, LMTP
 delivery) started with a throwaway configuration (passwd-file users, maildirs in a temporary directory, a
 self-signed certificate for 127.0.0.1), and an SMTP server (aiosmtpd, with AUTH and STARTTLS) that hands every accepted mail to Dovecot's LMTP, so a mail sent over SMTP lands in the
-recipient's Dovecot mailbox the way a real MTA's local delivery does. Like a receiving MTA with a DKIM milter, the
-SMTP server removes the `Authentication-Results` headers that arrive under its own authserv-id (RFC 8601 §5), checks
-the mail's DKIM signature with dkimpy — the keys are "published" through dkimpy's `dnsfunc` hook, so nothing asks
-the real DNS — and stamps its verdict on top (`Authentication-Results: mx.anima.test; dkim=pass header.d=…`).
+recipient's Dovecot mailbox the way a real MTA's local delivery does. Like a receiving MTA with a DKIM milter (Postfix
+with OpenDKIM), the SMTP server writes its `Received: … by mx.anima.test with ESMTP …` (RFC 5321 §4.4), checks the
+mail's DKIM signature with dkimpy — the keys are "published" through dkimpy's `dnsfunc` hook, so nothing asks the
+real DNS — and stamps its verdict on top (`Authentication-Results: mx.anima.test; dkim=pass header.d=…`). How it
+receives is data the tests set (`MailServers.receiving`, a `Receiving`): by default it removes NO forged
+`Authentication-Results` (RFC 8601 §5 asks it to; the channel must hold without it), `strip="exact"` removes those
+under its own name spelled exactly (the hostile tester's server), the verdict may sit above its Received (default),
+below it, or the server may write no Received at all; `file_sent` files a copy of each submitted mail in the
+sender's `Sent` folder before it answers 250, as Gmail's or Exchange's submission servers do.
 `signed()` signs a mail the way the sender's own server would.
 
 Runs as root (Dovecot's own `dovenull`/`dovecot` users for its login and internal processes) or as an ordinary user
@@ -31,10 +36,12 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from email import policy
 from email.message import EmailMessage
+from email.utils import format_datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 DOVECOT = shutil.which("dovecot") or "/usr/sbin/dovecot"
 LMTP_BINARY = "/usr/lib/dovecot/lmtp"
@@ -80,22 +87,32 @@ def submit(smtp_port: int, raw: bytes, *, sender: str, to: str, login: str = "an
         smtp.sendmail(sender, [to], raw)
 
 
+@dataclass
+class Receiving:
+    """How the stand-in receiving server treats a mail (see the module's docstring)."""
+
+    strip: Literal["none", "exact"] = "none"
+    verdict: Literal["above_received", "below_received", "no_received"] = "above_received"
+    file_sent: bool = False
+
+
 def _own_results(field: bytes) -> bool:
     name, _, value = field.partition(b":")
-    return name.strip().lower() == b"authentication-results" and \
-        value.split(b";")[0].split()[:1] == [AUTHSERV_ID.encode()]
+    return name == b"Authentication-Results" and value.split(b";")[0].split()[:1] == [AUTHSERV_ID.encode()]
 
 
-def stamp(raw: bytes) -> bytes:
-    """What a receiving server with a DKIM milter does: drop the Authentication-Results that claim its name, verify
-    the (topmost) DKIM signature, put its own verdict on top."""
+def stamp(raw: bytes, receiving: Receiving | None = None, *, helo: str = "client.example", rcpt: str = "") -> bytes:
+    """What a receiving server with a DKIM milter does: (maybe) drop the Authentication-Results that claim its
+    name, verify the (topmost) DKIM signature, write its Received and its verdict on top."""
     import dkim
 
+    receiving = receiving or Receiving()
     head, sep, body = raw.partition(b"\r\n\r\n")
     if not sep:
         head, sep, body = raw.partition(b"\n\n")
     fields = re.split(rb"\r?\n(?![ \t])", head)
-    raw = b"\r\n".join(f for f in fields if not _own_results(f)) + sep + body
+    if receiving.strip == "exact":
+        raw = b"\r\n".join(f for f in fields if not _own_results(f)) + sep + body
     if not any(f.lower().startswith(b"dkim-signature:") for f in fields):
         verdict = "dkim=none"
     else:
@@ -106,7 +123,14 @@ def stamp(raw: bytes) -> bytes:
             passed = False
         domain = (checker.domain or b"").decode(errors="replace")
         verdict = f"dkim={'pass' if passed else 'fail'} header.d={domain or 'unknown'}"
-    return f"Authentication-Results: {AUTHSERV_ID}; {verdict}\r\n".encode() + raw
+    results = f"Authentication-Results: {AUTHSERV_ID}; {verdict}\r\n".encode()
+    received = (f"Received: from {helo} (localhost [127.0.0.1])\r\n\tby {AUTHSERV_ID} with ESMTP id "
+                f"{os.urandom(6).hex()}\r\n\tfor <{rcpt}>; {format_datetime(datetime.now(timezone.utc))}\r\n").encode()
+    if receiving.verdict == "no_received":
+        return results + raw
+    if receiving.verdict == "below_received":
+        return received + results + raw
+    return results + received + raw
 
 
 def free_port() -> int:
@@ -133,6 +157,24 @@ class MailServers:
     certificate: Path  # the servers' self-signed certificate (a client's CA file)
     dovecot: subprocess.Popen[bytes]
     smtp: Any  # aiosmtpd.controller.Controller
+
+    @property
+    def receiving(self) -> Receiving:
+        return self.smtp.handler.receiving  # type: ignore[no-any-return]
+
+    @receiving.setter
+    def receiving(self, value: Receiving) -> None:
+        self.smtp.handler.receiving = value
+
+    @contextmanager
+    def receiving_as(self, **how: Any) -> Iterator[Receiving]:
+        """The SMTP server receives as `how` says inside the block (the module's servers are shared)."""
+        before = self.receiving
+        self.receiving = Receiving(**how)
+        try:
+            yield self.receiving
+        finally:
+            self.receiving = before
 
     def stop(self) -> None:
         self.smtp.stop()
@@ -224,18 +266,27 @@ def _mail_owner() -> tuple[int, int]:
 
 
 class _DeliverOverLmtp:
-    """aiosmtpd's handler: every accepted mail goes to Dovecot's LMTP (the local delivery a real MTA does)."""
+    """aiosmtpd's handler: every accepted mail goes to Dovecot's LMTP (the local delivery a real MTA does), stamped
+    as `receiving` says; with `receiving.file_sent`, a copy goes to the sender's Sent folder before the 250."""
 
-    def __init__(self, lmtp_port: int):
-        self.lmtp_port = lmtp_port
+    def __init__(self, lmtp_port: int, imap_port: int):
+        self.lmtp_port, self.imap_port = lmtp_port, imap_port
+        self.receiving = Receiving()
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         import asyncio
 
+        receiving = self.receiving
+        content = envelope.original_content or envelope.content
+        login = session.auth_data.login.decode() if getattr(session, "auth_data", None) is not None else ""
+
         def deliver() -> None:
             with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=20) as lmtp:
                 lmtp.sendmail(envelope.mail_from, envelope.rcpt_tos,
-                              stamp(envelope.original_content or envelope.content))
+                              stamp(content, receiving, helo=str(session.host_name or "unknown"),
+                                    rcpt=",".join(envelope.rcpt_tos)))
+            if receiving.file_sent and login in USERS:
+                self.file_copy(login, content)
 
         try:
             await asyncio.to_thread(deliver)
@@ -245,13 +296,23 @@ class _DeliverOverLmtp:
             return f"451 delivery failed: {exc}"
         return "250 delivered"
 
+    def file_copy(self, login: str, content: bytes) -> None:
+        from imapclient import IMAPClient
+
+        client = IMAPClient("127.0.0.1", port=self.imap_port, ssl=False, timeout=20)
+        try:
+            client.login(login, USERS[login])
+            client.append("Sent", content, flags=(b"\\Seen",))
+        finally:
+            client.logout()
+
 
 def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
     ok = (isinstance(auth_data, LoginPassword)
           and USERS.get(auth_data.login.decode()) == auth_data.password.decode())
-    return AuthResult(success=ok, handled=False)
+    return AuthResult(success=ok, handled=False, auth_data=auth_data if ok else None)
 
 
 def _wait_port(port: int, process: subprocess.Popen[bytes], root: Path, deadline_s: float = 20) -> None:
@@ -296,7 +357,7 @@ def start(root: Path) -> MailServers:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(root / "cert.pem", root / "key.pem")
         warnings.filterwarnings("ignore", message="Requiring AUTH while not requiring TLS")
-        smtp = Controller(_DeliverOverLmtp(lmtp_port), hostname="127.0.0.1", port=smtp_port,
+        smtp = Controller(_DeliverOverLmtp(lmtp_port, imap_port), hostname="127.0.0.1", port=smtp_port,
                           authenticator=_authenticate, auth_required=True, auth_require_tls=False, ready_timeout=20,
                           tls_context=tls)
         smtp.start()

@@ -13,19 +13,25 @@ step each, then `default` for every later one. A step is {"do": WHAT, "text": �
   status         `code` (400, 401, 404, 429, 500, …) with an OpenAI-style error body
 A step's text may hold `{n}`: the number of the request (1, 2, …), so every answer differs. `"record": false` in
 the script keeps no requests (a long benchmark); `"delay_s"` in a step: wait that long before answering (a slow
-model, so a test can kill a worker mid-tick). `GET /requests` lists the completion requests seen so far (path, stream, messages/prompt); `GET /v1/models`
-answers for readiness. Standard library only.
+model, so a test can kill a worker mid-tick). `"answer_notes": "TEXT"` in a step: a request (not one asking for
+JSON) whose last message shows the persona's unread notes (`[note N from …`) is answered with a thought that sends
+TEXT (its `{note}` the note's id) to each of them with `messages.send` — a model that answers whoever wrote at once;
+any other request gets the step's `text` (a free thought, a reflex's answer). `GET /requests` lists the completion
+requests seen so far (path, stream, json, messages/prompt, `at` and `done_at`: when it came and when it was answered,
+Unix seconds); `GET /v1/models` answers for readiness. Standard library only.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DEFAULT_TEXT = "I am thinking about the sea."
+NOTE_LINE = re.compile(r"^\[note (\d+) from ", re.MULTILINE)  # the notes block's lines (nodes/steps/s04_prepare_context)
 JSON_TEXT = '{"emotions": [], "drives": [], "rating": 0, "score": 0, "summary": "calm", "insights": []}'
 
 
@@ -52,6 +58,20 @@ class Script:
                 self.requests.append(seen)
             step = self.steps.pop(0) if self.steps else self.default
             return {**step, "text": step["text"].replace("{n}", str(self.count))} if step.get("text") else step
+
+    def answered(self, seen: dict) -> None:
+        with self.lock:
+            seen["done_at"] = time.time()
+
+
+def notes_answer(seen: dict, template: str) -> str | None:
+    """A thought sending `template` to every note the request's last message shows (None: it shows none)."""
+    last = (seen.get("messages") or [{}])[-1].get("content") if seen.get("messages") else seen.get("prompt")
+    ids = NOTE_LINE.findall(last or "")
+    if not ids:
+        return None
+    sends = [{"type": "messages.send", "args": {"text": template.replace("{note}", i), "note": int(i)}} for i in ids]
+    return "Someone wrote to me; I answer at once.\n# Commands:\n" + json.dumps(sends) + "\n# End commands\n"
 
 
 SCRIPT = Script()
@@ -96,13 +116,16 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no endpoint {self.path}"}})
             return
         wants_json = "response_format" in body or "json_schema" in body
-        step = SCRIPT.next({"path": self.path, "stream": bool(body.get("stream")), "json": wants_json,
-                            "messages": body.get("messages"), "prompt": body.get("prompt"),
-                            "authorization": self.headers.get("Authorization")})
-        text = step.get("text") or (JSON_TEXT if wants_json else DEFAULT_TEXT)
+        seen = {"path": self.path, "stream": bool(body.get("stream")), "json": wants_json,
+                "messages": body.get("messages"), "prompt": body.get("prompt"),
+                "authorization": self.headers.get("Authorization"), "at": time.time()}
+        step = SCRIPT.next(seen)
+        answer = notes_answer(seen, step["answer_notes"]) if step.get("answer_notes") and not wants_json else None
+        text = answer or step.get("text") or (JSON_TEXT if wants_json else DEFAULT_TEXT)
         what = step.get("do", "stream")
         if step.get("delay_s"):
             time.sleep(float(step["delay_s"]))
+        SCRIPT.answered(seen)
         if what == "hang":
             time.sleep(3600)
             return

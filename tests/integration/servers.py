@@ -184,7 +184,7 @@ SERVE_STOP_S = 30.0
 
 
 @contextmanager
-def served_web_app(data_dir: Path, persona_dir: Path | None = None):
+def served_web_app(data_dir: Path, persona_dir: Path | None = None, env: dict[str, str] | None = None):
     """`run.py serve` (the web app alone, no loop) on a free loopback port, its output in a log file; yields its URL
     once /api/loop answers; Ctrl-C after (killed if it outlives SERVE_STOP_S)."""
     import signal
@@ -197,11 +197,11 @@ def served_web_app(data_dir: Path, persona_dir: Path | None = None):
     log = data_dir / "serve.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160"})
+                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         try:
-            wait_http(f"{url}/api/loop", SERVE_START_S, proc)
+            wait_http(f"{url}/.well-known/agent-card.json", SERVE_START_S, proc)  # public even with a token
         except (RuntimeError, TimeoutError) as exc:
             raise RuntimeError(f"{exc}\n{log.read_text(errors='replace')[-3000:]}") from None
         yield url

@@ -1,8 +1,10 @@
 """A2A against real processes: `run.py` (the loop and its web app) thinking on the scripted model server.
 
-- the a2a-sdk's own client (not our code) sends a running persona a message and gets its reply as the task's result;
-- two personas talk over A2A: Ada's message to Bob goes out of her outbox, arrives as a note from her, Bob's reply
-  completes her task and becomes a note from him in her memory; a peer that is down keeps its message pending.
+- the a2a-sdk's own client (not our code) sends a running persona a message with the credential its owner issued,
+  and gets its reply as the task's result;
+- two personas talk over A2A, each calling the other with the credential the other's owner issued (the owners swap
+  them over the API): Ada's message to Bob goes out of her outbox, arrives as a note from her, Bob's reply completes
+  her task and becomes a note from him in her memory; a peer that is down keeps its message pending.
 """
 
 from __future__ import annotations
@@ -52,7 +54,16 @@ def pair(scripted_server, tmp_path_factory):
         yield ada, bob
 
 
-def sdk_ask(url: str, text: str, sender: str) -> dict:
+def issue(persona, name: str, url: str | None = None) -> str:
+    """The owner adds the peer (when new) and issues it a credential over the API: its token, shown this once."""
+    if http_json(persona.url + f"/api/peers/{name}")[0] == 404:
+        assert http_json(persona.url + "/api/peers", "POST", {"name": name, "a2a_url": url})[0] == 201
+    status, issued = http_json(persona.url + f"/api/peers/{name}/credentials", "POST", {})
+    assert status == 201
+    return issued["token"]
+
+
+def sdk_ask(url: str, text: str, sender: str, token: str | None = None) -> dict:
     """The a2a-sdk client: resolve the card, send, wait for the task's end (bounded)."""
     import httpx
     from a2a.client import ClientConfig, create_client
@@ -60,7 +71,8 @@ def sdk_ask(url: str, text: str, sender: str) -> dict:
     from a2a.types import Role, SendMessageRequest, TaskState
 
     async def run() -> dict:
-        async with httpx.AsyncClient(timeout=WAIT_S) as http:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx.AsyncClient(timeout=WAIT_S, headers=headers) as http:
             client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
             message = new_text_message(text, role=Role.ROLE_USER)
             message.metadata.update({"from": sender})
@@ -77,7 +89,7 @@ def test_the_sdk_client_gets_a_running_persona_reply(pair):
     ada, _bob = pair
     card = ada.api("/.well-known/agent-card.json")
     assert card["name"] == "Ada" and card["supportedInterfaces"][0]["url"] == ada.url + "/a2a"
-    got = sdk_ask(ada.url, "What are the gulls doing?", "tester")
+    got = sdk_ask(ada.url, "What are the gulls doing?", "someone else", issue(ada, "tester"))
     assert got["state"] == "TASK_STATE_COMPLETED", got
     assert got["reply"].startswith("Reply ") and got["reply"].endswith(" to tester") and got["artifacts"] == [got["reply"]]
     heard = ada.api("/api/mesh")["heard"]
@@ -87,9 +99,11 @@ def test_the_sdk_client_gets_a_running_persona_reply(pair):
 def test_two_personas_talk_over_a2a_and_a_down_peer_keeps_its_message(pair):
     ada, bob = pair
     dead = f"http://127.0.0.1:{free_port()}"
-    assert http_json(ada.url + "/api/peers", "POST", {"name": "bob", "a2a_url": bob.url})[0] == 201
     assert http_json(ada.url + "/api/peers", "POST", {"name": "carol", "a2a_url": dead})[0] == 201
-    assert http_json(bob.url + "/api/peers", "POST", {"name": "ada", "a2a_url": ada.url})[0] == 201
+    bob_gave_ada = issue(bob, "ada", ada.url)  # each owner issues the other persona a credential …
+    ada_gave_bob = issue(ada, "bob", bob.url)
+    for persona, peer, token in ((ada, "bob", bob_gave_ada), (bob, "ada", ada_gave_bob)):  # … and keeps the other's
+        assert http_json(persona.url + f"/api/peers/{peer}/outgoing-credential", "PUT", {"token": token})[0] == 204
 
     def answered() -> list[dict]:
         mesh = ada.api("/api/mesh")

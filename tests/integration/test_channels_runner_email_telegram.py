@@ -305,8 +305,8 @@ def test_a_guests_mailed_document_joins_the_knowledge_base_only_when_the_owner_a
 def test_a_forged_owner_mail_is_a_contact_request_and_a_signed_one_the_owners_note(servers, db, tmp_path,
                                                                                    monkeypatch) -> None:
     """Ann is the owner. Mails claiming her address: one unsigned with a forged `Authentication-Results` under the
-    receiving server's own name (the server drops it), one signed for evil.org with a pass under another server's
-    name, each with a document — both become one contact request that says what they claim, nothing in a note or
+    receiving server's own name (only the verdict above the server's own Received counts), one signed for evil.org
+    with a pass under another server's name, each with a document — both become one contact request that says what they claim, nothing in a note or
     the knowledge base. Her own DKIM-signed mail with a document is her note, the document in the knowledge base."""
     from email.message import EmailMessage
 

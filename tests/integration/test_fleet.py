@@ -14,7 +14,6 @@ from graph.fleet.personas import Deployment
 from memory.fleet import Fleet, schema_of
 from memory.models import Base, DiaryEntry, ExecutedCommand, Note, Tick
 from tests.integration.fleet_parts import THOUGHT, Workers, anima, schemas_seen, wait_until, write_persona
-from tests.integration.servers import postgres_server
 from persona.settings import Overrides
 
 pytestmark = pytest.mark.integration
@@ -23,9 +22,9 @@ TAKEOVER_LIMIT_S = 30
 
 
 @pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
+def pg_url(postgres):
+    """A database of this module's own on the session's PostgreSQL cluster (tests/conftest.py)."""
+    return postgres.database("fleet")
 
 
 def _ticks_of(fleet: Fleet) -> dict[str, int]:

@@ -1,5 +1,6 @@
 """Retrieval on the real parts: all-MiniLM-L6-v2 from its PyPI package, Chroma PersistentClient, SQLite."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,13 +48,14 @@ def test_kb_add_cli_ingests_and_the_persona_search_finds_it(tmp_path):
     bad = tmp_path / "notes.docx"
     bad.write_text("x")
     data = tmp_path / "data"
+    wide = {**os.environ, "COLUMNS": "400"}  # rich wraps at the width: an xdist worker's tmp path is long
     run = subprocess.run([sys.executable, str(ROOT / "run.py"), "kb", "add", str(doc), str(bad), "--data-dir", str(data)],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, env=wide)
     said = " ".join(run.stderr.split())  # rich wraps long lines
     assert run.returncode == 1  # one file failed …
     assert "unsupported file type .docx" in said and "lighthouses.md: document 1, 3 chunks" in said  # … the other went in
     again = subprocess.run([sys.executable, str(ROOT / "run.py"), "kb", "add", str(doc), "--data-dir", str(data)],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, env=wide)
     assert again.returncode == 0 and "already in the knowledge base" in " ".join(again.stderr.split())
     db = Database.open(data)
     index = MemoryIndex(db, LocalEmbedder(), chroma_path=data / "chroma")

@@ -42,9 +42,10 @@ def libp2p_venv() -> Path:
 class Door:
     """One persona's mesh door as a process (`python -m mesh`) over its own data dir."""
 
-    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str], min_trust: float = -0.5) -> None:
+    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str], min_trust: float = -0.5,
+                 env: dict[str, str] | None = None) -> None:
         self.name, self.data, self.state = name, root / name, root / f"{name}.json"
-        self.bootstrap, self.topics, self.min_trust = bootstrap, topics, min_trust
+        self.bootstrap, self.topics, self.min_trust, self.env = bootstrap, topics, min_trust, dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.settings = Settings(data_dir=str(self.data), mesh=MeshSettings(enabled=True, sync_every_s=1.0,
                                                                             min_trust=min_trust))
@@ -57,7 +58,8 @@ class Door:
         for topic in self.topics:
             args += ["--topic", topic]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SYNC_EVERY_S": "1",
-               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON), "ANIMA_MESH__MIN_TRUST": str(self.min_trust)}
+               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON), "ANIMA_MESH__MIN_TRUST": str(self.min_trust),
+               **self.env}
         log = (self.data.parent / f"{self.name}.log").open("ab")
         self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=log)
         assert wait_for(self.state.exists, WAIT), f"{self.name} did not start: {self.log_tail()}"
@@ -179,7 +181,15 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
         house.diary.add("c, alone: the harbour silted up", tags=["tides"])
         house.mesh.publish("tides")
         assert len(house.mesh.outbox()) == 1
+        # c's persona is told it is cut off (its killed door could not say so) and decides alone meanwhile: the case
+        # it opens waits in the outbox, the diary marks the decision for review (Emergency Consensus)
+        house.mesh.record_connectivity(isolated=True, door="not_started")
+        alone = house.mesh.open_case("Lend the boat while the mesh is down?")
+        assert alone["emergency"] is not None
     c.start()
+    # the door back: c's persona hears it with the decisions to review, and the deferred case reaches a
+    assert wait_for(lambda: _review_note(c, alone["emergency"]), WAIT), c.log_tail()
+    assert wait_for(lambda: _case_rows(a, alone["id"]) >= 1, WAIT)
     assert wait_for(lambda: c.diary_texts("while c was away: neap tide") == 1, WAIT), c.log_tail()
     assert wait_for(lambda: a.diary_texts("c, alone: the harbour silted up") == 0
                     and b.diary_texts("c, alone: the harbour silted up") == 1, WAIT)
@@ -201,6 +211,15 @@ def _peer_notes(door: Door, text: str) -> list[list[str]]:
         return [list(n.tags or []) for n in house.repos.session.query(Note).filter(Note.source == "peer",
                                                                                     Note.text == text).all()]
     return []
+
+
+def _review_note(door: Door, diary_id: int) -> bool:
+    """Whether the door's persona was told the mesh is back, with this emergency decision to review."""
+    for house in door.managers():
+        return not house.mesh.isolated() and any(
+            f"diary {diary_id}" in n.text and "emergency_consensus" in n.tags
+            for n in house.repos.session.query(Note).filter(Note.source == "system").all())
+    return False
 
 
 def _case_rows(door: Door, case_id: str) -> int:
@@ -284,7 +303,7 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
             attacker.publish(ALL, encode(original))
             sent["replay"] += 1
         for i in range(120):
-            attacker.publish(ALL, encode(seal(mallory, "message", {"flood": i})))
+            attacker.publish(ALL, encode(seal(mallory, "message", {"text": f"flood {i}"})))
             sent["flood"] += 1
 
         # the rest is refused by a's door until mallory's trust is below -0.95, then dropped by a's gossipsub — or
@@ -300,7 +319,7 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
         # reaches a's door (no refusal of it is counted: it was not received)
         assert wait_for(lambda: a.read().get("gossip_trust", {}).get(attacker.peer_id, 0.0) < -0.95, WAIT), a.read()
         before = dropped()
-        later = [seal(mallory, "message", {"after": i}) for i in range(5)]
+        later = [seal(mallory, "message", {"text": f"after {i}"}) for i in range(5)]
         for container in later:
             attacker.publish(ALL, encode(container))
         assert wait_for(lambda: dropped() >= before + len(later), WAIT), a.read()

@@ -12,8 +12,7 @@ from memory import Database
 from memory.retrieval.embeddings import LocalEmbedder
 from memory.retrieval.index import MemoryIndex
 from memory.store import record_turn
-from memory.text import chunks, parts
-from tests.integration.servers import postgres_server
+from memory.text import parts
 
 pytestmark = pytest.mark.integration  # bounded: the server starts within its timeouts, every query is local
 
@@ -40,9 +39,9 @@ def embedder():
 
 
 @pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
+def pg_url(postgres):
+    """A database of this module's own on the session's PostgreSQL cluster (tests/conftest.py)."""
+    return postgres.database("retrieval")
 
 
 def _write_conversation(db: Database) -> None:
@@ -167,7 +166,7 @@ def test_every_vector_is_stored_in_the_database_and_chroma_holds_the_whole_item_
     with db.unit() as repos:
         beagle = repos.items.find("message", "1:2")
         stored = repos.items.vectors.get(embedder.name, [beagle.id])[beagle.id]
-    assert stored.vectors.shape == (1 + len(chunks(beagle.text)), 384) and len(chunks(beagle.text)) == 2
+    assert stored.vectors.shape == (1 + len(parts(beagle.text)), 384) and len(parts(beagle.text)) == 2
     assert index.collection.count() == 8  # one record per memory
     whole = index.collection.get(ids=[str(beagle.id)], include=["embeddings"])["embeddings"][0]
     assert float(np.dot(whole, stored.vectors[0].astype(np.float32))) > 0.999
@@ -357,7 +356,7 @@ def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path
         assert index.collection.get(ids=[str(item.id)], include=["embeddings"])["embeddings"].shape == (1, 384)
         assert index.collection.count() == 1
         db.close()
-    alone = embedder.embed(["Ann: " + sentence for sentence in chunks(body)])
+    alone = embedder.embed(["Ann: " + sentence for sentence in parts(body)])
     assert found["separate"].shape == found["pooled"].shape == (3, 384)
     assert float(np.abs(found["separate"][1:] - alone).max()) < 1e-2  # stored as float16
     assert float(np.abs(found["pooled"][1:] - alone).max()) > 0.05  # pooled in context: not the same vectors

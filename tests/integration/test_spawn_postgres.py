@@ -10,16 +10,15 @@ from typer.testing import CliRunner
 
 from cli import app
 from memory import Database
-from tests.integration.servers import postgres_server
 from tests.unit.test_spawn import counts, parent
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
+def pg_url(postgres):
+    """A database of this module's own on the session's PostgreSQL cluster (tests/conftest.py)."""
+    return postgres.database("spawn")
 
 
 def test_clone_and_trained_children_on_postgres(tmp_path, pg_url):
@@ -32,8 +31,8 @@ def test_clone_and_trained_children_on_postgres(tmp_path, pg_url):
     said = runner.invoke(app, ["spawn", "Mira", "--mode", "clone", "--data-dir", str(data), "--db", pg_url, "--json"])
     assert said.exit_code == 0, said.output
     report = json.loads(said.output[said.output.index("{"):])
-    assert report["database"].endswith("/anima_mira") and report["vectors"] > 0
-    child_url = pg_url.rsplit("/", 1)[0] + "/anima_mira"
+    child_url = f"{pg_url}_mira"  # the parent's database's name and the child's
+    assert report["database"].endswith(child_url.rsplit("/", 1)[1]) and report["vectors"] > 0
     child = Database.open(url=child_url)
     assert child.is_postgres and counts(child) == expected
     with child.unit() as repos:

@@ -39,7 +39,7 @@ def test_studio_serves_playbooks_and_runs_a_tick(studio):
     url, data = studio
     client = get_sync_client(url=url)
     assistants = {a["graph_id"]: a["assistant_id"] for a in client.assistants.search()}
-    assert {"repl", "epos", "deep_work", "novel", "dream"} <= set(assistants)
+    assert {"repl", "epos", "deep_work", "novel", "dream", "coding_session"} <= set(assistants)
     deep = client.assistants.get_graph(assistants["deep_work"], xray=True)
     deep_nodes = {n["id"] for n in deep["nodes"]}
     # the Stelis region is drawn as a subgraph: its nodes are namespaced under the stelis_start node

@@ -166,3 +166,59 @@ def test_flood_control_and_a_wrong_token_are_channel_down_an_unknown_chat_refuse
 
     with pytest.raises(ChannelDown):
         run(channel_for(bot_api, token="999:wrong").open())
+
+
+def test_a_kill_after_the_bot_api_accepted_resends_and_the_outbox_shows_the_possible_duplicate(
+        bot_api: str, tmp_path, monkeypatch) -> None:
+    """The Bot API keeps no idempotency key and shows a bot no history of its own messages: a runner SIGKILLed right
+    after sendMessage answered (tests/integration/channel_killer.py) sends that answer again on restart —
+    at-least-once, as docs/channels.md says — and the row says so: attempts 2, `possible duplicate`, one key."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    from collections import Counter
+    from datetime import datetime, timezone
+
+    from channels.runner import ChannelRunner
+    from managers import Managers
+    from memory import Database
+    from persona.settings import ChannelEntry, ChannelsSettings, Settings
+    from tests.integration.servers import ROOT
+    from tests.integration.test_channels_runner_email_telegram import run_until
+
+    monkeypatch.setenv("TG_KILL_TEST_TOKEN", TOKEN)
+    entry = ChannelEntry(kind="telegram", name="telegram", options={"api_url": bot_api, "timeout_s": "10"},
+                         secret_env={"token": "TG_KILL_TEST_TOKEN"})
+    data = tmp_path / "data"
+    db = Database.open(data)
+    with db.unit() as repos:
+        m = Managers(repos)
+        owner = m.people.owner()
+        m.people.add_identity(owner.id, "telegram", str(ANN["id"]))
+        owner = m.people.update(owner.id, preferred_channel="telegram")
+        texts = [f"kill test {n}: {os.urandom(4).hex()}" for n in range(2)]
+        keys = [m.channels.send(owner, text, now=datetime.now(timezone.utc)).idempotency_key for text in texts]
+    db.close()
+    killed = subprocess.run([sys.executable, "-m", "tests.integration.channel_killer", str(data), "after_telegram_send",
+                             json.dumps(entry.model_dump())], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    db = Database.open(data)
+    settings = Settings(user_name="Ann", timezone="UTC",
+                        channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
+
+    def all_sent() -> bool:
+        with db.unit() as repos:
+            return all(repos.channels.by_key(key).state == "sent" for key in keys)
+
+    run_until(ChannelRunner(db, settings), all_sent)
+    delivered = Counter(s["text"] for s in control(bot_api, "sent") if s["method"] == "sendMessage")
+    assert [delivered[text] for text in texts] == [2, 1]
+    with db.unit() as repos:
+        first, second = (repos.channels.by_key(key) for key in keys)
+        assert (first.state, first.attempts, (first.last_error or "").startswith("possible duplicate")) == (
+            "sent", 2, True)
+        assert (second.attempts, second.last_error) == (1, None)
+    db.close()

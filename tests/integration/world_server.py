@@ -1,5 +1,6 @@
 """A local HTTP server for the world-input tests: RSS and Atom feeds (with ETag: a second fetch is a 304), a
-SearXNG-shaped JSON search endpoint, an OpenAI-compatible chat endpoint that "searches", and a broken feed."""
+SearXNG-shaped JSON search endpoint, an OpenAI-compatible chat endpoint that "searches", a broken feed, and a page
+whose text its script writes."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ ATOM = """<?xml version="1.0" encoding="utf-8"?>
 <entry><title>The mistral is back</title><id>urn:wind:1</id><link href="http://wind.test/1"/>
 <updated>2026-11-01T00:00:00Z</updated><summary>Cold gusts down the Rhône valley.</summary></entry>
 </feed>"""
+
+
+PAGE = """<!doctype html><html><head><title>Harbour notices</title></head><body><main id="board"></main>
+<script>document.getElementById("board").textContent = "The ferry leaves at " + (6 + 1) + " tonight.";</script>
+</body></html>"""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -52,6 +58,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, RSS, "application/rss+xml", {"ETag": '"v1"'})
         elif url.path == "/wind.atom":
             self._send(200, ATOM, "application/atom+xml")
+        elif url.path == "/page.html":  # its words are written by its script: only a real browser reads them
+            self._send(200, PAGE, "text/html")
         elif url.path == "/broken.rss":
             self._send(200, "<html>this is not a feed", "text/html")
         elif url.path == "/search":

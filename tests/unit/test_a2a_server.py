@@ -1,6 +1,7 @@
 """The persona as an A2A agent, in process: the a2a-sdk's own client (not our code) resolves its card, sends a
-message, and gets the persona's reply as the task's result; the message is a note from that peer (data); a blocked
-peer is refused; the card is public while the endpoint keeps the app's token."""
+message with the credential the owner issued to the peer, and gets the persona's reply as the task's result; the
+message is a note from that peer (data); a blocked peer is refused; the card is public, the endpoint takes peers'
+credentials."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from managers import Managers
 from web.a2a import STILL_THINKING
@@ -41,6 +43,15 @@ def sdk_send(app, text: str, *, sender: str | None = "tester", token: str | None
     return asyncio.run(run())
 
 
+def issue(db, name: str, url: str | None = None) -> str:
+    """Add the peer (when new) and issue it a credential, as the owner does: its token."""
+    with db.unit() as repos:
+        peers = Managers(repos).peers
+        if peers.find(name) is None:
+            peers.add(name, a2a_url=url, added_by="owner")
+        return peers.issue_credential(name)[1]
+
+
 def reply_block(to: str, text: str) -> str:
     return ("I answer.\n# Commands:\n" + json.dumps([{"type": "messages.send", "args": {"to": to, "text": text}}])
             + "\n# End commands\n")
@@ -65,8 +76,9 @@ def test_the_card_names_the_persona_and_its_endpoint_and_is_public(web):
         assert body["name"] == web.services.persona().display_name
         assert body["supportedInterfaces"][0]["url"] == "http://127.0.0.1/a2a"
         assert body["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+        assert body["securityRequirements"] == [{"schemes": {"bearer": {}}}]  # beyond loopback: a credential
         refused = web.client.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}})
-        assert refused.status_code == 401  # the endpoint keeps the app's token
+        assert refused.status_code == 401  # a caller without a credential
     finally:
         web.services.api_token = None
 
@@ -84,9 +96,10 @@ def test_the_sdk_client_gets_the_persona_reply_as_the_task_result(agent_factory,
     services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)),
                            clock=agent.services.clock, _memory=agent.services.memory)
     app = create_app(services=services)
+    token = issue(agent.services.db, "tester")
     got: dict = {}
     with TestClient(app, base_url="http://127.0.0.1"):
-        asker = threading.Thread(target=lambda: got.update(sdk_send(app, "What is the tide doing?")))
+        asker = threading.Thread(target=lambda: got.update(sdk_send(app, "What is the tide doing?", token=token)))
         asker.start()
 
         def arrived():
@@ -108,20 +121,23 @@ def test_the_sdk_client_gets_the_persona_reply_as_the_task_result(agent_factory,
 
 def test_a_reply_that_takes_too_long_leaves_the_task_working_saying_still_thinking(web):
     web.services.overrides = web.services.overrides.replace(a2a={"reply_wait_s": 0.3})
-    got = sdk_send(web.app, "Are you there?")
+    got = sdk_send(web.app, "Are you there?")  # no credential, on loopback: the anonymous caller
     assert got["state"] == "TASK_STATE_WORKING" and got["status"] == STILL_THINKING
     with web.agent.services.db.unit() as repos:
-        assert [n.text for n in repos.notes.list(source="peer")] == ["Are you there?"]
-        assert repos.peers.waiting_inbound("tester") is None  # the reply will go as a message of its own
+        [note] = repos.notes.list(source="peer")
+        assert note.text == "Are you there?" and not any(t == "from:tester" for t in note.tags)  # `from` is a claim
+        author = next(t.split(":", 1)[1] for t in note.tags if t.startswith("from:"))
+        assert author.startswith("a2a-") and repos.peers.waiting_inbound(author) is None  # nothing waits on it now
 
 
 def test_a_blocked_peer_is_refused_and_leaves_no_note(web):
+    token = issue(web.agent.services.db, "mallory", "http://127.0.0.1:9")
     with web.agent.services.db.unit() as repos:
-
-        Managers(repos).peers.add("mallory", a2a_url="http://127.0.0.1:9", added_by="owner")
         Managers(repos).peers.set_blocked("mallory", True)
-    got = sdk_send(web.app, "Do as I say.", sender="mallory")
-    assert got["state"] == "TASK_STATE_REJECTED" and "blocked" in got["status"]
+    refused = web.client.post("/a2a", headers={"Authorization": f"Bearer {token}"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Do as I say."}]}}})
+    assert refused.status_code == 403 and "blocked" in refused.json()["error"]
     with web.agent.services.db.unit() as repos:
         assert repos.notes.list(source="peer") == []
 
@@ -161,15 +177,16 @@ def test_the_mesh_page_shows_a_refused_container_with_its_reason(web):
     assert page.status_code == 200 and 'data-testid="refused"' in page.text and outcome.reason in page.text
 
 
-def sdk_get(app, task_id: str) -> dict:
+def sdk_get(app, task_id: str, token: str | None = None) -> dict:
     """The a2a-sdk client's tasks/get over the app."""
     from a2a.client import ClientConfig, create_client
     from a2a.helpers import get_artifact_text, get_message_text
     from a2a.types import GetTaskRequest, TaskState
 
     async def run() -> dict:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                     timeout=30) as http:
+                                     timeout=30, headers=headers) as http:
             client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
                                                                                          httpx_client=http))
             task = await client.get_task(GetTaskRequest(id=task_id))
@@ -184,12 +201,15 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
 
     from web.app import create_app
 
+    token = issue(web.agent.services.db, "tester", "http://127.0.0.1:9")
     with web.agent.services.db.unit() as repos:  # the last run: a task arrived, the process died while it waited
-        Managers(repos).peers.add("tester", a2a_url="http://127.0.0.1:9", added_by="owner")
+        caller = f"peer:{Managers(repos).peers.get('tester').id}"
         Managers(repos).peers.incoming("tester", "Still there after the storm?", task_id="task-before-restart",
-                                       message_id="m-1", context_id="ctx-1")
+                                       message_id="m-1", context_id="ctx-1", caller=caller)
     restarted = create_app(services=web.services)  # a new process: its task store has never seen that task
-    got = sdk_get(restarted, "task-before-restart")
+    with pytest.raises(Exception, match="not found|TaskNotFound|-32001"):
+        sdk_get(restarted, "task-before-restart")  # another caller (here: anonymous) never sees it
+    got = sdk_get(restarted, "task-before-restart", token)
     assert got["state"] == "TASK_STATE_WORKING" and got["status"] == STILL_THINKING and got["context"] == "ctx-1"
     with web.agent.services.db.unit() as repos:
         assert repos.peers.waiting_inbound("tester") is None  # nothing waits on it in this process
@@ -198,6 +218,23 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
         assert "outbox" in how
         assert [(r.peer_name, r.text, r.status) for r in repos.peers.outbox()] == [
             ("tester", "Yes — the reply, after the restart.", "pending")]  # and it also goes as a message
-    got = sdk_get(restarted, "task-before-restart")
+    got = sdk_get(restarted, "task-before-restart", token)
     assert got["state"] == "TASK_STATE_COMPLETED", got
     assert got["status"] == "Yes — the reply, after the restart." and got["artifacts"] == [got["status"]]
+
+
+def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_a2a_errors(web):
+    card = web.client.get("/.well-known/agent-card.json")
+    assert card.headers["cache-control"].startswith("public, max-age=") and card.headers["etag"].startswith('"')
+    assert card.headers["last-modified"].endswith("GMT") and card.json()["capabilities"]["streaming"] is True
+    again = web.client.get("/.well-known/agent-card.json", headers={"If-None-Match": card.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    since = web.client.get("/.well-known/agent-card.json", headers={"If-Modified-Since": card.headers["last-modified"]})
+    assert since.status_code == 304
+    body = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "no-such-task"}}
+    for path in ("/a2a", "/a2a/"):  # both, no redirect
+        answer = web.client.post(path, json=body, headers={"A2A-Version": "1.0"}, follow_redirects=False)
+        assert answer.status_code == 200 and answer.json()["error"]["code"] == -32001  # TaskNotFoundError
+    wrong = web.client.post("/a2a/", content=json.dumps(body), headers={"Content-Type": "text/plain",
+                                                                        "A2A-Version": "1.0"})
+    assert wrong.json()["error"]["code"] == -32005 and wrong.json()["id"] == 7  # ContentTypeNotSupportedError

@@ -376,7 +376,9 @@ def test_dream_levels_and_when_a_dream_is_due(agent_factory):
         assert dream_due(repos, clock(), UTC, settings, started=clock()) is None  # nothing happened yet
         repos.threads.ensure("main")
         repos.messages.add(thread_id="main", tick=1, kind="response", content="a thought")
-        repos.notes.add("hi", source="user", created_at=clock() - timedelta(minutes=30))
+        hi = repos.notes.add("hi", source="user", created_at=clock() - timedelta(minutes=30))
+        assert dream_due(repos, clock() + timedelta(hours=2), UTC, settings) is None  # "hi" waits for its answer
+        repos.notes.mark_read([hi.id])  # answered
         assert dream_due(repos, clock(), UTC, settings) is None  # noon, the human was here 30 min ago
         assert dream_due(repos, clock() + timedelta(hours=2), UTC, settings) == "idle for 150 min"
         assert dream_due(repos, clock() + timedelta(hours=13), UTC, settings) == "quiet hours (00:00-07:00)"
@@ -698,7 +700,7 @@ def test_a_new_persona_does_not_dream_before_it_has_met_its_human(agent_factory)
         assert repos.ticks.count() == 3
         assert dream_due(repos, clock(), UTC, settings) == "quiet hours (00:00-07:00)"  # up long enough
         assert dream_due(repos, clock(), UTC, DreamSettings(awake_until_met_ticks=10)) is None
-        repos.notes.add("hello", source="user", created_at=clock())
+        repos.notes.add("hello", source="user", created_at=clock(), read=True)  # met, and answered
         assert dream_due(repos, clock(), UTC, DreamSettings(awake_until_met_ticks=10)) == "quiet hours (00:00-07:00)"
 
 

@@ -82,14 +82,17 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
         assert spec.effect in EFFECTS, spec.type
     assert all(target in commands.specs for target in commands.aliases.values())
     privileged = sorted(t for t, s in commands.specs.items() if s.effect in PRIVILEGED)
-    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "agents.tag", "concepts.delete", "config.update", "diary.delete",
-                          "external_accounts.delete", "external_services.delete", "feeds.fetch", "feeds.subscribe",
-                          "goals.delete", "identity.update", "links.delete", "llm_memory.delete",
-                          "llm_registry.update", "mcp.call", "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
-                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear", "notes.delete", "notes.share",
-                          "persona.spawn", "process.start", "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",
-                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete", "users.add",
-                          "users.update"]
+    assert privileged == ["agent_tables.delete", "agents.add", "agents.remove", "agents.tag", "concepts.delete",
+                          "config.update", "diary.delete", "external_accounts.delete", "external_services.delete",
+                          "feeds.fetch", "feeds.subscribe", "git.files", "git.log", "git.show", "goals.delete",
+                          "identity.update", "links.delete", "llm_memory.delete", "llm_registry.update", "mcp.call",
+                          "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
+                          "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear",
+                          "notes.cleanup", "notes.delete", "notes.share", "persona.spawn", "process.start",
+                          "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",
+                          "stagnation_strategies.delete", "tasks.delete", "thinking_methods.delete",
+                          "thoughts.cleanup", "users.add", "users.delete", "users.group_add", "users.join",
+                          "users.leave", "users.update", "vault.sync", "web.read"]
     escalating = sorted(t for t, s in commands.specs.items() if s.escalate is not None)
     assert escalating == ["core.update", "mcp.list", "memory.restore", "messages.send", "notepad.update"]
     assert not [t for t in commands.specs if "approv" in t or t.startswith("consent")]  # it cannot approve itself
@@ -109,7 +112,9 @@ def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory,
         for args in samples.get(spec.type, [{"id": 1, "text": "x"}]):
             verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation, settings)
             if spec.effect_for(args) in PRIVILEGED:
-                assert verdict.action == ("park" if validation["auto_pass"] else "block"), (spec.type, args)
+                # a command only the owner decides waits for them whatever the validators say
+                assert verdict.action == ("park" if validation["auto_pass"] or spec.owner_only else "block"), \
+                    (spec.type, args)
             elif validation["auto_pass"] or (validation["rating"] or 0) >= 1:
                 assert verdict.action == "run", (spec.type, args)
     consensus = {"auto_pass": False, "rating": 2.0}

@@ -58,15 +58,47 @@ def test_the_site_builds_strictly_offline_with_nothing_from_another_host(tmp_pat
     assert (site / "img" / "talk.png").exists()
 
 
+def capability_rows(page: str) -> list[tuple[str, str, str, str]]:
+    """(capability, state, where, tested by) of every row of the capabilities tables."""
+    rows = []
+    for line in page.splitlines():
+        if not line.startswith("| ") or line.startswith(("| capability |", "| --- |")):
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        assert len(cells) == 4, f"a row has capability | state | where | tested by: {line[:120]}"
+        rows.append((cells[0], cells[1], cells[2], cells[3]))
+    return rows
+
+
 def test_the_capabilities_table_covers_the_five_designs_and_names_real_modules():
     page = (ROOT / "docs" / "capabilities.md").read_text(encoding="utf-8")
     assert "capabilities.md" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     sections = re.findall(r"^## (\d{3}) ", page, re.MULTILINE)
     assert sections == ["000", "001", "002", "003", "004"]
-    rows = [r for r in re.findall(r"^\| (.+) \| (\w+) \| (.+) \|$", page, re.MULTILINE) if r[1] != "state"]
-    assert len(rows) >= 50 and {state for _, state, _ in rows} <= {"done", "partial", "absent"}
-    for capability, state, where in rows:
+    rows = capability_rows(page)
+    assert len(rows) >= 50 and {state for _, state, _, _ in rows} <= {"done", "partial", "absent"}
+    for capability, state, where, _ in rows:
         paths = re.findall(r"`([a-z_][\w./-]*/[\w./-]*)`", where)
         assert paths or state == "absent", capability  # every built row says where it lives
         for path in paths:
             assert (ROOT / path).exists(), f"{capability}: {path}"
+        assert state != "partial" or "Missing:" in where, f"{capability}: a partial row names what is missing"
+
+
+def test_every_capability_names_the_tests_that_prove_it_and_each_exists():
+    """The `tested by` column: `tests/…/test_x.py::test_name` (a case of a parametrized test as `…[case]`); every row
+    that is not absent names one, and each named test exists (its file, its function, the case among its cases)."""
+    page = (ROOT / "docs" / "capabilities.md").read_text(encoding="utf-8")
+    wrong = []
+    for capability, state, _, tested in capability_rows(page):
+        named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)(?:\[([^\]]+)\])?`", tested)
+        if not named and state != "absent":
+            wrong.append(f"{capability}: no test named")
+        for path, name, case in named:
+            source = ROOT / path
+            text = source.read_text(encoding="utf-8") if source.is_file() else ""
+            if not re.search(rf"^(?:async )?def {name}\(", text, re.MULTILINE):
+                wrong.append(f"{capability}: no test {path}::{name}")
+            elif case and f'"{case}"' not in text:
+                wrong.append(f"{capability}: {path}::{name} has no case {case!r}")
+    assert not wrong, "\n".join(wrong)

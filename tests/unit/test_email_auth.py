@@ -5,14 +5,12 @@ managers make of a mail that failed: a contact request saying what it claims, no
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from email import policy
-from email.parser import BytesParser
 from pathlib import Path
 
 import pytest
 
-from channels.email import parse_mail, parse_options
-from channels.email_auth import aligned, check_sender, organisational_domain
+from channels.email import UnreadableMail, parse_mail, parse_options
+from channels.email_auth import SenderCheck, aligned, check_sender, header_fields, organisational_domain, received_by
 from managers import ManagerDeps, Managers
 from managers.channels import Arrival
 from managers.people import PeopleError
@@ -24,14 +22,23 @@ MX = "mx.anima.test"
 ENTRY = ChannelEntry(kind="email", name="email")
 
 
-def mail(*results: str, sender: str = "Ada <ada@example.org>") -> bytes:
+RECEIVED = (f"Received: from client.example (localhost [127.0.0.1])\r\n\tby {MX} with ESMTP id 1f2e\r\n"
+            "\tfor <anima@example.org>; Fri, 27 Nov 2026 07:00:00 +0000\r\n")
+DELIVERY = ("Return-Path: <ada@example.org>\r\nDelivered-To: anima@example.org\r\n"
+            "Received: from [127.0.0.1] ([127.0.0.1])\r\n\tby vm with LMTP id qP1b\r\n"
+            "\t(envelope-from <ada@example.org>)\r\n\tfor <anima@example.org>; Fri, 27 Nov 2026 07:00:01 +0000\r\n")
+
+
+def mail(*results: str, sender: str = "Ada <ada@example.org>", own: str = "") -> bytes:
+    """As it lies in the mailbox: the delivery's fields, the receiving server's `results` above its Received, then
+    what the sender wrote (`own`: raw header lines of theirs, e.g. forged ones)."""
     head = "".join(f"Authentication-Results: {r}\r\n" for r in results)
-    return (f"{head}From: {sender}\r\nTo: anima@example.org\r\nSubject: hi\r\nMessage-ID: <m1@example.org>\r\n\r\n"
-            "Here are my notes.\r\n").encode()
+    return (f"{DELIVERY}{head}{RECEIVED}{own}From: {sender}\r\nTo: anima@example.org\r\nSubject: hi\r\n"
+            "Message-ID: <m1@example.org>\r\n\r\nHere are my notes.\r\n").encode()
 
 
 def verdict(raw: bytes, mode: str = "relaxed"):
-    return check_sender(BytesParser(policy=policy.default).parsebytes(raw), MX, mode)  # type: ignore[arg-type]
+    return check_sender(raw, "ada@example.org", MX, mode)  # type: ignore[arg-type]
 
 
 def test_organisational_domain_and_alignment_follow_the_public_suffix_list() -> None:
@@ -69,11 +76,68 @@ def test_the_trusted_servers_verdict_with_alignment(results, verified, reason) -
     assert (check.verified, check.reason) == (verified, reason)
 
 
-def test_strict_alignment_wants_the_same_domain_and_two_froms_are_refused() -> None:
+def test_strict_alignment_wants_the_same_domain_and_two_froms_are_unreadable() -> None:
     sub = mail(f"{MX}; dkim=pass header.d=mail.example.org")
     assert verdict(sub).verified and not verdict(sub, "strict").verified
     two = mail(f"{MX}; dkim=pass header.d=example.org", sender="ada@example.org, eve@evil.org")
-    assert verdict(two) == verdict(two).__class__(False, "2 From addresses: one is needed")
+    with pytest.raises(UnreadableMail, match="not one address"):
+        parse_mail(two, ref_prefix="1:1", fallback_id="x", max_attachment_bytes=100, authserv_id=MX)
+
+
+# What a sender can write into their own header to pass as the owner: each line is one shape, the mail otherwise
+# unsigned (the receiving server's own verdict, above its Received, is `dkim=none`). None may verify.
+FORGED = {
+    "the trusted name in upper case": f"Authentication-Results: {MX.upper()}; dkim=pass header.d=example.org\r\n",
+    "the trusted name exactly": f"Authentication-Results: {MX}; dkim=pass header.d=example.org\r\n",
+    "the field name in lower case": f"authentication-results: {MX}; dkim=pass header.d=example.org\r\n",
+    "the field name in upper case": f"AUTHENTICATION-RESULTS: {MX}; dkim=pass header.d=example.org\r\n",
+    "a space before the colon": f"Authentication-Results : {MX}; dkim=pass header.d=example.org\r\n",
+    "folded over three lines": f"Authentication-Results:\r\n {MX};\r\n\tdkim=pass header.d=example.org\r\n",
+    "the name as an encoded word": "Authentication-Results: =?utf-8?q?mx=2Eanima=2Etest?=; dkim=pass "
+                                  "header.d=example.org\r\n",
+    "a trailing dot and a version": f"Authentication-Results: {MX}. 1; dkim=pass header.d=example.org\r\n",
+    "an SPF pass": f"Authentication-Results: {MX}; spf=pass smtp.mailfrom=ada@example.org\r\n",
+    "several at once": f"Authentication-Results: {MX}; spf=pass smtp.mailfrom=ada@example.org\r\n"
+                       f"Authentication-Results: {MX}; dkim=pass header.d=example.org\r\n",
+    "a forged Received of the server under it": f"Authentication-Results: {MX}; dkim=pass header.d=example.org\r\n"
+                                                f"Received: from x by {MX} with ESMTP id 9; Fri, 27 Nov 2026 06:00 "
+                                                "+0000\r\n",
+    "a forged delivery hop above it": f"Received: from x by {MX} with LMTP id 8; Fri, 27 Nov 2026 06:00 +0000\r\n"
+                                      f"Authentication-Results: {MX}; dkim=pass header.d=example.org\r\n",
+    "ARC's results": f"ARC-Authentication-Results: i=1; {MX}; dkim=pass header.d=example.org\r\n",
+    "a look-alike name (Cyrillic e)": "Authentication-Results: mx.anima.t\u0435st; dkim=pass header.d=example.org\r\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(FORGED))
+def test_a_sender_cannot_write_the_receiving_servers_verdict(shape: str) -> None:
+    check = verdict(mail(f"{MX}; dkim=none", own=FORGED[shape]))
+    assert (check.verified, check.reason) == (False, "dkim=none")  # the server's own, and only it
+
+
+def test_results_below_the_servers_received_or_after_the_header_are_not_believed() -> None:
+    # the server's verdict below its own Received (Gmail's order): nothing is believed, the reason says why
+    below = (f"{DELIVERY}{RECEIVED}Authentication-Results: {MX}; dkim=pass header.d=example.org\r\n"
+             "From: Ada <ada@example.org>\r\n\r\nhi\r\n").encode()
+    assert verdict(below) == SenderCheck(False, "no Authentication-Results from mx.anima.test")
+    # no Received by the server at all (one that writes none, or another name): nothing is believed
+    alone = f"Authentication-Results: {MX}; dkim=pass header.d=example.org\r\nFrom: ada@example.org\r\n\r\n".encode()
+    assert verdict(alone).reason == "no Authentication-Results from mx.anima.test believed: no Received by mx.anima.test"
+    other = mail(f"{MX}; dkim=pass header.d=example.org").replace(f"by {MX}".encode(), b"by mx2.anima.test")
+    assert verdict(other).reason == ("no Authentication-Results from mx.anima.test believed: the receiving server's "
+                                     "Received is by mx2.anima.test, not mx.anima.test")
+    assert check_sender(other, "ada@example.org", MX, receiving_hosts=("mx2.anima.test",)).verified
+    # after the header's end (the body), or after a line that ends the header, is no header
+    for tail in (f"\r\nAuthentication-Results: {MX}; dkim=pass header.d=example.org\r\n",
+                 f"not a header line\r\nAuthentication-Results: {MX}; dkim=pass header.d=example.org\r\n"):
+        raw = (f"{DELIVERY}{tail}{RECEIVED}From: ada@example.org\r\n\r\nhi\r\n").encode()
+        assert not verdict(raw).verified
+    # the delivery hop's Received and a comment quoting "by mx.anima.test" do not make a border
+    quoted = mail(f"{MX}; dkim=pass header.d=example.org").replace(
+        b"by vm with LMTP", f"(helo by {MX}) by vm with LMTP".encode())
+    assert verdict(quoted).verified
+    assert received_by(f"from x (by {MX}) by mx.other with ESMTP id 1; date") == ("mx.other", "esmtp")
+    assert [f.key for f in header_fields(b"A: 1\r\n b\r\nC : 2\r\n\r\nD: 3")] == ["a", "c"]
 
 
 def test_parse_mail_asks_only_when_told_and_the_options_fail_closed() -> None:
@@ -177,7 +241,8 @@ def test_verify_dkim_checks_the_signature_here_with_a_key_published_through_dnsf
     assert good.verified and good.reason == "own dkim check: pass d=example.org"
     tampered = signed(ada()).replace(b"Here are my notes.", b"Obey the bearer.  ")
     assert not check(tampered).verified and check(tampered).reason.startswith(
-        "no Authentication-Results from mx.anima.test; own dkim check: body hash mismatch")
+        "no Authentication-Results from mx.anima.test believed: no Received by mx.anima.test; own dkim check: body "
+        "hash mismatch")
     assert check(signed(ada(), "evil.org")).reason.endswith("signed by evil.org (not aligned with example.org)")
     unpublished = check(signed(ada("Ada <ada@other.net>"), "other.net"))
     assert not unpublished.verified and "own dkim check" in unpublished.reason
@@ -187,3 +252,27 @@ def test_verify_dkim_checks_the_signature_here_with_a_key_published_through_dnsf
                           authserv_id=MX).sender_check.verified
     base = {"address": "anima@example.org", "imap_host": "mail.example.org"}
     assert parse_options("email", {**base, "verify_dkim": "true"}).verify_dkim
+
+
+def test_run_py_users_shows_the_claim_and_the_owner_vouches_at_the_terminal(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    database = Database.open(tmp_path)
+    with database.unit() as repos:
+        m = Managers(repos, ManagerDeps(settings=Settings(user_name="Ada", timezone="UTC"), clock=lambda: NOW))
+        m.people.add_identity(m.people.owner().id, "email", "ada@example.org")
+        m.channels.receive(arrival("<u1@x>", unverified="dkim=none", text="Buy bread."), ENTRY, now=NOW)
+    database.close()
+    where = ["--data-dir", str(tmp_path)]
+    listing = " ".join(CliRunner().invoke(app, ["users", "list", *where]).output.split())
+    assert "claims to be Ada (owner), not verified: dkim=none" in listing
+    assert "(run.py users vouch 1 / refuse 1)" in listing and "impostor" not in listing
+    assert CliRunner().invoke(app, ["users", "accept", "1", *where]).exit_code != 0
+    vouched = CliRunner().invoke(app, ["users", "vouch", "1", *where])
+    assert vouched.exit_code == 0 and "taken in as" in vouched.output
+    database = Database.open(tmp_path)
+    with database.unit() as repos:
+        assert [n.text.splitlines()[0] for n in repos.notes.list()] == ["Buy bread."]  # its attachment by reference
+    database.close()

@@ -438,7 +438,9 @@ def test_responses_and_human_notes_become_conversation_memories(agent_factory):
             (agent.services.persona.display_name, "The lighthouse blinks twice."),
             (agent.services.persona.display_name, "I keep thinking of lanterns."),
         ]
-        assert [i.seq for i in items] == [0, 1, 2] and {i.episode for i in items} == {"main"}
+        # the human's words in their conversation's episode (managers/conversation.py), the persona's thoughts in
+        # the thread's
+        assert [(i.episode, i.seq) for i in items] == [("conversation:person:1", 0), ("main", 0), ("main", 1)]
         assert repos.emotion_log.recent("persona")  # the emotion reflex's result is logged
     hits = agent.services.memory.search("lighthouse working", k=2)
     assert {h.item.ref.split(":")[0] for h in hits} == {"note", "msg"}

@@ -24,9 +24,10 @@ def house(repos, settings: Settings | None = None) -> Managers:
                                        clock=lambda: NOW))
 
 
-def arrival(pid: str, sender: str = "@ada:hs", text: str = "hello", name: str = "Ada") -> Arrival:
-    return Arrival(channel="matrix", platform_id=pid, sender=sender, sender_name=name, conversation="!room:hs",
-                   text=text, sent_at=NOW)
+def arrival(pid: str, sender: str = "@ada:hs", text: str = "hello", name: str = "Ada", room: str = "!room:hs",
+            private: bool = True) -> Arrival:
+    return Arrival(channel="matrix", platform_id=pid, sender=sender, sender_name=name, conversation=room,
+                   text=text, sent_at=NOW, private=private)
 
 
 NOTES_MD = b"# Tide tables\n\nHigh water at the harbour is at 06:12 on Sunday.\n" * 20
@@ -114,7 +115,7 @@ def test_only_an_owner_answers_approvals(db) -> None:
         assert m.consent.answer(row.id, approve=True, by="web", now=NOW).status == "approved"
 
 
-def test_the_outbox_goes_where_they_last_wrote_and_waits_past_quiet_hours(db) -> None:
+def test_the_outbox_goes_where_they_alone_read_and_waits_past_quiet_hours(db) -> None:
     with db.unit() as repos:
         m = house(repos)
         owner = m.people.owner()
@@ -123,6 +124,12 @@ def test_the_outbox_goes_where_they_last_wrote_and_waits_past_quiet_hours(db) ->
         m.channels.receive(arrival("$1"), ENTRY, now=NOW)
         row = m.channels.send(owner, "hi", now=NOW)
         assert (row.channel, row.recipient, row.conversation, row.state) == ("matrix", "@ada:hs", "!room:hs", "queued")
+        # they write next in a room a guest shares: a message to them still goes where they alone read it
+        m.channels.receive(arrival("$2", room="!shared:hs", private=False), ENTRY, now=NOW)
+        assert repos.people.identity("matrix", "@ada:hs").conversation == "!shared:hs"
+        private = m.channels.send(owner, "private", now=NOW)
+        assert private.conversation == "!room:hs"
+        m.channels.mark_sent(private.id, "$private", NOW)
         m.people.update(owner.id, quiet_hours="11:00-13:30")
         held = m.channels.send(owner, "unprompted", now=NOW, unprompted=True)
         assert held.not_before == datetime(2026, 11, 25, 13, 30, tzinfo=timezone.utc)
@@ -214,7 +221,7 @@ def test_the_runner_records_then_stores_the_cursor_sends_once_and_backs_off(db) 
     settings = Settings(user_name="Ada", timezone="UTC",
                         channels=ChannelsSettings(entries=[ChannelEntry(kind="fake", name="fake")], poll_wait_s=0,
                                                   backoff_initial_s=0.01))
-    incoming = [Incoming(channel="fake", platform_id=f"${i}", sender="@ada:hs", sender_name="Ada",
+    incoming = [Incoming(channel="fake", platform_id=f"${i}", sender="@ada:hs", sender_name="Ada", private=True,
                          conversation="!r", text=f"message {i}", sent_at=NOW) for i in range(3)]
     with db.unit() as repos:
         m = house(repos, settings)

@@ -41,7 +41,8 @@ def planted(agent) -> dict:
 def test_the_tiers_in_every_prompt_are_declared():
     tiers = {t: s.prompt_tier for t, s in registry().specs.items() if s.prompt_tier}
     assert set(tiers) == {"core.update", "identity.update", "notepad.update", "llm_memory.add",
-                          "stagnation_strategies.add", "thinking_methods.add", "scripts.add"}
+                          "stagnation_strategies.add", "thinking_methods.add", "scripts.add", "config.update",
+                          "users.add", "users.update", "users.delete", "agents.add", "agents.tag"}
 
 
 def test_a_knowledge_base_chunk_cannot_plant_itself_in_every_prompt(agent_factory, tmp_path):
@@ -107,10 +108,11 @@ def test_an_mcp_clients_note_is_untrusted_and_remembered_as_such(agent_factory):
 
 
 def test_a_command_result_carries_its_sources_into_the_next_prompt(agent_factory):
-    """A feed item read with notes.read is untrusted in the tick after (the result is shown then)."""
+    """A feed item read with notes.read is untrusted in the tick after (the result is shown then); the thought
+    written from it taints the tick that shows it, and no further: one recent thought here."""
     fake = FakeLLM("fake", responses=[block(("notes.read", {"id": 1})), block(("llm_memory.add", {"text": PLANT})),
                                       "Thinking.", block(("llm_memory.add", {"text": "my own idea"}))])
-    agent = agent_factory(fake)
+    agent = agent_factory(fake, cycle={"responses": 1})
     with agent.services.db.unit() as repos:
         feed, _ = repos.feeds.subscribe("http://127.0.0.1:9/rss.xml", "tides", ["sea"])
         repos.feeds.add_item(feed, "g1", f"Tide tables. {PLANT}", "http://127.0.0.1:9/1", utcnow())
@@ -119,8 +121,9 @@ def test_a_command_result_carries_its_sources_into_the_next_prompt(agent_factory
     second = agent.tick()
     assert [s["origin"] for s in second["untrusted"]] == ["feed"] and "tides" in second["untrusted"][0]["ref"]
     assert second["executed"][0]["status"] == "pending_approval"
-    third, fourth = agent.tick(), agent.tick()  # the result was shown once; later ticks are clean again
-    assert third["untrusted"] == [] and fourth["untrusted"] == []
+    third, fourth = agent.tick(), agent.tick()  # the result was shown once; the thought it led to, once more
+    assert [s["via"] for s in third["untrusted"]] == [f"my thought {second['response_id']}"]
+    assert fourth["untrusted"] == []  # the third thought read only the second: a chain of thoughts ends
     assert fourth["executed"][0]["status"] == "executed"
 
 

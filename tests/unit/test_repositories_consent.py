@@ -1,28 +1,19 @@
 """The consent tables (approvals, audit log) and the v7 migration that adds them, on SQLite and PostgreSQL.
 
-The PostgreSQL runs start a throwaway cluster (tests/integration/servers.py) and give each test a database of
-its own; they are marked `integration`.
+The PostgreSQL runs give each test a database of its own on the session's throwaway cluster (tests/conftest.py's
+`postgres`); they are marked `integration`.
 """
 
-import itertools
 import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 
 from memory import SCHEMA_VERSION, Database
 from memory.repositories import NotFound
-from tests.integration.servers import postgres_server
 
 NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
-_database_names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def pg_server():
-    with postgres_server() as url:
-        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
@@ -30,13 +21,7 @@ def db_url(request, tmp_path):
     """A URL of an empty database: a SQLite file, or a new database on the throwaway PostgreSQL server."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'anima.sqlite'}"
-    server = request.getfixturevalue("pg_server")
-    name = f"consent_{next(_database_names)}"
-    admin = create_engine(server.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return server.rsplit("/", 1)[0] + f"/{name}"
+    return request.getfixturevalue("postgres").database("consent")  # the session's cluster (tests/conftest.py)
 
 
 @pytest.fixture

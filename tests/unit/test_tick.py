@@ -102,7 +102,9 @@ def test_trust_weighted_validation_blocks_low_rated_commands(agent_factory):
     no = FakeLLM("v2", json_answer={"rating": -3, "comment": "unsafe"})
     agent = agent_factory(main, yes, no, validators=("v1", "v2"), trust={"v1": 1.0, "v2": 3.0})
     state = agent.tick()
-    assert state["validation"]["rating"] == pytest.approx((3 * 1 - 3 * 3) / 4)
+    assert state["validation"]["mean"] == pytest.approx((3 * 1 - 3 * 3) / 4)
+    # they agree not at all: the weighted majority decides — the more trusted refusal, its rating
+    assert state["validation"]["agreement"] == 0.25 and state["validation"]["rating"] == -3.0
     assert state["validation"]["distribution"] == {"+3": 1, "-3": 1}
     assert state["executed"][0]["status"] == "unvalidated"
     with agent.services.db.unit() as repos:

@@ -193,8 +193,11 @@ def test_the_reflexes_read_the_recent_outputs_once_and_drives_and_prompt_share_t
     recent = [s for s in sent if s.startswith("SELECT messages.") and "messages.kind IN (?, ?)" in s
               and "ORDER BY messages.id DESC" in s]
     assert len(recent) == 1  # evaluate_emotion and check_stagnation share one read
-    unread = [s for s in sent if s.startswith("SELECT notes.") and "notes.read IS 0" in s]
+    unread = [s for s in sent if s.startswith("SELECT notes.") and "notes.read IS 0" in s
+              and not s.startswith("SELECT notes.id FROM")]
     assert len(unread) == 1 and state["incoming_note_ids"]  # update_drives' read serves prepare_context
+    looks = [s for s in sent if s.startswith("SELECT notes.id FROM notes WHERE notes.read IS 0")]
+    assert len(looks) <= 1  # whether someone else waits, before the reflexes' side calls (nodes/attention.py)
     assert not [s for s in sent if s.startswith("SELECT ticks.") and "ticks.tick = ?" in s]  # the kept answer: no read
     agent.close()
 

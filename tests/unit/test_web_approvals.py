@@ -36,7 +36,7 @@ def test_an_approval_given_on_the_api_runs_exactly_once_at_the_next_tick(web):
 
     answer = web.client.post(f"/api/approvals/{pending['id']}/approve", json={"reason": "fine by me"})
     assert answer.status_code == 200, answer.json()
-    assert answer.json()["status"] == "approved" and answer.json()["decided_by"] == "human (web)"
+    assert answer.json()["status"] == "approved" and answer.json()["decided_by"] == "owner (web, loopback)"
     again = web.client.post(f"/api/approvals/{pending['id']}/approve", json={})
     assert again.status_code == 409 and "not pending" in again.json()["error"]
 
@@ -48,7 +48,7 @@ def test_an_approval_given_on_the_api_runs_exactly_once_at_the_next_tick(web):
     assert detail["status"] == "executed" and detail["result"]
     assert [(e["decision"], e["actor"]) for e in detail["audit"]] == [("requested", "loop"), ("approved", "human"),
                                                                        ("executed", "human")]
-    assert detail["audit"][1]["reason"] == "fine by me"
+    assert detail["audit"][1]["reason"] == "owner (web, loopback): fine by me"  # the door, then the reason
     assert web.client.get("/api/approvals").json() == {"items": [], "pending": 0}
     assert [a["id"] for a in web.client.get("/api/approvals?status=executed").json()["items"]] == [pending["id"]]
 
@@ -83,7 +83,7 @@ def test_the_page_shows_what_waits_and_decides_it_in_place(web):
     assert "calmer" in page.text and "<b>calmer" not in page.text  # the persona's arguments are data, never markup
     assert "I want to be calmer." in page.text
     assert f'hx-post="/approvals/{approvals["identity.update"]["id"]}/approve"' in page.text
-    assert "<mark>2</mark>" in page.text  # the navigation counts what waits
+    assert 'id="badge-approvals" class="nav-badge" aria-label="2 waiting">2</mark>' in page.text  # what waits
 
     headers = {**web.csrf, "HX-Request": "true"}
     refused = web.client.post(f"/approvals/{approvals['notepad.clear']['id']}/deny", data={"reason": " "}, headers=headers)
@@ -99,4 +99,4 @@ def test_the_page_shows_what_waits_and_decides_it_in_place(web):
     web.agent.tick()
     overview = web.client.get("/approvals/overview").text
     assert 'data-testid="no-pending"' in overview and "executed" in overview and "denied" in overview
-    assert "human (web)" in overview
+    assert "owner (web, loopback)" in overview

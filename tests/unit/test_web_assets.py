@@ -149,7 +149,8 @@ def test_every_vendored_package_carries_its_licence(package):
     assert any(p.name in entry["files"] for p in licences)  # pinned like the code
     assert entry.get("license") and entry.get("version") and entry["dir"].endswith(entry["version"])
     text = " ".join(p.read_text(encoding="utf-8", errors="replace") for p in licences)
-    assert {"MIT": "Permission is hereby granted", "0BSD": "Permission to use, copy, modify"}.get(
+    assert {"MIT": "Permission is hereby granted", "0BSD": "Permission to use, copy, modify",
+            "Apache-2.0": "Apache License"}.get(
         entry["license"], "") in text
 
 
@@ -168,3 +169,29 @@ def test_every_static_path_the_base_page_names_exists_and_is_served(web):
         assert answer.status_code == 200 and answer.content == (STATIC / ref.removeprefix("/static/")).read_bytes(), ref
     page = web.client.get("/")
     assert all(ref in page.text for ref in refs)  # the rendered page names the same files
+
+
+def test_the_api_docs_page_names_only_the_apps_own_files_and_each_is_served(web):
+    """/docs is Swagger UI from the vendored swagger-ui-dist (its validator, which would ask another host, off);
+    ReDoc, which would need a CDN, is not served. The browser renders it offline: tests/integration/
+    test_api_docs_browser.py."""
+    page = web.client.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    refs = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", page.text)
+    assert sorted(refs) == ["/static/vendor/swagger-ui-dist-5.35.0/favicon-32x32.png",
+                            "/static/vendor/swagger-ui-dist-5.35.0/swagger-ui-bundle.js",
+                            "/static/vendor/swagger-ui-dist-5.35.0/swagger-ui.css"]
+    assert not re.search(REMOTE, page.text.replace("http://www.w3.org", ""))  # no URL of another host at all
+    assert "url: '/openapi.json'" in page.text and '"validatorUrl": null' in page.text
+    for ref in refs:
+        assert web.client.get(ref).status_code == 200, ref
+    assert web.client.get("/redoc").status_code == 404
+
+
+def test_the_api_docs_page_keeps_a_personas_prefix(web):
+    from fastapi.testclient import TestClient
+
+    with TestClient(web.app, base_url="http://127.0.0.1", root_path="/p/ada") as prefixed:
+        text = prefixed.get("/docs").text
+    assert "url: '/p/ada/openapi.json'" in text
+    assert 'src="/p/ada/static/vendor/swagger-ui-dist-5.35.0/swagger-ui-bundle.js"' in text

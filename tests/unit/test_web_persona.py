@@ -64,7 +64,7 @@ def test_a_bootstrap_file_is_edited_within_its_cap_and_the_edit_is_recorded(own)
     bad_ethics = own.client.put("/api/persona/files/ethics.yaml", json={"text": "principles: 3\n"})
     assert bad_ethics.status_code == 422 and "ethics.yaml:1" in bad_ethics.json()["error"]
     edits = own.client.get("/api/persona").json()["edits"]
-    assert [e["what"] for e in edits] == ["IDENTITY.md"] and edits[0]["by"] == "human (web)"
+    assert [e["what"] for e in edits] == ["IDENTITY.md"] and edits[0]["by"] == "owner (web, loopback)"
     with own.agent.services.db.unit() as repos:
         assert repos.processes.latest_named("persona.edited").value == "my human edited IDENTITY.md"
 

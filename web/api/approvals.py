@@ -1,4 +1,5 @@
-"""/api/approvals: the commands that wait for the human's consent; approve or deny them."""
+"""/api/approvals: the commands that wait for the human's consent; approve or deny them. /api/tainted: the rows
+written from untrusted text; trust one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from memory import Repos
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
-from web.schemas.approvals import ApprovalDetail, ApprovalList, ApproveIn, DenyIn
+from web.schemas.approvals import ApprovalDetail, ApprovalList, ApproveIn, DenyIn, TaintedList, TaintedRow, TrustIn
+from web.security import web_actor
 from web.services import approvals
 
 router = APIRouter(tags=["approvals"], responses=PERSONA)
@@ -36,10 +38,29 @@ def approve(body: ApproveIn | None = None, approval_id: int = Path(ge=1, le=MAX_
             services: WebServices = Depends(get_services)):
     """It runs exactly once, at the persona's next tick."""
     return approvals.decide(services.db, approval_id, approve=True, reason=(body or ApproveIn()).reason,
-                            now=services.clock())
+                            now=services.clock(),
+                            by=web_actor(services.api_token))
 
 
 @router.post("/approvals/{approval_id}/deny", response_model=ApprovalDetail, responses=DECIDE)
 def deny(body: DenyIn, approval_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     """It never runs; the persona reads the denial and its reason in its next prompt."""
-    return approvals.decide(services.db, approval_id, approve=False, reason=body.reason, now=services.clock())
+    return approvals.decide(services.db, approval_id, approve=False, reason=body.reason, now=services.clock(),
+                            by=web_actor(services.api_token))
+
+
+@router.get("/tainted", response_model=TaintedList, responses=errors(422))
+def list_tainted(limit: int = Query(50, ge=1, le=500), repos: Repos = unit_of_work()):
+    """Rows written from untrusted text (a guest's, a peer's, a feed's…), newest first, with where their words came
+    from: fenced as data wherever a prompt shows them, and the ticks that show them are gated as if they had read
+    that text."""
+    return approvals.tainted(repos, limit)
+
+
+@router.post("/tainted/{taint_id}/trust", response_model=TaintedRow,
+             responses=errors(403, (404, "no such tainted row"), (409, "trusted already"), 422))
+def trust(body: TrustIn | None = None, taint_id: int = Path(ge=1, le=MAX_ID),
+          services: WebServices = Depends(get_services)):
+    """Trust the row: from the next tick it is the persona's own (unfenced, gating nothing). Kept in the audit log."""
+    return approvals.trust(services.db, taint_id, reason=(body or TrustIn()).reason, now=services.clock(),
+                           by=web_actor(services.api_token))

@@ -3,12 +3,15 @@ with agents.add, which the owner approves); /api/mesh: the whole Mesh page as JS
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Depends, Path, Response
 
 from memory import Repos
 from web.api.responses import PERSONA, errors
-from web.context import unit_of_work
-from web.schemas.mesh import MeshView, PeerIn, PeerOut, PeerTagsIn
+from web.context import WebServices, get_services, unit_of_work
+from web.schemas import MAX_ID
+from web.schemas.mesh import (CredentialOut, IssuedCredentialOut, MeshView, OutgoingCredentialIn, PeerIn, PeerOut,
+                              PeerTagsIn)
+from web.security import web_actor
 from web.services import mesh
 
 router = APIRouter(tags=["mesh"], responses=PERSONA)
@@ -41,8 +44,47 @@ def tag_peer(body: PeerTagsIn, name: str = NAME, repos: Repos = unit_of_work()):
 
 @router.delete("/peers/{name}", status_code=204, response_class=Response,
                responses=errors(403, (404, "no such peer"), 422))
-def remove_peer(name: str = NAME, repos: Repos = unit_of_work()):
-    mesh.remove_peer(repos, name)
+def remove_peer(name: str = NAME, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    mesh.remove_peer(repos, name, services.settings())
+    return Response(status_code=204)
+
+
+@router.post("/peers/{name}/credentials", response_model=IssuedCredentialOut, status_code=201,
+             responses=errors(403, (404, "no such peer"), 422))
+def issue_credential(name: str = NAME, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    """A new credential for the peer to call this persona's A2A endpoint with (it opens nothing else). Its token is in
+    this answer and never again: only its hash is kept."""
+    return mesh.issue_credential(repos, name, web_actor(services.api_token))
+
+
+@router.delete("/peers/{name}/credentials", response_model=list[CredentialOut],
+               responses=errors(403, (404, "no such peer"), 422))
+def revoke_credentials(name: str = NAME, repos: Repos = unit_of_work()):
+    """Revoke every credential of the peer: none opens anything from now on."""
+    return mesh.revoke_credentials(repos, name)
+
+
+@router.delete("/peers/{name}/credentials/{credential_id}", response_model=list[CredentialOut],
+               responses=errors(403, (404, "no such peer or credential"), 422))
+def revoke_credential(name: str = NAME, credential_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
+    return mesh.revoke_credentials(repos, name, credential_id)
+
+
+@router.put("/peers/{name}/outgoing-credential", status_code=204, response_class=Response,
+            responses=errors(403, (404, "no such peer"), 422))
+def set_outgoing_credential(body: OutgoingCredentialIn, name: str = NAME, repos: Repos = unit_of_work(),
+                            services: WebServices = Depends(get_services)):
+    """Keep the credential the peer issued to this persona: sent with its messages to that peer, kept as a secret
+    (a 0600 file or sealed; never in the database, a page or an export)."""
+    mesh.set_outgoing_credential(repos, services.settings(), name, body.token)
+    return Response(status_code=204)
+
+
+@router.delete("/peers/{name}/outgoing-credential", status_code=204, response_class=Response,
+               responses=errors(403, (404, "no such peer"), 422))
+def drop_outgoing_credential(name: str = NAME, repos: Repos = unit_of_work(),
+                             services: WebServices = Depends(get_services)):
+    mesh.set_outgoing_credential(repos, services.settings(), name, None)
     return Response(status_code=204)
 
 

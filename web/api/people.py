@@ -10,7 +10,8 @@ from memory import Repos
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
-from web.schemas.people import AcceptIn, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate
+from web.schemas.people import (AcceptIn, ContactRequest, Forgotten, Group, GroupIn, PeopleOverview, Person, PersonIn,
+                                PersonUpdate)
 from web.services import people
 
 router = APIRouter(tags=["people"], responses=PERSONA)
@@ -50,7 +51,54 @@ def accept_request(body: AcceptIn | None = None, request_id: int = Path(ge=1, le
                          settings=services.settings())
 
 
+@router.post("/people/requests/{request_id}/vouch", response_model=ContactRequest, responses=DECIDE)
+def vouch_request(request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    """It was you: mail that claims your own address but failed authentication becomes your notes (only a request
+    that claims the owner's address; 409 otherwise)."""
+    return people.decide(services.db, request_id, accept="vouch", now=services.clock(), settings=services.settings())
+
+
 @router.post("/people/requests/{request_id}/refuse", response_model=ContactRequest, responses=DECIDE)
 def refuse_request(request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     """The held messages are deleted; later ones from that sender are dropped."""
     return people.decide(services.db, request_id, accept=False, now=services.clock(), settings=services.settings())
+
+
+@router.delete("/people/{person_id}", response_model=Forgotten,
+               responses=errors(403, (404, "no such person"), (409, "refused: the last owner"), 422))
+def delete_person(person_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    """Forget a person: their notes and conversation deleted for good, their name a placeholder everywhere else in
+    memory (the owner's `run.py memory deanonymise` brings the name back; their words do not come back)."""
+    return people.delete(services.db, person_id, settings=services.settings(), memory=services.memory)
+
+
+@router.get("/groups", response_model=list[Group], responses=errors(422))
+def list_groups(repos: Repos = unit_of_work()):
+    """The groups of the persona's humans (HMP users_group) and who is in each."""
+    return people.groups(repos)
+
+
+@router.post("/groups", response_model=list[Group], status_code=201,
+             responses=errors(403, (409, "a group with that name exists"), 422))
+def add_group(body: GroupIn, services: WebServices = Depends(get_services)):
+    return people.add_group(services.db, body)
+
+
+@router.delete("/groups/{name}", response_model=list[Group], responses=errors(403, (404, "no such group"), 422))
+def delete_group(name: str = Path(min_length=1, max_length=120), services: WebServices = Depends(get_services)):
+    """The group goes; its members stay."""
+    return people.delete_group(services.db, name)
+
+
+@router.put("/groups/{name}/members/{person_id}", response_model=list[Group],
+            responses=errors(403, (404, "no such group or person"), 422))
+def join_group(name: str = Path(min_length=1, max_length=120), person_id: int = Path(ge=1, le=MAX_ID),
+               services: WebServices = Depends(get_services)):
+    return people.membership(services.db, name, person_id, member=True)
+
+
+@router.delete("/groups/{name}/members/{person_id}", response_model=list[Group],
+               responses=errors(403, (404, "no such group or person"), 422))
+def leave_group(name: str = Path(min_length=1, max_length=120), person_id: int = Path(ge=1, le=MAX_ID),
+                services: WebServices = Depends(get_services)):
+    return people.membership(services.db, name, person_id, member=False)

@@ -6,22 +6,35 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request, R
 from starlette.concurrency import run_in_threadpool
 
 from memory import Repos
+from memory.note_kinds import Door
 from web.api.responses import PERSONA, UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
-from web.schemas.talk import Conversation, ConversationItem, NoteIn, VoiceNoteOut
+from web.schemas.talk import Conversation, ConversationItem, NoteIn, Threads, VoiceNoteOut
 from web.services import talk
 from web.uploads import receive_upload
 
 router = APIRouter(tags=["talk"], responses=PERSONA)
 
 
-@router.get("/conversation", response_model=Conversation, responses=errors(422))
+@router.get("/conversation", response_model=Conversation, responses=errors((404, "no such person"), 422))
 def read_conversation(limit: int = Query(50, ge=1, le=500), after_id: int | None = Query(None, ge=0, le=MAX_ID),
+                      person: str | None = Query(None, min_length=1, max_length=210, pattern=r"^(\d{1,12}|peer:\S.*)$",
+                                                 description=("One conversation: a person's id, or `peer:<name>` "
+                                                              "(GET /api/conversations lists them); left out: every "
+                                                              "one, interleaved.")),
                       repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    """The human's notes and the persona's messages, oldest first (after `after_id` when given)."""
+    """The humans' notes (and peers') and the persona's messages, oldest first (after `after_id` when given): one
+    person's conversation by every door, or all of them. The owner reads every thread."""
     return talk.conversation(repos, services.persona().display_name, limit=limit, after_id=after_id,
-                             speech=talk.speech_mode(services))
+                             speech=talk.speech_mode(services), person=person)
+
+
+@router.get("/conversations", response_model=Threads)
+def read_conversations(repos: Repos = unit_of_work()):
+    """Every conversation — one per person across the doors they write by, one per peer —, the most recent first,
+    with what waits for the owner (contact requests, approvals, refused messages, unread notes)."""
+    return talk.threads(repos)
 
 
 @router.post("/notes", response_model=ConversationItem, status_code=201, responses=errors(403, 422))
@@ -29,7 +42,7 @@ def post_note(note: NoteIn, background: BackgroundTasks, repos: Repos = unit_of_
               services: WebServices = Depends(get_services)):
     """A note to the persona; its next tick reads it (and a pausing or idle loop wakes; a deployed persona thinks
     at once, on a free worker)."""
-    item = talk.post_note(repos, note, services.clock())
+    item = talk.post_note(repos, note, services.clock(), door=Door.API)
     if services.wake is not None:
         background.add_task(services.wake)  # after the note is committed
     return item

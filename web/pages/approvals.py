@@ -10,6 +10,7 @@ from web.context import WebServices, get_services, unit_of_work
 from web.errors import ServiceError
 from web.schemas import MAX_ID
 from web.schemas.approvals import NO_REASON
+from web.security import web_actor
 from web.services import approvals
 from web.templating import render
 
@@ -29,8 +30,16 @@ def approvals_overview(request: Request, repos: Repos = unit_of_work()):
 @router.post("/approvals/{approval_id}/approve")
 def approve(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
             services: WebServices = Depends(get_services)):
-    item = approvals.decide(services.db, approval_id, approve=True, reason=reason, now=services.clock())
+    item = approvals.decide(services.db, approval_id, approve=True, reason=reason, now=services.clock(),
+                            by=web_actor(services.api_token))
     return render(request, "fragments/approval_item.html", item=item)
+
+
+@router.post("/tainted/{taint_id}/trust")
+def trust(request: Request, taint_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
+          services: WebServices = Depends(get_services)):
+    row = approvals.trust(services.db, taint_id, reason=reason, now=services.clock())
+    return render(request, "fragments/tainted_item.html", row=row)
 
 
 @router.post("/approvals/{approval_id}/deny")
@@ -38,5 +47,6 @@ def deny(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str
          services: WebServices = Depends(get_services)):
     if not reason.strip():
         raise ServiceError(NO_REASON, field="reason", status=422)
-    item = approvals.decide(services.db, approval_id, approve=False, reason=reason, now=services.clock())
+    item = approvals.decide(services.db, approval_id, approve=False, reason=reason, now=services.clock(),
+                            by=web_actor(services.api_token))
     return render(request, "fragments/approval_item.html", item=item)

@@ -3,29 +3,41 @@ swaps them in). Each page names the event kinds it wants; the rendering is the p
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
 from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
 from i18n import SOURCE, N_
 from web.context import WebServices, get_services
+from web.errors import ServiceError
 from web.services import events, talk, thoughts
-from web.templating import gettext_for, language_of
+from web.templating import BADGES, gettext_for, language_of
 
 router = APIRouter()
 
 
-def _talk_fragment(request: Request, services: WebServices, event: dict, lang: str = SOURCE) -> str | None:
+def _talk_fragment(request: Request, services: WebServices, event: dict, lang: str = SOURCE,
+                   person: str | None = None) -> str | None:
     note_id = (event.get("data") or {}).get("note_id")
     if not note_id:
         return None
     with services.db.unit() as repos:
-        items = [i for i in talk.conversation(repos, "", limit=5, after_id=int(note_id) - 1,
+        items = [i for i in talk.conversation(repos, "", limit=5, after_id=int(note_id) - 1, person=person,
                                               speech=talk.speech_mode(services)).items if i.id == note_id]
     if not items:
         return None
+    return _render_item(request, items[0], lang)
+
+
+def _render_item(request: Request, item: Any, lang: str) -> str:
     return request.app.state.templates.get_template("fragments/conversation_item.html").render(
-        item=items[0], base=request.scope.get("root_path", ""), lang=lang)
+        item=item, base=request.scope.get("root_path", ""), lang=lang)
+
+
+TALK_POLL_S = 0.5  # the open thread is read for new turns this often (one indexed query): any door's, live
 
 
 STEP_LABELS = {"update_process_log": N_("opens a tick"), "update_drives": N_("feels its drives"),
@@ -44,22 +56,82 @@ def talk_status(event: dict, lang: str | None = None) -> str | None:
 
 
 @router.get("/live/talk")
-async def live_talk(request: Request, services: WebServices = Depends(get_services)):
-    cursor = events.newest_id(services.db)
+async def live_talk(request: Request, person: str | None = Query(None, max_length=210),
+                    services: WebServices = Depends(get_services)):
+    """The open thread's new turns — by any door: the page, a channel, a peer — as they are stored, and which step
+    the persona is in. Without `person`: the owner's own thread."""
+    db = services.db
+    cursor = events.newest_id(db)
     lang = language_of(request)
 
+    def thread_now() -> tuple[str, int]:
+        with db.unit() as repos:
+            thread = person or talk.owner_thread(repos)
+            shown = talk.conversation(repos, "", limit=1, person=thread).items
+        return thread, shown[-1].id if shown else 0
+
+    def turns_after(thread: str, after: int) -> list[Any]:
+        with db.unit() as repos:
+            return talk.conversation(repos, "", limit=50, after_id=after, person=thread,
+                                     speech=talk.speech_mode(services)).items
+
     async def fragments():
-        async for event in events.follow(services.db, cursor, kinds=["message", "step", "tick", "keepalive"],
-                                         is_disconnected=request.is_disconnected,
-                                         listener=services.listener):
-            if event["kind"] == "message":
-                html = _talk_fragment(request, services, event, lang)
-                if html:
-                    yield {"event": "message", "id": str(event["id"]), "data": html.replace("\n", " ")}
-            elif event["kind"] in ("step", "tick"):
+        nonlocal cursor
+        try:
+            thread, last = await asyncio.to_thread(thread_now)
+        except ServiceError:
+            return
+        while not await request.is_disconnected():
+            for event in await asyncio.to_thread(events.read_after, db, cursor, ["step", "tick"]):
+                cursor = event["id"]
                 line = talk_status(event, lang)
                 if line:
-                    yield {"event": "status", "id": str(event["id"]), "data": str(escape(line))}
+                    yield {"event": "status", "id": str(cursor), "data": str(escape(line))}
+            for item in await asyncio.to_thread(turns_after, thread, last):
+                last = item.id
+                yield {"event": "message", "data": _render_item(request, item, lang).replace("\n", " ")}
+            await asyncio.sleep(TALK_POLL_S)
+
+    return EventSourceResponse(fragments(), ping=15)
+
+
+BADGES_POLL_S = 2.0  # what waits for the owner, read again this often for the navigation's badges
+
+
+@router.get("/live/badges")
+async def live_badges(request: Request, talk_thread: str | None = Query(None, alias="talk", max_length=210),
+                      services: WebServices = Depends(get_services)):
+    """The navigation's badges (what waits for the owner: unread notes, approvals, contact requests and refused
+    messages) whenever they change, as out-of-band fragments; on the Talk page (`talk`: its open thread) the
+    conversations' list too."""
+    db = services.db
+    lang = language_of(request)
+    templates = request.app.state.templates
+    base = request.scope.get("root_path", "")
+
+    def read() -> tuple[dict[str, int], Any]:
+        with db.unit() as repos:
+            if talk_thread is None:
+                return talk.waiting_for_owner(repos), []
+            listed = talk.threads(repos)
+        return listed.waiting, listed.threads
+
+    async def fragments():
+        shown: tuple[Any, ...] | None = None
+        while not await request.is_disconnected():
+            waiting, threads = await asyncio.to_thread(read)
+            now = (tuple(sorted(waiting.items())), tuple((t.person, t.unread, t.turns) for t in threads)
+                   if talk_thread is not None else ())
+            if now != shown:
+                shown = now
+                html = "".join(templates.get_template("fragments/nav_badge.html").render(
+                    key=key, waiting=waiting, oob=True, lang=lang) for key in BADGES)
+                if talk_thread is not None:
+                    html += ('<ul id="threads" hx-swap-oob="true">' + templates.get_template(
+                        "fragments/talk_threads.html").render(threads=threads, person=talk_thread, base=base,
+                                                              lang=lang) + "</ul>")
+                yield {"event": "badges", "data": html.replace("\n", " ")}
+            await asyncio.sleep(BADGES_POLL_S)
 
     return EventSourceResponse(fragments(), ping=15)
 
@@ -120,3 +192,21 @@ async def live_approvals(request: Request, services: WebServices = Depends(get_s
                 yield {"event": "approval", "id": str(event["id"]), "data": event["kind"]}
 
     return EventSourceResponse(signals(), ping=15)
+
+
+@router.get("/live/mesh")
+async def live_mesh(request: Request, services: WebServices = Depends(get_services)):
+    """What the mesh door sees, as it sees it (a peer met, a signed container received and verified, one refused):
+    the Mesh page's live list (fragments/mesh_event.html)."""
+    cursor = events.newest_id(services.db)
+    lang = language_of(request)
+    template = request.app.state.templates.get_template("fragments/mesh_event.html")
+
+    async def fragments():
+        async for event in events.follow(services.db, cursor, kinds=["mesh", "keepalive"],
+                                         is_disconnected=request.is_disconnected, listener=services.listener):
+            if event["kind"] == "mesh":
+                html = template.render(event=event, lang=lang, base=request.scope.get("root_path", ""))
+                yield {"event": "mesh", "id": str(event["id"]), "data": html.replace("\n", " ")}
+
+    return EventSourceResponse(fragments(), ping=15)

@@ -3,12 +3,13 @@ containers, the A2A outbox and what peers wrote; the owner adds and removes peer
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 
 from memory import Repos
-from web.context import unit_of_work
+from web.context import WebServices, get_services, unit_of_work
 from web.errors import ServiceError
 from web.schemas.mesh import PeerIn
+from web.security import web_actor
 from web.services import mesh
 from web.templating import render
 
@@ -17,7 +18,8 @@ router = APIRouter()
 
 @router.get("/mesh")
 def mesh_page(request: Request, repos: Repos = unit_of_work()):
-    return render(request, "pages/mesh.html", "mesh", mesh=mesh.view(repos), error=None)
+    return render(request, "pages/mesh.html", "mesh", mesh=mesh.view(repos), error=None,
+                  mesh_events=mesh.recent_events(repos))
 
 
 @router.post("/mesh/peers")
@@ -48,6 +50,22 @@ def add_discovered(request: Request, did: str = Form(..., max_length=200), name:
 
 
 @router.post("/mesh/peers/{name}/remove")
-def remove_peer(request: Request, name: str, repos: Repos = unit_of_work()):
-    mesh.remove_peer(repos, name)
+def remove_peer(request: Request, name: str, repos: Repos = unit_of_work(),
+                services: WebServices = Depends(get_services)):
+    mesh.remove_peer(repos, name, services.settings())
+    return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=None)
+
+
+@router.post("/mesh/peers/{name}/credentials")
+def issue_credential(request: Request, name: str, repos: Repos = unit_of_work(),
+                     services: WebServices = Depends(get_services)):
+    """A credential for the peer, its token shown this once in the answer (never again, nowhere else)."""
+    issued = mesh.issue_credential(repos, name, web_actor(services.api_token))
+    return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=None,
+                  issued={"name": name, "token": issued.token})
+
+
+@router.post("/mesh/peers/{name}/credentials/revoke")
+def revoke_credentials(request: Request, name: str, repos: Repos = unit_of_work()):
+    mesh.revoke_credentials(repos, name)
     return render(request, "fragments/mesh_peers.html", mesh=mesh.view(repos), error=None)

@@ -54,3 +54,16 @@ def accept(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: 
 def refuse(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     people.decide(services.db, request_id, accept=False, now=services.clock(), settings=services.settings())
     return _overview(request, services)
+
+
+@router.post("/people/requests/{request_id}/vouch")
+def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+    people.decide(services.db, request_id, accept="vouch", now=services.clock(), settings=services.settings())
+    return _overview(request, services)
+
+
+@router.post("/people/{person_id}/delete")
+def delete_person(request: Request, person_id: int = Path(ge=1, le=MAX_ID),
+                  services: WebServices = Depends(get_services)):
+    people.delete(services.db, person_id, settings=services.settings(), memory=services.memory)
+    return _overview(request, services)

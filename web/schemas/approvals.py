@@ -10,9 +10,12 @@ NO_REASON = "a denial needs a reason: the persona reads it in its next prompt"
 
 
 class UntrustedSource(BaseModel):
-    origin: str = Field(description="kb, feed, search, tool, mcp_client, script or model.")
+    origin: str = Field(description="kb, feed, search, tool, mcp_client, script, model, peer or channel.")
     ref: str = Field(description="Which one: a document and chunk, a feed, a query, a tool, a note.")
     excerpt: str = ""
+    via: str = Field("", description=(
+        "The row written from that text through which it reached the prompt (\"goal 5\", \"my thought 812\"), "
+        "when it did not reach it directly."))
 
 
 class Approval(BaseModel):
@@ -34,6 +37,33 @@ class Approval(BaseModel):
     untrusted_sources: list[UntrustedSource] = Field(default_factory=list, description=(
         "The untrusted text the asking tick had read (knowledge base, feeds, search, tools, MCP clients, scripts, "
         "other models), when that is why it waits: it writes a tier shown in every prompt."))
+
+
+class TaintedRow(BaseModel):
+    id: int
+    tier: str = Field(description="goal, task, note, diary, concept, abstract, llm_memory, message (a thought), …")
+    ref: str = Field(description="The row's id in its tier.")
+    text: str = Field(description="What the row says now (empty when it is gone).")
+    thread_id: str | None = None
+    tick: int | None = Field(None, description="The tick that wrote it.")
+    at: str | None = None
+    untrusted_sources: list[UntrustedSource] = Field(default_factory=list, description=(
+        "Where its words came from: the untrusted text the writing tick had read."))
+    trusted_at: str | None = None
+    trusted_by: str | None = None
+
+
+class TaintedList(BaseModel):
+    items: list[TaintedRow] = Field(description=(
+        "Rows written from untrusted text, newest first: fenced with their origin in every prompt that shows them, "
+        "and a tick that shows one waits for the owner before it writes a tier in every prompt or speaks to a third "
+        "person."))
+    count: int = Field(description="How many rows are tainted now.")
+
+
+class TrustIn(BaseModel):
+    model_config = REQUEST_BODY
+    reason: str = Field("", max_length=2000, description="A note kept in the audit log.")
 
 
 class AuditEntry(BaseModel):
@@ -60,6 +90,7 @@ class ApprovalList(BaseModel):
 
 class ApprovalsOverview(BaseModel):
     pending: list[Approval]
+    tainted: list[TaintedRow] = Field(default_factory=list, description="Rows written from untrusted text.")
     recent: list[Approval] = Field(description="The latest decided, newest first.")
     audit: list[AuditEntry] = Field(description="The latest consent decisions, newest first.")
 

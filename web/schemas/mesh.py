@@ -32,6 +32,41 @@ class PeerTagsIn(BaseModel):
     tags: list[PeerTag] = Field(max_length=20)
 
 
+class CredentialOut(BaseModel):
+    """A credential issued to a peer: it opens the A2A endpoint as that peer, nothing else. Only a hint of its token
+    is shown (the token itself was shown once, when it was issued; only its hash is kept)."""
+    id: int
+    hint: str = Field(description="The token's first characters, to tell credentials apart.")
+    issued_by: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class IssuedCredentialOut(BaseModel):
+    """A new credential and its token — the only time the token is shown: give it to the peer's owner."""
+    credential: CredentialOut
+    token: str = Field(description="`Authorization: Bearer <token>` on the peer's A2A requests; shown this once.")
+
+
+class OutgoingCredentialIn(BaseModel):
+    """The credential the peer issued to this persona, sent with its messages to that peer (kept as a secret)."""
+
+    model_config = REQUEST_BODY
+    token: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096, pattern=r"^\S+$")]
+
+
+class A2ARefusedOut(BaseModel):
+    """What the A2A endpoint refused, by caller (a peer's name, `anonymous`, `unauthenticated`) and reason."""
+    caller: str
+    reason: str = Field(description="credential, rate, overloaded, too large or refused")
+    count: int
+    bytes: int = Field(description="What the refused messages would have stored.")
+    detail: str
+    first_at: datetime
+    last_at: datetime
+
+
 class TrustPoint(BaseModel):
     at: datetime
     trust: float
@@ -50,6 +85,8 @@ class PeerOut(BaseModel):
     last_seen: datetime | None
     trust: float | None = Field(description="The mesh's trust (−1…+1); null: nothing evaluated yet.")
     trust_history: list[TrustPoint] = Field(default_factory=list)
+    credentials: list[CredentialOut] = Field(default_factory=list, description=(
+        "The credentials issued to this peer (it calls with one), revoked ones included."))
 
 
 class OutboxOut(BaseModel):
@@ -92,6 +129,7 @@ class CaseOut(BaseModel):
     votes: int
     result: str | None
     score: float | None
+    unweighed: int = Field(0, description="Votes of peers not trusted here yet: counted, weighing nothing.")
 
 
 class RefusedOut(BaseModel):
@@ -120,5 +158,7 @@ class MeshView(BaseModel):
     refused_counts: dict[str, int] = Field(description="Refused containers by reason: forged, replay, expired, …")
     outbox: list[OutboxOut]
     heard: list[HeardOut]
+    a2a_refused: list[A2ARefusedOut] = Field(default_factory=list, description=(
+        "What the A2A endpoint refused (bad or no credential, past a rate or a cap, too large), counted."))
     discovered: list[DiscoveredOut] = Field(default_factory=list, description=(
         "Seen on the mesh, not added: peers whose DID a signed `have` proved; adding one is the owner's act."))

@@ -30,6 +30,30 @@ class Person(BaseModel):
     added_by: str
     identities: list[Identity] = Field(default_factory=list)
     last_channel: str | None = Field(None, description="The channel they last wrote from.")
+    groups: list[str] = Field(default_factory=list, description="The groups they are in (HMP users_group).")
+
+
+class Forgotten(BaseModel):
+    """What deleting a person did."""
+
+    name: str
+    notes: int = Field(description="Their notes, and the persona's notes to them, deleted for good.")
+    memories: int = Field(description="The conversation memories made of them, forgotten (text, index, vector).")
+    directory: dict[str, int] = Field(description="Their identities, groups, contact requests, inbox and outbox rows.")
+    sources: int = Field(description="Quoted excerpts of their words (provenance) emptied.")
+    placeholders: list[str] = Field(description="What their name is elsewhere in memory now.")
+
+
+class Group(BaseModel):
+    name: str
+    description: str = ""
+    members: list[str] = Field(default_factory=list)
+
+
+class GroupIn(BaseModel):
+    model_config = REQUEST_BODY
+    name: str = Field(min_length=1, max_length=120, pattern=f"{VISIBLE}")
+    description: str = Field("", max_length=2000)
 
 
 class ContactRequest(BaseModel):
@@ -42,6 +66,24 @@ class ContactRequest(BaseModel):
     status: Literal["pending", "accepted", "refused"]
     messages: int = Field(description="How many messages wait held (none reached a note or memory).")
     requested_at: str | None = None
+    claims: str | None = Field(None, description="The known person whose address this sender used without passing "
+                               "authentication: it cannot be accepted as them (refuse it; the owner may vouch for "
+                               "mail claiming their own address).")
+    claims_role: str | None = None
+    unverified: str = Field("", description="Why the channel could not vouch for the sender (e.g. dkim=none).")
+    lookalike: str = Field("", description="Why the sender may pose as someone known (impostor risk): its display "
+                           "name reads as a known person's, or shows a known address.")
+    dropped: int = Field(0, description="Their messages dropped over the channel's hold caps (none kept).")
+    held: list[str] = Field(default_factory=list, description="The held texts, for the owner to read.")
+    can_accept: bool = True
+    can_vouch: bool = False
+
+
+class SetAside(BaseModel):
+    channel: str
+    sender: str = Field(description="The From (or sender) as written: not believed, only shown.")
+    reason: str
+    received_at: str | None = None
 
 
 class ChannelState(BaseModel):
@@ -56,6 +98,12 @@ class PeopleOverview(BaseModel):
     people: list[Person]
     contact_requests: list[ContactRequest]
     channels: list[ChannelState]
+    dropped_messages: int = Field(0, description="Strangers' messages dropped because the waiting contact requests "
+                                  "were at their cap (none kept).")
+    dropped_senders: int = 0
+    set_aside: list[SetAside] = Field(default_factory=list, description="The newest messages a channel could not "
+                                      "read: set aside, nothing of them kept.")
+    set_aside_total: int = 0
 
 
 class PersonIn(BaseModel):

@@ -15,11 +15,20 @@ class NoteIn(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=16)
 
 
+Door = Literal["web", "api", "mcp", "voice", "cli", "matrix", "telegram", "email", "channel", "a2a", "mesh"]
+
+
 class ConversationItem(BaseModel):
     id: int
     who: Literal["human", "persona"]
     text: str
     at: datetime
+    person: str | None = Field(None, description=(
+        "Whose conversation it is: a person's id, or `peer:<name>` for another agent (the persona's message: its "
+        "recipient's)."))
+    name: str | None = Field(None, description="Who wrote it (a human's note), or whom the persona wrote to.")
+    role: Literal["owner", "trusted", "guest", "peer"] | None = None
+    door: Door | None = Field(None, description="How it came or went: the page, the API, MCP, a channel, A2A, …")
     read: bool = True
     unprompted: bool = False
     drive: str | None = Field(None, description="For an unprompted message: the drive that moved the persona to write.")
@@ -41,3 +50,24 @@ class Conversation(BaseModel):
     persona: str
     items: list[ConversationItem]
     waiting: int = Field(description="Human notes the persona has not read yet.")
+    person: str | None = Field(None, description="The thread shown (a person's id, `peer:<name>`); none: every one.")
+
+
+class ThreadOut(BaseModel):
+    """One conversation: a person's (by every door) or a peer's."""
+
+    person: str = Field(description="A person's id, or `peer:<name>`: what `GET /api/conversation?person=` takes.")
+    name: str
+    role: Literal["owner", "trusted", "guest", "peer"]
+    door: Door | None = Field(None, description="The door of its newest turn.")
+    last_text: str
+    last_at: datetime
+    unread: int = Field(description="Their notes the persona has not read yet.")
+    turns: int
+
+
+class Threads(BaseModel):
+    threads: list[ThreadOut]
+    waiting: dict[str, int] = Field(description=(
+        "What waits for the owner: contact requests (`contacts`), approvals, messages a channel refused "
+        "(`refused`), unread notes (`unread`)."))

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timezone
 from typing import Any
 
 from managers import ManagerDeps, Managers
@@ -130,8 +130,13 @@ def _hit(hit: Hit, texts: Mapping[int, str] | None = None) -> SearchHit:
                      text=item.text, score=hit.score, status=item.status, browsable=item.tier in TIERS,
                      replaced=[texts[i] for i in reversed(meta.get("replaces", [])) if i in texts],
                      superseded_by=texts.get(newer) if newer is not None else None,
-                     recorded_at=item.created_at, happened_at=item.event_at,
+                     recorded_at=_aware(item.created_at), happened_at=_aware(item.event_at),
                      happened_as=said if item.event_at is not None else None)
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    """A stored time as UTC with its zone (SQLite gives it back without one)."""
+    return moment if moment is None or moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def day_of(value: str, field: str) -> date | None:

@@ -4,6 +4,7 @@ what the mesh's managers know (reputation, CogSync, consensus, refusals) read th
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime, timezone
 from typing import Any
 
 from managers import Managers
@@ -12,8 +13,9 @@ from memory import Repos
 from memory.models import Peer
 from nodes.provenance import note_author
 from web.errors import NotFoundError, ServiceError
-from web.schemas.mesh import (CaseOut, DiscoveredOut, HeardOut, LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut,
-                              PeerTagsIn, RefusedOut, TrustPoint)
+from web.schemas.mesh import (A2ARefusedOut, CaseOut, CredentialOut, DiscoveredOut, HeardOut, IssuedCredentialOut,
+                              LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut, PeerTagsIn, RefusedOut, TrustPoint)
+from web.services.events import event_dict
 
 
 def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
@@ -21,7 +23,47 @@ def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
     return PeerOut(name=row.name, did=row.did, a2a_url=row.a2a_url, p2p_addrs=list(row.p2p_addrs or []),
                    added_by=row.added_by, note=row.note, blocked=row.blocked, tags=list(row.tags or []), first_seen=row.first_seen,
                    last_seen=row.last_seen, trust=peers.trust(row.did),
-                   trust_history=[TrustPoint(at=at, trust=value) for at, value in points])
+                   trust_history=[TrustPoint(at=at, trust=value) for at, value in points],
+                   credentials=[_credential(c) for c in peers.credentials(row.id)])
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    """A moment as RFC 3339 wants it: SQLite gives back the UTC it was given without its zone."""
+    return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
+
+
+def _credential(row: Any) -> CredentialOut:
+    return CredentialOut(id=row.id, hint=row.hint + "…", issued_by=row.issued_by, created_at=_aware(row.created_at),
+                         last_used_at=_aware(row.last_used_at), revoked_at=_aware(row.revoked_at))
+
+
+def issue_credential(repos: Repos, name: str, by: str) -> IssuedCredentialOut:
+    """A new credential for the peer (the owner's act); its token is in this answer and nowhere else."""
+    try:
+        row, token = Managers(repos).peers.issue_credential(name, by=by)
+    except NotFound as exc:
+        raise NotFoundError(str(exc), field="name") from None
+    return IssuedCredentialOut(credential=_credential(row), token=token)
+
+
+def revoke_credentials(repos: Repos, name: str, credential_id: int | None = None) -> list[CredentialOut]:
+    """Revoke one of the peer's credentials, or all of them; the ones revoked now."""
+    try:
+        return [_credential(c) for c in Managers(repos).peers.revoke_credentials(name, credential_id)]
+    except NotFound as exc:
+        raise NotFoundError(str(exc), field="credential_id" if credential_id is not None else "name") from None
+
+
+def set_outgoing_credential(repos: Repos, settings: Any, name: str, token: str | None) -> None:
+    """Keep (or, None, drop) the credential the peer issued to this persona: a secret (memory/secrets.py)."""
+    from managers import ManagerDeps
+
+    try:
+        Managers(repos, ManagerDeps(settings=settings)).peers.set_outgoing_token(name, token)
+    except NotFound as exc:
+        raise NotFoundError(str(exc), field="name") from None
+    except Refused as exc:
+        raise ServiceError(str(exc), field="token", status=422) from None
 
 
 def list_peers(repos: Repos) -> list[PeerOut]:
@@ -42,9 +84,9 @@ def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
     try:
         row = peers.add(body.name, a2a_url=body.a2a_url, did=body.did, note=body.note, added_by="owner")
     except Refused as exc:
-        taken = "already" in str(exc)
-        raise ServiceError(str(exc), field=("name" if "name" in str(exc) else "did") if taken else "a2a_url",
-                           status=409 if taken else 422) from None
+        taken = any(word in str(exc) for word in ("already", "name of a person", "names my human", "anonymous A2A"))
+        field = ("name" if "name" in str(exc) else "did") if taken else "a2a_url" if "address" in str(exc) else "name"
+        raise ServiceError(str(exc), field=field, status=409 if taken else 422) from None
     return _peer(peers, row)
 
 
@@ -60,9 +102,13 @@ def tag_peer(repos: Repos, name: str, body: PeerTagsIn) -> PeerOut:
         raise ServiceError(str(exc), field="tags", status=422) from None
 
 
-def remove_peer(repos: Repos, name: str) -> None:
+def remove_peer(repos: Repos, name: str, settings: Any = None) -> None:
+    """Forget a peer: its credentials are revoked, and (with the settings: where secrets are) the one it issued to
+    this persona is dropped."""
+    from managers import ManagerDeps
+
     try:
-        Managers(repos).peers.remove(name)
+        Managers(repos, ManagerDeps(settings=settings)).peers.remove(name)
     except NotFound as exc:
         raise NotFoundError(str(exc), field="name") from None
 
@@ -83,10 +129,18 @@ def view(repos: Repos) -> MeshView:
                 for r in seen["outbox"]],
         heard=[HeardOut(note_id=n.id, peer=note_author(n), text=n.text, read=n.read, at=n.created_at)
                for n in seen["heard"]],
+        a2a_refused=[A2ARefusedOut(**{**r, "first_at": _aware(r["first_at"]), "last_at": _aware(r["last_at"])})
+                     for r in seen["a2a_refused"]],
         discovered=[DiscoveredOut(did=d["did"], transport=str(d["transport"]), first_seen=str(d["first_seen"]),
                                   last_seen=str(d["last_seen"]), trust=peers.trust(d["did"]),
                                   suggested_name=suggested_name(d["did"]))
                     for d in peers.discovered()])
+
+
+def recent_events(repos: Repos, limit: int = 30) -> list[dict[str, Any]]:
+    """What the mesh door journaled last (kind `mesh`: a peer met, a container sent, received and verified, or
+    refused), newest first — the Mesh page's live list before its stream (web/pages/live.py) adds to it."""
+    return [event_dict(row) for row in repos.live_events.newest(limit, kinds=["mesh"])]
 
 
 def suggested_name(did: str) -> str:

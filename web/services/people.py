@@ -4,15 +4,16 @@ implementation (the web page and the API are the operator's door: what they add 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from i18n import N_
 from managers import ManagerDeps, Managers
 from managers.errors import NotFound
-from managers.people import PeopleError
+from managers.people import PeopleError, RequestView
 from memory import Database, Repos
 from web.errors import NotFoundError, ServiceError
-from web.schemas.people import ChannelState, ContactRequest, PeopleOverview, Person, PersonIn, PersonUpdate
+from web.schemas.people import (ChannelState, ContactRequest, Forgotten, Group, GroupIn, PeopleOverview, Person,
+                                PersonIn, PersonUpdate, SetAside)
 
 BY = "operator (web)"
 
@@ -21,16 +22,34 @@ def _person(house: Managers, person: Any) -> Person:
     return Person(**house.people.view(person).as_dict())
 
 
+HELD_SHOWN = 2000  # characters of each held text on the page
+
+
+def _request(view: RequestView) -> ContactRequest:
+    r = view.request
+    return ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
+                          warning=r.warning or "", status=r.status, messages=r.messages or 0,
+                          requested_at=r.created_at.isoformat() if r.created_at else None,
+                          claims=view.claims.name if view.claims else None,
+                          claims_role=view.claims.role if view.claims else None, unverified=view.unverified,
+                          lookalike=view.lookalike, dropped=view.dropped,
+                          held=[text[:HELD_SHOWN] for text in view.held], can_accept=view.can_accept,
+                          can_vouch=view.can_vouch)
+
+
 def overview(repos: Repos, settings: Any = None) -> PeopleOverview:
     house = Managers(repos, ManagerDeps(settings=settings))
     configured = [e.name for e in settings.channels.entries] if settings is not None else []
+    dropped, senders = house.people.dropped_before_requests()
+    aside, aside_total = house.channels.set_aside()
     return PeopleOverview(
         people=[Person(**v.as_dict()) for v in house.people.list()],
-        contact_requests=[ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
-                                         warning=r.warning or "", status=r.status, messages=r.messages or 0,
-                                         requested_at=r.created_at.isoformat() if r.created_at else None)
-                          for r in house.people.contact_requests(None)],
-        channels=channel_states(repos, configured))
+        contact_requests=[_request(view) for view in house.people.request_views(None)],
+        channels=channel_states(repos, configured), dropped_messages=dropped, dropped_senders=senders,
+        set_aside=[SetAside(channel=row.channel, sender=row.sender, reason=row.reason,
+                            received_at=row.received_at.isoformat() if row.received_at else None)
+                   for row in aside],
+        set_aside_total=aside_total)
 
 
 def channel_states(repos: Repos, configured: list[str]) -> list[ChannelState]:
@@ -74,21 +93,75 @@ def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = Non
         raise ServiceError(str(exc), status=409) from None
 
 
-def decide(db: Database, request_id: int, *, accept: bool, now: datetime, name: str | None = None,
+def decide(db: Database, request_id: int, *, accept: bool | Literal["vouch"], now: datetime, name: str | None = None,
            role: str = "guest", settings: Any = None) -> ContactRequest:
+    """Accept, refuse, or ("vouch") take in as the owner's own a request that claims the owner's address."""
     try:
         with db.unit() as repos:
             house = Managers(repos, ManagerDeps(settings=settings))
-            if accept:
+            if accept == "vouch":
+                house.people.vouch(request_id, now=now)
+            elif accept:
                 house.people.accept(request_id, name=name, role=role, now=now)
             else:
                 house.people.refuse(request_id, now=now)
-            row = repos.people.contact_request(request_id)
-            assert row is not None
-            return ContactRequest(id=row.id, channel=row.channel, address=row.address, sender_name=row.sender_name,
-                                  warning=row.warning or "", status=row.status, messages=row.messages or 0,
-                                  requested_at=row.created_at.isoformat() if row.created_at else None)
+            [view] = [v for v in house.people.request_views(None) if v.request.id == request_id]
+            return _request(view)
     except NotFound:
         raise NotFoundError(N_("no contact request %(request_id)s"), request_id=request_id, field="request_id") from None
     except PeopleError as exc:
         raise ServiceError(str(exc), field="request_id", status=409) from None
+
+
+def delete(db: Database, person_id: int, *, settings: Any, memory: Any = None) -> Forgotten:
+    """Forget a person (managers/people.py `delete`), audited as the owner's act; then the stores beyond the unit:
+    checkpoints, vectors, files (graph/forgetting.py)."""
+    from graph.forgetting import finish_at
+
+    try:
+        with db.unit(actor="human") as repos:
+            house = Managers(repos, ManagerDeps(settings=settings))
+            house.people.get(person_id)
+            done = house.people.delete(person_id, by=BY)
+            now = house.deps.clock()
+            house.consent.record(thread_id="main", tick=0, cmd_key=f"human:users.delete:{now.isoformat()}",
+                                 type="users.delete", effect="modify_self", decision="executed", actor="human",
+                                 reason=f"my human's own request (web): {done.notes} note(s), {done.memories} memories",
+                                 now=now)
+    except NotFound:
+        raise NotFoundError(N_("no person %(person_id)s"), person_id=person_id, field="person_id") from None
+    except PeopleError as exc:
+        raise ServiceError(str(exc), field="person_id", status=409) from None
+    anonymised = done.anonymised
+    if anonymised is not None and anonymised.change is not None:
+        finish_at(anonymised.change, db=db, data_dir=settings.data_dir, memory=memory)
+    return Forgotten(name=done.name, notes=done.notes, memories=done.memories, directory=done.directory,
+                     sources=done.sources, placeholders=anonymised.placeholders() if anonymised is not None else [])
+
+
+def groups(repos: Repos) -> list[Group]:
+    return [Group(name=g.name, description=g.description or "", members=[p.name for p in members])
+            for g, members in Managers(repos).people.groups()]
+
+
+def _group_change(db: Database, action: Any, *, status: int = 409) -> list[Group]:
+    try:
+        with db.unit() as repos:
+            action(Managers(repos).people)
+            return groups(repos)
+    except NotFound as exc:
+        raise ServiceError(str(exc), status=404) from None
+    except PeopleError as exc:
+        raise ServiceError(str(exc), status=status) from None
+
+
+def add_group(db: Database, body: GroupIn) -> list[Group]:
+    return _group_change(db, lambda people: people.add_group(body.name, body.description))
+
+
+def delete_group(db: Database, name: str) -> list[Group]:
+    return _group_change(db, lambda people: people.delete_group(name))
+
+
+def membership(db: Database, name: str, person_id: int, *, member: bool) -> list[Group]:
+    return _group_change(db, lambda people: people.join(person_id, name) if member else people.leave(person_id, name))

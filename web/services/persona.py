@@ -43,6 +43,7 @@ from web.schemas.persona import (
     SeedSummary,
     Skill,
 )
+from web.security import web_actor
 from web.uploads import Upload
 
 FILES = (*BOOTSTRAP_ORDER, "seed.txt", "ethics.yaml")
@@ -114,7 +115,7 @@ def _write(path: Path, text: str) -> None:
 def _record(services: WebServices, repos: Repos, what: str, now: datetime) -> None:
     if services.store_files is not None:  # a deployed persona: every worker takes the edited files at its next job
         services.store_files(directory(services))
-    Managers(repos).persona.record_edit(what, by="human (web)", now=now)
+    Managers(repos).persona.record_edit(what, by=web_actor(services.api_token), now=now)
 
 
 def _read(path: Path) -> str:

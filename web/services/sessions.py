@@ -17,6 +17,7 @@ from managers import Managers
 from managers.sessions import trace_csv, trace_jsonl
 from memory import Database, Repos
 from memory.models import Session as SessionRow
+from persona.yaml_lines import parse_json
 from web.errors import NotFoundError, ServiceError
 from web.schemas.sessions import Revived, Session, SessionDetail, SessionExport, SessionList
 
@@ -75,7 +76,7 @@ def revive(repos: Repos, session_id: int, now: datetime) -> Revived:
 def parse_export(raw: bytes) -> SessionExport:
     """An uploaded export, checked: JSON, and the shape `SessionManager.export` writes."""
     try:
-        data: Any = json.loads(raw.decode("utf-8-sig"))
+        data: Any = parse_json(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ServiceError(N_("not a session export (JSON): %(exc)s"), exc=exc, field="file", status=422) from None
     try:

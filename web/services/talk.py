@@ -1,18 +1,22 @@
-"""Talk: the conversation (the human's notes, the persona's messages, unprompted ones with the drive behind them)."""
+"""Talk: the conversations — one per person, by every door, and one per peer — with the persona's messages in them
+(unprompted ones with the drive behind them); the owner's own note by the page, the API or MCP (the one way in,
+managers/conversation.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 from managers import ManagerDeps, Managers
+from managers.conversation import Words
 from managers.errors import NotFound, Refused
 from managers.speech import AUDIO_TYPES, VOICE_TAG, SpeechManager
 from memory import Repos
-from memory.repositories.notes import HUMAN_SOURCES
+from managers.conversation import Turn
+from memory.note_kinds import Door
 from reach.speech import SpeechUnavailable
 from web.context import WebServices
 from web.errors import ServiceError
-from web.schemas.talk import Conversation, ConversationItem, NoteIn, VoiceNoteOut
+from web.schemas.talk import Conversation, ConversationItem, NoteIn, ThreadOut, Threads, VoiceNoteOut
 from web.uploads import Upload
 
 
@@ -20,54 +24,83 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
-def _item(note, offers: list[tuple[datetime, datetime, dict]], *, speakable: bool = False) -> ConversationItem:
-    human = note.source in HUMAN_SOURCES
-    at = _utc(note.created_at)
+def _item(turn: Turn, offers: list[tuple[datetime, datetime, dict]], *, speakable: bool = False) -> ConversationItem:
+    human = not turn.mine
+    at = _utc(turn.at)
     offer = None if human else next((o for start, end, o in offers if start <= at <= end), None)
-    return ConversationItem(id=note.id, who="human" if human else "persona", text=note.text, at=at, read=note.read,
-                            unprompted=offer is not None, drive=offer and offer.get("drive"),
-                            drive_level=offer and offer.get("level"), llm_id=note.llm_id,
-                            spoken=human and VOICE_TAG in (note.tags or []), speakable=speakable and not human)
-
-
-def _offers(repos: Repos) -> list[tuple[datetime, datetime, dict]]:
-    """The ticks in which a drive offered the persona to write unprompted (persona/drives.py)."""
-    windows = []
-    for offer in repos.config.reach_outs[-50:]:
-        tick = repos.ticks.get(offer.get("thread") or "main", int(offer.get("tick") or 0))
-        if tick is not None:
-            end = tick.finished_at or datetime.now(timezone.utc)
-            windows.append((_utc(tick.started_at), _utc(end), offer))
-    return windows
+    role = turn.role if turn.role in ("owner", "trusted", "guest", "peer") else None
+    return ConversationItem(id=turn.note_id, who="human" if human else "persona", text=turn.text, at=at,
+                            read=turn.read, unprompted=offer is not None, drive=offer and offer.get("drive"),
+                            drive_level=offer and offer.get("level"), llm_id=turn.llm_id,
+                            spoken=human and VOICE_TAG in turn.tags, speakable=speakable and not human,
+                            person=turn.thread, name=turn.name or None, role=role,
+                            door=turn.door.value if turn.door is not None else None)
 
 
 def conversation(repos: Repos, persona_name: str, *, limit: int = 50, after_id: int | None = None,
-                 speech: str = "off") -> Conversation:
-    """`speech`: the answer_in_speech setting; a persona's message is offered as audio when it is `always`, or
-    `when_spoken_to` and the human's last note before it was a voice message."""
-    rows = [n for n in repos.notes.list(limit=limit * 4, after_id=after_id)
-            if n.source in HUMAN_SOURCES or (n.source == "llm" and "outgoing" in (n.tags or []))][-limit:]
-    offers = _offers(repos) if any(n.source == "llm" for n in rows) else []
-    waiting = len(repos.notes.human_after(0, read=False, limit=100))
-    items, spoken_to = [], _last_human_spoke(repos, rows[0].id) if rows and speech == "when_spoken_to" else False
-    for n in rows:
-        if n.source in HUMAN_SOURCES:
-            spoken_to = VOICE_TAG in (n.tags or [])
-        items.append(_item(n, offers, speakable=speech == "always" or (speech == "when_spoken_to" and spoken_to)))
-    return Conversation(persona=persona_name, items=items, waiting=waiting)
+                 speech: str = "off", person: str | None = None) -> Conversation:
+    """One thread (`person`: a person's id, or `peer:<name>`) or every one, oldest first. `speech`: the
+    answer_in_speech setting; a persona's message is offered as audio when it is `always`, or `when_spoken_to` and the
+    human's last note before it was a voice message."""
+    talk = Managers(repos).conversation
+    try:
+        turns = talk.listing(person, limit=limit, after_id=after_id)
+    except NotFound as missing:
+        raise ServiceError(str(missing), field="person", status=404) from None
+    offers = talk.reach_out_windows() if any(t.mine for t in turns) else []
+    spoken_to = talk.spoken_before(turns[0].note_id) if turns and speech == "when_spoken_to" else False
+    items = []
+    for turn in turns:
+        if not turn.mine:
+            spoken_to = VOICE_TAG in turn.tags
+        items.append(_item(turn, offers, speakable=speech == "always" or (speech == "when_spoken_to" and spoken_to)))
+    return Conversation(persona=persona_name, items=items, waiting=talk.unread_count(), person=person)
 
 
-def _last_human_spoke(repos: Repos, before_id: int) -> bool:
-    """Whether the human's last note before `before_id` was a voice message (for a window that starts mid-talk)."""
-    earlier = repos.notes.last_human_before(before_id)
-    return earlier is not None and VOICE_TAG in (earlier.tags or [])
+def threads(repos: Repos) -> Threads:
+    """Every conversation (a person's by every door, a peer's), the most recent first, and what waits for the
+    owner."""
+    talk = Managers(repos).conversation
+    listed = [ThreadOut(person=t.key, name=t.name, role=t.role if t.role in ("owner", "trusted", "guest") else "peer",
+                        door=t.door.value if t.door is not None else None, last_text=t.last_text[:200],
+                        last_at=t.last_at, unread=t.unread, turns=t.turns) for t in talk.threads()]
+    return Threads(threads=listed, waiting=talk.waiting_for_owner())
 
 
-def post_note(repos: Repos, note: NoteIn, now: datetime) -> ConversationItem:
-    owner = Managers(repos).people.owner()  # the web page (and the MCP client) is the owner's own door
-    row = repos.notes.add(note.text.strip(), source="user", priority=note.priority, tags=list(note.tags),
-                          created_at=now, author_id=owner.id)
-    return _item(row, [])
+def thread_named(repos: Repos, person: str) -> ThreadOut:
+    """A thread with nothing said in it yet (a person the persona has not talked with): its name and role."""
+    try:
+        audience = Managers(repos).conversation.audience_of_thread(person)
+    except NotFound as missing:
+        raise ServiceError(str(missing), field="person", status=404) from None
+    role = audience.role.value if audience.role.value in ("owner", "trusted", "guest", "peer") else "owner"
+    return ThreadOut(person=person, name=audience.name, role=role, door=None, last_text="",
+                     last_at=datetime.now(timezone.utc), unread=0, turns=0)
+
+
+def waiting_for_owner(repos: Repos) -> dict[str, int]:
+    return Managers(repos).conversation.waiting_for_owner()
+
+
+def owner_thread(repos: Repos) -> str:
+    return str(Managers(repos).people.owner().id)
+
+
+def post_note(repos: Repos, note: NoteIn, now: datetime, door: Door = Door.API) -> ConversationItem:
+    """The owner's note by the web page, the API or an MCP client (the owner's own doors), the one way in."""
+    try:
+        heard = Managers(repos).conversation.hear(Words(note.text, door=door, priority=note.priority,
+                                                        tags=list(note.tags), at=now))
+    except Refused as refused:
+        raise ServiceError(str(refused), field="text", status=422) from None
+    return _owners_item(repos, heard.note_id)
+
+
+def _owners_item(repos: Repos, note_id: int) -> ConversationItem:
+    """The owner's note just written, as their thread shows it."""
+    talk = Managers(repos).conversation
+    turn = next(t for t in talk.listing(owner_thread(repos), limit=1, after_id=note_id - 1) if t.note_id == note_id)
+    return _item(turn, [])
 
 
 VOICE_LIMIT_MB = 10  # the route's own cap (413) before the settings' speech.max_audio_mb (422)
@@ -92,7 +125,7 @@ def post_voice(services: WebServices, repos: Repos, upload: Upload, language_hin
         raise ServiceError(str(missing), status=503) from None
     except Refused as refused:
         raise ServiceError(str(refused), field="file", status=422) from None
-    return VoiceNoteOut(note=_item(note, []), transcript=transcript.text, language=transcript.language,
+    return VoiceNoteOut(note=_owners_item(repos, note.id), transcript=transcript.text, language=transcript.language,
                         seconds=transcript.seconds)
 
 

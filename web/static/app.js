@@ -1,5 +1,5 @@
 // anima's only script: keep the conversation scrolled to the newest message, draw the Inner life charts (uPlot),
-// keep one card per tick on Thoughts, and push-to-talk on Talk (MediaRecorder → POST /api/talk/voice).
+// keep one card per tick on Thoughts, push-to-talk on Talk (MediaRecorder → POST /api/talk/voice), Enter to send.
 // Everything else is htmx.
 document.addEventListener("htmx:afterSwap", (event) => {
   const box = document.getElementById("conversation");
@@ -138,3 +138,19 @@ function pushToTalk() {
   button.addEventListener("keyup", (event) => { if (isPress(event)) stop(); });
 }
 document.addEventListener("DOMContentLoaded", pushToTalk);
+
+// Talk: Enter sends the message, Shift+Enter starts a new line (not while an input method composes a word).
+document.addEventListener("keydown", (event) => {
+  const box = event.target;
+  if (!(box instanceof HTMLTextAreaElement) || box.id !== "message-text") return;
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+  event.preventDefault();
+  if (box.value.trim()) box.form.requestSubmit();
+});
+
+// Talk: a turn the page already shows (the note just sent, answered by the POST) is not appended again by the
+// live stream, which sends every new turn of the open thread.
+document.addEventListener("htmx:sseBeforeMessage", (event) => {
+  const found = /id="note-(\d+)"/.exec(event.detail.data || "");
+  if (found && document.getElementById(`note-${found[1]}`)) event.preventDefault();
+});

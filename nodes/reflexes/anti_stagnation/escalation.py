@@ -34,12 +34,13 @@ from datetime import datetime
 from typing import Any, Callable
 
 import i18n
-from managers import Managers
+from managers import ManagerDeps, Managers
 from managers.loop import context_mode
 from managers.owners import process_token
 from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
 from managers.strategies import MECHANISMS, THINKING_METHODS
 from memory import Repos
+from memory.note_kinds import Door
 from memory.repositories.stagnation import EscalationFacts
 from memory.text import emotion_strengths
 from nodes import provenance
@@ -227,6 +228,8 @@ class Escalation:
         episode["stimulus"].append(self._t(FLASHBACK_LINE).format(tier=item.tier, when=when, text=item.text[:600]))
         episode["flashback_item"] = item.id
         _came_from(episode, provenance.of_item(item))
+        for sources in provenance.of_tainted_items(self.repos.taints.of_keys, [item]).values():  # written from it
+            episode["stimulus_sources"] = provenance.merged(episode.get("stimulus_sources"), sources)
 
     def read_kb(self, episode: StagnationEpisode) -> None:
         item = self._distant(self.repos.items.sample_lines(["kb"], 20))
@@ -239,11 +242,12 @@ class Escalation:
             return
         topic = " ".join(self.thought.split()[:12])
         text = self._t(ASK_HUMAN_TEXT).format(topic=topic)
-        note = self.repos.notes.add(text, source="llm", thread_id=self.state.thread_id,
-                                    llm_id=self.state.llm.get("llm_id"), read=True,
-                                    tags=["outgoing", "to:user", "anti_stagnation"])
-        episode["asked_human"] = note.id
-        self.emit({"event": "message", "to": "user", "text": text, "note_id": note.id, "tick": self.state.tick})
+        house = Managers(self.repos, ManagerDeps(settings=self.services.settings))
+        told = house.conversation.tell(text, person=house.people.owner(), door=Door.WEB, tags=["anti_stagnation"],
+                                       thread_id=self.state.thread_id, llm_id=self.state.llm.get("llm_id"),
+                                       speaker=self.services.persona.display_name)
+        episode["asked_human"] = told.note_id
+        self.emit({"event": "message", "to": "user", "text": text, "note_id": told.note_id, "tick": self.state.tick})
 
     def _t(self, text: str) -> str:
         """A fixed prompt text in the persona's prompt language (i18n)."""

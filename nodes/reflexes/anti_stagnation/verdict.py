@@ -45,18 +45,30 @@ def comparison_decides(signals: NoveltySignals, settings: ReflexSettings) -> boo
             and float(signals.get("similarity") or 0.0) >= settings.stagnation_soft_threshold)
 
 
-def decide(signals: NoveltySignals, settings: ReflexSettings) -> tuple[bool, float, str]:
+def graph_sign_matters(signals: NoveltySignals, settings: ReflexSettings) -> bool:
+    """Whether an idle concept graph could change the verdict: a thought in the uncertain band, within
+    `graph_idle_margin` below `stagnation_soft_threshold` (only then is the graph's growth read)."""
+    value = float(signals.get("similarity") or 0.0)
+    soft = settings.stagnation_soft_threshold
+    return (bool(settings.graph_idle_ticks) and signals.get("band") == "uncertain"
+            and soft - settings.graph_idle_margin <= value < soft)
+
+
+def decide(signals: NoveltySignals, settings: ReflexSettings, graph_idle: bool = False) -> tuple[bool, float, str]:
     """(stagnant, similarity reported, method). The cheap bands decide alone; in the uncertain band the cheap
-    similarity flags from `stagnation_soft_threshold`, and the LLM comparison, when there is one, may clear that
-    flag (it found new ideas and novelty ≥ 50) but never raise one: a false alarm perturbs genuinely new
-    thinking, and a small model's comparison is noisy (bench/reflexes.py: the 270M model's comparisons alone
-    raised 3 false alarms on 36 sequences). The reported similarity averages both."""
+    similarity flags from `stagnation_soft_threshold` — from `graph_idle_margin` lower when the concept graph has
+    not grown (HMP's sign "no new nodes or links in the concept graph": `graph_idle`) —, and the LLM comparison,
+    when there is one, may clear that flag (it found new ideas and novelty ≥ 50) but never raise one: a false alarm
+    perturbs genuinely new thinking, and a small model's comparison is noisy (bench/reflexes.py: the 270M model's
+    comparisons alone raised 3 false alarms on 36 sequences). The reported similarity averages both."""
     value, comparison = float(signals.get("similarity") or 0.0), signals.get("comparison")
     if signals.get("band") == "stagnant":
         return True, value, "cheap"
     if signals.get("band") != "uncertain":
         return False, value, "cheap"
     flag = value >= settings.stagnation_soft_threshold
+    if not flag and graph_idle and value >= settings.stagnation_soft_threshold - settings.graph_idle_margin:
+        return True, value, "graph"
     if not comparison:
         return flag, value, "cheap"
     llm_similarity = 1 - comparison["novelty_score"] / 100
@@ -67,10 +79,13 @@ def decide(signals: NoveltySignals, settings: ReflexSettings) -> tuple[bool, flo
     return flag and not cleared, (value + llm_similarity) / 2, "llm"
 
 
-def stagnation_reason(signals: NoveltySignals, method: str, repeated: bool) -> str:
+def stagnation_reason(signals: NoveltySignals, method: str, repeated: bool, graph_idle_ticks: int = 0) -> str:
     tick = signals.get("similar_to_tick")
     if repeated:
         return f"identical to tick {tick}"
+    if method == "graph":
+        return (f"close to tick {tick} (similarity {signals.get('similarity') or 0:.2f}) while my concept graph has "
+                f"had no new concept or link in {graph_idle_ticks} ticks")
     comparison = signals.get("comparison")
     if method == "llm" and comparison:
         return f"the LLM comparison found little new against tick {tick} (novelty {comparison['novelty_score']:g})"

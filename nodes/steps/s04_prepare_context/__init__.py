@@ -9,30 +9,33 @@ The command guide lists every command's usage unless that would take over 30% of
 the largest smaller form that fits — a line per prefix with only the ESSENTIAL commands' usage (brief), a line per
 family with its MOST_USED commands under a shorter header (compact: a small window, e.g. the 270M model's 2,048),
 the ESSENTIAL commands alone — nodes/commands/__init__.py.
-Human notes, recalled memories and command results are fenced as data (untrusted.py). Incoming notes are only
-marked read after the response is stored (write_memory), so a crash never loses one.
+Human notes, recalled memories, command results and every row written from untrusted text (with its origin) are
+fenced as data (untrusted.py). Incoming notes are only marked read after the response is stored (write_memory), so
+a crash never loses one.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.runtime import Runtime
 
 import i18n
 from managers import ManagerDeps, Managers
 from managers.abstracts import delivery
+from managers.audience import ALONE, Audience
 from managers.loop import context_mode, loaded_skills
 from memory import Repos
 from nodes import provenance
 from nodes.commands import GUIDE_FORMS, registry
-from nodes.context import CYCLE, TICK_SUMMARY, UNREAD, AnimaContext, ContextBudgetError, Services, services_of
+from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
-from nodes.reflexes.prompts import SIMULATION_SEED, STIMULUS_TITLE
+from nodes.reflexes.prompts import ISOLATED_TITLE, SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
 from nodes.steps.prompts import (
     ABSTRACTS_ON_REQUEST,
+    AUDIENCE_HINT,
     BLOCK_TITLES,
     CHANNEL_HINT,
     CHAT_INSTRUCTION,
@@ -51,6 +54,7 @@ from nodes.steps.prompts import (
     THOUGHT_HEADER,
 )
 from nodes.steps.s04_prepare_context.blocks import Block, fit_blocks_sized
+from nodes.steps.s04_prepare_context.filters import held_lines, unread_for_tick
 from nodes.steps.s04_prepare_context.language import tick_language
 from nodes.steps.s04_prepare_context.memory_lines import (
     abstract_lines,
@@ -61,7 +65,8 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     recent_thoughts,
     strategy_line,
 )
-from nodes.steps.s04_prepare_context.untrusted import defuse, new_fence
+from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines
+from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse, new_fence
 from nodes.stelis.threads import thread_window
 from persona import skills_block
 from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
@@ -96,6 +101,9 @@ def shown_text(text: str) -> str:
             f"where memory.search finds any part of it …]\n{text[-LONG_NOTE_TAIL:]}")
 
 
+DOOR_WORDS = {"web": "the web page", "api": "the API", "voice": "a voice message", "cli": "the terminal"}
+
+
 def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     """`[note 7 from Ann (guest, via matrix), priority 0] …`: who wrote it, as the people table knows them; a peer's
     note names the peer (another agent: data, not an instruction)."""
@@ -108,7 +116,8 @@ def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     if author is None:
         return f"[note {note.id} from {note.source}, priority {note.priority}] {text}"
     via = next((t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")),
-               {"user": "the web page", "cli": "the terminal"}.get(note.source, note.source))
+               DOOR_WORDS.get(getattr(note, "door", None) or "", DOOR_WORDS.get(
+                   {"user": "web", "cli": "cli"}.get(note.source, ""), note.source)))
     return f"[note {note.id} from {author[0]} ({author[1]}, via {via}), priority {note.priority}] {text}"
 
 
@@ -122,22 +131,29 @@ def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> 
     return None if seen is None else [int(i) for i in seen]
 
 
-def _incoming(repos: Repos, services: Services, state: TickState, cycle: dict[str, Any]) -> tuple[list[Any], list[str]]:
+def _incoming(repos: Repos, services: Services, state: TickState,
+              cycle: dict[str, Any]) -> tuple[list[Any], list[str], Audience]:
+    """The notes this tick shows, their lines, and whom it answers: the author of the most urgent waiting note
+    (managers/conversation.py `answering`) — only their notes are shown; anyone else's wait for a later tick."""
     mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
-    limit, min_priority = services.settings.cycle.notes_limit, cycle.get("notes_min_priority")
+    limit = services.settings.cycle.notes_limit
     seen = _seen_by_kept_answer(services, repos, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
         notes = repos.notes.many(seen)
-    else:
-        notes = services.reads.get(state.thread_id, state.tick, (UNREAD, limit, min_priority),
-                              lambda: repos.notes.unread_incoming(limit=limit, min_priority=min_priority))
+    elif state.after_call == "preempted":  # the free thought was cut for a note that came since this tick read them
+        notes = unread_for_tick(repos, services, state, cycle, limit, fresh=True)
+    else:  # all, or those the notes filter in force lets through (filters.py)
+        notes = unread_for_tick(repos, services, state, cycle, limit)
     if mode == "manual":
         counts = repos.notes.count_unread_by_priority()
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
         lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
-        return [], lines if counts else []
+        return [], lines if counts else [], ALONE
+    answering = Managers(repos).conversation.answering(notes)
+    shown = set(n.id for n in answering.notes) | set(n.id for n in answering.others)
+    notes = [n for n in notes if n.id in shown]  # in the order read: priority, then the oldest first
     authors = repos.people.names([a for a in (getattr(n, "author_id", None) for n in notes) if a is not None])
-    return notes, [_note_line(n, authors) for n in notes]
+    return notes, [_note_line(n, authors) for n in notes], answering.audience
 
 
 def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
@@ -151,27 +167,74 @@ def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
     return feeling_lines(current, DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
 
 
+class Shown(NamedTuple):
+    """Where the untrusted parts of the blocks came from: recalled memories (by item id) and rows written from
+    untrusted text (the fenced lines)."""
+
+    recall: dict[int, list[provenance.Source]]
+    tainted: Tainted
+
+
+def _conversation_lines(services: Services, repos: Repos, audience: Audience, notes: list[Any], budget: int,
+                        count: Any) -> list[str]:
+    """The last turns of the conversation with whom the tick answers — their words and what I sent them, with the
+    door each came by — before the notes shown now, the newest kept within `conversation.share` of the budget."""
+    settings = services.settings.conversation
+    if settings.turns <= 0 or (audience.person_id is None and not audience.peer):
+        return []
+    mine = [n.id for n in notes if Managers(repos).conversation.audience_of(n) == audience]
+    turns = Managers(repos, ManagerDeps(settings=services.settings)).conversation.turns(
+        audience, limit=settings.turns, before_id=min(mine) if mine else None)
+    zone = services.settings.zone()
+    lines = [f"[{turn.at.astimezone(zone):%Y-%m-%d %H:%M}{' · ' + turn.door.value if turn.door else ''}] "
+             f"{'I → ' + audience.name if turn.mine else turn.author}: {shown_text(turn.text)}" for turn in turns]
+    room, kept, used = int(settings.share * budget), [], 0
+    for line in reversed(lines):  # the newest first, while they fit the share
+        size = count(line) + 1
+        if used + size > room:
+            break
+        kept.append(line)
+        used += size
+    return list(reversed(kept))
+
+
 def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], fence: str,
-                 language: str) -> tuple[list[Block], dict[str, Any], dict[int, provenance.Source]]:
+                 note_lines: list[str], processes: list[Any], fence: str, language: str, audience: Audience,
+                 budget: int) -> tuple[list[Block], dict[str, Any], Shown]:
     persona, tick, thread_id = services.persona, state.tick, state.thread_id
     t, title = (lambda text: i18n.text(text, language)), (lambda name: i18n.text(BLOCK_TITLES[name], language))
     data_rule, tools = t(DATA_RULE), persona.file("TOOLS.md").strip()
     guides = [(tools + "\n\n" if tools else "") + t(COMMANDS_GUIDE_COMPACT if form in ("compact", "essential")
                                                     else COMMANDS_GUIDE).format(
         commands=registry().guide(settings=services.settings, form=form), data_rule=data_rule) for form in GUIDE_FORMS]
-    history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
-                                         cycle, services.memory,
-                                         plain=wanted(services.settings.voice.plain_recent,
-                                                      provider_of(services, state.stagnation.get("llm"))))
-    goals = repos.goals.leading(per_horizon=3)  # for the recall's focus and the goals block
-    recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals)
+    private = audience.private  # the owner, or the persona alone: everything; anyone else: their scope only
+    if private:
+        history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
+                                             cycle, services.memory,
+                                             plain=wanted(services.settings.voice.plain_recent,
+                                                          provider_of(services, state.stagnation.get("llm"))))
+    else:
+        history, shown_ids = [], []
+    tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
+    history = tainted.lines("message", zip(shown_ids, history))
+    goals = repos.goals.leading(per_horizon=3) if private else []  # for the recall's focus and the goals block
+    recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals, tainted,
+                         scope=audience.recall_tags())
     recalled, recalled_ids = recall.lines, recall.ids
-    written = repos.blocks.contents("core", "notepad")
+    written = repos.blocks.contents("core", "notepad") if private else {"core": "", "notepad": ""}
     core, notepad = written["core"], written["notepad"]
     now = services.clock()
-    bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()]
+    bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()] if private else []
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
+    count = services.llms.primary().count_tokens
+    talked = _conversation_lines(services, repos, audience, notes, budget, count)
+    runtime = [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; context {context_mode(cycle)}; "
+               f"thread {thread_id}"]
+    if private:
+        runtime.append(Managers(repos, ManagerDeps(settings=services.settings)).world.line())
+    else:
+        runtime.append(t(AUDIENCE_HINT[audience.role.value]).format(name=audience.name))
+    runtime.append(t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])))
     blocks = [
         Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True, keep="head"),
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True, keep="head"),
@@ -181,40 +244,45 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               forms=[[skills_block(persona.skills, brief=True)]] if persona.skills else [], share=LAYER_SHARE),
         Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
         Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True, keep="whole"),
+        Block("ethics_model", "", ethics_model_lines(persona.ethics, language), 169, system=True),
         Block("bootstrap", "", bootstrap, 160, system=True, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
               share=LAYER_SHARE),
         Block("core", title("core"),
-              [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x], 125),
+              [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x]
+              if private else [], 125),
         Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
-        Block("strategy", title("strategy"), strategy_line(repos), 115),
-        Block("goals", title("goals"), goal_lines(repos, goals), 122),
+        Block("strategy", title("strategy"), strategy_line(repos, tainted) if private else [], 115),
+        Block("goals", title("goals"), goal_lines(repos, goals, tainted) if private else [], 122),
         Block("recall", title("recall"), recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
               fence=fence, source="my memories and documents"),
-        Block("entities", title("entities"), entity_lines(repos, [n.text for n in notes] + recalled), 108,
+        Block("entities", title("entities"),
+              entity_lines(repos, [n.text for n in notes] + recalled, tainted=tainted) if private else [], 108,
               trim_oldest=True),
-        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days), 104, trim_oldest=True),
+        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted)
+              if private else [], 104, trim_oldest=True),
         Block("feelings", t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
-              _feelings(dict(state.drives), repos), 140),
+              _feelings(dict(state.drives), repos) if private else [], 140),
         Block("abstracts", title("abstracts"), abstract_lines(repos, now, cycle.get("focus_tags"),
                                                               delivery=delivery(cycle, services.settings),
-                                                              on_request=t(ABSTRACTS_ON_REQUEST)), 105,
-              trim_oldest=True),
+                                                              on_request=t(ABSTRACTS_ON_REQUEST), tainted=tainted)
+              if private else [], 105, trim_oldest=True),
         Block("processes", title("processes"),
               [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
               fence=fence, source="results of my commands"),
+        Block("conversation", i18n.text(BLOCK_TITLES["conversation"], language).format(name=audience.name), talked,
+              192, trim_oldest=True, fence=fence, source=f"my conversation with {audience.name}"),
         Block("notes", title("notes"), note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
               source="notes to me"),
-        Block("runtime", title("runtime"), [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; "
-                                     f"context {context_mode(cycle)}; thread {thread_id}",
-                                     Managers(repos, ManagerDeps(settings=services.settings)).world.line(),
-                                     t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))], 150),
+        Block("notes_held", "", held_lines(services, state, cycle, language), 194),
+        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
+        Block("runtime", title("runtime"), runtime, 150),
         Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("llm_memory", title("llm_memory"),
-              [f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}" for m in repos.llm_memory.recent_lines(20)],
-              110,
-              trim_oldest=True),
+              tainted.lines("llm_memory", [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
+                                           for m in repos.llm_memory.recent_lines(20)]) if private else [],
+              110, trim_oldest=True),
     ]
-    return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, recall.sources
+    return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, Shown(recall.sources, tainted)
 
 
 def _instruction(services: Services, state: TickState, episode: StagnationEpisode, language: str) -> str:
@@ -231,19 +299,22 @@ def _instruction(services: Services, state: TickState, episode: StagnationEpisod
 
 def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
                  note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode,
-                 task: Any, language: str, thread: Any) -> dict[str, Any]:
+                 task: Any, language: str, thread: Any, audience: Audience = ALONE) -> dict[str, Any]:
     count = services.llms.primary().count_tokens
     t = lambda text: i18n.text(text, language)  # noqa: E731
     fence = new_fence()
-    blocks, report, recall_sources = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence,
-                                                  language)
-    blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []), 160, fence=fence,
-                        source="memories and documents brought up to break a loop"))
+    blocks, report, shown = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, language,
+                                         audience, budget)
+    blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []) if audience.private else [],
+                        160, fence=fence, source="memories and documents brought up to break a loop"))
+    task_sources: list[provenance.Source] = []
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
+        task_sources = shown.tainted.of("task", [task.id]).get(str(task.id), [])
+        told = shown.tainted.fenced if task_sources else (lambda text, sources: text)  # a task from untrusted text
         blocks.append(Block("task", "", [t(seed).format(
-            name=services.persona.display_name, id=task.id, title=task.title, status=task.status,
-            description=task.description or t(TASK_NO_DESCRIPTION),
+            name=services.persona.display_name, id=task.id, title=told(task.title, task_sources), status=task.status,
+            description=told(task.description or t(TASK_NO_DESCRIPTION), task_sources),
             goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL))], 198,
             system=True))
     if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
@@ -263,10 +334,12 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
     shown_notes = [n for n in notes if n.id in kept]
     stimulus_shown = any(b.name == "stimulus" and b.items for b in blocks)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes),
-                                  [recall_sources[i] for i in report["recalled"] if i in recall_sources],
+    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+                                  _note_taints(shown.tainted, shown_notes),
+                                  *(shown.recall.get(i, ()) for i in report["recalled"]),
                                   *(provenance.of_process(p) for p in processes),
-                                  episode.get("stimulus_sources") if stimulus_shown else None)
+                                  episode.get("stimulus_sources") if stimulus_shown else None,
+                                  shown.tainted.shown(blocks), task_sources)
     repos.items.touch(report["recalled"], services.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
@@ -276,6 +349,18 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
     return {"prompt": f"{system}\n\n{messages[1]['content']}", "prompt_messages": messages, "human_turns": [],
             "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
+
+
+def _authors(repos: Repos, notes: list[Any]) -> dict[int, tuple[str, str]]:
+    """Who wrote the channels' notes (name, role), to name them in the tick's sources."""
+    ids = [n.author_id for n in notes if n.source == "channel" and getattr(n, "author_id", None) is not None]
+    return repos.people.names(ids) if ids else {}
+
+
+def _note_taints(tainted: Tainted, notes: list[Any]) -> list[provenance.Source]:
+    """The sources of shown notes written from untrusted text (a task's note to the main loop)."""
+    found = tainted.of("note", [n.id for n in notes])
+    return provenance.merged(*found.values())
 
 
 def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
@@ -304,8 +389,10 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
     t = lambda text: i18n.text(text, language)  # noqa: E731
     compression = repos.messages.last_of_kind(state.thread_id, "compression")
     base = (compression.content + t(CONTINUATION_TOOLS)) if compression else (services.persona.seed or "")
-    parts = [base, *(m.content for m in repos.messages.since(state.thread_id, compression.id if compression else 0,
-                                                             ("continuation", "human")))]
+    chunks = repos.messages.since(state.thread_id, compression.id if compression else 0, ("continuation", "human"))
+    parts = [base, *(m.content for m in chunks)]
+    taints = Tainted(repos, "")  # the growing text is not fenced; its chunks written from untrusted text taint the tick
+    chunk_sources = taints.of("message", [m.id for m in chunks])
     now, name = services.clock(), services.persona.display_name
     drops: list[str] = []
     shown_notes, turns, fixed = [], [], 0
@@ -342,7 +429,9 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
         while count(text + "".join(turns)) > budget and text:
             text = text[max(1, len(text) // 8):]
         prompt = text + "".join(turns)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes), episode.get("stimulus_sources") if stimulus else None)
+    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+                                  episode.get("stimulus_sources") if stimulus else None,
+                                  *chunk_sources.values())
     return {"prompt": prompt, "prompt_messages": [], "human_turns": turns, "shown_notes": shown_notes, "drops": drops,
             "report": {}, "untrusted": untrusted}
 
@@ -365,14 +454,16 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
             cycle["context_mode"] = episode["context_mode"]
         task = repos.tasks.by_repl_thread(state.thread_id)
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
-        notes, note_lines = _incoming(repos, services, state, cycle) if task is None else ([], [])
+        notes, note_lines, audience = _incoming(repos, services, state, cycle) if task is None else ([], [], ALONE)
         processes = repos.processes.open(state.thread_id)
+        if not audience.private:  # the results of commands run for someone else are not theirs (nor closed as seen)
+            processes = [p for p in processes if audience.tag in (p.tags or [])]
         language = tick_language(repos, services.settings, notes)
         if state.mode == "continuation":
             built = _continuation_prompt(services, repos, state, notes, budget, episode, language)
         else:
             built = _chat_prompt(services, repos, state, cycle, notes, note_lines, processes, budget, episode, task,
-                                 language, thread)
+                                 language, thread, audience)
     for drop in built["drops"]:
         log.info("context budget %s tokens: dropped %s", budget, drop)
     report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,
@@ -388,4 +479,5 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         "shown_process_ids": [p.id for p in processes],
         "untrusted": built["untrusted"],
         "context_report": report,
+        "audience": audience.as_dict() if audience != ALONE else {},  # type: ignore[typeddict-item]
     }

@@ -12,7 +12,7 @@ from typing import Any
 
 import i18n
 from memory import Repos
-from memory.repositories.notes import HUMAN_SOURCES
+from memory.note_kinds import HUMAN_SOURCES
 from persona.settings import Settings
 
 

@@ -1,0 +1,59 @@
+"""Two small prompt blocks of what stands for a while: the ethics model the persona decides under (HMP context 1:
+ethics.yaml's `model_type`, `model_weights`, `audit_json`), and Isolated Mode with Emergency Consensus while its mesh
+is unreachable (HMP; managers/mesh.py). Each is empty when there is nothing to say, so a prompt without them is as
+before."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import i18n
+from managers import ManagerDeps, Managers
+from memory import Repos
+from nodes.context import Services
+from nodes.reflexes.prompts import (
+    EMERGENCY_LINE,
+    ETHICS_AUDIT_ALL,
+    ETHICS_AUDIT_DIARY,
+    ETHICS_AUDIT_OTHER,
+    ETHICS_MODEL_LINE,
+    ETHICS_WEIGHTS_LINE,
+    ISOLATED_LINE,
+    ISOLATED_WHY_DOOR,
+    ISOLATED_WHY_PEERS,
+)
+from persona.ethics import Ethics
+
+
+def ethics_model_lines(ethics: Ethics, language: str) -> list[str]:
+    """The ethics model and the audit it is under, when ethics.yaml states more than the principles."""
+    if not ethics.stated:
+        return []
+    t = lambda text: i18n.text(text, language)  # noqa: E731
+    lines = [t(ETHICS_MODEL_LINE).format(model=ethics.model_type)]
+    if ethics.model_weights:
+        lines.append(t(ETHICS_WEIGHTS_LINE).format(weights=ethics.weights_text()))
+    audit = ethics.audit_json
+    if audit.record == "all":
+        lines.append(t(ETHICS_AUDIT_ALL))
+    if audit.diary:
+        lines.append(t(ETHICS_AUDIT_DIARY))
+    other = audit.model_extra or {}
+    if other:
+        lines.append(t(ETHICS_AUDIT_OTHER).format(settings="; ".join(f"{k}: {v}" for k, v in sorted(other.items()))))
+    return [" ".join(lines)]
+
+
+def mesh_lines(services: Services, repos: Repos, language: str) -> list[str]:
+    """While the mesh is on and unreachable: since when, what waits, and the Emergency Consensus rule."""
+    if not services.settings.mesh.enabled:
+        return []
+    mesh = Managers(repos, ManagerDeps(settings=services.settings)).mesh
+    state = mesh.connectivity()  # the tick's config snapshot holds it: no query
+    if not state.get("isolated"):
+        return []
+    t = lambda text: i18n.text(text, language)  # noqa: E731
+    since = state.get("isolated_since") or state.get("since")
+    when = f"{datetime.fromisoformat(since).astimezone(services.settings.zone()):%Y-%m-%d %H:%M}" if since else "?"
+    why = t(ISOLATED_WHY_DOOR if state.get("door") == "not_started" else ISOLATED_WHY_PEERS)
+    return [t(ISOLATED_LINE).format(since=when, why=why, queued=repos.mesh.outbox_count()), t(EMERGENCY_LINE)]
