@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -202,8 +201,6 @@ def asking_share(text: str) -> float:
     if not asks_something(text):
         return 0.0
     parts = sentences(text) or [text]
-    if os.environ.get("ANIMA_EXP_ASK") == "sentences":
-        return sum(1 for p in parts if p.rstrip().endswith("?")) / len(parts)
     words = sum(len(p.split()) for p in parts)
     asking = sum(len(asking_clause(p).split()) for p in parts if p.rstrip().endswith("?"))
     return asking / max(1, words)

@@ -233,7 +233,7 @@ class Ranker:
         return limited
 
     def dense_scores(self, stacked: tuple[np.ndarray, np.ndarray], qv: np.ndarray,
-                     chance: tuple[float, float, float, float, float | None] | None = None) -> np.ndarray:
+                     chance: tuple[float, float, float, float] | None = None) -> np.ndarray:
         """Per item: w · its best vector's similarity + (1 − w) · its whole-item vector's similarity. With `chance`
         (the mean and spread of every vector's and of whole items' similarities to this query, over the corpus
         sample: `part_chance`), both in standard deviations above chance, the best one's less what the best of that
@@ -243,15 +243,14 @@ class Ranker:
         w = self.config.best_vector_weight
         best, whole = np.maximum.reduceat(sims, starts), sims[starts]
         if chance is not None:
-            part_mean, part_std, whole_mean, whole_std, slope = chance
+            part_mean, part_std, whole_mean, whole_std = chance
             counts = np.diff(np.r_[starts, len(sims)])
-            best = (best - part_mean) / max(part_std, 1e-6) - (
-                expected_best(counts) if slope is None else slope * np.log(counts))
+            best = (best - part_mean) / max(part_std, 1e-6) - expected_best(counts)
             whole = (whole - whole_mean) / max(whole_std, 1e-6)
         scores: np.ndarray = w * best + (1 - w) * whole
         return scores
 
-    def _sample_dense(self, qv: np.ndarray, repos: Repos) -> tuple[float, float, tuple[float, float, float, float, float | None] | None]:
+    def _sample_dense(self, qv: np.ndarray, repos: Repos) -> tuple[float, float, tuple[float, float, float, float] | None]:
         """Mean and std of the sample's dense scores for this query (z-normalisation of dense scores), and with
         `part_chance` the chance levels `dense_scores` measures against."""
         caches = self.caches
@@ -263,16 +262,10 @@ class Ranker:
                 return 0.0, 0.0, None
             caches.sample_matrix = stack(list(vectors.values()))
         chance = None
-        if self.config.part_chance != "off":
+        if self.config.part_chance:
             matrix, starts = caches.sample_matrix
             sims = matrix @ qv
-            slope = None
-            if self.config.part_chance == "fit":  # how the sample's best part grows with its number of parts
-                counts = np.log(np.diff(np.r_[starts, len(sims)]))
-                best = (np.maximum.reduceat(sims, starts) - sims.mean()) / max(float(sims.std()), 1e-6)
-                spread = float(counts.var())
-                slope = max(0.0, float(((counts - counts.mean()) * (best - best.mean())).mean()) / spread) if spread > 1e-9 else 0.0
-            chance = (float(sims.mean()), float(sims.std()), float(sims[starts].mean()), float(sims[starts].std()), slope)
+            chance = (float(sims.mean()), float(sims.std()), float(sims[starts].mean()), float(sims[starts].std()))
         values = self.dense_scores(caches.sample_matrix, qv, chance)
         return float(values.mean()), float(values.std()), chance
 

@@ -17,13 +17,13 @@ class RetrievalSettings(BaseModel):
     best_vector_weight: float = Field(default=0.6, ge=0, le=1)  # best sentence vs whole item in the dense score
     # the best vector measured against chance: in standard deviations above the corpus's similarities to the query,
     # less what the best of that many vectors reaches by chance (ranker.expected_best), so a long text's many
-    # parts do not lift it over a short one's few (off: raw cosine similarities)
-    part_chance: Literal["off", "normal", "fit"] = "off"
+    # parts do not lift it over a short one's few (false: raw cosine similarities)
+    part_chance: bool = True
     author_boost: float = Field(default=1.0, ge=0)
     neighbour_weight: float = Field(default=0.2, ge=0)
     answer_weight: float = Field(default=0.3, ge=0)  # a reply inherits this share of the score of the question it answers
     # … times how alike the two are in length (ranker.balance; off: whatever their lengths)
-    answer_balance: bool = False
+    answer_balance: bool = True
     # an item that asks (ends with "?") tells less than a reply: this much lower, times the share of its sentences
     # that ask (a turn that also states something is partly evidence: in a project chat the human's questions are)
     question_penalty: float = Field(default=0.6, ge=0)
@@ -51,7 +51,7 @@ class RetrievalSettings(BaseModel):
     # BM25's shape of an item (memory/retrieval/lexical.py `Shape`): its neighbours' words weigh at most
     # `context_cap` × its own length (None: half a word each, however long they are), and an item longer than
     # `passage_tokens` own tokens scores as its best passage (None: as one document)
-    context_cap: float | None = Field(default=None, ge=0)
+    context_cap: float | None = Field(default=1.0, ge=0)
     passage_tokens: int | None = Field(default=None, ge=8)
     context_floor: int = Field(default=0, ge=0)
     candidates: int = Field(default=100, ge=1)
