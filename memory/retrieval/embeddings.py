@@ -238,7 +238,8 @@ class LocalEmbedder:
                  for prefix, body, parts in documents]
         spans: list[list[tuple[int, int] | None]] = []
         for (prefix, body, parts), text in zip(documents, texts):
-            found, cursor = [], 0
+            found: list[tuple[int, int] | None] = []
+            cursor = 0
             for part in parts:
                 at = body.find(part, cursor)
                 if at < 0:
@@ -269,15 +270,16 @@ class LocalEmbedder:
                 runs.append(np.concatenate([[first], ids[:head], ids[lo:hi], [last]]).astype(np.int64))
             plans.append((plan, head, starts, ends, found))
         states = self._run(session, runs)
-        results, alone = [], []
-        for n, (plan, head, starts, ends, found) in enumerate(plans):
+        results: list[list[np.ndarray]] = []
+        alone: list[tuple[int, int, str]] = []
+        for n, (plan, head, starts, ends, spans_of) in enumerate(plans):
             whole = np.concatenate([states[run] for run, _, _ in plan]).mean(axis=0) if plan else \
                 np.zeros(self.dimension, dtype=np.float32)
-            vectors: list[np.ndarray | None] = [whole]
-            for slot, span in enumerate(found, 1):
+            vectors: list[np.ndarray] = [whole]
+            for slot, span in enumerate(spans_of, 1):
                 if span is None:
                     alone.append((n, slot, documents[n][0] + documents[n][2][slot - 1]))
-                    vectors.append(None)
+                    vectors.append(whole)  # replaced below by the part encoded on its own
                     continue
                 lo, hi = span
                 a, b = int(np.searchsorted(starts, lo, side="left")), int(np.searchsorted(ends, hi, side="right"))

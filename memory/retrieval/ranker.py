@@ -108,10 +108,12 @@ def expected_best(counts: np.ndarray) -> np.ndarray:
 
 
 def balance(one: int, other: int) -> float:
-    """How alike two lengths are, 1 for equal ones: the share of its question's relevance a reply inherits. A short
-    reply leans on its question ("A sunrise!" after "What did you paint?"); a long one says what it is about itself,
-    and a long message that ends by asking something is about more than what its short reply answers."""
-    return min(one, other) / max(one, other, 1)
+    """How alike two lengths are, 1 for equal ones (the square root of the shorter's share of the longer): the share
+    of its question's relevance a reply inherits. A short reply leans on its question ("A sunrise!" after "What did
+    you paint?"); a 3,000-character one says what it is about itself, and a long message that ends by asking
+    something is about more than what its short reply answers. The root: a reply ten times its question's length
+    still inherits a third (the plain share cost LoCoMo dev 0.35 points of recall@5, the root 0.2; docs/memory.md)."""
+    return math.sqrt(min(one, other) / max(one, other, 1))
 
 
 def z_score(value: float, mean: float, std: float) -> float:
@@ -432,7 +434,7 @@ class Ranker:
             bonus = cfg.neighbour_weight * sum(around) / 2 if around else 0.0
             question = before.get(item_id)
             answers = cfg.answer_weight * base[question] if question in base and asks.get(question) else 0.0
-            if answers and cfg.answer_balance:
+            if answers and cfg.answer_balance and question is not None:
                 answers *= balance(len(meta[question].text), len(meta[item_id].text))
             parts[item_id]["neighbours"], parts[item_id]["answers"] = bonus, answers
             final[item_id] = base[item_id] + bonus + answers
