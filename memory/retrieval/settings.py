@@ -22,7 +22,8 @@ class RetrievalSettings(BaseModel):
     author_boost: float = Field(default=1.0, ge=0)
     neighbour_weight: float = Field(default=0.2, ge=0)
     answer_weight: float = Field(default=0.3, ge=0)  # a reply inherits this share of the score of the question it answers
-    # … times how alike the two are in length (ranker.balance; off: whatever their lengths)
+    # … times the question's length over the reply's when the reply is longer (ranker.balance; off: whatever their
+    # lengths)
     answer_balance: bool = True
     # an item that asks (ends with "?") tells less than a reply: this much lower, times the share of its sentences
     # that ask (a turn that also states something is partly evidence: in a project chat the human's questions are)

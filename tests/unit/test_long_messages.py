@@ -1,7 +1,7 @@
 """Long messages found as well as short ones: what a text is indexed as (memory/text.py `parts`, read in windows of
 the model's length: embeddings.py `window_bounds`), BM25 by passages with a capped share of the neighbours' words
 (lexical.py `Shape`), the best vector measured against what that many vectors reach by chance (ranker.py
-`expected_best`), a reply's share of its question by how alike their lengths are (`balance`), and the asker's first
+`expected_best`), a reply's share of its question by the question's length over a longer reply's (`balance`), and the asker's first
 person read as naming them (query.py)."""
 
 from __future__ import annotations
@@ -109,10 +109,10 @@ def test_the_best_of_many_parts_is_measured_against_what_that_many_reach_by_chan
     assert measured[0] > measured[1]  # the long text's best part is what 400 tries reach more easily
 
 
-def test_a_reply_inherits_its_questions_relevance_by_how_alike_their_lengths_are():
-    assert balance(50, 50) == 1.0
-    assert balance(30, 3000) == balance(3000, 30) == 0.1  # a reply a hundred times its question: a tenth
-    assert balance(100, 1000) > 0.3
+def test_a_long_reply_inherits_less_of_its_short_questions_relevance():
+    assert balance(50, 20) == 1.0 == balance(50, 50)  # a reply no longer than its question leans on it
+    assert balance(30, 3000) == 0.01  # 3,000 characters after a one-liner: about itself
+    assert balance(300, 3000) == 0.1
     assert balance(0, 0) == 0.0
 
 
