@@ -238,7 +238,8 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
     """How fast long messages are indexed, without any cache: the dev chats' messages of at least `min_chars`
     characters, up to `budget` characters in all, written through anima's write path into a fresh store, then the
     index's sync (the whole vectors and the parts of each message's first WRITTEN_CHARS, in the model's batches)
-    and the follow-up's vectors of the rest (memory/followup.py). Characters a second of wall time (the goal's
+    and the follow-up's vectors of the rest (memory/followup.py), after the model alone on the same messages
+    (`embed_parts` in batches of 64 messages). Characters a second of wall time (the goal's
     figure), and per second of this process's CPU time (what the model's work costs whatever else the machine runs:
     the load average before and after says how busy it was)."""
     import os
@@ -248,6 +249,7 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
     from memory import Database
     from memory.retrieval.index import MemoryIndex
     from memory.store import record_turn
+    from memory.text import parts, with_author
 
     chosen, total = [], 0
     for sample in samples:
@@ -263,6 +265,19 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
     embedder = bench_embedder(embed_model)
     embedder.embed(["warm up the model"])
     load_before = os.getloadavg()[0]
+    model_only = None
+    if hasattr(embedder, "embed_parts"):  # the model alone, every part of every message, in its batches
+        documents = [(with_author(turn["author"], ""), turn["text"], parts(turn["text"])) for _, turn in chosen]
+        wall, used = time.perf_counter(), cpu()
+        for start in range(0, len(documents), 64):
+            embedder.embed_parts(documents[start:start + 64])
+            done = sum(len(body) for _, body, _ in documents[:start + 64])
+            print(f"model alone: {done}/{total} characters ({done / (time.perf_counter() - wall):.0f}/s)",
+                  file=sys.stderr, flush=True)
+        wall, used = time.perf_counter() - wall, cpu() - used
+        model_only = {"seconds": round(wall, 2), "cpu_seconds": round(used, 2),
+                      "characters_per_second": round(total / wall) if wall else None,
+                      "characters_per_cpu_second": round(total / used) if used else None}
     with tempfile.TemporaryDirectory(prefix="anima-beam-speed-") as tmp:
         db = Database.open(Path(tmp))
         with db.unit() as repos:
@@ -285,6 +300,7 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
             "seconds": round(wall, 2), "cpu_seconds": round(used, 2),
             "characters_per_second": round(total / wall) if wall else None,
             "characters_per_cpu_second": round(total / used) if used else None,
+            "model_alone": model_only,
             "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
             "cores": os.cpu_count(), "embedder": embedder.name}
 

@@ -97,14 +97,22 @@ def scores(documents: dict[int, tuple[str, str]], weights: dict[str, float], ave
             continue
         own_tokens, context_tokens = own.split(), context.split()
         in_context = {term: context_tokens.count(term) for term, _ in present}
-        at = {term: [n for n, token in enumerate(own_tokens) if token == term] for term, _ in present}
+        spans = passages(own_tokens, context_tokens, shape)
+        if len(spans) == 1:  # the whole item: each term counted at C speed, once
+            counts = {term: own_tokens.count(term) for term, _ in present}
+        else:  # where each term occurs, in one pass over the tokens (a long query's terms × a long text's tokens)
+            wanted = {term for term, _ in present}
+            at: dict[str, list[int]] = {term: [] for term in wanted}
+            for n, token in enumerate(own_tokens):
+                if token in wanted:
+                    at[token].append(n)
         best = 0.0
-        for start, end, context_weight in passages(own_tokens, context_tokens, shape):
+        for start, end, context_weight in spans:
             norm = K1 * (1 - B + B * ((end - start) + context_weight * len(context_tokens)) / average)
             total = 0.0
             for term, w in present:
-                tf = sum(1 for n in at[term] if start <= n < end) + context_weight * in_context[term]
-                if tf:
+                own_tf = counts[term] if len(spans) == 1 else sum(1 for n in at[term] if start <= n < end)
+                if tf := own_tf + context_weight * in_context[term]:
                     total += w * tf * (K1 + 1) / (tf + norm)
             best = max(best, total)
         found[item_id] = best
