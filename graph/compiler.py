@@ -103,6 +103,18 @@ def _stops_on_cancel(step: Step) -> Step:
     return stoppable
 
 
+def _traced(node_id: str, step: Step) -> Step:
+    """The step in an OpenTelemetry span (a no-op without a configured SDK: graph/telemetry.py)."""
+    @functools.wraps(step)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        from opentelemetry import trace
+
+        with trace.get_tracer("anima").start_as_current_span(f"step {node_id}", attributes={"anima.step": node_id}):
+            return step(*args, **kwargs)
+
+    return traced
+
+
 def _stelis_node(node: StelisStartNode, child: CompiledTick, playbook: str) -> Step:
     def run_stelis_thread(state: TickState, runtime: Runtime[AnimaContext]) -> VarsUpdate:
         return enter_stelis(state, runtime, node, child, playbook)
@@ -142,7 +154,7 @@ def _build_scope(pb: Playbook, scopes: dict[str | None, Scope], key: str | None,
     builder: TickGraph = StateGraph(TickState, context_schema=context_schema)
 
     def add(node_id: str, step: Step) -> None:
-        builder.add_node(node_id, _stops_on_cancel(step))
+        builder.add_node(node_id, _traced(node_id, _stops_on_cancel(step)))
 
     for node_id in scope.members:
         node = by_id[node_id]

@@ -44,6 +44,17 @@ class LoopStatus(BaseModel):
     llms: list[LLMHealth]
 
 
+class Spend(BaseModel):
+    today: dict[str, Any] = Field(description="Today's calls and tokens (prompt, of them cached, new; completion), "
+                                  "and their cost when the models have prices.")
+    hour: dict[str, Any] = Field(description="The same for the last 60 minutes.")
+    by_model: list[dict[str, Any]] = Field(description="Today's spend per model.")
+    currency: str
+    budget: dict[str, Any] = Field(description="budget.tokens_per_day/hour, what is left, and the state: ok, low "
+                                   "(no thought of its own) or spent (it only answers its humans).")
+    quiet_ticks_today: int = Field(description="Ticks with nothing new to think about today: no model call.")
+
+
 class LLMSelectIn(BaseModel):
     model_config = REQUEST_BODY
     id: str | None = Field(description="The model to think with (null: back to the highest priority).", max_length=200)
