@@ -126,7 +126,8 @@ def quiet_pause(agent: Agent, stopper: Stopper, seconds: float, poll_s: float) -
 
 
 def budget_allows_own_work(agent: Agent) -> bool:
-    """A dream (the persona's own work, not an answer) only within the budget (managers/budget.py)."""
+    """A dream or a task sub-cycle (the persona's own work, not an answer) only within the budget
+    (managers/budget.py)."""
     services = agent.services
     budget = services.settings.budget
     if budget.tokens_per_day is None and budget.tokens_per_hour is None:
@@ -190,6 +191,8 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     if quiet is not None:
                         result.ticks_run += 1
                         result.quiet_ticks += 1
+                        if life and budget_allows_own_work(agent):  # its task sub-cycles go on meanwhile
+                            life.step_tasks(stopper.control)
                         if ticks is None or result.ticks_run < ticks:
                             quiet_pause(agent, stopper, quiet, max(note_poll_s, 0.5))
                         continue
