@@ -85,6 +85,9 @@ class ThinkingManager:
         fresh = [n for n in repos.notes.unread_incoming(limit=5) if n.id > after]
         if fresh:
             return f"note {fresh[0].id} from {fresh[0].source}"
+        item = repos.notes.newest_of("feed")
+        if item > after:
+            return f"note {item} from feed"
         since = datetime.fromisoformat(state["since"])
         done = repos.processes.finished_since(thread_id, since)
         if done:

@@ -190,6 +190,10 @@ class NoteRepo(Repo):
         """The ids of the human's unread notes, oldest first: one indexed query (what a waiting human is)."""
         return [int(i) for i in self.core(_unread_human_ids(), {"limit": limit}).scalars().all()]
 
+    def newest_of(self, source: str) -> int:
+        """The id of the newest note from `source` (0: none)."""
+        return int(self.session.scalar(select(func.max(Note.id)).where(Note.source == source)) or 0)
+
     def answer_waits(self) -> list[float]:
         """For each human's note answered, the seconds until the persona's first message to that person after it."""
         asked, answer = table_of(Note).alias("asked"), table_of(Note).alias("answer")
