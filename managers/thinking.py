@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 ThinkingMode = Literal["continuous", "eventful", "reflective"]
 QUIET_RECORD = "cycle.quiet"  # the quiet ticks' process rows (closed: no prompt shows them)
-STATE_KEY = "thinking:"  # + thread id, in the config table: when the persona last thought, and its quiet streak
 
 
 def resolved_mode(settings: Settings, first_provider: str | None) -> ThinkingMode:
@@ -64,12 +63,12 @@ class ThinkingManager:
         self.repos = house.repos
 
     def state(self, thread_id: str) -> dict[str, Any]:
-        return dict(self.repos.config.get(STATE_KEY + thread_id) or {})
+        return self.repos.config.thinking_state(thread_id)
 
     def thought(self, thread_id: str, now: datetime) -> None:
         """The persona thought now: what is new is counted from here; the quiet pace starts again."""
-        self.repos.config.set(STATE_KEY + thread_id, {"since": now.isoformat(), "after_note": self.repos.notes.newest_id(),
-                                                      "streak": 0, "quiet_since": None})
+        self.repos.config.set_thinking_state(thread_id, {"since": now.isoformat(), "after_note": self.repos.notes.newest_id(),
+                                                         "streak": 0, "quiet_since": None})
 
     def arrived(self, thread_id: str, state: dict[str, Any] | None = None) -> str | None:
         """The cheap reasons (a few indexed queries): a note, a waiting human, a finished background process, an
@@ -137,7 +136,7 @@ class ThinkingManager:
         streak = int(state.get("streak") or 0) + 1
         pause = quiet_pause(streak, settings.cycle.quiet_ceiling_s)
         state.update(streak=streak, quiet_since=state.get("quiet_since") or now.isoformat())
-        self.repos.config.set(STATE_KEY + thread_id, state)
+        self.repos.config.set_thinking_state(thread_id, state)
         self.repos.processes.add(QUIET_RECORD, f"quiet: {why}; no model call; next look in {pause:g}s",
                                  status="close", thread_id=thread_id)
         return Decision(False, why, pause)
