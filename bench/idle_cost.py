@@ -6,6 +6,9 @@ whose usage is that of a server with a prefix cache (its `cached_tokens`). Two v
 
   repeat   the same free thought every time (the stagnation reflex may slow the persona down)
   varied   a thought of new words every time, so nothing but the persona's own policy slows it down
+  A variant named `…-continuous` (e.g. `varied-continuous`) runs with `cycle.thinking: continuous`: a thought every
+  tick, to measure the prefix share of consecutive main prompts when nothing new arrives between them (at the
+  defaults a persona alone sends almost no main prompts to compare).
 
 Printed per variant, for the whole run and for its steady state (after `--warmup` seconds): model calls (by
 purpose, from the persona's own `llm_calls`), per idle hour; prompt tokens sent (the server's count) and those a
@@ -127,14 +130,15 @@ def measure(requests: list[dict], records: dict, started: float, ended: float, w
 
 def run_variant(llm, base: Path, variant: str, args) -> tuple[dict, list[dict]]:
     step = {"do": "stream", "delay_s": args.latency, "text": THOUGHT}
-    if variant == "varied":
+    if variant.startswith("varied"):
         step["vary"] = True
+    env = {"ANIMA_CYCLE__THINKING": "continuous"} if variant.endswith("-continuous") else {}
     llm.script(default=step)
     data = base / variant / "data"
     data.mkdir(parents=True)
     persona = base / variant / "persona"
     shutil.copytree(ROOT / "persona" / "default", persona)
-    with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona) as loop:
+    with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env) as loop:
         started = time.time()
         progress(f"{variant}: the persona runs alone for {args.seconds:g}s")
         while time.time() - started < args.seconds:
