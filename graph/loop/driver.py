@@ -194,7 +194,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                         if life and budget_allows_own_work(agent):  # its task sub-cycles go on meanwhile
                             life.step_tasks(stopper.control)
                         if ticks is None or result.ticks_run < ticks:
-                            quiet_pause(agent, stopper, quiet, max(note_poll_s, 0.5))
+                            quiet_pause(agent, stopper, quiet, note_poll_s)
                         continue
                 with agent.services.db.unit() as repos:
                     notes_seen = repos.notes.newest_id()  # a note written during the tick also ends its pause
