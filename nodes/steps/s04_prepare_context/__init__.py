@@ -212,7 +212,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
                                              cycle, services.memory,
                                              plain=wanted(services.settings.voice.plain_recent,
-                                                          provider_of(services, state.stagnation.get("llm"))))
+                                                          provider_of(services, state.stagnation.get("llm"))),
+                                             tick=tick)
     else:
         history, shown_ids = [], []
     tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
