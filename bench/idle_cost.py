@@ -156,9 +156,9 @@ def run_variant(llm, base: Path, variant: str, args) -> tuple[dict, list[dict]]:
 def embedded_reuse(requests: list[dict], tokens: int) -> dict[str, object]:
     """Two consecutive main prompts on the embedded voice: the second after the first on the same context, and on
     a fresh one."""
+    from llm.base import Sampling
     from llm.embedded_model import voice_of
     from llm.providers.llamacpp import EmbeddedLlamaCpp
-    from llm.base import Sampling
 
     mains = [r["messages"] for r in requests if is_main(r) and r.get("messages")]
     if len(mains) < 2:
@@ -175,7 +175,9 @@ def embedded_reuse(requests: list[dict], tokens: int) -> dict[str, object]:
     started = time.perf_counter()
     fresh.chat(second, sampling)
     cold = time.perf_counter() - started
-    prompt = model._templated(second) or ""
+    from llm.base import render_chat_as_text
+
+    prompt = model._templated(second) or render_chat_as_text(second)
     return {"voice": voice_of(None).name,
             "prompt_tokens": model.count_tokens(prompt), "generated_tokens": tokens,
             "prefix_share_chars": round(shared_opening(prompt_text({"messages": first}),
