@@ -191,6 +191,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     if quiet is not None:
                         result.ticks_run += 1
                         result.quiet_ticks += 1
+                        _report(agent, reported, "quiet")  # the Controls page: running, with nothing new to think
                         if life and budget_allows_own_work(agent):  # its task sub-cycles go on meanwhile
                             life.step_tasks(stopper.control)
                         if ticks is None or result.ticks_run < ticks:

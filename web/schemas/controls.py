@@ -34,7 +34,8 @@ class LLMHealth(BaseModel):
 class LoopStatus(BaseModel):
     want: str
     requested_by: str | None = None
-    state: str = Field(description="What the loop last reported: running, paused, dreaming, stopped (or unknown).")
+    state: str = Field(description="What the loop last reported: running, quiet (nothing new to think about: no model "
+                       "call until something arrives), paused, dreaming, stopped (or unknown).")
     thread: str | None = None
     pid: int | None = None
     alive: bool | None = Field(None, description="The loop's process is running (None: another machine, or none yet).")
