@@ -91,11 +91,11 @@ class Provider(Protocol):
     def model(self) -> str: ...
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
                  cancel: threading.Event | None = None) -> Generation: ...
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
              cancel: threading.Event | None = None) -> Generation: ...
 
     def count_tokens(self, text: str) -> int: ...

@@ -204,7 +204,7 @@ class LLMRegistry:
         messages: list[dict[str, str]] | None = None,
         sampling: Sampling | None = None,
         stop: list[str] | None = None,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         on_token: TokenCallback | None = None,
         prefer: str | None = None,
         only: str | None = None,

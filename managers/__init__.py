@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from managers.consent import ConsentManager
     from managers.conversation import ConversationManager
     from managers.diary import DiaryManager
+    from managers.exchange import ExchangeManager
     from managers.facts import FactManager
     from managers.goals import GoalManager, TaskManager
     from managers.identity import IdentityManager
@@ -214,6 +215,14 @@ class Managers:
     def strategies(self) -> StrategyManager:
         from managers.strategies import StrategyManager
         return StrategyManager(self)
+
+    @cached_property
+    def exchange(self) -> ExchangeManager:
+        """What peers put to the persona beyond words, and what it puts to them: consensus cases as notes, goals
+        (GMP), offered strategies, thinking methods and model addresses — each taken only with consent
+        (managers/exchange.py)."""
+        from managers.exchange import ExchangeManager
+        return ExchangeManager(self)
 
     @cached_property
     def processes(self) -> ProcessManager:

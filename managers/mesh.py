@@ -28,14 +28,15 @@ import yaml
 from managers.conversation import Words
 from memory.models import MeshContainer, MeshRefusal
 from memory.note_kinds import Door
+from memory.repositories.peers import MET
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
 from persona.yaml_lines import parse_yaml, read_text
 from reach.hmp.containers import Checked, Refused, check, check_value, encode, seal
 from reach.hmp.identity import Identity, verify
 from reach.hmp.limits import TokenBuckets
-from reach.hmp.schema import (HelloPayload, CogSyncPayload, EvaluationPayload, NoteEnvelopePayload, NotePayload,
-                              RotationPayload, TextPayload)
+from reach.hmp.schema import (OFFERS, CogSyncPayload, EvaluationPayload, HelloPayload, LinkOut, NoteEnvelopePayload,
+                              NotePayload, RotationPayload, TextPayload)
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -52,6 +53,8 @@ EMERGENCY = "emergency_consensus"  # the diary tag of a decision taken alone in 
 REVIEW_LISTED = 20  # emergency decisions named in the note that tells of the mesh's return
 NOTE_TEXT = 8000  # a distributed note's text at most
 NOTE_MARKS = 12  # mentions (and hashtags) a distributed note carries at most
+EXCHANGED = frozenset({"ethics_case", "claim", "goal", "goal_status", *OFFERS})  # told to the persona (exchange.py)
+LINKS_SENT = 20  # a concept's links a CogSync container carries at most (the schema's bound)
 
 
 @dataclass(frozen=True)
@@ -377,7 +380,12 @@ class MeshManager:
         if kind == "revocation":
             self._retire(row.sender, replaced_by=None, container_id=row.id)
             return "revocation"
-        return kind  # ethics_case, solution, vote, claim: read by tally(); hello, a note sealed by its author
+        if isinstance(payload, HelloPayload):  # a signed word of who it is: a peer met, its topics what it offers
+            self.house.peers.met(row.sender, offers={"topics": payload.topics, "agent": payload.agent})
+            return "hello"
+        if kind in EXCHANGED:  # a peer's case, goal or offer: told to the persona as a note (managers/exchange.py)
+            return self.house.exchange.arrived(row) or kind
+        return kind  # solution, vote: read by tally(); hello, a note sealed by its author
 
     # ---- distributed notes (F2F) ---------------------------------------------------------------------------------
     def share_note(self, text: str, *, mentions: Iterable[str] = (), hashtags: Iterable[str] = (),
@@ -436,9 +444,10 @@ class MeshManager:
         return f"note {heard.note_id}"
 
     def peer_label(self, did: str) -> str:
-        """How a peer is named to the persona and the owner: the owner's name for it and its DID, or its DID."""
+        """How a peer is named to the persona and the owner: the owner's name for it and its DID, or its DID (a peer
+        only met, whose name nobody gave it, too)."""
         known = self.house.peers.by_did(did)
-        return f"{known.name}, {did}" if known is not None and known.name else did
+        return f"{known.name}, {did}" if known is not None and known.name and known.added_by != MET else did
 
     def _note_tags(self, row: MeshContainer) -> builtins.list[str]:
         """A note from a peer: `from:<the owner's name for it>, <DID>` (or the DID) says who wrote it wherever the note
@@ -456,6 +465,7 @@ class MeshManager:
             name = (payload.name or text[:60])[:150]
             concept = self.house.repos.concepts.add(f"{name} (from {row.sender[-8:]}, {row.id[7:15]})",
                                                     description=text, tags=tags)
+            self._learn_links(row, concept.id, payload)
             tier, local_id = "concept", concept.id
         elif payload.kind == "abstract":
             abstract = self.house.repos.abstracts.add((payload.title or text[:80])[:300], text, tags=tags)
@@ -501,13 +511,44 @@ class MeshManager:
                     continue
                 items.append((f"concept {concept.id}",
                               {"kind": "concept", "name": concept.name, "text": concept.description or "",
-                               "tags": [tag]}))
+                               "tags": [tag], "links": self._links_of(concept.id)}))
         out = []
         for local, payload in items:
             if local in already or "from:peer" in payload.get("tags", []):
                 continue
             out.append(self.compose("cogsync", {**payload, "local": local}, topic=tag))
         return out
+
+    def _links_of(self, concept_id: int) -> builtins.list[dict[str, Any]]:
+        """A concept's edges as CogSync carries them: each active link from it, by the other concept's name (ids are
+        this database's own), at most LINKS_SENT."""
+        out = []
+        for link in self.house.repos.links.list(concept_id, limit=200):
+            if link.source_id != concept_id:
+                continue
+            target = self.house.repos.concepts.find_id(link.target_id)
+            if target is None or target.status != "active":
+                continue
+            out.append(LinkOut(relation=link.relation[:100], target=target.name[:150],
+                               weight=max(0.0, min(100.0, float(link.weight)))).model_dump())
+        return out[:LINKS_SENT]
+
+    def _learn_links(self, row: MeshContainer, concept_id: int, payload: CogSyncPayload) -> None:
+        """A peer's concept's edges, here: each to the concept of that name (one of mine, or one learned from the same
+        peer), or — when there is none — to a new concept of that name marked as the peer's, empty but for where it
+        came from. The links are the peer's too (tags `from:peer`, `peer:<DID>`)."""
+        concepts, links = self.house.repos.concepts, self.house.repos.links
+        tail, memory_tags = row.sender[-8:], self._memory_tags(row)
+        for link in payload.links:
+            target = concepts.by_name(link.target) or concepts.by_name(f"{link.target} (from {tail})") \
+                or concepts.named_like(f"{link.target} (from {tail}, ")
+            if target is None:
+                target = concepts.add(f"{link.target} (from {tail})"[:200], description="",
+                                      tags=[*memory_tags, str(row.topic)])
+            edge = (target.id, link.relation)
+            if target.id == concept_id or edge in {(k.target_id, k.relation) for k in links.list(concept_id, limit=500)}:
+                continue
+            links.add(concept_id, target.id, link.relation, weight=link.weight, tags=memory_tags)
 
     def learned(self, limit: int = 50) -> builtins.list[MeshContainer]:
         """What arrived by CogSync and became memory here (newest first)."""

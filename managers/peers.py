@@ -19,6 +19,16 @@ Rules:
   (memory/secrets.py: a 0600 file, or sealed), never in the database, a log, a page or an export.
 - what one caller, and all callers together, may leave unanswered is capped (`a2a.open_per_caller`, `open_total`),
   and a message past `a2a.max_message_chars` is refused, not cut: `Overloaded` / `Refused` say which.
+- a peer nobody added is still known once it is met (`met`): a DID a signed `have` or hello proved on the mesh
+  (bootstrap, Kademlia or mDNS found it), or an A2A agent the persona wrote to by its URL. It becomes a peer
+  `added_by` "met" with a name of its own and what it says it offers (its hello's topics, its card's skills: its
+  own words, fenced wherever shown) — and nothing else: no credential, no tag, trust only from evaluations. The
+  owner's (or the approved persona's) `add` with its DID or address takes it over under the name given. At most
+  MET_KEPT are kept: a flood of fresh DIDs pushes out the least recently seen met peer nobody touched, never a peer
+  anyone added.
+- what the persona is shown of its peers (`known`, the prompt's block and `agents.list`) is what its audience may
+  see: all of them for the owner or the persona alone; for anyone else only the peers the owner tagged `shareable`,
+  and to a peer its own row.
 """
 
 from __future__ import annotations
@@ -26,17 +36,19 @@ from __future__ import annotations
 import builtins
 import hashlib
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from managers.audience import SHAREABLE, Audience, Role
 from managers.conversation import Words
 from managers.errors import NotFound, Refused
 from memory.models import A2AInbound, A2AOutbox, Note, Peer, PeerCredential
 from memory.note_kinds import Door, NoteSource
+from memory.repositories.peers import MET, met_name
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -59,7 +71,9 @@ def is_agent_url(value: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
-DISCOVERED_KEPT = 200  # peers seen on the mesh and not added, remembered for the Mesh page
+MET_KEPT = 200  # peers met and not added, kept at most (the least recently seen untouched one goes first)
+PROMPT_PEERS = 8  # peers named in the prompt's block (the rest are counted: agents.list shows them)
+OFFER_ITEMS, OFFER_CHARS = 12, 300  # what a peer says it offers, bounded: items of a list, characters of a text
 # words that name the owner, a human, the persona or the door in the persona's own prompt and commands, in any case
 RESERVED_NAMES = frozenset({"user", "human", "owner", "operator", "system", "me", "self", "persona", "anonymous"})
 ANONYMOUS = "anonymous"  # the caller key of every A2A caller without a credential
@@ -75,6 +89,11 @@ REPLY_KINDS = tuple(STATUS_OF_REPLY)
 
 class Overloaded(Refused):
     """A caller (or all of them) left too much unanswered: its next message is refused until the persona answers."""
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every time stored here is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def valid_name(name: str) -> str:
@@ -113,6 +132,35 @@ class TaskReply:
     parts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
 
+def clean_offers(offers: Mapping[str, Any]) -> dict[str, Any]:
+    """What a peer says it offers, as kept: its agent's name and description, the topics it listens to and its
+    skills, each bounded (anything else it said is not kept)."""
+    out: dict[str, Any] = {}
+    for key in ("agent", "description"):
+        value = offers.get(key)
+        if isinstance(value, str) and value.strip():
+            out[key] = " ".join(value.split())[:OFFER_CHARS]
+    for key in ("topics", "skills"):
+        values = offers.get(key)
+        if isinstance(values, (list, tuple)):
+            kept = [" ".join(v.split())[:80] for v in values if isinstance(v, str) and v.strip()][:OFFER_ITEMS]
+            if kept:
+                out[key] = kept
+    return out
+
+
+@dataclass(frozen=True)
+class KnownPeer:
+    """A peer as the persona is shown it (the prompt's block of the peers it knows)."""
+
+    name: str
+    did: str | None
+    trust: float | None  # None: nobody evaluated it yet
+    tags: tuple[str, ...]
+    met: bool  # nobody added it: met on the mesh or over A2A
+    offers: dict[str, Any]  # its own words (clean_offers): data, fenced wherever shown
+
+
 class PeerManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
@@ -139,19 +187,97 @@ class PeerManager:
 
     def add(self, name: str, *, a2a_url: str | None = None, did: str | None = None, p2p_addrs: Iterable[str] = (),
             added_by: str = "owner", note: str = "") -> Peer:
+        """A peer added by the owner (or the persona, approved; or a spawn). One met before by that DID or address
+        is taken over under this name."""
         name = valid_name(name)
         if a2a_url is not None:
             a2a_url = a2a_url.strip().rstrip("/")
             if not is_agent_url(a2a_url):
                 raise Refused(f"an A2A address is an http(s) URL, not {a2a_url!r}")
-        if self.repos.peers.find(name) is not None:
+        met = self._met_by(did, a2a_url)
+        named = self.repos.peers.find(name)
+        if named is not None and named is not met:
             raise Refused(f"a peer named {name!r} is already known")
         if self.repos.people.by_name(name) is not None:
             raise Refused(f"{name!r} is the name of a person I know (users.list): a peer needs a name of its own")
-        if did and self.repos.peers.find(did) is not None:
+        if did and (other := self.repos.peers.find(did)) is not None and other is not met:
             raise Refused(f"a peer with DID {did} is already known")
+        if met is not None:  # met on the mesh or over A2A: now added, under the name given
+            met.name, met.added_by, met.note = name, added_by, note[:2000]
+            met.did = did or met.did
+            met.a2a_url = a2a_url or met.a2a_url
+            met.p2p_addrs = sorted({*(met.p2p_addrs or []), *(str(a) for a in p2p_addrs)})
+            self.repos.peers.flush()
+            return met
         return self.repos.peers.add(name, did=did or None, a2a_url=a2a_url, p2p_addrs=[str(a) for a in p2p_addrs],
                                     added_by=added_by, note=note[:2000], now=self._now())
+
+    def _met_by(self, did: str | None, a2a_url: str | None) -> Peer | None:
+        """The peer met (nobody added it) with this DID or A2A address."""
+        for peer in (self.repos.peers.find(did) if did else None, self.repos.peers.by_url(a2a_url) if a2a_url else None):
+            if peer is not None and peer.added_by == MET:
+                return peer
+        return None
+
+    # ---- met: on the mesh, over A2A ----
+    def met(self, key: str, *, transport: str | None = None, offers: Mapping[str, Any] | None = None,
+            now: datetime | None = None) -> Peer:
+        """A peer met: on the mesh (`key`: a DID its signed `have` or hello proved; `transport`: the libp2p peer it
+        spoke from) or over A2A (`key`: the URL of an agent the persona wrote to). A known peer is seen now; one not
+        known becomes a peer `added_by` met, named `peer-…` (`agent-…`) — knowing it grants nothing. `offers`: what it
+        says it offers (its hello, its card), replacing what it said before."""
+        moment = now or self._now()
+        is_did = key.startswith("did:")
+        address = None if is_did else key.strip().rstrip("/")
+        peer = self.repos.peers.find(key) if is_did else self.repos.peers.by_url(str(address))
+        if peer is None:
+            peer = self.repos.peers.add(met_name(key, self.repos.peers.names()), did=key if is_did else None,
+                                        a2a_url=address, p2p_addrs=[], added_by=MET, note="", now=moment)
+        if transport:
+            here = f"/p2p/{transport}"  # a met peer's latest address only: its sidecar has a new one each start
+            peer.p2p_addrs = [here] if peer.added_by == MET else sorted({*(peer.p2p_addrs or []), here})
+        if offers is not None:
+            peer.offers = clean_offers(offers)
+        peer.first_seen = peer.first_seen or moment
+        peer.last_seen = moment
+        self.repos.peers.flush()
+        self._forget_met()
+        return peer
+
+    def _forget_met(self) -> None:
+        """Past MET_KEPT met peers, the least recently seen ones nobody touched (no tag, not blocked, no credential)
+        are forgotten: a flood of fresh DIDs cannot grow the table, nor push out a peer anyone added."""
+        met = self.repos.peers.met()
+        if len(met) <= MET_KEPT:
+            return
+        spare = sorted((p for p in met if not p.tags and not p.blocked and not self.repos.peers.credentials(p.id)),
+                       key=lambda p: _aware(p.last_seen or p.created_at))
+        for peer in spare[:len(met) - MET_KEPT]:
+            self.repos.peers.delete(peer)
+
+    def known(self, audience: Audience | None = None, *, include_blocked: bool = False) -> builtins.list[Peer]:
+        """The peers `audience` (this unit's, by default) may be shown, in an order that changes only when a peer is
+        added or met: those added first, by name, then those met, the longest known first. The owner and the
+        persona alone see them all; anyone else the ones the owner tagged `shareable`, and a peer its own row."""
+        audience = audience or self.house.audience
+        rows = self.list(include_blocked=include_blocked)
+        if not include_blocked:
+            blocked = {b.did for b in self.house.reputation.blocklist()}
+            rows = [p for p in rows if not (p.did and p.did in blocked)]
+        ordered = [p for p in rows if p.added_by != MET] + sorted((p for p in rows if p.added_by == MET),
+                                                                   key=lambda p: p.id)
+        if audience.private:
+            return ordered
+        own = {audience.peer} if audience.role == Role.PEER and audience.peer else set()
+        return [p for p in ordered if SHAREABLE in (p.tags or []) or own & {p.name, p.did}]
+
+    def for_prompt(self, audience: Audience | None = None, limit: int = PROMPT_PEERS) -> tuple[builtins.list[KnownPeer], int]:
+        """The first `limit` peers `audience` may be shown (`known`), as the prompt names them, and how many more
+        there are."""
+        rows = self.known(audience)
+        shown = [KnownPeer(p.name, p.did, self.trust(p.did), tuple(p.tags or ()), p.added_by == MET,
+                           dict(p.offers or {})) for p in rows[:limit]]
+        return shown, len(rows) - len(shown)
 
     def remove(self, key: str | int) -> Peer:
         """Forget a peer: the credentials issued to it are deleted (they open nothing) and the one it issued to me
@@ -320,7 +446,8 @@ class PeerManager:
         cases, refused containers, the A2A outbox and what peers wrote."""
         mesh = self.house.mesh
         return {
-            "peers": [{"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)} for p in self.list()],
+            "peers": [{"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)} for p in self.list()
+                      if not (p.added_by == MET and p.did)],  # those met on the mesh are under `discovered`
             "learned": builtins.list(mesh.learned(limit=limit)),
             "open_cases": builtins.list(mesh.open_cases()),
             "refused": builtins.list(mesh.refused_recent(limit=limit)),
@@ -338,27 +465,14 @@ class PeerManager:
                 "first_seen": peer.first_seen, "last_seen": peer.last_seen, "trust": self.trust(peer.did),
                 "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
 
-    # ---- seen on the mesh, not added ----
-    def discovered_on_mesh(self, did: str, transport: str, now: datetime | None = None) -> bool:
-        """A DID a signed `have` proved at a transport peer id, which is no peer of ours: remembered for the Mesh page
-        ("seen on the mesh, not added"), never added — adding stays the owner's act (or agents.add, approved). The
-        most recent DISCOVERED_KEPT are kept. True when it was not seen before."""
-        if self.by_did(did) is not None:
-            return False
-        moment = (now or self._now()).isoformat()
-        seen = self.repos.config.mesh_discovered
-        fresh = did not in seen
-        seen[did] = {"transport": transport, "first_seen": seen.get(did, {}).get("first_seen", moment),
-                     "last_seen": moment}
-        if len(seen) > DISCOVERED_KEPT:
-            seen = dict(sorted(seen.items(), key=lambda kv: str(kv[1]["last_seen"]))[-DISCOVERED_KEPT:])
-        self.repos.config.mesh_discovered = seen
-        return fresh
-
+    # ---- met on the mesh, not added ----
     def discovered(self) -> builtins.list[dict[str, Any]]:
-        """Peers seen on the mesh and not added, the most recently seen first."""
-        rows = [{"did": did, **info} for did, info in self.repos.config.mesh_discovered.items()
-                if self.by_did(did) is None]
+        """The peers met on the mesh that nobody added (the Mesh page offers the owner to add each under a name of
+        theirs), the most recently seen first."""
+        rows = [{"did": p.did, "name": p.name, "offers": dict(p.offers or {}),
+                 "transport": (p.p2p_addrs or [""])[0].removeprefix("/p2p/"),
+                 "first_seen": p.first_seen, "last_seen": p.last_seen}
+                for p in self.repos.peers.met() if p.did]
         return sorted(rows, key=lambda r: str(r["last_seen"]), reverse=True)
 
     # ---- what arrives ----
@@ -538,14 +652,19 @@ class PeerManager:
     def due(self, limit: int = 20) -> builtins.list[A2AOutbox]:
         return self.repos.peers.due(self._now(), limit)
 
-    def delivered(self, row_id: int, *, reply: str | None) -> None:
-        """Sent; an answer the agent gave at once becomes a note from it."""
+    def delivered(self, row_id: int, *, reply: str | None, agent: Mapping[str, Any] | None = None) -> None:
+        """Sent; an answer the agent gave at once becomes a note from it. An agent written to by its URL is met
+        (`agent`: what its card says it offers)."""
         row = self.repos.peers.outbox_row(row_id)
         if row is None or row.status != "pending":
             return
         now = self._now()
         row.status, row.sent_at, row.attempts, row.last_error = "sent", now, row.attempts + 1, None
         row.reply = reply
+        if self.find(row.peer_name) is None and is_agent_url(row.peer_name):
+            self.met(row.url, offers=agent, now=now)
+        elif agent is not None and (peer := self.find(row.peer_name)) is not None:
+            peer.offers = clean_offers(agent)
         self.seen(row.peer_name, now)
         if reply and reply.strip() and not self.refuses(row.peer_name):
             self.incoming(row.peer_name, reply, task_id=None, now=now)
@@ -586,5 +705,5 @@ class PeerManager:
         return self.repos.peers.notes_from(PEER_SOURCE, limit)
 
 
-__all__ = ["ANONYMOUS", "ANONYMOUS_PREFIX", "FRIEND", "PEER_SOURCE", "InboundLimits", "Overloaded", "PeerManager", "TaskReply",
-           "is_agent_url", "token_hash", "valid_name"]
+__all__ = ["ANONYMOUS", "ANONYMOUS_PREFIX", "FRIEND", "MET", "PEER_SOURCE", "InboundLimits", "KnownPeer", "Overloaded",
+           "PeerManager", "TaskReply", "clean_offers", "is_agent_url", "token_hash", "valid_name"]

@@ -60,6 +60,12 @@ class StrategyManager:
         except ValueError as exc:
             raise Refused(str(exc)) from None
 
+    def find_strategy(self, ref: str | int) -> StagnationStrategy:
+        """A strategy by id or name (NotFound)."""
+        self.ensure()
+        row: StagnationStrategy = self.repos.strategies.find(ref)
+        return row
+
     def archive_strategy(self, ref: str | int) -> StagnationStrategy:
         """The strategy (by id or name) archived; Refused when it is archived already."""
         self.ensure()
@@ -81,6 +87,12 @@ class StrategyManager:
             return self.repos.methods.add(name, instruction)
         except ValueError as exc:
             raise Refused(str(exc)) from None
+
+    def find_method(self, ref: str | int) -> ThinkingMethod:
+        """A thinking method by id or name (NotFound)."""
+        self.ensure()
+        row: ThinkingMethod = self.repos.methods.find(ref)
+        return row
 
     def archive_method(self, ref: str | int) -> ThinkingMethod:
         """The method (by id or name) archived; Refused when it is archived already."""

@@ -53,13 +53,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, DateTime, Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from memory.history import install as record_history
 from memory.taint import READS as TAINT_READS
@@ -79,6 +82,7 @@ from memory.models import (
     ChannelCursor,
     ChannelInbox,
     ChannelOutbox,
+    ConfigEntry,
     ContactRequest,
     Feed,
     FeedItem,
@@ -104,19 +108,21 @@ from memory.models import (
     Taint,
     ToolUse,
     table_of,
+    utcnow,
 )
 from memory.models import (
     Session as SessionRow,
 )
 from memory.repositories import Repos
-from memory.repositories.config import TICK_SNAPSHOT, ConfigSnapshot
+from memory.repositories.config import MESH_DISCOVERED_KEY, TICK_SNAPSHOT, ConfigSnapshot
 from memory.repositories.lexical import backfill_lexical_index, create_lexical_index
+from memory.repositories.peers import MET, met_name
 
 log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 28
+SCHEMA_VERSION = 29
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -338,7 +344,41 @@ def _v27_people_groups(conn: Connection) -> None:
     table_of(PeopleGroupMember).create(conn, checkfirst=True)
 
 
-def _v28_cached_tokens(conn: Connection) -> None:
+def _v28_peers_matter(conn: Connection) -> None:
+    """Peers met on the mesh or over A2A become peers (`added_by` met) with what they say they offer (`offers`); a
+    strategy or thinking method a peer offered and the owner approved keeps where it came from (`origin`). The DIDs
+    the door had seen before (the config key `mesh/discovered`) become such peers."""
+    _add_missing_columns(conn, "peers", ["offers JSON"])
+    conn.execute(text("UPDATE peers SET offers = '{}' WHERE offers IS NULL"))
+    _add_missing_columns(conn, "stagnation_strategies", ["origin JSON"])
+    _add_missing_columns(conn, "thinking_methods", ["origin JSON"])
+    config, peers = table_of(ConfigEntry), table_of(Peer)
+    raw = conn.execute(select(config.c.value).where(config.c.key == MESH_DISCOVERED_KEY)).scalar()
+    seen = raw if isinstance(raw, dict) else {}
+    known = {did for (did,) in conn.execute(select(peers.c.did).where(peers.c.did.is_not(None))).all()}
+    names = {name for (name,) in conn.execute(select(peers.c.name)).all()}
+    for did, info in sorted(seen.items()):
+        if not isinstance(did, str) or did in known:
+            continue
+        name = met_name(did, names)
+        names.add(name)
+        moment = _moment(info.get("first_seen")) if isinstance(info, dict) else None
+        last = _moment(info.get("last_seen")) if isinstance(info, dict) else None
+        conn.execute(peers.insert().values(name=name, did=did, a2a_url=None, p2p_addrs=[], added_by=MET, note="",
+                                           blocked=False, tags=[], offers={}, first_seen=moment, last_seen=last,
+                                           created_at=moment or utcnow()))
+    conn.execute(config.delete().where(config.c.key == MESH_DISCOVERED_KEY))
+
+
+def _moment(value: Any) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def _v29_cached_tokens(conn: Connection) -> None:
     """A model call's prompt tokens the server served from its prompt cache (its usage says so; 0 before)."""
     _add_missing_columns(conn, "llm_calls", ["cached_tokens INTEGER DEFAULT 0"])
     conn.execute(text("UPDATE llm_calls SET cached_tokens = 0 WHERE cached_tokens IS NULL"))
@@ -364,7 +404,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        25: _v25_peer_credentials,
                                                        26: _v26_conversations,
                                                        27: _v27_people_groups,
-                                                       28: _v28_cached_tokens}
+                                                       28: _v28_peers_matter,
+                                                       29: _v29_cached_tokens}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
@@ -428,7 +469,7 @@ def _open_failure(url: str, exc: Exception) -> str:
     return f"{masked(url)}: {what}"
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")

@@ -128,7 +128,8 @@ def _diff(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return before, after
 
 
-def _change(tier: str, ref: Any, action: str, actor: str, before: dict | None, after: dict | None) -> dict[str, Any]:
+def _change(tier: str, ref: Any, action: str, actor: str, before: dict[str, Any] | None,
+            after: dict[str, Any] | None) -> dict[str, Any]:
     return {"tier": tier[:32], "ref": str(ref)[:128], "action": action, "actor": actor[:64], "before": before,
             "after": after}
 

@@ -830,6 +830,8 @@ class StagnationStrategy(Base):
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived
     uses: Mapped[int] = mapped_column(Integer, default=0)
     helped: Mapped[int] = mapped_column(Integer, default=0)
+    # where it came from when a peer offered it and the owner approved it (v28): {"peer", "name", "container"}
+    origin: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -844,6 +846,7 @@ class ThinkingMethod(Base):
     builtin: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(16), default="active")
     uses: Mapped[int] = mapped_column(Integer, default=0)
+    origin: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)  # a peer's, owner-approved (v28)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -1003,12 +1006,16 @@ class Peer(Base):
     name: Mapped[str] = mapped_column(String(120), unique=True)
     a2a_url: Mapped[Optional[str]] = mapped_column(String(500))  # base URL; its card at /.well-known/agent-card.json
     p2p_addrs: Mapped[list[Any]] = mapped_column(default=list)  # multiaddrs (the mesh's)
-    added_by: Mapped[str] = mapped_column(String(32), default="owner")  # owner | persona | spawn | bootstrap
+    added_by: Mapped[str] = mapped_column(String(32), default="owner")  # owner | persona | spawn | bootstrap | met
+    # on the mesh (its signed `have`) or over A2A (an agent written to by its URL): managers/peers.py `met`
     note: Mapped[str] = mapped_column(Text, default="")
     blocked: Mapped[bool] = mapped_column(Boolean, default=False)
     tags: Mapped[list[Any]] = mapped_column(default=list)  # the owner's: "friend" = F2F note replication (managers/notes.py)
     first_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     last_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    # what the peer says it offers, in its own words (v28): its signed hello's topics and agent, or its A2A card's
+    # name, description and skills — data from it, fenced wherever shown
+    offers: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

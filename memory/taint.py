@@ -26,7 +26,9 @@ from sqlalchemy import event
 from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Abstract, Episode
-from memory.repositories.taints import READS, TIERS, TaintRepo, item_key, merge, note_reads, row_key
+from memory.repositories.taints import TIERS, TaintRepo, merge, note_reads, row_key
+# part of this module's interface (the session key of the rows read, a tainted item's key)
+from memory.repositories.taints import READS as READS, item_key as item_key
 
 TAINT = "anima_taint"  # session.info: {"sources": [...], "thread_id": …, "tick": …} while a unit writes tainted
 

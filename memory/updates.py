@@ -18,9 +18,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.retrieval.entities import extract
+
+if TYPE_CHECKING:
+    from memory.db import Database
+    from memory.repositories import Repos
+    from memory.retrieval.ranker import Hit, Query
 
 QUERY_CHARS = 4000  # of a new memory's text, what searches for the older ones it may update (supersede_older)
 UPDATE_MARKERS = re.compile(
@@ -35,6 +40,16 @@ FRAME_WORDS = frozenset({"w:favourit", "w:favorit", "w:live", "w:work", "w:job",
 SMALL_TALK = frozenset("""hey thank thanks great sound sounds kind lot wow awesome glad yeah happi happy make made
 realli really good amaz amazing love cool nice talk talked chat chatting anyth anything someth something much
 appreci appreciate mean means look take thing way time feel""".split())
+
+
+class SearchedIndex(Protocol):
+    """What the supersession check uses of its memory index (memory/retrieval/index.py `MemoryIndex`)."""
+
+    db: Database
+
+    def sync(self, progress: bool = False, flush: bool = False) -> int: ...
+
+    def search(self, query: Query) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)
@@ -97,7 +112,7 @@ def find_superseded(newer: Statement, older: Iterable[Statement]) -> list[Supers
     return found
 
 
-def mark(repos: Any, found: Sequence[Supersession], now: datetime | None = None) -> int:
+def mark(repos: Repos, found: Sequence[Supersession], now: datetime | None = None) -> int:
     """Record the chain on the items (`meta`) and set the older ones' status to `superseded`; returns how many."""
     when = (now or datetime.now(timezone.utc)).isoformat()
     changed = 0
@@ -113,7 +128,7 @@ def mark(repos: Any, found: Sequence[Supersession], now: datetime | None = None)
     return changed
 
 
-def restore(repos: Any, item_id: int) -> bool:
+def restore(repos: Repos, item_id: int) -> bool:
     """Undo a supersession: the older item is active again and the newer no longer lists it."""
     row = repos.items.many([item_id]).get(item_id)
     if row is None or row.status != "superseded":
@@ -129,7 +144,7 @@ def restore(repos: Any, item_id: int) -> bool:
     return repos.items.set_status([item_id], status) > 0
 
 
-def chain(repos: Any, item_id: int) -> list[int]:
+def chain(repos: Repos, item_id: int) -> list[int]:
     """The item's line of versions, oldest first (following `replaces` back and `superseded_by` forward)."""
     seen: list[int] = [item_id]
     current = item_id
@@ -159,6 +174,7 @@ def may_supersede(text: str) -> bool:
     return bool(content & FRAME_WORDS) or any(e.startswith("n:") for e in content)
 
 
+# `index`: a SearchedIndex; Any while the managers hold it as a RecallIndex, which does not declare `db`
 def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[Supersession]:
     """The write-time check (a background job's, never the tick's): the item's closest memories by the hybrid
     search, the older ones by the same author, and those it updates marked superseded (`mark`), in one unit."""
@@ -174,7 +190,7 @@ def supersede_older(index: Any, item_id: int, *, candidates: int = 10) -> list[S
     return found
 
 
-def supersede(index: Any, newer: Statement, tier: str, *, candidates: int = 10) -> list[Supersession]:
+def supersede(index: SearchedIndex, newer: Statement, tier: str, *, candidates: int = 10) -> list[Supersession]:
     """`supersede_older` for an active item its caller has just read (the follow-up reads a page of them at once),
     marked but not synced (the caller syncs once for all it followed up). No search for a statement that could
     replace nothing (`may_supersede`)."""
@@ -195,7 +211,7 @@ def supersede(index: Any, newer: Statement, tier: str, *, candidates: int = 10) 
     return found
 
 
-def versions_of(repos: Any, items: Iterable[Any]) -> dict[int, str]:
+def versions_of(repos: Repos, items: Iterable[Any]) -> dict[int, str]:
     """The texts of the memories these items replaced or were replaced by (one step of their chains), by id."""
     ids = {i for item in items for i in [*(item.meta or {}).get("replaces", []), (item.meta or {}).get("superseded_by")]
            if isinstance(i, int)}

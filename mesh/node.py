@@ -541,12 +541,8 @@ class MeshNode:
         self.peer_dids[delivery.peer] = did
         if message.limits is not None:
             self.peer_limits[did] = message.limits
-        known = house.peers.by_did(did)  # a peer the owner added by its DID: seen now, at this transport id
-        if known is not None:
-            house.peers.attach_addresses(known.id, p2p_addrs=[f"/p2p/{delivery.peer}"])
-            house.peers.seen(known.id)
-        elif did != self.did:  # seen on the mesh, not added: the Mesh page offers the owner to add it
-            house.peers.discovered_on_mesh(did, delivery.peer)
+        if did != self.did:  # met: a peer known by its DID is seen at this transport id, one not known becomes a peer
+            house.peers.met(did, transport=delivery.peer)  # met (the Mesh page offers the owner to add it by name)
         if not self._trusted(house, did):  # nothing is asked of (or sent to) a distrusted peer
             self.stats["ignored_distrusted"] += 1
             return []

@@ -94,7 +94,7 @@ class Trust:
         return self.scores.get(peer, 0.0)
 
 
-class TrustingPubsub(Pubsub):
+class TrustingPubsub(Pubsub):  # type: ignore[misc]  # libp2p ships no types
     """Pubsub that ignores what a graylisted peer publishes or forwards (gossipsub v1.1's graylist on arrival)."""
 
     trust: Trust
@@ -260,7 +260,8 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
 
 
 def base58_id(raw: bytes) -> str:
-    return ID(raw).to_string()
+    text: str = ID(raw).to_string()  # libp2p ships no types
+    return text
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from persona.yaml_lines import UnreadableFile, YamlError, parse_yaml, read_text
 
@@ -82,7 +82,7 @@ def sqlite_snapshot(database: Path, out: Path) -> None:
         source.close()
 
 
-def write_archive(out, *, persona_dir: Path, database: Path | None, chroma_dir: Path | None,
+def write_archive(out: str | Path | IO[bytes], *, persona_dir: Path, database: Path | None, chroma_dir: Path | None,
                   manifest: dict[str, Any]) -> None:
     """Write the archive (tar.gz) to `out` (a path or a binary file)."""
     kwargs = {"name": str(out)} if isinstance(out, (str, Path)) else {"fileobj": out}

@@ -147,7 +147,10 @@ def _fill(text: str, name: str, user: str) -> str:
 def card_files(card: Card, name: str, user: str = "my human") -> dict[str, str]:
     """IDENTITY.md (who: name, description), SOUL.md (how: personality, the card's system prompt),
     seed.txt (where the stream starts: scenario, first message)."""
-    fill = lambda text: _fill(text, name, user)
+
+    def fill(text: str) -> str:
+        return _fill(text, name, user)
+
     identity = [f"# Identity\n\nI am {name}.", fill(card.description)]
     if card.tags:
         identity.append("Tags: " + ", ".join(card.tags))

@@ -140,7 +140,8 @@ class UnknownDrive(LookupError):
 def adjustment_weight(at: datetime, now: datetime, half_life_hours: float) -> float:
     """How much of a human's setting made at `at` still holds at `now` (1 at first, halving every half-life)."""
     age_h = max(0.0, (now - _aware(at, now)).total_seconds() / 3600)
-    return 0.5 ** (age_h / half_life_hours)
+    weight: float = 0.5 ** (age_h / half_life_hours)  # typeshed's float ** float is Any (a negative base: complex)
+    return weight
 
 
 def apply_adjustments(levels: dict[str, float], details: dict[str, dict[str, Any]], adjustments: dict[str, Any],

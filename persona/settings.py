@@ -33,13 +33,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, StringConstraints, ValidationError,
                       field_validator, model_validator)
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
 from memory.retrieval.settings import RetrievalSettings
 from memory.upkeep.manager import ManagerSettings
 from persona.quiet_hours import parse_hours
-from persona.yaml_lines import LinedYaml, YamlError, format_path, parse_yaml, read_lined_yaml, read_text
+from persona.yaml_lines import LinedYaml, YamlError, YamlPath, format_path, parse_yaml, read_lined_yaml, read_text
 
 
 class Section(BaseModel):
@@ -659,7 +660,7 @@ _persona_layer: ContextVar[dict[str, Any]] = ContextVar("anima_persona_layer", d
 class _PersonaLayer(PydanticBaseSettingsSource):
     """config.yaml with the persona's own changes on top (layers 2 and 3)."""
 
-    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ does the work
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
@@ -747,8 +748,11 @@ class Settings(BaseSettings):
     _overrides: "Overrides | None" = PrivateAttr(default=None)
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings):
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings, _PersonaLayer(settings_cls)
 
     @field_validator("llm_url", "embed_url", "chroma_url")
@@ -877,7 +881,7 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _env_name(path: tuple) -> str:
+def _env_name(path: YamlPath) -> str:
     return "ANIMA_" + "__".join(str(p).upper() for p in path if not isinstance(p, int))
 
 
@@ -954,7 +958,7 @@ def _environ() -> dict[str, str]:
     return {k.upper(): v for k, v in os.environ.items() if k.upper().startswith("ANIMA_")}
 
 
-def _flag_label(path: tuple) -> str:
+def _flag_label(path: YamlPath) -> str:
     name = str(path[0])
     if name in RUN_FIELDS:
         return f"{FLAG} {FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}"
@@ -963,7 +967,7 @@ def _flag_label(path: tuple) -> str:
     return f"{FLAG} {format_path(path)} (set by the caller)"
 
 
-def _has(data: Any, path: tuple) -> bool:
+def _has(data: Any, path: YamlPath) -> bool:
     for part in path:
         if not isinstance(data, dict) or part not in data:
             return False
@@ -986,7 +990,7 @@ SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passw
 MASK = "***"
 
 
-def mask(path: tuple, value: Any) -> Any:
+def mask(path: YamlPath, value: Any) -> Any:
     """`value` with secrets hidden: a value under a name with a word like key, token or password in it (not `…_env`,
     which names a variable, nor `max_tokens`), and the password in a URL."""
     name = str(path[-1]).lower() if path else ""
@@ -1003,7 +1007,7 @@ def mask(path: tuple, value: Any) -> Any:
     return value
 
 
-def _env_source(path: tuple, env: dict[str, str]) -> str | None:
+def _env_source(path: YamlPath, env: dict[str, str]) -> str | None:
     """The ANIMA_ variable that set `path` (the deepest name; a section's JSON value counts for what it holds)."""
     import json
 

@@ -28,6 +28,7 @@ MAX_DEPTH = 100  # nesting; settings nest five deep, playbooks about ten
 MERGE = "tag:yaml.org,2002:merge"  # `<<: *defaults` merges a mapping into the one holding it
 _STRING_KEYS = ("tag:yaml.org,2002:str", MERGE)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # "\ud800" in a double-quoted scalar: no UTF-8 can hold it
+YamlPath = tuple[str | int, ...]  # a field's keys and list indexes from the top: ("llms", 0, "id")
 
 
 class YamlError(ValueError):
@@ -52,15 +53,15 @@ def read_text(path: str | Path) -> str:
 class LinedYaml:
     data: dict[str, Any]
     source: str
-    lines: dict[tuple, int] = field(default_factory=dict)
+    lines: dict[YamlPath, int] = field(default_factory=dict)
 
-    def line_of(self, path: tuple) -> int:
+    def line_of(self, path: YamlPath) -> int:
         """The line of the deepest known prefix of `path` (1 when nothing matches)."""
         while path and path not in self.lines:
             path = path[:-1]
         return self.lines.get(path, 1)
 
-    def where(self, path: tuple) -> str:
+    def where(self, path: YamlPath) -> str:
         return f"{Path(self.source).name}:{self.line_of(path)} {format_path(path)}"
 
 
@@ -92,19 +93,19 @@ def _kind(node: yaml.Node) -> str:
     return f"{tag} {_shown(node.value)}" if node.value else tag
 
 
-def _line_map(tree: yaml.Node, name: str, first_line: int = 1) -> dict[tuple, int]:
+def _line_map(tree: yaml.Node, name: str, first_line: int = 1) -> dict[YamlPath, int]:
     """Every field's line (a merged mapping's fields too) — and the refusals that need the node tree: a key that is
     not a string, an alias loop, aliases expanding past MAX_NODES, nesting past MAX_DEPTH, text no UTF-8 can hold
     (each YamlError naming line and field). The walk expands aliases, so it stops after MAX_NODES values whatever
     the document."""
-    lines: dict[tuple, int] = {}
+    lines: dict[YamlPath, int] = {}
     visited = 0
     holding: set[int] = set()  # the nodes on the current path: an alias to one of them is a loop
 
-    def refuse(node: yaml.Node, path: tuple, why: str) -> YamlError:
+    def refuse(node: yaml.Node, path: YamlPath, why: str) -> YamlError:
         return YamlError(f"{name}:{node.start_mark.line + first_line} {format_path(path)}: {why}")
 
-    def walk(node: yaml.Node, path: tuple, merged: bool = False, key: yaml.Node | None = None) -> None:
+    def walk(node: yaml.Node, path: YamlPath, merged: bool = False, key: yaml.Node | None = None) -> None:
         nonlocal visited
         visited += 1
         if visited > MAX_NODES:
@@ -143,7 +144,7 @@ def _line_map(tree: yaml.Node, name: str, first_line: int = 1) -> dict[tuple, in
     return lines
 
 
-def format_path(path: tuple) -> str:
+def format_path(path: YamlPath) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -190,7 +191,7 @@ def _too_deep_flow(text: str) -> int | None:
     return None
 
 
-def _parse(text: str, name: str, first_line: int) -> tuple[yaml.Node | None, Any, dict[tuple, int]]:
+def _parse(text: str, name: str, first_line: int) -> tuple[yaml.Node | None, Any, dict[YamlPath, int]]:
     if (deep := _too_deep_flow(text)) is not None:
         raise YamlError(f"{name}:{deep + first_line - 1} (yaml): nested deeper than {MAX_DEPTH} levels")
     try:

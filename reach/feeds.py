@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -45,8 +47,8 @@ def plain(text: str) -> str:
     return " ".join(html.unescape(_TAG.sub(" ", text or "")).split())
 
 
-def _guid(entry) -> str:
-    raw = entry.get("id") or entry.get("link") or entry.get("title") or ""
+def _guid(entry: Mapping[str, Any]) -> str:  # a feedparser entry
+    raw: str = entry.get("id") or entry.get("link") or entry.get("title") or ""
     return raw if 0 < len(raw) <= 500 else hashlib.sha256(raw.encode()).hexdigest()
 
 

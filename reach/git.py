@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dulwich.objects import Commit, TreeEntry
+    from dulwich.repo import Repo
 
 MAX_COMMITS = 50
 MAX_CHARS = 8000
@@ -33,7 +38,7 @@ class CommitInfo:
         return f"{self.id[:10]} {self.at:%Y-%m-%d %H:%M} {self.author}: {self.message.splitlines()[0] if self.message else ''}"
 
 
-def _repo(path: str | Path):
+def _repo(path: str | Path) -> Repo:
     from dulwich.errors import NotGitRepository
     from dulwich.repo import Repo
 
@@ -43,22 +48,27 @@ def _repo(path: str | Path):
         raise GitError(f"{path} is not a Git repository") from None
 
 
-def _info(commit) -> CommitInfo:
+def _info(commit: Commit) -> CommitInfo:
     return CommitInfo(id=commit.id.decode("ascii"), author=commit.author.decode("utf-8", "replace").split(" <")[0],
                       at=datetime.fromtimestamp(commit.commit_time, timezone.utc),
                       message=commit.message.decode("utf-8", "replace").strip())
 
 
-def _commit(repo, rev: str | None):
+def _commit(repo: Repo, rev: str | None) -> Commit:
     from dulwich.objects import Commit
+    from dulwich.refs import Ref
 
     try:
         if not rev or rev == "HEAD":
             obj = repo[repo.head()]
         else:
             raw = rev.encode("ascii")
-            obj = repo[raw] if len(raw) == 40 else repo[next(s for s in repo.object_store if s.startswith(raw))] \
-                if len(raw) >= 4 and all(c in b"0123456789abcdef" for c in raw) else repo[repo.refs[b"refs/heads/" + raw]]
+            if len(raw) == 40:
+                obj = repo[raw]
+            elif len(raw) >= 4 and all(c in b"0123456789abcdef" for c in raw):  # an abbreviated id
+                obj = repo[next(s for s in repo.object_store if s.startswith(raw))]
+            else:
+                obj = repo[repo.refs[Ref(b"refs/heads/" + raw)]]
     except (KeyError, StopIteration, UnicodeEncodeError):
         raise GitError(f"no revision {rev!r}") from None
     if not isinstance(obj, Commit):
@@ -66,15 +76,17 @@ def _commit(repo, rev: str | None):
     return obj
 
 
-def _path(entry) -> str:  # a TreeEntry, or None for the missing side of a change
+def _path(entry: TreeEntry | None) -> str:  # None: the missing side of a change
     return entry.path.decode("utf-8", "replace") if entry is not None and entry.path else ""
 
 
 def log(path: str | Path, n: int = 10, file: str | None = None) -> list[CommitInfo]:
     """The newest `n` commits (at most MAX_COMMITS) from HEAD, or those that changed `file`."""
+    from dulwich.refs import Ref
+
     repo = _repo(path)
     try:
-        if not repo.refs.keys() or b"HEAD" not in repo.refs:
+        if not repo.refs.keys() or Ref(b"HEAD") not in repo.refs:
             return []
         try:
             repo.head()
@@ -89,11 +101,13 @@ def log(path: str | Path, n: int = 10, file: str | None = None) -> list[CommitIn
 def show(path: str | Path, rev: str | None = None, max_chars: int = MAX_CHARS) -> str:
     """One commit: its id, author, time and message, and the files it changed (added, modified, deleted)."""
     from dulwich.diff_tree import tree_changes
+    from dulwich.objects import Commit
 
     repo = _repo(path)
     try:
         commit = _commit(repo, rev)
-        parent = repo[commit.parents[0]].tree if commit.parents else None
+        first_parent = repo[commit.parents[0]] if commit.parents else None
+        parent = first_parent.tree if isinstance(first_parent, Commit) else None
         changes = [f"{c.type} {_path(c.new) or _path(c.old)}" for c in tree_changes(repo.object_store, parent, commit.tree)]
         info = _info(commit)
         text = f"commit {info.id}\n{info.author} at {info.at:%Y-%m-%d %H:%M:%S} UTC\n\n{info.message}\n\n" + \
@@ -106,6 +120,7 @@ def show(path: str | Path, rev: str | None = None, max_chars: int = MAX_CHARS) -
 def files(path: str | Path, rev: str | None = None, file: str | None = None, max_chars: int = MAX_CHARS) -> str:
     """The paths of the tree at `rev` (one a line), or — with `file` — that file's text at `rev` (bounded)."""
     from dulwich.object_store import tree_lookup_path
+    from dulwich.objects import Blob
 
     repo = _repo(path)
     try:
@@ -115,7 +130,10 @@ def files(path: str | Path, rev: str | None = None, file: str | None = None, max
                 _, sha = tree_lookup_path(repo.__getitem__, commit.tree, file.encode())
             except KeyError:
                 raise GitError(f"no file {file!r} at {rev or 'HEAD'}") from None
-            return repo[sha].data.decode("utf-8", "replace")[:max_chars]
+            blob = repo[sha]
+            if not isinstance(blob, Blob):
+                raise GitError(f"{file!r} is a directory at {rev or 'HEAD'}, not a file")
+            return blob.data.decode("utf-8", "replace")[:max_chars]
         names = [entry.path.decode("utf-8", "replace") for entry in repo.object_store.iter_tree_contents(commit.tree)]
         return "\n".join(sorted(names))[:max_chars]
     finally:

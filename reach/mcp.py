@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 from reach.run_async import ReachTimeout, run_with_timeout
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from langchain_core.tools import BaseTool
+    from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.sessions import Connection, StreamableHttpConnection
+
+    ToolLoader = Callable[..., Awaitable[list[BaseTool]]]  # langchain_mcp_adapters.tools.load_mcp_tools
 
 
 class McpError(RuntimeError):
@@ -88,7 +94,7 @@ def _failure(server: ServerSpec, exc: BaseException) -> McpError:
     return McpError(f"MCP server {server.name} ({where}) failed: {what}"[:1000])
 
 
-async def _tools(server: ServerSpec):
+async def _tools(server: ServerSpec) -> tuple[MultiServerMCPClient, ToolLoader]:
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
 
@@ -96,13 +102,24 @@ async def _tools(server: ServerSpec):
     return client, load_mcp_tools
 
 
+def _arguments_schema(tool: BaseTool) -> dict[str, Any]:
+    """The tool's arguments as JSON Schema (an MCP tool's is JSON Schema already)."""
+    from pydantic import BaseModel
+
+    schema = tool.args_schema
+    if isinstance(schema, dict):
+        return schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    raise McpError(f"tool {tool.name} has no arguments schema")
+
+
 def list_tools(server: ServerSpec, timeout_s: float) -> list[ToolInfo]:
     async def go() -> list[ToolInfo]:
         client, load = await _tools(server)
         async with client.session(server.name) as session:
             tools = await load(session, server_name=server.name)
-        return [ToolInfo(t.name, t.description or "", t.args_schema if isinstance(t.args_schema, dict) else
-                         t.args_schema.model_json_schema()) for t in tools]
+        return [ToolInfo(t.name, t.description or "", _arguments_schema(t)) for t in tools]
 
     try:
         return run_with_timeout(go, timeout_s, f"MCP server {server.name}: listing its tools")

@@ -209,7 +209,7 @@ def _probe(binary: str) -> str | None:
 
 
 def start(language: str, code: str, args: list[str], workdir: Path, limits: Limits, *, network: bool = False,
-          jail: str = "bwrap") -> subprocess.Popen:
+          jail: str = "bwrap") -> subprocess.Popen[bytes]:
     """Write the script into `workdir` and start it, jailed (`jail="bwrap"`; `network` lets it use the machine's
     network) or not (`jail="none"`, the operator's explicit choice); the returned process leads its own process
     group. Raises JailUnavailable, before anything is written, when the jail cannot run."""
@@ -274,7 +274,7 @@ def read_output(workdir: Path, limit: int) -> str:
     return f"{head}\n… ({size - limit:,} bytes of output cut) …\n{tail}"
 
 
-def _signal_of(proc: subprocess.Popen) -> int | None:
+def _signal_of(proc: subprocess.Popen[bytes]) -> int | None:
     code = proc.returncode
     if code is not None and code < 0:
         return -code
@@ -284,7 +284,7 @@ def _signal_of(proc: subprocess.Popen) -> int | None:
     return None
 
 
-def wait(proc: subprocess.Popen, workdir: Path, limits: Limits, started: float | None = None) -> Outcome:
+def wait(proc: subprocess.Popen[bytes], workdir: Path, limits: Limits, started: float | None = None) -> Outcome:
     """Wait for the script (killing its group at the timeout); its exit and output within the budget."""
     started = started or time.monotonic()
     timed_out = False

@@ -749,11 +749,11 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
             rows = [r for r in peers.due() if r.id not in in_flight]
             return [(r.id, r.url, r.text, peers.outgoing_token(r.peer_name)) for r in rows]
 
-    def record(row_id: int, reply: str | None, error: str | None) -> None:
+    def record(row_id: int, reply: str | None, error: str | None, agent: dict[str, Any] | None = None) -> None:
         with services.db.unit(actor="peer") as repos:
             peers = Managers(repos, ManagerDeps(clock=services.clock)).peers
             if error is None:
-                peers.delivered(row_id, reply=reply)
+                peers.delivered(row_id, reply=reply, agent=agent)
             else:
                 peers.undelivered(row_id, error, retry_after_s=settings.a2a.retry_after_s,
                                   max_attempts=settings.a2a.max_attempts)
@@ -771,7 +771,7 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
                 error = str(exc)
                 await anyio.to_thread.run_sync(lambda: record(row_id, None, error))
                 return False
-            await anyio.to_thread.run_sync(lambda: record(row_id, reply.text if reply.done else None, None))
+            await anyio.to_thread.run_sync(lambda: record(row_id, reply.text if reply.done else None, None, reply.agent))
             return True
         finally:
             in_flight.discard(row_id)

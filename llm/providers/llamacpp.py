@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from llm.base import (
     Generation,
@@ -36,6 +36,19 @@ from llm.base import (
     TokenCallback,
     render_chat_as_text,
 )
+
+if TYPE_CHECKING:  # heavy imports, loaded on the first call
+    import numpy as np
+    import numpy.typing as npt
+    from langchain_community.llms import LlamaCpp
+    from llama_cpp import Llama
+    from llama_cpp.llama import LogitsProcessorList
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_grammar import LlamaGrammar
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
+
+    # per token kind (0 masked, 1 word, 2 mark, 3 line break), then the tokens masked after each kind ("start": first)
+    _WordMasks = tuple[npt.NDArray[np.int8], dict[Union[str, int], npt.NDArray[np.bool_]]]
 
 # One model load at a time in the process. With verbose=False, llama-cpp-python silences a load by dup2-ing
 # /dev/null over fds 1 and 2 (and swapping sys.stdout/sys.stderr), then restoring what it saved on entry. Two
@@ -60,7 +73,7 @@ class EmbeddedLlamaCpp:
 
     def __init__(self, id: str = "embedded", model_path: str | None = None, context_window: int = 8192,
                  n_threads: int | None = None, seed: int = -1, cache_dir: str | None = None,
-                 voice: str | None = None, chat_template: bool | None = None):
+                 voice: str | None = None, chat_template: bool | None = None) -> None:
         from llm.embedded_model import voice_of
 
         self.id = id
@@ -69,13 +82,13 @@ class EmbeddedLlamaCpp:
         self._voice = voice_of(voice)
         # the GGUF's chat template: the voice's own choice unless the entry says
         self._chat_template = self._voice.chat_template if chat_template is None else chat_template
-        self._formatter: Any = None
+        self._formatter: Jinja2ChatFormatter | None = None
         self.context_window = context_window
         self.n_threads = n_threads or available_cpus()
         self.seed = seed
-        self._llm = None
-        self._grammars: dict[str, Any] = {}
-        self._masks: dict[str, Any] = {}
+        self._llm: LlamaCpp | None = None
+        self._grammars: dict[str, LlamaGrammar] = {}
+        self._masks: dict[str, _WordMasks] = {}
         self._lock = threading.Lock()  # one llama.cpp context is not re-entrant
         # a prompt's fixed blocks (identity, soul, the command guide…) are the same text every tick: counted once
         self.count_tokens = functools.lru_cache(maxsize=COUNT_CACHE)(self._count_tokens)
@@ -98,7 +111,7 @@ class EmbeddedLlamaCpp:
     def model(self) -> str:
         return Path(self._model_path).name if self._model_path else self._voice.file_name
 
-    def _ensure(self):
+    def _ensure(self) -> LlamaCpp:
         if self._llm is not None:
             return self._llm
         with _LOAD_LOCK:  # see _LOAD_LOCK; also keeps two threads from assembling the GGUF at once
@@ -124,20 +137,25 @@ class EmbeddedLlamaCpp:
                 )
         return self._llm
 
-    def _count_tokens(self, text: str) -> int:
-        return len(self._ensure().client.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+    def _client(self) -> Llama:
+        """llama-cpp-python's model under LangChain's wrapper (which declares it `Any`)."""
+        client: Llama = self._ensure().client
+        return client
 
-    def _grammar(self, schema: dict):
+    def _count_tokens(self, text: str) -> int:
+        return len(self._client().tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+
+    def _grammar(self, schema: dict[str, Any]) -> LlamaGrammar:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            from llama_cpp import LlamaGrammar
+            from llama_cpp.llama_grammar import LlamaGrammar
 
             # the key is sorted; the grammar keeps the schema's own property order (the answer's first field
             # is the one the prompt asks for first)
             self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return self._grammars[key]
 
-    def _words_only(self, letters: str, prompt_tokens: int):
+    def _words_only(self, letters: str, prompt_tokens: int) -> LogitsProcessorList:
         """A logits processor that leaves only tokens of `letters`, plain punctuation, spaces and newlines (and the
         end of text) to be sampled, in the order words take: a word first; after a mark a word, a line break or the
         end; after a line break a word or the end. Never `,\n,\n` or `":":"`. Special tokens, markup, quotes,
@@ -145,7 +163,7 @@ class EmbeddedLlamaCpp:
         if letters not in self._masks:
             import numpy as np
 
-            client = self._ensure().client
+            client = self._client()
             allowed = re.compile(f"[{letters}{re.escape(PLAIN_PUNCTUATION)} \n]+")
             kind = np.zeros(client.n_vocab(), dtype=np.int8)  # 0 masked, 1 word, 2 mark, 3 line break
             for token in range(client.n_vocab()):
@@ -165,18 +183,18 @@ class EmbeddedLlamaCpp:
             })
         kind, masks = self._masks[letters]
 
-        def words_only(input_ids, scores):
+        def words_only(input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
             at = len(input_ids)  # the prompt, maybe a BOS, then what was generated
             previous = int(kind[input_ids[-1]]) if at > prompt_tokens + 1 and int(input_ids[-1]) < len(kind) else 0
             scores[masks[previous] if previous else masks["start"]] = -float("inf")
             return scores
 
-        from llama_cpp import LogitsProcessorList
+        from llama_cpp.llama import LogitsProcessorList
 
         return LogitsProcessorList([words_only])
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
                  cancel: threading.Event | None = None) -> Generation:
         llm = self._ensure()
         prompt_tokens = self.count_tokens(prompt)
@@ -248,22 +266,26 @@ class EmbeddedLlamaCpp:
         if self._formatter is None:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            client = self._ensure().client
+            client = self._client()
             template = (client.metadata or {}).get("tokenizer.chat_template")
             if not template:
                 self._chat_template = False
                 return None
-            piece = lambda token: client.detokenize([token], special=True).decode("utf-8", "ignore")  # noqa: E731
+
+            def piece(token: int) -> str:
+                return client.detokenize([token], special=True).decode("utf-8", "ignore")
+
             self._formatter = Jinja2ChatFormatter(template=template, eos_token=piece(client.token_eos()),
                                                   bos_token=piece(client.token_bos()))
-        prompt = self._formatter(messages=messages).prompt
+        # our messages are {"role", "content"} dicts, the shape of llama-cpp-python's message TypedDicts
+        prompt = self._formatter(messages=cast("list[ChatCompletionRequestMessage]", messages)).prompt
         bos = self._formatter.bos_token
-        adds_bos = str((self._ensure().client.metadata or {}).get("tokenizer.ggml.add_bos_token", "")).lower() == "true"
+        adds_bos = str((self._client().metadata or {}).get("tokenizer.ggml.add_bos_token", "")).lower() == "true"
         # a model that adds its BOS itself would get it twice (SmolLM2's BOS is its turn marker and it adds none)
         return prompt[len(bos):] if adds_bos and bos and prompt.startswith(bos) else prompt
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
              cancel: threading.Event | None = None) -> Generation:
         prompt = self._templated(messages)
         return self.complete(render_chat_as_text(messages) if prompt is None else prompt, sampling, stop=stop,

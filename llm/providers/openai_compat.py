@@ -43,7 +43,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable
 
 from llm.base import (
@@ -61,6 +61,9 @@ from llm.base import (
     approx_tokens,
     render_chat_as_text,
 )
+
+if TYPE_CHECKING:  # httpx is imported on first use
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ def _flag(cfg: dict[str, Any], key: str, llm_id: str) -> bool:
     return value
 
 
-def _retry_after(headers) -> float | None:
+def _retry_after(headers: httpx.Headers) -> float | None:
     try:
         return max(0.0, float(headers.get("retry-after", "")))
     except ValueError:
@@ -156,7 +159,7 @@ class OpenAICompatible:
         self.tokens_per_estimate = 1.0  # the server's prompt tokens per approx_tokens unit, learned from usage
         self._tokenizer_endpoint: str | None | bool = None  # None: not looked for yet; False: the server has none
         self._sized_up = False  # the first long text counted has been sent to the server's tokenizer
-        self._http = None
+        self._http: httpx.Client | None = None
         self._http_lock = threading.Lock()
 
     @classmethod
@@ -176,7 +179,7 @@ class OpenAICompatible:
             cache_prompt=_flag(cfg, "cache_prompt", entry["id"]) if "cache_prompt" in cfg else None,
         )
 
-    def _client(self):
+    def _client(self) -> httpx.Client:
         with self._http_lock:
             if self._http is None:
                 import httpx
@@ -260,7 +263,7 @@ class OpenAICompatible:
     def _failure(self, message: str, kind: str, retry_after: float | None = None) -> LLMUnavailable:
         return LLMUnavailable(f"{self.id} ({self.base_url}): {message}", kind=kind, retry_after=retry_after)
 
-    def _refusal(self, status: int, body: str, headers) -> LLMUnavailable:
+    def _refusal(self, status: int, body: str, headers: httpx.Headers) -> LLMUnavailable:
         said = " ".join(body.split())[:300] or "(no body)"
         if status in (401, 403):
             where = f"the variable {self.api_key_env}" if self.api_key_env else "no key variable (config.api_key_env)"
@@ -369,29 +372,30 @@ class OpenAICompatible:
             return self._fetch(path, body, on_token, None)
         if cancel.is_set():
             raise LLMCancelled(f"{self.id}: cancelled before the request")
-        events: queue.SimpleQueue = queue.SimpleQueue()
+        # a token's text, then the answer, or what the request raised
+        events: queue.SimpleQueue[str | _Answer | BaseException] = queue.SimpleQueue()
 
         def work() -> None:
             try:
-                events.put(("done", self._fetch(path, body, lambda text: events.put(("token", text)), cancel)))
+                events.put(self._fetch(path, body, events.put, cancel))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller, raised there
-                events.put(("error", exc))
+                events.put(exc)
 
         threading.Thread(target=work, name=f"llm-{self.id}", daemon=True).start()
         while True:
             if cancel.is_set():
                 raise LLMCancelled(f"{self.id}: cancelled while waiting for {self.base_url}")
             try:
-                kind, value = events.get(timeout=CANCEL_POLL_S)
+                event = events.get(timeout=CANCEL_POLL_S)
             except queue.Empty:
                 continue
-            if kind == "token":
+            if isinstance(event, str):
                 if on_token is not None:
-                    on_token(value)
-            elif kind == "done":
-                return value
+                    on_token(event)
+            elif isinstance(event, _Answer):
+                return event
             else:
-                raise value
+                raise event
 
     def _ask(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
              cancel: threading.Event | None) -> _Answer:
@@ -411,7 +415,7 @@ class OpenAICompatible:
     # -- the Provider protocol --------------------------------------------------------------------------------
 
     def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict | None = None, on_token: TokenCallback | None = None,
+                 json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
                  cancel: threading.Event | None = None) -> Generation:
         body = {"model": self.model, "prompt": prompt, **self._body(sampling, stop)}
         started = time.perf_counter()
@@ -431,7 +435,7 @@ class OpenAICompatible:
         return self._generation(answer, prompt, started)
 
     def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict | None = None, on_token: TokenCallback | None = None,
+             json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
              cancel: threading.Event | None = None) -> Generation:
         if self.api == "completions":
             return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,

@@ -53,6 +53,15 @@ class ConceptRepo(StatusTierRepo[Concept]):
     def by_name(self, name: str) -> Concept | None:
         return self.session.scalars(select(Concept).where(func.lower(Concept.name) == name.lower())).first()
 
+    def named_like(self, prefix: str) -> Concept | None:
+        """The first concept whose name starts with `prefix` (a concept learned from a peer: `name (from …, …)`)."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return self.session.scalars(select(Concept).where(Concept.name.like(escaped + "%", escape="\\"))
+                                    .order_by(Concept.id)).first()
+
+    def find_id(self, concept_id: int) -> Concept | None:
+        return self.session.get(Concept, int(concept_id))
+
     def resolve(self, ref: int | str) -> Concept:
         if isinstance(ref, int) or str(ref).isdigit():
             return self.get(int(ref))

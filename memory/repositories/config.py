@@ -141,7 +141,7 @@ LINEAGE_CHILDREN_KEY = "lineage/children"  # a parent's spawned children
 MEMORY_MANAGER_CURSOR_KEY = "memory/manager_cursor"  # the last memory the memory manager looked at
 FOLLOW_UP_CURSOR_KEY = "vectors/follow_up_cursor"  # the last memory the index's follow-up saw (memory/followup.py)
 ABSTRACT_REQUEST_PREFIX = "memory/abstract_request/"  # + thread id: a pending request for an abstract
-MESH_DISCOVERED_KEY = "mesh/discovered"  # {did: {"transport", "first_seen", "last_seen"}}: proven on the mesh, not added
+MESH_DISCOVERED_KEY = "mesh/discovered"  # before v28: DIDs proven on the mesh, not added (now peers met: the migration)
 MESH_CONNECTIVITY_KEY = "mesh/connectivity"  # {"isolated", "since", "peers", "door", "isolated_since"}: as the door saw it
 NOT_INHERITED_PREFIXES = ("run/", "lineage/", "session/", "feeds/", "vectors/", "mesh/")  # a spawned child does not take
 # the parent's run, family, bookkeeping and where its vectors live
@@ -530,16 +530,6 @@ class ConfigRepo(Repo):
     @lineage_children.setter
     def lineage_children(self, value: list[dict[str, Any]] | None) -> None:
         self.set(LINEAGE_CHILDREN_KEY, value)
-
-    @property
-    def mesh_discovered(self) -> dict[str, dict[str, Any]]:
-        """Peers whose DID a signed `have` proved on the mesh (the owner has not added them): {did: {transport,
-        first_seen, last_seen}}."""
-        return {str(k): dict(v) for k, v in (self.get(MESH_DISCOVERED_KEY) or {}).items()}
-
-    @mesh_discovered.setter
-    def mesh_discovered(self, value: Mapping[str, Mapping[str, Any]] | None) -> None:
-        self.set(MESH_DISCOVERED_KEY, None if value is None else {k: dict(v) for k, v in value.items()})
 
     @property
     def mesh_connectivity(self) -> dict[str, Any]:

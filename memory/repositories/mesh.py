@@ -5,6 +5,7 @@ managers/reputation.py's."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import Text, cast, delete, func, select, update
@@ -73,6 +74,23 @@ class MeshRepo(Repo):
     def cases(self, limit: int) -> builtins.list[MeshContainer]:
         return list(self.session.scalars(select(MeshContainer).where(MeshContainer.type.in_(("ethics_case", "claim")))
                                          .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+
+    def from_peers(self, types: Iterable[str], me: str, limit: int) -> builtins.list[MeshContainer]:
+        """Containers of these types peers sent to everyone or to `me`, newest first."""
+        return list(self.session.scalars(select(MeshContainer).where(
+            MeshContainer.direction == "in", MeshContainer.type.in_(tuple(types)),
+            MeshContainer.recipient.is_(None) | (MeshContainer.recipient == me))
+            .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+
+    def sent_of_type(self, type_: str) -> builtins.list[MeshContainer]:
+        return list(self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "out",
+                                                                     MeshContainer.type == type_)).all())
+
+    def became(self, tier: str, local_id: int) -> MeshContainer | None:
+        """The peer's container a local row was made from (a goal accepted, a concept learned), if any."""
+        return self.session.scalars(select(MeshContainer).where(
+            MeshContainer.direction == "in", MeshContainer.local_tier == tier,
+            MeshContainer.local_id == local_id).limit(1)).first()
 
     def ids(self, limit: int) -> builtins.list[str]:
         """Held containers, newest first: neither rejected nor still waiting in the outbox."""

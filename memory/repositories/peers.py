@@ -4,6 +4,7 @@ the A2A tasks waiting for the persona's reply. All SQL of the mesh's A2A side li
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -11,8 +12,26 @@ from sqlalchemy import func, or_, select
 
 from memory.models import A2AInbound, A2AOutbox, A2ARefusal, Note, Peer, PeerCredential
 
-OPEN_TASK_STATES = ("waiting", "expired")  # a task whose message the persona has not answered yet
 from memory.repositories.base import Repo
+
+OPEN_TASK_STATES = ("waiting", "expired")  # a task whose message the persona has not answered yet
+MET = "met"  # `added_by` of a peer nobody added: met on the mesh (its signed `have`) or over A2A (managers/peers.py)
+
+
+def met_name(key: str, taken: Iterable[str] = ()) -> str:
+    """A name for a peer known only by its DID (`peer-` and the DID's last 8 characters) or its A2A address
+    (`agent-` and its host and port), with a number when that name is taken."""
+    if key.startswith("did:"):
+        tail = "".join(ch for ch in key.rsplit(":", 1)[-1] if ch.isalnum())[-8:]
+        base = f"peer-{tail or 'unknown'}"
+    else:
+        host = key.split("://", 1)[-1].split("/", 1)[0]
+        base = "agent-" + ("".join(ch if ch.isalnum() else "-" for ch in host).strip("-")[:60] or "unknown")
+    taken = set(taken)
+    name, number = base, 2
+    while name in taken:
+        name, number = f"{base}-{number}", number + 1
+    return name
 
 
 class PeerRepo(Repo):
@@ -30,6 +49,13 @@ class PeerRepo(Repo):
                 return row
         text = str(key)
         return self.session.scalars(select(Peer).where(or_(Peer.name == text, Peer.did == text))).first()
+
+    def names(self) -> set[str]:
+        return set(self.session.scalars(select(Peer.name)).all())
+
+    def met(self) -> builtins.list[Peer]:
+        """The peers nobody added (met on the mesh or over A2A), the longest known first."""
+        return builtins.list(self.session.scalars(select(Peer).where(Peer.added_by == MET).order_by(Peer.id)).all())
 
     def by_url(self, url: str) -> Peer | None:
         return self.session.scalars(select(Peer).where(Peer.a2a_url == url)).first()

@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import i18n
-from memory.models import MemoryItem
+from memory.models import Episode, MemoryItem
 from memory.upkeep.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
 from memory.repositories import Repos
 
@@ -86,7 +86,7 @@ def next_due(repos: Repos, today: date, zone: tzinfo, backfill_days: int = 7) ->
     return None
 
 
-def _days_in(repos: Repos, period: Period) -> list:
+def _days_in(repos: Repos, period: Period) -> list[Episode]:
     return repos.episodes.between("day", period.start.isoformat(), (period.end - timedelta(days=1)).isoformat())
 
 
@@ -103,7 +103,7 @@ def _sample(items: list[MemoryItem], limit: int) -> list[MemoryItem]:
 
 
 def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate, persona_name: str,
-                  language: str = "en"):
+                  language: str = "en") -> Episode | None:
     """Summarise one period into its Episode row (updated if it exists). None when it has nothing to tell."""
     if period.kind == "day":
         items = repos.items.written_between(DAY_TIERS, *_bounds(period, zone))

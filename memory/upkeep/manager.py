@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -137,7 +137,13 @@ def _goal_related(item: MemoryItem, goal_words: set[str], goal_tags: set[str]) -
     return len(goal_words & set(tokenize(item.text))) >= 2
 
 
-def assess(repos: Repos, index, *, upto_id: int, limit: int, floor: float = 0.6) -> list[MemoryItem]:
+class Neighbours(Protocol):
+    """What novelty needs of the memory index (memory/retrieval/index.py `MemoryIndex`)."""
+
+    def closest_older(self, item_ids: list[int]) -> dict[int, list[tuple[float, int]]]: ...
+
+
+def assess(repos: Repos, index: Neighbours | None, *, upto_id: int, limit: int, floor: float = 0.6) -> list[MemoryItem]:
     """Give the novelty of items not yet assessed (id order, up to `upto_id`); the cursor moves past them."""
     cursor = repos.config.memory_manager_cursor
     batch = repos.items.novelty_candidates(cursor, upto_id, NOVELTY_TIERS, limit)
@@ -232,7 +238,8 @@ def prune_by_lru(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: t
                                              f"used {item.access_count} times"))
 
 
-def run_pass(repos: Repos, index, cfg: ManagerSettings, *, thread_id: str | None = None) -> PassReport:
+# `index`: Neighbours or None; Any while the tick holds it as a RecallIndex, which does not declare `closest_older`
+def run_pass(repos: Repos, index: Any, cfg: ManagerSettings, *, thread_id: str | None = None) -> PassReport:
     """One pass of every policy under `cfg` (as shaped by its mode), logged to process_log."""
     effective = cfg.effective()
     report = PassReport()

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, field_validator
 
 from managers.errors import NotFound, Refused
+from managers.peers import MET
 from nodes.commands.args import Args, Description, Ref, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -44,13 +45,24 @@ class TagArgs(PeerArgs):
 def _line(peer, trust: float | None) -> str:
     seen = peer.last_seen.strftime("%Y-%m-%d %H:%M") if peer.last_seen else "never"
     tags = f" [{', '.join(peer.tags)}]" if peer.tags else ""
-    return (f"- {peer.name}{' [blocked]' if peer.blocked else ''}{tags}: {peer.a2a_url or 'no A2A address'}; "
+    met = " (met, not added)" if peer.added_by == MET else ""
+    line = (f"- {peer.name}{met}{' [blocked]' if peer.blocked else ''}{tags}: {peer.a2a_url or 'no A2A address'}; "
             f"{peer.did or 'no DID yet'}; trust {'none yet' if trust is None else f'{trust:+.2f}'}; last seen {seen}")
+    return line + (f"; says of itself: {_offers(peer.offers)}" if peer.offers else "")
 
 
-@FAMILY.command("agents.list", "{}  (the peers I know)", effect="read", aliases=("peers.list", "agents"))
+def _offers(offers: dict) -> str:
+    """What a peer says it offers, in its own words (data): its agent's name, topics, skills, description."""
+    parts = [str(offers["agent"])] if offers.get("agent") else []
+    parts += [f"{key} {', '.join(offers[key])}" for key in ("topics", "skills") if offers.get(key)]
+    parts += [str(offers["description"])] if offers.get("description") else []
+    return "; ".join(parts)
+
+
+@FAMILY.command("agents.list", "{}  (the peers I know: those added and those met on the mesh or over A2A)",
+                effect="read", aliases=("peers.list", "agents", "mesh.peers"))
 def list_agents(cmd: Command, ctx: CommandContext) -> CommandResult:
-    peers = ctx.managers.peers.list()
+    peers = ctx.managers.peers.known(include_blocked=True)
     if not peers:
         return CommandResult("I know no peers yet (agents.add, with my human's approval)")
     return CommandResult("\n".join(_line(p, ctx.managers.peers.trust(p.did)) for p in peers))

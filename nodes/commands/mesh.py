@@ -1,7 +1,8 @@
-"""The mesh (issue 30): mesh.* (send, ask, publish, subscribe, sync, status, case, vote, adopt, reject, rotate)
-and reputation.* (show, evaluate, block, unblock, drift). Thin over managers/mesh.py and managers/reputation.py;
+"""The mesh: mesh.* (send, ask, publish, subscribe, sync, status, case, cases, vote, adopt, reject, rotate; goals:
+goal_publish, goals, goal_accept, goal_decline; offers: offer, offers, offer_accept, offer_decline) and reputation.*
+(show, evaluate, block, unblock, drift). Thin over managers/mesh.py, managers/exchange.py and managers/reputation.py;
 the mesh door (mesh/) sends what these queue. Whatever leaves the persona is `external` (consent); writing a
-consensus into ethics.yaml and changing the key are `modify_self`."""
+consensus into ethics.yaml, taking a peer's goal or offer and changing the key are `modify_self`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from managers.errors import NotFound, Refused
 from nodes.commands.args import Args, Limit, Text, Word
 from nodes.commands.model import Command
 from nodes.commands.spec import Addressee, CommandContext, CommandError, CommandResult, Family, arg
@@ -241,3 +243,129 @@ def drift(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.reputation.drift()
     return CommandResult("\n".join(f"{did}: {d['recent']:.2f} now, {d['before']:.2f} before (drift {d['drift']:+.2f})"
                                    for did, d in rows.items()) or "no evaluations to compare", show=True)
+
+
+# ---- what peers put to the persona, and what it puts to them (managers/exchange.py) ----------------------------------
+
+class ListArgs(Args):
+    limit: Limit = 20
+
+
+class GoalRefArgs(Args):
+    goal: Annotated[int, Field(ge=1)]
+
+
+class OfferArgs(Args):
+    kind: Literal["strategy", "thinking_method", "model_address"]
+    name: Word
+
+
+def _exchange_error(command: str, exc: Exception) -> CommandError:
+    return CommandError(f"{command}: {exc}")
+
+
+class CasesArgs(ListArgs):
+    unvoted: bool = False
+
+
+@FAMILY.command("mesh.cases", '{"unvoted": true, "limit": 20}  (the consensus cases and claims I know, mine and my '
+                "peers': their solutions, the tally, my vote; unvoted: only those still waiting for my vote)",
+                args=CasesArgs, effect="read")
+def cases(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.managers.exchange.cases(limit=int(arg(cmd, "limit", default=20)),
+                                       unvoted=bool(arg(cmd, "unvoted", default=False)))
+    lines = []
+    for row in rows:
+        voted = "not yet" if row["my_vote"] is None else (
+            f"score {row['my_vote']['score']:+.2f}" if "score" in row["my_vote"] else
+            f"solution {str(row['my_vote'].get('solution', ''))[:19]}…")
+        result = row["result"] or "none yet"
+        lines.append(f"- {row['kind']} {row['id']} by {row['by']}: {row['question']} — {row['votes']} votes, result "
+                     f"{result}; my vote: {voted}")
+        lines += [f"    solution {sid}: {text}" for sid, text in row["solutions"].items()]
+    return CommandResult("\n".join(lines) or "no consensus cases known", show=True)
+
+
+@FAMILY.command("mesh.goal_publish", '{"goal": 3}  (put one of my goals to my peers, signed: HMP GMP)',
+                args=GoalRefArgs, effect="external", unavailable=mesh_off)
+def goal_publish(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        container = ctx.managers.exchange.publish_goal(int(arg(cmd, "goal")))
+    except (NotFound, Refused) as exc:
+        raise _exchange_error("mesh.goal_publish", exc) from None
+    return CommandResult(_queued(container))
+
+
+def _pending_line(item: Any) -> str:
+    payload = item.payload
+    gist = payload.get("title") or payload.get("instruction") or \
+        f"{payload.get('model')} at {payload.get('base_url')} {payload.get('notes', '')}".strip()
+    name = f" {payload['name']!r}" if payload.get("name") else ""
+    became = f" → {item.became}" if item.became else ""
+    return f"- {item.type}{name} {item.id} from {item.label}: {gist} [{item.state}{became}]"
+
+
+@FAMILY.command("mesh.goals", '{"limit": 20}  (goals my peers published, and what became of each here)',
+                args=ListArgs, effect="read")
+def goals(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.managers.exchange.peer_goals(limit=int(arg(cmd, "limit", default=20)))
+    return CommandResult("\n".join(_pending_line(r) for r in rows) or "no peer published a goal yet", show=True)
+
+
+@FAMILY.command("mesh.goal_accept", '{"container": "sha256:…"}  (make a peer\'s goal one of mine; my owner decides)',
+                args=ContainerArgs, effect="modify_self", owner_only="taking a peer's goal as one of mine")
+def goal_accept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        goal_id, status = ctx.managers.exchange.accept_goal(str(arg(cmd, "container")))
+    except (NotFound, Refused) as exc:
+        raise _exchange_error("mesh.goal_accept", exc) from None
+    return CommandResult(f"goal {goal_id} is mine now; its publisher is told: {_queued(status)}")
+
+
+@FAMILY.command("mesh.goal_decline", '{"container": "sha256:…"}  (set a peer\'s goal aside)', args=ContainerArgs,
+                effect="write_self")
+def goal_decline(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        ctx.managers.exchange.decline_goal(str(arg(cmd, "container")))
+    except (NotFound, Refused) as exc:
+        raise _exchange_error("mesh.goal_decline", exc) from None
+    return CommandResult("declined")
+
+
+@FAMILY.command("mesh.offer", '{"kind": "strategy|thinking_method|model_address", "name": "…"}  (offer one of mine '
+                "to my peers, signed; a model goes as its address, never its key)", args=OfferArgs,
+                effect="external", unavailable=mesh_off)
+def offer(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        container = ctx.managers.exchange.offer(str(arg(cmd, "kind")), str(arg(cmd, "name")))
+    except (NotFound, Refused) as exc:
+        raise _exchange_error("mesh.offer", exc) from None
+    return CommandResult(_queued(container))
+
+
+@FAMILY.command("mesh.offers", '{"limit": 20}  (strategies, thinking methods and model addresses peers offered: '
+                "unused until my owner approves)", args=ListArgs, effect="read")
+def offers(cmd: Command, ctx: CommandContext) -> CommandResult:
+    rows = ctx.managers.exchange.offers(limit=int(arg(cmd, "limit", default=20)))
+    return CommandResult("\n".join(_pending_line(r) for r in rows) or "no peer offered anything yet", show=True)
+
+
+@FAMILY.command("mesh.offer_accept", '{"container": "sha256:…"}  (take a peer\'s strategy, method or model; my '
+                "owner decides)", args=ContainerArgs, effect="modify_self",
+                owner_only="taking what a peer offered into my own ways of thinking")
+def offer_accept(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        became = ctx.managers.exchange.accept_offer(str(arg(cmd, "container")))
+    except (NotFound, Refused) as exc:
+        raise _exchange_error("mesh.offer_accept", exc) from None
+    return CommandResult(f"taken: {became}")
+
+
+@FAMILY.command("mesh.offer_decline", '{"container": "sha256:…"}  (set a peer\'s offer aside)', args=ContainerArgs,
+                effect="write_self")
+def offer_decline(cmd: Command, ctx: CommandContext) -> CommandResult:
+    try:
+        ctx.managers.exchange.decline_offer(str(arg(cmd, "container")))
+    except (NotFound, Refused) as exc:
+        raise _exchange_error("mesh.offer_decline", exc) from None
+    return CommandResult("declined")

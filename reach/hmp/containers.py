@@ -49,6 +49,8 @@ TYPES = frozenset({
     "claim",  # CogConsensus: a claim; evaluations of it are its votes
     "rotation", "revocation",  # key management
     "hello",  # a persona saying who it is on the mesh (its topics), sent when it first meets peers
+    "goal", "goal_status",  # HMP GMP: a goal put to the peers, and what became of it at one (lineage: the goal)
+    "strategy", "thinking_method", "model_address",  # offered to peers; the receiver's owner approves before use
 })
 BODY_FIELDS = ("v", "type", "sender", "ts", "ttl", "nonce", "recipient", "topic", "lineage", "payload")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 DID_PATTERN = r"^did:key:z[1-9A-HJ-NP-Za-km-z]{40,60}$"
 ID_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -25,6 +25,12 @@ Short = Annotated[str, StringConstraints(max_length=200)]
 Topic = Annotated[str, StringConstraints(min_length=1, max_length=120)]
 Mark = Annotated[str, StringConstraints(max_length=60)]
 Score = Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)]
+Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=150)]
+Relation = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{1,63}$")]  # a strategy's or a method's name
+Instruction = Annotated[str, StringConstraints(min_length=8, max_length=600)]
+Url = Annotated[str, StringConstraints(pattern=r"^https?://[^\s/?#]+[^\s]*$", max_length=500)]
 
 
 class Strict(BaseModel):
@@ -72,6 +78,14 @@ class NoteEnvelopePayload(Payload):
     hops: Annotated[int, Field(ge=1, le=10)]
 
 
+class LinkOut(Strict):
+    """One edge of a concept's semantic graph as it travels: the relation and the other concept, by its name."""
+
+    relation: Relation
+    target: Name
+    weight: Weight = 1.0
+
+
 class CogSyncPayload(Payload):
     kind: Literal["diary", "concept", "abstract"] = "diary"
     text: Text
@@ -79,6 +93,13 @@ class CogSyncPayload(Payload):
     name: Short | None = None
     title: Annotated[str, StringConstraints(max_length=300)] | None = None
     local: Short | None = None
+    links: Annotated[list[LinkOut], Field(max_length=20)] = []  # a concept's edges to other concepts (by name)
+
+    @model_validator(mode="after")
+    def _links_are_a_concepts(self) -> CogSyncPayload:
+        if self.links and self.kind != "concept":
+            raise ValueError("only a concept carries links")
+        return self
 
 
 class EvaluationPayload(Payload):
@@ -120,11 +141,61 @@ class HelloPayload(Payload):
     agent: Short = ""
 
 
+class GoalPayload(Payload):
+    """HMP GMP: a goal a persona puts to its peers (its own goal's words; `local` names it at the publisher)."""
+
+    title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
+    description: Annotated[str, StringConstraints(max_length=4000)] = ""
+    horizon: Literal["short", "long"] = "short"
+    priority: Annotated[int, Field(ge=0, le=10)] = 1
+    success_criteria: Annotated[list[Annotated[str, StringConstraints(max_length=300)]], Field(max_length=10)] = []
+    constraints: Annotated[list[Annotated[str, StringConstraints(max_length=300)]], Field(max_length=10)] = []
+    tags: Annotated[list[Mark], Field(max_length=12)] = []
+    local: Short | None = None
+
+
+class GoalStatusPayload(Payload):
+    """What became of a peer's goal here: accepted (now one of this persona's goals), declined, done or given up."""
+
+    goal: ContainerId
+    status: Literal["accepted", "declined", "completed", "failed"]
+
+
+class StrategyPayload(Payload):
+    """A loop-breaking strategy offered to peers (HMP's exchange of stagnation strategies)."""
+
+    name: Slug
+    instruction: Instruction
+    mechanism_class: Literal["external", "context", "internal", "radical"] = "internal"
+    cost: Annotated[int, Field(ge=1, le=5)] = 2
+
+
+class ThinkingMethodPayload(Payload):
+    """A way of thinking offered to peers ("check the converse")."""
+
+    name: Slug
+    instruction: Instruction
+
+
+class ModelAddressPayload(Payload):
+    """A model's address offered to peers (HMP's exchange of LLM addresses): an OpenAI-compatible server and the
+    model it runs, with what the offerer says of it. Never a key: a payload field this version does not read is
+    never stored anywhere but in the container."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=60)]
+    base_url: Url
+    model: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    notes: Annotated[str, StringConstraints(max_length=1000)] = ""  # its strengths, parameters, limits
+
+
 PAYLOADS: dict[str, type[Payload]] = {
     "message": TextPayload, "ask": TextPayload, "answer": TextPayload, "cogsync": CogSyncPayload,
     "evaluation": EvaluationPayload, "ethics_case": CasePayload, "claim": CasePayload, "solution": SolutionPayload,
     "vote": VotePayload, "rotation": RotationPayload, "revocation": RevocationPayload, "hello": HelloPayload,
+    "goal": GoalPayload, "goal_status": GoalStatusPayload, "strategy": StrategyPayload,
+    "thinking_method": ThinkingMethodPayload, "model_address": ModelAddressPayload,
 }
+OFFERS = ("strategy", "thinking_method", "model_address")  # what a peer offers and the owner approves before use
 
 
 def payload_model(type_: str, payload: dict[str, Any]) -> type[Payload]:
@@ -145,7 +216,7 @@ def first_error(exc: ValidationError) -> str:
     return f"{where}: {error.get('msg', 'invalid')}"[:200]
 
 
-__all__ = ["DID_PATTERN", "ID_PATTERN", "PAYLOADS", "HelloPayload", "CogSyncPayload", "ContainerId", "Did",
-           "Envelope",
-           "EvaluationPayload", "NoteEnvelopePayload", "NotePayload", "Payload", "TextPayload", "first_error",
-           "parse_payload", "payload_model"]
+__all__ = ["DID_PATTERN", "ID_PATTERN", "OFFERS", "PAYLOADS", "CasePayload", "CogSyncPayload", "ContainerId", "Did",
+           "Envelope", "EvaluationPayload", "GoalPayload", "GoalStatusPayload", "HelloPayload", "LinkOut",
+           "ModelAddressPayload", "NoteEnvelopePayload", "NotePayload", "Payload", "StrategyPayload", "TextPayload",
+           "ThinkingMethodPayload", "first_error", "parse_payload", "payload_model"]

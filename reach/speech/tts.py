@@ -56,7 +56,7 @@ def wav_seconds(wav: bytes) -> float:
     import wave
 
     try:
-        with wave.open(io.BytesIO(wav)) as reader:
+        with wave.open(io.BytesIO(wav), "rb") as reader:
             return reader.getnframes() / float(reader.getframerate())
     except (wave.Error, EOFError):
         return 0.0

@@ -115,8 +115,16 @@ def test_two_personas_talk_over_a2a_and_a_down_peer_keeps_its_message(pair):
                                  if h["peer"] == "ada" and h["text"] == first["text"]], WAIT_S, "Ada's note at Bob")
     assert ada.wait_for(lambda: [h for h in ada.api("/api/mesh")["heard"]
                                  if h["peer"] == "bob" and h["text"] == first["reply"]], WAIT_S, "Bob's note at Ada")
-    pending = ada.wait_for(lambda: [r for r in ada.api("/api/mesh")["outbox"]
-                                    if r["peer"] == "carol" and r["attempts"] >= 1], WAIT_S, "a try to reach carol")
+
+    def tried_carol() -> list[dict]:
+        # A thought that read Bob's words may not write to a third peer at once (the relay rule): the owner lets
+        # such a send go, and then it is tried like any other.
+        for parked in ada.api("/api/approvals?status=pending")["items"]:
+            if parked["type"] == "messages.send" and parked["args"].get("to") == "carol":
+                http_json(ada.url + f"/api/approvals/{parked['id']}/approve", "POST", {"reason": "yes, tell carol"})
+        return [r for r in ada.api("/api/mesh")["outbox"] if r["peer"] == "carol" and r["attempts"] >= 1]
+
+    pending = ada.wait_for(tried_carol, WAIT_S, "a try to reach carol")
     assert pending[0]["status"] == "pending" and pending[0]["last_error"]  # retried later, not lost
     peers = {p["name"]: p for p in ada.api("/api/peers")}
     assert peers["bob"]["last_seen"] is not None and peers["bob"]["trust"] is None

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from graph.loop import Stopper, run_loop
 from graph.loop.task_cycles import TaskCycles
 from nodes.commands import Command, registry
 from managers import Managers
+from memory.note_kinds import NoteSource
 from nodes.state import TickState
 from nodes.steps.s12_execute_commands import run_one
 from persona.prose import is_prose
@@ -53,7 +54,9 @@ def test_a_dream_on_the_embedded_model_is_applied_and_its_strategy_is_in_the_nex
     night = datetime(2026, 11, 21, 1, 0, tzinfo=timezone.utc)
     agent = real_agent(tmp_path, clock=lambda: night)
     with agent.services.db.unit() as repos:
-        repos.notes.add("I love walking on the beach at low tide.", source="user", created_at=night)
+        # written half an hour ago: the conversation is over (a dream never runs while a human is still writing)
+        repos.notes.add("I love walking on the beach at low tide.", source=NoteSource.HUMAN_PAGE,
+                        created_at=night - timedelta(minutes=30))
         repos.goals.add("Understand the tides", priority=2)
         repos.questions.add("Why are there two tides a day?", priority=0.8, created_at=night)
     agent.tick()
@@ -175,5 +178,5 @@ def test_idle_is_woken_by_a_note_and_makes_no_llm_call_meanwhile(tmp_path):
     state = results["run"].last_state
     assert "Wake up, the tide is turning!" in state["prompt"] and state["llm"]["llm_id"] == "embedded"
     with agent.services.db.unit() as repos:
-        assert any("woke from idle: note 1 from user" in p.value for p in repos.processes.recent(20))
+        assert any("woke from idle: note 1 from cli" in p.value for p in repos.processes.recent(20))
     agent.close()

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from memory import Database
+from memory.note_kinds import NoteSource
 from tests.integration.servers import ROOT, finish, run_cli
 
 pytestmark = pytest.mark.integration
@@ -92,7 +93,7 @@ def test_kills_at_random_moments_and_many_parallel_says_lose_nothing_and_run_not
     database = Database.open(tmp_path)
     try:
         with database.unit() as repos:
-            human = [n.text for n in repos.notes.list(source="user", limit=500)]
+            human = [n.text for n in repos.notes.list(source=NoteSource.HUMAN_TERMINAL, limit=500)]
             assert sorted(human) == sorted(f"note {i}" for i in range(SAYS))  # none lost, none twice
             sent = repos.commands.recent(1_000)
             executed_sends = [c for c in sent if c.type == "messages.send" and c.status == "executed"]

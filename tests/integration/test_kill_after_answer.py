@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from memory import Database
+from memory.note_kinds import NoteSource
 from nodes.steps.s05_call_llm import TEST_KILL_AFTER_ANSWER_KEPT
 from tests.integration.servers import ROOT, finish, run_cli
 
@@ -87,7 +88,7 @@ def test_a_note_written_after_the_model_call_survives_a_kill_9_and_is_answered(s
     database = Database.open(data)
     try:
         with database.unit() as repos:
-            notes = {n.text: n for n in repos.notes.list(source="user", limit=10)}
+            notes = {n.text: n for n in repos.notes.list(source=NoteSource.HUMAN_TERMINAL, limit=10)}
             first = notes[FIRST].id
             assert not notes[FIRST].read and not notes[LATE].read
             assert repos.ticks.kept_answer("main", 1)["incoming_note_ids"] == [first]  # kept with the answer
@@ -104,7 +105,7 @@ def test_a_note_written_after_the_model_call_survives_a_kill_9_and_is_answered(s
     database = Database.open(data)
     try:
         with database.unit() as repos:
-            assert all(n.read for n in repos.notes.list(source="user", limit=10))  # 0 notes lost
+            assert all(n.read for n in repos.notes.list(source=NoteSource.HUMAN_TERMINAL, limit=10))  # 0 notes lost
             assert [(t.tick, t.status) for t in repos.ticks.recent(5)] == [(1, "ok"), (2, "ok")]
             assert {m.tick for m in repos.messages.log("main") if m.role == "assistant"} == {1, 2}  # both answered
     finally:

@@ -87,6 +87,7 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
                           "feeds.fetch", "feeds.subscribe", "git.files", "git.log", "git.show", "goals.delete",
                           "identity.update", "links.delete", "llm_memory.delete", "llm_registry.update", "mcp.call",
                           "memory.anonymise", "memory.archive", "mesh.adopt", "mesh.ask", "mesh.case",
+                          "mesh.goal_accept", "mesh.goal_publish", "mesh.offer", "mesh.offer_accept",
                           "mesh.publish", "mesh.rotate", "mesh.send", "mesh.subscribe", "mesh.vote", "notepad.clear",
                           "notes.cleanup", "notes.delete", "notes.share", "persona.spawn", "process.start",
                           "ratings.delete", "reputation.evaluate", "scripts.delete", "search.web",

@@ -722,6 +722,46 @@ ROWS: list[Row] = [
     Row("mesh.reject", lambda g: {"container": g["id"]},
         setup=learned_from_peer,
         check=lambda s, h: _rejected(s, h)),
+    Row("mesh.cases", {"unvoted": True},
+        setup=lambda s, h: _from_giver(h, "ethics_case", {"question": f"May a persona lie to spare a peer? ({s.thread})"}),
+        check=lambda s, h: _shows(s, f"- ethics_case {s.given['id']} by ")
+        and _shows(s, f"May a persona lie to spare a peer? ({s.thread}) — 0 votes, result none yet; my vote: not yet")),
+    Row("mesh.goal_publish", lambda g: {"goal": g},
+        setup=lambda s, h: h.goals.add(f"Chart the reef ({s.thread})", horizon="long").id,
+        check=lambda s, h: _equal([r.body["payload"]["title"] for r in outbox_of(h, "goal")
+                                   if r.body["payload"].get("local") == f"goal {s.given}"],
+                                  [f"Chart the reef ({s.thread})"])),
+    Row("mesh.goals", {},
+        setup=lambda s, h: _from_giver(h, "goal", {"title": f"Count the seals ({s.thread})"}),
+        check=lambda s, h: _shows(s, f"- goal {s.given['id']} from ")
+        and _shows(s, f": Count the seals ({s.thread}) [pending]")),
+    Row("mesh.goal_accept", lambda g: {"container": g["id"]},
+        setup=lambda s, h: _from_giver(h, "goal", {"title": f"Clean the beach ({s.thread})", "horizon": "long"}),
+        check=lambda s, h: _goal_taken(s, h)),
+    Row("mesh.goal_decline", lambda g: {"container": g["id"]},
+        setup=lambda s, h: _from_giver(h, "goal", {"title": f"Empty the sea ({s.thread})"}),
+        check=lambda s, h: _equal(h.repos.session.get(MeshContainer, s.given["id"]).status, "rejected")
+        and _equal([g.title for g in h.repos.session.query(Goal).all() if g.title.startswith("Empty the sea")], [])),
+    Row("mesh.offer", lambda g: {"kind": "thinking_method", "name": g},
+        setup=lambda s, h: h.strategies.add_method(name=f"ask-the-tide-{s.thread[-6:].lower()}",
+                                                   instruction="Ask what the tide would do here.").name,
+        check=lambda s, h: _equal([r.body["payload"] for r in outbox_of(h, "thinking_method")
+                                   if r.body["payload"]["name"] == s.given],
+                                  [{"name": s.given, "instruction": "Ask what the tide would do here."}])),
+    Row("mesh.offers", {},
+        setup=lambda s, h: _from_giver(h, "strategy", {"name": f"walk-{s.thread[-6:].lower()}",
+                                                       "instruction": "Take a walk along the shore first."}),
+        check=lambda s, h: _shows(s, f"- strategy 'walk-{s.thread[-6:].lower()}' {s.given['id']} from ")
+        and _shows(s, ": Take a walk along the shore first. [pending]")),
+    Row("mesh.offer_accept", lambda g: {"container": g["id"]},
+        setup=lambda s, h: _from_giver(h, "thinking_method", {"name": f"listen-{s.thread[-6:].lower()}",
+                                                              "instruction": "Listen before you answer."}),
+        check=lambda s, h: _method_taken(s, h)),
+    Row("mesh.offer_decline", lambda g: {"container": g["id"]},
+        setup=lambda s, h: _from_giver(h, "thinking_method", {"name": f"shout-{s.thread[-6:].lower()}",
+                                                              "instruction": "Shout until they agree."}),
+        check=lambda s, h: _equal(h.repos.session.get(MeshContainer, s.given["id"]).status, "rejected")
+        and _equal([m.name for m in h.strategies.methods() if m.name.startswith("shout-")], [])),
     Row("mesh.rotate", {},
         setup=lambda s, h: h.mesh.my_did(),
         check=lambda s, h: _rotated(s, h)),
@@ -1056,6 +1096,34 @@ def _open_case(scene: Scene, house: Managers) -> tuple[str, str]:
     case = house.mesh.open_case(f"Is it right to wake a sleeping human for a storm? ({scene.thread})", ["yes"])
     [solution] = [r for r in house.mesh.case_rows(case["id"]) if r.type == "solution"]
     return case["id"], solution.id
+
+
+GIVER = Identity.generate()  # a peer that puts cases, goals and offers to the persona (trusted enough: never rejected)
+
+
+def _from_giver(house: Managers, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A container a peer signed and the persona accepted, as the mesh door hands it over; the note that told the
+    persona of it read already (the row's tick runs in the persona's own scope, not as an answer to the peer)."""
+    container = seal(GIVER, type_, payload, ttl=3600)
+    outcome = house.mesh.receive(encode(container))
+    assert outcome.status == "accepted" and str(outcome.applied).startswith("note ")
+    house.repos.notes.get(int(str(outcome.applied).split()[1])).read = True
+    return container
+
+
+def _goal_taken(scene: Scene, house: Managers) -> bool:
+    [goal] = [g for g in house.repos.session.query(Goal).all() if g.title == scene.given["payload"]["title"]]
+    assert (goal.horizon, "from:peer" in goal.tags) == ("long", True)
+    assert [r.body["payload"] for r in outbox_of(house, "goal_status") if r.recipient == GIVER.did
+            and r.body["payload"]["goal"] == scene.given["id"]] == [{"goal": scene.given["id"], "status": "accepted"}]
+    return _shows(scene, f"goal {goal.id} is mine now")
+
+
+def _method_taken(scene: Scene, house: Managers) -> bool:
+    name = scene.given["payload"]["name"]
+    method = house.strategies.find_method(name)
+    assert (method.instruction, method.origin["container"]) == ("Listen before you answer.", scene.given["id"])
+    return _equal(scene.result, f"taken: thinking method {name}")
 
 
 def _case_opened(scene: Scene, house: Managers) -> bool:

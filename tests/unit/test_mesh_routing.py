@@ -74,7 +74,7 @@ def test_wants_relays_and_the_have_follow_trust_and_a_distrusted_peer_gets_nothi
         db.close()
 
 
-def test_a_did_proven_on_the_mesh_is_seen_not_added(tmp_path: Path) -> None:
+def test_a_did_proven_on_the_mesh_becomes_a_peer_met_not_added(tmp_path: Path) -> None:
     hub = InMemoryHub()
     nodes = []
     for name in "ab":
@@ -89,10 +89,14 @@ def test_a_did_proven_on_the_mesh_is_seen_not_added(tmp_path: Path) -> None:
             for node in nodes:
                 node.step(0)
         with b.managers() as house:
-            assert house.peers.list() == []  # nobody is added by the wire
+            [met] = house.peers.known()  # a peer the persona sees (agents.list, the prompt), added by nobody
+            assert (met.did, met.added_by, met.p2p_addrs, met.tags) == (a.did, "met", ["/p2p/a"], [])
+            assert met.name.startswith("peer-") and house.peers.credentials(met.name) == []
             assert [(d["did"], d["transport"]) for d in house.peers.discovered()] == [(a.did, "a")]
             house.peers.add("ada", did=a.did, added_by="owner")
-            assert house.peers.discovered() == []  # once added it is a peer, no longer "not added"
+            assert house.peers.discovered() == []  # once added it is the owner's peer, no longer "not added"
+            [ada] = house.peers.known()
+            assert (ada.id, ada.name, ada.added_by) == (met.id, "ada", "owner")  # the same row, taken over
     finally:
         for node in nodes:
             node.stop()
@@ -104,7 +108,7 @@ def test_the_mesh_page_offers_the_owner_to_add_a_peer_seen_on_the_mesh(web) -> N
 
     stranger = Identity.generate().did
     with web.agent.services.db.unit() as repos:
-        assert Managers(repos).peers.discovered_on_mesh(stranger, "12D3KooWStranger")
+        assert Managers(repos).peers.met(stranger, transport="12D3KooWStranger").added_by == "met"
     page = web.client.get("/mesh")
     assert page.status_code == 200 and "Seen on the mesh, not added" in page.text
     assert f'data-discovered="{stranger}"' in page.text and 'data-peer="' not in page.text

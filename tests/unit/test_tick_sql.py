@@ -14,7 +14,7 @@ from sqlalchemy import event
 from memory import Database
 from tests.conftest import make_agent
 from tests.fakes.llm import FakeLLM
-from tests.unit.test_repositories_consent import db, db_url, pg_server  # noqa: F401 (fixtures: both dialects)
+from tests.unit.test_repositories_consent import db, db_url  # noqa: F401 (fixtures: both dialects)
 from tests.unit.test_tick_cost import statements
 
 

@@ -133,7 +133,7 @@ def view(repos: Repos) -> MeshView:
                      for r in seen["a2a_refused"]],
         discovered=[DiscoveredOut(did=d["did"], transport=str(d["transport"]), first_seen=str(d["first_seen"]),
                                   last_seen=str(d["last_seen"]), trust=peers.trust(d["did"]),
-                                  suggested_name=suggested_name(d["did"]))
+                                  suggested_name=d["name"])
                     for d in peers.discovered()])
 
 
@@ -141,12 +141,6 @@ def recent_events(repos: Repos, limit: int = 30) -> list[dict[str, Any]]:
     """What the mesh door journaled last (kind `mesh`: a peer met, a container sent, received and verified, or
     refused), newest first — the Mesh page's live list before its stream (web/pages/live.py) adds to it."""
     return [event_dict(row) for row in repos.live_events.newest(limit, kinds=["mesh"])]
-
-
-def suggested_name(did: str) -> str:
-    """A name for a peer known only by its DID: `peer-` and the DID's last 8 characters."""
-    tail = "".join(ch for ch in did.rsplit(":", 1)[-1] if ch.isalnum())[-8:]
-    return f"peer-{tail or 'unknown'}"
 
 
 def add_discovered(repos: Repos, did: str, name: str) -> PeerOut:

@@ -65,7 +65,7 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     recent_thoughts,
     strategy_line,
 )
-from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines
+from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines, peer_lines
 from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse
 from nodes.stelis.threads import thread_window
 from persona import skills_block
@@ -266,6 +266,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               if private else [], 105, trim_oldest=True),
         Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted)
               if private else [], 104, trim_oldest=True),
+        Block("peers", title("peers"), peer_lines(repos, audience, language), 106, trim_oldest=True),
         Block("bootstrap", "", bootstrap, 160, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
               share=LAYER_SHARE),
         Block("runtime", title("runtime"), runtime, 150),

@@ -1,7 +1,7 @@
-"""Two small prompt blocks of what stands for a while: the ethics model the persona decides under (HMP context 1:
-ethics.yaml's `model_type`, `model_weights`, `audit_json`), and Isolated Mode with Emergency Consensus while its mesh
-is unreachable (HMP; managers/mesh.py). Each is empty when there is nothing to say, so a prompt without them is as
-before."""
+"""Small prompt blocks of what stands for a while: the ethics model the persona decides under (HMP context 1:
+ethics.yaml's `model_type`, `model_weights`, `audit_json`), Isolated Mode with Emergency Consensus while its mesh
+is unreachable (HMP; managers/mesh.py), and the peers it knows (managers/peers.py). Each is empty when there is
+nothing to say, so a prompt without them is as before."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import datetime
 
 import i18n
 from managers import ManagerDeps, Managers
+from managers.audience import Audience
 from memory import Repos
 from nodes.context import Services
 from nodes.reflexes.prompts import (
@@ -22,6 +23,7 @@ from nodes.reflexes.prompts import (
     ISOLATED_WHY_DOOR,
     ISOLATED_WHY_PEERS,
 )
+from nodes.steps.prompts import PEER_MET, PEER_NO_TRUST, PEERS_MORE
 from persona.ethics import Ethics
 
 
@@ -57,3 +59,19 @@ def mesh_lines(services: Services, repos: Repos, language: str) -> list[str]:
     when = f"{datetime.fromisoformat(since).astimezone(services.settings.zone()):%Y-%m-%d %H:%M}" if since else "?"
     why = t(ISOLATED_WHY_DOOR if state.get("door") == "not_started" else ISOLATED_WHY_PEERS)
     return [t(ISOLATED_LINE).format(since=when, why=why, queued=repos.mesh.outbox_count()), t(EMERGENCY_LINE)]
+
+
+def peer_lines(repos: Repos, audience: Audience, language: str) -> list[str]:
+    """The peers this audience may be shown (managers/peers.py `known`): each by the name it has here, its DID, the
+    trust it earned and the owner's tags, and whether nobody added it (met on the mesh or over A2A); the rest
+    counted. What a peer says of itself is not here (agents.list shows it, fenced as a command's result)."""
+    shown, more = Managers(repos, audience=audience).peers.for_prompt(audience)
+    t = lambda text: i18n.text(text, language)  # noqa: E731
+    lines = []
+    for peer in shown:
+        trust = t(PEER_NO_TRUST) if peer.trust is None else f"trust {peer.trust:+.2f}"
+        parts = [f"- {peer.name}", peer.did or "", trust, ", ".join(peer.tags), t(PEER_MET) if peer.met else ""]
+        lines.append("; ".join(p for p in parts if p))
+    if more:
+        lines.append(t(PEERS_MORE).format(count=more))
+    return lines
