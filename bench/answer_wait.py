@@ -20,7 +20,12 @@ the door's (`door_s`: the rest — the page's poll, or Matrix's way in and out);
 while a human waited, on average per wait (`steps_s_per_wait`, from the loop's journal). The goal (DESIGN.md §9): median ≤
 1.2 model calls, max ≤ 2. The machine's load average is printed: other work on it lengthens every part.
 
+At the defaults on a server model the persona thinks only when something is new (`cycle.thinking`, docs/cost.md):
+between notes it is quiet and a note wakes it; `--thinking continuous` has it think all the time, so the notes land
+during its own thoughts.
+
     python bench/answer_wait.py [--notes 12] [--latency 3] [--spread 3] [--doors web,matrix] [--seed 7]
+                                [--thinking continuous]
 """
 
 from __future__ import annotations
@@ -189,11 +194,15 @@ def main() -> None:
     parser.add_argument("--spread", type=float, default=3.0, help="the pause before a note: up to this many calls")
     parser.add_argument("--doors", default="web,matrix")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--thinking", default=None, help="cycle.thinking for the run (default: the persona's: auto, "
+                        "eventful on this server — the persona is quiet between notes; continuous: notes land during "
+                        "its own thoughts)")
     parser.add_argument("--guard", type=float, default=300.0, help="a hang guard per note (seconds), not a timing")
     args = parser.parse_args()
     doors = [d.strip() for d in args.doors.split(",") if d.strip()]
     rng = random.Random(args.seed)
     out: dict[str, object] = {"bench": "answer_wait", "latency_s": args.latency, "notes": args.notes,
+                              "thinking": args.thinking or "the persona's (auto)",
                               "spread_calls": args.spread, "seed": args.seed,
                               "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory(prefix="anima-answer-wait-") as tmp, scripted_llm_server() as llm:
@@ -203,7 +212,7 @@ def main() -> None:
         for door in doors:
             data = base / door / "data"
             data.mkdir(parents=True)
-            env = {}
+            env = {"ANIMA_CYCLE__THINKING": args.thinking} if args.thinking else {}
             if door == "matrix":
                 from tests.integration.synapse_server import synapse_server
 
@@ -218,8 +227,9 @@ def main() -> None:
                 persona = persona_dir(base / door, None, None)
             try:
                 with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env) as loop:
-                    loop.wait_for(lambda: loop.status().get("ticks", 0) >= 2,
-                                  args.guard, "two ticks before the first note")
+                    first = 2 if args.thinking == "continuous" else 1  # a quiet persona thinks once, then waits
+                    loop.wait_for(lambda: loop.status().get("ticks", 0) >= first,
+                                  args.guard, "the first ticks before the first note")
                     progress(f"{door}: the persona runs; posting {args.notes} notes")
                     waits = web_door(loop, args, rng) if door == "web" else \
                         matrix_door(loop, args, rng, server, anima, owner)

@@ -10,10 +10,17 @@ model server and `run.py worker` processes. Prints JSON:
   statements and transactions PostgreSQL ran per tick over the window (`statements_per_tick`: pg_stat_statements'
   calls, BEGIN/COMMIT/SET included; `transactions_per_tick`: pg_stat_database's commits and rollbacks — every client
   of the database, the job engine's included);
+- idle (`--idle N`): N personas alone with nothing to think about (`cycle.thinking: eventful`) on one worker: no
+  tick job runs for them, only a small job per quiet pause (managers/thinking.py); the worker's CPU over the window,
+  the quiet looks it took, CPU per look (the worker's fixed background included), the CPU per idle persona-hour at
+  that ceiling, and what the looks cost per idle persona-hour at the default ceiling (1800 s: two looks an hour) —
+  measured with a short ceiling (`--idle-ceiling`, so the window sees the quiet steady state); goal ≤ 1 CPU-second
+  per idle persona-hour;
 - takeover: two workers, one killed with -9 in the middle of a tick — seconds until the persona whose tick it was
   finishes its next tick on the other, and how many human notes were lost and commands executed twice (0 and 0).
 
     python bench/scale.py [--personas 100] [--workers 1 2 4] [--warmup 20] [--window 30] [--no-takeover]
+                          [--idle 20 --idle-only --idle-window 60 --idle-ceiling 8]
 
 Run it with `nice -n 10` on a shared machine; progress goes to stderr.
 """
@@ -142,6 +149,51 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
     return result
 
 
+def quiet_looks(fleet: Fleet, names: list[str]) -> int:
+    from memory.models import ProcessLog
+
+    total = 0
+    for name in names:
+        with fleet.database(name).reading() as repos:
+            total += repos.session.scalar(select(func.count(ProcessLog.id)).where(ProcessLog.name == "cycle.quiet")) or 0
+    return total
+
+
+def measure_idle(fleet, names, pg_url, chroma_url, llm_url, base: Path, warmup: float, window: float,
+                 ceiling: float) -> dict:
+    """Idle personas on one worker: its CPU over a window in the quiet steady state."""
+    cache = base / "cache-idle"
+    cache.mkdir()
+    with Workers(pg_url, chroma_url, llm_url, cache) as procs:
+        procs.start()
+        before = ticks_of(fleet)
+        say(f"idle: {len(names)} personas until each has thought once, then {warmup:.0f} s of quiet")
+        def each_thought() -> bool:
+            now = ticks_of(fleet)
+            return all(now.get(name, 0) > before.get(name, 0) for name in names)
+
+        wait_until(each_thought, 60 + 5 * len(names), "every persona thought once", every=1.0)
+        time.sleep(warmup)
+        ticks_before, looks_before = total_ticks(fleet), quiet_looks(fleet, names)
+        cpu_before = sum(cpu_s(p.pid) for p in procs.procs)
+        time.sleep(window)
+        cpu_used = sum(cpu_s(p.pid) for p in procs.procs) - cpu_before
+        ticks, looks = total_ticks(fleet) - ticks_before, quiet_looks(fleet, names) - looks_before
+    persona_hours = len(names) * window / 3600
+    # per look, the worker's whole CPU over the window: its fixed background (heartbeat, the job engine's polling)
+    # included, so scaling it to the default ceiling's two looks an hour is an upper bound only while the looks
+    # dominate; the fixed part, shared by every persona the worker serves, is the rest
+    per_look = cpu_used / max(1, looks)
+    looks_per_hour_default = 3600 / 1800
+    result = {"personas": len(names), "window_s": window, "ceiling_s": ceiling, "ticks": ticks, "quiet_looks": looks,
+              "worker_cpu_s": round(cpu_used, 3), "cpu_ms_per_look": round(per_look * 1000, 1),
+              "cpu_s_per_idle_persona_hour_at_this_ceiling": round(cpu_used / persona_hours, 2),
+              "cpu_s_per_idle_persona_hour_in_looks_at_default_ceiling": round(per_look * looks_per_hour_default, 3),
+              "load_average": round(os.getloadavg()[0], 2)}
+    say(json.dumps(result))
+    return result
+
+
 def in_flight(log: str) -> tuple[int, str] | None:
     started = {int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)}
     ended = {int(m) for m in re.findall(r"Job anima\.\w+\[(\d+)\]\([^)]*\) ended", log)}
@@ -204,6 +256,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=20.0)
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--no-takeover", action="store_true", help="skip the kill -9 takeover measurement")
+    parser.add_argument("--idle", type=int, default=20, help="idle personas measured after the runs (0: none)")
+    parser.add_argument("--idle-only", action="store_true", help="measure only the idle personas")
+    parser.add_argument("--idle-window", type=float, default=60.0)
+    parser.add_argument("--idle-ceiling", type=float, default=8.0, help="the idle personas' quiet ceiling (s)")
     args = parser.parse_args()
     names = [f"b{i:03d}" for i in range(args.personas)]
     base = Path(tempfile.mkdtemp(prefix="anima-scale-"))
@@ -217,19 +273,30 @@ def main() -> None:
         fleet = deployment.fleet
         with fleet.engine.begin() as connection:
             connection.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        started = time.monotonic()
-        for number, name in enumerate(names, 1):
-            deployment.add(name, persona)
-            if number % 20 == 0:
-                say(f"added {number}/{len(names)} personas")
-        out["add_persona_ms"] = round((time.monotonic() - started) * 1000 / len(names), 1)
-        for workers in args.workers:
-            out["runs"].append(measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window))
-        if not args.no_takeover:
-            out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
+        if not args.idle_only:
+            started = time.monotonic()
+            for number, name in enumerate(names, 1):
+                deployment.add(name, persona)
+                if number % 20 == 0:
+                    say(f"added {number}/{len(names)} personas")
+            out["add_persona_ms"] = round((time.monotonic() - started) * 1000 / len(names), 1)
+            for workers in args.workers:
+                out["runs"].append(measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window))
+            if not args.no_takeover:
+                out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
+        if args.idle:
+            idle = [f"i{i:03d}" for i in range(args.idle)]
+            quiet = write_persona(base / "idle-persona", pause_s=0.0, thinking="eventful",
+                                  quiet_ceiling_s=args.idle_ceiling)
+            for name in idle:
+                deployment.add(name, quiet)
+            for name in names if not args.idle_only else []:
+                deployment.pause(name)
+            out["idle"] = measure_idle(fleet, idle, pg_url, chroma_url, llm.url, base, args.warmup,
+                                       args.idle_window, args.idle_ceiling)
         deployment.close()
     __import__("shutil").rmtree(base, ignore_errors=True)
-    one = next((r for r in out["runs"] if r["workers"] == 1), None)
+    one = next((r for r in out["runs"] if r["workers"] == 1), None)  # none with --idle-only
     for run in out["runs"]:
         run["speedup"] = round(run["ticks_per_s"] / one["ticks_per_s"], 2) if one and one["ticks_per_s"] else None
     print(json.dumps(out, indent=2))

@@ -31,6 +31,14 @@ def inspect(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, person
     console.print(f"[bold]{report['database']}[/]: {report['ticks']['count']} ticks, "
                   f"{report['llm']['totals']['calls']} LLM calls, "
                   f"{report['llm']['totals']['prompt_tokens']}+{report['llm']['totals']['completion_tokens']} tokens")
+    spend = report["spend"]
+    for label, row in (("today", spend["today"]), ("this hour", spend["hour"])):
+        cost = f" · {row['cost']:.4f} {spend['currency']}" if row["cost"] is not None else ""
+        console.print(f"spend {label}: {row['calls']} calls, {row['new_prompt_tokens']} new + {row['cached_tokens']} "
+                      f"cached prompt tokens, {row['completion_tokens']} completion tokens{cost}", highlight=False)
+    budget = spend["budget"]
+    console.print(f"budget {budget['state']} (per day {budget['tokens_per_day']}, per hour {budget['tokens_per_hour']}); "
+                  f"{spend['quiet_ticks_today']} quiet ticks today (no model call)", highlight=False)
     for t in report["threads"]:
         if t["parent_id"]:
             console.print(f"[magenta]{'  ' * t['depth']}⤷ {escape(t['label'])}[/] ({escape(t['id'])}) {t['status']} · "

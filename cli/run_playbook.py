@@ -151,6 +151,9 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     children = start_children(services.db, services.settings, services.settings.a2a.public_url or
                               (server.url if server else None))
     journal = LiveJournal(services.db, thread)
+    from graph.telemetry import configure_tracing
+
+    configure_tracing(services.settings.name or "anima")  # only with OTEL_EXPORTER_OTLP_ENDPOINT set
     with services.db.unit() as repos:
         Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
     try:

@@ -90,15 +90,20 @@ def _bind(func: Step, **bound: Any) -> Step:
     return step
 
 
-def _stops_on_cancel(step: Step) -> Step:
+def _stops_on_cancel(step: Step, node_id: str) -> Step:
     """A model call cancelled by a stop request ends the step as a drain would: the checkpoint keeps the steps
-    before it, nothing of this one is written, and it runs again when the run resumes."""
+    before it, nothing of this one is written, and it runs again when the run resumes. The step runs in an
+    OpenTelemetry span (a no-op without a configured SDK: graph/telemetry.py) — in this one wrapper, so LangGraph
+    still finds a Stelis region's subgraph through it."""
     @functools.wraps(step)
     def stoppable(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return step(*args, **kwargs)
-        except LLMCancelled as exc:
-            raise GraphDrained(f"interrupt: {exc}") from exc
+        from opentelemetry import trace
+
+        with trace.get_tracer("anima").start_as_current_span(f"step {node_id}", attributes={"anima.step": node_id}):
+            try:
+                return step(*args, **kwargs)
+            except LLMCancelled as exc:
+                raise GraphDrained(f"interrupt: {exc}") from exc
 
     return stoppable
 
@@ -142,7 +147,7 @@ def _build_scope(pb: Playbook, scopes: dict[str | None, Scope], key: str | None,
     builder: TickGraph = StateGraph(TickState, context_schema=context_schema)
 
     def add(node_id: str, step: Step) -> None:
-        builder.add_node(node_id, _stops_on_cancel(step))
+        builder.add_node(node_id, _stops_on_cancel(step, node_id))
 
     for node_id in scope.members:
         node = by_id[node_id]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from managers import Managers
+from managers import ManagerDeps, Managers
 from memory import Repos
 from memory.models import Approval, AuditEntry, Session, Taint
 from memory.note_kinds import NoteSource
@@ -69,12 +69,22 @@ def inspect_report(repos: Repos, settings: Settings, now: datetime, limit: int, 
         "commands": [{"cmd_id": c.cmd_id, "tick": c.tick, "type": c.type, "status": c.status, "result": c.result}
                      for c in repos.commands.recent(limit)],
         "llm": {"totals": repos.llm_calls.totals(), "by_model": repos.llm_calls.by_model()},
+        "spend": spend_report(repos, settings, now),
         "llm_memory": [{"id": m.id, "title": m.title, "content": m.content} for m in repos.llm_memory.recent(limit)],
         "config": repos.config.all(),
         **autonomy_report(repos, settings, now, limit),
         **consent_report(repos, limit),
     }
 
+
+
+def spend_report(repos: Repos, settings: Settings, now: datetime) -> dict[str, Any]:
+    """Today's and this hour's spend per model, cached and new prompt tokens, the budget; the quiet ticks today."""
+    house = Managers(repos, ManagerDeps(settings=settings))
+    spent = house.budget.spend(now)
+    midnight = now.astimezone(settings.zone()).replace(hour=0, minute=0, second=0, microsecond=0)
+    spent["quiet_ticks_today"] = house.thinking.quiet_ticks(since=midnight)
+    return spent
 
 
 def autonomy_report(repos: Repos, settings: Settings, now: datetime, limit: int) -> dict[str, Any]:

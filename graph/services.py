@@ -80,7 +80,7 @@ def call_recorder(db: Database) -> Callable[[dict[str, Any]], None]:
             with db.unit() as repos:
                 repos.llm_calls.record(**{k: call.get(k) for k in (
                     "thread_id", "tick", "purpose", "llm_id", "provider", "model", "prompt_tokens",
-                    "completion_tokens", "latency_ms", "ok", "error")})
+                    "completion_tokens", "cached_tokens", "latency_ms", "ok", "error")})
         except Exception:  # accounting must never break a tick
             log.exception("could not record an LLM call")
 

@@ -70,6 +70,7 @@ class Generation:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    cached_tokens: int = 0  # of prompt_tokens, served from a prompt cache (the server's usage; the embedded context)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     failed_over_from: list[str] = field(default_factory=list)
 

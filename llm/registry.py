@@ -34,6 +34,7 @@ from llm.base import (
     Sampling,
     TokenCallback,
 )
+from llm.tracing import answered, failed, model_call_span
 
 Recorder = Callable[[dict[str, Any]], None]
 log = logging.getLogger(__name__)
@@ -227,26 +228,31 @@ class LLMRegistry:
             slot = self._all[llm_id]
             tried.append(llm_id)
             started = time.perf_counter()
-            try:
-                provider = self.provider(llm_id)
-                if messages is not None:
-                    gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
-                                        cancel=cancel)
-                else:
-                    assert prompt is not None  # exactly one of prompt and messages (checked above)
-                    gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
-                                            cancel=cancel)
-            except LLMCancelled:
-                self._record(purpose, slot.entry, None, tags, error="cancelled: the run was stopped",
-                             latency_ms=(time.perf_counter() - started) * 1000)
-                raise
-            except Exception as exc:  # noqa: BLE001 - any provider failure is classified, recorded and failed over
-                failure = exc if isinstance(exc, LLMUnavailable) else self._unexpected(llm_id, exc)
-                self._set_aside(slot, failure)
-                errors.append(f"{failure.kind}: {failure}")
-                self._record(purpose, slot.entry, None, tags, error=f"{failure.kind}: {failure}"[:2000],
-                             latency_ms=(time.perf_counter() - started) * 1000)
-                continue
+            with model_call_span(purpose, slot.entry, chat=messages is not None, sampling=sampling,
+                                 messages=messages, prompt=prompt) as span:
+                try:
+                    provider = self.provider(llm_id)
+                    if messages is not None:
+                        gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema,
+                                            on_token=on_token, cancel=cancel)
+                    else:
+                        assert prompt is not None  # exactly one of prompt and messages (checked above)
+                        gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema,
+                                                on_token=on_token, cancel=cancel)
+                except LLMCancelled:
+                    failed(span, "cancelled")
+                    self._record(purpose, slot.entry, None, tags, error="cancelled: the run was stopped",
+                                 latency_ms=(time.perf_counter() - started) * 1000)
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any provider failure is classified, recorded and failed over
+                    failure = exc if isinstance(exc, LLMUnavailable) else self._unexpected(llm_id, exc)
+                    failed(span, failure.kind)
+                    self._set_aside(slot, failure)
+                    errors.append(f"{failure.kind}: {failure}")
+                    self._record(purpose, slot.entry, None, tags, error=f"{failure.kind}: {failure}"[:2000],
+                                 latency_ms=(time.perf_counter() - started) * 1000)
+                    continue
+                answered(span, gen)
             slot.failures, slot.down_until = 0, 0.0
             gen.failed_over_from = tried[:-1]
             self._record(purpose, slot.entry, gen, tags)
@@ -283,6 +289,7 @@ class LLMRegistry:
             "model": gen.model if gen else entry.get("model", ""),
             "prompt_tokens": gen.prompt_tokens if gen else 0,
             "completion_tokens": gen.completion_tokens if gen else 0,
+            "cached_tokens": gen.cached_tokens if gen else 0,
             "latency_ms": gen.latency_ms if gen else latency_ms,
             "ok": gen is not None,
             "error": error,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from llm import LLMRegistry
     from managers.abstracts import AbstractManager
     from managers.anonymise import AnonymisationManager
+    from managers.budget import BudgetManager
     from managers.catalogues import CatalogueManager
     from managers.channels import ChannelManager
     from managers.concepts import ConceptManager
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
     from managers.models import ModelManager
     from managers.notes import NoteManager
     from managers.peers import PeerManager
-    from managers.tool_uses import ToolUseManager
-    from managers.vault import VaultManager
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
@@ -56,8 +55,11 @@ if TYPE_CHECKING:
     from managers.speech import SpeechManager
     from managers.strategies import StrategyManager
     from managers.tags import TagManager
-    from managers.threads import ThreadManager
+    from managers.thinking import ThinkingManager
     from managers.thoughts import ThoughtManager
+    from managers.threads import ThreadManager
+    from managers.tool_uses import ToolUseManager
+    from managers.vault import VaultManager
     from managers.world import WorldManager
     from memory import Repos
     from memory.retrieval.recall_index import RecallIndex
@@ -102,6 +104,20 @@ class Managers:
         from managers.loop import LoopManager
 
         return LoopManager(self)
+
+    @cached_property
+    def thinking(self) -> ThinkingManager:
+        """Whether a tick has anything to think about, without a model (managers/thinking.py)."""
+        from managers.thinking import ThinkingManager
+
+        return ThinkingManager(self)
+
+    @cached_property
+    def budget(self) -> BudgetManager:
+        """What the persona spends on its models, and what its budget allows (managers/budget.py)."""
+        from managers.budget import BudgetManager
+
+        return BudgetManager(self)
 
     @cached_property
     def consent(self) -> ConsentManager:

@@ -122,7 +122,7 @@ log = logging.getLogger(__name__)
 REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
                 AgentRecord)
 
-SCHEMA_VERSION = 28
+SCHEMA_VERSION = 29
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -378,6 +378,12 @@ def _moment(value: Any) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
+def _v29_cached_tokens(conn: Connection) -> None:
+    """A model call's prompt tokens the server served from its prompt cache (its usage says so; 0 before)."""
+    _add_missing_columns(conn, "llm_calls", ["cached_tokens INTEGER DEFAULT 0"])
+    conn.execute(text("UPDATE llm_calls SET cached_tokens = 0 WHERE cached_tokens IS NULL"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
                                                        4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
                                                        6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
@@ -398,7 +404,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3:
                                                        25: _v25_peer_credentials,
                                                        26: _v26_conversations,
                                                        27: _v27_people_groups,
-                                                       28: _v28_peers_matter}
+                                                       28: _v28_peers_matter,
+                                                       29: _v29_cached_tokens}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it

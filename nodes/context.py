@@ -9,6 +9,7 @@ input. Nothing here is opened at import time.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -103,6 +104,9 @@ class Services:
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
     _llm_choices: tuple[dict[str, Any], Any, dict[str, Any]] | None = field(default=None, repr=False)
     jobs: BackgroundJobs | None = field(default=None, repr=False)  # nodes.background.Background (graph/services.py)
+    # the id of the prompt's data fences: one per session, so consecutive prompts share their opening (what a fence
+    # holds cannot close it whatever the id: nodes/steps/s04_prepare_context/untrusted.py defuses every marker)
+    fence: str = field(default_factory=lambda: secrets.token_hex(3), repr=False)
 
     @property
     def overrides(self) -> Overrides:

@@ -120,6 +120,15 @@ class CycleSettings(Section):
     process_timeout_s: float = Field(600.0, gt=0, le=7 * 86400)
     task_cycles: int = Field(4, ge=1, le=32, description="task sub-cycles running at once; when one more competes, "
                              "the task of the higher-priority goal runs and the other is deferred with the reason")
+    thinking: Literal["auto", "continuous", "eventful", "reflective"] = Field("auto", description=(
+        "when a tick calls the model: continuous (every tick), eventful (only when something new arrived: a note, "
+        "a finished process, an answered approval, a drive that would reach out), reflective (eventful, plus a free "
+        "thought when the quiet pace reaches its ceiling); auto: reflective on the embedded model, eventful on a "
+        "server (managers/thinking.py)"))
+    quiet_ceiling_s: float = Field(1800.0, ge=1, le=86400, description=(
+        "the longest pause between two quiet ticks (the pace doubles from 1s up to it); reflective: a free thought "
+        "this often"))
+    wake_ticks: int = Field(1, ge=0, le=100, description="ticks that think after a start, whatever is new")
 
 
 class ReflexSettings(Section):
@@ -273,6 +282,25 @@ class SpeechSettings(Section):
 
 class StelisSettings(Section):
     max_depth: int = Field(3, ge=1, le=10)
+
+
+class ModelPrice(Section):
+    """What a model costs, per million tokens (any currency: the one the page shows is `budget.currency`)."""
+    prompt: float = Field(0.0, ge=0, description="per million prompt tokens not served from a cache")
+    cached: float = Field(0.0, ge=0, description="per million prompt tokens served from the server's prompt cache")
+    completion: float = Field(0.0, ge=0, description="per million completion tokens")
+
+
+class BudgetSettings(Section):
+    """How many tokens the persona may spend (prompt and completion, cached included); none set: no limit."""
+    tokens_per_day: int | None = Field(None, ge=0, description="today (the persona's time zone), every model")
+    tokens_per_hour: int | None = Field(None, ge=0, description="the last 60 minutes, every model")
+    low_share: float = Field(0.2, ge=0, le=1, description=(
+        "below this share of a budget left, the persona only thinks when a human or a peer wrote (no free thought, "
+        "dream or task sub-cycle); when a budget is spent it only answers its humans"))
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description=(
+        "model id (an llms entry's id or its model name) → its price, to show spend as money"))
+    currency: str = Field("USD", max_length=8)
 
 
 class LimitsSettings(Section):
@@ -703,6 +731,7 @@ class Settings(BaseSettings):
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
     consent: ConsentSettings = Field(default_factory=ConsentSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     llms: list[LLMEntry] = Field(default_factory=list)
     mcp: McpSettings = Field(default_factory=McpSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)

@@ -79,7 +79,8 @@ def web(tmp_path):
     from web.app import create_app
     from web.context import WebServices
 
-    agent = make_agent(tmp_path, FakeLLM("fake"))
+    # the loop's controls are tried over ticks that think (quiet ticks have their own tests: test_thinking_cost.py)
+    agent = make_agent(tmp_path, FakeLLM("fake"), cycle={"thinking": "continuous"})
     services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock,
                            _memory=agent.services.memory)
     app = create_app(services=services)

@@ -18,6 +18,7 @@ from web.api import docs as api_docs
 from web.a2a import A2A_PATHS, CARD_PATH, A2AServer, outbox_running
 from web.context import DeploymentServices, PersonaPrefix, WebServices, is_deployment
 from web.mcp import MCP_PATH
+from web.metrics import METRICS_PATH, metrics
 from web.mcp import Mount as McpMount
 from web.pages import page_router
 from web.templating import STATIC, language_of, make_templates
@@ -65,6 +66,7 @@ def create_app(overrides: Overrides | None = None, *, api_token: str | None = No
     api.install(app)  # the JSON API under /api and its OpenAPI (web/api/)
     api_docs.install(app)  # its reference page, /docs, working offline
     app.include_router(page_router())
+    app.router.routes.append(Route(METRICS_PATH, endpoint=metrics, methods=["GET"], include_in_schema=False))
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp))  # the persona as an MCP server (web/mcp.py; /p/<name>/mcp)
     # the persona as an A2A agent (web/a2a.py): its public card, and the endpoint behind the guard
     app.router.routes.append(Route(CARD_PATH, endpoint=a2a.card, methods=["GET"], include_in_schema=False))

@@ -24,11 +24,12 @@ from graph.compiler import build_graph
 from graph.fleet import files
 from graph.fleet.jobs import Scheduler
 from graph.loop.autonomy import FEEDS_CHECK_EVERY
-from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake
+from graph.loop.driver import MAX_DEGRADED_BACKOFF_S, idle_should_wake, quiet_tick
 from graph.loop.journal import LiveJournal
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import Playbook, load_playbook, resolve_playbook_path
 from graph.services import open_services
+from graph.telemetry import tick_span
 from llm import Provider
 from managers import Managers
 from managers.world import refresh_feeds
@@ -222,8 +223,14 @@ class WorkerRuntime:
             if idle and not agent.interrupted and not idle_should_wake(agent, services.clock()):
                 self._defer_task_ticks(persona)
                 return IDLE_POLL_S
-            for mode, data in agent.stream(None, events=True):
-                persona.journal(mode, data)
+            if not agent.interrupted:  # nothing to think about: no tick (no graph, no model), the next look later
+                quiet = quiet_tick(agent, int(persona.extra.get("thought_ticks", 0)))
+                if quiet is not None:
+                    return quiet
+                persona.extra["thought_ticks"] = int(persona.extra.get("thought_ticks", 0)) + 1
+            with tick_span(THREAD, name):
+                for mode, data in agent.stream(None, events=True):
+                    persona.journal(mode, data)
             state = agent.finished_state()
             with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
                 persona.extra["session_digest"] = Managers(repos).sessions.checkpoint(  # goals, tasks: if changed

@@ -117,6 +117,9 @@ def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_ope
     import signal
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    from graph.telemetry import configure_tracing
+
+    configure_tracing("anima-worker")  # only with OTEL_EXPORTER_OTLP_ENDPOINT set
     # a running job holds its fence's connection, its kept sessions' (one for its units, one for its reads; a unit
     # inside another, or a read inside a unit, one more: at most five) and, a moment, the registry's
     fleet = Fleet.open(url, pool_size=4 * concurrency + 2)

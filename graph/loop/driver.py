@@ -19,9 +19,11 @@ from langgraph.runtime import RunControl
 
 from graph.agent import Agent, settle_heap
 from graph.loop.autonomy import Autonomy
+from graph.telemetry import tick_span
 from llm import LLMCancelled
-from managers import Managers
+from managers import ManagerDeps, Managers
 from managers.loop import Wanted
+from managers.thinking import ThinkingMode, resolved_mode
 from nodes.state import TickValues
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,7 @@ class LoopResult:
     interrupted: bool = False
     stopped_by_human: bool = False  # the human asked the loop to stop (managers/loop.py)
     failed_ticks: int = 0  # ticks a step failed in (quarantined, the loop went on)
+    quiet_ticks: int = 0  # ticks with nothing to think about: no model call (managers/thinking.py)
     dreams: list[dict[str, Any]] = field(default_factory=list)
     last_state: TickValues = field(default_factory=TickValues)
 
@@ -87,6 +90,52 @@ def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, p
     return False
 
 
+def thinking_mode(agent: Agent) -> ThinkingMode:
+    """`cycle.thinking` as it is in force for this agent's first model."""
+    services = agent.services
+    first = services.llms.order()[0] if services.llms.ids else None
+    return resolved_mode(services.settings, str(services.llms.entry(first).get("provider", "")) if first else None)
+
+
+def quiet_tick(agent: Agent, thought_ticks: int) -> float | None:
+    """Whether the next tick has anything to think about: None if it has (the moment is recorded), else the pause
+    before the next look (the quiet tick is recorded)."""
+    services = agent.services
+    with services.db.unit() as repos:
+        house = Managers(repos, ManagerDeps(settings=services.settings))
+        decision = house.thinking.decide(agent.thread_id, services.clock(), thinking_mode(agent),
+                                         ticks_since_start=thought_ticks)
+        if decision.think:
+            house.thinking.thought(agent.thread_id, services.clock())
+            return None
+    log.info("quiet tick: %s; next look in %gs", decision.reason, decision.pause_s)
+    return decision.pause_s
+
+
+def quiet_pause(agent: Agent, stopper: Stopper, seconds: float, poll_s: float) -> None:
+    """The pause after a quiet tick; it ends the moment something arrives (a stop, a note, a finished process…)."""
+    deadline = time.monotonic() + seconds
+    while not stopper.requested:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stopper.sleep(min(poll_s, left))
+        with agent.services.db.reading() as repos:
+            if Managers(repos).thinking.arrived(agent.thread_id):
+                return
+
+
+def budget_allows_own_work(agent: Agent) -> bool:
+    """A dream or a task sub-cycle (the persona's own work, not an answer) only within the budget
+    (managers/budget.py)."""
+    services = agent.services
+    budget = services.settings.budget
+    if budget.tokens_per_day is None and budget.tokens_per_hour is None:
+        return True
+    with services.db.reading() as repos:
+        return Managers(repos, ManagerDeps(settings=services.settings)).budget.state(services.clock()) == "ok"
+
+
 def human_waits(agent: Agent) -> bool:
     """A human's note waits unread (the notes mode shows them: `auto`)."""
     services = agent.services
@@ -127,7 +176,7 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     break
                 if want == "paused":
                     continue
-                if life and not agent.interrupted:
+                if life and not agent.interrupted and budget_allows_own_work(agent):
                     dreamt = life.maybe_dream(stopper.control)
                     if dreamt is not None:
                         result.dreams.append(dreamt)
@@ -137,16 +186,28 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                         life.step_tasks(stopper.control)
                     stopper.sleep(idle_poll_s)
                     continue
+                if not agent.interrupted:  # an interrupted tick goes on: it had something to think about
+                    quiet = quiet_tick(agent, result.ticks_run - result.quiet_ticks)
+                    if quiet is not None:
+                        result.ticks_run += 1
+                        result.quiet_ticks += 1
+                        _report(agent, reported, "quiet")  # the Controls page: running, with nothing new to think
+                        if life and budget_allows_own_work(agent):  # its task sub-cycles go on meanwhile
+                            life.step_tasks(stopper.control)
+                        if ticks is None or result.ticks_run < ticks:
+                            quiet_pause(agent, stopper, quiet, note_poll_s)
+                        continue
                 with agent.services.db.unit() as repos:
                     notes_seen = repos.notes.newest_id()  # a note written during the tick also ends its pause
                 if on_stream and agent.interrupted:  # its opening step does not run again: say which tick goes on
                     opened = agent.state()
                     on_stream("custom", {"event": "tick_resumed", "tick": opened.get("tick"),
                                          "thread_id": opened.get("thread_id") or agent.thread_id})
-                for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
-                                               events=on_stream is not None):
-                    if on_stream:
-                        on_stream(mode, data)
+                with tick_span(agent.thread_id, agent.services.settings.name):
+                    for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
+                                                   events=on_stream is not None):
+                        if on_stream:
+                            on_stream(mode, data)
                 result.ticks_run += 1
                 state = agent.state()
                 result.last_state = state

@@ -9,6 +9,9 @@ JSON-schema answers use llama.cpp's grammar-constrained decoding, so even a 270M
 may be sampled (one numpy mask per letter set, built once). It costs nothing per token, where a grammar over
 Gemma's 262k-token vocabulary costs 0.2–2 s per token here; it keeps the small model's free text in words.
 Given a `cancel` event, generation streams and stops between two tokens once it is set.
+The `Llama` instance (and its context) lives as long as the provider: llama-cpp-python evaluates only what a prompt
+does not share with the one before it (its longest common token prefix), so a tick's prompt that opens as the last
+one did costs only its new end; `Generation.cached_tokens` says how many tokens were reused.
 Every `Sampling` field reaches llama.cpp: temperature, top_p, top_k, min_p, repeat_penalty (over the last 64 tokens,
 LangChain's `last_n_tokens_size`), presence and frequency penalties, max_tokens.
 """
@@ -213,8 +216,10 @@ class EmbeddedLlamaCpp:
         elif sampling.letters:
             kwargs["logits_processor"] = self._words_only(sampling.letters, prompt_tokens)
         started = time.perf_counter()
+        reused = 0
         try:
             with self._lock:
+                reused = self._reused_prefix(llm.client, prompt)
                 if on_token is None and cancel is None:
                     text = llm.invoke(prompt, stop=stop or None, **kwargs)
                 else:
@@ -241,7 +246,17 @@ class EmbeddedLlamaCpp:
             prompt_tokens=prompt_tokens,
             completion_tokens=self.count_tokens(text),
             latency_ms=latency_ms,
+            cached_tokens=reused,
         )
+
+    @staticmethod
+    def _reused_prefix(client: Any, prompt: str) -> int:
+        """The tokens of `prompt` the context holds already from the call before (llama.cpp evaluates the rest)."""
+        held = int(getattr(client, "n_tokens", 0) or 0)
+        if not held:
+            return 0
+        tokens = client.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        return int(client.longest_token_prefix(client.input_ids[:held].tolist(), tokens))
 
     def _templated(self, messages: list[dict[str, str]]) -> str | None:
         """The messages through the GGUF's chat template, ending where the assistant's turn starts; None when the

@@ -23,7 +23,10 @@ vLLM's), so a prompt in a language or markup that tokenizes densely still fits t
 server asked for more than its window drops the stream without a status: that would read as an outage.)
 
 Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env (or api_key_file), context_window,
-timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5), sampling_extras.
+timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5), sampling_extras,
+cache_prompt (llama.cpp's server: keep the prompt's evaluated opening for the next request; default: as
+sampling_extras, a server that takes llama.cpp's fields). The prompt tokens a server served from its cache are read
+from its usage (`prompt_tokens_details.cached_tokens`: OpenAI, vLLM, llama.cpp's server).
 Sampling sent: temperature, top_p, presence_penalty, frequency_penalty, max_tokens and stop — what the OpenAI API
 accepts. llama.cpp's other samplers (`Sampling.top_k`, `min_p`, `repeat_penalty`) go only with
 `sampling_extras: true`, for a server that takes them in the body (llama.cpp's server, llama-cpp-python's, LM
@@ -124,13 +127,21 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"name": function.get("name") or "", "args": args if isinstance(args, dict) else {}, "id": call.get("id")}
 
 
+def cached_tokens(usage: dict[str, Any]) -> int:
+    """The prompt tokens the server served from its prompt cache, as its usage reports them (0: it says nothing)."""
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        return max(0, details["cached_tokens"])
+    return 0
+
+
 class OpenAICompatible:
     provider = "openai"
 
     def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str | None = None,
                  context_window: int = 32768, timeout: float = DEFAULT_TIMEOUT_S,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S, api_key_file: str | None = None,
-                 sampling_extras: bool = False):
+                 sampling_extras: bool = False, cache_prompt: bool | None = None):
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
         self.id = id
@@ -143,6 +154,7 @@ class OpenAICompatible:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.sampling_extras = sampling_extras  # llama.cpp's samplers in the body too (module doc)
+        self.cache_prompt = sampling_extras if cache_prompt is None else cache_prompt
         self.streams = True  # until this server shows it does not stream
         self.tokens_per_estimate = 1.0  # the server's prompt tokens per approx_tokens unit, learned from usage
         self._tokenizer_endpoint: str | None | bool = None  # None: not looked for yet; False: the server has none
@@ -164,6 +176,7 @@ class OpenAICompatible:
             timeout=_seconds(cfg, "timeout", DEFAULT_TIMEOUT_S, entry["id"]),
             connect_timeout=_seconds(cfg, "connect_timeout", DEFAULT_CONNECT_TIMEOUT_S, entry["id"]),
             sampling_extras=_flag(cfg, "sampling_extras", entry["id"]),
+            cache_prompt=_flag(cfg, "cache_prompt", entry["id"]) if "cache_prompt" in cfg else None,
         )
 
     def _client(self) -> httpx.Client:
@@ -239,6 +252,8 @@ class OpenAICompatible:
         if self.sampling_extras:
             body.update(top_k=sampling.top_k, min_p=sampling.min_p, repeat_penalty=sampling.repeat_penalty,
                         repetition_penalty=sampling.repeat_penalty)
+        if self.cache_prompt:
+            body["cache_prompt"] = True
         if stop:
             body["stop"] = stop
         return body
@@ -446,6 +461,7 @@ class OpenAICompatible:
             text=answer.text, llm_id=self.id, provider=self.provider, model=self.model,
             prompt_tokens=int(prompt_tokens or approx_prompt_tokens),
             completion_tokens=int(usage.get("completion_tokens") or approx_tokens(answer.text)),
+            cached_tokens=cached_tokens(usage),
             latency_ms=(time.perf_counter() - started) * 1000,
             tool_calls=answer.tool_calls,
         )

@@ -364,6 +364,13 @@ class ConfigRepo(Repo):
     def set_playbook_run(self, thread_id: str, playbook: str, value: dict[str, Any] | None) -> None:
         self.set(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}", value)
 
+    def thinking_state(self, thread_id: str) -> dict[str, Any]:
+        """When the thread last thought and its quiet streak (managers/thinking.py)."""
+        return dict(self._dict("thinking:" + thread_id) or {})
+
+    def set_thinking_state(self, thread_id: str, value: dict[str, Any]) -> None:
+        self.set("thinking:" + thread_id, value)
+
     @property
     def reach_outs(self) -> list[dict[str, Any]]:
         """The drives' offers to reach out, newest last."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Insert, Select, bindparam, case, func, insert, select, update
@@ -88,6 +89,40 @@ class LLMCallRepo(Repo):
              "latency_ms": round(float(r[7] or 0), 1), "failed": int(r[8] or 0)}
             for r in rows
         ]
+
+    def spend_since(self, since: datetime) -> list[dict[str, Any]]:
+        """What the calls made at `since` or later spent, per model: calls, prompt tokens (and of them cached),
+        completion tokens."""
+        rows = self.session.execute(
+            select(LLMCall.llm_id, LLMCall.model, func.count(LLMCall.id), func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
+                   func.coalesce(func.sum(LLMCall.cached_tokens), 0), func.coalesce(func.sum(LLMCall.completion_tokens), 0))
+            .where(LLMCall.created_at >= since).group_by(LLMCall.llm_id, LLMCall.model).order_by(LLMCall.llm_id)
+        ).all()
+        return [{"llm_id": r[0], "model": r[1], "calls": int(r[2]), "prompt_tokens": int(r[3]),
+                 "cached_tokens": int(r[4]), "completion_tokens": int(r[5])} for r in rows]
+
+    def metrics(self, buckets_s: Iterable[float]) -> dict[str, list[dict[str, Any]]]:
+        """Every call's accounting summed for a metrics scrape: by model and purpose (ok, failed) and by model (tokens,
+        cached, the calls at or under each latency bound in seconds, the latency's sum in seconds)."""
+        bounds = list(buckets_s)
+        by_purpose = self.session.execute(
+            select(LLMCall.model, LLMCall.purpose, func.sum(case((LLMCall.ok.is_(True), 1), else_=0)),
+                   func.sum(case((LLMCall.ok.is_(False), 1), else_=0)))
+            .group_by(LLMCall.model, LLMCall.purpose)).all()
+        by_model = self.session.execute(
+            select(LLMCall.model, func.count(LLMCall.id), func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
+                   func.coalesce(func.sum(LLMCall.cached_tokens), 0),
+                   func.coalesce(func.sum(LLMCall.completion_tokens), 0),
+                   func.coalesce(func.sum(LLMCall.latency_ms), 0.0),
+                   *(func.sum(case((LLMCall.latency_ms <= bound * 1000, 1), else_=0)) for bound in bounds))
+            .group_by(LLMCall.model)).all()
+        return {
+            "by_purpose": [{"model": r[0], "purpose": r[1], "ok": int(r[2] or 0), "failed": int(r[3] or 0)}
+                           for r in by_purpose],
+            "by_model": [{"model": r[0], "calls": int(r[1]), "prompt_tokens": int(r[2]), "cached_tokens": int(r[3]),
+                          "completion_tokens": int(r[4]), "latency_s": float(r[5]) / 1000,
+                          "buckets": [int(n or 0) for n in r[6:]]} for r in by_model],
+        }
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[LLMCall]:
         """The calls made in these ticks of a thread (failed attempts included), oldest first."""

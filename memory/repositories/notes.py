@@ -190,6 +190,20 @@ class NoteRepo(Repo):
         """The ids of the human's unread notes, oldest first: one indexed query (what a waiting human is)."""
         return [int(i) for i in self.core(_unread_human_ids(), {"limit": limit}).scalars().all()]
 
+    def newest_of(self, source: str) -> int:
+        """The id of the newest note from `source` (0: none)."""
+        return int(self.session.scalar(select(func.max(Note.id)).where(Note.source == source)) or 0)
+
+    def answer_waits(self) -> list[float]:
+        """For each human's note answered, the seconds until the persona's first message to that person after it."""
+        asked, answer = table_of(Note).alias("asked"), table_of(Note).alias("answer")
+        first = select(func.min(answer.c.created_at)).where(
+            answer.c.source == "llm", answer.c.person_id == asked.c.person_id, answer.c.id > asked.c.id
+        ).scalar_subquery()
+        rows = self.session.execute(select(asked.c.created_at, first).where(
+            one_of(asked.c.source, HUMAN_SOURCES), asked.c.person_id.is_not(None))).all()
+        return [max(0.0, (_aware(done) - _aware(at)).total_seconds()) for at, done in rows if done is not None]
+
     def newest_id(self) -> int:
         return self.session.scalar(select(func.max(Note.id))) or 0
 
@@ -353,3 +367,9 @@ class NoteRepo(Repo):
 
     def count(self) -> int:
         return self.session.scalar(select(func.count(Note.id))) or 0
+
+
+def _aware(value: datetime) -> datetime:
+    from datetime import timezone
+
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

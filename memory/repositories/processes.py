@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
-from sqlalchemy import ColumnElement, Insert, Row, Select, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Insert, Row, Select, bindparam, func, insert, select, update
 
 from memory.models import ProcessLog, utcnow
 from memory.repositories.base import Repo, insert_values, matched, one_of, prepared, table_of
@@ -114,6 +114,15 @@ class ProcessLogRepo(Repo):
             ProcessLog.thread_id == thread_id, ProcessLog.updated_at >= since,
             ProcessLog.status.notin_(("in_progress", "pending"))).order_by(ProcessLog.id.desc()).limit(50)).all()
         return [r for r in rows if tag in (r.tags or [])]
+
+    def count_named(self, name: str, *, thread_id: str | None = None, since: datetime | None = None) -> int:
+        """How many rows of this name (a thread's, written at `since` or later)."""
+        q = select(func.count(ProcessLog.id)).where(ProcessLog.name == name)
+        if thread_id is not None:
+            q = q.where(ProcessLog.thread_id == thread_id)
+        if since is not None:
+            q = q.where(ProcessLog.created_at >= since)
+        return int(self.session.scalar(q) or 0)
 
     def listing(self, thread_id: str | None = None, *, open_only: bool = False, limit: int = 20) -> list[ProcessLog]:
         q = select(ProcessLog)

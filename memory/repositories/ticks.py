@@ -142,3 +142,8 @@ class TickRepo(Repo):
 
     def count(self) -> int:
         return self.session.scalar(select(func.count(Tick.id))) or 0
+
+    def count_by_status(self) -> dict[str, int]:
+        """Ticks recorded, by status (running, ok, degraded, failed)."""
+        rows = self.session.execute(select(Tick.status, func.count(Tick.id)).group_by(Tick.status)).all()
+        return {str(status): int(n) for status, n in rows}

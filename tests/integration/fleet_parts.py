@@ -43,14 +43,19 @@ def chroma_server():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def write_persona(directory: Path, *, name: str = "Tester", pause_s: float = 0.0) -> Path:
+def write_persona(directory: Path, *, name: str = "Tester", pause_s: float = 0.0, thinking: str = "continuous",
+                  quiet_ceiling_s: float | None = None) -> Path:
     """The shipped persona, its reflexes quiet: no emotion calls, only an identical thought is stagnant (a
-    scripted model repeats itself), no radical pause."""
+    scripted model repeats itself), no radical pause. It thinks every tick (`thinking`: what the fleet's tests and
+    benchmarks measure is ticks); an idle persona's is `eventful`."""
     shutil.copytree(ROOT / "persona" / "default", directory)
     config_path = directory / "config.yaml"
     config = yaml.safe_load(config_path.read_text())
     config["name"] = name
     config.setdefault("cycle", {})["pause_s"] = pause_s
+    config["cycle"]["thinking"] = thinking
+    if quiet_ceiling_s is not None:
+        config["cycle"]["quiet_ceiling_s"] = quiet_ceiling_s
     config.setdefault("reflexes", {}).update(emotion=False, compare_with_llm=False, stagnation_threshold=1.0,
                                              stagnation_soft_threshold=1.0, novel_below=0.99, stagnation_pause_s=0)
     config.setdefault("dreaming", {})["enabled"] = False

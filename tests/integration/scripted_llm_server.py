@@ -18,7 +18,11 @@ JSON) whose last message shows the persona's unread notes (`[note N from …`) i
 TEXT (its `{note}` the note's id) to each of them with `messages.send` — a model that answers whoever wrote at once;
 any other request gets the step's `text` (a free thought, a reflex's answer). `GET /requests` lists the completion
 requests seen so far (path, stream, json, messages/prompt, `at` and `done_at`: when it came and when it was answered,
-Unix seconds); `GET /v1/models` answers for readiness. Standard library only.
+Unix seconds); `GET /v1/models` answers for readiness. `"vary": true` in a step: its text gets a sentence of
+words drawn from the request's number, so no two thoughts repeat (the stagnation reflex sees new thoughts). The usage
+every answer reports is that of a server with a prefix cache: `prompt_tokens` the request's characters / 4 and
+`prompt_tokens_details.cached_tokens` those of the longest opening it shares with one of the last four requests
+(llama.cpp's slots, an API's prompt cache); a request's `cache_prompt` is recorded. Standard library only.
 """
 
 from __future__ import annotations
@@ -35,6 +39,34 @@ NOTE_LINE = re.compile(r"^\[note (\d+) from ", re.MULTILINE)  # the notes block'
 JSON_TEXT = '{"emotions": [], "drives": [], "rating": 0, "score": 0, "summary": "calm", "insights": []}'
 
 
+WORDS = ("tide gull harbour lantern rope salt fog keel anchor pier net cloud rain stone moss bell window ember "
+         "thread loom kettle orchard ladder compass chalk river meadow hinge feather quarry violin ember glass").split()
+CACHE_SLOTS = 4  # the prompts a simulated prefix cache keeps
+
+
+def varied(n: int) -> str:
+    """A sentence of its own for request `n` (deterministic, never the same twice in a run)."""
+    import random
+
+    rng = random.Random(n)
+    return " ".join(rng.sample(WORDS, 9)) + f" — and what it means, thought {n}."
+
+
+def prompt_text(body: dict) -> str:
+    if body.get("messages"):
+        return "".join(f"<{m.get('role')}>{m.get('content')}" for m in body["messages"])
+    return str(body.get("prompt") or "")
+
+
+def shared_opening(a: str, b: str) -> int:
+    """How many characters `a` and `b` share from their start."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 class Script:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -43,6 +75,13 @@ class Script:
         self.requests: list[dict] = []
         self.record = True
         self.count = 0
+        self.cached: list[str] = []  # the simulated prefix cache's last prompts
+
+    def usage(self, prompt: str) -> dict:
+        with self.lock:
+            cached = max((shared_opening(prompt, seen) for seen in self.cached), default=0)
+            self.cached = ([prompt] + self.cached)[:CACHE_SLOTS]
+        return {"prompt_tokens": max(1, len(prompt) // 4), "prompt_tokens_details": {"cached_tokens": cached // 4}}
 
     def set(self, data: dict) -> None:
         with self.lock:
@@ -57,6 +96,8 @@ class Script:
             if self.record:
                 self.requests.append(seen)
             step = self.steps.pop(0) if self.steps else self.default
+            if step.get("vary") and not seen.get("json"):
+                return {**step, "text": varied(self.count)}
             return {**step, "text": step["text"].replace("{n}", str(self.count))} if step.get("text") else step
 
     def answered(self, seen: dict) -> None:
@@ -118,7 +159,9 @@ class Handler(BaseHTTPRequestHandler):
         wants_json = "response_format" in body or "json_schema" in body
         seen = {"path": self.path, "stream": bool(body.get("stream")), "json": wants_json,
                 "messages": body.get("messages"), "prompt": body.get("prompt"),
-                "authorization": self.headers.get("Authorization"), "at": time.time()}
+                "authorization": self.headers.get("Authorization"), "at": time.time(),
+                "cache_prompt": body.get("cache_prompt")}
+        usage = seen["usage"] = SCRIPT.usage(prompt_text(body))
         step = SCRIPT.next(seen)
         answer = notes_answer(seen, step["answer_notes"]) if step.get("answer_notes") and not wants_json else None
         text = answer or step.get("text") or (JSON_TEXT if wants_json else DEFAULT_TEXT)
@@ -140,18 +183,19 @@ class Handler(BaseHTTPRequestHandler):
         elif what == "refuse_stream" and body.get("stream"):
             self._json(400, {"error": {"message": "stream is not supported"}})
         elif what == "stream" and body.get("stream"):
-            self._stream(text, chat)
+            self._stream(text, chat, usage)
         else:  # whole, refuse_stream without stream, stream without stream
-            self._json(200, self._whole(text, chat))
+            self._json(200, self._whole(text, chat, usage))
 
     @staticmethod
-    def _whole(text: str, chat: bool) -> dict:
+    def _whole(text: str, chat: bool, usage: dict) -> dict:
         choice = {"index": 0, "finish_reason": "stop",
                   **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}
         return {"id": "scripted", "object": "chat.completion" if chat else "text_completion", "model": "scripted",
-                "choices": [choice], "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+                "choices": [choice], "usage": {**usage, "completion_tokens": 7,
+                                                 "total_tokens": usage["prompt_tokens"] + 7}}
 
-    def _stream(self, text: str, chat: bool) -> None:
+    def _stream(self, text: str, chat: bool, usage: dict) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -161,8 +205,8 @@ class Handler(BaseHTTPRequestHandler):
             piece = word if i == 0 else " " + word
             choice = {"index": 0, **({"delta": {"content": piece}} if chat else {"text": piece})}
             self.wfile.write(f"data: {json.dumps({'choices': [choice]})}\n\n".encode())
-        usage = {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": len(words)}}
-        self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+        last = {"choices": [], "usage": {**usage, "completion_tokens": len(words)}}
+        self.wfile.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
         self.wfile.flush()
         self.close_connection = True
 

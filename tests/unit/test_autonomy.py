@@ -544,7 +544,7 @@ def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factor
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     thoughts = iter(["The lighthouse keeper's log is my model.", "I should map the tide pools.", "x", "y", "z"])
     fake = FakeLLM("fake", responses=lambda prompt: next(thoughts))
-    main = utc_agent(agent_factory, fake, clock=clock)
+    main = utc_agent(agent_factory, fake, clock=clock, cycle={"thinking": "continuous"})  # two thoughts to save
     with main.services.db.unit() as repos:
         repos.notes.add("Good morning!", source="user", created_at=clock())
         repos.tasks.add("Map the tide pools")
@@ -639,7 +639,8 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
                                         "priority": 4}], "resolved_questions": []}
     fake = FakeLLM("fake", responses=think, json_answer=lambda p: dream if "dreaming" in p else {"emotions": [
         {"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
-    agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0})
+    agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0},
+                       cycle={"thinking": "continuous"})  # a thought every tick, as the seeds' stream of thought
     agent.services.settings.timezone = "UTC"
     with agent.services.db.unit() as repos:
         for topic, priority in (("Why do tides rise twice a day?", 0.9), ("What lives in the tide pools?", 0.8),
@@ -667,7 +668,8 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     assert "the pull of my goal 0.74" in prompts[-1]  # goal drive (priority 4) ≥ 0.4 is injected
     agent.close()
 
-    resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0})
+    resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0},
+                         cycle={"thinking": "continuous"})
     resumed.services.settings.timezone = "UTC"
     run_loop(resumed, ticks=2, stopper=Stopper(), idle_poll_s=0)
     assert resumed.state()["tick"] == 32

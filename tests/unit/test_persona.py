@@ -110,20 +110,25 @@ def test_the_prompt_has_the_layers_in_order_and_an_edit_shapes_the_next_tick(tmp
     agent = agent_for(tmp_path, persona_dir, fake)
     state = agent.tick()
     system, user = (m["content"] for m in state["prompt_messages"])
-    marks = ["I am Lumen", "# Soul", "# How to act: commands", "# My skills", "# Ethics", "# How I work", "# Heartbeat"]
+    marks = ["I am Lumen", "# Soul", "# How to act: commands", "# My skills", "# Ethics"]
     positions = [system.find(m) for m in marks]
     assert -1 not in positions and positions == sorted(positions), dict(zip(marks, positions))
     assert "### Skill: journaling" in system and "- check-in: Check in with my human" in system
-    assert "What I always keep in mind" in user and "reads my messages.send in their terminal" in user
-    assert [layer["layer"] for layer in state["context_report"]["layers"]][:6] == [
-        "identity", "soul", "commands", "skills", "ethics", "bootstrap"]
-    state = agent.tick()  # now with recent thoughts: claw0's runtime context and channel hint stay the last layers
+    assert "# Heartbeat" not in system  # claw0's layer 6 comes after memory (layer 5), in the user message
+    assert [layer["layer"] for layer in state["context_report"]["layers"]][:5] == [
+        "identity", "soul", "commands", "skills", "ethics"]
+    state = agent.tick()  # now with recent thoughts
     user = state["prompt_messages"][1]["content"]
     layers = [layer["layer"] for layer in state["context_report"]["layers"]]
-    assert "recent" in layers and layers[-2:] == ["runtime", "instruction"], layers
-    assert user.find("reads my messages.send in their terminal") > user.find("First thought.") > 0
-    # the system message (identity … bootstrap files) is the same text tick after tick: a prompt cache keeps it
-    # (bench/prompt_layers.py) — why the bootstrap files stay in it, before memory, unlike claw0's layer 6
+    # claw0's order, least changing first: resident memory (5), the bootstrap files (6), the runtime context (7),
+    # the channel hint (8); then the tick's own part (recent thoughts…) and the instruction with the clock, last
+    assert layers.index("core") < layers.index("bootstrap") < layers.index("runtime") < layers.index("channel") \
+        < layers.index("recent") and layers[-1] == "instruction", layers
+    marks = ["What I always keep in mind", "# Heartbeat", "# Runtime", "reads my messages.send in their terminal",
+             "First thought.", f"tick {state['tick']}", "Think your next thought"]
+    positions = [user.find(m) for m in marks]
+    assert -1 not in positions and positions == sorted(positions), dict(zip(marks, positions))
+    # the system message (identity … ethics) is the same text tick after tick: a prompt cache keeps it
     assert state["prompt_messages"][0]["content"] == system
     (persona_dir / "SOUL.md").write_text("# Soul\n\nI love lighthouses above everything.\n")
     write_skill(persona_dir / "skills", "tide-watch", description="Watch the tides.")

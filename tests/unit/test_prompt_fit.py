@@ -111,8 +111,9 @@ def _prompt(tmp_path, window: int, notes: tuple[str, ...] = (), thoughts: int = 
 def test_at_2048_tokens_the_prompt_keeps_every_layer_with_the_compact_guide(tmp_path):
     out = _prompt(tmp_path, 2048)
     layers = [layer["layer"] for layer in out["context_report"]["layers"]]
-    assert layers[:6] == ["identity", "soul", "commands", "skills", "ethics", "bootstrap"]
-    assert {"core", "runtime", "instruction"} <= set(layers)
+    assert layers[:5] == ["identity", "soul", "commands", "skills", "ethics"]
+    assert {"core", "bootstrap", "runtime", "channel", "instruction"} <= set(layers)
+    assert layers.index("core") < layers.index("bootstrap") < layers.index("runtime") < layers.index("channel")
     assert "- goals: goals.add, tasks.add, tasks.update, …" in out["prompt"]  # the compact guide
     assert "# Ethics" in out["prompt"] and "Do no harm" in out["prompt"]
     assert out["prompt_tokens"] + out["context_report"]["max_tokens"] <= 2048

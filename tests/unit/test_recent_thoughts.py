@@ -65,3 +65,22 @@ def test_the_plain_list_shows_only_the_words_and_no_tick_numbers(tmp_path):
                      "- [output identical to an earlier thought not stored again; reflex_lite]"]
     assert not any("tick" in line for line in lines)
     db.close()
+
+
+def test_the_standard_window_moves_in_steps_so_each_prompt_extends_the_last(tmp_path):
+    """Given the tick, the last K thoughts are shown from a tick that stays for K/2 ticks: K to 3K/2 − 1 thoughts, and
+    the next tick's list is this one's with the new thought added — the prompt's opening stays (a prompt cache)."""
+    db = Database.open(tmp_path)
+    _thoughts(db, 12)
+    shown = {}
+    for tick in (13, 14, 15):
+        with db.unit() as repos:
+            shown[tick] = recent_thoughts(repos, "main", 4, {}, None, plain=True, tick=tick)[0]
+            repos.messages.add_keyed(f"main:{tick}", thread_id="main", tick=tick, kind="response",
+                                     content=f"thought {tick}")
+    assert shown[13] == [f"- thought {i}" for i in (9, 10, 11, 12)]
+    assert shown[14] == shown[13] + ["- thought 13"]  # the window stayed: one more at its end
+    assert shown[15] == [f"- thought {i}" for i in (11, 12, 13, 14)]  # then it moved by a step
+    with db.unit() as repos:  # without the tick: the last K, as before
+        assert recent_thoughts(repos, "main", 4, {}, None, plain=True)[0] == [f"- thought {i}" for i in (12, 13, 14, 15)]
+    db.close()

@@ -27,7 +27,8 @@ def test_the_escalations_pause_is_the_wait_after_the_tick(agent_factory, monkeyp
     loop waits exactly that long after that tick — and not after the ticks before it."""
     fake = FakeLLM("fake", responses=[NEW_THOUGHT, LOOP, LOOP, LOOP], json_answer=EXHAUSTED)
     agent = agent_factory(fake, reflexes={"emotion_every": 1, "stagnation_pause_s": 123.0,
-                                          "emotion_from_signals": False})  # the model rates the fatigue
+                                          "emotion_from_signals": False},  # the model rates the fatigue
+                          cycle={"thinking": "continuous"})  # five thoughts in a row
     waits: list[float] = []
     monkeypatch.setattr(driver, "pause", lambda agent, stopper, seconds, **kw: waits.append(seconds) or False)
     result = driver.run_loop(agent, ticks=5)

@@ -8,7 +8,8 @@ from starlette.convertors import Convertor, register_url_convertor
 from memory import Repos
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
-from web.schemas.controls import ControlIn, LLMAddIn, LLMHealth, LLMSelectIn, LLMUpdateIn, LocalServer, LoopStatus
+from web.schemas.controls import (ControlIn, LLMAddIn, LLMHealth, LLMSelectIn, LLMUpdateIn, LocalServer, LoopStatus,
+                                  Spend)
 from web.services import controls
 
 router = APIRouter(tags=["controls"], responses=PERSONA)
@@ -33,6 +34,13 @@ register_url_convertor("model_id", ModelId())
 @router.get("/loop", response_model=LoopStatus)
 def read_loop(repos: Repos = unit_of_work()):
     return controls.loop_status(repos)
+
+
+@router.get("/spend", response_model=Spend)
+def read_spend(repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    """What the persona spent on its models today and this hour, per model, cached and new prompt tokens, and its
+    budget."""
+    return controls.spend(repos, services.settings(), services.clock())
 
 
 @router.put("/loop", response_model=LoopStatus, responses=errors(403, 422))

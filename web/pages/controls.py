@@ -27,7 +27,13 @@ def controls_page(request: Request, repos: Repos = unit_of_work(), services: Web
     status = controls.loop_status(repos)
     dreaming = services.settings().dreaming
     return render(request, "pages/controls.html", "controls", status=status, llms=status.llms, dreaming=dreaming,
-                  channels=_channels(repos, services))
+                  channels=_channels(repos, services),
+                  spend=controls.spend(repos, services.settings(), services.clock()))
+
+
+@router.get("/controls/spend")
+def spend(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+    return render(request, "fragments/spend.html", spend=controls.spend(repos, services.settings(), services.clock()))
 
 
 @router.get("/controls/channels")

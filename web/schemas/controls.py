@@ -34,7 +34,8 @@ class LLMHealth(BaseModel):
 class LoopStatus(BaseModel):
     want: str
     requested_by: str | None = None
-    state: str = Field(description="What the loop last reported: running, paused, dreaming, stopped (or unknown).")
+    state: str = Field(description="What the loop last reported: running, quiet (nothing new to think about: no model "
+                       "call until something arrives), paused, dreaming, stopped (or unknown).")
     thread: str | None = None
     pid: int | None = None
     alive: bool | None = Field(None, description="The loop's process is running (None: another machine, or none yet).")
@@ -42,6 +43,17 @@ class LoopStatus(BaseModel):
     ticks: int
     last_tick: dict[str, Any] | None = None
     llms: list[LLMHealth]
+
+
+class Spend(BaseModel):
+    today: dict[str, Any] = Field(description="Today's calls and tokens (prompt, of them cached, new; completion), "
+                                  "and their cost when the models have prices.")
+    hour: dict[str, Any] = Field(description="The same for the last 60 minutes.")
+    by_model: list[dict[str, Any]] = Field(description="Today's spend per model.")
+    currency: str
+    budget: dict[str, Any] = Field(description="budget.tokens_per_day/hour, what is left, and the state: ok, low "
+                                   "(no thought of its own) or spent (it only answers its humans).")
+    quiet_ticks_today: int = Field(description="Ticks with nothing new to think about today: no model call.")
 
 
 class LLMSelectIn(BaseModel):

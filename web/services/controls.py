@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from i18n import N_
+from graph.reports import spend_report
 from managers import Managers
 from managers.loop import Wanted, loop_alive
 from managers.models import ModelNotFound, RegistryError, ServerCheckFailed
@@ -110,6 +112,12 @@ def loop_status(repos: Repos) -> LoopStatus:
                       state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
                       alive=loop_alive(loop),
                       reported_at=loop.get("at"), ticks=repos.ticks.count(), last_tick=tick, llms=llm_health(repos))
+
+
+def spend(repos: Repos, settings: Settings, now: datetime) -> dict[str, Any]:
+    """What the persona spent on its models today and this hour, per model, and its budget (managers/budget.py),
+    with how many ticks were quiet (no model call: managers/thinking.py) today."""
+    return spend_report(repos, settings, now)
 
 
 def wake_up(repos: Repos, now: datetime) -> LoopStatus:

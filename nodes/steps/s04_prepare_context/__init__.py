@@ -66,7 +66,7 @@ from nodes.steps.s04_prepare_context.memory_lines import (
     strategy_line,
 )
 from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines, peer_lines
-from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse, new_fence
+from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse
 from nodes.stelis.threads import thread_window
 from persona import skills_block
 from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
@@ -212,7 +212,8 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
                                              cycle, services.memory,
                                              plain=wanted(services.settings.voice.plain_recent,
-                                                          provider_of(services, state.stagnation.get("llm"))))
+                                                          provider_of(services, state.stagnation.get("llm"))),
+                                             tick=tick)
     else:
         history, shown_ids = [], []
     tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
@@ -228,13 +229,17 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
     count = services.llms.primary().count_tokens
     talked = _conversation_lines(services, repos, audience, notes, budget, count)
-    runtime = [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; context {context_mode(cycle)}; "
-               f"thread {thread_id}"]
+    # the clock and the tick number change every tick: they close the prompt (_instruction), not open its runtime
+    runtime = [f"context {context_mode(cycle)}; thread {thread_id}"]
     if private:
         runtime.append(Managers(repos, ManagerDeps(settings=services.settings)).world.line())
     else:
         runtime.append(t(AUDIENCE_HINT[audience.role.value]).format(name=audience.name))
-    runtime.append(t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])))
+    channel_hint = t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))
+    # least changing first, so that consecutive prompts share their opening (a prompt cache serves it): the persona
+    # (claw0's layers 1–4 and its ethics) in the system message; then its resident memory (layer 5), the bootstrap
+    # files (6), the runtime context (7) and the channel hint (8); then the tick's own part — what it recalled, its
+    # recent thoughts, the conversation and the notes — and the closing instruction with the clock (_instruction).
     blocks = [
         Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True, keep="head"),
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True, keep="head"),
@@ -245,43 +250,44 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
         Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
         Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True, keep="whole"),
         Block("ethics_model", "", ethics_model_lines(persona.ethics, language), 169, system=True),
-        Block("bootstrap", "", bootstrap, 160, system=True, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
-              share=LAYER_SHARE),
         Block("core", title("core"),
               [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x]
               if private else [], 125),
         Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
         Block("strategy", title("strategy"), strategy_line(repos, tainted) if private else [], 115),
         Block("goals", title("goals"), goal_lines(repos, goals, tainted) if private else [], 122),
+        Block("llm_memory", title("llm_memory"),
+              tainted.lines("llm_memory", [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
+                                           for m in repos.llm_memory.recent_lines(20)]) if private else [],
+              110, trim_oldest=True),
+        Block("abstracts", title("abstracts"), abstract_lines(repos, now, cycle.get("focus_tags"),
+                                                              delivery=delivery(cycle, services.settings),
+                                                              on_request=t(ABSTRACTS_ON_REQUEST), tainted=tainted)
+              if private else [], 105, trim_oldest=True),
+        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted)
+              if private else [], 104, trim_oldest=True),
+        Block("peers", title("peers"), peer_lines(repos, audience, language), 106, trim_oldest=True),
+        Block("bootstrap", "", bootstrap, 160, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
+              share=LAYER_SHARE),
+        Block("runtime", title("runtime"), runtime, 150),
+        Block("channel", "", [channel_hint], 149),
+        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
+        Block("feelings", t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
+              _feelings(dict(state.drives), repos) if private else [], 140),
+        Block("processes", title("processes"),
+              [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
+              fence=fence, source="results of my commands"),
+        Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
         Block("recall", title("recall"), recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
               fence=fence, source="my memories and documents"),
         Block("entities", title("entities"),
               entity_lines(repos, [n.text for n in notes] + recalled, tainted=tainted) if private else [], 108,
               trim_oldest=True),
-        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted)
-              if private else [], 104, trim_oldest=True),
-        Block("feelings", t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
-              _feelings(dict(state.drives), repos) if private else [], 140),
-        Block("abstracts", title("abstracts"), abstract_lines(repos, now, cycle.get("focus_tags"),
-                                                              delivery=delivery(cycle, services.settings),
-                                                              on_request=t(ABSTRACTS_ON_REQUEST), tainted=tainted)
-              if private else [], 105, trim_oldest=True),
-        Block("processes", title("processes"),
-              [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
-              fence=fence, source="results of my commands"),
         Block("conversation", i18n.text(BLOCK_TITLES["conversation"], language).format(name=audience.name), talked,
               192, trim_oldest=True, fence=fence, source=f"my conversation with {audience.name}"),
+        Block("notes_held", "", held_lines(services, state, cycle, language), 194),
         Block("notes", title("notes"), note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
               source="notes to me"),
-        Block("notes_held", "", held_lines(services, state, cycle, language), 194),
-        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
-        Block("peers", title("peers"), peer_lines(repos, audience, language), 106, trim_oldest=True),
-        Block("runtime", title("runtime"), runtime, 150),
-        Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
-        Block("llm_memory", title("llm_memory"),
-              tainted.lines("llm_memory", [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
-                                           for m in repos.llm_memory.recent_lines(20)]) if private else [],
-              110, trim_oldest=True),
     ]
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, Shown(recall.sources, tainted)
 
@@ -295,7 +301,9 @@ def _instruction(services: Services, state: TickState, episode: StagnationEpisod
     if offer:  # the drives' one rule allowed an unprompted message this tick
         instruction = t(REACH_OUT_INSTRUCTION).format(drive=offer["drive"], level=offer["level"],
                                                       why=t(REACH_OUT[offer["drive"]])) + "\n" + instruction
-    return instruction + "\n\n" + t(THOUGHT_HEADER).format(name=services.persona.display_name)
+    now = services.clock()
+    clock = f"time {now:%Y-%m-%d %H:%M} UTC; tick {state.tick}; mode {state.mode}"
+    return clock + "\n" + instruction + "\n\n" + t(THOUGHT_HEADER).format(name=services.persona.display_name)
 
 
 def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
@@ -303,7 +311,7 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
                  task: Any, language: str, thread: Any, audience: Audience = ALONE) -> dict[str, Any]:
     count = services.llms.primary().count_tokens
     t = lambda text: i18n.text(text, language)  # noqa: E731
-    fence = new_fence()
+    fence = services.fence  # the same all session: a new id every tick would change the prompt's opening
     blocks, report, shown = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, language,
                                          audience, budget)
     blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []) if audience.private else [],
@@ -322,7 +330,6 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
         blocks.append(Block("simulation", "", [t(SIMULATION_SEED).format(
             title=thread.label.removeprefix("simulation: "), ticks=services.settings.reflexes.simulation_ticks)], 198,
             system=True))
-    blocks.sort(key=lambda b: b.name == "runtime")  # claw0's layers 7–8: the runtime context and channel hint last
     fixed_text = _instruction(services, state, episode, language)
     fixed_tokens = count(fixed_text)
     room = budget - fixed_tokens - 8

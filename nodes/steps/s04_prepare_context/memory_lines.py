@@ -49,13 +49,22 @@ def _marker(tainted: Tainted | None) -> Any:
 
 
 def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None,
-                    plain: bool = False) -> tuple[list[str], list[int]]:
+                    plain: bool = False, tick: int | None = None) -> tuple[list[str], list[int]]:
     """The K recent own responses: the last K (standard), those matching the focus tags/emotions with and/or
     logic (concentration), or the most diverse K of a wider window (meditation). Returns (lines, message ids).
     `plain` (`voice.plain_recent`): each thought as `- its words`, without the `[tick N]` and the reflex scores a
-    small model copies into the thought it continues."""
+    small model copies into the thought it continues.
+    Given the `tick` being prepared, the standard window moves in steps of K/2 ticks: it shows the thread's thoughts
+    since a tick that stays the same for K/2 ticks (K to 3K/2 − 1 of them), so a new thought is added at its end and
+    the prompt before it opens as the last one did (a prompt cache serves that opening); a window moving by one
+    would change the prompt right after its title every tick."""
     mode = context_mode(cycle)
-    if mode == "standard" or not k:
+    if (mode == "standard" or not k) and tick is not None and k:
+        step = max(1, k // 2)
+        rows = timeline(repos, thread_id, last=k + step - 1)
+        since = ((tick - 1 - k) // step) * step  # the window shows this thread's ticks after it
+        rows = [m for m in rows if m.thread_id != thread_id or m.tick is None or m.tick > since]
+    elif mode == "standard" or not k:
         rows = timeline(repos, thread_id, last=k) if k else []
     elif mode == "concentration":
         rows = [m for m in timeline(repos, thread_id, last=k * 5) if _focused(m, cycle)][-k:]

@@ -2,15 +2,15 @@
 prompt inside `<data id="…">` … `</data id="…">` blocks that the prompt says are data, never instructions; so does
 every row written from untrusted text, wherever it is shown (`Tainted`), with where its words came from.
 
-The id is new every tick, and any fence marker inside the text is defused, so a note cannot close its block
-early and write outside it. Nothing inside a block can raise a command's privileges anyway: those come from
+Any fence marker inside the text is defused, so a note cannot close its block early and write outside it, whatever
+the id; the id is random and the same for a whole session (`Services.fence`), so that consecutive prompts share their
+opening for a prompt cache. Nothing inside a block can raise a command's privileges anyway: those come from
 the command's spec (nodes/commands/spec.py).
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,10 +18,6 @@ from nodes import provenance
 
 _MARKER = re.compile(r"<(/?)(\s*data\b)", re.IGNORECASE)
 _TOOL_TAG = re.compile(r"<(/?)(\s*tool_call\b)", re.IGNORECASE)
-
-
-def new_fence() -> str:
-    return secrets.token_hex(3)
 
 
 def defuse(text: str) -> str:
