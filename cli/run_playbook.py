@@ -82,7 +82,6 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     from graph.loop import Stopper, run_loop
     from graph.loop.journal import LiveJournal
     from graph.playbook import InputError, PlaybookError, coerce_inputs
-    from managers import Managers
     from persona import PersonaError
     from persona.settings import SettingsError
 
@@ -130,9 +129,9 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     err.print(f"[bold]{escape(services.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
               f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(services.llms.ids)} · "
               f"data {escape(services.db.url)}")
-    with services.db.unit() as repos:
-        waiting = len(repos.approvals.pending())
-        first_meeting = repos.notes.latest_human_at() is None
+    with services.managers.reading() as house:
+        waiting = house.consent.pending_count()
+        first_meeting = house.conversation.last_heard_at() is None
     if agent.playbook.loop and services.settings.dreaming.enabled:
         dreaming = services.settings.dreaming
         awake = (f" — not before it has met you (your first note, or {dreaming.awake_until_met_ticks} ticks)"
@@ -151,8 +150,8 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     children = start_children(services.db, services.settings, services.settings.a2a.public_url or
                               (server.url if server else None))
     journal = LiveJournal(services.db, thread)
-    with services.db.unit() as repos:
-        Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
+    with services.managers.unit() as house:
+        house.loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
     try:
         while True:
             with LiveView(services.persona.display_name, web_url=server.url if server else None) as view:
@@ -208,13 +207,12 @@ def read_playbook(reference: str):
 
 def wait_for_start(agent, stopper) -> bool:
     """Stopped from the web app: the session is saved; wait for Start there (True) or Ctrl-C (False)."""
-    from managers import Managers
 
     err.print("[yellow]stopped from the web app — session saved; Start there continues (Ctrl-C quits)[/]")
     while not stopper.requested:
         stopper.sleep(0.5)
-        with agent.services.db.unit() as repos:
-            if Managers(repos).loop.wanted() == "running":
+        with agent.services.managers.reading() as house:
+            if house.loop.wanted() == "running":
                 return True
     return False
 

@@ -19,7 +19,7 @@ from llm.embedded_model import voice_of
 from memory import Database
 from nodes.context import Services, utcnow
 from persona import load_persona
-from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named
+from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named, stored_settings
 from persona.yaml_lines import read_lined_yaml
 
 if TYPE_CHECKING:  # both load Chroma and the embedding model's code: imported when the index is opened
@@ -92,13 +92,7 @@ def open_settings(db: Database, overrides: Overrides | None = None) -> Settings:
     changes (the data dir's layer)."""
     overrides = overrides or Overrides()
     named, _ = persona_dir_named(overrides)
-    with db.unit() as repos:
-        recorded = None if named else repos.config.persona_dir
-        if recorded and not Path(recorded).is_dir():
-            log.warning("the persona this data dir was run with (%s) is gone; using the default", recorded)
-            recorded = None
-        changes = repos.config.self_changes()
-    settings = load_settings(overrides=overrides, self_changes=changes, recorded_persona_dir=recorded)
+    settings = stored_settings(db, overrides)
     check_consent_policy(settings)
     if named:  # recorded only once its settings are valid
         with db.unit() as repos:

@@ -8,7 +8,7 @@ door (memory/note_kinds.py). Unless the settings leave the author's role out (`c
 a conversation memory at once — searchable by `memory.search`, with its author's name, in its conversation's episode
 and tagged with it (`person:<id>` or `peer:<name>`), so the tick that answers a guest finds their own words and
 nothing else (managers/audience.py). What arrived from someone other than the owner is marked as such (its memory's
-`meta.origin`: nodes/provenance.py reads it). The persona's messages go out through `tell`, which keeps them in the
+`meta.origin`: memory/provenance.py reads it). The persona's messages go out through `tell`, which keeps them in the
 same conversation, remembered the same way: the persona remembers what both said.
 
 **Conversations.** A conversation is (persona, person) across doors: `turns` is its last turns (their words and what
@@ -188,7 +188,7 @@ class ConversationManager:
 
     @staticmethod
     def _origin(door: Door, role: Role) -> str | None:
-        """What arrived from outside, for provenance (nodes/provenance.py UNTRUSTED): None for the owner's words."""
+        """What arrived from outside, for provenance (memory/provenance.py UNTRUSTED): None for the owner's words."""
         if role == Role.PEER:
             return "peer"
         if door == Door.MCP:
@@ -198,7 +198,7 @@ class ConversationManager:
     def _remember(self, note: Note, author: str, role: Role, person_id: int | None, peer: str | None, *,
                   origin: str | None = None) -> bool:
         settings = self.house.deps.settings
-        if settings is not None and role.value not in settings.conversation.remember:
+        if role.value not in settings.conversation.remember:
             return False
         tag = conversation_tag(person_id, peer)
         meta: dict[str, Any] = {"door": note.door, "note": note.id}
@@ -242,7 +242,7 @@ class ConversationManager:
                                     person_id=person.id if person is not None else None,
                                     door=door.value if door is not None else None)
         settings = self.house.deps.settings
-        me = speaker or (settings.name if settings is not None and settings.name else "I")
+        me = speaker or settings.name or "I"
         if person is not None or peer:
             self._remember(note, me, Role.SELF, person.id if person is not None else None,
                            None if person is not None else peer)
@@ -266,7 +266,7 @@ class ConversationManager:
         else:
             return ()
         settings = self.house.deps.settings
-        me = settings.name if settings is not None and settings.name else "I"
+        me = settings.name or "I"
         return tuple(self._turn(n, name, me, audience.role.value) for n in rows)
 
     @staticmethod
@@ -294,7 +294,7 @@ class ConversationManager:
         rows = rows[:limit] if after_id is not None else rows[-limit:]
         people = self.house.people.names([n.person_id for n in rows if n.person_id is not None])
         settings = self.house.deps.settings
-        me = settings.name if settings is not None and settings.name else "I"
+        me = settings.name or "I"
         out = []
         for note in rows:
             name, role = people.get(note.person_id, ("", None)) if note.person_id is not None else \
@@ -408,7 +408,7 @@ class ConversationManager:
         """Tell the owner once (`key`: what it is about, e.g. "contact:3") on their channel, past their quiet hours:
         `sent` (queued), `known` (told before), `web` (no channel: the page's badges say it), `off` (settings)."""
         settings = self.house.deps.settings
-        if settings is not None and not settings.conversation.tell_owner:
+        if not settings.conversation.tell_owner:
             return "off"
         owner = self.house.people.owner()
         if self.house.people.reach(owner) is None:

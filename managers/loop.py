@@ -60,7 +60,7 @@ class LoopManager:
 
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
-        self.settings: Settings | None = house.deps.settings
+        self.settings: Settings = house.deps.settings
 
     # -- start, pause, stop ------------------------------------------------------------------------------------------
 
@@ -122,8 +122,6 @@ class LoopManager:
         cycle.meditation), a `memory_manager.mode` of concentration or meditation sets it; `diversity_boost` shapes
         meditation."""
         settings = settings if settings is not None else self.settings
-        if settings is None:
-            raise ValueError("LoopManager.context_cycle needs the settings (ManagerDeps.settings)")
         cycle = self.cycle(thread_id)
         manager_mode = settings.memory_manager.mode
         if not cycle.get("context_mode") and manager_mode in ("concentration", "meditation"):

@@ -223,7 +223,7 @@ class ModelManager:
         return f"{llm_id}: removed"
 
     def _settings(self, what: str) -> Settings:
-        return self.house_deps.settings_for(what)
+        return self.house_deps.settings
 
     def ask(self, llm_id: str, question: str, *, max_tokens: int, thread_id: str,
             task_id: int | None = None) -> tuple[ProcessLog, ProcessRun]:

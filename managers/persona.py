@@ -79,9 +79,9 @@ class PersonaManager:
         from persona.loader import default_persona_dir
 
         settings = self._house.deps.settings
-        if settings is not None and not settings.tools.persona_history:
+        if not settings.tools.persona_history:
             return None
-        where = self.repos.config.persona_dir or (settings.persona_dir if settings is not None else None)
+        where = self.repos.config.persona_dir or settings.persona_dir
         if not where:
             return None
         folder = Path(where).expanduser().resolve()

@@ -56,7 +56,7 @@ class ProcessManager:
 
     @property
     def settings(self) -> Settings:
-        return self.deps.settings_for("scripts and processes")
+        return self.deps.settings
 
     @property
     def config(self) -> ScriptSettings:

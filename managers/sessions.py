@@ -143,6 +143,11 @@ class SessionManager:
         row.status, row.stopped_at = status, now
         row.context = self.saved_context(row.thread_id, row.first_message_id)
 
+    def close_running(self, now: datetime, status: str = "stopped") -> None:
+        """Every session still running, saved and closed (a persona paused or removed from a deployment)."""
+        for session in self.repos.sessions.running():
+            self.close(session.id, now, status=status)
+
     def saved_context(self, thread_id: str, first_message_id: int = 0) -> dict[str, Any]:
         """What a revival is seeded with: the thread's last thoughts (and compression, in continuation mode)."""
         repos = self.repos

@@ -36,10 +36,13 @@ class ThreadManager:
 
     def window(self, ratio: float = 1.0) -> int:
         """A thread's share of the model window: window × run ratio × `ratio` (Π window_ratio of its lineage)."""
-        settings, llms = self.deps.settings, self.deps.llms
-        if settings is None or llms is None:
-            raise RuntimeError("a thread's window needs the settings and the model registry (ManagerDeps)")
-        return settings.window_tokens(llms.primary().context_window, ratio)
+        llms = self.deps.need_llms("a thread's window")
+        return self.deps.settings.window_tokens(llms.primary().context_window, ratio)
+
+    def next_tick(self, thread_id: str) -> int:
+        """The number the thread's next tick will have (1 for a thread that never ran)."""
+        row = self.repos.threads.get(thread_id)
+        return (row.tick if row is not None else 0) + 1
 
     def thread_window(self, thread_id: str) -> int:
         return self.window(self.repos.threads.ratio_product(thread_id))

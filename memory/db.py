@@ -196,7 +196,7 @@ def _v11_memory_vectors(conn: Connection) -> None:
 
 
 def _v12_provenance(conn: Connection) -> None:
-    """Where untrusted text came from (nodes/provenance.py): on a command's result, and on an approval it caused."""
+    """Where untrusted text came from (memory/provenance.py): on a command's result, and on an approval it caused."""
     _add_missing_columns(conn, "process_log", ["sources JSON"])
     _add_missing_columns(conn, "approvals", ["provenance JSON"])
 

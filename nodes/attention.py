@@ -37,7 +37,7 @@ def waiting(services: Any, exclude: Collection[int] = (), tick: tuple[str, int] 
     answer is shared by the tick's steps that ask within the same FRESH_S (one query for several quick steps)."""
     def look() -> bool:
         with services.db.reading() as repos:
-            return bool(Managers(repos).conversation.waiting(exclude))
+            return bool(services.managers.over(repos).conversation.waiting(exclude))
 
     if tick is None:
         return look()

@@ -21,7 +21,7 @@ from typing import Any
 
 from managers.owners import owner_alive, process_token
 from memory.note_kinds import NoteSource
-from nodes import provenance
+from memory import provenance
 from reach import budget
 from reach.sandbox import JailUnavailable, Limits, kill_group, start, wait
 

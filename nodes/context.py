@@ -13,12 +13,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from llm import LLMRegistry
+from managers import ManagerDeps, ManagerFactory
 from memory import Database, Repos
+from memory.clock import utcnow
 from nodes.ports import BackgroundJobs, RecallIndex
 from persona import Persona, refresh_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings
@@ -27,10 +29,6 @@ if TYPE_CHECKING:  # only the steps' signatures name it: a command's clock (utcn
     from langgraph.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 T = TypeVar("T")
@@ -103,6 +101,19 @@ class Services:
     _changes: dict[str, Any] = field(default_factory=dict, repr=False)
     _llm_choices: tuple[dict[str, Any], Any, dict[str, Any]] | None = field(default=None, repr=False)
     jobs: BackgroundJobs | None = field(default=None, repr=False)  # nodes.background.Background (graph/services.py)
+
+    _managers: ManagerFactory | None = field(default=None, init=False, repr=False)
+
+    @property
+    def managers(self) -> ManagerFactory:
+        """The run's managers, built once: each unit of work gets them with the settings as they are then (a reload
+        changes them), this run's clock, retrieval index and model registry."""
+        if self._managers is None:
+            self._managers = ManagerFactory(self.db, self.manager_deps)
+        return self._managers
+
+    def manager_deps(self) -> ManagerDeps:
+        return ManagerDeps(settings=self.settings, clock=self.clock, memory=self.memory, llms=self.llms)
 
     @property
     def overrides(self) -> Overrides:

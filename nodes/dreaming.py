@@ -2,7 +2,7 @@
 
 `gather_dream` picks the level (input `level`, 0 = by the calendar) and the material; `dream` makes the one
 structured call; `apply_dream` validates it and writes it in one transaction (what it writes keeps the provenance of
-the rows written from untrusted text it read: nodes/provenance.py); `summarise_days` writes the
+the rows written from untrusted text it read: memory/provenance.py); `summarise_days` writes the
 episodic summaries that are due (days, then their week and month roll-ups). Progress and results live in
 the run's variables, so a killed dream resumes at the step that was running and never dreams twice.
 """
@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
 from memory.taint import tainted
-from nodes import provenance
+from memory import provenance
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, VarsUpdate
 from nodes.upkeep import generator, write_episode

@@ -22,6 +22,7 @@ client cannot point the run at another database, or send an API key to another s
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from contextvars import ContextVar
@@ -1101,3 +1102,19 @@ def check_self_change(key: str, value: Any) -> Any:
 
 def _default_persona_dir() -> Path:
     return Path(__file__).resolve().parent / "default"
+
+
+def stored_settings(db: Any, overrides: Overrides | None = None) -> Settings:
+    """The settings of the persona a data dir belongs to (`db`: its opened memory.Database): its recorded persona
+    unless `overrides` name one, with the persona's own changes (the data dir's layer). Nothing is written."""
+    overrides = overrides or Overrides()
+    named, _ = persona_dir_named(overrides)
+    with db.reading() as repos:
+        recorded = None if named else repos.config.persona_dir
+        changes = repos.config.self_changes()
+    if recorded and not Path(recorded).is_dir():
+        logging.getLogger(__name__).warning("the persona this data dir was run with (%s) is gone; using the "
+                                            "default", recorded)
+        recorded = None
+    return load_settings(overrides=overrides, self_changes=changes, recorded_persona_dir=recorded)
+

@@ -30,7 +30,7 @@ from graph.loop.task_cycles import TaskCycles
 from graph.playbook import Playbook, load_playbook, resolve_playbook_path
 from graph.services import open_services
 from llm import Provider
-from managers import Managers
+from managers import ManagerDeps, ManagerFactory
 from managers.world import refresh_feeds
 from memory import Repos
 from memory.db import schema_lock
@@ -206,7 +206,7 @@ class WorkerRuntime:
         try:
             with services.db.unit() as repos:  # what decides whether it thinks now, read in one statement
                 repos.config.preload_tick_decision(THREAD)
-                house = Managers(repos)
+                house = services.managers.over(repos)
                 loop = house.loop
                 want = loop.wanted()
                 if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
@@ -226,7 +226,7 @@ class WorkerRuntime:
                 persona.journal(mode, data)
             state = agent.finished_state()
             with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
-                persona.extra["session_digest"] = Managers(repos).sessions.checkpoint(  # goals, tasks: if changed
+                persona.extra["session_digest"] = services.managers.over(repos).sessions.checkpoint(  # goals, tasks: if changed
                     self._session(persona, repos), persona.extra.get("session_digest"))
                 cycling = repos.tasks.with_repl_statuses(("stopped", "running"))
                 reap = any(task.repl_status == "stopped" for task in cycling)
@@ -267,7 +267,7 @@ class WorkerRuntime:
         if running:
             return running[0].id
         services = persona.services
-        session_id, _ = Managers(repos).sessions.open(THREAD, playbook=persona.agent.playbook.name,
+        session_id, _ = services.managers.over(repos).sessions.open(THREAD, playbook=persona.agent.playbook.name,
                                                       persona=services.persona.name, now=services.clock())
         return session_id
 
@@ -367,7 +367,7 @@ class WorkerRuntime:
         """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""
         persona = self.persona(name)
         with persona.services.db.unit() as repos:
-            data, markdown = Managers(repos).sessions.export(session_id)
+            data, markdown = persona.services.managers.over(repos).sessions.export(session_id)
             repos.config.set_session_export(session_id, {"json": data, "markdown": markdown,
                                                          "at": persona.services.clock().isoformat()})
         return str(session_id)
@@ -384,10 +384,10 @@ class WorkerRuntime:
 def stop_persona(fleet: Fleet, name: str, *, now: datetime, status: str = "stopped") -> None:
     """A paused or removed persona's session is saved and closed."""
     database = fleet.database(name)
-    try:
-        with database.unit() as repos:
-            for session in repos.sessions.running():
-                Managers(repos).sessions.close(session.id, now, status=status)
+    try:  # the sessions need no setting: the deployment's own (environment) are read only if one is asked for
+        managers = ManagerFactory(database, lambda: ManagerDeps(settings=load_settings(overrides=Overrides())))
+        with managers.unit() as house:
+            house.sessions.close_running(now, status=status)
     finally:
         database.close()
 

@@ -48,7 +48,7 @@ class Autonomy:
     def start(self) -> None:
         services = self.agent.services
         with services.db.unit() as repos:
-            self.session_id, told = Managers(repos).sessions.open(self.agent.thread_id,
+            self.session_id, told = services.managers.over(repos).sessions.open(self.agent.thread_id,
                                                                   playbook=self.agent.playbook.name,
                                                                   persona=services.persona.name, now=services.clock())
         for text in told:
@@ -62,7 +62,7 @@ class Autonomy:
     def after_tick(self, control: RunControl) -> None:
         if self.session_id is not None:  # start() opened it
             with self.agent.services.db.unit() as repos:
-                self.digest = Managers(repos).sessions.checkpoint(self.session_id, self.digest)
+                self.digest = self.agent.services.managers.over(repos).sessions.checkpoint(self.session_id, self.digest)
         self.step_tasks(control)
 
     def step_tasks(self, control: RunControl) -> None:
@@ -112,11 +112,11 @@ class Autonomy:
 
     def _fetch_asked(self) -> bool:
         with self.agent.services.db.unit() as repos:
-            return Managers(repos).world.fetch_asked()
+            return self.agent.services.managers.over(repos).world.fetch_asked()
 
     def human_waits(self) -> bool:
         with self.agent.services.db.reading() as repos:
-            return bool(Managers(repos).conversation.waiting())
+            return bool(self.agent.services.managers.over(repos).conversation.waiting())
 
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
         """Run the dream playbook when it is due (persona/dreaming.py: never while a conversation goes on); returns
@@ -138,7 +138,7 @@ class Autonomy:
             self.dream_agent = self.agent.sibling(load_playbook(resolve_playbook_path("dream")), self.agent.thread_id)
         with services.db.unit() as repos:
             notes_seen = repos.notes.newest_id()
-            Managers(repos).loop.record_status("dreaming", now=now, thread=self.agent.thread_id, pid=os.getpid())
+            services.managers.over(repos).loop.record_status("dreaming", now=now, thread=self.agent.thread_id, pid=os.getpid())
         outer = services.llms.cancel  # the loop's stop: it still cancels the dream's model call
         wake = threading.Event()
         woken: list[str] = []
@@ -177,7 +177,7 @@ class Autonomy:
                 return
             try:
                 with db.unit() as repos:
-                    why = Managers(repos).loop.woken_since(since, notes_seen)
+                    why = self.agent.services.managers.over(repos).loop.woken_since(since, notes_seen)
             except Exception:  # noqa: BLE001 - a failed look is tried again at the next poll
                 log.exception("looking for a wake-up failed")
                 continue
@@ -203,4 +203,4 @@ class Autonomy:
         if self.session_id is None:
             return
         with self.agent.services.db.unit() as repos:
-            Managers(repos).sessions.close(self.session_id, self.agent.services.clock(), status=status)
+            self.agent.services.managers.over(repos).sessions.close(self.session_id, self.agent.services.clock(), status=status)

@@ -62,7 +62,7 @@ class Stopper:
 def idle_should_wake(agent: Agent, now: datetime) -> bool:
     """While `cycle.idle` is on: wake on a matching note, a process or task cycle finishing, or the timeout."""
     with agent.services.db.unit() as repos:
-        return Managers(repos).loop.wake_if_due(agent.thread_id, now)
+        return agent.services.managers.over(repos).loop.wake_if_due(agent.thread_id, now)
 
 
 def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0,
@@ -93,7 +93,7 @@ def human_waits(agent: Agent) -> bool:
     if services.settings.cycle.notes_mode != "auto":
         return False
     with services.db.reading() as repos:
-        return bool(Managers(repos).conversation.waiting())
+        return bool(services.managers.over(repos).conversation.waiting())
 
 
 def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
@@ -214,14 +214,14 @@ def _report(agent: Agent, reported: list[str], state: str) -> None:
     import os
 
     with agent.services.db.unit() as repos:
-        Managers(repos).loop.record_status(state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
+        agent.services.managers.over(repos).loop.record_status(state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
     reported[:] = [state]
 
 
 def obey_control(agent: Agent, stopper: Stopper, reported: list[str], poll_s: float) -> Wanted:
     """What the human wants of the loop now; while paused, wait a poll interval (a stop request ends the wait)."""
     with agent.services.db.unit() as repos:
-        want = Managers(repos).loop.wanted()
+        want = agent.services.managers.over(repos).loop.wanted()
     _report(agent, reported, want)
     if want == "paused":
         stopper.sleep(poll_s)

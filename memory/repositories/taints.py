@@ -49,7 +49,7 @@ TIERS: dict[type, str | None] = {
     OpenQuestion: "question", Insight: "insight", Episode: "episode", AgentTableRow: "table_row",
     AgentRecord: "record", MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
 }
-MAX_SOURCES = 12  # as nodes/provenance.py: enough to judge, never unbounded
+MAX_SOURCES = 12  # as memory/provenance.py: enough to judge, never unbounded
 TEXT_COLUMNS = ("title", "text", "summary", "content", "claim", "insight", "strategy", "description", "name", "topic")
 
 

@@ -83,16 +83,15 @@ def active_thread(repos: Repos, root_id: str) -> str:
     return root_id
 
 
-def set_active_thread(repos: Repos, root_id: str, thread_id: str) -> None:
-    Managers(repos).threads.set_active(root_id, thread_id)
+def set_active_thread(services: Services, repos: Repos, root_id: str, thread_id: str) -> None:
+    services.managers.over(repos).threads.set_active(root_id, thread_id)
 
 
 # -- lifecycle ------------------------------------------------------------------------------------
 
 def managers_of(services: Services, repos: Repos) -> Managers:
     """The managers over `repos` with what the tick's services hold (settings, clock, models, memory)."""
-    return Managers(repos, ManagerDeps(settings=services.settings, clock=services.clock, memory=services.memory,
-                                       llms=services.llms))
+    return services.managers.over(repos)
 
 
 def open_thread(services: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
 
-from memory import Database
+from managers.audience import OWNER
+from managers import ManagerFactory
 
 log = logging.getLogger(__name__)
 POLL_S = 0.1  # one indexed query per client per poll; an event reaches the page within ~0.1 s plus the loop's flush
@@ -25,14 +26,14 @@ def event_dict(row) -> dict[str, Any]:
             "kind": row.kind, "node": row.node, "data": row.data}
 
 
-def newest_id(db: Database) -> int:
-    with db.unit() as repos:
-        return repos.live_events.newest_id()
+def newest_id(managers: ManagerFactory) -> int:
+    with managers.unit(OWNER) as house:
+        return house.repos.live_events.newest_id()
 
 
-def read_after(db: Database, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    with db.unit() as repos:
-        return [event_dict(row) for row in repos.live_events.after(cursor, limit, kinds)]
+def read_after(managers: ManagerFactory, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    with managers.unit(OWNER) as house:
+        return [event_dict(row) for row in house.repos.live_events.after(cursor, limit, kinds)]
 
 
 class JournalListener:
@@ -78,14 +79,14 @@ class JournalListener:
 LISTENED_POLL_S = 2.0  # with a listener, the table is read again at least this often (a NOTIFY missed while reconnecting)
 
 
-async def follow(db: Database, cursor: int, *, kinds: Iterable[str] | None = None,
+async def follow(managers: ManagerFactory, cursor: int, *, kinds: Iterable[str] | None = None,
                  is_disconnected: Callable[[], Any] | None = None,
                  listener: JournalListener | None = None) -> AsyncIterator[dict[str, Any]]:
     """Events after `cursor` as they are journaled, forever (until the client goes): read when PostgreSQL says the
     journal grew (`listener`), or by polling the table."""
     kinds = list(kinds or [])
     idle = 0.0
-    schema = getattr(db, "schema", None) or "public"
+    schema = getattr(managers.db, "schema", None) or "public"
     woken = listener.subscribe(schema) if listener is not None else None
     try:
         while True:
@@ -93,7 +94,7 @@ async def follow(db: Database, cursor: int, *, kinds: Iterable[str] | None = Non
                 return
             if woken is not None:
                 woken.clear()
-            rows = await asyncio.to_thread(read_after, db, cursor, kinds)
+            rows = await asyncio.to_thread(read_after, managers, cursor, kinds)
             for row in rows:
                 cursor = row["id"]
                 yield row

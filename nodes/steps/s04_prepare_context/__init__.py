@@ -27,7 +27,7 @@ from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
 from managers.loop import context_mode, loaded_skills
 from memory import Repos
-from nodes import provenance
+from memory import provenance
 from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
@@ -149,7 +149,7 @@ def _incoming(repos: Repos, services: Services, state: TickState,
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
         lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
         return [], lines if counts else [], ALONE
-    answering = Managers(repos).conversation.answering(notes)
+    answering = services.managers.over(repos).conversation.answering(notes)
     shown = set(n.id for n in answering.notes) | set(n.id for n in answering.others)
     notes = [n for n in notes if n.id in shown]  # in the order read: priority, then the oldest first
     authors = repos.people.names([a for a in (getattr(n, "author_id", None) for n in notes) if a is not None])
@@ -182,8 +182,9 @@ def _conversation_lines(services: Services, repos: Repos, audience: Audience, no
     settings = services.settings.conversation
     if settings.turns <= 0 or (audience.person_id is None and not audience.peer):
         return []
-    mine = [n.id for n in notes if Managers(repos).conversation.audience_of(n) == audience]
-    turns = Managers(repos, ManagerDeps(settings=services.settings)).conversation.turns(
+    conversation = services.managers.over(repos).conversation
+    mine = [n.id for n in notes if conversation.audience_of(n) == audience]
+    turns = conversation.turns(
         audience, limit=settings.turns, before_id=min(mine) if mine else None)
     zone = services.settings.zone()
     lines = [f"[{turn.at.astimezone(zone):%Y-%m-%d %H:%M}{' · ' + turn.door.value if turn.door else ''}] "
@@ -231,7 +232,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     runtime = [f"time {now:%Y-%m-%d %H:%M} UTC; tick {tick}; mode {state.mode}; context {context_mode(cycle)}; "
                f"thread {thread_id}"]
     if private:
-        runtime.append(Managers(repos, ManagerDeps(settings=services.settings)).world.line())
+        runtime.append(services.managers.over(repos).world.line())
     else:
         runtime.append(t(AUDIENCE_HINT[audience.role.value]).format(name=audience.name))
     runtime.append(t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"])))
@@ -448,7 +449,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
         cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
-                                   lambda: Managers(repos).loop.context_cycle(state.thread_id, services.settings)))
+                                   lambda: services.managers.over(repos).loop.context_cycle(state.thread_id)))
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]

@@ -28,7 +28,7 @@ def unread_for_tick(repos: Repos, services: Services, state: TickState, cycle: d
         if fresh:
             reads.put(*at, (UNREAD, limit, None), repos.notes.unread_incoming(limit=limit))
         return reads.get(*at, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit))
-    house = Managers(repos, ManagerDeps(settings=services.settings))
+    house = services.managers.over(repos)
     key = (FILTERED, limit, wanted.model_dump_json())
     if fresh:
         reads.put(*at, key, house.notes.incoming(wanted, limit=limit, now=services.clock()))

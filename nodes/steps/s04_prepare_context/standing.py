@@ -48,7 +48,7 @@ def mesh_lines(services: Services, repos: Repos, language: str) -> list[str]:
     """While the mesh is on and unreachable: since when, what waits, and the Emergency Consensus rule."""
     if not services.settings.mesh.enabled:
         return []
-    mesh = Managers(repos, ManagerDeps(settings=services.settings)).mesh
+    mesh = services.managers.over(repos).mesh
     state = mesh.connectivity()  # the tick's config snapshot holds it: no query
     if not state.get("isolated"):
         return []
