@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
+    from managers.inner_life import InnerLifeManager
+    from managers.journal import JournalManager
     from managers.reports import ReportManager
     from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
@@ -393,6 +395,20 @@ class Managers:
         from managers.reputation import ReputationManager
 
         return ReputationManager(self)
+
+    @cached_property
+    def journal(self) -> JournalManager:
+        """What the loop did: ticks, what happened at them, threads, live events (managers/journal.py)."""
+        from managers.journal import JournalManager
+
+        return JournalManager(self)
+
+    @cached_property
+    def inner_life(self) -> InnerLifeManager:
+        """Drives and open questions as the owner sees and touches them (managers/inner_life.py)."""
+        from managers.inner_life import InnerLifeManager
+
+        return InnerLifeManager(self)
 
     @cached_property
     def reports(self) -> ReportManager:

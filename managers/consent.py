@@ -284,6 +284,11 @@ class ConsentManager:
         taints = self.repos.taints
         return [(row, taints.row_text(row.tier, row.ref)) for row in taints.active(limit)]
 
+    def taint(self, taint_id: int) -> tuple[Taint, str] | None:
+        """A row written from untrusted text, and what it says now (None: no such taint)."""
+        row = self.repos.taints.get(taint_id)
+        return (row, self.repos.taints.row_text(row.tier, row.ref)) if row is not None else None
+
     def tainted_count(self) -> int:
         return self.repos.taints.count_active()
 

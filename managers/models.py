@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -74,6 +75,31 @@ class ModelRow(TypedDict):
     selected: bool
     primary: bool
     last_call_ok: bool | None
+
+
+@dataclass(frozen=True)
+class ModelHealth:
+    """A registered model as the controls show it: its choices and how its recent calls went."""
+
+    id: str
+    provider: str
+    model: str
+    priority: int
+    enabled: bool
+    is_validator: bool
+    selected: bool
+    trust_score: float | None
+    base_url: str | None
+    calls: int
+    failures: int
+    last_ok: bool | None
+    last_error: str | None
+    last_latency_ms: float | None
+    added: bool
+
+    @property
+    def healthy(self) -> bool | None:
+        return self.last_ok
 
 
 class ModelManager:
@@ -153,6 +179,32 @@ class ModelManager:
                                  trust_score=r.trust_score, selected=r.id == selected, primary=r.id == primary,
                                  last_call_ok=None if last is None else last.ok))
         return sorted(rows, key=lambda row: (not row["enabled"], -row["priority"], row["id"]))
+
+    def health(self) -> list[ModelHealth]:
+        """Every registered model with its persisted choices and how its last 200 calls went, in registry order."""
+        recent = self.repos.llm_calls.recent(200)
+        chosen = {row["id"]: row for row in self.listing()}
+        added = self.repos.config.added_llms()
+        out = []
+        for entry in self.repos.llm_registry.all():
+            calls = [c for c in recent if c.llm_id == entry.id]
+            last = calls[-1] if calls else None
+            mine = chosen[entry.id]
+            out.append(ModelHealth(
+                id=entry.id, provider=entry.provider, model=entry.model, priority=mine["priority"],
+                enabled=mine["enabled"], is_validator=mine["is_validator"], selected=mine["selected"],
+                trust_score=entry.trust_score, base_url=(entry.config or {}).get("base_url"), calls=len(calls),
+                failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
+                last_error=last.error if last else None, last_latency_ms=last.latency_ms if last else None,
+                added=entry.id in added))
+        return out
+
+    def registered(self, llm_id: str) -> bool:
+        return any(r.id == llm_id for r in self.repos.llm_registry.all())
+
+    def registered_urls(self) -> set[str | None]:
+        """The base URLs of the registered models (a local server already known is not offered again)."""
+        return {(e.config or {}).get("base_url") for e in self.repos.llm_registry.all()}
 
     def add(self, base_url: str, model: str, *, name: str | None = None, api_key: str | None = None,
             api_key_env: str | None = None, check: bool = True) -> ModelRow:

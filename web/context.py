@@ -182,7 +182,7 @@ def get_services(request: Request) -> WebServices:
 
 
 def _deployed(services: DeploymentServices, name: str) -> WebServices:
-    from memory.repositories.base import NotFound
+    from managers.errors import NotFound
     from web.errors import ServiceError
 
     try:

@@ -95,7 +95,7 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
         def read() -> list[dict[str, Any]]:
             with unit() as house:
                 return [{"id": g.id, "title": g.title, "description": g.description, "status": g.status,
-                         "horizon": g.horizon, "priority": g.priority} for g in house.repos.goals.list(status=status)]
+                         "horizon": g.horizon, "priority": g.priority} for g in house.goals.list(status=status)]
 
         return await anyio.to_thread.run_sync(read)
 
@@ -107,7 +107,7 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
             with unit() as house:
                 return [{"id": t.id, "title": t.title, "status": t.status, "priority": t.priority,
                          "pinned": t.pinned, "goal_id": t.goal_id}
-                        for t in house.repos.tasks.list(status=status, goal_id=goal_id)]
+                        for t in house.tasks.list(status=status, goal_id=goal_id)]
 
         return await anyio.to_thread.run_sync(read)
 

@@ -74,11 +74,13 @@ def trust(managers: ManagerFactory, taint_id: int, *, reason: str, now: datetime
     """The owner trusts a row written from untrusted text (audited): from the next tick it is shown as the persona's
     own. 404 when there is no such row, 409 when it was trusted already."""
     with managers.unit(OWNER) as house:
-        if house.repos.taints.get(taint_id) is None:
+        if house.consent.taint(taint_id) is None:
             raise NotFoundError(N_("no tainted row %(taint_id)s"), taint_id=taint_id, field="taint_id")
     try:
         with managers.unit(OWNER) as house:
             row = house.consent.trust(taint_id, by=by, reason=reason.strip(), now=now)
-            return TaintedRow(**taint_row(row, house.repos.taints.row_text(row.tier, row.ref)))
+            shown = house.consent.taint(row.id)
+            assert shown is not None  # just trusted in this unit
+            return TaintedRow(**taint_row(*shown))
     except ApprovalError as exc:
         raise ServiceError(N_("%(exc)s (it was trusted already)"), exc=exc, field="taint_id", status=409) from None

@@ -17,23 +17,11 @@ from web.schemas.controls import LLMAddIn, LLMHealth, LLMUpdateIn, LocalServer, 
 
 
 def llm_health(house: Managers) -> list[LLMHealth]:
-    recent = house.repos.llm_calls.recent(200)
-    chosen = {row["id"]: row for row in house.models.listing()}
-    added = house.repos.config.added_llms()
-    rows = []
-    for entry in house.repos.llm_registry.all():
-        calls = [c for c in recent if c.llm_id == entry.id]
-        last = calls[-1] if calls else None
-        mine = chosen[entry.id]
-        rows.append(LLMHealth(id=entry.id, provider=entry.provider, model=entry.model, priority=mine["priority"],
-                              enabled=mine["enabled"], is_validator=mine["is_validator"], selected=mine["selected"],
-                              trust_score=entry.trust_score,
-                              base_url=(entry.config or {}).get("base_url"), calls=len(calls),
-                              failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
-                              last_error=last.error if last else None,
-                              last_latency_ms=last.latency_ms if last else None,
-                              healthy=last.ok if last else None, added=entry.id in added))
-    return rows
+    return [LLMHealth(id=h.id, provider=h.provider, model=h.model, priority=h.priority, enabled=h.enabled,
+                      is_validator=h.is_validator, selected=h.selected, trust_score=h.trust_score, base_url=h.base_url,
+                      calls=h.calls, failures=h.failures, last_ok=h.last_ok, last_error=h.last_error,
+                      last_latency_ms=h.last_latency_ms, healthy=h.healthy, added=h.added)
+            for h in house.models.health()]
 
 
 def _registry_change(change: Callable[[], str]) -> list[LLMHealth]:
@@ -51,7 +39,7 @@ def select_llm(house: Managers, llm_id: str | None) -> list[LLMHealth]:
 
 
 def update_llm(house: Managers, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
-    if llm_id not in {r.id for r in house.repos.llm_registry.all()}:
+    if not house.models.registered(llm_id):
         raise NotFoundError(N_("no model %(llm_id)r"), llm_id=llm_id, field="llm_id")
     _registry_change(lambda: house.models.update(llm_id, priority=change.priority, enabled=change.enabled,
                                                            is_validator=change.is_validator))
@@ -87,7 +75,7 @@ def local_servers(house: Managers) -> list[LocalServer]:
     URL is already registered left out."""
     from llm.discovery import detect_local
 
-    registered = {(e.config or {}).get("base_url") for e in house.repos.llm_registry.all()}
+    registered = house.models.registered_urls()
     return [LocalServer(name=s.name, base_url=s.base_url, models=s.models, offer=s.offer)
             for s in detect_local() if s.base_url not in registered and s.models]
 
@@ -95,7 +83,7 @@ def local_servers(house: Managers) -> list[LocalServer]:
 def loop_status(house: Managers) -> LoopStatus:
     state = house.loop.status()
     wanted, loop = state["control"], state["loop"]
-    last = house.repos.ticks.recent(1)
+    last = house.journal.ticks(1)
     tick = None
     if last:
         t = last[0]
@@ -106,7 +94,7 @@ def loop_status(house: Managers) -> LoopStatus:
     return LoopStatus(want=wanted.get("want", "running"), requested_by=wanted.get("by"),
                       state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
                       alive=loop_alive(loop),
-                      reported_at=loop.get("at"), ticks=house.repos.ticks.count(), last_tick=tick, llms=llm_health(house))
+                      reported_at=loop.get("at"), ticks=house.journal.tick_count(), last_tick=tick, llms=llm_health(house))
 
 
 def wake_up(house: Managers, now: datetime) -> LoopStatus:

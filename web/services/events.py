@@ -28,12 +28,12 @@ def event_dict(row) -> dict[str, Any]:
 
 def newest_id(managers: ManagerFactory) -> int:
     with managers.unit(OWNER) as house:
-        return house.repos.live_events.newest_id()
+        return house.journal.newest_event_id()
 
 
 def read_after(managers: ManagerFactory, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
     with managers.unit(OWNER) as house:
-        return [event_dict(row) for row in house.repos.live_events.after(cursor, limit, kinds)]
+        return [event_dict(row) for row in house.journal.events_after(cursor, limit, kinds)]
 
 
 class JournalListener:
@@ -58,7 +58,7 @@ class JournalListener:
         self._subscribers.get(schema, set()).discard(event)
 
     async def _listen(self) -> None:
-        from memory.repositories.live import journal_notifications
+        from managers.journal import journal_notifications
 
         while True:
             try:

@@ -11,9 +11,9 @@ from typing import Any
 from i18n import N_
 from managers import Managers
 from managers.goals import GoalMetrics
-from memory.repositories import NotFound
+from managers.errors import NotFound
 from memory.text import emotion_strengths
-from persona.drives import DRIVES, LABELS, UnknownDrive, adjust_drive, adjustment_history, compute_drives, describe
+from persona.drives import DRIVES, LABELS, UnknownDrive, describe
 from persona.settings import Settings
 from web.errors import NotFoundError, ServiceError
 from web.schemas.inner_life import (
@@ -54,16 +54,11 @@ def _utc(value: datetime | None) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite drops the zone
 
 
-def _started(house: Managers) -> datetime | None:
-    """When the persona started (boredom's reference while the human never wrote): its first root thread."""
-    return next((t.created_at for t in house.repos.threads.all() if t.parent_id is None), None)
-
-
 # -- drives ---------------------------------------------------------------------------------------------------
 
 def drives_view(house: Managers, settings: Settings, now: datetime) -> DrivesView:
     config = settings.drives
-    drives = compute_drives(house.repos, now, config, since=_started(house))
+    drives = house.inner_life.drives(now, config)
     views = []
     for name in DRIVES:
         detail = drives.details.get(name) or {}
@@ -73,7 +68,7 @@ def drives_view(house: Managers, settings: Settings, now: datetime) -> DrivesVie
                                computed=adjusted["computed"] if adjusted else level,
                                adjusted=DriveAdjustment(**adjusted) if adjusted else None,
                                context=describe(name, detail), in_prompt=level >= config.inject_at))
-    history = [AdjustmentRecord(**change) for change in reversed(adjustment_history(house.repos))]
+    history = [AdjustmentRecord(**change) for change in reversed(house.inner_life.adjustments())]
     return DrivesView(at=drives.at, drives=views, dominant=drives.dominant, dominant_level=drives.dominant_level,
                       dominant_context=describe(drives.dominant, drives.details.get(drives.dominant) or {}),
                       inject_at=config.inject_at, reach_out_at=config.reach_out_at,
@@ -86,7 +81,7 @@ def set_drive(house: Managers, settings: Settings, name: str, change: DriveLevel
         raise NotFoundError(f"no drive {name!r}; the drives are {', '.join(DRIVES)}", field="name")
     current = next(d for d in drives_view(house, settings, now).drives if d.name == name)
     try:
-        adjust_drive(house.repos, name, change.level, now, by="human", computed=current.computed)
+        house.inner_life.adjust(name, change.level, now, by="human", computed=current.computed)
     except UnknownDrive as exc:
         raise NotFoundError(str(exc), field="name") from exc
     return drives_view(house, settings, now)
@@ -106,14 +101,14 @@ def goal_metrics(house: Managers) -> GoalMetrics:
 
 
 def questions(house: Managers, limit: int = 200) -> QuestionList:
-    rows = house.repos.questions.list(limit)
+    rows = house.inner_life.questions(limit)
     ordered = sorted(rows, key=lambda q: (q.status != "open", -q.priority if q.status == "open" else 0, -q.id))
     return QuestionList(questions=[_question(q) for q in ordered], open=sum(q.status == "open" for q in rows))
 
 
 def _find_question(house: Managers, question_id: int):
     try:
-        return house.repos.questions.get(question_id)
+        return house.inner_life.question(question_id)
     except NotFound as exc:
         raise NotFoundError(N_("no question %(question_id)s"), question_id=question_id, field="id") from exc
 
@@ -124,13 +119,13 @@ def resolve_question(house: Managers, question_id: int, answer: ResolutionIn, no
         raise ServiceError(f"question {question_id} is already {question.status}", field="id", status=409)
     if not answer.resolution.strip():
         raise ServiceError(N_("the resolution is empty"), field="resolution", status=422)
-    return _question(house.repos.questions.resolve(question_id, answer.resolution, now))
+    return _question(house.inner_life.resolve_question(question_id, answer.resolution, now))
 
 
 def delete_question(house: Managers, question_id: int) -> None:
     """A human's delete: the question is gone for good (the persona's own resolved ones go after a while)."""
     _find_question(house, question_id)
-    house.repos.questions.purge(question_id)
+    house.inner_life.delete_question(question_id)
 
 
 # -- plots over time --------------------------------------------------------------------------------------------
@@ -158,22 +153,22 @@ def _seconds(value: datetime | None) -> float | None:
 
 def charts(house: Managers, limit: int = 200) -> Charts:
     persona: dict[float, float | None] = {}
-    for message in house.repos.messages.log_recent(limit, kinds=THOUGHT_KINDS):
+    for message in house.journal.thoughts(limit, THOUGHT_KINDS):
         point = valence(emotion_strengths([str(e) for e in message.emotions or []]))
         if point is not None and (x := _seconds(message.created_at)) is not None:
             persona[x] = point
-    human = {x: VALENCE[e.emotion] for e in house.repos.emotion_log.recent("user", limit)
+    human = {x: VALENCE[e.emotion] for e in house.journal.human_emotions(limit)
              if e.emotion in VALENCE and (x := _seconds(e.created_at)) is not None}
     novelty: dict[float, float | None] = {}
     stagnant: dict[float, float | None] = {}
-    for row in house.repos.stagnation.recent(limit):
+    for row in house.journal.stagnation(limit):
         if row.novelty_score is not None and (x := _seconds(row.created_at)) is not None:
             novelty[x] = round(row.novelty_score, 2)
             if row.stagnation_flag:
                 stagnant[x] = round(row.novelty_score, 2)
     prompt: dict[float, float | None] = {}
     completion: dict[float, float | None] = {}
-    for tick in house.repos.ticks.recent(limit):
+    for tick in house.journal.ticks(limit):
         if (x := _seconds(tick.started_at)) is not None:
             prompt[x], completion[x] = tick.prompt_tokens or 0, tick.completion_tokens or 0
     return Charts(
@@ -195,7 +190,7 @@ def _layer(layer: dict[str, Any], budget: int | None) -> PromptLayer:
 
 def prompt_layers(house: Managers) -> PromptLayers:
     """The last prompt's layers (as prepare_context reported them when the tick closed) and what it dropped."""
-    for tick in reversed(house.repos.ticks.recent(LAYERS_LOOKBACK)):
+    for tick in reversed(house.journal.ticks(LAYERS_LOOKBACK)):
         context = (tick.summary or {}).get("context") or {}
         if not context.get("layers") and not context.get("budget_tokens"):
             continue

@@ -135,7 +135,7 @@ def view(house: Managers) -> MeshView:
 def recent_events(house: Managers, limit: int = 30) -> list[dict[str, Any]]:
     """What the mesh door journaled last (kind `mesh`: a peer met, a container sent, received and verified, or
     refused), newest first — the Mesh page's live list before its stream (web/pages/live.py) adds to it."""
-    return [event_dict(row) for row in house.repos.live_events.newest(limit, kinds=["mesh"])]
+    return [event_dict(row) for row in house.journal.newest_events(limit, ["mesh"])]
 
 
 def suggested_name(did: str) -> str:

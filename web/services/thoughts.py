@@ -71,13 +71,14 @@ def _cards(house: Managers, ticks: list[Any]) -> list[TickCard]:
     calls: defaultdict[tuple[str, int | None], list[Any]] = defaultdict(list)
     metrics: dict[tuple[str, int | None], Any] = {}
     for thread_id, numbers in by_thread.items():
-        for message in house.repos.messages.at_ticks(thread_id, numbers, THOUGHT_KINDS):
+        details = house.journal.at_ticks(thread_id, numbers, THOUGHT_KINDS)
+        for message in details.messages:
             thoughts.setdefault((thread_id, message.tick), message)  # the first is the thought; a record follows it
-        for command in house.repos.commands.at_ticks(thread_id, numbers):
+        for command in details.commands:
             commands[(thread_id, command.tick)].append(command)
-        for call in house.repos.llm_calls.at_ticks(thread_id, numbers):
+        for call in details.llm_calls:
             calls[(thread_id, call.tick)].append(call)
-        for metric in house.repos.stagnation.at_ticks(thread_id, numbers):
+        for metric in details.stagnation:
             metrics[(thread_id, metric.tick)] = metric
     cards = []
     for row in sorted(ticks, key=lambda t: t.id, reverse=True):
@@ -124,14 +125,14 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
 
 
 def tick_page(house: Managers, *, limit: int = 20, before: int | None = None, thread_id: str | None = None) -> TickPage:
-    rows = house.repos.ticks.recent(limit, thread_id, before_id=before)
+    rows = house.journal.ticks(limit, thread_id, before_id=before)
     cards = _cards(house, rows)
-    older = bool(rows) and bool(house.repos.ticks.recent(1, thread_id, before_id=min(r.id for r in rows)))
+    older = bool(rows) and bool(house.journal.ticks(1, thread_id, before_id=min(r.id for r in rows)))
     return TickPage(ticks=cards, next_before=cards[-1].id if cards and older else None)
 
 
 def tick_card(house: Managers, thread_id: str, tick: int) -> TickCard:
-    row = house.repos.ticks.get(thread_id, tick)
+    row = house.journal.tick(thread_id, tick)
     if row is None:
         raise NotFoundError(N_("no tick %(tick)s in thread %(thread_id)r"), tick=tick, thread_id=thread_id, field="tick")
     return _cards(house, [row])[0]
@@ -140,28 +141,30 @@ def tick_card(house: Managers, thread_id: str, tick: int) -> TickCard:
 def latest_card(house: Managers, thread_id: str | None, tick: int | None) -> TickCard | None:
     """The card a journal event is about: its own tick, else the newest (a Stelis child ticks under its root's
     journal)."""
-    row = house.repos.ticks.get(thread_id, int(tick)) if thread_id and tick is not None else None
+    row = house.journal.tick(thread_id, int(tick)) if thread_id and tick is not None else None
     if row is None:
-        newest = house.repos.ticks.recent(1)
+        newest = house.journal.ticks(1)
         row = newest[0] if newest else None
     return _cards(house, [row])[0] if row is not None else None
 
 
 def _window(house: Managers, thread_id: str) -> dict[str, Any]:
-    last = house.repos.ticks.recent(1, thread_id)
+    last = house.journal.ticks(1, thread_id)
     return ((last[0].summary or {}).get("context") or {}) if last else {}
 
 
 def thread_tree(house: Managers) -> ThreadTree:
-    threads = list(house.repos.threads.all())
+    shares = house.journal.thread_shares()
+    threads = [share.thread for share in shares]
     nodes: dict[str, ThreadNode] = {}
-    for t in threads:
+    for share in shares:
+        t = share.thread
         window = _window(house, t.id)
         nodes[t.id] = ThreadNode(
             id=t.id, parent_id=t.parent_id, label=t.label or "", status=t.status, origin=t.origin,
             playbook=t.playbook or "", depth=t.depth, tick=t.tick, window_ratio=t.window_ratio or 1.0,
-            effective_ratio=round(house.repos.threads.ratio_product(t.id), 4), window_tokens=window.get("window_tokens"),
-            budget_tokens=window.get("budget_tokens"), messages=house.repos.messages.count(t.id), chronicle=t.chronicle,
+            effective_ratio=round(share.effective_ratio, 4), window_tokens=window.get("window_tokens"),
+            budget_tokens=window.get("budget_tokens"), messages=share.messages, chronicle=t.chronicle,
             error=t.error, created_at=_utc(t.created_at), completed_at=_utc(t.completed_at))
     roots: list[ThreadNode] = []
     for t in threads:
