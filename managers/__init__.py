@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from managers.inner_life import InnerLifeManager
     from managers.journal import JournalManager
     from managers.reports import ReportManager
+    from managers.task_cycles import TaskCycleManager
     from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
@@ -395,6 +396,13 @@ class Managers:
         from managers.reputation import ReputationManager
 
         return ReputationManager(self)
+
+    @cached_property
+    def task_cycles(self) -> TaskCycleManager:
+        """A task's sub-cycle: when it waits, when it is over, its retries and restarts (managers/task_cycles.py)."""
+        from managers.task_cycles import TaskCycleManager
+
+        return TaskCycleManager(self)
 
     @cached_property
     def journal(self) -> JournalManager:

@@ -239,3 +239,32 @@ def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_
     wrong = web.client.post("/a2a/", content=json.dumps(body), headers={"Content-Type": "text/plain",
                                                                         "A2A-Version": "1.0"})
     assert wrong.json()["error"]["code"] == -32005 and wrong.json()["id"] == 7  # ContentTypeNotSupportedError
+
+
+
+def test_a_peers_words_follow_the_personas_conversation_remember_setting(agent_factory, tmp_path):
+    """The A2A door's managers carry the persona's settings: a peer's message is a memory only if
+    `conversation.remember` names peers (here it names the owner alone)."""
+    from fastapi.testclient import TestClient
+
+    from persona.settings import Overrides
+    from tests.unit.test_conversation import search
+    from web.app import create_app
+    from web.context import WebServices
+
+    owner_only = {"remember": ["owner"]}
+    agent = agent_factory(conversation=owner_only)
+    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path), conversation=owner_only),
+                           clock=agent.services.clock, _memory=agent.services.memory)
+    app = create_app(services=services)
+    token = issue(agent.services.db, "tester")
+    with TestClient(app, base_url="http://127.0.0.1"):
+        threading.Thread(target=lambda: sdk_send(app, "the amber lighthouse blinks twice", token=token, timeout_s=5),
+                         daemon=True).start()
+
+        def arrived():
+            with agent.services.db.unit() as repos:
+                return [n for n in repos.notes.list(source="peer")]
+
+        assert wait_for(arrived)[0].text == "the amber lighthouse blinks twice"
+    assert "tester: the amber lighthouse" not in search(agent, "amber lighthouse")  # a note, not a memory
