@@ -393,6 +393,14 @@ class ConversationManager:
         others = tuple(n for a, n in heard if a.role == Role.SELF) if first.private else ()
         return Answering(first, mine, others)
 
+    def newest_note_id(self) -> int:
+        """The newest note's id (a later one means someone wrote since)."""
+        return self.repos.notes.newest_id()
+
+    def human_wrote_after(self, note_id: int) -> bool:
+        """Whether an unread note from a human came after `note_id`."""
+        return bool(self.repos.notes.human_after(note_id, read=False, limit=1))
+
     def waiting(self, exclude: Collection[int] = ()) -> builtins.list[int]:
         """The ids of the human's unread notes other than `exclude` (those a tick is answering now): someone waits."""
         return [i for i in self.repos.notes.unread_human_ids() if i not in exclude]

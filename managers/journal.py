@@ -85,6 +85,14 @@ class JournalManager:
     def stagnation(self, limit: int) -> builtins.list[AntiStagnationMetric]:
         return list(self.repos.stagnation.recent(limit))
 
+    # -- the live journal (written off the tick's path by graph/loop/journal.py's thread) ---------------------------
+
+    def write_events(self, batch: Sequence[dict[str, Any]]) -> None:
+        self.repos.live_events.add_many(list(batch))
+
+    def trim_events(self, keep: int) -> None:
+        self.repos.live_events.trim(keep)
+
     # -- the live events the loop journals -----------------------------------------------------------------------------
 
     def newest_event_id(self) -> int:

@@ -64,6 +64,38 @@ class LoopManager:
 
     # -- start, pause, stop ------------------------------------------------------------------------------------------
 
+    # -- what a run keeps between its ticks ----------------------------------------------------------------------------
+
+    def preload_tick_decision(self, thread_id: str) -> None:
+        """What decides whether a deployed persona thinks now, read in one statement (the unit's config cache)."""
+        self.repos.config.preload_tick_decision(thread_id)
+
+    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any]:
+        """The playbook's last run on the thread (run_id, status, inputs), or {}."""
+        return dict(self.repos.config.playbook_run(thread_id, playbook) or {})
+
+    def set_playbook_run(self, thread_id: str, playbook: str, run: dict[str, Any]) -> None:
+        self.repos.config.set_playbook_run(thread_id, playbook, run)
+
+    def log(self, name: str, text: str, *, status: str, thread_id: str | None = None) -> None:
+        """A line in the process log the next prompt shows (a dream that failed or ended, a child that started)."""
+        self.repos.processes.add(name, text, status=status, thread_id=thread_id)
+
+    def is_child_thread(self, thread_id: str) -> bool:
+        thread = self.repos.threads.get(thread_id)
+        return thread is not None and thread.parent_id is not None
+
+    def dream_reason(self, now: datetime, settings: Settings, *, started: datetime | None) -> str | None:
+        """Why the persona dreams now (persona/dreaming.py: never while a conversation goes on), or None."""
+        from persona.dreaming import dream_due
+
+        return dream_due(self.repos, now, settings.zone(), settings.dreaming, started=started,
+                         talking_minutes=settings.conversation.active_minutes)
+
+    def lineage_children(self) -> list[dict[str, Any]]:
+        """The children this persona spawned (managers/spawn.py), as their entries were kept."""
+        return list(self.repos.config.lineage_children)
+
     def wanted(self) -> Wanted:
         """What the human wants of the loop (running unless asked otherwise)."""
         return cast(Wanted, (self.repos.config.loop_control or {}).get("want", "running"))

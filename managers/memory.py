@@ -108,6 +108,11 @@ class MemoryManager:
             raise SearchUnavailable("memory search is not available in this run (no memory index)")
         return index
 
+    def vector_database(self) -> str:
+        """The name this persona's vectors go under on a Chroma server (kept in its database, so two personas on one
+        server never share a collection)."""
+        return self.repos.config.vector_database()
+
     def count(self, tier: str) -> int:
         return tier_of(tier).count(self.repos)
 

@@ -180,6 +180,37 @@ class ModelManager:
                                  last_call_ok=None if last is None else last.ok))
         return sorted(rows, key=lambda row: (not row["enabled"], -row["priority"], row["id"]))
 
+    # -- the run's registry ------------------------------------------------------------------------------------------
+
+    def with_added(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The configured models and, after them, the ones added at run time (Controls, `run.py llm add`, the API)."""
+        added = self.repos.config.added_llms()
+        configured = {e["id"] for e in entries}
+        return entries + [{**entry, "id": llm_id, "added": True} for llm_id, entry in added.items()
+                          if llm_id not in configured]
+
+    def sync_registry(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Record the run's models in `llm_registry` (the missing ones disabled); trust scores learnt earlier are
+        kept. The entries with their trust."""
+        merged = []
+        known = {e.id: e for e in self.repos.llm_registry.all()}
+        for entry in entries:
+            existing = known.get(entry["id"])
+            trust = existing.trust_score if existing is not None else float(entry.get("trust_score", 1.0))
+            self.repos.llm_registry.upsert(entry["id"], provider=entry.get("provider", "llamacpp"),
+                                           model=entry.get("model", ""), priority=int(entry.get("priority", 0)),
+                                           is_validator=bool(entry.get("is_validator", False)), trust_score=trust,
+                                           enabled=True, config=entry.get("config") or {})
+            merged.append({**entry, "trust_score": trust})
+        self.repos.llm_registry.disable_missing([e["id"] for e in entries])
+        return merged
+
+    def record_call(self, call: dict[str, Any]) -> None:
+        """A model call, for the accounting (tokens, latency, failures: the controls and the tick's totals)."""
+        self.repos.llm_calls.record(**{k: call.get(k) for k in (
+            "thread_id", "tick", "purpose", "llm_id", "provider", "model", "prompt_tokens", "completion_tokens",
+            "latency_ms", "ok", "error")})
+
     def health(self) -> list[ModelHealth]:
         """Every registered model with its persisted choices and how its last 200 calls went, in registry order."""
         recent = self.repos.llm_calls.recent(200)

@@ -163,6 +163,21 @@ class SessionManager:
             "new_messages": max(0, repos.messages.newest_id() - first_message_id),
         }
 
+    def running_id(self, thread_id: str) -> int | None:
+        """The session running on the thread, if one does."""
+        return next((s.id for s in self.repos.sessions.running() if s.thread_id == thread_id), None)
+
+    def leave_export(self, session_id: int, now: datetime) -> None:
+        """The session's export (JSON and Markdown) left for whoever asked for it (a deployment's worker)."""
+        data, markdown = self.export(session_id)
+        self.repos.config.set_session_export(session_id, {"json": data, "markdown": markdown, "at": now.isoformat()})
+
+    def take_export(self, session_id: int) -> dict[str, Any] | None:
+        """The export a worker left, taken (it is not kept after)."""
+        result = self.repos.config.session_export(session_id)
+        self.repos.config.set_session_export(session_id, None)
+        return dict(result) if result is not None else None
+
     def export(self, session_id: int) -> tuple[dict[str, Any], str]:
         """(JSON-ready dict, Markdown transcript) of everything the session's thread said and heard in it."""
         repos = self.repos

@@ -86,8 +86,8 @@ class Children:
         self.runs: list[ChildRun] = []
 
     def start(self, parent_url: str | None) -> Children:
-        with self.db.unit() as repos:
-            children = list(repos.config.lineage_children)
+        with ManagerFactory(self.db, lambda: ManagerDeps(settings=self.settings)).reading() as house:
+            children = house.loop.lineage_children()
         for entry in children:
             if not entry.get("port") or not entry.get("data_dir") or not Path(entry.get("persona_dir", "")).is_dir():
                 log.warning("spawn: child %s has no port or places of its own (born before autostart): start it "

@@ -80,8 +80,8 @@ def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, p
         if left <= 0:
             return False
         stopper.sleep(min(poll_s, left))
-        with agent.services.db.unit() as repos:
-            if repos.notes.human_after(notes_after, read=False, limit=1):
+        with agent.services.managers.reading() as house:
+            if house.conversation.human_wrote_after(notes_after):
                 log.info("pause ended early: a note from the human")
                 return True
     return False
@@ -137,8 +137,8 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                         life.step_tasks(stopper.control)
                     stopper.sleep(idle_poll_s)
                     continue
-                with agent.services.db.unit() as repos:
-                    notes_seen = repos.notes.newest_id()  # a note written during the tick also ends its pause
+                with agent.services.managers.reading() as house:
+                    notes_seen = house.conversation.newest_note_id()  # a note written during the tick also ends its pause
                 if on_stream and agent.interrupted:  # its opening step does not run again: say which tick goes on
                     opened = agent.state()
                     on_stream("custom", {"event": "tick_resumed", "tick": opened.get("tick"),
