@@ -382,7 +382,7 @@ class Managers:
 
         return AbstractManager(self)
 
-    # the mesh (issue 30)
+    # the mesh
     @cached_property
     def mesh(self) -> MeshManager:
         """Identity, signed containers in and out, CogSync, consensus, sync (managers/mesh.py)."""

@@ -27,11 +27,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from managers.audience import ALONE, Audience, Role, conversation_tag
 from managers.errors import NotFound, Refused
+from memory.clock import as_utc
 from memory.models import Note, Person
 from memory.note_kinds import CHANNEL_DOORS, HUMAN_SOURCES, PEER_DOORS, SOURCE_OF_DOOR, Door, NoteSource, door_of
 from memory.repositories.notes import OUTGOING
@@ -122,10 +123,6 @@ class Answering:
     others: tuple[Any, ...] = field(default=())  # the system's and the persona's tasks' notes (its own work)
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
 def _door(note: Note) -> Door | None:
     """A note's door: as it was stored, or (a note from before doors were kept) from its source and `via:` tag."""
     if note.door is not None and note.door in Door._value2member_map_:
@@ -168,7 +165,7 @@ class ConversationManager:
                 raise Refused(f"{door} is my owner's own door, not {person.name}'s")
             role = Role(person.role)
         tags = list(dict.fromkeys([*self._door_tags(door, words, role), *words.tags]))
-        now = _utc(words.at) if words.at is not None else self.house.deps.clock()
+        now = as_utc(words.at) if words.at is not None else self.house.deps.clock()
         note = self.repos.notes.add(text, source=source, priority=words.priority, tags=tags,
                                     thread_id=words.thread_id, created_at=now,
                                     author_id=person.id if person is not None else None,
@@ -277,7 +274,7 @@ class ConversationManager:
         peer = peer_of(note) or (next((t[3:] for t in tags if t.startswith("to:")), None)
                                  if mine and note.person_id is None else None)
         return Turn(note_id=note.id, mine=mine, author=me if mine else name, text=note.text, door=door,
-                    at=_utc(note.created_at), read=bool(note.read), tags=tags, person_id=note.person_id,
+                    at=as_utc(note.created_at), read=bool(note.read), tags=tags, person_id=note.person_id,
                     peer=None if note.person_id is not None or peer == "user" else peer, name=name,
                     role=Role.PEER.value if peer and note.person_id is None and peer != "user" else role,
                     llm_id=note.llm_id)
@@ -326,7 +323,7 @@ class ConversationManager:
             tick = self.repos.ticks.get(offer.get("thread") or MAIN_THREAD, int(offer.get("tick") or 0))
             if tick is not None:
                 end = tick.finished_at or self.house.deps.clock()
-                windows.append((_utc(tick.started_at), _utc(end), offer))
+                windows.append((as_utc(tick.started_at), as_utc(end), offer))
         return windows
 
     def threads(self, *, peers: bool = True) -> builtins.list[ThreadView]:
@@ -342,9 +339,9 @@ class ConversationManager:
                 continue
             name, role = names.get(person_id, (f"person {person_id}", "guest"))
             out.append(ThreadView(person_id, None, name, role, self._turn(note, name, "").door, note.text,
-                                  _utc(note.created_at), unread, count))
+                                  as_utc(note.created_at), unread, count))
         if not any(t.person_id == owner.id for t in out):  # the owner's page always has its own thread
-            out.append(ThreadView(owner.id, None, owner.name, owner.role, None, "", _utc(owner.created_at), 0, 0))
+            out.append(ThreadView(owner.id, None, owner.name, owner.role, None, "", as_utc(owner.created_at), 0, 0))
         if peers:
             out += self._peer_threads()
         return out
@@ -358,7 +355,7 @@ class ConversationManager:
             known = seen.get(peer)
             unread = (known.unread if known else 0) + (0 if note.read else 1)
             seen[peer] = ThreadView(None, peer, peer, Role.PEER.value, door_of(note.source, note.tags), note.text,
-                                    _utc(note.created_at), unread, (known.turns if known else 0) + 1)
+                                    as_utc(note.created_at), unread, (known.turns if known else 0) + 1)
         return sorted(seen.values(), key=lambda t: t.last_at, reverse=True)
 
     def audience_of(self, note: Any) -> Audience:
@@ -408,7 +405,7 @@ class ConversationManager:
     def last_heard_at(self) -> datetime | None:
         """When a human last wrote, by any door."""
         at = self.repos.notes.latest_human_at()
-        return _utc(at) if at is not None else None
+        return as_utc(at) if at is not None else None
 
     # -- what waits for the owner ------------------------------------------------------------------------------------
 

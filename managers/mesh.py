@@ -1,4 +1,4 @@
-"""The mesh's rules (issue 30): this persona's identity, the containers it sends (the outbox of Isolated Mode) and
+"""The mesh's rules: this persona's identity, the containers it sends (the outbox of Isolated Mode) and
 accepts (verified, deduplicated, rate-limited, trust-weighted; every refusal counted and held against its sender),
 CogSync (publish chosen memories by tag; what arrives is data from a peer, never an instruction), consensus (ethics
 cases and CogConsensus claims, trust-weighted) and sync (have/want by container id: nothing lost, nothing applied

@@ -202,7 +202,7 @@ def _v12_provenance(conn: Connection) -> None:
 
 
 def _v13_mesh(conn: Connection) -> None:
-    """The mesh (issue 30): signed containers in and out, refusals, evaluations, blocklist, revoked keys, topics."""
+    """The mesh: signed containers in and out, refusals, evaluations, blocklist, revoked keys, topics."""
     for table in MESH_TABLES:
         table_of(table).create(conn, checkfirst=True)
 

@@ -564,7 +564,7 @@ class KBDocument(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     chunks: Mapped[int] = mapped_column(Integer, default=0)
     chars: Mapped[int] = mapped_column(Integer, default=0)
-    # who gave it when not the owner at the web page or the terminal: "Ann (guest, via matrix)" (issue 29)
+    # who gave it when not the owner at the web page or the terminal: "Ann (guest, via matrix)"
     source: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -879,7 +879,7 @@ class AgentRecord(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-# ---- the mesh (issue 30): containers in and out, refusals, evaluations, blocklist, revoked keys, topics ----------
+# ---- the mesh: containers in and out, refusals, evaluations, blocklist, revoked keys, topics ----------
 class MeshContainer(Base):
     """A signed container (reach/hmp/containers.py) this persona sent or accepted, kept whole (`body`), keyed by its
     id (a hash of its canonical body: one row per container, so one arriving twice is applied once). Out: queued →

@@ -456,7 +456,7 @@ DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
 
 
 class MeshSettings(Section):
-    """The mesh (mesh/, issue 30): this persona's peer-to-peer door. Off unless turned on. Its Ed25519 key is a file
+    """The mesh (mesh/): this persona's peer-to-peer door. Off unless turned on. Its Ed25519 key is a file
     with mode 0600 in the data dir (mesh/identity.key), never in the database, a log or an export."""
 
     enabled: bool = False

@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from managers.audience import Audience, Role
+from memory.clock import utcnow
 from web.context import WebServices, get_services
 from web.errors import ServiceError
 
@@ -159,7 +160,7 @@ class Refusals:
             entry[0] += 1
             entry[1] += size
             entry[2] = detail[:500]
-            entry[3] = datetime.now(timezone.utc)
+            entry[3] = utcnow()
 
     def due(self) -> bool:
         return bool(self._pending) and time.monotonic() - self._flushed_at >= self.FLUSH_EVERY_S
@@ -596,7 +597,7 @@ class A2AServer:
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
             since = self._card_first_seen.setdefault((id(services), etag),
-                                                     datetime.now(timezone.utc).replace(microsecond=0))
+                                                     utcnow().replace(microsecond=0))
         headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE_S}", "ETag": etag,
                    "Last-Modified": format_datetime(since, usegmt=True)}
         if _not_modified(request, etag, since):

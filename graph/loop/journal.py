@@ -10,11 +10,12 @@ import logging
 import queue
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from managers import ManagerDeps, ManagerFactory
 from memory import Database
+from memory.clock import utcnow
 from persona.settings import stored_settings
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class LiveJournal:
         self._writer.start()
 
     def __call__(self, mode: str, data: Any) -> None:
-        now = datetime.now(timezone.utc)
+        now = utcnow()
         if mode == "custom":
             kind = str(data.get("event") or "event")
             if kind in SKIPPED:
@@ -81,7 +82,7 @@ class LiveJournal:
 
     def put(self, kind: str, *, node: str | None = None, data: dict[str, Any] | None = None,
             at: datetime | None = None, thread_id: str | None = None, tick: int | None = None) -> None:
-        self._queue.put({"at": at or datetime.now(timezone.utc), "thread_id": thread_id or self.thread_id,
+        self._queue.put({"at": at or utcnow(), "thread_id": thread_id or self.thread_id,
                          "tick": self.tick if tick is None else tick, "kind": kind[:32],
                          "node": (node or None) and str(node)[:128], "data": _bounded(data or {})})
 

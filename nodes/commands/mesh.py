@@ -1,4 +1,4 @@
-"""The mesh (issue 30): mesh.* (send, ask, publish, subscribe, sync, status, case, vote, adopt, reject, rotate)
+"""The mesh: mesh.* (send, ask, publish, subscribe, sync, status, case, vote, adopt, reject, rotate)
 and reputation.* (show, evaluate, block, unblock, drift). Thin over managers/mesh.py and managers/reputation.py;
 the mesh door (mesh/) sends what these queue. Whatever leaves the persona is `external` (consent); writing a
 consensus into ethics.yaml and changing the key are `modify_self`."""

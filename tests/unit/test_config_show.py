@@ -236,9 +236,7 @@ def _environment_reads(tree: ast.AST, constants: dict[str, str]) -> list[tuple[i
 
 
 # ANIMA_* variables read outside persona/settings.py, and why
-ENVIRONMENT_ALLOWED = {
-    "nodes/steps/s05_call_llm.py": "ANIMA_TEST_KILL_AFTER_ANSWER_KEPT: a test-only hook (kills the process mid-tick)",
-}
+ENVIRONMENT_ALLOWED: dict[str, str] = {}
 
 
 def test_no_anima_variable_is_read_outside_the_settings():

@@ -6,23 +6,20 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from managers.audience import OWNER
 from managers import ManagerFactory
+from memory.clock import as_utc
 
 log = logging.getLogger(__name__)
 POLL_S = 0.1  # one indexed query per client per poll; an event reaches the page within ~0.1 s plus the loop's flush
 KEEPALIVE_S = 15.0
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)  # SQLite drops the zone
-
-
 def event_dict(row) -> dict[str, Any]:
-    return {"id": row.id, "at": _utc(row.at).isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
+    return {"id": row.id, "at": as_utc(row.at).isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
             "kind": row.kind, "node": row.node, "data": row.data}
 
 

@@ -5,13 +5,14 @@ hand; emotions, novelty and tokens over time; and the layers of the last prompt 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from i18n import N_
 from managers import Managers
 from managers.goals import GoalMetrics
 from managers.errors import NotFound
+from memory.clock import as_utc
 from memory.text import emotion_strengths
 from persona.drives import DRIVES, LABELS, UnknownDrive, describe
 from persona.settings import Settings
@@ -46,12 +47,6 @@ VALENCE: dict[str, float] = {
 }
 THOUGHT_KINDS = ("response", "continuation")
 LAYERS_LOOKBACK = 20  # ticks searched for the last prompt's layers (a degraded or failed tick has none)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite drops the zone
 
 
 # -- drives ---------------------------------------------------------------------------------------------------
@@ -91,8 +86,8 @@ def set_drive(house: Managers, settings: Settings, name: str, change: DriveLevel
 
 def _question(q) -> QuestionView:
     return QuestionView(id=q.id, topic=q.topic, context=q.context or "", priority=q.priority, source=q.source,
-                        status=q.status, resolution=q.resolution, created_at=_utc(q.created_at),
-                        resolved_at=_utc(q.resolved_at))
+                        status=q.status, resolution=q.resolution, created_at=as_utc(q.created_at),
+                        resolved_at=as_utc(q.resolved_at))
 
 
 def goal_metrics(house: Managers) -> GoalMetrics:
@@ -147,7 +142,7 @@ def _aligned(key: str, title: str, y_label: str, columns: Mapping[str, Mapping[f
 
 
 def _seconds(value: datetime | None) -> float | None:
-    value = _utc(value)
+    value = as_utc(value)
     return round(value.timestamp(), 3) if value is not None else None
 
 
@@ -196,7 +191,7 @@ def prompt_layers(house: Managers) -> PromptLayers:
             continue
         budget = context.get("budget_tokens")
         layers = [_layer(layer, budget) for layer in context.get("layers") or []]
-        return PromptLayers(thread=tick.thread_id, tick=tick.tick, at=_utc(tick.started_at),
+        return PromptLayers(thread=tick.thread_id, tick=tick.tick, at=as_utc(tick.started_at),
                             window_tokens=context.get("window_tokens"), budget_tokens=budget,
                             max_tokens=context.get("max_tokens"), used_tokens=sum(layer.tokens for layer in layers),
                             layers=layers, dropped=[str(d) for d in context.get("dropped") or []])

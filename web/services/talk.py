@@ -4,7 +4,7 @@ managers/conversation.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 from managers import ManagerDeps, Managers
 from managers.conversation import Words
@@ -12,6 +12,7 @@ from managers.errors import NotFound, Refused
 from managers.speech import AUDIO_TYPES, VOICE_TAG, SpeechManager
 from managers import Managers
 from managers.conversation import Turn
+from memory.clock import as_utc, utcnow
 from memory.note_kinds import Door
 from reach.speech import SpeechUnavailable
 from web.context import WebServices
@@ -20,13 +21,9 @@ from web.schemas.talk import Conversation, ConversationItem, NoteIn, ThreadOut, 
 from web.uploads import Upload
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
 def _item(turn: Turn, offers: list[tuple[datetime, datetime, dict]], *, speakable: bool = False) -> ConversationItem:
     human = not turn.mine
-    at = _utc(turn.at)
+    at = as_utc(turn.at)
     offer = None if human else next((o for start, end, o in offers if start <= at <= end), None)
     role = turn.role if turn.role in ("owner", "trusted", "guest", "peer") else None
     return ConversationItem(id=turn.note_id, who="human" if human else "persona", text=turn.text, at=at,
@@ -75,7 +72,7 @@ def thread_named(house: Managers, person: str) -> ThreadOut:
         raise ServiceError(str(missing), field="person", status=404) from None
     role = audience.role.value if audience.role.value in ("owner", "trusted", "guest", "peer") else "owner"
     return ThreadOut(person=person, name=audience.name, role=role, door=None, last_text="",
-                     last_at=datetime.now(timezone.utc), unread=0, turns=0)
+                     last_at=utcnow(), unread=0, turns=0)
 
 
 def waiting_for_owner(house: Managers) -> dict[str, int]:

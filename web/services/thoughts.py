@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from i18n import N_
 from managers import Managers
+from memory.clock import as_utc
 from web.errors import NotFoundError
 from web.schemas.thoughts import (
     CommandOutcome,
@@ -27,12 +28,6 @@ THOUGHT_KINDS = ("response", "continuation", "stagnation_record")
 RAN = {"executed"}
 EMOTION_TEXT = re.compile(r"^\s*([^:]+?)\s*:\s*([1-5])\s*(?:\((.*)\))?\s*$", re.DOTALL)
 QUARANTINE_PREVIEW = 2000
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite drops the zone
 
 
 def emotion_ratings(emotions: list[Any]) -> list[EmotionRating]:
@@ -89,7 +84,7 @@ def _cards(house: Managers, ticks: list[Any]) -> list[TickCard]:
 
 def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCard:
     summary = dict(row.summary or {})
-    started, finished = _utc(row.started_at), _utc(row.finished_at)
+    started, finished = as_utc(row.started_at), as_utc(row.finished_at)
     answered_by = next((c.llm_id for c in calls if c.ok and c.purpose == "think"), None)
     novelty = metric.novelty_score if metric is not None else (message.novelty_score if message else None)
     reflexes = ReflexVerdicts(
@@ -113,7 +108,7 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
         commands=[CommandOutcome(cmd_id=c.cmd_id, type=c.type, args=dict(c.args or {}), status=c.status,
                                  result=c.result or "", ran=c.status in RAN) for c in commands],
         parse_errors=[str(e) for e in summary.get("parse_errors") or []],
-        failovers=[FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=_utc(c.created_at))
+        failovers=[FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=as_utc(c.created_at))
                    for c in calls if not c.ok],
         reflexes=reflexes,
         tokens=TickTokens(prompt=row.prompt_tokens or 0, completion=row.completion_tokens or 0,
@@ -165,7 +160,7 @@ def thread_tree(house: Managers) -> ThreadTree:
             playbook=t.playbook or "", depth=t.depth, tick=t.tick, window_ratio=t.window_ratio or 1.0,
             effective_ratio=round(share.effective_ratio, 4), window_tokens=window.get("window_tokens"),
             budget_tokens=window.get("budget_tokens"), messages=share.messages, chronicle=t.chronicle,
-            error=t.error, created_at=_utc(t.created_at), completed_at=_utc(t.completed_at))
+            error=t.error, created_at=as_utc(t.created_at), completed_at=as_utc(t.completed_at))
     roots: list[ThreadNode] = []
     for t in threads:
         parent = nodes.get(t.parent_id) if t.parent_id else None
