@@ -55,6 +55,11 @@ def context_mode(cycle: Mapping[str, Any]) -> str:
     return str(cycle.get("context_mode") or "standard")
 
 
+# a thread's cycle settings (the persona's cycle.pause, cycle.responses, notes.mode …) over config.yaml's `cycle`
+CYCLE_OVERRIDES = {"pause_s": "cycle.pause_s", "responses": "cycle.responses", "notes_mode": "cycle.notes_mode",
+                   "notes_filter": "cycle.notes_filter"}
+
+
 class LoopManager:
     """A thread's cycle settings, in one unit of work."""
 
@@ -148,6 +153,12 @@ class LoopManager:
         cycle.update(changes)
         self.repos.config.set_cycle(thread_id, cycle)
         return cycle
+
+    def cycle_overrides(self, thread_id: str) -> list[tuple[str, Any]]:
+        """The settings the thread's own cycle settings override (the persona's cycle.* commands, stored per thread):
+        (setting name, the thread's value), for `run.py config show`."""
+        cycle = self.cycle(thread_id)
+        return [(setting, cycle[key]) for key, setting in CYCLE_OVERRIDES.items() if cycle.get(key) is not None]
 
     def context_cycle(self, thread_id: str, settings: Settings | None = None) -> dict[str, Any]:
         """The thread's cycle settings for its prompt. Without a context mode of its own (cycle.concentration /
