@@ -83,6 +83,36 @@ class ThreadManager:
             raise KeyError(f"no thread {thread_id!r}")
         return thread
 
+    def active(self, root_id: str) -> str:
+        """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
+        current = self.repos.config.active_thread(root_id) or root_id
+        while current != root_id:
+            thread = self.repos.threads.get(current)
+            if thread is not None and thread.status == "running":
+                return current
+            current = thread.parent_id if thread is not None and thread.parent_id else root_id
+        return root_id
+
+    def ratio(self, thread_id: str) -> float:
+        """Π window_ratio of the thread's lineage: its share of the model's window."""
+        return self.repos.threads.ratio_product(thread_id)
+
+    def orphans(self, token: str, alive: Callable[[str | None], bool]) -> list[Thread]:
+        """Child threads left running by a process that is gone (a task's sub-cycle is not one: it resumes from its
+        checkpoint, managers/task_cycles.py)."""
+        return [t for t in self.repos.threads.running_children()
+                if t.origin != "task" and t.owner != token and not alive(t.owner)]
+
+    def aborted(self, thread: Thread, reason: str) -> None:
+        """An orphan, finished as aborted: its anchor in the parent (if it had none yet) and a process-log line."""
+        if self.repos.messages.anchor_for(thread.id) is None:
+            self.repos.messages.upsert(anchor_key(thread.id), thread_id=thread.parent_id, tick=thread.tick,
+                                       kind="stelis_anchor", role="system",
+                                       content=f'Stelis thread "{thread.label}" ({thread.id})',
+                                       meta={"child": thread.id, "label": thread.label})
+        self.repos.processes.add("stelis", f'Stelis thread "{thread.label}" ({thread.id}) was aborted: {reason}.',
+                                 status="warning", thread_id=thread.parent_id)
+
     def set_active(self, root_id: str, thread_id: str) -> None:
         """Make `thread_id` the thread the root's ticks run in (the root itself: no override)."""
         self.repos.config.set_active_thread(root_id, thread_id if thread_id != root_id else None)

@@ -36,7 +36,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
         if current is not None and current.origin in ("playbook", "task"):
             thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
         else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
-            thread_id = active_thread(repos, root)
+            thread_id = active_thread(services, repos, root)
         tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
         started = repos.ticks.start(thread_id, tick, mode)
         while (started.summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
