@@ -277,12 +277,11 @@ class Agent:
         (graph/forgetting.py), and the state this agent keeps of the tick holds the placeholders too."""
         from graph.checkpoint import deep_replace
         from graph.forgetting import finish
-        from managers import ManagerDeps, Managers
         from managers.anonymise import AnonymisationError
 
         try:
             with self.services.db.unit() as repos:  # what the rest of the tick wrote after the command, too
-                anonymise = Managers(repos, ManagerDeps(settings=self.services.settings)).anonymise
+                anonymise = self.services.managers.over(repos).anonymise
                 change = anonymise.saved_replacer()
                 anonymise.sweep(change)
         except AnonymisationError as exc:  # the key was moved away meanwhile: the owner's CLI finishes it
@@ -305,8 +304,8 @@ class Agent:
         if snapshot.next:
             self.graph.update_state(self.config, None, as_node=END)
         if tick:
-            with self.services.db.unit() as repos:
-                quarantine_tick(repos, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
+            with self.services.managers.unit() as house:
+                quarantine_tick(house, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
         return TickFailure(thread_id, tick, step, error)
 
     def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> TickValues:

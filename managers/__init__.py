@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
+    from managers.dreams import DreamManager
     from managers.inner_life import InnerLifeManager
     from managers.journal import JournalManager
     from managers.reports import ReportManager
@@ -396,6 +397,13 @@ class Managers:
         from managers.reputation import ReputationManager
 
         return ReputationManager(self)
+
+    @cached_property
+    def dreams(self) -> DreamManager:
+        """What a dream gathers and how its output is written, once per run (managers/dreams.py)."""
+        from managers.dreams import DreamManager
+
+        return DreamManager(self)
 
     @cached_property
     def task_cycles(self) -> TaskCycleManager:

@@ -86,6 +86,14 @@ class LoopManager:
         """A line in the process log the next prompt shows (a dream that failed or ended, a child that started)."""
         self.repos.processes.add(name, text, status=status, thread_id=thread_id)
 
+    def quarantine(self, thread_id: str, tick: int, *, step: str | None, error: str, trace: str = "") -> None:
+        """A tick closed as failed (its answer set aside, never replayed), and the next prompt told why."""
+        self.repos.ticks.fail(thread_id, tick, step=step, error=error[:2000], trace=trace)
+        where = f" in step {step}" if step else ""
+        self.repos.processes.add("tick.failed", f"tick {tick} failed{where}: {error[:600]}. My answer of that tick was "
+                                 "set aside and will not be run again; this tick starts clean.", status="error",
+                                 thread_id=thread_id)
+
     def is_child_thread(self, thread_id: str) -> bool:
         thread = self.repos.threads.get(thread_id)
         return thread is not None and thread.parent_id is not None

@@ -40,7 +40,7 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
         tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
         started = repos.ticks.start(thread_id, tick, mode)
         while (started.summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
-            quarantine_tick(repos, thread_id, tick, step=None, error=(
+            quarantine_tick(services.managers.over(repos), thread_id, tick, step=None, error=(
                 f"started {MAX_TICK_STARTS} times without finishing: the process died each time"))
             tick += 1
             started = repos.ticks.start(thread_id, tick, mode)
