@@ -192,9 +192,11 @@ def open_memory(data_dir: Optional[str], db: Optional[str], persona: Optional[st
     except BaseException:
         database.close()
         raise
-WebHost = typer.Option("127.0.0.1", "--host", envvar="ANIMA_WEB_HOST",
-                       help="Address the web app listens on; beyond 127.0.0.1 it needs ANIMA_API_TOKEN.")
-WebPort = typer.Option(8765, "--port", envvar="ANIMA_WEB_PORT", min=1, max=65535, help="Port of the web app.")
+WebHost = typer.Option(None, "--host", show_default=False,
+                       help="Address the web app listens on (default: $ANIMA_WEB_HOST, else 127.0.0.1); beyond "
+                            "127.0.0.1 it needs ANIMA_API_TOKEN.")
+WebPort = typer.Option(None, "--port", min=1, max=65535, show_default=False,
+                       help="Port of the web app (default: $ANIMA_WEB_PORT, else 8765).")
 WebAllowedHosts = typer.Option(None, "--allowed-hosts",
                                help="More names the web app answers to (comma-separated; *.domain for any under it; "
                                     "default $ANIMA_ALLOWED_HOSTS), "
