@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from managers.errors import Refused
 from memory import provenance
 from memory.note_kinds import NoteSource
+from memory.statuses import BEFORE_RUN_ENDS, ProcessStatus, RunStatus
 from reach import budget
 from reach.sandbox import jail_problem
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from memory.models import AgentScript, ProcessLog, ProcessRun
     from persona.settings import ScriptSettings, Settings
 
-RUNNING = ("pending", "running")  # a run's states before it ends
+RUNNING = BEFORE_RUN_ENDS  # a run's states before it ends
 
 
 def scripts_off(settings: Any) -> str | None:
@@ -67,7 +68,9 @@ class RunView:
 
 
 # how a job ended → its process_log status (a stop is a warning; a job its dead process left is offline)
-PROCESS_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "killed": "warning", "offline": "offline"}
+PROCESS_STATUS: dict[str, ProcessStatus] = {
+    RunStatus.OK: ProcessStatus.OK, RunStatus.ERROR: ProcessStatus.ERROR, RunStatus.TIMEOUT: ProcessStatus.TIMEOUT,
+    RunStatus.KILLED: ProcessStatus.WARNING, RunStatus.OFFLINE: ProcessStatus.OFFLINE}
 
 
 class ProcessManager:
@@ -195,7 +198,7 @@ class ProcessManager:
             return False
         self.repos.runs.finished(run_id, status, output=text, exit_code=exit_code, now=now)
         script = run.spec.get("script")
-        self.repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, "error"), text, now,
+        self.repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, ProcessStatus.ERROR), text, now,
                                         sources=[provenance.source("script", f"script {script} (run {run_id})", text)]
                                         if script else None)
         return True

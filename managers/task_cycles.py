@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memory.note_kinds import NoteSource
+from memory.statuses import CLOSED_TASK, CycleStatus, ProcessStatus, TaskStatus
 
 if TYPE_CHECKING:
     from managers import Managers
 
-CLOSED = ("done", "failed", "cancelled")
+CLOSED = CLOSED_TASK
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class TaskCycleManager:
             thread.owner = token
             text = (f"task {task.id}'s sub-cycle was interrupted at tick {thread.tick} (the process stopped); "
                     "it resumes from its last checkpoint")
-            self.repos.processes.add("tasks.cycle", text, status="warning", thread_id=thread.parent_id, task_id=task.id)
+            self.repos.processes.add("tasks.cycle", text, status=ProcessStatus.WARNING, thread_id=thread.parent_id,
+                                     task_id=task.id)
             self.repos.notes.add(text, source=NoteSource.SYSTEM, task_id=task.id, tags=["task-cycle"],
                                  created_at=self._now())
             told.append(text)
@@ -111,7 +113,7 @@ class TaskCycleManager:
         """Why the cycle ends now; its repl_status when it is no longer running; None while it should go on."""
         now = self._now()
         task = self.repos.tasks.get(task_id)
-        if task.repl_status != "running":
+        if task.repl_status != CycleStatus.RUNNING:
             return str(task.repl_status)
         if task.status in CLOSED:
             return Over(f"task {task.status}")
@@ -134,13 +136,13 @@ class TaskCycleManager:
         """The cycle ended (`stopped` or `error`: the task is then frozen for review); the main loop is told."""
         task_id = state.task_id
         self.repos.tasks.set_repl(task_id, repl_status=status, repl_error=error)
-        if status == "error":
-            self.repos.tasks.update(task_id, status="frozen")
+        if status == CycleStatus.ERROR:
+            self.repos.tasks.update(task_id, status=TaskStatus.FROZEN)
         text = f"task {task_id} ({state.title}): sub-cycle {status} ({reason})." + (
             f" Chronicle: {chronicle}" if chronicle else "")
         self.repos.notes.add(text[:4000], source=NoteSource.SYSTEM, task_id=task_id, tags=["task-cycle", status],
                              created_at=self._now())
-        self.repos.processes.add("tasks.cycle", text[:2000], status="error" if status == "error" else "ok",
+        self.repos.processes.add("tasks.cycle", text[:2000], status=ProcessStatus.ERROR if status == CycleStatus.ERROR else ProcessStatus.OK,
                                  thread_id=state.parent_id, task_id=task_id)
 
     def restarted(self, state: CycleState, child_id: str) -> None:
@@ -155,7 +157,7 @@ class TaskCycleManager:
 
     def stopped_but_running(self) -> builtins.list[int]:
         """Cycles stopped by `tasks.stop` whose thread still runs (to be closed with a chronicle)."""
-        return [t.id for t in self.repos.tasks.with_repl_status("stopped")
+        return [t.id for t in self.repos.tasks.with_repl_status(CycleStatus.STOPPED)
                 if t.repl_thread and (th := self.repos.threads.get(t.repl_thread)) is not None and th.status == "running"]
 
 
