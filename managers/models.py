@@ -230,6 +230,10 @@ class ModelManager:
                 added=entry.id in added))
         return out
 
+    def set_trust(self, llm_id: str, trust: float) -> None:
+        """A validator's trust as its votes moved it (nodes/reflexes/validation.py), kept for the next run."""
+        self.repos.llm_registry.upsert(llm_id, trust_score=trust)
+
     def registered(self, llm_id: str) -> bool:
         return any(r.id == llm_id for r in self.repos.llm_registry.all())
 

@@ -9,7 +9,7 @@ cycles and start-up all come here through nodes/stelis/threads.py or `Managers.t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
 from memory.repositories import NotFound, anchor_key
@@ -82,6 +82,19 @@ class ThreadManager:
         if thread is None:
             raise KeyError(f"no thread {thread_id!r}")
         return thread
+
+    def get(self, thread_id: str) -> Thread | None:
+        return self.repos.threads.get(thread_id)
+
+    def ensure_root(self, thread_id: str, *, persona: str, playbook: str) -> Thread:
+        """The root thread a playbook runs in (made when first used)."""
+        return self.repos.threads.ensure(thread_id, persona=persona, playbook=playbook, origin="root")
+
+    def record_step(self, key: str, *, thread_id: str, tick: int, role: str, content: str, meta: dict[str, Any],
+                    llm_id: str | None = None) -> None:
+        """What a playbook node did, in its thread's log (once per node run: `key`)."""
+        self.repos.messages.upsert(key, thread_id=thread_id, tick=tick, kind="step", role=role, content=content,
+                                   llm_id=llm_id, meta=meta)
 
     def active(self, root_id: str) -> str:
         """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
