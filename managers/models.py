@@ -230,6 +230,10 @@ class ModelManager:
                 added=entry.id in added))
         return out
 
+    def run_choices(self) -> tuple[dict[str, dict[str, Any]], str | None, dict[str, Any]]:
+        """The model choices made at run time, in any process: (overrides by id, the selected one, models added)."""
+        return self.repos.config.llm_overrides(), self.repos.config.selected_llm, self.repos.config.added_llms()
+
     def set_trust(self, llm_id: str, trust: float) -> None:
         """A validator's trust as its votes moved it (nodes/reflexes/validation.py), kept for the next run."""
         self.repos.llm_registry.upsert(llm_id, trust_score=trust)

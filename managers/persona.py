@@ -118,6 +118,14 @@ class PersonaManager:
         return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"])
                 for e in reversed(self.repos.config.persona_edits)][:limit]
 
+    def recorded_directory(self) -> str | None:
+        """The persona directory this data dir runs with, as recorded (its own copy once it was edited)."""
+        return self.repos.config.persona_dir
+
+    def preload_run_choices(self) -> None:
+        """What a reload reads (persona dir, the model choices, the persona's own changes), in one query."""
+        self.repos.config.preload_run_choices()
+
     def adopt_directory(self, directory: Path) -> None:
         """Run with `directory` as the persona from now on (a copy of the shipped default, made for an edit)."""
         self.repos.config.persona_dir = str(directory)

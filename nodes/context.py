@@ -130,14 +130,15 @@ class Services:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
         A broken edit is logged and the last good persona and settings stay in use. The model choices made at run time
         (by the persona, the operator's CLI or the web app, in any process) are applied too."""
-        repos.config.preload_run_choices()
+        house = self.managers.over(repos)
+        house.persona.preload_run_choices()
         self.refresh_llms(repos)
         try:
-            persona = refresh_persona(self._adopted(repos) or self.persona)
+            persona = refresh_persona(self._adopted(house.persona.recorded_directory()) or self.persona)
         except Exception as exc:  # PersonaError or an unreadable file
             log.error("persona files not reloaded (the last good version stays in use): %s", exc)
             persona = self.persona
-        changes = repos.config.self_changes()
+        changes = house.persona.self_changes()
         if persona is self.persona and changes == self._changes:
             return
         try:
@@ -145,12 +146,12 @@ class Services:
                                           recorded_persona_dir=str(persona.directory))
         except SettingsError as exc:
             log.error("settings not reloaded (the last good ones stay in use): %s", exc)
-            repos.processes.add("settings", f"not reloaded: {exc}"[:2000], status="error")
+            house.loop.log("settings", f"not reloaded: {exc}"[:2000], status="error")
         self.persona, self._changes = persona, changes
 
     def refresh_llms(self, repos: Repos) -> None:
-        added = repos.config.added_llms()
-        choices = (repos.config.llm_overrides(), repos.config.selected_llm, added)
+        choices = self.managers.over(repos).models.run_choices()
+        added = choices[2]
         if choices == self._llm_choices:
             return
         try:
@@ -160,12 +161,11 @@ class Services:
             log.error("model choices not applied: %s", exc)
         self._llm_choices = choices
 
-    def _adopted(self, repos: Repos) -> Persona | None:
+    def _adopted(self, recorded: str | None) -> Persona | None:
         """The data dir took its own copy of the persona (the web app does on the first edit of the shipped one):
         the loop moves to it, unless this run names its persona."""
         if self.settings.persona_named:
             return None
-        recorded = repos.config.persona_dir
         if not recorded or Path(recorded).resolve() == self.persona.directory or not Path(recorded).is_dir():
             return None
         from persona import load_persona
