@@ -137,10 +137,11 @@ class ManagerFactory:
         return self._deps if isinstance(self._deps, ManagerDeps) else self._deps()
 
     @contextmanager
-    def unit(self, actor: Audience = ALONE) -> Iterator[Managers]:
+    def unit(self, actor: Audience = ALONE, *, history: str | None = None) -> Iterator[Managers]:
         """One transaction's managers, acting for `actor`: committed when the block ends, rolled back if it raises.
-        What the owner changes, the memory history names as the human's doing; what a peer changes, the peer's."""
-        with self.db.unit(actor=_history_actor(actor)) as repos:
+        What the owner changes, the memory history names as the human's doing; what a peer changes, the peer's
+        (`history`: another name, a door's own — the mesh)."""
+        with self.db.unit(actor=history or _history_actor(actor)) as repos:
             yield Managers(repos, self._deps, actor=actor)
 
     @contextmanager
