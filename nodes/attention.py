@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from llm import LLMCancelled
-from managers import Managers
 
 log = logging.getLogger(__name__)
 POLL_S = 0.25  # how often a running call looks for a human's note (one indexed query): a cut comes this late at most

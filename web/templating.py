@@ -13,8 +13,8 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 
 import i18n
-from managers.audience import OWNER
 from i18n import N_
+from managers.audience import OWNER
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"

@@ -16,7 +16,6 @@ from graph.agent import Agent
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from llm import LLMCancelled
-from managers import Managers
 from managers.vault import VaultReport, sync_vault
 from managers.world import RefreshCounts, refresh_feeds
 

@@ -20,7 +20,6 @@ from langgraph.runtime import RunControl
 from graph.agent import Agent, settle_heap
 from graph.loop.autonomy import Autonomy
 from llm import LLMCancelled
-from managers import Managers
 from managers.loop import Wanted
 from nodes.state import TickValues
 

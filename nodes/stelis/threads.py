@@ -23,7 +23,7 @@ from managers.owners import owner_alive, process_token
 from memory import Repos
 from memory.models import Thread
 from memory.repositories import TIMELINE_KINDS
-from managers import ManagerDeps, Managers  # the thread rules (managers/threads.py); its names are re-exported here
+from managers import Managers  # the thread rules (managers/threads.py); its names are re-exported here
 from nodes.context import Services
 from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT

@@ -28,7 +28,6 @@ from langgraph.runtime import Runtime
 
 import i18n
 from llm import LLMUnavailable, Sampling
-from managers import ManagerDeps, Managers
 from nodes.attention import waiting
 from nodes.context import AnimaContext, Services, services_of
 from nodes.reflexes.prompts import VALIDATION_PROMPT, VALIDATION_SCHEMA

@@ -15,7 +15,6 @@ from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
-from managers import ManagerDeps, Managers
 from managers.audience import Audience
 from memory import Repos
 from memory.store import record_turn

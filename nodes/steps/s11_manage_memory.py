@@ -15,7 +15,6 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
 from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
-from managers import Managers
 from managers.abstracts import AUTOMATIC_TRIGGERS, delivery
 from nodes.attention import waiting
 from nodes.context import CYCLE, AnimaContext, services_of

@@ -12,8 +12,8 @@ from managers import Managers
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
-from web.schemas.requests import QueryBool
 from web.schemas.memory import Done, History, KBUploaded, MemoryList, MemoryRecord, SearchResults, Tiers
+from web.schemas.requests import QueryBool
 from web.services import memory
 
 router = APIRouter(prefix="/memory", tags=["memory"], responses=PERSONA)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from managers.audience import OWNER
 from managers import Managers
+from managers.audience import OWNER
 from memory.note_kinds import Door
 from web.api.responses import PERSONA, UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work

@@ -9,8 +9,8 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 from pydantic import ValidationError
 
 from managers import Managers
-from web.errors import ServiceError
 from web.context import WebServices, get_services, unit_of_work
+from web.errors import ServiceError
 from web.schemas.controls import LLMAddIn, LLMUpdateIn
 from web.services import controls, people
 from web.templating import render

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
-from managers.audience import OWNER
 from i18n import SOURCE, N_
+from managers.audience import OWNER
 from web.context import WebServices, get_services
 from web.errors import ServiceError
 from web.services import events, talk, thoughts

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from managers.audience import OWNER
 from graph.reports import approval_row, audit_row, taint_row
 from i18n import N_
 from managers import Managers
-from managers.consent import ApprovalError
 from managers import ManagerFactory
+from managers.audience import OWNER
+from managers.consent import ApprovalError
 from web.errors import NotFoundError, ServiceError
 from web.schemas.approvals import (
     Approval,

@@ -11,8 +11,8 @@ from i18n import N_
 from managers import Managers
 from managers.loop import Wanted, loop_alive
 from managers.models import ModelNotFound, RegistryError, ServerCheckFailed
-from web.errors import NotFoundError, ServiceError
 from persona.settings import Settings
+from web.errors import NotFoundError, ServiceError
 from web.schemas.controls import LLMAddIn, LLMHealth, LLMUpdateIn, LocalServer, LoopStatus
 
 

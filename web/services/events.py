@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from managers.audience import OWNER
 from managers import ManagerFactory
+from managers.audience import OWNER
 from memory.clock import as_utc
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ from typing import Any
 
 from i18n import N_
 from managers import Managers
-from managers.goals import GoalMetrics
 from managers.errors import NotFound
+from managers.goals import GoalMetrics
 from memory.clock import as_utc
 from memory.text import emotion_strengths
 from persona.drives import DRIVES, LABELS, UnknownDrive, describe

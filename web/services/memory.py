@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
-from managers.audience import OWNER
-from managers import ManagerDeps, Managers
-from managers.memory import MAX_UPLOAD_BYTES, Changed, MemoryManager, search_index
 from managers import Managers
+from managers.audience import OWNER
+from managers.memory import MAX_UPLOAD_BYTES, Changed, search_index
 from memory.retrieval.index import Hit
 from memory.updates import versions_of
 from memory.tiers import (

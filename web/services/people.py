@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from managers.audience import OWNER
 from i18n import N_
-from managers import ManagerDeps, Managers
+from managers import Managers
+from managers import ManagerFactory
+from managers.audience import OWNER
 from managers.errors import NotFound
 from managers.people import PeopleError, RequestView
-from managers import ManagerFactory
 from web.errors import NotFoundError, ServiceError
 from web.schemas.people import (ChannelState, ContactRequest, Forgotten, Group, GroupIn, PeopleOverview, Person,
                                 PersonIn, PersonUpdate, SetAside)

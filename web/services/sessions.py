@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from managers.audience import OWNER
 from graph.reports import session_row
 from i18n import N_
 from managers import Managers
-from managers.sessions import trace_csv, trace_jsonl
 from managers import ManagerFactory
+from managers.audience import OWNER
+from managers.sessions import trace_csv, trace_jsonl
 from memory.models import Session as SessionRow
 from persona.yaml_lines import parse_json
 from web.errors import NotFoundError, ServiceError

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from managers import ManagerDeps, Managers
+from managers import Managers
 from managers.conversation import Words
+from managers.conversation import Turn
 from managers.errors import NotFound, Refused
 from managers.speech import AUDIO_TYPES, VOICE_TAG, SpeechManager
-from managers import Managers
-from managers.conversation import Turn
 from memory.clock import as_utc, utcnow
 from memory.note_kinds import Door
 from reach.speech import SpeechUnavailable

@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 import i18n
-from managers import ManagerDeps, Managers
+from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
 from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused

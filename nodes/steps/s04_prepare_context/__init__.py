@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 from langgraph.runtime import Runtime
 
 import i18n
-from managers import ManagerDeps, Managers
 from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
 from managers.loop import context_mode, loaded_skills

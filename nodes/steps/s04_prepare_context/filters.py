@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import i18n
-from managers import ManagerDeps, Managers
 from managers.notes import Incoming, notes_filter
 from memory import Repos
 from nodes.context import UNREAD, Services

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import i18n
-from managers import ManagerDeps, Managers
 from memory import Repos
 from nodes.context import Services
 from nodes.reflexes.prompts import (
