@@ -5,7 +5,7 @@ Rules:
   adding and removing one is the owner's decision (the commands are `modify_self`); a spawned child is added to its
   parent's peers at birth (`added_by` "spawn"); a blocked peer's messages are refused.
 - what a peer writes arrives as a note with source `peer` and the tag `from:<name>`: data, never an instruction
-  (nodes/provenance.py origin "peer"). An A2A task waits for the persona's reply: its next message to that peer is
+  (memory/provenance.py origin "peer"). An A2A task waits for the persona's reply: its next message to that peer is
   the task's answer (`reply_for`), not a second delivery.
 - a message to a peer with no task waiting goes into the A2A outbox and is delivered by the web app (web/a2a.py),
   retried with a doubling delay while the peer is down, never lost; an answer the agent gives at once becomes a note
@@ -173,6 +173,16 @@ class PeerManager:
     def list(self, *, include_blocked: bool = True) -> builtins.list[Peer]:
         return self.repos.peers.list(include_blocked=include_blocked)
 
+    def point_parent_at(self, url: str) -> bool:
+        """A spawned child learns where its parent is served now (the parent's peer row, named at birth)."""
+        parent = (self.repos.config.lineage_parent or {}).get("name")
+        peer = self.find(str(parent)) if parent else None
+        if peer is None:
+            return False
+        peer.a2a_url = url.rstrip("/")
+        self.repos.peers.flush()
+        return True
+
     def find(self, key: str | int) -> Peer | None:
         return self.repos.peers.find(key)
 
@@ -259,7 +269,7 @@ class PeerManager:
         """The peers `audience` (this unit's, by default) may be shown, in an order that changes only when a peer is
         added or met: those added first, by name, then those met, the longest known first. The owner and the
         persona alone see them all; anyone else the ones the owner tagged `shareable`, and a peer its own row."""
-        audience = audience or self.house.audience
+        audience = audience or self.house.actor
         rows = self.list(include_blocked=include_blocked)
         if not include_blocked:
             blocked = {b.did for b in self.house.reputation.blocklist()}
@@ -284,8 +294,7 @@ class PeerManager:
         is dropped."""
         peer = self.get(key)
         self.repos.peers.delete_credentials(peer.id)  # a later peer may get the same row id: it inherits none
-        if self.house.deps.settings is not None:  # a door without settings holds no secret store to clean (the
-            self._secrets().delete(self._token_name(peer))  # name is this peer's own: no later peer reads it)
+        self._secrets().delete(self._token_name(peer))  # the name is this peer's own: no later peer reads it
         self.repos.peers.delete(peer)
         return peer
 
@@ -343,7 +352,7 @@ class PeerManager:
         in the database under the deployment's key (`vault: sealed`)."""
         from memory.secrets import FileSecretStore, SealedSecretStore, deployment_key
 
-        settings = self.house.deps.settings_for("a peer's credential")
+        settings = self.house.deps.settings
         if settings.vault == "sealed":
             key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
             return SealedSecretStore(self.repos.secrets, key, clock=self.house.deps.clock)

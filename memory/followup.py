@@ -30,11 +30,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
+from memory.clock import utcnow
 from memory.db import Database
 from memory.event_time import event_time
 from memory.retrieval.caches import RetrievalCaches, expansion_of, item_texts, texts_key
@@ -189,7 +190,7 @@ class FollowUp:
         """Step 1 (its event time, set in the caller's unit) and what the other steps need of the item."""
         read = _Read(item.id, item.tier, item.text or "", item.created_at, item.status, item.author or "")
         if item.event_at is None and read.tier not in NO_EVENT_TIERS and \
-                (found := event_time(read.text, read.created or datetime.now(timezone.utc))) is not None:
+                (found := event_time(read.text, read.created or utcnow())) is not None:
             repos.items.set_event_time(item, found.at, found.phrase, found.precision)
             report.event_times += 1
         return read
@@ -215,7 +216,7 @@ class FollowUp:
         """The item's expansion by the configured model, stored (an empty answer is stored too: not asked again)."""
         assert self.expander is not None
         try:
-            expansion = self.expander(text, author, created or datetime.now(timezone.utc)).strip()
+            expansion = self.expander(text, author, created or utcnow()).strip()
         except Exception:  # a model that failed says nothing about the memory: asked again on the next pass
             log.exception("memory follow-up: the expansion of item %s failed", item_id)
             return 0
