@@ -311,6 +311,16 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
                     return inbound.task_id
 
             started = context.current_task is not None
+            # The SDK puts the caller's message into the task's history at the task's first status, unless a message
+            # with its id is there already: a sender reusing ids (the persona takes such a message as a new one)
+            # would be missing from it. That message is then the first status's own, which the SDK moves into the
+            # history at the next status, in its place.
+            echo = message if started and context.current_task is not None and any(
+                said.message_id == message.message_id for said in context.current_task.history) else None
+
+            async def start_work() -> None:
+                await as_task()
+                await updater.start_work(echo)
 
             async def as_task() -> None:
                 """Task mode: the task exists (a status update may not come first) — once."""
@@ -326,6 +336,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             except Refused as exc:
                 refusals.add(caller.key, "overloaded" if isinstance(exc, Overloaded) else "refused",
                              size=len(text.encode()), detail=str(exc))
+                if echo is not None:
+                    await start_work()
                 await as_task()
                 await updater.reject(updater.new_agent_message([new_text_part(str(exc))]))
                 return
@@ -335,8 +347,7 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             at_once = context.call_context.state.get("method") in STREAMING_METHODS or bool(
                 configuration is not None and configuration.return_immediately)
             if at_once or started:  # else a plain reply may still be a Message
-                await as_task()
-                await updater.start_work()
+                await start_work()
             reply = await _wait_for_reply(services, waiting_on, settings.reply_wait_s)
             if reply is None:
                 await anyio.to_thread.run_sync(lambda: _give_up(services, waiting_on))
