@@ -412,7 +412,7 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
     restarts. A task the SDK cancels is marked so in the database too."""
     from a2a.helpers import new_task, new_text_message
     from a2a.server.tasks import InMemoryTaskStore
-    from a2a.types import Artifact, Task, TaskState
+    from a2a.types import Artifact, Role, Task, TaskState
 
     from managers import Managers
 
@@ -422,6 +422,12 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
     def view(task_id: str, caller: str) -> dict[str, Any] | None:
         with services.db.unit() as repos:
             return Managers(repos).peers.task_view(task_id, caller)
+
+    def turn(said: dict[str, Any], task_id: str, context_id: str) -> Message:
+        message = new_text_message(said["text"], context_id=context_id, task_id=task_id,
+                                   role=Role.ROLE_AGENT if said["role"] == "agent" else Role.ROLE_USER)
+        message.message_id = f"{task_id}-{said['note_id']}"  # the same id at every tasks/get
+        return message
 
     def rebuilt(task_id: str, context_id: str, kept: dict[str, Any], history: list[Any]) -> Task:
         reply: TaskReply | None = kept["reply"]
@@ -457,7 +463,9 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
             context_id = task.context_id if task is not None else str(kept["context_id"])
             if kept["reply"] is None and task is not None:
                 return task
-            history = list(task.history) if task is not None else []
+            # the task as this process held it keeps the messages as they were sent; else the database's turns
+            history = list(task.history) if task is not None else [
+                turn(said, task_id, context_id) for said in kept["history"]]
             return rebuilt(task_id, context_id, kept, history)
 
         async def save(self, task: Task, context: Any = None) -> None:
