@@ -407,9 +407,10 @@ def _cancelled(services: WebServices, task_id: str, caller: str) -> None:
 def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], live: set[str]) -> Any:
     """The SDK's in-memory task store, each caller's tasks apart (its `user_name`: the caller's key), with the
     database behind it: a task this process does not hold (the persona restarted, or it was forgotten past
-    `a2a.tasks_kept`) is rebuilt from `a2a_inbound` for its own caller only, and a task whose reply the persona wrote
-    after the request stopped waiting is returned with that reply — so a peer's tasks/get finds its answer across
-    restarts. A task the SDK cancels is marked so in the database too."""
+    `a2a.tasks_kept`) is rebuilt from `a2a_inbound` for its own caller only (its history: the notes its messages
+    became, both ways), and a task whose reply the persona wrote after the request stopped waiting is returned with
+    that reply — so a peer's tasks/get finds its answer across restarts. A task the SDK cancels is marked so in the
+    database too."""
     from a2a.helpers import new_task, new_text_message
     from a2a.server.tasks import InMemoryTaskStore
     from a2a.types import Artifact, Role, Task, TaskState
