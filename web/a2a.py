@@ -311,6 +311,16 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
                     return inbound.task_id
 
             started = context.current_task is not None
+            # The SDK puts the caller's message into the task's history at the task's first status, unless a message
+            # with its id is there already: a sender reusing ids (the persona takes such a message as a new one)
+            # would be missing from it. That message is then the first status's own, which the SDK moves into the
+            # history at the next status, in its place.
+            echo = message if started and context.current_task is not None and any(
+                said.message_id == message.message_id for said in context.current_task.history) else None
+
+            async def start_work() -> None:
+                await as_task()
+                await updater.start_work(echo)
 
             async def as_task() -> None:
                 """Task mode: the task exists (a status update may not come first) — once."""
@@ -326,6 +336,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             except Refused as exc:
                 refusals.add(caller.key, "overloaded" if isinstance(exc, Overloaded) else "refused",
                              size=len(text.encode()), detail=str(exc))
+                if echo is not None:
+                    await start_work()
                 await as_task()
                 await updater.reject(updater.new_agent_message([new_text_part(str(exc))]))
                 return
@@ -335,8 +347,7 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             at_once = context.call_context.state.get("method") in STREAMING_METHODS or bool(
                 configuration is not None and configuration.return_immediately)
             if at_once or started:  # else a plain reply may still be a Message
-                await as_task()
-                await updater.start_work()
+                await start_work()
             reply = await _wait_for_reply(services, waiting_on, settings.reply_wait_s)
             if reply is None:
                 await anyio.to_thread.run_sync(lambda: _give_up(services, waiting_on))
@@ -394,12 +405,13 @@ def _cancelled(services: WebServices, task_id: str, caller: str) -> None:
 def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], live: set[str]) -> Any:
     """The SDK's in-memory task store, each caller's tasks apart (its `user_name`: the caller's key), with the
     database behind it: a task this process does not hold (the persona restarted, or it was forgotten past
-    `a2a.tasks_kept`) is rebuilt from `a2a_inbound` for its own caller only, and a task whose reply the persona wrote
-    after the request stopped waiting is returned with that reply — so a peer's tasks/get finds its answer across
-    restarts. A task the SDK cancels is marked so in the database too."""
+    `a2a.tasks_kept`) is rebuilt from `a2a_inbound` for its own caller only (its history: the notes its messages
+    became, both ways), and a task whose reply the persona wrote after the request stopped waiting is returned with
+    that reply — so a peer's tasks/get finds its answer across restarts. A task the SDK cancels is marked so in the
+    database too."""
     from a2a.helpers import new_task, new_text_message
     from a2a.server.tasks import InMemoryTaskStore
-    from a2a.types import Artifact, Task, TaskState
+    from a2a.types import Artifact, Role, Task, TaskState
 
     terminal = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
                 TaskState.TASK_STATE_FAILED}
@@ -407,6 +419,12 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
     def view(task_id: str, caller: str) -> dict[str, Any] | None:
         with services.managers.unit() as house:
             return house.peers.task_view(task_id, caller)
+
+    def turn(said: dict[str, Any], task_id: str, context_id: str) -> Message:
+        message = new_text_message(said["text"], context_id=context_id, task_id=task_id,
+                                   role=Role.ROLE_AGENT if said["role"] == "agent" else Role.ROLE_USER)
+        message.message_id = f"{task_id}-{said['note_id']}"  # the same id at every tasks/get
+        return message
 
     def rebuilt(task_id: str, context_id: str, kept: dict[str, Any], history: list[Any]) -> Task:
         reply: TaskReply | None = kept["reply"]
@@ -442,7 +460,9 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
             context_id = task.context_id if task is not None else str(kept["context_id"])
             if kept["reply"] is None and task is not None:
                 return task
-            history = list(task.history) if task is not None else []
+            # the task as this process held it keeps the messages as they were sent; else the database's turns
+            history = list(task.history) if task is not None else [
+                turn(said, task_id, context_id) for said in kept["history"]]
             return rebuilt(task_id, context_id, kept, history)
 
         async def save(self, task: Task, context: Any = None) -> None:

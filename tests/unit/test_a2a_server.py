@@ -192,7 +192,8 @@ def sdk_get(app, task_id: str, token: str | None = None) -> dict:
                                                                                          httpx_client=http))
             task = await client.get_task(GetTaskRequest(id=task_id))
             return {"state": TaskState.Name(task.status.state), "status": get_message_text(task.status.message),
-                    "artifacts": [get_artifact_text(a) for a in task.artifacts], "context": task.context_id}
+                    "artifacts": [get_artifact_text(a) for a in task.artifacts], "context": task.context_id,
+                    "history": [get_message_text(m) for m in task.history]}
 
     return asyncio.run(run())
 
@@ -222,6 +223,82 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
     got = sdk_get(restarted, "task-before-restart", token)
     assert got["state"] == "TASK_STATE_COMPLETED", got
     assert got["status"] == "Yes — the reply, after the restart." and got["artifacts"] == [got["status"]]
+    assert got["history"] == ["Still there after the storm?"]  # the caller's message, from the database
+
+
+def sdk_conversation(app, texts: list[str], message_ids: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    """The a2a-sdk client sends `texts` into one task (the first opens it, each next names it); then tasks/get with
+    historyLength=10: (the task's id, its history as (role, text))."""
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import get_message_text, new_text_message
+    from a2a.types import GetTaskRequest, Role, SendMessageRequest
+
+    async def run() -> tuple[str, list[tuple[str, str]]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+                                     timeout=30) as http:
+            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
+                                                                                         httpx_client=http))
+            task_id = ""
+            for text, message_id in zip(texts, message_ids):
+                message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id or None)
+                message.message_id = message_id
+                async for event in client.send_message(SendMessageRequest(message=message)):
+                    task_id = event.task.id
+            task = await client.get_task(GetTaskRequest(id=task_id, history_length=10))
+            return task_id, [(Role.Name(m.role), get_message_text(m)) for m in task.history]
+
+    return asyncio.run(run())
+
+
+def task_history(app, task_id: str) -> list[tuple[str, str]]:
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import get_message_text
+    from a2a.types import GetTaskRequest, Role
+
+    async def run() -> list[tuple[str, str]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+                                     timeout=30) as http:
+            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
+                                                                                         httpx_client=http))
+            task = await client.get_task(GetTaskRequest(id=task_id, history_length=10))
+            return [(Role.Name(m.role), get_message_text(m)) for m in task.history]
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("ids", ["fresh", "reused"])  # some senders (the A2A TCK) send every message with one id
+def test_a_multi_turn_task_keeps_the_callers_follow_ups_in_order_in_its_history_also_after_a_restart(web, ids):
+    from datetime import datetime, timezone
+
+    from web.app import create_app
+
+    stop = threading.Event()
+
+    def persona_answers() -> None:  # the persona asks back until the caller says it is done
+        while not stop.is_set():
+            with web.agent.services.db.unit() as repos:
+                for row in repos.peers.waiting_all():
+                    done = repos.peers.note(row.note_id).text.startswith("Done")
+                    Managers(repos).peers.send(row.peer_name, "Finished." if done else "Which one?",
+                                               thread_id="main", llm_id=None, now=datetime.now(timezone.utc),
+                                               kind="answer" if done else "question", note_id=row.note_id)
+            stop.wait(0.02)
+
+    texts = ["Open the task.", "The first follow-up.", "The second follow-up.", "Done, thanks."]
+    message_ids = [f"m-{n}" for n in range(4)] if ids == "fresh" else ["m-same"] * 3 + ["m-done"]
+    answering = threading.Thread(target=persona_answers)
+    answering.start()
+    try:
+        task_id, history = sdk_conversation(web.app, texts, message_ids)
+    finally:
+        stop.set()
+        answering.join(timeout=30)
+    asked = ("ROLE_AGENT", "Which one?")
+    expected = [("ROLE_USER", texts[0]), asked, ("ROLE_USER", texts[1]), asked, ("ROLE_USER", texts[2]), asked,
+                ("ROLE_USER", texts[3])]  # the last reply, "Finished.", is the task's status
+    assert history == expected
+    restarted = create_app(services=web.services)  # a new process: the task store rebuilds it from the database
+    assert task_history(restarted, task_id) == expected
 
 
 def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_a2a_errors(web):
