@@ -131,7 +131,7 @@ def cached_tokens(usage: dict[str, Any]) -> int:
     """The prompt tokens the server served from its prompt cache, as its usage reports them (0: it says nothing)."""
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        return max(0, details["cached_tokens"])
+        return max(0, int(details["cached_tokens"]))
     return 0
 
 
