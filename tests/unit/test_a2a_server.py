@@ -279,9 +279,9 @@ def test_a_multi_turn_task_keeps_the_callers_follow_ups_in_order_in_its_history_
             with web.agent.services.db.unit() as repos:
                 for row in repos.peers.waiting_all():
                     done = repos.peers.note(row.note_id).text.startswith("Done")
-                    Managers(repos).peers.send(row.peer_name, "Finished." if done else "Which one?",
-                                               thread_id="main", llm_id=None, now=datetime.now(timezone.utc),
-                                               kind="answer" if done else "question", note_id=row.note_id)
+                    managers_over(repos).peers.send(row.peer_name, "Finished." if done else "Which one?",
+                                                    thread_id="main", llm_id=None, now=datetime.now(timezone.utc),
+                                                    kind="answer" if done else "question", note_id=row.note_id)
             stop.wait(0.02)
 
     texts = ["Open the task.", "The first follow-up.", "The second follow-up.", "Done, thanks."]

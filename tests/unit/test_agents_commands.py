@@ -77,7 +77,7 @@ def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered
     assert spec.effect_for({"to": "ada", "text": "hi"}) == "write_self"
 
     clock = [utcnow()]
-    deps = ManagerDeps(clock=lambda: clock[0])
+    deps = ManagerDeps(settings=agent.services.settings, clock=lambda: clock[0])
     with db.unit() as repos:  # ada is down: retried later, not lost
         peers = Managers(repos, deps).peers
         peers.undelivered(row.id, "connection refused", retry_after_s=10, max_attempts=3)

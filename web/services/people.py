@@ -39,7 +39,6 @@ def _request(view: RequestView) -> ContactRequest:
 
 
 def overview(house: Managers, settings: Any = None) -> PeopleOverview:
-    house = house
     configured = [e.name for e in settings.channels.entries] if settings is not None else []
     dropped, senders = house.people.dropped_before_requests()
     aside, aside_total = house.channels.set_aside()
@@ -58,7 +57,6 @@ def channel_states(house: Managers, configured: list[str]) -> list[ChannelState]
 
 
 def get(house: Managers, person_id: int) -> Person:
-    house = house
     try:
         return _person(house, house.people.get(person_id))
     except NotFound:
@@ -68,7 +66,6 @@ def get(house: Managers, person_id: int) -> Person:
 def add(managers: ManagerFactory, body: PersonIn, settings: Any = None) -> Person:
     try:
         with managers.unit(OWNER) as house:
-            house = house
             person = house.people.add(body.name, role=body.role, preferred_channel=body.preferred_channel,
                                       language=body.language, quiet_hours=body.quiet_hours, about=body.about, by=BY)
             if body.channel and body.address:
@@ -82,7 +79,6 @@ def update(managers: ManagerFactory, person_id: int, body: PersonUpdate, setting
     changes = body.model_dump(exclude_unset=True, exclude={"channel", "address"})
     try:
         with managers.unit(OWNER) as house:
-            house = house
             house.people.get(person_id)
             person = house.people.update(person_id, by=BY, **changes)
             if body.channel and body.address:
@@ -99,7 +95,6 @@ def decide(managers: ManagerFactory, request_id: int, *, accept: bool | Literal[
     """Accept, refuse, or ("vouch") take in as the owner's own a request that claims the owner's address."""
     try:
         with managers.unit(OWNER) as house:
-            house = house
             if accept == "vouch":
                 house.people.vouch(request_id, now=now)
             elif accept:
@@ -121,7 +116,6 @@ def delete(managers: ManagerFactory, person_id: int, *, settings: Any, memory: A
 
     try:
         with managers.unit(OWNER) as house:
-            house = house
             house.people.get(person_id)
             done = house.people.delete(person_id, by=BY)
             now = house.deps.clock()
