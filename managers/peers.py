@@ -273,7 +273,7 @@ class PeerManager:
         persona alone see them all; anyone else the ones the owner tagged `shareable`, and a peer its own row."""
         audience = audience or self.house.actor
         rows = self.list(include_blocked=include_blocked)
-        if not include_blocked:
+        if not include_blocked and any(p.did for p in rows):  # no blocklist read when no peer has a DID
             blocked = {b.did for b in self.house.reputation.blocklist()}
             rows = [p for p in rows if not (p.did and p.did in blocked)]
         ordered = [p for p in rows if p.added_by != MET] + sorted((p for p in rows if p.added_by == MET),

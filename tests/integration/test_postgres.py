@@ -287,7 +287,8 @@ def test_anonymisation_reaches_every_store_on_postgres(tmp_path, pg_url, monkeyp
 
     fake = FakeLLM("fake", responses=[*THOUGHTS, "The tide turns."])
     services = open_services(data_dir=str(tmp_path), db_url=pg_url, embedded=False, providers={"fake": fake},
-                             entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder())
+                             entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder(),
+                             cycle={"thinking": "continuous"})  # a thought each tick: the canary's three
     agent = build_agent("repl", services=services, data_dir=str(tmp_path), thread_id="pg-canary")
     try:
         planted(agent, tmp_path)

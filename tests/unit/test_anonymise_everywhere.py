@@ -19,7 +19,7 @@ from tests.fakes.llm import FakeLLM
 
 def test_the_humans_anonymise_reaches_every_store_and_the_loop_goes_on(agent_factory, tmp_path, monkeypatch):
     fake = FakeLLM("fake", responses=[*THOUGHTS, "The tide turns."])
-    agent = agent_factory(fake, checkpointer="sqlite")
+    agent = agent_factory(fake, checkpointer="sqlite", cycle={"thinking": "continuous"})  # a thought each tick
     planted(agent, tmp_path)
     from cli import app
     from memory.retrieval.index import MemoryIndex
@@ -47,7 +47,7 @@ def test_the_personas_approved_anonymise_rewrites_its_own_checkpoints_after_the_
     asks = "My human asked me to forget who is who." + \
         '\n# Commands:\n[{"type": "memory.anonymise", "args": {}}]\n# End commands'
     fake = FakeLLM("fake", responses=[*THOUGHTS, asks, "Waiting for my human.", "Names are placeholders now."])
-    agent = agent_factory(fake, checkpointer="sqlite")
+    agent = agent_factory(fake, checkpointer="sqlite", cycle={"thinking": "continuous"})  # a thought each tick
     planted(agent, tmp_path)
     agent.tick()
     with agent.services.db.unit() as repos:

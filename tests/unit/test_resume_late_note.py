@@ -83,7 +83,13 @@ def test_a_note_that_came_after_the_model_call_survives_a_kill_and_is_answered_n
         raise Killed  # …and the process dies before the tick ends
 
     if kill_point == "answer_kept":
-        monkeypatch.setattr(s05_call_llm, "fault_after_answer_kept", die)
+        answer = s05_call_llm._answer
+
+        def answer_then_die(*args, **kwargs):  # the answer is kept with the tick's row, then the process dies
+            answer(*args, **kwargs)
+            die()
+
+        monkeypatch.setattr(s05_call_llm, "_answer", answer_then_die)
     else:
         dying.services.sync_memory = die  # write_memory's next call after marking the notes read
     with pytest.raises(Killed):

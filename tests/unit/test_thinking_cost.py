@@ -13,6 +13,7 @@ from graph.loop import driver
 from graph.loop.driver import Stopper, run_loop
 from managers import ManagerDeps, Managers
 from managers.thinking import QUIET_RECORD, quiet_pause, resolved_mode
+from tests.fakes.managers import managers_over
 from persona.settings import Settings
 from tests.fakes.llm import FakeLLM
 from tests.integration.scripted_llm_server import shared_opening
@@ -45,7 +46,7 @@ def decide(agent, mode="eventful", started=1):
 
 def thought(agent):
     with agent.services.db.unit() as repos:
-        Managers(repos).thinking.thought(agent.thread_id, agent.services.clock())
+        managers_over(repos).thinking.thought(agent.thread_id, agent.services.clock())
 
 
 def test_the_mode_in_force_is_eventful_on_a_server_and_reflective_on_the_embedded_model():
