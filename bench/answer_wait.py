@@ -70,13 +70,14 @@ def persona_dir(base: Path, homeserver: str | None, user_id: str | None) -> Path
 
 
 def owner_on_matrix(data_dir: Path, matrix_id: str) -> None:
-    from managers import Managers
+    from managers import ManagerDeps, Managers
+    from persona.settings import stored_settings
     from memory import Database
 
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            people = Managers(repos).people
+            people = Managers(repos, ManagerDeps(settings=stored_settings(db))).people
             people.add_identity(people.owner().id, "matrix", matrix_id)
     finally:
         db.close()

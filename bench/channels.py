@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from channels.runner import ChannelRunner  # noqa: E402
 from graph.agent import build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from managers import Managers  # noqa: E402
+from managers import ManagerDeps, Managers  # noqa: E402
 from tests.fakes.llm import FakeLLM  # noqa: E402
 from tests.fakes.memory import HashEmbedder  # noqa: E402
 from tests.integration.matrix_human import MatrixHuman  # noqa: E402
@@ -85,7 +85,7 @@ def killed_while_sending(kind: str, entry, point: str, kills: int, texts_sent) -
         data = Path(tmp) / "data"
         db = Database.open(data)
         with db.unit() as repos:
-            m = Managers(repos)
+            m = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(data))))
             owner = m.people.owner()
             m.people.add_identity(owner.id, kind, entry.options.get("owner_address") or OWNER[kind])
             owner = m.people.update(owner.id, preferred_channel=kind)
@@ -191,7 +191,7 @@ def main() -> None:
         agent = build_agent("repl", services=services, data_dir=str(Path(tmp) / "data"), checkpointer="memory")
         db = services.db
         with db.unit() as repos:
-            people = Managers(repos).people
+            people = services.managers.over(repos).people
             people.add_identity(people.owner().id, "matrix", ada_id)
         runner = ChannelRunner(db, matrix_settings(server.url, anima, poll_wait_s=5)).start()
         loop = asyncio.new_event_loop()
@@ -225,7 +225,7 @@ def main() -> None:
                 outs.append((seen_at - ticked) * 1000)
             elapsed = time.perf_counter() - started_all
             with db.unit() as repos:
-                rows = Managers(repos).channels.outbox(limit=10_000)
+                rows = services.managers.over(repos).channels.outbox(limit=10_000)
             loop.run_until_complete(ada.__aexit__(None, None, None))
         finally:
             runner.stop()

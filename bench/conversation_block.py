@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from graph.agent import build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from managers import Managers  # noqa: E402
 from managers.channels import Arrival  # noqa: E402
 from managers.conversation import Words  # noqa: E402
 from memory.note_kinds import Door  # noqa: E402
@@ -62,14 +61,14 @@ def main() -> None:
         entry = ChannelEntry(kind="matrix", name="matrix")
         if args.guest:
             with services.db.unit() as repos:
-                m = Managers(repos)
+                m = services.managers.over(repos)
                 ann = m.people.add("Ann", role="guest")
                 m.people.add_identity(ann.id, "matrix", "@ann:example.org")
         block, prompt, shares = [], [], []
         for i in range(args.notes):
             text = NOTES[i % len(NOTES)]
             with services.db.unit() as repos:
-                m = Managers(repos)
+                m = services.managers.over(repos)
                 if args.guest:
                     now = services.clock()
                     m.channels.receive(Arrival(channel="matrix", platform_id=f"${i}", sender="@ann:example.org",

@@ -1,4 +1,4 @@
-"""Index-time expansion by the configured model (memory/expansion.py, issue 31 item 3), measured with the embedded
+"""Index-time expansion by the configured model (memory/expansion.py), measured with the embedded
 model on a small LoCoMo subset, beside the bound of an ideal expander and plain BM25 on the same subset.
 
 The embedded model (Gemma 3 270M through llama.cpp) takes seconds per memory on an idle machine (minutes at a load

@@ -1,4 +1,4 @@
-"""The bound of index-time expansion (issue 31 item 3): what recall an ideal expander would give, measured by
+"""The bound of index-time expansion: what recall an ideal expander would give, measured by
 appending to every evidence turn the answers of the questions it is evidence for ("facts" a perfect extractor
 would state: names, places, resolved dates) and running bench/locomo.py's protocol on that corpus, beside plain
 BM25 on the same corpus. An LLM expander can only do worse than this (it does not know which facts will be

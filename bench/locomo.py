@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory import Database  # noqa: E402
+from memory.followup import LONG_TEXT  # noqa: E402
 from bench.mpnet import bench_embedder  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 from memory.store import record_turn  # noqa: E402
@@ -197,7 +198,9 @@ def conversation_store(db_url: str | None):
 
 def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: str | None, embed_model: str | None,
         limit: int | None, db_url: str | None = None, cache_dir: Path | None = None,
-        separate_chunks: bool = False, precision: str = "float32") -> dict:
+        separate_chunks: bool = False, precision: str = "float32", keep_rankings: bool = False) -> dict:
+    """The figures of the module doc; `keep_rankings`: also every question's ranking, under `rankings` (per
+    conversation, in its questions' order: category, anima's top refs, BM25's refs, the evidence)."""
     samples = json.loads(data_path.read_text())
     if limit:
         samples = samples[:limit]
@@ -213,8 +216,9 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
     reciprocal: dict[int, list[float]] = defaultdict(list)
     bm25_rankings: list[tuple[int, list[str], set[str]]] = []  # plain BM25 on the same questions: the reference
     latencies: list[float] = []
-    ingest_seconds = 0.0
-    turns_total = 0
+    ingest_seconds = sync_seconds = 0.0
+    turns_total = characters = 0
+    rankings: dict[str, list[tuple[int, list[str], list[str], set[str]]]] = {}
     per_conversation = []
     for number, sample in enumerate(samples, 1):
         conversation = sample["conversation"]
@@ -222,10 +226,17 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
             started = time.perf_counter()
             recorded = record_conversation(db, sample)
             turns_total += len(recorded)
+            characters += sum(len(t["text"]) for t in recorded)
             now = (max((t["at"] for t in recorded if t["at"]), default=None) or datetime.now(timezone.utc)) \
                 + timedelta(days=1)
             index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
+            synced = time.perf_counter()
             index.sync(progress=True)
+            with db.reading() as repos:  # a long text's parts past the write's, as the app's follow-up adds them
+                long_items = [item.id for item in repos.items.after(0, len(recorded) + 1) if len(item.text or "") > LONG_TEXT]
+            for item_id in long_items:
+                index.follow_up.deepen(item_id)
+            sync_seconds += time.perf_counter() - synced
             ingest_seconds += time.perf_counter() - started
             valid = {t["dia_id"] for _, _, turns in sessions(conversation) for t in turns}
             questions = [q for q in sample["qa"] if q.get("category") != 5
@@ -234,7 +245,8 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
             for q in questions:
                 evidence = {e for e in q["evidence"] if e in valid}
                 t0 = time.perf_counter()
-                hits = index.search(Query(text=str(q["question"]), k=top))
+                hits = index.search(Query(text=str(q["question"]), k=top, asker=q.get("asker"),
+                                          addressee=q.get("addressee")))
                 latencies.append((time.perf_counter() - t0) * 1000)
                 found = [h.item.ref.split(":", 1)[1] for h in hits]
                 category = int(q["category"])
@@ -245,7 +257,10 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
                 rank = next((n for n, ref in enumerate(found, 1) if ref in evidence), None)
                 reciprocal[category].append(1 / rank if rank else 0.0)
                 conversation_results.append((category, values.get(5, values[ks[0]])))
-                bm25_rankings.append((category, bm25_ranking(recorded, str(q["question"])), evidence))
+                plain = bm25_ranking(recorded, str(q["question"]))
+                bm25_rankings.append((category, plain, evidence))
+                if keep_rankings:
+                    rankings.setdefault(sample["sample_id"], []).append((category, found, plain, evidence))
             index.close()
             per_conversation.append({
                 "sample_id": sample["sample_id"], "questions": len(questions),
@@ -280,6 +295,12 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
         "query_latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2),
                              "mean": round(statistics.mean(latencies), 2) if latencies else 0},
         "ingest_seconds": round(ingest_seconds, 2),
+        # the index's sync (embedding, the vectors' rows, Chroma) of every turn's characters; with --cache-dir the
+        # embeddings come from the cache and this is not the model's speed
+        "indexing": {"characters": characters, "sync_seconds": round(sync_seconds, 2),
+                     "characters_per_second": round(characters / sync_seconds) if sync_seconds else None,
+                     "cached_embeddings": cache_dir is not None},
+        **({"rankings": rankings} if keep_rankings else {}),
         "embedder": embedder.name,
         "config": config.model_dump(),
     }

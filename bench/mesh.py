@@ -1,4 +1,4 @@
-"""The mesh's figures (issue 30), as JSON:
+"""The mesh's figures, as JSON:
 
 - containers signed and verified per second (reach/hmp: Ed25519 + RFC 8785, one core);
 - CogSync propagation p50/p95 across 3 and 10 personas — each a real `python -m mesh` process with its own py-libp2p

@@ -107,7 +107,8 @@ def responder(data_dir: Path, stop_event: threading.Event) -> threading.Thread:
     """Answers every waiting A2A task at once, as the persona's messages.send to that peer would."""
     from datetime import datetime, timezone
 
-    from managers import Managers
+    from managers import ManagerDeps, Managers
+    from persona.settings import stored_settings
     from memory import Database
 
     def run() -> None:
@@ -117,7 +118,7 @@ def responder(data_dir: Path, stop_event: threading.Event) -> threading.Thread:
                 with db.unit() as repos:
                     waiting = repos.peers.waiting_all()
                     for row in waiting:
-                        Managers(repos).peers.send(row.peer_name, f"Answer to note {row.note_id}.", thread_id="main",
+                        Managers(repos, ManagerDeps(settings=stored_settings(db))).peers.send(row.peer_name, f"Answer to note {row.note_id}.", thread_id="main",
                                                    llm_id=None, now=datetime.now(timezone.utc), note_id=row.note_id)
                 if not waiting:
                     time.sleep(0.002)

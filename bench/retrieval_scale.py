@@ -17,8 +17,8 @@ Each size runs in its own process so the peak RSS (ru_maxrss) belongs to that si
 answer), and every `--paste-every`-th one a 300,000-character paste (turns drawn at random), and so is the first
 memory a tick writes while ingesting (whatever the size, one paste lands in a tick). Indexing is then
 reported in characters/s as well as memories/s, and split in two: what the write's sync embeds (the whole text's
-vector and at most 12 sentence groups: bounded per memory) and what the index's follow-up embeds afterwards in the
-background (memory/followup.py: a long text's every 600-character window). While ingesting, the follow-up thread
+vector and the sentences of its first 8,000 characters: bounded per memory) and what the index's follow-up embeds
+afterwards in the background (memory/followup.py: the sentences of the rest of a long text). While ingesting, the follow-up thread
 runs as it does beside the loop, and the writer's syncs (the tick's share) are timed, the paste's apart.
 
     python bench/retrieval_scale.py --sizes 10000 100000 --queries 200
@@ -165,9 +165,9 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
         with db.reading() as repos:
             chars = sum(len(item.text) for item in repos.items.indexed(limit=None))
         follow_s, windows = 0.0, 0
-        if LONG:  # what the follow-up embeds after the writes: every window of the long texts
+        if LONG:  # what the follow-up embeds after the writes: every later part of the long texts
             t0 = time.perf_counter()
-            windows = index.follow_up.run_pending().deep_windows
+            windows = index.follow_up.run_pending().deep_parts
             follow_s = time.perf_counter() - t0
 
         index.search(asked[0])  # starts the background copy of the vectors into memory
@@ -177,7 +177,7 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
 
         stop, written, sync_ms, paste_ms = threading.Event(), [size], [], []
         if LONG:
-            index.follow_up.start()  # as beside the loop: the new memories' windows, in the background
+            index.follow_up.start()  # as beside the loop: the new memories' later parts, in the background
 
         def tick_writer():
             while not stop.is_set():
@@ -214,10 +214,10 @@ def measure(size: int, data: Path, queries: int, tick_writes: int, tick_seconds:
             raise RuntimeError(f"the restarted process failed (exit {restart.returncode})")
         after_restart = json.loads(restart.stdout.strip().splitlines()[-1])
     long = {"memory_chars": LONG_CHARS, "paste_chars": PASTE_CHARS, "paste_every": PASTE_EVERY,
-            "follow_up": {"seconds": round(follow_s, 1), "windows": windows,
-                          "windows_per_s": round(windows / follow_s, 1) if follow_s else None,
-                          "note": "after the writes' sync, in the background: every 600-character window of the "
-                                  "texts longer than 8,000 characters (memory/followup.py)"},
+            "follow_up": {"seconds": round(follow_s, 1), "parts": windows,
+                          "parts_per_s": round(windows / follow_s, 1) if follow_s else None,
+                          "note": "after the writes' sync, in the background: the sentence parts past the first 8,000 "
+                                  "characters of the longer texts (memory/followup.py)"},
             "paste_write_and_sync_ms": [round(v, 1) for v in paste_ms],
             "follow_up_behind_at_end": follow_up_behind} if LONG else None
     return {

@@ -21,7 +21,7 @@ nor the model.
 `bare_tick_ms` is the yardstick, measured beside each workload (between its plain and its instrumented ticks): a
 bare 9-node LangGraph tick — nine no-op nodes in a row over the tick's state schema, on a SqliteSaver opened as a
 loop tick's, streamed with durability "exit", then the resume read (`bare_tick_cpu_ms`: its CPU time). `vs_bare`
-divides the workload's median tick (wall; `cpu`: CPU by CPU) and orchestration by it (issue 28's targets: ≤ 7 and
+divides the workload's median tick (wall; `cpu`: CPU by CPU) and orchestration by it (the targets: ≤ 7 and
 ≤ 2). On a busy machine `--clock cpu` times the split in process CPU time (orchestration then against the bare
 tick's CPU), which other work on the machine does not stretch.
 The machine is shared and its wall times noisy; the counts per tick are not: `statements_per_tick` (SQL statements

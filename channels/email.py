@@ -52,6 +52,7 @@ from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDo
 from channels.email_auth import Alignment, SenderCheck, check_sender, header_fields
 from channels.options import ChannelEntryLike
 from channels.options import parse_options as parse_entry_options
+from memory.clock import utcnow
 
 TlsMode = Literal["tls", "starttls", "none"]
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -290,7 +291,7 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
         sent_at: datetime | None = parsedate_to_datetime(dates[0]) if dates else None
     except (TypeError, ValueError, IndexError):
         sent_at = None
-    sent_at = sent_at or received or datetime.now(timezone.utc)
+    sent_at = sent_at or received or utcnow()
     if sent_at.tzinfo is None:
         sent_at = sent_at.replace(tzinfo=timezone.utc)
     plain: list[str] = []
@@ -371,7 +372,7 @@ def build_mail(options: EmailOptions, message: Outgoing, message_id: str, *, now
     mail["From"] = Address(display_name=options.display_name, addr_spec=parseaddr(options.address)[1])
     mail["To"] = message.recipient
     mail["Message-ID"] = message_id
-    mail["Date"] = format_datetime(now or datetime.now(timezone.utc))
+    mail["Date"] = format_datetime(now or utcnow())
     parent = message.reply_to or (message.conversation if message.conversation else None)
     subject = message.extra.get("subject", "")
     if parent:
@@ -589,7 +590,7 @@ class EmailChannel(Channel):
         claimed = next((f.value for f in header_fields(raw) if f.key == "from"), "")
         return Incoming(channel=self.name, platform_id=f"imap:{validity}:{uid}",
                         sender=printable(claimed)[:200] or "(no From)", sender_name="", conversation="", text="",
-                        sent_at=received or datetime.now(timezone.utc), extra={"imap_uid": f"{validity}:{uid}"},
+                        sent_at=received or utcnow(), extra={"imap_uid": f"{validity}:{uid}"},
                         quarantined=f"{why[:400]} (it stays in the mailbox {self.options.folder}, UID {uid})")
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:

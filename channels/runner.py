@@ -26,14 +26,15 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from channels.base import Attachment, Channel, ChannelDown, ChannelRefused, Incoming, Outgoing
 from channels.kinds import build_channel
-from managers import ManagerDeps, Managers
+from managers import Lazy, ManagerDeps, ManagerFactory, Managers
 from managers.speech import engines_for
 from managers.channels import Arrival
+from memory.clock import utcnow
 
 if TYPE_CHECKING:
     from memory import Database
@@ -46,20 +47,15 @@ STABLE_S = 60.0  # a connection up this long resets the backoff
 Factory = Callable[["ChannelEntry"], Channel]
 
 
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 class ChannelRunner:
-    """Runs `settings.channels.entries` (the enabled ones) until `stop()`. `after_send(outbox_id)` is called
-    between a platform's acceptance and its recording (tests kill the process there)."""
+    """Runs `settings.channels.entries` (the enabled ones) until `stop()`."""
 
     def __init__(self, db: Database, settings: Settings, *, factory: Factory = build_channel,
-                 clock: Callable[[], datetime] = _utcnow, after_send: Callable[[int], None] | None = None) -> None:
+                 clock: Callable[[], datetime] = utcnow) -> None:
         self.db, self.settings, self.factory, self.clock = db, settings, factory, clock
-        self.after_send = after_send
         self.entries = [e for e in settings.channels.entries if e.enabled]
         self._speech: SpeechEngines | None = None  # loaded once for every voice message and spoken reply
+        self.managers = ManagerFactory(db, ManagerDeps(settings=settings, clock=clock, speech=Lazy(self._engines)))
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -102,10 +98,13 @@ class ChannelRunner:
 
     # -- one channel --------------------------------------------------------------------------------------------
 
-    def _managers(self, repos: Any) -> Managers:
+    def _engines(self) -> SpeechEngines:
         if self._speech is None:
             self._speech = engines_for(self.settings)
-        return Managers(repos, ManagerDeps(settings=self.settings, clock=self.clock, speech=self._speech))
+        return self._speech
+
+    def _managers(self, repos: Any) -> Managers:
+        return self.managers.over(repos)
 
     def _status(self, name: str, state: str, error: str | None = None, retry_at: datetime | None = None) -> None:
         with self.db.unit() as repos:
@@ -259,8 +258,6 @@ class ChannelRunner:
             with self.db.unit() as repos:
                 self._managers(repos).channels.note_error(row_id, str(exc))
             raise
-        if self.after_send is not None:
-            self.after_send(row_id)
         with self.db.unit() as repos:
             self._managers(repos).channels.mark_sent(row_id, platform_id, self.clock())
         try:

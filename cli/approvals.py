@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, preview, print_listing, read_rows
+from cli.options import DataDir, DbUrl, PersonaName, console, err, owner_unit, preview, print_listing, read_rows
 
 
 def approvals(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_json: bool = typer.Option(False, "--json"),
@@ -21,9 +21,7 @@ def approvals(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_j
               limit: int = typer.Option(50, "--limit"), name: Optional[str] = PersonaName) -> None:
     """The commands waiting for your approval (modify_self / external: identity, config, deletes, …)."""
     from graph.reports import approval_row
-    from managers import Managers
-
-    rows = read_rows(data_dir, db, lambda repos: [approval_row(a) for a in Managers(repos).consent.listing(
+    rows = read_rows(data_dir, db, lambda house: [approval_row(a) for a in house.consent.listing(
         None if show_all else "pending", limit)], name)
     if print_listing(rows, as_json, "no approvals yet" if show_all else "nothing waits for your approval"):
         return
@@ -50,9 +48,7 @@ def tainted(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, as_jso
     """The rows written from untrusted text (a guest's, a peer's, a feed's words): fenced with their source in every
     prompt, and a tick that shows one asks you before it changes what is in every prompt or writes to a third person."""
     from graph.reports import taint_row
-    from managers import Managers
-
-    rows = read_rows(data_dir, db, lambda repos: [taint_row(t, text) for t, text in Managers(repos).consent.tainted(
+    rows = read_rows(data_dir, db, lambda house: [taint_row(t, text) for t, text in house.consent.tainted(
         limit)], name)
     if print_listing(rows, as_json, "nothing written from untrusted text"):
         return
@@ -67,33 +63,28 @@ def trust(taint_id: int = typer.Argument(..., help="The tainted row's id (run.py
           reason: str = typer.Option("", "--reason", help="A note kept in the audit log."),
           data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """Trust a row written from untrusted text: from the next tick it is the persona's own (kept in the audit log)."""
-    from managers.consent import ApprovalError, trust as trust_row
-    from nodes.context import utcnow
+    from managers.consent import ApprovalError
 
-    database = open_database(data_dir, db, name)
     try:
-        row = trust_row(database, taint_id, by="owner (cli)", reason=reason, now=utcnow())
+        with owner_unit(data_dir, db, name) as house:
+            row = house.consent.trust(taint_id, by="owner (cli)", reason=reason, now=house.deps.clock())
     except ApprovalError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
-    finally:
-        database.close()
     console.print(f"trusted {row.tier} {row.ref}; from the next tick it is the persona's own", highlight=False)
 
 
 def _answer(approval_id: int, approve: bool, reason: str, data_dir: Optional[str], db: Optional[str],
             name: Optional[str] = None) -> None:
-    from managers.consent import DOCUMENT_APPROVAL, ApprovalError, answer
-    from nodes.context import utcnow
+    from managers.consent import DOCUMENT_APPROVAL, ApprovalError
 
-    database = open_database(data_dir, db, name)
     try:
-        row = answer(database, approval_id, approve=approve, by="owner (cli)", reason=reason, now=utcnow())
+        with owner_unit(data_dir, db, name) as house:
+            row = house.consent.answer(approval_id, approve=approve, by="owner (cli)", reason=reason,
+                                       now=house.deps.clock())
     except ApprovalError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
-    finally:
-        database.close()
     if name:  # a deployed persona: its next tick (which runs what was approved, or reads why not) now
         from cli.fleet import open_deployment
 

@@ -1,6 +1,7 @@
 """`run.py config show [--json]`: every effective setting of a run and where it came from — `…/config.yaml:27`,
-`environment ANIMA_X`, `flag --x`, `data dir override` (the persona's own changes, the data dir's recorded persona)
-or `default`. Secrets (API keys, tokens, a URL's password) are masked."""
+`environment ANIMA_X`, `flag --x`, `data dir override` (the persona's own changes, the data dir's recorded persona),
+`thread main's cycle` (what the persona set for one thread with its cycle.* and notes.* commands: it wins over the
+rest for that thread) or `default`. Secrets (API keys, tokens, a URL's password) are masked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, Lang, LlmApi, LlmUrl, Model, PersonaDir,
-                         console, open_data)
+                         Thread, console, managers_of, open_data)
 
 app = typer.Typer(help="The run's settings: every effective value and where it came from.")
 
@@ -24,15 +25,21 @@ def _shown(value: Any) -> str:
 def config_show(persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
                 llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model, llm_api: Optional[str] = LlmApi,
                 embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
-                chroma_url: Optional[str] = ChromaUrl, lang: Optional[str] = Lang,
+                chroma_url: Optional[str] = ChromaUrl, lang: Optional[str] = Lang, thread: str = Thread,
                 as_json: bool = typer.Option(False, "--json", help="A JSON list of {name, value, source}.")) -> None:
     """Every effective setting (defaults → the persona's config.yaml → the data dir's overrides → ANIMA_*
-    environment → flags) with where its value came from; secrets masked."""
+    environment → flags), then the thread's own cycle settings, with where its value came from; secrets masked."""
     database, settings = open_data(data_dir, db, persona, llm_url=llm_url, model=model, llm_api=llm_api,
                                    embed_url=embed_url, embed_model=embed_model, chroma_url=chroma_url,
                                    language=lang)
-    database.close()
-    rows = settings.effective()
+    try:
+        with managers_of(database, data_dir, db, settings).reading() as house:
+            overrides = dict(house.loop.cycle_overrides(thread))
+    finally:
+        database.close()
+    source = f"thread {thread}'s cycle (the persona's cycle.* and notes.* commands)"
+    rows = [(name, overrides[name], source) if name in overrides else (name, value, was)
+            for name, value, was in settings.effective()]
     if as_json:
         print(json.dumps([{"name": name, "value": value, "source": source} for name, value, source in rows],
                          indent=2, ensure_ascii=False, default=str))

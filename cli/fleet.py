@@ -128,7 +128,7 @@ def personas_resume(name: str = NameArg, db: Optional[str] = FleetDb) -> None:
 
 
 def _change(db: Optional[str], name: str, verb: str) -> None:
-    from memory.repositories.base import NotFound
+    from managers.errors import NotFound
 
     deployment = open_deployment(db)
     try:
@@ -145,7 +145,7 @@ def personas_remove(name: str = NameArg, db: Optional[str] = FleetDb, chroma_url
                     purge: bool = typer.Option(False, "--purge",
                                                help="Also delete its memory, checkpoints and vectors, for good.")) -> None:
     """Take a persona out of the deployment (it thinks no more). Its memory stays in the database unless --purge."""
-    from memory.repositories.base import NotFound
+    from managers.errors import NotFound
 
     if purge and not chroma_url:
         err.print("--purge also deletes the persona's vectors: give the Chroma server (--chroma-url)")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaDir, console, open_data, preview
+from cli.options import DataDir, DbUrl, PersonaDir, console, managers_of, open_data, preview
 
 
 def inspect(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir,
@@ -17,12 +17,12 @@ def inspect(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, person
     """What the persona did: ticks, threads, notes in/out, responses with reflex fields, LLM calls and tokens, drives,
     dreams, goals, tasks, sessions, approvals and the audit log of every consent decision."""
     from graph.reports import inspect_report
-    from nodes.context import utcnow
-
+    from managers.audience import OWNER
+    
     database, settings = open_data(data_dir, db, persona)
     try:
-        with database.unit() as repos:
-            report = inspect_report(repos, settings, utcnow(), limit, database.url)
+        with managers_of(database, data_dir, db, settings).reading(OWNER) as house:
+            report = inspect_report(house, house.deps.clock(), limit, database.url)
     finally:
         database.close()
     if as_json:

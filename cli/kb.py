@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
-from cli.options import (ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, PersonaName, console, err,
+from cli.options import (managers_of, owner_unit_of, ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, PersonaName, console, err,
                          open_database, open_memory)
+
+if TYPE_CHECKING:
+    from managers import ManagerFactory
 
 app = typer.Typer(help="The knowledge base: documents the persona can search (txt, md, pdf).")
 
@@ -29,7 +32,7 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
         raise typer.Exit(_add_to_deployed(files, db, name))
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
     try:
-        failed = _store(database, files)
+        failed = _store(managers_of(database, data_dir, db), files)
         err.print("indexing (embedding the new chunks)…")
         err.print(f"indexed {index.sync(progress=True)} item(s)")
     finally:
@@ -38,15 +41,16 @@ def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files.")
     raise typer.Exit(1 if failed else 0)
 
 
-def _store(database, files: list[Path]) -> int:
+def _store(managers: ManagerFactory, files: list[Path]) -> int:
     """Chunk each file into the knowledge base (SQL; its vectors come after); returns how many failed."""
-    from memory.knowledge import KnowledgeError, ingest
+    from managers.audience import OWNER
+    from memory.knowledge import KnowledgeError
 
     failed = 0
     for number, path in enumerate(files, 1):
         try:
-            with database.unit() as repos:
-                result = ingest(repos, path)
+            with managers.unit(OWNER) as house:
+                result = house.memory.ingest_file(path)
         except KnowledgeError as exc:
             err.print(f"[red]{escape(str(exc))}[/]")
             failed += 1
@@ -62,7 +66,7 @@ def _add_to_deployed(files: list[Path], db: Optional[str], name: str) -> int:
 
     database = open_database("", db, name)
     try:
-        failed = _store(database, files)
+        failed = _store(managers_of(database, "", db), files)
     finally:
         database.close()
     deployment = open_deployment(db)
@@ -83,8 +87,8 @@ def kb_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> Non
     """The documents, with their size in chunks and characters."""
     database = open_database(data_dir, db)
     try:
-        with database.unit() as repos:
-            for doc in repos.kb.list():
+        with owner_unit_of(database, data_dir, db) as house:
+            for doc in house.memory.kb_documents():
                 console.print(f"{doc.id}\t{doc.chunks} chunks\t{doc.chars} chars\t{escape(doc.path)}")
     finally:
         database.close()
@@ -114,8 +118,8 @@ def kb_remove(doc_id: int = typer.Argument(...), data_dir: Optional[str] = DataD
     """Remove a document and its chunks (the human's delete: not restorable)."""
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
     try:
-        with database.unit() as repos:
-            doc = repos.kb.remove(doc_id)
+        with owner_unit_of(database, data_dir, db) as house:
+            doc = house.memory.remove_kb_document(doc_id)
         index.sync(flush=True)
     finally:
         index.close()

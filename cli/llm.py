@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, console, err, located, open_database, print_listing
+from cli.options import owner_unit_of, DataDir, DbUrl, console, err, located, open_database, print_listing
 
 if TYPE_CHECKING:
     from managers.models import ModelManager
@@ -19,13 +19,12 @@ app = typer.Typer(help="The models a persona thinks with: list them, choose the 
 
 
 def _change(data_dir: Optional[str], db: Optional[str], change: Callable[[ModelManager], str]) -> None:
-    from managers import Managers
     from managers.models import RegistryError
 
     database = open_database(data_dir, db)
     try:
-        with database.unit(actor="human") as repos:
-            said = change(Managers(repos).models)
+        with owner_unit_of(database, data_dir, db) as house:
+            said = change(house.models)
     except RegistryError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
@@ -38,12 +37,10 @@ def _change(data_dir: Optional[str], db: Optional[str], change: Callable[[ModelM
 def list_llms(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
               as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """The registered models: priority, enabled, validator, chosen, last call."""
-    from managers import Managers
-
     database = open_database(data_dir, db)
     try:
-        with database.unit() as repos:
-            rows = Managers(repos).models.listing()
+        with owner_unit_of(database, data_dir, db) as house:
+            rows = house.models.listing()
     finally:
         database.close()
     if print_listing(rows, as_json, "no models registered yet (run the persona once)"):
@@ -87,15 +84,14 @@ def add_llm(base_url: str = typer.Argument(..., help="The OpenAI-compatible API 
             data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
     """Add a model on an OpenAI-compatible server (Ollama, LM Studio, llama.cpp server, vLLM, a hosted API), after a
     health check; a running loop thinks with it from its next tick."""
-    from managers import ManagerDeps, Managers
     from managers.models import RegistryError
 
     api_key = typer.prompt("API key", hide_input=True) if ask_key else None
     settings = located(data_dir, db)
     database = open_database(data_dir, db)
     try:
-        with database.unit(actor="human") as repos:
-            row = Managers(repos, ManagerDeps(settings=settings)).models.add(
+        with owner_unit_of(database, data_dir, db) as house:
+            row = house.models.add(
                 base_url, model, name=name, api_key=api_key, api_key_env=api_key_env, check=not no_check)
     except RegistryError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")

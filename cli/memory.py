@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_data
+from cli.options import owner_unit_of, ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, console, err, open_data
 from cli.startup import starting
 
 if TYPE_CHECKING:
@@ -30,13 +30,11 @@ def _run(kind: str, action: Callable[[Managers], Anonymised], refused: type[Exce
     """`action` in one unit of work as the human, audited as the human's decision when it changed memory; then the
     vectors of what it rewrote. What `refused` raises is one red line and exit `code`."""
     from graph.services import open_memory_index
-    from managers import ManagerDeps, Managers
 
     database, settings = open_data(data_dir, db, persona, embed_url=embed_url, embed_model=embed_model,
                                    chroma_url=chroma_url)
     try:
-        with database.unit(actor="human") as repos:
-            house = Managers(repos, ManagerDeps(settings=settings))
+        with owner_unit_of(database, data_dir, db, settings) as house:
             result = action(house)
             if result.changed:
                 now = house.deps.clock()

@@ -10,7 +10,8 @@ The options that are settings (--data-dir, --db, --persona, --embed-url, --chrom
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
@@ -20,6 +21,7 @@ from rich.markup import escape
 from cli.startup import starting
 
 if TYPE_CHECKING:  # the domains are imported by the functions that open them: `run.py say --help` needs none
+    from managers import ManagerFactory, Managers
     from memory import Database
     from persona.settings import Settings
 
@@ -88,15 +90,54 @@ def open_deployed(db: Optional[str], name: str) -> Database:
     return Database.open(url=db, schema=schema_of(name))
 
 
-def read_rows(data_dir: Optional[str], db: Optional[str], rows_of: Callable[[Any], list[dict[str, Any]]],
-              name: Optional[str] = None) -> list[dict[str, Any]]:
-    """Rows built from a data dir's database (or a deployed persona's) in one transaction (`rows_of(repos)`)."""
+def managers_of(database: Database, data_dir: Optional[str], db: Optional[str], settings: Settings | None = None,
+                **more: Any) -> ManagerFactory:
+    """The command line's managers over an opened database: with the settings given, or those of the persona it
+    belongs to, read when a manager first needs them (a listing reads none)."""
+    from functools import cache
+
+    from managers import ManagerDeps, ManagerFactory
+    from persona.settings import Overrides, stored_settings
+
+    if settings is not None:
+        return ManagerFactory(database, ManagerDeps(settings=settings))
+
+    @cache
+    def deps() -> ManagerDeps:
+        with starting():
+            return ManagerDeps(settings=stored_settings(database, Overrides.of(data_dir=data_dir, db_url=db, **more)))
+
+    return ManagerFactory(database, deps)
+
+
+@contextmanager
+def owner_unit_of(database: Database, data_dir: Optional[str], db: Optional[str], settings: Settings | None = None,
+                  **more: Any) -> Iterator[Managers]:
+    """One transaction of an opened database, its managers acting for the owner (the terminal is the owner's door)."""
+    from managers.audience import OWNER
+
+    with managers_of(database, data_dir, db, settings, **more).unit(OWNER) as house:
+        yield house
+
+
+@contextmanager
+def owner_unit(data_dir: Optional[str], db: Optional[str], name: Optional[str] = None,
+               **more: Any) -> Iterator[Managers]:
+    """One transaction of a data dir's database (or a deployed persona's), its managers acting for the owner (the
+    terminal is the owner's door); the database is closed after."""
     database = open_database(data_dir, db, name)
     try:
-        with database.unit() as repos:
-            return rows_of(repos)
+        with owner_unit_of(database, data_dir, db, **more) as house:
+            yield house
     finally:
         database.close()
+
+
+def read_rows(data_dir: Optional[str], db: Optional[str], rows_of: Callable[[Managers], list[dict[str, Any]]],
+              name: Optional[str] = None) -> list[dict[str, Any]]:
+    """Rows built from a data dir's database (or a deployed persona's) in one transaction (`rows_of(house)`)."""
+    with owner_unit(data_dir, db, name) as house:
+        return rows_of(house)
 
 
 def print_listing(rows: Sequence[Mapping[str, Any]], as_json: bool, empty: str) -> bool:
@@ -151,9 +192,11 @@ def open_memory(data_dir: Optional[str], db: Optional[str], persona: Optional[st
     except BaseException:
         database.close()
         raise
-WebHost = typer.Option("127.0.0.1", "--host", envvar="ANIMA_WEB_HOST",
-                       help="Address the web app listens on; beyond 127.0.0.1 it needs ANIMA_API_TOKEN.")
-WebPort = typer.Option(8765, "--port", envvar="ANIMA_WEB_PORT", min=1, max=65535, help="Port of the web app.")
+WebHost = typer.Option(None, "--host", show_default=False,
+                       help="Address the web app listens on (default: $ANIMA_WEB_HOST, else 127.0.0.1); beyond "
+                            "127.0.0.1 it needs ANIMA_API_TOKEN.")
+WebPort = typer.Option(None, "--port", min=1, max=65535, show_default=False,
+                       help="Port of the web app (default: $ANIMA_WEB_PORT, else 8765).")
 WebAllowedHosts = typer.Option(None, "--allowed-hosts",
                                help="More names the web app answers to (comma-separated; *.domain for any under it; "
                                     "default $ANIMA_ALLOWED_HOSTS), "

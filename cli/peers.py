@@ -19,17 +19,11 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaName, console, err, located, open_database, print_listing
+from cli.options import DataDir, DbUrl, PersonaName, console, err, owner_unit_of, open_database, print_listing
 
 app = typer.Typer(help="The peers (other personas and A2A agents) and the credentials between them.",
                   no_args_is_help=True)
 BY = "owner (cli)"
-
-
-def _managers(repos: Any, data_dir: Optional[str], db: Optional[str]) -> Any:
-    from managers import ManagerDeps, Managers
-
-    return Managers(repos, ManagerDeps(settings=located(data_dir, db)))
 
 
 def _run(action: Any, data_dir: Optional[str], db: Optional[str], name: Optional[str]) -> Any:
@@ -38,8 +32,8 @@ def _run(action: Any, data_dir: Optional[str], db: Optional[str], name: Optional
 
     database = open_database(data_dir, db, name)
     try:
-        with database.unit(actor="human") as repos:
-            return action(_managers(repos, data_dir, db))
+        with owner_unit_of(database, data_dir, db) as house:
+            return action(house)
     except (NotFound, Refused, SecretStoreError) as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)

@@ -51,9 +51,8 @@ def persona_show(persona: Optional[str] = PersonaDir,
     with starting():
         services = open_services(given)
     try:
-        with services.db.unit() as repos:
-            row = repos.threads.get(thread)
-            tick = (row.tick if row is not None else 0) + 1
+        with services.managers.reading() as house:
+            tick = house.threads.next_tick(thread)
         result = prepare_context(TickState(thread_id=thread, root_thread=thread, tick=tick, mode="chat"),
                                  Runtime(context=AnimaContext(services=services)))
     finally:

@@ -58,31 +58,33 @@ def run_playbook(ctx: typer.Context,
                  no_fallback: bool = typer.Option(False, "--no-fallback", help="With --llm-url: no embedded model as fallback."),
                  embed_url: Optional[str] = EmbedUrl, embed_model: Optional[str] = EmbedModel,
                  chroma_url: Optional[str] = ChromaUrl, verbose: bool = typer.Option(False, "--verbose", "-v"),
-                 host: str = WebHost, port: int = WebPort, allowed_hosts: Optional[str] = WebAllowedHosts,
-                 no_web: bool = typer.Option(False, "--no-web", envvar="ANIMA_NO_WEB",
-                                             help="Loop playbooks: do not serve the web app.")) -> None:
+                 host: Optional[str] = WebHost, port: Optional[int] = WebPort,
+                 allowed_hosts: Optional[str] = WebAllowedHosts,
+                 no_web: bool = typer.Option(False, "--no-web",
+                                             help="Loop playbooks: do not serve the web app (default: $ANIMA_WEB, "
+                                                  "else served).")) -> None:
     """Run a playbook: the persona's REPL loop, with its web app at http://127.0.0.1:8765 (Ctrl-C or SIGTERM cancels
     the model call, saves and exits 0; a second one aborts at once)."""
     if ctx.invoked_subcommand is not None:
         return
     from persona.settings import Overrides
 
-    run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose,
-        web=None if no_web else (host, port, allowed_hosts),
+    run(playbook=playbook, inputs=inputs, ticks=ticks, thread=thread, verbose=verbose, serve_web=True,
         overrides=Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, llm_url=llm_url, model=model,
                                llm_api=llm_api, context_window=context_window,
                                embedded=False if no_fallback else None, embed_url=embed_url,
-                               embed_model=embed_model, chroma_url=chroma_url, language=lang))
+                               embed_model=embed_model, chroma_url=chroma_url, language=lang,
+                               allowed_hosts=allowed_hosts, web_host=host, web_port=port,
+                               web=False if no_web else None))
 
 
 def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", verbose: bool = False,
-        overrides: Overrides, web: tuple[str, int, str | None] | None = None) -> None:
+        overrides: Overrides, serve_web: bool = False) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from graph.agent import build_agent
     from graph.loop import Stopper, run_loop
     from graph.loop.journal import LiveJournal
     from graph.playbook import InputError, PlaybookError, coerce_inputs
-    from managers import Managers
     from persona import PersonaError
     from persona.settings import SettingsError
 
@@ -91,6 +93,7 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
         raise typer.Exit(2)
     settings = preflight(overrides)  # a bad configuration: one message, exit 2, before a model is installed or loaded
     book = read_playbook(playbook)  # so is a bad playbook
+    web = (settings.web_host, settings.web_port, settings.allowed_hosts) if serve_web and settings.web else None
     if web and book.loop:
         check_web_binding(web[0], web[2])  # and serving beyond this machine without a token
     if settings.embedded:
@@ -130,9 +133,9 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     err.print(f"[bold]{escape(services.persona.display_name)}[/] · playbook {agent.playbook.name} · thread "
               f"{thread} · tick {state.get('tick', 0)}{resumed} · LLMs {', '.join(services.llms.ids)} · "
               f"data {escape(services.db.url)}")
-    with services.db.unit() as repos:
-        waiting = len(repos.approvals.pending())
-        first_meeting = repos.notes.latest_human_at() is None
+    with services.managers.reading() as house:
+        waiting = house.consent.pending_count()
+        first_meeting = house.conversation.last_heard_at() is None
     if agent.playbook.loop and services.settings.dreaming.enabled:
         dreaming = services.settings.dreaming
         awake = (f" — not before it has met you (your first note, or {dreaming.awake_until_met_ticks} ticks)"
@@ -154,8 +157,8 @@ def run(*, playbook: str, inputs: list[str], ticks: str, thread: str = "main", v
     from graph.telemetry import configure_tracing
 
     configure_tracing(services.settings.name or "anima")  # only with OTEL_EXPORTER_OTLP_ENDPOINT set
-    with services.db.unit() as repos:
-        Managers(repos).loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
+    with services.managers.unit() as house:
+        house.loop.request_state("running", by="run.py", now=services.clock())  # a fresh run is wanted running
     try:
         while True:
             with LiveView(services.persona.display_name, web_url=server.url if server else None) as view:
@@ -211,13 +214,12 @@ def read_playbook(reference: str):
 
 def wait_for_start(agent, stopper) -> bool:
     """Stopped from the web app: the session is saved; wait for Start there (True) or Ctrl-C (False)."""
-    from managers import Managers
 
     err.print("[yellow]stopped from the web app — session saved; Start there continues (Ctrl-C quits)[/]")
     while not stopper.requested:
         stopper.sleep(0.5)
-        with agent.services.db.unit() as repos:
-            if Managers(repos).loop.wanted() == "running":
+        with agent.services.managers.reading() as house:
+            if house.loop.wanted() == "running":
                 return True
     return False
 

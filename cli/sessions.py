@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import (DataDir, DbUrl, LlmUrl, Model, PersonaDir, PersonaName, console, err, open_database,
+from cli.options import (owner_unit_of, DataDir, DbUrl, LlmUrl, Model, PersonaDir, PersonaName, console, err, open_database,
                          print_listing, read_rows)
 from cli.run_playbook import run
 
@@ -21,9 +21,8 @@ def sessions_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, 
                   as_json: bool = typer.Option(False, "--json"), name: Optional[str] = PersonaName) -> None:
     """Every run of a loop: thread, status (running, stopped, killed), ticks and times."""
     from graph.reports import session_row
-    from managers import Managers
 
-    rows = read_rows(data_dir, db, lambda repos: [session_row(s) for s in Managers(repos).sessions.listing(limit)], name)
+    rows = read_rows(data_dir, db, lambda house: [session_row(s) for s in house.sessions.listing(limit)], name)
     if print_listing(rows, as_json, "no sessions yet"):
         return
     for r in rows:
@@ -40,7 +39,6 @@ def sessions_export(session_id: int = typer.Argument(...),
     """Write session-ID.json (everything), session-ID.md (the transcript) and the thought log — one record per
     thought, message, note and diary entry — as session-ID.csv and session-ID.jsonl. A deployed persona's (`--name`) is
     made by a worker between its ticks."""
-    from managers import Managers
     from managers.sessions import trace_csv, trace_jsonl
 
     if name:
@@ -48,8 +46,8 @@ def sessions_export(session_id: int = typer.Argument(...),
     else:
         database = open_database(data_dir, db)
         try:
-            with database.unit() as repos:
-                data, markdown = Managers(repos).sessions.export(session_id)
+            with owner_unit_of(database, data_dir, db) as house:
+                data, markdown = house.sessions.export(session_id)
         except LookupError as exc:
             err.print(f"[red]{escape(str(exc))}[/]")
             raise typer.Exit(1)
@@ -87,14 +85,13 @@ def sessions_revive(session_id: int = typer.Argument(...), ticks: str = typer.Op
                     llm_url: Optional[str] = LlmUrl, model: Optional[str] = Model,
                     no_fallback: bool = typer.Option(False, "--no-fallback")) -> None:
     """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
-    from managers import Managers
     from nodes.context import utcnow
     from persona.settings import Overrides
 
     database = open_database(data_dir, db)
     try:
-        with database.unit() as repos:
-            sessions = Managers(repos).sessions
+        with owner_unit_of(database, data_dir, db) as house:
+            sessions = house.sessions
             thread_id = sessions.revive(session_id, utcnow())
             revived = sessions.get(session_id)  # revive found it
             playbook = (revived.playbook if revived is not None else None) or "repl"

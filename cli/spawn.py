@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from cli.options import ChromaUrl, DataDir, DbUrl, console, err, open_data
+from cli.options import owner_unit_of, ChromaUrl, DataDir, DbUrl, console, err, open_data
 from cli.startup import starting
 
 
@@ -53,10 +53,9 @@ def spawn(name: str = typer.Argument(..., help="The child's name."),
         report = make_child(name, mode, parent_dir=parent_dir, parent_db=database, child_dir=child_dir, child_db=child_db,
                             now=utcnow(), parent_index=parent_index, child_index=child_index,
                             progress=lambda line: err.print(f"  {escape(line)}", highlight=False))
-        from managers import ManagerDeps, Managers
 
-        with database.unit() as repos:  # each in the other's peers: its own DID, its address, its port
-            met = Managers(repos, ManagerDeps(settings=settings)).spawn.meet(
+        with owner_unit_of(database, data_dir, db, settings) as house:  # each in the other's peers: its own DID, its address, its port
+            met = house.spawn.meet(
                 name, mode, parent_dir=parent_dir, parent_db=database, child_db=child_db,
                 child_data_dir=Path(child_data), child_persona_dir=report.persona_dir,
                 postgres=child_db.is_postgres)

@@ -57,7 +57,7 @@ def starting() -> Iterator[None]:
     """Opening a persona or a data dir: the failures a user can fix become StartupError."""
     from memory import DatabaseOpenError, SchemaError  # what a command opens anyway: not imported before it runs
     from memory.fleet import FleetError
-    from memory.repositories.base import NotFound
+    from managers.errors import NotFound
     from persona import PersonaError
     from persona.settings import SettingsError
 

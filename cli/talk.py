@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.options import DataDir, DbUrl, PersonaName, console, open_database
+from cli.options import owner_unit_of, DataDir, DbUrl, PersonaName, console, open_database
 
 
 def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
@@ -15,15 +15,14 @@ def say(text: str = typer.Argument(..., help="What to tell the persona."), data_
         tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable)."),
         name: Optional[str] = PersonaName) -> None:
     """Post a note to the persona (works while a run is going in another process)."""
-    from managers import Managers
     from managers.conversation import Words
     from managers.errors import Refused
     from memory.note_kinds import Door
 
     database = open_database(data_dir, db, name)
     try:
-        with database.unit(actor="human") as repos:  # the terminal is the owner's own door
-            note_id = Managers(repos).conversation.hear(Words(text, door=Door.CLI, priority=priority,
+        with owner_unit_of(database, data_dir, db) as house:  # the terminal is the owner's own door
+            note_id = house.conversation.hear(Words(text, door=Door.CLI, priority=priority,
                                                               tags=tags)).note_id
     except Refused as refused:
         console.print(f"[red]not posted:[/red] {refused}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, print_listing, read_rows
+from cli.options import owner_unit_of, DataDir, DbUrl, PersonaName, console, err, open_database, print_listing, read_rows
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -19,25 +19,21 @@ app = typer.Typer(help="The persona's people: owner, trusted, guests; their chan
 BY = "operator (cli)"
 
 
-def _rows(repos) -> list[dict]:
-    from managers import Managers
-
-    return [v.as_dict() for v in Managers(repos).people.list()]
+def _rows(house) -> list[dict]:
+    return [v.as_dict() for v in house.people.list()]
 
 
 @app.command("list")
 def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName,
                 as_json: bool = typer.Option(False, "--json")) -> None:
     """Everyone the persona knows, and the pending contact requests."""
-    from managers import Managers
-
     rows = read_rows(data_dir, db, _rows, name)
-    requests = read_rows(data_dir, db, lambda repos: [
+    requests = read_rows(data_dir, db, lambda house: [
         {"id": v.request.id, "channel": v.request.channel, "address": v.request.address,
          "name": v.request.sender_name, "messages": v.request.messages, "warning": v.request.warning or "",
          "claims": v.claims.name if v.claims else None, "claims_role": v.claims.role if v.claims else None,
          "unverified": v.unverified, "lookalike": v.lookalike, "dropped": v.dropped, "can_vouch": v.can_vouch}
-        for v in Managers(repos).people.request_views()], name)
+        for v in house.people.request_views()], name)
     if as_json:
         print(json.dumps({"people": rows, "contact_requests": requests}, indent=2, ensure_ascii=False))
         return
@@ -66,12 +62,11 @@ def list_people(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, na
 def info(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
          name: Optional[str] = PersonaName) -> None:
     """One person, by id or name."""
-    from managers import Managers
     from managers.errors import NotFound
 
     try:
-        rows = read_rows(data_dir, db, lambda repos: [
-            Managers(repos).people.view(Managers(repos).people.find(person)).as_dict()], name)
+        rows = read_rows(data_dir, db, lambda house: [
+            house.people.view(house.people.find(person)).as_dict()], name)
     except NotFound as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
@@ -79,14 +74,13 @@ def info(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbU
 
 
 def _change(action, data_dir: Optional[str], db: Optional[str], name: Optional[str]) -> None:
-    from managers import Managers
     from managers.errors import NotFound
     from managers.people import PeopleError
 
     database = open_database(data_dir, db, name)
     try:
-        with database.unit() as repos:
-            message = action(Managers(repos))
+        with owner_unit_of(database, data_dir, db) as house:
+            message = action(house)
     except (PeopleError, NotFound) as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(1)
@@ -178,14 +172,12 @@ def delete(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = D
     (undone only by `run.py memory deanonymise`, the name; their words do not come back)."""
     from cli.options import open_data
     from graph.forgetting import finish_at
-    from managers import ManagerDeps, Managers
     from managers.errors import NotFound
     from managers.people import PeopleError
 
     database, settings = open_data(data_dir, db, persona)
     try:
-        with database.unit(actor="human") as repos:
-            house = Managers(repos, ManagerDeps(settings=settings))
+        with owner_unit_of(database, data_dir, db, settings) as house:
             done = house.people.delete(person, by=BY)
             now = house.deps.clock()
             house.consent.record(thread_id="main", tick=0, cmd_key=f"human:users.delete:{now.isoformat()}",
@@ -214,11 +206,9 @@ def delete(person: str, data_dir: Optional[str] = DataDir, db: Optional[str] = D
 @app.command("groups")
 def groups(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
     """The groups of people (HMP users_group) and who is in each."""
-    from managers import Managers
-
-    rows = read_rows(data_dir, db, lambda repos: [{"name": g.name, "description": g.description,
+    rows = read_rows(data_dir, db, lambda house: [{"name": g.name, "description": g.description,
                                                    "members": [p.name for p in members]}
-                                                  for g, members in Managers(repos).people.groups()], name)
+                                                  for g, members in house.people.groups()], name)
     for row in rows:
         console.print(f"[bold]{escape(row['name'])}[/]: {escape(', '.join(row['members']) or 'nobody yet')}"
                       + (f" — {escape(row['description'])}" if row["description"] else ""), highlight=False)

@@ -47,7 +47,7 @@ def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: Optiona
     return web
 
 
-def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = PersonaDir,
+def serve(host: Optional[str] = WebHost, port: Optional[int] = WebPort, persona: Optional[str] = PersonaDir,
           data_dir: Optional[str] = DataDir,
           db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
           allowed_hosts: Optional[str] = WebAllowedHosts, lang: Optional[str] = Lang) -> None:
@@ -57,14 +57,19 @@ def serve(host: str = WebHost, port: int = WebPort, persona: Optional[str] = Per
     from web.security import BindingError
     from web.server import serve as serve_app
 
-    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url, language=lang)
-    check_web_binding(host, allowed_hosts)  # the refusal comes first: no address is printed for a server that will not start
-    settings = preflight(overrides)
+    from persona.settings import load_settings
+
+    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url, language=lang,
+                             web_host=host, web_port=port, allowed_hosts=allowed_hosts)
+    with starting():
+        where = load_settings(overrides=overrides.replace(persona_dir=None))  # where it listens: flags, environment
+    host, port = where.web_host, where.web_port
+    check_web_binding(host, where.allowed_hosts)  # the refusal comes first: no address is printed for a server that
+    settings = preflight(overrides)  # will not start
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     err.print(f"[bold]web app:[/] http://{shown}:{port}  (Ctrl-C stops)")
     try:
-        serve_app(overrides, host, port,
-                  allowed_hosts=allowed_hosts if allowed_hosts is not None else settings.allowed_hosts)
+        serve_app(overrides, host, port, allowed_hosts=settings.allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(2)

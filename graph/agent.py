@@ -183,8 +183,8 @@ class Agent:
             self._finished = (checkpoint_id, values)
 
     def _pending_run(self) -> tuple[str | None, dict[str, Any] | None]:
-        with self.services.db.unit() as repos:
-            last = repos.config.playbook_run(self.thread_id, self.playbook.name) or {}
+        with self.services.managers.reading() as house:
+            last = house.loop.playbook_run(self.thread_id, self.playbook.name)
         run_id = last.get("run_id")
         if run_id and last.get("status") == "running":
             return run_id, last.get("inputs") or {}
@@ -212,9 +212,9 @@ class Agent:
             if self.interrupted:
                 return None
         self.run_id = uuid.uuid4().hex[:12]
-        with self.services.db.unit() as repos:
-            repos.config.set_playbook_run(self.thread_id, self.playbook.name,
-                                         {"run_id": self.run_id, "status": "running", "inputs": values})
+        with self.services.managers.unit() as house:
+            house.loop.set_playbook_run(self.thread_id, self.playbook.name,
+                                        {"run_id": self.run_id, "status": "running", "inputs": values})
         return {**base, "run_id": self.run_id, "vars": values}
 
     def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None, *,
@@ -259,9 +259,9 @@ class Agent:
                              "step": self.last_failure.step, "error": self.last_failure.error}
             left = None
         if not self.playbook.loop:
-            with self.services.db.unit() as repos:
-                repos.config.set_playbook_run(self.thread_id, self.playbook.name,
-                                             {"run_id": self.run_id, "status": "done"})
+            with self.services.managers.unit() as house:
+                house.loop.set_playbook_run(self.thread_id, self.playbook.name,
+                                            {"run_id": self.run_id, "status": "done"})
         self._runs_since_prune += 1
         # a one-shot run's thread is its own: pruned at its end; a loop's, every `prune_every` ticks on PostgreSQL
         if not self.playbook.loop or prune_due(self.checkpointer, self._runs_since_prune, self.prune_every):
@@ -277,12 +277,11 @@ class Agent:
         (graph/forgetting.py), and the state this agent keeps of the tick holds the placeholders too."""
         from graph.checkpoint import deep_replace
         from graph.forgetting import finish
-        from managers import ManagerDeps, Managers
         from managers.anonymise import AnonymisationError
 
         try:
             with self.services.db.unit() as repos:  # what the rest of the tick wrote after the command, too
-                anonymise = Managers(repos, ManagerDeps(settings=self.services.settings)).anonymise
+                anonymise = self.services.managers.over(repos).anonymise
                 change = anonymise.saved_replacer()
                 anonymise.sweep(change)
         except AnonymisationError as exc:  # the key was moved away meanwhile: the owner's CLI finishes it
@@ -305,8 +304,8 @@ class Agent:
         if snapshot.next:
             self.graph.update_state(self.config, None, as_node=END)
         if tick:
-            with self.services.db.unit() as repos:
-                quarantine_tick(repos, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
+            with self.services.managers.unit() as house:
+                quarantine_tick(house, thread_id, tick, step=step, error=error, trace=traceback.format_exc())
         return TickFailure(thread_id, tick, step, error)
 
     def tick(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None) -> TickValues:

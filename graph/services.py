@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from llm import LLMRegistry, Provider
 from llm.embedded_model import voice_of
+from managers import ManagerDeps, ManagerFactory
 from memory import Database
 from nodes.context import Services, utcnow
 from persona import load_persona
-from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named
+from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named, stored_settings
 from persona.yaml_lines import read_lined_yaml
 
 if TYPE_CHECKING:  # both load Chroma and the embedding model's code: imported when the index is opened
@@ -48,39 +49,16 @@ def registry_entries(settings: Settings) -> list[dict[str, Any]]:
     return entries
 
 
-def with_added_models(db: Database, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The configured models and, after them, the ones added at run time (Controls, `run.py llm add`, the API)."""
-    with db.unit() as repos:
-        added = repos.config.added_llms()
-    configured = {e["id"] for e in entries}
-    return entries + [{**entry, "id": llm_id, "added": True} for llm_id, entry in added.items()
-                      if llm_id not in configured]
+def run_managers(db: Database, settings: Settings) -> ManagerFactory:
+    """The managers that open a run, before its services exist (those then build their own: Services.managers)."""
+    return ManagerFactory(db, ManagerDeps(settings=settings))
 
 
-def sync_registry(db: Database, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Record the configured models in `llm_registry`; trust scores learnt earlier are kept."""
-    merged = []
-    with db.unit() as repos:
-        known = {e.id: e for e in repos.llm_registry.all()}
-        for entry in entries:
-            existing = known.get(entry["id"])
-            trust = existing.trust_score if existing is not None else float(entry.get("trust_score", 1.0))
-            repos.llm_registry.upsert(entry["id"], provider=entry.get("provider", "llamacpp"),
-                                      model=entry.get("model", ""), priority=int(entry.get("priority", 0)),
-                                      is_validator=bool(entry.get("is_validator", False)), trust_score=trust,
-                                      enabled=True, config=entry.get("config") or {})
-            merged.append({**entry, "trust_score": trust})
-        repos.llm_registry.disable_missing([e["id"] for e in entries])
-    return merged
-
-
-def call_recorder(db: Database) -> Callable[[dict[str, Any]], None]:
+def call_recorder(managers: ManagerFactory) -> Callable[[dict[str, Any]], None]:
     def record(call: dict[str, Any]) -> None:
         try:
-            with db.unit() as repos:
-                repos.llm_calls.record(**{k: call.get(k) for k in (
-                    "thread_id", "tick", "purpose", "llm_id", "provider", "model", "prompt_tokens",
-                    "completion_tokens", "cached_tokens", "latency_ms", "ok", "error")})
+            with managers.unit() as house:
+                house.models.record_call(call)
         except Exception:  # accounting must never break a tick
             log.exception("could not record an LLM call")
 
@@ -92,17 +70,11 @@ def open_settings(db: Database, overrides: Overrides | None = None) -> Settings:
     changes (the data dir's layer)."""
     overrides = overrides or Overrides()
     named, _ = persona_dir_named(overrides)
-    with db.unit() as repos:
-        recorded = None if named else repos.config.persona_dir
-        if recorded and not Path(recorded).is_dir():
-            log.warning("the persona this data dir was run with (%s) is gone; using the default", recorded)
-            recorded = None
-        changes = repos.config.self_changes()
-    settings = load_settings(overrides=overrides, self_changes=changes, recorded_persona_dir=recorded)
+    settings = stored_settings(db, overrides)
     check_consent_policy(settings)
     if named:  # recorded only once its settings are valid
-        with db.unit() as repos:
-            repos.config.persona_dir = str(Path(named).expanduser().resolve())
+        with run_managers(db, settings).unit() as house:
+            house.persona.adopt_directory(Path(named).expanduser().resolve())
     return settings
 
 
@@ -131,8 +103,11 @@ def open_services(overrides: Overrides | None = None, *, providers: dict[str, Pr
         db = Database.open(located.data_dir, located.db_url)
     settings = open_settings(db, overrides)
     persona = load_persona(settings.persona_dir)
-    entries = sync_registry(db, with_added_models(db, entries if entries is not None else registry_entries(settings)))
-    llms = LLMRegistry(entries, recorder=call_recorder(db), providers=dict(providers or {}))
+    managers = run_managers(db, settings)
+    with managers.unit() as house:
+        entries = house.models.sync_registry(house.models.with_added(
+            entries if entries is not None else registry_entries(settings)))
+    llms = LLMRegistry(entries, recorder=call_recorder(managers), providers=dict(providers or {}))
     services = Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock,
                         memory=open_memory_index(db, settings, clock, embedder))
     services.jobs = Background(services)  # nothing starts until a command asks
@@ -168,8 +143,8 @@ def vector_database(db: Database) -> str:
     its own data dir under a name its database keeps (so two personas on one server never share a collection)."""
     if db.schema:
         return db.schema
-    with db.unit() as repos:
-        return repos.config.vector_database()
+    with ManagerFactory(db, lambda: ManagerDeps(settings=stored_settings(db))).unit() as house:
+        return house.memory.vector_database()
 
 
 def checkpoint_path(data_dir: str | Path) -> Path:

@@ -1,27 +1,32 @@
 """The managers: what every door does to a persona, in one place.
 
 The doors — the persona's own commands (`nodes/commands/`), the command line (`cli/`), the web app and its API
-(`web/`), the MCP server (`web/mcp.py`), the fleet worker (`graph/fleet/worker.py`), and the channels and mesh to come —
-validate what they were given, call a manager, and report in their own medium. A manager holds the domain's rules
-(what a change also changes, what is refused and why); it reaches the database only through the unit of work it is
-given (`memory.Repos`: one transaction) and never knows which door called it.
+(`web/`), the MCP server (`web/mcp.py`), the fleet worker (`graph/fleet/worker.py`), the loop (`graph/`), the channels
+and the mesh — validate what they were given, call a manager, and report in their own medium. A manager holds the
+domain's rules (what a change also changes, what is refused and why); it reaches the database only through the unit
+of work it is given (`memory.Repos`: one transaction) and never knows which door called it.
 
-`Managers(repos, deps, audience=…)` is one unit of work's managers, each built when first used. `ManagerDeps` carries
-what some managers need beyond the transaction: the settings, the clock, the retrieval index, the model registry.
-The audience (managers/audience.py) is whom the persona speaks to in this unit — the persona alone unless a door says
-otherwise —, and what the managers read for it is what that audience may see. Managers may import the domains
-(`persona/`, `memory/`, `llm/`, `reach/`) and each other, never a door or `nodes/`/`graph/`.
+A door builds its `ManagerFactory` once (per process, per worker job) from the database and its dependencies
+(`ManagerDeps`: the settings and the clock always; the retrieval index, the model registry and the speech engines
+where the door has them), and each unit of work gets its managers from it: `with factory.unit(actor) as house:`.
+`Managers(repos, deps, actor=…)` is one unit of work's managers, each built when first used. The actor
+(managers/audience.py) is whom the unit acts for — the owner at their own doors, a person or a peer, the persona
+alone —, and what the managers read for it is what that actor may see. What a manager hands a door is a frozen view
+(a frozen dataclass or a pydantic model), not a live row. Managers may import the domains (`persona/`, `memory/`,
+`llm/`, `reach/`) and each other, never a door or `nodes/`/`graph/`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from managers.audience import ALONE, Audience
+from managers.audience import ALONE, Audience, Role
+from memory.clock import utcnow
 
 if TYPE_CHECKING:
     from llm import LLMRegistry
@@ -49,6 +54,11 @@ if TYPE_CHECKING:
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
+    from managers.dreams import DreamManager
+    from managers.inner_life import InnerLifeManager
+    from managers.journal import JournalManager
+    from managers.reports import ReportManager
+    from managers.task_cycles import TaskCycleManager
     from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
@@ -61,40 +71,112 @@ if TYPE_CHECKING:
     from managers.tool_uses import ToolUseManager
     from managers.vault import VaultManager
     from managers.world import WorldManager
-    from memory import Repos
+    from memory import Database, Repos
     from memory.retrieval.recall_index import RecallIndex
     from persona.settings import Settings
     from reach.speech import SpeechEngines
 
 
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+
+class Lazy(Generic[T]):
+    """What a door opens only when a manager first needs it (the web app's retrieval index loads Chroma)."""
+
+    def __init__(self, opener: Callable[[], T]) -> None:
+        self._opener = opener
+
+    def get(self) -> T:
+        return self._opener()
+
+
+class MissingDependency(RuntimeError):
+    """A manager was asked for something its door did not give it (a search without a retrieval index)."""
 
 
 @dataclass(frozen=True)
 class ManagerDeps:
-    """What a manager may need besides the transaction; a door passes what it has (None: that part is off)."""
+    """What the managers need besides the transaction. The settings are always there (a manager never guesses a
+    setting), and the clock (UTC now unless a door runs on its own); the retrieval index, the model registry and the speech engines only at the doors that have
+    them — a manager that needs one asks with `need_…`, which names what is missing."""
 
-    settings: Settings | None = None
-    clock: Callable[[], datetime] = field(default=_utcnow)
-    memory: RecallIndex | None = None
+    settings: Settings
+    clock: Clock = utcnow
+    memory: RecallIndex | Lazy[RecallIndex] | None = None
     llms: LLMRegistry | None = None
-    speech: SpeechEngines | None = None  # loaded speech models a door keeps (web app, channel runner)
+    speech: SpeechEngines | Lazy[SpeechEngines] | None = None  # loaded speech models a door keeps
 
-    def settings_for(self, what: str) -> Settings:
-        """The settings, for a manager that cannot work without them (`what` names it in the error)."""
-        if self.settings is None:
-            raise RuntimeError(f"{what} need the settings (ManagerDeps.settings)")
-        return self.settings
+    def need_memory(self, what: str) -> RecallIndex:
+        memory = self.memory.get() if isinstance(self.memory, Lazy) else self.memory
+        if memory is None:
+            raise MissingDependency(f"{what} needs the retrieval index, which this door did not open")
+        return memory
+
+    def recall(self) -> RecallIndex | None:
+        """The retrieval index when the door has one (None: a write is indexed by the next sync)."""
+        return self.memory.get() if isinstance(self.memory, Lazy) else self.memory
+
+    def need_llms(self, what: str) -> LLMRegistry:
+        if self.llms is None:
+            raise MissingDependency(f"{what} needs the model registry, which this door did not open")
+        return self.llms
+
+    def need_speech(self) -> SpeechEngines | None:
+        """The speech engines the door keeps (None: the speech manager loads its own)."""
+        return self.speech.get() if isinstance(self.speech, Lazy) else self.speech
+
+
+class ManagerFactory:
+    """A door's managers, built once (per process, per worker job): its database and how to get its dependencies
+    (`deps`: a callable when they follow the settings as they change — the web app reads them again on each request,
+    the loop after a reload). Each unit of work gets its managers from here."""
+
+    def __init__(self, db: Database, deps: ManagerDeps | Callable[[], ManagerDeps]) -> None:
+        self.db = db
+        self._deps = deps
+
+    def deps(self) -> ManagerDeps:
+        return self._deps if isinstance(self._deps, ManagerDeps) else self._deps()
+
+    @contextmanager
+    def unit(self, actor: Audience = ALONE, *, history: str | None = None) -> Iterator[Managers]:
+        """One transaction's managers, acting for `actor`: committed when the block ends, rolled back if it raises.
+        What the owner changes, the memory history names as the human's doing; what a peer changes, the peer's
+        (`history`: another name, a door's own — the mesh)."""
+        with self.db.unit(actor=history or _history_actor(actor)) as repos:
+            yield Managers(repos, self._deps, actor=actor)
+
+    @contextmanager
+    def reading(self, actor: Audience = ALONE) -> Iterator[Managers]:
+        """Managers over a read-only transaction (nothing is written; cheaper)."""
+        with self.db.reading() as repos:
+            yield Managers(repos, self._deps, actor=actor)
+
+    def over(self, repos: Repos, actor: Audience = ALONE) -> Managers:
+        """The managers of a transaction the door holds already (a command shares its tick's unit of work)."""
+        return Managers(repos, self._deps, actor=actor)
+
+
+def _history_actor(actor: Audience) -> str | None:
+    """Who the memory history names for what this unit changes: the human (the owner), a peer, or the persona."""
+    return {Role.OWNER: "human", Role.PEER: "peer"}.get(actor.role)
 
 
 class Managers:
     """One unit of work's managers. `repos` is the transaction every manager of this unit writes in."""
 
-    def __init__(self, repos: Repos, deps: ManagerDeps | None = None, *, audience: Audience = ALONE) -> None:
+    def __init__(self, repos: Repos, deps: ManagerDeps | Callable[[], ManagerDeps], *,
+                 actor: Audience = ALONE) -> None:
         self.repos = repos
-        self.deps = deps or ManagerDeps()
-        self.audience = audience
+        self._deps = deps
+        self.actor = actor  # whom this unit acts for: what its reads may show (managers/audience.py)
+
+    @cached_property
+    def deps(self) -> ManagerDeps:
+        """The door's dependencies, asked for when a manager first needs them (the web app reads its settings
+        again only then)."""
+        return self._deps if isinstance(self._deps, ManagerDeps) else self._deps()
 
     # one cached property per resource; each imports its module when first used (a door pays only for what it calls)
 
@@ -327,7 +409,7 @@ class Managers:
 
         return AbstractManager(self)
 
-    # the mesh (issue 30)
+    # the mesh
     @cached_property
     def mesh(self) -> MeshManager:
         """Identity, signed containers in and out, CogSync, consensus, sync (managers/mesh.py)."""
@@ -342,5 +424,40 @@ class Managers:
 
         return ReputationManager(self)
 
+    @cached_property
+    def dreams(self) -> DreamManager:
+        """What a dream gathers and how its output is written, once per run (managers/dreams.py)."""
+        from managers.dreams import DreamManager
 
-__all__ = ["ManagerDeps", "Managers"]
+        return DreamManager(self)
+
+    @cached_property
+    def task_cycles(self) -> TaskCycleManager:
+        """A task's sub-cycle: when it waits, when it is over, its retries and restarts (managers/task_cycles.py)."""
+        from managers.task_cycles import TaskCycleManager
+
+        return TaskCycleManager(self)
+
+    @cached_property
+    def journal(self) -> JournalManager:
+        """What the loop did: ticks, what happened at them, threads, live events (managers/journal.py)."""
+        from managers.journal import JournalManager
+
+        return JournalManager(self)
+
+    @cached_property
+    def inner_life(self) -> InnerLifeManager:
+        """Drives and open questions as the owner sees and touches them (managers/inner_life.py)."""
+        from managers.inner_life import InnerLifeManager
+
+        return InnerLifeManager(self)
+
+    @cached_property
+    def reports(self) -> ReportManager:
+        """What the persona did and is, as plain data, for inspect and the pages (managers/reports.py)."""
+        from managers.reports import ReportManager
+
+        return ReportManager(self)
+
+
+__all__ = ["Lazy", "ManagerDeps", "ManagerFactory", "Managers", "MissingDependency"]

@@ -129,7 +129,7 @@ class AnonymisationManager:
     # ---- where the mapping lives (owner-only) ---------------------------------------------------------------------
 
     def secrets_dir(self) -> Path:
-        settings = self.house.deps.settings_for("anonymisation")
+        settings = self.house.deps.settings
         return Path(settings.data_dir).expanduser() / SECRETS_DIR
 
     def key_path(self) -> Path:

@@ -1,6 +1,6 @@
 """Whom the persona is speaking to, and so what it may show them (DESIGN.md §9, "scope by audience").
 
-Every unit of work's managers carry an `Audience` (`Managers(repos, deps, audience=…)`); a tick takes the audience
+Every unit of work's managers act for an `Audience` (`Managers(repos, deps, actor=…)`); a tick takes the audience
 of the note it answers (managers/conversation.py `ConversationManager.audience_of`), and what the managers read for
 it — recall, `memory.search`, core memory, the notepad — is what that audience may see:
 
@@ -84,7 +84,8 @@ class Audience:
             raise OutOfScope(f"{what} is not shown while I answer {self.describe()}: only my owner sees it")
 
     def describe(self) -> str:
-        who = self.name or (f"peer {self.peer}" if self.peer else f"person {self.person_id}")
+        who = self.name or (f"peer {self.peer}" if self.peer else
+                            f"person {self.person_id}" if self.person_id is not None else "")
         return {Role.SELF: "myself", Role.OWNER: f"my owner {who}".strip(), Role.TRUSTED: f"{who} (trusted)",
                 Role.GUEST: f"{who} (a guest)", Role.PEER: f"{who} (another agent)"}[self.role]
 
@@ -106,5 +107,6 @@ class Audience:
 
 
 ALONE = Audience()
+OWNER = Audience(Role.OWNER)  # the owner at their own doors (the web app, the API, MCP, the terminal)
 
-__all__ = ["ALONE", "FOR_TRUSTED", "SHAREABLE", "Audience", "OutOfScope", "Role", "conversation_tag"]
+__all__ = ["ALONE", "OWNER", "FOR_TRUSTED", "SHAREABLE", "Audience", "OutOfScope", "Role", "conversation_tag"]

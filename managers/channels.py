@@ -217,7 +217,7 @@ class ChannelManager:
             notices.say(notices.CONTACT_REQUEST, language, name=name, channel=arrival.channel)
         self.house.conversation.notify_owner(f"contact:{request.id}", text, now=now)
         settings = self.house.deps.settings
-        if arrival.unverified or (settings is not None and not settings.conversation.stranger_reply):
+        if arrival.unverified or not settings.conversation.stranger_reply:
             return
         key = f"stranger:{request.id}"
         if self.repos.channels.by_key(key) is None:
@@ -229,7 +229,7 @@ class ChannelManager:
 
     def _language(self) -> str | None:
         settings = self.house.deps.settings
-        return settings.prompt_language if settings is not None else None
+        return settings.prompt_language
 
     def _claim(self, arrival: Arrival) -> str:
         """What the owner reads on the contact request: the address claimed, whose it is, and why it is not
@@ -258,8 +258,7 @@ class ChannelManager:
         """The door of a configured channel: its kind (matrix, telegram, email; another kind: `Door.CHANNEL`)."""
         if kind is None:
             settings = self.house.deps.settings
-            kind = next((e.kind for e in settings.channels.entries if e.name == channel), None) \
-                if settings is not None else None
+            kind = next((e.kind for e in settings.channels.entries if e.name == channel), None)
         door = Door._value2member_map_.get(kind or channel)
         return Door(door) if door is not None and door in CHANNEL_DOORS else Door.CHANNEL
 
@@ -346,7 +345,7 @@ class ChannelManager:
         NotFound for an unknown person."""
         notes = self.repos.notes
         answered: Note | None = None
-        audience = self.house.audience
+        audience = self.house.actor
         if note_id is not None:
             named = notes.get(int(note_id))
             answered = named if named is not None and named.source in HUMAN_SOURCES else None
@@ -389,7 +388,7 @@ class ChannelManager:
         assert person.quiet_hours is not None
         _, end = parse_hours(person.quiet_hours)
         settings = self.house.deps.settings
-        local = now.astimezone(settings.zone()) if settings is not None else now
+        local = now.astimezone(settings.zone())
         at = local.replace(hour=end.hour, minute=end.minute, second=0, microsecond=0)
         return at if at > local else at + timedelta(days=1)
 

@@ -1,12 +1,32 @@
-"""Consent and approvals: a command that waits for the human (an `approvals` row), the audit log of every decision,
-and the human's answer.
+"""Consent, in one place: whether a command may run now, must wait for the human, or is refused (the gate); the
+approvals that wait; the audit log of every decision; the human's answer; and trusting a row written from untrusted
+text. The tick (nodes/steps/s12), a playbook's command node, the web app, the command line and the channels all
+come here.
 
-The tick's gate (nodes/commands/consent.py `decide`) says whether a command runs, waits or is refused; what it
-decides is recorded here (`request`, `record`). The human answers from any door — `run.py approve/deny`, the web
-app, the MCP server — through `answer`: approved, the command runs once at the persona's next tick; denied, it never
-runs and the persona reads the denial, with its reason, in its next prompt. An idle loop wakes on the answer. A
-document sent over a channel (`kb.add_document`, no command of the persona's) is settled at once: added to the
-knowledge base, or its kept bytes deleted.
+**The gate** (`ConsentManager.decide`), from what is asked (`Asked`: the command's type, its effect for these
+arguments, and what its spec says the gate must also know), the validators' rating and the persona's policy:
+
+| effect                  | validators exist                  | no validators (auto_pass)                    |
+| read, write_self        | rating ≥ threshold (default +1)   | runs                                         |
+| modify_self, external   | rating ≥ +2 (consensus)           | parked: a pending approval the human answers |
+A type named in config.yaml `consent.auto_approve` runs without asking (the human approved it in advance).
+Provenance (memory/provenance.py): a command that writes a tier shown in every prompt (`prompt_tier`) from a tick
+whose prompt held untrusted text — text from outside, or a row written from it — waits for the owner whatever its
+effect, the validators or auto_approve say; so does a message the persona sends as itself (`relay`) from such a tick
+to anyone who wrote none of the tick's text (a reply to whoever wrote goes at once). The approval carries the
+untrusted sources, so the owner sees what may have asked for it. An `owner_only` command (adopting a mesh consensus
+into the ethics) always waits for the owner. People's rights (managers/people.py `RIGHTS`): from a tick that holds a
+guest's words, a `modify_self` or `external` command waits for the owner — consensus and `auto_approve` do not
+count; a trusted person's words leave the usual rules. An output the validators rate at or below the ethics
+policy's `violation_at` is a violation: with `on_violation: block_commands_and_log` none of its commands run.
+
+**Approvals.** A parked command is an `approvals` row (`request`); the loop goes on thinking. The human answers from
+any door — `run.py approve/deny`, the web app, the MCP server — through `answer`: approved, the command runs once at
+the persona's next tick (the run, the approval's `executed` mark and the effect share one transaction, and only the
+transaction that moves the row from approved to executed commits); denied, it never runs and the persona reads the
+denial, with its reason, in its next prompt. An idle loop wakes on the answer. A document sent over a channel
+(`kb.add_document`, no command of the persona's) is settled at once: added to the knowledge base, or its kept bytes
+deleted. Every decision goes to the audit log (`audit`, `record`).
 
 Rows written from untrusted text (memory/taint.py) are listed here with where their words came from (`tainted`), and
 the owner may trust one (`trust`): from then on it is shown as the persona's own and taints no prompt — an audited
@@ -16,16 +36,24 @@ human act, like an approval, from the page, the API or `run.py trust`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from managers.people import right
+from memory import provenance
 from memory.models import Approval, AuditEntry, Taint
 from memory.repositories.consent import canonical_args
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory import Database
+    from persona.settings import Settings
+
+Effect = Literal["read", "write_self", "modify_self", "external"]
+EFFECTS: tuple[Effect, ...] = ("read", "write_self", "modify_self", "external")  # weakest first
+PRIVILEGED: frozenset[str] = frozenset({"modify_self", "external"})
+CONSENSUS = 2.0
 
 
 DOCUMENT_APPROVAL = "kb.add_document"  # a text document someone other than the owner sent over a channel
@@ -36,12 +64,112 @@ class ApprovalError(ValueError):
     """No such approval, or it is no longer pending."""
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the gate is asked about: a command's type, its effect for the arguments given, and what its spec says
+    the gate must also know (nodes/commands/spec.py)."""
+
+    type: str
+    effect: Effect
+    prompt_tier: str | None = None  # the tier shown in every prompt that it writes
+    owner_only: str | None = None  # only the owner ever decides it (why)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Literal["run", "park", "block"]
+    effect: Effect
+    actor: str  # auto_pass | validators | policy | ethics | provenance | guest | owner_only
+    reason: str
+    sources: list[provenance.Source] = field(default_factory=list)  # provenance: the untrusted text the tick read
+    ethics: dict[str, Any] | None = None  # the tick's ethics decision (Ethics.decision_record), kept on its audit entry
+
+
+def required_rating(cmd_type: str, effect: Effect, settings: Settings, strict_by: float = 0.0) -> float:
+    """The rating a command needs when validators exist: its configured threshold (by type), else the general
+    one, `strict_by` higher for a thought of low novelty (s09), at most +3; never under +2 for modify_self and
+    external."""
+    reflexes = settings.reflexes
+    needed = min(3.0, reflexes.command_thresholds.get(cmd_type, reflexes.validation_threshold) + strict_by)
+    return max(CONSENSUS, needed) if effect in PRIVILEGED else needed
+
+
 class ConsentManager:
     """Approvals and the audit log, in one unit of work."""
 
     def __init__(self, house: Managers) -> None:
         self.house = house
         self.repos = house.repos
+
+    # -- the gate ----------------------------------------------------------------------------------------------------
+
+    def decide(self, asked: Asked, validation: dict[str, Any], untrusted: list[provenance.Source] | None = None,
+               stranger: str | None = None) -> Verdict:
+        """`untrusted`: where the untrusted text in the asking tick's prompt came from (TickState.untrusted);
+        `stranger`: for a command that speaks as the persona (`spec.relay`), whom it speaks to when that is nobody who
+        wrote in the tick (s12 knows the tick's authors), else None."""
+        effect = asked.effect
+        if validation.get("violation"):
+            return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
+                                                      "an ethics violation; its commands do not run",
+                           ethics=validation.get("ethics"))
+        if validation.get("ethics"):  # a violation under `log_only`, or any rated thought under `audit_json.record: all`:
+            # the commands go to the usual gate, and each audit entry keeps the ethics model
+            return replace(self._gate(asked, validation, untrusted, stranger), ethics=validation["ethics"])
+        return self._gate(asked, validation, untrusted, stranger)
+
+    def _gate(self, asked: Asked, validation: dict[str, Any], untrusted: list[provenance.Source] | None,
+              stranger: str | None) -> Verdict:
+        effect, settings = asked.effect, self.house.deps.settings
+        read = f" (this tick read untrusted text: {provenance.describe(untrusted)[:600]})" if untrusted else ""
+        if asked.owner_only:
+            return Verdict("park", effect, "owner_only", f"{asked.owner_only}: my owner alone decides it, never the "
+                                                         f"validators or a standing approval{read}", list(untrusted or []))
+        if asked.prompt_tier and untrusted:
+            return Verdict("park", effect, "provenance",
+                           f"it writes my {asked.prompt_tier}, which is in every prompt, from a tick that read untrusted "
+                           f"text ({provenance.describe(untrusted)[:600]}); my owner decides", list(untrusted))
+        if stranger is not None and untrusted:
+            return Verdict("park", effect, "provenance",
+                           f"it speaks as me to {stranger}, who wrote none of what this tick read, prompted by untrusted "
+                           f"text ({provenance.describe(untrusted)[:600]}); a message to a third person prompted by "
+                           "someone else's text is my owner's decision", list(untrusted))
+        privileged = effect in PRIVILEGED
+        guests = sorted({s["ref"] for s in untrusted or [] if s.get("role") and not right(s["role"], "asks_privileged")})
+        if privileged and guests:  # a guest may ask; what reaches outside or changes me is then my owner's decision
+            return Verdict("park", effect, "guest",
+                           f"{effect} from a tick that holds a guest's words ({'; '.join(guests)[:600]}): a guest may "
+                           "ask, my owner decides", list(untrusted or []))
+        if privileged and asked.type in settings.consent.auto_approve:
+            return Verdict("run", effect, "policy", f"{asked.type} is approved in advance (consent.auto_approve)")
+        if validation.get("auto_pass"):
+            if privileged:
+                return Verdict("park", effect, "auto_pass", f"{effect} needs my human's approval (no validators)")
+            return Verdict("run", effect, "auto_pass", "no validators")
+        strict_by = float(validation.get("strict_by") or 0.0)
+        rating, needed = validation.get("rating"), required_rating(asked.type, effect, settings, strict_by)
+        if rating is not None and rating >= needed:
+            return Verdict("run", effect, "validators", f"rating {rating:+g} ≥ {needed:+g}")
+        why = validation.get("skipped") or f"validation rating {rating} below {needed:+g}" + (
+            f" ({validation.get('stricter')})" if strict_by else "")
+        return Verdict("block", effect, "validators", f"{why}" + (" (modify_self/external need consensus)" if privileged
+                                                                  else ""))
+
+    def audit(self, verdict: Verdict, *, type: str, cmd_key: str, thread_id: str, tick: int, now: datetime,
+              decision: str) -> None:
+        """Decisions about privileged commands, every refusal and every command of a tick with an ethics decision
+        are kept in the audit log (the latter with the ethics model they were decided under)."""
+        if verdict.effect in PRIVILEGED or decision in ("blocked", "refused") or verdict.ethics:
+            self.record(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=verdict.effect,
+                        decision=decision, actor=verdict.actor, reason=verdict.reason, now=now, ethics=verdict.ethics)
+
+    def park(self, verdict: Verdict, *, cmd_key: str, cmd_id: str, type: str, args: dict[str, Any], description: str,
+             thread_id: str, root_thread: str, tick: int, now: datetime) -> tuple[Approval, bool]:
+        """The pending approval for a command the gate parked (an identical pending request is reused); (row, newly
+        created) — the owner is told as the settings say."""
+        return self.request(cmd_key=cmd_key, cmd_id=cmd_id, type=type, args=args, effect=verdict.effect,
+                            description=description, reason=verdict.reason, thread_id=thread_id,
+                            root_thread=root_thread, tick=tick, now=now, provenance=verdict.sources)
 
     # -- what the gate decided -------------------------------------------------------------------------------------
 
@@ -69,7 +197,7 @@ class ConsentManager:
 
         owner = self.house.people.owner()
         settings = self.house.deps.settings
-        language = owner.language or (settings.prompt_language if settings is not None else None)
+        language = owner.language or settings.prompt_language
         text = notices.say(notices.APPROVAL, language, command=row.type, id=row.id, reason=(row.reason or "")[:300])
         self.house.conversation.notify_owner(f"approval:{row.id}", text, now=now)
 
@@ -156,6 +284,11 @@ class ConsentManager:
         taints = self.repos.taints
         return [(row, taints.row_text(row.tier, row.ref)) for row in taints.active(limit)]
 
+    def taint(self, taint_id: int) -> tuple[Taint, str] | None:
+        """A row written from untrusted text, and what it says now (None: no such taint)."""
+        row = self.repos.taints.get(taint_id)
+        return (row, self.repos.taints.row_text(row.tier, row.ref)) if row is not None else None
+
     def tainted_count(self) -> int:
         return self.repos.taints.count_active()
 
@@ -191,6 +324,9 @@ class ConsentManager:
         """Waiting approvals, oldest first."""
         return self.repos.approvals.pending(limit)
 
+    def pending_count(self) -> int:
+        return len(self.repos.approvals.pending())
+
     def listing(self, status: str | None = "pending", limit: int = 50) -> list[Approval]:
         """Approvals of one status (pending: oldest first; others newest first), or all (None) newest first."""
         if status == "pending":
@@ -208,18 +344,3 @@ class ConsentManager:
     def audit_of(self, approval_id: int) -> list[AuditEntry]:
         return list(self.repos.audit.for_approval(approval_id))
 
-
-def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime) -> Approval:
-    """`ConsentManager.answer` in a unit of its own (the doors that hold a database, not a transaction)."""
-    from managers import Managers
-
-    with db.unit() as repos:
-        return Managers(repos).consent.answer(approval_id, approve=approve, by=by, reason=reason, now=now)
-
-
-def trust(db: Database, taint_id: int, *, by: str, reason: str = "", now: datetime) -> Taint:
-    """`ConsentManager.trust` in a unit of its own (the doors that hold a database, not a transaction)."""
-    from managers import Managers
-
-    with db.unit(actor="human") as repos:
-        return Managers(repos).consent.trust(taint_id, by=by, reason=reason, now=now)

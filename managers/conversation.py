@@ -8,7 +8,7 @@ door (memory/note_kinds.py). Unless the settings leave the author's role out (`c
 a conversation memory at once — searchable by `memory.search`, with its author's name, in its conversation's episode
 and tagged with it (`person:<id>` or `peer:<name>`), so the tick that answers a guest finds their own words and
 nothing else (managers/audience.py). What arrived from someone other than the owner is marked as such (its memory's
-`meta.origin`: nodes/provenance.py reads it). The persona's messages go out through `tell`, which keeps them in the
+`meta.origin`: memory/provenance.py reads it). The persona's messages go out through `tell`, which keeps them in the
 same conversation, remembered the same way: the persona remembers what both said.
 
 **Conversations.** A conversation is (persona, person) across doors: `turns` is its last turns (their words and what
@@ -27,11 +27,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from managers.audience import ALONE, Audience, Role, conversation_tag
 from managers.errors import NotFound, Refused
+from memory.clock import as_utc
 from memory.models import Note, Person
 from memory.note_kinds import CHANNEL_DOORS, HUMAN_SOURCES, PEER_DOORS, SOURCE_OF_DOOR, Door, NoteSource, door_of
 from memory.repositories.notes import OUTGOING
@@ -122,10 +123,6 @@ class Answering:
     others: tuple[Any, ...] = field(default=())  # the system's and the persona's tasks' notes (its own work)
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
 def _door(note: Note) -> Door | None:
     """A note's door: as it was stored, or (a note from before doors were kept) from its source and `via:` tag."""
     if note.door is not None and note.door in Door._value2member_map_:
@@ -168,7 +165,7 @@ class ConversationManager:
                 raise Refused(f"{door} is my owner's own door, not {person.name}'s")
             role = Role(person.role)
         tags = list(dict.fromkeys([*self._door_tags(door, words, role), *words.tags]))
-        now = _utc(words.at) if words.at is not None else self.house.deps.clock()
+        now = as_utc(words.at) if words.at is not None else self.house.deps.clock()
         note = self.repos.notes.add(text, source=source, priority=words.priority, tags=tags,
                                     thread_id=words.thread_id, created_at=now,
                                     author_id=person.id if person is not None else None,
@@ -188,7 +185,7 @@ class ConversationManager:
 
     @staticmethod
     def _origin(door: Door, role: Role) -> str | None:
-        """What arrived from outside, for provenance (nodes/provenance.py UNTRUSTED): None for the owner's words."""
+        """What arrived from outside, for provenance (memory/provenance.py UNTRUSTED): None for the owner's words."""
         if role == Role.PEER:
             return "peer"
         if door == Door.MCP:
@@ -198,7 +195,7 @@ class ConversationManager:
     def _remember(self, note: Note, author: str, role: Role, person_id: int | None, peer: str | None, *,
                   origin: str | None = None) -> bool:
         settings = self.house.deps.settings
-        if settings is not None and role.value not in settings.conversation.remember:
+        if role.value not in settings.conversation.remember:
             return False
         tag = conversation_tag(person_id, peer)
         meta: dict[str, Any] = {"door": note.door, "note": note.id}
@@ -242,7 +239,7 @@ class ConversationManager:
                                     person_id=person.id if person is not None else None,
                                     door=door.value if door is not None else None)
         settings = self.house.deps.settings
-        me = speaker or (settings.name if settings is not None and settings.name else "I")
+        me = speaker or settings.name or "I"
         if person is not None or peer:
             self._remember(note, me, Role.SELF, person.id if person is not None else None,
                            None if person is not None else peer)
@@ -266,7 +263,7 @@ class ConversationManager:
         else:
             return ()
         settings = self.house.deps.settings
-        me = settings.name if settings is not None and settings.name else "I"
+        me = settings.name or "I"
         return tuple(self._turn(n, name, me, audience.role.value) for n in rows)
 
     @staticmethod
@@ -277,7 +274,7 @@ class ConversationManager:
         peer = peer_of(note) or (next((t[3:] for t in tags if t.startswith("to:")), None)
                                  if mine and note.person_id is None else None)
         return Turn(note_id=note.id, mine=mine, author=me if mine else name, text=note.text, door=door,
-                    at=_utc(note.created_at), read=bool(note.read), tags=tags, person_id=note.person_id,
+                    at=as_utc(note.created_at), read=bool(note.read), tags=tags, person_id=note.person_id,
                     peer=None if note.person_id is not None or peer == "user" else peer, name=name,
                     role=Role.PEER.value if peer and note.person_id is None and peer != "user" else role,
                     llm_id=note.llm_id)
@@ -294,7 +291,7 @@ class ConversationManager:
         rows = rows[:limit] if after_id is not None else rows[-limit:]
         people = self.house.people.names([n.person_id for n in rows if n.person_id is not None])
         settings = self.house.deps.settings
-        me = settings.name if settings is not None and settings.name else "I"
+        me = settings.name or "I"
         out = []
         for note in rows:
             name, role = people.get(note.person_id, ("", None)) if note.person_id is not None else \
@@ -326,7 +323,7 @@ class ConversationManager:
             tick = self.repos.ticks.get(offer.get("thread") or MAIN_THREAD, int(offer.get("tick") or 0))
             if tick is not None:
                 end = tick.finished_at or self.house.deps.clock()
-                windows.append((_utc(tick.started_at), _utc(end), offer))
+                windows.append((as_utc(tick.started_at), as_utc(end), offer))
         return windows
 
     def threads(self, *, peers: bool = True) -> builtins.list[ThreadView]:
@@ -342,9 +339,9 @@ class ConversationManager:
                 continue
             name, role = names.get(person_id, (f"person {person_id}", "guest"))
             out.append(ThreadView(person_id, None, name, role, self._turn(note, name, "").door, note.text,
-                                  _utc(note.created_at), unread, count))
+                                  as_utc(note.created_at), unread, count))
         if not any(t.person_id == owner.id for t in out):  # the owner's page always has its own thread
-            out.append(ThreadView(owner.id, None, owner.name, owner.role, None, "", _utc(owner.created_at), 0, 0))
+            out.append(ThreadView(owner.id, None, owner.name, owner.role, None, "", as_utc(owner.created_at), 0, 0))
         if peers:
             out += self._peer_threads()
         return out
@@ -358,7 +355,7 @@ class ConversationManager:
             known = seen.get(peer)
             unread = (known.unread if known else 0) + (0 if note.read else 1)
             seen[peer] = ThreadView(None, peer, peer, Role.PEER.value, door_of(note.source, note.tags), note.text,
-                                    _utc(note.created_at), unread, (known.turns if known else 0) + 1)
+                                    as_utc(note.created_at), unread, (known.turns if known else 0) + 1)
         return sorted(seen.values(), key=lambda t: t.last_at, reverse=True)
 
     def audience_of(self, note: Any) -> Audience:
@@ -393,6 +390,14 @@ class ConversationManager:
         others = tuple(n for a, n in heard if a.role == Role.SELF) if first.private else ()
         return Answering(first, mine, others)
 
+    def newest_note_id(self) -> int:
+        """The newest note's id (a later one means someone wrote since)."""
+        return self.repos.notes.newest_id()
+
+    def human_wrote_after(self, note_id: int) -> bool:
+        """Whether an unread note from a human came after `note_id`."""
+        return bool(self.repos.notes.human_after(note_id, read=False, limit=1))
+
     def waiting(self, exclude: Collection[int] = ()) -> builtins.list[int]:
         """The ids of the human's unread notes other than `exclude` (those a tick is answering now): someone waits."""
         return [i for i in self.repos.notes.unread_human_ids() if i not in exclude]
@@ -400,7 +405,7 @@ class ConversationManager:
     def last_heard_at(self) -> datetime | None:
         """When a human last wrote, by any door."""
         at = self.repos.notes.latest_human_at()
-        return _utc(at) if at is not None else None
+        return as_utc(at) if at is not None else None
 
     # -- what waits for the owner ------------------------------------------------------------------------------------
 
@@ -408,7 +413,7 @@ class ConversationManager:
         """Tell the owner once (`key`: what it is about, e.g. "contact:3") on their channel, past their quiet hours:
         `sent` (queued), `known` (told before), `web` (no channel: the page's badges say it), `off` (settings)."""
         settings = self.house.deps.settings
-        if settings is not None and not settings.conversation.tell_owner:
+        if not settings.conversation.tell_owner:
             return "off"
         owner = self.house.people.owner()
         if self.house.people.reach(owner) is None:

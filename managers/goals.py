@@ -163,6 +163,10 @@ class TaskManager:
 
     # ---- a task's sub-cycle (tasks.run / tasks.stop) -------------------------------------------------------------
 
+    def cycles(self) -> builtins.list[Task]:
+        """The tasks whose sub-cycle runs or was stopped and still waits to be closed."""
+        return self.repos.tasks.with_repl_statuses(("stopped", "running"))
+
     def in_cycle(self, thread_id: str) -> Task | None:
         """The task whose sub-cycle runs on `thread_id` (None: it is not a task's sub-cycle)."""
         return self.repos.tasks.by_repl_thread(thread_id)

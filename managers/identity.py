@@ -33,11 +33,11 @@ class IdentityManager:
 
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
-        self.audience = house.audience
+        self.actor = house.actor
 
     def block(self, name: BlockName) -> MemoryBlock:
         """The block; OutOfScope while the persona answers someone other than its owner."""
-        self.audience.require_private("my core memory" if name == "core" else "my notepad")
+        self.actor.require_private("my core memory" if name == "core" else "my notepad")
         return self.repos.blocks.get(name)
 
     def show(self, name: BlockName) -> str:

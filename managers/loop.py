@@ -55,14 +55,59 @@ def context_mode(cycle: Mapping[str, Any]) -> str:
     return str(cycle.get("context_mode") or "standard")
 
 
+# a thread's cycle settings (the persona's cycle.pause, cycle.responses, notes.mode …) over config.yaml's `cycle`
+CYCLE_OVERRIDES = {"pause_s": "cycle.pause_s", "responses": "cycle.responses", "notes_mode": "cycle.notes_mode",
+                   "notes_filter": "cycle.notes_filter"}
+
+
 class LoopManager:
     """A thread's cycle settings, in one unit of work."""
 
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
-        self.settings: Settings | None = house.deps.settings
+        self.settings: Settings = house.deps.settings
 
     # -- start, pause, stop ------------------------------------------------------------------------------------------
+
+    # -- what a run keeps between its ticks ----------------------------------------------------------------------------
+
+    def preload_tick_decision(self, thread_id: str) -> None:
+        """What decides whether a deployed persona thinks now, read in one statement (the unit's config cache)."""
+        self.repos.config.preload_tick_decision(thread_id)
+
+    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any]:
+        """The playbook's last run on the thread (run_id, status, inputs), or {}."""
+        return dict(self.repos.config.playbook_run(thread_id, playbook) or {})
+
+    def set_playbook_run(self, thread_id: str, playbook: str, run: dict[str, Any]) -> None:
+        self.repos.config.set_playbook_run(thread_id, playbook, run)
+
+    def log(self, name: str, text: str, *, status: str, thread_id: str | None = None) -> None:
+        """A line in the process log the next prompt shows (a dream that failed or ended, a child that started)."""
+        self.repos.processes.add(name, text, status=status, thread_id=thread_id)
+
+    def quarantine(self, thread_id: str, tick: int, *, step: str | None, error: str, trace: str = "") -> None:
+        """A tick closed as failed (its answer set aside, never replayed), and the next prompt told why."""
+        self.repos.ticks.fail(thread_id, tick, step=step, error=error[:2000], trace=trace)
+        where = f" in step {step}" if step else ""
+        self.repos.processes.add("tick.failed", f"tick {tick} failed{where}: {error[:600]}. My answer of that tick was "
+                                 "set aside and will not be run again; this tick starts clean.", status="error",
+                                 thread_id=thread_id)
+
+    def is_child_thread(self, thread_id: str) -> bool:
+        thread = self.repos.threads.get(thread_id)
+        return thread is not None and thread.parent_id is not None
+
+    def dream_reason(self, now: datetime, settings: Settings, *, started: datetime | None) -> str | None:
+        """Why the persona dreams now (persona/dreaming.py: never while a conversation goes on), or None."""
+        from persona.dreaming import dream_due
+
+        return dream_due(self.repos, now, settings.zone(), settings.dreaming, started=started,
+                         talking_minutes=settings.conversation.active_minutes)
+
+    def lineage_children(self) -> list[dict[str, Any]]:
+        """The children this persona spawned (managers/spawn.py), as their entries were kept."""
+        return list(self.repos.config.lineage_children)
 
     def wanted(self) -> Wanted:
         """What the human wants of the loop (running unless asked otherwise)."""
@@ -117,13 +162,17 @@ class LoopManager:
         self.repos.config.set_cycle(thread_id, cycle)
         return cycle
 
+    def cycle_overrides(self, thread_id: str) -> list[tuple[str, Any]]:
+        """The settings the thread's own cycle settings override (the persona's cycle.* commands, stored per thread):
+        (setting name, the thread's value), for `run.py config show`."""
+        cycle = self.cycle(thread_id)
+        return [(setting, cycle[key]) for key, setting in CYCLE_OVERRIDES.items() if cycle.get(key) is not None]
+
     def context_cycle(self, thread_id: str, settings: Settings | None = None) -> dict[str, Any]:
         """The thread's cycle settings for its prompt. Without a context mode of its own (cycle.concentration /
         cycle.meditation), a `memory_manager.mode` of concentration or meditation sets it; `diversity_boost` shapes
         meditation."""
         settings = settings if settings is not None else self.settings
-        if settings is None:
-            raise ValueError("LoopManager.context_cycle needs the settings (ManagerDeps.settings)")
         cycle = self.cycle(thread_id)
         manager_mode = settings.memory_manager.mode
         if not cycle.get("context_mode") and manager_mode in ("concentration", "meditation"):

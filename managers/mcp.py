@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from managers import Managers
     from persona.settings import Settings
 
-# the untrusted sources a tool's answer puts in its process_log row (nodes/provenance.py builds them)
+# the untrusted sources a tool's answer puts in its process_log row (memory/provenance.py builds them)
 SourcesOf = Callable[[str], list[Any]]
 
 
@@ -51,7 +51,7 @@ class McpManager:
 
     @property
     def settings(self) -> Settings:
-        return self.deps.settings_for("MCP tools")
+        return self.deps.settings
 
     def servers(self, name: str | None = None) -> list[ServerSpec]:
         """The server `name`, or every configured one (by name); Refused for an unknown name."""

@@ -24,7 +24,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.knowledge import KnowledgeError, ingest
+from memory.knowledge import Ingested, KnowledgeError, ingest
 from memory.models import MemoryChange
 from memory.repositories import ArchivedRow, NotFound
 from memory.retrieval.index import Hit, Query
@@ -83,6 +83,17 @@ class KBUpload:
     skipped: str | None
 
 
+@dataclass(frozen=True)
+class KBDocumentView:
+    """A knowledge-base document as a door lists it."""
+
+    id: int
+    path: str
+    title: str
+    chunks: int
+    chars: int
+
+
 class MemoryManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
@@ -92,10 +103,15 @@ class MemoryManager:
 
     @property
     def index(self) -> RecallIndex:
-        index = self.house.deps.memory
+        index = self.house.deps.recall()
         if index is None:
             raise SearchUnavailable("memory search is not available in this run (no memory index)")
         return index
+
+    def vector_database(self) -> str:
+        """The name this persona's vectors go under on a Chroma server (kept in its database, so two personas on one
+        server never share a collection)."""
+        return self.repos.config.vector_database()
 
     def count(self, tier: str) -> int:
         return tier_of(tier).count(self.repos)
@@ -210,7 +226,6 @@ class MemoryManager:
         if suffix is None:
             raise Unsupported("not a PDF or UTF-8 text/markdown file (checked by its content)", field="file")
         settings = self.house.deps.settings
-        assert settings is not None, "a knowledge-base document needs the settings (the data dir)"
         directory = Path(settings.data_dir).expanduser() / UPLOAD_DIR / hashlib.sha256(data).hexdigest()[:16]
         path = directory / f"{_safe_stem(filename)}{suffix}"
         directory.mkdir(parents=True, exist_ok=True)
@@ -229,6 +244,19 @@ class MemoryManager:
         if result.skipped and Path(result.path) == path and doc is not None and doc.path != str(path):
             path.unlink(missing_ok=True)
         return KBUpload(doc_id=result.doc_id, title=title, chunks=result.chunks, chars=chars, skipped=result.skipped)
+
+    def ingest_file(self, path: Path, *, source: str = "", author: str = "") -> Ingested:
+        """A file on this machine into the knowledge base (the operator's `run.py kb add`): chunked and stored; the
+        same text twice is skipped. Raises KnowledgeError for what cannot be read."""
+        return ingest(self.repos, path, source=source, author=author)
+
+    def kb_documents(self) -> builtins.list[KBDocumentView]:
+        return [KBDocumentView(d.id, d.path, d.title, d.chunks, d.chars) for d in self.repos.kb.list()]
+
+    def remove_kb_document(self, doc_id: int) -> KBDocumentView:
+        """A document and its chunks, gone (the human's delete: not restorable); the door syncs the index after."""
+        doc = self.repos.kb.remove(doc_id)
+        return KBDocumentView(doc.id, doc.path, doc.title, doc.chunks, doc.chars)
 
     @staticmethod
     def drop_kept_document(path: Path) -> None:
@@ -249,7 +277,7 @@ class MemoryManager:
         unit's audience may see (managers/audience.py): all of it for the owner and the persona alone."""
         now = self.house.deps.clock()
         wanted = max(1, min(k, MAX_RECALL))
-        scope = self.house.audience.recall_tags()  # a guest's or a peer's tick: their conversation and shareable ones
+        scope = self.house.actor.recall_tags()  # a guest's or a peer's tick: their conversation and shareable ones
         hits = self.index.search(Query(text=text, k=wanted if scope is None or not tags else MAX_RECALL * 2,
                                        tiers=tiers, tags=scope if scope is not None else tags,
                                        include_archived=include_archived,

@@ -1,4 +1,4 @@
-"""The mesh's rules (issue 30): this persona's identity, the containers it sends (the outbox of Isolated Mode) and
+"""The mesh's rules: this persona's identity, the containers it sends (the outbox of Isolated Mode) and
 accepts (verified, deduplicated, rate-limited, trust-weighted; every refusal counted and held against its sender),
 CogSync (publish chosen memories by tag; what arrives is data from a peer, never an instruction), consensus (ethics
 cases and CogConsensus claims, trust-weighted) and sync (have/want by container id: nothing lost, nothing applied
@@ -143,14 +143,13 @@ class MeshManager:
 
     @property
     def settings(self) -> MeshSettings:
-        settings = self.house.deps.settings
-        return settings.mesh if settings is not None else MeshSettings()
+        return self.house.deps.settings.mesh
 
     # ---- identity ----------------------------------------------------------------------------------------------------
     def secret_store(self) -> SecretStore:
         """Where this persona's key is kept: a 0600 file in the data dir's mesh/ (`vault: file`), or sealed in
         its database under the deployment's key (`vault: sealed`, a fleet persona's: memory/secrets.py)."""
-        settings = self.house.deps.settings_for("the mesh identity")
+        settings = self.house.deps.settings
         if settings.vault == "sealed":
             key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
             return SealedSecretStore(self.house.repos.secrets, key, clock=self.house.deps.clock)
@@ -451,7 +450,7 @@ class MeshManager:
 
     def _note_tags(self, row: MeshContainer) -> builtins.list[str]:
         """A note from a peer: `from:<the owner's name for it>, <DID>` (or the DID) says who wrote it wherever the note
-        is shown (nodes/provenance.py note_author); `peer:<DID>` which key signed it."""
+        is shown (memory/provenance.py note_author); `peer:<DID>` which key signed it."""
         return ["via:mesh", f"from:{self.peer_label(row.sender)}", f"peer:{row.sender}"]
 
     def _memory_tags(self, row: MeshContainer) -> builtins.list[str]:
@@ -686,7 +685,7 @@ class MeshManager:
         tally = self.tally(case_id)
         if tally.kind != "ethics_case" or not tally.result:
             raise ValueError("only a decided ethics case can be adopted")
-        settings = self.house.deps.settings_for("adopting into ethics.yaml")
+        settings = self.house.deps.settings
         if not settings.persona_dir:
             raise ValueError("no persona directory to write ethics.yaml in")
         path = Path(settings.persona_dir) / "ethics.yaml"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -74,6 +75,31 @@ class ModelRow(TypedDict):
     selected: bool
     primary: bool
     last_call_ok: bool | None
+
+
+@dataclass(frozen=True)
+class ModelHealth:
+    """A registered model as the controls show it: its choices and how its recent calls went."""
+
+    id: str
+    provider: str
+    model: str
+    priority: int
+    enabled: bool
+    is_validator: bool
+    selected: bool
+    trust_score: float | None
+    base_url: str | None
+    calls: int
+    failures: int
+    last_ok: bool | None
+    last_error: str | None
+    last_latency_ms: float | None
+    added: bool
+
+    @property
+    def healthy(self) -> bool | None:
+        return self.last_ok
 
 
 class ModelManager:
@@ -154,6 +180,71 @@ class ModelManager:
                                  last_call_ok=None if last is None else last.ok))
         return sorted(rows, key=lambda row: (not row["enabled"], -row["priority"], row["id"]))
 
+    # -- the run's registry ------------------------------------------------------------------------------------------
+
+    def with_added(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The configured models and, after them, the ones added at run time (Controls, `run.py llm add`, the API)."""
+        added = self.repos.config.added_llms()
+        configured = {e["id"] for e in entries}
+        return entries + [{**entry, "id": llm_id, "added": True} for llm_id, entry in added.items()
+                          if llm_id not in configured]
+
+    def sync_registry(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Record the run's models in `llm_registry` (the missing ones disabled); trust scores learnt earlier are
+        kept. The entries with their trust."""
+        merged = []
+        known = {e.id: e for e in self.repos.llm_registry.all()}
+        for entry in entries:
+            existing = known.get(entry["id"])
+            trust = existing.trust_score if existing is not None else float(entry.get("trust_score", 1.0))
+            self.repos.llm_registry.upsert(entry["id"], provider=entry.get("provider", "llamacpp"),
+                                           model=entry.get("model", ""), priority=int(entry.get("priority", 0)),
+                                           is_validator=bool(entry.get("is_validator", False)), trust_score=trust,
+                                           enabled=True, config=entry.get("config") or {})
+            merged.append({**entry, "trust_score": trust})
+        self.repos.llm_registry.disable_missing([e["id"] for e in entries])
+        return merged
+
+    def record_call(self, call: dict[str, Any]) -> None:
+        """A model call, for the accounting (tokens, latency, failures: the controls and the tick's totals)."""
+        self.repos.llm_calls.record(**{k: call.get(k) for k in (
+            "thread_id", "tick", "purpose", "llm_id", "provider", "model", "prompt_tokens", "completion_tokens",
+            "cached_tokens", "latency_ms", "ok", "error")})
+
+    def health(self) -> list[ModelHealth]:
+        """Every registered model with its persisted choices and how its last 200 calls went, in registry order."""
+        recent = self.repos.llm_calls.recent(200)
+        chosen = {row["id"]: row for row in self.listing()}
+        added = self.repos.config.added_llms()
+        out = []
+        for entry in self.repos.llm_registry.all():
+            calls = [c for c in recent if c.llm_id == entry.id]
+            last = calls[-1] if calls else None
+            mine = chosen[entry.id]
+            out.append(ModelHealth(
+                id=entry.id, provider=entry.provider, model=entry.model, priority=mine["priority"],
+                enabled=mine["enabled"], is_validator=mine["is_validator"], selected=mine["selected"],
+                trust_score=entry.trust_score, base_url=(entry.config or {}).get("base_url"), calls=len(calls),
+                failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
+                last_error=last.error if last else None, last_latency_ms=last.latency_ms if last else None,
+                added=entry.id in added))
+        return out
+
+    def run_choices(self) -> tuple[dict[str, dict[str, Any]], str | None, dict[str, Any]]:
+        """The model choices made at run time, in any process: (overrides by id, the selected one, models added)."""
+        return self.repos.config.llm_overrides(), self.repos.config.selected_llm, self.repos.config.added_llms()
+
+    def set_trust(self, llm_id: str, trust: float) -> None:
+        """A validator's trust as its votes moved it (nodes/reflexes/validation.py), kept for the next run."""
+        self.repos.llm_registry.upsert(llm_id, trust_score=trust)
+
+    def registered(self, llm_id: str) -> bool:
+        return any(r.id == llm_id for r in self.repos.llm_registry.all())
+
+    def registered_urls(self) -> set[str | None]:
+        """The base URLs of the registered models (a local server already known is not offered again)."""
+        return {(e.config or {}).get("base_url") for e in self.repos.llm_registry.all()}
+
     def add(self, base_url: str, model: str, *, name: str | None = None, api_key: str | None = None,
             api_key_env: str | None = None, check: bool = True) -> ModelRow:
         """A model on an OpenAI-compatible server, added to the registry after a health check (its model list and
@@ -223,7 +314,7 @@ class ModelManager:
         return f"{llm_id}: removed"
 
     def _settings(self, what: str) -> Settings:
-        return self.house_deps.settings_for(what)
+        return self.house_deps.settings
 
     def ask(self, llm_id: str, question: str, *, max_tokens: int, thread_id: str,
             task_id: int | None = None) -> tuple[ProcessLog, ProcessRun]:

@@ -57,15 +57,15 @@ class Incoming:
         return max(0, self.unread - len(self.notes))
 
 
-def notes_filter(cycle: Mapping[str, Any], settings: Settings | None) -> NotesFilter:
+def notes_filter(cycle: Mapping[str, Any], settings: Settings) -> NotesFilter:
     """The filter in force for a thread: the one its cycle settings hold (cycle.mode), else config.yaml's
     `cycle.notes_filter`; an older cycle's `notes_min_priority` still counts."""
     stored = cycle.get(FILTER_KEY)
     try:
         wanted = NotesFilter.model_validate(stored) if isinstance(stored, Mapping) else (
-            settings.cycle.notes_filter if settings is not None else NotesFilter())
+            settings.cycle.notes_filter)
     except ValidationError:  # written by an older version: the configured one holds
-        wanted = settings.cycle.notes_filter if settings is not None else NotesFilter()
+        wanted = settings.cycle.notes_filter
     if wanted.min_priority is None and cycle.get("notes_min_priority") is not None:
         wanted = wanted.model_copy(update={"min_priority": int(cycle["notes_min_priority"])})
     return wanted

@@ -5,7 +5,7 @@ Rules:
   adding and removing one is the owner's decision (the commands are `modify_self`); a spawned child is added to its
   parent's peers at birth (`added_by` "spawn"); a blocked peer's messages are refused.
 - what a peer writes arrives as a note with source `peer` and the tag `from:<name>`: data, never an instruction
-  (nodes/provenance.py origin "peer"). An A2A task waits for the persona's reply: its next message to that peer is
+  (memory/provenance.py origin "peer"). An A2A task waits for the persona's reply: its next message to that peer is
   the task's answer (`reply_for`), not a second delivery.
 - a message to a peer with no task waiting goes into the A2A outbox and is delivered by the web app (web/a2a.py),
   retried with a doubling delay while the peer is down, never lost; an answer the agent gives at once becomes a note
@@ -77,6 +77,8 @@ OFFER_ITEMS, OFFER_CHARS = 12, 300  # what a peer says it offers, bounded: items
 # words that name the owner, a human, the persona or the door in the persona's own prompt and commands, in any case
 RESERVED_NAMES = frozenset({"user", "human", "owner", "operator", "system", "me", "self", "persona", "anonymous"})
 ANONYMOUS = "anonymous"  # the caller key of every A2A caller without a credential
+TASK_TAG = "a2a_task:"  # the notes of an A2A task's messages, both ways: its history (`task_view`)
+TASK_HISTORY_KEPT = 200  # an A2A task's history holds at most its newest messages this many
 ANONYMOUS_PREFIX = "a2a-"  # an anonymous caller's notes are by a2a-<its context>: a name no peer may take
 TOKEN_PREFIX = "anima-a2a-"
 TOKEN_HINT = len(TOKEN_PREFIX) + 4  # the characters of a token kept to tell credentials apart (4 of 43 random)
@@ -173,6 +175,16 @@ class PeerManager:
     def list(self, *, include_blocked: bool = True) -> builtins.list[Peer]:
         return self.repos.peers.list(include_blocked=include_blocked)
 
+    def point_parent_at(self, url: str) -> bool:
+        """A spawned child learns where its parent is served now (the parent's peer row, named at birth)."""
+        parent = (self.repos.config.lineage_parent or {}).get("name")
+        peer = self.find(str(parent)) if parent else None
+        if peer is None:
+            return False
+        peer.a2a_url = url.rstrip("/")
+        self.repos.peers.flush()
+        return True
+
     def find(self, key: str | int) -> Peer | None:
         return self.repos.peers.find(key)
 
@@ -259,7 +271,7 @@ class PeerManager:
         """The peers `audience` (this unit's, by default) may be shown, in an order that changes only when a peer is
         added or met: those added first, by name, then those met, the longest known first. The owner and the
         persona alone see them all; anyone else the ones the owner tagged `shareable`, and a peer its own row."""
-        audience = audience or self.house.audience
+        audience = audience or self.house.actor
         rows = self.list(include_blocked=include_blocked)
         if not include_blocked:
             blocked = {b.did for b in self.house.reputation.blocklist()}
@@ -284,8 +296,7 @@ class PeerManager:
         is dropped."""
         peer = self.get(key)
         self.repos.peers.delete_credentials(peer.id)  # a later peer may get the same row id: it inherits none
-        if self.house.deps.settings is not None:  # a door without settings holds no secret store to clean (the
-            self._secrets().delete(self._token_name(peer))  # name is this peer's own: no later peer reads it)
+        self._secrets().delete(self._token_name(peer))  # the name is this peer's own: no later peer reads it
         self.repos.peers.delete(peer)
         return peer
 
@@ -343,7 +354,7 @@ class PeerManager:
         in the database under the deployment's key (`vault: sealed`)."""
         from memory.secrets import FileSecretStore, SealedSecretStore, deployment_key
 
-        settings = self.house.deps.settings_for("a peer's credential")
+        settings = self.house.deps.settings
         if settings.vault == "sealed":
             key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
             return SealedSecretStore(self.repos.secrets, key, clock=self.house.deps.clock)
@@ -524,7 +535,7 @@ class PeerManager:
                                  "once I have answered")
             if self.repos.peers.open_count(since) >= limits.open_total:
                 raise Overloaded(f"{limits.open_total} messages wait for my answer; send again later")
-        tags = ([f"a2a_task:{task_id}"] if task_id else []) \
+        tags = ([TASK_TAG + task_id] if task_id else []) \
             + ([f"a2a_context:{context_id}"] if task_id and context_id else [])
         heard = self.house.conversation.hear(Words(text, door=Door.A2A, peer=author, priority=1,
                                                    tags=tags, at=moment))  # the one way in: a note, remembered
@@ -555,7 +566,8 @@ class PeerManager:
 
     def task_view(self, task_id: str, caller: str) -> dict[str, Any] | None:
         """An A2A task as the database keeps it (it outlives the server's in-memory task store): its context, the
-        caller's latest message and the persona's reply once written; None for a task this persona never had, or
+        caller's latest message, the persona's reply once written, and the messages before that reply, both ways,
+        oldest first (`history`: role "user" or "agent", text, note id); None for a task this persona never had, or
         that another caller opened."""
         row = self.repos.peers.inbound(task_id)
         if row is None or row.caller != caller:
@@ -565,7 +577,11 @@ class PeerManager:
         context = next((t.split(":", 1)[1] for t in tags if t.startswith("a2a_context:")), task_id)
         return {"task_id": row.task_id, "context_id": context, "peer": row.peer_name, "status": row.status,
                 "asked": note.text if note is not None else "", "message_id": row.message_id,
-                "reply": self.reply_for(task_id)}
+                "reply": self.reply_for(task_id),
+                "history": [{"role": "agent" if said.source == NoteSource.PERSONA.value else "user",
+                             "text": said.text, "note_id": said.id}
+                            for said in self.repos.peers.tagged_a2a_notes(TASK_TAG + task_id, TASK_HISTORY_KEPT)
+                            if said.id != row.reply_note_id]}
 
     def cancel(self, task_id: str, caller: str) -> bool:
         """The caller cancels its task: it takes no reply any more (the persona's next message to that peer goes
@@ -617,7 +633,8 @@ class PeerManager:
         if peer is not None and peer.blocked:
             raise Refused(f"{peer.name} is blocked")
         told = self.house.conversation.tell(text[:MAX_TEXT], peer=name, door=Door.A2A, thread_id=thread_id,
-                                            llm_id=llm_id, now=now)
+                                            llm_id=llm_id, now=now,
+                                            tags=[TASK_TAG + waiting.task_id] if waiting is not None else ())
         note = self.repos.notes.get(told.note_id)
         assert note is not None  # written just now, in this unit
         if waiting is not None:
@@ -633,6 +650,7 @@ class PeerManager:
         late = self.repos.peers.unanswered_expired(name)  # a task nobody waits on any more (timed out, restart)
         if late is not None:
             late.reply_note_id, late.answered_at, late.reply_kind = note.id, now, kind
+            self.repos.notes.set_tags(note.id, [*(note.tags or []), TASK_TAG + late.task_id])
             self.repos.peers.flush()
             if url is None:
                 return note, f"the answer to {name}'s A2A task (it reads it with tasks/get)"

@@ -35,7 +35,7 @@ GROUP_NAME = re.compile(r"^[\w][\w .'-]{0,119}$")
 # What each role may do, beyond the owner's own rights (answering approvals and contact requests, vouching; a
 # document the owner sends joins the knowledge base at once, anyone else's waits for the owner). Enforced where each
 # applies: `priority` (managers/channels.py: their notes come before a guest's), `asks_privileged`
-# (nodes/commands/consent.py: from a tick that holds their words, a command that reaches outside or changes the
+# (managers/consent.py: from a tick that holds their words, a command that reaches outside or changes the
 # persona runs by the usual rules — consensus, a standing approval —; without it, it waits for the owner).
 RIGHTS: dict[str, dict[str, Any]] = {
     "owner": {"priority": 1, "asks_privileged": True},
@@ -148,7 +148,7 @@ class PeopleManager:
         if owners:
             return owners[0]
         settings = self.house.deps.settings
-        name = settings.user_name if settings is not None else "User"
+        name = settings.user_name
         return self.repos.people.add(name, role="owner", added_by="operator")
 
     def get(self, person_id: int) -> Person:
@@ -337,7 +337,7 @@ class PeopleManager:
         if not person.quiet_hours:
             return False
         settings = self.house.deps.settings
-        zone = settings.zone() if settings is not None else now.tzinfo
+        zone = settings.zone()
         assert zone is not None
         return in_quiet_hours(now, zone, person.quiet_hours)
 

@@ -79,9 +79,9 @@ class PersonaManager:
         from persona.loader import default_persona_dir
 
         settings = self._house.deps.settings
-        if settings is not None and not settings.tools.persona_history:
+        if not settings.tools.persona_history:
             return None
-        where = self.repos.config.persona_dir or (settings.persona_dir if settings is not None else None)
+        where = self.repos.config.persona_dir or settings.persona_dir
         if not where:
             return None
         folder = Path(where).expanduser().resolve()
@@ -117,6 +117,14 @@ class PersonaManager:
         """The human's latest edits, newest first."""
         return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"])
                 for e in reversed(self.repos.config.persona_edits)][:limit]
+
+    def recorded_directory(self) -> str | None:
+        """The persona directory this data dir runs with, as recorded (its own copy once it was edited)."""
+        return self.repos.config.persona_dir
+
+    def preload_run_choices(self) -> None:
+        """What a reload reads (persona dir, the model choices, the persona's own changes), in one query."""
+        self.repos.config.preload_run_choices()
 
     def adopt_directory(self, directory: Path) -> None:
         """Run with `directory` as the persona from now on (a copy of the shipped default, made for an edit)."""

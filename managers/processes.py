@@ -8,11 +8,16 @@ while the jail cannot run (no bwrap), unless the operator chose `scripts.jail: n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
+from memory import provenance
+from memory.note_kinds import NoteSource
+from memory.statuses import BEFORE_RUN_ENDS, ProcessStatus, RunStatus
+from reach import budget
 from reach.sandbox import jail_problem
 
 if TYPE_CHECKING:
@@ -20,7 +25,7 @@ if TYPE_CHECKING:
     from memory.models import AgentScript, ProcessLog, ProcessRun
     from persona.settings import ScriptSettings, Settings
 
-RUNNING = ("pending", "running")  # a run's states before it ends
+RUNNING = BEFORE_RUN_ENDS  # a run's states before it ends
 
 
 def scripts_off(settings: Any) -> str | None:
@@ -49,6 +54,25 @@ class StartedRun:
     network: bool  # whether the run may use the network
 
 
+@dataclass(frozen=True)
+class RunView:
+    """A background job as its runner sees it (a `process_runs` row behind a `process_log` row)."""
+
+    id: int
+    kind: str  # script | llm_task
+    status: str
+    spec: dict[str, Any]
+    thread_id: str | None
+    process_id: int
+    pid: int | None
+
+
+# how a job ended → its process_log status (a stop is a warning; a job its dead process left is offline)
+PROCESS_STATUS: dict[str, ProcessStatus] = {
+    RunStatus.OK: ProcessStatus.OK, RunStatus.ERROR: ProcessStatus.ERROR, RunStatus.TIMEOUT: ProcessStatus.TIMEOUT,
+    RunStatus.KILLED: ProcessStatus.WARNING, RunStatus.OFFLINE: ProcessStatus.OFFLINE}
+
+
 class ProcessManager:
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
@@ -56,7 +80,7 @@ class ProcessManager:
 
     @property
     def settings(self) -> Settings:
-        return self.deps.settings_for("scripts and processes")
+        return self.deps.settings
 
     @property
     def config(self) -> ScriptSettings:
@@ -148,5 +172,68 @@ class ProcessManager:
         self.repos.runs.delete_for(ids)
         return len(ids)
 
+    # -- the background jobs' rows (nodes/background.py runs them) --------------------------------------------------
 
-__all__ = ["RUNNING", "ProcessManager", "SavedScript", "StartedRun", "scripts_off"]
+    def run(self, run_id: int) -> RunView:
+        r = self.repos.runs.get(run_id)
+        return RunView(r.id, r.kind, r.status, dict(r.spec or {}), r.thread_id, r.process_id, r.pid)
+
+    def script_of(self, run: RunView) -> AgentScript:
+        """The script a run runs (archived since, it still runs)."""
+        return self.repos.scripts.get(run.spec["script"], include_archived=True)
+
+    def run_started(self, run_id: int, *, pid: int | None, owner: str, workdir: str | None, now: datetime,
+                    said: str) -> RunView:
+        """The job runs (its process_log row `in_progress`, saying `said`)."""
+        run = self.run(run_id)
+        self.repos.runs.started(run_id, pid=pid, owner=owner, workdir=workdir, now=now)
+        self.repos.processes.set_status(run.process_id, "in_progress", said)
+        return run
+
+    def run_finished(self, run_id: int, status: str, text: str, exit_code: int | None, now: datetime) -> bool:
+        """How the job ended, on its rows (a script's output is untrusted text: what it read, fetched); False when it
+        had ended already."""
+        run = self.run(run_id)
+        if run.status not in RUNNING:
+            return False
+        self.repos.runs.finished(run_id, status, output=text, exit_code=exit_code, now=now)
+        script = run.spec.get("script")
+        self.repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, ProcessStatus.ERROR), text, now,
+                                        sources=[provenance.source("script", f"script {script} (run {run_id})", text)]
+                                        if script else None)
+        return True
+
+    def model_answered(self, run_id: int, answer: str, *, completion_tokens: int | None, now: datetime) -> bool:
+        """Another model's answer to the persona's question: a note (its data) and the job done; False when the job
+        had ended meanwhile (stopped)."""
+        run = self.run(run_id)
+        if run.status != "running":
+            return False
+        llm, question = run.spec["llm"], run.spec["question"]
+        note = self.repos.notes.add(f"{llm} answers my question “{budget(question, 300)}”:\n{answer}",
+                                    source=NoteSource.OTHER_MODEL, tags=["llm_task", f"llm:{llm}"],
+                                    thread_id=run.thread_id, llm_id=llm, created_at=now)
+        self.repos.runs.finished(run_id, "ok", output=answer, exit_code=None, now=now)
+        self.repos.processes.set_status(run.process_id, "ok", f"{llm} answered (note {note.id}, {completion_tokens} "
+                                        "tokens)", now)
+        return True
+
+    def recover(self, token: str, alive: Callable[[str | None], bool], kill: Callable[[int], Any],
+                now: datetime) -> tuple[list[int], int]:
+        """At start-up: (the jobs recorded but never started, how many a dead process left running — marked
+        offline, their process group killed)."""
+        pending = [r.id for r in self.repos.runs.with_status("pending")]
+        offline = 0
+        for run in self.repos.runs.with_status("running"):
+            if run.owner == token or alive(run.owner):
+                continue
+            if run.pid:
+                kill(run.pid)
+            text = "the process that ran it stopped; its result is lost (start it again)"
+            self.repos.runs.finished(run.id, "offline", output=text, exit_code=None, now=now)
+            self.repos.processes.set_status(run.process_id, "offline", text, now)
+            offline += 1
+        return pending, offline
+
+
+__all__ = ["PROCESS_STATUS", "RUNNING", "ProcessManager", "RunView", "SavedScript", "StartedRun", "scripts_off"]

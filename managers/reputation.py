@@ -48,9 +48,7 @@ class ReputationManager:
 
     @property
     def half_life(self) -> timedelta:
-        settings = self.house.deps.settings
-        days = settings.mesh.trust_half_life_days if settings is not None else 14.0
-        return timedelta(days=days)
+        return timedelta(days=self.house.deps.settings.mesh.trust_half_life_days)
 
     def _decay(self, at: datetime, now: datetime) -> float:
         age = max(0.0, (now - _aware(at)).total_seconds())

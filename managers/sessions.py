@@ -143,6 +143,11 @@ class SessionManager:
         row.status, row.stopped_at = status, now
         row.context = self.saved_context(row.thread_id, row.first_message_id)
 
+    def close_running(self, now: datetime, status: str = "stopped") -> None:
+        """Every session still running, saved and closed (a persona paused or removed from a deployment)."""
+        for session in self.repos.sessions.running():
+            self.close(session.id, now, status=status)
+
     def saved_context(self, thread_id: str, first_message_id: int = 0) -> dict[str, Any]:
         """What a revival is seeded with: the thread's last thoughts (and compression, in continuation mode)."""
         repos = self.repos
@@ -157,6 +162,21 @@ class SessionManager:
             "goal_state": self.goal_snapshot(),
             "new_messages": max(0, repos.messages.newest_id() - first_message_id),
         }
+
+    def running_id(self, thread_id: str) -> int | None:
+        """The session running on the thread, if one does."""
+        return next((s.id for s in self.repos.sessions.running() if s.thread_id == thread_id), None)
+
+    def leave_export(self, session_id: int, now: datetime) -> None:
+        """The session's export (JSON and Markdown) left for whoever asked for it (a deployment's worker)."""
+        data, markdown = self.export(session_id)
+        self.repos.config.set_session_export(session_id, {"json": data, "markdown": markdown, "at": now.isoformat()})
+
+    def take_export(self, session_id: int) -> dict[str, Any] | None:
+        """The export a worker left, taken (it is not kept after)."""
+        result = self.repos.config.session_export(session_id)
+        self.repos.config.set_session_export(session_id, None)
+        return dict(result) if result is not None else None
 
     def export(self, session_id: int) -> tuple[dict[str, Any], str]:
         """(JSON-ready dict, Markdown transcript) of everything the session's thread said and heard in it."""

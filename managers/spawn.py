@@ -48,7 +48,7 @@ class SpawnManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
         self.repos = house.repos
-        self.memory: RecallIndex | None = house.deps.memory
+        self.memory: RecallIndex | None = house.deps.recall()
 
     def spawn(self, name: str, mode: str, *, parent_dir: Path, parent_db: Database, data_dir: Path, thread_id: str,
               now: datetime) -> str:
@@ -99,8 +99,8 @@ class SpawnManager:
         port = free_port()
         child_url = f"http://127.0.0.1:{port}"
         settings = self.house.deps.settings
-        parent_did = self.house.mesh.my_did() if settings is not None else None
-        parent_url = settings.a2a.public_url if settings is not None and settings.a2a.public_url else None
+        parent_did = self.house.mesh.my_did()
+        parent_url = settings.a2a.public_url or None
         # a PostgreSQL child's database by its name only: its URL holds the password, which never reaches a table
         met: dict[str, Any] = {"did": child.did, "port": port, "data_dir": str(child_data_dir.resolve()),
                                **({"db_name": child_db.engine.url.database} if postgres else {})}
@@ -130,16 +130,16 @@ class SpawnManager:
         # would swap them; the child's kept in its own secret store
         for_child = self._credential(self.house, name)
         child_deps = ManagerDeps(settings=settings.model_copy(update={"data_dir": str(child_data_dir)}),
-                                 clock=self.house.deps.clock) if settings is not None else self.house.deps
+                                 clock=self.house.deps.clock)
         with child_db.unit() as repos:
             child_house = Managers(repos, child_deps)
             befriend(child_house, parent_name, "my parent", parent_did, parent_url)
             lineage = dict(repos.config.lineage_parent or {})
             repos.config.lineage_parent = {**lineage, "did": parent_did, "a2a_url": parent_url}
             for_parent = self._credential(child_house, parent_name)
-            if for_child and child_house.peers.find(parent_name) is not None and settings is not None:
+            if for_child and child_house.peers.find(parent_name) is not None:
                 child_house.peers.set_outgoing_token(parent_name, for_child)
-        if for_parent and self.house.peers.find(name) is not None and settings is not None:
+        if for_parent and self.house.peers.find(name) is not None:
             self.house.peers.set_outgoing_token(name, for_parent)
         return {**met, "url": child_url}
 
@@ -153,13 +153,12 @@ class SpawnManager:
         return house.peers.issue_credential(peer.id, by="spawn")[1]
 
     def _autostart(self) -> bool:
-        settings = self.house.deps.settings
-        return bool(settings is not None and settings.spawn.autostart)
+        return bool(self.house.deps.settings.spawn.autostart)
 
     def _child_store(self, child_db: Database, child_data_dir: Path) -> SecretStore:
         """Where the child keeps its key: as this persona keeps its own (memory/secrets.py)."""
         settings = self.house.deps.settings
-        if settings is not None and settings.vault == "sealed":
+        if settings.vault == "sealed":
             from memory.repositories.secrets import SealedSecretRepo
 
             key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)

@@ -51,13 +51,11 @@ class SpeechManager:
 
     @property
     def settings(self) -> SpeechSettings:
-        return self.m.deps.settings_for("speech").speech
+        return self.m.deps.settings.speech
 
     @cached_property
     def engines(self) -> SpeechEngines:
-        if self.m.deps.speech is not None:
-            return self.m.deps.speech
-        return engines_for(self.m.deps.settings_for("speech"))
+        return self.m.deps.need_speech() or engines_for(self.m.deps.settings)
 
     # --- hearing ---
 
@@ -95,7 +93,7 @@ class SpeechManager:
         return note, transcript
 
     def keep_audio(self, audio_bytes: bytes, mime: str) -> Path:
-        directory = Path(self.m.deps.settings_for("speech").data_dir).expanduser() / AUDIO_DIR
+        directory = Path(self.m.deps.settings.data_dir).expanduser() / AUDIO_DIR
         directory.mkdir(parents=True, exist_ok=True)
         suffix = SUFFIXES.get(mime.split(";")[0].strip().lower(), ".audio")
         path = directory / f"{hashlib.sha256(audio_bytes).hexdigest()[:20]}{suffix}"
@@ -108,7 +106,7 @@ class SpeechManager:
         name = next((t[len(AUDIO_TAG):] for t in (note.tags or []) if t.startswith(AUDIO_TAG)), None)
         if not name or "/" in name or name.startswith("."):
             return None
-        path = Path(self.m.deps.settings_for("speech").data_dir).expanduser() / AUDIO_DIR / name
+        path = Path(self.m.deps.settings.data_dir).expanduser() / AUDIO_DIR / name
         return path if path.exists() else None
 
     # --- speaking ---

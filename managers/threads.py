@@ -9,7 +9,7 @@ cycles and start-up all come here through nodes/stelis/threads.py or `Managers.t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
 from memory.repositories import NotFound, anchor_key
@@ -36,10 +36,13 @@ class ThreadManager:
 
     def window(self, ratio: float = 1.0) -> int:
         """A thread's share of the model window: window × run ratio × `ratio` (Π window_ratio of its lineage)."""
-        settings, llms = self.deps.settings, self.deps.llms
-        if settings is None or llms is None:
-            raise RuntimeError("a thread's window needs the settings and the model registry (ManagerDeps)")
-        return settings.window_tokens(llms.primary().context_window, ratio)
+        llms = self.deps.need_llms("a thread's window")
+        return self.deps.settings.window_tokens(llms.primary().context_window, ratio)
+
+    def next_tick(self, thread_id: str) -> int:
+        """The number the thread's next tick will have (1 for a thread that never ran)."""
+        row = self.repos.threads.get(thread_id)
+        return (row.tick if row is not None else 0) + 1
 
     def thread_window(self, thread_id: str) -> int:
         return self.window(self.repos.threads.ratio_product(thread_id))
@@ -79,6 +82,49 @@ class ThreadManager:
         if thread is None:
             raise KeyError(f"no thread {thread_id!r}")
         return thread
+
+    def get(self, thread_id: str) -> Thread | None:
+        return self.repos.threads.get(thread_id)
+
+    def ensure_root(self, thread_id: str, *, persona: str, playbook: str) -> Thread:
+        """The root thread a playbook runs in (made when first used)."""
+        return self.repos.threads.ensure(thread_id, persona=persona, playbook=playbook, origin="root")
+
+    def record_step(self, key: str, *, thread_id: str, tick: int, role: str, content: str, meta: dict[str, Any],
+                    llm_id: str | None = None) -> None:
+        """What a playbook node did, in its thread's log (once per node run: `key`)."""
+        self.repos.messages.upsert(key, thread_id=thread_id, tick=tick, kind="step", role=role, content=content,
+                                   llm_id=llm_id, meta=meta)
+
+    def active(self, root_id: str) -> str:
+        """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
+        current = self.repos.config.active_thread(root_id) or root_id
+        while current != root_id:
+            thread = self.repos.threads.get(current)
+            if thread is not None and thread.status == "running":
+                return current
+            current = thread.parent_id if thread is not None and thread.parent_id else root_id
+        return root_id
+
+    def ratio(self, thread_id: str) -> float:
+        """Π window_ratio of the thread's lineage: its share of the model's window."""
+        return self.repos.threads.ratio_product(thread_id)
+
+    def orphans(self, token: str, alive: Callable[[str | None], bool]) -> list[Thread]:
+        """Child threads left running by a process that is gone (a task's sub-cycle is not one: it resumes from its
+        checkpoint, managers/task_cycles.py)."""
+        return [t for t in self.repos.threads.running_children()
+                if t.origin != "task" and t.owner != token and not alive(t.owner)]
+
+    def aborted(self, thread: Thread, reason: str) -> None:
+        """An orphan, finished as aborted: its anchor in the parent (if it had none yet) and a process-log line."""
+        if self.repos.messages.anchor_for(thread.id) is None:
+            self.repos.messages.upsert(anchor_key(thread.id), thread_id=thread.parent_id, tick=thread.tick,
+                                       kind="stelis_anchor", role="system",
+                                       content=f'Stelis thread "{thread.label}" ({thread.id})',
+                                       meta={"child": thread.id, "label": thread.label})
+        self.repos.processes.add("stelis", f'Stelis thread "{thread.label}" ({thread.id}) was aborted: {reason}.',
+                                 status="warning", thread_id=thread.parent_id)
 
     def set_active(self, root_id: str, thread_id: str) -> None:
         """Make `thread_id` the thread the root's ticks run in (the root itself: no override)."""

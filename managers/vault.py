@@ -15,7 +15,7 @@ full-text documents and vectors too), a deleted one removes it. Only `*.md`, out
 `.trash`, `.git`).
 
 Everything in it is data: its chunks are knowledge-base text, fenced as data in a prompt and untrusted for the
-consent gate (nodes/provenance.py origin `kb`). The operator names the folder (config.yaml `tools.vault`); the
+consent gate (memory/provenance.py origin `kb`). The operator names the folder (config.yaml `tools.vault`); the
 persona may ask to sync now (`vault.sync`, external: it reads outside its data dir)."""
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ class VaultManager:
 
     def folder(self, path: str | None = None) -> Path:
         settings = self.house.deps.settings
-        where = path or (settings.tools.vault if settings is not None else None)
+        where = path or settings.tools.vault
         if not where:
             raise VaultError("no vault: set tools.vault in config.yaml to a folder of Markdown notes")
         folder = Path(where).expanduser().resolve()

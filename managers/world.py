@@ -72,11 +72,9 @@ class WorldManager:
 
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
-        self.settings: Settings | None = house.deps.settings
+        self.settings: Settings = house.deps.settings
 
     def _settings(self) -> Settings:
-        if self.settings is None:
-            raise ValueError("the world manager needs the settings (ManagerDeps.settings)")
         return self.settings
 
     # -- the feeds ---------------------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from memory.history import install as record_history
 from memory.taint import READS as TAINT_READS
 from memory.taint import TAINT, install as record_taints
+from memory.clock import utcnow
 from memory.models import (
     A2AInbound,
     A2AOutbox,
@@ -108,7 +109,6 @@ from memory.models import (
     Taint,
     ToolUse,
     table_of,
-    utcnow,
 )
 from memory.models import (
     Session as SessionRow,
@@ -202,13 +202,13 @@ def _v11_memory_vectors(conn: Connection) -> None:
 
 
 def _v12_provenance(conn: Connection) -> None:
-    """Where untrusted text came from (nodes/provenance.py): on a command's result, and on an approval it caused."""
+    """Where untrusted text came from (memory/provenance.py): on a command's result, and on an approval it caused."""
     _add_missing_columns(conn, "process_log", ["sources JSON"])
     _add_missing_columns(conn, "approvals", ["provenance JSON"])
 
 
 def _v13_mesh(conn: Connection) -> None:
-    """The mesh (issue 30): signed containers in and out, refusals, evaluations, blocklist, revoked keys, topics."""
+    """The mesh: signed containers in and out, refusals, evaluations, blocklist, revoked keys, topics."""
     for table in MESH_TABLES:
         table_of(table).create(conn, checkfirst=True)
 

@@ -1,4 +1,4 @@
-"""Index-time expansion (issue 31 item 3): the configured model reads a memory once, after its write, and states
+"""Index-time expansion: the configured model reads a memory once, after its write, and states
 its key phrases, the facts it holds and the dates it refers to (resolved against the record time); that text is
 kept in the item's `meta.expansion`, indexed with its words (the full-text document) and as one more vector
 (memory/retrieval/caches.py), so a later question that shares no word with the memory may share one with its

@@ -7,7 +7,7 @@ llm_registry, config, llm_recent_responses → `messages`). Only portable types 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Optional
 
 from sqlalchemy import (
@@ -26,9 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+from memory.clock import utcnow
 
 
 class Base(DeclarativeBase):
@@ -153,7 +151,7 @@ class ProcessLog(Base):
     llm_id: Mapped[Optional[str]] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # the untrusted text the value holds (nodes/provenance.py): a knowledge-base chunk, a search result, a tool's answer
+    # the untrusted text the value holds (memory/provenance.py): a knowledge-base chunk, a search result, a tool's answer
     sources: Mapped[list[Any]] = mapped_column(default=list)
 
 
@@ -567,7 +565,7 @@ class KBDocument(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     chunks: Mapped[int] = mapped_column(Integer, default=0)
     chars: Mapped[int] = mapped_column(Integer, default=0)
-    # who gave it when not the owner at the web page or the terminal: "Ann (guest, via matrix)" (issue 29)
+    # who gave it when not the owner at the web page or the terminal: "Ann (guest, via matrix)"
     source: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -638,7 +636,7 @@ class Approval(Base):
     executed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
     result: Mapped[Optional[str]] = mapped_column(Text)
     same_as: Mapped[Optional[int]] = mapped_column(Integer)
-    # the untrusted text the asking tick had read, when that is why it waits (nodes/provenance.py)
+    # the untrusted text the asking tick had read, when that is why it waits (memory/provenance.py)
     provenance: Mapped[list[Any]] = mapped_column(default=list)
 
 
@@ -666,7 +664,7 @@ class AuditEntry(Base):
 
 
 class Taint(Base):
-    """A memory row written from untrusted text (nodes/provenance.py): the tier and row (`tier` + `ref`, as the memory
+    """A memory row written from untrusted text (memory/provenance.py): the tier and row (`tier` + `ref`, as the memory
     history names them: goal, task, note, diary, message…) and the untrusted sources the writing tick had read.
     Active until the owner trusts the row (`cleared_at`); a later write from untrusted text taints it again."""
 
@@ -885,7 +883,7 @@ class AgentRecord(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-# ---- the mesh (issue 30): containers in and out, refusals, evaluations, blocklist, revoked keys, topics ----------
+# ---- the mesh: containers in and out, refusals, evaluations, blocklist, revoked keys, topics ----------
 class MeshContainer(Base):
     """A signed container (reach/hmp/containers.py) this persona sent or accepted, kept whole (`body`), keyed by its
     id (a hash of its canonical body: one row per container, so one arriving twice is applied once). Out: queued →

@@ -12,7 +12,7 @@ Three session hooks, installed on the database's sessions beside the memory hist
 - **reads** (`do_orm_execute`): while a unit `tracks_reads()`, the memory rows its ORM queries return are noted,
   so a command's result that shows a tainted row carries its sources into the prompt that shows the result.
 
-The sources are plain JSON (`nodes/provenance.py` Source: origin, ref, excerpt, and who wrote it); this layer
+The sources are plain JSON (`memory/provenance.py` Source: origin, ref, excerpt, and who wrote it); this layer
 merges and stores them and never judges them. The owner clears a row's taint (managers/consent.py `trust`), and
 owner-approved commands run untainted."""
 

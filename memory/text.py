@@ -114,6 +114,51 @@ def chunks(text: str, max_chunks: int = 12, max_chars: int = 600) -> list[str]:
     return [p[:max_chars] for p in parts]
 
 
+PART_CHARS = 600  # a sentence longer than this gets a vector per piece of about this many characters
+WRITTEN_CHARS = 8000  # of a longer text, the write embeds the parts in its first WRITTEN_CHARS (bounded whatever
+# the length), the follow-up the rest (memory/followup.py)
+MAX_PARTS = 2000  # a text of more parts gets them grouped (a 300,000-character paste: ~3,000 sentences)
+
+
+def pieces(text: str, size: int = PART_CHARS) -> list[str]:
+    """`text` cut at spaces into pieces of at most about `size` characters (a word longer than that is cut)."""
+    found, at = [], 0
+    while at < len(text):
+        end = min(len(text), at + size)
+        if end < len(text):
+            space = text.rfind(" ", at + size // 2, end)
+            end = space if space > at else end
+        if piece := text[at:end].strip():
+            found.append(piece)
+        at = end
+    return found
+
+
+def parts(text: str, max_parts: int = MAX_PARTS) -> list[str]:
+    """The pieces of a text that get their own vector, in order: its sentences (memory/retrieval/embeddings.py pools
+    each from the pass over its window of the text), a long one in pieces of PART_CHARS, grouped when there are
+    more than `max_parts`. A text of one sentence has none: its whole vector serves."""
+    found = [piece for sentence in sentences(text) for piece in
+             (pieces(sentence) if len(sentence) > PART_CHARS else [sentence])]
+    if len(found) <= 1:
+        return []
+    if len(found) > max_parts:
+        size = -(-len(found) // max_parts)
+        found = [" ".join(found[i:i + size]) for i in range(0, len(found), size)]
+    return found
+
+
+def split_written(found: list[str], limit: int = WRITTEN_CHARS) -> tuple[list[str], list[str]]:
+    """A text's parts split into those the write embeds (the parts that start in its first `limit` characters,
+    counted as the parts' lengths) and those the follow-up embeds after it."""
+    used = 0
+    for n, part in enumerate(found):
+        if used >= limit:
+            return found[:n], found[n:]
+        used += len(part) + 1
+    return found, []
+
+
 def with_author(author: str, text: str) -> str:
     return f"{author}: {text}" if author else text
 

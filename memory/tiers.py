@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from i18n import N_
+from memory.clock import as_utc
 from memory.models import (
     Concept,
     ConceptLink,
@@ -82,12 +83,7 @@ class Unsupported(Invalid):
 # ---- what a tier shows ------------------------------------------------------------------------------------------
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every time stored is UTC."""
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
-
-
-Moment = Annotated[datetime, AfterValidator(_utc)]
+Moment = Annotated[datetime, AfterValidator(as_utc)]
 Action = Literal["edit", "archive", "restore", "delete", "history"]
 Status = Literal["active", "archived"]
 FieldKind = Literal["text", "textarea", "int", "float", "bool", "list", "lines", "choice"]

@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memory.clock import utcnow
 from memory.retrieval.entities import extract
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def find_superseded(newer: Statement, older: Iterable[Statement]) -> list[Supers
 
 def mark(repos: Repos, found: Sequence[Supersession], now: datetime | None = None) -> int:
     """Record the chain on the items (`meta`) and set the older ones' status to `superseded`; returns how many."""
-    when = (now or datetime.now(timezone.utc)).isoformat()
+    when = (now or utcnow()).isoformat()
     changed = 0
     for s in found:
         rows = repos.items.many([s.older, s.newer])

@@ -1,4 +1,4 @@
-"""The mesh door (issue 30): a persona's peer-to-peer side, beside the loop.
+"""The mesh door: a persona's peer-to-peer side, beside the loop.
 
 `node.py` (MeshNode) moves containers between this persona's database and a transport: it flushes the outbox when
 a peer is reachable (Isolated Mode otherwise: thinking goes on, containers wait), hands every arrival to

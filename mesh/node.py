@@ -30,7 +30,7 @@ from typing import Any
 
 import rfc8785
 
-from managers import ManagerDeps, Managers
+from managers import ManagerDeps, ManagerFactory, Managers
 from managers.mesh import Outcome, StoreQuota
 from memory import Database
 from mesh.sync import BODIES_BYTES, HAVE_LIMIT, Bodies, Have, Limits, Want, read_sync
@@ -129,6 +129,7 @@ class MeshNode:
     def __init__(self, database: Database, settings: Settings, transport: Transport, *,
                  identity: Identity | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.database, self.settings, self.transport = database, settings, transport
+        self.factory = ManagerFactory(database, ManagerDeps(settings=settings))  # this door's managers, built once
         self.identity = identity
         self.on_event = on_event  # each event as it happens (python -m mesh prints a line)
         mesh = settings.mesh
@@ -165,8 +166,7 @@ class MeshNode:
 
     @contextmanager
     def managers(self) -> Iterator[Managers]:
-        with self.database.unit(actor="mesh") as repos:
-            house = Managers(repos, ManagerDeps(settings=self.settings))
+        with self.factory.unit(history="mesh") as house:
             if self.identity is not None:
                 house.mesh.use_identity(self.identity)
             yield house

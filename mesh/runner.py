@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from managers import ManagerDeps, Managers
 from memory import Database
 from mesh.node import MeshNode
 from mesh.transport import Libp2pTransport, TransportError
@@ -68,8 +67,8 @@ def start_in_thread(database: Database, settings: Settings) -> MeshDoor | None:
         node.start()
     except TransportError as exc:
         log.warning("mesh door not started: %s — the persona thinks on alone (isolated mode)", exc)
-        with database.unit(actor="mesh") as repos:  # the persona is told it is isolated
-            Managers(repos, ManagerDeps(settings=settings)).mesh.record_connectivity(isolated=True, door="not_started")
+        with node.factory.unit(history="mesh") as house:  # the persona is told it is isolated
+            house.mesh.record_connectivity(isolated=True, door="not_started")
         return None
     stopping = threading.Event()
     thread = threading.Thread(target=supervise, args=(node, stopping), name="mesh-door", daemon=True)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from llm import LLMCancelled
-from managers import Managers
 
 log = logging.getLogger(__name__)
 POLL_S = 0.25  # how often a running call looks for a human's note (one indexed query): a cut comes this late at most
@@ -37,7 +36,7 @@ def waiting(services: Any, exclude: Collection[int] = (), tick: tuple[str, int] 
     answer is shared by the tick's steps that ask within the same FRESH_S (one query for several quick steps)."""
     def look() -> bool:
         with services.db.reading() as repos:
-            return bool(Managers(repos).conversation.waiting(exclude))
+            return bool(services.managers.over(repos).conversation.waiting(exclude))
 
     if tick is None:
         return look()

@@ -20,13 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from managers.owners import owner_alive, process_token
-from memory.note_kinds import NoteSource
-from nodes import provenance
 from reach import budget
 from reach.sandbox import JailUnavailable, Limits, kill_group, start, wait
 
 log = logging.getLogger(__name__)
-PROCESS_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "killed": "warning", "offline": "offline"}
 SANDBOX_DIR = "sandbox"
 
 
@@ -42,11 +39,11 @@ class Background:
     # -- starting ------------------------------------------------------------------------------------------------
 
     def launch(self, run_id: int) -> None:
-        with self.services.db.unit() as repos:
-            run = repos.runs.get(run_id)
-            if run.status != "pending":
-                return
-            kind = run.kind
+        with self.services.managers.reading() as house:
+            run = house.processes.run(run_id)
+        if run.status != "pending":
+            return
+        kind = run.kind
         target = {"script": self._run_script, "llm_task": self._run_llm_task}[kind]
         thread = threading.Thread(target=self._guarded, args=(target, run_id), name=f"anima-job-{run_id}", daemon=True)
         with self._lock:
@@ -66,16 +63,8 @@ class Background:
                 self._stopping.discard(run_id)
 
     def _finish(self, run_id: int, status: str, text: str, exit_code: int | None) -> None:
-        now = self.services.clock()
-        with self.services.db.unit() as repos:
-            run = repos.runs.get(run_id)
-            if run.status not in ("pending", "running"):
-                return
-            repos.runs.finished(run_id, status, output=text, exit_code=exit_code, now=now)
-            script = (run.spec or {}).get("script")  # a script's output is untrusted text (what it read, fetched)
-            repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, "error"), text, now,
-                                       sources=[provenance.source("script", f"script {script} (run {run_id})", text)]
-                                       if script else None)
+        with self.services.managers.unit() as house:
+            house.processes.run_finished(run_id, status, text, exit_code, self.services.clock())
 
     # -- scripts ---------------------------------------------------------------------------------------------------
 
@@ -83,11 +72,11 @@ class Background:
         return Path(self.services.settings.data_dir).expanduser().resolve() / SANDBOX_DIR / f"run-{run_id}"
 
     def _run_script(self, run_id: int) -> None:
-        with self.services.db.unit() as repos:
-            run = repos.runs.get(run_id)
-            script = repos.scripts.get(run.spec["script"], include_archived=True)
+        with self.services.managers.reading() as house:
+            run = house.processes.run(run_id)
+            script = house.processes.script_of(run)
             language, code, name = script.language, script.code, script.name
-            spec = dict(run.spec)
+        spec = run.spec
         limits = Limits(timeout_s=float(spec["timeout_s"]), memory_mb=int(spec["memory_mb"]),
                         output_chars=int(spec["output_chars"]))
         workdir = self.workdir(run_id)
@@ -103,10 +92,10 @@ class Background:
         with self._lock:
             self._procs[run_id] = proc
         self._kill_on_exit()
-        with self.services.db.unit() as repos:
-            repos.runs.started(run_id, pid=proc.pid, owner=process_token(), workdir=str(workdir), now=self.services.clock())
-            repos.processes.set_status(run.process_id, "in_progress",
-                                       f"script {name} running (pid {proc.pid}, at most {limits.timeout_s:g} s)")
+        with self.services.managers.unit() as house:
+            house.processes.run_started(run_id, pid=proc.pid, owner=process_token(), workdir=str(workdir),
+                                        now=self.services.clock(),
+                                        said=f"script {name} running (pid {proc.pid}, at most {limits.timeout_s:g} s)")
         outcome = wait(proc, workdir, limits, started)
         status = "killed" if run_id in self._stopping else outcome.status
         how = {"ok": "finished", "error": f"failed (exit code {outcome.exit_code})",
@@ -123,9 +112,9 @@ class Background:
             self._stopping.add(run_id)
         if proc is not None:
             return kill_group(proc.pid)
-        with self.services.db.unit() as repos:  # started by another process of this persona
-            run = repos.runs.get(run_id)
-            return bool(run.pid) and run.status == "running" and kill_group(run.pid)
+        with self.services.managers.reading() as house:  # started by another process of this persona
+            run = house.processes.run(run_id)
+        return run.pid is not None and run.status == "running" and kill_group(run.pid)
 
     def _kill_on_exit(self) -> None:
         if not self._exit_hook:
@@ -144,12 +133,12 @@ class Background:
     def _run_llm_task(self, run_id: int) -> None:
         from llm import AllLLMsUnavailable, Sampling
 
-        with self.services.db.unit() as repos:
-            run = repos.runs.get(run_id)
-            spec, thread_id = dict(run.spec), run.thread_id
-            repos.runs.started(run_id, pid=None, owner=process_token(), workdir=None, now=self.services.clock())
-            repos.processes.set_status(run.process_id, "in_progress", f"{spec['llm']} is thinking about: "
-                                       f"{budget(spec['question'], 200)}")
+        with self.services.managers.unit() as house:
+            run = house.processes.run(run_id)
+            house.processes.run_started(run_id, pid=None, owner=process_token(), workdir=None,
+                                        now=self.services.clock(), said=f"{run.spec['llm']} is thinking about: "
+                                                                        f"{budget(run.spec['question'], 200)}")
+        spec, thread_id = run.spec, run.thread_id
         messages = [{"role": "system", "content": spec.get("system") or "Answer the question fully and plainly."},
                     {"role": "user", "content": spec["question"]}]
         try:
@@ -161,35 +150,17 @@ class Background:
             self._finish(run_id, "error", f"{spec['llm']} did not answer: {exc}", None)
             return
         answer = generation.text.strip() or "(an empty answer)"
-        now = self.services.clock()
-        with self.services.db.unit() as repos:
-            run = repos.runs.get(run_id)
-            if run.status != "running":
-                return
-            note = repos.notes.add(f"{spec['llm']} answers my question “{budget(spec['question'], 300)}”:\n{answer}",
-                                   source=NoteSource.OTHER_MODEL, tags=["llm_task", f"llm:{spec['llm']}"], thread_id=thread_id,
-                                   llm_id=spec["llm"], created_at=now)
-            text = f"{spec['llm']} answered (note {note.id}, {generation.completion_tokens} tokens)"
-            repos.runs.finished(run_id, "ok", output=answer, exit_code=None, now=now)
-            repos.processes.set_status(run.process_id, "ok", text, now)
+        with self.services.managers.unit() as house:
+            house.processes.model_answered(run_id, answer, completion_tokens=generation.completion_tokens,
+                                           now=self.services.clock())
 
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 
     def recover(self) -> dict[str, int]:
         """At start-up: jobs recorded but never started run now; jobs a dead process left running are offline."""
-        started = offline = 0
-        with self.services.db.unit() as repos:
-            pending = [r.id for r in repos.runs.with_status("pending")]
-            for run in repos.runs.with_status("running"):
-                if run.owner == process_token() or owner_alive(run.owner):
-                    continue
-                if run.pid:
-                    kill_group(run.pid)
-                now = self.services.clock()
-                text = "the process that ran it stopped; its result is lost (start it again)"
-                repos.runs.finished(run.id, "offline", output=text, exit_code=None, now=now)
-                repos.processes.set_status(run.process_id, "offline", text, now)
-                offline += 1
+        started = 0
+        with self.services.managers.unit() as house:
+            pending, offline = house.processes.recover(process_token(), owner_alive, kill_group, self.services.clock())
         for run_id in pending:
             self.launch(run_id)
             started += 1

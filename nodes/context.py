@@ -14,12 +14,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from llm import LLMRegistry
+from managers import ManagerDeps, ManagerFactory
 from memory import Database, Repos
+from memory.clock import utcnow
 from nodes.ports import BackgroundJobs, RecallIndex
 from persona import Persona, refresh_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings
@@ -28,10 +30,6 @@ if TYPE_CHECKING:  # only the steps' signatures name it: a command's clock (utcn
     from langgraph.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 T = TypeVar("T")
@@ -108,6 +106,19 @@ class Services:
     # holds cannot close it whatever the id: nodes/steps/s04_prepare_context/untrusted.py defuses every marker)
     fence: str = field(default_factory=lambda: secrets.token_hex(3), repr=False)
 
+    _managers: ManagerFactory | None = field(default=None, init=False, repr=False)
+
+    @property
+    def managers(self) -> ManagerFactory:
+        """The run's managers, built once: each unit of work gets them with the settings as they are then (a reload
+        changes them), this run's clock, retrieval index and model registry."""
+        if self._managers is None:
+            self._managers = ManagerFactory(self.db, self.manager_deps)
+        return self._managers
+
+    def manager_deps(self) -> ManagerDeps:
+        return ManagerDeps(settings=self.settings, clock=self.clock, memory=self.memory, llms=self.llms)
+
     @property
     def overrides(self) -> Overrides:
         """The caller's layer (command line, test, fleet worker) the settings are resolved with again on a reload."""
@@ -123,14 +134,15 @@ class Services:
         """Take in edited persona files and the persona's own setting changes: the next prompt uses them.
         A broken edit is logged and the last good persona and settings stay in use. The model choices made at run time
         (by the persona, the operator's CLI or the web app, in any process) are applied too."""
-        repos.config.preload_run_choices()
+        house = self.managers.over(repos)
+        house.persona.preload_run_choices()
         self.refresh_llms(repos)
         try:
-            persona = refresh_persona(self._adopted(repos) or self.persona)
+            persona = refresh_persona(self._adopted(house.persona.recorded_directory()) or self.persona)
         except Exception as exc:  # PersonaError or an unreadable file
             log.error("persona files not reloaded (the last good version stays in use): %s", exc)
             persona = self.persona
-        changes = repos.config.self_changes()
+        changes = house.persona.self_changes()
         if persona is self.persona and changes == self._changes:
             return
         try:
@@ -138,12 +150,12 @@ class Services:
                                           recorded_persona_dir=str(persona.directory))
         except SettingsError as exc:
             log.error("settings not reloaded (the last good ones stay in use): %s", exc)
-            repos.processes.add("settings", f"not reloaded: {exc}"[:2000], status="error")
+            house.loop.log("settings", f"not reloaded: {exc}"[:2000], status="error")
         self.persona, self._changes = persona, changes
 
     def refresh_llms(self, repos: Repos) -> None:
-        added = repos.config.added_llms()
-        choices = (repos.config.llm_overrides(), repos.config.selected_llm, added)
+        choices = self.managers.over(repos).models.run_choices()
+        added = choices[2]
         if choices == self._llm_choices:
             return
         try:
@@ -153,12 +165,11 @@ class Services:
             log.error("model choices not applied: %s", exc)
         self._llm_choices = choices
 
-    def _adopted(self, repos: Repos) -> Persona | None:
+    def _adopted(self, recorded: str | None) -> Persona | None:
         """The data dir took its own copy of the persona (the web app does on the first edit of the shipped one):
         the loop moves to it, unless this run names its persona."""
         if self.settings.persona_named:
             return None
-        recorded = repos.config.persona_dir
         if not recorded or Path(recorded).resolve() == self.persona.directory or not Path(recorded).is_dir():
             return None
         from persona import load_persona

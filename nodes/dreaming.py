@@ -2,7 +2,7 @@
 
 `gather_dream` picks the level (input `level`, 0 = by the calendar) and the material; `dream` makes the one
 structured call; `apply_dream` validates it and writes it in one transaction (what it writes keeps the provenance of
-the rows written from untrusted text it read: nodes/provenance.py); `summarise_days` writes the
+the rows written from untrusted text it read: memory/provenance.py); `summarise_days` writes the
 episodic summaries that are due (days, then their week and month roll-ups). Progress and results live in
 the run's variables, so a killed dream resumes at the step that was running and never dreams twice.
 """
@@ -17,13 +17,10 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
-from memory.taint import tainted
-from nodes import provenance
 from nodes.context import AnimaContext, services_of
 from nodes.state import TickState, VarsUpdate
 from nodes.upkeep import generator, write_episode
-from persona.dreaming import (apply_dream as apply_dream_output, choose_level, dream_prompt,
-                              gather_material, unusable_dream)
+from persona.dreaming import dream_prompt, unusable_dream
 from persona.prompts import DREAM_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -34,17 +31,8 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     services = services_of(runtime)
     variables = state.vars
     now = services.clock()
-    settings, zone = services.settings.dreaming, services.settings.zone()
-    with services.db.unit() as repos:
-        requested = int(variables.get("level") or 0)
-        level = requested if requested in (1, 2, 3) else choose_level(repos, now, settings)
-        material = gather_material(repos, services.memory, level, now, zone, settings)
-        # what it read that was written from untrusted text: what the dream writes keeps it (memory/taint.py)
-        found = repos.taints.of_keys((str(tier), str(ref)) for tier, ref in material.get("read") or [])
-        material["sources"] = provenance.merged(*(
-            provenance.through(sources, f"{provenance.via_of(tier, ref)}, in a dream")
-            for (tier, ref), sources in found.items()))
-        repos.config.last_dream_attempt = now.isoformat()
+    with services.managers.unit() as house:
+        level, material = house.dreams.gather(int(variables.get("level") or 0), now)
     runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
                            "material_chars": len(material["text"])})
     return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
@@ -86,21 +74,10 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
         return {"vars": {"dream": result}}
     data = json_object(variables["dream_raw"])
     run = state.run_id or variables.get("dream_started")
-    with services.db.unit() as repos:
-        done = repos.config.last_applied_dream
-        if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
-            result = dict(done.get("outcome") or {})
-        else:
-            with tainted(repos.session, list(material.get("sources") or []), thread_id=state.thread_id,
-                         tick=state.tick):
-                outcome = apply_dream_output(repos, data, level=level,
-                                             now=datetime.fromisoformat(variables["dream_started"]),
-                                             topic=material["topic"],
-                                             newest_message_id=int(material["newest_message_id"]))
-            result = outcome.as_dict()
-            repos.config.last_applied_dream = {"run": run, "outcome": result}
-            repos.processes.add("dream", _describe(result), status="close" if outcome.status == "applied"
-                                else "warning", thread_id=state.thread_id)
+    with services.managers.unit() as house:
+        result = house.dreams.apply(data, level=level, material=material,
+                                    started=datetime.fromisoformat(variables["dream_started"]), run=run,
+                                    thread_id=state.thread_id, tick=state.tick, describe=_describe)
     result["llm_id"] = variables.get("dream_llm")
     result["attempts"] = variables.get("dream_attempts", 1)
     services.sync_memory()
@@ -112,8 +89,8 @@ def summarise_days(state: TickState, runtime: Runtime[AnimaContext],
                    params: dict[str, Any] | None = None) -> VarsUpdate:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
     services = services_of(runtime)
-    with services.db.unit() as repos:
-        repos.config.episodes_checked_on = None  # look again even if today's upkeep found nothing missing
+    with services.managers.unit() as house:
+        house.dreams.look_for_missing_summaries()
     thread_id = state.thread_id or "main"
     generate = generator(services, "episode", 360, thread_id=thread_id, tick=state.tick)
     written = []

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_origin, get_type_hints
 
 from typing_extensions import TypedDict
 
-from nodes.provenance import Source
+from memory.provenance import Source
 
 
 def merge_vars(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
@@ -200,7 +200,7 @@ class StagnationEpisode(TypedDict, total=False):
     diagnosis: str
     mechanisms: list[str]
     stimulus: list[str]
-    stimulus_sources: list[Source]  # the untrusted text among them (nodes/provenance.py)
+    stimulus_sources: list[Source]  # the untrusted text among them (memory/provenance.py)
     recalled_before: list[int]
     instruction: str
     rephrased: str

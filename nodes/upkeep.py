@@ -32,7 +32,8 @@ def generator(services: Services, purpose: str, max_tokens: int, *, thread_id: s
 
 def episodes_checked(services: Services, repos) -> bool:
     """True when today's look for missing summaries found none (nothing to do until tomorrow or the next dream)."""
-    return repos.config.episodes_checked_on == services.clock().astimezone(services.settings.zone()).date().isoformat()
+    today = services.clock().astimezone(services.settings.zone()).date().isoformat()
+    return services.managers.over(repos).dreams.summaries_checked(today)
 
 
 def write_episode(services: Services, thread_id: str,
@@ -46,15 +47,16 @@ def write_episode(services: Services, thread_id: str,
             return {}
         period = next_due(repos, today, zone, services.settings.memory.episode_backfill_days)
         if period is None:
-            repos.config.episodes_checked_on = today.isoformat()
+            services.managers.over(repos).dreams.no_summary_missing(today.isoformat())
             return {}
     try:
         with services.db.unit() as repos:
             row = build_episode(repos, period, zone, generate, services.persona.display_name,
                                     services.settings.prompt_language)
             if row is not None:
-                repos.processes.add("memory.episode", f"{period.describe()} summarised from {len(row.sources)} sources",
-                                    status="close", thread_id=thread_id)
+                services.managers.over(repos).loop.log(
+                    "memory.episode", f"{period.describe()} summarised from {len(row.sources)} sources", status="close",
+                    thread_id=thread_id)
     except AllLLMsUnavailable as exc:
         log.warning("episode postponed: %s", exc)
         return {"episode": "postponed"}

@@ -22,6 +22,7 @@ client cannot point the run at another database, or send an API key to another s
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from contextvars import ContextVar
@@ -484,7 +485,7 @@ DEFAULT_LANGUAGES: tuple[ScriptLanguage, ...] = ("python",)
 
 
 class MeshSettings(Section):
-    """The mesh (mesh/, issue 30): this persona's peer-to-peer door. Off unless turned on. Its Ed25519 key is a file
+    """The mesh (mesh/): this persona's peer-to-peer door. Off unless turned on. Its Ed25519 key is a file
     with mode 0600 in the data dir (mesh/identity.key), never in the database, a log or an export."""
 
     enabled: bool = False
@@ -647,8 +648,8 @@ class LLMEntry(Section):
 
 RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
               "embedded", "embedded_model", "embedded_context_window", "embedded_threads", "cache_dir", "embed_url", "embed_model", "chroma_url",
-              "window_ratio", "channel", "api_token", "allowed_hosts", "personas_root", "fleet_cache", "vault",
-              "secrets_key")
+              "window_ratio", "channel", "api_token", "allowed_hosts", "web_host", "web_port", "web", "personas_root",
+              "fleet_cache", "vault", "secrets_key")
 # what the persona may change about itself (config.update); everything else is the operator's
 SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
                  "memory_manager.emotion_weight", "memory_manager.goal_focus", "memory_manager.diversity_boost",
@@ -699,6 +700,10 @@ class Settings(BaseSettings):
     channel: Literal["terminal", "studio", "web"] = "terminal"
     api_token: SecretStr | None = Field(None, description="every web request needs it (a must beyond 127.0.0.1)")
     allowed_hosts: str | None = Field(None, description="more host names the web app answers to (comma-separated)")
+    web_host: str = Field("127.0.0.1", description="where the web app listens (--host); beyond 127.0.0.1 it needs "
+                                                   "api_token")
+    web_port: int = Field(8765, ge=1, le=65535, description="the web app's port (--port)")
+    web: bool = Field(True, description="serve the web app beside a loop (`run.py --no-web`: off)")
     personas_root: str = Field("personas", description="where the web app puts imported personas")
     fleet_cache: str = Field("~/.cache/anima/fleet", description="where a machine keeps its deployed personas' files")
     vault: Literal["file", "sealed"] = Field("file", description=(
@@ -918,6 +923,9 @@ class Overrides(BaseModel):
     channel: str | None = None
     api_token: str | None = None
     allowed_hosts: str | None = None
+    web_host: str | None = None
+    web_port: int | None = None
+    web: bool | None = None
     personas_root: str | None = None
     fleet_cache: str | None = None
     vault: str | None = None
@@ -1134,3 +1142,19 @@ def check_self_change(key: str, value: Any) -> Any:
 
 def _default_persona_dir() -> Path:
     return Path(__file__).resolve().parent / "default"
+
+
+def stored_settings(db: Any, overrides: Overrides | None = None) -> Settings:
+    """The settings of the persona a data dir belongs to (`db`: its opened memory.Database): its recorded persona
+    unless `overrides` name one, with the persona's own changes (the data dir's layer). Nothing is written."""
+    overrides = overrides or Overrides()
+    named, _ = persona_dir_named(overrides)
+    with db.reading() as repos:
+        recorded = None if named else repos.config.persona_dir
+        changes = repos.config.self_changes()
+    if recorded and not Path(recorded).is_dir():
+        logging.getLogger(__name__).warning("the persona this data dir was run with (%s) is gone; using the "
+                                            "default", recorded)
+        recorded = None
+    return load_settings(overrides=overrides, self_changes=changes, recorded_persona_dir=recorded)
+

@@ -13,7 +13,7 @@ what it may leave unanswered is capped (managers/peers.py); a request past `a2a.
 refusal is counted by caller and reason (`a2a_refusals`, the Mesh page).
 
 What arrives is a note from that peer (source `peer`, tag `from:<name>`): data fenced in the prompt, never an
-instruction (nodes/provenance.py origin "peer"). The persona's next `messages.send` to that caller is the task's
+instruction (memory/provenance.py origin "peer"). The persona's next `messages.send` to that caller is the task's
 reply: an answer (artifacts: its data and files, else its text; the task completes), a question (`ask`: the task
 waits for the caller's answer, input-required), a refusal (`decline`: rejected), or a plain message (`plain`: a
 Message instead of a task, when the caller waits for it on a fresh task). While it thinks the task is `working`; a
@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from managers.audience import Audience, Role
+from memory.clock import utcnow
 from web.context import WebServices, get_services
 from web.errors import ServiceError
 
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from persona.settings import A2ASettings
 
 log = logging.getLogger(__name__)
+A_PEER = Audience(Role.PEER)  # a caller, before its credential says which peer it is
 A2A_PATH = "/a2a"
 A2A_PATHS = (A2A_PATH, A2A_PATH + "/")  # the TCK's clients and some SDKs post to the card's URL with a slash
 CARD_PATH = "/.well-known/agent-card.json"
@@ -157,13 +160,12 @@ class Refusals:
             entry[0] += 1
             entry[1] += size
             entry[2] = detail[:500]
-            entry[3] = datetime.now(timezone.utc)
+            entry[3] = utcnow()
 
     def due(self) -> bool:
         return bool(self._pending) and time.monotonic() - self._flushed_at >= self.FLUSH_EVERY_S
 
     def flush(self, services: WebServices) -> None:
-        from managers import ManagerDeps, Managers
 
         with self._lock:
             pending, self._pending = self._pending, {}
@@ -171,8 +173,8 @@ class Refusals:
         if not pending:
             return
         try:
-            with services.db.unit(actor="peer") as repos:
-                peers = Managers(repos, ManagerDeps(clock=services.clock)).peers
+            with services.managers.unit(A_PEER) as house:
+                peers = house.peers
                 for (caller, reason), (count, size, detail, at) in pending.items():
                     peers.count_refusal(caller, reason, count=count, size=size, detail=detail, at=at)
         except Exception:  # noqa: BLE001 - counting refusals never takes the endpoint down; the log has them
@@ -263,8 +265,6 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.tasks import TaskUpdater
     from a2a.types import TaskState
-
-    from managers import ManagerDeps, Managers
     from managers.errors import Refused
     from managers.peers import InboundLimits, Overloaded
 
@@ -303,14 +303,24 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             assert message is not None
 
             def arrive() -> str:
-                with arrivals, services.db.unit(actor="peer") as repos:
-                    _note, inbound = Managers(repos, ManagerDeps(clock=services.clock)).peers.incoming(
+                with arrivals, services.managers.unit(A_PEER) as house:
+                    _note, inbound = house.peers.incoming(
                         caller.author(context_id), text, task_id=task_id, message_id=message.message_id or None,
                         context_id=context_id, caller=caller.key, limits=limits)
                     assert inbound is not None
                     return inbound.task_id
 
             started = context.current_task is not None
+            # The SDK puts the caller's message into the task's history at the task's first status, unless a message
+            # with its id is there already: a sender reusing ids (the persona takes such a message as a new one)
+            # would be missing from it. That message is then the first status's own, which the SDK moves into the
+            # history at the next status, in its place.
+            echo = message if started and context.current_task is not None and any(
+                said.message_id == message.message_id for said in context.current_task.history) else None
+
+            async def start_work() -> None:
+                await as_task()
+                await updater.start_work(echo)
 
             async def as_task() -> None:
                 """Task mode: the task exists (a status update may not come first) — once."""
@@ -326,6 +336,8 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             except Refused as exc:
                 refusals.add(caller.key, "overloaded" if isinstance(exc, Overloaded) else "refused",
                              size=len(text.encode()), detail=str(exc))
+                if echo is not None:
+                    await start_work()
                 await as_task()
                 await updater.reject(updater.new_agent_message([new_text_part(str(exc))]))
                 return
@@ -335,8 +347,7 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             at_once = context.call_context.state.get("method") in STREAMING_METHODS or bool(
                 configuration is not None and configuration.return_immediately)
             if at_once or started:  # else a plain reply may still be a Message
-                await as_task()
-                await updater.start_work()
+                await start_work()
             reply = await _wait_for_reply(services, waiting_on, settings.reply_wait_s)
             if reply is None:
                 await anyio.to_thread.run_sync(lambda: _give_up(services, waiting_on))
@@ -369,11 +380,10 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
 
 
 async def _wait_for_reply(services: WebServices, task_id: str, wait_s: float) -> TaskReply | None:
-    from managers import Managers
 
     def read() -> TaskReply | None:
-        with services.db.unit() as repos:
-            return Managers(repos).peers.reply_for(task_id)
+        with services.managers.unit() as house:
+            return house.peers.reply_for(task_id)
 
     deadline = anyio.current_time() + wait_s
     pause = POLL_FIRST_S
@@ -387,30 +397,34 @@ async def _wait_for_reply(services: WebServices, task_id: str, wait_s: float) ->
 
 
 def _cancelled(services: WebServices, task_id: str, caller: str) -> None:
-    from managers import Managers
 
-    with services.db.unit(actor="peer") as repos:
-        Managers(repos).peers.cancel(task_id, caller)
+    with services.managers.unit(A_PEER) as house:
+        house.peers.cancel(task_id, caller)
 
 
 def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], live: set[str]) -> Any:
     """The SDK's in-memory task store, each caller's tasks apart (its `user_name`: the caller's key), with the
     database behind it: a task this process does not hold (the persona restarted, or it was forgotten past
-    `a2a.tasks_kept`) is rebuilt from `a2a_inbound` for its own caller only, and a task whose reply the persona wrote
-    after the request stopped waiting is returned with that reply — so a peer's tasks/get finds its answer across
-    restarts. A task the SDK cancels is marked so in the database too."""
+    `a2a.tasks_kept`) is rebuilt from `a2a_inbound` for its own caller only (its history: the notes its messages
+    became, both ways), and a task whose reply the persona wrote after the request stopped waiting is returned with
+    that reply — so a peer's tasks/get finds its answer across restarts. A task the SDK cancels is marked so in the
+    database too."""
     from a2a.helpers import new_task, new_text_message
     from a2a.server.tasks import InMemoryTaskStore
-    from a2a.types import Artifact, Task, TaskState
-
-    from managers import Managers
+    from a2a.types import Artifact, Role, Task, TaskState
 
     terminal = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
                 TaskState.TASK_STATE_FAILED}
 
     def view(task_id: str, caller: str) -> dict[str, Any] | None:
-        with services.db.unit() as repos:
-            return Managers(repos).peers.task_view(task_id, caller)
+        with services.managers.unit() as house:
+            return house.peers.task_view(task_id, caller)
+
+    def turn(said: dict[str, Any], task_id: str, context_id: str) -> Message:
+        message = new_text_message(said["text"], context_id=context_id, task_id=task_id,
+                                   role=Role.ROLE_AGENT if said["role"] == "agent" else Role.ROLE_USER)
+        message.message_id = f"{task_id}-{said['note_id']}"  # the same id at every tasks/get
+        return message
 
     def rebuilt(task_id: str, context_id: str, kept: dict[str, Any], history: list[Any]) -> Task:
         reply: TaskReply | None = kept["reply"]
@@ -446,7 +460,9 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
             context_id = task.context_id if task is not None else str(kept["context_id"])
             if kept["reply"] is None and task is not None:
                 return task
-            history = list(task.history) if task is not None else []
+            # the task as this process held it keeps the messages as they were sent; else the database's turns
+            history = list(task.history) if task is not None else [
+                turn(said, task_id, context_id) for said in kept["history"]]
             return rebuilt(task_id, context_id, kept, history)
 
         async def save(self, task: Task, context: Any = None) -> None:
@@ -475,17 +491,15 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
 
 
 def _orphan_waiting(services: WebServices) -> int:
-    from managers import Managers
 
-    with services.db.unit(actor="peer") as repos:
-        return Managers(repos).peers.orphan_waiting()
+    with services.managers.unit(A_PEER) as house:
+        return house.peers.orphan_waiting()
 
 
 def _give_up(services: WebServices, task_id: str) -> None:
-    from managers import Managers
 
-    with services.db.unit(actor="peer") as repos:
-        Managers(repos).peers.give_up_waiting(task_id)
+    with services.managers.unit(A_PEER) as house:
+        house.peers.give_up_waiting(task_id)
 
 
 def _base_url(request: Request) -> str:
@@ -603,7 +617,7 @@ class A2AServer:
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
             since = self._card_first_seen.setdefault((id(services), etag),
-                                                     datetime.now(timezone.utc).replace(microsecond=0))
+                                                     utcnow().replace(microsecond=0))
         headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE_S}", "ETag": etag,
                    "Last-Modified": format_datetime(since, usegmt=True)}
         if _not_modified(request, etag, since):
@@ -712,10 +726,9 @@ class A2AServer:
 
 def _authenticated_peer(services: WebServices, token: str) -> tuple[int, str, bool] | None:
     """(id, name, blocked) of the peer the token is a live credential of."""
-    from managers import ManagerDeps, Managers
 
-    with services.db.unit(actor="peer") as repos:
-        peers = Managers(repos, ManagerDeps(clock=services.clock)).peers
+    with services.managers.unit(A_PEER) as house:
+        peers = house.peers
         peer = peers.authenticate(token)
         return (peer.id, peer.name, peers.refuses(peer.name)) if peer is not None else None
 
@@ -738,20 +751,19 @@ def _not_modified(request: Request, etag: str, since: datetime) -> bool:
 async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
     """Send every due message of the outbox (each at most once at a time), each with the credential its peer issued
     to this persona; how many were sent now."""
-    from managers import ManagerDeps, Managers
     from reach.a2a import A2AError, send_text
 
     settings = services.settings()
 
     def due() -> list[tuple[int, str, str, str | None]]:
-        with services.db.unit() as repos:
-            peers = Managers(repos, ManagerDeps(settings=settings, clock=services.clock)).peers
+        with services.managers.unit() as house:
+            peers = house.peers
             rows = [r for r in peers.due() if r.id not in in_flight]
             return [(r.id, r.url, r.text, peers.outgoing_token(r.peer_name)) for r in rows]
 
     def record(row_id: int, reply: str | None, error: str | None, agent: dict[str, Any] | None = None) -> None:
-        with services.db.unit(actor="peer") as repos:
-            peers = Managers(repos, ManagerDeps(clock=services.clock)).peers
+        with services.managers.unit(A_PEER) as house:
+            peers = house.peers
             if error is None:
                 peers.delivered(row_id, reply=reply, agent=agent)
             else:

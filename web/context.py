@@ -17,8 +17,10 @@ from typing import Any, Callable
 
 from fastapi import Depends, Request
 
-from memory import Database, Repos
-from nodes.context import utcnow
+from managers import Lazy, ManagerDeps, ManagerFactory, Managers
+from managers.audience import OWNER
+from memory import Database
+from memory.clock import utcnow
 from persona import Persona, load_persona
 from persona.loader import refresh_persona
 from persona.settings import Overrides, Settings, load_settings
@@ -46,6 +48,20 @@ class WebServices:
         located = load_settings(overrides=overrides.replace(persona_dir=None))  # where the data is
         db = Database.open(located.data_dir, located.db_url)
         return cls(db=db, overrides=overrides, clock=clock, api_token=api_token, _memory=memory)
+
+    _managers: ManagerFactory | None = field(default=None, repr=False)
+
+    @property
+    def managers(self) -> ManagerFactory:
+        """The web app's managers, built once: each request's unit gets them with the settings read again, the
+        retrieval index and the speech engines opened when a manager first needs them."""
+        if self._managers is None:
+            self._managers = ManagerFactory(self.db, self.manager_deps)
+        return self._managers
+
+    def manager_deps(self) -> ManagerDeps:
+        return ManagerDeps(settings=self.settings(), clock=self.clock, memory=Lazy(lambda: self.memory),
+                           speech=Lazy(self.speech))
 
     def settings(self) -> Settings:
         """Read again on each use: the persona's config.yaml and its own changes may have moved since."""
@@ -166,7 +182,7 @@ def get_services(request: Request) -> WebServices:
 
 
 def _deployed(services: DeploymentServices, name: str) -> WebServices:
-    from memory.repositories.base import NotFound
+    from managers.errors import NotFound
     from web.errors import ServiceError
 
     try:
@@ -206,14 +222,15 @@ class PersonaPrefix:
         await self.app(scope, receive, send)
 
 
-def get_repos(services: WebServices = Depends(get_services)) -> Iterator[Repos]:
-    """One transaction per request: committed when the route returns, rolled back if it raises. What it changes of
-    memory, the memory history names the human's doing. Routes take it through `unit_of_work()`."""
-    with services.db.unit(actor="human") as repos:
-        yield repos
+def get_house(services: WebServices = Depends(get_services)) -> Iterator[Managers]:
+    """One transaction per request, its managers acting for the owner: committed when the route returns, rolled back
+    if it raises. What it changes of memory, the memory history names the human's doing. Routes take it through
+    `unit_of_work()`."""
+    with services.managers.unit(OWNER) as house:
+        yield house
 
 
 def unit_of_work() -> Any:
-    """`repos: Repos = unit_of_work()`: the request's transaction, committed before the response goes out ("function"
+    """`house: Managers = unit_of_work()`: the request's managers over its transaction, committed before the response goes out ("function"
     scope), so the page's next request sees what this one wrote and a failed commit is this request's error."""
-    return Depends(get_repos, scope="function")
+    return Depends(get_house, scope="function")

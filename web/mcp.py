@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
 
+from managers.audience import OWNER
 from memory.note_kinds import Door
 from persona.settings import Overrides
 from web.context import WebServices, get_services
@@ -46,7 +47,7 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
     def unit():
-        return get_services().db.unit(actor="human")
+        return get_services().managers.unit(OWNER)
 
     @server.tool()
     async def post_note(text: str, priority: int = 1, tags: list[str] | None = None) -> dict[str, Any]:
@@ -54,8 +55,8 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
         note = NoteIn(text=text, priority=priority, tags=list(tags or []))
 
         def write() -> dict[str, Any]:
-            with unit() as repos:
-                item = talk.post_note(repos, note, get_services().clock(), door=Door.MCP)
+            with unit() as house:
+                item = talk.post_note(house, note, get_services().clock(), door=Door.MCP)
             return {"note_id": item.id, "text": item.text, "at": item.at.isoformat()}
 
         return await anyio.to_thread.run_sync(write)
@@ -65,8 +66,8 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
         """The conversation, oldest first: the human's notes and the persona's messages (after a note id)."""
 
         def read() -> dict[str, Any]:
-            with unit() as repos:
-                talked = talk.conversation(repos, get_services().persona().display_name,
+            with unit() as house:
+                talked = talk.conversation(house, get_services().persona().display_name,
                                            limit=max(1, min(limit, MAX_RESULTS)), after_id=after_id)
             return {"persona": talked.persona, "waiting": talked.waiting,
                     "messages": [{"id": i.id, "who": i.who, "text": i.text, "at": i.at.isoformat()} for i in talked.items]}
@@ -92,9 +93,9 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
         """The persona's goals (active, paused, completed, failed), most important first."""
 
         def read() -> list[dict[str, Any]]:
-            with unit() as repos:
+            with unit() as house:
                 return [{"id": g.id, "title": g.title, "description": g.description, "status": g.status,
-                         "horizon": g.horizon, "priority": g.priority} for g in repos.goals.list(status=status)]
+                         "horizon": g.horizon, "priority": g.priority} for g in house.goals.list(status=status)]
 
         return await anyio.to_thread.run_sync(read)
 
@@ -103,10 +104,10 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
         """The persona's tasks (pinned first, then by priority)."""
 
         def read() -> list[dict[str, Any]]:
-            with unit() as repos:
+            with unit() as house:
                 return [{"id": t.id, "title": t.title, "status": t.status, "priority": t.priority,
                          "pinned": t.pinned, "goal_id": t.goal_id}
-                        for t in repos.tasks.list(status=status, goal_id=goal_id)]
+                        for t in house.tasks.list(status=status, goal_id=goal_id)]
 
         return await anyio.to_thread.run_sync(read)
 
@@ -128,15 +129,15 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
     @server.resource("anima://sessions", name="sessions", mime_type="application/json")
     def sessions() -> list[dict[str, Any]]:
         """Every run of the loop, newest first."""
-        with unit() as repos:
-            return [s.model_dump(mode="json") for s in sessions_service.listing(repos).items]
+        with unit() as house:
+            return [s.model_dump(mode="json") for s in sessions_service.listing(house).items]
 
     @server.resource("anima://sessions/{session_id}", name="session transcript", mime_type="text/markdown")
     def session(session_id: int) -> str:
         """One session as a Markdown transcript."""
-        with unit() as repos:
+        with unit() as house:
             try:
-                body, _, _ = sessions_service.export(repos, int(session_id), "md")
+                body, _, _ = sessions_service.export(house, int(session_id), "md")
             except ServiceError as exc:
                 raise ValueError(str(exc)) from None
         return body.decode("utf-8")

@@ -14,6 +14,7 @@ from jinja2.runtime import Context
 
 import i18n
 from i18n import N_
+from managers.audience import OWNER
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -82,7 +83,6 @@ def make_templates() -> Jinja2Templates:
 def render(request: Request, template: str, page: str | None = None, status_code: int = 200, **context: Any):
     """A whole page (or, for a fragment template, just the fragment). `base`: the persona's prefix in a deployment
     (`/p/<name>`; empty for the one persona of a data dir) — every link of a page starts with it."""
-    from managers import Managers
     from web.context import DeploymentServices, get_services
 
     app_services = request.app.state.services
@@ -94,8 +94,8 @@ def render(request: Request, template: str, page: str | None = None, status_code
         common.update(nav=(), persona_name=gettext_for(common["lang"])("Personas"), approvals_waiting=0, waiting={})
     elif page is not None:
         services = get_services(request)
-        with services.db.unit() as repos:
-            common["waiting"] = Managers(repos).conversation.waiting_for_owner()
+        with services.managers.unit(OWNER) as house:
+            common["waiting"] = house.conversation.waiting_for_owner()
             common["approvals_waiting"] = common["waiting"]["approvals"]
         common["persona_name"] = services.persona().display_name
     return request.app.state.templates.TemplateResponse(request, template, {**common, **context},
@@ -107,7 +107,6 @@ def language_of(request: Request) -> str:
     cached = getattr(request.state, "lang", None)
     if cached:
         return str(cached)
-    from managers import Managers
     from web.context import DeploymentServices, get_services
 
     setting = None

@@ -13,8 +13,10 @@ heartbeat; the other workers' watchdog (graph/fleet/worker.py) gives it back to 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+from memory.clock import utcnow
 
 if TYPE_CHECKING:
     import procrastinate
@@ -91,7 +93,7 @@ class Scheduler:
     def schedule_tick(self, name: str, delay_s: float) -> None:
         """The persona's next tick in `delay_s` seconds. One waits at most; one waiting for later is brought
         forward (a wake tick ran meanwhile, or the pause shrank)."""
-        due = datetime.now(timezone.utc) + timedelta(seconds=max(0.0, delay_s))
+        due = utcnow() + timedelta(seconds=max(0.0, delay_s))
         for _ in range(2):
             job_id = self._defer(TICK, name, "tick", queueing_lock=f"tick:{name}", delay_s=delay_s, reason="chain")
             if job_id is not None:

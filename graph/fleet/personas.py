@@ -15,6 +15,7 @@ from memory.fleet import Fleet, FleetError, check_name, schema_of
 from nodes.context import utcnow
 from persona import load_persona
 from persona.loader import default_persona_dir
+from managers import ManagerDeps, ManagerFactory
 from persona.settings import Overrides, load_settings
 
 if TYPE_CHECKING:
@@ -146,9 +147,8 @@ class Deployment:
             raise FleetError(_job_failed("the export", status))
         database = self.fleet.database(name)
         try:
-            with database.unit() as repos:
-                result = repos.config.session_export(session_id)
-                repos.config.set_session_export(session_id, None)  # taken
+            with ManagerFactory(database, lambda: ManagerDeps(settings=load_settings())).unit() as house:
+                result = house.sessions.take_export(session_id)
         finally:
             database.close()
         if result is None:

@@ -31,9 +31,8 @@ from graph.playbook import Playbook, load_playbook, resolve_playbook_path
 from graph.services import open_services
 from graph.telemetry import tick_span
 from llm import Provider
-from managers import Managers
+from managers import ManagerDeps, ManagerFactory, Managers
 from managers.world import refresh_feeds
-from memory import Repos
 from memory.db import schema_lock
 from memory.fleet import Fleet
 from nodes.context import Services
@@ -205,10 +204,9 @@ class WorkerRuntime:
     def _tick(self, name: str, persona: OpenPersona) -> float | None:
         agent, services = persona.agent, persona.services
         try:
-            with services.db.unit() as repos:  # what decides whether it thinks now, read in one statement
-                repos.config.preload_tick_decision(THREAD)
-                house = Managers(repos)
+            with services.managers.unit() as house:  # what decides whether it thinks now, read in one statement
                 loop = house.loop
+                loop.preload_tick_decision(THREAD)
                 want = loop.wanted()
                 if persona.extra.get("reported") != (want, self.token):  # for the Controls page: who runs it
                     loop.record_status(want, now=services.clock(), thread=THREAD, pid=os.getpid())
@@ -232,10 +230,10 @@ class WorkerRuntime:
                 for mode, data in agent.stream(None, events=True):
                     persona.journal(mode, data)
             state = agent.finished_state()
-            with services.db.unit() as repos:  # after the tick, in one transaction: the session and the task cycles
-                persona.extra["session_digest"] = Managers(repos).sessions.checkpoint(  # goals, tasks: if changed
-                    self._session(persona, repos), persona.extra.get("session_digest"))
-                cycling = repos.tasks.with_repl_statuses(("stopped", "running"))
+            with services.managers.unit() as house:  # after the tick, in one transaction: the session and the cycles
+                persona.extra["session_digest"] = house.sessions.checkpoint(  # goals, tasks: if changed
+                    self._session(persona, house), persona.extra.get("session_digest"))
+                cycling = house.tasks.cycles()
                 reap = any(task.repl_status == "stopped" for task in cycling)
                 cycles = [task.id for task in cycling if task.repl_status == "running"]
             if reap:
@@ -268,13 +266,13 @@ class WorkerRuntime:
         if report.looked_at >= FOLLOW_UP_IN_TICK:
             self._scheduler().index(persona.name)
 
-    def _session(self, persona: OpenPersona, repos: Repos) -> int:
+    def _session(self, persona: OpenPersona, house: Managers) -> int:
         """A deployed persona's session runs from its start (personas add/resume) to its pause or removal."""
-        running = [s for s in repos.sessions.running() if s.thread_id == THREAD]
-        if running:
-            return running[0].id
+        running = house.sessions.running_id(THREAD)
+        if running is not None:
+            return running
         services = persona.services
-        session_id, _ = Managers(repos).sessions.open(THREAD, playbook=persona.agent.playbook.name,
+        session_id, _ = house.sessions.open(THREAD, playbook=persona.agent.playbook.name,
                                                       persona=services.persona.name, now=services.clock())
         return session_id
 
@@ -332,9 +330,9 @@ class WorkerRuntime:
             return dreamer.outputs().get("dream")
         except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; dream_due waits a day
             log.exception("persona %s: dream failed", name)
-            with services.db.unit() as repos:
-                repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
-                                    status="error", thread_id=THREAD)
+            with services.managers.unit() as house:
+                house.loop.log("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
+                               status="error", thread_id=THREAD)
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         finally:
             self._flush(persona)
@@ -344,8 +342,8 @@ class WorkerRuntime:
         if known[0] != "active":
             return None
         persona = self.persona(name, known)
-        with persona.services.db.unit() as repos:
-            task = repos.tasks.get(task_id)
+        with persona.services.managers.reading() as house:
+            task = house.tasks.get(task_id)
             thread_id = task.repl_thread if task.repl_status == "running" else None
         if thread_id is None:
             return None
@@ -373,10 +371,8 @@ class WorkerRuntime:
     def export(self, name: str, session_id: int) -> str:
         """A session's export (JSON and Markdown), left in the persona's config for whoever asked for it."""
         persona = self.persona(name)
-        with persona.services.db.unit() as repos:
-            data, markdown = Managers(repos).sessions.export(session_id)
-            repos.config.set_session_export(session_id, {"json": data, "markdown": markdown,
-                                                         "at": persona.services.clock().isoformat()})
+        with persona.services.managers.unit() as house:
+            house.sessions.leave_export(session_id, persona.services.clock())
         return str(session_id)
 
     def _flush(self, persona: OpenPersona) -> None:
@@ -391,10 +387,10 @@ class WorkerRuntime:
 def stop_persona(fleet: Fleet, name: str, *, now: datetime, status: str = "stopped") -> None:
     """A paused or removed persona's session is saved and closed."""
     database = fleet.database(name)
-    try:
-        with database.unit() as repos:
-            for session in repos.sessions.running():
-                Managers(repos).sessions.close(session.id, now, status=status)
+    try:  # the sessions need no setting: the deployment's own (environment) are read only if one is asked for
+        managers = ManagerFactory(database, lambda: ManagerDeps(settings=load_settings(overrides=Overrides())))
+        with managers.unit() as house:
+            house.sessions.close_running(now, status=status)
     finally:
         database.close()
 

@@ -16,10 +16,8 @@ from graph.agent import Agent
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from llm import LLMCancelled
-from managers import Managers
 from managers.vault import VaultReport, sync_vault
 from managers.world import RefreshCounts, refresh_feeds
-from persona.dreaming import dream_due
 
 log = logging.getLogger(__name__)
 DREAM_CHECK_EVERY = timedelta(minutes=1)
@@ -48,7 +46,7 @@ class Autonomy:
     def start(self) -> None:
         services = self.agent.services
         with services.db.unit() as repos:
-            self.session_id, told = Managers(repos).sessions.open(self.agent.thread_id,
+            self.session_id, told = services.managers.over(repos).sessions.open(self.agent.thread_id,
                                                                   playbook=self.agent.playbook.name,
                                                                   persona=services.persona.name, now=services.clock())
         for text in told:
@@ -62,7 +60,7 @@ class Autonomy:
     def after_tick(self, control: RunControl) -> None:
         if self.session_id is not None:  # start() opened it
             with self.agent.services.db.unit() as repos:
-                self.digest = Managers(repos).sessions.checkpoint(self.session_id, self.digest)
+                self.digest = self.agent.services.managers.over(repos).sessions.checkpoint(self.session_id, self.digest)
         self.step_tasks(control)
 
     def step_tasks(self, control: RunControl) -> None:
@@ -112,11 +110,11 @@ class Autonomy:
 
     def _fetch_asked(self) -> bool:
         with self.agent.services.db.unit() as repos:
-            return Managers(repos).world.fetch_asked()
+            return self.agent.services.managers.over(repos).world.fetch_asked()
 
     def human_waits(self) -> bool:
         with self.agent.services.db.reading() as repos:
-            return bool(Managers(repos).conversation.waiting())
+            return bool(self.agent.services.managers.over(repos).conversation.waiting())
 
     def maybe_dream(self, control: RunControl) -> dict[str, Any] | None:
         """Run the dream playbook when it is due (persona/dreaming.py: never while a conversation goes on); returns
@@ -126,19 +124,17 @@ class Autonomy:
         if self.dream_checked is not None and now - self.dream_checked < DREAM_CHECK_EVERY:
             return None  # the loop also spins while idle: the settings and queries need not run every poll
         self.dream_checked = now
-        with services.db.unit() as repos:
-            thread = repos.threads.get(self.agent.thread_id)
-            if thread is not None and thread.parent_id is not None:
+        with services.managers.reading() as house:
+            if house.loop.is_child_thread(self.agent.thread_id):
                 return None
-            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=self.started,
-                               talking_minutes=services.settings.conversation.active_minutes)
+            reason = house.loop.dream_reason(now, services.settings, started=self.started)
         if reason is None or self.dream_failed_on == now.date():
             return None
         if self.dream_agent is None:
             self.dream_agent = self.agent.sibling(load_playbook(resolve_playbook_path("dream")), self.agent.thread_id)
-        with services.db.unit() as repos:
-            notes_seen = repos.notes.newest_id()
-            Managers(repos).loop.record_status("dreaming", now=now, thread=self.agent.thread_id, pid=os.getpid())
+        with services.managers.unit() as house:
+            notes_seen = house.conversation.newest_note_id()
+            house.loop.record_status("dreaming", now=now, thread=self.agent.thread_id, pid=os.getpid())
         outer = services.llms.cancel  # the loop's stop: it still cancels the dream's model call
         wake = threading.Event()
         woken: list[str] = []
@@ -157,9 +153,9 @@ class Autonomy:
         except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; tried again tomorrow
             log.exception("dream failed")
             self.dream_failed_on = now.date()
-            with services.db.unit() as repos:
-                repos.processes.add("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
-                                    status="error", thread_id=self.agent.thread_id)
+            with services.managers.unit() as house:
+                house.loop.log("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
+                               status="error", thread_id=self.agent.thread_id)
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         finally:
             wake.set()  # ends the watcher
@@ -177,7 +173,7 @@ class Autonomy:
                 return
             try:
                 with db.unit() as repos:
-                    why = Managers(repos).loop.woken_since(since, notes_seen)
+                    why = self.agent.services.managers.over(repos).loop.woken_since(since, notes_seen)
             except Exception:  # noqa: BLE001 - a failed look is tried again at the next poll
                 log.exception("looking for a wake-up failed")
                 continue
@@ -191,10 +187,10 @@ class Autonomy:
         assert self.dream_agent is not None
         services = self.agent.services
         log.info("dream ended: %s", why)
-        with services.db.unit() as repos:
-            repos.config.set_playbook_run(self.agent.thread_id, self.dream_agent.playbook.name,
-                                         {"run_id": self.dream_agent.run_id, "status": "woken"})
-            repos.processes.add("dream", f"dream ended: {why}", status="done", thread_id=self.agent.thread_id)
+        with services.managers.unit() as house:
+            house.loop.set_playbook_run(self.agent.thread_id, self.dream_agent.playbook.name,
+                                        {"run_id": self.dream_agent.run_id, "status": "woken"})
+            house.loop.log("dream", f"dream ended: {why}", status="done", thread_id=self.agent.thread_id)
         if self.on_stream:
             self.on_stream("custom", {"event": "dream_woken", "reason": why})
         return {"status": "woken", "reason": why}
@@ -203,4 +199,4 @@ class Autonomy:
         if self.session_id is None:
             return
         with self.agent.services.db.unit() as repos:
-            Managers(repos).sessions.close(self.session_id, self.agent.services.clock(), status=status)
+            self.agent.services.managers.over(repos).sessions.close(self.session_id, self.agent.services.clock(), status=status)

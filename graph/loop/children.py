@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from managers import ManagerDeps, Managers
+from graph.services import open_settings
+from managers import ManagerDeps, ManagerFactory
 from memory import Database
-from persona.settings import Settings
+from persona.settings import Overrides, Settings
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]  # where run.py is
@@ -85,8 +86,8 @@ class Children:
         self.runs: list[ChildRun] = []
 
     def start(self, parent_url: str | None) -> Children:
-        with self.db.unit() as repos:
-            children = list(repos.config.lineage_children)
+        with ManagerFactory(self.db, lambda: ManagerDeps(settings=self.settings)).reading() as house:
+            children = house.loop.lineage_children()
         for entry in children:
             if not entry.get("port") or not entry.get("data_dir") or not Path(entry.get("persona_dir", "")).is_dir():
                 log.warning("spawn: child %s has no port or places of its own (born before autostart): start it "
@@ -107,13 +108,10 @@ class Children:
         if parent_url:  # the child learns where its parent is served now
             child_db = Database.open(data_dir, db_url)
             try:
-                with child_db.unit() as repos:
-                    house = Managers(repos, ManagerDeps(settings=None))
-                    parent = (repos.config.lineage_parent or {}).get("name")
-                    peer = house.peers.find(str(parent)) if parent else None
-                    if peer is not None:
-                        peer.a2a_url = parent_url.rstrip("/")
-                        repos.peers.flush()
+                child = Overrides.of(data_dir=str(data_dir), db_url=db_url)
+                managers = ManagerFactory(child_db, lambda: ManagerDeps(settings=open_settings(child_db, child)))
+                with managers.unit() as house:
+                    house.peers.point_parent_at(parent_url)
             finally:
                 child_db.close()
         url = f"http://127.0.0.1:{int(entry['port'])}"

@@ -21,7 +21,6 @@ from graph.agent import Agent, settle_heap
 from graph.loop.autonomy import Autonomy
 from graph.telemetry import tick_span
 from llm import LLMCancelled
-from managers import ManagerDeps, Managers
 from managers.loop import Wanted
 from managers.thinking import ThinkingMode, resolved_mode
 from nodes.state import TickValues
@@ -65,7 +64,7 @@ class Stopper:
 def idle_should_wake(agent: Agent, now: datetime) -> bool:
     """While `cycle.idle` is on: wake on a matching note, a process or task cycle finishing, or the timeout."""
     with agent.services.db.unit() as repos:
-        return Managers(repos).loop.wake_if_due(agent.thread_id, now)
+        return agent.services.managers.over(repos).loop.wake_if_due(agent.thread_id, now)
 
 
 def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0,
@@ -83,8 +82,8 @@ def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, p
         if left <= 0:
             return False
         stopper.sleep(min(poll_s, left))
-        with agent.services.db.unit() as repos:
-            if repos.notes.human_after(notes_after, read=False, limit=1):
+        with agent.services.managers.reading() as house:
+            if house.conversation.human_wrote_after(notes_after):
                 log.info("pause ended early: a note from the human")
                 return True
     return False
@@ -101,8 +100,7 @@ def quiet_tick(agent: Agent, thought_ticks: int) -> float | None:
     """Whether the next tick has anything to think about: None if it has (the moment is recorded), else the pause
     before the next look (the quiet tick is recorded)."""
     services = agent.services
-    with services.db.unit() as repos:
-        house = Managers(repos, ManagerDeps(settings=services.settings))
+    with services.managers.unit() as house:
         decision = house.thinking.decide(agent.thread_id, services.clock(), thinking_mode(agent),
                                          ticks_since_start=thought_ticks)
         if decision.think:
@@ -120,8 +118,8 @@ def quiet_pause(agent: Agent, stopper: Stopper, seconds: float, poll_s: float) -
         if left <= 0:
             return
         stopper.sleep(min(poll_s, left))
-        with agent.services.db.reading() as repos:
-            if Managers(repos).thinking.arrived(agent.thread_id):
+        with agent.services.managers.reading() as house:
+            if house.thinking.arrived(agent.thread_id):
                 return
 
 
@@ -132,8 +130,8 @@ def budget_allows_own_work(agent: Agent) -> bool:
     budget = services.settings.budget
     if budget.tokens_per_day is None and budget.tokens_per_hour is None:
         return True
-    with services.db.reading() as repos:
-        return Managers(repos, ManagerDeps(settings=services.settings)).budget.state(services.clock()) == "ok"
+    with services.managers.reading() as house:
+        return house.budget.state(services.clock()) == "ok"
 
 
 def human_waits(agent: Agent) -> bool:
@@ -142,7 +140,7 @@ def human_waits(agent: Agent) -> bool:
     if services.settings.cycle.notes_mode != "auto":
         return False
     with services.db.reading() as repos:
-        return bool(Managers(repos).conversation.waiting())
+        return bool(services.managers.over(repos).conversation.waiting())
 
 
 def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
@@ -197,8 +195,8 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                         if ticks is None or result.ticks_run < ticks:
                             quiet_pause(agent, stopper, quiet, note_poll_s)
                         continue
-                with agent.services.db.unit() as repos:
-                    notes_seen = repos.notes.newest_id()  # a note written during the tick also ends its pause
+                with agent.services.managers.reading() as house:
+                    notes_seen = house.conversation.newest_note_id()  # a note written during the tick also ends its pause
                 if on_stream and agent.interrupted:  # its opening step does not run again: say which tick goes on
                     opened = agent.state()
                     on_stream("custom", {"event": "tick_resumed", "tick": opened.get("tick"),
@@ -275,14 +273,14 @@ def _report(agent: Agent, reported: list[str], state: str) -> None:
     import os
 
     with agent.services.db.unit() as repos:
-        Managers(repos).loop.record_status(state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
+        agent.services.managers.over(repos).loop.record_status(state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
     reported[:] = [state]
 
 
 def obey_control(agent: Agent, stopper: Stopper, reported: list[str], poll_s: float) -> Wanted:
     """What the human wants of the loop now; while paused, wait a poll interval (a stop request ends the wait)."""
     with agent.services.db.unit() as repos:
-        want = Managers(repos).loop.wanted()
+        want = agent.services.managers.over(repos).loop.wanted()
     _report(agent, reported, want)
     if want == "paused":
         stopper.sleep(poll_s)

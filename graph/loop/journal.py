@@ -10,10 +10,13 @@ import logging
 import queue
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
+from managers import ManagerDeps, ManagerFactory
 from memory import Database
+from memory.clock import utcnow
+from persona.settings import stored_settings
 
 log = logging.getLogger(__name__)
 FLUSH_EVERY_S = 0.1  # a batch waits at most this long for the events after its first
@@ -51,13 +54,15 @@ class LiveJournal:
         """`flush_every_s`: how long a batch waits for the events after its first (a fleet worker's waits longer:
         a tick's events then go in one transaction, its last one closing it)."""
         self.db, self.thread_id, self.keep, self.flush_every_s = db, thread_id, keep, flush_every_s
+        # the journal's writes need no setting: the data dir's are read only if a manager ever asks
+        self.managers = ManagerFactory(db, lambda: ManagerDeps(settings=stored_settings(db)))
         self.tick: int | None = None
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write, name="live-journal", daemon=True)
         self._writer.start()
 
     def __call__(self, mode: str, data: Any) -> None:
-        now = datetime.now(timezone.utc)
+        now = utcnow()
         if mode == "custom":
             kind = str(data.get("event") or "event")
             if kind in SKIPPED:
@@ -77,7 +82,7 @@ class LiveJournal:
 
     def put(self, kind: str, *, node: str | None = None, data: dict[str, Any] | None = None,
             at: datetime | None = None, thread_id: str | None = None, tick: int | None = None) -> None:
-        self._queue.put({"at": at or datetime.now(timezone.utc), "thread_id": thread_id or self.thread_id,
+        self._queue.put({"at": at or utcnow(), "thread_id": thread_id or self.thread_id,
                          "tick": self.tick if tick is None else tick, "kind": kind[:32],
                          "node": (node or None) and str(node)[:128], "data": _bounded(data or {})})
 
@@ -106,11 +111,11 @@ class LiveJournal:
                     batch.append(item)
             if batch:
                 try:
-                    with self.db.unit() as repos:
-                        repos.live_events.add_many(batch)
+                    with self.managers.unit() as house:
+                        house.journal.write_events(batch)
                         written += len(batch)
                         if written >= 200:
-                            repos.live_events.trim(self.keep)
+                            house.journal.trim_events(self.keep)
                             written = 0
                 except Exception:  # the journal must never stop the loop
                     log.exception("live journal: %d event(s) not written", len(batch))

@@ -130,8 +130,9 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
 def cached_tokens(usage: dict[str, Any]) -> int:
     """The prompt tokens the server served from its prompt cache, as its usage reports them (0: it says nothing)."""
     details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        return max(0, int(details["cached_tokens"]))
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, int):
+        return max(0, cached)
     return 0
 
 

@@ -9,12 +9,13 @@ memory.archive and memory.restore commands and the memory manager use.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cached_property
 from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from memory.clock import as_utc
 from memory.repositories.abstracts import AbstractRepo
 from memory.repositories.base import NotFound
 from memory.repositories.blocks import BLOCK_LIMITS, BlockRepo, MemoryLimitError
@@ -77,11 +78,6 @@ class ArchivedRow:
     title: str
     text: str
     archived_at: datetime
-
-
-def _utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every time stored here is UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 class Repos:
@@ -324,4 +320,4 @@ class Repos:
                              f"{names.get(link.target_id)}", "", link.updated_at) for link in links]
         rows += [ArchivedRow(v.name, str(v.id), "replaced version", v.content, v.replaced_at)
                  for v in self.blocks.versions(limit=limit)]
-        return sorted(rows, key=lambda row: _utc(row.archived_at), reverse=True)[:limit]
+        return sorted(rows, key=lambda row: as_utc(row.archived_at), reverse=True)[:limit]

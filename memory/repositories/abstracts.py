@@ -10,7 +10,8 @@ from typing import Any, TypeVar, Unpack
 
 from sqlalchemy import Row, Select, bindparam, select
 
-from memory.models import Abstract, utcnow
+from memory.models import Abstract
+from memory.clock import utcnow
 from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 

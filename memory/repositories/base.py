@@ -11,7 +11,8 @@ from typing import Any, TypeVar, Unpack, cast
 from sqlalchemy import JSON, ColumnElement, Connection, CursorResult, Executable, Insert, Result, Table, literal
 from sqlalchemy.orm import QueryableAttribute, Session, make_transient_to_detached
 
-from memory.models import Base, utcnow
+from memory.models import Base
+from memory.clock import utcnow
 
 
 class NotFound(LookupError):

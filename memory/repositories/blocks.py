@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import Select, bindparam, select
 
-from memory.models import MemoryBlock, MemoryBlockVersion, utcnow
+from memory.models import MemoryBlock, MemoryBlockVersion
+from memory.clock import utcnow
 from memory.repositories.base import NotFound, Repo, prepared, table_of
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}

@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from memory.models import AgentRecord, AgentTable, AgentTableRow, utcnow
+from memory.models import AgentRecord, AgentTable, AgentTableRow
+from memory.clock import utcnow
 from memory.repositories.base import Archivable, NamedRowRepo, NotFound, Repo
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
 
-from memory.models import Concept, ConceptLink, Tick, utcnow
+from memory.models import Concept, ConceptLink, Tick
+from memory.clock import utcnow
 from memory.repositories.base import NotFound, Repo
 from memory.repositories.tiered import StatusTierRepo
 

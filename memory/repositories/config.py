@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from sqlalchemy import Insert, Select, Update, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from memory.models import ConfigEntry, utcnow
+from memory.models import ConfigEntry
+from memory.clock import utcnow
 from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 

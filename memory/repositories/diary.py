@@ -8,7 +8,8 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from memory.models import DiaryEntry, utcnow
+from memory.models import DiaryEntry
+from memory.clock import utcnow
 from memory.repositories.tiered import StatusTierRepo
 from memory.text import emotion_score, emotion_strengths
 

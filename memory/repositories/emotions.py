@@ -8,7 +8,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, bindparam, select
 
-from memory.models import EmotionLogEntry, utcnow
+from memory.models import EmotionLogEntry
+from memory.clock import utcnow
 from memory.repositories.base import Repo, prepared, table_of
 
 

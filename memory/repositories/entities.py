@@ -7,7 +7,8 @@ from collections.abc import Iterable
 
 from sqlalchemy import Select, bindparam, select
 
-from memory.models import Entity, utcnow
+from memory.models import Entity
+from memory.clock import utcnow
 from memory.repositories.base import prepared
 from memory.repositories.tiered import TierRepo
 

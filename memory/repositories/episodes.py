@@ -9,7 +9,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, func, or_, select
 
-from memory.models import Episode, utcnow
+from memory.models import Episode
+from memory.clock import utcnow
 from memory.repositories.base import one_of, prepared, table_of
 from memory.repositories.tiered import TierRepo
 

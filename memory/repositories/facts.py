@@ -7,7 +7,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from memory.models import Task, UnverifiedFact, utcnow
+from memory.models import Task, UnverifiedFact
+from memory.clock import utcnow
 from memory.repositories.base import Repo
 from memory.repositories.goals import CLOSED_TASK_STATUSES
 

@@ -13,12 +13,14 @@ from typing import Any, TypeVar, Unpack
 
 from sqlalchemy import ColumnElement, Row, Select, bindparam, delete, func, or_, select
 
-from memory.models import Goal, GoalLink, Task, utcnow
+from memory.models import Goal, GoalLink, Task
+from memory.clock import utcnow
 from memory.repositories.base import Repo, none_of, prepared, table_of
+from memory.statuses import CLOSED_TASK, GoalStatus, TaskStatus
 
-GOAL_STATUSES = ("active", "paused", "completed", "failed")
-TASK_STATUSES = ("open", "in_progress", "done", "failed", "cancelled", "frozen")
-CLOSED_TASK_STATUSES = ("done", "failed", "cancelled")
+GOAL_STATUSES = tuple(GoalStatus)
+TASK_STATUSES = tuple(TaskStatus)
+CLOSED_TASK_STATUSES = CLOSED_TASK
 
 
 def _goal_criteria(status: bool, horizon: bool, include_archived: bool) -> list[ColumnElement[bool]]:

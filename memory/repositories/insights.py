@@ -6,7 +6,8 @@ from datetime import datetime
 
 from sqlalchemy import Select, select
 
-from memory.models import Insight, utcnow
+from memory.models import Insight
+from memory.clock import utcnow
 from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 

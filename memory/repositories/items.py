@@ -18,7 +18,8 @@ from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, fu
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from memory.models import MemoryItem, MemoryJournal, utcnow
+from memory.models import MemoryItem, MemoryJournal
+from memory.clock import utcnow
 from memory.repositories.base import Repo, one_of, prepared, table_of
 from memory.repositories.lexical import LexicalRepo
 from memory.repositories.vectors import VectorRepo

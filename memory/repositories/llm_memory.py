@@ -7,7 +7,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, bindparam, select
 
-from memory.models import LLMMemory, utcnow
+from memory.models import LLMMemory
+from memory.clock import utcnow
 from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import StatusTierRepo
 

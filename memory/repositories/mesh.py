@@ -1,4 +1,4 @@
-"""The mesh's tables (issue 30): containers in and out (one row per container id), refusals, subscriptions,
+"""The mesh's tables: containers in and out (one row per container id), refusals, subscriptions,
 revoked keys (MeshRepo); peers' evaluations and the blocklist (TrustRepo). The rules are managers/mesh.py's and
 managers/reputation.py's."""
 

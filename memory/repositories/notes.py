@@ -9,7 +9,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, String, and_, bindparam, case, cast, func, or_, select, update
 
-from memory.models import Note, Person, utcnow
+from memory.models import Note, Person
+from memory.clock import utcnow
 from memory.note_kinds import HUMAN_SOURCES, INCOMING_SOURCES, OWNER_SOURCES, NoteSource
 from memory.repositories.base import Repo, matched, one_of, prepared, table_of
 

@@ -4,14 +4,15 @@ the A2A tasks waiting for the persona's reply. All SQL of the mesh's A2A side li
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import String, cast, func, or_, select
 
 from memory.models import A2AInbound, A2AOutbox, A2ARefusal, Note, Peer, PeerCredential
-
+from memory.note_kinds import Door
 from memory.repositories.base import Repo
 
 OPEN_TASK_STATES = ("waiting", "expired")  # a task whose message the persona has not answered yet
@@ -164,6 +165,13 @@ class PeerRepo(Repo):
 
     def note(self, note_id: int) -> Note | None:
         return self.session.get(Note, note_id)
+
+    def tagged_a2a_notes(self, tag: str, limit: int) -> builtins.list[Note]:
+        """The A2A notes (both ways) carrying `tag`, oldest first: the newest `limit`."""
+        q = (select(Note).where(Note.door == Door.A2A.value,
+                                cast(Note.tags, String).contains(json.dumps(tag), autoescape=True))
+             .order_by(Note.id.desc()).limit(limit))
+        return builtins.list(reversed(self.session.scalars(q).all()))
 
     def notes_from(self, source: str, limit: int) -> builtins.list[Note]:
         q = select(Note).where(Note.source == source).order_by(Note.id.desc()).limit(limit)

@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from memory.clock import utcnow
 from memory.models import (ChannelCursor, ChannelInbox, ChannelOutbox, ContactRequest, PeopleGroup,
-                           PeopleGroupMember, Person, PersonIdentity, utcnow)
+                           PeopleGroupMember, Person, PersonIdentity)
 from memory.repositories.base import Repo, matched, prepared, table_of
 
 

@@ -8,7 +8,8 @@ from datetime import datetime
 
 from sqlalchemy import select, text, update
 
-from memory.models import PersonaEntry, utcnow
+from memory.models import PersonaEntry
+from memory.clock import utcnow
 from memory.repositories.base import NotFound, Repo
 
 

@@ -8,7 +8,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import ColumnElement, Insert, Row, Select, bindparam, func, insert, select, update
 
-from memory.models import ProcessLog, utcnow
+from memory.models import ProcessLog
+from memory.clock import utcnow
 from memory.repositories.base import Repo, insert_values, matched, one_of, prepared, table_of
 
 
@@ -48,7 +49,7 @@ class ProcessLogRepo(Repo):
     def add(self, name: str, value: str = "", status: str = "ok", *, thread_id: str | None = None,
             tags: list[str] | None = None, priority: int = 0, llm_id: str | None = None,
             task_id: int | None = None, sources: Sequence[Mapping[str, Any]] | None = None) -> ProcessLog:
-        """`sources`: the untrusted text `value` holds (nodes/provenance.py), shown with the row's provenance."""
+        """`sources`: the untrusted text `value` holds (memory/provenance.py), shown with the row's provenance."""
         row = ProcessLog(name=name, value=value, status=status, thread_id=thread_id, tags=list(tags or []),
                          priority=priority, llm_id=llm_id, task_id=task_id, sources=[dict(s) for s in sources or []])
         self.session.add(row)

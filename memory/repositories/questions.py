@@ -7,7 +7,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import ColumnElement, Row, Select, bindparam, func, select
 
-from memory.models import OpenQuestion, utcnow
+from memory.models import OpenQuestion
+from memory.clock import utcnow
 from memory.repositories.base import Repo, prepared, table_of
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from memory.models import AgentScript, ProcessRun, utcnow
+from memory.models import AgentScript, ProcessRun
+from memory.clock import utcnow
 from memory.repositories.base import NamedRowRepo, NotFound, Repo
 
 FINISHED = ("ok", "error", "timeout", "killed", "offline")

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy import inspect as sa_inspect
 
+from memory.clock import utcnow
 from memory.models import (
     Abstract,
     AgentRecord,
@@ -36,7 +37,6 @@ from memory.models import (
     Task,
     UnverifiedFact,
     table_of,
-    utcnow,
 )
 from memory.repositories.base import Repo
 
@@ -49,7 +49,7 @@ TIERS: dict[type, str | None] = {
     OpenQuestion: "question", Insight: "insight", Episode: "episode", AgentTableRow: "table_row",
     AgentRecord: "record", MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
 }
-MAX_SOURCES = 12  # as nodes/provenance.py: enough to judge, never unbounded
+MAX_SOURCES = 12  # as memory/provenance.py: enough to judge, never unbounded
 TEXT_COLUMNS = ("title", "text", "summary", "content", "claim", "insight", "strategy", "description", "name", "topic")
 
 

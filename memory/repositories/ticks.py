@@ -9,7 +9,8 @@ from sqlalchemy import Insert, Select, Update, bindparam, func, insert, select, 
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from memory.models import Tick, utcnow
+from memory.models import Tick
+from memory.clock import utcnow
 from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 

@@ -33,9 +33,9 @@ from memory.repositories import Repos
 from memory.repositories.items import ItemLike
 from memory.retrieval import query as reading
 from memory.retrieval.embeddings import Embedder
-from memory.retrieval.lexical import CorpusSample
+from memory.retrieval.lexical import WHOLE, CorpusSample, Shape
 from memory.retrieval.settings import RetrievalSettings
-from memory.text import chunks, with_author
+from memory.text import parts, split_written, with_author
 
 log = logging.getLogger("memory.retrieval.index")  # the index's lines, under the name they have always had
 
@@ -63,9 +63,10 @@ def timestamp(value: datetime | None) -> float:
 
 
 def record_texts(text: str, author: str = "", title: str = "") -> tuple[str, str, list[str]]:
-    """(prefix, body, chunks of body) of a memory: its whole vector is of prefix + body, one more per chunk."""
+    """(prefix, body, parts of body) of a memory: its whole vector is of prefix + body, one more per part; of a
+    long text, the parts in its first WRITTEN_CHARS (memory/text.py: the follow-up embeds the rest)."""
     prefix = with_author(author, f"{title}\n" if title else "")
-    return prefix, text or "", chunks(text or "")
+    return prefix, text or "", split_written(parts(text or ""))[0]
 
 
 def item_texts(item: ItemLike) -> tuple[str, str, list[str]]:
@@ -324,7 +325,7 @@ class RetrievalCaches:
                 self.vectors[item_id] = stored.vectors
         return {i: self.vectors[i] for i in wanted if i in self.vectors}
 
-    def corpus_sample(self, repos: Repos, sample_size: int) -> CorpusSample:
+    def corpus_sample(self, repos: Repos, sample_size: int, shape: Shape = WHOLE) -> CorpusSample:
         """The number of documents (counted again when the journal moves; past RECOUNT_ALWAYS_BELOW documents, once
         it has moved by a hundredth of them) and a uniform random sample of them (drawn again once the corpus has
         changed by a tenth)."""
@@ -335,8 +336,8 @@ class RetrievalCaches:
             self.frequencies = {}
         size = self.documents
         if self.corpus is None or abs(size - self._corpus_drawn_at) > 0.1 * max(1, self._corpus_drawn_at) or \
-                (size and not len(self.corpus)):
-            self.corpus = CorpusSample.of(repos.items.lexical.sample(sample_size))
+                (size and not len(self.corpus)) or self.corpus.shape != shape:
+            self.corpus = CorpusSample.of(repos.items.lexical.sample(sample_size), shape)
             self._corpus_drawn_at, self.sample_matrix = size, None
         return self.corpus
 

@@ -14,6 +14,7 @@ Both return L2-normalised float32 rows, so a dot product is the cosine similarit
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import threading
@@ -159,6 +160,7 @@ class LocalEmbedder:
         self.name = self.model_name + ("" if precision == "float32" else f"-{precision}")
         self._session = None
         self._tokenizer = None
+        self._untruncated = None
         self._lock = threading.Lock()
 
     def load(self):
@@ -223,35 +225,126 @@ class LocalEmbedder:
         return _normalised(np.vstack([states.mean(axis=0) for _, states in self._states(list(texts))]))
 
     def embed_parts(self, documents: list[tuple[str, str, list[str]]]) -> list[np.ndarray]:
-        """For each (prefix, body, sentences of body): the vector of prefix + body, then one per sentence, pooled
-        from the same pass over the tokens of the prefix and of the sentence. A sentence past the model's
-        window (`max_tokens`) is encoded on its own (prefix + sentence)."""
-        # the model reads max_tokens tokens: a longer body (a 300,000-character paste) is cut well past that before
-        # the tokenizer, which would otherwise split all of it (0.6 s for 300k characters on a loaded machine)
-        passes = self._states([prefix + body[:self.max_tokens * WHOLE_CHARS_PER_TOKEN] for prefix, body, _ in documents])
-        found, alone = [], []
-        for n, ((prefix, body, parts), (encoding, states)) in enumerate(zip(documents, passes)):
-            offsets = encoding.offsets[:len(states)]
-            special = [j for j, (a, b) in enumerate(offsets) if a == b]  # [CLS], [SEP]
-            head = [j for j, (a, b) in enumerate(offsets) if a < b and b <= len(prefix)]
-            vectors = [states.mean(axis=0)]
+        """For each (prefix, body, parts of body): the vector of prefix + body, then one per part.
+
+        The body, as far as its last part reaches, is read in windows of the model's length (`windows`): each window
+        is the prefix and as many whole parts as fit, and one pass of the model over it; a part's vector is the mean
+        of its tokens' states and its window's special and prefix tokens ("late chunking": a sentence read in its
+        context), the whole's the mean of every window's states (the body alone: its first window). A text within
+        one window is read exactly as one text; a long one costs one pass per window, in batches, whatever its
+        parts. A part not found in the body is encoded on its own (prefix + part)."""
+        session, tokenizer = self.load()
+        texts = [prefix + (body if parts else body[:self.max_tokens * WHOLE_CHARS_PER_TOKEN])
+                 for prefix, body, parts in documents]
+        spans: list[list[tuple[int, int] | None]] = []
+        for (prefix, body, parts), text in zip(documents, texts):
+            found: list[tuple[int, int] | None] = []
             cursor = 0
             for part in parts:
                 at = body.find(part, cursor)
-                at = cursor if at < 0 else at
-                lo, hi = len(prefix) + at, len(prefix) + at + len(part)
+                if at < 0:
+                    found.append(None)
+                    continue
+                found.append((len(prefix) + at, len(prefix) + at + len(part)))
                 cursor = at + len(part)
-                span = [j for j, (a, b) in enumerate(offsets) if a < b and a >= lo and b <= hi]
-                if not span or offsets[-2][1] < hi:  # truncated away (the last real token ends before it)
-                    alone.append((n, len(vectors), prefix + part))
-                    vectors.append(None)
-                else:
-                    vectors.append(states[special + head + span].mean(axis=0))
-            found.append(vectors)
+            spans.append(found)
+        reach = [max((hi for span in found if span for _, hi in [span]), default=len(text)) if found else len(text)
+                 for found, text in zip(spans, texts)]
+        encodings = self.untruncated_tokenizer().encode_batch([text[:end] for text, end in zip(texts, reach)],
+                                                        add_special_tokens=False)
+        first, last = self._specials()
+        runs: list[np.ndarray] = []  # every window's token ids, [CLS] prefix … [SEP]
+        plans = []
+        for (prefix, body, parts), encoding, found in zip(documents, encodings, spans):
+            ids = np.asarray(encoding.ids, dtype=np.int64)
+            ends = np.asarray([b for _, b in encoding.offsets], dtype=np.int64)
+            starts = np.asarray([a for a, _ in encoding.offsets], dtype=np.int64)
+            head = int(np.searchsorted(ends, len(prefix), side="right")) if prefix else 0  # the prefix's tokens
+            cuts = sorted({int(np.searchsorted(ends, hi, side="right")) for span in found if span for _, hi in [span]})
+            windows = window_bounds(head, len(ids), cuts, self.max_tokens - 2 - head)
+            if not parts:  # the text alone: read as far as the model reads one text
+                windows = windows[:1]
+            plan = []
+            for lo, hi in windows:
+                plan.append((len(runs), lo, hi))
+                runs.append(np.concatenate([[first], ids[:head], ids[lo:hi], [last]]).astype(np.int64))
+            plans.append((plan, head, starts, ends, found))
+        states = self._run(session, runs)
+        results: list[list[np.ndarray]] = []
+        alone: list[tuple[int, int, str]] = []
+        for n, (plan, head, starts, ends, spans_of) in enumerate(plans):
+            whole = np.concatenate([states[run] for run, _, _ in plan]).mean(axis=0) if plan else \
+                np.zeros(self.dimension, dtype=np.float32)
+            vectors: list[np.ndarray] = [whole]
+            for slot, span in enumerate(spans_of, 1):
+                if span is None:
+                    alone.append((n, slot, documents[n][0] + documents[n][2][slot - 1]))
+                    vectors.append(whole)  # replaced below by the part encoded on its own
+                    continue
+                lo, hi = span
+                a, b = int(np.searchsorted(starts, lo, side="left")), int(np.searchsorted(ends, hi, side="right"))
+                rows = [np.arange(head + 1)]  # [CLS] and the prefix …
+                for run, w_lo, w_hi in plan:
+                    if a < w_hi and b > w_lo:  # … and the part's tokens, in the window(s) holding them
+                        if len(rows) == 1:
+                            rows.append(np.asarray([len(states[run]) - 1]))  # that window's [SEP]
+                            chosen = [states[run][np.r_[rows[0], rows[1]]]]
+                        chosen.append(states[run][1 + head + max(a, w_lo) - w_lo:1 + head + min(b, w_hi) - w_lo])
+                vectors.append(np.concatenate(chosen).mean(axis=0) if len(rows) > 1 else whole)
+            results.append(vectors)
         if alone:
             for (n, slot, _), vector in zip(alone, self.embed([text for _, _, text in alone])):
-                found[n][slot] = vector
-        return [_normalised(np.vstack(vectors)) for vectors in found]
+                results[n][slot] = vector
+        return [_normalised(np.vstack(vectors)) for vectors in results]
+
+    def untruncated_tokenizer(self):
+        """The tokenizer without truncation (a long text is cut into windows by `embed_parts`, not cut off)."""
+        if self._untruncated is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_file()))
+            tokenizer.no_padding()
+            tokenizer.no_truncation()
+            self._untruncated = tokenizer
+        return self._untruncated
+
+    def _specials(self) -> tuple[int, int]:
+        """The ids the model's input starts and ends with ([CLS] and [SEP]; <s> and </s>)."""
+        ids = self.untruncated_tokenizer().encode("", add_special_tokens=True).ids
+        return int(ids[0]), int(ids[-1])
+
+    def _run(self, session: Any, runs: list[np.ndarray]) -> list[np.ndarray]:
+        """Each token-id sequence's last hidden states, in order, in batches of like lengths (padding cut off)."""
+        order = sorted(range(len(runs)), key=lambda i: len(runs[i]))
+        found: list = [None] * len(runs)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            width = max(len(runs[i]) for i in batch)
+            ids = np.full((len(batch), width), self.padding[0], dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                ids[row, :len(runs[i])] = runs[i]
+                mask[row, :len(runs[i])] = 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
+            for row, i in enumerate(batch):
+                found[i] = hidden[row, :len(runs[i])]
+        return found
+
+
+def window_bounds(start: int, end: int, cuts: list[int], room: int) -> list[tuple[int, int]]:
+    """Token ranges covering [start, end): each at most `room` tokens, ending at one of `cuts` (where a part ends)
+    when one is in reach, else cut at `room`."""
+    room = max(1, room)
+    found, at = [], start
+    cuts = sorted({c for c in cuts if start < c <= end} | {end})
+    while at < end:
+        limit = min(end, at + room)
+        reach = bisect.bisect_right(cuts, limit) - 1  # the last part's end within reach …
+        stop = cuts[reach] if reach >= 0 and cuts[reach] > at else limit  # … or a cut inside a long part
+        found.append((at, stop))
+        at = stop
+    return found
 
 
 class OpenAIEmbedder:

@@ -56,12 +56,13 @@ import atexit
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memory.clock import utcnow
 from memory.db import Database
 from memory.followup import FollowUp
 from memory.retrieval.caches import EmbeddingCache, RetrievalCaches, record_texts
@@ -80,7 +81,7 @@ log = logging.getLogger(__name__)
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 class MemoryIndex:

@@ -59,6 +59,7 @@ class WriteJournal:
         self.pending: dict[str, tuple[np.ndarray | None, dict[str, Any]]] = {}
         self.pending_deletes: set[str] = set()
         self.pending_head = 0  # the journal position the pending writes bring Chroma to
+        self._progress_chars = 0  # characters of the items a bulk sync (`progress`) has embedded so far
         self.flushed_at = time.monotonic()
         self.written: dict[int, str] = {}  # item id -> digest of the texts its vectors were made from (this process)
         self._replaying = threading.Lock()  # one replay at a time: the journal's order, nothing embedded twice
@@ -74,6 +75,7 @@ class WriteJournal:
         if not self._replaying.acquire(blocking=wait):
             return 0
         try:
+            self._progress_chars = 0
             changed = self._replay(progress)
         finally:
             self._replaying.release()
@@ -217,5 +219,7 @@ class WriteJournal:
                     self.flush()  # stays where it was until everything is written)
             if progress and (len(fresh) > batch or total):
                 done = done_before + min(len(fresh), start + batch)
-                log.info("indexed %d/%d memories (%.0f/s)", done, total or len(fresh),
-                         (done) / max(1e-6, time.monotonic() - started))
+                self._progress_chars += sum(len(item.text or "") for item in part_items)
+                seconds = max(1e-6, time.monotonic() - started)
+                log.info("indexed %d/%d memories (%.0f/s, %.0f characters/s)", done, total or len(fresh),
+                         done / seconds, self._progress_chars / seconds)

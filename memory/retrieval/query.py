@@ -94,6 +94,26 @@ def subjects(text: str, named: list[str]) -> list[str]:
     return named[:1]
 
 
+_SELF = re.compile(r"(?:\b(?:i|me|my|mine|myself|i['’](?:m|ve|d|ll))\b|(?<!\w)(?:я|меня|мне|мной|мой|моя|моё|мое|мои|"
+                   r"моего|моей|моих|себя)(?!\w)|私|僕|俺)", re.IGNORECASE)
+
+
+_ADDRESSEE = re.compile(r"(?:\b(?:you|your|yours|yourself|you['’](?:ve|d|ll|re))\b|(?<!\w)(?:ты|тебя|тебе|тобой|твой|твоя|"
+                        r"твоё|твое|твои|вы|вас|вам|вами|ваш|ваша|ваше|ваши)(?!\w)|あなた|君)", re.IGNORECASE)
+_REQUEST = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you|please)\b", re.IGNORECASE)  # "can you tell me …": a request
+
+
+def speaks_of_self(text: str) -> bool:
+    """Whether a query speaks of its asker in the first person singular ("what did I say", "мой", "私")."""
+    return _SELF.search(text) is not None
+
+
+def speaks_to_addressee(text: str) -> bool:
+    """Whether a query speaks of the one it asks in the second person ("what did you recommend?"), besides asking
+    them to do something ("Can you summarise …" is a request, not a question about their words)."""
+    return _ADDRESSEE.search(_REQUEST.sub("", text, count=1)) is not None
+
+
 def first_person(text: str, author: str) -> str:
     """`text` as `author` would have said it: "What did Caroline research?" -> "Caroline: What did I research?"."""
     name = re.escape(author)
@@ -156,11 +176,31 @@ def asks_something(text: str) -> bool:
     return text.rstrip().endswith("?")
 
 
+_CLAUSE = re.compile(r"\s*[,;:\u2014\u2013]\s+|\s+-\s+")
+_INTERROGATIVE = re.compile(
+    r"^(?:what|how|why|when|where|which|who|whom|whose|is|are|was|were|am|do|does|did|can|could|would|will|should|"
+    r"shall|may|might|must|have|has|had|isn['’]t|aren['’]t|don['’]t|doesn['’]t|didn['’]t|won['’]t|any|anything|or|"
+    r"что|как|почему|зачем|когда|где|куда|откуда|какой|какая|какое|какие|кто|чем|сколько|можно|ли)\b", re.IGNORECASE)
+
+
+def asking_clause(sentence: str) -> str:
+    """The part of a question sentence that asks: from the last clause that opens with a question word ("I prefer a
+    balanced approach, using AI but keeping oversight, what do you think?" → "what do you think?"); the whole
+    sentence when no later clause does."""
+    clauses = _CLAUSE.split(sentence)
+    for n in range(len(clauses) - 1, 0, -1):
+        if _INTERROGATIVE.match(clauses[n]):
+            return " ".join(clauses[n:])
+    return sentence
+
+
 def asking_share(text: str) -> float:
-    """How much of a text that ends with a question only asks: the share of its sentences that are questions ("Is
-    it far?" 1; "The studio is in Lisbon. Does daylight saving matter?" 0.5: it also states where); 0 when it does
-    not end with one."""
+    """How much of a text that ends with a question only asks: the share of its words in what its question
+    sentences ask ("Is it far?" 1; "The studio is in Lisbon. Does daylight saving matter?" 0.5: it also states
+    where; "I moved to Lisbon in May, how is the weather?" 0.4); 0 when it does not end with one."""
     if not asks_something(text):
         return 0.0
     parts = sentences(text) or [text]
-    return sum(1 for p in parts if p.rstrip().endswith("?")) / len(parts)
+    words = sum(len(p.split()) for p in parts)
+    asking = sum(len(asking_clause(p).split()) for p in parts if p.rstrip().endswith("?"))
+    return asking / max(1, words)

@@ -15,9 +15,16 @@ class RetrievalSettings(BaseModel):
 
     dense_weight: float = Field(default=0.7, ge=0, le=1)  # dense vs BM25 share of the fused score
     best_vector_weight: float = Field(default=0.6, ge=0, le=1)  # best sentence vs whole item in the dense score
+    # the best vector measured against chance: in standard deviations above the corpus's similarities to the query,
+    # less what the best of that many vectors reaches by chance (ranker.expected_best), so a long text's many
+    # parts do not lift it over a short one's few (false: raw cosine similarities)
+    part_chance: bool = True
     author_boost: float = Field(default=1.0, ge=0)
     neighbour_weight: float = Field(default=0.2, ge=0)
     answer_weight: float = Field(default=0.3, ge=0)  # a reply inherits this share of the score of the question it answers
+    # … times the question's length over the reply's when the reply is longer (ranker.balance; off: whatever their
+    # lengths)
+    answer_balance: bool = True
     # an item that asks (ends with "?") tells less than a reply: this much lower, times the share of its sentences
     # that ask (a turn that also states something is partly evidence: in a project chat the human's questions are)
     question_penalty: float = Field(default=0.6, ge=0)
@@ -40,6 +47,14 @@ class RetrievalSettings(BaseModel):
     # a query naming several authors: each one's items are scored against the query in their first person, and
     # the authors it asks about get the boost (off: only a query naming exactly one author is read for it)
     each_author_query: bool = True
+    # a query in its asker's first person ("what did I…", Query.asker) is about the asker's items, as if it named them
+    asker_query: bool = True
+    # BM25's shape of an item (memory/retrieval/lexical.py `Shape`): its neighbours' words weigh at most
+    # `context_cap` × its own length (None: half a word each, however long they are), and an item longer than
+    # `passage_tokens` own tokens scores as its best passage (None: as one document)
+    context_cap: float | None = Field(default=1.0, ge=0)
+    passage_tokens: int | None = Field(default=None, ge=8)
+    context_floor: int = Field(default=0, ge=0)
     candidates: int = Field(default=100, ge=1)
     sample_size: int = Field(default=2048, ge=16)
     lexical_postings: int = Field(default=4000, ge=100)  # the most postings a query's full-text candidate search reads

@@ -34,7 +34,8 @@ from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import MemoryItem, utcnow
+from memory.models import MemoryItem
+from memory.clock import utcnow
 from memory.repositories import Repos
 from memory.text import tokenize
 

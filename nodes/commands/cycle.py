@@ -7,13 +7,11 @@ command's exactly-once record; the loop driver and prepare_context read them eve
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from managers import Managers
 from managers.loop import LoopError
-from memory import Repos
 from nodes.commands.args import Args, Id, Priority, Ref, SearchText, Seconds, Word, Words, lowered, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -65,12 +63,6 @@ class ConcentrationArgs(Args):
 
 class SwitchArgs(Args):
     on: bool = Field(True, validation_alias=names("on", "value"))
-
-
-def load_cycle(repos: Repos, thread_id: str) -> dict[str, Any]:
-    """The thread's cycle settings (managers/loop.py); kept for the executor (nodes/steps/s12) until it asks the
-    manager itself."""
-    return Managers(repos).loop.cycle(thread_id)
 
 
 @FAMILY.command("cycle.pause", '{"seconds": 30}  (pause between ticks; 0 = none)', args=PauseArgs, effect="write_self", aliases=('pause',))

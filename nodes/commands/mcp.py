@@ -16,7 +16,7 @@ from pydantic import Field, StringConstraints
 
 from managers.errors import Refused
 from managers.mcp import no_servers, server_spec, timeout_of
-from nodes import provenance
+from memory import provenance
 from nodes.commands.args import Args, Word, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg

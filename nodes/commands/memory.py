@@ -10,7 +10,7 @@ from pydantic import Field
 from managers.memory import SearchUnavailable
 from memory.retrieval.index import Hit
 from memory.updates import version_note, when_label
-from nodes import provenance
+from memory import provenance
 from nodes.commands.args import Args, Days, Limit, Ref, SearchText, TopK, Word, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg

@@ -7,7 +7,7 @@ the peer's waiting A2A task, or waits in the outbox until the peer is reachable.
 People and peers by name were added with the owner's approval (`users.add`, `agents.add`), so writing to them is the
 persona's own act; an agent named only by its URL is one nobody approved: that message is `external` (consent).
 From a tick that read untrusted text, a message goes at once only as a reply — to someone who wrote in that tick or
-wrote that text; to anyone else the owner decides, the source shown (`relay`, nodes/commands/consent.py).
+wrote that text; to anyone else the owner decides, the source shown (`relay`, managers/consent.py).
 
 An answer to a peer's waiting A2A task may ask back (`ask`: the task waits for the peer's answer), decline the task
 (`decline`), be a plain message rather than a task's result (`plain`), and carry a structured result (`data`, JSON) and

@@ -7,7 +7,7 @@ from pydantic import Field, model_validator
 from memory.models import Note
 from managers.errors import NotFound
 from memory.tiers import TierError
-from nodes import provenance
+from memory import provenance
 from nodes.commands.mesh import mesh_off
 from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names
 from nodes.commands.model import Command

@@ -1,7 +1,8 @@
 """What a command is: its spec (type, handler, usage, aliases and — required — its effect), the context a handler
 runs in, and what it returns.
 
-Effects, weakest first (the privilege model; the gate in consent.py reads them, never a family name or alias):
+Effects, weakest first (the privilege model; the gate, managers/consent.py, reads them, never a family name or
+alias):
 - `read`: looks, and keeps only bookkeeping (read marks, last-used times);
 - `write_self`: adds to or edits the persona's own records (notes, diary, tasks, goals, llm_memory…);
 - `modify_self`: changes what the persona is or discards what it had — identity, a core-memory rewrite, the
@@ -10,7 +11,7 @@ Effects, weakest first (the privilege model; the gate in consent.py reads them, 
 `modify_self` and `external` need the validators' consensus (+2), or, with no validators, the human's approval.
 A spec may raise a command's effect for particular arguments (`escalate`), never lower it.
 
-Besides its effect a spec may say what the consent gate must also know (nodes/commands/consent.py):
+Besides its effect a spec may say what the consent gate must also know (managers/consent.py):
 - `prompt_tier`: it writes a tier shown in every prompt (core memory, a notepad, strategies, scripts, config, who is
   trusted): from a tick that read untrusted text it waits for the owner;
 - `relay`: it speaks as the persona to someone (messages.send, mesh.send): from a tick that read untrusted text it
@@ -26,20 +27,18 @@ import builtins
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from typing_extensions import NotRequired, TypedDict
 
 from managers import ManagerDeps, Managers
 from managers.audience import ALONE, Audience
+from managers.consent import EFFECTS, PRIVILEGED, Asked, Effect
 from memory import Repos
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
-from nodes.provenance import Source
+from memory.provenance import Source
 
-Effect = Literal["read", "write_self", "modify_self", "external"]
-EFFECTS: tuple[Effect, ...] = ("read", "write_self", "modify_self", "external")
-PRIVILEGED: frozenset[str] = frozenset({"modify_self", "external"})
 
 
 @dataclass
@@ -64,7 +63,7 @@ class CommandContext:
         services = self.services
         return Managers(self.repos, ManagerDeps(settings=self.settings, clock=lambda: self.now,
                                                 memory=getattr(services, "memory", None),
-                                                llms=getattr(services, "llms", None)), audience=self.audience)
+                                                llms=getattr(services, "llms", None)), actor=self.audience)
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -80,7 +79,7 @@ class CommandResult:
     status: str = "executed"  # executed | failed
     show: bool = False  # also put the output in process_log, for the next tick's context
     thread_id: str | None = None  # the thread whose process_log shows it (default: the command's own)
-    sources: list[Source] = field(default_factory=list)  # untrusted text in `output` (nodes/provenance.py)
+    sources: list[Source] = field(default_factory=list)  # untrusted text in `output` (memory/provenance.py)
 
 
 class Addressee(TypedDict):
@@ -111,7 +110,7 @@ class CommandSpec:
     # the consent gate (nothing waits for an approval it could never use)
     unavailable: Callable[[Any], str | None] | None = None
     # the tier shown in every prompt that it writes (core memory, a notepad, strategies, scripts): from a tick
-    # whose prompt held untrusted text it waits for the owner (nodes/provenance.py)
+    # whose prompt held untrusted text it waits for the owner (memory/provenance.py)
     prompt_tier: str | None = None
     # whom it speaks to as the persona (None: nobody it can name, e.g. bad arguments; the handler says so)
     relay: Callable[[Command, CommandContext], Addressee | None] | None = None
@@ -140,6 +139,10 @@ class CommandSpec:
         if raised is not None and EFFECTS.index(raised) > EFFECTS.index(self.effect):
             return raised
         return self.effect
+
+    def asked(self, args: dict[str, Any]) -> Asked:
+        """What the consent gate is asked when it runs with `args` (managers/consent.py)."""
+        return Asked(self.type, self.effect_for(args), prompt_tier=self.prompt_tier, owner_only=self.owner_only)
 
     @property
     def family(self) -> str:

@@ -2,7 +2,7 @@
 notes synced into the knowledge base, Git repositories read — each reaches outside the process, so each is
 `external` and waits for the owner's approval (or a standing one: consent.auto_approve). What they bring is data:
 it goes to the process log with its source (a page's address, a repository's path) and reaches the next prompt
-fenced as data, untrusted (nodes/provenance.py). The persona's own file history (`persona.history`) is its own:
+fenced as data, untrusted (memory/provenance.py). The persona's own file history (`persona.history`) is its own:
 read at once."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from managers.vault import VaultError
-from nodes import provenance
+from memory import provenance
 from nodes.commands.args import Args, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg

@@ -19,7 +19,7 @@ from pydantic import Field, StringConstraints, field_validator
 
 from managers.world import WorldError
 from memory.models import Feed
-from nodes import provenance
+from memory import provenance
 from nodes.commands.args import Args, Label, Ref, SearchText, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg

@@ -97,7 +97,7 @@ def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, 
     task_id = getattr(runtime.execution_info, "task_id", None) or uuid.uuid4().hex
     needs_history = "history" in referenced_names(node.prompt) | referenced_names(node.system or "")
     with services.db.unit() as repos:
-        repos.threads.ensure(thread_id, persona=services.persona.name, playbook=playbook, origin="root")
+        services.managers.over(repos).threads.ensure_root(thread_id, persona=services.persona.name, playbook=playbook)
         window = thread_window(services, repos, thread_id)
         history = render_timeline(repos, thread_id) if needs_history else []
     count = services.llms.primary().count_tokens
@@ -117,9 +117,9 @@ def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, 
     value: Any = parse_structured(gen.text) if node.json_schema else gen.text.strip()
     if node.record:
         content = json.dumps(value, ensure_ascii=False) if node.json_schema else value
-        with services.db.unit() as repos:
-            repos.messages.upsert(f"step:{thread_id}:{task_id}", thread_id=thread_id, tick=state.tick,
-                                  kind="step", role="assistant", content=content, llm_id=gen.llm_id,
-                                  meta={"node": node.id, "playbook": playbook, "purpose": node.purpose,
-                                        "prompt_tokens": gen.prompt_tokens, "window": window, "dropped": drops})
+        with services.managers.unit() as house:
+            house.threads.record_step(f"step:{thread_id}:{task_id}", thread_id=thread_id, tick=state.tick,
+                                      role="assistant", content=content, llm_id=gen.llm_id,
+                                      meta={"node": node.id, "playbook": playbook, "purpose": node.purpose,
+                                            "prompt_tokens": gen.prompt_tokens, "window": window, "dropped": drops})
     return {"vars": {node.output: value}}

@@ -140,7 +140,7 @@ def drift_trust(services: Services, votes: list[Vote], rating: float, thread_id:
     if len(counted) < 2:
         return excluded
     settings = services.settings.reflexes
-    with services.db.unit() as repos:
+    with services.managers.unit() as house:
         for given, vote in counted:
             entry = services.llms.entry(vote["id"])
             before = float(entry.get("trust_score", 1.0))
@@ -149,11 +149,11 @@ def drift_trust(services: Services, votes: list[Vote], rating: float, thread_id:
                           else max(before, min(1.0, before + settings.trust_recovery)), 4)
             entry["trust_score"] = after
             vote["trust_after"] = after
-            repos.llm_registry.upsert(vote["id"], trust_score=after)
+            house.models.set_trust(vote["id"], after)
             if before >= settings.min_trust > after:
                 line = (f"validator {vote['id']} excluded: trust {after:.2f} fell below {settings.min_trust} (voted "
                         f"{given:+d} against a consensus of {rating:+.2f})")
-                repos.processes.add("validation.trust", line, status="warning", thread_id=thread_id)
+                house.loop.log("validation.trust", line, status="warning", thread_id=thread_id)
                 excluded.append(line)
     return excluded
 

@@ -94,8 +94,8 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
         log.exception("Stelis thread %s failed", child_id)
         result = close_thread(services, child_id, status="aborted", error=f"{type(exc).__name__}: {exc}"[:2000])
     else:
-        with services.db.unit() as repos:
-            row = repos.threads.get(child_id)
+        with services.managers.reading() as house:
+            row = house.threads.get(child_id)
             still_running = row is not None and row.status == "running"
         result = (close_thread(services, child_id, status="completed", generate=False) if still_running
                   else StelisResult.of(row or thread, window))  # as the child left it

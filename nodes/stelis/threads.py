@@ -22,8 +22,8 @@ import i18n
 from managers.owners import owner_alive, process_token
 from memory import Repos
 from memory.models import Thread
-from memory.repositories import TIMELINE_KINDS, anchor_key
-from managers import ManagerDeps, Managers  # the thread rules (managers/threads.py); its names are re-exported here
+from memory.repositories import TIMELINE_KINDS
+from managers import Managers  # the thread rules (managers/threads.py); its names are re-exported here
 from nodes.context import Services
 from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
@@ -67,32 +67,25 @@ def thread_window(services: Services, repos: Repos, thread_id: str, thread: Any 
     a root's lineage is itself (1.0), so then no lineage query."""
     if thread is not None and thread.parent_id is None:
         return services.window_tokens(1.0)
-    return services.window_tokens(repos.threads.ratio_product(thread_id))
+    return services.window_tokens(services.managers.over(repos).threads.ratio(thread_id))
 
 
 # -- active thread of a root (threads the persona opened with `stelis.start`) -------------------
 
-def active_thread(repos: Repos, root_id: str) -> str:
+def active_thread(services: Services, repos: Repos, root_id: str) -> str:
     """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
-    current = repos.config.active_thread(root_id) or root_id
-    while current != root_id:
-        thread = repos.threads.get(current)
-        if thread is not None and thread.status == "running":
-            return current
-        current = thread.parent_id if thread is not None and thread.parent_id else root_id
-    return root_id
+    return services.managers.over(repos).threads.active(root_id)
 
 
-def set_active_thread(repos: Repos, root_id: str, thread_id: str) -> None:
-    Managers(repos).threads.set_active(root_id, thread_id)
+def set_active_thread(services: Services, repos: Repos, root_id: str, thread_id: str) -> None:
+    services.managers.over(repos).threads.set_active(root_id, thread_id)
 
 
 # -- lifecycle ------------------------------------------------------------------------------------
 
 def managers_of(services: Services, repos: Repos) -> Managers:
     """The managers over `repos` with what the tick's services hold (settings, clock, models, memory)."""
-    return Managers(repos, ManagerDeps(settings=services.settings, clock=services.clock, memory=services.memory,
-                                       llms=services.llms))
+    return services.managers.over(repos)
 
 
 def open_thread(services: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,
@@ -160,24 +153,18 @@ def close_thread(services: Services, thread_id: str, *, status: str, error: str 
 
 def recover_orphans(services: Services, notify: Callable[[str], None] | None = None) -> list[StelisResult]:
     """Abort every child thread left running by a process that is gone; chronicle and anchor each one."""
-    with services.db.unit() as repos:
-        orphans = [(t.id, t.owner, t.parent_id, t.label, t.tick) for t in repos.threads.running_children()
-                   if t.origin != "task" and t.owner != process_token() and not owner_alive(t.owner)]
-        # task sub-cycles are not aborted: graph/task_cycles.py resumes them from their checkpoint
+    with services.managers.reading() as house:
+        orphans = house.threads.orphans(process_token(), owner_alive)
     results = []
-    for thread_id, owner, parent_id, label, tick in orphans:
+    for orphan in orphans:
+        thread_id = orphan.id
         if notify:
             notify(f"aborting Stelis thread {thread_id} left running by a stopped process; writing its chronicle")
-        reason = f"the process running it ({owner or 'unknown'}) stopped before it finished"
+        reason = f"the process running it ({orphan.owner or 'unknown'}) stopped before it finished"
         chronicle = write_chronicle(services, thread_id)
         with services.db.unit() as repos:
             result = finish_thread(services, repos, thread_id, status="aborted", chronicle=chronicle, error=reason)
-            if repos.messages.anchor_for(thread_id) is None:
-                repos.messages.upsert(anchor_key(thread_id), thread_id=parent_id, tick=tick, kind="stelis_anchor",
-                                      role="system", content=f'Stelis thread "{label}" ({thread_id})',
-                                      meta={"child": thread_id, "label": label})
-            repos.processes.add("stelis", f'Stelis thread "{label}" ({thread_id}) was aborted: {reason}.',
-                                status="warning", thread_id=parent_id)
+            services.managers.over(repos).threads.aborted(orphan, reason)
         log.warning("aborted orphaned Stelis thread %s: %s", thread_id, reason)
         results.append(result)
     return results

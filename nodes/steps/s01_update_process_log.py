@@ -36,11 +36,11 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
         if current is not None and current.origin in ("playbook", "task"):
             thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
         else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
-            thread_id = active_thread(repos, root)
+            thread_id = active_thread(services, repos, root)
         tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
         started = repos.ticks.start(thread_id, tick, mode)
         while (started.summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
-            quarantine_tick(repos, thread_id, tick, step=None, error=(
+            quarantine_tick(services.managers.over(repos), thread_id, tick, step=None, error=(
                 f"started {MAX_TICK_STARTS} times without finishing: the process died each time"))
             tick += 1
             started = repos.ticks.start(thread_id, tick, mode)

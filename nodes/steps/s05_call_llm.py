@@ -20,12 +20,8 @@ any other). No note, or a thought that already answered: no call.
 from __future__ import annotations
 
 import logging
-import os
 from contextlib import nullcontext
-import signal
-import time
 from functools import cache
-from pathlib import Path
 from typing import Any, cast
 
 from langgraph.runtime import Runtime
@@ -174,30 +170,9 @@ def _answer(state: TickState, services: Services, generate: Any, summary: dict[s
         repos.ticks.keep_answer(state.thread_id, state.tick, cast("dict[str, Any]", answer), summary=summary)
         if gen.failed_over_from or state.degraded_ticks:
             _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
-    fault_after_answer_kept()
     if summary is not None:
         services.reads.put(state.thread_id, state.tick, TICK_SUMMARY, {**summary, "answer": answer})
     return answer
-
-
-# Test-only fault injection (tests/integration/test_kill_after_answer.py): with this variable set to a directory,
-# the process writes `answer_kept` there once a tick's answer is kept, waits (at most KILL_WAIT_S) for the test to
-# write `kill` there, then SIGKILLs itself — a `kill -9` at exactly that point. Unset (always, outside that test),
-# it does nothing.
-TEST_KILL_AFTER_ANSWER_KEPT = "ANIMA_TEST_KILL_AFTER_ANSWER_KEPT"
-KILL_WAIT_S = 120.0
-
-
-def fault_after_answer_kept() -> None:
-    """The test hook (above): inert unless ANIMA_TEST_KILL_AFTER_ANSWER_KEPT is set."""
-    where = os.environ.get(TEST_KILL_AFTER_ANSWER_KEPT)
-    if not where:
-        return
-    (Path(where) / "answer_kept").touch()
-    deadline = time.monotonic() + KILL_WAIT_S
-    while not (Path(where) / "kill").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _bounded(gen: Generation, max_chars: int) -> tuple[str, list[dict[str, Any]], list[str]]:

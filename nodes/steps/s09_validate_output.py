@@ -8,7 +8,7 @@ votes agree too little come from nodes/reflexes/validation.py. A thought of low 
 (HMP: "low novelty → filter ideas harder").
 An output rated at or below the ethics policy's `violation_at` is a violation (persona/ethics.py). What a
 command then needs — the general threshold, +2 for modify_self/external, or the human — is the consent gate's
-business (nodes/commands/consent.py).
+business (managers/consent.py).
 
 The cognitive diary gets only summaries and exceptions (HMP): the validators' metrics every
 `reflexes.validation_summary_every` ticks, a conflict the weighted majority decided, a validator excluded for drift,
@@ -28,7 +28,6 @@ from langgraph.runtime import Runtime
 
 import i18n
 from llm import LLMUnavailable, Sampling
-from managers import ManagerDeps, Managers
 from nodes.attention import waiting
 from nodes.context import AnimaContext, Services, services_of
 from nodes.reflexes.prompts import VALIDATION_PROMPT, VALIDATION_SCHEMA
@@ -129,7 +128,7 @@ def _record(services: Services, state: TickState, report: ValidationReport, *, v
         return
     thread_id, tick, rating = state.thread_id, state.tick, report.get("rating")
     with services.db.unit() as repos:
-        house = Managers(repos, ManagerDeps(settings=services.settings))
+        house = services.managers.over(repos)
         if violation:
             policy = ethics.violation_policy
             mean = report["mean"]

@@ -15,7 +15,6 @@ from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
-from managers import ManagerDeps, Managers
 from managers.audience import Audience
 from memory import Repos
 from memory.store import record_turn
@@ -60,7 +59,7 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
         # what a human said became a conversation memory when it came in (managers/conversation.py, the one way in);
         # a note that came by another path (an older version, a tool writing the table) is remembered now
         if state.incoming_note_ids:
-            Managers(repos, ManagerDeps(settings=services.settings)).conversation.remember_unrecorded(
+            services.managers.over(repos).conversation.remember_unrecorded(
                 repos.notes.many(state.incoming_note_ids))
         row_id = write(
             f"{key}:response",

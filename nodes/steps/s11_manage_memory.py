@@ -15,7 +15,6 @@ from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
 from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
-from managers import Managers
 from managers.abstracts import AUTOMATIC_TRIGGERS, delivery
 from nodes.attention import waiting
 from nodes.context import CYCLE, AnimaContext, services_of
@@ -34,7 +33,7 @@ def manage_memory(state: TickState, runtime: Runtime[AnimaContext],
     with services.db.unit() as repos:
         repos.config.preload_memory_upkeep(thread_id)
         cycle = services.reads.get(thread_id, tick, CYCLE,
-                                   lambda: Managers(repos).loop.context_cycle(thread_id, services.settings))
+                                   lambda: services.managers.over(repos).loop.context_cycle(thread_id))
         manual = delivery(cycle, services.settings) == "manual"
         if every > 0 and tick > 0 and tick % every == 0 and not manual and pending_request(repos, thread_id) is None:
             request_abstract(repos, thread_id, "every_n", f"tick {tick}")

@@ -3,11 +3,11 @@ then close the tick.
 
 Each command runs in its own transaction together with its `executed_commands` row (unique `thread:tick:cmd_id`),
 so after a kill the re-run step skips what already committed and runs the rest. The consent gate
-(nodes/commands/consent.py) decides from the command's declared effect: run, park for the human's approval, or
+(managers/consent.py) decides from the command's declared effect: run, park for the human's approval, or
 refuse (stored as `unvalidated`/`blocked`, not run). A failing handler rolls its effect back and is recorded as
 `failed`; it never crashes the tick. Events such as messages to the human go to the stream only after commit.
 
-Provenance follows what it taints (nodes/provenance.py, memory/taint.py): from a tick whose prompt held untrusted
+Provenance follows what it taints (memory/provenance.py, memory/taint.py): from a tick whose prompt held untrusted
 text, every memory row a command writes keeps the tick's sources, and so does the thought itself (but for what
 reached the prompt only through an earlier thought); a command's result that shows a tainted row carries its
 sources to the prompt that shows the result. What the owner approved runs clean.
@@ -23,10 +23,8 @@ from sqlalchemy.exc import IntegrityError
 
 from managers.audience import ALONE, Audience
 from memory.taint import tainted, tracking_reads
-from nodes import provenance
+from memory import provenance
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
-from nodes.commands.consent import audit, decide, park
-from nodes.commands.cycle import load_cycle
 from nodes.commands.spec import CommandSpec
 from nodes.commands.thoughts import SELF_ERROR, flags_this_thought
 from nodes.context import CYCLE, AnimaContext, Services, services_of
@@ -78,7 +76,7 @@ def end_simulation(services: Services, state: TickState) -> dict[str, Any] | Non
         parent_id, label = thread.parent_id, thread.label
     result = close_thread(services, thread.id, status="completed")
     with services.db.unit() as repos:
-        set_active_thread(repos, state.root_thread or parent_id, parent_id)
+        set_active_thread(services, repos, state.root_thread or parent_id, parent_id)
         repos.processes.add("stelis.simulation", f"the rehearsal “{label}” ended after "
                             f"{services.settings.reflexes.simulation_ticks} thoughts; its chronicle is in {parent_id}",
                             status="ok", thread_id=parent_id)
@@ -186,17 +184,19 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
                 return {**base, "status": "refused", "result": refusal}, []
             ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id,
                            audience)
-            verdict = decide(spec, cmd, dict(state.validation), services.settings, state.untrusted,
-                             _stranger(spec, cmd, ctx, state, repos))
+            consent = ctx.managers.consent
+            verdict = consent.decide(spec.asked(cmd.args), dict(state.validation), state.untrusted,
+                                     _stranger(spec, cmd, ctx, state, repos))
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
                 repos.commands.record(**record, status=status, result=verdict.reason)
-                audit(repos, verdict, cmd, decision="blocked", cmd_key=key, thread_id=thread_id, tick=state.tick,
-                      now=now)
+                consent.audit(verdict, type=cmd.type, decision="blocked", cmd_key=key, thread_id=thread_id,
+                              tick=state.tick, now=now)
                 return {**base, "status": status, "result": verdict.reason}, []
             if verdict.action == "park":
-                row, created = park(repos, cmd, verdict, root_thread=state.root_thread or thread_id, cmd_key=key,
-                                    thread_id=thread_id, tick=state.tick, now=now, settings=services.settings)
+                row, created = consent.park(verdict, cmd_key=key, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args,
+                                            description=cmd.description, thread_id=thread_id,
+                                            root_thread=state.root_thread or thread_id, tick=state.tick, now=now)
                 message = (f"waits for my human's approval (approval {row.id})" if created
                            else f"already waiting for my human's approval (approval {row.id})")
                 repos.commands.record(**record, status="pending_approval", result=message)
@@ -213,8 +213,8 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
             repos.commands.record(**record, status=result.status, result=result.output)
             if result.status == "executed":
                 ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
-            audit(repos, verdict, cmd, decision="executed", cmd_key=key, thread_id=thread_id, tick=state.tick,
-                  now=now)
+            consent.audit(verdict, type=cmd.type, decision="executed", cmd_key=key, thread_id=thread_id,
+                          tick=state.tick, now=now)
             committed = ctx.after_commit
             outcome: tuple[ExecutedCommand, list[dict[str, Any]]] = (
                 {**base, "status": result.status, "result": result.output}, ctx.events)
@@ -353,7 +353,7 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
         # what ran may have changed the cycle; otherwise it is as prepare_context read it
         cycle = services.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
         if cycle is None:
-            cycle = load_cycle(repos, state.thread_id)
+            cycle = services.managers.over(repos).loop.cycle(state.thread_id)
         repos.ticks.finish(
             state.thread_id, state.tick,
             status="degraded" if state.degraded else "ok",

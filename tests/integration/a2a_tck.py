@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from tests.integration.servers import ROOT, served_web_app
+from tests.fakes.managers import managers_over
 
 TCK_DIR = ROOT / "tests" / "vendor" / "a2a-tck"
 VENV = Path(os.path.expanduser("~/.cache/anima/a2a-tck"))
@@ -142,7 +143,7 @@ class Responder:
                         if time.monotonic() < due:
                             continue
                         try:
-                            Managers(repos).peers.send(row.peer_name, reply.text, thread_id="main", llm_id=None,
+                            managers_over(repos).peers.send(row.peer_name, reply.text, thread_id="main", llm_id=None,
                                                        now=datetime.now(timezone.utc), kind=reply.kind,
                                                        parts=reply.parts, note_id=row.note_id)
                             self.answered[reply.kind] += 1

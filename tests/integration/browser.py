@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.servers import ROOT, free_port
+from tests.fakes.managers import managers_over
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -145,7 +146,7 @@ def seed_pace(data_dir: Path, pause_s: float, thread: str = "main") -> None:
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            Managers(repos).loop.update_cycle(thread, pause_s=pause_s)
+            managers_over(repos).loop.update_cycle(thread, pause_s=pause_s)
     finally:
         db.close()
 

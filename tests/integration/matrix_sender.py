@@ -11,6 +11,8 @@ import os
 import signal
 import sys
 
+from channels.base import Channel, Outgoing
+from channels.kinds import build_channel
 from channels.runner import ChannelRunner
 from memory import Database
 from persona.settings import ChannelEntry, ChannelsSettings, Settings
@@ -23,11 +25,25 @@ def matrix_settings(homeserver: str, user_id: str, *, poll_wait_s: float = 1.0) 
                     channels=ChannelsSettings(entries=[entry], poll_wait_s=poll_wait_s, backoff_initial_s=0.2))
 
 
+def killed_after_send(entry: ChannelEntry) -> Channel:
+    """The real Matrix channel, whose process dies the moment Matrix has accepted a message (before the outbox can
+    record it)."""
+    channel = build_channel(entry)
+    send = channel.send
+
+    async def send_then_die(message: Outgoing) -> str:
+        platform_id = await send(message)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return platform_id
+
+    channel.send = send_then_die  # type: ignore[method-assign]
+    return channel
+
+
 def main() -> None:
     data_dir, homeserver, user_id = sys.argv[1:4]
     db = Database.open(data_dir)
-    runner = ChannelRunner(db, matrix_settings(homeserver, user_id),
-                           after_send=lambda row_id: os.kill(os.getpid(), signal.SIGKILL))
+    runner = ChannelRunner(db, matrix_settings(homeserver, user_id), factory=killed_after_send)
     asyncio.run(asyncio.wait_for(runner.run(), 120))
 
 

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from tests.integration.servers import ROOT, served_web_app
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 OWNER_TOKEN = "owner-token-" + "k" * 32
@@ -59,7 +60,7 @@ def door(tmp_path_factory):
     data.mkdir()
     db = Database.open(data)
     with db.unit() as repos:
-        m = Managers(repos)
+        m = managers_over(repos)
         m.peers.add("bob", a2a_url="http://127.0.0.1:9", added_by="owner")
         m.peers.add("alice", added_by="owner")
         tokens = {name: m.peers.issue_credential(name)[1] for name in ("bob", "alice")}
@@ -146,7 +147,7 @@ def persona_sends(door: dict, to: str, text: str) -> str:
     from managers import Managers
 
     with door["db"].unit() as repos:
-        return Managers(repos).peers.send(to, text, thread_id="main", llm_id=None, now=datetime.now(timezone.utc))[1]
+        return managers_over(repos).peers.send(to, text, thread_id="main", llm_id=None, now=datetime.now(timezone.utc))[1]
 
 
 # ---- a peer's credential opens A2A only; the owner's token does not open A2A ---------------------------------------
@@ -371,7 +372,7 @@ def test_an_approval_is_audited_with_the_door_and_credential_that_made_it(door):
     from managers import Managers
 
     with door["db"].unit() as repos:
-        second, _ = Managers(repos).consent.request(
+        second, _ = managers_over(repos).consent.request(
             cmd_key="t10-c1", cmd_id="c1", type="notepad.clear", args={}, effect="modify_self", description="",
             reason="it deletes memory", thread_id="main", root_thread="main", tick=10, now=NOW)
     status, detail = http(f"{door['url']}/api/approvals/{second.id}/approve", "POST", {"reason": "fine"},

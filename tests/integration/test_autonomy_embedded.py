@@ -24,6 +24,7 @@ from memory.note_kinds import NoteSource
 from nodes.state import TickState
 from nodes.steps.s12_execute_commands import run_one
 from persona.prose import is_prose
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +160,7 @@ def test_stop_export_and_revive_on_the_cli(tmp_path):
 def test_idle_is_woken_by_a_note_and_makes_no_llm_call_meanwhile(tmp_path):
     agent = real_agent(tmp_path)
     with agent.services.db.unit() as repos:
-        Managers(repos).loop.update_cycle("main", idle={"wake_on_note": True, "since": agent.services.clock().isoformat()})
+        managers_over(repos).loop.update_cycle("main", idle={"wake_on_note": True, "since": agent.services.clock().isoformat()})
     done = threading.Event()
     results = {}
 

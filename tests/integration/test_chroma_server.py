@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli import app
 from tests.fakes.llm import FakeLLM
 from memory import Database
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 from persona.settings import Overrides
 from tests.conftest import make_agent

@@ -14,7 +14,7 @@ import pytest
 
 from graph.agent import build_agent
 from llm.providers.llamacpp import EmbeddedLlamaCpp
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 
 pytestmark = pytest.mark.integration

@@ -23,6 +23,7 @@ from tests.integration.test_email_channel import ANIMA, ANN, ann_sends
 from tests.integration.test_telegram_channel import ANN as TG_ANN
 from tests.integration.test_telegram_channel import TOKEN, control
 from tests.unit.test_conversation import search
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
 ANIMA_PASSWORD = "anima-conv-pw"
@@ -43,7 +44,7 @@ def test_a_mail_is_found_by_memory_search_with_its_author(tmp_path: Path, monkey
         with agent.services.db.unit() as repos:
             from managers import Managers
 
-            people = Managers(repos).people
+            people = managers_over(repos).people
             people.add_identity(people.owner().id, "email", ANN)
         ann_sends(servers, "<conv-root@example.org>", "Lanterns", "The paper lanterns float on the river tonight.")
         run_until(ChannelRunner(agent.services.db, settings_with(entry)),
@@ -65,7 +66,7 @@ def test_a_telegram_message_is_found_by_memory_search_with_its_author(tmp_path: 
                              secret_env={"token": "MAILTG_TEST_TELEGRAM_TOKEN"})
         agent = make_agent(tmp_path, FakeLLM("fake"))
         with agent.services.db.unit() as repos:
-            people = Managers(repos).people
+            people = managers_over(repos).people
             tom = people.add("Tom", role="trusted")
             people.add_identity(tom.id, "telegram", str(TG_ANN["id"]))
         control(bot_api, "message", {"chat_id": TG_ANN["id"], "user": TG_ANN, "text": "The cobalt kite is stuck."})
@@ -124,7 +125,7 @@ def test_on_matrix_a_message_is_remembered_and_the_answer_to_the_owner_avoids_a_
     agent = make_agent(tmp_path, FakeLLM("fake", responses=lambda p: answer if "[note " in p else "A thought."),
                        )
     with agent.services.db.unit() as repos:
-        people = Managers(repos).people
+        people = managers_over(repos).people
         people.add_identity(people.owner().id, "matrix", accounts["ada"])
         eve = people.add("Eve", role="guest")
         people.add_identity(eve.id, "matrix", accounts["eve"])
@@ -154,7 +155,7 @@ def test_on_matrix_a_message_is_remembered_and_the_answer_to_the_owner_avoids_a_
 
         def sent() -> bool:
             with agent.services.db.unit() as repos:
-                rows = Managers(repos).channels.outbox()
+                rows = managers_over(repos).channels.outbox()
                 return any(r.state == "sent" and "spare key" in r.text for r in rows)
 
         run_deadline(sent, "the answer sent")

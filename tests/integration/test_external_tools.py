@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 from reach.browser import BrowserError, read_page
 from tests.fakes.llm import FakeLLM

@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.browser import http_json, screenshot
 from tests.integration.servers import ROOT, free_port, llama_cpp_server, served_web_app
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 
@@ -144,7 +145,7 @@ def test_controls_shows_quiet_hours_and_a_dreaming_persona_with_wake_up(page, ap
     database = Database.open(str(data_dir), None)
     try:
         with database.unit() as repos:
-            Managers(repos).loop.record_status("dreaming", now=datetime.now(timezone.utc), thread="main", pid=None)
+            managers_over(repos).loop.record_status("dreaming", now=datetime.now(timezone.utc), thread="main", pid=None)
         page.goto(web + "/controls")
         expect(page.get_by_test_id("quiet-hours")).to_contain_text("00:00-07:00")
         expect(page.get_by_test_id("loop-state")).to_have_text("dreaming")

@@ -1,5 +1,5 @@
-"""kill -9 late in a tick loses no note (issue 27, item 2): `run.py` against the scripted server, killed by the test hook
-in call_llm (ANIMA_TEST_KILL_AFTER_ANSWER_KEPT) right after the tick's answer is kept, with a note written by `run.py say`
+"""kill -9 late in a tick loses no note: `run.py` against the scripted server, killed (tests/integration/
+kill_after_answer.py wraps call_llm's answer) right after the tick's answer is kept, with a note written by `run.py say`
 between the model call and the kill. The restart reuses the answer for the note it saw; the late note stays unread and
 the next tick answers it. Deterministic: the hook waits for the test, the test waits for the hook (every wait is a
 hang guard, not a timing)."""
@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from memory import Database
-from memory.note_kinds import NoteSource
-from nodes.steps.s05_call_llm import TEST_KILL_AFTER_ANSWER_KEPT
 from tests.integration.servers import ROOT, finish, run_cli
 
 pytestmark = pytest.mark.integration
@@ -37,12 +35,12 @@ def say(data_dir: Path, text: str) -> None:
 
 
 def run_with_kill_hook(llm_url: str, data_dir: Path, hook: Path) -> subprocess.Popen:
-    """run_cli's `run.py`, with the test hook armed."""
+    """run_cli's `run.py`, killed once its tick's answer is kept (tests/integration/kill_after_answer.py)."""
     return subprocess.Popen(
-        [sys.executable, "run.py", "--llm-url", llm_url, "--model", "scripted", "--no-fallback", "--ticks", "1",
-         "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "tests.integration.kill_after_answer", str(hook), "--llm-url", llm_url, "--model",
+         "scripted", "--no-fallback", "--ticks", "1", "--data-dir", str(data_dir)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", TEST_KILL_AFTER_ANSWER_KEPT: str(hook)})
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"})
 
 
 def wait_for(path: Path, proc: subprocess.Popen) -> None:
@@ -88,7 +86,7 @@ def test_a_note_written_after_the_model_call_survives_a_kill_9_and_is_answered(s
     database = Database.open(data)
     try:
         with database.unit() as repos:
-            notes = {n.text: n for n in repos.notes.list(source=NoteSource.HUMAN_TERMINAL, limit=10)}
+            notes = {n.text: n for n in repos.notes.list(limit=10)}
             first = notes[FIRST].id
             assert not notes[FIRST].read and not notes[LATE].read
             assert repos.ticks.kept_answer("main", 1)["incoming_note_ids"] == [first]  # kept with the answer
@@ -105,7 +103,7 @@ def test_a_note_written_after_the_model_call_survives_a_kill_9_and_is_answered(s
     database = Database.open(data)
     try:
         with database.unit() as repos:
-            assert all(n.read for n in repos.notes.list(source=NoteSource.HUMAN_TERMINAL, limit=10))  # 0 notes lost
+            assert all(n.read for n in repos.notes.list(limit=10) if n.text in (FIRST, LATE))  # 0 notes lost
             assert [(t.tick, t.status) for t in repos.ticks.recent(5)] == [(1, "ok"), (2, "ok")]
             assert {m.tick for m in repos.messages.log("main") if m.role == "assistant"} == {1, 2}  # both answered
     finally:

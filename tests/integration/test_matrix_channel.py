@@ -21,6 +21,7 @@ from memory import Database
 from tests.integration.matrix_human import MatrixHuman
 from tests.integration.matrix_sender import matrix_settings
 from tests.integration.servers import ROOT
+from tests.fakes.managers import managers_over
 
 ANIMA_PASSWORD = "anima-pw"
 
@@ -44,7 +45,7 @@ def wait_for(check: Callable[[], object], timeout_s: float = 30, what: str = "")
 def persona_db(path: Path, owner_matrix_id: str) -> Database:
     db = Database.open(path)
     with db.unit() as repos:
-        people = Managers(repos).people
+        people = managers_over(repos).people
         people.add_identity(people.owner().id, "matrix", owner_matrix_id)
     return db
 
@@ -70,7 +71,7 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
 
         notes = wait_for(the_note, what="the owner's note")
         with db.unit() as repos:
-            owner = Managers(repos).people.owner()
+            owner = managers_over(repos).people.owner()
             assert [(n.text, n.author_id) for n in notes] == [("Good morning! What are the tides today?", owner.id)]
             assert "via:matrix" in notes[0].tags
             identity = repos.people.identity("matrix", accounts["ada"])
@@ -92,7 +93,7 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
 
         def the_request():
             with db.unit() as repos:
-                return Managers(repos).people.contact_requests()
+                return managers_over(repos).people.contact_requests()
 
         requests = wait_for(the_request, what="the stranger's contact request")
         with db.unit() as repos:
@@ -103,15 +104,15 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
 
         def drained():
             with db.unit() as repos:
-                return Managers(repos).channels.states()[0]["outbox_depth"] == 0
+                return managers_over(repos).channels.states()[0]["outbox_depth"] == 0
 
         wait_for(drained, what="the stranger's one line and the owner's notice sent")
         with db.unit() as repos:
-            rows = {r.idempotency_key.split(":")[0]: r for r in Managers(repos).channels.outbox()}
+            rows = {r.idempotency_key.split(":")[0]: r for r in managers_over(repos).channels.outbox()}
             assert "passed your message to my owner" in rows["stranger"].text  # one polite line, not a conversation
             assert rows["stranger"].recipient == accounts["eve"] and rows["stranger"].conversation is None
             assert rows["notice"].recipient == accounts["ada"] and rows["notice"].conversation == room  # theirs alone
-            states = Managers(repos).channels.states()
+            states = managers_over(repos).channels.states()
             assert [(s["channel"], s["state"], s["outbox_depth"]) for s in states] == [("matrix", "up", 0)]
     finally:
         runner.stop()
@@ -136,7 +137,7 @@ def test_a_kill_after_sending_neither_loses_nor_doubles(synapse, accounts, tmp_p
         identity = repos.people.identity("matrix", accounts["ada"])
         identity.conversation, identity.last_seen_at = room, repos.people.owners()[0].created_at
         identity.private_conversation = room  # a room of the two of them: where a message to Ada may go
-        m = Managers(repos)
+        m = managers_over(repos)
         row = m.channels.send(m.people.owner(), text, now=identity.last_seen_at)
         key = row.idempotency_key
     db.close()
@@ -175,11 +176,11 @@ def test_a_person_who_never_wrote_is_reached_in_a_direct_room(synapse, accounts,
     bo = synapse.register("bo", "bo-pw")
     db = persona_db(tmp_path / "data", accounts["ada"])
     with db.unit() as repos:
-        people = Managers(repos).people
+        people = managers_over(repos).people
         person = people.add("Bo", role="trusted")
         people.add_identity(person.id, "matrix", bo)
         people.update(person.id, preferred_channel="matrix")
-        row = Managers(repos).channels.send(person, "Hello Bo, Ada asked me to write.", now=person.created_at)
+        row = managers_over(repos).channels.send(person, "Hello Bo, Ada asked me to write.", now=person.created_at)
         assert row is not None and row.conversation is None
         key = row.idempotency_key
     runner = ChannelRunner(db, matrix_settings(synapse.url, accounts["anima"])).start()
@@ -213,7 +214,7 @@ def test_a_stranger_under_the_owners_display_name_is_flagged_as_an_impostor(syna
     mallory = synapse.register("mallory", "mallory-pw")
     db = persona_db(tmp_path / "data", accounts["ada"])
     with db.unit() as repos:
-        owner_name = Managers(repos).people.owner().name
+        owner_name = managers_over(repos).people.owner().name
     runner = ChannelRunner(db, matrix_settings(synapse.url, accounts["anima"])).start()
     try:
         async def poses_as_the_owner() -> None:
@@ -228,7 +229,7 @@ def test_a_stranger_under_the_owners_display_name_is_flagged_as_an_impostor(syna
 
         def the_request():  # (the persona's other rooms may hold other strangers' messages)
             with db.unit() as repos:
-                return [v for v in Managers(repos).people.request_views() if v.request.address == mallory]
+                return [v for v in managers_over(repos).people.request_views() if v.request.address == mallory]
 
         [view] = wait_for(the_request, what="Mallory's contact request")
         assert view.lookalike == f"its name reads as {owner_name}'s (owner)"

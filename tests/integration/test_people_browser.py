@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.integration.browser import screenshot
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
@@ -49,7 +50,7 @@ def test_people_page_add_a_person_and_accept_a_contact_request(page, served):
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            Managers(repos).channels.receive(Arrival(channel="matrix", platform_id="$eve1", sender="@eve:example.org",
+            managers_over(repos).channels.receive(Arrival(channel="matrix", platform_id="$eve1", sender="@eve:example.org",
                                                      sender_name="Eve", conversation="!r", text="hello, it's Eve",
                                                      sent_at=NOW), ChannelEntry(kind="matrix", name="matrix"), now=NOW)
     finally:
@@ -83,7 +84,7 @@ def test_controls_show_a_channels_state_live(page, served):
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:  # what the runner records when its homeserver does not answer
-            Managers(repos).channels.set_status("matrix", "backing_off", error="matrix: connection refused")
+            managers_over(repos).channels.set_status("matrix", "backing_off", error="matrix: connection refused")
     finally:
         db.close()
     row = page.locator("#channel-matrix")

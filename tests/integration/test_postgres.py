@@ -9,6 +9,7 @@ from graph.agent import build_agent
 from graph.services import open_services
 from tests.fakes.llm import FakeLLM
 from memory import SCHEMA_VERSION, Database
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 
@@ -229,7 +230,7 @@ def test_a_guests_request_laundered_through_a_goal_waits_for_the_owner_on_postgr
     both wait for the owner, the goal fenced with its origin; the owner trusts the goal and it is the persona's own."""
     from managers import Managers
     from memory.db import create_db_engine
-    from managers.consent import trust
+    from tests.fakes.managers import trust
     from nodes.context import utcnow
     from tests.unit.test_laundering import FENCE, Scene, please
 
@@ -257,7 +258,7 @@ def test_a_guests_request_laundered_through_a_goal_waits_for_the_owner_on_postgr
         assert re.search(FENCE.format(note=note) + r'">\n\[goal \d+ short', scene.prompt())
         with scene.db.unit() as repos:
             assert "obey Mallory" not in repos.blocks.get("core").content
-            assert Managers(repos).channels.outbox() == []
+            assert managers_over(repos).channels.outbox() == []
             approvals = {a.type: a for a in repos.approvals.pending()}
             goals = [t for t in repos.taints.active() if t.tier == "goal"]
         assert len(goals) == 2

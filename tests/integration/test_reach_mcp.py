@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.llm import FakeLLM
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 from tests.integration.servers import free_port, wait_port
 

@@ -14,7 +14,7 @@ import pytest
 
 from graph.loop.driver import run_loop
 from tests.fakes.llm import FakeLLM
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 from reach import sandbox
 

@@ -13,7 +13,7 @@ import pytest
 
 from graph.loop.driver import run_loop
 from tests.fakes.llm import FakeLLM
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 from tests.integration.world_server import world_server
 

@@ -12,7 +12,7 @@ from memory import Database
 from memory.retrieval.embeddings import LocalEmbedder
 from memory.retrieval.index import MemoryIndex
 from memory.store import record_turn
-from memory.text import chunks
+from memory.text import parts
 
 pytestmark = pytest.mark.integration  # bounded: the server starts within its timeouts, every query is local
 
@@ -166,7 +166,7 @@ def test_every_vector_is_stored_in_the_database_and_chroma_holds_the_whole_item_
     with db.unit() as repos:
         beagle = repos.items.find("message", "1:2")
         stored = repos.items.vectors.get(embedder.name, [beagle.id])[beagle.id]
-    assert stored.vectors.shape == (1 + len(chunks(beagle.text)), 384) and len(chunks(beagle.text)) == 2
+    assert stored.vectors.shape == (1 + len(parts(beagle.text)), 384) and len(parts(beagle.text)) == 2
     assert index.collection.count() == 8  # one record per memory
     whole = index.collection.get(ids=[str(beagle.id)], include=["embeddings"])["embeddings"][0]
     assert float(np.dot(whole, stored.vectors[0].astype(np.float32))) > 0.999
@@ -195,17 +195,80 @@ def test_the_corpus_sample_draws_live_documents_only(store):
 
 def test_late_chunked_sentence_vectors_stand_for_their_sentences(embedder):
     body = "I adopted a beagle puppy from the shelter. Work has been exhausting with deadlines."
-    whole, *sentences = embedder.embed_parts([("Ann: ", body, chunks(body))])[0]
+    whole, *sentences = embedder.embed_parts([("Ann: ", body, parts(body))])[0]
     assert len(sentences) == 2
     assert float(np.abs(whole - embedder.embed(["Ann: " + body])[0]).max()) < 1e-5  # the same pass as embed()
     dog, work = embedder.embed(["Ann: a dog from the animal shelter", "Ann: too much work and deadlines"])
     assert float(sentences[0] @ dog) > float(sentences[1] @ dog)
     assert float(sentences[1] @ work) > float(sentences[0] @ work)
-    long_body = "Filler words go here. " * 150 + "The lighthouse keeper retired in 1989."
-    parts = chunks(long_body)
-    vectors = embedder.embed_parts([("", long_body, parts)])[0]
-    alone = embedder.embed([parts[-1]])[0]  # past the 256-token window: encoded on its own
-    assert float(np.abs(vectors[-1] - alone).max()) < 1e-5
+
+
+def test_a_long_text_is_read_in_windows_one_pass_each_and_its_parts_pooled_in_them(embedder, monkeypatch):
+    """Past the model's 256 tokens a text is read in windows of whole sentences, each one pass (the prefix and
+    [CLS]/[SEP] in each): every part gets a vector from its own window, the whole one is the mean of all of them, and
+    the model reads each token once."""
+    body = " ".join(f"On day {n} of the trip we walked to the {place} and talked about {topic}."
+                    for n, (place, topic) in enumerate([("harbour", "boats"), ("market", "cheese"),
+                                                        ("museum", "painters"), ("old mill", "flour")] * 15, 1))
+    body += " The spare key to the boathouse is taped under the blue canoe."
+    found = parts(body)
+    session, _ = embedder.load()
+    widths, run = [], session.run
+
+    def recording(outputs, feed):
+        widths.extend(int(n) for n in feed["attention_mask"].sum(axis=1))
+        return run(outputs, feed)
+
+    monkeypatch.setattr(session, "run", recording)
+    vectors = embedder.embed_parts([("Ann: ", body, found)])[0]
+    monkeypatch.setattr(session, "run", run)
+    full = embedder.untruncated_tokenizer()
+    tokens = len(full.encode("Ann: " + body, add_special_tokens=False).ids)
+    prefix = len(full.encode("Ann: ", add_special_tokens=False).ids)
+    assert tokens > 3 * 256 and max(widths) <= 256 and min(sorted(widths)[1:]) > 200  # a pass per full window …
+    assert sum(widths) == tokens + (len(widths) - 1) * prefix + 2 * len(widths)  # … each token read once
+    assert vectors.shape == (1 + len(found), 384)
+    key = embedder.embed(["Ann: where is the spare key for the boathouse?"])[0]
+    assert int(np.argmax(vectors[1:] @ key)) == len(found) - 1  # the last sentence, in the last window
+    alone = embedder.embed(["Ann: " + found[-1]])[0]
+    assert float(vectors[-1] @ alone) > 0.8  # read in its window's context: close to the sentence alone
+
+
+def test_a_fact_deep_inside_a_long_message_is_found_and_short_ones_are_not_swamped(tmp_path, embedder):
+    """A long answer (about 12,000 characters: its first 8,000 embedded by the write, the rest by the follow-up)
+    holds one fact near its end; a question about it finds that message first. A short message that answers
+    another question outranks the long one, which mentions the same topic only in passing among many others."""
+    from memory.followup import LONG_TEXT
+
+    topics = ["the harbour", "the cheese market", "the painters' museum", "the old flour mill", "the cliff path",
+              "the lighthouse", "the bakery on the square", "the night ferry"]
+    paragraphs = [f"Day {n}: we spent the morning at {topics[n % 8]}, then walked back along the river, "
+                  f"stopped for coffee, and planned the next day around the weather and the bus times."
+                  for n in range(1, 80)]
+    paragraphs.insert(70, "By the way, the spare key to the boathouse is taped under the blue canoe.")
+    paragraphs.insert(20, "Tomatoes are easy to grow in pots if they get sun.")
+    long_answer = " ".join(paragraphs)
+    assert len(long_answer) > LONG_TEXT and long_answer.index("spare key") > LONG_TEXT
+    db = Database.open(tmp_path)
+    with db.unit() as repos:
+        for n, (who, said) in enumerate([("Ann", "Can you write up the whole trip for me, day by day?"),
+                                         ("assistant", long_answer),
+                                         ("Ann", "I planted the tomatoes along the south fence of the garden."),
+                                         ("assistant", "Good spot: the south fence gets the afternoon sun."),
+                                         ("Ann", "The bus to the airport leaves at six."),
+                                         ("assistant", "Then set an alarm for five.")]):
+            record_turn(repos, ref=str(n), text=said, author=who, episode="chat", created_at=NOW + timedelta(minutes=n))
+    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW + timedelta(days=1))
+    try:
+        index.sync(flush=True)
+        assert index.follow_up.run_pending().deep_parts > 0  # the parts past the write's share
+        hits = index.search("Where is the spare key to the boathouse?", k=3)
+        assert hits[0].item.ref == "1"
+        hits = index.search("Where did Ann plant the tomatoes?", k=3)
+        assert hits[0].item.ref == "2"
+    finally:
+        index.close()
+        db.close()
 
 
 def test_a_postgres_database_from_before_the_full_text_index_is_upgraded(pg_url):
@@ -293,7 +356,7 @@ def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path
         assert index.collection.get(ids=[str(item.id)], include=["embeddings"])["embeddings"].shape == (1, 384)
         assert index.collection.count() == 1
         db.close()
-    alone = embedder.embed(["Ann: " + sentence for sentence in chunks(body)])
+    alone = embedder.embed(["Ann: " + sentence for sentence in parts(body)])
     assert found["separate"].shape == found["pooled"].shape == (3, 384)
     assert float(np.abs(found["separate"][1:] - alone).max()) < 1e-2  # stored as float16
     assert float(np.abs(found["pooled"][1:] - alone).max()) > 0.05  # pooled in context: not the same vectors

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.integration.browser import screenshot, web_loop
+from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 ANSWER = "Heard you (note {note})."
@@ -64,7 +65,7 @@ def _seed(data_dir) -> int:
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            m = Managers(repos)
+            m = managers_over(repos)
             ann = m.people.add("Ann", role="guest")
             m.people.add_identity(ann.id, "matrix", "@ann:example.org")
             m.conversation.hear(Words("Hello from the harbour, it's Ann.", door=Door.MATRIX, person_id=ann.id,
@@ -84,7 +85,7 @@ def _stranger_writes(data_dir) -> None:
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            Managers(repos).channels.receive(Arrival(channel="matrix", platform_id="$s1", sender="@zed:example.org",
+            managers_over(repos).channels.receive(Arrival(channel="matrix", platform_id="$s1", sender="@zed:example.org",
                                                      sender_name="Zed", conversation="!z", text="hi, I'm Zed",
                                                      sent_at=now), ChannelEntry(kind="matrix", name="matrix"), now=now)
     finally:

@@ -20,6 +20,7 @@ import pytest
 from channels.base import Batch, ChannelDown, ChannelRefused, Outgoing
 from channels.telegram import TelegramChannel, parse_options
 from tests.integration import telegram_bot_api
+from tests.fakes.managers import managers_over
 
 TOKEN = "123456:stand-in-token"
 ANN = {"id": 777, "first_name": "Ann", "last_name": "Lee", "username": "ann"}
@@ -194,7 +195,7 @@ def test_a_kill_after_the_bot_api_accepted_resends_and_the_outbox_shows_the_poss
     data = tmp_path / "data"
     db = Database.open(data)
     with db.unit() as repos:
-        m = Managers(repos)
+        m = managers_over(repos)
         owner = m.people.owner()
         m.people.add_identity(owner.id, "telegram", str(ANN["id"]))
         owner = m.people.update(owner.id, preferred_channel="telegram")

@@ -18,6 +18,7 @@ from managers import ManagerDeps, Managers
 from managers.errors import NotFound, Refused
 from managers.peers import TOKEN_PREFIX, InboundLimits, Overloaded, token_hash
 from memory import Database
+from tests.fakes.managers import managers_over
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 
@@ -229,8 +230,8 @@ def test_the_persona_asks_back_then_answers_with_data_and_a_file_and_the_sdk_cli
                            clock=agent.services.clock, _memory=agent.services.memory)
     app = create_app(services=services)
     with agent.services.db.unit() as repos:
-        Managers(repos).peers.add("bob", added_by="owner")
-        token = Managers(repos).peers.issue_credential("bob")[1]
+        managers_over(repos).peers.add("bob", added_by="owner")
+        token = managers_over(repos).peers.issue_credential("bob")[1]
     got: dict = {}
     go_on = threading.Event()
 
@@ -308,7 +309,7 @@ def test_the_owner_issues_and_revokes_over_the_api_and_the_token_is_shown_once(w
     assert revoked.status_code == 200 and revoked.json()[0]["revoked_at"] is not None
     assert web.client.delete("/api/peers/bob/credentials/999").status_code == 404
     with web.agent.services.db.unit() as repos:
-        assert Managers(repos).peers.authenticate(token) is None
+        assert managers_over(repos).peers.authenticate(token) is None
 
 
 def test_the_mesh_page_issues_a_credential_shows_it_once_and_revokes(web):
@@ -320,7 +321,7 @@ def test_the_mesh_page_issues_a_credential_shows_it_once_and_revokes(web):
     revoked = web.client.post("/mesh/peers/bob/credentials/revoke", headers=web.csrf)
     assert revoked.status_code == 200 and 'data-testid="revoke-bob"' not in revoked.text
     with web.agent.services.db.unit() as repos:
-        assert Managers(repos).peers.authenticate(token) is None
+        assert managers_over(repos).peers.authenticate(token) is None
 
 
 def test_the_owner_issues_lists_revokes_and_keeps_a_peers_credential_at_the_command_line(tmp_path):
@@ -346,7 +347,7 @@ def test_the_owner_issues_lists_revokes_and_keeps_a_peers_credential_at_the_comm
     db = Database.open(tmp_path)
     try:
         with db.unit() as repos:
-            assert Managers(repos).peers.authenticate(issued["token"]) is None
-            assert Managers(repos).peers.authenticate(plain.stdout.strip()).name == "bob"
+            assert managers_over(repos).peers.authenticate(issued["token"]) is None
+            assert managers_over(repos).peers.authenticate(plain.stdout.strip()).name == "bob"
     finally:
         db.close()

@@ -15,6 +15,7 @@ import pytest
 
 from managers import Managers
 from web.a2a import STILL_THINKING
+from tests.fakes.managers import managers_over
 
 
 def sdk_send(app, text: str, *, sender: str | None = "tester", token: str | None = None,
@@ -46,7 +47,7 @@ def sdk_send(app, text: str, *, sender: str | None = "tester", token: str | None
 def issue(db, name: str, url: str | None = None) -> str:
     """Add the peer (when new) and issue it a credential, as the owner does: its token."""
     with db.unit() as repos:
-        peers = Managers(repos).peers
+        peers = managers_over(repos).peers
         if peers.find(name) is None:
             peers.add(name, a2a_url=url, added_by="owner")
         return peers.issue_credential(name)[1]
@@ -133,7 +134,7 @@ def test_a_reply_that_takes_too_long_leaves_the_task_working_saying_still_thinki
 def test_a_blocked_peer_is_refused_and_leaves_no_note(web):
     token = issue(web.agent.services.db, "mallory", "http://127.0.0.1:9")
     with web.agent.services.db.unit() as repos:
-        Managers(repos).peers.set_blocked("mallory", True)
+        managers_over(repos).peers.set_blocked("mallory", True)
     refused = web.client.post("/a2a", headers={"Authorization": f"Bearer {token}"}, json={
         "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
         "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Do as I say."}]}}})
@@ -159,7 +160,7 @@ def test_peers_over_the_api_and_the_mesh_page_say_no_trust_yet_rather_than_a_num
     assert '<mark data-testid="tag-ada">friend</mark>' in web.client.get("/mesh").text
     with web.agent.services.db.unit() as repos:
         from managers import Managers
-        assert [p.name for p in Managers(repos).peers.friends()] == []  # a friend needs a DID to replicate through
+        assert [p.name for p in managers_over(repos).peers.friends()] == []  # a friend needs a DID to replicate through
     assert web.client.delete("/api/peers/ada").status_code == 204
     assert web.client.get("/api/peers/ada").status_code == 404
     with web.agent.services.db.unit() as repos:
@@ -168,7 +169,7 @@ def test_peers_over_the_api_and_the_mesh_page_say_no_trust_yet_rather_than_a_num
 
 def test_the_mesh_page_shows_a_refused_container_with_its_reason(web):
     with web.agent.services.db.unit() as repos:
-        outcome = Managers(repos).mesh.receive(b'{"not": "a container"}', relay="did:key:z6MkRelay")
+        outcome = managers_over(repos).mesh.receive(b'{"not": "a container"}', relay="did:key:z6MkRelay")
     assert outcome.status == "refused"
     mesh = web.client.get("/api/mesh").json()
     [refused] = mesh["refused"]
@@ -191,7 +192,8 @@ def sdk_get(app, task_id: str, token: str | None = None) -> dict:
                                                                                          httpx_client=http))
             task = await client.get_task(GetTaskRequest(id=task_id))
             return {"state": TaskState.Name(task.status.state), "status": get_message_text(task.status.message),
-                    "artifacts": [get_artifact_text(a) for a in task.artifacts], "context": task.context_id}
+                    "artifacts": [get_artifact_text(a) for a in task.artifacts], "context": task.context_id,
+                    "history": [get_message_text(m) for m in task.history]}
 
     return asyncio.run(run())
 
@@ -203,8 +205,8 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
 
     token = issue(web.agent.services.db, "tester", "http://127.0.0.1:9")
     with web.agent.services.db.unit() as repos:  # the last run: a task arrived, the process died while it waited
-        caller = f"peer:{Managers(repos).peers.get('tester').id}"
-        Managers(repos).peers.incoming("tester", "Still there after the storm?", task_id="task-before-restart",
+        caller = f"peer:{managers_over(repos).peers.get('tester').id}"
+        managers_over(repos).peers.incoming("tester", "Still there after the storm?", task_id="task-before-restart",
                                        message_id="m-1", context_id="ctx-1", caller=caller)
     restarted = create_app(services=web.services)  # a new process: its task store has never seen that task
     with pytest.raises(Exception, match="not found|TaskNotFound|-32001"):
@@ -213,7 +215,7 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
     assert got["state"] == "TASK_STATE_WORKING" and got["status"] == STILL_THINKING and got["context"] == "ctx-1"
     with web.agent.services.db.unit() as repos:
         assert repos.peers.waiting_inbound("tester") is None  # nothing waits on it in this process
-        note, how = Managers(repos).peers.send("tester", "Yes — the reply, after the restart.", thread_id=None,
+        note, how = managers_over(repos).peers.send("tester", "Yes — the reply, after the restart.", thread_id=None,
                                                llm_id=None, now=datetime.now(timezone.utc))
         assert "outbox" in how
         assert [(r.peer_name, r.text, r.status) for r in repos.peers.outbox()] == [
@@ -221,6 +223,82 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
     got = sdk_get(restarted, "task-before-restart", token)
     assert got["state"] == "TASK_STATE_COMPLETED", got
     assert got["status"] == "Yes — the reply, after the restart." and got["artifacts"] == [got["status"]]
+    assert got["history"] == ["Still there after the storm?"]  # the caller's message, from the database
+
+
+def sdk_conversation(app, texts: list[str], message_ids: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    """The a2a-sdk client sends `texts` into one task (the first opens it, each next names it); then tasks/get with
+    historyLength=10: (the task's id, its history as (role, text))."""
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import get_message_text, new_text_message
+    from a2a.types import GetTaskRequest, Role, SendMessageRequest
+
+    async def run() -> tuple[str, list[tuple[str, str]]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+                                     timeout=30) as http:
+            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
+                                                                                         httpx_client=http))
+            task_id = ""
+            for text, message_id in zip(texts, message_ids):
+                message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id or None)
+                message.message_id = message_id
+                async for event in client.send_message(SendMessageRequest(message=message)):
+                    task_id = event.task.id
+            task = await client.get_task(GetTaskRequest(id=task_id, history_length=10))
+            return task_id, [(Role.Name(m.role), get_message_text(m)) for m in task.history]
+
+    return asyncio.run(run())
+
+
+def task_history(app, task_id: str) -> list[tuple[str, str]]:
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers import get_message_text
+    from a2a.types import GetTaskRequest, Role
+
+    async def run() -> list[tuple[str, str]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+                                     timeout=30) as http:
+            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
+                                                                                         httpx_client=http))
+            task = await client.get_task(GetTaskRequest(id=task_id, history_length=10))
+            return [(Role.Name(m.role), get_message_text(m)) for m in task.history]
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("ids", ["fresh", "reused"])  # some senders (the A2A TCK) send every message with one id
+def test_a_multi_turn_task_keeps_the_callers_follow_ups_in_order_in_its_history_also_after_a_restart(web, ids):
+    from datetime import datetime, timezone
+
+    from web.app import create_app
+
+    stop = threading.Event()
+
+    def persona_answers() -> None:  # the persona asks back until the caller says it is done
+        while not stop.is_set():
+            with web.agent.services.db.unit() as repos:
+                for row in repos.peers.waiting_all():
+                    done = repos.peers.note(row.note_id).text.startswith("Done")
+                    managers_over(repos).peers.send(row.peer_name, "Finished." if done else "Which one?",
+                                                    thread_id="main", llm_id=None, now=datetime.now(timezone.utc),
+                                                    kind="answer" if done else "question", note_id=row.note_id)
+            stop.wait(0.02)
+
+    texts = ["Open the task.", "The first follow-up.", "The second follow-up.", "Done, thanks."]
+    message_ids = [f"m-{n}" for n in range(4)] if ids == "fresh" else ["m-same"] * 3 + ["m-done"]
+    answering = threading.Thread(target=persona_answers)
+    answering.start()
+    try:
+        task_id, history = sdk_conversation(web.app, texts, message_ids)
+    finally:
+        stop.set()
+        answering.join(timeout=30)
+    asked = ("ROLE_AGENT", "Which one?")
+    expected = [("ROLE_USER", texts[0]), asked, ("ROLE_USER", texts[1]), asked, ("ROLE_USER", texts[2]), asked,
+                ("ROLE_USER", texts[3])]  # the last reply, "Finished.", is the task's status
+    assert history == expected
+    restarted = create_app(services=web.services)  # a new process: the task store rebuilds it from the database
+    assert task_history(restarted, task_id) == expected
 
 
 def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_a2a_errors(web):
@@ -238,3 +316,32 @@ def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_
     wrong = web.client.post("/a2a/", content=json.dumps(body), headers={"Content-Type": "text/plain",
                                                                         "A2A-Version": "1.0"})
     assert wrong.json()["error"]["code"] == -32005 and wrong.json()["id"] == 7  # ContentTypeNotSupportedError
+
+
+
+def test_a_peers_words_follow_the_personas_conversation_remember_setting(agent_factory, tmp_path):
+    """The A2A door's managers carry the persona's settings: a peer's message is a memory only if
+    `conversation.remember` names peers (here it names the owner alone)."""
+    from fastapi.testclient import TestClient
+
+    from persona.settings import Overrides
+    from tests.unit.test_conversation import search
+    from web.app import create_app
+    from web.context import WebServices
+
+    owner_only = {"remember": ["owner"]}
+    agent = agent_factory(conversation=owner_only)
+    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path), conversation=owner_only),
+                           clock=agent.services.clock, _memory=agent.services.memory)
+    app = create_app(services=services)
+    token = issue(agent.services.db, "tester")
+    with TestClient(app, base_url="http://127.0.0.1"):
+        threading.Thread(target=lambda: sdk_send(app, "the amber lighthouse blinks twice", token=token, timeout_s=5),
+                         daemon=True).start()
+
+        def arrived():
+            with agent.services.db.unit() as repos:
+                return [n for n in repos.notes.list(source="peer")]
+
+        assert wait_for(arrived)[0].text == "the amber lighthouse blinks twice"
+    assert "tester: the amber lighthouse" not in search(agent, "amber lighthouse")  # a note, not a memory

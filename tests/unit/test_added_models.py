@@ -14,6 +14,7 @@ from managers import ManagerDeps, Managers
 from managers.models import ModelNotFound, RegistryError, ServerCheckFailed
 from memory import Database
 from persona.settings import load_settings
+from tests.fakes.managers import managers_over
 
 
 def test_the_registry_adopts_and_forgets_models_added_at_run_time():
@@ -48,7 +49,7 @@ def test_add_keeps_the_key_in_a_0600_file_and_remove_forgets_it(tmp_path):
             entry = repos.config.added_llms()["my-qwen"]
             assert entry["config"]["api_key_file"] == str(key_file.resolve()) and "sk-secret" not in str(entry)
             assert "sk-secret" not in str(repos.config.all()) and repos.llm_registry.all()[0].id == "my-qwen"
-            models = Managers(repos).models
+            models = managers_over(repos).models
             with pytest.raises(ModelNotFound):
                 models.remove("nobody")
             models.remove("my-qwen")
@@ -64,7 +65,7 @@ def test_a_server_that_fails_the_check_is_not_saved(tmp_path):
     try:
         with database.unit() as repos:
             with pytest.raises(ServerCheckFailed, match="did not answer"):
-                Managers(repos).models.add("http://127.0.0.1:9/v1", "m")  # port 9: nothing listens
+                managers_over(repos).models.add("http://127.0.0.1:9/v1", "m")  # port 9: nothing listens
             assert repos.config.added_llms() == {}
     finally:
         database.close()

@@ -8,10 +8,11 @@ import json
 from datetime import timedelta
 
 from managers import ManagerDeps, Managers
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.commands import registry
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import managers_over
 
 
 def block(*commands: tuple[str, dict]) -> str:
@@ -60,7 +61,7 @@ def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered
     agent = agent_factory(fake, consent={"auto_approve": ["messages.send"]})
     db = agent.services.db
     with db.unit() as repos:
-        Managers(repos).peers.add("ada", a2a_url="http://127.0.0.1:8801")
+        managers_over(repos).peers.add("ada", a2a_url="http://127.0.0.1:8801")
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["executed", "failed", "executed"]
     assert "queued for ada over A2A" in state["executed"][0]["result"]
@@ -76,7 +77,7 @@ def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered
     assert spec.effect_for({"to": "ada", "text": "hi"}) == "write_self"
 
     clock = [utcnow()]
-    deps = ManagerDeps(clock=lambda: clock[0])
+    deps = ManagerDeps(settings=agent.services.settings, clock=lambda: clock[0])
     with db.unit() as repos:  # ada is down: retried later, not lost
         peers = Managers(repos, deps).peers
         peers.undelivered(row.id, "connection refused", retry_after_s=10, max_attempts=3)
@@ -97,7 +98,7 @@ def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered
 def test_a_message_nobody_can_deliver_is_given_up_after_the_attempts_and_kept(agent_factory):
     agent = agent_factory(FakeLLM("fake"))
     with agent.services.db.unit() as repos:
-        peers = Managers(repos).peers
+        peers = managers_over(repos).peers
         peers.add("ada", a2a_url="http://127.0.0.1:8801")
         note, _ = peers.send("ada", "Hello", thread_id="main", llm_id=None, now=utcnow())
         [row] = repos.peers.outbox()

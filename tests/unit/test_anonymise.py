@@ -13,7 +13,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from managers import ManagerDeps, Managers
-from managers.consent import answer
+from tests.fakes.managers import answer
 from memory.models import MemoryChange, MemoryItem
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM

@@ -11,7 +11,7 @@ import json
 
 from typer.testing import CliRunner
 
-from managers.consent import answer
+from tests.fakes.managers import answer
 from memory.repositories.scrub import KEPT, PARTLY, SIGNED, tables, text_columns
 from nodes.context import utcnow
 from tests.canary import CANARY, PLANTED, THOUGHTS, files_holding, nowhere, planted, tables_holding

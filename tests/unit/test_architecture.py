@@ -122,6 +122,30 @@ def test_commands_reach_repositories_only_through_managers():
     assert not wrong, "a command calls a manager (ctx.managers.<resource>), never the repositories:\n" + "\n".join(wrong)
 
 
+# The rooms that reach the domain only through the managers (`ManagerFactory.unit(actor)` / `.over(repos)` and a
+# manager's method): the web app, the command line and the loop (graph/).
+THROUGH_MANAGERS = ("web", "cli", "graph")
+# Rooms still on their way there: their reaches into the repositories may only shrink (ARCHITECTURE.md "Doors →
+# managers → domains" says what is left). Counted by `_touches_repositories`, as `bench/repository_calls.py` counts.
+STILL_REACHING = {"nodes": 185}
+
+
+def _reaches(room: str) -> list[str]:
+    return [f"{path.relative_to(ROOT)} {where}" for path in sorted((ROOT / room).rglob("*.py"))
+            for where in _touches_repositories(path)]
+
+
+def test_the_web_and_the_command_line_reach_repositories_only_through_managers():
+    wrong = [where for room in THROUGH_MANAGERS for where in _reaches(room)]
+    assert not wrong, ("a door calls a manager (house.<resource>.<method>), never the repositories; a rule it needs "
+                       "that no manager has goes into a manager:\n" + "\n".join(wrong))
+
+
+def test_the_tick_reaches_the_repositories_no_more_than_before():
+    grown = {room: len(_reaches(room)) for room, most in STILL_REACHING.items() if len(_reaches(room)) > most}
+    assert not grown, f"new repository calls in {grown} (at most {STILL_REACHING}): go through a manager"
+
+
 def test_managers_import_no_door_and_nothing_above_them():
     """The managers serve every door: they import the domains (and each other), never a door, nodes/ or graph/ —
     type-only imports included."""

@@ -16,6 +16,7 @@ from persona.settings import DreamSettings
 from persona.drives import compute_drives, detect_user_emotion, reach_out_offer
 from persona.quiet_hours import in_quiet_hours
 from persona.settings import DriveSettings
+from tests.fakes.managers import managers_over
 
 UTC = timezone.utc
 T0 = datetime(2026, 11, 20, 22, 0, tzinfo=UTC)
@@ -556,8 +557,8 @@ def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factor
         assert [r["content"] for r in session.context["responses"]] == [
             "The lighthouse keeper's log is my model.", "I should map the tide pools."]
         assert session.goal_state["tasks"][0]["status"] == "in_progress"
-        data, markdown = Managers(repos).sessions.export(session.id)
-        new_thread = Managers(repos).sessions.revive(session.id, clock())
+        data, markdown = managers_over(repos).sessions.export(session.id)
+        new_thread = managers_over(repos).sessions.revive(session.id, clock())
     assert [m["content"] for m in data["messages"] if m["kind"] == "response"][-1] == "I should map the tide pools."
     assert "> **Human:** Good morning!" in markdown and "I should map the tide pools." in markdown
     assert new_thread == "main~r1"
@@ -596,14 +597,14 @@ def test_idle_wakes_on_a_matching_note_a_finished_process_or_the_timeout_and_cal
     from managers import Managers
 
     with main.services.db.unit() as repos:
-        Managers(repos).loop.update_cycle("main", idle={"wake_on_note": False, "process": process.id, "since": clock().isoformat(),
+        managers_over(repos).loop.update_cycle("main", idle={"wake_on_note": False, "process": process.id, "since": clock().isoformat(),
                                           "timeout_s": 600})
     assert not idle_should_wake(main, clock())
     with main.services.db.unit() as repos:
         repos.processes.get(process.id).status = "ok"
     assert idle_should_wake(main, clock())
     with main.services.db.unit() as repos:
-        Managers(repos).loop.update_cycle("main", idle={"wake_on_note": False, "since": clock().isoformat(), "timeout_s": 600})
+        managers_over(repos).loop.update_cycle("main", idle={"wake_on_note": False, "since": clock().isoformat(), "timeout_s": 600})
     clock.advance(seconds=599)
     assert not idle_should_wake(main, clock())
     clock.advance(seconds=2)
@@ -743,11 +744,11 @@ def test_a_dreaming_persona_shows_dreaming_and_wakes_up_on_the_button_or_a_note(
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with agent.services.db.unit() as repos:
-                state = Managers(repos).loop.status()["loop"].get("state")
+                state = managers_over(repos).loop.status()["loop"].get("state")
                 if state == "dreaming" and fake.calls and fake.calls[-1]["json_schema"]:
                     seen.append(state)
                     if how == "wake up":
-                        Managers(repos).loop.request_wake(by="human (test)", now=clock())
+                        managers_over(repos).loop.request_wake(by="human (test)", now=clock())
                     else:
                         repos.notes.add("Are you awake?", source="user", created_at=clock())
                     return

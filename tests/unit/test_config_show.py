@@ -136,6 +136,19 @@ def test_config_show_prints_every_value_and_where_it_came_from(persona, tmp_path
     assert by_name["data_dir"]["source"] == "flag --data-dir" and by_name["model"]["source"] == "default"
 
 
+def test_config_show_names_what_a_threads_own_cycle_settings_override(persona, tmp_path):
+    data = str(tmp_path / "data")
+    with Database.open(data, None).unit() as repos:  # what the persona's cycle.pause and cycle.responses stored
+        repos.config.set_cycle("main", {"pause_s": 42.0, "responses": 3})
+    listed = {row["name"]: row for row in json.loads(show("--data-dir", data, "--persona", str(persona),
+                                                          "--json").stdout)}
+    assert listed["cycle.pause_s"]["value"] == 42.0 and listed["cycle.responses"]["value"] == 3
+    assert listed["cycle.pause_s"]["source"].startswith("thread main's cycle")
+    assert not listed["cycle.notes_mode"]["source"].startswith("thread")  # not set for the thread: as configured
+    other = {row["name"]: row for row in json.loads(show("--data-dir", data, "--thread", "t2", "--json").stdout)}
+    assert not other["cycle.pause_s"]["source"].startswith("thread")  # another thread keeps the configured value
+
+
 def test_config_show_masks_secrets(persona, tmp_path):
     add_config(persona, "mcp:\n  servers:\n    gh:\n      command: gh-mcp\n      env:\n        GITHUB_TOKEN: ghp_secret\n")
     env = {"ANIMA_API_TOKEN": "tok-very-secret", "ANIMA_LLM_URL": "http://me:pw-secret@127.0.0.1:9/v1"}
@@ -236,9 +249,7 @@ def _environment_reads(tree: ast.AST, constants: dict[str, str]) -> list[tuple[i
 
 
 # ANIMA_* variables read outside persona/settings.py, and why
-ENVIRONMENT_ALLOWED = {
-    "nodes/steps/s05_call_llm.py": "ANIMA_TEST_KILL_AFTER_ANSWER_KEPT: a test-only hook (kills the process mid-tick)",
-}
+ENVIRONMENT_ALLOWED: dict[str, str] = {}
 
 
 def test_no_anima_variable_is_read_outside_the_settings():

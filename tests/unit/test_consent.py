@@ -13,8 +13,8 @@ import pytest
 from tests.fakes.llm import FakeLLM
 from memory.knowledge import ingest
 from nodes.commands import PRIVILEGED, registry
-from managers.consent import ApprovalError, answer
-from nodes.commands.consent import decide
+from managers.consent import ApprovalError
+from tests.fakes.managers import answer
 from nodes.commands.model import Command
 from nodes.commands.spec import EFFECTS
 from nodes.context import utcnow
@@ -104,14 +104,19 @@ def test_every_command_declares_its_effect_and_every_alias_names_a_command():
                                         {"auto_pass": False, "rating": 1.99},
                                         {"auto_pass": False, "rating": None, "skipped": "every validator distrusted"}])
 def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory, validation):
-    settings = agent_factory().services.settings
+    services = agent_factory().services
+
+    def decide(spec, cmd, validation):
+        with services.managers.reading() as house:
+            return house.consent.decide(spec.asked(cmd.args), validation)
+
     samples = {"core.update": [{"text": "x", "mode": "rewrite"}, {"old": "a", "new": "b"}],
                "notepad.update": [{"text": "x", "mode": "REWRITE"}, {"old": "a", "new": ""}],
                "memory.restore": [{"tier": "core", "ref": "1"}, {"tier": "diary", "ref": "1"}],
                "mcp.list": [{}, {"refresh": True}]}
     for spec in registry().specs.values():
         for args in samples.get(spec.type, [{"id": 1, "text": "x"}]):
-            verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation, settings)
+            verdict = decide(spec, Command(cmd_id="c", type=spec.type, args=args), validation)
             if spec.effect_for(args) in PRIVILEGED:
                 # a command only the owner decides waits for them whatever the validators say
                 assert verdict.action == ("park" if validation["auto_pass"] or spec.owner_only else "block"), \
@@ -119,8 +124,8 @@ def test_no_privileged_command_runs_without_consensus_or_approval(agent_factory,
             elif validation["auto_pass"] or (validation["rating"] or 0) >= 1:
                 assert verdict.action == "run", (spec.type, args)
     consensus = {"auto_pass": False, "rating": 2.0}
-    assert decide(registry().get("identity.update"), Command(cmd_id="c", type="identity.update"), consensus,
-                  settings).action == "run"
+    assert decide(registry().get("identity.update"), Command(cmd_id="c", type="identity.update"),
+                  consensus).action == "run"
 
 
 @pytest.mark.parametrize("obeying", OBEYING, ids=["canonical", "spelled-otherwise", "tool-calls"])

@@ -81,10 +81,11 @@ def test_every_door_hands_its_words_to_one_way_in_and_memory_search_finds_them(w
     assert web.client.post("/talk/notes", data={"text": "the page speaks of kelp"}, headers=web.csrf).status_code == 200
     assert web.client.post("/api/notes", json={"text": "the api asks about moss"}).status_code == 201
     from web.schemas.talk import NoteIn
+    from managers.audience import OWNER
     from web.services import talk
 
-    with agent.services.db.unit() as repos:  # what web/mcp.py's post_note tool does
-        talk.post_note(repos, NoteIn(text="an mcp client mentions granite"), agent.services.clock(), door=Door.MCP)
+    with agent.services.managers.unit(OWNER) as house:  # what web/mcp.py's post_note tool does
+        talk.post_note(house, NoteIn(text="an mcp client mentions granite"), agent.services.clock(), door=Door.MCP)
     assert web.client.post("/api/talk/voice?language=en", content=tone_wav(),
                            headers={"Content-Type": "audio/wav"}).status_code == 201
     say(text="the terminal whispers about fog", data_dir=str(tmp_path), db=None, priority=1, tags=[], name=None)

@@ -7,6 +7,7 @@ import json
 
 from managers import Managers
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import managers_over
 
 
 def commands(*items) -> str:
@@ -28,7 +29,7 @@ def test_debug_entries_are_left_out_of_the_diary_unless_asked_for(agent_factory)
     assert "Third identical thought in a row." in results[1] and "gulls" not in results[1]
     assert "Third identical thought in a row." in results[2]
     with agent.services.db.unit() as repos:
-        diary = Managers(repos).diary
+        diary = managers_over(repos).diary
         assert [e.text for e in diary.list(tag="debug:*")] == ["Third identical thought in a row."]
         assert len(diary.list(debug=None)) == 2
 
@@ -45,10 +46,10 @@ def test_run_py_sessions_export_writes_the_thought_log_as_csv_and_jsonl(agent_fa
         ("diary.add", {"text": "Loop again.", "tags": ["debug:stagnation_loop"]}))])
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
-        session_id, _ = Managers(repos).sessions.open("main", playbook="repl", persona="Lumen", now=utcnow())
+        session_id, _ = managers_over(repos).sessions.open("main", playbook="repl", persona="Lumen", now=utcnow())
     agent.tick()
     with agent.services.db.unit() as repos:
-        Managers(repos).sessions.close(session_id, utcnow())
+        managers_over(repos).sessions.close(session_id, utcnow())
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["sessions", "export", str(session_id), "--out", str(out),
                                       "--data-dir", str(tmp_path)])

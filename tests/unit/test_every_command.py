@@ -42,6 +42,7 @@ from reach.hmp.identity import Identity
 from tests.conftest import make_agent
 from tests.fakes.llm import FakeLLM
 from tests.integration.world_server import world_server
+from tests.fakes.managers import managers_over
 
 MCP_SERVER = Path(__file__).resolve().parent.parent / "integration" / "mcp_tools_server.py"
 
@@ -1269,7 +1270,7 @@ def test_agents_tag_and_notes_share_wait_for_the_owner_and_share_only_my_own_not
     ada = Identity.generate().did
 
     def seed(repos):
-        Managers(repos).peers.add("ada", did=ada)
+        managers_over(repos).peers.add("ada", did=ada)
         repos.notes.add("a thought about #tides for @ada", source="llm", read=True)
         repos.notes.add("my human's private words", source="user")
 

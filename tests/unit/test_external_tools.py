@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy import select, text
 
 from managers import ManagerDeps, Managers
-from managers.consent import answer
+from tests.fakes.managers import answer
 from managers.vault import parse_note
 from memory.models import KBDocument, MemoryItem
 from nodes.context import utcnow

@@ -15,6 +15,7 @@ from managers.strategies import MECHANISMS, THINKING_METHODS
 from managers.threads import StelisRefused
 from memory import Database
 from persona.settings import McpSettings, ScriptSettings
+from tests.fakes.managers import managers_over
 
 
 def deps(**sections: Any) -> ManagerDeps:
@@ -26,7 +27,7 @@ def test_catalogues_refuse_what_the_commands_refused(tmp_path: Path) -> None:
     db = Database.open(tmp_path)
     try:
         with db.unit() as repos:
-            catalogues = Managers(repos).catalogues
+            catalogues = managers_over(repos).catalogues
             table = catalogues.add_table(name="tides", columns=["date", "date", "height_m"])
             assert table.columns == ["date", "height_m"]
             with pytest.raises(Refused, match="exists already"):
@@ -49,7 +50,7 @@ def test_strategies_are_seeded_from_the_manager_and_refuse_a_taken_name(tmp_path
     db = Database.open(tmp_path)
     try:
         with db.unit() as repos:
-            strategies = Managers(repos).strategies
+            strategies = managers_over(repos).strategies
             assert {r.name for r in strategies.strategies()} == set(MECHANISMS)
             assert {r.name for r in strategies.methods()} == set(THINKING_METHODS)
             with pytest.raises(Refused, match="exists already"):

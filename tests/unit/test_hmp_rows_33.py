@@ -9,6 +9,7 @@ import socket
 from typing import Any
 
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import managers_over
 
 
 def block(*commands: tuple[str, dict[str, Any]]) -> str:
@@ -144,7 +145,7 @@ def test_goal_metrics_from_the_manager_are_shown_on_the_inner_life_page(web):
     page = web.client.get("/inner-life").text
     assert 'id="goal-metrics"' in page and "No goal yet" in page
     with web.agent.services.db.unit() as repos:
-        goals = Managers(repos).goals
+        goals = managers_over(repos).goals
         quick, slow, broken, paused, open_ = (goals.add(t) for t in ("Quick", "Slow", "Broken", "Paused", "Open"))
         for goal, status in ((quick, "completed"), (slow, "completed"), (broken, "failed"), (paused, "paused")):
             goals.update(goal.id, thread_id="main", root_thread="main", status=status, reason="because")
@@ -154,7 +155,7 @@ def test_goal_metrics_from_the_manager_are_shown_on_the_inner_life_page(web):
             repos.tasks.add(title, goal_id=goal.id)
         repos.tasks.add("no goal")
     with web.agent.services.db.unit() as repos:
-        metrics = Managers(repos).goals.metrics()
+        metrics = managers_over(repos).goals.metrics()
     assert (metrics.goals, metrics.achieved, metrics.failed, metrics.interrupted) == (5, 2, 1, 1)
     assert metrics.share_achieved == 2 / 3 and metrics.mean_days_to_achieve == 2.0
     assert metrics.tasks_per_goal == 6 / 5

@@ -121,11 +121,11 @@ def test_a_mode_given_alone_keeps_the_filter_and_min_priority_alone_changes_only
         loop = managers.loop
         loop.set_notes_mode("main", "auto", None, note_filter={"tags": ["tides"], "mentions": ["me"]})
         loop.set_notes_mode("main", "manual", None)
-        assert notes_filter(loop.cycle("main"), None) == NotesFilter(tags=["tides"], mentions=["me"])
+        assert notes_filter(loop.cycle("main"), Settings()) == NotesFilter(tags=["tides"], mentions=["me"])
         loop.set_notes_mode("main", "auto", 2)
-        assert notes_filter(loop.cycle("main"), None) == NotesFilter(tags=["tides"], mentions=["me"], min_priority=2)
+        assert notes_filter(loop.cycle("main"), Settings()) == NotesFilter(tags=["tides"], mentions=["me"], min_priority=2)
         loop.set_notes_mode("main", "auto", None, note_filter={})
-        assert not notes_filter(loop.cycle("main"), None).active()
+        assert not notes_filter(loop.cycle("main"), Settings()).active()
 
 
 def test_the_notes_filter_is_a_typed_setting_and_config_yamls_applies_when_the_persona_set_none(agent_factory):
@@ -344,8 +344,8 @@ def test_the_validators_metrics_show_coverage_accuracy_response_time_and_drift_a
     [summary] = diary_tagged(agent, "metrics")
     assert summary.text.startswith("Validation over my last 3 outputs: coverage 67%, accuracy (agreement) 83%")
     assert "v1: " in summary.text and " ms mean" in summary.text and "drift +0.50 from the consensus" in summary.text
-    with agent.services.db.unit() as repos:
-        report = inspect_report(repos, agent.services.settings, agent.services.clock(), 10, "sqlite")["validation"]
+    with agent.services.managers.reading() as house:
+        report = inspect_report(house, agent.services.clock(), 10, "sqlite")["validation"]
     assert report["outputs"] == 4 and report["coverage"] == 0.75 and report["accuracy"] == pytest.approx(0.833)
     assert report["validators"]["v2"]["drift"] == -0.5 and report["validators"]["v1"]["response_ms"]["mean"] >= 0
 

@@ -90,5 +90,5 @@ def test_a_resumed_tick_is_named_by_its_own_number_everywhere(agent_factory, cap
     assert "tick 1 resumes where it was interrupted" in printed
     assert "tick 1: no LLM answered" in printed and "tick 0" not in printed  # … and the console agree
     assert [line for line in printed.splitlines() if " │ " in line][0].startswith("tick 1 │")  # the tick's summary
-    rows = events.read_after(agent.services.db, 0)
+    rows = events.read_after(agent.services.managers, 0)
     assert rows and {r["tick"] for r in rows} == {1}  # the web app's live lines too (they said "tick None")

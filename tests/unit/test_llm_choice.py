@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.fakes.llm import FakeLLM
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from managers.consent import answer
+from tests.fakes.managers import answer
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
 from memory import Database

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memory.event_time import event_time
-from memory.followup import DEEP_CHARS, windows
+from memory.followup import DEEP_BATCH_CHARS
+from memory.text import PART_CHARS, parts, split_written
 from memory.retrieval.index import Query
 from memory.store import record_turn
 from memory.text import tokenize
@@ -99,9 +100,9 @@ def test_recall_filters_and_boosts_by_event_time(index):
 
 
 def test_a_long_paste_is_chunked_indexed_in_the_background_and_not_lost(agent_factory, monkeypatch):
-    """A 300,000-character note: the tick embeds a bounded part of it (the whole text's vector and at most 12
-    sentence groups), its full text and full-text document are stored at once, and the follow-up embeds every
-    window later, after which a question about a sentence deep inside it finds it by meaning as well."""
+    """A 300,000-character note: the tick embeds a bounded part of it (the whole text's vector and the parts of its
+    first WRITTEN_CHARS), its full text and full-text document are stored at once, and the follow-up embeds every
+    other part later, after which a question about a sentence deep inside it finds it by meaning as well."""
     filler = "The logs show the usual retries from the cache warmer and nothing else of note. "
     deep = " ".join(["The forgotten harbour lighthouse keeper painted turquoise shutters every spring."] * 8)
     paste = (filler * 3600)[:290_000] + deep + " " + filler * 200
@@ -121,8 +122,9 @@ def test_a_long_paste_is_chunked_indexed_in_the_background_and_not_lost(agent_fa
         note = repos.notes.add(paste, source="user")
     state = agent.tick()
     assert state["tick"] == 1
+    written, later = split_written(parts(paste))
     from_paste = [t for t in embedded if "cache warmer" in t or "lighthouse" in t]
-    assert 1 <= len(from_paste) <= 13  # the tick's share: bounded, whatever the length
+    assert len(from_paste) == 1 + len(written) < 100 < len(later)  # the tick's share: bounded, whatever the length
     with agent.services.db.unit() as repos:
         item = repos.items.find("message", f"note:{note.id}")
         assert item is not None and len(item.text) == 300_000  # stored whole
@@ -134,17 +136,17 @@ def test_a_long_paste_is_chunked_indexed_in_the_background_and_not_lost(agent_fa
                         @ question).max())
     embedded.clear()
     report = memory.follow_up.run_pending()
-    assert report.deep_windows == len(windows(paste)) >= 300_000 // DEEP_CHARS - 1
-    # now embedded in windows of its own (the update check's query is the paste's opening: no "turquoise" in it)
-    assert any("turquoise shutters" in t and len(t) <= DEEP_CHARS + 80 for t in embedded)
+    assert report.deep_parts == len(later) > 1000
+    # now embedded in parts of its own (the update check's query is the paste's opening: no "turquoise" in it)
+    assert any("turquoise shutters" in t and len(t) <= 2 * PART_CHARS for t in embedded)
     with agent.services.db.unit() as repos:
         stored = repos.items.vectors.get(memory.embedder.name, [item.id])[item.id]
-        assert len(stored.vectors) > 13 + 290  # the write's rows and every window's
+        assert len(stored.vectors) == 1 + len(written) + len(later)  # the write's rows and every later part's
     after = float((stored.vectors.astype("float32") @ question).max())
     assert after > before + 0.3  # its best vector now holds the deep sentence: found by meaning too
     assert memory.caches.vectors[item.id].shape == stored.vectors.shape  # what ranking scores, in this process
     assert item.id in {h.item.id for h in memory.search(Query(text="lighthouse keeper turquoise shutters", k=3))}
-    assert memory.follow_up.run_pending().deep_windows == 0  # done once
+    assert memory.follow_up.run_pending().deep_parts == 0  # done once
 
 
 def test_an_older_database_gets_event_time_and_keeps_its_memories(tmp_path):
@@ -220,27 +222,25 @@ def test_the_api_and_the_page_show_record_and_event_time(web):
     assert bad.status_code == 422 and "happened_after" in bad.text
 
 
-def test_a_stop_between_a_pastes_window_batches_keeps_none_and_leaves_it_for_the_next_pass(index, monkeypatch):
+def test_a_stop_between_a_pastes_batches_of_parts_keeps_none_and_leaves_it_for_the_next_pass(index, monkeypatch):
     import threading
 
-    from memory.followup import DEEP_BATCH
-
     text = "The harbour lighthouse keeper painted the shutters. " * 2000
-    paste, pieces = _write(index, "p", text, THURSDAY), len(windows(text))
-    assert pieces > DEEP_BATCH  # more than one batch
+    paste, pieces = _write(index, "p", text, THURSDAY), len(split_written(parts(text))[1])
+    assert pieces * 52 > 2 * DEEP_BATCH_CHARS  # more than one batch
     stop, embed, batches = threading.Event(), index.embedder.embed, []
 
-    def embed_windows(texts):
-        if len(texts) == DEEP_BATCH:  # a batch of windows (not the update check's query): the process stops
+    def embed_parts(texts):
+        if len(texts) > 100:  # a batch of parts (not the update check's query): the process stops
             batches.append(len(texts))
             stop.set()
         return embed(texts)
 
-    monkeypatch.setattr(index.embedder, "embed", embed_windows)
+    monkeypatch.setattr(index.embedder, "embed", embed_parts)
     report = index.follow_up.run_pending(stop=stop)
-    assert report.deep_windows == 0 and batches == [DEEP_BATCH]  # not the remaining batches
+    assert report.deep_parts == 0 and len(batches) == 1 < pieces / batches[0]  # not the remaining batches
     with index.db.reading() as reads:
         assert reads.config.follow_up_cursor < paste  # not marked done
         assert len(reads.items.vectors.get(index.embedder.name, [paste])[paste].vectors) < pieces
     monkeypatch.setattr(index.embedder, "embed", embed)
-    assert index.follow_up.run_pending().deep_windows == pieces  # the next pass does it whole
+    assert index.follow_up.run_pending().deep_parts == pieces  # the next pass does it whole

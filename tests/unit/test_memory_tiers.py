@@ -23,6 +23,7 @@ from memory.tiers import (
     UnknownTier,
     tier_of,
 )
+from tests.fakes.managers import managers_over
 
 NOW = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
 
@@ -48,7 +49,7 @@ def test_every_tier_is_declared_once_with_what_may_be_done_to_it() -> None:
 def test_a_typed_edit_changes_only_what_is_given(db: Database) -> None:
     with db.unit(actor="human") as repos:
         entry = repos.diary.add("The tide turned at noon.", tags=["sea"])
-        done = Managers(repos).memory.edit("diary", str(entry.id), DiaryEdit(pinned=True))
+        done = managers_over(repos).memory.edit("diary", str(entry.id), DiaryEdit(pinned=True))
         assert done.changed and done.record is not None
         assert done.record.fields == {"text": "The tide turned at noon.", "tags": ["sea"], "priority": 0,
                                       "pinned": True}
@@ -57,7 +58,7 @@ def test_a_typed_edit_changes_only_what_is_given(db: Database) -> None:
 
 def test_refusals_name_their_field(db: Database) -> None:
     with db.unit(actor="human") as repos:
-        memory = Managers(repos).memory
+        memory = managers_over(repos).memory
         first = repos.concepts.add("tide")
         second = repos.concepts.add("moon")
         with pytest.raises(Invalid) as invalid:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from managers import ManagerDeps, Managers
-from managers.consent import answer
+from tests.fakes.managers import answer
 from memory import Database
 from nodes.context import utcnow
 from persona.settings import MeshSettings, Settings

@@ -76,13 +76,13 @@ def test_a_did_met_on_the_mesh_is_a_peer_the_persona_sees_and_a_guest_does_not(p
     from nodes.steps.s04_prepare_context.standing import peer_lines
 
     with a.house() as house:
-        [line] = peer_lines(house.repos, Audience(Role.OWNER), "en")
+        [line] = peer_lines(house, Audience(Role.OWNER), "en")
         assert line.startswith(f"- {met.name}; {stranger}; trust: none yet") and "not added by my owner" in line
         assert "tides" not in line  # what a peer says of itself is not in the prompt's block
-        assert peer_lines(house.repos, Audience(Role.GUEST, person_id=2), "en") == []  # not the guest's to see
+        assert peer_lines(house, Audience(Role.GUEST, person_id=2), "en") == []  # not the guest's to see
         house.peers.set_tags(met.id, [SHAREABLE])
     with a.house() as house:
-        assert len(peer_lines(house.repos, Audience(Role.GUEST, person_id=2), "en")) == 1
+        assert len(peer_lines(house, Audience(Role.GUEST, person_id=2), "en")) == 1
 
 
 def test_a_peers_case_reaches_the_persona_as_a_note_it_votes_on(pair) -> None:

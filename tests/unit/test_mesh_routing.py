@@ -12,6 +12,7 @@ from mesh.transport import InMemoryHub, InMemoryTransport
 from persona.settings import MeshSettings, Settings
 
 from reach.hmp.identity import Identity
+from tests.fakes.managers import managers_over
 
 
 def _peer(hub: InMemoryHub, name: str) -> tuple[InMemoryTransport, Identity]:
@@ -108,7 +109,7 @@ def test_the_mesh_page_offers_the_owner_to_add_a_peer_seen_on_the_mesh(web) -> N
 
     stranger = Identity.generate().did
     with web.agent.services.db.unit() as repos:
-        assert Managers(repos).peers.met(stranger, transport="12D3KooWStranger").added_by == "met"
+        assert managers_over(repos).peers.met(stranger, transport="12D3KooWStranger").added_by == "met"
     page = web.client.get("/mesh")
     assert page.status_code == 200 and "Seen on the mesh, not added" in page.text
     assert f'data-discovered="{stranger}"' in page.text and 'data-peer="' not in page.text
@@ -117,6 +118,6 @@ def test_the_mesh_page_offers_the_owner_to_add_a_peer_seen_on_the_mesh(web) -> N
     assert added.status_code == 200 and 'data-peer="drifter"' in added.text
     assert f'data-discovered="{stranger}"' not in added.text
     with web.agent.services.db.unit() as repos:
-        peer = Managers(repos).peers.get("drifter")
+        peer = managers_over(repos).peers.get("drifter")
         assert (peer.did, peer.added_by) == (stranger, "owner")
-        assert Managers(repos).peers.discovered() == []
+        assert managers_over(repos).peers.discovered() == []

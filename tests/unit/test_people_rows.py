@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from managers import ManagerDeps, Managers
 from managers.channels import Arrival
-from managers.consent import answer
+from tests.fakes.managers import answer
 from memory.models import AuditEntry, MemoryItem, Note
 from memory.store import record_turn
 from nodes.context import utcnow

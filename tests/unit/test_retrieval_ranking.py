@@ -1,6 +1,8 @@
 """Ranking rules of the memory index (memory/retrieval/ranker.py) and the query reading they rest on (issue 19:
 LoCoMo recall), each with the setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py)."""
 
+import pytest
+
 from memory.retrieval.index import RetrievalSettings
 from memory.retrieval.query import asking_share, first_person, named_authors, subjects
 from memory.store import record_turn
@@ -111,11 +113,12 @@ def test_the_guard_asks_the_engines_for_more_when_their_candidates_are_near_copi
 
 def test_the_question_penalty_weighs_the_share_of_a_turn_that_asks(index):
     assert asking_share("Is it far?") == 1.0 == asking_share("Wow! What did you paint?")  # "Wow!" joins the question
-    assert asking_share("The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?") == 0.5
+    # the share of its words in what it asks: 5 of 12 (the statement's 7 are evidence)
+    assert asking_share("The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?") == 5 / 12
     assert asking_share("The studio is in Lisbon.") == 0.0  # does not end with a question: no penalty at all
     with index.db.unit() as repos:
         record_turn(repos, ref="q", text="Where is the studio?", author="Dana", episode="chat")
         record_turn(repos, ref="s", text="The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?",
                     author="Dana", episode="other")
     hits = {h.item.ref: h for h in index.search("Which city is the studio in?", k=2)}
-    assert hits["q"].parts["asks"] == -0.6 and hits["s"].parts["asks"] == -0.3
+    assert hits["q"].parts["asks"] == -0.6 and hits["s"].parts["asks"] == pytest.approx(-0.6 * 5 / 12)

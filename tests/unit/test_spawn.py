@@ -61,7 +61,7 @@ def test_a_consented_clone_copies_all_memory_and_vectors_and_thinks_on_its_own(t
         approval = repos.approvals.pending()[0]
         assert (approval.type, approval.effect) == ("persona.spawn", "external")
     assert not (tmp_path / "personas" / "mira").exists()  # nothing until the human approves
-    from managers.consent import answer
+    from tests.fakes.managers import answer
     from nodes.context import utcnow
 
     answer(agent.services.db, approval.id, approve=True, by="human", now=utcnow())

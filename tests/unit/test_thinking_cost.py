@@ -159,10 +159,8 @@ def test_a_low_budget_drops_the_persona_s_own_thinking_and_a_spent_one_leaves_on
     with agent.services.db.unit() as repos:
         note = repos.notes.add("Still there?", source="user")
     assert decide(agent, "continuous").reason == f"budget spent: note {note.id} from a human waits"
-    from graph.reports import spend_report
-
-    with agent.services.db.reading() as repos:
-        report = spend_report(repos, agent.services.settings, clock())
+    with agent.services.managers.reading() as house:
+        report = house.reports.spend(clock())
     assert report["budget"]["state"] == "spent" and report["budget"]["left"]["day"] == 0
     assert [m["llm_id"] for m in report["by_model"]] == ["fake"] and report["quiet_ticks_today"] >= 2
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from graph.checkpoint import count_checkpoints, open_sqlite_saver
 from tests.fakes.llm import FakeLLM
 from memory.models import ProcessLog
+from tests.fakes.managers import managers_over
 
 SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text": "Hi human!"}}]\n# End commands'
 
@@ -364,5 +365,5 @@ def test_config_yaml_cycle_pause_is_the_pause_until_the_persona_chooses_its_own(
     agent = agent_factory(cycle={"pause_s": 2.5})
     assert agent.tick()["pause_s"] == 2.5
     with agent.services.db.unit() as repos:
-        Managers(repos).loop.update_cycle(agent.thread_id, pause_s=0.0)  # what cycle.pause 0 stores
+        managers_over(repos).loop.update_cycle(agent.thread_id, pause_s=0.0)  # what cycle.pause 0 stores
     assert agent.tick()["pause_s"] == 0.0

@@ -11,7 +11,7 @@ from sqlalchemy import event, text
 
 from tests.fakes.llm import FakeLLM
 from memory import Database
-from memory.models import utcnow
+from memory.clock import utcnow
 from tests.fakes.memory import HashEmbedder
 from memory.text import with_author
 from nodes.context import TICK_SUMMARY, TickReads

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from graph.loop import Stopper, run_loop
 from managers import Managers
+from tests.fakes.managers import managers_over
 
 
 def test_pause_and_stop_from_the_api_reach_the_loop(web):
@@ -46,7 +47,7 @@ def test_a_bad_control_value_names_the_field(web):
 def test_the_page_says_when_no_loop_runs_and_shows_llm_health(web):
     now = datetime.now(timezone.utc)
     with web.agent.services.db.unit() as repos:
-        Managers(repos).loop.record_status("running", now=now, thread="main", pid=2 ** 22 + 7)  # no such process
+        managers_over(repos).loop.record_status("running", now=now, thread="main", pid=2 ** 22 + 7)  # no such process
     page = web.client.get("/controls").text
     assert 'data-testid="no-loop"' in page
     web.agent.tick()
@@ -59,4 +60,4 @@ def test_the_control_buttons_post_the_wanted_state_from_the_page(web):
     answer = web.client.post("/controls/loop", data={"want": "paused"}, headers=web.csrf)
     assert answer.status_code == 200 and 'data-testid="loop-want">paused' in answer.text
     with web.agent.services.db.unit() as repos:
-        assert Managers(repos).loop.wanted() == "paused"
+        assert managers_over(repos).loop.wanted() == "paused"

@@ -15,6 +15,7 @@ from graph.loop.journal import LiveJournal
 from web.security import CSRF_HEADER, TOKEN_COOKIE, TOKEN_ENV, BindingError, check_binding, is_loopback
 from web.services import events
 from persona.settings import Overrides
+from tests.fakes.managers import managers_over
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -110,7 +111,7 @@ def test_a_cross_site_post_is_403_and_stores_nothing(web, headers):
     assert web.client.put("/api/loop", json={"want": "stopped"}, headers=headers).status_code == 403
     assert human_notes(web) == []
     with web.services.db.unit() as repos:
-        assert Managers(repos).loop.wanted() == "running"
+        assert managers_over(repos).loop.wanted() == "running"
 
 
 def test_even_the_apps_own_csrf_token_from_another_origin_is_refused(web):
@@ -172,7 +173,7 @@ def test_the_journal_writes_each_step_and_tick_of_a_ticked_agent_and_the_stream_
     finally:
         journal.close()
     assert result.ticks_run == 2
-    rows = events.read_after(web.services.db, 0)
+    rows = events.read_after(web.services.managers, 0)
     assert [r["id"] for r in rows] == sorted(r["id"] for r in rows) and len({r["id"] for r in rows}) == len(rows)
     steps = [r for r in rows if r["kind"] == "step"]
     ticks = [r for r in rows if r["kind"] == "tick"]
@@ -185,10 +186,10 @@ def test_the_journal_writes_each_step_and_tick_of_a_ticked_agent_and_the_stream_
     call = next(r for r in steps if r["node"] == "call_llm")
     assert call["data"]["llm_id"] == "fake" and call["data"]["response"]
     assert all(r["thread_id"] == "main" and r["at"].endswith("+00:00") for r in rows)
-    only_ticks = events.read_after(web.services.db, 0, kinds=["tick"])
+    only_ticks = events.read_after(web.services.managers, 0, kinds=["tick"])
     assert [r["id"] for r in only_ticks] == [t["id"] for t in ticks]
-    assert events.read_after(web.services.db, ticks[0]["id"], kinds=["tick"]) == [only_ticks[1]]
-    assert events.newest_id(web.services.db) == rows[-1]["id"]
+    assert events.read_after(web.services.managers, ticks[0]["id"], kinds=["tick"]) == [only_ticks[1]]
+    assert events.newest_id(web.services.managers) == rows[-1]["id"]
 
 
 def test_the_journal_trims_to_the_newest_events_and_bounds_big_ones(web):
@@ -199,7 +200,7 @@ def test_the_journal_trims_to_the_newest_events_and_bounds_big_ones(web):
         journal.put("step", node="call_llm", data={"i": "big", "text": "x" * 50_000})
     finally:
         journal.close()
-    rows = events.read_after(web.services.db, 0, limit=1_000)
+    rows = events.read_after(web.services.managers, 0, limit=1_000)
     assert 50 <= len(rows) < 261  # trimmed once 200 were written, keeping the newest
     assert rows[-1]["data"]["truncated"] > 50_000 and len(rows[-1]["data"]["preview"]) <= 4_000
     numbers = [r["data"]["i"] for r in rows[:-1]]
@@ -210,7 +211,7 @@ def test_the_sse_json_of_an_event_names_its_kind_and_cursor(web):
     journal = LiveJournal(web.services.db, "main")
     journal.put("message", data={"note_id": 7, "text": "hé"})
     journal.close()
-    (row,) = events.read_after(web.services.db, 0)
+    (row,) = events.read_after(web.services.managers, 0)
     sse = events.sse_json(row)
     assert sse["event"] == "message" and sse["id"] == str(row["id"]) and '"hé"' in sse["data"]
 
@@ -219,12 +220,12 @@ def test_the_sse_json_of_an_event_names_its_kind_and_cursor(web):
 
 def _want(web, want: str) -> None:
     with web.services.db.unit() as repos:
-        Managers(repos).loop.request_state(want, by="test", now=web.services.clock())
+        managers_over(repos).loop.request_state(want, by="test", now=web.services.clock())
 
 
 def _reported(web) -> str | None:
     with web.services.db.unit() as repos:
-        return Managers(repos).loop.status()["loop"].get("state")
+        return managers_over(repos).loop.status()["loop"].get("state")
 
 
 def test_paused_ticks_nothing_within_the_budget_until_a_stopper_ends_the_run(web):

@@ -7,16 +7,17 @@ import json
 
 from managers import Managers
 from nodes.context import utcnow
+from tests.fakes.managers import managers_over
 
 
 def run_session(web, thought: str = "I think of tides and of the moon.") -> int:
     web.agent.services.llms.providers["fake"].responses = [thought]
     with web.agent.services.db.unit() as repos:
-        session_id, _ = Managers(repos).sessions.open("main", playbook="repl", persona="Lumen", now=utcnow())
+        session_id, _ = managers_over(repos).sessions.open("main", playbook="repl", persona="Lumen", now=utcnow())
         repos.notes.add("Hello, Lumen.", source="user")
     web.agent.tick()
     with web.agent.services.db.unit() as repos:
-        Managers(repos).sessions.close(session_id, utcnow())
+        managers_over(repos).sessions.close(session_id, utcnow())
     return session_id
 
 

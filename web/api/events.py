@@ -24,7 +24,7 @@ async def stream_events(request: Request, kinds: list[str] = Query([], max_lengt
     approval, dream, stelis_enter, stelis_leave, task_cycle, …"""
     cursor = last_event_id if last_event_id is not None else since
     if cursor is None:
-        cursor = events.newest_id(services.db)
-    stream = events.follow(services.db, cursor, kinds=kinds, is_disconnected=request.is_disconnected,
+        cursor = events.newest_id(services.managers)
+    stream = events.follow(services.managers, cursor, kinds=kinds, is_disconnected=request.is_disconnected,
                            listener=services.listener)
     return EventSourceResponse((events.sse_json(e) async for e in stream), ping=15)

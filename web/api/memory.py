@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, File, Path, Query, Response, UploadFile
 
-from memory import Repos
+from managers import Managers
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
-from web.schemas.requests import QueryBool
 from web.schemas.memory import Done, History, KBUploaded, MemoryList, MemoryRecord, SearchResults, Tiers
+from web.schemas.requests import QueryBool
 from web.services import memory
 
 router = APIRouter(prefix="/memory", tags=["memory"], responses=PERSONA)
@@ -35,9 +35,9 @@ def _edit_body() -> dict:
 
 
 @router.get("/tiers", response_model=Tiers)
-def read_tiers(repos: Repos = unit_of_work()):
+def read_tiers(house: Managers = unit_of_work()):
     """Every tier: its name, size, and what may be done to it (the fields an edit may change)."""
-    return memory.tiers(repos)
+    return memory.tiers(house)
 
 
 @router.get("/search", response_model=SearchResults, responses=errors(422))
@@ -59,9 +59,9 @@ def read_history(tier: str | None = Query(None, json_schema_extra={"enum": TIER_
                  ref: str | None = Query(None, max_length=128),
                  actor: str | None = Query(None, max_length=64), limit: int = Query(50, ge=1, le=500),
                  before_id: int | None = Query(None, ge=1, le=MAX_ID, description="Older than this change (paging back)."),
-                 repos: Repos = unit_of_work()):
+                 house: Managers = unit_of_work()):
     """Every change to memory, newest first: who (human, persona, …), when, the row before and after."""
-    return memory.history(repos, tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
+    return memory.history(house, tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
 
 
 @router.post("/kb", response_model=KBUploaded, status_code=201,
@@ -80,30 +80,30 @@ def upload_kb(response: Response, file: UploadFile = File(..., description="A PD
 @router.get("/kb", response_model=MemoryList, responses=errors(422))
 def list_kb(q: str | None = Query(None, max_length=2000), limit: int = Query(50, ge=1, le=500),
             archived: Annotated[QueryBool, Query(description="The archived documents instead.")] = False,
-            repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+            house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """The knowledge base's documents, newest first: GET /api/memory/{tier} of `kb` (POST here adds one)."""
-    return memory.list_tier(repos, services, "kb", q=q, archived=archived, limit=limit)
+    return memory.list_tier(house, services, "kb", q=q, archived=archived, limit=limit)
 
 
 @router.get("/{tier}", response_model=MemoryList, responses=errors((404, "no such tier"), 422))
 def list_tier(tier: str = TierPath, q: str | None = Query(None, max_length=2000), limit: int = Query(50, ge=1, le=500),
               archived: Annotated[QueryBool, Query(description="The archived rows instead (core/notepad: replaced "
                                                                    "versions).")] = False,
-              repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+              house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """A tier's rows, newest first; `q` narrows them (hybrid search where the tier is searchable)."""
-    return memory.list_tier(repos, services, tier, q=q, archived=archived, limit=limit)
+    return memory.list_tier(house, services, tier, q=q, archived=archived, limit=limit)
 
 
 @router.get("/{tier}/{ref}", response_model=MemoryRecord, responses=errors(NO_ROW, 422))
-def read_record(tier: str = TierPath, ref: str = RefPath, repos: Repos = unit_of_work()):
-    return memory.get_record(repos, tier, ref)
+def read_record(tier: str = TierPath, ref: str = RefPath, house: Managers = unit_of_work()):
+    return memory.get_record(house, tier, ref)
 
 
 @router.get("/{tier}/{ref}/history", response_model=History, responses=errors((404, "no such tier"), 422))
 def read_record_history(tier: str = TierPath, ref: str = RefPath, limit: int = Query(50, ge=1, le=500),
-                        repos: Repos = unit_of_work()):
+                        house: Managers = unit_of_work()):
     """The changes of one row, newest first."""
-    return memory.history(repos, tier=tier, ref=ref, limit=limit)
+    return memory.history(house, tier=tier, ref=ref, limit=limit)
 
 
 @router.patch("/{tier}/{ref}", response_model=Done, openapi_extra=_edit_body(),

@@ -8,7 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from memory import Repos
+from managers import Managers
 from web.api.responses import UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas.persona import (
@@ -40,9 +40,9 @@ UPLOAD = {"requestBody": {"content": {"multipart/form-data": {"schema": {
 
 
 @router.get("", response_model=PersonaOverview, responses=errors(404, UNREADABLE))
-def read_persona(repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+def read_persona(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """Name, directory, whether it may be edited, its files, skills, named seeds and the human's recent edits."""
-    return persona.overview(services, repos)
+    return persona.overview(services, house)
 
 
 @router.get("/files/{name}", response_model=PersonaFile, responses=errors((404, "not a persona file"), 422))
@@ -52,10 +52,10 @@ def read_file(name: str = FileName, services: WebServices = Depends(get_services
 
 @router.put("/files/{name}", response_model=PersonaFile,
             responses=errors(403, (404, "not a persona file"), READ_ONLY, REFUSED))
-def write_file(body: PersonaFileIn, name: str = FileName, repos: Repos = unit_of_work(),
+def write_file(body: PersonaFileIn, name: str = FileName, house: Managers = unit_of_work(),
                services: WebServices = Depends(get_services)):
     """IDENTITY.md, SOUL.md, … (each at most 20,000 characters), seed.txt, ethics.yaml (checked first)."""
-    return persona.write_file(services, repos, name, body.text, services.clock())
+    return persona.write_file(services, house, name, body.text, services.clock())
 
 
 @router.get("/config", response_model=ConfigFile, responses=errors(404, UNREADABLE))
@@ -64,10 +64,10 @@ def read_config(services: WebServices = Depends(get_services)):
 
 
 @router.put("/config", response_model=ConfigFile, responses=errors(403, 404, READ_ONLY, REFUSED))
-def write_config(body: FileIn, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+def write_config(body: FileIn, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """config.yaml, checked by the settings loader first: a broken one is refused (422, file:line) and the file on
     disk stays as it was."""
-    return persona.write_config(services, repos, body.text, services.clock())
+    return persona.write_config(services, house, body.text, services.clock())
 
 
 @router.get("/seeds", response_model=SeedList, responses=errors(404, UNREADABLE))
@@ -81,18 +81,18 @@ def read_seed(name: str = SeedName, services: WebServices = Depends(get_services
 
 
 @router.put("/seeds/{name}", response_model=Seed, responses=errors(403, 404, READ_ONLY, REFUSED))
-def save_seed(body: SeedIn, name: str = SeedName, repos: Repos = unit_of_work(),
+def save_seed(body: SeedIn, name: str = SeedName, house: Managers = unit_of_work(),
               services: WebServices = Depends(get_services)):
     """Save a named seed (seeds/NAME.txt): the text given, or the current seed.txt."""
-    return persona.save_seed(services, repos, name, body.text, services.clock())
+    return persona.save_seed(services, house, name, body.text, services.clock())
 
 
 @router.post("/seeds/{name}/apply", response_model=Seed,
              responses=errors(403, (404, "no such seed"), READ_ONLY, REFUSED))
-def apply_seed(name: str = SeedName, repos: Repos = unit_of_work(),
+def apply_seed(name: str = SeedName, house: Managers = unit_of_work(),
                services: WebServices = Depends(get_services)):
     """Make the named seed the persona's seed.txt."""
-    return persona.apply_seed(services, repos, name, services.clock())
+    return persona.apply_seed(services, house, name, services.clock())
 
 
 @router.get("/skills", response_model=list[Skill], responses=errors(404, UNREADABLE))
@@ -101,10 +101,10 @@ def list_skills(services: WebServices = Depends(get_services)):
 
 
 @router.put("/skills/{name}", response_model=Skill, responses=errors(403, 404, READ_ONLY, REFUSED))
-def write_skill(body: SkillIn, name: str = SeedName, repos: Repos = unit_of_work(),
+def write_skill(body: SkillIn, name: str = SeedName, house: Managers = unit_of_work(),
                 services: WebServices = Depends(get_services)):
     """A skill's whole SKILL.md (a shipped skill edited becomes the persona's own), or a new skill."""
-    return persona.write_skill(services, repos, name, body.text, services.clock())
+    return persona.write_skill(services, house, name, body.text, services.clock())
 
 
 @router.get("/export", response_class=FileResponse,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from memory import Repos
+from managers import Managers
 from web.api.responses import PERSONA, UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
@@ -20,13 +20,13 @@ router = APIRouter(tags=["sessions"], responses=PERSONA)
 
 
 @router.get("/sessions", response_model=SessionList, responses=errors(422))
-def list_sessions(limit: int = Query(50, ge=1, le=500), repos: Repos = unit_of_work()):
-    return sessions.listing(repos, limit)
+def list_sessions(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()):
+    return sessions.listing(house, limit)
 
 
 @router.get("/sessions/{session_id:int}", response_model=SessionDetail, responses=errors((404, "no such session"), 422))
-def read_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
-    return sessions.detail(repos, session_id)
+def read_session(session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+    return sessions.detail(house, session_id)
 
 
 @router.get("/sessions/{session_id:int}/export", response_class=Response,
@@ -34,19 +34,19 @@ def read_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of
                                          "application/x-ndjson": {}}},
                        **errors((404, "no such session"), 422)})
 def export_session(session_id: int = Path(ge=1, le=MAX_ID),
-                   format: Literal["json", "md", "csv", "jsonl"] = Query("json"), repos: Repos = unit_of_work()):
+                   format: Literal["json", "md", "csv", "jsonl"] = Query("json"), house: Managers = unit_of_work()):
     """A download: session-ID.json (everything), session-ID.md (the transcript), or the thought log — one record per
     thought, message, note and diary entry (`debug:*` ones marked) — as session-ID.csv or session-ID.jsonl."""
-    body, filename, media = sessions.export(repos, session_id, format)
+    body, filename, media = sessions.export(house, session_id, format)
     return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
 @router.post("/sessions/{session_id:int}/revive", response_model=Revived, status_code=201,
              responses=errors(403, (404, "no such session"), (409, "the session still runs"), 422))
-def revive_session(session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work(),
+def revive_session(session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work(),
                    services: WebServices = Depends(get_services)):
     """A new thread seeded with the session's last thoughts; run the loop on it with the command returned."""
-    return sessions.revive(repos, session_id, services.clock())
+    return sessions.revive(house, session_id, services.clock())
 
 
 @router.post("/sessions/revive", response_model=Revived, status_code=201,
@@ -61,4 +61,4 @@ async def revive_export(request: Request, services: WebServices = Depends(get_se
     """Revive a session exported elsewhere (its session-ID.json): uploaded as `file` (multipart), or the JSON body."""
     upload = await receive_upload(request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES,
                                   suffixes=(".json",))
-    return await run_in_threadpool(sessions.revive_upload, services.db, upload.read(), services.clock())
+    return await run_in_threadpool(sessions.revive_upload, services.managers, upload.read(), services.clock())

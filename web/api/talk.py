@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from memory import Repos
+from managers import Managers
+from managers.audience import OWNER
 from memory.note_kinds import Door
 from web.api.responses import PERSONA, UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work
@@ -23,26 +24,26 @@ def read_conversation(limit: int = Query(50, ge=1, le=500), after_id: int | None
                                                  description=("One conversation: a person's id, or `peer:<name>` "
                                                               "(GET /api/conversations lists them); left out: every "
                                                               "one, interleaved.")),
-                      repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+                      house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """The humans' notes (and peers') and the persona's messages, oldest first (after `after_id` when given): one
     person's conversation by every door, or all of them. The owner reads every thread."""
-    return talk.conversation(repos, services.persona().display_name, limit=limit, after_id=after_id,
+    return talk.conversation(house, services.persona().display_name, limit=limit, after_id=after_id,
                              speech=talk.speech_mode(services), person=person)
 
 
 @router.get("/conversations", response_model=Threads)
-def read_conversations(repos: Repos = unit_of_work()):
+def read_conversations(house: Managers = unit_of_work()):
     """Every conversation — one per person across the doors they write by, one per peer —, the most recent first,
     with what waits for the owner (contact requests, approvals, refused messages, unread notes)."""
-    return talk.threads(repos)
+    return talk.threads(house)
 
 
 @router.post("/notes", response_model=ConversationItem, status_code=201, responses=errors(403, 422))
-def post_note(note: NoteIn, background: BackgroundTasks, repos: Repos = unit_of_work(),
+def post_note(note: NoteIn, background: BackgroundTasks, house: Managers = unit_of_work(),
               services: WebServices = Depends(get_services)):
     """A note to the persona; its next tick reads it (and a pausing or idle loop wakes; a deployed persona thinks
     at once, on a free worker)."""
-    item = talk.post_note(repos, note, services.clock(), door=Door.API)
+    item = talk.post_note(house, note, services.clock(), door=Door.API)
     if services.wake is not None:
         background.add_task(services.wake)  # after the note is committed
     return item
@@ -73,8 +74,8 @@ async def post_voice(request: Request, background: BackgroundTasks,
                                   suffixes=talk.VOICE_SUFFIXES)
 
     def heard():
-        with services.db.unit(actor="human") as repos:
-            return talk.post_voice(services, repos, upload, language)
+        with services.managers.unit(OWNER) as house:
+            return talk.post_voice(services, house, upload, language)
 
     out = await run_in_threadpool(heard)
     if services.wake is not None:
@@ -86,8 +87,8 @@ async def post_voice(request: Request, background: BackgroundTasks,
             responses={200: {"content": {"audio/wav": {}}, "description": "the message spoken (16-bit PCM WAV)"},
                        **errors((404, "no message of the persona's with this id"),
                                 (409, "speech answers are off (speech.answer_in_speech)"), 422, SPEECH_UNAVAILABLE)})
-def read_speech(note_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work(),
+def read_speech(note_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work(),
                 services: WebServices = Depends(get_services)):
     """The persona's message `note_id` spoken aloud (espeak-ng), for the Talk page's player or any client."""
-    return Response(talk.reply_audio(services, repos, note_id), media_type="audio/wav",
+    return Response(talk.reply_audio(services, house, note_id), media_type="audio/wav",
                     headers={"Cache-Control": "private, max-age=3600"})

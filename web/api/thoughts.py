@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Query
 
-from memory import Repos
+from managers import Managers
 from web.api.responses import PERSONA, errors
 from web.context import unit_of_work
 from web.schemas import MAX_ID
@@ -16,18 +16,18 @@ router = APIRouter(tags=["thoughts"], responses=PERSONA)
 
 @router.get("/ticks", response_model=TickPage, responses=errors(422))
 def list_ticks(limit: int = Query(20, ge=1, le=200), before: int | None = Query(None, ge=1, le=MAX_ID),
-               thread: str | None = Query(None, max_length=128), repos: Repos = unit_of_work()):
+               thread: str | None = Query(None, max_length=128), house: Managers = unit_of_work()):
     """Tick cards, newest first; `before` (a card's `id`, or the page's `next_before`) pages back in time."""
-    return thoughts.tick_page(repos, limit=limit, before=before, thread_id=thread)
+    return thoughts.tick_page(house, limit=limit, before=before, thread_id=thread)
 
 
 @router.get("/ticks/{thread}/{tick}", response_model=TickCard, responses=errors((404, "no such tick"), 422))
-def read_tick(thread: str = Path(max_length=128), tick: int = Path(ge=0, le=MAX_ID), repos: Repos = unit_of_work()):
+def read_tick(thread: str = Path(max_length=128), tick: int = Path(ge=0, le=MAX_ID), house: Managers = unit_of_work()):
     """One tick's card."""
-    return thoughts.tick_card(repos, thread, tick)
+    return thoughts.tick_card(house, thread, tick)
 
 
 @router.get("/threads", response_model=ThreadTree)
-def read_threads(repos: Repos = unit_of_work()):
+def read_threads(house: Managers = unit_of_work()):
     """The Stelis tree: root threads and the child threads they opened, with their window budgets and chronicles."""
-    return thoughts.thread_tree(repos)
+    return thoughts.thread_tree(house)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Path, Request
 
-from memory import Repos
+from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
 from web.errors import ServiceError
 from web.schemas import MAX_ID
@@ -18,19 +18,19 @@ router = APIRouter()
 
 
 @router.get("/approvals")
-def approvals_page(request: Request, repos: Repos = unit_of_work()):
-    return render(request, "pages/approvals.html", "approvals", overview=approvals.overview(repos))
+def approvals_page(request: Request, house: Managers = unit_of_work()):
+    return render(request, "pages/approvals.html", "approvals", overview=approvals.overview(house))
 
 
 @router.get("/approvals/overview")
-def approvals_overview(request: Request, repos: Repos = unit_of_work()):
-    return render(request, "fragments/approval_overview.html", overview=approvals.overview(repos))
+def approvals_overview(request: Request, house: Managers = unit_of_work()):
+    return render(request, "fragments/approval_overview.html", overview=approvals.overview(house))
 
 
 @router.post("/approvals/{approval_id}/approve")
 def approve(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
             services: WebServices = Depends(get_services)):
-    item = approvals.decide(services.db, approval_id, approve=True, reason=reason, now=services.clock(),
+    item = approvals.decide(services.managers, approval_id, approve=True, reason=reason, now=services.clock(),
                             by=web_actor(services.api_token))
     return render(request, "fragments/approval_item.html", item=item)
 
@@ -38,7 +38,7 @@ def approve(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: 
 @router.post("/tainted/{taint_id}/trust")
 def trust(request: Request, taint_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
           services: WebServices = Depends(get_services)):
-    row = approvals.trust(services.db, taint_id, reason=reason, now=services.clock())
+    row = approvals.trust(services.managers, taint_id, reason=reason, now=services.clock())
     return render(request, "fragments/tainted_item.html", row=row)
 
 
@@ -47,6 +47,6 @@ def deny(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str
          services: WebServices = Depends(get_services)):
     if not reason.strip():
         raise ServiceError(NO_REASON, field="reason", status=422)
-    item = approvals.decide(services.db, approval_id, approve=False, reason=reason, now=services.clock(),
+    item = approvals.decide(services.managers, approval_id, approve=False, reason=reason, now=services.clock(),
                             by=web_actor(services.api_token))
     return render(request, "fragments/approval_item.html", item=item)

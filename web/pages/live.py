@@ -11,6 +11,7 @@ from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
 from i18n import SOURCE, N_
+from managers.audience import OWNER
 from web.context import WebServices, get_services
 from web.errors import ServiceError
 from web.services import events, talk, thoughts
@@ -24,8 +25,8 @@ def _talk_fragment(request: Request, services: WebServices, event: dict, lang: s
     note_id = (event.get("data") or {}).get("note_id")
     if not note_id:
         return None
-    with services.db.unit() as repos:
-        items = [i for i in talk.conversation(repos, "", limit=5, after_id=int(note_id) - 1, person=person,
+    with services.managers.unit(OWNER) as house:
+        items = [i for i in talk.conversation(house, "", limit=5, after_id=int(note_id) - 1, person=person,
                                               speech=talk.speech_mode(services)).items if i.id == note_id]
     if not items:
         return None
@@ -60,19 +61,19 @@ async def live_talk(request: Request, person: str | None = Query(None, max_lengt
                     services: WebServices = Depends(get_services)):
     """The open thread's new turns — by any door: the page, a channel, a peer — as they are stored, and which step
     the persona is in. Without `person`: the owner's own thread."""
-    db = services.db
-    cursor = events.newest_id(db)
+    managers = services.managers
+    cursor = events.newest_id(managers)
     lang = language_of(request)
 
     def thread_now() -> tuple[str, int]:
-        with db.unit() as repos:
-            thread = person or talk.owner_thread(repos)
-            shown = talk.conversation(repos, "", limit=1, person=thread).items
+        with managers.unit(OWNER) as house:
+            thread = person or talk.owner_thread(house)
+            shown = talk.conversation(house, "", limit=1, person=thread).items
         return thread, shown[-1].id if shown else 0
 
     def turns_after(thread: str, after: int) -> list[Any]:
-        with db.unit() as repos:
-            return talk.conversation(repos, "", limit=50, after_id=after, person=thread,
+        with managers.unit(OWNER) as house:
+            return talk.conversation(house, "", limit=50, after_id=after, person=thread,
                                      speech=talk.speech_mode(services)).items
 
     async def fragments():
@@ -82,7 +83,7 @@ async def live_talk(request: Request, person: str | None = Query(None, max_lengt
         except ServiceError:
             return
         while not await request.is_disconnected():
-            for event in await asyncio.to_thread(events.read_after, db, cursor, ["step", "tick"]):
+            for event in await asyncio.to_thread(events.read_after, managers, cursor, ["step", "tick"]):
                 cursor = event["id"]
                 line = talk_status(event, lang)
                 if line:
@@ -104,16 +105,16 @@ async def live_badges(request: Request, talk_thread: str | None = Query(None, al
     """The navigation's badges (what waits for the owner: unread notes, approvals, contact requests and refused
     messages) whenever they change, as out-of-band fragments; on the Talk page (`talk`: its open thread) the
     conversations' list too."""
-    db = services.db
+    managers = services.managers
     lang = language_of(request)
     templates = request.app.state.templates
     base = request.scope.get("root_path", "")
 
     def read() -> tuple[dict[str, int], Any]:
-        with db.unit() as repos:
+        with managers.unit(OWNER) as house:
             if talk_thread is None:
-                return talk.waiting_for_owner(repos), []
-            listed = talk.threads(repos)
+                return talk.waiting_for_owner(house), []
+            listed = talk.threads(house)
         return listed.waiting, listed.threads
 
     async def fragments():
@@ -146,8 +147,8 @@ def _thought_fragment(request: Request, services: WebServices, event: dict, lang
         html = templates.get_template("fragments/tick_progress.html").render(event=event, lang=lang)
         return {"event": "step", "id": str(event["id"]), "data": html.strip()}
     tick = (event.get("data") or {}).get("tick", event.get("tick"))
-    with services.db.unit() as repos:
-        card = thoughts.latest_card(repos, event.get("thread_id"), tick)
+    with services.managers.unit(OWNER) as house:
+        card = thoughts.latest_card(house, event.get("thread_id"), tick)
     if card is None:
         return None
     html = templates.get_template("fragments/tick_card.html").render(card=card, lang=lang)
@@ -156,12 +157,12 @@ def _thought_fragment(request: Request, services: WebServices, event: dict, lang
 
 @router.get("/live/thoughts")
 async def live_thoughts(request: Request, services: WebServices = Depends(get_services)):
-    cursor = events.newest_id(services.db)
+    cursor = events.newest_id(services.managers)
     lang = language_of(request)
 
     async def fragments():
         sent: set[int] = set()  # a Stelis child's tick is journaled under its root: one card per tick all the same
-        async for event in events.follow(services.db, cursor, kinds=THOUGHT_KINDS,
+        async for event in events.follow(services.managers, cursor, kinds=THOUGHT_KINDS,
                                          is_disconnected=request.is_disconnected,
                                          listener=services.listener):
             if event["kind"] == "keepalive":
@@ -182,10 +183,10 @@ APPROVAL_KINDS = ("approval", "tick", "keepalive")  # a request, or a tick that 
 @router.get("/live/approvals")
 async def live_approvals(request: Request, services: WebServices = Depends(get_services)):
     """A bare `approval` event whenever something may have changed; the page fetches its list again."""
-    cursor = events.newest_id(services.db)
+    cursor = events.newest_id(services.managers)
 
     async def signals():
-        async for event in events.follow(services.db, cursor, kinds=APPROVAL_KINDS,
+        async for event in events.follow(services.managers, cursor, kinds=APPROVAL_KINDS,
                                          is_disconnected=request.is_disconnected,
                                          listener=services.listener):
             if event["kind"] != "keepalive":
@@ -198,12 +199,12 @@ async def live_approvals(request: Request, services: WebServices = Depends(get_s
 async def live_mesh(request: Request, services: WebServices = Depends(get_services)):
     """What the mesh door sees, as it sees it (a peer met, a signed container received and verified, one refused):
     the Mesh page's live list (fragments/mesh_event.html)."""
-    cursor = events.newest_id(services.db)
+    cursor = events.newest_id(services.managers)
     lang = language_of(request)
     template = request.app.state.templates.get_template("fragments/mesh_event.html")
 
     async def fragments():
-        async for event in events.follow(services.db, cursor, kinds=["mesh", "keepalive"],
+        async for event in events.follow(services.managers, cursor, kinds=["mesh", "keepalive"],
                                          is_disconnected=request.is_disconnected, listener=services.listener):
             if event["kind"] == "mesh":
                 html = template.render(event=event, lang=lang, base=request.scope.get("root_path", ""))

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from i18n import N_
-from memory import Repos
+from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
 from web.services import memory
 from web.templating import render
@@ -19,16 +19,16 @@ router = APIRouter(prefix="/memory")
 
 @router.get("")
 def memory_page(request: Request, tier: str = Query("core"), q: str | None = Query(None, max_length=2000),
-                archived: bool = Query(False), repos: Repos = unit_of_work(),
+                archived: bool = Query(False), house: Managers = unit_of_work(),
                 services: WebServices = Depends(get_services)):
-    view = memory.page(repos, services, tier, q=q, archived=archived)
+    view = memory.page(house, services, tier, q=q, archived=archived)
     return render(request, "pages/memory.html", "memory", view=view)
 
 
 @router.get("/tier/{tier}")
 def tier_panel(request: Request, tier: str, q: str | None = Query(None, max_length=2000), archived: bool = Query(False),
-               repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    view = memory.page(repos, services, tier, q=q, archived=archived)
+               house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+    view = memory.page(house, services, tier, q=q, archived=archived)
     return render(request, "fragments/memory_tier.html", view=view)
 
 
@@ -43,8 +43,8 @@ def search(request: Request, q: str = Query("", max_length=2000), happened_after
 
 @router.get("/history")
 def history(request: Request, tier: str | None = Query(None), ref: str | None = Query(None, max_length=128),
-            repos: Repos = unit_of_work()):
-    return render(request, "fragments/memory_history.html", history=memory.history(repos, tier=tier, ref=ref, limit=50))
+            house: Managers = unit_of_work()):
+    return render(request, "fragments/memory_history.html", history=memory.history(house, tier=tier, ref=ref, limit=50))
 
 
 @router.post("/kb")
@@ -58,14 +58,14 @@ def _row(request: Request, tier: str, record, **extra):
 
 
 @router.get("/{tier}/{ref}/row")
-def row(request: Request, tier: str, ref: str, repos: Repos = unit_of_work()):
-    return _row(request, tier, memory.get_record(repos, tier, ref))
+def row(request: Request, tier: str, ref: str, house: Managers = unit_of_work()):
+    return _row(request, tier, memory.get_record(house, tier, ref))
 
 
 @router.get("/{tier}/{ref}/edit")
-def edit_form(request: Request, tier: str, ref: str, repos: Repos = unit_of_work()):
+def edit_form(request: Request, tier: str, ref: str, house: Managers = unit_of_work()):
     return render(request, "fragments/memory_edit.html", tier=memory.tier_of(tier),
-                  record=memory.get_record(repos, tier, ref))
+                  record=memory.get_record(house, tier, ref))
 
 
 @router.post("/{tier}/{ref}/edit")

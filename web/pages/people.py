@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Form, Path, Request
 from pydantic import ValidationError
 
+from managers.audience import OWNER
 from web.context import WebServices, get_services
 from web.errors import ServiceError
 from web.schemas import MAX_ID
@@ -17,15 +18,15 @@ router = APIRouter()
 
 
 def _overview(request: Request, services: WebServices):
-    with services.db.unit() as repos:
-        overview = people.overview(repos, services.settings())
+    with services.managers.unit(OWNER) as house:
+        overview = people.overview(house, services.settings())
     return render(request, "fragments/people_overview.html", overview=overview)
 
 
 @router.get("/people")
 def people_page(request: Request, services: WebServices = Depends(get_services)):
-    with services.db.unit() as repos:
-        overview = people.overview(repos, services.settings())
+    with services.managers.unit(OWNER) as house:
+        overview = people.overview(house, services.settings())
     return render(request, "pages/people.html", "people", overview=overview)
 
 
@@ -40,30 +41,30 @@ def add_person(request: Request, name: str = Form(..., max_length=120), role: st
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ServiceError(str(first.get("msg")), field=str(first.get("loc", ["?"])[0]), status=422) from None
-    people.add(services.db, body, services.settings())
+    people.add(services.managers, body, services.settings())
     return _overview(request, services)
 
 
 @router.post("/people/requests/{request_id}/accept")
 def accept(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
-    people.decide(services.db, request_id, accept=True, now=services.clock(), settings=services.settings())
+    people.decide(services.managers, request_id, accept=True, now=services.clock(), settings=services.settings())
     return _overview(request, services)
 
 
 @router.post("/people/requests/{request_id}/refuse")
 def refuse(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
-    people.decide(services.db, request_id, accept=False, now=services.clock(), settings=services.settings())
+    people.decide(services.managers, request_id, accept=False, now=services.clock(), settings=services.settings())
     return _overview(request, services)
 
 
 @router.post("/people/requests/{request_id}/vouch")
 def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
-    people.decide(services.db, request_id, accept="vouch", now=services.clock(), settings=services.settings())
+    people.decide(services.managers, request_id, accept="vouch", now=services.clock(), settings=services.settings())
     return _overview(request, services)
 
 
 @router.post("/people/{person_id}/delete")
 def delete_person(request: Request, person_id: int = Path(ge=1, le=MAX_ID),
                   services: WebServices = Depends(get_services)):
-    people.delete(services.db, person_id, settings=services.settings(), memory=services.memory)
+    people.delete(services.managers, person_id, settings=services.settings(), memory=services.memory)
     return _overview(request, services)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Form, Path, Request
 from fastapi.concurrency import run_in_threadpool
 
 from i18n import N_
-from memory import Repos
+from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
 from web.services import persona
 from web.templating import render, translated
@@ -26,8 +26,8 @@ def _editor(request: Request, *, title: str, action: str, text: str, cap: int | 
 
 
 @router.get("")
-def persona_page(request: Request, repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    return render(request, "pages/persona.html", "persona", overview=persona.overview(services, repos),
+def persona_page(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+    return render(request, "pages/persona.html", "persona", overview=persona.overview(services, house),
                   seeds=persona.seeds(services), skills=persona.skills(services))
 
 
@@ -40,8 +40,8 @@ def file_editor(request: Request, name: str = Name, services: WebServices = Depe
 
 @router.put("/files/{name}")
 def save_file(request: Request, name: str = Name, text: str = Form("", max_length=200_000),
-              repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    f = persona.write_file(services, repos, name, text, services.clock())
+              house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+    f = persona.write_file(services, house, name, text, services.clock())
     return _editor(request, title=name, action=f"/persona/files/{name}", text=f.text, cap=f.cap,
                    saved=translated(request, N_("%(name)s saved"), name=name))
 
@@ -53,9 +53,9 @@ def config_editor(request: Request, services: WebServices = Depends(get_services
 
 
 @router.put("/config")
-def save_config(request: Request, text: str = Form("", max_length=200_000), repos: Repos = unit_of_work(),
+def save_config(request: Request, text: str = Form("", max_length=200_000), house: Managers = unit_of_work(),
                 services: WebServices = Depends(get_services)):
-    saved = persona.write_config(services, repos, text, services.clock())
+    saved = persona.write_config(services, house, text, services.clock())
     return _editor(request, title="config.yaml", action="/persona/config", text=saved.text,
                    saved=translated(request, N_("%(name)s saved"), name="config.yaml"))
 
@@ -69,17 +69,17 @@ def seed_editor(request: Request, name: str = Name, services: WebServices = Depe
 
 @router.post("/seeds")
 def save_seed(request: Request, name: str = Form(..., max_length=64), text: str = Form("", max_length=20_000),
-              repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
+              house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """Save the editor's text under a name (its seed.txt when the editor is empty)."""
-    persona.save_seed(services, repos, name, text or None, services.clock())
+    persona.save_seed(services, house, name, text or None, services.clock())
     return render(request, "fragments/persona_seeds.html", seeds=persona.seeds(services),
                   saved=translated(request, N_("seed %(name)s saved"), name=name))
 
 
 @router.post("/seeds/{name}/apply")
-def apply_seed(request: Request, name: str = Name, repos: Repos = unit_of_work(),
+def apply_seed(request: Request, name: str = Name, house: Managers = unit_of_work(),
                services: WebServices = Depends(get_services)):
-    persona.apply_seed(services, repos, name, services.clock())
+    persona.apply_seed(services, house, name, services.clock())
     return render(request, "fragments/persona_seeds.html", seeds=persona.seeds(services),
                   saved=translated(request, N_("seed.txt is now the seed %(name)s"), name=name))
 
@@ -94,8 +94,8 @@ def skill_editor(request: Request, name: str = Name, services: WebServices = Dep
 
 @router.put("/skills/{name}")
 def save_skill(request: Request, name: str = Name, text: str = Form(..., max_length=30_000),
-               repos: Repos = unit_of_work(), services: WebServices = Depends(get_services)):
-    skill = persona.write_skill(services, repos, name, text, services.clock())
+               house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+    skill = persona.write_skill(services, house, name, text, services.clock())
     return _editor(request, title=f"skill {name}", action=f"/persona/skills/{name}", text=skill.text, kind="skill",
                    saved=translated(request, N_("skill %(name)s saved"), name=name))
 

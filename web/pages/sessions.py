@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 
-from memory import Repos
+from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
 from web.services import sessions
@@ -17,24 +17,24 @@ router = APIRouter()
 
 
 @router.get("/sessions")
-def sessions_page(request: Request, repos: Repos = unit_of_work()):
-    return render(request, "pages/sessions.html", "sessions", sessions=sessions.listing(repos, 100).items)
+def sessions_page(request: Request, house: Managers = unit_of_work()):
+    return render(request, "pages/sessions.html", "sessions", sessions=sessions.listing(house, 100).items)
 
 
 @router.get("/sessions/{session_id}")
-def session_detail(request: Request, session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
-    return render(request, "fragments/session_detail.html", session=sessions.detail(repos, session_id))
+def session_detail(request: Request, session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+    return render(request, "fragments/session_detail.html", session=sessions.detail(house, session_id))
 
 
 @router.post("/sessions/{session_id}/revive")
-def revive(request: Request, session_id: int = Path(ge=1, le=MAX_ID), repos: Repos = unit_of_work(),
+def revive(request: Request, session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work(),
            services: WebServices = Depends(get_services)):
-    return render(request, "fragments/session_revived.html", revived=sessions.revive(repos, session_id, services.clock()))
+    return render(request, "fragments/session_revived.html", revived=sessions.revive(house, session_id, services.clock()))
 
 
 @router.post("/sessions/revive")
 async def revive_upload(request: Request, services: WebServices = Depends(get_services)):
     upload = await receive_upload(request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES,
                                   suffixes=(".json",))
-    revived = await run_in_threadpool(sessions.revive_upload, services.db, upload.read(), services.clock())
+    revived = await run_in_threadpool(sessions.revive_upload, services.managers, upload.read(), services.clock())
     return render(request, "fragments/session_revived.html", revived=revived)

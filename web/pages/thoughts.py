@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from memory import Repos
+from managers import Managers
 from web.context import unit_of_work
 from web.schemas import MAX_ID
 from web.services import thoughts
@@ -15,11 +15,11 @@ router = APIRouter()
 
 
 @router.get("/thoughts")
-def thoughts_page(request: Request, repos: Repos = unit_of_work()):
-    return render(request, "pages/thoughts.html", "thoughts", feed=thoughts.tick_page(repos, limit=20),
-                  tree=thoughts.thread_tree(repos))
+def thoughts_page(request: Request, house: Managers = unit_of_work()):
+    return render(request, "pages/thoughts.html", "thoughts", feed=thoughts.tick_page(house, limit=20),
+                  tree=thoughts.thread_tree(house))
 
 
 @router.get("/thoughts/ticks")
-def older_ticks(request: Request, before: int = Query(..., ge=1, le=MAX_ID), repos: Repos = unit_of_work()):
-    return render(request, "fragments/tick_page.html", feed=thoughts.tick_page(repos, limit=20, before=before))
+def older_ticks(request: Request, before: int = Query(..., ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+    return render(request, "fragments/tick_page.html", feed=thoughts.tick_page(house, limit=20, before=before))

@@ -9,34 +9,20 @@ from datetime import datetime
 from typing import Any
 
 from i18n import N_
-from graph.reports import spend_report
 from managers import Managers
 from managers.loop import Wanted, loop_alive
 from managers.models import ModelNotFound, RegistryError, ServerCheckFailed
-from memory import Repos
-from web.errors import NotFoundError, ServiceError
 from persona.settings import Settings
+from web.errors import NotFoundError, ServiceError
 from web.schemas.controls import LLMAddIn, LLMHealth, LLMUpdateIn, LocalServer, LoopStatus
 
 
-def llm_health(repos: Repos) -> list[LLMHealth]:
-    recent = repos.llm_calls.recent(200)
-    chosen = {row["id"]: row for row in Managers(repos).models.listing()}
-    added = repos.config.added_llms()
-    rows = []
-    for entry in repos.llm_registry.all():
-        calls = [c for c in recent if c.llm_id == entry.id]
-        last = calls[-1] if calls else None
-        mine = chosen[entry.id]
-        rows.append(LLMHealth(id=entry.id, provider=entry.provider, model=entry.model, priority=mine["priority"],
-                              enabled=mine["enabled"], is_validator=mine["is_validator"], selected=mine["selected"],
-                              trust_score=entry.trust_score,
-                              base_url=(entry.config or {}).get("base_url"), calls=len(calls),
-                              failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
-                              last_error=last.error if last else None,
-                              last_latency_ms=last.latency_ms if last else None,
-                              healthy=last.ok if last else None, added=entry.id in added))
-    return rows
+def llm_health(house: Managers) -> list[LLMHealth]:
+    return [LLMHealth(id=h.id, provider=h.provider, model=h.model, priority=h.priority, enabled=h.enabled,
+                      is_validator=h.is_validator, selected=h.selected, trust_score=h.trust_score, base_url=h.base_url,
+                      calls=h.calls, failures=h.failures, last_ok=h.last_ok, last_error=h.last_error,
+                      last_latency_ms=h.last_latency_ms, healthy=h.healthy, added=h.added)
+            for h in house.models.health()]
 
 
 def _registry_change(change: Callable[[], str]) -> list[LLMHealth]:
@@ -47,60 +33,58 @@ def _registry_change(change: Callable[[], str]) -> list[LLMHealth]:
     return []
 
 
-def select_llm(repos: Repos, llm_id: str | None) -> list[LLMHealth]:
+def select_llm(house: Managers, llm_id: str | None) -> list[LLMHealth]:
     """The primary model, persisted; the loop (any process) takes it at its next tick."""
-    _registry_change(lambda: Managers(repos).models.select(llm_id))
-    return llm_health(repos)
+    _registry_change(lambda: house.models.select(llm_id))
+    return llm_health(house)
 
 
-def update_llm(repos: Repos, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
-    if llm_id not in {r.id for r in repos.llm_registry.all()}:
+def update_llm(house: Managers, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
+    if not house.models.registered(llm_id):
         raise NotFoundError(N_("no model %(llm_id)r"), llm_id=llm_id, field="llm_id")
-    _registry_change(lambda: Managers(repos).models.update(llm_id, priority=change.priority, enabled=change.enabled,
+    _registry_change(lambda: house.models.update(llm_id, priority=change.priority, enabled=change.enabled,
                                                            is_validator=change.is_validator))
-    return llm_health(repos)
+    return llm_health(house)
 
 
-def add_llm(repos: Repos, settings: Settings, body: LLMAddIn) -> LLMHealth:
+def add_llm(house: Managers, settings: Settings, body: LLMAddIn) -> LLMHealth:
     """A model on an OpenAI-compatible server, after its health check (422 naming base_url when it fails, 409 when
     its id is taken); persisted, taken by the loop at its next tick."""
-    from managers import ManagerDeps
-
-    models = Managers(repos, ManagerDeps(settings=settings)).models
+    models = house.models
     try:
         row = models.add(body.base_url, body.model, name=body.name or None, api_key=body.api_key or None)
     except ServerCheckFailed as exc:
         raise ServiceError(N_("the server did not pass the health check: %(exc)s"), exc=exc, field="base_url", status=422) from None
     except RegistryError as exc:
         raise ServiceError(str(exc), field="name", status=409) from None
-    return next(h for h in llm_health(repos) if h.id == row["id"])
+    return next(h for h in llm_health(house) if h.id == row["id"])
 
 
-def remove_llm(repos: Repos, llm_id: str) -> list[LLMHealth]:
+def remove_llm(house: Managers, llm_id: str) -> list[LLMHealth]:
     """Forget a model added at run time (404: none; 409: a configured one, disable it instead)."""
     try:
-        Managers(repos).models.remove(llm_id)
+        house.models.remove(llm_id)
     except ModelNotFound as exc:
         raise NotFoundError(str(exc), field="llm_id") from None
     except RegistryError as exc:
         raise ServiceError(str(exc), field="llm_id", status=409) from None
-    return llm_health(repos)
+    return llm_health(house)
 
 
-def local_servers(repos: Repos) -> list[LocalServer]:
+def local_servers(house: Managers) -> list[LocalServer]:
     """The OpenAI-compatible servers answering on loopback (short timeouts), with their models — those whose base
     URL is already registered left out."""
     from llm.discovery import detect_local
 
-    registered = {(e.config or {}).get("base_url") for e in repos.llm_registry.all()}
+    registered = house.models.registered_urls()
     return [LocalServer(name=s.name, base_url=s.base_url, models=s.models, offer=s.offer)
             for s in detect_local() if s.base_url not in registered and s.models]
 
 
-def loop_status(repos: Repos) -> LoopStatus:
-    state = Managers(repos).loop.status()
+def loop_status(house: Managers) -> LoopStatus:
+    state = house.loop.status()
     wanted, loop = state["control"], state["loop"]
-    last = repos.ticks.recent(1)
+    last = house.journal.ticks(1)
     tick = None
     if last:
         t = last[0]
@@ -111,21 +95,21 @@ def loop_status(repos: Repos) -> LoopStatus:
     return LoopStatus(want=wanted.get("want", "running"), requested_by=wanted.get("by"),
                       state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
                       alive=loop_alive(loop),
-                      reported_at=loop.get("at"), ticks=repos.ticks.count(), last_tick=tick, llms=llm_health(repos))
+                      reported_at=loop.get("at"), ticks=house.journal.tick_count(), last_tick=tick, llms=llm_health(house))
 
 
-def spend(repos: Repos, settings: Settings, now: datetime) -> dict[str, Any]:
+def spend(house: Managers, now: datetime) -> dict[str, Any]:
     """What the persona spent on its models today and this hour, per model, and its budget (managers/budget.py),
     with how many ticks were quiet (no model call: managers/thinking.py) today."""
-    return spend_report(repos, settings, now)
+    return house.reports.spend(now)
 
 
-def wake_up(repos: Repos, now: datetime) -> LoopStatus:
+def wake_up(house: Managers, now: datetime) -> LoopStatus:
     """Ask a dreaming persona to wake up: the loop ends the dream at its next model call (within about a second)."""
-    Managers(repos).loop.request_wake(by="human (web)", now=now)
-    return loop_status(repos)
+    house.loop.request_wake(by="human (web)", now=now)
+    return loop_status(house)
 
 
-def set_control(repos: Repos, want: Wanted, now: datetime) -> LoopStatus:
-    Managers(repos).loop.request_state(want, by="human (web)", now=now)
-    return loop_status(repos)
+def set_control(house: Managers, want: Wanted, now: datetime) -> LoopStatus:
+    house.loop.request_state(want, by="human (web)", now=now)
+    return loop_status(house)

@@ -6,33 +6,31 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
-from memory import Database
+from managers import ManagerFactory
+from managers.audience import OWNER
+from memory.clock import as_utc
 
 log = logging.getLogger(__name__)
 POLL_S = 0.1  # one indexed query per client per poll; an event reaches the page within ~0.1 s plus the loop's flush
 KEEPALIVE_S = 15.0
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)  # SQLite drops the zone
-
-
 def event_dict(row) -> dict[str, Any]:
-    return {"id": row.id, "at": _utc(row.at).isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
+    return {"id": row.id, "at": as_utc(row.at).isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
             "kind": row.kind, "node": row.node, "data": row.data}
 
 
-def newest_id(db: Database) -> int:
-    with db.unit() as repos:
-        return repos.live_events.newest_id()
+def newest_id(managers: ManagerFactory) -> int:
+    with managers.unit(OWNER) as house:
+        return house.journal.newest_event_id()
 
 
-def read_after(db: Database, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    with db.unit() as repos:
-        return [event_dict(row) for row in repos.live_events.after(cursor, limit, kinds)]
+def read_after(managers: ManagerFactory, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    with managers.unit(OWNER) as house:
+        return [event_dict(row) for row in house.journal.events_after(cursor, limit, kinds)]
 
 
 class JournalListener:
@@ -57,7 +55,7 @@ class JournalListener:
         self._subscribers.get(schema, set()).discard(event)
 
     async def _listen(self) -> None:
-        from memory.repositories.live import journal_notifications
+        from managers.journal import journal_notifications
 
         while True:
             try:
@@ -78,14 +76,14 @@ class JournalListener:
 LISTENED_POLL_S = 2.0  # with a listener, the table is read again at least this often (a NOTIFY missed while reconnecting)
 
 
-async def follow(db: Database, cursor: int, *, kinds: Iterable[str] | None = None,
+async def follow(managers: ManagerFactory, cursor: int, *, kinds: Iterable[str] | None = None,
                  is_disconnected: Callable[[], Any] | None = None,
                  listener: JournalListener | None = None) -> AsyncIterator[dict[str, Any]]:
     """Events after `cursor` as they are journaled, forever (until the client goes): read when PostgreSQL says the
     journal grew (`listener`), or by polling the table."""
     kinds = list(kinds or [])
     idle = 0.0
-    schema = getattr(db, "schema", None) or "public"
+    schema = getattr(managers.db, "schema", None) or "public"
     woken = listener.subscribe(schema) if listener is not None else None
     try:
         while True:
@@ -93,7 +91,7 @@ async def follow(db: Database, cursor: int, *, kinds: Iterable[str] | None = Non
                 return
             if woken is not None:
                 woken.clear()
-            rows = await asyncio.to_thread(read_after, db, cursor, kinds)
+            rows = await asyncio.to_thread(read_after, managers, cursor, kinds)
             for row in rows:
                 cursor = row["id"]
                 yield row

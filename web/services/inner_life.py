@@ -5,16 +5,16 @@ hand; emotions, novelty and tokens over time; and the layers of the last prompt 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from i18n import N_
 from managers import Managers
+from managers.errors import NotFound
 from managers.goals import GoalMetrics
-from memory import Repos
-from memory.repositories import NotFound
+from memory.clock import as_utc
 from memory.text import emotion_strengths
-from persona.drives import DRIVES, LABELS, UnknownDrive, adjust_drive, adjustment_history, compute_drives, describe
+from persona.drives import DRIVES, LABELS, UnknownDrive, describe
 from persona.settings import Settings
 from web.errors import NotFoundError, ServiceError
 from web.schemas.inner_life import (
@@ -49,22 +49,11 @@ THOUGHT_KINDS = ("response", "continuation")
 LAYERS_LOOKBACK = 20  # ticks searched for the last prompt's layers (a degraded or failed tick has none)
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite drops the zone
-
-
-def _started(repos: Repos) -> datetime | None:
-    """When the persona started (boredom's reference while the human never wrote): its first root thread."""
-    return next((t.created_at for t in repos.threads.all() if t.parent_id is None), None)
-
-
 # -- drives ---------------------------------------------------------------------------------------------------
 
-def drives_view(repos: Repos, settings: Settings, now: datetime) -> DrivesView:
+def drives_view(house: Managers, settings: Settings, now: datetime) -> DrivesView:
     config = settings.drives
-    drives = compute_drives(repos, now, config, since=_started(repos))
+    drives = house.inner_life.drives(now, config)
     views = []
     for name in DRIVES:
         detail = drives.details.get(name) or {}
@@ -74,64 +63,64 @@ def drives_view(repos: Repos, settings: Settings, now: datetime) -> DrivesView:
                                computed=adjusted["computed"] if adjusted else level,
                                adjusted=DriveAdjustment(**adjusted) if adjusted else None,
                                context=describe(name, detail), in_prompt=level >= config.inject_at))
-    history = [AdjustmentRecord(**change) for change in reversed(adjustment_history(repos))]
+    history = [AdjustmentRecord(**change) for change in reversed(house.inner_life.adjustments())]
     return DrivesView(at=drives.at, drives=views, dominant=drives.dominant, dominant_level=drives.dominant_level,
                       dominant_context=describe(drives.dominant, drives.details.get(drives.dominant) or {}),
                       inject_at=config.inject_at, reach_out_at=config.reach_out_at,
                       adjustment_half_life_hours=config.adjustment_half_life_hours, history=history)
 
 
-def set_drive(repos: Repos, settings: Settings, name: str, change: DriveLevelIn, now: datetime) -> DrivesView:
+def set_drive(house: Managers, settings: Settings, name: str, change: DriveLevelIn, now: datetime) -> DrivesView:
     """The human sets a drive's level: recorded, in force at once, fading back to the computed level."""
     if name not in DRIVES:
         raise NotFoundError(f"no drive {name!r}; the drives are {', '.join(DRIVES)}", field="name")
-    current = next(d for d in drives_view(repos, settings, now).drives if d.name == name)
+    current = next(d for d in drives_view(house, settings, now).drives if d.name == name)
     try:
-        adjust_drive(repos, name, change.level, now, by="human", computed=current.computed)
+        house.inner_life.adjust(name, change.level, now, by="human", computed=current.computed)
     except UnknownDrive as exc:
         raise NotFoundError(str(exc), field="name") from exc
-    return drives_view(repos, settings, now)
+    return drives_view(house, settings, now)
 
 
 # -- open questions ---------------------------------------------------------------------------------------------
 
 def _question(q) -> QuestionView:
     return QuestionView(id=q.id, topic=q.topic, context=q.context or "", priority=q.priority, source=q.source,
-                        status=q.status, resolution=q.resolution, created_at=_utc(q.created_at),
-                        resolved_at=_utc(q.resolved_at))
+                        status=q.status, resolution=q.resolution, created_at=as_utc(q.created_at),
+                        resolved_at=as_utc(q.resolved_at))
 
 
-def goal_metrics(repos: Repos) -> GoalMetrics:
+def goal_metrics(house: Managers) -> GoalMetrics:
     """HMP's goal metrics (managers/goals.py)."""
-    return Managers(repos).goals.metrics()
+    return house.goals.metrics()
 
 
-def questions(repos: Repos, limit: int = 200) -> QuestionList:
-    rows = repos.questions.list(limit)
+def questions(house: Managers, limit: int = 200) -> QuestionList:
+    rows = house.inner_life.questions(limit)
     ordered = sorted(rows, key=lambda q: (q.status != "open", -q.priority if q.status == "open" else 0, -q.id))
     return QuestionList(questions=[_question(q) for q in ordered], open=sum(q.status == "open" for q in rows))
 
 
-def _find_question(repos: Repos, question_id: int):
+def _find_question(house: Managers, question_id: int):
     try:
-        return repos.questions.get(question_id)
+        return house.inner_life.question(question_id)
     except NotFound as exc:
         raise NotFoundError(N_("no question %(question_id)s"), question_id=question_id, field="id") from exc
 
 
-def resolve_question(repos: Repos, question_id: int, answer: ResolutionIn, now: datetime) -> QuestionView:
-    question = _find_question(repos, question_id)
+def resolve_question(house: Managers, question_id: int, answer: ResolutionIn, now: datetime) -> QuestionView:
+    question = _find_question(house, question_id)
     if question.status != "open":
         raise ServiceError(f"question {question_id} is already {question.status}", field="id", status=409)
     if not answer.resolution.strip():
         raise ServiceError(N_("the resolution is empty"), field="resolution", status=422)
-    return _question(repos.questions.resolve(question_id, answer.resolution, now))
+    return _question(house.inner_life.resolve_question(question_id, answer.resolution, now))
 
 
-def delete_question(repos: Repos, question_id: int) -> None:
+def delete_question(house: Managers, question_id: int) -> None:
     """A human's delete: the question is gone for good (the persona's own resolved ones go after a while)."""
-    _find_question(repos, question_id)
-    repos.questions.purge(question_id)
+    _find_question(house, question_id)
+    house.inner_life.delete_question(question_id)
 
 
 # -- plots over time --------------------------------------------------------------------------------------------
@@ -153,28 +142,28 @@ def _aligned(key: str, title: str, y_label: str, columns: Mapping[str, Mapping[f
 
 
 def _seconds(value: datetime | None) -> float | None:
-    value = _utc(value)
+    value = as_utc(value)
     return round(value.timestamp(), 3) if value is not None else None
 
 
-def charts(repos: Repos, limit: int = 200) -> Charts:
+def charts(house: Managers, limit: int = 200) -> Charts:
     persona: dict[float, float | None] = {}
-    for message in repos.messages.log_recent(limit, kinds=THOUGHT_KINDS):
+    for message in house.journal.thoughts(limit, THOUGHT_KINDS):
         point = valence(emotion_strengths([str(e) for e in message.emotions or []]))
         if point is not None and (x := _seconds(message.created_at)) is not None:
             persona[x] = point
-    human = {x: VALENCE[e.emotion] for e in repos.emotion_log.recent("user", limit)
+    human = {x: VALENCE[e.emotion] for e in house.journal.human_emotions(limit)
              if e.emotion in VALENCE and (x := _seconds(e.created_at)) is not None}
     novelty: dict[float, float | None] = {}
     stagnant: dict[float, float | None] = {}
-    for row in repos.stagnation.recent(limit):
+    for row in house.journal.stagnation(limit):
         if row.novelty_score is not None and (x := _seconds(row.created_at)) is not None:
             novelty[x] = round(row.novelty_score, 2)
             if row.stagnation_flag:
                 stagnant[x] = round(row.novelty_score, 2)
     prompt: dict[float, float | None] = {}
     completion: dict[float, float | None] = {}
-    for tick in repos.ticks.recent(limit):
+    for tick in house.journal.ticks(limit):
         if (x := _seconds(tick.started_at)) is not None:
             prompt[x], completion[x] = tick.prompt_tokens or 0, tick.completion_tokens or 0
     return Charts(
@@ -194,15 +183,15 @@ def _layer(layer: dict[str, Any], budget: int | None) -> PromptLayer:
                        system=bool(layer.get("system")), share=round(tokens / budget, 4) if budget else None)
 
 
-def prompt_layers(repos: Repos) -> PromptLayers:
+def prompt_layers(house: Managers) -> PromptLayers:
     """The last prompt's layers (as prepare_context reported them when the tick closed) and what it dropped."""
-    for tick in reversed(repos.ticks.recent(LAYERS_LOOKBACK)):
+    for tick in reversed(house.journal.ticks(LAYERS_LOOKBACK)):
         context = (tick.summary or {}).get("context") or {}
         if not context.get("layers") and not context.get("budget_tokens"):
             continue
         budget = context.get("budget_tokens")
         layers = [_layer(layer, budget) for layer in context.get("layers") or []]
-        return PromptLayers(thread=tick.thread_id, tick=tick.tick, at=_utc(tick.started_at),
+        return PromptLayers(thread=tick.thread_id, tick=tick.tick, at=as_utc(tick.started_at),
                             window_tokens=context.get("window_tokens"), budget_tokens=budget,
                             max_tokens=context.get("max_tokens"), used_tokens=sum(layer.tokens for layer in layers),
                             layers=layers, dropped=[str(d) for d in context.get("dropped") or []])

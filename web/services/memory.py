@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
-from managers import ManagerDeps, Managers
-from managers.memory import MAX_UPLOAD_BYTES, Changed, MemoryManager, search_index
-from memory import Repos
+from managers import Managers
+from managers.audience import OWNER
+from managers.memory import MAX_UPLOAD_BYTES, Changed, search_index
 from memory.retrieval.index import Hit
 from memory.updates import versions_of
 from memory.tiers import (
@@ -73,14 +73,6 @@ def _answered() -> Iterator[None]:
         raise ServiceError(exc.message, field=exc.field, status=status) from exc
 
 
-def _manager(repos: Repos, services: WebServices, *, index: bool = False, settings: bool = False) -> MemoryManager:
-    """The memory manager over `repos`; the retrieval index and the settings only when the call needs them (the
-    index is opened on first use)."""
-    deps = ManagerDeps(settings=services.settings() if settings else None, clock=services.clock,
-                       memory=services.memory if index else None)
-    return Managers(repos, deps).memory
-
-
 def _index(services: WebServices, flush: bool = False) -> int:
     """Bring the retrieval index up to what was just committed; a failure is logged and the next sync repairs it."""
     try:
@@ -98,26 +90,26 @@ def tier_of(name: str) -> Tier:
 # ---- reading ---------------------------------------------------------------------------------------------------
 
 
-def tiers(repos: Repos) -> Tiers:
-    return Tiers(tiers=[TierInfo(name=t.name, label=t.label, count=t.count(repos), searchable=t.searchable,
+def tiers(house: Managers) -> Tiers:
+    return Tiers(tiers=[TierInfo(name=t.name, label=t.label, count=house.memory.count(t.name), searchable=t.searchable,
                                  archivable=t.archivable, editable=t.editable, deletable=t.deletable,
                                  fields=list(t.fields)) for t in TIERS.values()])
 
 
-def list_tier(repos: Repos, services: WebServices, name: str, *, q: str | None = None, archived: bool = False,
+def list_tier(house: Managers, services: WebServices, name: str, *, q: str | None = None, archived: bool = False,
               limit: int = 50) -> MemoryList:
     """A tier's rows, newest first (archived ones instead when asked); `q` narrows them: by hybrid search in a
     searchable tier, by the words in the others."""
     q = (q or "").strip() or None
     with _answered():
         searching = q is not None and _tier_of(name).searchable
-        items = _manager(repos, services, index=searching).list(name, q=q, archived=archived, limit=limit)
+        items = house.memory.list(name, q=q, archived=archived, limit=limit)
     return MemoryList(tier=name, archived=archived, q=q, items=items)
 
 
-def get_record(repos: Repos, name: str, ref: str) -> MemoryRecord:
+def get_record(house: Managers, name: str, ref: str) -> MemoryRecord:
     with _answered():
-        return Managers(repos).memory.get(name, ref)
+        return house.memory.get(name, ref)
 
 
 def _hit(hit: Hit, texts: Mapping[int, str] | None = None) -> SearchHit:
@@ -158,16 +150,16 @@ def search(services: WebServices, q: str, *, k: int = 10, tiers: list[str] | Non
         searchable(tiers)  # the tiers are checked even for an empty query (the index is opened only for a query)
         hits = search_index(services.memory, q, k=k, tiers=tiers, archived=archived, happened_after=happened_after,
                             happened_before=happened_before) if q.strip() else []
-        with services.db.reading() as repos:  # what they updated or were updated by (memory/updates.py)
-            texts = versions_of(repos, [h.item for h in hits])
+        with services.managers.reading(OWNER) as house:  # what they updated or were updated by (memory/updates.py)
+            texts = house.memory.versions_of(hits)
     return SearchResults(q=q, hits=[_hit(h, texts) for h in hits])
 
 
-def history(repos: Repos, *, tier: str | None = None, ref: str | None = None, actor: str | None = None,
+def history(house: Managers, *, tier: str | None = None, ref: str | None = None, actor: str | None = None,
             limit: int = 50, before_id: int | None = None) -> History:
     """Changes, newest first: of one row (tier + ref), one tier, or all."""
     with _answered():
-        rows = Managers(repos).memory.history(tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
+        rows = house.memory.history(tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
     return History(tier=tier, ref=ref, changes=[Change(id=c.id, at=c.at, tier=c.tier, ref=c.ref, action=c.action,
                                                        actor=c.actor, before=c.before, after=c.after) for c in rows])
 
@@ -204,8 +196,8 @@ def edit(services: WebServices, name: str, ref: str, body: Mapping[str, Any]) ->
     with _answered():
         tier = _tier_of(name)
         fields = tier.parse_edit(body)
-        with services.db.unit(actor="human") as repos:
-            done = _manager(repos, services).edit(name, ref, fields)
+        with services.managers.unit(OWNER) as house:
+            done = house.memory.edit(name, ref, fields)
     if tier.searchable:
         _index(services)
     return _done(done)
@@ -213,24 +205,24 @@ def edit(services: WebServices, name: str, ref: str, body: Mapping[str, Any]) ->
 
 def archive(services: WebServices, name: str, ref: str) -> Done:
     """Set a row aside: out of the persona's lists and retrieval, restorable."""
-    with _answered(), services.db.unit(actor="human") as repos:
-        done = _manager(repos, services).archive(name, ref)
+    with _answered(), services.managers.unit(OWNER) as house:
+        done = house.memory.archive(name, ref)
     _index(services)
     return _done(done)
 
 
 def restore(services: WebServices, name: str, ref: str) -> Done:
     """Bring an archived row back (for core memory and the notepad: put a replaced version back)."""
-    with _answered(), services.db.unit(actor="human") as repos:
-        done = _manager(repos, services).restore(name, ref)
+    with _answered(), services.managers.unit(OWNER) as house:
+        done = house.memory.restore(name, ref)
     _index(services)
     return _done(done)
 
 
 def delete(services: WebServices, name: str, ref: str) -> Done:
     """A human's delete: gone for good (its history stays)."""
-    with _answered(), services.db.unit(actor="human") as repos:
-        done = _manager(repos, services).purge(name, ref)
+    with _answered(), services.managers.unit(OWNER) as house:
+        done = house.memory.purge(name, ref)
     _index(services)
     return _done(done)
 
@@ -238,8 +230,8 @@ def delete(services: WebServices, name: str, ref: str) -> Done:
 def upload_kb(services: WebServices, filename: str, data: bytes) -> KBUploaded:
     """A document for the knowledge base (PDF, text or markdown, at most 20 MB): kept under the data dir, chunked,
     indexed. The same text twice is skipped."""
-    with _answered(), services.db.unit(actor="human") as repos:
-        result = _manager(repos, services, settings=True).upload_kb(filename, data)
+    with _answered(), services.managers.unit(OWNER) as house:
+        result = house.memory.upload_kb(filename, data)
     indexed = 0 if result.skipped else _index(services, flush=True)
     return KBUploaded(doc_id=result.doc_id, title=result.title, chunks=result.chunks, chars=result.chars,
                       skipped=result.skipped, indexed=indexed)
@@ -259,7 +251,7 @@ class Page:
     fields: tuple[FieldInfo, ...] = field(default_factory=tuple)
 
 
-def page(repos: Repos, services: WebServices, name: str, *, q: str | None = None, archived: bool = False) -> Page:
+def page(house: Managers, services: WebServices, name: str, *, q: str | None = None, archived: bool = False) -> Page:
     tier = tier_of(name)
-    return Page(tiers=tiers(repos), tier=tier, listing=list_tier(repos, services, name, q=q, archived=archived),
-                history=history(repos, limit=20), fields=tier.fields)
+    return Page(tiers=tiers(house), tier=tier, listing=list_tier(house, services, name, q=q, archived=archived),
+                history=history(house, limit=20), fields=tier.fields)

@@ -9,9 +9,8 @@ from typing import Any
 
 from managers import Managers
 from managers.errors import NotFound, Refused
-from memory import Repos
 from memory.models import Peer
-from nodes.provenance import note_author
+from memory.provenance import note_author
 from web.errors import NotFoundError, ServiceError
 from web.schemas.mesh import (A2ARefusedOut, CaseOut, CredentialOut, DiscoveredOut, HeardOut, IssuedCredentialOut,
                               LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut, PeerTagsIn, RefusedOut, TrustPoint)
@@ -37,50 +36,48 @@ def _credential(row: Any) -> CredentialOut:
                          last_used_at=_aware(row.last_used_at), revoked_at=_aware(row.revoked_at))
 
 
-def issue_credential(repos: Repos, name: str, by: str) -> IssuedCredentialOut:
+def issue_credential(house: Managers, name: str, by: str) -> IssuedCredentialOut:
     """A new credential for the peer (the owner's act); its token is in this answer and nowhere else."""
     try:
-        row, token = Managers(repos).peers.issue_credential(name, by=by)
+        row, token = house.peers.issue_credential(name, by=by)
     except NotFound as exc:
         raise NotFoundError(str(exc), field="name") from None
     return IssuedCredentialOut(credential=_credential(row), token=token)
 
 
-def revoke_credentials(repos: Repos, name: str, credential_id: int | None = None) -> list[CredentialOut]:
+def revoke_credentials(house: Managers, name: str, credential_id: int | None = None) -> list[CredentialOut]:
     """Revoke one of the peer's credentials, or all of them; the ones revoked now."""
     try:
-        return [_credential(c) for c in Managers(repos).peers.revoke_credentials(name, credential_id)]
+        return [_credential(c) for c in house.peers.revoke_credentials(name, credential_id)]
     except NotFound as exc:
         raise NotFoundError(str(exc), field="credential_id" if credential_id is not None else "name") from None
 
 
-def set_outgoing_credential(repos: Repos, settings: Any, name: str, token: str | None) -> None:
+def set_outgoing_credential(house: Managers, settings: Any, name: str, token: str | None) -> None:
     """Keep (or, None, drop) the credential the peer issued to this persona: a secret (memory/secrets.py)."""
-    from managers import ManagerDeps
-
     try:
-        Managers(repos, ManagerDeps(settings=settings)).peers.set_outgoing_token(name, token)
+        house.peers.set_outgoing_token(name, token)
     except NotFound as exc:
         raise NotFoundError(str(exc), field="name") from None
     except Refused as exc:
         raise ServiceError(str(exc), field="token", status=422) from None
 
 
-def list_peers(repos: Repos) -> list[PeerOut]:
-    peers = Managers(repos).peers
+def list_peers(house: Managers) -> list[PeerOut]:
+    peers = house.peers
     return [_peer(peers, row) for row in peers.list()]
 
 
-def read_peer(repos: Repos, name: str) -> PeerOut:
-    peers = Managers(repos).peers
+def read_peer(house: Managers, name: str) -> PeerOut:
+    peers = house.peers
     try:
         return _peer(peers, peers.get(name))
     except NotFound as exc:
         raise NotFoundError(str(exc), field="name") from None
 
 
-def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
-    peers = Managers(repos).peers
+def add_peer(house: Managers, body: PeerIn) -> PeerOut:
+    peers = house.peers
     try:
         row = peers.add(body.name, a2a_url=body.a2a_url, did=body.did, note=body.note, added_by="owner")
     except Refused as exc:
@@ -90,10 +87,10 @@ def add_peer(repos: Repos, body: PeerIn) -> PeerOut:
     return _peer(peers, row)
 
 
-def tag_peer(repos: Repos, name: str, body: PeerTagsIn) -> PeerOut:
+def tag_peer(house: Managers, name: str, body: PeerTagsIn) -> PeerOut:
     """The owner tags a peer (its own act: no approval is asked); `friend` makes it a friend of the distributed
     notes."""
-    peers = Managers(repos).peers
+    peers = house.peers
     try:
         return _peer(peers, peers.set_tags(name, body.tags))
     except NotFound as exc:
@@ -102,19 +99,17 @@ def tag_peer(repos: Repos, name: str, body: PeerTagsIn) -> PeerOut:
         raise ServiceError(str(exc), field="tags", status=422) from None
 
 
-def remove_peer(repos: Repos, name: str, settings: Any = None) -> None:
+def remove_peer(house: Managers, name: str, settings: Any = None) -> None:
     """Forget a peer: its credentials are revoked, and (with the settings: where secrets are) the one it issued to
     this persona is dropped."""
-    from managers import ManagerDeps
-
     try:
-        Managers(repos, ManagerDeps(settings=settings)).peers.remove(name)
+        house.peers.remove(name)
     except NotFound as exc:
         raise NotFoundError(str(exc), field="name") from None
 
 
-def view(repos: Repos) -> MeshView:
-    peers = Managers(repos).peers
+def view(house: Managers) -> MeshView:
+    peers = house.peers
     seen = peers.mesh_view()
     return MeshView(
         peers=[_peer(peers, item["peer"]) for item in seen["peers"]],
@@ -137,13 +132,13 @@ def view(repos: Repos) -> MeshView:
                     for d in peers.discovered()])
 
 
-def recent_events(repos: Repos, limit: int = 30) -> list[dict[str, Any]]:
+def recent_events(house: Managers, limit: int = 30) -> list[dict[str, Any]]:
     """What the mesh door journaled last (kind `mesh`: a peer met, a container sent, received and verified, or
     refused), newest first — the Mesh page's live list before its stream (web/pages/live.py) adds to it."""
-    return [event_dict(row) for row in repos.live_events.newest(limit, kinds=["mesh"])]
+    return [event_dict(row) for row in house.journal.newest_events(limit, ["mesh"])]
 
 
-def add_discovered(repos: Repos, did: str, name: str) -> PeerOut:
+def add_discovered(house: Managers, did: str, name: str) -> PeerOut:
     """The owner adds a peer seen on the mesh: the same path as adding one by hand (PeerManager.add, as agents.add
     does once approved), by its proven DID."""
-    return add_peer(repos, PeerIn(name=name, did=did))
+    return add_peer(house, PeerIn(name=name, did=did))

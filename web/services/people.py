@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 from i18n import N_
-from managers import ManagerDeps, Managers
+from managers import Managers
+from managers import ManagerFactory
+from managers.audience import OWNER
 from managers.errors import NotFound
 from managers.people import PeopleError, RequestView
-from memory import Database, Repos
 from web.errors import NotFoundError, ServiceError
 from web.schemas.people import (ChannelState, ContactRequest, Forgotten, Group, GroupIn, PeopleOverview, Person,
                                 PersonIn, PersonUpdate, SetAside)
@@ -37,37 +38,34 @@ def _request(view: RequestView) -> ContactRequest:
                           can_vouch=view.can_vouch)
 
 
-def overview(repos: Repos, settings: Any = None) -> PeopleOverview:
-    house = Managers(repos, ManagerDeps(settings=settings))
+def overview(house: Managers, settings: Any = None) -> PeopleOverview:
     configured = [e.name for e in settings.channels.entries] if settings is not None else []
     dropped, senders = house.people.dropped_before_requests()
     aside, aside_total = house.channels.set_aside()
     return PeopleOverview(
         people=[Person(**v.as_dict()) for v in house.people.list()],
         contact_requests=[_request(view) for view in house.people.request_views(None)],
-        channels=channel_states(repos, configured), dropped_messages=dropped, dropped_senders=senders,
+        channels=channel_states(house, configured), dropped_messages=dropped, dropped_senders=senders,
         set_aside=[SetAside(channel=row.channel, sender=row.sender, reason=row.reason,
                             received_at=row.received_at.isoformat() if row.received_at else None)
                    for row in aside],
         set_aside_total=aside_total)
 
 
-def channel_states(repos: Repos, configured: list[str]) -> list[ChannelState]:
-    return [ChannelState(**s) for s in Managers(repos).channels.states(configured)]
+def channel_states(house: Managers, configured: list[str]) -> list[ChannelState]:
+    return [ChannelState(**s) for s in house.channels.states(configured)]
 
 
-def get(repos: Repos, person_id: int) -> Person:
-    house = Managers(repos)
+def get(house: Managers, person_id: int) -> Person:
     try:
         return _person(house, house.people.get(person_id))
     except NotFound:
         raise NotFoundError(N_("no person %(person_id)s"), person_id=person_id, field="person_id") from None
 
 
-def add(db: Database, body: PersonIn, settings: Any = None) -> Person:
+def add(managers: ManagerFactory, body: PersonIn, settings: Any = None) -> Person:
     try:
-        with db.unit() as repos:
-            house = Managers(repos, ManagerDeps(settings=settings))
+        with managers.unit(OWNER) as house:
             person = house.people.add(body.name, role=body.role, preferred_channel=body.preferred_channel,
                                       language=body.language, quiet_hours=body.quiet_hours, about=body.about, by=BY)
             if body.channel and body.address:
@@ -77,11 +75,10 @@ def add(db: Database, body: PersonIn, settings: Any = None) -> Person:
         raise ServiceError(str(exc), status=409) from None
 
 
-def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = None) -> Person:
+def update(managers: ManagerFactory, person_id: int, body: PersonUpdate, settings: Any = None) -> Person:
     changes = body.model_dump(exclude_unset=True, exclude={"channel", "address"})
     try:
-        with db.unit() as repos:
-            house = Managers(repos, ManagerDeps(settings=settings))
+        with managers.unit(OWNER) as house:
             house.people.get(person_id)
             person = house.people.update(person_id, by=BY, **changes)
             if body.channel and body.address:
@@ -93,12 +90,11 @@ def update(db: Database, person_id: int, body: PersonUpdate, settings: Any = Non
         raise ServiceError(str(exc), status=409) from None
 
 
-def decide(db: Database, request_id: int, *, accept: bool | Literal["vouch"], now: datetime, name: str | None = None,
+def decide(managers: ManagerFactory, request_id: int, *, accept: bool | Literal["vouch"], now: datetime, name: str | None = None,
            role: str = "guest", settings: Any = None) -> ContactRequest:
     """Accept, refuse, or ("vouch") take in as the owner's own a request that claims the owner's address."""
     try:
-        with db.unit() as repos:
-            house = Managers(repos, ManagerDeps(settings=settings))
+        with managers.unit(OWNER) as house:
             if accept == "vouch":
                 house.people.vouch(request_id, now=now)
             elif accept:
@@ -113,14 +109,13 @@ def decide(db: Database, request_id: int, *, accept: bool | Literal["vouch"], no
         raise ServiceError(str(exc), field="request_id", status=409) from None
 
 
-def delete(db: Database, person_id: int, *, settings: Any, memory: Any = None) -> Forgotten:
+def delete(managers: ManagerFactory, person_id: int, *, settings: Any, memory: Any = None) -> Forgotten:
     """Forget a person (managers/people.py `delete`), audited as the owner's act; then the stores beyond the unit:
     checkpoints, vectors, files (graph/forgetting.py)."""
     from graph.forgetting import finish_at
 
     try:
-        with db.unit(actor="human") as repos:
-            house = Managers(repos, ManagerDeps(settings=settings))
+        with managers.unit(OWNER) as house:
             house.people.get(person_id)
             done = house.people.delete(person_id, by=BY)
             now = house.deps.clock()
@@ -134,34 +129,34 @@ def delete(db: Database, person_id: int, *, settings: Any, memory: Any = None) -
         raise ServiceError(str(exc), field="person_id", status=409) from None
     anonymised = done.anonymised
     if anonymised is not None and anonymised.change is not None:
-        finish_at(anonymised.change, db=db, data_dir=settings.data_dir, memory=memory)
+        finish_at(anonymised.change, db=managers.db, data_dir=settings.data_dir, memory=memory)
     return Forgotten(name=done.name, notes=done.notes, memories=done.memories, directory=done.directory,
                      sources=done.sources, placeholders=anonymised.placeholders() if anonymised is not None else [])
 
 
-def groups(repos: Repos) -> list[Group]:
+def groups(house: Managers) -> list[Group]:
     return [Group(name=g.name, description=g.description or "", members=[p.name for p in members])
-            for g, members in Managers(repos).people.groups()]
+            for g, members in house.people.groups()]
 
 
-def _group_change(db: Database, action: Any, *, status: int = 409) -> list[Group]:
+def _group_change(managers: ManagerFactory, action: Any, *, status: int = 409) -> list[Group]:
     try:
-        with db.unit() as repos:
-            action(Managers(repos).people)
-            return groups(repos)
+        with managers.unit(OWNER) as house:
+            action(house.people)
+            return groups(house)
     except NotFound as exc:
         raise ServiceError(str(exc), status=404) from None
     except PeopleError as exc:
         raise ServiceError(str(exc), status=status) from None
 
 
-def add_group(db: Database, body: GroupIn) -> list[Group]:
-    return _group_change(db, lambda people: people.add_group(body.name, body.description))
+def add_group(managers: ManagerFactory, body: GroupIn) -> list[Group]:
+    return _group_change(managers, lambda people: people.add_group(body.name, body.description))
 
 
-def delete_group(db: Database, name: str) -> list[Group]:
-    return _group_change(db, lambda people: people.delete_group(name))
+def delete_group(managers: ManagerFactory, name: str) -> list[Group]:
+    return _group_change(managers, lambda people: people.delete_group(name))
 
 
-def membership(db: Database, name: str, person_id: int, *, member: bool) -> list[Group]:
-    return _group_change(db, lambda people: people.join(person_id, name) if member else people.leave(person_id, name))
+def membership(managers: ManagerFactory, name: str, person_id: int, *, member: bool) -> list[Group]:
+    return _group_change(managers, lambda people: people.join(person_id, name) if member else people.leave(person_id, name))

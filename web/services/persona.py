@@ -19,7 +19,7 @@ from pathlib import Path
 from graph.catalogue import unknown_commands
 from i18n import N_
 from managers import Managers
-from memory import Database, Repos
+from memory import Database
 from memory.db import DatabaseOpenError, SchemaError
 from persona import PersonaError, default_persona_dir, load_persona
 from persona.archive import ArchiveError, extract_archive, write_archive
@@ -81,7 +81,7 @@ def may_edit(services: WebServices) -> bool:
     return editable(directory(services)) or not _named_by_the_run(services)
 
 
-def _writable(services: WebServices, repos: Repos) -> Path:
+def _writable(services: WebServices, house: Managers) -> Path:
     """The persona's directory, ready for an edit. The shipped default is never edited in place: the first edit
     copies it into the data dir, which runs with that copy from then on (the loop moves to it at its next tick)."""
     path = directory(services)
@@ -94,7 +94,7 @@ def _writable(services: WebServices, repos: Repos) -> Path:
     own = Path(services.settings().data_dir).expanduser().resolve() / "persona"
     if not own.exists():
         shutil.copytree(path, own)
-    Managers(repos).persona.adopt_directory(own)
+    house.persona.adopt_directory(own)
     services.forget_persona()
     return own
 
@@ -112,10 +112,10 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def _record(services: WebServices, repos: Repos, what: str, now: datetime) -> None:
+def _record(services: WebServices, house: Managers, what: str, now: datetime) -> None:
     if services.store_files is not None:  # a deployed persona: every worker takes the edited files at its next job
         services.store_files(directory(services))
-    Managers(repos).persona.record_edit(what, by=web_actor(services.api_token), now=now)
+    house.persona.record_edit(what, by=web_actor(services.api_token), now=now)
 
 
 def _read(path: Path) -> str:
@@ -127,14 +127,14 @@ def _read(path: Path) -> str:
 
 # -- overview and files ------------------------------------------------------------------------------------
 
-def overview(services: WebServices, repos: Repos) -> PersonaOverview:
+def overview(services: WebServices, house: Managers) -> PersonaOverview:
     persona = services.persona()
     return PersonaOverview(name=persona.display_name, directory=str(persona.directory),
                            editable=editable(persona.directory),
                            files=[_file(persona.directory, name) for name in FILES],
                            truncated=list(persona.truncated),
                            skills=[s.name for s in persona.skills], seeds=[s.name for s in seeds(services).items],
-                           edits=[Edit(**e) for e in Managers(repos).persona.edits(20)])
+                           edits=[Edit(**e) for e in house.persona.edits(20)])
 
 
 def _file_name(name: str) -> str:
@@ -154,7 +154,7 @@ def _file(root: Path, name: str) -> PersonaFile:
     return PersonaFile(name=name, text=text, chars=len(text), cap=FILE_CAP, exists=path.exists())
 
 
-def write_file(services: WebServices, repos: Repos, name: str, text: str, now: datetime) -> PersonaFile:
+def write_file(services: WebServices, house: Managers, name: str, text: str, now: datetime) -> PersonaFile:
     root = directory(services)  # checked here; the shipped default is adopted only for an edit that passes
     _file_name(name)
     if len(text) > FILE_CAP:
@@ -172,10 +172,10 @@ def write_file(services: WebServices, repos: Repos, name: str, text: str, now: d
                 load_ethics(Path(scratch) / name)
             except EthicsError as exc:
                 raise ServiceError(str(exc), field="text", status=422) from None
-    root = _writable(services, repos)
+    root = _writable(services, house)
     _write(root / name, text)
     saved = _file(root, name)
-    _record(services, repos, name, now)  # last: nothing after it opens another transaction while this one writes
+    _record(services, house, name, now)  # last: nothing after it opens another transaction while this one writes
     return saved
 
 
@@ -185,12 +185,12 @@ def read_config(services: WebServices) -> ConfigFile:
     return ConfigFile(text=_read(directory(services) / "config.yaml"), name=services.persona().display_name)
 
 
-def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> None:
+def check_config(services: WebServices, house: Managers, root: Path, text: str) -> None:
     """The settings loader's verdict on `text` as the persona's config.yaml (file:line errors) — before writing."""
     path = root / "config.yaml"
     try:
         lined = parse_lined_yaml(text, str(path), empty_ok=True)
-        settings = load_settings(root, config=lined, self_changes=Managers(repos).persona.self_changes(),
+        settings = load_settings(root, config=lined, self_changes=house.persona.self_changes(),
                                  overrides=services.overrides.replace(persona_dir=None))
     except (YamlError, SettingsError) as exc:
         raise ServiceError(str(exc), field="text", status=422) from None
@@ -200,12 +200,12 @@ def check_config(services: WebServices, repos: Repos, root: Path, text: str) -> 
                            f"{', '.join(map(repr, unknown))}", field="text", status=422)
 
 
-def write_config(services: WebServices, repos: Repos, text: str, now: datetime) -> ConfigFile:
-    check_config(services, repos, directory(services), text)  # a refused edit adopts nothing
-    root = _writable(services, repos)
+def write_config(services: WebServices, house: Managers, text: str, now: datetime) -> ConfigFile:
+    check_config(services, house, directory(services), text)  # a refused edit adopts nothing
+    root = _writable(services, house)
     _write(root / "config.yaml", text)
     saved = read_config(services)
-    _record(services, repos, "config.yaml", now)
+    _record(services, house, "config.yaml", now)
     return saved
 
 
@@ -237,23 +237,23 @@ def read_seed(services: WebServices, name: str) -> Seed:
     return Seed(name=name, text=text, chars=len(text))
 
 
-def save_seed(services: WebServices, repos: Repos, name: str, text: str | None, now: datetime) -> Seed:
+def save_seed(services: WebServices, house: Managers, name: str, text: str | None, now: datetime) -> Seed:
     """Save `text` (or, when None, the current seed.txt) under `name`."""
-    root = _writable(services, repos)
+    root = _writable(services, house)
     path = _seed_path(root, name)
     text = _read(root / "seed.txt") if text is None else text
     if len(text) > FILE_CAP:
         raise ServiceError(f"a seed may hold at most {FILE_CAP} characters", field="text", status=422)
     _write(path, text)
-    _record(services, repos, f"the seed named {name}", now)
+    _record(services, house, f"the seed named {name}", now)
     return Seed(name=name, text=text, chars=len(text))
 
 
-def apply_seed(services: WebServices, repos: Repos, name: str, now: datetime) -> Seed:
-    root = _writable(services, repos)
+def apply_seed(services: WebServices, house: Managers, name: str, now: datetime) -> Seed:
+    root = _writable(services, house)
     seed = read_seed(services, name)
     _write(root / "seed.txt", seed.text)
-    _record(services, repos, f"seed.txt (now the seed named {name})", now)
+    _record(services, house, f"seed.txt (now the seed named {name})", now)
     return seed
 
 
@@ -270,7 +270,7 @@ def skills(services: WebServices) -> list[Skill]:
     return [_skill(persona.directory, s) for s in persona.skills]
 
 
-def write_skill(services: WebServices, repos: Repos, name: str, text: str, now: datetime) -> Skill:
+def write_skill(services: WebServices, house: Managers, name: str, text: str, now: datetime) -> Skill:
     """Edit a skill's SKILL.md (a shipped skill becomes the persona's own, overriding it), or add a new one."""
     if not re.fullmatch(SEED_NAME, name):
         raise ServiceError(N_("%(name)r is not a skill name (letters, digits, - and _; at most 64)"), name=name, field="name",
@@ -289,13 +289,13 @@ def write_skill(services: WebServices, repos: Repos, name: str, text: str, now: 
                                status=422) from None
     if parsed.name != name:
         raise ServiceError(f"the frontmatter names the skill {parsed.name!r}, not {name!r}", field="text", status=422)
-    root = _writable(services, repos)
+    root = _writable(services, house)
     path = root / "skills" / folder / "SKILL.md"
     if current is not None and current.path.resolve().is_relative_to(root.resolve()):
         path = current.path  # its own (or a skills_dirs one inside the persona)
     _write(path, text)
     saved = _skill(root, parse_skill(path))
-    _record(services, repos, f"the skill {name}", now)
+    _record(services, house, f"the skill {name}", now)
     return saved
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from memory.repositories.base import NotFound
+from managers.errors import NotFound
 from web.context import DeploymentServices
 from web.errors import ServiceError
 from web.schemas.personas import PersonaEntry, PersonaList

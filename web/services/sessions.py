@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from graph.reports import session_row
 from i18n import N_
 from managers import Managers
+from managers import ManagerFactory
+from managers.audience import OWNER
 from managers.sessions import trace_csv, trace_jsonl
-from memory import Database, Repos
 from memory.models import Session as SessionRow
 from persona.yaml_lines import parse_json
 from web.errors import NotFoundError, ServiceError
@@ -25,29 +26,29 @@ EXPORT_LIMIT = 20 * 1024 * 1024  # an uploaded export
 EXPORT_TYPES = ("application/json", "text/json")
 
 
-def listing(repos: Repos, limit: int = 50) -> SessionList:
-    return SessionList(items=[Session(**session_row(s)) for s in Managers(repos).sessions.listing(limit)])
+def listing(house: Managers, limit: int = 50) -> SessionList:
+    return SessionList(items=[Session(**session_row(s)) for s in house.sessions.listing(limit)])
 
 
-def _row(repos: Repos, session_id: int) -> SessionRow:
-    row = Managers(repos).sessions.get(session_id)
+def _row(house: Managers, session_id: int) -> SessionRow:
+    row = house.sessions.get(session_id)
     if row is None:
         raise NotFoundError(N_("no session %(session_id)s"), session_id=session_id, field="session_id")
     return row
 
 
-def detail(repos: Repos, session_id: int) -> SessionDetail:
-    row = _row(repos, session_id)
-    revived = Managers(repos).sessions.revived_as(session_id)
+def detail(house: Managers, session_id: int) -> SessionDetail:
+    row = _row(house, session_id)
+    revived = house.sessions.revived_as(session_id)
     thoughts = [r.get("content", "") for r in (row.context or {}).get("responses", [])]
     return SessionDetail(**session_row(row), goal_state=row.goal_state or {}, last_thoughts=thoughts[-5:],
                          revived_as=revived)
 
 
-def export(repos: Repos, session_id: int, fmt: str) -> tuple[bytes, str, str]:
+def export(house: Managers, session_id: int, fmt: str) -> tuple[bytes, str, str]:
     """(body, file name, media type)."""
-    _row(repos, session_id)
-    data, markdown = Managers(repos).sessions.export(session_id)
+    _row(house, session_id)
+    data, markdown = house.sessions.export(session_id)
     if fmt == "md":
         return markdown.encode("utf-8"), f"session-{session_id}.md", "text/markdown; charset=utf-8"
     if fmt == "csv":
@@ -58,19 +59,19 @@ def export(repos: Repos, session_id: int, fmt: str) -> tuple[bytes, str, str]:
             "application/json")
 
 
-def _revived(repos: Repos, session_id: int, thread_id: str) -> Revived:
-    playbook = _row(repos, session_id).playbook or "repl"
+def _revived(house: Managers, session_id: int, thread_id: str) -> Revived:
+    playbook = _row(house, session_id).playbook or "repl"
     return Revived(session_id=session_id, thread_id=thread_id, playbook=playbook,
                    command=f"python run.py --playbook {playbook} --thread {thread_id}")
 
 
-def revive(repos: Repos, session_id: int, now: datetime) -> Revived:
-    _row(repos, session_id)
+def revive(house: Managers, session_id: int, now: datetime) -> Revived:
+    _row(house, session_id)
     try:
-        thread_id = Managers(repos).sessions.revive(session_id, now)
+        thread_id = house.sessions.revive(session_id, now)
     except ValueError as exc:
         raise ServiceError(str(exc), field="session_id", status=409) from None
-    return _revived(repos, session_id, thread_id)
+    return _revived(house, session_id, thread_id)
 
 
 def parse_export(raw: bytes) -> SessionExport:
@@ -87,13 +88,13 @@ def parse_export(raw: bytes) -> SessionExport:
         raise ServiceError(f"not a session export: {where}: {first['msg']}", field="file", status=422) from None
 
 
-def revive_export(repos: Repos, export_data: SessionExport, now: datetime) -> Revived:
-    sessions = Managers(repos).sessions
+def revive_export(house: Managers, export_data: SessionExport, now: datetime) -> Revived:
+    sessions = house.sessions
     session_id = sessions.adopt_export(export_data.model_dump(), now)
-    return _revived(repos, session_id, sessions.revive(session_id, now))
+    return _revived(house, session_id, sessions.revive(session_id, now))
 
 
-def revive_upload(db: Database, raw: bytes, now: datetime) -> Revived:
+def revive_upload(managers: ManagerFactory, raw: bytes, now: datetime) -> Revived:
     parsed = parse_export(raw)
-    with db.unit() as repos:
-        return revive_export(repos, parsed, now)
+    with managers.unit(OWNER) as house:
+        return revive_export(house, parsed, now)

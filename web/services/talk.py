@@ -4,14 +4,14 @@ managers/conversation.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
-from managers import ManagerDeps, Managers
+from managers import Managers
 from managers.conversation import Words
+from managers.conversation import Turn
 from managers.errors import NotFound, Refused
 from managers.speech import AUDIO_TYPES, VOICE_TAG, SpeechManager
-from memory import Repos
-from managers.conversation import Turn
+from memory.clock import as_utc, utcnow
 from memory.note_kinds import Door
 from reach.speech import SpeechUnavailable
 from web.context import WebServices
@@ -20,13 +20,9 @@ from web.schemas.talk import Conversation, ConversationItem, NoteIn, ThreadOut, 
 from web.uploads import Upload
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
 def _item(turn: Turn, offers: list[tuple[datetime, datetime, dict]], *, speakable: bool = False) -> ConversationItem:
     human = not turn.mine
-    at = _utc(turn.at)
+    at = as_utc(turn.at)
     offer = None if human else next((o for start, end, o in offers if start <= at <= end), None)
     role = turn.role if turn.role in ("owner", "trusted", "guest", "peer") else None
     return ConversationItem(id=turn.note_id, who="human" if human else "persona", text=turn.text, at=at,
@@ -37,12 +33,12 @@ def _item(turn: Turn, offers: list[tuple[datetime, datetime, dict]], *, speakabl
                             door=turn.door.value if turn.door is not None else None)
 
 
-def conversation(repos: Repos, persona_name: str, *, limit: int = 50, after_id: int | None = None,
+def conversation(house: Managers, persona_name: str, *, limit: int = 50, after_id: int | None = None,
                  speech: str = "off", person: str | None = None) -> Conversation:
     """One thread (`person`: a person's id, or `peer:<name>`) or every one, oldest first. `speech`: the
     answer_in_speech setting; a persona's message is offered as audio when it is `always`, or `when_spoken_to` and the
     human's last note before it was a voice message."""
-    talk = Managers(repos).conversation
+    talk = house.conversation
     try:
         turns = talk.listing(person, limit=limit, after_id=after_id)
     except NotFound as missing:
@@ -57,49 +53,49 @@ def conversation(repos: Repos, persona_name: str, *, limit: int = 50, after_id: 
     return Conversation(persona=persona_name, items=items, waiting=talk.unread_count(), person=person)
 
 
-def threads(repos: Repos) -> Threads:
+def threads(house: Managers) -> Threads:
     """Every conversation (a person's by every door, a peer's), the most recent first, and what waits for the
     owner."""
-    talk = Managers(repos).conversation
+    talk = house.conversation
     listed = [ThreadOut(person=t.key, name=t.name, role=t.role if t.role in ("owner", "trusted", "guest") else "peer",
                         door=t.door.value if t.door is not None else None, last_text=t.last_text[:200],
                         last_at=t.last_at, unread=t.unread, turns=t.turns) for t in talk.threads()]
     return Threads(threads=listed, waiting=talk.waiting_for_owner())
 
 
-def thread_named(repos: Repos, person: str) -> ThreadOut:
+def thread_named(house: Managers, person: str) -> ThreadOut:
     """A thread with nothing said in it yet (a person the persona has not talked with): its name and role."""
     try:
-        audience = Managers(repos).conversation.audience_of_thread(person)
+        audience = house.conversation.audience_of_thread(person)
     except NotFound as missing:
         raise ServiceError(str(missing), field="person", status=404) from None
     role = audience.role.value if audience.role.value in ("owner", "trusted", "guest", "peer") else "owner"
     return ThreadOut(person=person, name=audience.name, role=role, door=None, last_text="",
-                     last_at=datetime.now(timezone.utc), unread=0, turns=0)
+                     last_at=utcnow(), unread=0, turns=0)
 
 
-def waiting_for_owner(repos: Repos) -> dict[str, int]:
-    return Managers(repos).conversation.waiting_for_owner()
+def waiting_for_owner(house: Managers) -> dict[str, int]:
+    return house.conversation.waiting_for_owner()
 
 
-def owner_thread(repos: Repos) -> str:
-    return str(Managers(repos).people.owner().id)
+def owner_thread(house: Managers) -> str:
+    return str(house.people.owner().id)
 
 
-def post_note(repos: Repos, note: NoteIn, now: datetime, door: Door = Door.API) -> ConversationItem:
+def post_note(house: Managers, note: NoteIn, now: datetime, door: Door = Door.API) -> ConversationItem:
     """The owner's note by the web page, the API or an MCP client (the owner's own doors), the one way in."""
     try:
-        heard = Managers(repos).conversation.hear(Words(note.text, door=door, priority=note.priority,
+        heard = house.conversation.hear(Words(note.text, door=door, priority=note.priority,
                                                         tags=list(note.tags), at=now))
     except Refused as refused:
         raise ServiceError(str(refused), field="text", status=422) from None
-    return _owners_item(repos, heard.note_id)
+    return _owners_item(house, heard.note_id)
 
 
-def _owners_item(repos: Repos, note_id: int) -> ConversationItem:
+def _owners_item(house: Managers, note_id: int) -> ConversationItem:
     """The owner's note just written, as their thread shows it."""
-    talk = Managers(repos).conversation
-    turn = next(t for t in talk.listing(owner_thread(repos), limit=1, after_id=note_id - 1) if t.note_id == note_id)
+    talk = house.conversation
+    turn = next(t for t in talk.listing(owner_thread(house), limit=1, after_id=note_id - 1) if t.note_id == note_id)
     return _item(turn, [])
 
 
@@ -108,31 +104,31 @@ VOICE_TYPES = AUDIO_TYPES
 VOICE_SUFFIXES = (".webm", ".ogg", ".opus", ".wav", ".mp3", ".m4a")
 
 
-def _speech(services: WebServices, repos: Repos) -> SpeechManager:
-    return Managers(repos, ManagerDeps(settings=services.settings(), speech=services.speech())).speech
+def _speech(services: WebServices, house: Managers) -> SpeechManager:
+    return house.speech
 
 
 def speech_mode(services: WebServices) -> str:
     return services.settings().speech.answer_in_speech
 
 
-def post_voice(services: WebServices, repos: Repos, upload: Upload, language_hint: str | None) -> VoiceNoteOut:
+def post_voice(services: WebServices, house: Managers, upload: Upload, language_hint: str | None) -> VoiceNoteOut:
     """A voice message as a note from the human: transcribed, the audio kept, the transcript the note's text."""
     try:
-        note, transcript = _speech(services, repos).note_from_speech(
+        note, transcript = _speech(services, house).note_from_speech(
             upload.read(), upload.content_type or "audio/webm", language_hint=language_hint, now=services.clock())
     except SpeechUnavailable as missing:
         raise ServiceError(str(missing), status=503) from None
     except Refused as refused:
         raise ServiceError(str(refused), field="file", status=422) from None
-    return VoiceNoteOut(note=_owners_item(repos, note.id), transcript=transcript.text, language=transcript.language,
+    return VoiceNoteOut(note=_owners_item(house, note.id), transcript=transcript.text, language=transcript.language,
                         seconds=transcript.seconds)
 
 
-def reply_audio(services: WebServices, repos: Repos, note_id: int) -> bytes:
+def reply_audio(services: WebServices, house: Managers, note_id: int) -> bytes:
     """The persona's message spoken, as a WAV."""
     try:
-        return _speech(services, repos).reply_audio(note_id)
+        return _speech(services, house).reply_audio(note_id)
     except NotFound as missing:
         raise ServiceError(str(missing), status=404) from None
     except SpeechUnavailable as missing:

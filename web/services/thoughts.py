@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from i18n import N_
-from memory import Repos
+from managers import Managers
+from memory.clock import as_utc
 from web.errors import NotFoundError
 from web.schemas.thoughts import (
     CommandOutcome,
@@ -27,12 +28,6 @@ THOUGHT_KINDS = ("response", "continuation", "stagnation_record")
 RAN = {"executed"}
 EMOTION_TEXT = re.compile(r"^\s*([^:]+?)\s*:\s*([1-5])\s*(?:\((.*)\))?\s*$", re.DOTALL)
 QUARANTINE_PREVIEW = 2000
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite drops the zone
 
 
 def emotion_ratings(emotions: list[Any]) -> list[EmotionRating]:
@@ -61,7 +56,7 @@ def _quarantined(summary: dict[str, Any]) -> str | None:
     return str(text or "")[:QUARANTINE_PREVIEW]
 
 
-def _cards(repos: Repos, ticks: list[Any]) -> list[TickCard]:
+def _cards(house: Managers, ticks: list[Any]) -> list[TickCard]:
     """Cards for these tick rows, newest first: a handful of queries per thread, not per tick."""
     by_thread: dict[str, list[int]] = defaultdict(list)
     for row in ticks:
@@ -71,13 +66,14 @@ def _cards(repos: Repos, ticks: list[Any]) -> list[TickCard]:
     calls: defaultdict[tuple[str, int | None], list[Any]] = defaultdict(list)
     metrics: dict[tuple[str, int | None], Any] = {}
     for thread_id, numbers in by_thread.items():
-        for message in repos.messages.at_ticks(thread_id, numbers, THOUGHT_KINDS):
+        details = house.journal.at_ticks(thread_id, numbers, THOUGHT_KINDS)
+        for message in details.messages:
             thoughts.setdefault((thread_id, message.tick), message)  # the first is the thought; a record follows it
-        for command in repos.commands.at_ticks(thread_id, numbers):
+        for command in details.commands:
             commands[(thread_id, command.tick)].append(command)
-        for call in repos.llm_calls.at_ticks(thread_id, numbers):
+        for call in details.llm_calls:
             calls[(thread_id, call.tick)].append(call)
-        for metric in repos.stagnation.at_ticks(thread_id, numbers):
+        for metric in details.stagnation:
             metrics[(thread_id, metric.tick)] = metric
     cards = []
     for row in sorted(ticks, key=lambda t: t.id, reverse=True):
@@ -88,7 +84,7 @@ def _cards(repos: Repos, ticks: list[Any]) -> list[TickCard]:
 
 def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCard:
     summary = dict(row.summary or {})
-    started, finished = _utc(row.started_at), _utc(row.finished_at)
+    started, finished = as_utc(row.started_at), as_utc(row.finished_at)
     answered_by = next((c.llm_id for c in calls if c.ok and c.purpose == "think"), None)
     novelty = metric.novelty_score if metric is not None else (message.novelty_score if message else None)
     reflexes = ReflexVerdicts(
@@ -112,7 +108,7 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
         commands=[CommandOutcome(cmd_id=c.cmd_id, type=c.type, args=dict(c.args or {}), status=c.status,
                                  result=c.result or "", ran=c.status in RAN) for c in commands],
         parse_errors=[str(e) for e in summary.get("parse_errors") or []],
-        failovers=[FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=_utc(c.created_at))
+        failovers=[FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=as_utc(c.created_at))
                    for c in calls if not c.ok],
         reflexes=reflexes,
         tokens=TickTokens(prompt=row.prompt_tokens or 0, completion=row.completion_tokens or 0,
@@ -123,46 +119,48 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
     )
 
 
-def tick_page(repos: Repos, *, limit: int = 20, before: int | None = None, thread_id: str | None = None) -> TickPage:
-    rows = repos.ticks.recent(limit, thread_id, before_id=before)
-    cards = _cards(repos, rows)
-    older = bool(rows) and bool(repos.ticks.recent(1, thread_id, before_id=min(r.id for r in rows)))
+def tick_page(house: Managers, *, limit: int = 20, before: int | None = None, thread_id: str | None = None) -> TickPage:
+    rows = house.journal.ticks(limit, thread_id, before_id=before)
+    cards = _cards(house, rows)
+    older = bool(rows) and bool(house.journal.ticks(1, thread_id, before_id=min(r.id for r in rows)))
     return TickPage(ticks=cards, next_before=cards[-1].id if cards and older else None)
 
 
-def tick_card(repos: Repos, thread_id: str, tick: int) -> TickCard:
-    row = repos.ticks.get(thread_id, tick)
+def tick_card(house: Managers, thread_id: str, tick: int) -> TickCard:
+    row = house.journal.tick(thread_id, tick)
     if row is None:
         raise NotFoundError(N_("no tick %(tick)s in thread %(thread_id)r"), tick=tick, thread_id=thread_id, field="tick")
-    return _cards(repos, [row])[0]
+    return _cards(house, [row])[0]
 
 
-def latest_card(repos: Repos, thread_id: str | None, tick: int | None) -> TickCard | None:
+def latest_card(house: Managers, thread_id: str | None, tick: int | None) -> TickCard | None:
     """The card a journal event is about: its own tick, else the newest (a Stelis child ticks under its root's
     journal)."""
-    row = repos.ticks.get(thread_id, int(tick)) if thread_id and tick is not None else None
+    row = house.journal.tick(thread_id, int(tick)) if thread_id and tick is not None else None
     if row is None:
-        newest = repos.ticks.recent(1)
+        newest = house.journal.ticks(1)
         row = newest[0] if newest else None
-    return _cards(repos, [row])[0] if row is not None else None
+    return _cards(house, [row])[0] if row is not None else None
 
 
-def _window(repos: Repos, thread_id: str) -> dict[str, Any]:
-    last = repos.ticks.recent(1, thread_id)
+def _window(house: Managers, thread_id: str) -> dict[str, Any]:
+    last = house.journal.ticks(1, thread_id)
     return ((last[0].summary or {}).get("context") or {}) if last else {}
 
 
-def thread_tree(repos: Repos) -> ThreadTree:
-    threads = list(repos.threads.all())
+def thread_tree(house: Managers) -> ThreadTree:
+    shares = house.journal.thread_shares()
+    threads = [share.thread for share in shares]
     nodes: dict[str, ThreadNode] = {}
-    for t in threads:
-        window = _window(repos, t.id)
+    for share in shares:
+        t = share.thread
+        window = _window(house, t.id)
         nodes[t.id] = ThreadNode(
             id=t.id, parent_id=t.parent_id, label=t.label or "", status=t.status, origin=t.origin,
             playbook=t.playbook or "", depth=t.depth, tick=t.tick, window_ratio=t.window_ratio or 1.0,
-            effective_ratio=round(repos.threads.ratio_product(t.id), 4), window_tokens=window.get("window_tokens"),
-            budget_tokens=window.get("budget_tokens"), messages=repos.messages.count(t.id), chronicle=t.chronicle,
-            error=t.error, created_at=_utc(t.created_at), completed_at=_utc(t.completed_at))
+            effective_ratio=round(share.effective_ratio, 4), window_tokens=window.get("window_tokens"),
+            budget_tokens=window.get("budget_tokens"), messages=share.messages, chronicle=t.chronicle,
+            error=t.error, created_at=as_utc(t.created_at), completed_at=as_utc(t.completed_at))
     roots: list[ThreadNode] = []
     for t in threads:
         parent = nodes.get(t.parent_id) if t.parent_id else None

@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 import i18n
-from managers import ManagerDeps, Managers
+from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
 from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
@@ -43,7 +43,7 @@ from memory import Repos
 from memory.note_kinds import Door
 from memory.repositories.stagnation import EscalationFacts
 from memory.text import emotion_strengths
-from nodes import provenance
+from memory import provenance
 from nodes.context import CYCLE, Services
 from nodes.reflexes.prompts import (
     ASK_HUMAN_TEXT,
@@ -242,7 +242,7 @@ class Escalation:
             return
         topic = " ".join(self.thought.split()[:12])
         text = self._t(ASK_HUMAN_TEXT).format(topic=topic)
-        house = Managers(self.repos, ManagerDeps(settings=self.services.settings))
+        house = self.services.managers.over(self.repos)
         told = house.conversation.tell(text, person=house.people.owner(), door=Door.WEB, tags=["anti_stagnation"],
                                        thread_id=self.state.thread_id, llm_id=self.state.llm.get("llm_id"),
                                        speaker=self.services.persona.display_name)
@@ -330,7 +330,7 @@ class Escalation:
             episode["world_item"] = items[0].id
             _came_from(episode, provenance.of_note(items[0]))
         elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
-            Managers(self.repos).world.ask_fetch()
+            self.services.managers.over(self.repos).world.ask_fetch()
             episode["world_asked"] = True
             episode["stimulus"].append(self._t(WORLD_ASKED_LINE))
         else:
@@ -338,7 +338,7 @@ class Escalation:
 
     def change_context(self, episode: StagnationEpisode) -> None:
         cycle = self.services.reads.get(self.state.thread_id, self.state.tick, CYCLE,
-                                   lambda: Managers(self.repos).loop.context_cycle(self.state.thread_id, self.services.settings))
+                                   lambda: self.services.managers.over(self.repos).loop.context_cycle(self.state.thread_id))
         current = context_mode(cycle)
         episode["context_mode"] = "meditation" if current != "meditation" else "standard"
 

@@ -22,12 +22,11 @@ from typing import Any, NamedTuple
 from langgraph.runtime import Runtime
 
 import i18n
-from managers import ManagerDeps, Managers
 from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
 from managers.loop import context_mode, loaded_skills
 from memory import Repos
-from nodes import provenance
+from memory import provenance
 from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
@@ -149,7 +148,7 @@ def _incoming(repos: Repos, services: Services, state: TickState,
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
         lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
         return [], lines if counts else [], ALONE
-    answering = Managers(repos).conversation.answering(notes)
+    answering = services.managers.over(repos).conversation.answering(notes)
     shown = set(n.id for n in answering.notes) | set(n.id for n in answering.others)
     notes = [n for n in notes if n.id in shown]  # in the order read: priority, then the oldest first
     authors = repos.people.names([a for a in (getattr(n, "author_id", None) for n in notes) if a is not None])
@@ -182,8 +181,9 @@ def _conversation_lines(services: Services, repos: Repos, audience: Audience, no
     settings = services.settings.conversation
     if settings.turns <= 0 or (audience.person_id is None and not audience.peer):
         return []
-    mine = [n.id for n in notes if Managers(repos).conversation.audience_of(n) == audience]
-    turns = Managers(repos, ManagerDeps(settings=services.settings)).conversation.turns(
+    conversation = services.managers.over(repos).conversation
+    mine = [n.id for n in notes if conversation.audience_of(n) == audience]
+    turns = conversation.turns(
         audience, limit=settings.turns, before_id=min(mine) if mine else None)
     zone = services.settings.zone()
     lines = [f"[{turn.at.astimezone(zone):%Y-%m-%d %H:%M}{' · ' + turn.door.value if turn.door else ''}] "
@@ -232,7 +232,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     # the clock and the tick number change every tick: they close the prompt (_instruction), not open its runtime
     runtime = [f"context {context_mode(cycle)}; thread {thread_id}"]
     if private:
-        runtime.append(Managers(repos, ManagerDeps(settings=services.settings)).world.line())
+        runtime.append(services.managers.over(repos).world.line())
     else:
         runtime.append(t(AUDIENCE_HINT[audience.role.value]).format(name=audience.name))
     channel_hint = t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))
@@ -266,7 +266,7 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
               if private else [], 105, trim_oldest=True),
         Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted)
               if private else [], 104, trim_oldest=True),
-        Block("peers", title("peers"), peer_lines(repos, audience, language), 106, trim_oldest=True),
+        Block("peers", title("peers"), peer_lines(services.managers.over(repos, audience), audience, language), 106, trim_oldest=True),
         Block("bootstrap", "", bootstrap, 160, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
               share=LAYER_SHARE),
         Block("runtime", title("runtime"), runtime, 150),
@@ -456,7 +456,7 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
         cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
-                                   lambda: Managers(repos).loop.context_cycle(state.thread_id, services.settings)))
+                                   lambda: services.managers.over(repos).loop.context_cycle(state.thread_id)))
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import i18n
-from managers import ManagerDeps, Managers
 from managers.notes import Incoming, notes_filter
 from memory import Repos
 from nodes.context import UNREAD, Services
@@ -28,7 +27,7 @@ def unread_for_tick(repos: Repos, services: Services, state: TickState, cycle: d
         if fresh:
             reads.put(*at, (UNREAD, limit, None), repos.notes.unread_incoming(limit=limit))
         return reads.get(*at, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit))
-    house = Managers(repos, ManagerDeps(settings=services.settings))
+    house = services.managers.over(repos)
     key = (FILTERED, limit, wanted.model_dump_json())
     if fresh:
         reads.put(*at, key, house.notes.incoming(wanted, limit=limit, now=services.clock()))

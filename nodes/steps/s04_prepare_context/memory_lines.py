@@ -21,7 +21,7 @@ from memory.upkeep.episodes import Period
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
 from memory.repositories.messages import MessageLine
-from nodes import provenance
+from memory import provenance
 from nodes.steps.prompts import ABSTRACTS_ON_REQUEST
 from nodes.steps.s04_prepare_context.untrusted import WRITTEN_FROM, Tainted
 from nodes.stelis.history import render_item, lineage_ids, timeline

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import i18n
-from managers import ManagerDeps, Managers
+from managers import Managers
 from managers.audience import Audience
 from memory import Repos
 from nodes.context import Services
@@ -50,7 +50,7 @@ def mesh_lines(services: Services, repos: Repos, language: str) -> list[str]:
     """While the mesh is on and unreachable: since when, what waits, and the Emergency Consensus rule."""
     if not services.settings.mesh.enabled:
         return []
-    mesh = Managers(repos, ManagerDeps(settings=services.settings)).mesh
+    mesh = services.managers.over(repos).mesh
     state = mesh.connectivity()  # the tick's config snapshot holds it: no query
     if not state.get("isolated"):
         return []
@@ -61,11 +61,11 @@ def mesh_lines(services: Services, repos: Repos, language: str) -> list[str]:
     return [t(ISOLATED_LINE).format(since=when, why=why, queued=repos.mesh.outbox_count()), t(EMERGENCY_LINE)]
 
 
-def peer_lines(repos: Repos, audience: Audience, language: str) -> list[str]:
+def peer_lines(house: Managers, audience: Audience, language: str) -> list[str]:
     """The peers this audience may be shown (managers/peers.py `known`): each by the name it has here, its DID, the
     trust it earned and the owner's tags, and whether nobody added it (met on the mesh or over A2A); the rest
     counted. What a peer says of itself is not here (agents.list shows it, fenced as a command's result)."""
-    shown, more = Managers(repos, audience=audience).peers.for_prompt(audience)
+    shown, more = house.peers.for_prompt(audience)
     t = lambda text: i18n.text(text, language)  # noqa: E731
     lines = []
     for peer in shown:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from nodes import provenance
+from memory import provenance
 
 _MARKER = re.compile(r"<(/?)(\s*data\b)", re.IGNORECASE)
 _TOOL_TAG = re.compile(r"<(/?)(\s*tool_call\b)", re.IGNORECASE)
@@ -36,7 +36,7 @@ class Tainted:
     """Rows written from untrusted text (memory/taint.py) as this prompt shows them: each line in its own data fence
     naming where its words came from, wherever the row is shown (goals and tasks, abstracts, ideas, recent thoughts,
     summaries); `shown` gives the sources of the lines the fitted blocks kept — the tick's, so what it writes next is
-    gated as the first write was (nodes/provenance.py)."""
+    gated as the first write was (memory/provenance.py)."""
 
     def __init__(self, repos: Any, fence: str) -> None:
         self.repos, self.fence = repos, fence

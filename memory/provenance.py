@@ -6,7 +6,7 @@ a channel, peers.
 `prepare_context` lists the untrusted sources of everything it put in the prompt (`TickState.untrusted`). A command
 that writes to a tier shown in every prompt (`CommandSpec.prompt_tier`: core memory, the notepads, strategies,
 thinking methods, scripts, config, the people and agents trusted) from a tick whose prompt held any of them waits
-for the owner's approval, and the approval shows those sources (nodes/commands/consent.py): text that arrived as
+for the owner's approval, and the approval shows those sources (managers/consent.py): text that arrived as
 data cannot plant itself in every future prompt. The owner's own request in a tick with nothing untrusted
 ("remember that I like tea") runs at once.
 

@@ -1,0 +1,54 @@
+"""The persona's inner life as the owner sees and touches it: its drives (computed from what happened, the owner's
+adjustments fading back to them) and its open questions (the owner may resolve or delete one)."""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from persona.drives import Drives, adjust_drive, adjustment_history, compute_drives
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from memory.models import OpenQuestion
+    from persona.settings import DriveSettings
+
+
+class InnerLifeManager:
+    def __init__(self, house: Managers) -> None:
+        self.house = house
+        self.repos = house.repos
+
+    # -- drives --------------------------------------------------------------------------------------------------------
+
+    def drives(self, now: datetime, config: DriveSettings | None = None) -> Drives:
+        """The four drives at `now`, since the persona started (its first root thread)."""
+        config = config if config is not None else self.house.deps.settings.drives
+        return compute_drives(self.repos, now, config, since=self.house.journal.started_at())
+
+    def adjustments(self) -> builtins.list[dict[str, Any]]:
+        """The owner's changes to the drives, newest last."""
+        return adjustment_history(self.repos)
+
+    def adjust(self, name: str, level: float, now: datetime, *, by: str, computed: float | None = None) -> dict[str, Any]:
+        """A drive set to `level`: in force at once, fading back to the computed level (UnknownDrive for a bad name)."""
+        return adjust_drive(self.repos, name, level, now, by=by, computed=computed)
+
+    # -- open questions ------------------------------------------------------------------------------------------------
+
+    def questions(self, limit: int = 200) -> builtins.list[OpenQuestion]:
+        return list(self.repos.questions.list(limit))
+
+    def question(self, question_id: int) -> OpenQuestion:
+        """The question (NotFound if there is none)."""
+        return self.repos.questions.get(question_id)
+
+    def resolve_question(self, question_id: int, resolution: str, now: datetime) -> OpenQuestion:
+        return self.repos.questions.resolve(question_id, resolution, now)
+
+    def delete_question(self, question_id: int) -> None:
+        self.repos.questions.purge(question_id)
+
+
+__all__ = ["InnerLifeManager"]
