@@ -54,10 +54,11 @@ def tick_span(thread_id: str, persona: str) -> Any:
 
 
 class AnimaCollector:
-    """A prometheus_client collector reading one persona's accounting at each scrape."""
+    """A prometheus_client collector reading one persona's accounting at each scrape (through its managers: a
+    `ManagerFactory`)."""
 
-    def __init__(self, db: Any, persona: str) -> None:
-        self.db, self.persona = db, persona
+    def __init__(self, managers: Any, persona: str) -> None:
+        self.managers, self.persona = managers, persona
 
     def describe(self) -> list[Any]:
         return []  # collected at scrape time only (no metric names are reserved at registration)
@@ -65,11 +66,9 @@ class AnimaCollector:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
-        with self.db.reading() as repos:
-            calls = repos.llm_calls.metrics(LATENCY_BUCKETS_S)
-            ticks = repos.ticks.count_by_status()
-            quiet = repos.processes.count_named("cycle.quiet")
-            waits = repos.notes.answer_waits()
+        with self.managers.reading() as house:
+            read = house.budget.metrics(LATENCY_BUCKETS_S)
+        calls, ticks, quiet, waits = read["calls"], read["ticks"], read["quiet"], read["waits"]
         persona = self.persona
         count = CounterMetricFamily("anima_llm_calls", "Model calls", labels=["persona", "model", "purpose", "outcome"])
         prompt = CounterMetricFamily("anima_llm_prompt_tokens", "Prompt tokens sent, new or served from a prompt cache",

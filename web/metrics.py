@@ -12,11 +12,11 @@ from graph.telemetry import AnimaCollector
 METRICS_PATH = "/metrics"
 
 
-def _scrape(db, persona: str) -> bytes:
+def _scrape(managers, persona: str) -> bytes:
     from prometheus_client import CollectorRegistry, generate_latest
 
     registry = CollectorRegistry(auto_describe=False)  # one per scrape: nothing global, nothing kept
-    registry.register(AnimaCollector(db, persona))
+    registry.register(AnimaCollector(managers, persona))
     return generate_latest(registry)
 
 
@@ -27,5 +27,5 @@ async def metrics(request: Request) -> Response:
 
     services = get_services(request)
     settings = services.settings()
-    body = await run_in_threadpool(_scrape, services.db, str(getattr(settings, "name", None) or "persona"))
+    body = await run_in_threadpool(_scrape, services.managers, str(getattr(settings, "name", None) or "persona"))
     return Response(body, media_type=CONTENT_TYPE_LATEST)
