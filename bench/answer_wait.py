@@ -227,7 +227,7 @@ def main() -> None:
                 synapse_cm = None
                 persona = persona_dir(base / door, None, None)
             try:
-                with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env) as loop:
+                with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env, thinking=None) as loop:
                     first = 2 if args.thinking == "continuous" else 1  # a quiet persona thinks once, then waits
                     loop.wait_for(lambda: loop.status().get("ticks", 0) >= first,
                                   args.guard, "the first ticks before the first note")

@@ -138,7 +138,7 @@ def run_variant(llm, base: Path, variant: str, args) -> tuple[dict, list[dict]]:
     data.mkdir(parents=True)
     persona = base / variant / "persona"
     shutil.copytree(ROOT / "persona" / "default", persona)
-    with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env) as loop:
+    with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env, thinking=None) as loop:
         started = time.time()
         progress(f"{variant}: the persona runs alone for {args.seconds:g}s")
         while time.time() - started < args.seconds:

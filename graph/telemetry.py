@@ -54,10 +54,11 @@ def tick_span(thread_id: str, persona: str) -> Any:
 
 
 class AnimaCollector:
-    """A prometheus_client collector reading one persona's accounting at each scrape."""
+    """A prometheus_client collector reading one persona's accounting at each scrape (through its managers: a
+    `ManagerFactory`)."""
 
     def __init__(self, managers: Any, persona: str) -> None:
-        self.managers, self.persona = managers, persona  # a ManagerFactory
+        self.managers, self.persona = managers, persona
 
     def describe(self) -> list[Any]:
         return []  # collected at scrape time only (no metric names are reserved at registration)
@@ -66,7 +67,7 @@ class AnimaCollector:
         from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
         with self.managers.reading() as house:
-            read = house.journal.metrics(LATENCY_BUCKETS_S)
+            read = house.budget.metrics(LATENCY_BUCKETS_S)
         calls, ticks, quiet, waits = read["calls"], read["ticks"], read["quiet"], read["waits"]
         persona = self.persona
         count = CounterMetricFamily("anima_llm_calls", "Model calls", labels=["persona", "model", "purpose", "outcome"])

@@ -11,6 +11,7 @@ tick (managers/thinking.py), the Controls page and `run.py inspect` show `spend`
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -83,6 +84,13 @@ class BudgetManager:
                 state = "low"
         return {"tokens_per_day": budget.tokens_per_day, "tokens_per_hour": budget.tokens_per_hour,
                 "left": left, "state": state}
+
+    def metrics(self, latency_buckets_s: Sequence[float]) -> dict[str, Any]:
+        """What a metrics scrape reads (graph/telemetry.py): every call's accounting summed (by model and purpose;
+        by model with its latency buckets), ticks by status, the quiet ticks, the seconds each answered human waited."""
+        repos = self.repos
+        return {"calls": repos.llm_calls.metrics(latency_buckets_s), "ticks": repos.ticks.count_by_status(),
+                "quiet": repos.processes.count_named("cycle.quiet"), "waits": repos.notes.answer_waits()}
 
     def state(self, now: datetime) -> BudgetState:
         """ok, low or spent (no budget set: ok, without a query)."""

@@ -41,13 +41,6 @@ class JournalManager:
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
 
-    def metrics(self, latency_buckets_s: Sequence[float]) -> dict[str, Any]:
-        """What `/metrics` reads at a scrape: model calls (tokens, latency buckets), ticks by status, quiet ticks and
-        the humans' waits for an answer."""
-        repos = self.repos
-        return {"calls": repos.llm_calls.metrics(latency_buckets_s), "ticks": repos.ticks.count_by_status(),
-                "quiet": repos.processes.count_named("cycle.quiet"), "waits": repos.notes.answer_waits()}
-
     # -- ticks ---------------------------------------------------------------------------------------------------------
 
     def ticks(self, limit: int, thread_id: str | None = None, *, before_id: int | None = None) -> builtins.list[Tick]:

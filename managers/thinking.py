@@ -77,8 +77,11 @@ class ThinkingManager:
         if not state.get("since"):
             return "no thought yet"
         repos = self.repos
-        waiting = repos.notes.unread_human_ids(limit=1)
-        if waiting:
+        settings = self.house.deps.settings
+        notes_mode = repos.config.cycle(thread_id).get("notes_mode") or (settings.cycle.notes_mode if settings
+                                                                         else "auto")
+        waiting = repos.notes.unread_human_ids(limit=1) if notes_mode == "auto" else []
+        if waiting:  # (in manual mode the persona reads notes when it chooses: only a new one is news)
             return f"note {waiting[0]} from a human waits"
         after = int(state.get("after_note") or 0)
         fresh = [n for n in repos.notes.unread_incoming(limit=5) if n.id > after]

@@ -210,9 +210,11 @@ class WebLoop:
 @contextmanager
 def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "forever", pace_s: float | None = 1.5,
              start_s: float = LOOP_START_S, env: dict[str, str] | None = None,
-             persona_dir: Path | None = None) -> Iterator[WebLoop]:
+             persona_dir: Path | None = None, thinking: str | None = "continuous") -> Iterator[WebLoop]:
     """`run.py --ticks … --port <free> --data-dir …` (with `--llm-url … --no-fallback`, or the embedded model), its
-    output in a log file (a pipe nobody reads would stall it); yields once the web app answers, stops it after."""
+    output in a log file (a pipe nobody reads would stall it); yields once the web app answers, stops it after.
+    `thinking`: the run's `cycle.thinking` — a persona that thinks on (the pages show its ticks) unless a test asks
+    for another mode; None: the persona's own (its defaults: quiet until something arrives)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     if pace_s is not None:
         seed_pace(data_dir, pace_s)
@@ -223,9 +225,10 @@ def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "foreve
     if persona_dir is not None:
         command += ["--persona", str(persona_dir)]
     log = data_dir / "run.log"
+    mode = {"ANIMA_CYCLE__THINKING": thinking} if thinking else {}
     with open(log, "w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **(env or {})})
+                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **mode, **(env or {})})
     loop = WebLoop(f"http://127.0.0.1:{port}", proc, data_dir, log)
     try:
         def listening():

@@ -622,3 +622,43 @@ def test_a_deployments_pool_never_prepares_statements_on_the_server(pg_url):
             assert conn.connection.dbapi_connection.prepare_threshold == 5
     finally:
         single.dispose()
+
+
+def test_a_worker_runs_no_tick_for_a_persona_with_nothing_to_think_about(pg_url, chroma_url, scripted_server, tmp_path):
+    """A persona alone (`cycle.thinking: eventful`): its first job thinks, the next ones only look — no tick, no model
+    call, a quiet line — each deferring the next look by a doubled pause; a human's note makes the next job think."""
+    from graph.fleet.runtime import WorkerRuntime
+    from sqlalchemy import select as sql_select
+
+    from memory.models import ProcessLog
+
+    scripted_server.script(default={"do": "stream", "text": THOUGHT})
+    deployment = Deployment.open(pg_url)
+    deployment.add("quiet", write_persona(tmp_path / "quiet", thinking="eventful"))
+    fleet = deployment.fleet
+    runtime = WorkerRuntime(fleet, Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted",
+                                                embedded=False), scheduler=deployment.scheduler,
+                            cache_dir=str(tmp_path / "cache"))
+    try:
+        with fleet.fence("quiet"):
+            runtime.tick("quiet")  # the first after a start thinks
+        asked = len(scripted_server.requests())
+        assert asked >= 1 and _ticks_of(fleet)["quiet"] == 1
+        delays = []
+        for _ in range(2):
+            with fleet.fence("quiet"):
+                delays.append(runtime.tick("quiet"))
+        assert delays == [1.0, 2.0] and len(scripted_server.requests()) == asked and _ticks_of(fleet)["quiet"] == 1
+        database = fleet.database("quiet")
+        with database.reading() as reads:
+            quiet = reads.session.scalars(sql_select(ProcessLog).where(ProcessLog.name == "cycle.quiet")).all()
+            assert len(quiet) == 2 and all(row.status == "close" for row in quiet)
+        with database.unit() as repos:
+            repos.notes.add("Are you there?", source="user")
+        with fleet.fence("quiet"):
+            runtime.tick("quiet")
+        assert _ticks_of(fleet)["quiet"] == 2 and len(scripted_server.requests()) > asked
+        assert any("Are you there?" in str(r["messages"]) for r in scripted_server.requests()[asked:])
+    finally:
+        runtime.close()
+        deployment.close()

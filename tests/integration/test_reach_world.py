@@ -143,7 +143,8 @@ def test_the_world_check_breaks_a_loop_with_what_the_feeds_brought(agent_factory
     url, handler = world
     loop = "I keep thinking that the lighthouse beam sweeps the same circle over the water."
     fake = FakeLLM("fake", responses=[loop])
-    agent = agent_factory(fake, feeds={"subscriptions": [{"url": f"{url}/tides.rss", "name": "tides"}]})
+    agent = agent_factory(fake, feeds={"subscriptions": [{"url": f"{url}/tides.rss", "name": "tides"}]},
+                          cycle={"thinking": "continuous"})  # seven thoughts in a row: the loop to break
     before = handler.hits.get("/tides.rss", 0)
     run_loop(agent, ticks=7)
     stimuli = [p.split('from="memories and documents brought up to break a loop">', 1)[1].split("</data", 1)[0]

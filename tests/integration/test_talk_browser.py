@@ -100,7 +100,8 @@ def test_threads_enter_sends_badges_update_contrast_and_a_japanese_font(page, sc
     data = tmp_path / "data"
     data.mkdir()
     ann = _seed(data)
-    with web_loop(data, llm_url=scripted_server.url, pace_s=2.0) as loop:
+    # the persona's own defaults: quiet until someone writes, and every note wakes it (docs/cost.md)
+    with web_loop(data, llm_url=scripted_server.url, pace_s=2.0, thinking=None) as loop:
         page.goto(loop.url + "/")
         threads = page.get_by_role("navigation", name="Conversations")
         expect(threads.get_by_role("link", name="You")).to_be_visible()

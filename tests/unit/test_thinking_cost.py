@@ -11,9 +11,7 @@ import pytest
 
 from graph.loop import driver
 from graph.loop.driver import Stopper, run_loop
-from managers import ManagerDeps, Managers
 from managers.thinking import QUIET_RECORD, quiet_pause, resolved_mode
-from tests.fakes.managers import managers_over
 from persona.settings import Settings
 from tests.fakes.llm import FakeLLM
 from tests.integration.scripted_llm_server import shared_opening
@@ -40,13 +38,13 @@ def think_calls(fake: FakeLLM) -> list[dict]:
 def decide(agent, mode="eventful", started=1):
     services = agent.services
     with services.db.unit() as repos:
-        return Managers(repos, ManagerDeps(settings=services.settings)).thinking.decide(
+        return services.managers.over(repos).thinking.decide(
             agent.thread_id, services.clock(), mode, ticks_since_start=started)
 
 
 def thought(agent):
     with agent.services.db.unit() as repos:
-        managers_over(repos).thinking.thought(agent.thread_id, agent.services.clock())
+        agent.services.managers.over(repos).thinking.thought(agent.thread_id, agent.services.clock())
 
 
 def test_the_mode_in_force_is_eventful_on_a_server_and_reflective_on_the_embedded_model():
@@ -144,7 +142,7 @@ def test_a_low_budget_drops_the_persona_s_own_thinking_and_a_spent_one_leaves_on
     spend_rows(agent, 850)  # 150 of 1000 left: low
     with agent.services.db.unit() as repos:
         feed = repos.notes.add("A feed item.", source="feed")
-        spent = Managers(repos, ManagerDeps(settings=agent.services.settings)).budget.spend(clock())
+        spent = agent.services.managers.over(repos).budget.spend(clock())
     assert spent["budget"]["state"] == "low" and spent["today"]["tokens"] == 850
     assert spent["today"]["cached_tokens"] == 420 and spent["today"]["new_prompt_tokens"] == 420
     assert spent["today"]["cost"] == pytest.approx((420 * 2.0 + 420 * 0.5 + 10 * 8.0) / 1e6)
